@@ -1,0 +1,3 @@
+function (doc) {
+  if (typeof doc.branch === "string" && typeof doc.datetime === "string") emit([doc.branch, doc.datetime], null);
+}

@@ -1,0 +1,3 @@
+function (doc) {
+  if (typeof doc.datetime === "string") emit(doc.datetime, null);
+}

@@ -1,0 +1,3 @@
+function (doc) {
+  if (typeof doc.access_datetime === "string") emit(doc.access_datetime, null);
+}

@@ -1,0 +1,224 @@
+"""Real services for the tests, started on free loopback ports: PouchDB Server and a local web site."""
+
+from __future__ import annotations
+
+import gzip as gzip_module
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[2]
+POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=2):
+                return
+        except Exception as exc:  # not up yet
+            last = exc
+            time.sleep(0.1)
+    raise RuntimeError("%s did not come up in %.0fs: %s" % (url, timeout, last))
+
+
+class PouchDBServer:
+    """``pouchdb-server`` (pinned in package.json) in memory on a free loopback port."""
+
+    def __init__(self, workdir: Path, port: int | None = None, in_memory: bool = True):
+        if not POUCHDB_BIN.exists():
+            raise RuntimeError("PouchDB Server is not installed: run `npm ci --ignore-scripts` (scripts/setup.sh)")
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.in_memory = in_memory
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d/" % self.port
+
+    def start(self) -> "PouchDBServer":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [str(POUCHDB_BIN), "-p", str(self.port), "-o", "127.0.0.1", "-n"]
+        if self.in_memory:
+            args.append("-m")
+        else:
+            args += ["-d", str(self.workdir / "data")]
+            (self.workdir / "data").mkdir(exist_ok=True)
+        self.proc = subprocess.Popen(
+            args, cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=open(self.workdir / "stderr.log", "ab")
+        )
+        wait_http(self.url)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def reset(self) -> None:
+        """Drop every database (between tests sharing one server)."""
+        with urllib.request.urlopen(urllib.request.Request(self.url + "_all_dbs", headers={"Accept": "application/json"})) as r:
+            names = json.load(r)
+        for name in names:
+            if name.startswith("_"):
+                continue
+            req = urllib.request.Request(self.url + name, method="DELETE", headers={"Accept": "application/json"})
+            urllib.request.urlopen(req).close()
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes | Callable[[http.server.BaseHTTPRequestHandler], bytes] = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    gzip: bool = False
+
+
+class LocalSite:
+    """A real threaded HTTP server on a free loopback port: static folders plus programmed routes.
+
+    ``site.route("/a", status=302, headers={"Location": "/b"})``; ``site.mount("/files/", folder)``;
+    ``site.hits`` counts requests per path; ``site.requests`` keeps (method, path, headers).
+    """
+
+    def __init__(self):
+        self.routes: dict[str, Route] = {}
+        self.mounts: dict[str, Path] = {}
+        self.hits: dict[str, int] = {}
+        self.requests: list[tuple[str, str, dict]] = []
+        self._lock = threading.Lock()
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                site._serve(self)
+
+            def do_HEAD(self):
+                site._serve(self, head=True)
+
+            def do_POST(self):
+                site._serve(self)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self) -> "LocalSite":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def route(self, path: str, body: bytes | str | Callable = b"", status: int = 200,
+              headers: dict[str, str] | None = None, content_type: str | None = None, gzip: bool = False) -> str:
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        headers = dict(headers or {})
+        if content_type:
+            headers["Content-Type"] = content_type
+        self.routes[path] = Route(status, body, headers, gzip)
+        return self.url + path
+
+    def mount(self, prefix: str, folder: Path) -> str:
+        self.mounts[prefix] = Path(folder)
+        return self.url + prefix
+
+    def _serve(self, handler, head: bool = False) -> None:
+        path = handler.path
+        with self._lock:
+            self.hits[path] = self.hits.get(path, 0) + 1
+            self.requests.append((handler.command, path, dict(handler.headers)))
+        if handler.command == "POST":
+            length = int(handler.headers.get("Content-Length") or 0)
+            handler.request_body = handler.rfile.read(length) if length else b""
+        route = self.routes.get(path) or self.routes.get(path.split("?", 1)[0])
+        if route is None:
+            route = self._static(path)
+        body = route.body(handler) if callable(route.body) else route.body
+        headers = dict(route.headers)
+        if route.gzip:
+            body = gzip_module.compress(body)
+            headers["Content-Encoding"] = "gzip"
+        headers.setdefault("Content-Type", "application/octet-stream")
+        handler.send_response(route.status)
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if not head:
+            try:
+                handler.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    def _static(self, path: str) -> Route:
+        clean = path.split("?", 1)[0]
+        for prefix, folder in self.mounts.items():
+            if clean.startswith(prefix):
+                rel = urllib.request.url2pathname(clean[len(prefix):])
+                target = (folder / rel).resolve()
+                if folder.resolve() in target.parents and target.is_file():
+                    ctype = guess_type(target)
+                    return Route(200, target.read_bytes(), {"Content-Type": ctype})
+        if clean == "/robots.txt":
+            return Route(200, b"User-agent: *\nAllow: /\n", {"Content-Type": "text/plain"})
+        return Route(404, b"<html><body>Not Found</body></html>", {"Content-Type": "text/html"})
+
+
+def guess_type(path: Path) -> str:
+    import mimetypes
+
+    ctype, _ = mimetypes.guess_type(path.name)
+    if ctype and (ctype.startswith("text/") or ctype.endswith(("xml", "json", "javascript"))):
+        return ctype + "; charset=utf-8"
+    return ctype or "application/octet-stream"
+
+
+def run_cli(args: list[str], store_uri: str, cwd: Path | None = None, env: dict | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a command (``scrapy …`` or ``python -m votersdaily …``) the way a user does, in a subprocess."""
+    full_env = dict(os.environ)
+    full_env["VOTERSDAILY_STORE"] = store_uri
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    full_env.update(env or {})
+    return subprocess.run(args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name)

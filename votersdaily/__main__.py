@@ -1,0 +1,3 @@
+from votersdaily.cli import main
+
+raise SystemExit(main())

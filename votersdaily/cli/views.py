@@ -1,0 +1,23 @@
+"""``views push``: create the databases and install or update their design documents."""
+
+from __future__ import annotations
+
+from ..store import open_store
+from ..store.views import VIEWS
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("views", help="manage the CouchDB design documents")
+    actions = parser.add_subparsers(dest="action", required=True)
+    push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
+    push.add_argument("dbs", nargs="*", help="databases (default: all with views)")
+    push.set_defaults(func=run_push)
+
+
+def run_push(args) -> int:
+    store = open_store()
+    for db in args.dbs or sorted(VIEWS):
+        store.ensure_db(db)
+        changed = store.install_views(db)
+        print("%s: %s" % (db, "installed/updated" if changed else "up to date"))
+    return 0

@@ -1,0 +1,85 @@
+"""Turn whatever a source gives (local wall time, aware time, date, text) into ISO 8601 UTC.
+
+pytz is used the only correct way: ``zone.localize(naive, is_dst=...)``, never ``tzinfo=zone``.
+Wall times that do not exist (the skipped spring-forward hour) or exist twice (the repeated
+fall-back hour) are resolved by a stated rule and reported, never silently guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timezone
+from typing import Union
+
+import pytz
+from dateutil import parser as dateutil_parser
+
+from .clock import iso_utc
+
+Temporal = Union[datetime, date, str]
+
+#: Two sentinels with different hours: a text whose parsed hour follows the default had no time part.
+_DEFAULT_A = datetime(2000, 1, 1, 0, 0, 0)
+_DEFAULT_B = datetime(2000, 1, 1, 1, 1, 1)
+
+
+@dataclass(frozen=True)
+class Normalised:
+    iso: str
+    all_day: bool = False
+    #: ``"ambiguous"`` (repeated hour: the first, daylight-time instant is taken) or
+    #: ``"nonexistent"`` (skipped hour: shifted forward by the DST gap), else None.
+    dst_note: str | None = None
+
+
+def get_zone(name: str) -> pytz.BaseTzInfo:
+    try:
+        return pytz.timezone(name)
+    except pytz.UnknownTimeZoneError:
+        raise ValueError("unknown IANA time zone %r" % (name,)) from None
+
+
+def localize(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
+    """Attach ``zone_name`` to a wall-clock time, DST-correct; returns (aware, dst_note)."""
+    zone = get_zone(zone_name)
+    try:
+        return zone.localize(naive, is_dst=None), None
+    except pytz.AmbiguousTimeError:
+        # The repeated hour: the first occurrence (still daylight time) is the one a
+        # schedule published before the change means.
+        return zone.localize(naive, is_dst=True), "ambiguous"
+    except pytz.NonExistentTimeError:
+        # The skipped hour: a clock reading 2:30 that morning is 3:30 daylight time.
+        return zone.normalize(zone.localize(naive, is_dst=False)), "nonexistent"
+
+
+def _parse_text(value: str) -> tuple[datetime, bool]:
+    text = " ".join(value.split())
+    if not text:
+        raise ValueError("empty datetime text")
+    try:
+        a = dateutil_parser.parse(text, default=_DEFAULT_A)
+        b = dateutil_parser.parse(text, default=_DEFAULT_B)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError("unparseable datetime %r: %s" % (value, exc)) from None
+    date_only = a.hour != b.hour and a.tzinfo is None
+    return a, date_only
+
+
+def normalise(value: Temporal, zone_name: str) -> Normalised:
+    """Normalise one value; naive times and dates are read in the source's zone ``zone_name``."""
+    if isinstance(value, str):
+        parsed, date_only = _parse_text(value)
+        if date_only:
+            return normalise(parsed.date(), zone_name)
+        value = parsed
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            aware, note = localize(value.replace(microsecond=0), zone_name)
+            return Normalised(iso_utc(aware), dst_note=note)
+        return Normalised(iso_utc(value.replace(microsecond=0)))
+    if isinstance(value, date):
+        # Date-only: midnight UTC of the *local* date (the contract), flagged all-day.
+        midnight = datetime.combine(value, time(0, 0), tzinfo=timezone.utc)
+        return Normalised(iso_utc(midnight), all_day=True)
+    raise TypeError("cannot normalise %s %r to a datetime" % (type(value).__name__, value))

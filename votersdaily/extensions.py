@@ -1,0 +1,208 @@
+"""The run log: one ``vd_log`` document per spider run (DESIGN.md §5), written at spider close.
+
+It observes the crawl (signals and stats) and never touches the items: what was fetched from the
+start URL, how long the run took, what the store did with the items, what was dropped and why, and
+the exception (with traceback) that made the run fail. A failed run leaves stored data untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import traceback as tb
+from collections import Counter
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.http import TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
+
+from . import schema
+from . import signals as vd_signals
+from .clock import now_iso
+from .store.crawler import store_for, writers_of
+
+logger = logging.getLogger(__name__)
+
+#: Meta key marking a request as one of the run's start URLs.
+START_META = "vd_start"
+
+
+class RunLog:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        settings = crawler.settings
+        self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT", 256 * 1024)
+        self.preview_chars = settings.getint("VOTERSDAILY_LOG_PREVIEW_CHARS", 4096)
+        self.started = 0.0
+        self.access_datetime = ""
+        self.source_url: str | None = None
+        self.source_body: bytes | None = None
+        self.source_text: str | None = None
+        self.source_type = "text/plain"
+        self.failures: list[dict] = []
+        self.responses = 0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED", True):
+            raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
+        ext = cls(crawler)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.response_received, signal=signals.response_received)
+        crawler.signals.connect(ext.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(ext.item_error, signal=signals.item_error)
+        crawler.signals.connect(ext.source_failed, signal=vd_signals.source_failed)
+        return ext
+
+    # -- observation ---------------------------------------------------------------------------
+
+    def spider_opened(self, spider):
+        self.started = time.monotonic()
+        self.access_datetime = now_iso()
+
+    def response_received(self, response, request, spider):
+        self.responses += 1
+        if self.source_url is not None:
+            return
+        if not request.meta.get(START_META) and self.responses > 1:
+            return
+        self.source_url = request.meta.get("vd_source_url") or response.url
+        self.source_body = response.body
+        if isinstance(response, TextResponse):
+            self.source_text = response.text
+            self.source_type = "%s; charset=utf-8" % (
+                response.headers.get("Content-Type", b"text/plain").decode("latin-1").split(";")[0].strip()
+                or "text/plain"
+            )
+        else:
+            self.source_text = None
+            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode("latin-1")
+
+    def _record(self, failure, where: str, url: str | None = None) -> None:
+        self.failures.append({
+            "exception": failure.type.__name__,
+            "message": failure.getErrorMessage(),
+            "where": where,
+            "url": url,
+            "traceback": "".join(tb.format_exception(failure.type, failure.value, failure.getTracebackObject())),
+        })
+
+    def spider_error(self, failure, response, spider):
+        self._record(failure, "spider", getattr(response, "url", None))
+
+    def item_error(self, item, response, spider, failure):
+        self._record(failure, "pipeline", getattr(response, "url", None))
+
+    def source_failed(self, failure, url, spider):
+        self._record(failure, "download", url)
+
+    # -- the log document ------------------------------------------------------------------------
+
+    async def spider_closed(self, spider, reason):
+        doc = self.build(spider, reason)
+        try:
+            await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
+        except Exception as exc:  # the run must end even when its log cannot be written
+            logger.error("could not write the run log of %s to %s: %s",
+                         spider.name, store_for(self.crawler).display_uri, exc)
+
+    def build(self, spider, reason: str) -> dict:
+        stats = self.crawler.stats
+        counts: dict[str, Counter] = {}
+        for name, value in (stats.get_stats() or {}).items():
+            if name.startswith("store/") and name.count("/") == 2:
+                _, db, kind = name.split("/")
+                counts.setdefault(db, Counter())[kind] += value
+        total = sum(counts.values(), Counter())
+        for writer in writers_of(self.crawler):
+            for exc in writer.errors:
+                self.failures.append({
+                    "exception": type(exc).__name__, "message": str(exc), "where": "store", "url": None,
+                    "traceback": "".join(tb.format_exception(type(exc), exc, exc.__traceback__)),
+                })
+        dropped = {
+            name[len("events/dropped/"):]: value
+            for name, value in (stats.get_stats() or {}).items()
+            if name.startswith("events/dropped/")
+        }
+        if self.failures:
+            result = self.failures[0]["exception"]
+        elif reason != "finished":
+            result = reason
+        else:
+            result = "success"
+        items = stats.get_value("item_scraped_count", 0)
+        doc = {
+            "parser_name": spider.name,
+            "parser_version": str(getattr(spider, "version", "0")),
+            "parser_runtime": round(time.monotonic() - self.started, 3),
+            "source_url": self.source_url or (getattr(spider, "start_urls", None) or [""])[0],
+            "source_text": "",
+            "access_datetime": self.access_datetime or now_iso(),
+            "insert_count": int(total.get("inserted", 0)),
+            "result": result,
+            "updated_count": int(total.get("updated", 0)),
+            "unchanged_count": int(total.get("unchanged", 0)),
+            "superseded_count": int(total.get("superseded", 0)),
+            "failed_writes": int(total.get("failed", 0)),
+            "items_scraped": int(items),
+            "dropped_count": int(sum(dropped.values())),
+            "dropped": dropped,
+            "responses": self.responses,
+            "finish_reason": reason,
+            "empty": result == "success" and items == 0 and not dropped,
+            "store": {db: dict(c) for db, c in counts.items()},
+            "latest_access_datetime": now_iso(),
+        }
+        if self.failures:
+            doc["traceback"] = self.failures[0]["traceback"]
+            doc["error_message"] = self.failures[0]["message"]
+            doc["errors"] = [{k: v for k, v in f.items() if k != "traceback"} for f in self.failures[:50]]
+            doc["error_count"] = len(self.failures)
+        self._attach_source(doc)
+        for key in ("result", "insert_count", "updated_count", "unchanged_count", "parser_runtime"):
+            name = {"insert_count": "inserted", "updated_count": "updated", "unchanged_count": "unchanged",
+                    "parser_runtime": "runtime"}.get(key, key)
+            stats.set_value("votersdaily/%s" % name, doc[key])
+        return doc
+
+    def _attach_source(self, doc: dict) -> None:
+        if self.source_text is not None:
+            data = self.source_text.encode("utf-8")
+            if len(data) <= self.inline_limit:
+                doc["source_text"] = self.source_text
+                return
+            doc["source_text"] = self.source_text[: self.preview_chars]
+        elif self.source_body:
+            data = self.source_body
+        else:
+            return
+        doc["source_text_truncated"] = True
+        doc["source_text_attachment"] = "source_text"
+        doc["source_text_bytes"] = len(data)
+        doc["_attachments"] = {
+            "source_text": {"content_type": self.source_type, "data": base64.b64encode(data).decode("ascii")}
+        }
+
+    def _write(self, doc: dict) -> None:
+        store = store_for(self.crawler)
+        store.ensure_db(schema.LOG_DB)
+        store.install_views(schema.LOG_DB)
+        base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
+        for attempt in range(1, 100):
+            doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)
+            answer = store.bulk_docs(schema.LOG_DB, [doc])[0]
+            if answer.get("error") != "conflict":
+                break
+        if "error" in answer:
+            raise RuntimeError("run log write refused: %s" % (answer,))
+        logger.info(
+            "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d",
+            doc["_id"], doc["result"], doc["insert_count"], doc["updated_count"],
+            doc["unchanged_count"], doc["dropped_count"],
+        )
+        self.crawler.stats.set_value("votersdaily/run_log_id", doc["_id"])

@@ -1,0 +1,8 @@
+"""Item types. Events are dicts (ad hoc keys are part of the contract), typed so pipelines can tell
+them from the other jobs' items; every component reads them through ``ItemAdapter``."""
+
+from __future__ import annotations
+
+
+class EventItem(dict):
+    """One event of DESIGN.md §4, plus ``unique_key`` and any ad hoc keys of its source."""

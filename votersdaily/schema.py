@@ -1,0 +1,136 @@
+"""The event and run-log contracts of DESIGN.md §4–5, in one place: names, keys and their rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+import pytz
+
+EVENTS_DB = "vd_events"
+LOG_DB = "vd_log"
+
+BRANCHES = ("Executive", "Legislative", "Judicial", "Other")
+
+#: Standard entity names. Extend this list (never spell an entity inline in a spider).
+ENTITIES = (
+    "White House",
+    "Senate",
+    "House of Representatives",
+    "Congress",
+    "Supreme Court",
+    "Federal Register",
+    "Federal Election Commission",
+)
+
+#: Required event keys; ``True`` marks the ones that may be null (the source never provides them).
+EVENT_KEYS: dict[str, bool] = {
+    "datetime": False,
+    "title": False,
+    "description": True,
+    "end_datetime": True,
+    "branch": False,
+    "entity": False,
+    "source_url": False,
+    "source_text": False,
+    "access_datetime": False,
+    "parser_name": False,
+    "parser_version": False,
+    "event_url": True,
+    "source_timezone": False,
+}
+
+#: Keys that may hold an empty string ("normally provided, missing for this item").
+MAY_BE_EMPTY = frozenset({"description", "event_url"})
+
+#: Keys ignored when deciding whether a re-scraped event changed.
+VOLATILE_EVENT_KEYS = ("access_datetime",)
+
+DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
+
+#: CouchDB's default max_document_size is 8 MB; stay clearly below it.
+MAX_DOCUMENT_BYTES = 7 * 1024 * 1024
+
+
+class InvalidEvent(ValueError):
+    """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def is_absolute_url(value: str) -> bool:
+    parts = urlsplit(value)
+    if not parts.scheme:
+        return False
+    if parts.scheme == "file":
+        return bool(parts.path)
+    return bool(parts.netloc)
+
+
+def parse_iso_utc(value: str) -> datetime:
+    if not DATETIME_RE.match(value):
+        raise ValueError("not ISO 8601 UTC to the second: %r" % (value,))
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def validate_event(event: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidEvent` for the first broken rule of DESIGN.md §4."""
+    for key, nullable in EVENT_KEYS.items():
+        if key not in event:
+            raise InvalidEvent("missing:%s" % key, "required key %r is missing" % key)
+        value = event[key]
+        if value is None:
+            if not nullable:
+                raise InvalidEvent("null:%s" % key, "key %r may not be null" % key)
+            continue
+        if not isinstance(value, str):
+            raise InvalidEvent(
+                "type:%s" % key, "key %r must be a string, got %s" % (key, type(value).__name__)
+            )
+        if not value.strip() and key not in MAY_BE_EMPTY:
+            raise InvalidEvent("empty:%s" % key, "key %r may not be empty" % key)
+    if event["branch"] not in BRANCHES:
+        raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
+    if event["entity"] not in ENTITIES:
+        raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
+    for key in ("datetime", "access_datetime", "end_datetime"):
+        if event[key] is None:
+            continue
+        try:
+            parse_iso_utc(event[key])
+        except ValueError as exc:
+            raise InvalidEvent("datetime:%s" % key, "%s: %s" % (key, exc)) from None
+    if event["end_datetime"] is not None and event["end_datetime"] < event["datetime"]:
+        raise InvalidEvent(
+            "end_before_start",
+            "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
+        )
+    for key in ("source_url", "event_url"):
+        if event[key] and not is_absolute_url(event[key]):
+            raise InvalidEvent("url:%s" % key, "%s %r is not an absolute URL" % (key, event[key]))
+    if event["source_timezone"] not in pytz.all_timezones_set:
+        raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
+    unique_key = event.get("unique_key")
+    if not isinstance(unique_key, str) or not unique_key.strip():
+        raise InvalidEvent("missing:unique_key", "the event has no unique_key")
+    try:
+        size = len(json.dumps(dict(event), ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
+    if size > MAX_DOCUMENT_BYTES:
+        raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
+
+
+def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:
+    """``<datetime>-<parser_name>-<unique_key>`` (DESIGN.md §4), whitespace in the key folded."""
+    key = " ".join(unique_key.split())
+    return "%s-%s-%s" % (datetime_iso, parser_name, key)
+
+
+def log_id(access_datetime: str, parser_name: str, result: str) -> str:
+    return "%s-%s-%s" % (access_datetime, parser_name, result)

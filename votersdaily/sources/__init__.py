@@ -1,0 +1,1 @@
+"""Parsing helpers shared by the government-source spiders (safe XML, Eastern time, text clean-up)."""

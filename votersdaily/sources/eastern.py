@@ -1,0 +1,22 @@
+"""Wall-clock times of Congress and the Court: America/New_York, published without an offset."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+EASTERN = "America/New_York"
+
+
+def parse_local(text: str, *formats: str) -> datetime:
+    """A naive local datetime from the first matching strptime format (whitespace folded)."""
+    value = " ".join(text.split())
+    for fmt in formats:
+        try:
+            return datetime.strptime(value, fmt)
+        except ValueError:
+            continue
+    raise ValueError("%r matches none of %s" % (text, ", ".join(formats)))
+
+
+def parse_local_date(text: str, *formats: str) -> date:
+    return parse_local(text, *formats).date()

@@ -1,0 +1,17 @@
+"""What a source can do wrong; the class name becomes the run log's ``result``."""
+
+
+class SourceError(Exception):
+    """The source answered, but not with a document this spider can turn into events."""
+
+
+class ErrorPage(SourceError):
+    """An error body served with a success status (HTTP 200 "File Not Found", "Error sanitizing")."""
+
+
+class UnexpectedDocument(SourceError):
+    """A well-formed document of the wrong kind (unexpected root element or content type)."""
+
+
+class MalformedDocument(SourceError):
+    """A document that does not parse (truncated, invalid bytes for its encoding, syntax errors)."""

@@ -1,0 +1,1 @@
+"""One module per source, plus the ingest and laundromat spiders."""

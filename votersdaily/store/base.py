@@ -1,0 +1,78 @@
+"""The storage protocol every backend implements, with CouchDB's document semantics.
+
+Documents are JSON objects with ``_id`` and ``_rev``; writes go through :meth:`Store.bulk_docs`
+(CouchDB's ``_bulk_docs``: per-document results, ``conflict`` on a stale revision); attachments are
+given inline (``_attachments: {name: {content_type, data: base64}}``) and read back as stubs.
+Calls block: callers on the Twisted reactor run them in a thread (see :mod:`.writer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
+
+
+class StoreError(RuntimeError):
+    """The store failed to do what was asked (unreachable, refused, malformed answer)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or answered a server error; the write may be retried."""
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    key: Any
+    doc: dict | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    #: The store's URI with any password masked: the only form that may be logged.
+    display_uri: str
+
+    def ensure_db(self, db: str) -> None: ...
+
+    def drop_db(self, db: str) -> None: ...
+
+    def list_dbs(self) -> list[str]: ...
+
+    def get(self, db: str, doc_id: str) -> dict | None: ...
+
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+        """The current documents among ``ids`` (missing and deleted ones are left out)."""
+        ...
+
+    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+        """Write ``docs``; one result per doc: ``{"id", "rev"}`` or ``{"id", "error", "reason"}``."""
+        ...
+
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]: ...
+
+    def count(self, db: str) -> int: ...
+
+    def query(
+        self,
+        db: str,
+        view: str,
+        *,
+        key: Any = None,
+        keys: list | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
+        descending: bool = False,
+        limit: int | None = None,
+        skip: int = 0,
+        include_docs: bool = True,
+    ) -> list[Row]:
+        """Rows of a view of :mod:`.views`, ordered by key then id, as CouchDB returns them."""
+        ...
+
+    def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None: ...
+
+    def install_views(self, db: str) -> bool:
+        """Create or update the design document of ``db``; True when something changed."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,96 @@
+"""One store per crawler, shared by every component of that crawl (pipelines, run log, spiders).
+
+``writer_for(crawler, db)`` gives a component a :class:`CrawlerWriter`: a :class:`BatchWriter`
+whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|failed>``
+(the run log reads them from there).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from twisted.internet import defer, threads
+
+from . import open_store, store_uri
+from .base import Store
+from .upsert import UpsertResult
+from .writer import BatchHook, BatchWriter
+
+logger = logging.getLogger(__name__)
+
+_STORE_ATTR = "_votersdaily_store"
+_WRITERS_ATTR = "_votersdaily_writers"
+
+
+def store_for(crawler) -> Store:
+    store = getattr(crawler, _STORE_ATTR, None)
+    if store is None:
+        store = open_store(store_uri(crawler.settings))
+        setattr(crawler, _STORE_ATTR, store)
+        logger.info("votersdaily store: %s", store.display_uri)
+    return store
+
+
+def writers_of(crawler) -> list["CrawlerWriter"]:
+    return list(getattr(crawler, _WRITERS_ATTR, []))
+
+
+class CrawlerWriter:
+    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None):
+        self.crawler = crawler
+        self.db = db
+        self.store = store_for(crawler)
+        settings = crawler.settings
+        self.batch = BatchWriter(
+            self.store,
+            db,
+            batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE", 500),
+            max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES", 2),
+            ignore=ignore,
+            after_batch=after_batch,
+            on_result=self._count,
+        )
+        self._opened: defer.Deferred | None = None
+
+    def _count(self, result: UpsertResult) -> None:
+        stats = self.crawler.stats
+        prefix = "store/%s/" % self.db
+        for name in ("inserted", "updated", "unchanged", "superseded"):
+            n = len(getattr(result, name))
+            if n:
+                stats.inc_value(prefix + name, n)
+        if result.failed:
+            stats.inc_value(prefix + "failed", len(result.failed))
+        if result.conflicts_resolved:
+            stats.inc_value(prefix + "conflicts_resolved", result.conflicts_resolved)
+
+    @property
+    def errors(self) -> list[BaseException]:
+        return self.batch.errors
+
+    def open(self) -> defer.Deferred:
+        """Create the database and its views (idempotent), in a thread."""
+        if self._opened is None:
+            self._opened = threads.deferToThread(self._open_blocking)
+        return self._opened
+
+    def _open_blocking(self) -> None:
+        self.store.ensure_db(self.db)
+        self.store.install_views(self.db)
+
+    def add(self, doc: dict) -> defer.Deferred:
+        return self.batch.add(doc)
+
+    def close(self) -> defer.Deferred:
+        return self.batch.flush()
+
+
+def writer_for(crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None) -> CrawlerWriter:
+    writer = CrawlerWriter(crawler, db, ignore=ignore, after_batch=after_batch)
+    writers = getattr(crawler, _WRITERS_ATTR, None)
+    if writers is None:
+        writers = []
+        setattr(crawler, _WRITERS_ATTR, writers)
+    writers.append(writer)
+    return writer

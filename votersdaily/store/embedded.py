@@ -1,0 +1,314 @@
+"""The embedded store: one SQLite file, CouchDB's document semantics, no server.
+
+Every database of the project lives in the same file. View rows are maintained at write time
+from :mod:`.views` and kept in a table indexed by key, so queries cost what an index scan costs.
+Keys compare component by component in code-point order (CouchDB uses ICU collation; the two
+agree for the ASCII keys the views emit: ISO datetimes, branch, entity and parser names).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .base import Row, StoreError
+from .revisions import next_rev
+from .views import DESIGN_ID, design_document, views_for
+
+MAX_KEY_PARTS = 3
+#: Sorts after every string: CouchDB's ``{}`` as a high key.
+HIGH = "\U0010ffff"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS dbs (name TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS docs (
+    db TEXT NOT NULL, id TEXT NOT NULL, rev TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (db, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attachments (
+    db TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    content_type TEXT NOT NULL, digest TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (db, id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS view_rows (
+    db TEXT NOT NULL, view TEXT NOT NULL, k0 TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL,
+    id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS view_rows_key ON view_rows (db, view, k0, k1, k2, id);
+CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
+"""
+
+
+def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
+    """A key as the index stores it: its string components padded to MAX_KEY_PARTS."""
+    parts = list(key) if isinstance(key, (list, tuple)) else [key]
+    out = []
+    for part in parts[:MAX_KEY_PARTS]:
+        if isinstance(part, dict):
+            out.append(HIGH)
+        elif isinstance(part, str):
+            out.append(part)
+        else:
+            raise StoreError("embedded views take string keys (or {} as a high key), got %r" % (part,))
+    while len(out) < MAX_KEY_PARTS:
+        out.append(pad)
+    return tuple(out)
+
+
+class EmbeddedStore:
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        self.display_uri = "sqlite:///" + self.path
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._conn.executescript(SCHEMA)
+
+    @classmethod
+    def from_uri(cls, uri: str) -> "EmbeddedStore":
+        # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
+        path = uri[len("sqlite:") :]
+        if path.startswith("///"):
+            path = path[3:]
+        elif path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise StoreError("sqlite store URI needs a path: %r" % uri)
+        return cls(path)
+
+    # -- databases ---------------------------------------------------------------------------
+
+    def ensure_db(self, db: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO dbs (name) VALUES (?)", (db,))
+
+    def drop_db(self, db: str) -> None:
+        with self._lock, self._transaction():
+            for table in ("docs", "attachments", "view_rows"):
+                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (db,))
+            self._conn.execute("DELETE FROM dbs WHERE name = ?", (db,))
+
+    def list_dbs(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT name FROM dbs ORDER BY name")]
+
+    def _require(self, db: str) -> None:
+        if not self._conn.execute("SELECT 1 FROM dbs WHERE name = ?", (db,)).fetchone():
+            raise StoreError("database %r does not exist in %s" % (db, self.display_uri))
+
+    def _transaction(self):
+        conn = self._conn
+
+        class _Tx:
+            def __enter__(self_inner):
+                conn.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self_inner, exc_type, exc, tb):
+                conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                return False
+
+        return _Tx()
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def get(self, db: str, doc_id: str) -> dict | None:
+        return self.get_many(db, [doc_id]).get(doc_id)
+
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+        ids = list(dict.fromkeys(ids))
+        found: dict[str, dict] = {}
+        with self._lock:
+            self._require(db)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    "SELECT id, rev, body FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+                )
+                for doc_id, rev, body in rows:
+                    found[doc_id] = self._materialise(doc_id, rev, body)
+        return found
+
+    @staticmethod
+    def _materialise(doc_id: str, rev: str, body: str) -> dict:
+        doc = json.loads(body)
+        doc["_id"] = doc_id
+        doc["_rev"] = rev
+        return doc
+
+    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+        results = []
+        with self._lock:
+            self._require(db)
+            specs = views_for(db)
+            with self._transaction():
+                for doc in docs:
+                    results.append(self._write_one(db, doc, specs))
+        return results
+
+    def _write_one(self, db: str, doc: dict, specs) -> dict:
+        doc_id = doc.get("_id")
+        if not isinstance(doc_id, str) or not doc_id:
+            return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}
+        row = self._conn.execute("SELECT rev FROM docs WHERE db = ? AND id = ?", (db, doc_id)).fetchone()
+        current = row[0] if row else None
+        if current != doc.get("_rev"):
+            return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}
+        if doc.get("_deleted"):
+            if current is None:
+                return {"id": doc_id, "error": "not_found", "reason": "missing"}
+            for table in ("docs", "attachments", "view_rows"):
+                self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))
+            return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}
+        body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
+        stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
+        if stubs:
+            body["_attachments"] = stubs
+        rev = next_rev(current, body)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)",
+            (db, doc_id, rev, json.dumps(body, ensure_ascii=False)),
+        )
+        self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id = ?", (db, doc_id))
+        for view, spec in specs.items():
+            key = spec.key(body)
+            if key is not None:
+                parts = list(key) + [""] * (MAX_KEY_PARTS - len(key))
+                self._conn.execute(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)",
+                    (db, view, *parts, doc_id),
+                )
+        return {"id": doc_id, "rev": rev, "ok": True}
+
+    def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
+        given = given or {}
+        keep = set()
+        stubs = {}
+        for name, att in given.items():
+            if att.get("stub"):
+                row = self._conn.execute(
+                    "SELECT content_type, digest, length(data) FROM attachments WHERE db=? AND id=? AND name=?",
+                    (db, doc_id, name),
+                ).fetchone()
+                if row is None:
+                    continue
+                stubs[name] = {"content_type": row[0], "digest": row[1], "length": row[2], "stub": True}
+                keep.add(name)
+                continue
+            data = base64.b64decode(att.get("data", ""))
+            digest = "md5-" + base64.b64encode(hashlib.md5(data).digest()).decode("ascii")
+            content_type = att.get("content_type", "application/octet-stream")
+            self._conn.execute(
+                "INSERT OR REPLACE INTO attachments (db, id, name, content_type, digest, data) VALUES (?,?,?,?,?,?)",
+                (db, doc_id, name, content_type, digest, data),
+            )
+            stubs[name] = {"content_type": content_type, "digest": digest, "length": len(data), "stub": True}
+            keep.add(name)
+        if current is not None:
+            existing = [r[0] for r in self._conn.execute(
+                "SELECT name FROM attachments WHERE db = ? AND id = ?", (db, doc_id))]
+            for name in existing:
+                if name not in keep:
+                    self._conn.execute(
+                        "DELETE FROM attachments WHERE db=? AND id=? AND name=?", (db, doc_id, name))
+        return stubs
+
+    def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT data FROM attachments WHERE db=? AND id=? AND name=?", (db, doc_id, name)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+        last = ""
+        while True:
+            with self._lock:
+                self._require(db)
+                rows = self._conn.execute(
+                    "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT 1000", (db, last)
+                ).fetchall()
+            if not rows:
+                return
+            for doc_id, rev, body in rows:
+                if include_design or not doc_id.startswith("_design/"):
+                    yield self._materialise(doc_id, rev, body)
+            last = rows[-1][0]
+
+    def count(self, db: str) -> int:
+        with self._lock:
+            self._require(db)
+            (n,) = self._conn.execute(
+                "SELECT count(*) FROM docs WHERE db = ? AND id NOT LIKE '\\_design/%' ESCAPE '\\'", (db,)
+            ).fetchone()
+        return n
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def query(self, db, view, *, key=None, keys=None, startkey=None, endkey=None, descending=False,
+              limit=None, skip=0, include_docs=True) -> list[Row]:
+        spec = views_for(db).get(view)
+        if spec is None:
+            raise StoreError("database %r has no view %r" % (db, view))
+        width = len(spec.fields)
+        if keys is not None:
+            rows: list[Row] = []
+            for one in keys:
+                rows.extend(self.query(db, view, key=one, descending=descending, include_docs=include_docs))
+            return rows[skip : None if limit is None else skip + limit]
+        if key is not None:
+            startkey = endkey = key
+        where = ["v.db = ?", "v.view = ?"]
+        params: list[Any] = [db, view]
+        low, high = (endkey, startkey) if descending else (startkey, endkey)
+        if low is not None:
+            where.append("(v.k0, v.k1, v.k2) >= (?, ?, ?)")
+            params.extend(_key_parts(low, pad=""))
+        if high is not None:
+            where.append("(v.k0, v.k1, v.k2) <= (?, ?, ?)")
+            params.extend(_key_parts(high, pad=""))
+        order = "DESC" if descending else "ASC"
+        sql = (
+            "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
+            "JOIN docs d ON d.db = v.db AND d.id = v.id WHERE %s "
+            "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
+            % (" AND ".join(where), order, order, order, order)
+        )
+        params.extend([-1 if limit is None else limit, skip])
+        with self._lock:
+            fetched = self._conn.execute(sql, params).fetchall()
+        out = []
+        for doc_id, k0, k1, k2, rev, body in fetched:
+            parts = [k0, k1, k2][:width]
+            row_key = parts[0] if width == 1 else parts
+            out.append(Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None))
+        return out
+
+    def install_views(self, db: str) -> bool:
+        """Store the design document too, so a dump shows what CouchDB would hold."""
+        self.ensure_db(db)
+        design = design_document(db)
+        if design is None:
+            return False
+        current = self.get(db, DESIGN_ID)
+        if current is not None:
+            if current.get("views") == design["views"] and current.get("language") == design["language"]:
+                return False
+            design["_rev"] = current["_rev"]
+        result = self.bulk_docs(db, [design])[0]
+        if "error" in result:
+            raise StoreError("could not install views in %s: %s" % (db, result))
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,74 @@
+"""Revision-aware batch writes: insert new documents, update changed ones, leave unchanged ones be.
+
+"Unchanged" compares content without CouchDB's meta keys and without the caller's volatile keys
+(for events, ``access_datetime``), so a re-scraped identical event keeps its first access time and
+revision. A conflict from a concurrent writer is resolved by re-reading and re-applying.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .base import Store, StoreError
+from .revisions import same_content
+
+MAX_CONFLICT_ROUNDS = 5
+
+
+@dataclass
+class UpsertResult:
+    inserted: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    conflicts_resolved: int = 0
+    #: Ids of older documents a batch hook marked as replaced (event reschedules).
+    superseded: list[str] = field(default_factory=list)
+
+    def merge(self, other: "UpsertResult") -> None:
+        self.inserted += other.inserted
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.failed.update(other.failed)
+        self.conflicts_resolved += other.conflicts_resolved
+        self.superseded += other.superseded
+
+
+def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = ()) -> UpsertResult:
+    """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins."""
+    ignore = tuple(ignore)
+    pending = {doc["_id"]: doc for doc in docs}
+    result = UpsertResult()
+    for _ in range(MAX_CONFLICT_ROUNDS):
+        if not pending:
+            break
+        existing = store.get_many(db, pending)
+        writes, kinds = [], {}
+        for doc_id, doc in pending.items():
+            old = existing.get(doc_id)
+            if old is None:
+                writes.append(dict(doc))
+                kinds[doc_id] = "inserted"
+            elif same_content(old, doc, ignore):
+                result.unchanged.append(doc_id)
+            else:
+                new = dict(doc, _rev=old["_rev"])
+                if "_attachments" in old and "_attachments" not in doc:
+                    new["_attachments"] = old["_attachments"]
+                writes.append(new)
+                kinds[doc_id] = "updated"
+        retry = {}
+        for answer in store.bulk_docs(db, writes):
+            doc_id = answer.get("id")
+            if "error" not in answer:
+                getattr(result, kinds[doc_id]).append(doc_id)
+            elif answer["error"] == "conflict":
+                retry[doc_id] = pending[doc_id]
+            else:
+                result.failed[doc_id] = "%s: %s" % (answer.get("error"), answer.get("reason"))
+        result.conflicts_resolved += len(retry)
+        pending = retry
+    if pending:
+        raise StoreError("unresolved write conflicts on %d documents in %s" % (len(pending), db))
+    return result

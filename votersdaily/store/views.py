@@ -1,0 +1,79 @@
+"""The views of every database, declared once.
+
+CouchDB runs the JavaScript map functions in ``couchdb_views/<db>/views/<view>/map.js``; the embedded
+store computes the same keys from the :class:`ViewSpec` below. ``tests/test_views.py`` runs each JS
+map function under Node on sample documents and checks it emits exactly what the spec says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+DESIGN_NAME = "votersdaily"
+DESIGN_ID = "_design/" + DESIGN_NAME
+
+#: Where the CouchDB design documents live (a checkout of the repository).
+VIEWS_DIR = Path(__file__).resolve().parents[2] / "couchdb_views"
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    #: Document keys forming the view key; one field → a scalar key, several → an array key.
+    fields: tuple[str, ...]
+    #: Extra condition on the document (mirrors the ``if`` of the JS map function).
+    where: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def key(self, doc: Mapping[str, Any]) -> tuple | None:
+        """The emitted key as a tuple of components, or None when the document is not emitted."""
+        values = tuple(doc.get(field) for field in self.fields)
+        if any(not isinstance(value, str) for value in values):
+            return None
+        if self.where is not None and not self.where(doc):
+            return None
+        return values
+
+
+VIEWS: dict[str, dict[str, ViewSpec]] = {
+    "vd_events": {
+        "by_datetime": ViewSpec(("datetime",)),
+        "by_branch_datetime": ViewSpec(("branch", "datetime")),
+        "by_entity_datetime": ViewSpec(("entity", "datetime")),
+        "by_parser_datetime": ViewSpec(("parser_name", "datetime")),
+        "by_parser_unique_key": ViewSpec(("parser_name", "unique_key")),
+        "by_committee_datetime": ViewSpec(("committee_code", "datetime")),
+    },
+    "vd_log": {
+        "by_access_datetime": ViewSpec(("access_datetime",)),
+        "errors": ViewSpec(("access_datetime",), where=lambda doc: doc.get("result") != "success"),
+        "by_parser": ViewSpec(("parser_name", "access_datetime")),
+    },
+}
+
+
+def views_for(db: str) -> dict[str, ViewSpec]:
+    return VIEWS.get(db, {})
+
+
+def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
+    """The key as CouchDB would return it: a scalar for one field, a list for several."""
+    key = spec.key(doc)
+    if key is None:
+        return None
+    return key[0] if len(key) == 1 else list(key)
+
+
+def design_document(db: str, views_dir: Path = VIEWS_DIR) -> dict | None:
+    """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
+    folder = views_dir / db / "views"
+    if not folder.is_dir():
+        return None
+    views = {}
+    for view_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        view = {"map": (view_dir / "map.js").read_text(encoding="utf-8").strip()}
+        reduce_js = view_dir / "reduce.js"
+        if reduce_js.exists():
+            view["reduce"] = reduce_js.read_text(encoding="utf-8").strip()
+        views[view_dir.name] = view
+    return {"_id": DESIGN_ID, "language": "javascript", "views": views}
