@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl")
+COMMANDS = ("dump", "views", "crawl", "export", "site")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,36 @@
+"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from scrapy.utils.project import get_project_settings
+
+from ..store import open_store
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("site", help="build the static calendar site")
+    actions = parser.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="write the site into a folder (created if missing)")
+    build.add_argument("dir", type=Path, help="output folder")
+    build.add_argument("--timezone", help="zone the day pages are shown in (default: setting VOTERSDAILY_SITE_TIMEZONE)")
+    build.add_argument("--runs", type=int, help="runs per spider on the health page (default: setting VOTERSDAILY_HEALTH_RUNS)")
+    build.set_defaults(func=run_build)
+
+
+def run_build(args) -> int:
+    from ..feeds.site import SiteConfig, build_site
+    from .crawl import event_spiders
+
+    settings = get_project_settings()
+    config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
+    store = open_store()
+    try:
+        summary = build_site(store, args.dir, config, spiders=sorted(event_spiders(settings)))
+    finally:
+        store.close()
+    print("site: %d day pages, %d feeds, %d spiders on the health page in %s"
+          % (summary.days, summary.feeds, summary.spiders, args.dir), file=sys.stderr)
+    return 0

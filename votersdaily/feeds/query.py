@@ -1,0 +1,164 @@
+"""Selecting events and run logs through the views: filters → the most selective view → key range.
+
+Rows are fetched a page at a time with CouchDB's own pagination rule (restart at the last key and
+skip the rows of that key already seen), so a feed of any size streams in constant memory on both
+backends.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .. import schema
+from ..store.base import Store, StoreError
+
+#: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
+HIGH: dict = {}
+PAGE_SIZE = 500
+
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+CANCELLED_RE = re.compile(r"cancel", re.I)
+
+
+class FeedQueryError(ValueError):
+    """A filter value cannot be turned into a query (e.g. a malformed --since date)."""
+
+
+def bound(value: str | None, *, end: bool) -> str | None:
+    """A ``--since``/``--until`` value as a stored datetime: dates cover their whole (UTC) day."""
+    if not value:
+        return None
+    value = value.strip()
+    if DATE_RE.match(value):
+        return value + ("T23:59:59Z" if end else "T00:00:00Z")
+    from ..datetimes import normalise
+
+    try:
+        return normalise(value, "UTC").iso
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise FeedQueryError("not a date or datetime: %r (%s)" % (value, exc)) from None
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """The filters of ``export``; every one set must match."""
+
+    branch: str | None = None
+    entity: str | None = None
+    parser: str | None = None
+    committee: str | None = None
+    since: str | None = None
+    until: str | None = None
+    #: Keep events an event of the same parser and unique key has replaced (reschedules).
+    include_superseded: bool = False
+
+    def values(self) -> dict[str, str]:
+        """Document key → wanted value, most selective first."""
+        wanted = {
+            "committee_code": self.committee,
+            "parser_name": self.parser,
+            "entity": self.entity,
+            "branch": self.branch,
+        }
+        return {k: v for k, v in wanted.items() if v}
+
+    def view(self) -> tuple[str, str | None]:
+        """The view to read and the value of its leading key component (None: ``by_datetime``)."""
+        views = {"committee_code": "by_committee_datetime", "parser_name": "by_parser_datetime",
+                 "entity": "by_entity_datetime", "branch": "by_branch_datetime"}
+        for key, value in self.values().items():
+            return views[key], value
+        return "by_datetime", None
+
+    def key_range(self) -> tuple[Any, Any]:
+        since, until = bound(self.since, end=False), bound(self.until, end=True)
+        if since and until and until < since:
+            raise FeedQueryError("--until %s is before --since %s" % (self.until, self.since))
+        _, prefix = self.view()
+        if prefix is None:
+            return since, until
+        return [prefix, since or ""], [prefix, until or HIGH]
+
+    def matches(self, doc: dict) -> bool:
+        if not self.include_superseded and is_superseded(doc):
+            return False
+        return all(doc.get(key) == value for key, value in self.values().items())
+
+
+def is_superseded(doc: dict) -> bool:
+    """Replaced by a rescheduled copy (see :func:`votersdaily.pipelines.mark_superseded`)."""
+    return bool(doc.get("superseded_by"))
+
+
+def is_cancelled(doc: dict) -> bool:
+    """The source itself says the event was cancelled (ad hoc ``cancelled`` or a status key)."""
+    if doc.get("cancelled") is True:
+        return True
+    return any(isinstance(doc.get(k), str) and CANCELLED_RE.search(doc[k]) for k in ("status", "meeting_status"))
+
+
+def has_db(store: Store, db: str) -> bool:
+    return db in store.list_dbs()
+
+
+def iter_rows(store: Store, db: str, view: str, startkey: Any = None, endkey: Any = None, *,
+              descending: bool = False, include_docs: bool = True, page: int = PAGE_SIZE):
+    """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
+    if not has_db(store, db):
+        return
+    skip = 0
+    while True:
+        try:
+            rows = store.query(db, view, startkey=startkey, endkey=endkey, descending=descending,
+                               limit=page, skip=skip, include_docs=include_docs)
+        except StoreError as exc:
+            raise StoreError("%s (are the views installed? `python -m votersdaily views push`)" % exc) from exc
+        yield from rows
+        if len(rows) < page:
+            return
+        last = rows[-1].key
+        # Restart at the last key; skip the rows with that key already returned.
+        skip = sum(1 for r in rows if r.key == last) + (skip if last == startkey else 0)
+        startkey = last
+
+
+def iter_events(store: Store, flt: EventFilter = EventFilter()) -> Iterator[dict]:
+    """Event documents matching ``flt`` in datetime order (the order of every datetime view)."""
+    view, _ = flt.view()
+    low, high = flt.key_range()
+    for row in iter_rows(store, schema.EVENTS_DB, view, low, high):
+        if row.doc is not None and flt.matches(row.doc):
+            yield row.doc
+
+
+def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
+    """The distinct first key components of a compound-key view, one short query per value."""
+    if not has_db(store, db):
+        return []
+    found: list[str] = []
+    startkey: Any = None
+    while True:
+        rows = store.query(db, view, startkey=startkey, limit=1, include_docs=False)
+        if not rows:
+            return found
+        value = rows[0].key[0]
+        found.append(value)
+        startkey = [value, HIGH]
+
+
+def predecessors(store: Store, docs: list[dict]) -> dict[str, int]:
+    """For each doc id, how many other documents share its parser_name and unique_key."""
+    keyed = {(d.get("parser_name"), d.get("unique_key")): d["_id"] for d in docs
+             if isinstance(d.get("unique_key"), str)}
+    if not keyed:
+        return {}
+    rows = store.query(schema.EVENTS_DB, "by_parser_unique_key", keys=[list(k) for k in keyed],
+                       include_docs=False)
+    counts = {doc_id: 0 for doc_id in keyed.values()}
+    for row in rows:
+        current = keyed.get(tuple(row.key))
+        if current is not None and row.id != current:
+            counts[current] += 1
+    return counts
