@@ -42,6 +42,16 @@ VOTERSDAILY_RUN_LOG_ENABLED = True
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096
 
+# -- the static site and its spider health page (votersdaily/feeds) --------------------------------
+#: Zone the day pages group and show times in (all-day events keep their own date).
+VOTERSDAILY_SITE_TIMEZONE = "America/New_York"
+#: Runs per spider shown on the health page.
+VOTERSDAILY_HEALTH_RUNS = 20
+#: A run is flagged when its item count falls below this share of the median of the spider's
+#: previous successful runs (over at most VOTERSDAILY_HEALTH_HISTORY runs).
+VOTERSDAILY_HEALTH_DROP_RATIO = 0.5
+VOTERSDAILY_HEALTH_HISTORY = 10
+
 ITEM_PIPELINES = {
     "votersdaily.pipelines.NormaliseDatetimesPipeline": 100,
     "votersdaily.pipelines.ValidateEventPipeline": 200,
