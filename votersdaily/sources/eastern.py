@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+from ..clock import now_utc
+from ..datetimes import get_zone
+
 EASTERN = "America/New_York"
 
 
@@ -20,3 +23,8 @@ def parse_local(text: str, *formats: str) -> datetime:
 
 def parse_local_date(text: str, *formats: str) -> date:
     return parse_local(text, *formats).date()
+
+
+def eastern_today() -> date:
+    """Today's date in Washington (the framework clock, so a frozen clock freezes it too)."""
+    return now_utc().astimezone(get_zone(EASTERN)).date()

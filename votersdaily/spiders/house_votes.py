@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import re
 
-from ..clock import now_utc
-from ..sources.eastern import parse_local, parse_local_date
+from scrapy.http import TextResponse
+
+from ..sources.congress import to_int
+from ..sources.eastern import eastern_today, parse_local, parse_local_date
+from ..sources.errors import UnexpectedDocument
 from ..sources.xml import outer_xml, parse_xml, text_of
 from .base import EventSpider
 
 ROLL_LINK_RE = re.compile(r"rollnumber=(\d+)", re.I)
 PAGE_LINK_RE = re.compile(r"ROLL_\d+\.asp$", re.I)
-YEAR_RE = re.compile(r"/evs/(\d{4})/", re.I)
-
-
-def _int(text: str) -> int | None:
-    text = text.strip()
-    return int(text) if text.isdigit() else None
+HEADING_YEAR_RE = re.compile(r"\((\d{4})\)")
+URL_YEAR_RE = re.compile(r"/evs/(\d{4})/", re.I)
+LINK_YEAR_RE = re.compile(r"[?&]year=(\d{4})", re.I)
+#: Where the Clerk publishes each roll call of a year (3-digit, zero-padded roll number).
+ROLL_URL = "https://clerk.house.gov/evs/{year}/roll{roll:03d}.xml"
+INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -29,24 +32,57 @@ class HouseVotesSpider(EventSpider):
         "gov/house_roll_call/roll314.xml": "https://clerk.house.gov/evs/2026/roll314.xml",
         "gov/house_roll_call/clerk-2023-roll037-committee.excerpt.xml": "https://clerk.house.gov/evs/2023/roll037.xml",
     }
+    #: clerk.house.gov serves one small file per roll call: one at a time, a second apart.
+    custom_settings = {
+        **EventSpider.custom_settings,
+        "DOWNLOAD_DELAY": 1.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    def __init__(self, *args, year: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: ``-a year=2020`` discovers that year's roll calls instead of the current year's.
+        self.year = int(year) if year else None
 
     @property
     def listing_urls(self):
-        return ("https://clerk.house.gov/evs/%d/index.asp" % now_utc().year,)
+        return (INDEX_URL.format(year=self.year or eastern_today().year),)
 
-    # -- discovery: the year's index → ROLL_nnn.asp pages → rollNNN.xml ---------------------------
+    # -- discovery: the year's index.asp → its ROLL_nnn.asp pages → rollNNN.xml ------------------
 
     def parse_listing(self, response):
-        year = YEAR_RE.search(response.url)
-        year = year.group(1) if year else str(now_utc().year)
-        for href in response.xpath("//a/@href").getall():
-            if PAGE_LINK_RE.search(href):
-                yield response.follow(href, callback=self.parse_listing, errback=self.source_error)
-                continue
-            match = ROLL_LINK_RE.search(href)
-            if match:
-                url = "https://clerk.house.gov/evs/%s/roll%03d.xml" % (year, int(match.group(1)))
-                yield self.document_request(url)
+        """Follow the index's ROLL_nnn.asp pages and request every listed roll's XML.
+
+        The legacy EVS pages link each roll to ``cgi-bin/vote.asp?year=Y&rollnumber=N`` and give
+        dates without a year, so the year comes from the page heading ("(2020)"), else the URL.
+        """
+        if not isinstance(response, TextResponse):
+            raise UnexpectedDocument("%s is not an HTML vote index" % response.url)
+        year = self._parse_listing_year(response)
+        rolls = [
+            to_int(match.group(1))
+            for href in response.xpath("//tr/td[1]//a/@href").getall()
+            if (match := ROLL_LINK_RE.search(href))
+        ]
+        pages = [href for href in response.xpath("//a/@href").getall() if PAGE_LINK_RE.search(href)]
+        if year is None or not (rolls or pages or response.xpath("//h2")):
+            raise UnexpectedDocument("%s is not a Clerk roll-call index (no heading year or roll rows)" % response.url)
+        for href in pages:
+            yield response.follow(href, callback=self.parse_listing, errback=self.source_error)
+        for roll in rolls:
+            yield self.document_request(ROLL_URL.format(year=year, roll=roll))
+
+    @staticmethod
+    def _parse_listing_year(response) -> int | None:
+        heading = " ".join(response.xpath("//h2//text()").getall())
+        match = HEADING_YEAR_RE.search(heading)
+        if match:
+            return int(match.group(1))
+        match = URL_YEAR_RE.search(response.url)
+        if match:
+            return int(match.group(1))
+        match = LINK_YEAR_RE.search(" ".join(response.xpath("//a/@href").getall()))
+        return int(match.group(1)) if match else None
 
     # -- one roll-call document → one event -----------------------------------------------------
 
@@ -54,12 +90,10 @@ class HouseVotesSpider(EventSpider):
         root = parse_xml(response.body, ("rollcall-vote",), response.url)
         meta = root.find("vote-metadata")
         if meta is None:
-            from ..sources.errors import UnexpectedDocument
-
             raise UnexpectedDocument("%s has no <vote-metadata>" % response.url)
-        congress = _int(text_of(meta, "congress"))
-        session = _int(re.sub(r"\D", "", text_of(meta, "session")))
-        roll = _int(text_of(meta, "rollcall-num"))
+        congress = to_int(text_of(meta, "congress"))
+        session = to_int(re.sub(r"\D", "", text_of(meta, "session")))
+        roll = to_int(text_of(meta, "rollcall-num"))
         question = text_of(meta, "vote-question")
         legis_num = text_of(meta, "legis-num")
         yield {
@@ -122,7 +156,7 @@ class HouseVotesSpider(EventSpider):
         if row is None:
             return {}
         return {
-            key: _int(text_of(row, "%s-total" % key.replace("_", "-")))
+            key: to_int(text_of(row, "%s-total" % key.replace("_", "-")))
             for key in ("yea", "nay", "present", "not_voting")
         }
 

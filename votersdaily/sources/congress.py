@@ -1,0 +1,76 @@
+"""Parsing helpers shared by the Congress spiders (House Clerk, docs.house.gov, Senate LIS).
+
+Only what more than one Congress source needs lives here: the Congress/session arithmetic, integer
+fields, Eastern timestamps turned into stored datetimes, and the docs.house.gov
+``<files>``/committee blocks.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+from w3lib.url import safe_url_string
+
+from ..datetimes import normalise
+from .eastern import EASTERN, parse_local
+from .xml import text_of
+
+#: The first Congress met in 1789; each Congress lasts two years, one session each.
+FIRST_CONGRESS_YEAR = 1789
+
+
+def to_int(text: str | None) -> int | None:
+    """``"00659"`` → 659; anything that is not a whole number (``""``, ``"2nd"``) → None."""
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def congress_session(year: int) -> tuple[int, int]:
+    """The Congress and regular session sitting in ``year`` (2026 → (119, 2))."""
+    offset = year - FIRST_CONGRESS_YEAR
+    return offset // 2 + 1, offset % 2 + 1
+
+
+def eastern_iso(text: str, *formats: str) -> str | None:
+    """An Eastern wall-clock stamp of an ad hoc key (``update-date``…) as stored UTC; None if empty."""
+    if not (text or "").strip():
+        return None
+    return normalise(parse_local(text, *formats), EASTERN).iso
+
+
+def document_url(raw: str | None) -> str:
+    """A document link as a fetchable URL: docs.house.gov writes raw spaces and brackets."""
+    raw = (raw or "").strip()
+    return safe_url_string(raw) if raw else ""
+
+
+def docs_house_files(element: etree._Element | None) -> list[dict]:
+    """The ``<files><file doc-url doc-type …/>`` links of a docs.house.gov item."""
+    if element is None:
+        return []
+    return [
+        {
+            "url": document_url(f.get("doc-url")),
+            "doc_type": f.get("doc-type") or "",
+            "add_date": eastern_iso(f.get("add-date") or "", *DOCS_HOUSE_STAMPS),
+            "publish_date": eastern_iso(f.get("publish-date") or "", *DOCS_HOUSE_STAMPS),
+        }
+        for f in element.iterfind("files/file")
+    ]
+
+
+#: docs.house.gov stamps: ``2026-09-08T13:05:07.540`` (milliseconds optional), Eastern.
+DOCS_HOUSE_STAMPS = ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S")
+
+
+def docs_house_updates(element: etree._Element) -> list[dict]:
+    """The ``<updates><update-date>`` history of a docs.house.gov item, with its notes."""
+    updates = []
+    for update in element.iterfind("updates/update-date"):
+        notes = update.find("explanatory-notes")
+        updates.append({
+            "date": eastern_iso(update.get("date") or "", *DOCS_HOUSE_STAMPS),
+            "publish_date": eastern_iso(update.get("publish-date") or "", *DOCS_HOUSE_STAMPS),
+            "doc_modified": (notes.get("doc-modified") == "True") if notes is not None else None,
+            "note": text_of(notes),
+        })
+    return updates
