@@ -1,0 +1,209 @@
+"""End-to-end crawls (``scrapy crawl`` in a subprocess, as a user runs it) into real stores:
+idempotence, updates, reschedules, the run log, and bad input that loses nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import recording
+from votersdaily.spiders.house_votes import HouseVotesSpider
+from votersdaily.store import open_store
+
+ROLL314 = recording("gov/house_roll_call/roll314.xml")
+ROLL037 = recording("gov/house_roll_call/clerk-2023-roll037-committee.excerpt.xml")
+ERROR_BODY = recording("gov/house_clerk_votes/roll315_NEGATIVE_error_body.xml")
+ID314 = "2026-09-16T23:05:00Z-house_votes-119-2-314"
+ID037 = "2023-01-26T22:23:00Z-house_votes-118-1-37"
+
+
+def logs(store, parser="house_votes"):
+    rows = store.query("vd_log", "by_parser", startkey=[parser], endkey=[parser, {}])
+    return [r.doc for r in rows]
+
+
+def events(store):
+    return {d["_id"]: d for d in store.iter_docs("vd_events")} if "vd_events" in store.list_dbs() else {}
+
+
+T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
+T2 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_same_crawl_twice_inserts_nothing_the_second_time(crawl, store_uri, frozen_now):
+    ok(crawl("house_votes", [ROLL314, ROLL037], store_uri))
+    ok(crawl("house_votes", [ROLL314, ROLL037], store_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T09:00:00Z"}))
+    store = open_store(store_uri)
+    docs = events(store)
+    assert set(docs) == {ID314, ID037}
+    assert docs[ID314]["_rev"].startswith("1-")
+    # The first access time is kept; the run log carries the latest.
+    assert docs[ID314]["access_datetime"] == frozen_now
+    first, second = logs(store)
+    assert (first["insert_count"], first["updated_count"], first["unchanged_count"]) == (2, 0, 0)
+    assert (second["insert_count"], second["updated_count"], second["unchanged_count"]) == (0, 0, 2)
+    assert second["result"] == "success" and second["access_datetime"] == "2026-10-03T09:00:00Z"
+    assert first["_id"] == "2026-10-02T18:00:00Z-house_votes-success"
+    assert first["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
+    assert first["source_text"] == ROLL314.read_bytes().decode("utf-8")
+    assert isinstance(first["parser_runtime"], float) and first["parser_version"] == HouseVotesSpider.version
+
+
+def test_stored_event_document(crawl, sqlite_uri, frozen_now):
+    ok(crawl("house_votes", [ROLL314], sqlite_uri))
+    doc = events(open_store(sqlite_uri))[ID314]
+    assert doc["datetime"] == "2026-09-16T23:05:00Z"  # 7:05 PM EDT
+    assert doc["branch"] == "Legislative" and doc["entity"] == "House of Representatives"
+    assert doc["source_timezone"] == "America/New_York" and doc["parser_name"] == "house_votes"
+    assert doc["end_datetime"] is None and doc["unique_key"] == "119-2-314"
+    assert doc["vote_totals"] == {"yea": 401, "nay": 14, "present": 0, "not_voting": 18}
+    assert doc["source_text"].startswith("<rollcall-vote>") and doc["source_text"].endswith("</rollcall-vote>")
+    assert doc["replayed_from"] == ROLL314.resolve().as_uri()
+
+
+def test_changed_event_gets_a_new_revision(crawl, tmp_path, sqlite_uri):
+    changed = tmp_path / "roll314.xml"
+    ok(crawl("house_votes", [ROLL314], sqlite_uri, env=T1))
+    changed.write_bytes(ROLL314.read_bytes().replace(b"<vote-result>Passed</vote-result>",
+                                                     b"<vote-result>Failed</vote-result>"))
+    ok(crawl("house_votes", [changed], sqlite_uri, env=T2))
+    store = open_store(sqlite_uri)
+    doc = events(store)[ID314]
+    assert doc["_rev"].startswith("2-") and doc["vote_result"] == "Failed"
+    assert logs(store)[-1]["updated_count"] == 1
+
+
+def test_reschedule_marks_the_old_document(crawl, tmp_path, store_uri):
+    ok(crawl("house_votes", [ROLL314], store_uri))
+    moved = tmp_path / "roll314.xml"
+    moved.write_bytes(ROLL314.read_bytes().replace(b'time-etz="19:05">7:05 PM', b'time-etz="20:15">8:15 PM'))
+    ok(crawl("house_votes", [moved], store_uri))
+    docs = events(open_store(store_uri))
+    new_id = "2026-09-17T00:15:00Z-house_votes-119-2-314"
+    assert set(docs) == {ID314, new_id}
+    assert docs[ID314]["superseded_by"] == new_id
+    assert "superseded_by" not in docs[new_id]
+    # Moved back: the original is current again and the other one is superseded.
+    ok(crawl("house_votes", [ROLL314], store_uri))
+    docs = events(open_store(store_uri))
+    assert "superseded_by" not in docs[ID314]
+    assert docs[new_id]["superseded_by"] == ID314
+
+
+def test_error_body_served_with_200_is_a_logged_failure(crawl, store_uri):
+    ok(crawl("house_votes", [ROLL314, ERROR_BODY], store_uri))
+    store = open_store(store_uri)
+    assert set(events(store)) == {ID314}
+    (log,) = logs(store)
+    assert log["result"] == "ErrorPage"
+    assert "Error sanitizing file" in log["error_message"]
+    assert "ErrorPage" in log["traceback"] and "Traceback" in log["traceback"]
+    assert log["insert_count"] == 1
+    assert log["_id"].endswith("-house_votes-ErrorPage")
+    assert [r.id for r in store.query("vd_log", "errors")] == [log["_id"]]
+
+
+@pytest.mark.parametrize("name, corrupt, exception", [
+    ("truncated", lambda b: b[: len(b) // 2], "MalformedDocument"),
+    ("wrong_root", lambda b: b.replace(b"rollcall-vote>", b"vote-summary>"), "UnexpectedDocument"),
+    ("non_utf8", lambda b: b.replace("Barragán".encode(), "Barrag\xe1n".encode("latin-1")), "MalformedDocument"),
+    ("empty", lambda b: b"", "MalformedDocument"),
+])
+def test_bad_documents_are_logged_and_touch_nothing(crawl, tmp_path, sqlite_uri, name, corrupt, exception):
+    ok(crawl("house_votes", [ROLL037], sqlite_uri, env=T1))
+    store = open_store(sqlite_uri)
+    before = events(store)
+    bad = tmp_path / ("roll314_%s.xml" % name)
+    bad.write_bytes(corrupt(ROLL314.read_bytes()))
+    ok(crawl("house_votes", [bad], sqlite_uri, env=T2))
+    store = open_store(sqlite_uri)
+    assert events(store) == before  # nothing stored, nothing already stored changed
+    log = logs(store)[-1]
+    assert log["result"] == exception, log.get("error_message")
+    assert log["insert_count"] == 0 and log["traceback"]
+
+
+@pytest.mark.parametrize("spider, reason", [
+    ("invalid_branch_votes", "branch"),
+    ("missing_title_votes", "missing:title"),
+])
+def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider, reason):
+    proc = ok(crawl(spider, [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders"))
+    assert "invalid event (%s)" % reason in proc.stderr
+    store = open_store(sqlite_uri)
+    assert events(store) == {}
+    (log,) = logs(store, spider)
+    assert log["dropped"] == {reason: 2} and log["dropped_count"] == 2 and log["insert_count"] == 0
+
+
+def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri):
+    ok(crawl("partly_broken_votes", [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders"))
+    store = open_store(sqlite_uri)
+    assert [d["unique_key"] for d in events(store).values()] == ["119-2-314"]
+    (log,) = logs(store, "partly_broken_votes")
+    assert log["insert_count"] == 1 and log["dropped"] == {"missing:title": 1}
+
+
+def test_large_source_text_goes_to_an_attachment(crawl, store_uri):
+    ok(crawl("house_votes", [ROLL314], store_uri, "-s", "VOTERSDAILY_LOG_INLINE_LIMIT=10000"))
+    store = open_store(store_uri)
+    (log,) = logs(store)
+    assert log["source_text_truncated"] is True and len(log["source_text"]) == 4096
+    assert log["_attachments"]["source_text"]["length"] == len(ROLL314.read_bytes())
+    assert store.get_attachment("vd_log", log["_id"], "source_text") == ROLL314.read_bytes()
+
+
+def test_unreachable_source_is_a_logged_failure(crawl, sqlite_uri):
+    from tests.support.services import free_port
+
+    url = "http://127.0.0.1:%d/evs/2026/roll314.xml" % free_port()
+    ok(crawl("house_votes", [url], sqlite_uri, "-s", "RETRY_TIMES=0"))
+    (log,) = logs(open_store(sqlite_uri))
+    assert log["result"] == "DownloadConnectionRefusedError"
+    assert log["errors"][0]["url"] == url and log["traceback"]
+
+
+def test_http_error_status_is_a_logged_failure(crawl, site, sqlite_uri):
+    url = site.route("/evs/2026/roll999.xml", "<html><body>Not Found</body></html>", status=404,
+                     content_type="text/html")
+    ok(crawl("house_votes", [url], sqlite_uri))
+    (log,) = logs(open_store(sqlite_uri))
+    assert log["result"] == "HttpError" and "404" in log["error_message"]
+
+
+def test_robots_txt_and_user_agent(crawl, site, sqlite_uri):
+    site.route("/robots.txt", "User-agent: *\nDisallow: /private/\n", content_type="text/plain")
+    allowed = site.route("/evs/roll314.xml", ROLL314.read_bytes(), content_type="application/xml")
+    forbidden = site.route("/private/roll037.xml", ROLL037.read_bytes(), content_type="application/xml")
+    ok(crawl("house_votes", [allowed, forbidden], sqlite_uri))
+    assert site.hits.get("/private/roll037.xml") is None
+    agents = {headers.get("User-Agent") for _, path, headers in site.requests}
+    assert len(agents) == 1 and agents.pop().startswith("votersdaily/")
+    assert [d["unique_key"] for d in events(open_store(sqlite_uri)).values()] == ["119-2-314"]
+    del forbidden
+
+
+def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
+    first = cli("crawl", "--all", "--offline", store_uri=store_uri)
+    assert first.returncode == 0, first.stderr[-3000:]
+    header, rule, *rows = first.stdout.strip().splitlines()
+    assert header.split() == ["spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds"]
+    table = {line.split()[0]: line.split() for line in rows}
+    assert table["house_votes"][1:3] == ["success", "2"]
+    second = cli("crawl", "--all", "--offline", store_uri=store_uri)
+    assert second.returncode == 0
+    for line in second.stdout.strip().splitlines()[2:]:
+        cells = line.split()
+        if cells[1] == "success":
+            assert cells[2:4] == ["0", "0"], line  # nothing inserted or updated on the second run
+    dump = cli("dump", "vd_events", store_uri=store_uri)
+    ids = [json.loads(line)["_id"] for line in dump.stdout.splitlines()]
+    assert ID314 in ids and ID037 in ids
+    assert cli("views", "push", store_uri=store_uri).stdout.count("up to date") == 2
+    assert cli("dump", "no_such_db", store_uri=store_uri).returncode == 2

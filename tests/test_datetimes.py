@@ -1,0 +1,74 @@
+"""Datetime normalisation to ISO 8601 UTC, DST edges of America/New_York included."""
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from votersdaily.datetimes import localize, normalise
+
+NY = "America/New_York"
+
+
+@pytest.mark.parametrize("value, expected", [
+    # Eastern daylight time (UTC-4) and standard time (UTC-5).
+    (datetime(2026, 9, 16, 19, 5), "2026-09-16T23:05:00Z"),
+    (datetime(2026, 1, 26, 17, 23), "2026-01-26T22:23:00Z"),
+    # Last minute before spring-forward (EST) and first minute after (EDT).
+    (datetime(2026, 3, 8, 1, 59), "2026-03-08T06:59:00Z"),
+    (datetime(2026, 3, 8, 3, 0), "2026-03-08T07:00:00Z"),
+    # Text in the source's own format, no offset.
+    ("16-Sep-2026 19:05", "2026-09-16T23:05:00Z"),
+    ("November 17, 2004,  05:48 PM", "2004-11-17T22:48:00Z"),
+    # Offsets given by the source are honoured, whatever the source zone.
+    ("Wed, 22 Jul 2026 14:37:21 GMT", "2026-07-22T14:37:21Z"),
+    ("Tue, 29 Sep 2026 21:23:48 +0000", "2026-09-29T21:23:48Z"),
+    ("2026-10-05T16:00:00-04:00", "2026-10-05T20:00:00Z"),
+    (datetime(2026, 10, 5, 16, 0, 59, 999999, tzinfo=timezone(timedelta(hours=-4))), "2026-10-05T20:00:59Z"),
+])
+def test_converts_to_utc(value, expected):
+    result = normalise(value, NY)
+    assert result.iso == expected
+    assert not result.all_day and result.dst_note is None
+
+
+def test_repeated_hour_takes_the_first_occurrence():
+    # 2026-11-01 01:30 happens twice in New York: 05:30Z (EDT) then 06:30Z (EST).
+    result = normalise(datetime(2026, 11, 1, 1, 30), NY)
+    assert result.iso == "2026-11-01T05:30:00Z"
+    assert result.dst_note == "ambiguous"
+
+
+def test_skipped_hour_moves_forward():
+    # 2026-03-08 02:30 never happens in New York; the clock jumps from 02:00 EST to 03:00 EDT.
+    result = normalise(datetime(2026, 3, 8, 2, 30), NY)
+    assert result.iso == "2026-03-08T07:30:00Z"
+    assert result.dst_note == "nonexistent"
+
+
+def test_pytz_is_used_with_localize_not_tzinfo():
+    aware, _ = localize(datetime(2026, 7, 1, 12, 0), NY)
+    # tzinfo=pytz zone would give the LMT offset -4:56; localize gives EDT.
+    assert aware.utcoffset() == timedelta(hours=-4)
+
+
+@pytest.mark.parametrize("value", [date(2026, 9, 14), "2026-09-14", "September 14, 2026", "09/14/26"])
+def test_date_only_is_all_day_on_the_local_date(value):
+    result = normalise(value, NY)
+    assert result.iso == "2026-09-14T00:00:00Z"
+    assert result.all_day
+
+
+def test_midnight_with_a_time_is_not_all_day():
+    result = normalise("2026-09-14 00:00", NY)
+    assert result.iso == "2026-09-14T04:00:00Z" and not result.all_day
+
+
+@pytest.mark.parametrize("value", ["", "   ", "not a date", "31-Feb-2026 10:00"])
+def test_garbage_is_a_clear_error(value):
+    with pytest.raises(ValueError):
+        normalise(value, NY)
+
+
+def test_unknown_zone_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown IANA time zone"):
+        normalise(datetime(2026, 1, 1, 12), "America/Gotham")

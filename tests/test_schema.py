@@ -1,0 +1,97 @@
+"""Every rule of DESIGN.md §4, one test per rule."""
+
+import pytest
+
+from votersdaily.schema import InvalidEvent, event_id, log_id, validate_event
+
+
+def valid(**changes):
+    doc = {
+        "datetime": "2026-09-16T23:05:00Z",
+        "title": "Roll Call 314",
+        "description": None,
+        "end_datetime": None,
+        "branch": "Legislative",
+        "entity": "House of Representatives",
+        "source_url": "https://clerk.house.gov/evs/2026/roll314.xml",
+        "source_text": "<rollcall-vote/>",
+        "access_datetime": "2026-10-02T18:00:00Z",
+        "parser_name": "house_votes",
+        "parser_version": "1.0",
+        "event_url": None,
+        "source_timezone": "America/New_York",
+        "unique_key": "119-2-314",
+    }
+    doc.update(changes)
+    return {k: v for k, v in doc.items() if v is not ...}
+
+
+def code_of(doc):
+    with pytest.raises(InvalidEvent) as err:
+        validate_event(doc)
+    return err.value.code
+
+
+def test_valid_event_passes():
+    validate_event(valid())
+    validate_event(valid(description="", event_url="", end_datetime="2026-09-16T23:30:00Z"))
+    validate_event(valid(source_url="file:///recordings/roll314.xml"))
+
+
+@pytest.mark.parametrize("key", ["datetime", "title", "description", "end_datetime", "branch", "entity",
+                                 "source_url", "source_text", "access_datetime", "parser_name",
+                                 "parser_version", "event_url", "source_timezone"])
+def test_every_required_key_must_be_present(key):
+    assert code_of(valid(**{key: ...})) == "missing:%s" % key
+
+
+@pytest.mark.parametrize("key", ["datetime", "title", "branch", "source_text", "source_url", "parser_name"])
+def test_null_only_where_allowed(key):
+    assert code_of(valid(**{key: None})) == "null:%s" % key
+
+
+def test_types():
+    assert code_of(valid(title=42)) == "type:title"
+    assert code_of(valid(description=["a"])) == "type:description"
+
+
+def test_empty_string_only_where_allowed():
+    assert code_of(valid(title="  ")) == "empty:title"
+    assert code_of(valid(source_text="")) == "empty:source_text"
+
+
+def test_standard_branch_and_entity_names():
+    assert code_of(valid(branch="Congressional")) == "branch"
+    assert code_of(valid(branch="legislative")) == "branch"
+    assert code_of(valid(entity="House")) == "entity"
+
+
+@pytest.mark.parametrize("value", ["2026-09-16 23:05:00", "2026-09-16T23:05:00+00:00", "2026-09-16T23:05Z",
+                                   "2026-09-16", "2026-13-16T23:05:00Z"])
+def test_datetime_format(value):
+    assert code_of(valid(datetime=value)) == "datetime:datetime"
+
+
+def test_end_before_start():
+    assert code_of(valid(end_datetime="2026-09-16T22:00:00Z")) == "end_before_start"
+
+
+def test_absolute_urls():
+    assert code_of(valid(source_url="/evs/2026/roll314.xml")) == "url:source_url"
+    assert code_of(valid(event_url="Votes/2026314")) == "url:event_url"
+
+
+def test_timezone_and_unique_key():
+    assert code_of(valid(source_timezone="Eastern")) == "timezone"
+    assert code_of(valid(unique_key="")) == "missing:unique_key"
+
+
+def test_not_json_and_too_large():
+    assert code_of(valid(extra={1, 2})) == "not_json"
+    assert code_of(valid(source_text="x" * (8 * 1024 * 1024))) == "too_large"
+
+
+def test_ids():
+    assert event_id("2026-09-16T23:05:00Z", "house_votes", "119-2-314") == "2026-09-16T23:05:00Z-house_votes-119-2-314"
+    assert event_id("2026-09-16T23:05:00Z", "p", " H.R.  21 \n") == "2026-09-16T23:05:00Z-p-H.R. 21"
+    assert log_id("2026-10-02T18:00:00Z", "house_votes", "success") == "2026-10-02T18:00:00Z-house_votes-success"
