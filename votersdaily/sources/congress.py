@@ -7,6 +7,8 @@ fields, Eastern timestamps turned into stored datetimes, and the docs.house.gov
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 from lxml import etree
 from w3lib.url import safe_url_string
 
@@ -30,11 +32,17 @@ def congress_session(year: int) -> tuple[int, int]:
     return offset // 2 + 1, offset % 2 + 1
 
 
+def stored_utc(value: datetime | date | None) -> str | None:
+    """An Eastern wall-clock datetime (or an all-day date) in the stored UTC form, as the pipeline
+    stores ``datetime``: for the datetimes of ad hoc keys."""
+    return normalise(value, EASTERN).iso if value is not None else None
+
+
 def eastern_iso(text: str, *formats: str) -> str | None:
     """An Eastern wall-clock stamp of an ad hoc key (``update-date``…) as stored UTC; None if empty."""
     if not (text or "").strip():
         return None
-    return normalise(parse_local(text, *formats), EASTERN).iso
+    return stored_utc(parse_local(text, *formats))
 
 
 def document_url(raw: str | None) -> str:

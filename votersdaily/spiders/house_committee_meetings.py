@@ -1,0 +1,207 @@
+"""House committee hearings, markups and meetings from the docs.house.gov meeting XML.
+
+Discovery reads each committee's RSS feed (``Committee/RSS.ashx?Code=XX00``); every item links a
+meeting by EventID and encloses its XML. The EventID is the unique key, so a meeting that moves to
+another date supersedes its earlier document instead of appearing twice.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
+from ..sources.eastern import parse_local
+from ..sources.errors import MalformedDocument
+from ..sources.rss import parse_rss
+from ..sources.xml import outer_xml, parse_xml, text_of
+from .base import EventSpider
+
+FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"
+EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={event_id}"
+EVENT_ID_RE = re.compile(r"EventID=(\d+)", re.I)
+#: The standing committees (plus Intelligence) that publish a docs.house.gov meeting feed.
+COMMITTEES = (
+    "AG00", "AP00", "AS00", "BA00", "BU00", "ED00", "FA00", "GO00", "HA00", "HM00", "IF00",
+    "IG00", "II00", "JU00", "PW00", "RU00", "SM00", "SO00", "SY00", "VR00", "WM00",
+)
+MEETING_TYPES = {"HHRG": "Hearing", "HMKP": "Markup", "HMTG": "Meeting"}
+
+
+class HouseCommitteeMeetingsSpider(EventSpider):
+    name = "house_committee_meetings"
+    version = "1.0"
+    branch = "Legislative"
+    entity = "House of Representatives"
+    frequency_hours = 6.0
+    recordings = {
+        "gov/house_committee_meeting/meeting-115955.xml":
+            "https://docs.house.gov/meetings/II/II10/20230523/115955/HHRG-118-II10-20230523.xml",
+        "shared:fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml":
+            "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
+    }
+    #: docs.house.gov is one ASP.NET server for all committees: two requests at a time, 1 s apart.
+    custom_settings = {
+        **EventSpider.custom_settings,
+        "DOWNLOAD_DELAY": 1.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+    }
+
+    def __init__(self, *args, committees: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: ``-a committees=RU00,SY00`` limits discovery to those committees' feeds.
+        self.committees = tuple(c.strip() for c in committees.split(",") if c.strip()) if committees else COMMITTEES
+
+    @property
+    def listing_urls(self):
+        return tuple(FEED_URL.format(code=code) for code in self.committees)
+
+    # -- discovery: committee RSS → meeting XML -----------------------------------------------
+
+    def parse_listing(self, response):
+        """Request the meeting XML each feed item encloses; the feeds end with an empty stub item
+        (``<guid>0</guid>``, no title) that is no meeting and is skipped."""
+        for item in parse_rss(response.body, response.url).items:
+            event_id = self._parse_feed_event_id(item)
+            enclosure = item.element.find("enclosure")
+            url = enclosure.get("url", "").strip() if enclosure is not None else ""
+            if not event_id or not url:
+                if item.title or event_id:
+                    self.logger.warning("feed item %r of %s has no meeting XML; skipped", item.title, response.url)
+                continue
+            yield self.document_request(response.urljoin(url), meta={"vd_event_id": event_id})
+
+    @staticmethod
+    def _parse_feed_event_id(item) -> str:
+        match = EVENT_ID_RE.search(item.link)
+        event_id = match.group(1) if match else item.guid
+        return event_id if to_int(event_id) else ""
+
+    # -- one meeting XML → one event -----------------------------------------------------------
+
+    def parse_events(self, response):
+        root = parse_xml(response.body, ("committee-meeting",), response.url)
+        details = root.find("meeting-details")
+        event_id = self._parse_event_id(root)
+        if details is None or not event_id:
+            raise MalformedDocument("%s has no <meeting-details> or meeting-id" % response.url)
+        committees = self._parse_committees(details)
+        main = committees[0] if committees else {}
+        room, building = text_of(details, "meeting-location/capitol-complex/room"), text_of(
+            details, "meeting-location/capitol-complex/building")
+        meeting_type = root.get("meeting-type") or ""
+        when = details.find("meeting-date")
+        yield {
+            "datetime": self._parse_start(when),
+            "end_datetime": self._parse_end(when),
+            "title": self._parse_title(details, main, meeting_type),
+            "description": self._parse_description(committees, room, building),
+            "unique_key": event_id,
+            "source_text": outer_xml(root),
+            "event_url": EVENT_URL.format(event_id=event_id),
+            "event_id": event_id,
+            "meeting_id": root.get("meeting-id"),
+            "meeting_type": meeting_type,
+            "meeting_type_name": MEETING_TYPES.get(meeting_type, ""),
+            "meeting_status": text_of(root, "current-status"),
+            "congress": to_int(root.get("congress-num")),
+            "session": to_int(root.get("session-num")),
+            "committee_code": main.get("parent_code") or main.get("code") or "",
+            "committee_name": main.get("parent_name") or main.get("name") or "",
+            "subcommittee_code": main.get("code", "") if main.get("parent_code") else "",
+            "subcommittee_name": main.get("name", "") if main.get("parent_code") else "",
+            "committees": committees,
+            "room": room,
+            "building": building,
+            "location": " ".join(p for p in (room, building) if p),
+            "rescheduled_dates": self._parse_rescheduled(details),
+            "witnesses": self._parse_witnesses(root),
+            "documents": self._parse_documents(root),
+            "update_datetime": eastern_iso(root.get("update-date") or "", *DOCS_HOUSE_STAMPS),
+        }
+
+    @staticmethod
+    def _parse_event_id(root) -> str:
+        """``meeting-id="HHRG115955"`` → ``115955`` (the EventID of the calendar and the feeds)."""
+        digits = re.sub(r"^\D+", "", root.get("meeting-id") or "")
+        return digits if digits.isdigit() else ""
+
+    @staticmethod
+    def _parse_start(when):
+        day = text_of(when, "calendar-date")
+        start = text_of(when, "start-time")
+        if start:
+            return parse_local("%s %s" % (day, start), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
+        return parse_local(day, "%Y-%m-%d").date()
+
+    @staticmethod
+    def _parse_end(when):
+        end = text_of(when, "end-time")
+        if not end:
+            return None
+        return parse_local("%s %s" % (text_of(when, "calendar-date"), end), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
+
+    @staticmethod
+    def _parse_title(details, main: dict, meeting_type: str) -> str:
+        title = text_of(details, "meeting-title")
+        return title or "%s %s" % (main.get("name", "House committee"), MEETING_TYPES.get(meeting_type, "meeting"))
+
+    @staticmethod
+    def _parse_description(committees: list[dict], room: str, building: str) -> str:
+        names = [
+            "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"] for c in committees
+        ]
+        parts = ["; ".join(names)] if names else []
+        if room or building:
+            parts.append(" ".join(p for p in (room, building) if p))
+        return ", ".join(parts)
+
+    @staticmethod
+    def _parse_committees(details) -> list[dict]:
+        """Full committees and subcommittees holding the meeting (joint meetings list several)."""
+        return [
+            {
+                "code": name.get("id") or "",
+                "name": text_of(name),
+                "parent_code": name.get("parent-id") or "",
+                "parent_name": name.get("parent-name") or "",
+            }
+            for name in details.xpath("committees/committee-name | subcommittees/committee-name")
+        ]
+
+    def _parse_rescheduled(self, details) -> list[dict]:
+        return [
+            {"datetime": stored_utc(self._parse_start(dates)), "end_datetime": stored_utc(self._parse_end(dates))}
+            for dates in details.iterfind("rescheduled-dates/meeting-dates")
+        ]
+
+    @staticmethod
+    def _parse_witnesses(root) -> list[dict]:
+        """Witnesses, where the XML carries them (the witness-list schema of the meeting package)."""
+        return [
+            {
+                "first_name": text_of(w, "firstname"),
+                "last_name": text_of(w, "lastname"),
+                "position": text_of(w, "position"),
+                "organization": text_of(w, "organization"),
+                "witness_type": text_of(w, "witness-type"),
+            }
+            for w in root.iter("witness")
+        ]
+
+    @staticmethod
+    def _parse_documents(root) -> list[dict]:
+        return [
+            {
+                "type": doc.get("type") or "",
+                "description": text_of(doc, "description"),
+                "legis_num": text_of(doc, "legis-num"),
+                "legis_stage": text_of(doc, "filename-metadata/legis-stage"),
+                "short_desc": text_of(doc, "filename-metadata/short-desc"),
+                "version_num": text_of(doc, "filename-metadata/version-num"),
+                "publish_date": eastern_iso(doc.get("publish-date") or "", *DOCS_HOUSE_STAMPS),
+                "removed": bool((doc.get("remove-date") or "").strip()),
+                "files": docs_house_files(doc),
+            }
+            for doc in root.iterfind("meeting-documents/meeting-document")
+        ]
+
