@@ -1,0 +1,104 @@
+"""JSON documents whose values keep their exact source text (an event's ``source_text``).
+
+``json.loads`` forgets where a value came from; :func:`load_with_text` decodes a document and also
+returns, for any object or array, the exact characters each member was written with, so an event
+can carry the JSON object it came from byte for byte (the publisher's spacing and tabs included).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MalformedDocument, UnexpectedDocument
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+@dataclass
+class JsonText:
+    """A decoded value with its exact text, and the same for its members (objects and arrays)."""
+
+    value: Any
+    text: str
+    members: dict[str, "JsonText"] | list["JsonText"] = field(default_factory=dict)
+
+    def __getitem__(self, key):
+        return self.members[key]
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _expect(text: str, pos: int, char: str) -> int:
+    pos = _skip(text, pos)
+    if pos >= len(text) or text[pos] != char:
+        found = text[pos] if pos < len(text) else "end of document"
+        raise ValueError("expected %r at %d, found %r" % (char, pos, found))
+    return pos + 1
+
+
+def _scan(text: str, pos: int) -> tuple[JsonText, int]:
+    pos = _skip(text, pos)
+    start = pos
+    value, end = _DECODER.raw_decode(text, pos)
+    members: dict | list
+    if isinstance(value, (dict, list)):
+        is_object = isinstance(value, dict)
+        members = {} if is_object else []
+        close = "}" if is_object else "]"
+        pos = _skip(text, start + 1)
+        while text[pos] != close:
+            if is_object:
+                key, pos = _DECODER.raw_decode(text, pos)
+                pos = _expect(text, pos, ":")
+                members[key], pos = _scan(text, pos)
+            else:
+                member, pos = _scan(text, pos)
+                members.append(member)
+            pos = _skip(text, pos)
+            if text[pos] == ",":
+                pos = _skip(text, pos + 1)
+    else:
+        members = {}
+    return JsonText(value, text[start:end], members), end
+
+
+def load_with_text(body: bytes | str, url: str = "") -> JsonText:
+    """Decode a whole JSON document (leading/trailing whitespace allowed, nothing else).
+
+    Raises :class:`MalformedDocument` for anything that is not exactly one JSON value.
+    """
+    try:
+        text = body.decode("utf-8-sig") if isinstance(body, bytes) else body
+    except UnicodeDecodeError as exc:
+        raise MalformedDocument("%s is not UTF-8: %s" % (url, exc)) from None
+    if not text.strip():
+        raise MalformedDocument("empty document at %s" % url)
+    try:
+        doc, end = _scan(text, 0)
+    except (ValueError, IndexError) as exc:
+        raise MalformedDocument("%s does not parse as JSON: %s" % (url, exc)) from None
+    if text[end:].strip():
+        raise MalformedDocument("%s has data after its JSON value (at %d)" % (url, end))
+    return doc
+
+
+def require(doc: JsonText, path: tuple[str, ...], kind: type, url: str = "") -> JsonText:
+    """The member at ``path``, checked to be a ``kind`` (dict or list): the document's shape."""
+    node = doc
+    for key in path:
+        if not isinstance(node.value, dict) or key not in node.value:
+            raise UnexpectedDocument("%s has no %r (expected key path %s)" % (url, key, "/".join(path)))
+        node = node.members[key]
+    if not isinstance(node.value, kind):
+        raise UnexpectedDocument(
+            "%s: %s is %s, expected %s" % (url, "/".join(path) or "the document", type(node.value).__name__,
+                                             kind.__name__)
+        )
+    return node

@@ -1,0 +1,158 @@
+"""Senate committee hearings and meetings from senate.gov ``hearings.xml``.
+
+One event per ``<meeting>``, keyed by its ``identifier``. Dates and times are Eastern wall-clock
+times without an offset (``date_iso_8601`` + ``time_iso_8601``). When nothing is scheduled the Senate
+publishes one placeholder meeting with an empty ``cmte_code`` and the matter "No committee hearings
+scheduled": that is a legitimately empty schedule (a successful run with no events), not a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from urllib.parse import parse_qs, urlsplit
+
+from lxml import etree
+
+from ..clock import iso_utc
+from ..datetimes import localize
+from ..sources.eastern import EASTERN, parse_local
+from ..sources.errors import UnexpectedDocument
+from ..sources.xml import outer_xml, parse_xml, text_of
+from ..sources.xml_text import element_texts
+from .base import EventSpider
+
+#: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
+LAST_UPDATE_ISO_RE = re.compile(
+    r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.\d+)?Z?(?:([+-])(\d{2}):?(\d{2}))?$"
+)
+#: ISVP player values the Senate leaves in before a committee sets the real stream name.
+VIDEO_PLACEHOLDERS = frozenset({"xxxx", ""})
+
+
+class SenateCommitteeHearingsSpider(EventSpider):
+    name = "senate_committee_hearings"
+    version = "1.0"
+    branch = "Legislative"
+    entity = "Senate"
+    frequency_hours = 2.0  # regenerated about every 2 hours
+    listing_urls = ("https://www.senate.gov/general/committee_schedules/hearings.xml",)
+    recordings = {
+        "gov/senate_hearings/hearings_2026-07-30_wayback.xml":
+            "https://www.senate.gov/general/committee_schedules/hearings.xml",
+        "gov/senate_hearings/hearings.xml": "https://www.senate.gov/general/committee_schedules/hearings.xml",
+    }
+    custom_settings = {
+        **EventSpider.custom_settings,
+        # One small file; If-Modified-Since is honoured by senate.gov (304), through the HTTP cache.
+        "DOWNLOAD_DELAY": 2.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    def parse_events(self, response):
+        root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
+        meetings = root.findall("meeting")
+        texts = element_texts(response.body, "meeting", root.getroottree().docinfo.encoding or "utf-8")
+        if texts is None or len(texts) != len(meetings):
+            texts = [outer_xml(m) for m in meetings]
+        events = []
+        for meeting, text in zip(meetings, texts):
+            if self._is_placeholder(meeting):
+                self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
+                continue
+            events.append(self._event(meeting, text, response.url))
+        return events
+
+    @staticmethod
+    def _is_placeholder(meeting: etree._Element) -> bool:
+        return not text_of(meeting, "identifier") and not text_of(meeting, "cmte_code") \
+            and not text_of(meeting, "committee")
+
+    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
+        cmte_code = text_of(meeting, "cmte_code")
+        when = self._parse_datetime(meeting, url)
+        identifier = text_of(meeting, "identifier")
+        video_url = self._parse_video_url(meeting)
+        return {
+            "datetime": when,
+            "title": text_of(meeting, "matter"),
+            "description": self._parse_description(meeting),
+            "unique_key": identifier or "%s-%s" % (cmte_code, when.isoformat()),
+            "source_text": source_text,
+            "event_url": video_url,
+            "identifier": identifier,
+            "cmte_code": cmte_code,
+            "committee_code": cmte_code,
+            "committee": text_of(meeting, "committee"),
+            "sub_cmte": text_of(meeting, "sub_cmte") if meeting.find("sub_cmte") is not None else None,
+            "meeting_type": text_of(meeting, "type"),
+            "room": text_of(meeting, "room"),
+            "matter": text_of(meeting, "matter"),
+            "video_url": video_url,
+            "senate_cable_channel": text_of(meeting, "senate_cable_channel"),
+            "last_update": self._parse_last_update(meeting),
+            "documents": self._parse_documents(meeting),
+        }
+
+    @staticmethod
+    def _parse_datetime(meeting: etree._Element, url: str) -> datetime:
+        """Eastern wall time: the ISO pair, else the display ``date`` ("30-JUL-2026 09:45 AM")."""
+        day, clock = text_of(meeting, "date_iso_8601"), text_of(meeting, "time_iso_8601")
+        try:
+            if day and clock:
+                return parse_local("%s %s" % (day, clock), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
+            return parse_local(text_of(meeting, "date").title(), "%d-%b-%Y %I:%M %p")
+        except ValueError as exc:
+            raise UnexpectedDocument("%s: meeting %s has no usable date/time: %s"
+                                     % (url, text_of(meeting, "identifier"), exc)) from None
+
+    @staticmethod
+    def _parse_description(meeting: etree._Element) -> str:
+        parts = [text_of(meeting, "committee"), text_of(meeting, "sub_cmte"), text_of(meeting, "type")]
+        room = text_of(meeting, "room")
+        if room:
+            parts.append("Room %s" % room)
+        return "; ".join(p for p in parts if p)
+
+    @staticmethod
+    def _parse_video_url(meeting: etree._Element) -> str:
+        """The ISVP stream, or "" when it is empty or still the ``comm=xxxx`` placeholder."""
+        value = text_of(meeting, "video_url")
+        if not value:
+            return ""
+        comm = parse_qs(urlsplit(value).query).get("comm", [""])[0]
+        return "" if comm.lower() in VIDEO_PLACEHOLDERS else value
+
+    @staticmethod
+    def _parse_last_update(meeting: etree._Element) -> str:
+        """UTC ISO text of the last change: the offset of ``last_update_iso_8601`` (its stray "Z"
+        ignored), else the Eastern wall time of ``last_update`` ("07-29-2026 04:36:25 PM"); "" if absent."""
+        match = LAST_UPDATE_ISO_RE.match(text_of(meeting, "last_update_iso_8601"))
+        if match:
+            wall = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S")
+            if match.group(2):
+                sign = -1 if match.group(2) == "-" else 1
+                offset = timedelta(hours=int(match.group(3)), minutes=int(match.group(4)))
+                return iso_utc(wall.replace(tzinfo=timezone(sign * offset)))
+            return iso_utc(localize(wall, EASTERN)[0])
+        text = text_of(meeting, "last_update")
+        if not text:
+            return ""
+        try:
+            return iso_utc(localize(parse_local(text, "%m-%d-%Y %I:%M:%S %p"), EASTERN)[0])
+        except ValueError:
+            return ""
+
+    @staticmethod
+    def _parse_documents(meeting: etree._Element) -> list[dict]:
+        """Nominations (PN) and bills (SN) on the agenda."""
+        return [
+            {
+                "congress": doc.get("congress", "").strip(),
+                "document_prefix": doc.get("document_prefix", "").strip(),
+                "document_num": doc.get("document_num", "").strip(),
+                "document_description": " ".join(doc.get("document_description", "").split()),
+                "partition": doc.get("partition", "").strip(),
+            }
+            for doc in meeting.iterfind("Documents/AssociatedDocument")
+        ]

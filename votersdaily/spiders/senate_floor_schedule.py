@@ -1,0 +1,116 @@
+"""When the Senate next convenes, from senate.gov ``floor_schedule.json``.
+
+One event per entry of ``floorProceedings`` (one convening), keyed by the convene date. The feed is
+hand-made JSON: every value is a string, the offset key is misspelled ``coveneOffsetMinutes``, the
+file starts with a blank line and mixes tabs and spaces. Which time is authoritative: the
+``convene*`` fields are Eastern wall-clock time (what the Senate announces), and are converted with
+the DST rules of America/New_York. ``lastUpdated`` carries ``-05:00`` all year, even during daylight
+time, so its offset is ignored and its wall time is read as Eastern too.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from urllib.parse import urljoin
+
+from ..clock import iso_utc
+from ..datetimes import localize
+from ..sources.eastern import EASTERN
+from ..sources.errors import UnexpectedDocument
+from ..sources.json_text import JsonText, load_with_text, require
+from .base import EventSpider
+
+CONVENE_KEYS = ("conveneYear", "conveneMonth", "conveneDay", "conveneHour", "conveneMinutes")
+#: The misspelling the Senate publishes, and the spelling it may one day fix it to.
+OFFSET_KEYS = ("coveneOffsetMinutes", "conveneOffsetMinutes")
+LAST_UPDATED_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)")
+SENATE = "https://www.senate.gov/"
+
+
+def _str(entry: dict, key: str) -> str:
+    value = entry.get(key)
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
+
+
+class SenateFloorScheduleSpider(EventSpider):
+    name = "senate_floor_schedule"
+    version = "1.0"
+    branch = "Legislative"
+    entity = "Senate"
+    frequency_hours = 1.0
+    listing_urls = ("https://www.senate.gov/legislative/schedule/floor_schedule.json",)
+    recordings = {
+        "gov/senate_floor_schedule/floor_schedule_start.json":
+            "https://www.senate.gov/legislative/schedule/floor_schedule.json",
+        "gov/senate_floor_schedule/floor_schedule_end.json":
+            "https://www.senate.gov/legislative/schedule/floor_schedule.json",
+    }
+    custom_settings = {
+        **EventSpider.custom_settings,
+        "DOWNLOAD_DELAY": 2.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    def parse_events(self, response):
+        doc = load_with_text(response.body, response.url)
+        require(doc, (), dict, response.url)
+        proceedings = require(doc, ("floorProceedings",), list, response.url)
+        return [self._event(entry, response.url) for entry in proceedings.members]
+
+    def _event(self, entry: JsonText, url: str) -> dict:
+        if not isinstance(entry.value, dict):
+            raise UnexpectedDocument("%s: a floorProceedings entry is %s, not an object"
+                                     % (url, type(entry.value).__name__))
+        data = entry.value
+        when = self._parse_datetime(data, url)
+        return {
+            "datetime": when,
+            "title": "Senate convenes",
+            "description": None,  # the feed has no text about the session itself
+            "unique_key": when.date().isoformat(),
+            "source_text": entry.text,
+            "event_url": _str(data, "convenedSessionStream"),
+            "convene_date": when.date().isoformat(),
+            "convene_time": when.strftime("%H:%M"),
+            "convene_offset_minutes": self._parse_offset_minutes(data),
+            "stream_url": _str(data, "convenedSessionStream"),
+            "session_link": self._parse_link(data, "convenedSessionLink"),
+            "out_of_session_link": self._parse_link(data, "outSessionLink"),
+            "last_updated": self._parse_last_updated(data),
+            "last_updated_published": _str(data, "lastUpdated"),
+        }
+
+    @staticmethod
+    def _parse_datetime(data: dict, url: str) -> datetime:
+        missing = [k for k in CONVENE_KEYS if not _str(data, k)]
+        if missing:
+            raise UnexpectedDocument("%s: convening without %s" % (url, ", ".join(missing)))
+        try:
+            return datetime(*(int(_str(data, k)) for k in CONVENE_KEYS))
+        except ValueError as exc:
+            raise UnexpectedDocument("%s: convening time is not a date: %s" % (url, exc)) from None
+
+    @staticmethod
+    def _parse_offset_minutes(data: dict) -> int | None:
+        """``coveneOffsetMinutes`` as published (its meaning is undocumented), as a number."""
+        for key in OFFSET_KEYS:
+            value = _str(data, key)
+            if value.lstrip("-").isdigit():
+                return int(value)
+        return None
+
+    @staticmethod
+    def _parse_link(data: dict, key: str) -> str:
+        value = _str(data, key)
+        return urljoin(SENATE, value) if value else ""
+
+    @staticmethod
+    def _parse_last_updated(data: dict) -> str:
+        """UTC ISO text of ``lastUpdated``, its wall time read as Eastern (the offset is wrong in summer)."""
+        match = LAST_UPDATED_RE.match(_str(data, "lastUpdated"))
+        if not match:
+            return ""
+        text = match.group(1)
+        wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M")
+        return iso_utc(localize(wall, EASTERN)[0])
