@@ -1,0 +1,134 @@
+"""House floor proceedings from the Clerk's daily floor summary XML (clerk.house.gov/floor/YYYYMMDD.xml).
+
+One event per ``floor_action``, keyed by its ``unique-id``, at ``action_time/@for-search`` (Eastern
+wall-clock time). The file of a legislative day is regenerated while the House sits, so the
+spider reads today's and yesterday's file (a legislative day can run past midnight).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+from ..sources.congress import eastern_iso, to_int
+from ..sources.eastern import eastern_today, parse_local
+from ..sources.errors import MalformedDocument
+from ..sources.xml import outer_xml, parse_xml, text_of
+from .base import EventSpider
+
+DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
+EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
+#: A full stop that ends a sentence: not after an abbreviation ("Mr.", "H.R.", "Res.", "p.m.").
+SENTENCE_END = re.compile(
+    r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bRes)(?<!\bCon)(?<!\bRept)(?<!\bAmdt)(?<!\bNo)"
+    r"(?<!\bJr)(?<!\bSr)(?<!\bSt)(?<!\b[A-Za-z])\.(?=\s|$)",
+    re.I,
+)
+
+
+class HouseFloorSpider(EventSpider):
+    name = "house_floor"
+    version = "1.0"
+    branch = "Legislative"
+    entity = "House of Representatives"
+    frequency_hours = 1.0
+    recordings = {
+        "gov/house_floor_summary/20261001.xml": "https://clerk.house.gov/floor/20261001.xml",
+        "gov/house_floor_summary/20260902.xml": "https://clerk.house.gov/floor/20260902.xml",
+    }
+    #: A day without a sitting has no file: the Clerk answers 404, which is no failure here.
+    handle_httpstatus_list = [404]
+    #: Two small files an hour from clerk.house.gov (the file changes every 15 minutes).
+    custom_settings = {
+        **EventSpider.custom_settings,
+        "DOWNLOAD_DELAY": 2.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    @property
+    def listing_urls(self):
+        today = eastern_today()
+        return tuple(DAY_URL.format(day=day) for day in (today - timedelta(days=1), today))
+
+    def parse_listing(self, response):
+        if response.status == 404:
+            self.logger.info("no floor summary at %s: the House did not sit that day", response.url)
+            return
+        yield from self.parse_document(response)
+
+    # -- one legislative day → one event per floor action --------------------------------------------
+
+    def parse_events(self, response):
+        root = parse_xml(response.body, ("legislative_activity",), response.url)
+        day_el = root.find("legislative_day")
+        day = day_el.get("date", "") if day_el is not None else ""
+        actions = root.find("floor_actions")
+        if not re.fullmatch(r"\d{8}", day) or actions is None:
+            raise MalformedDocument("%s has no legislative_day/@date or floor_actions" % response.url)
+        congress_el = root.find("legislative_congress")
+        congress = to_int(congress_el.get("congress")) if congress_el is not None else None
+        session = to_int(congress_el.get("session")) if congress_el is not None else None
+        for action in actions.iterfind("floor_action"):
+            unique_id = (action.get("unique-id") or "").strip()
+            if not unique_id:
+                raise MalformedDocument("%s has a floor_action without unique-id" % response.url)
+            description = text_of(action, "action_description")
+            item = text_of(action, "action_item")
+            yield {
+                "datetime": self._parse_datetime(action, day),
+                "title": self._parse_title(item, description),
+                "description": description,
+                "unique_key": unique_id,
+                "source_text": outer_xml(action),
+                "event_url": EVENT_URL.format(day=day, unique_id=unique_id),
+                "unique_id": unique_id,
+                "act_id": action.get("act-id") or "",
+                "action_item": item,
+                "action_time_text": text_of(action, "action_time"),
+                "update_datetime": eastern_iso(action.get("update-date-time") or "", "%Y%m%dT%H:%M", "%Y%m%dT%H:%M:%S"),
+                "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
+                "congress": congress,
+                "session": session,
+                "bills": self._parse_bills(action),
+                "votes": self._parse_votes(action),
+            }
+
+    @staticmethod
+    def _parse_datetime(action, day: str):
+        time_el = action.find("action_time")
+        stamp = time_el.get("for-search", "") if time_el is not None else ""
+        if stamp.strip():
+            return parse_local(stamp, "%Y%m%dT%H:%M:%S", "%Y%m%dT%H:%M")
+        return parse_local(day, "%Y%m%d").date()
+
+    @staticmethod
+    def _parse_title(item: str, description: str) -> str:
+        """The action item (if any) and the description's first sentence."""
+        match = SENTENCE_END.search(description)
+        sentence = description[: match.end()] if match else description
+        return "%s: %s" % (item, sentence) if item else sentence or item
+
+    @staticmethod
+    def _parse_bills(action) -> list[dict]:
+        """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
+        bills: dict[str, dict] = {}
+        for link in action.iterfind(".//action_description//a[@rel='bill']"):
+            href = (link.get("href") or "").strip()
+            if href and href not in bills:
+                bills[href] = {"legis_num": text_of(link), "url": href}
+        return list(bills.values())
+
+    @staticmethod
+    def _parse_votes(action) -> list[dict]:
+        votes = []
+        for link in action.iterfind(".//action_description//a[@rel='vote']"):
+            href = (link.get("href") or "").strip()
+            query = parse_qs(urlsplit(href).query)
+            votes.append({
+                "roll_call": to_int((query.get("rollnumber") or [""])[0]),
+                "year": to_int((query.get("year") or [""])[0]),
+                "text": text_of(link),
+                "url": href,
+            })
+        return votes

@@ -1,0 +1,109 @@
+"""The House's weekly floor schedule ("Bills this week") from the docs.house.gov floor XML.
+
+Each ``floor-item`` is a bill or resolution that may be considered during the week: an all-day
+event spanning the week (``week-date`` to the Sunday after it), keyed by the item's ``id``.
+A week whose file does not exist is answered with HTTP 200 and an HTML "File Not Found" page; it
+is reported as :class:`~votersdaily.sources.errors.ErrorPage`, never stored.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, docs_house_updates, eastern_iso, to_int
+from ..sources.eastern import eastern_today, parse_local
+from ..sources.errors import MalformedDocument
+from ..sources.xml import outer_xml, parse_xml, text_of
+from .base import EventSpider
+
+WEEK_URL = "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/{day:%Y%m%d}/{day:%Y%m%d}.xml"
+WEEK_PAGE_URL = "https://docs.house.gov/floor/Default.aspx?date={day:%Y-%m-%d}"
+
+
+class HouseFloorScheduleSpider(EventSpider):
+    name = "house_floor_schedule"
+    version = "1.0"
+    branch = "Legislative"
+    entity = "House of Representatives"
+    frequency_hours = 6.0
+    recordings = {
+        "gov/house_docs_floor/billsthisweek_20260914.xml":
+            "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/20260914/20260914.xml",
+    }
+    #: One file a week, revised a few times a day: a single slow request is enough.
+    custom_settings = {
+        **EventSpider.custom_settings,
+        "DOWNLOAD_DELAY": 2.0,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+    }
+
+    @property
+    def listing_urls(self):
+        today = eastern_today()
+        return (WEEK_URL.format(day=today - timedelta(days=today.weekday())),)
+
+    # -- one week's schedule → one all-day event per floor item ---------------------------------------
+
+    def parse_events(self, response):
+        root = parse_xml(response.body, ("floorschedule",), response.url)
+        try:
+            week = parse_local(root.get("week-date") or "", "%Y-%m-%d").date()
+        except ValueError:
+            raise MalformedDocument("%s has no valid week-date: %r" % (response.url, root.get("week-date"))) from None
+        week_end = week + timedelta(days=6)
+        congress = to_int(root.get("congress-num"))
+        for category in root.iterfind("category"):
+            for item in category.iterfind("floor-items/floor-item"):
+                item_id = (item.get("id") or "").strip()
+                if not item_id:
+                    raise MalformedDocument("%s has a floor-item without id" % response.url)
+                legis_num = text_of(item, "legis-num")
+                floor_text = text_of(item, "floor-text")
+                yield {
+                    "datetime": week,
+                    "end_datetime": week_end,
+                    "title": self._parse_title(legis_num, floor_text),
+                    "description": category.get("type") or "",
+                    "unique_key": item_id,
+                    "source_text": outer_xml(item),
+                    "event_url": None,
+                    "week_url": WEEK_PAGE_URL.format(day=week),
+                    "floor_item_id": item_id,
+                    "legis_num": legis_num,
+                    "floor_text": floor_text,
+                    "category": category.get("type") or "",
+                    "category_sort_order": to_int(category.get("sort-order")),
+                    "sort_order": to_int(item.get("sort-order")),
+                    "week_date": week.isoformat(),
+                    "congress": congress,
+                    **self._parse_item_dates(item),
+                    "files": docs_house_files(item),
+                    "updates": docs_house_updates(item),
+                    "subitems": self._parse_subitems(item),
+                }
+
+    @staticmethod
+    def _parse_title(legis_num: str, floor_text: str) -> str:
+        return "%s: %s" % (legis_num, floor_text) if legis_num and floor_text else legis_num or floor_text
+
+    @staticmethod
+    def _parse_item_dates(item) -> dict:
+        """When the item was added to, published in and (if so) removed from the schedule."""
+        return {
+            "%s_datetime" % key: eastern_iso(item.get("%s-date" % key) or "", *DOCS_HOUSE_STAMPS)
+            for key in ("add", "publish", "remove")
+        }
+
+    @staticmethod
+    def _parse_subitems(item) -> list[dict]:
+        """Rules Committee prints, reports and other papers that accompany the item."""
+        return [
+            {
+                "id": sub.get("id") or "",
+                "legis_num": text_of(sub, "legis-num"),
+                "floor_text": text_of(sub, "floor-text"),
+                "sort_order": to_int(sub.get("sort-order")),
+                "files": docs_house_files(sub),
+            }
+            for sub in item.iterfind("floor-subitems/floor-subitem")
+        ]
