@@ -1,0 +1,141 @@
+"""Which spiders are healthy: their last runs from ``vd_log``, classified.
+
+A run is *broken* when its result is not ``success`` (an exception ended it or a source failed),
+*empty* when it succeeded and the source legitimately had nothing (the run log's ``empty: true``),
+a *drop* when it succeeded but its item count fell sharply below the median of the spider's previous
+successful runs, and *ok* otherwise. A spider's status is the status of its latest run; a spider
+without runs is *never run*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import median
+
+from .. import schema
+from ..store.base import Store
+from .query import HIGH, distinct_leading_keys, has_db
+
+OK, EMPTY, DROP, BROKEN, NEVER = "ok", "empty", "drop", "broken", "never run"
+
+LABELS = {
+    OK: "OK",
+    EMPTY: "Empty (nothing to report)",
+    DROP: "Sharp drop",
+    BROKEN: "Broken",
+    NEVER: "Never run",
+}
+
+
+@dataclass
+class Run:
+    doc_id: str
+    access_datetime: str
+    result: str
+    items: int
+    inserted: int
+    updated: int
+    unchanged: int
+    dropped: int
+    runtime: float | None
+    empty: bool
+    finish_reason: str = ""
+    error_message: str = ""
+    status: str = OK
+    #: Median items of the previous successful runs (None without history).
+    baseline: float | None = None
+
+    @property
+    def note(self) -> str:
+        if self.status == BROKEN:
+            return "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
+        if self.status == DROP:
+            if self.baseline:
+                return "%d items against a median of %g" % (self.items, self.baseline)
+            return "no items, %d dropped as invalid" % self.dropped
+        if self.status == EMPTY:
+            return "the source had nothing to report"
+        return ""
+
+
+@dataclass
+class SpiderHealth:
+    name: str
+    #: Newest first.
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.runs[0].status if self.runs else NEVER
+
+    @property
+    def last(self) -> Run | None:
+        return self.runs[0] if self.runs else None
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.status]
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def run_from_log(doc: dict) -> Run:
+    items = doc.get("items_scraped")
+    if not isinstance(items, int):
+        items = sum(_int(doc.get(k)) for k in ("insert_count", "updated_count", "unchanged_count"))
+    runtime = doc.get("parser_runtime")
+    return Run(
+        doc_id=doc["_id"],
+        access_datetime=str(doc.get("access_datetime", "")),
+        result=str(doc.get("result", "unknown")),
+        items=items,
+        inserted=_int(doc.get("insert_count")),
+        updated=_int(doc.get("updated_count")),
+        unchanged=_int(doc.get("unchanged_count")),
+        dropped=_int(doc.get("dropped_count")),
+        runtime=float(runtime) if isinstance(runtime, (int, float)) else None,
+        empty=doc.get("empty") is True,
+        finish_reason=str(doc.get("finish_reason") or ""),
+        error_message=str(doc.get("error_message") or ""),
+    )
+
+
+def classify(runs: list[Run], ratio: float, history: int) -> None:
+    """Set ``status`` and ``baseline`` of ``runs`` (oldest first) from each run's predecessors."""
+    previous: list[int] = []
+    for run in runs:
+        run.baseline = median(previous[-history:]) if previous else None
+        if run.result != "success":
+            run.status = BROKEN
+        elif run.empty:
+            run.status = EMPTY
+        elif run.items == 0 or (run.baseline and run.items < ratio * run.baseline):
+            run.status = DROP
+        else:
+            run.status = OK
+        if run.status in (OK, DROP) and run.items > 0:
+            previous.append(run.items)
+
+
+def spider_health(store: Store, name: str, runs: int = 20, ratio: float = 0.5, history: int = 10) -> SpiderHealth:
+    """The last ``runs`` runs of ``name``, classified against up to ``history`` earlier ones."""
+    health = SpiderHealth(name)
+    if not has_db(store, schema.LOG_DB):
+        return health
+    rows = store.query(schema.LOG_DB, "by_parser", startkey=[name, HIGH], endkey=[name, ""],
+                       descending=True, limit=runs + history, include_docs=True)
+    ordered = [run_from_log(r.doc) for r in reversed(rows) if r.doc is not None]
+    classify(ordered, ratio, history)
+    health.runs = list(reversed(ordered))[:runs]
+    return health
+
+
+def health_report(store: Store, spiders: list[str] = (), runs: int = 20, ratio: float = 0.5,
+                  history: int = 10) -> list[SpiderHealth]:
+    """Every known spider plus every parser with runs in the log, worst status first, then by name."""
+    names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))
+    order = {BROKEN: 0, DROP: 1, NEVER: 2, EMPTY: 3, OK: 4}
+    report = [spider_health(store, n, runs, ratio, history) for n in names]
+    return sorted(report, key=lambda h: (order[h.status], h.name))

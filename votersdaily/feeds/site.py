@@ -1,0 +1,224 @@
+"""The static site: one page per day with events in branch columns, the feeds, the spider health page.
+
+Pages are plain HTML from Jinja2 templates (autoescaped) with one stylesheet and a few lines of
+script for the date picker; every feed linked from the pages is written beside them as .ics and
+.json, produced by the same code as ``export``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pytz
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .. import schema
+from ..clock import now_utc
+from ..store.base import Store
+from .chart import runs_chart
+from .export import export
+from .health import LABELS, health_report
+from .query import EventFilter, distinct_leading_keys, iter_events
+
+HERE = Path(__file__).resolve().parent
+#: Columns of a day page, in the order of the original front end; "Other" shows only when used.
+COLUMNS = ("Executive", "Judicial", "Legislative")
+#: Feed kinds: (document key, view whose first key lists the values, EventFilter field, heading).
+FEED_KINDS = (
+    ("branch", "by_branch_datetime", "branch", "Branches"),
+    ("entity", "by_entity_datetime", "entity", "Entities"),
+    ("parser", "by_parser_datetime", "parser", "Spiders"),
+    ("committee", "by_committee_datetime", "committee", "Committees"),
+)
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    timezone: str = "America/New_York"
+    runs: int = 20
+    drop_ratio: float = 0.5
+    history: int = 10
+
+    @classmethod
+    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> "SiteConfig":
+        zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE", cls.timezone)
+        if zone not in pytz.all_timezones_set:
+            raise ValueError("unknown IANA time zone %r for the site" % zone)
+        return cls(
+            timezone=zone,
+            runs=runs or settings.getint("VOTERSDAILY_HEALTH_RUNS", cls.runs),
+            drop_ratio=settings.getfloat("VOTERSDAILY_HEALTH_DROP_RATIO", cls.drop_ratio),
+            history=settings.getint("VOTERSDAILY_HEALTH_HISTORY", cls.history),
+        )
+
+
+@dataclass
+class BuildSummary:
+    days: int = 0
+    feeds: int = 0
+    spiders: int = 0
+
+
+@dataclass(frozen=True)
+class Feed:
+    kind: str
+    value: str
+    path: str  # without extension, relative to the site root
+    count: int
+
+
+@dataclass
+class DayEvent:
+    doc: dict
+    day: date
+    time: str  # "" for all-day events
+    end: str
+    iso: str
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.doc.get("entity") or "", self.doc["datetime"], self.doc.get("title") or "")
+
+
+@dataclass
+class Column:
+    branch: str
+    events: list[DayEvent] = field(default_factory=list)
+    feed: Feed | None = None
+    entity_feeds: list[Feed] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return slug(self.branch)
+
+
+def slug(value: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "unnamed"
+
+
+def _utc(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def clock_label(local: datetime) -> str:
+    return "%d:%02d %s %s" % ((local.hour % 12) or 12, local.minute, "AM" if local.hour < 12 else "PM",
+                              local.tzname())
+
+
+def day_event(doc: dict, zone) -> DayEvent:
+    """Where an event goes: all-day events on their own date, others on their date in ``zone``."""
+    if doc.get("all_day"):
+        day = date.fromisoformat(doc["datetime"][:10])
+        end = doc.get("end_datetime")
+        end_label = "until %s" % date.fromisoformat(end[:10]).strftime("%A, %B %-d, %Y") if end and end[:10] > doc["datetime"][:10] else ""
+        return DayEvent(doc, day, "", end_label, doc["datetime"][:10])
+    local = _utc(doc["datetime"]).astimezone(zone)
+    end_label = ""
+    if doc.get("end_datetime"):
+        end_local = _utc(doc["end_datetime"]).astimezone(zone)
+        end_label = "until " + clock_label(end_local)
+        if end_local.date() != local.date():
+            end_label += end_local.strftime(", %B %-d")
+    return DayEvent(doc, local.date(), clock_label(local), end_label, doc["datetime"])
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("votersdaily.feeds", "templates"),
+                      autoescape=select_autoescape(("html",)), trim_blocks=True, lstrip_blocks=True)
+    env.filters["longdate"] = lambda d: d.strftime("%A, %B %-d, %Y")
+    env.globals["LABELS"] = LABELS
+    env.globals["chart"] = runs_chart
+    return env
+
+
+def write_feeds(store: Store, out: Path) -> dict[tuple[str, str], Feed]:
+    """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON)."""
+    feeds: dict[tuple[str, str], Feed] = {}
+    targets = [("all", "", EventFilter(), "feeds/all")]
+    for kind, view, attr, _ in FEED_KINDS:
+        for value in distinct_leading_keys(store, schema.EVENTS_DB, view):
+            targets.append((kind, value, EventFilter(**{attr: value}), "feeds/%s/%s" % (kind, slug(value))))
+    for kind, value, flt, rel in targets:
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".ics"), "wb") as fh:
+            count = export(store, "ics", flt, fh)
+        with open(path.with_suffix(".json"), "wb") as fh:
+            export(store, "json", flt, fh)
+        feeds[(kind, value)] = Feed(kind, value, rel, count)
+    return feeds
+
+
+def landing_day(days: list[date], today: date) -> date | None:
+    """Today when it has events, else the last day before it with events, else the first one."""
+    if not days:
+        return None
+    past = [d for d in days if d <= today]
+    return past[-1] if past else days[0]
+
+
+def build_site(store: Store, outdir: Path, config: SiteConfig = SiteConfig(), spiders: list[str] = ()) -> BuildSummary:
+    outdir = Path(outdir)
+    (outdir / "days").mkdir(parents=True, exist_ok=True)
+    static = outdir / "static"
+    static.mkdir(exist_ok=True)
+    for name in ("style.css", "site.js"):
+        shutil.copyfile(HERE / "static" / name, static / name)
+    zone = pytz.timezone(config.timezone)
+    env = environment()
+    summary = BuildSummary()
+
+    feeds = write_feeds(store, outdir)
+    summary.feeds = len(feeds)
+    by_day: dict[date, list[DayEvent]] = defaultdict(list)
+    for doc in iter_events(store):
+        by_day[day_event(doc, zone).day].append(day_event(doc, zone))
+    days = sorted(by_day)
+    (static / "dates.js").write_text("window.VD_DATES = %s;\n" % json.dumps([d.isoformat() for d in days]),
+                                     encoding="utf-8")
+    today = now_utc().astimezone(zone).date()
+    common = {"zone": config.timezone, "first": days[0] if days else None, "last": days[-1] if days else None,
+              "generated": now_utc().strftime("%Y-%m-%d %H:%M UTC"), "feeds": feeds}
+
+    def render(template: str, path: Path, root: str, **context) -> None:
+        html = env.get_template(template).render(root=root, **common, **context)
+        path.write_text(html, encoding="utf-8")
+
+    for i, day in enumerate(days):
+        context = day_context(day, by_day[day], feeds)
+        context.update(prev=days[i - 1] if i else None, next=days[i + 1] if i + 1 < len(days) else None)
+        render("day.html", outdir / "days" / ("%s.html" % day.isoformat()), "../", **context)
+        if day == landing_day(days, today):
+            render("day.html", outdir / "index.html", "", landing=True, **context)
+    if not days:
+        render("empty.html", outdir / "index.html", "")
+    summary.days = len(days)
+
+    months: dict[str, list[tuple[date, int]]] = defaultdict(list)
+    for day in days:
+        months[day.strftime("%B %Y")].append((day, len(by_day[day])))
+    render("dates.html", outdir / "dates.html", "", months=list(months.items()))
+    kinds = [(heading, [f for (k, _), f in sorted(feeds.items()) if k == kind]) for kind, _, _, heading in FEED_KINDS]
+    render("feeds.html", outdir / "feeds.html", "", kinds=kinds, all_feed=feeds.get(("all", "")))
+    report = health_report(store, list(spiders), config.runs, config.drop_ratio, config.history)
+    render("health.html", outdir / "health.html", "", report=report,
+           counts={s: sum(1 for h in report if h.status == s) for s in LABELS})
+    summary.spiders = len(report)
+    return summary
+
+
+def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict:
+    columns = {b: Column(b, feed=feeds.get(("branch", b))) for b in COLUMNS}
+    for event in sorted(events, key=lambda e: e.sort_key):
+        branch = event.doc.get("branch") or "Other"
+        columns.setdefault(branch, Column(branch, feed=feeds.get(("branch", branch)))).events.append(event)
+    for column in columns.values():
+        entities = sorted({e.doc.get("entity") for e in column.events if e.doc.get("entity")})
+        column.entity_feeds = [feeds[("entity", e)] for e in entities if ("entity", e) in feeds]
+    return {"day": day, "columns": list(columns.values()), "count": len(events)}
