@@ -22,7 +22,9 @@ from twisted.internet import threads
 from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
+from .store.base import StoreUnavailable
 from .store.crawler import store_for, writers_of
+from .store.spool import Spool
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +108,13 @@ class RunLog:
         doc = self.build(spider, reason)
         try:
             await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
+        except StoreUnavailable as exc:
+            # The run log is kept like any other document: spooled until the store is back.
+            doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
+            spool = Spool.from_settings(self.crawler.settings)
+            spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+            logger.error("store %s unavailable (%s): run log of %s spooled to %s",
+                         store_for(self.crawler).display_uri, exc, spider.name, spool.directory)
         except Exception as exc:  # the run must end even when its log cannot be written
             logger.error("could not write the run log of %s to %s: %s",
                          spider.name, store_for(self.crawler).display_uri, exc)
@@ -118,6 +127,7 @@ class RunLog:
                 _, db, kind = name.split("/")
                 counts.setdefault(db, Counter())[kind] += value
         total = sum(counts.values(), Counter())
+        outage = {w.db: vars(w.outage) for w in writers_of(self.crawler) if w.outage}
         for writer in writers_of(self.crawler):
             for exc in writer.errors:
                 self.failures.append({
@@ -156,8 +166,11 @@ class RunLog:
             "finish_reason": reason,
             "empty": result == "success" and items == 0 and not dropped,
             "store": {db: dict(c) for db, c in counts.items()},
+            "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
         }
+        if outage:
+            doc["store_outage"] = outage
         if self.failures:
             doc["traceback"] = self.failures[0]["traceback"]
             doc["error_message"] = self.failures[0]["message"]

@@ -14,6 +14,7 @@ from twisted.internet import defer, threads
 
 from . import open_store, store_uri
 from .base import Store
+from .spool import Spool
 from .upsert import UpsertResult
 from .writer import BatchHook, BatchWriter
 
@@ -50,13 +51,17 @@ class CrawlerWriter:
             ignore=ignore,
             after_batch=after_batch,
             on_result=self._count,
+            retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES", 0),
+            retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF", 1.0),
+            retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY", 30.0),
+            spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED", True) else None,
         )
         self._opened: defer.Deferred | None = None
 
     def _count(self, result: UpsertResult) -> None:
         stats = self.crawler.stats
         prefix = "store/%s/" % self.db
-        for name in ("inserted", "updated", "unchanged", "superseded"):
+        for name in ("inserted", "updated", "unchanged", "superseded", "spooled"):
             n = len(getattr(result, name))
             if n:
                 stats.inc_value(prefix + name, n)
@@ -78,6 +83,17 @@ class CrawlerWriter:
     def _open_blocking(self) -> None:
         self.store.ensure_db(self.db)
         self.store.install_views(self.db)
+        spool = self.batch.spool
+        if spool is not None and spool.pending_files(self.db):
+            # Documents an earlier run could not write go first (the store is reachable again).
+            report = spool.deliver(self.store, self.db)
+            self.batch.outage.delivered_from_spool += report.documents
+            self._count(report.result)
+            logger.warning("delivered %d documents spooled by an earlier run to %s", report.documents, self.db)
+
+    @property
+    def outage(self):
+        return self.batch.outage
 
     def add(self, doc: dict) -> defer.Deferred:
         return self.batch.add(doc)

@@ -7,13 +7,18 @@ revision. A conflict from a concurrent writer is resolved by re-reading and re-a
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from .base import Store, StoreError
 from .revisions import same_content
 
-MAX_CONFLICT_ROUNDS = 5
+MAX_CONFLICT_ROUNDS = 8
+#: Conflict rounds back off by a random delay (up to this times 2**round seconds) so two writers
+#: racing on the same documents do not collide again in lockstep.
+CONFLICT_BACKOFF = 0.01
 
 
 @dataclass
@@ -25,6 +30,8 @@ class UpsertResult:
     conflicts_resolved: int = 0
     #: Ids of older documents a batch hook marked as replaced (event reschedules).
     superseded: list[str] = field(default_factory=list)
+    #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
+    spooled: list[str] = field(default_factory=list)
 
     def merge(self, other: "UpsertResult") -> None:
         self.inserted += other.inserted
@@ -33,6 +40,7 @@ class UpsertResult:
         self.failed.update(other.failed)
         self.conflicts_resolved += other.conflicts_resolved
         self.superseded += other.superseded
+        self.spooled += other.spooled
 
 
 def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = ()) -> UpsertResult:
@@ -40,9 +48,11 @@ def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = 
     ignore = tuple(ignore)
     pending = {doc["_id"]: doc for doc in docs}
     result = UpsertResult()
-    for _ in range(MAX_CONFLICT_ROUNDS):
+    for round_ in range(MAX_CONFLICT_ROUNDS):
         if not pending:
             break
+        if round_:
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2 ** round_))
         existing = store.get_many(db, pending)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

@@ -4,21 +4,51 @@ Documents are buffered and written ``batch_size`` at a time by :func:`.upsert.up
 thread; batches run one after another (so a later version of a document never overtakes an earlier
 one), and :meth:`BatchWriter.add` returns a Deferred that applies back-pressure when ``max_pending``
 batches are already in flight.
+
+When the store is unavailable (unreachable or 5xx) a batch is retried with exponential backoff
+(``retry_times``); if it still fails and a :class:`~.spool.Spool` is given, the batch is spooled to a
+local file instead of being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the
+spooled documents first, so a later version of a document still never overtakes an earlier one.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 from twisted.internet import defer, threads
 
-from .base import Store
+from .base import Store, StoreUnavailable
+from ..clock import now_iso
+from .spool import Spool
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
 BatchHook = Callable[[Store, str, list[dict], UpsertResult], None]
+
+
+@dataclass
+class Outage:
+    """What a writer went through while the store was unavailable (for the run log)."""
+
+    retries: int = 0
+    spooled: int = 0
+    delivered_from_spool: int = 0
+    first_failure: str | None = None
+    last_failure: str | None = None
+    last_error: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.retries or self.spooled or self.delivered_from_spool)
+
+    def failed(self, exc: BaseException) -> None:
+        self.first_failure = self.first_failure or now_iso()
+        self.last_failure = now_iso()
+        self.last_error = str(exc)
 
 
 class BatchWriter:
@@ -32,6 +62,10 @@ class BatchWriter:
         ignore: Iterable[str] = (),
         after_batch: BatchHook | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
+        retry_times: int = 0,
+        retry_backoff: float = 1.0,
+        retry_max_delay: float = 30.0,
+        spool: Spool | None = None,
     ):
         self.store = store
         self.db = db
@@ -40,6 +74,12 @@ class BatchWriter:
         self.ignore = tuple(ignore)
         self.after_batch = after_batch
         self.on_result = on_result
+        self.retry_times = retry_times
+        self.retry_backoff = retry_backoff
+        self.retry_max_delay = retry_max_delay
+        self.spool = spool
+        self.outage = Outage()
+        self._spool_path: Path | None = None
         self.total = UpsertResult()
         self.errors: list[BaseException] = []
         self._buffer: list[dict] = []
@@ -58,25 +98,93 @@ class BatchWriter:
         return defer.succeed(None)
 
     def flush(self) -> defer.Deferred:
-        """Write what is buffered; fires when every submitted batch is done."""
+        """Write what is buffered (and what this writer spooled, if the store is back); fires when
+        every submitted batch is done."""
         if self._buffer:
             self._submit()
+        if self.spool is not None:
+            self._submit(drain=True)
         done: defer.Deferred = defer.Deferred()
         self._chain.addBoth(lambda _: done.callback(None))
         return done
 
-    def _submit(self) -> None:
+    def _submit(self, drain: bool = False) -> None:
         batch, self._buffer = self._buffer, []
         self._pending += 1
-        self._chain.addCallback(lambda _: threads.deferToThread(self._write, batch))
+        write = self._drain if drain else self._write
+        self._chain.addCallback(lambda _: threads.deferToThread(write, batch))
         self._chain.addErrback(self._failed, batch)
         self._chain.addBoth(self._batch_done)
 
     def _write(self, batch: list[dict]) -> UpsertResult:
+        # While this writer has spooled documents, new batches queue up behind them in the spool.
+        retries = 0 if self._spool_path is not None else self.retry_times
+        result = UpsertResult()
+        try:
+            if self._spool_path is not None:
+                result.merge(self._retrying(self._deliver_spooled, retries))
+            result.merge(self._retrying(lambda: self._write_now(batch), retries))
+        except StoreUnavailable:
+            if self.spool is None:
+                raise
+            result.merge(self._spool(batch))
+        return result
+
+    def _drain(self, _batch: list[dict]) -> UpsertResult:
+        """At flush: one more (retried) attempt to deliver what this writer spooled."""
+        if self._spool_path is None:
+            return UpsertResult()
+        try:
+            return self._retrying(self._deliver_spooled, self.retry_times)
+        except StoreUnavailable:
+            logger.error("store %s still unavailable: %d documents for %s stay spooled in %s; "
+                         "deliver them with `python -m votersdaily flush`",
+                         self.store.display_uri, self.outage.spooled, self.db, self._spool_path)
+            return UpsertResult()
+
+    def _write_now(self, batch: list[dict]) -> UpsertResult:
         result = upsert(self.store, self.db, batch, self.ignore)
         if self.after_batch is not None:
             self.after_batch(self.store, self.db, batch, result)
         return result
+
+    def _retrying(self, call: Callable, retries: int):
+        """``call()``, retried with exponential backoff while the store is unavailable (in a thread)."""
+        for attempt in range(retries + 1):
+            try:
+                return call()
+            except StoreUnavailable as exc:
+                self.outage.failed(exc)
+                if attempt == retries:
+                    raise
+                delay = min(self.retry_max_delay, self.retry_backoff * 2 ** attempt)
+                self.outage.retries += 1
+                logger.warning("store %s unavailable (%s); retry %d/%d in %.1fs",
+                               self.store.display_uri, exc, attempt + 1, retries, delay)
+                time.sleep(delay)
+
+    def _spool(self, batch: list[dict]) -> UpsertResult:
+        if not batch:
+            return UpsertResult()
+        if self._spool_path is None:
+            self._spool_path = self.spool.new_file(self.db)
+        n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.after_batch)
+        self.outage.spooled += n
+        logger.error("store %s unavailable: %d documents for %s spooled to %s",
+                     self.store.display_uri, n, self.db, self._spool_path)
+        return UpsertResult(spooled=[doc["_id"] for doc in batch])
+
+    def _deliver_spooled(self) -> UpsertResult:
+        path, self._spool_path = self._spool_path, None
+        try:
+            report = self.spool.deliver_path(self.store, path)
+        except BaseException:
+            self._spool_path = path
+            raise
+        self.outage.delivered_from_spool += report.documents
+        logger.warning("store %s is back: %d spooled documents delivered to %s",
+                       self.store.display_uri, report.documents, self.db)
+        return report.result
 
     def _failed(self, failure, batch: list[dict]):
         self.errors.append(failure.value)
