@@ -37,6 +37,14 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 VOTERSDAILY_STORE = None
 VOTERSDAILY_BATCH_SIZE = 500
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
+#: Store outages: a batch is retried with exponential backoff (1, 2, 4, 8, 16 s, at most 30 s apart);
+#: if the store is still unavailable the documents are spooled to VOTERSDAILY_SPOOL_DIR (environment
+#: variable wins) and delivered by the next run or `python -m votersdaily flush`.
+VOTERSDAILY_STORE_RETRY_TIMES = 5
+VOTERSDAILY_STORE_RETRY_BACKOFF = 1.0
+VOTERSDAILY_STORE_RETRY_MAX_DELAY = 30.0
+VOTERSDAILY_SPOOL_ENABLED = True
+VOTERSDAILY_SPOOL_DIR = ".votersdaily-spool"
 VOTERSDAILY_RUN_LOG_ENABLED = True
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl", "export", "site")
+COMMANDS = ("dump", "views", "crawl", "export", "site", "flush")
 
 
 def build_parser() -> argparse.ArgumentParser:
