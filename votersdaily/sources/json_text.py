@@ -8,10 +8,11 @@ can carry the JSON object it came from byte for byte (the publisher's spacing an
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MalformedDocument, UnexpectedDocument
+from .errors import ErrorPage, MalformedDocument, UnexpectedDocument
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
@@ -72,7 +73,8 @@ def _scan(text: str, pos: int) -> tuple[JsonText, int]:
 def load_with_text(body: bytes | str, url: str = "") -> JsonText:
     """Decode a whole JSON document (leading/trailing whitespace allowed, nothing else).
 
-    Raises :class:`MalformedDocument` for anything that is not exactly one JSON value.
+    Raises :class:`ErrorPage` for an HTML/XML page served in its place (error pages come with
+    HTTP 200) and :class:`MalformedDocument` for anything that is not exactly one JSON value.
     """
     try:
         text = body.decode("utf-8-sig") if isinstance(body, bytes) else body
@@ -80,6 +82,10 @@ def load_with_text(body: bytes | str, url: str = "") -> JsonText:
         raise MalformedDocument("%s is not UTF-8: %s" % (url, exc)) from None
     if not text.strip():
         raise MalformedDocument("empty document at %s" % url)
+    if text.lstrip()[:1] == "<":
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        raise ErrorPage("%s answered markup, not JSON%s"
+                        % (url, (": " + " ".join(title.group(1).split())) if title else ""))
     try:
         doc, end = _scan(text, 0)
     except (ValueError, IndexError) as exc:

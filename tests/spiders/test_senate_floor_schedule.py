@@ -1,0 +1,107 @@
+"""senate_floor_schedule: the two real floor_schedule.json snapshots, failure modes, a real crawl."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import recording
+from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
+from votersdaily.spiders.senate_floor_schedule import SenateFloorScheduleSpider as Spider
+from votersdaily.store import open_store
+
+START = recording("gov/senate_floor_schedule/floor_schedule_start.json")
+END = recording("gov/senate_floor_schedule/floor_schedule_end.json")
+NOT_FOUND = recording("gov/house_docs_floor/billsthisweek_20260928_NEGATIVE_file_not_found.html")
+URL = "https://www.senate.gov/legislative/schedule/floor_schedule.json"
+
+
+def test_start_snapshot():
+    (e,) = parse(Spider, START, URL).events
+    # conveneYear/Month/Day/Hour/Minutes "2026" "10" "05" "16" "00": 4:00 PM EDT
+    assert e["datetime"] == "2026-10-05T20:00:00Z"
+    assert e["unique_key"] == e["convene_date"] == "2026-10-05"
+    assert e["_id"] == "2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05"
+    assert e["title"] == "Senate convenes" and e["description"] is None
+    assert (e["branch"], e["entity"]) == ("Legislative", "Senate")
+    assert e["event_url"] == e["stream_url"] == "https://www.senate.gov/isvp/stv.html?type=live&comm=stv&filename=stv100526"
+    assert e["convene_time"] == "16:00" and e["convene_offset_minutes"] == 15  # key spelled "coveneOffsetMinutes"
+    assert e["session_link"] == "https://www.senate.gov/legislative/floor_activity_pail.htm"
+    assert e["out_of_session_link"] == "https://www.senate.gov/legislative/LIS/floor_activity/all-floor-activity-files.htm"
+    # "2026-10-01T09:34-05:00": the wall time is Eastern (EDT that day), the -05:00 is the Senate's mistake.
+    assert e["last_updated_published"] == "2026-10-01T09:34-05:00"
+    assert e["last_updated"] == "2026-10-01T13:34:00Z"
+
+
+def test_end_snapshot_gives_the_next_convening():
+    (e,) = parse(Spider, END, URL).events
+    assert e["datetime"] == "2026-10-06T17:30:00Z"  # 13:30 EDT
+    assert e["unique_key"] == "2026-10-06"
+    assert e["event_url"].endswith("filename=stv100626")
+    assert e["last_updated"] == "2026-10-05T19:02:00Z"  # "2026-10-05T15:02-05:00" read as 15:02 EDT
+
+
+def test_source_text_is_the_json_object_as_published():
+    for path in (START, END):
+        (e,) = parse(Spider, path, URL).events
+        text = path.read_text("utf-8")
+        assert e["source_text"] in text  # tabs, spaces and the trailing blanks kept
+        assert e["source_text"].startswith('{ "coveneOffsetMinutes"') and e["source_text"].endswith("}")
+        assert json.loads(e["source_text"]) == json.loads(text)["floorProceedings"][0]
+
+
+def test_winter_convening_uses_standard_time():
+    body = START.read_bytes().replace(b'"conveneMonth": "10"', b'"conveneMonth": "01"')
+    (e,) = parse(Spider, body, URL).events
+    assert e["datetime"] == "2026-01-05T21:00:00Z"  # 16:00 EST
+
+
+def test_no_convening_listed_is_empty():
+    text = START.read_text("utf-8")
+    start = text.index("[") + 1
+    body = (text[:start] + " " + text[text.rindex("]"):]).encode()
+    assert json.loads(body)["floorProceedings"] == []
+    assert parse(Spider, body, URL).events == []
+
+
+@pytest.mark.parametrize("body, exception", [
+    (truncate(START.read_bytes()), MalformedDocument),
+    (START.read_bytes().replace(b'"floorProceedings"', b'"proceedings"'), UnexpectedDocument),
+    (START.read_bytes().replace(b'"conveneHour": "16",', b""), UnexpectedDocument),
+    (b"[" + START.read_bytes() + b"]", UnexpectedDocument),
+    (NOT_FOUND.read_bytes(), ErrorPage),
+], ids=["truncated", "wrong_key", "missing_hour", "array_root", "html_error_page"])
+def test_bad_documents_raise(body, exception):
+    with pytest.raises(exception):
+        parse(Spider, body, URL)
+
+
+def test_crawl_both_snapshots_twice(crawl, sqlite_uri, frozen_now):
+    ok(crawl("senate_floor_schedule", [START, END], sqlite_uri))
+    ok(crawl("senate_floor_schedule", [START, END], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-05T22:00:00Z"}))
+    store = open_store(sqlite_uri)
+    docs = stored_events(store, "senate_floor_schedule")
+    assert set(docs) == {"2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05",
+                         "2026-10-06T17:30:00Z-senate_floor_schedule-2026-10-06"}
+    assert all(d["source_url"] == URL for d in docs.values())
+    first, second = run_logs(store, "senate_floor_schedule")
+    assert (first["result"], first["insert_count"]) == ("success", 2)
+    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 2)
+    assert first["source_text"] == START.read_text("utf-8")
+
+
+def test_crawl_of_a_truncated_snapshot_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
+    bad = tmp_path / "floor_schedule.json"
+    bad.write_bytes(truncate(START.read_bytes()))
+    ok(crawl("senate_floor_schedule", [bad], sqlite_uri))
+    store = open_store(sqlite_uri)
+    assert stored_events(store, "senate_floor_schedule") == {}
+    (log,) = run_logs(store, "senate_floor_schedule")
+    assert log["result"] == "MalformedDocument" and log["insert_count"] == 0
+
+
+def test_smoke():
+    assert Spider.frequency_hours == 1.0 and Spider.listing_urls == (URL,)
+    assert sorted(Spider.recording_urls()) == sorted([START.resolve().as_uri(), END.resolve().as_uri()])
