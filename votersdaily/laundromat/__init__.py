@@ -1,0 +1,9 @@
+"""LOD Laundromat 2: seeds from sitemaps, download, unpack, recode, guess, parse and clean RDF.
+
+One module per concern: :mod:`.uris` (seed keys), :mod:`.seeds` (records, staleness),
+:mod:`.sitemaps`, :mod:`.states` (the status machine), :mod:`.downloads` (download records),
+:mod:`.archives`, :mod:`.encodings`, :mod:`.formats`, :mod:`.cleaning`, :mod:`.void`,
+:mod:`.steps` (the per-file steps run off the reactor) and :mod:`.seedlist` (the ``ll_seeds`` store).
+"""
+
+DB = "ll_seeds"

@@ -1,0 +1,236 @@
+"""Unpacking: gzip, bzip2, xz, zip and tar, one layer per call (nesting goes through the state machine).
+
+The kind is found from the file's magic bytes, never its name. Each entry is written to a file named
+by its record key (entry names never reach the filesystem; :func:`safe_name` is what the record
+shows). Limits refuse bombs: total uncompressed bytes per archive, compression ratio, entry count
+and nesting depth (a zip quine nests forever and is stopped by the depth).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import posixpath
+import shutil
+import tarfile
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+CHUNK = 1 << 20
+
+
+class ArchiveError(Exception):
+    """The archive is broken (truncated, corrupt, encrypted)."""
+
+
+class ArchiveLimitExceeded(ArchiveError):
+    """Unpacking was refused: the archive breaks a limit (size, ratio, entries, depth)."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    max_total_bytes: int = 8 * 1024**3
+    max_ratio: float = 200.0
+    #: Ratios are only judged past this many bytes (tiny files compress absurdly well).
+    ratio_grace_bytes: int = 1 << 20
+    max_entries: int = 10_000
+    max_depth: int = 5
+
+    @classmethod
+    def from_settings(cls, settings) -> "ArchiveLimits":
+        return cls(
+            max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES", cls.max_total_bytes),
+            max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO", cls.max_ratio),
+            max_entries=settings.getint("LAUNDROMAT_MAX_ENTRIES", cls.max_entries),
+            max_depth=settings.getint("LAUNDROMAT_MAX_DEPTH", cls.max_depth),
+        )
+
+
+@dataclass
+class Entry:
+    #: The name as the archive gives it (may be hostile: shown, never used as a path).
+    raw_name: str
+    #: A sanitised relative name for display.
+    name: str
+    path: Path
+    size: int
+
+
+@dataclass
+class Unpacked:
+    kind: str | None  # None: not an archive (data)
+    entries: list[Entry] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+
+
+def archive_kind(path: Path) -> str | None:
+    """``gzip``, ``bzip2``, ``xz``, ``zip``, ``tar`` or None, from the magic bytes."""
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if head[:3] == b"BZh" and head[3:4].isdigit():
+        return "bzip2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    return None
+
+
+def safe_name(raw: str) -> str:
+    """A relative, traversal-free rendering of an entry name (``../../etc/passwd`` → ``etc/passwd``)."""
+    name = raw.replace("\\", "/").replace("\x00", "")
+    if len(name) > 1 and name[1] == ":":
+        name = name[2:]
+    parts = [p for p in posixpath.normpath("/" + name).split("/") if p not in ("", ".", "..")]
+    return "/".join(parts) or "data"
+
+
+class _Budget:
+    def __init__(self, limits: ArchiveLimits, compressed: int):
+        self.limits = limits
+        self.compressed = max(compressed, 1)
+        self.total = 0
+
+    def add(self, n: int) -> None:
+        self.total += n
+        if self.total > self.limits.max_total_bytes:
+            raise ArchiveLimitExceeded(
+                "unpacked size exceeds %d bytes" % self.limits.max_total_bytes)
+        if self.total > self.limits.ratio_grace_bytes and self.total / self.compressed > self.limits.max_ratio:
+            raise ArchiveLimitExceeded(
+                "compression ratio exceeds %.0f (%d bytes from %d)" % (self.limits.max_ratio, self.total, self.compressed))
+
+
+def _copy(src: BinaryIO, dst: Path, budget: _Budget) -> int:
+    n = 0
+    with open(dst, "wb") as out:
+        while True:
+            chunk = src.read(CHUNK)
+            if not chunk:
+                break
+            budget.add(len(chunk))
+            out.write(chunk)
+            n += len(chunk)
+    return n
+
+
+_STREAMS: dict[str, Callable[[Path], BinaryIO]] = {
+    "gzip": lambda p: gzip.open(p, "rb"),
+    "bzip2": lambda p: bz2.open(p, "rb"),
+    "xz": lambda p: lzma.open(p, "rb"),
+}
+_SUFFIXES = {"gzip": (".gz", ".tgz"), "bzip2": (".bz2", ".tbz2", ".tbz"), "xz": (".xz", ".txz")}
+
+
+def _stream_name(kind: str, name: str) -> str:
+    """The inner file's name: ``a.nt.gz`` → ``a.nt``, ``a.tgz`` → ``a.tar``."""
+    for suffix in _SUFFIXES[kind]:
+        if name.lower().endswith(suffix):
+            base = name[: -len(suffix)]
+            return base + ".tar" if suffix.startswith(".t") else base
+    return name or "data"
+
+
+def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str = "",
+           depth: int = 0, limits: ArchiveLimits = ArchiveLimits()) -> Unpacked:
+    """Unpack one layer of ``path`` into ``out_dir/<key_of(entry name)>`` files.
+
+    ``depth`` is the nesting depth of ``path`` itself (0 for a download). Returns the kind (None for
+    data, which is left alone) and the entries; on a limit or a broken archive every file written
+    so far is removed and the error raised.
+    """
+    kind = archive_kind(path)
+    if kind is None:
+        return Unpacked(kind=None)
+    if depth >= limits.max_depth:
+        raise ArchiveLimitExceeded("archive nesting deeper than %d" % limits.max_depth)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    budget = _Budget(limits, path.stat().st_size)
+    result = Unpacked(kind=kind)
+    try:
+        if kind in _STREAMS:
+            raw = _stream_name(kind, posixpath.basename(name.replace("\\", "/")))
+            dst = out_dir / key_of(raw)
+            try:
+                with _STREAMS[kind](path) as stream:
+                    size = _copy(stream, dst, budget)
+            except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+                raise ArchiveError("%s stream is corrupt: %s" % (kind, exc)) from None
+            result.entries.append(Entry(raw, safe_name(raw), dst, size))
+        elif kind == "zip":
+            _unzip(path, out_dir, key_of, budget, result)
+        else:
+            _untar(path, out_dir, key_of, budget, result)
+    except BaseException:
+        for entry in result.entries:
+            entry.path.unlink(missing_ok=True)
+        raise
+    return result
+
+
+def _check_entries(n: int, limits: ArchiveLimits) -> None:
+    if n > limits.max_entries:
+        raise ArchiveLimitExceeded("more than %d entries" % limits.max_entries)
+
+
+def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ArchiveError("zip is corrupt: %s" % exc) from None
+    with archive:
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+        _check_entries(len(infos), budget.limits)
+        for info in infos:
+            if info.flag_bits & 0x1:
+                result.skipped.append({"name": safe_name(info.filename), "reason": "encrypted"})
+                continue
+            dst = out_dir / key_of(info.filename)
+            try:
+                with archive.open(info) as stream:
+                    size = _copy(stream, dst, budget)
+            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, zlib.error) as exc:
+                dst.unlink(missing_ok=True)
+                raise ArchiveError("zip entry %r is corrupt: %s" % (safe_name(info.filename), exc)) from None
+            result.entries.append(Entry(info.filename, safe_name(info.filename), dst, size))
+
+
+def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+    try:
+        archive = tarfile.open(path, "r:")
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError("tar is corrupt: %s" % exc) from None
+    count = 0
+    with archive:
+        try:
+            for member in archive:
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    # Links and devices are never followed or created.
+                    result.skipped.append({"name": safe_name(member.name), "reason": "not a regular file"})
+                    continue
+                count += 1
+                _check_entries(count, budget.limits)
+                stream = archive.extractfile(member)
+                dst = out_dir / key_of(member.name)
+                size = _copy(stream, dst, budget)
+                result.entries.append(Entry(member.name, safe_name(member.name), dst, size))
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise ArchiveError("tar is corrupt: %s" % exc) from None
+
+
+def remove_tree(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        os.unlink(path)

@@ -1,0 +1,149 @@
+"""Character encodings: find a document's encoding and recode it to UTF-8, recording every lossy step.
+
+Order (as LL2): a byte-order mark (UTF-8/16/32); then the XML declaration; then the HTTP charset; then
+a detector (strict UTF-8 first, then charset-normalizer). Undecodable bytes become U+FFFD and each is
+recorded (offset and bytes, the first ``MAX_RECORDED`` of them, plus the total) instead of being
+dropped silently as ``iconv -c`` did.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHUNK = 1 << 20
+SNIFF_BYTES = 65536
+MAX_RECORDED = 100
+
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_XML_DECL = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z][A-Za-z0-9._\-]*)["']""")
+
+
+@dataclass
+class Recoded:
+    path: Path
+    encoding: str
+    #: Where the encoding came from: bom, xml-declaration, http, detector, default.
+    source: str
+    number_of_replacements: int = 0
+    replacements: list[dict] = field(default_factory=list)
+    number_of_chars: int = 0
+
+    def as_record(self) -> dict:
+        return {
+            "encoding": self.encoding,
+            "encoding_source": self.source,
+            "number_of_replacements": self.number_of_replacements,
+            "replacements": self.replacements,
+        }
+
+
+def _codec(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name.strip().strip("\"'")).name
+    except LookupError:
+        return None
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, if any."""
+    if not content_type:
+        return None
+    match = re.search(r"charset\s*=\s*\"?([^\s;\"]+)", content_type, re.I)
+    return match.group(1) if match else None
+
+
+def detect_encoding(head: bytes, http_charset: str | None = None) -> tuple[str, str]:
+    """(Python codec name, source) for a document starting with ``head``."""
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return name, "bom"
+    match = _XML_DECL.match(head[:1024])
+    if match:
+        codec = _codec(match.group(1).decode("ascii"))
+        if codec and codec not in ("utf-16", "utf-32"):  # without a BOM these declarations lie
+            return codec, "xml-declaration"
+    codec = _codec(http_charset)
+    if codec:
+        return codec, "http"
+    try:
+        head.decode("utf-8")
+        return "utf-8", "detector"
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
+            return "utf-8", "detector"
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(head).best()
+    if best is not None:
+        codec = _codec(best.encoding)
+        if codec:
+            return codec, "detector"
+    return "cp1252", "default"
+
+
+_state = threading.local()
+
+
+def _record_error(exc: UnicodeDecodeError):
+    bad = exc.object[exc.start : exc.end]
+    _state.count += 1
+    if len(_state.found) < MAX_RECORDED:
+        _state.found.append({"offset": _state.base + exc.start, "bytes": bytes(bad).hex()})
+    return "\ufffd", exc.end
+
+
+codecs.register_error("laundromat-record", _record_error)
+
+
+def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recoded:
+    """Recode ``src`` to UTF-8 at ``dst``; when ``src`` already is clean UTF-8 it is used as is."""
+    with open(src, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    encoding, source = detect_encoding(head, http_charset)
+    if encoding in ("utf-8", "ascii"):
+        chars = _valid_utf8_chars(src)
+        if chars is not None:
+            return Recoded(path=src, encoding=encoding, source=source, number_of_chars=chars)
+        encoding = "utf-8"
+    _state.count, _state.found, _state.base = 0, [], 0
+    chars = 0
+    decoder = codecs.getincrementaldecoder(encoding)(errors="laundromat-record")
+    with open(src, "rb") as inp, open(dst, "w", encoding="utf-8", newline="") as out:
+        while True:
+            chunk = inp.read(CHUNK)
+            text = decoder.decode(chunk, final=not chunk)
+            if text:
+                out.write(text)
+                chars += len(text)
+            if not chunk:
+                break
+            _state.base += len(chunk)
+    return Recoded(path=dst, encoding="utf-8" if encoding == "utf-8-sig" else encoding, source=source,
+                   number_of_replacements=_state.count, replacements=list(_state.found), number_of_chars=chars)
+
+
+def _valid_utf8_chars(path: Path) -> int | None:
+    """The number of characters when ``path`` is valid UTF-8, else None."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    chars = 0
+    try:
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(CHUNK)
+                chars += len(decoder.decode(chunk, final=not chunk))
+                if not chunk:
+                    return chars
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,188 @@
+"""Guessing the RDF serialisation of a document from its start, its Content-Type and its file extension.
+
+All three are recorded, with any disagreement between them. The sniffed format wins when the start
+of the document decides it; line-based documents are N-Triples (or N-Quads when a line has a graph
+term); the Turtle family is TriG only when it has graph blocks. The guess is the most specific
+format that fits, so a Turtle file that is plain N-Triples is guessed as N-Triples (same graph).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+JSON_LD = "JSON-LD"
+N_QUADS = "N-Quads"
+N_TRIPLES = "N-Triples"
+RDF_XML = "RDF/XML"
+RDFA = "RDFa"
+TRIG = "TriG"
+TURTLE = "Turtle"
+FORMATS = (JSON_LD, N_QUADS, N_TRIPLES, RDF_XML, RDFA, TRIG, TURTLE)
+SNIFF_CHARS = 10_000
+
+MEDIA_TYPES = {
+    "application/n-triples": N_TRIPLES,
+    "application/ntriples": N_TRIPLES,
+    "text/ntriples": N_TRIPLES,
+    "application/n-quads": N_QUADS,
+    "text/x-nquads": N_QUADS,
+    "text/nquads": N_QUADS,
+    "text/turtle": TURTLE,
+    "application/x-turtle": TURTLE,
+    "application/turtle": TURTLE,
+    "text/n3": TURTLE,
+    "text/rdf+n3": TURTLE,
+    "application/trig": TRIG,
+    "application/x-trig": TRIG,
+    "application/rdf+xml": RDF_XML,
+    "text/rdf+xml": RDF_XML,
+    "application/rdf": RDF_XML,
+    "application/ld+json": JSON_LD,
+    "application/json": JSON_LD,
+    "text/html": RDFA,
+    "application/xhtml+xml": RDFA,
+}
+EXTENSIONS = {
+    ".nt": N_TRIPLES,
+    ".ntriples": N_TRIPLES,
+    ".nq": N_QUADS,
+    ".nquads": N_QUADS,
+    ".ttl": TURTLE,
+    ".turtle": TURTLE,
+    ".n3": TURTLE,
+    ".trig": TRIG,
+    ".rdf": RDF_XML,
+    ".owl": RDF_XML,
+    ".rdfs": RDF_XML,
+    ".xml": RDF_XML,
+    ".jsonld": JSON_LD,
+    ".json": JSON_LD,
+    ".html": RDFA,
+    ".htm": RDFA,
+    ".xhtml": RDFA,
+}
+
+_IRI = r"<[^<>\"{}|^`\\\s]*>"
+_BNODE = r"_:[^\s<>\"]+"
+_LITERAL = r"\"(?:[^\"\\\n\r]|\\.)*\"(?:@[A-Za-z][A-Za-z0-9\-]*|\s*\^\^\s*" + _IRI + r")?"
+_TERM = "(?:%s|%s)" % (_IRI, _BNODE)
+_LINE = re.compile(r"^\s*%s\s*%s\s*(?:%s|%s)\s*(%s)?\s*\.\s*(?:#.*)?$" % (_TERM, _IRI, _TERM, _LITERAL, _TERM))
+_TURTLE_HINT = re.compile(r"(?im)^\s*(?:@prefix|@base|prefix\s+[\w\-.]*:|base\s*<)")
+_STRINGS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_IRIS = re.compile(r"<[^<>\s]*>")
+_COMMENTS = re.compile(r"#[^\n]*")
+_GRAPH_KW = re.compile(r"(?i)(?:^|\s)GRAPH\s")
+
+
+@dataclass
+class Guess:
+    format: str | None
+    sniffed: str | None
+    content_type: str | None
+    content_type_format: str | None
+    extension: str | None
+    extension_format: str | None
+    disagreements: list[str] = field(default_factory=list)
+
+    def as_record(self) -> dict:
+        return {
+            "format": self.format,
+            "format_sniffed": self.sniffed,
+            "format_content_type": self.content_type_format,
+            "format_extension": self.extension_format,
+            "content_type": self.content_type,
+            "extension": self.extension,
+            "format_disagreements": self.disagreements,
+        }
+
+
+def format_of_media_type(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    return MEDIA_TYPES.get(content_type.split(";")[0].strip().lower())
+
+
+def extension_of(name: str | None) -> str | None:
+    if not name:
+        return None
+    base = posixpath.basename(name.split("?")[0].split("#")[0])
+    for compressed in (".gz", ".bz2", ".xz", ".zip"):
+        if base.lower().endswith(compressed):
+            base = base[: -len(compressed)]
+    ext = posixpath.splitext(base)[1].lower()
+    return ext or None
+
+
+def sniff(head: str) -> str | None:
+    """The format the first characters of a (UTF-8 decoded) document show, or None."""
+    text = head.lstrip("\ufeff \t\r\n")
+    if not text:
+        return None
+    if text[0] == "<" and not _LINE.match(text.split("\n", 1)[0]):
+        return _sniff_markup(text)
+    if text[0] in "{[" and _looks_json(text):
+        return JSON_LD
+    return _sniff_terse(text)
+
+
+def _sniff_markup(text: str) -> str | None:
+    lower = text[:4096].lower()
+    body = re.sub(r"<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!doctype[^>]*>", "", lower).lstrip()
+    if body.startswith("<html") or "<!doctype html" in lower or body.startswith("<head") or body.startswith("<body"):
+        return RDFA
+    if body.startswith("<"):
+        return RDF_XML
+    return None
+
+
+def _looks_json(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        pass
+    rest = text[1:].lstrip()
+    return bool(rest) and (rest[0] in '"{]' or (text[0] == "[" and rest[0] in "[0123456789-"))
+
+
+def _sniff_terse(text: str) -> str:
+    lines = [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    # A cut-off last line of the sniffed head says nothing.
+    sample = lines[:-1] if len(text) >= SNIFF_CHARS and len(lines) > 1 else lines
+    sample = sample[:200]
+    if sample and not _TURTLE_HINT.search(text):
+        matches = [_LINE.match(ln) for ln in sample]
+        good = [m for m in matches if m]
+        if len(good) * 2 >= len(sample):
+            return N_QUADS if any(m.group(1) for m in good) else N_TRIPLES
+    stripped = _COMMENTS.sub("", _IRIS.sub("<>", _STRINGS.sub('""', text)))
+    if "{" in stripped or _GRAPH_KW.search(stripped):
+        return TRIG
+    return TURTLE
+
+
+def guess_format(head: str, content_type: str | None = None, name: str | None = None) -> Guess:
+    """Sniff ``head`` and weigh it against ``content_type`` and the extension of ``name``."""
+    sniffed = sniff(head)
+    ct_format = format_of_media_type(content_type)
+    extension = extension_of(name)
+    ext_format = EXTENSIONS.get(extension) if extension else None
+    chosen = sniffed or ct_format or ext_format or N_TRIPLES
+    disagreements = []
+    seen = [(k, v) for k, v in (("content", sniffed), ("content-type", ct_format), ("extension", ext_format)) if v]
+    for i, (kind_a, fmt_a) in enumerate(seen):
+        for kind_b, fmt_b in seen[i + 1 :]:
+            if fmt_a != fmt_b and not _compatible(fmt_a, fmt_b):
+                disagreements.append("%s says %s, %s says %s" % (kind_a, fmt_a, kind_b, fmt_b))
+    return Guess(chosen, sniffed, content_type, ct_format, extension, ext_format, disagreements)
+
+
+_SUBSETS = {N_TRIPLES: {N_QUADS, TURTLE, TRIG}, N_QUADS: {TRIG}, TURTLE: {TRIG}}
+
+
+def _compatible(a: str, b: str) -> bool:
+    """True when one format's grammar contains the other's (N-Triples is also Turtle, ...)."""
+    return b in _SUBSETS.get(a, ()) or a in _SUBSETS.get(b, ())

@@ -1,0 +1,75 @@
+"""Seed records and staleness.
+
+A seed record (``_id`` = :func:`uri_key`) is ``{uri, relative, status, added, interval, processed}``;
+``added``/``processed`` are ISO 8601 UTC strings (``processed`` is None until the first download),
+``interval`` is seconds. A seed is stale, and due for (re-)download, when ``processed + interval < now``;
+a never processed seed is due at once. Relative URIs are registered but never fetched.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from ..clock import iso_utc, now_utc
+from . import states
+from .uris import is_relative, normalise_uri, uri_key
+
+DAY = 86400.0
+#: The 2017 code's default interval (one day).
+DEFAULT_INTERVAL = DAY
+#: sitemaps.org ``changefreq`` values as seconds; "never" (archived) is 100 years, "always" zero.
+CHANGEFREQ_SECONDS = {
+    "always": 0.0,
+    "hourly": 3600.0,
+    "daily": DAY,
+    "weekly": 7 * DAY,
+    "monthly": 30 * DAY,
+    "yearly": 365 * DAY,
+    "never": 36500 * DAY,
+}
+
+
+def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> float:
+    """The re-download interval for a sitemap ``changefreq`` (unknown or absent → ``default``)."""
+    if not changefreq:
+        return default
+    return CHANGEFREQ_SECONDS.get(changefreq.strip().lower(), default)
+
+
+def new_seed(uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra) -> dict:
+    """A fresh seed record for ``uri`` (status ``added``); ``extra`` keys (sitemap metadata) are kept."""
+    uri = uri.strip()
+    doc = {
+        "_id": uri_key(uri),
+        "uri": uri,
+        "normalized_uri": normalise_uri(uri),
+        "relative": is_relative(uri),
+        "status": states.ADDED,
+        "added": iso_utc(now or now_utc()),
+        "interval": float(interval),
+        "processed": None,
+    }
+    doc.update({k: v for k, v in extra.items() if v is not None})
+    return doc
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def is_stale(seed: dict, now: datetime | None = None) -> bool:
+    """``processed + interval < now``; a seed never processed is stale; relative seeds never are."""
+    if seed.get("relative"):
+        return False
+    processed = seed.get("processed")
+    if not processed:
+        return True
+    now = now or now_utc()
+    return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0)) < now
+
+
+def is_due(seed: dict, now: datetime | None = None) -> bool:
+    """A seed to fetch now: waiting (``added``) or interrupted (``downloading``), and stale."""
+    if seed.get("status") == states.DOWNLOADING:
+        return not seed.get("relative")
+    return seed.get("status") == states.ADDED and is_stale(seed, now)

@@ -1,0 +1,96 @@
+"""The processing steps of one file, as plain functions of paths (picklable arguments and results).
+
+Each step returns the keys it adds to the file's record. The spider runs them in a worker process
+(so parsing and sorting never hold the reactor's GIL) and persists the state transition around each
+one; :func:`launder_file` chains them for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import archives
+from .cleaning import CleanOptions, clean_file
+from .encodings import SNIFF_BYTES, charset_of, recode_file
+from .formats import SNIFF_CHARS, guess_format
+from .uris import child_key
+
+
+def content_meta(path: Path) -> dict:
+    """``number_of_bytes``, ``number_of_chars`` (UTF-8, lossy), ``number_of_lines`` and ``newline`` of a file."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    n_bytes = n_chars = crlf = lf = cr = 0
+    last = b""
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            n_chars += len(decoder.decode(chunk, final=not chunk))
+            if not chunk:
+                break
+            n_bytes += len(chunk)
+            joined = last + chunk
+            crlf += joined.count(b"\r\n") - last.count(b"\r\n")
+            lf += chunk.count(b"\n")
+            cr += chunk.count(b"\r")
+            last = chunk[-1:]
+    lf_only, cr_only = lf - crlf, cr - crlf
+    newline = max((crlf, "crlf"), (lf_only, "lf"), (cr_only, "cr"))[1] if (crlf or lf_only or cr_only) else None
+    lines = crlf + lf_only + cr_only
+    if n_bytes and last not in (b"\n", b"\r"):
+        lines += 1
+    return {"number_of_bytes": n_bytes, "number_of_chars": n_chars, "number_of_lines": lines, "newline": newline}
+
+
+def unpack_step(path: str, out_dir: str, parent_key: str, name: str, depth: int,
+                limits: archives.ArchiveLimits) -> dict:
+    """One layer of unpacking; ``entries`` are the children to register (key, names, file, size)."""
+    result = archives.unpack(Path(path), Path(out_dir), lambda entry: child_key(parent_key, entry),
+                             name=name, depth=depth, limits=limits)
+    return {
+        "archive": result.kind,
+        "entries": [
+            {"key": Path(e.path).name, "entry_name": e.raw_name, "name": e.name, "path": str(e.path), "size": e.size}
+            for e in result.entries
+        ],
+        "skipped_entries": result.skipped,
+    }
+
+
+def recode_step(path: str, dst: str, content_type: str | None) -> dict:
+    recoded = recode_file(Path(path), Path(dst), charset_of(content_type))
+    record = recoded.as_record()
+    record["recoded_path"] = str(recoded.path)
+    record["number_of_chars"] = recoded.number_of_chars
+    return record
+
+
+def guess_step(path: str, content_type: str | None, name: str | None) -> dict:
+    with open(path, "rb") as f:
+        head = f.read(min(SNIFF_BYTES, SNIFF_CHARS * 4)).decode("utf-8", "ignore")[:SNIFF_CHARS]
+    return guess_format(head, content_type, name).as_record()
+
+
+def clean_step(path: str, fmt: str, key: str, out_dir: str, base_iri: str | None,
+               options: CleanOptions) -> dict:
+    return clean_file(path, fmt, key, out_dir, base_iri=base_iri, options=options).as_record()
+
+
+def launder_file(path: Path | str, key: str, out_dir: Path | str, *, fmt: str | None = None,
+                 content_type: str | None = None, name: str | None = None, base_iri: str | None = None,
+                 options: CleanOptions = CleanOptions()) -> dict:
+    """Recode, guess (unless ``fmt`` is given) and clean one data file; the merged record keys."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = recode_step(str(path), str(out_dir / ("%s.utf8" % key)), content_type)
+    recoded = record["recoded_path"]
+    record.update(guess_step(recoded, content_type, name if name is not None else str(path)))
+    if fmt is not None:
+        record["format"] = fmt
+    try:
+        record["clean"] = clean_step(recoded, record["format"], key, str(out_dir), base_iri, options)
+    finally:
+        if recoded != str(path):
+            Path(recoded).unlink(missing_ok=True)
+    return record
