@@ -35,7 +35,7 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 # -- the votersdaily foundation -------------------------------------------------------------------
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting.
 VOTERSDAILY_STORE = None
-VOTERSDAILY_BATCH_SIZE = 500
+VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
 #: Store outages: a batch is retried with exponential backoff (1, 2, 4, 8, 16 s, at most 30 s apart);
 #: if the store is still unavailable the documents are spooled to VOTERSDAILY_SPOOL_DIR (environment
@@ -46,9 +46,26 @@ VOTERSDAILY_STORE_RETRY_MAX_DELAY = 30.0
 VOTERSDAILY_SPOOL_ENABLED = True
 VOTERSDAILY_SPOOL_DIR = ".votersdaily-spool"
 VOTERSDAILY_RUN_LOG_ENABLED = True
+
+# -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
+#: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
+REDIS_URL = None
+#: A worker renews its leases every third of this; a dead worker's requests come back after it.
+VOTERSDAILY_REDIS_LEASE = 60.0
+#: How often finished requests are acked (after the store writers have flushed).
+VOTERSDAILY_REDIS_ACK_INTERVAL = 2.0
+VOTERSDAILY_REDIS_REAP_INTERVAL = 5.0
+#: A request whose lease expired this many times goes to <queue>:dead instead of back to the queue.
+VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
+#: Seconds a worker waits with nothing queued or in processing anywhere before it stops (0: never).
+VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096
+
+# -- source spiders ---------------------------------------------------------------------------------
+#: Pages of the Federal Register API followed through next_page_url (spider argument max_pages wins).
+FEDERAL_REGISTER_MAX_PAGES = 3
 
 # -- the static site and its spider health page (votersdaily/feeds) --------------------------------
 #: Zone the day pages group and show times in (all-day events keep their own date).
@@ -59,6 +76,44 @@ VOTERSDAILY_HEALTH_RUNS = 20
 #: previous successful runs (over at most VOTERSDAILY_HEALTH_HISTORY runs).
 VOTERSDAILY_HEALTH_DROP_RATIO = 0.5
 VOTERSDAILY_HEALTH_HISTORY = 10
+
+# -- the ingest spider (votersdaily/ingest/) ------------------------------------------------------
+#: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
+INGEST_ALLOW_PRIVATE = False
+#: If set, only these hosts are fetched at all (e.g. ["127.0.0.1"] for an offline test site).
+INGEST_ALLOWED_HOSTS = []
+INGEST_MAX_HOPS = 8
+INGEST_MAX_REDIRECTS = 25
+INGEST_MAX_BODY_BYTES = 128 * 1024 * 1024
+INGEST_MAX_RESOURCES = 200
+INGEST_MAX_RESOURCE_BYTES = 32 * 1024 * 1024
+INGEST_FETCH_RESOURCES = True
+#: True: one failed sub-resource fails the page (sandcrawler's html-resource-no-capture policy).
+INGEST_STRICT_RESOURCES = False
+#: Seconds one ingest (all its hops) may take before it ends as ``timeout``.
+INGEST_TIMEOUT = 300
+#: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
+INGEST_OJS_FULLTEXT_FIX = True
+INGEST_PDF_MAX_PAGES = 50
+#: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
+GROBID_URL = None
+GROBID_TIMEOUT = 180
+INGEST_FILE_TABLE_VERSION = "0"
+INGEST_FILE_TABLE_ENV = "dev"
+INGEST_REQUESTS_DB = "ingest_requests"
+INGEST_CATALOG_DB = "ingest_catalog"
+#: JSON-lines file of catalog works ({"doi", "title", ...}) loaded into INGEST_CATALOG_DB at start.
+INGEST_CATALOG_JSONL = None
+#: "folder" (INGEST_BLOB_DIR) or "store" (attachments in INGEST_BLOB_DB of the store).
+INGEST_BLOB_BACKEND = "folder"
+INGEST_BLOB_DIR = "ingest-blobs"
+INGEST_BLOB_DB = "sandcrawler"
+#: JSON-lines "html-teixml" feed; None to disable.
+INGEST_TEIXML_FEED = "ingest-feeds/html-teixml.jsonl"
+INGEST_WARC_ENABLED = False
+INGEST_WARC_DIR = "warcs"
+INGEST_WARC_MAX_SIZE = 1024 * 1024 * 1024
+INGEST_WARC_PREFIX = "VOTERSDAILY-INGEST"
 
 ITEM_PIPELINES = {
     "votersdaily.pipelines.NormaliseDatetimesPipeline": 100,

@@ -1,0 +1,78 @@
+"""Where HTML TEI-XML bodies go (``html/<sha1hex>.tei.xml``, like sandcrawler's SeaweedFS bucket)
+and the ``html-teixml`` JSON-lines feed that announces them (like its Kafka topic)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+from ..store.upsert import upsert
+
+_SAFE_PATH = re.compile(r"^[a-z0-9]+/[0-9a-f]{40}\.[a-z.]+$")
+
+
+def tei_path(sha1hex: str) -> str:
+    return "html/%s.tei.xml" % sha1hex
+
+
+class FolderBlobs:
+    """Blobs as files under a local folder."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
+        if not _SAFE_PATH.match(path):
+            raise ValueError("refusing blob path %r" % path)
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return str(target)
+
+    def get(self, path: str) -> bytes | None:
+        target = self.root / path
+        return target.read_bytes() if _SAFE_PATH.match(path) and target.exists() else None
+
+
+class StoreBlobs:
+    """Blobs as CouchDB attachments: document ``<path>`` in database ``db``, attachment ``blob``."""
+
+    def __init__(self, store, db: str):
+        self.store = store
+        self.db = db
+        self._ready = False
+
+    def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
+        if not _SAFE_PATH.match(path):
+            raise ValueError("refusing blob path %r" % path)
+        if not self._ready:
+            self.store.ensure_db(self.db)
+            self._ready = True
+        doc = {"_id": path, "size": len(data),
+               "_attachments": {"blob": {"content_type": content_type, "data": base64.b64encode(data).decode()}}}
+        upsert(self.store, self.db, [doc])
+        return "%s/%s" % (self.db, path)
+
+    def get(self, path: str) -> bytes | None:
+        return self.store.get_attachment(self.db, path, "blob")
+
+
+class JsonLinesFeed:
+    """An append-only JSON-lines topic (one message per line), safe to call from worker threads."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def publish(self, message: dict) -> None:
+        line = json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line)

@@ -1,0 +1,97 @@
+"""The hop loop's state and rules (INGEST.md §1.2-1.3), kept apart from Scrapy so it can be read
+and tested on its own. The state lives in ``request.meta`` (JSON-serialisable), never on the
+spider, so any front end (a Redis-fed worker) can carry it."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urljoin
+
+from .urls import BASE_URL_BLOCKLIST, COOKIE_BLOCKLIST, WALL_BLOCKLIST, clean_url, matches
+
+STATE_META = "ingest"
+
+
+def new_state(request: dict) -> dict:
+    base = clean_url(request["base_url"])
+    return {
+        "request": request,
+        "hops": [base],
+        "chain": [base],      # URLs of the current redirect chain (loop detection)
+        "redirect_chain": [],  # every HTTP redirect followed: {url, status_code, location}
+        "redirects": 0,
+        "partial": {},         # html_biblio / extract_next_hop found on earlier hops
+        "started": time.time(),
+    }
+
+
+def before_fetch(url: str) -> str | None:
+    """Status that stops the ingest before ``url`` is fetched (INGEST.md §1.2 step 2), or None."""
+    if matches(url, BASE_URL_BLOCKLIST):
+        return "skip-url-blocklist"
+    if matches(url, WALL_BLOCKLIST):
+        return "skip-wall"
+    if matches(url, COOKIE_BLOCKLIST):
+        return "blocked-cookie"
+    return None
+
+
+def after_fetch(url: str) -> str | None:
+    """Status from the terminal URL itself (step 6)."""
+    if matches(url, BASE_URL_BLOCKLIST):
+        return "skip-url-blocklist"
+    if matches(url, COOKIE_BLOCKLIST):
+        return "blocked-cookie"
+    return None
+
+
+def redirect_target(state: dict, current_url: str, status_code: int, location: bytes | str | None,
+                    max_redirects: int) -> tuple[str | None, str | None, str | None]:
+    """(next URL, failing status, error message) for a 3xx answer."""
+    if isinstance(location, bytes):
+        location = location.decode("latin-1")
+    if not location or not location.strip():
+        return None, "bad-redirect", "HTTP %d from %s without a Location header" % (status_code, current_url)
+    target = clean_url(urljoin(current_url, location.strip()))
+    if not target.startswith(("http://", "https://")):
+        return None, "bad-redirect", "HTTP %d from %s to a non-http(s) location %r" % (
+            status_code, current_url, location[:300])
+    state["redirect_chain"].append({"url": current_url, "status_code": status_code, "location": target})
+    if target in state["chain"] or target == current_url:
+        return None, "redirect-loop", "redirect loop: %s" % " -> ".join(state["chain"] + [target])
+    if state["redirects"] >= max_redirects:
+        return None, "redirects-exceeded", "more than %d HTTP redirects" % max_redirects
+    blocked = after_fetch(target)
+    if blocked is None and matches(target, WALL_BLOCKLIST):
+        blocked = "blocked-wall"
+    if blocked:
+        return None, blocked, "redirected to %s" % target
+    state["redirects"] += 1
+    state["chain"].append(target)
+    return target, None, None
+
+
+def add_terminal(state: dict, url: str) -> None:
+    """A redirect chain contributes only its final URL to ``hops``."""
+    if url not in state["hops"]:
+        state["hops"].append(url)
+
+
+def next_hop(state: dict, url: str, max_hops: int, loop_is_stop: bool = False) -> tuple[str | None, str | None, str | None]:
+    """(URL to fetch next, failing status, error message) for an extracted fulltext link.
+    With ``loop_is_stop`` a link back into the hops ends hopping quietly (html: we are on the
+    fulltext page)."""
+    if url in state["hops"]:
+        if loop_is_stop:
+            return None, None, None
+        return None, "link-loop", "repeated: %s" % url
+    state["hops"].append(url)
+    if len(state["hops"]) >= max_hops:
+        return None, "max-hops-exceeded", "%d hops reached" % max_hops
+    state["chain"] = [url]
+    state["redirects"] = 0
+    return url, None, None
+
+
+def hops_exceeded(state: dict, max_hops: int) -> bool:
+    return len(state["hops"]) >= max_hops

@@ -1,0 +1,72 @@
+"""``match0``: identify a document against a catalog of known works (a store database keyed by
+DOI, loaded from JSON lines). matched (one work by DOI, or one by exact normalised title),
+ambiguous (several works share the title), not-matched."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Iterable
+
+from ..store.upsert import upsert
+
+
+def norm_title(title: str) -> str:
+    text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+def catalog_docs(works: Iterable[dict]) -> list[dict]:
+    """Catalog documents: ``doi:<doi>`` per work, plus ``title:<normalised title>`` → DOIs."""
+    docs: dict[str, dict] = {}
+    titles: dict[str, set] = {}
+    for work in works:
+        doi = (work.get("doi") or "").strip().lower()
+        if not doi.startswith("10."):
+            raise ValueError("catalog record without a DOI: %s" % json.dumps(work)[:200])
+        docs["doi:" + doi] = dict(work, _id="doi:" + doi, doi=doi)
+        if work.get("title"):
+            titles.setdefault(norm_title(work["title"]), set()).add(doi)
+    for title, dois in titles.items():
+        docs["title:" + title] = {"_id": "title:" + title, "dois": sorted(dois)}
+    return list(docs.values())
+
+
+def load_catalog_jsonl(store, path: str | Path, db: str) -> int:
+    with open(path, encoding="utf-8") as handle:
+        works = [json.loads(line) for line in handle if line.strip()]
+    store.ensure_db(db)
+    docs = catalog_docs(works)
+    # merge title index entries with those already stored
+    existing = store.get_many(db, [d["_id"] for d in docs if d["_id"].startswith("title:")])
+    for doc in docs:
+        old = existing.get(doc["_id"])
+        if old:
+            doc["dois"] = sorted(set(doc["dois"]) | set(old.get("dois", [])))
+    upsert(store, db, docs)
+    return len(works)
+
+
+def match_document(store, db: str, dois: Iterable[str | None], title: str | None) -> dict:
+    """``{mstatus, doi, minfo}`` (minfo a JSON string, as in the file table)."""
+    if db not in store.list_dbs():
+        return {"mstatus": "not-matched", "doi": None, "minfo": json.dumps({"reason": "no catalog"})}
+    candidates = [d.strip().lower() for d in dois if d]
+    for doi in candidates:
+        work = store.get(db, "doi:" + doi)
+        if work:
+            return {"mstatus": "matched", "doi": doi,
+                    "minfo": json.dumps({"method": "doi", "title": work.get("title")}, sort_keys=True)}
+    if title:
+        index = store.get(db, "title:" + norm_title(title))
+        dois_for_title = (index or {}).get("dois", [])
+        if len(dois_for_title) == 1:
+            return {"mstatus": "matched", "doi": dois_for_title[0],
+                    "minfo": json.dumps({"method": "title"}, sort_keys=True)}
+        if len(dois_for_title) > 1:
+            return {"mstatus": "ambiguous", "doi": None,
+                    "minfo": json.dumps({"method": "title", "candidates": dois_for_title}, sort_keys=True)}
+    return {"mstatus": "not-matched", "doi": None,
+            "minfo": json.dumps({"tried_dois": candidates, "tried_title": bool(title)}, sort_keys=True)}

@@ -1,0 +1,136 @@
+"""The store side of the ingest: one pipeline writing every database, batched and revision-aware
+through the foundation's writers, blocking work (reads, files) in worker threads.
+
+* ``ingest_file_result``: every result, ``_id`` = ``<ingest_type>:<base_url>``;
+* the file table (:mod:`.filetable`), for successful ingests, merged family by family;
+* ``html_meta``: successful HTML ingests, ``_id`` = sha1hex;
+* TEI-XML bodies in the blob store, announced on the ``html-teixml`` feed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
+
+from ..clock import now_iso
+from ..store.crawler import store_for, writer_for
+from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path
+from .filetable import file_row, merge_row, table_name
+from .match import load_catalog_jsonl, match_document
+from .result import IngestItem
+
+logger = logging.getLogger(__name__)
+
+RESULTS_DB = "ingest_file_result"
+HTML_META_DB = "html_meta"
+#: Results whose terminal URL is longer than this are not persisted (as upstream).
+MAX_TERMINAL_URL = 2048
+
+
+def result_id(result: dict) -> str:
+    request = result["request"]
+    return "%s:%s" % (request["ingest_type"], request["base_url"])
+
+
+def result_doc(result: dict) -> dict:
+    doc = dict(result, _id=result_id(result))
+    doc["ingest_type"] = result["request"]["ingest_type"]
+    doc["base_url"] = result["request"]["base_url"]
+    doc["updated"] = now_iso()
+    return doc
+
+
+def html_meta_doc(result: dict, has_teixml: bool) -> dict:
+    body = result.get("html_body") or {}
+    return {
+        "_id": result["file_meta"]["sha1hex"],
+        "sha1hex": result["file_meta"]["sha1hex"],
+        "updated": now_iso(),
+        "status": result["status"],
+        "scope": result.get("scope"),
+        "has_teixml": has_teixml,
+        "has_thumbnail": False,
+        "word_count": body.get("word_count"),
+        "biblio": result.get("html_biblio"),
+        "resources": result.get("html_resources"),
+    }
+
+
+class IngestStorePipeline:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        settings = crawler.settings
+        self.file_table = table_name(settings.get("INGEST_FILE_TABLE_VERSION", "0"),
+                                     settings.get("INGEST_FILE_TABLE_ENV", "dev"))
+        self.catalog_db = settings.get("INGEST_CATALOG_DB", "ingest_catalog")
+        self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
+        self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
+        self.files = writer_for(crawler, self.file_table)
+        self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
+        self.store = store_for(crawler)
+        backend = settings.get("INGEST_BLOB_BACKEND", "folder")
+        if backend == "folder":
+            self.blobs = FolderBlobs(settings.get("INGEST_BLOB_DIR", "ingest-blobs"))
+        elif backend == "store":
+            self.blobs = StoreBlobs(self.store, settings.get("INGEST_BLOB_DB", "sandcrawler"))
+        else:
+            raise NotConfigured("INGEST_BLOB_BACKEND must be 'folder' or 'store', not %r" % backend)
+        feed = settings.get("INGEST_TEIXML_FEED")
+        self.feed = JsonLinesFeed(feed) if feed else None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    async def open_spider(self):
+        for writer in (self.results, self.files, self.html_meta):
+            await maybe_deferred_to_future(writer.open())
+        if self.catalog_file:
+            count = await maybe_deferred_to_future(threads.deferToThread(
+                load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db))
+            logger.info("loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db)
+
+    async def process_item(self, item):
+        if not isinstance(item, IngestItem):
+            return item
+        result, side = item["result"], item["side"]
+        terminal_url = (result.get("terminal") or {}).get("terminal_url") or ""
+        if result["status"] == "existing" or len(terminal_url) > MAX_TERMINAL_URL:
+            self.crawler.stats.inc_value("ingest/not_persisted")
+            return item
+        await maybe_deferred_to_future(self.results.add(result_doc(result)))
+        tei_xml = side.get("tei_xml")
+        if tei_xml and result.get("file_meta"):
+            await maybe_deferred_to_future(threads.deferToThread(self._publish_tei, result, tei_xml))
+        if result["hit"] and result.get("file_meta"):
+            row = await maybe_deferred_to_future(threads.deferToThread(self._file_row, result, side))
+            await maybe_deferred_to_future(self.files.add(row))
+            if result.get("html_body"):
+                await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
+        return item
+
+    def _publish_tei(self, result: dict, tei_xml: str) -> None:
+        sha1hex = result["file_meta"]["sha1hex"]
+        self.blobs.put(tei_path(sha1hex), tei_xml.encode("utf-8"))
+        if self.feed is not None:
+            body = result.get("html_body") or {}
+            self.feed.publish({"key": sha1hex, "sha1hex": sha1hex, "status": body.get("status", "success"),
+                               "tei_xml": tei_xml, "word_count": body.get("word_count")})
+
+    def _file_row(self, result: dict, side: dict) -> dict:
+        biblio = result.get("html_biblio") or {}
+        grobid_meta = (side.get("grobid") or {}).get("metadata") or {}
+        request = result["request"]
+        dois = [(request.get("ext_ids") or {}).get("doi"), biblio.get("doi"), grobid_meta.get("doi")]
+        title = biblio.get("title") or grobid_meta.get("title") or (result.get("pdf_meta") or {}).get("title")
+        match0 = match_document(self.store, self.catalog_db, dois, title)
+        row = file_row(result, side, match0)
+        return merge_row(self.store.get(self.file_table, row["_id"]) if self.file_table in self.store.list_dbs()
+                         else None, row)
+
+    async def close_spider(self):
+        for writer in (self.results, self.files, self.html_meta):
+            await maybe_deferred_to_future(writer.close())

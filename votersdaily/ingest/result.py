@@ -1,0 +1,61 @@
+"""The output shapes of INGEST.md §2: terminal, cdx, html resources, 14-digit datetimes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..clock import now_utc
+from .filemeta import sha1_b32
+from .urls import surt
+
+#: Statuses where the ingest found what it was asked for.
+SUCCESS = "success"
+
+
+def dt14(value: datetime | None = None) -> str:
+    """``YYYYMMDDhhmmss`` in UTC (the CDX/wayback timestamp)."""
+    return (value or now_utc()).strftime("%Y%m%d%H%M%S")
+
+
+def iso_seconds(value: str) -> str:
+    """14-digit timestamp → ``2020-10-28T23:51:03`` (html_resources ``timestamp``)."""
+    return "%s-%s-%sT%s:%s:%s" % (value[0:4], value[4:6], value[6:8], value[8:10], value[10:12], value[12:14])
+
+
+def terminal(url: str, dt: str | None, status_code: int | None, sha1hex: str | None = None) -> dict:
+    out = {"terminal_url": url, "terminal_dt": dt, "terminal_status_code": status_code}
+    if sha1hex:
+        out["terminal_sha1hex"] = sha1hex
+    return out
+
+
+def header_mimetype(content_type: bytes | str | None) -> str | None:
+    if not content_type:
+        return None
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    return content_type.split(";")[0].strip().lower() or None
+
+
+def cdx(url: str, dt: str, mimetype: str, status_code: int, sha1hex: str, warc: dict | None = None) -> dict:
+    """A CDX row; the ``warc_*`` keys only when the record was written to a WARC file."""
+    row = {
+        "surt": surt(url), "datetime": dt, "url": url, "mimetype": mimetype, "status_code": status_code,
+        "sha1b32": sha1_b32(sha1hex), "sha1hex": sha1hex,
+    }
+    if warc:
+        row.update(warc_path=warc["warc_path"], warc_offset=warc["warc_offset"], warc_csize=warc["warc_csize"])
+    return row
+
+
+def failed(request: dict, status: str, error_message: str | None = None, **extra) -> dict:
+    result = {"request": request, "hit": False, "status": status}
+    if error_message:
+        result["error_message"] = error_message[:1600]
+    result.update(extra)
+    return result
+
+
+class IngestItem(dict):
+    """What the spider yields: ``result`` (the ingest_file_result document) and ``side`` (what
+    goes elsewhere: TEI-XML, PDF text, GROBID TEI, file magic, the terminal file's WARC location)."""

@@ -1,0 +1,117 @@
+"""URL cleaning, fuzzy equality, SURT keys and the blocklists of INGEST.md §1.1 / §4.3-4.4."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from w3lib.url import safe_url_string
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
+
+#: Substrings of a URL that are never ingested (sandcrawler's base-URL blocklist).
+BASE_URL_BLOCKLIST = (
+    "://localhost/", "://127.0.0.1/", "://hkvalidate.perfdrive.com/", "://ieeexplore.ieee.org/",
+    "://archive.org/", "://www.archive.org/", "://web.archive.org/web/", "://openlibrary.org/",
+    "://www.openlibrary.org/", "://fatcat.wiki/", "://scholar.archive.org/", "://orcid.org/",
+    "://bartandjones.com", "://ijretm.com", "://ijrcemas.com", "://jist.net.in", "://croisements-revue.org",
+    "://page-one.live.cf.public.springer.com",
+    "plutof.ut.ee/", "www.gbif.org/", "doi.pangaea.de/", "www.plate-archive.org/",
+    "://doi.org/10.25642/ipk/gbis/", "://apex.ipk-gatersleben.de/", "fao.org/glis/",
+    "dhz.uni-passau.de/", "digital.ucd.ie/",
+    "doi.org/10.2307/", "doi.org/10.18730/", "doi.org/10.15468/", "doi.org/10.48550/",
+    "://edoc.mpg.de/", "://isiarticles.com/", "://unsworks.unsw.edu.au/",
+)
+
+#: Login walls.
+WALL_BLOCKLIST = (
+    "://profile.thieme.de/HTML/sso/ejournals/login.htm", "://login.bepress.com/", "?SAMLRequest=",
+    "://osapublishing.org/captcha/", "/password-login", "://gateway.isiknowledge.com/", "/login?TARGET=",
+    "jstage.jst.go.jp/sblogin", "://acw.elsevier.com/SSOCore", "://acw.sciencedirect.com/SSOCore",
+    "/login?source=",
+)
+
+#: Cookie walls.
+COOKIE_BLOCKLIST = ("/cookieAbsent", "cookieSet=1", "error=cookies_not_supported", "://secure.jbs.elsevierhealth.com/")
+
+
+def matches(url: str, patterns: tuple[str, ...]) -> bool:
+    """Plain, case-sensitive substring match, as upstream."""
+    return any(p in url for p in patterns)
+
+
+def _remove_dot_segments(path: str) -> str:
+    if "." not in path:
+        return path
+    out: list[str] = []
+    segments = path.split("/")
+    for i, seg in enumerate(segments):
+        if seg == ".":
+            if i == len(segments) - 1:
+                out.append("")
+            continue
+        if seg == "..":
+            if len(out) > 1:
+                out.pop()
+            if i == len(segments) - 1:
+                out.append("")
+            continue
+        out.append(seg)
+    result = "/".join(out)
+    return result if result.startswith("/") else "/" + result
+
+
+def clean_url(url: str) -> str:
+    """WHATWG-style canonical form: lowercase scheme/host, no default or empty port, ``/`` for an
+    empty path, dot segments resolved, non-ASCII percent-encoded as UTF-8, IDN → punycode; the
+    fragment and query order are kept. A string without a scheme is returned unchanged."""
+    url = url.strip()
+    if "://" not in url:
+        return url
+    url = safe_url_string(url)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    netloc = parts.netloc
+    userinfo, _, hostport = netloc.rpartition("@")
+    host, sep, port = hostport.partition(":") if not hostport.startswith("[") else (hostport, "", "")
+    if hostport.startswith("["):
+        close = hostport.find("]")
+        host, port = hostport[: close + 1], hostport[close + 2:]
+        sep = ":" if port else ""
+    host = host.lower()
+    if sep and (not port or (port.isdigit() and int(port) == _DEFAULT_PORTS.get(scheme))):
+        port = ""
+    hostport = host + (":" + port if port else "")
+    netloc = (userinfo + "@" if userinfo else "") + hostport
+    path = _remove_dot_segments(parts.path) or "/"
+    return urlunsplit((scheme, netloc, path, parts.query, parts.fragment)) + (
+        "#" if url.endswith("#") and not parts.fragment else "")
+
+
+def url_fuzzy_equal(a: str, b: str) -> bool:
+    """Equal ignoring scheme, ``www.``, ``:80`` and one trailing slash (misc.url_fuzzy_equal)."""
+
+    def norm(u: str) -> str:
+        u = clean_url(u).replace("www.", "").replace(":80/", "/")
+        return u.split("://", 1)[1] if "://" in u else u
+
+    x, y = norm(a), norm(b)
+    return x == y or x.rstrip("/") == y.rstrip("/") and abs(len(x) - len(y)) <= 1
+
+
+_WWW = re.compile(r"^www\d*\.")
+
+
+def surt(url: str) -> str:
+    """Sort-friendly URI Reordering Transform as used in CDX keys: ``org,plos,journals)/path?a=1&b=2``."""
+    parts = urlsplit(clean_url(url))
+    host = _WWW.sub("", (parts.hostname or "").lower())
+    if re.fullmatch(r"[\d.]+|\[?[0-9a-f:]+\]?", host):
+        key = host  # IP addresses are not reversed
+    else:
+        key = ",".join(reversed([h for h in host.split(".") if h]))
+    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
+        key += ":%d" % parts.port
+    path = (parts.path or "/").lower()
+    query = "&".join(sorted(q for q in parts.query.lower().split("&") if q))
+    return key + ")" + path + ("?" + query if query else "")

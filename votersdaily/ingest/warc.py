@@ -1,0 +1,101 @@
+"""WARC output: every response as it came off the wire (before decompression and redirect
+handling) written with warcio, and its location put in ``request.meta`` for ``cdx`` and the file
+table."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import uuid
+from pathlib import Path
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from .result import dt14
+
+logger = logging.getLogger(__name__)
+WARC_META = "ingest_warc"
+
+
+class WarcWriterMiddleware:
+    """Downloader middleware (order 650: above redirects and decompression)."""
+
+    def __init__(self, folder: Path, max_size: int, prefix: str):
+        self.folder = folder
+        self.max_size = max_size
+        self.prefix = prefix
+        self._handle = None
+        self._path: Path | None = None
+        self._serial = 0
+        self.records = 0
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        settings = crawler.settings
+        if not settings.getbool("INGEST_WARC_ENABLED", False):
+            raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
+        mw = cls(Path(settings.get("INGEST_WARC_DIR", "warcs")), settings.getint("INGEST_WARC_MAX_SIZE"),
+                 settings.get("INGEST_WARC_PREFIX", "VOTERSDAILY-INGEST"))
+        crawler.signals.connect(mw.close, signal=signals.spider_closed)
+        return mw
+
+    def _open(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._serial += 1
+        name = "%s-%s-%05d-%s.warc.gz" % (self.prefix, dt14(), self._serial, uuid.uuid4().hex[:8])
+        self._path = self.folder / name
+        self._handle = open(self._path, "wb")
+        self._writer = WARCWriter(self._handle, gzip=True)
+        warcinfo = self._writer.create_warcinfo_record(name, {"software": "votersdaily ingest", "format": "WARC/1.1"})
+        self._writer.write_record(warcinfo)
+
+    def process_response(self, request, response):
+        if self._handle is None or self._handle.tell() > self.max_size:
+            self.close()
+            self._open()
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs]
+        status_line = "%d %s" % (response.status, _reason(response.status))
+        http_headers = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
+        record = self._writer.create_warc_record(
+            response.url, "response", payload=io.BytesIO(response.body), http_headers=http_headers,
+            warc_headers_dict={"WARC-IP-Address": str(response.ip_address)} if response.ip_address else None,
+        )
+        offset = self._handle.tell()
+        self._writer.write_record(record)
+        self._handle.flush()
+        self.records += 1
+        request.meta[WARC_META] = {
+            "warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset,
+        }
+        return response
+
+    def close(self, spider=None) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            logger.info("closed WARC file %s", self._path)
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def read_record(folder: str | os.PathLike, warc_path: str, offset: int):
+    """The (url, http status, payload bytes) of the record at ``offset`` (for checks and tools)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(Path(folder) / warc_path, "rb") as handle:
+        handle.seek(offset)
+        for record in ArchiveIterator(handle):
+            return (record.rec_headers.get_header("WARC-Target-URI"), record.http_headers.get_statuscode(),
+                    record.content_stream().read())
+    return None

@@ -1,0 +1,379 @@
+"""The ``ingest`` spider: sandcrawler-style ingest of HTML and PDF documents, fetched live.
+
+``scrapy crawl ingest -a url=<url>[,<url>...] -a ingest_type=<pdf|html|xml|src|component>``, or
+``-a requests=<file.jsonl>``, or ``-a requests=store`` (the ``ingest_requests`` database; or
+``store:<db>``). One ``ingest_file_result`` per request, written by
+:class:`votersdaily.ingest.persist.IngestStorePipeline`.
+
+Per-request state travels in ``request.meta["ingest"]`` (never on the spider), so a subclass fed
+from another queue only has to call :meth:`IngestSpider.make_ingest_request` with each request dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import urljoin
+
+import scrapy
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
+from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
+from twisted.python.failure import Failure
+
+from .. import signals as vd_signals
+from ..extensions import START_META
+from ..ingest import hops as H
+from ..ingest import requests as R
+from ..ingest.config import IngestConfig
+from ..ingest.filemeta import ACCEPTED_MIMETYPES, hashes, is_htmlish, sniff_mimetype
+from ..ingest.grobid import grobid_request, grobid_result
+from ..ingest.process import BadGzip, analyse_landing, describe_body, process_html, process_pdf
+from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
+from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
+from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
+from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches, surt
+from ..ingest.warc import WARC_META
+from ..sources.xml import safe_parser
+
+
+def _in_thread(func, *args):
+    return maybe_deferred_to_future(threads.deferToThread(func, *args))
+
+
+class IngestSpider(scrapy.Spider):
+    name = "ingest"
+    version = "1.0"
+
+    custom_settings = {
+        "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
+        "DOWNLOADER_MIDDLEWARES": {
+            "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
+            "votersdaily.ingest.warc.WarcWriterMiddleware": 650,
+        },
+        "COOKIES_ENABLED": False,
+        "HTTPCACHE_ENABLED": False,
+    }
+
+    def __init__(self, *args, url: str | None = None, ingest_type: str = "pdf", requests: str | None = None,
+                 link_source: str | None = None, link_source_id: str | None = None,
+                 ingest_request_source: str | None = None, release_stage: str | None = None,
+                 force_recrawl: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
+        self.ingest_type = ingest_type
+        self.requests_source = requests
+        self.request_extra = {
+            "link_source": link_source, "link_source_id": link_source_id,
+            "ingest_request_source": ingest_request_source, "release_stage": release_stage,
+            "force_recrawl": (force_recrawl.lower() in ("1", "true", "yes")) if force_recrawl else None,
+        }
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.config = IngestConfig.from_settings(crawler.settings)
+        return spider
+
+    # -- input -----------------------------------------------------------------------------------
+
+    async def start(self):
+        for where, raw in await self.input_requests():
+            made = self.make_ingest_request(raw, where)
+            if made is not None:
+                yield made
+
+    async def input_requests(self) -> list:
+        """(where, request dict or error) from the arguments, a JSON-lines file or the store."""
+        found: list = [("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)]
+        source = self.requests_source
+        if source and (source == "store" or source.startswith("store:")):
+            db = source.split(":", 1)[1] if ":" in source else self.config.requests_db
+            found += await _in_thread(self._store_requests, db)
+        elif source:
+            try:
+                found += list(R.iter_jsonl(source))
+            except OSError as exc:
+                found.append((source, R.IngestRequestError("cannot read requests file: %s" % exc)))
+        if not found:
+            self.logger.error("no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store")
+        return found
+
+    def _store_requests(self, db: str) -> list:
+        from ..store.crawler import store_for
+
+        store = store_for(self.crawler)
+        if db not in store.list_dbs():
+            return [("store:%s" % db, R.IngestRequestError("the store has no database %r" % db))]
+        return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
+
+    def make_ingest_request(self, raw, where: str = "request"):
+        """A scrapy Request starting the hop loop for one ingest request, an early result, or None
+        for invalid input (logged, and recorded in the run log)."""
+        try:
+            if isinstance(raw, Exception):
+                raise raw
+            request = R.normalize_request(raw)
+        except R.IngestRequestError as exc:
+            self.logger.error("bad ingest request at %s: %s", where, exc)
+            self.crawler.stats.inc_value("ingest/bad_request")
+            self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=Failure(exc), url=where, spider=self)
+            return None
+        state = H.new_state(request)
+        base = state["hops"][0]
+        if H.before_fetch(base) == "skip-url-blocklist":
+            return self._item(failed(request, "skip-url-blocklist"))
+        return self._hop_request(base, state, first=True)
+
+    def _hop_request(self, url: str, state: dict, first: bool = False):
+        blocked = H.before_fetch(url)
+        if blocked:
+            return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
+        accept = R.PREFERRED_MIMETYPE.get(state["request"]["ingest_type"])
+        meta = {H.STATE_META: state, "dont_redirect": True, "handle_httpstatus_all": True,
+                "download_maxsize": self.config.max_body}
+        if first:
+            meta[START_META] = True
+        return scrapy.Request(url, callback=self.parse_hop, errback=self.hop_failed, dont_filter=True, meta=meta,
+                              headers={"Accept": "%s,*/*;q=0.8" % accept} if accept else None)
+
+    # -- results -----------------------------------------------------------------------------------
+
+    def _item(self, result: dict, side: dict | None = None) -> IngestItem:
+        self.crawler.stats.inc_value("ingest/status/%s" % result["status"])
+        return IngestItem(result=result, side=side or {})
+
+    def _finish(self, state: dict, status: str, error_message: str | None = None, side: dict | None = None,
+                **fields) -> IngestItem:
+        result = {"request": state["request"], "hit": status == "success", "status": status, "hops": state["hops"]}
+        if error_message and status != "success":
+            result["error_message"] = error_message[:1600]
+        result.update(state["partial"])
+        for key, value in fields.items():
+            if value is not None:
+                result[key] = value
+        if state["redirect_chain"]:
+            result["redirect_chain"] = state["redirect_chain"]
+        return self._item(result, side)
+
+    # -- the hop loop ------------------------------------------------------------------------------
+
+    async def parse_hop(self, response):
+        state = response.meta[H.STATE_META]
+        itype = state["request"]["ingest_type"]
+        url = response.url
+        code = response.status
+        if time.time() - state["started"] > self.config.timeout:
+            yield self._finish(state, "timeout", "ingest took longer than %.0f s" % self.config.timeout)
+            return
+        if 300 <= code < 400 and code != 304:
+            target, status, message = H.redirect_target(
+                state, url, code, response.headers.get("Location"), self.config.max_redirects)
+            if status:
+                where = target or (state["redirect_chain"][-1]["location"] if state["redirect_chain"] else url)
+                term = terminal(where, None, None) if where != url else terminal(url, dt14(), code)
+                yield self._finish(state, status, message, terminal=term)
+            else:
+                yield self._hop_request(target, state)
+            return
+        dt = dt14()
+        H.add_terminal(state, url)
+        term = terminal(url, dt, code)
+        if code not in (200, 226):
+            yield self._finish(state, "terminal-bad-status", "HTTP %d from %s" % (code, url), terminal=term)
+            return
+        status = H.after_fetch(url)
+        if status:
+            yield self._finish(state, status, "terminal URL %s" % url, terminal=term)
+            return
+        body = response.body
+        if not body:
+            yield self._finish(state, "empty-blob", "empty body from %s" % url, terminal=term)
+            return
+        if len(body) > self.config.max_body:
+            yield self._finish(state, "body-too-large", "%d bytes" % len(body), terminal=term)
+            return
+        header_mime = header_mimetype(response.headers.get("Content-Type"))
+        try:
+            fetched = (await _in_thread(describe_body, body, header_mime, self.config.max_body)
+                       if len(body) > 256 * 1024 else describe_body(body, header_mime, self.config.max_body))
+        except BadGzip as exc:
+            yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
+            return
+        if not fetched.body:
+            yield self._finish(state, "empty-blob", "empty body after gunzip from %s" % url, terminal=term)
+            return
+        mimetype = fetched.file_meta["mimetype"]
+        doc = landing = None
+        if is_htmlish(mimetype):
+            landing, doc = await _in_thread(analyse_landing, fetched.body, url, itype)
+            if landing.biblio.get("title") and "html_biblio" not in state["partial"]:
+                state["partial"]["html_biblio"] = landing.biblio
+            if itype == "pdf":
+                state["partial"]["extract_next_hop"] = landing.next_hop
+                link = landing.next_hop.get("pdf_url") or landing.next_hop.get("next_url")
+                if not link:
+                    status = "blocked-wall" if matches(url, WALL_BLOCKLIST) else "no-pdf-link"
+                    yield self._finish(state, status, "no PDF link on %s" % url, terminal=term)
+                    return
+                target, status, message = H.next_hop(state, clean_url(urljoin(url, link)), self.config.max_hops)
+                yield self._finish(state, status, message, terminal=term) if status else self._hop_request(target, state)
+                return
+            if itype in ("xml", "html", "component") and landing.next_hop:
+                link = urljoin(url, landing.next_hop["next_url"])
+                target, status, message = H.next_hop(state, link, self.config.max_hops, loop_is_stop=itype == "html")
+                if status:
+                    yield self._finish(state, status, message, terminal=term)
+                    return
+                if target:
+                    yield self._hop_request(target, state)
+                    return
+        if H.hops_exceeded(state, self.config.max_hops):
+            yield self._finish(state, "max-hops-exceeded", "%d hops reached" % self.config.max_hops, terminal=term)
+            return
+        yield await self._terminal(state, response, fetched, term, doc, landing)
+
+    async def _terminal(self, state, response, fetched, term, doc, landing) -> IngestItem:
+        """The accepted terminal document: hashes, CDX row, mimetype check, type processing."""
+        itype = state["request"]["ingest_type"]
+        url = response.url
+        meta = fetched.file_meta
+        term["terminal_sha1hex"] = meta["sha1hex"]
+        warc = response.meta.get(WARC_META)
+        header_mime = header_mimetype(response.headers.get("Content-Type")) or meta["mimetype"]
+        row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
+        side = {"magic": fetched.magic, "warc": warc, "header_mimetype": header_mime}
+        common = dict(terminal=term, file_meta=meta, cdx=row)
+        if matches(url, WALL_BLOCKLIST):
+            return self._finish(state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common)
+        mimetype = meta["mimetype"]
+        if mimetype not in ACCEPTED_MIMETYPES[itype]:
+            return self._finish(state, "wrong-mimetype", "%s is not accepted for %s ingest" % (mimetype, itype),
+                                side, **common)
+        if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
+            return await self._terminal_pdf(state, fetched, side, common)
+        if itype == "xml":
+            try:
+                await _in_thread(_parse_xml, fetched.body)
+            except Exception as exc:  # noqa: BLE001 - any XML failure is this status
+                return self._finish(state, "xml-parse-error", str(exc), side, xml_meta={"status": "xml-parse-error"},
+                                    **common)
+            return self._finish(state, "success", None, side, xml_meta={"status": "success"}, **common)
+        if itype == "html":
+            return await self._terminal_html(state, doc, landing, fetched, side, common)
+        return self._finish(state, "success", None, side, **common)
+
+    async def _terminal_pdf(self, state, fetched, side, common) -> IngestItem:
+        pdf_meta, text = await _in_thread(process_pdf, fetched.body, self.config.pdf_max_pages)
+        side["pdf_text"] = text
+        fields = dict(common, pdf_meta=pdf_meta)
+        if self.config.grobid_url:
+            request = grobid_request(self.config.grobid_url, fetched.body,
+                                     meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout,
+                                           "dont_retry": True})
+            try:
+                answer = await self.crawler.engine.download_async(request)
+                grobid, tei = await _in_thread(grobid_result, answer.status, answer.body)
+            except Exception as exc:  # noqa: BLE001 - GROBID being down must not lose the ingest
+                grobid, tei = {"status": "error", "status_code": None, "error_msg": str(exc)[:1000]}, None
+            side["grobid_tei"] = tei
+            side["grobid"] = dict(grobid)
+            fields["grobid"] = grobid
+        return self._finish(state, "success", None, side, **fields)
+
+    async def _terminal_html(self, state, doc, landing, fetched, side, common) -> IngestItem:
+        if doc is None:
+            return self._finish(state, "html-selectolax-error", landing.parse_error if landing else None, side,
+                                **common)
+        out = await _in_thread(process_html, doc, landing.biblio, self.config.ojs_fulltext_fix)
+        if out.get("status"):
+            return self._finish(state, out["status"], out.get("error_message"), side, **common)
+        if landing.biblio:
+            state["partial"]["html_biblio"] = landing.biblio
+        fields = dict(common, scope=out["scope"], platform=out["platform"])
+        scope = out["scope"]
+        if scope in BLOCKED_SCOPES:
+            return self._finish(state, scope, "page scope is %s" % scope, side, **fields)
+        fields["html_body"] = out["html_body"]
+        if scope not in ACCEPTED_SCOPES:
+            return self._finish(state, "wrong-scope", "page scope is %s" % scope, side, **fields)
+        resources = out["resources"]
+        if len(resources) > self.config.max_resources:
+            return self._finish(state, "too-many-resources", "%d sub-resources (limit %d)" % (
+                len(resources), self.config.max_resources), side, **fields)
+        side["tei_xml"] = out["tei_xml"]
+        if self.config.fetch_resources:
+            resources = await asyncio.gather(*(self._fetch_resource(r) for r in resources))
+        fields["html_resources"] = resources
+        bad = [r for r in resources if r.get("error") or not (200 <= (r.get("status_code") or 0) < 300)]
+        if self.config.fetch_resources and bad:
+            self.crawler.stats.inc_value("ingest/resources/failed", len(bad))
+            fields["html_resources_failed"] = len(bad)
+            if self.config.strict_resources:
+                return self._finish(state, "html-resource-no-capture", "HTML sub-resource not found: %s" % bad[0]["url"],
+                                    side, **fields)
+        if scope == "unknown":
+            return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
+        return self._finish(state, "success", None, side, **fields)
+
+    async def _fetch_resource(self, resource: dict) -> dict:
+        """Fetch one sub-resource; its failure is recorded on it, never raised."""
+        request = scrapy.Request(resource["url"], dont_filter=True, meta={
+            "download_maxsize": self.config.max_resource_body, "handle_httpstatus_all": True, "dont_retry": True})
+        record = dict(resource, surt=surt(resource["url"]))
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # noqa: BLE001 - DNS, refused, refused by the guard, too large...
+            record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+            return record
+        self.crawler.stats.inc_value("ingest/resources/fetched")
+        body = response.body
+        record.update(timestamp=iso_seconds(dt14()), status_code=response.status, size=len(body),
+                      **hashes(body))
+        record["mimetype"] = sniff_mimetype(body) if body else header_mimetype(response.headers.get("Content-Type"))
+        if response.url != resource["url"]:
+            record["terminal_url"] = response.url
+        if response.meta.get(WARC_META):
+            record.update(response.meta[WARC_META])
+        record.pop("md5hex", None)
+        return record
+
+    # -- failures ----------------------------------------------------------------------------------
+
+    def hop_failed(self, failure):
+        """A hop could not be fetched: the failure becomes the ingest's status."""
+        request = failure.request
+        state = request.meta[H.STATE_META]
+        status, message = failure_status(failure.value)
+        self.logger.info("ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message)
+        return self._finish(state, status, message, terminal=terminal(request.url, None, None))
+
+
+def failure_status(exc: BaseException) -> tuple[str, str]:
+    """The status for a fetch that raised ``exc`` (live-fetch equivalents of INGEST.md §1.3)."""
+    message = "%s: %s" % (type(exc).__name__, exc)
+    text = str(exc)
+    if isinstance(exc, PrivateAddressRefused):
+        return "blocked-private-address", text
+    if isinstance(exc, HostNotAllowed):
+        return "skip-host-not-allowed", text
+    if "maxsize" in text.lower() or "DOWNLOAD_MAXSIZE" in text or "max size" in text.lower():
+        return "body-too-large", text
+    if isinstance(exc, IgnoreRequest) and "robots.txt" in text:
+        return "blocked-robots", text
+    if isinstance(exc, DNSLookupError):
+        return "invalid-host-resolution", message
+    if isinstance(exc, (TimeoutError, TCPTimedOutError)):
+        return "read-timeout", message
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection-refused", message
+    if type(exc).__name__ in ("CancelledError", "DownloadCancelledError"):
+        return "body-too-large", message
+    return "fetch-error", message
+
+
+def _parse_xml(body: bytes) -> None:
+    from lxml import etree
+
+    etree.fromstring(body, parser=safe_parser())
