@@ -25,9 +25,12 @@ class Parsed:
 
 
 def parse(spider_cls, source: Path | bytes, url: str, response_cls=TextResponse, upstream: str | None = None,
-          settings: dict | None = None, **spider_kwargs) -> Parsed:
+          settings: dict | None = None, given: str | None = None, **spider_kwargs) -> Parsed:
     """``spider.parse_document`` on ``source`` served as ``url``, each event through the normalise,
-    validate and id pipelines (an invalid event raises DropItem and fails the test)."""
+    validate and id pipelines (an invalid event raises DropItem and fails the test). ``given`` is
+    the spider's ``-a url=`` (documents given rather than discovered)."""
+    if given is not None:
+        spider_kwargs["url"] = given
     crawler = get_crawler(spider_cls, settings)
     spider = spider_cls.from_crawler(crawler, **spider_kwargs)
     crawler.spider = spider

@@ -1,0 +1,145 @@
+"""federal_register: the two real documents.json pages, paging through next_page_url, failure modes, crawls."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.conftest import recording
+from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
+from votersdaily.spiders.federal_register import FederalRegisterSpider as Spider
+from votersdaily.store import open_store
+
+EO = recording("gov/federal_register/documents_executive_orders.json")
+NEWEST = recording("gov/federal_register/documents_newest20.json")
+NOT_FOUND = recording("gov/house_docs_floor/billsthisweek_20260928_NEGATIVE_file_not_found.html")
+EO_URL = Spider.recordings["gov/federal_register/documents_executive_orders.json"]
+NEWEST_URL = Spider.recordings["gov/federal_register/documents_newest20.json"]
+LIVE_HOST = b"https://www.federalregister.gov/api/v1/documents?"
+
+
+@pytest.fixture(scope="module")
+def newest():
+    return parse(Spider, NEWEST, NEWEST_URL)
+
+
+def test_executive_orders_page():
+    events = parse(Spider, EO, EO_URL).events
+    assert [e["unique_key"] for e in events] == [
+        "2026-20321", "2026-20320", "2026-20319", "2026-19555", "2026-19417", "2026-19416", "2026-19335",
+        "2026-18739", "2026-18738", "2026-18571",
+    ]
+    first, last = events[0], events[-1]
+    assert first["datetime"] == "2026-10-02T00:00:00Z" and first["all_day"] is True
+    assert first["_id"] == "2026-10-02T00:00:00Z-federal_register-2026-20321"
+    assert first["title"] == "Inaugurating the Era of Super Intelligence"
+    assert (first["branch"], first["entity"]) == ("Executive", "White House")
+    assert first["event_url"] == first["html_url"] == (
+        "https://www.federalregister.gov/documents/2026/10/02/2026-20321/inaugurating-the-era-of-super-intelligence")
+    assert first["pdf_url"] == "https://www.govinfo.gov/content/pkg/FR-2026-10-02/pdf/2026-20321.pdf"
+    assert first["public_inspection_pdf_url"] == "https://public-inspection.federalregister.gov/2026-20321.pdf?1790867710"
+    assert first["document_type"] == "Presidential Document" and first["publication_date"] == "2026-10-02"
+    assert first["agency_names"] == ["Executive Office of the President"]
+    assert first["agencies"][0]["id"] == 538 and first["agencies"][0]["slug"] == "executive-office-of-the-president"
+    # "abstract": null is normally provided, missing for this document
+    assert first["description"] == "" and first["abstract"] == ""
+    assert last["datetime"] == "2026-09-10T00:00:00Z" and last["title"] == "Supporting America's Ranchers"
+
+
+def test_newest_page_types_and_entities(newest):
+    assert len(newest.events) == 20
+    types = Counter(e["document_type"] for e in newest.events)
+    assert types == {"Notice": 12, "Presidential Document": 5, "Rule": 2, "Proposed Rule": 1}
+    for e in newest.events:
+        expected = "White House" if e["document_type"] == "Presidential Document" else "Federal Register"
+        assert e["entity"] == expected and e["branch"] == "Executive"
+        assert e["datetime"] == "2026-10-02T00:00:00Z" and e["all_day"] is True
+
+
+def test_newest_page_agencies_and_abstracts(newest):
+    docs = newest.by_key()
+    rule = docs["2026-20281"]
+    assert rule["title"] == "Global Benchmark for Efficient Drug Pricing (GLOBE) Model"
+    assert rule["document_type"] == "Rule"
+    assert rule["agency_names"] == ["Health and Human Services Department", "Centers for Medicare & Medicaid Services"]
+    foil = docs["2026-20272"]
+    # The API left the SGML entity "T[uuml]rkiye" in this abstract; the title has a real "Türkiye".
+    assert "Republic of Türkiye (Türkiye)" in foil["abstract"] and "[uuml]" not in foil["description"]
+    assert foil["title"].startswith("Certain Aluminum Foil From the Republic of Türkiye")
+    assert docs["2026-20267"]["agency_names"] == ["Agriculture Department"]
+
+
+def test_source_text_is_the_result_object_as_published(newest):
+    text = NEWEST.read_text("utf-8")
+    results = json.loads(text)["results"]
+    for e, result in zip(newest.events, results):
+        assert e["source_text"] in text
+        assert json.loads(e["source_text"]) == result
+
+
+def test_paging(newest):
+    next_url = json.loads(NEWEST.read_text())["next_page_url"]
+    # Discovery (no -a url=): the next page is followed, up to max_pages (setting default 3).
+    assert [r.url for r in newest.requests] == [next_url]
+    assert parse(Spider, NEWEST, NEWEST_URL, max_pages="1").requests == []
+    assert parse(Spider, NEWEST, NEWEST_URL, settings={"FEDERAL_REGISTER_MAX_PAGES": 1}).requests == []
+    # Given documents (-a url=) are parsed alone, their next page being on the live site ...
+    assert parse(Spider, NEWEST, NEWEST_URL, given=NEWEST_URL).requests == []
+    # ... unless following is asked for.
+    followed = parse(Spider, NEWEST, NEWEST_URL, given=NEWEST_URL, follow="true", max_pages="2")
+    assert [r.url for r in followed.requests] == [next_url]
+
+
+@pytest.mark.parametrize("body, exception", [
+    (truncate(NEWEST.read_bytes()), MalformedDocument),
+    (NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1), UnexpectedDocument),
+    (b"[" + NEWEST.read_bytes() + b"]", UnexpectedDocument),
+    (NEWEST.read_bytes().replace(b'"publication_date":"2026-10-02"', b'"publication_date":"10/02/2026"', 1),
+     UnexpectedDocument),
+    (NOT_FOUND.read_bytes(), ErrorPage),
+], ids=["truncated", "no_results", "array_root", "bad_date", "html_error_page"])
+def test_bad_documents_raise(body, exception):
+    with pytest.raises(exception):
+        parse(Spider, body, NEWEST_URL)
+
+
+def test_crawl_follows_next_page_url_up_to_max_pages(crawl, site, sqlite_uri, frozen_now):
+    page1 = NEWEST.read_bytes().replace(LIVE_HOST, (site.url + "/api/v1/documents?").encode())
+    site.route("/api/v1/documents.json", page1, content_type="application/json; charset=utf-8")
+    site.route("/api/v1/documents", EO.read_bytes(), content_type="application/json; charset=utf-8")
+    args = ("-a", "follow=true", "-a", "max_pages=2")
+    ok(crawl("federal_register", [site.url + "/api/v1/documents.json?per_page=20&order=newest"], sqlite_uri, *args))
+    ok(crawl("federal_register", [site.url + "/api/v1/documents.json?per_page=20&order=newest"], sqlite_uri, *args,
+             env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}))
+    # Two pages per run; the second page's next_page_url (the live site) was not followed.
+    assert site.hits.get("/api/v1/documents.json?per_page=20&order=newest") == 2
+    assert sum(v for k, v in site.hits.items() if k.startswith("/api/v1/documents?")) == 2
+    store = open_store(sqlite_uri)
+    docs = stored_events(store, "federal_register")
+    # 20 + 10 documents, three of them on both pages.
+    assert len(docs) == 27
+    assert docs["2026-09-10T00:00:00Z-federal_register-2026-18571"]["title"] == "Supporting America's Ranchers"
+    first, second = run_logs(store, "federal_register")
+    assert (first["result"], first["insert_count"], first["responses"]) == ("success", 27, 3)  # robots.txt + 2 pages
+    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 27)
+
+
+def test_crawl_of_recordings_and_a_bad_page(crawl, tmp_path, sqlite_uri):
+    bad = tmp_path / "documents.json"
+    bad.write_bytes(NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1))
+    ok(crawl("federal_register", [EO, bad], sqlite_uri))
+    store = open_store(sqlite_uri)
+    docs = stored_events(store, "federal_register")
+    assert len(docs) == 10 and all(d["source_url"] == EO_URL for d in docs.values())
+    (log,) = run_logs(store, "federal_register")
+    assert log["result"] == "UnexpectedDocument" and log["insert_count"] == 10
+
+
+def test_smoke():
+    assert Spider.frequency_hours == 6.0
+    (listing,) = Spider.listing_urls
+    assert listing.startswith("https://www.federalregister.gov/api/v1/documents.json?") and "order=newest" in listing
+    assert sorted(Spider.recording_urls()) == sorted([EO.resolve().as_uri(), NEWEST.resolve().as_uri()])
