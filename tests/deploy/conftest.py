@@ -6,20 +6,22 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.services import REPO
+from tests.support.services import REPO, free_port, which
 
 TEST_SPIDERS = "votersdaily.spiders,tests.deploy.spiders"
+TEST_SETTINGS = "tests.deploy.settings"
 
 
 def process_env(store_uri: str, **extra: str) -> dict:
     env = dict(os.environ)
     env["VOTERSDAILY_STORE"] = store_uri
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    env["SCRAPY_SETTINGS_MODULE"] = TEST_SETTINGS
     env.update(extra)
     return env
 
@@ -53,3 +55,53 @@ def gate():
     g = Gate()
     yield g
     g.event.set()
+
+
+class RedisServer:
+    """Debian's redis-server on a free loopback port, no persistence, in a temporary folder."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def start(self) -> "RedisServer":
+        import redis
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=open(self.workdir / "redis.log", "wb"), stderr=subprocess.STDOUT,
+        )
+        client = redis.Redis.from_url(self.url)
+        for _ in range(100):
+            try:
+                client.ping()
+                return self
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start: %s" % (self.workdir / "redis.log").read_text())
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    if not which("redis-server"):
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs Debian's redis-server)")
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()

@@ -8,6 +8,7 @@ import hashlib
 import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from votersdaily.distributed.spider import WorkerMixin
 from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for
 
@@ -52,3 +53,8 @@ class DocStorePipeline:
 
     async def close_spider(self):
         await maybe_deferred_to_future(self.writer.close())
+
+
+class FetchWorker(WorkerMixin, FetchSpider):
+    name = "vd_fetch_worker"
+    queue_name = "vd_fetch"

@@ -1,0 +1,65 @@
+"""``enqueue <spider> <file-or-url>...``: push requests into the shared Redis queue for the workers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from scrapy.spiderloader import SpiderLoader
+from scrapy.utils.project import get_project_settings
+
+from ..distributed import REDIS_ENV
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("enqueue", help="push a spider's requests into the shared Redis queue")
+    parser.add_argument("spider", help="spider name (e.g. ingest, laundromat)")
+    parser.add_argument("sources", nargs="+", help="URLs, or files (one URL per line, or what the spider reads)")
+    parser.add_argument("-a", dest="spider_args", action="append", default=[], metavar="NAME=VALUE",
+                        help="spider argument, as for scrapy crawl")
+    parser.add_argument("--redis-url", help="Redis URL (default: the REDIS_URL setting)")
+    parser.set_defaults(func=run)
+
+
+def spider_arguments(spidercls, sources: list[str]) -> dict:
+    """What to build the spider with: its own ``enqueue_arguments(sources)`` if it has one, else
+    ``url=`` with the given URLs and the URLs listed in the given files."""
+    own = getattr(spidercls, "enqueue_arguments", None)
+    if own is not None:
+        return own(sources)
+    urls = []
+    for source in sources:
+        path = Path(source)
+        if "://" not in source and path.is_file():
+            urls += [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+                     if line.strip() and not line.lstrip().startswith("#")]
+        else:
+            urls.append(source)
+    return {"url": ",".join(urls)}
+
+
+def run(args) -> int:
+    from ..distributed.enqueue import enqueue
+
+    settings = get_project_settings()
+    if args.redis_url:
+        settings.set("REDIS_URL", args.redis_url, priority="cmdline")
+    if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
+        print("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV, file=sys.stderr)
+        return 2
+    loader = SpiderLoader.from_settings(settings)
+    if args.spider not in loader.list():
+        print("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr)
+        return 2
+    kwargs = spider_arguments(loader.load(args.spider), args.sources)
+    for item in args.spider_args:
+        name, sep, value = item.partition("=")
+        if not sep:
+            print("spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
+            return 2
+        kwargs[name] = value
+    report = enqueue(args.spider, settings, **kwargs)
+    print("%s: %d requests queued, %d already seen, %d items ignored"
+          % (report.queue, report.pushed, report.duplicates, report.skipped_items))
+    return 0

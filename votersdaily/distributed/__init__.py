@@ -1,0 +1,47 @@
+"""Distributed workers: N processes on N machines share one Redis request queue and duplicate filter.
+
+scrapy-redis provides the connection and the duplicate filter; its queues pop destructively (a worker
+that dies loses what it was working on), so :mod:`.queue` adds a reliable queue: a pop moves the
+request into a *processing* set under a lease, the worker renews its leases while it lives and acks a
+request only once everything it produced has been written to the store, and any worker requeues
+requests whose lease has expired (their worker is gone). Requests can thus be processed more than
+once after a crash, never zero times; the store's revision-aware upserts make a repeat harmless.
+"""
+
+from __future__ import annotations
+
+import os
+
+from scrapy.exceptions import NotConfigured
+
+REDIS_ENV = "VOTERSDAILY_REDIS_URL"
+
+#: Settings that turn a spider into a Redis-fed worker (see :class:`.spider.WorkerMixin`).
+WORKER_SETTINGS = {
+    "SCHEDULER": "votersdaily.distributed.scheduler.ReliableScheduler",
+    "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+}
+
+
+def queue_name(spider_or_cls) -> str:
+    """The Redis key prefix a spider's requests live under (workers share their base spider's)."""
+    return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
+
+
+def redis_url(settings) -> str:
+    """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
+    url = os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")
+    if not url:
+        raise NotConfigured("distributed workers need Redis: set REDIS_URL or $%s (redis://host:6379/0)" % REDIS_ENV)
+    return url
+
+
+def redis_server(settings):
+    from scrapy.settings import Settings
+    from scrapy_redis import connection
+
+    settings = Settings(settings.copy_to_dict())
+    settings.set("REDIS_URL", redis_url(settings), priority="cmdline")
+    server = connection.from_settings(settings)
+    server.ping()
+    return server

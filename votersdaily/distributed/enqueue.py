@@ -1,0 +1,61 @@
+"""Push a spider's start requests into its Redis queue (``python -m votersdaily enqueue``).
+
+The spider is built with the given arguments exactly as ``scrapy crawl`` would build it, and its
+``start()`` requests are serialised into the shared queue through the shared duplicate filter, so a
+worker of that spider (on any machine) processes each of them once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.spiderloader import SpiderLoader
+from scrapy_redis.dupefilter import RFPDupeFilter
+
+from . import queue_name, redis_server, serializer
+from .queue import ReliableQueue
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EnqueueReport:
+    queue: str
+    pushed: int = 0
+    duplicates: int = 0
+    skipped_items: int = 0
+
+
+async def _collect(spider) -> list[Any]:
+    return [output async for output in spider.start()]
+
+
+def start_requests(spidercls, settings, **spider_args) -> list[Any]:
+    crawler = Crawler(spidercls, settings)
+    crawler.spider = spidercls.from_crawler(crawler, **spider_args)
+    return asyncio.run(_collect(crawler.spider)), crawler.spider
+
+
+def enqueue(spider_name: str, settings, **spider_args) -> EnqueueReport:
+    spidercls = SpiderLoader.from_settings(settings).load(spider_name)
+    outputs, spider = start_requests(spidercls, settings, **spider_args)
+    server = redis_server(settings)
+    name = queue_name(spidercls)
+    queue = ReliableQueue(server, spider, "%s:requests" % name, serializer=serializer)
+    dupefilter = RFPDupeFilter(server, key="%s:dupefilter" % name)
+    report = EnqueueReport(queue=queue.key)
+    fresh = []
+    for output in outputs:
+        if not isinstance(output, Request):
+            report.skipped_items += 1
+        elif not output.dont_filter and dupefilter.request_seen(output):
+            report.duplicates += 1
+        else:
+            fresh.append(output)
+    report.pushed = queue.push_many(fresh)
+    return report

@@ -1,0 +1,25 @@
+"""Turn a spider into a Redis-fed worker: ``class IngestWorker(WorkerMixin, IngestSpider)``.
+
+The worker takes its requests from the shared queue (``python -m votersdaily enqueue`` fills it) and
+sends the requests its callbacks yield back to it, so every worker shares every hop. It keeps the
+base spider's callbacks, items and pipelines; requests in the queue name callbacks by method name.
+"""
+
+from __future__ import annotations
+
+from . import WORKER_SETTINGS
+
+
+class WorkerMixin:
+    #: The base spider's name: its queue and duplicate filter (``<queue_name>:requests``).
+    queue_name: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        base = dict(getattr(cls, "custom_settings", None) or {})
+        cls.custom_settings = {**base, **WORKER_SETTINGS}
+
+    async def start(self):
+        """No start requests of its own: the work comes from the Redis queue."""
+        return
+        yield  # an async generator
