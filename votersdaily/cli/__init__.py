@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush")
+COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue")
 
 
 def build_parser() -> argparse.ArgumentParser:
