@@ -129,3 +129,18 @@ EXTENSIONS = {
 LOG_LEVEL = "INFO"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
+
+# -- the laundromat spider (votersdaily/laundromat) -----------------------------------------------
+#: Folder of downloaded/unpacked files (files/) and cleaned output (cleaned/).
+LAUNDROMAT_OUTPUT_DIR = "laundromat"
+#: Seconds before a processed seed is stale (re-downloaded); sitemap changefreq overrides it.
+LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
+#: Worker processes that unpack, recode, guess and clean (CPU work off the reactor).
+LAUNDROMAT_WORKERS = 1
+LAUNDROMAT_GZIP_LEVEL = 6
+LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
+#: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
+LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3
+LAUNDROMAT_MAX_RATIO = 200.0
+LAUNDROMAT_MAX_ENTRIES = 10000
+LAUNDROMAT_MAX_DEPTH = 5
