@@ -54,13 +54,21 @@ ORDER = event("2026-10-05T00:00:00Z", "t_orders", "100526zor", branch="Judicial"
 LIVE = [VOTE, HEARING_ALL_DAY, WHITE_HOUSE, MOVED_NEW, CANCELLED, ORDER]
 
 
+def write_events(store, docs: list[dict]):
+    """One batch through the event store's write path: upsert, then the reschedule hook."""
+    result = upsert(store, schema.EVENTS_DB, docs)
+    mark_superseded(store, schema.EVENTS_DB, docs, result)
+    return result
+
+
 def load_events(store) -> None:
     """All events, then the reschedule of MOVED_OLD → MOVED_NEW the way the event pipeline does it."""
-    store.ensure_db(schema.EVENTS_DB)
-    store.install_views(schema.EVENTS_DB)
-    upsert(store, schema.EVENTS_DB, [VOTE, HEARING_ALL_DAY, WHITE_HOUSE, MOVED_OLD, CANCELLED, ORDER])
-    result = upsert(store, schema.EVENTS_DB, [MOVED_NEW])
-    mark_superseded(store, schema.EVENTS_DB, [MOVED_NEW], result)
+    for db in (schema.EVENTS_DB, getattr(schema, "EVENT_KEYS_DB", None)):
+        if db:
+            store.ensure_db(db)
+            store.install_views(db)
+    write_events(store, [VOTE, HEARING_ALL_DAY, WHITE_HOUSE, MOVED_OLD, CANCELLED, ORDER])
+    result = write_events(store, [MOVED_NEW])
     assert result.superseded == [MOVED_OLD["_id"]]
 
 

@@ -32,7 +32,7 @@ def runs_chart(name: str, runs: list[Run]) -> Markup:
                 'stroke="%s" stroke-width="2"/></g>'
                 % (tip, cx - s, base - 2 * s, cx + s, base, cx - s, base, cx + s, base - 2 * s, colour))
             continue
-        h = max((base - 4) * run.items / top, 2 if run.status == EMPTY else 0.5)
+        h = max((base - 4) * run.items / top, 2 if run.status in (EMPTY, DROP) else 0.5)
         shapes.append('<rect class="run %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>'
                       % (run.status, x, base - h, bar, h, colour, tip))
     label = "Items per run for %s, oldest to newest: %s" % (

@@ -132,6 +132,8 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("votersdaily.feeds", "templates"),
                       autoescape=select_autoescape(("html",)), trim_blocks=True, lstrip_blocks=True)
     env.filters["longdate"] = lambda d: d.strftime("%A, %B %-d, %Y")
+    # "2026-10-02T18:00:00Z" → "2026-10-02 18:00" (the <time> element keeps the full value).
+    env.filters["shortutc"] = lambda iso: iso[:16].replace("T", " ") if iso else ""
     env.globals["LABELS"] = LABELS
     env.globals["chart"] = runs_chart
     return env
