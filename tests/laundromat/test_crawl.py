@@ -1,0 +1,99 @@
+"""End-to-end: ``scrapy crawl laundromat`` in a subprocess against a real local HTTP server, into a real store."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from tests.laundromat import sitedata
+from votersdaily.laundromat.uris import uri_key
+from votersdaily.store import open_store
+
+GENID = re.compile(r"<https://lodlaundromat\.org/\.well-known/genid/[0-9a-f]{32}/[^>]+>")
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def records(store_uri: str) -> dict[str, dict]:
+    store = open_store(store_uri)
+    try:
+        return {d["_id"]: d for d in store.iter_docs("ll_seeds")}
+    finally:
+        store.close()
+
+
+def cleaned_statements(out: Path, doc: dict) -> set[str]:
+    with gzip.open(out / doc["file"], "rt", encoding="utf-8") as f:
+        lines = f.read().split("\n")[:-1]
+    assert lines == sorted(set(lines), key=lambda s: s.encode())
+    return {GENID.sub("_:", line)[: -len(" .")] for line in lines}
+
+
+def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
+    urls = sitedata.mount(site)
+    out = tmp_path / "out"
+    ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    docs = records(store_uri)
+
+    # Seeds: the sitemap, both dumps, the VoID link, and the relative one (registered, never fetched).
+    seeds = {d["uri"]: d for d in docs.values() if "uri" in d and "parent" not in d}
+    assert set(seeds) == {urls["sitemap"], urls["a"], urls["b"], urls["c"], "relative/dump.nt"}
+    for uri, seed in seeds.items():
+        assert seed["_id"] == uri_key(uri)
+        assert seed["status"] == "added" and seed["added"]
+        assert seed["relative"] is (uri == "relative/dump.nt")
+    assert seeds["relative/dump.nt"]["processed"] is None
+    assert not any("relative" in path for path in site.hits)
+    assert seeds[urls["a"]]["interval"] == 7 * 86400 and seeds[urls["a"]]["dataset_label"] == "Dump A"
+    assert seeds[urls["c"]]["origin"] == "void:dataDump"
+
+    # Download records: one hop each, content metadata, begin/end.
+    downloads = {d["parent"]: d for d in docs.values() if d.get("http")}
+    for uri in (urls["sitemap"], urls["a"], urls["b"], urls["c"]):
+        rec = downloads[uri_key(uri)]
+        assert rec["http"][0]["status"] == 200 and rec["http"][0]["uri"] == uri
+        assert rec["http"][0]["version"] == {"major": 1, "minor": 1}
+        assert rec["number_of_bytes"] > 0 and rec["timestamp"]["begin"] <= rec["timestamp"]["end"]
+        assert site.hits[uri[len(site.url):]] == 1
+    assert downloads[uri_key(urls["sitemap"])]["status"] == "depleted"
+    assert downloads[uri_key(urls["a"])]["status"] == "depleted"  # gzip → one entry
+    assert downloads[uri_key(urls["b"])]["status"] == "depleted"
+    assert downloads[uri_key(urls["c"])]["status"] == "parsed"
+
+    parsed = {d.get("name") or d.get("uri"): d for d in docs.values() if d.get("status") == "parsed"}
+    assert set(parsed) == {"a.nt", "x.ttl", "dir/y.ttl", "z.nt", "c.ttl"}
+    assert parsed["a.nt"]["format"] == "N-Triples"
+    assert parsed["x.ttl"]["format"] == "Turtle" and parsed["dir/y.ttl"]["format"] == "Turtle"
+    assert parsed["c.ttl"]["format_content_type"] == "Turtle"
+    assert parsed["z.nt"]["depth"] == 3  # b.zip → z.tar.gz → z.tar → z.nt
+    assert not any(d.get("status") not in ("added", "depleted", "parsed", "cleaned") for d in docs.values())
+
+    cleaned = {d["dirty"]: d for d in docs.values() if d.get("status") == "cleaned"}
+    a = parsed["a.nt"]
+    assert a["number_of_statements"] == 5 and a["number_of_duplicates"] == 1 and a["number_of_errors"] == 1
+    clean_a = cleaned[a["_id"]]
+    assert clean_a["_id"] == a["clean"]
+    assert clean_a["messages"][0]["line"] == 6
+    assert cleaned_statements(out, clean_a) == sitedata.expected_graph(
+        sitedata.NT_GOOD.format(site=site.url), ox.RdfFormat.N_TRIPLES)
+    assert cleaned_statements(out, cleaned[parsed["x.ttl"]["_id"]]) == sitedata.expected_graph(
+        sitedata.TTL_X, ox.RdfFormat.TURTLE)
+    assert cleaned_statements(out, cleaned[parsed["z.nt"]["_id"]]) == sitedata.expected_graph(
+        sitedata.NT_Z, ox.RdfFormat.N_TRIPLES)
+    assert cleaned_statements(out, cleaned[parsed["c.ttl"]["_id"]]) == sitedata.expected_graph(
+        sitedata.TTL_C, ox.RdfFormat.TURTLE)
+    for doc in cleaned.values():
+        assert (out / doc["file"]).exists()
+
+    # The same crawl again: nothing is stale, nothing is downloaded twice, nothing changes.
+    ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    assert site.hits["/sitemap.xml"] == 1
+    again = records(store_uri)
+    assert {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in again.items()} == \
+        {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in docs.items()}

@@ -1,0 +1,179 @@
+"""Drives one file record through the state machine: filed → unarchiving → unarchived | depleted →
+guessing → guessed → parsing → parsed (+ a cleaned record), persisting every transition.
+
+Steps run in a worker process (:mod:`.steps`), store calls in a thread: the reactor never blocks.
+A record found half-way through a step after a crash is resumed from the state before that step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
+
+from ..clock import now_iso
+from . import states, steps
+from .archives import ArchiveError, ArchiveLimits
+from .cleaning import CleanOptions
+from .seedlist import SeedList
+
+logger = logging.getLogger(__name__)
+
+
+class Processor:
+    def __init__(self, seedlist: SeedList, output_dir: Path, *, workers: int = 1,
+                 limits: ArchiveLimits = ArchiveLimits(), options: CleanOptions = CleanOptions(),
+                 on_write: Callable[[Any], None] | None = None):
+        self.seedlist = seedlist
+        self.output_dir = Path(output_dir)
+        self.files_dir = self.output_dir / "files"
+        self.cleaned_dir = self.output_dir / "cleaned"
+        self.limits = limits
+        self.options = options
+        self.on_write = on_write
+        self.workers = max(1, workers)
+        self._pool: ProcessPoolExecutor | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _run(self, fn, *args) -> "asyncio.Future":
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return asyncio.wrap_future(self._pool.submit(fn, *args))
+
+    async def store(self, fn, *args, **kwargs):
+        result = await maybe_deferred_to_future(threads.deferToThread(fn, *args, **kwargs))
+        if self.on_write is not None and hasattr(result, "inserted"):
+            self.on_write(result)
+        return result
+
+    async def move(self, doc: dict, status: str, **changes) -> dict:
+        states.check_transition(doc["status"], status)
+        new = dict(doc, status=status, **changes)
+        await self.store(self.seedlist.put, new)
+        return new
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def path_of(self, rel: str) -> Path:
+        return self.output_dir / rel
+
+    def rel(self, path: Path | str) -> str:
+        return os.path.relpath(path, self.output_dir)
+
+    # -- the state machine ------------------------------------------------------------------------
+
+    async def process(self, doc: dict) -> list[str]:
+        """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found."""
+        status = doc["status"]
+        if status in states.RESUME_FROM:
+            doc = dict(doc, status=states.RESUME_FROM[status])
+            status = doc["status"]
+        if status in states.TERMINAL:
+            return []
+        file_rel = doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
+        if not file_rel or not self.path_of(file_rel).exists():
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED,
+                                                     error="file lost (run interrupted); seed re-queued"))
+            await self._requeue_seed(doc)
+            return []
+        found: list[str] = []
+        if doc["status"] == states.FILED:
+            doc, children = await self._unarchive(doc)
+            for child in children:
+                found += await self.process(child)
+            if doc["status"] != states.UNARCHIVED:
+                return found
+        if doc["status"] == states.UNARCHIVED:
+            doc = await self._guess(doc)
+        if doc["status"] == states.GUESSED:
+            doc, dumps = await self._parse(doc)
+            found += dumps
+        return found
+
+    async def _requeue_seed(self, doc: dict) -> None:
+        seed = await self.store(self.seedlist.get, doc.get("seed") or "")
+        if seed is not None and seed.get("status") == states.ADDED:
+            await self.store(self.seedlist.put, dict(seed, processed=None))
+
+    async def _unarchive(self, doc: dict) -> tuple[dict, list[dict]]:
+        doc = await self.move(doc, states.UNARCHIVING)
+        path = self.path_of(doc["file"])
+        try:
+            result = await self._run(steps.unpack_step, str(path), str(self.files_dir), doc["_id"],
+                                     doc.get("name") or "", int(doc.get("depth") or 0), self.limits)
+        except ArchiveError as exc:
+            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        if result["archive"] is None:
+            recoded = self.files_dir / (doc["_id"] + ".utf8")
+            try:
+                meta = await self._run(steps.recode_step, str(path), str(recoded), doc.get("content_type"))
+            except (OSError, LookupError) as exc:
+                return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+            meta["recoded_file"] = self.rel(meta.pop("recoded_path"))
+            return await self.move(doc, states.UNARCHIVED, **meta), []
+        children = []
+        for entry in result["entries"]:
+            children.append({
+                "_id": entry["key"],
+                "parent": doc["_id"],
+                "seed": doc.get("seed"),
+                "status": states.FILED,
+                "entry_name": entry["entry_name"],
+                "name": entry["name"],
+                "number_of_bytes": entry["size"],
+                "depth": int(doc.get("depth") or 0) + 1,
+                "file": self.rel(entry["path"]),
+                "base_uri": (doc.get("base_uri") or "") + "/" + entry["name"] if doc.get("base_uri") else None,
+                "content_type": None,
+                "added": now_iso(),
+            })
+        if children:
+            await self.store(self.seedlist.put, *children)
+        doc = await self.move(doc, states.DEPLETED, archive=result["archive"],
+                              children=[c["_id"] for c in children], skipped_entries=result["skipped_entries"])
+        path.unlink(missing_ok=True)
+        return doc, children
+
+    async def _guess(self, doc: dict) -> dict:
+        doc = await self.move(doc, states.GUESSING)
+        meta = await self._run(steps.guess_step, str(self.path_of(doc["recoded_file"])), doc.get("content_type"),
+                               doc.get("name") or doc.get("uri"))
+        return await self.move(doc, states.GUESSED, **meta)
+
+    async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
+        doc = await self.move(doc, states.PARSING)
+        try:
+            clean = await self._run(steps.clean_step, str(self.path_of(doc["recoded_file"])), doc["format"],
+                                    doc["_id"], str(self.cleaned_dir), doc.get("base_uri"), self.options)
+        except Exception as exc:  # a cleaner crash must not lose the record
+            logger.error("cleaning %s failed: %s", doc["_id"], exc, exc_info=True)
+            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        clean_doc = {
+            "_id": clean["key"],
+            "status": states.CLEANED,
+            "dirty": doc["_id"],
+            "seed": doc.get("seed"),
+            "format": doc["format"],
+            "file": self.rel(clean.pop("path")),
+            "content": {k: v for k, v in clean.items() if k not in ("key", "messages", "format")},
+            "messages": clean["messages"],
+        }
+        await self.store(self.seedlist.put, clean_doc)
+        summary = {k: clean[k] for k in ("number_of_statements", "number_of_unique_statements",
+                                         "number_of_duplicates", "number_of_errors", "number_of_warnings")}
+        doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
+        for rel in {doc.get("recoded_file"), doc.get("file")}:
+            if rel:
+                self.path_of(rel).unlink(missing_ok=True)
+        return doc, list(clean["void_data_dumps"])

@@ -1,0 +1,250 @@
+"""``scrapy crawl laundromat -a url=<url>[,<url>...] [-a seedlist=<file>]``: LOD Laundromat 2.
+
+Seeds (given URLs, a seed list file, sitemap and semantic-sitemap entries, VoID ``void:dataDump``
+links found in cleaned data) go to ``ll_seeds``; each stale seed is downloaded (every HTTP hop
+recorded), and its file is unpacked, recoded, guessed, parsed and cleaned by the
+:class:`~votersdaily.laundromat.processor.Processor`. A run started on an existing seedlist resumes
+whatever a crashed run left half-done, without redoing finished work.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import scrapy
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet import threads
+
+from .. import signals as vd_signals
+from ..clock import now_iso
+from ..extensions import START_META
+from ..laundromat import states
+from ..laundromat.archives import ArchiveLimits
+from ..laundromat.cleaning import CleanOptions
+from ..laundromat.downloads import download_key, failed_hop, hop
+from ..laundromat.processor import Processor
+from ..laundromat.seedlist import SeedList
+from ..laundromat.seeds import DEFAULT_INTERVAL, interval_for, is_due, new_seed
+from ..laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
+from ..laundromat.steps import content_meta
+from ..store.crawler import store_for
+from .base import split_urls
+
+#: Media types and extensions asked for first (LL's Accept header, plus archives).
+ACCEPT = ", ".join([
+    "application/n-quads", "application/n-triples", "application/trig", "text/turtle",
+    "application/rdf+xml", "application/ld+json;q=0.9", "application/xhtml+xml;q=0.5",
+    "text/html;q=0.3", "*/*;q=0.1",
+])
+
+
+class LaundromatSpider(scrapy.Spider):
+    name = "laundromat"
+    version = "1.0"
+    custom_settings = {
+        "ITEM_PIPELINES": {},
+        "HTTPCACHE_ENABLED": False,
+        "RETRY_ENABLED": False,
+        "DEFAULT_REQUEST_HEADERS": {"Accept": ACCEPT},
+    }
+
+    def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.given_urls = split_urls(url)
+        self.seedlist_file = seedlist
+        self.start_urls = self.given_urls[:1]
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        output = settings.get("LAUNDROMAT_OUTPUT_DIR")
+        if not output:
+            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files")
+        spider.output_dir = Path(output).resolve()
+        spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL", DEFAULT_INTERVAL)
+        spider.max_hops = settings.getint("REDIRECT_MAX_TIMES", 10)
+        spider.seeds = SeedList(store_for(crawler))
+        spider.processor = Processor(
+            spider.seeds, spider.output_dir,
+            workers=settings.getint("LAUNDROMAT_WORKERS", 1),
+            limits=ArchiveLimits.from_settings(settings),
+            options=CleanOptions(
+                genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
+                gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL", CleanOptions.gzip_level),
+            ),
+            on_write=spider._count,
+        )
+        crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
+        return spider
+
+    def _count(self, result) -> None:
+        for name in ("inserted", "updated", "unchanged"):
+            n = len(getattr(result, name))
+            if n:
+                self.crawler.stats.inc_value("store/ll_seeds/%s" % name, n)
+
+    async def _db(self, fn, *args):
+        return await maybe_deferred_to_future(threads.deferToThread(fn, *args))
+
+    # -- seeds ------------------------------------------------------------------------------------
+
+    async def start(self):
+        await self._db(self.seeds.open)
+        given = list(self.given_urls)
+        if self.seedlist_file:
+            text = await self._db(Path(self.seedlist_file).read_text, "utf-8")
+            given += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        for uri in given:
+            await self.register(uri, given=True)
+        records = await self._db(lambda: list(self.seeds.all()))
+        found: list[str] = []
+        for doc in records:
+            if "uri" not in doc and doc.get("status") not in states.TERMINAL:
+                found += await self.processor.process(doc)  # resume a half-done file
+        for uri in found:
+            await self.register(uri, origin="void:dataDump")
+        records = await self._db(lambda: list(self.seeds.all()))
+        for doc in records:
+            if "uri" in doc and is_due(doc):
+                yield self.seed_request(doc, start=doc["uri"] in given)
+
+    async def register(self, uri: str, **extra) -> tuple[dict, bool]:
+        extra.setdefault("interval", self.default_interval)
+        doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
+        if created:
+            self.crawler.stats.inc_value("store/ll_seeds/inserted")
+        return doc, created
+
+    def seed_request(self, seed: dict, start: bool = False, uri: str | None = None, hops: list | None = None,
+                     begin: str | None = None) -> scrapy.Request:
+        return scrapy.Request(
+            uri or seed["uri"], callback=self.parse, errback=self.download_failed, dont_filter=True,
+            meta={"seed": seed, "hops": hops or [], "begin": begin, "dont_redirect": True,
+                  "handle_httpstatus_all": True, START_META: start},
+        )
+
+    # -- downloads --------------------------------------------------------------------------------
+
+    async def _begin(self, request) -> dict:
+        """The download record of this request (created, with the seed moved to downloading)."""
+        meta = request.meta
+        if meta.get("download") is not None:
+            return meta["download"]
+        seed = meta["seed"]
+        begin = meta.get("begin") or now_iso()
+        meta["begin"] = begin
+        key = download_key(seed["_id"], begin + "-%f" % time.time())
+        record = {"_id": key, "parent": seed["_id"], "seed": seed["_id"], "status": states.DOWNLOADING,
+                  "uri": seed["uri"], "timestamp": {"begin": begin, "end": None}}
+        docs = [record]
+        if seed["status"] == states.DOWNLOADING and seed.get("download"):
+            # A crashed run left this download half-done: it ends as failed, a new one starts.
+            old = await self._db(self.seeds.get, seed["download"])
+            if old is not None and old.get("status") == states.DOWNLOADING:
+                docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
+        seed = dict(seed, status=states.DOWNLOADING, download=key)
+        await self._db(self.seeds.put, seed, *docs)
+        meta["seed"], meta["download"] = seed, record
+        return record
+
+    async def parse(self, response: Response):
+        record = await self._begin(response.request)
+        meta = response.meta
+        meta["hops"].append(hop(response))
+        location = response.headers.get("Location")
+        if 300 <= response.status < 400 and location:
+            if len(meta["hops"]) > self.max_hops:
+                await self._fail(meta, "more than %d redirects" % self.max_hops)
+                return
+            target = urljoin(response.url, location.decode("latin-1"))
+            request = self.seed_request(meta["seed"], uri=target, hops=meta["hops"], begin=meta["begin"])
+            request.meta["download"] = record
+            yield request
+            return
+        if not 200 <= response.status < 300:
+            await self._fail(meta, "HTTP status %d" % response.status, body=response.body[:1000])
+            return
+        async for request in self._filed(response, record):
+            yield request
+
+    async def _filed(self, response: Response, record: dict):
+        meta = response.meta
+        seed = meta["seed"]
+        path = self.output_dir / "files" / record["_id"]
+        await self._db(self._save, path, response.body)
+        content = await self._db(content_meta, path)
+        name = urlsplit(response.url).path.rsplit("/", 1)[-1]
+        ctype = response.headers.get("Content-Type")
+        record = dict(
+            record, status=states.FILED, http=meta["hops"], file=str(path.relative_to(self.output_dir)),
+            timestamp={"begin": meta["begin"], "end": now_iso()}, base_uri=response.url, name=name,
+            content_type=ctype.decode("latin-1") if ctype else None, depth=0, **content,
+        )
+        seed = dict(seed, status=states.ADDED, processed=now_iso())
+        await self._db(self.seeds.put, record, seed)
+        if looks_like_sitemap(response.body):
+            async for request in self._sitemap(response, record, seed):
+                yield request
+            return
+        found = await self.processor.process(record)
+        for uri in dict.fromkeys(found):
+            doc, created = await self.register(uri, origin="void:dataDump", found_in=record["_id"])
+            if created and is_due(doc):
+                yield self.seed_request(doc)
+
+    @staticmethod
+    def _save(path: Path, body: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+
+    async def _sitemap(self, response: Response, record: dict, seed: dict):
+        record = dict(record, status=states.UNARCHIVING)
+        await self._db(self.seeds.put, record)
+        try:
+            sitemap = await self._db(parse_sitemap, response.body)
+        except (SitemapError, OSError, EOFError) as exc:
+            await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
+            return
+        entries = []
+        for url in sitemap.urls + sitemap.sitemaps:
+            entries.append((url.loc, {"interval": interval_for(url.changefreq, self.default_interval),
+                                      "lastmod": url.lastmod, "priority": url.priority}))
+        for dataset in sitemap.datasets:
+            for dump in dataset.data_dumps:
+                entries.append((dump, {
+                    "interval": interval_for(dataset.changefreq, self.default_interval),
+                    "dataset_label": dataset.label, "dataset_uri": dataset.uri,
+                    "linked_data_prefix": dataset.linked_data_prefixes or None, "lastmod": dataset.lastmod,
+                }))
+        children = []
+        for loc, extra in entries:
+            doc, created = await self.register(loc, origin="sitemap", found_in=record["_id"], **extra)
+            children.append(doc["_id"])
+            if created and is_due(doc):
+                yield self.seed_request(doc)
+        await self._db(self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children))
+        (self.output_dir / record["file"]).unlink(missing_ok=True)
+
+    async def _fail(self, meta: dict, error: str, body: bytes | None = None) -> None:
+        record = dict(meta["download"], status=states.FAILED, http=meta["hops"], error=error,
+                      timestamp={"begin": meta["begin"], "end": now_iso()})
+        if body:
+            record["content"] = body.decode("utf-8", "replace")
+        seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
+        await self._db(self.seeds.put, record, seed)
+        self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
+
+    def download_failed(self, failure):
+        return deferred_from_coro(self._download_failed(failure))
+
+    async def _download_failed(self, failure):
+        request = failure.request
+        await self._begin(request)
+        request.meta["hops"].append(failed_hop(request.url, failure.value))
+        await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
+        self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=request.url, spider=self)
