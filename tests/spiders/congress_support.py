@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response, XmlResponse
 from scrapy.spiderloader import SpiderLoader
@@ -14,6 +15,7 @@ from scrapy.utils.test import get_crawler
 
 from votersdaily.pipelines import EventIdPipeline, NormaliseDatetimesPipeline, ValidateEventPipeline
 from votersdaily.recordings import recording_path
+from votersdaily.sources.errors import SourceError
 from votersdaily.spiders.base import EventSpider
 from votersdaily.store import open_store
 
@@ -65,6 +67,30 @@ def bad_variants(body: bytes, root: bytes) -> dict[str, tuple[bytes, str]]:
         "invalid_bytes": (body[:middle] + b"\xff\xfe\xc3(" + body[middle:], "MalformedDocument"),
         "empty": (b"", "MalformedDocument"),
     }
+
+
+#: The names of :func:`bad_variants`, for ``pytest.mark.parametrize``.
+VARIANTS = ("truncated", "root_swapped", "invalid_bytes", "empty")
+
+
+def check_bad_variant(spider: EventSpider, url: str, path: Path, root: bytes, variant: str) -> None:
+    """A corrupted copy of a real recording raises the :mod:`~votersdaily.sources.errors` class it must."""
+    body, error = bad_variants(path.read_bytes(), root)[variant]
+    with pytest.raises(SourceError) as caught:
+        events_of(spider, response(url, body))
+    assert type(caught.value).__name__ == error
+
+
+def crawl_bad_variant(crawl, spider: str, path: Path, root: bytes, variant: str, store_uri: str, folder: Path) -> dict:
+    """``scrapy crawl`` a corrupted copy of a recording: the failure is logged and nothing stored."""
+    body, error = bad_variants(path.read_bytes(), root)[variant]
+    bad = folder / path.name
+    bad.write_bytes(body)
+    crawled(crawl(spider, [bad], store_uri))
+    events, (log,) = stored(store_uri)
+    assert events == {} and log["result"] == error and log["insert_count"] == 0
+    assert log["traceback"] and log["error_message"]
+    return log
 
 
 def recorded(cls: type[EventSpider]) -> dict[str, str]:

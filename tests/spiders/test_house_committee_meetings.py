@@ -9,7 +9,8 @@ import pytest
 
 from tests.conftest import recording, shared_file
 from tests.spiders.congress_support import (
-    bad_variants, check_spider_contract, crawl_twice, crawled, events_of, html_response, response, spider_for, stored,
+    VARIANTS, check_bad_variant, check_spider_contract, crawl_bad_variant, crawl_twice, crawled, events_of,
+    html_response, response, spider_for, stored,
 )
 from votersdaily.sources.errors import ErrorPage
 from votersdaily.spiders.house_committee_meetings import HouseCommitteeMeetingsSpider
@@ -82,12 +83,9 @@ def test_full_committee_meeting_without_end_time(spider, sample_hearing):
     assert doc["files"][1]["url"] == "http://beta.congress.gov/113/bills/hr4435/BILLS-113hr4435ih.xml"
 
 
-@pytest.mark.parametrize("variant", ["truncated", "root_swapped", "invalid_bytes", "empty"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
-    body, error = bad_variants(MEETING.read_bytes(), b"committee-meeting")[variant]
-    with pytest.raises(Exception) as caught:
-        events_of(spider, response(URL, body))
-    assert type(caught.value).__name__ == error
+    check_bad_variant(spider, URL, MEETING, b"committee-meeting", variant)
 
 
 def test_html_answer_is_an_error_page(spider):
@@ -145,9 +143,5 @@ def test_moved_meeting_supersedes_its_old_date(crawl, sqlite_uri, tmp_path):
     assert [log["result"] for log in logs] == ["success", "success"]
 
 
-def test_crawl_root_swapped_logs_the_failure(crawl, sqlite_uri, tmp_path, frozen_now):
-    bad = tmp_path / "meeting.xml"
-    bad.write_bytes(bad_variants(MEETING.read_bytes(), b"committee-meeting")["root_swapped"][0])
-    crawled(crawl("house_committee_meetings", [bad], sqlite_uri))
-    events, (log,) = stored(sqlite_uri)
-    assert events == {} and log["result"] == "UnexpectedDocument" and log["insert_count"] == 0
+def test_crawl_root_swapped_logs_the_failure(crawl, sqlite_uri, tmp_path):
+    crawl_bad_variant(crawl, "house_committee_meetings", MEETING, b"committee-meeting", "root_swapped", sqlite_uri, tmp_path)

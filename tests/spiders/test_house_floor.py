@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    bad_variants, by_key, check_spider_contract, crawl_twice, crawled, events_of, html_response, response,
-    spider_for, stored,
+    VARIANTS, by_key, check_bad_variant, check_spider_contract, crawl_bad_variant, crawl_twice, events_of,
+    html_response, response, spider_for,
 )
 from votersdaily.sources.errors import ErrorPage
 from votersdaily.spiders.house_floor import HouseFloorSpider
@@ -74,12 +74,9 @@ def test_session_day(spider):
     assert events["42563"]["datetime"] == "2026-09-02T23:14:35Z"
 
 
-@pytest.mark.parametrize("variant", ["truncated", "root_swapped", "invalid_bytes", "empty"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
-    body, error = bad_variants(SESSION.read_bytes(), b"legislative_activity")[variant]
-    with pytest.raises(Exception) as caught:
-        events_of(spider, response(URL_SESSION, body))
-    assert type(caught.value).__name__ == error
+    check_bad_variant(spider, URL_SESSION, SESSION, b"legislative_activity", variant)
 
 
 def test_html_error_page_with_200(spider):
@@ -107,9 +104,5 @@ def test_crawl_twice(crawl, sqlite_uri):
     assert log["source_url"] == URL_PRO_FORMA
 
 
-def test_crawl_invalid_bytes_logs_the_failure(crawl, sqlite_uri, tmp_path, frozen_now):
-    bad = tmp_path / "20260902.xml"
-    bad.write_bytes(bad_variants(SESSION.read_bytes(), b"legislative_activity")["invalid_bytes"][0])
-    crawled(crawl("house_floor", [bad], sqlite_uri))
-    events, (log,) = stored(sqlite_uri)
-    assert events == {} and log["result"] == "MalformedDocument" and log["insert_count"] == 0
+def test_crawl_invalid_bytes_logs_the_failure(crawl, sqlite_uri, tmp_path):
+    crawl_bad_variant(crawl, "house_floor", SESSION, b"legislative_activity", "invalid_bytes", sqlite_uri, tmp_path)

@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    bad_variants, by_key, check_spider_contract, crawl_twice, crawled, events_of, html_response, response,
-    spider_for, stored,
+    VARIANTS, by_key, check_bad_variant, check_spider_contract, crawl_twice, crawled, events_of,
+    html_response, response, spider_for, stored,
 )
 from votersdaily.sources.errors import ErrorPage
 from votersdaily.spiders.house_floor_schedule import HouseFloorScheduleSpider
@@ -101,12 +101,9 @@ def test_file_not_found_page_served_with_200_is_an_error_page(spider):
         list(spider.parse_listing(html_response(URL_MISSING, NOT_FOUND)))
 
 
-@pytest.mark.parametrize("variant", ["truncated", "root_swapped", "invalid_bytes", "empty"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
-    body, error = bad_variants(WEEK.read_bytes(), b"floorschedule")[variant]
-    with pytest.raises(Exception) as caught:
-        events_of(spider, response(URL, body))
-    assert type(caught.value).__name__ == error
+    check_bad_variant(spider, URL, WEEK, b"floorschedule", variant)
 
 
 def test_listing_url_is_this_weeks_file(monkeypatch):

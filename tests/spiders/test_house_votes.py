@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    bad_variants, check_spider_contract, crawl_twice, crawled, events_of, html_response, response, spider_for,
-    stored,
+    VARIANTS, check_bad_variant, check_spider_contract, crawl_twice, crawled, events_of, html_response,
+    response, spider_for, stored,
 )
 from votersdaily.sources.errors import ErrorPage, UnexpectedDocument
 from votersdaily.spiders.house_votes import HouseVotesSpider
@@ -78,12 +78,9 @@ def test_error_body_served_with_200_is_an_error_page(spider):
         events_of(spider, response("https://clerk.house.gov/evs/2026/roll315.xml", ERROR_BODY))
 
 
-@pytest.mark.parametrize("variant", ["truncated", "root_swapped", "invalid_bytes", "empty"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
-    body, error = bad_variants(ROLL314.read_bytes(), b"rollcall-vote")[variant]
-    with pytest.raises(Exception) as caught:
-        events_of(spider, response(URL314, body))
-    assert type(caught.value).__name__ == error
+    check_bad_variant(spider, URL314, ROLL314, b"rollcall-vote", variant)
 
 
 # -- discovery -----------------------------------------------------------------------------------------

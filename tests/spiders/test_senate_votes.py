@@ -6,7 +6,8 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    bad_variants, check_spider_contract, crawl_twice, crawled, events_of, response, spider_for, stored,
+    VARIANTS, check_bad_variant, check_spider_contract, crawl_bad_variant, crawl_twice, events_of, response,
+    spider_for,
 )
 from votersdaily.sources.errors import ErrorPage, UnexpectedDocument
 from votersdaily.spiders.senate_votes import SenateVotesSpider, position_of
@@ -68,12 +69,9 @@ def test_positions():
         "yeas", "nays", "absent", "present", "present", "yeas"]
 
 
-@pytest.mark.parametrize("variant", ["truncated", "root_swapped", "invalid_bytes", "empty"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
-    body, error = bad_variants(VOTE.read_bytes(), b"roll_call_vote")[variant]
-    with pytest.raises(Exception) as caught:
-        events_of(spider, response(URL, body))
-    assert type(caught.value).__name__ == error
+    check_bad_variant(spider, URL, VOTE, b"roll_call_vote", variant)
 
 
 def test_vote_not_available_page_is_an_error_page(spider):
@@ -116,9 +114,5 @@ def test_crawl_twice_on_both_backends(crawl, store_uri):
     assert log["source_url"] == URL and log["insert_count"] == 1
 
 
-def test_crawl_truncated_vote_logs_the_failure(crawl, sqlite_uri, tmp_path, frozen_now):
-    bad = tmp_path / "vote_108_2_00213.xml"
-    bad.write_bytes(bad_variants(VOTE.read_bytes(), b"roll_call_vote")["truncated"][0])
-    crawled(crawl("senate_votes", [bad], sqlite_uri))
-    events, (log,) = stored(sqlite_uri)
-    assert events == {} and log["result"] == "MalformedDocument" and log["insert_count"] == 0
+def test_crawl_truncated_vote_logs_the_failure(crawl, sqlite_uri, tmp_path):
+    crawl_bad_variant(crawl, "senate_votes", VOTE, b"roll_call_vote", "truncated", sqlite_uri, tmp_path)
