@@ -28,6 +28,10 @@ def spider_arguments(spidercls, sources: list[str]) -> dict:
     own = getattr(spidercls, "enqueue_arguments", None)
     if own is not None:
         return own(sources)
+    return urls_from(sources)
+
+
+def urls_from(sources: list[str]) -> dict:
     urls = []
     for source in sources:
         path = Path(source)
@@ -52,7 +56,9 @@ def run(args) -> int:
     if args.spider not in loader.list():
         print("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr)
         return 2
-    kwargs = spider_arguments(loader.load(args.spider), args.sources)
+    # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
+    worker = args.spider + "_worker"
+    kwargs = spider_arguments(loader.load(worker if worker in loader.list() else args.spider), args.sources)
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:

@@ -7,12 +7,14 @@ worker of that spider (on any machine) processes each of them once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy import Request
+from scrapy import Request, signals
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.reactor import install_reactor
+from twisted.python.failure import Failure
 from scrapy.crawler import Crawler
 from scrapy.spiderloader import SpiderLoader
 from scrapy_redis.dupefilter import RFPDupeFilter
@@ -31,14 +33,29 @@ class EnqueueReport:
     skipped_items: int = 0
 
 
-async def _collect(spider) -> list[Any]:
-    return [output async for output in spider.start()]
+async def _collect(crawler) -> list[Any]:
+    try:
+        return [output async for output in crawler.spider.start()]
+    finally:
+        await crawler.signals.send_catch_log_async(signals.spider_closed, spider=crawler.spider, reason="finished")
 
 
-def start_requests(spidercls, settings, **spider_args) -> list[Any]:
+def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:
+    """The spider's start() output, run on the project's reactor (spiders may use threads/the store)."""
+    install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
+    from twisted.internet import reactor
+
     crawler = Crawler(spidercls, settings)
     crawler.spider = spidercls.from_crawler(crawler, **spider_args)
-    return asyncio.run(_collect(crawler.spider)), crawler.spider
+    outcome: list = []
+    d = deferred_from_coro(_collect(crawler))
+    d.addBoth(outcome.append)
+    d.addBoth(lambda _: reactor.stop())
+    if not outcome:
+        reactor.run(installSignalHandlers=False)
+    if isinstance(outcome[0], Failure):
+        outcome[0].raiseException()
+    return outcome[0], crawler.spider
 
 
 def enqueue(spider_name: str, settings, **spider_args) -> EnqueueReport:

@@ -14,8 +14,13 @@ from typing import Any, Callable, Mapping
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
 
-#: Where the CouchDB design documents live (a checkout of the repository).
+#: Where the CouchDB design documents live: a checkout of the repository, else the copy packaged
+#: into the project egg by setup.py (scrapyd runs the egg as a zip; importlib.resources reads it).
 VIEWS_DIR = Path(__file__).resolve().parents[2] / "couchdb_views"
+if not VIEWS_DIR.is_dir():
+    import importlib.resources
+
+    VIEWS_DIR = importlib.resources.files("votersdaily").joinpath("_couchdb_views")  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def design_document(db: str, views_dir: Path = VIEWS_DIR) -> dict | None:
     if not folder.is_dir():
         return None
     views = {}
-    for view_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+    for view_dir in sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: p.name):
         view = {"map": (view_dir / "map.js").read_text(encoding="utf-8").strip()}
         reduce_js = view_dir / "reduce.js"
         if reduce_js.exists():

@@ -1,0 +1,48 @@
+"""Redis-fed workers of the ingest and laundromat spiders (see :mod:`votersdaily.distributed`).
+
+``python -m votersdaily enqueue ingest requests.jsonl`` fills the ``ingest`` queue; ``scrapy crawl
+ingest_worker -s REDIS_URL=redis://host:6379/0`` (on as many machines as wanted) works through it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..distributed.spider import WorkerMixin
+from .ingest import IngestSpider
+from .laundromat import LaundromatSpider
+
+
+class IngestWorker(WorkerMixin, IngestSpider):
+    name = "ingest_worker"
+    queue_name = "ingest"
+
+    @classmethod
+    def enqueue_arguments(cls, sources: list[str]) -> dict:
+        """JSON-lines files are ingest request files; anything else is a URL (or a file of URLs)."""
+        files = [s for s in sources if s.endswith((".json", ".jsonl")) and Path(s).is_file()]
+        if len(files) > 1:
+            raise ValueError("give one ingest requests file at a time")
+        args = _urls([s for s in sources if s not in files])
+        if files:
+            args["requests"] = files[0]
+        return args
+
+
+class LaundromatWorker(WorkerMixin, LaundromatSpider):
+    name = "laundromat_worker"
+    queue_name = "laundromat"
+
+    @classmethod
+    def enqueue_arguments(cls, sources: list[str]) -> dict:
+        files = [s for s in sources if "://" not in s and Path(s).is_file()]
+        args = _urls([s for s in sources if s not in files])
+        if len(files) > 1:
+            raise ValueError("give one seed list file at a time")
+        if files:
+            args["seedlist"] = files[0]
+        return args
+
+
+def _urls(urls: list[str]) -> dict:
+    return {"url": ",".join(urls)} if urls else {}
