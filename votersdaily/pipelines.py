@@ -11,6 +11,7 @@ import logging
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
 
 from . import schema
 from .clock import now_iso
@@ -92,26 +93,42 @@ class EventIdPipeline:
 def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
     """After a batch: an event stored under a new datetime supersedes its older documents.
 
-    Older documents with the same parser_name and unique_key are kept, with ``superseded_by``
-    naming the current one, so a calendar never shows both as live.
+    ``vd_event_keys`` maps ``<parser_name>/<unique_key>`` to the event's current ``_id``; it is read
+    and written by primary key (no view on the write path). Older documents are kept, with
+    ``superseded_by`` naming the current one, so a calendar never shows both as live.
     """
     written = set(result.inserted) | set(result.updated)
-    current: dict[tuple[str, str], str] = {}
+    current: dict[str, dict] = {}
+    replaced: dict[str, set[str]] = {}
     for doc in batch:
-        if doc["_id"] in written:
-            current[(doc["parser_name"], doc["unique_key"])] = doc["_id"]
+        if doc["_id"] not in written:
+            continue
+        key = schema.event_key_id(doc["parser_name"], doc["unique_key"])
+        previous = current.get(key)
+        if previous is not None and previous["event_id"] != doc["_id"]:
+            replaced.setdefault(key, set()).add(previous["event_id"])
+        current[key] = {"_id": key, "event_id": doc["_id"], "parser_name": doc["parser_name"],
+                        "unique_key": doc["unique_key"]}
     if not current:
         return
-    rows = store.query(db, "by_parser_unique_key", keys=[list(k) for k in current], include_docs=True)
+    keys = upsert(store, schema.EVENT_KEYS_DB, list(current.values()), insert_first=True)
+    if keys.updated:
+        # An updated key document means its event id changed: find what it pointed to before.
+        # (The previous revision is not kept, so the old id comes from the events themselves.)
+        for row in store.query(db, "by_parser_unique_key",
+                               keys=[[current[k]["parser_name"], current[k]["unique_key"]] for k in keys.updated],
+                               include_docs=False):
+            key = schema.event_key_id(*row.key)
+            if row.id != current[key]["event_id"]:
+                replaced.setdefault(key, set()).add(row.id)
+    targets = {old: current[key]["event_id"] for key, olds in replaced.items() for old in olds}
+    if not targets:
+        return
     marks = []
-    for row in rows:
-        doc = row.doc
-        if doc is None:
-            continue
-        new_id = current.get((doc.get("parser_name"), doc.get("unique_key")))
-        if new_id and row.id != new_id and doc.get("superseded_by") != new_id:
-            marked = {k: v for k, v in doc.items() if k != "_rev"}
-            marked["superseded_by"] = new_id
+    for old_id, old in store.get_many(db, targets).items():
+        if old.get("superseded_by") != targets[old_id]:
+            marked = {k: v for k, v in old.items() if k != "_rev"}
+            marked["superseded_by"] = targets[old_id]
             marked["superseded_at"] = now_iso()
             marks.append(marked)
     if marks:
@@ -134,10 +151,19 @@ class EventStorePipeline:
 
     async def open_spider(self):
         await maybe_deferred_to_future(self.writer.open())
+        await maybe_deferred_to_future(threads.deferToThread(self.writer.store.ensure_db, schema.EVENT_KEYS_DB))
 
-    async def process_item(self, item):
-        if isinstance(item, EventItem):
-            await maybe_deferred_to_future(self.writer.add(dict(item)))
+    def process_item(self, item):
+        if not isinstance(item, EventItem):
+            return item
+        accepted = self.writer.add(dict(item))
+        if accepted.called:  # no back-pressure: skip the per-item Future
+            return item
+        return self._after(accepted, item)
+
+    @staticmethod
+    async def _after(accepted, item):
+        await maybe_deferred_to_future(accepted)
         return item
 
     async def close_spider(self):

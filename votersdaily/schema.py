@@ -12,6 +12,8 @@ import pytz
 
 EVENTS_DB = "vd_events"
 LOG_DB = "vd_log"
+#: ``<parser_name>/<unique_key>`` → the event's current ``_id``: finds reschedules by primary key.
+EVENT_KEYS_DB = "vd_event_keys"
 
 BRANCHES = ("Executive", "Legislative", "Judicial", "Other")
 
@@ -75,7 +77,7 @@ def is_absolute_url(value: str) -> bool:
 def parse_iso_utc(value: str) -> datetime:
     if not DATETIME_RE.match(value):
         raise ValueError("not ISO 8601 UTC to the second: %r" % (value,))
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromisoformat(value[:-1])
 
 
 def validate_event(event: Mapping[str, Any]) -> None:
@@ -130,6 +132,10 @@ def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:
     """``<datetime>-<parser_name>-<unique_key>`` (DESIGN.md §4), whitespace in the key folded."""
     key = " ".join(unique_key.split())
     return "%s-%s-%s" % (datetime_iso, parser_name, key)
+
+
+def event_key_id(parser_name: str, unique_key: str) -> str:
+    return "%s/%s" % (parser_name, " ".join(unique_key.split()))
 
 
 def log_id(access_datetime: str, parser_name: str, result: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .base import Row, StoreError
-from .revisions import next_rev
+from .revisions import next_rev, rev_number
 from .views import DESIGN_ID, design_document, views_for
 
 MAX_KEY_PARTS = 3
@@ -146,48 +146,74 @@ class EmbeddedStore:
         return doc
 
     def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
-        results = []
+        """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
+        results: list[dict] = []
         with self._lock:
             self._require(db)
             specs = views_for(db)
             with self._transaction():
+                ids = [d.get("_id") for d in docs if isinstance(d.get("_id"), str)]
+                revs = self._current_revs(db, ids)
+                rows, view_rows, touched = [], [], []
                 for doc in docs:
-                    results.append(self._write_one(db, doc, specs))
+                    answer, row = self._prepare(db, doc, revs)
+                    results.append(answer)
+                    if row is None:
+                        continue
+                    doc_id, rev, body, text = row
+                    revs[doc_id] = rev
+                    rows.append((db, doc_id, rev, text))
+                    touched.append(doc_id)
+                    for view, spec in specs.items():
+                        key = spec.key(body)
+                        if key is not None:
+                            view_rows.append((db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id))
+                self._delete_view_rows(db, touched)
+                self._conn.executemany("INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows)
+                self._conn.executemany(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)", view_rows)
         return results
 
-    def _write_one(self, db: str, doc: dict, specs) -> dict:
+    def _current_revs(self, db: str, ids: list[str]) -> dict[str, str]:
+        revs: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for doc_id, rev in self._conn.execute(
+                "SELECT id, rev FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+            ):
+                revs[doc_id] = rev
+        return revs
+
+    def _delete_view_rows(self, db: str, ids: list[str]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))
+
+    def _prepare(self, db: str, doc: dict, revs: dict[str, str]):
+        """Check one document against the current revision; returns (answer, row to write or None)."""
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
-            return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}
-        row = self._conn.execute("SELECT rev FROM docs WHERE db = ? AND id = ?", (db, doc_id)).fetchone()
-        current = row[0] if row else None
+            return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
+        current = revs.get(doc_id)
         if current != doc.get("_rev"):
-            return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}
+            return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}, None
         if doc.get("_deleted"):
             if current is None:
-                return {"id": doc_id, "error": "not_found", "reason": "missing"}
+                return {"id": doc_id, "error": "not_found", "reason": "missing"}, None
             for table in ("docs", "attachments", "view_rows"):
                 self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))
-            return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}
+            revs.pop(doc_id, None)
+            return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
         body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
-        stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
-        if stubs:
-            body["_attachments"] = stubs
-        rev = next_rev(current, body)
-        self._conn.execute(
-            "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)",
-            (db, doc_id, rev, json.dumps(body, ensure_ascii=False)),
-        )
-        self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id = ?", (db, doc_id))
-        for view, spec in specs.items():
-            key = spec.key(body)
-            if key is not None:
-                parts = list(key) + [""] * (MAX_KEY_PARTS - len(key))
-                self._conn.execute(
-                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)",
-                    (db, view, *parts, doc_id),
-                )
-        return {"id": doc_id, "rev": rev, "ok": True}
+        if "_attachments" in doc or current is not None:
+            stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
+            if stubs:
+                body["_attachments"] = stubs
+        text = json.dumps(body, ensure_ascii=False)
+        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(text.encode("utf-8")).hexdigest())
+        return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
     def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
         given = given or {}

@@ -43,11 +43,28 @@ class UpsertResult:
         self.spooled += other.spooled
 
 
-def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = ()) -> UpsertResult:
-    """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins."""
+def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = (),
+           insert_first: bool = False) -> UpsertResult:
+    """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
+
+    ``insert_first`` skips the read for a batch that is expected to be new (a first crawl): the
+    documents are written straight away and only those that already exist (CouchDB answers
+    ``conflict``) are read, compared and updated. Either way the outcome is the same.
+    """
     ignore = tuple(ignore)
     pending = {doc["_id"]: doc for doc in docs}
     result = UpsertResult()
+    if insert_first and pending:
+        existing_ids = {}
+        for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
+            doc_id = answer.get("id")
+            if "error" not in answer:
+                result.inserted.append(doc_id)
+            elif answer["error"] == "conflict":
+                existing_ids[doc_id] = pending[doc_id]
+            else:
+                result.failed[doc_id] = "%s: %s" % (answer.get("error"), answer.get("reason"))
+        pending = existing_ids
     for round_ in range(MAX_CONFLICT_ROUNDS):
         if not pending:
             break

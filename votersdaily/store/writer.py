@@ -86,6 +86,7 @@ class BatchWriter:
         self._pending = 0
         self._chain: defer.Deferred = defer.succeed(None)
         self._waiters: list[defer.Deferred] = []
+        self._expect_new = False
 
     def add(self, doc: dict) -> defer.Deferred:
         self._buffer.append(doc)
@@ -143,7 +144,9 @@ class BatchWriter:
             return UpsertResult()
 
     def _write_now(self, batch: list[dict]) -> UpsertResult:
-        result = upsert(self.store, self.db, batch, self.ignore)
+        result = upsert(self.store, self.db, batch, self.ignore, insert_first=self._expect_new)
+        # Adapt to the crawl: mostly new documents → write first; mostly known ones → read first.
+        self._expect_new = len(result.inserted) * 2 > len(batch)
         if self.after_batch is not None:
             self.after_batch(self.store, self.db, batch, result)
         return result
