@@ -66,3 +66,41 @@ def run_logs(store, parser: str) -> list[dict]:
 def truncate(body: bytes) -> bytes:
     """Real bytes cut off mid-document (a dropped connection)."""
     return body[: len(body) // 2]
+
+
+@dataclass
+class TwoRuns:
+    store: object
+    docs: dict[str, dict]
+    first: dict
+    second: dict
+
+
+def crawl_twice(crawl, spider: str, urls, store_uri: str, count: int, *args: str) -> TwoRuns:
+    """Crawl the same documents twice (a day apart): ``count`` events inserted, then none, all unchanged."""
+    from votersdaily.store import open_store
+
+    ok(crawl(spider, urls, store_uri, *args))
+    ok(crawl(spider, urls, store_uri, *args, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}))
+    store = open_store(store_uri)
+    docs = stored_events(store, spider)
+    first, second = run_logs(store, spider)
+    assert len(docs) == count
+    assert (first["result"], first["insert_count"], first["empty"]) == ("success", count, count == 0)
+    assert (second["result"], second["insert_count"], second["updated_count"], second["unchanged_count"]) \
+        == ("success", 0, 0, count)
+    return TwoRuns(store, docs, first, second)
+
+
+def crawl_bad(crawl, spider: str, path: Path, body: bytes, store_uri: str, exception: str) -> dict:
+    """Crawl one bad document: a run log with ``exception`` as its result, and nothing stored."""
+    from votersdaily.store import open_store
+
+    path.write_bytes(body)
+    ok(crawl(spider, [path], store_uri))
+    store = open_store(store_uri)
+    assert stored_events(store, spider) == {}
+    (log,) = run_logs(store, spider)
+    assert (log["result"], log["insert_count"], log["empty"]) == (exception, 0, False), log.get("error_message")
+    assert exception in log["traceback"] and log["_id"].endswith("-%s-%s" % (spider, exception))
+    return log

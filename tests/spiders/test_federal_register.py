@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import recording
-from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_twice, ok, parse, run_logs, stored_events, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.federal_register import FederalRegisterSpider as Spider
 from votersdaily.store import open_store
@@ -110,21 +110,14 @@ def test_crawl_follows_next_page_url_up_to_max_pages(crawl, site, sqlite_uri, fr
     page1 = NEWEST.read_bytes().replace(LIVE_HOST, (site.url + "/api/v1/documents?").encode())
     site.route("/api/v1/documents.json", page1, content_type="application/json; charset=utf-8")
     site.route("/api/v1/documents", EO.read_bytes(), content_type="application/json; charset=utf-8")
-    args = ("-a", "follow=true", "-a", "max_pages=2")
-    ok(crawl("federal_register", [site.url + "/api/v1/documents.json?per_page=20&order=newest"], sqlite_uri, *args))
-    ok(crawl("federal_register", [site.url + "/api/v1/documents.json?per_page=20&order=newest"], sqlite_uri, *args,
-             env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}))
+    url = site.url + "/api/v1/documents.json?per_page=20&order=newest"
+    # 20 + 10 documents, three of them on both pages.
+    runs = crawl_twice(crawl, "federal_register", [url], sqlite_uri, 27, "-a", "follow=true", "-a", "max_pages=2")
     # Two pages per run; the second page's next_page_url (the live site) was not followed.
     assert site.hits.get("/api/v1/documents.json?per_page=20&order=newest") == 2
     assert sum(v for k, v in site.hits.items() if k.startswith("/api/v1/documents?")) == 2
-    store = open_store(sqlite_uri)
-    docs = stored_events(store, "federal_register")
-    # 20 + 10 documents, three of them on both pages.
-    assert len(docs) == 27
-    assert docs["2026-09-10T00:00:00Z-federal_register-2026-18571"]["title"] == "Supporting America's Ranchers"
-    first, second = run_logs(store, "federal_register")
-    assert (first["result"], first["insert_count"], first["responses"]) == ("success", 27, 3)  # robots.txt + 2 pages
-    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 27)
+    assert runs.first["responses"] == 3  # robots.txt + 2 pages
+    assert runs.docs["2026-09-10T00:00:00Z-federal_register-2026-18571"]["title"] == "Supporting America's Ranchers"
 
 
 def test_crawl_of_recordings_and_a_bad_page(crawl, tmp_path, sqlite_uri):

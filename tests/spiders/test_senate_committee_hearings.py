@@ -6,10 +6,9 @@ import pytest
 from scrapy.http import XmlResponse
 
 from tests.conftest import recording
-from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.senate_committee_hearings import SenateCommitteeHearingsSpider as Spider
-from votersdaily.store import open_store
 
 FULL = recording("gov/senate_hearings/hearings_2026-07-30_wayback.xml")
 EMPTY = recording("gov/senate_hearings/hearings.xml")
@@ -111,38 +110,22 @@ def test_bad_documents_raise(body, exception):
         parse(Spider, body, URL, XmlResponse)
 
 
-def test_crawl_both_recordings_twice(crawl, couch_uri, frozen_now):
-    ok(crawl("senate_committee_hearings", [FULL], couch_uri))
-    ok(crawl("senate_committee_hearings", [FULL], couch_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T20:00:00Z"}))
-    store = open_store(couch_uri)
-    docs = stored_events(store, "senate_committee_hearings")
-    assert len(docs) == 17
-    doc = docs["2026-07-30T13:45:00Z-senate_committee_hearings-338684"]
+def test_crawl_twice(crawl, couch_uri, frozen_now):
+    runs = crawl_twice(crawl, "senate_committee_hearings", [FULL], couch_uri, 17)
+    doc = runs.docs["2026-07-30T13:45:00Z-senate_committee_hearings-338684"]
     assert doc["source_url"] == URL and doc["committee_code"] == "SSHR00"
-    rows = store.query("vd_events", "by_committee_datetime", startkey=["SSFR00"], endkey=["SSFR00", {}])
+    rows = runs.store.query("vd_events", "by_committee_datetime", startkey=["SSFR00"], endkey=["SSFR00", {}])
     assert [r.id.split("-")[-1] for r in rows] == ["338688", "338702", "338703"]
-    first, second = run_logs(store, "senate_committee_hearings")
-    assert (first["result"], first["insert_count"]) == ("success", 17)
-    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 17)
 
 
 def test_crawl_of_the_empty_schedule_is_a_success_with_no_events(crawl, sqlite_uri):
-    ok(crawl("senate_committee_hearings", [EMPTY], sqlite_uri))
-    store = open_store(sqlite_uri)
-    assert stored_events(store, "senate_committee_hearings") == {}
-    (log,) = run_logs(store, "senate_committee_hearings")
-    assert (log["result"], log["insert_count"], log["empty"]) == ("success", 0, True)
-    assert "No committee hearings scheduled" in log["source_text"]
+    runs = crawl_twice(crawl, "senate_committee_hearings", [EMPTY], sqlite_uri, 0)
+    assert runs.first["empty"] is True and "No committee hearings scheduled" in runs.first["source_text"]
 
 
 def test_crawl_of_a_wrong_document_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
-    bad = tmp_path / "hearings.xml"
-    bad.write_bytes(FULL.read_bytes().replace(b"css_meetings_scheduled>", b"css_meetings>"))
-    ok(crawl("senate_committee_hearings", [bad], sqlite_uri))
-    store = open_store(sqlite_uri)
-    assert stored_events(store, "senate_committee_hearings") == {}
-    (log,) = run_logs(store, "senate_committee_hearings")
-    assert (log["result"], log["empty"]) == ("UnexpectedDocument", False)
+    body = FULL.read_bytes().replace(b"css_meetings_scheduled>", b"css_meetings>")
+    crawl_bad(crawl, "senate_committee_hearings", tmp_path / "hearings.xml", body, sqlite_uri, "UnexpectedDocument")
 
 
 def test_smoke():

@@ -7,10 +7,9 @@ import json
 import pytest
 
 from tests.conftest import recording
-from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.senate_floor_schedule import SenateFloorScheduleSpider as Spider
-from votersdaily.store import open_store
 
 START = recording("gov/senate_floor_schedule/floor_schedule_start.json")
 END = recording("gov/senate_floor_schedule/floor_schedule_end.json")
@@ -79,27 +78,16 @@ def test_bad_documents_raise(body, exception):
 
 
 def test_crawl_both_snapshots_twice(crawl, sqlite_uri, frozen_now):
-    ok(crawl("senate_floor_schedule", [START, END], sqlite_uri))
-    ok(crawl("senate_floor_schedule", [START, END], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-05T22:00:00Z"}))
-    store = open_store(sqlite_uri)
-    docs = stored_events(store, "senate_floor_schedule")
-    assert set(docs) == {"2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05",
-                         "2026-10-06T17:30:00Z-senate_floor_schedule-2026-10-06"}
-    assert all(d["source_url"] == URL for d in docs.values())
-    first, second = run_logs(store, "senate_floor_schedule")
-    assert (first["result"], first["insert_count"]) == ("success", 2)
-    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 2)
-    assert first["source_text"] == START.read_text("utf-8")
+    runs = crawl_twice(crawl, "senate_floor_schedule", [START, END], sqlite_uri, 2)
+    assert set(runs.docs) == {"2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05",
+                              "2026-10-06T17:30:00Z-senate_floor_schedule-2026-10-06"}
+    assert all(d["source_url"] == URL for d in runs.docs.values())
+    assert runs.first["source_text"] == START.read_text("utf-8")
 
 
 def test_crawl_of_a_truncated_snapshot_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
-    bad = tmp_path / "floor_schedule.json"
-    bad.write_bytes(truncate(START.read_bytes()))
-    ok(crawl("senate_floor_schedule", [bad], sqlite_uri))
-    store = open_store(sqlite_uri)
-    assert stored_events(store, "senate_floor_schedule") == {}
-    (log,) = run_logs(store, "senate_floor_schedule")
-    assert log["result"] == "MalformedDocument" and log["insert_count"] == 0
+    crawl_bad(crawl, "senate_floor_schedule", tmp_path / "floor_schedule.json", truncate(START.read_bytes()),
+              sqlite_uri, "MalformedDocument")
 
 
 def test_smoke():

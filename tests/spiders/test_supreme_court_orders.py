@@ -10,10 +10,9 @@ import pytest
 from scrapy.http import HtmlResponse
 
 from tests.conftest import recording, shared_file
-from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider as Spider, term_year
-from votersdaily.store import open_store
 
 ORDERS_REL = "fixtures/inplace/gov/supreme_court/scotus_orders_home.html"
 RELATING_REL = "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
@@ -105,26 +104,14 @@ def test_term_year():
 
 def test_crawl_both_listings_twice(crawl, sqlite_uri, frozen_now):
     paths = [shared_file(ORDERS_REL), shared_file(RELATING_REL)]
-    ok(crawl("supreme_court_orders", paths, sqlite_uri))
-    ok(crawl("supreme_court_orders", paths, sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}))
-    store = open_store(sqlite_uri)
-    docs = stored_events(store, "supreme_court_orders")
-    assert len(docs) == 69 + 8
-    doc = docs["2024-03-25T00:00:00Z-supreme_court_orders-032524zor_4h25.pdf"]
+    runs = crawl_twice(crawl, "supreme_court_orders", paths, sqlite_uri, 69 + 8)
+    doc = runs.docs["2024-03-25T00:00:00Z-supreme_court_orders-032524zor_4h25.pdf"]
     assert doc["source_url"] == ORDERS_URL and doc["all_day"] is True
-    first, second = run_logs(store, "supreme_court_orders")
-    assert (first["result"], first["insert_count"]) == ("success", 77)
-    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 77)
 
 
 def test_crawl_of_a_truncated_listing_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
-    bad = tmp_path / "orders.html"
-    bad.write_bytes(truncate(shared_file(ORDERS_REL).read_bytes()))
-    ok(crawl("supreme_court_orders", [bad], sqlite_uri))
-    store = open_store(sqlite_uri)
-    assert stored_events(store, "supreme_court_orders") == {}
-    (log,) = run_logs(store, "supreme_court_orders")
-    assert log["result"] == "MalformedDocument"
+    crawl_bad(crawl, "supreme_court_orders", tmp_path / "orders.html", truncate(shared_file(ORDERS_REL).read_bytes()),
+              sqlite_uri, "MalformedDocument")
 
 
 def test_smoke():

@@ -8,10 +8,9 @@ import pytest
 from scrapy.http import XmlResponse
 
 from tests.conftest import recording
-from tests.spiders.gov_support import ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.white_house import WhiteHouseSpider
-from votersdaily.store import open_store
 
 FEED = recording("gov/white_house/presidential-actions_feed.xml")
 NOT_FOUND = recording("gov/house_docs_floor/billsthisweek_20260928_NEGATIVE_file_not_found.html")
@@ -102,29 +101,15 @@ def test_bad_feeds_raise(body, exception):
 
 
 def test_crawl_stores_events_and_logs_the_run(crawl, sqlite_uri, frozen_now):
-    ok(crawl("white_house", [FEED], sqlite_uri))
-    ok(crawl("white_house", [FEED], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T19:00:00Z"}))
-    store = open_store(sqlite_uri)
-    docs = stored_events(store, "white_house")
-    assert len(docs) == 30
-    doc = docs["2026-09-29T21:23:48Z-white_house-51617"]
+    runs = crawl_twice(crawl, "white_house", [FEED], sqlite_uri, 30)
+    doc = runs.docs["2026-09-29T21:23:48Z-white_house-51617"]
     assert doc["source_url"] == URL and doc["replayed_from"] == FEED.resolve().as_uri()
     assert doc["access_datetime"] == frozen_now and doc["parser_version"] == WhiteHouseSpider.version
-    first, second = run_logs(store, "white_house")
-    assert (first["result"], first["insert_count"], first["empty"]) == ("success", 30, False)
-    assert (second["result"], second["insert_count"], second["unchanged_count"]) == ("success", 0, 30)
-    assert first["source_url"] == URL
+    assert runs.first["source_url"] == URL
 
 
 def test_crawl_of_a_truncated_feed_is_a_logged_failure_storing_nothing(crawl, tmp_path, sqlite_uri):
-    bad = tmp_path / "feed.xml"
-    bad.write_bytes(truncate(FEED.read_bytes()))
-    ok(crawl("white_house", [bad], sqlite_uri))
-    store = open_store(sqlite_uri)
-    assert stored_events(store, "white_house") == {}
-    (log,) = run_logs(store, "white_house")
-    assert log["result"] == "MalformedDocument" and log["insert_count"] == 0
-    assert "MalformedDocument" in log["traceback"]
+    crawl_bad(crawl, "white_house", tmp_path / "feed.xml", truncate(FEED.read_bytes()), sqlite_uri, "MalformedDocument")
 
 
 def test_smoke():
