@@ -151,7 +151,7 @@ class IngestSpider(scrapy.Spider):
             result["error_message"] = error_message[:1600]
         result.update(state["partial"])
         for key, value in fields.items():
-            if value is not None:
+            if value is not None or key == "platform":
                 result[key] = value
         if state["redirect_chain"]:
             result["redirect_chain"] = state["redirect_chain"]

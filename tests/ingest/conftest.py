@@ -1,0 +1,128 @@
+"""A local site for the ingest: the real scholarly pages (read in place from ../shared) plus small
+plumbing pages for every status, and a runner that crawls a list of ingest requests in one
+``scrapy crawl ingest`` subprocess and reads the results back from the store."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_file
+from votersdaily.store import open_store
+
+SCHOLARLY = "fixtures/inplace/scholarly"
+
+
+def scholarly(name: str) -> Path:
+    return shared_file("%s/%s" % (SCHOLARLY, name))
+
+
+def words(n: int, word: str = "lorem") -> str:
+    return " ".join("%s%d" % (word, i % 50) for i in range(n))
+
+
+def article(title: str, n_words: int, head: str = "", extra_body: str = "") -> str:
+    """A plumbing page (our own, not a publisher's format) with ``n_words`` words of body text."""
+    paragraphs = "".join("<p>%s.</p>" % words(100, "w%d_" % i) for i in range(n_words // 100))
+    return ("<!DOCTYPE html><html><head><title>%s</title>%s</head><body><article><h1>%s</h1>%s%s</article>"
+            "</body></html>" % (title, head, title, paragraphs, extra_body))
+
+
+RESOURCES_HEAD = (
+    '<link rel="stylesheet" href="/res/style.css"><script src="/res/app.js"></script>'
+    '<script src="https://www.google-analytics.com/ga.js"></script>'
+)
+RESOURCES_BODY = (
+    '<img src="/res/fig1.png"><img src="res/fig1.png"><img src="/res/missing.png">'
+    '<iframe src="/res/frame.html"></iframe><video src="/res/clip.mp4"></video>'
+    '<img src="data:image/png;base64,AAAA"><a href="/not-a-resource.html">x</a>'
+)
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+                    "0000000d4944415478da63f8cfc0f01f0005000201c5b0d52a0000000049454e44ae426082")
+
+
+def build_site(site) -> None:
+    html = "text/html; charset=utf-8"
+    site.mount("/scholarly/", scholarly("."))
+    # redirects
+    site.route("/start", status=301, headers={"Location": "/hop1"})
+    site.route("/hop1", status=302, headers={"Location": "/landing-pdf"})
+    site.route("/landing-pdf", article("Landing", 200, '<meta name="citation_title" content="A landing page">'
+                                       '<meta name="citation_pdf_url" content="/scholarly/dummy.pdf">'), content_type=html)
+    site.route("/loop/a", status=302, headers={"Location": "/loop/b"})
+    site.route("/loop/b", status=302, headers={"Location": "/loop/a"})
+    for i in range(30):
+        site.route("/chain/%d" % i, status=302, headers={"Location": "/chain/%d" % (i + 1)})
+    site.route("/noloc", status=302)
+    # landing pages
+    site.route("/landing-nopdf", article("No PDF here", 300), content_type=html)
+    site.route("/landing-self", article("Self", 100, '<meta name="citation_pdf_url" content="/landing-self">'),
+               content_type=html)
+    site.route("/landing-zip", article("Zip", 100, '<meta name="citation_pdf_url" content="/scholarly/dummy_zip.zip">'),
+               content_type=html)
+    for i in range(12):
+        site.route("/hops/%d" % i, article("Hop %d" % i, 100,
+                                          '<meta name="citation_pdf_url" content="/hops/%d">' % (i + 1)),
+                   content_type=html)
+    # walls
+    site.route("/secure", status=302, headers={"Location": "/login?TARGET=/paper"})
+    site.route("/paper", status=302, headers={"Location": "/cookieAbsent"})
+    site.route("/showcaptcha.asp", article("Captcha", 100), content_type=html)
+    site.route("/forbidden", "<html><head><title>403</title></head><body><center><h1>403 Forbidden</h1></center>"
+               "<hr><center>nginx</center></body></html>", content_type=html)
+    # statuses and bodies
+    site.route("/missing", "<html><body>Not here</body></html>", status=404, content_type=html)
+    site.route("/error500", "<html><body>Oops</body></html>", status=500, content_type=html)
+    site.route("/empty", b"", content_type="application/pdf")
+    site.route("/gz-article", article("Gzipped article", 1500), content_type=html, gzip=True)
+    site.route("/raw-gzip.pdf", gzip.compress(scholarly("dummy.pdf").read_bytes()), content_type="application/pdf")
+    site.route("/bad-gzip.pdf", gzip.compress(b"x" * 5000)[:-6], content_type="application/pdf")
+    site.route("/bomb", b"\0" * 200_000, content_type="text/html", gzip=True)
+    # HTML scopes and resources
+    site.route("/article", article("Local article", 1500, RESOURCES_HEAD, RESOURCES_BODY), content_type=html)
+    site.route("/stub", "<html><head><title>Stub</title></head><body><p>Too short.</p></body></html>",
+               content_type=html)
+    site.route("/middling", article("Middling", 300), content_type=html)
+    site.route("/many", article("Many", 1500, "", "".join('<img src="/img/%d.png">' % i for i in range(201))),
+               content_type=html)
+    site.route("/res/style.css", "body { color: black }", content_type="text/css")
+    site.route("/res/app.js", "console.log('ready');", content_type="application/javascript")
+    site.route("/res/fig1.png", PNG, content_type="image/png")
+    site.route("/res/frame.html", "<html><body>frame</body></html>", content_type=html)
+    site.route("/res/clip.mp4", b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", content_type="video/mp4")
+
+
+def write_requests(path: Path, requests: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
+    return path
+
+
+def read_results(store_uri: str) -> dict[str, dict]:
+    store = open_store(store_uri)
+    try:
+        return {doc["_id"]: doc for doc in store.iter_docs("ingest_file_result")}
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def ingest_site(site):
+    build_site(site)
+    return site
+
+
+def run_ingest(crawl, store_uri: str, requests_file: Path, tmp_path: Path, *settings: str, private: bool = True):
+    extra = ["-a", "requests=%s" % requests_file,
+             "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+             "-s", "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+             "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1"]
+    if private:
+        extra += ["-s", "INGEST_ALLOW_PRIVATE=True"]
+    for setting in settings:
+        extra += ["-s", setting]
+    proc = crawl("ingest", None, store_uri, *extra)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
