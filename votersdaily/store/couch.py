@@ -16,7 +16,7 @@ from requests.adapters import HTTPAdapter
 
 from . import mask_uri
 from .base import Row, StoreError, StoreUnavailable
-from .views import DESIGN_ID, DESIGN_NAME, design_document
+from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
 TIMEOUT = (10, 120)
@@ -170,17 +170,7 @@ class CouchStore:
         return [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
 
     def install_views(self, db: str) -> bool:
-        self.ensure_db(db)
-        design = design_document(db)
-        if design is None:
-            return False
-        current = self.get(db, DESIGN_ID)
-        if current is not None:
-            if current.get("views") == design["views"] and current.get("language") == design["language"]:
-                return False
-            design["_rev"] = current["_rev"]
-        self._request("PUT", "%s/%s" % (quote(db, safe=""), _doc_path(DESIGN_ID)), data=json.dumps(design))
-        return True
+        return install_design(self, db)
 
     def close(self) -> None:
         self.session.close()

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 from .base import Row, StoreError
 from .revisions import next_rev, rev_number
-from .views import DESIGN_ID, design_document, views_for
+from .views import install_design, views_for
 
 MAX_KEY_PARTS = 3
 #: Sorts after every string: CouchDB's ``{}`` as a high key.
@@ -321,19 +321,7 @@ class EmbeddedStore:
 
     def install_views(self, db: str) -> bool:
         """Store the design document too, so a dump shows what CouchDB would hold."""
-        self.ensure_db(db)
-        design = design_document(db)
-        if design is None:
-            return False
-        current = self.get(db, DESIGN_ID)
-        if current is not None:
-            if current.get("views") == design["views"] and current.get("language") == design["language"]:
-                return False
-            design["_rev"] = current["_rev"]
-        result = self.bulk_docs(db, [design])[0]
-        if "error" in result:
-            raise StoreError("could not install views in %s: %s" % (db, result))
-        return True
+        return install_design(self, db)
 
     def close(self) -> None:
         with self._lock:

@@ -82,3 +82,31 @@ def design_document(db: str, views_dir: Path = VIEWS_DIR) -> dict | None:
             view["reduce"] = reduce_js.read_text(encoding="utf-8").strip()
         views[view_dir.name] = view
     return {"_id": DESIGN_ID, "language": "javascript", "views": views}
+
+
+def install_design(store, db: str, attempts: int = 5) -> bool:
+    """Create or update the design document of ``db``; True when something changed.
+
+    Several crawlers of one process (``crawl --all``) or several workers may install at once: a
+    conflict is re-read, and an identical design document written meanwhile counts as done.
+    """
+    from .base import StoreError
+
+    store.ensure_db(db)
+    design = design_document(db)
+    if design is None:
+        return False
+    for _ in range(attempts):
+        current = store.get(db, DESIGN_ID)
+        if current is not None:
+            if current.get("views") == design["views"] and current.get("language") == design["language"]:
+                return False
+            design["_rev"] = current["_rev"]
+        else:
+            design.pop("_rev", None)
+        answer = store.bulk_docs(db, [dict(design)])[0]
+        if "error" not in answer:
+            return True
+        if answer["error"] != "conflict":
+            raise StoreError("could not install views in %s: %s" % (db, answer))
+    raise StoreError("could not install views in %s: conflicts kept coming" % db)
