@@ -125,7 +125,8 @@ class IngestStorePipeline:
         grobid_meta = (side.get("grobid") or {}).get("metadata") or {}
         request = result["request"]
         dois = [(request.get("ext_ids") or {}).get("doi"), biblio.get("doi"), grobid_meta.get("doi")]
-        title = biblio.get("title") or grobid_meta.get("title") or (result.get("pdf_meta") or {}).get("title")
+        # the file's own title first (GROBID reads the PDF), then the landing page's
+        title = grobid_meta.get("title") or biblio.get("title") or (result.get("pdf_meta") or {}).get("title")
         match0 = match_document(self.store, self.catalog_db, dois, title)
         row = file_row(result, side, match0)
         return merge_row(self.store.get(self.file_table, row["_id"]) if self.file_table in self.store.list_dbs()

@@ -1,0 +1,147 @@
+"""End to end with the other configurations: PouchDB store + WARC + GROBID + store blobs + catalog
+match; tight limits and the strict sub-resource policy; the SSRF guard with its default (off)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+
+from votersdaily.ingest.filemeta import sha1_b32
+from votersdaily.ingest.warc import read_record
+from votersdaily.store import open_store
+
+from .conftest import read_results, run_ingest, scholarly, write_requests
+
+TEI = "23b29ea36382680716be08fc71aa81bd226e8a85.xml"
+
+
+def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
+    site = ingest_site
+    tei = scholarly(TEI).read_bytes()
+    posted = []
+
+    def grobid(handler):
+        posted.append(handler.request_body)
+        return tei
+
+    site.route("/grobid/api/processFulltextDocument", grobid, content_type="application/xml")
+    from .conftest import article
+
+    site.route("/titled", article("Local article", 1500, '<meta name="citation_title" content="Local article">'),
+               content_type="text/html")
+    catalog = tmp_path / "catalog.jsonl"
+    catalog.write_text("\n".join(json.dumps(w) for w in [
+        # our test catalog: the PLOS DOI and title as printed on the page; a title shared by two works
+        {"doi": "10.1371/journal.pone.0213978", "title": "Assessment on reticuloendotheliosis virus infection"},
+        {"doi": "10.5555/test.railway", "title": "Dynamics of Railway Freight Vehicles"},
+        {"doi": "10.5555/test.a", "title": "Local article"},
+        {"doi": "10.5555/test.b", "title": "Local article"},
+    ]) + "\n")
+    requests = write_requests(tmp_path / "r.jsonl", [
+        {"base_url": site.url + "/start", "ingest_type": "pdf"},
+        {"base_url": site.url + "/scholarly/plos_one_article.html", "ingest_type": "html"},
+        {"base_url": site.url + "/article", "ingest_type": "html", "ext_ids": {}},
+        {"base_url": site.url + "/titled", "ingest_type": "html"},
+    ])
+    warcs = tmp_path / "warcs"
+    run_ingest(crawl, couch_uri, requests, tmp_path, "INGEST_WARC_ENABLED=True", "INGEST_WARC_DIR=%s" % warcs,
+               "GROBID_URL=%s/grobid" % site.url, "INGEST_BLOB_BACKEND=store",
+               "INGEST_CATALOG_JSONL=%s" % catalog)
+    results = {d["request"]["base_url"]: d for d in read_results(couch_uri).values()}
+    pdf = results[site.url + "/start"]
+    assert pdf["status"] == "success"
+    # GROBID got the PDF as multipart field "input"; its TEI is read into metadata, not echoed
+    assert posted and b'name="input"' in posted[0] and scholarly("dummy.pdf").read_bytes() in posted[0]
+    assert pdf["grobid"]["status"] == "success" and pdf["grobid"]["status_code"] == 200
+    assert pdf["grobid"]["grobid_version"] == "0.5.1-SNAPSHOT"  # <application version=...> in the TEI
+    assert pdf["grobid"]["metadata"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    assert "tei_xml" not in pdf["grobid"]
+    # WARC: cdx points at a real record holding the PDF
+    cdx = pdf["cdx"]
+    url, status, payload = read_record(warcs, cdx["warc_path"], cdx["warc_offset"])
+    assert url == site.url + "/scholarly/dummy.pdf" and status == "200"
+    assert payload == scholarly("dummy.pdf").read_bytes() and cdx["warc_csize"] > 0
+    store = open_store(couch_uri)
+    try:
+        table = "wbgrp-journal-extract-0-dev"
+        row = store.get(table, sha1_b32(pdf["file_meta"]["sha1hex"]))
+        assert row["grobid0"]["status_code"] == 200 and row["grobid0"]["quality"] == "good"
+        assert gzip.decompress(store.get_attachment(table, row["_id"], row["grobid0"]["tei_xml"])) == tei
+        tei_json = json.loads(gzip.decompress(store.get_attachment(table, row["_id"], row["grobid0"]["tei_json"])))
+        assert tei_json["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES" and tei_json["body"]
+        f = json.loads(row["f"]["c"])
+        assert f["f"] == cdx["warc_path"] and f["o"] == cdx["warc_offset"]
+        file_cdx = json.loads(row["file"]["cdx"])
+        assert file_cdx["offset"] == str(cdx["warc_offset"]) and file_cdx["c_size"] == str(cdx["warc_csize"])
+        assert row["match0"]["mstatus"] == "matched" and row["match0"]["doi"] == "10.5555/test.railway"
+        plos = results[site.url + "/scholarly/plos_one_article.html"]
+        plos_row = store.get(table, sha1_b32(plos["file_meta"]["sha1hex"]))
+        assert plos_row["match0"]["mstatus"] == "matched" and plos_row["match0"]["doi"] == "10.1371/journal.pone.0213978"
+        local = results[site.url + "/article"]
+        titled = results[site.url + "/titled"]
+        titled_row = store.get(table, sha1_b32(titled["file_meta"]["sha1hex"]))
+        assert titled_row["match0"]["mstatus"] == "ambiguous"
+        assert json.loads(titled_row["match0"]["minfo"])["candidates"] == ["10.5555/test.a", "10.5555/test.b"]
+        # TEI blob as a CouchDB attachment
+        sha1 = local["file_meta"]["sha1hex"]
+        blob = store.get_attachment("sandcrawler", "html/%s.tei.xml" % sha1, "blob")
+        assert blob and b"<TEI" in blob
+        by_url = {r["url"]: r for r in local["html_resources"]}
+        png = by_url[site.url + "/res/fig1.png"]
+        assert png["warc_path"] and png["warc_offset"] >= 0
+    finally:
+        store.close()
+
+
+def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
+    site = ingest_site
+    requests = write_requests(tmp_path / "r.jsonl", [
+        {"base_url": site.url + "/scholarly/dummy.pdf", "ingest_type": "pdf"},
+        {"base_url": site.url + "/bomb", "ingest_type": "html"},
+        {"base_url": site.url + "/article", "ingest_type": "html"},
+        {"base_url": site.url + "/hops/0", "ingest_type": "pdf"},
+        "not an object",
+        {"ingest_type": "pdf"},
+        {"base_url": site.url + "/x", "ingest_type": "dataset"},
+    ])
+    with open(requests, "a") as handle:
+        handle.write("{broken json\n")
+    proc = run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_MAX_BODY_BYTES=12000",
+                      "INGEST_STRICT_RESOURCES=True", "INGEST_MAX_HOPS=3")
+    results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
+    assert results[site.url + "/scholarly/dummy.pdf"]["status"] == "body-too-large"
+    assert results[site.url + "/bomb"]["status"] == "body-too-large"  # gzip bomb stopped while decoding
+    article = results[site.url + "/article"]
+    assert article["status"] == "html-resource-no-capture"
+    assert article["error_message"] == "HTML sub-resource not found: %s/res/missing.png" % site.url
+    assert len(results[site.url + "/hops/0"]["hops"]) == 3
+    assert len(results) == 4  # bad requests are logged, never stored half-made
+    assert proc.stderr.count("bad ingest request") == 4
+    store = open_store(sqlite_uri)
+    try:
+        log = next(iter(store.iter_docs("vd_log")))
+        assert log["result"] == "IngestRequestError" and log["error_count"] == 4
+    finally:
+        store.close()
+
+
+def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tmp_path):
+    site = ingest_site
+    host = socket.gethostname()
+    urls = [site.url + "/start", "http://localhost:%d/start" % site.port, "http://[::1]:%d/x" % site.port,
+            "http://%s:%d/start" % (host, site.port)]
+    requests = write_requests(tmp_path / "r.jsonl", [{"base_url": u, "ingest_type": "pdf"} for u in urls])
+    extra = ["-a", "requests=%s" % requests, "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "b")]
+    proc = crawl("ingest", None, sqlite_uri, *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
+    for url in urls[:3]:
+        assert results[url]["status"] == "blocked-private-address", results[url]
+    # a name that resolves (DNS / hosts file) to a private address is refused after resolution
+    addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    from votersdaily.ingest.ssrf import is_public
+
+    if not all(is_public(a) for a in addresses):
+        assert results[urls[3]]["status"] == "blocked-private-address"
+    assert site.hits.get("/start") is None and site.hits.get("/robots.txt") is None  # nothing reached the site
