@@ -44,34 +44,43 @@ def _expect(text: str, pos: int, char: str) -> int:
     return pos + 1
 
 
-def _scan(text: str, pos: int) -> tuple[JsonText, int]:
+def _scan(text: str, pos: int, depth: int) -> tuple[JsonText, int]:
+    """One value at ``pos``: containers down to ``depth`` levels are walked member by member (each
+    decoded once); deeper values and scalars are decoded whole by the standard library."""
     pos = _skip(text, pos)
     start = pos
-    value, end = _DECODER.raw_decode(text, pos)
-    members: dict | list
-    if isinstance(value, (dict, list)):
-        is_object = isinstance(value, dict)
-        members = {} if is_object else []
-        close = "}" if is_object else "]"
-        pos = _skip(text, start + 1)
-        while text[pos] != close:
-            if is_object:
-                key, pos = _DECODER.raw_decode(text, pos)
-                pos = _expect(text, pos, ":")
-                members[key], pos = _scan(text, pos)
-            else:
-                member, pos = _scan(text, pos)
-                members.append(member)
+    opener = text[pos] if pos < len(text) else ""
+    if depth <= 0 or not opener or opener not in "{[":
+        value, end = _DECODER.raw_decode(text, pos)
+        return JsonText(value, text[start:end], {}), end
+    is_object = opener == "{"
+    close = "}" if is_object else "]"
+    members: dict | list = {} if is_object else []
+    pos = _skip(text, pos + 1)
+    first = True
+    while text[pos] != close:
+        if not first:
+            pos = _expect(text, pos, ",")
             pos = _skip(text, pos)
-            if text[pos] == ",":
-                pos = _skip(text, pos + 1)
-    else:
-        members = {}
+        first = False
+        if is_object:
+            if text[pos] != '"':
+                raise ValueError("expected a key at %d" % pos)
+            key, pos = _DECODER.raw_decode(text, pos)
+            pos = _expect(text, pos, ":")
+            members[key], pos = _scan(text, pos, depth - 1)
+        else:
+            member, pos = _scan(text, pos, depth - 1)
+            members.append(member)
+        pos = _skip(text, pos)
+    end = pos + 1
+    value = {k: m.value for k, m in members.items()} if is_object else [m.value for m in members]
     return JsonText(value, text[start:end], members), end
 
 
-def load_with_text(body: bytes | str, url: str = "") -> JsonText:
-    """Decode a whole JSON document (leading/trailing whitespace allowed, nothing else).
+def load_with_text(body: bytes | str, url: str = "", depth: int = 2) -> JsonText:
+    """Decode a whole JSON document (leading/trailing whitespace allowed, nothing else), keeping the
+    text of its values ``depth`` levels down (2: the objects of a top-level ``results`` array).
 
     Raises :class:`ErrorPage` for an HTML/XML page served in its place (error pages come with
     HTTP 200) and :class:`MalformedDocument` for anything that is not exactly one JSON value.
@@ -87,9 +96,11 @@ def load_with_text(body: bytes | str, url: str = "") -> JsonText:
         raise ErrorPage("%s answered markup, not JSON%s"
                         % (url, (": " + " ".join(title.group(1).split())) if title else ""))
     try:
-        doc, end = _scan(text, 0)
-    except (ValueError, IndexError) as exc:
+        doc, end = _scan(text, 0, depth)
+    except ValueError as exc:
         raise MalformedDocument("%s does not parse as JSON: %s" % (url, exc)) from None
+    except IndexError:
+        raise MalformedDocument("%s does not parse as JSON: it ends in the middle of a value" % url) from None
     if text[end:].strip():
         raise MalformedDocument("%s has data after its JSON value (at %d)" % (url, end))
     return doc
