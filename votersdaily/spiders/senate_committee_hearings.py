@@ -4,6 +4,11 @@ One event per ``<meeting>``, keyed by its ``identifier``. Dates and times are Ea
 times without an offset (``date_iso_8601`` + ``time_iso_8601``). When nothing is scheduled the Senate
 publishes one placeholder meeting with an empty ``cmte_code`` and the matter "No committee hearings
 scheduled": that is a legitimately empty schedule (a successful run with no events), not a failure.
+
+Null versus empty: ``sub_cmte`` is null for a full-committee meeting (there is no subcommittee) and
+the text otherwise; ``video_url``/``event_url`` are "" when the stream is blank (closed hearings) or
+still the ``comm=xxxx`` placeholder. ``committee_code`` repeats ``cmte_code`` for the
+``by_committee_datetime`` view (per-committee feeds).
 """
 
 from __future__ import annotations
