@@ -112,14 +112,18 @@ class _Budget:
 
 def _copy(src: BinaryIO, dst: Path, budget: _Budget) -> int:
     n = 0
-    with open(dst, "wb") as out:
-        while True:
-            chunk = src.read(CHUNK)
-            if not chunk:
-                break
-            budget.add(len(chunk))
-            out.write(chunk)
-            n += len(chunk)
+    try:
+        with open(dst, "wb") as out:
+            while True:
+                chunk = src.read(CHUNK)
+                if not chunk:
+                    break
+                budget.add(len(chunk))
+                out.write(chunk)
+                n += len(chunk)
+    except BaseException:
+        dst.unlink(missing_ok=True)
+        raise
     return n
 
 

@@ -29,7 +29,8 @@ import tempfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
+from urllib.parse import quote_from_bytes
 
 import pyoxigraph as ox
 
@@ -62,6 +63,9 @@ _LIT = rb'"(?:[^"\\]|\\.)*"(?:@[^ ]+|\^\^<[^>]*>)?'
 #: A canonical N-Quads line as pyoxigraph writes it (subject, object, graph captured).
 _CANONICAL = re.compile(
     rb"^(%s|%s) %s (%s|%s|%s)(?: (%s|%s))? \.$" % (_IRI, _BN, _IRI, _IRI, _BN, _LIT, _IRI, _BN), re.S)
+#: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
+_GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
+_PLAIN_LABEL = re.compile(rb"^[A-Za-z0-9._~\-]+$")
 _DTD_ENTITY = re.compile(rb"<!ENTITY", re.I)
 
 
@@ -132,9 +136,11 @@ class _Messages:
 class Skolemiser:
     """Blank nodes → well-known genid IRIs under the document's key.
 
-    ``relabel=False`` keeps the document's own labels (line-based formats: labels are explicit and
-    stable); ``relabel=True`` numbers blank nodes in order of first appearance (for parsers that
-    invent random labels for anonymous nodes, so the output stays deterministic).
+    The document's own labels are kept (they are stable, so a document cleaned as N-Triples or as
+    Turtle gives the same output). With ``relabel=True`` (formats with anonymous blank nodes, for
+    which the parser invents random 128-bit hex labels) such labels are numbered in order of first
+    appearance as ``-anonN``, which no document label can be (labels cannot start with "-"), so the
+    output stays deterministic.
     """
 
     def __init__(self, genid_base: str, doc_key: str, relabel: bool):
@@ -144,11 +150,14 @@ class Skolemiser:
 
     def _term(self, token: bytes) -> bytes:
         label = token[2:]
-        if self.relabel:
+        if self.relabel and _GENERATED.match(label):
             mapped = self.labels.get(label)
             if mapped is None:
-                mapped = self.labels[label] = b"b%d" % len(self.labels)
+                mapped = self.labels[label] = b"-anon%d" % len(self.labels)
             label = mapped
+        if not _PLAIN_LABEL.match(label):
+            # Labels may hold characters IRIs may not (U+FFF0..U+FFFD, ...): percent-encode.
+            label = quote_from_bytes(label, safe="").encode("ascii")
         return self.prefix + label + b">"
 
     def line(self, line: bytes) -> bytes | None:

@@ -83,14 +83,26 @@ def detect_encoding(head: bytes, http_charset: str | None = None) -> tuple[str, 
     except UnicodeDecodeError as exc:
         if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
             return "utf-8", "detector"
+    codec = _detect(head)
+    if codec:
+        return codec, "detector"
+    return "cp1252", "default"
+
+
+def _detect(head: bytes) -> str | None:
+    """uchardet (through faust-cchardet, as the original laundromat), else charset-normalizer."""
+    try:
+        import cchardet
+    except ImportError:
+        cchardet = None
+    if cchardet is not None:
+        found = cchardet.detect(head).get("encoding")
+        if found:
+            return _codec(found)
     from charset_normalizer import from_bytes
 
     best = from_bytes(head).best()
-    if best is not None:
-        codec = _codec(best.encoding)
-        if codec:
-            return codec, "detector"
-    return "cp1252", "default"
+    return _codec(best.encoding) if best is not None else None
 
 
 _state = threading.local()

@@ -65,7 +65,7 @@ EXTENSIONS = {
     ".xhtml": RDFA,
 }
 
-_IRI = r"<[^<>\"{}|^`\\\s]*>"
+_IRI = r"<(?:[^<>\"{}|^`\\\s]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>"
 _BNODE = r"_:[^\s<>\"]+"
 _LITERAL = r"\"(?:[^\"\\\n\r]|\\.)*\"(?:@[A-Za-z][A-Za-z0-9\-]*|\s*\^\^\s*" + _IRI + r")?"
 _TERM = "(?:%s|%s)" % (_IRI, _BNODE)
@@ -121,11 +121,23 @@ def sniff(head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
     if not text:
         return None
-    if text[0] == "<" and not _LINE.match(text.split("\n", 1)[0]):
+    if text[0] == "<" and _is_markup(text):
         return _sniff_markup(text)
     if text[0] in "{[" and _looks_json(text):
         return JSON_LD
     return _sniff_terse(text)
+
+
+_START_TAG = re.compile(r"^<([A-Za-z_][\w.\-]*(?::[\w.\-]+)?)(\s[^>]*)?/?>")
+_BARE_TAGS = {"html", "head", "body", "rdf:rdf", "rdf:description"}
+
+
+def _is_markup(text: str) -> bool:
+    """``<?xml``, ``<!DOCTYPE``, or a start tag (``<name attr=…>``: IRIs have no spaces)."""
+    if text.startswith(("<?", "<!")):
+        return True
+    match = _START_TAG.match(text)
+    return bool(match) and (match.group(2) is not None or match.group(1).lower() in _BARE_TAGS)
 
 
 def _sniff_markup(text: str) -> str | None:
@@ -145,22 +157,28 @@ def _looks_json(text: str) -> bool:
     except ValueError:
         pass
     rest = text[1:].lstrip()
-    return bool(rest) and (rest[0] in '"{]' or (text[0] == "[" and rest[0] in "[0123456789-"))
+    if not rest:
+        return False
+    if text[0] == "{":
+        return rest[0] in '"}'
+    return rest[0] in '{"[0123456789-'  # "[ ]" / "[ :p" start Turtle blank nodes
 
 
-def _sniff_terse(text: str) -> str:
+def _sniff_terse(text: str) -> str | None:
     lines = [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        return None  # only comments: nothing to tell
     # A cut-off last line of the sniffed head says nothing.
     sample = lines[:-1] if len(text) >= SNIFF_CHARS and len(lines) > 1 else lines
     sample = sample[:200]
+    stripped = _COMMENTS.sub("", _IRIS.sub("<>", _STRINGS.sub('""', text)))
+    if "{" in stripped or _GRAPH_KW.search(stripped):
+        return TRIG
     if sample and not _TURTLE_HINT.search(text):
         matches = [_LINE.match(ln) for ln in sample]
         good = [m for m in matches if m]
         if len(good) * 2 >= len(sample):
             return N_QUADS if any(m.group(1) for m in good) else N_TRIPLES
-    stripped = _COMMENTS.sub("", _IRIS.sub("<>", _STRINGS.sub('""', text)))
-    if "{" in stripped or _GRAPH_KW.search(stripped):
-        return TRIG
     return TURTLE
 
 

@@ -1,0 +1,215 @@
+"""Archives (nesting, bombs, traversal), encodings (BOM, Latin-1, invalid UTF-8) and format guessing
+on the W3C suites' files with their extensions removed and no Content-Type."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.laundromat import sitedata
+from tests.laundromat.conformance import ROOT, SUITES, load_manifest
+from votersdaily.laundromat.archives import (
+    ArchiveError, ArchiveLimitExceeded, ArchiveLimits, archive_kind, safe_name, unpack,
+)
+from votersdaily.laundromat.encodings import detect_encoding, recode_file
+from votersdaily.laundromat.formats import guess_format, sniff
+from votersdaily.laundromat.uris import child_key
+
+LIMITS = ArchiveLimits(max_total_bytes=64 << 20, max_ratio=100.0, max_entries=50, max_depth=4)
+
+
+def layer(path: Path, out: Path, depth: int = 0, name: str = ""):
+    return unpack(path, out, lambda entry: child_key(path.name, entry), name=name, depth=depth, limits=LIMITS)
+
+
+def unpack_all(path: Path, out: Path, depth: int = 0, name: str = "") -> dict[str, bytes]:
+    """Unpack recursively the way the processor does (one record per layer)."""
+    result = layer(path, out, depth, name)
+    if result.kind is None:
+        return {name: path.read_bytes()}
+    found = {}
+    for entry in result.entries:
+        found.update(unpack_all(entry.path, out, depth + 1, entry.name))
+    return found
+
+
+def test_nested_tar_gz_inside_zip(tmp_path):
+    inner = sitedata.tar_gz("deep/z.nt", b"<a:z> <a:p> <a:o> .\n")
+    archive = tmp_path / "b.zip"
+    archive.write_bytes(sitedata.zip_of({"x.ttl": b"x", "nested/z.tar.gz": inner}))
+    assert archive_kind(archive) == "zip"
+    found = unpack_all(archive, tmp_path / "out", name="b.zip")
+    assert found == {"x.ttl": b"x", "deep/z.nt": b"<a:z> <a:p> <a:o> .\n"}
+
+
+@pytest.mark.parametrize("kind,compress", [("gzip", gzip.compress), ("bzip2", bz2.compress), ("xz", lzma.compress)])
+def test_single_stream_compressions(tmp_path, kind, compress):
+    path = tmp_path / "d.nt.x"
+    path.write_bytes(compress(b"<a:s> <a:p> <a:o> .\n"))
+    result = layer(path, tmp_path / "out", name="d.nt." + {"gzip": "gz", "bzip2": "bz2", "xz": "xz"}[kind])
+    assert result.kind == kind
+    (entry,) = result.entries
+    assert entry.name == "d.nt" and entry.path.read_bytes() == b"<a:s> <a:p> <a:o> .\n"
+
+
+def test_zip_bomb_refused_and_nothing_left_behind(tmp_path):
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("bomb.nt", b"\0" * (50 << 20))  # ~50 KB compressed, ratio ~1000
+    path = tmp_path / "bomb.zip"
+    path.write_bytes(raw.getvalue())
+    out = tmp_path / "out"
+    with pytest.raises(ArchiveLimitExceeded, match="ratio"):
+        layer(path, out)
+    assert list(out.iterdir()) == []
+
+
+def test_gzip_bomb_refused(tmp_path):
+    path = tmp_path / "bomb.gz"
+    path.write_bytes(gzip.compress(b"\0" * (40 << 20)))
+    with pytest.raises(ArchiveLimitExceeded):
+        layer(path, tmp_path / "out")
+
+
+def test_deep_nesting_refused(tmp_path):
+    data = b"<a:s> <a:p> <a:o> .\n"
+    for _ in range(LIMITS.max_depth + 2):
+        data = gzip.compress(data)
+    path = tmp_path / "deep.gz"
+    path.write_bytes(data)
+    with pytest.raises(ArchiveLimitExceeded, match="nesting"):
+        unpack_all(path, tmp_path / "out")
+
+
+def test_too_many_entries_refused(tmp_path):
+    path = tmp_path / "many.zip"
+    path.write_bytes(sitedata.zip_of({"f%03d" % i: b"x" for i in range(LIMITS.max_entries + 1)}))
+    with pytest.raises(ArchiveLimitExceeded, match="entries"):
+        layer(path, tmp_path / "out")
+
+
+def test_path_traversal_neutralised(tmp_path):
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name in ("../../evil.nt", "/etc/passwd", "ok/../../x.nt"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"!"))
+        link = tarfile.TarInfo("link")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/shadow"
+        tar.addfile(link)
+    path = tmp_path / "t.tar"
+    path.write_bytes(raw.getvalue())
+    out = tmp_path / "deep" / "out"
+    result = layer(path, out)
+    assert [e.name for e in result.entries] == ["evil.nt", "etc/passwd", "x.nt"]
+    assert [e.raw_name for e in result.entries] == ["../../evil.nt", "/etc/passwd", "ok/../../x.nt"]
+    assert all(e.path.parent == out for e in result.entries)
+    assert result.skipped == [{"name": "link", "reason": "not a regular file"}]
+    assert not (tmp_path / "evil.nt").exists() and not (tmp_path / "deep" / "evil.nt").exists()
+    assert safe_name("C:\\windows\\..\\..\\x") == "x" and safe_name("..") == "data"
+
+
+def test_corrupt_archive_is_an_error(tmp_path):
+    path = tmp_path / "c.gz"
+    path.write_bytes(gzip.compress(bytes(range(256)) * 64)[:200])
+    with pytest.raises(ArchiveError):
+        layer(path, tmp_path / "out")
+
+
+# -- encodings ---------------------------------------------------------------------------------
+
+
+def test_utf16_with_bom(tmp_path):
+    text = '<http://ex.org/s> <http://ex.org/p> "Grüße ☃" .\n'
+    src = tmp_path / "u16.nt"
+    src.write_bytes(text.encode("utf-16"))  # with BOM
+    rec = recode_file(src, tmp_path / "out.nt")
+    assert (rec.encoding, rec.source) == ("utf-16", "bom")
+    assert rec.path.read_text(encoding="utf-8") == text and rec.number_of_replacements == 0
+
+
+def test_latin1_without_declaration(tmp_path):
+    text = '<http://ex.org/s> <http://ex.org/p> "Ça été déjà très élégant à Málaga, señor" .\n' * 20
+    src = tmp_path / "l1.nt"
+    src.write_bytes(text.encode("latin-1"))
+    rec = recode_file(src, tmp_path / "out.nt")
+    assert rec.source == "detector" and rec.encoding in ("latin-1", "iso8859-1", "cp1252", "iso8859-15")  # read as the file's text
+    assert rec.path.read_text(encoding="utf-8") == text and rec.number_of_replacements == 0
+
+
+def test_invalid_utf8_is_recorded(tmp_path):
+    good = '<http://ex.org/s> <http://ex.org/p> "ok é" .\n'.encode()
+    src = tmp_path / "bad.nt"
+    src.write_bytes(good + b'<http://ex.org/s> <http://ex.org/p> "bad \xff\xfe byte" .\n')
+    rec = recode_file(src, tmp_path / "out.nt", http_charset="utf-8")
+    assert rec.encoding == "utf-8" and rec.source == "http"
+    assert rec.number_of_replacements == 2
+    assert [r["bytes"] for r in rec.replacements] == ["ff", "fe"]
+    assert rec.replacements[0]["offset"] == len(good) + len(b'<http://ex.org/s> <http://ex.org/p> "bad ')
+    assert "\ufffd\ufffd" in rec.path.read_text(encoding="utf-8")
+
+
+def test_encoding_order():
+    assert detect_encoding(b'\xef\xbb\xbf<?xml version="1.0" encoding="latin-1"?>', "ascii") == ("utf-8-sig", "bom")
+    assert detect_encoding(b'<?xml version="1.0" encoding="ISO-8859-1"?><a/>', "utf-8") == ("iso8859-1", "xml-declaration")
+    assert detect_encoding(b"plain", "windows-1252") == ("cp1252", "http")
+    assert detect_encoding(b"plain \xc3\xa9", None) == ("utf-8", "detector")
+
+
+# -- format guessing ---------------------------------------------------------------------------
+
+#: Formats whose grammar contains the given one (a document valid in one is valid in the others).
+SUPERSETS = {"N-Triples": {"N-Triples"}, "N-Quads": {"N-Quads", "N-Triples"},
+             "Turtle": {"Turtle", "N-Triples"}, "TriG": {"TriG", "Turtle", "N-Triples", "N-Quads"},
+             "RDF/XML": {"RDF/XML"}}
+
+
+@pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_guessing_on_suite_files_without_extension(suite, tmp_path):
+    """Positive tests: the guess is the suite's format, or a format it contains whose cleaning of the
+    document records no error and (eval tests) gives the very same cleaned output."""
+    from votersdaily.laundromat.steps import launder_file
+
+    fmt = SUITES[suite]
+    wrong = []
+    for test in load_manifest(suite):
+        if test.kind not in ("PositiveSyntax", "Eval"):
+            continue
+        head = test.action.read_bytes()[:40000].decode("utf-8", "replace")
+        guess = guess_format(head, None, None)
+        assert guess.extension is None and guess.content_type_format is None
+        if guess.format == fmt:
+            continue
+        if guess.format not in SUPERSETS[fmt]:
+            wrong.append((test.id, guess.format))
+            continue
+        as_guessed = launder_file(test.action, "0" * 32, tmp_path / "g", fmt=guess.format, base_iri=test.base)
+        as_suite = launder_file(test.action, "0" * 32, tmp_path / "s", fmt=fmt, base_iri=test.base)
+        if as_guessed["clean"]["number_of_errors"] or as_guessed["clean"]["key"] != as_suite["clean"]["key"]:
+            wrong.append((test.id, guess.format))
+    assert wrong == []
+
+
+def test_guess_records_all_three_and_disagreements():
+    g = guess_format('@prefix ex: <http://ex.org/> .\nex:a ex:b ex:c .\n', "application/rdf+xml", "data.nt.gz")
+    assert (g.format, g.sniffed, g.content_type_format, g.extension, g.extension_format) == (
+        "Turtle", "Turtle", "RDF/XML", ".nt", "N-Triples")
+    assert "content says Turtle, content-type says RDF/XML" in g.disagreements
+    assert not any("extension says N-Triples" in d and "Turtle" in d.split(",")[0] for d in g.disagreements[1:2])
+    assert sniff('{"@context": {}, "@id": "x"}') == "JSON-LD"
+    assert sniff("<!DOCTYPE html><html><body vocab='http://schema.org/'></body></html>") == "RDFa"
+    assert sniff('<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="x"></rdf:RDF>') == "RDF/XML"
+    assert sniff("<a:s> <a:p> <a:o> <a:g> .\n") == "N-Quads"
+    assert sniff("{ <a:s> <a:p> <a:o> . }") == "TriG"
+    assert guess_format("", "text/turtle", None).format == "Turtle"
+    assert guess_format("", None, "x.jsonld").format == "JSON-LD"
