@@ -169,13 +169,16 @@ class LocalSite:
         route = self.routes.get(path) or self.routes.get(path.split("?", 1)[0])
         if route is None:
             route = self._static(path)
+        status, headers = route.status, dict(route.headers)
         body = route.body(handler) if callable(route.body) else route.body
-        headers = dict(route.headers)
+        if isinstance(body, tuple):  # a callable may answer (status, extra headers, body)
+            status, extra, body = body
+            headers.update(extra)
         if route.gzip:
             body = gzip_module.compress(body)
             headers["Content-Encoding"] = "gzip"
         headers.setdefault("Content-Type", "application/octet-stream")
-        handler.send_response(route.status)
+        handler.send_response(status)
         for name, value in headers.items():
             handler.send_header(name, value)
         handler.send_header("Content-Length", str(len(body)))
