@@ -1,0 +1,139 @@
+"""scrapyd deployment and the recurring scheduler, against a real scrapyd running the project egg."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import zipfile
+
+import pytest
+
+from tests.conftest import recording, shared_file
+from tests.deploy.conftest import ScrapydServer, build_egg, scrapyd_env
+from tests.support.services import run_cli
+from votersdaily.deploy.scrapyd import Scrapyd
+from votersdaily.store import open_store
+
+ROLL = "gov/house_roll_call/roll314.xml"
+
+
+@pytest.fixture(scope="module")
+def egg(tmp_path_factory):
+    return build_egg(tmp_path_factory.mktemp("egg"))
+
+
+@pytest.fixture
+def scrapyd(tmp_path, couch_uri, egg):
+    server = ScrapydServer(tmp_path / "scrapyd", scrapyd_env(couch_uri, tmp_path)).start()
+    client = Scrapyd(server.url)
+    client.add_version("r1", egg.read_bytes())
+    yield server, client
+    client.close()
+    server.stop()
+
+
+def wait_finished(client: Scrapyd, jobids: list[str], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = client.jobs()
+        if all(jobs.state_of(j) == "finished" for j in jobids):
+            return
+        time.sleep(0.3)
+    raise AssertionError("jobs did not finish: %r" % client.jobs())
+
+
+def test_egg_carries_code_recordings_and_views_but_no_store(egg):
+    names = zipfile.ZipFile(egg).namelist()
+    assert "votersdaily/spiders/house_votes.py" in names
+    assert "votersdaily/recordings/" + ROLL in names
+    assert "votersdaily/recordings/gov/FIXTURES.md" in names
+    assert "votersdaily/_couchdb_views/vd_events/views/by_parser_unique_key/map.js" in names
+    settings = zipfile.ZipFile(egg).read("votersdaily/settings.py").decode()
+    assert "\nVOTERSDAILY_STORE = None\n" in settings, "the store comes from the node's environment"
+
+
+def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, tmp_path):
+    server, client = scrapyd
+    assert {"house_votes", "ingest", "laundromat"} <= set(client.spiders())
+    page = shared_file("fixtures/inplace/scholarly/plos_one_article.html")
+    html_url = site.route("/article.html", page.read_bytes(), content_type="text/html; charset=utf-8")
+    ttl = shared_file("conformance/w3c-rdf-tests/rdf/rdf11/rdf-turtle/IRI-resolution-01.ttl")
+    ttl_url = site.route("/data.ttl", ttl.read_bytes(), content_type="text/turtle")
+
+    jobs = {
+        "house_votes": client.schedule("house_votes", url=recording(ROLL).resolve().as_uri()),
+        "ingest": client.schedule("ingest", settings={"INGEST_ALLOW_PRIVATE": "True"},
+                                  url=html_url, ingest_type="html"),
+        "laundromat": client.schedule("laundromat", settings={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "ll")},
+                                      url=ttl_url),
+    }
+    wait_finished(client, list(jobs.values()))
+    store = open_store(couch_uri)
+    logs = {d["parser_name"]: d for d in store.iter_docs("vd_log")}
+    for spider, jobid in jobs.items():
+        assert spider in logs, server.job_log(spider, jobid)[-3000:]
+        assert logs[spider]["result"] == "success", (logs[spider].get("error_message"), server.job_log(spider, jobid)[-2000:])
+
+    # The roll call of the recording (congress 119, 2nd session, roll 314, 16-Sep-2026 19:05 Eastern).
+    events = list(store.iter_docs("vd_events"))
+    assert [e["_id"] for e in events] == ["2026-09-16T23:05:00Z-house_votes-119-2-314"]
+    # Run from the zipped egg, the recording's upstream URL is not mapped back (see the README).
+    assert events[0]["source_url"].endswith("/house_roll_call/roll314.xml")
+    results = list(store.iter_docs("ingest_file_result"))
+    assert [r["request"]["base_url"] for r in results] == [html_url]
+    records = list(store.iter_docs("ll_seeds"))
+    assert len([d for d in records if d.get("uri") == ttl_url and not d.get("parent")]) == 1
+    assert "Turtle" in {d.get("format") for d in records}
+    store.close()
+
+
+def _scheduler(url: str, couch_uri: str, *extra: str):
+    out = run_cli([sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", url, "--once",
+                   "--spider", "house_votes", "--offline", *extra], couch_uri)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _decisions(couch_uri: str) -> list[dict]:
+    store = open_store(couch_uri)
+    try:
+        return sorted((d for d in store.iter_docs("vd_scheduler") if d.get("type") == "decision"),
+                      key=lambda d: d["_id"])
+    finally:
+        store.close()
+
+
+def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri, egg):
+    server, client = scrapyd
+    first = _scheduler(server.url, couch_uri)
+    assert "scheduled" in first
+    jobid = _decisions(couch_uri)[-1]["jobid"]
+    # The job is still pending or running: the next pass leaves it alone.
+    second = _scheduler(server.url, couch_uri)
+    if client.jobs().state_of(jobid) != "finished":
+        assert "skipped-running" in second and jobid in second
+    wait_finished(client, [jobid])
+    # Finished, but its hour has not passed: nothing to do, and no decision document for it.
+    n = len(_decisions(couch_uri))
+    assert "not-due" in _scheduler(server.url, couch_uri)
+    assert len(_decisions(couch_uri)) == n
+
+    # scrapyd restarts (its job list is gone); the state in the store survives.
+    server.stop()
+    down = _scheduler(server.url, couch_uri)
+    assert "scrapyd-unavailable" in down
+    server.start()
+    client.add_version("r2", egg.read_bytes())
+    due = _scheduler(server.url, couch_uri, "--hours", "house_votes=0.0001")
+    assert "scheduled" in due
+    decisions = _decisions(couch_uri)
+    assert [d["decision"] for d in decisions if d["spider"] == "house_votes"][0] == "scheduled"
+    assert decisions[-1]["decision"] == "scheduled" and decisions[-1]["jobid"] != jobid
+    assert "unknown to scrapyd" in decisions[-1]["reason"] or client.jobs().state_of(jobid) == "finished"
+    assert any(d["decision"] == "scrapyd-unavailable" for d in decisions)
+    store = open_store(couch_uri)
+    state = store.get("vd_scheduler", "state:house_votes")
+    store.close()
+    assert state["jobid"] == decisions[-1]["jobid"]
+    wait_finished(client, [state["jobid"]])
