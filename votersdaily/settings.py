@@ -59,6 +59,10 @@ VOTERSDAILY_REDIS_REAP_INTERVAL = 5.0
 VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
 #: Seconds a worker waits with nothing queued or in processing anywhere before it stops (0: never).
 VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
+
+# -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
+#: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
+VOTERSDAILY_SCHEDULE_HOURS = {"ingest": 24.0, "laundromat": 24.0}
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue")
+COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler")
 
 
 def build_parser() -> argparse.ArgumentParser:
