@@ -9,6 +9,7 @@ import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from votersdaily.distributed.spider import WorkerMixin
+from votersdaily.rendering import RENDER_SETTINGS
 from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for
 
@@ -58,3 +59,18 @@ class DocStorePipeline:
 class FetchWorker(WorkerMixin, FetchSpider):
     name = "vd_fetch_worker"
     queue_name = "vd_fetch"
+
+
+class RenderedSpider(FetchSpider):
+    """Pages whose content JavaScript writes, rendered (Chromium, or Splash when SPLASH_URL is set)."""
+
+    name = "vd_rendered"
+    render_js = True
+    custom_settings = {**RENDER_SETTINGS, **FetchSpider.custom_settings}
+
+    def parse_page(self, response):
+        yield {
+            "_id": hashlib.sha1(response.url.encode()).hexdigest(),
+            "url": response.url,
+            "content": response.css("#content::text").get(),
+        }

@@ -1,0 +1,59 @@
+"""Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from scrapy.http import HtmlResponse
+
+logger = logging.getLogger(__name__)
+
+META = "render_js"
+SPLASH_META = "_vd_splash_of"
+
+
+def wants_rendering(request, spider) -> bool:
+    if request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
+        return False  # robots.txt is read as text, never rendered
+    value = request.meta.get(META)
+    return bool(getattr(spider, "render_js", False) if value is None else value)
+
+
+class RenderMiddleware:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        s = crawler.settings
+        self.splash_url = (s.get("SPLASH_URL") or "").rstrip("/")
+        self.splash_wait = s.getfloat("SPLASH_WAIT", 0.5)
+        self.splash_timeout = s.getfloat("SPLASH_TIMEOUT", 30.0)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def process_request(self, request, spider=None):
+        spider = self.crawler.spider
+        if request.meta.get(SPLASH_META) or not wants_rendering(request, spider):
+            return None
+        if not self.splash_url:
+            if not request.meta.get("playwright"):
+                request.meta["playwright"] = True
+            return None
+        # Splash's render.html GET API: the rendered DOM as HTML.
+        query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})
+        self.crawler.stats.inc_value("render/splash")
+        return request.replace(
+            url="%s/render.html?%s" % (self.splash_url, query), method="GET", body=b"",
+            meta={**request.meta, SPLASH_META: request.url}, dont_filter=True,
+        )
+
+    def process_response(self, request, response, spider=None):
+        original = request.meta.get(SPLASH_META)
+        if original:
+            # The spider sees the page at its own URL, rendered.
+            return HtmlResponse(original, status=response.status, headers=response.headers, body=response.body,
+                                encoding="utf-8", request=request.replace(url=original))
+        if request.meta.get("playwright"):
+            self.crawler.stats.inc_value("render/playwright")
+        return response
