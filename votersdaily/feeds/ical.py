@@ -89,16 +89,25 @@ def calendar_head(name: str) -> bytes:
     return text[:end]
 
 
-def write_ics(events: Iterable[tuple[dict, int]], out: BinaryIO, name: str = "votersdaily") -> int:
+def write_ics(events: Iterable[tuple[dict, int]], out: BinaryIO, name: str = "votersdaily",
+              cache: dict | None = None) -> int:
     """Write a VCALENDAR of ``(doc, earlier_versions)`` pairs to ``out``; returns the event count.
 
     ``earlier_versions`` counts the superseded documents of the event: with the revision number it
-    makes SEQUENCE grow on every change, as RFC 5545 asks of an updated event.
+    makes SEQUENCE grow on every change, as RFC 5545 asks of an updated event. ``cache`` keeps the
+    serialised VEVENTs for the next feed (the site writes each event into several feeds).
     """
     out.write(calendar_head(name))
     count = 0
     for doc, earlier in events:
-        out.write(to_vevent(doc, rev_generation(doc) - 1 + earlier).to_ical())
+        sequence = rev_generation(doc) - 1 + earlier
+        key = (doc["_id"], doc.get("_rev"), sequence)
+        text = cache.get(key) if cache is not None else None
+        if text is None:
+            text = to_vevent(doc, sequence).to_ical()
+            if cache is not None:
+                cache[key] = text
+        out.write(text)
         count += 1
     out.write(b"END:VCALENDAR\r\n")
     return count

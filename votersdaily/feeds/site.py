@@ -18,23 +18,22 @@ from pathlib import Path
 import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .. import schema
-from ..clock import now_utc
+from ..clock import iso_utc, now_utc
 from ..store.base import Store
 from .chart import runs_chart
-from .export import export
+from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report
-from .query import EventFilter, distinct_leading_keys, iter_events
+from .query import EventFilter, iter_events
 
 HERE = Path(__file__).resolve().parent
 #: Columns of a day page, in the order of the original front end; "Other" shows only when used.
 COLUMNS = ("Executive", "Judicial", "Legislative")
-#: Feed kinds: (document key, view whose first key lists the values, EventFilter field, heading).
+#: Feed kinds: (name, document key, EventFilter field, heading).
 FEED_KINDS = (
-    ("branch", "by_branch_datetime", "branch", "Branches"),
-    ("entity", "by_entity_datetime", "entity", "Entities"),
-    ("parser", "by_parser_datetime", "parser", "Spiders"),
-    ("committee", "by_committee_datetime", "committee", "Committees"),
+    ("branch", "branch", "branch", "Branches"),
+    ("entity", "entity", "entity", "Entities"),
+    ("parser", "parser_name", "parser", "Spiders"),
+    ("committee", "committee_code", "committee", "Committees"),
 )
 
 
@@ -139,21 +138,27 @@ def environment() -> Environment:
     return env
 
 
-def write_feeds(store: Store, out: Path) -> dict[tuple[str, str], Feed]:
-    """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON)."""
+def write_feeds(events: list[tuple[dict, int]], out: Path, generated: str) -> dict[tuple[str, str], Feed]:
+    """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON).
+
+    ``events`` are the live events with their earlier-version counts, read once for the whole site;
+    each feed selects from them with the same :class:`EventFilter` as ``export``.
+    """
     feeds: dict[tuple[str, str], Feed] = {}
     targets = [("all", "", EventFilter(), "feeds/all")]
-    for kind, view, attr, _ in FEED_KINDS:
-        for value in distinct_leading_keys(store, schema.EVENTS_DB, view):
-            targets.append((kind, value, EventFilter(**{attr: value}), "feeds/%s/%s" % (kind, slug(value))))
+    for kind, key, attr, _ in FEED_KINDS:
+        values = sorted({doc[key] for doc, _ in events if isinstance(doc.get(key), str) and doc[key]})
+        targets += [(kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v))) for v in values]
+    vevents: dict = {}  # each event is in several feeds: serialise it once
     for kind, value, flt, rel in targets:
+        selected = [pair for pair in events if flt.matches(pair[0])]
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".ics"), "wb") as fh:
-            count = export(store, "ics", flt, fh)
+            write_feed("ics", selected, flt, fh, vevents)
         with open(path.with_suffix(".json"), "wb") as fh:
-            export(store, "json", flt, fh)
-        feeds[(kind, value)] = Feed(kind, value, rel, count)
+            write_feed("json", selected, flt, fh, generated=generated)
+        feeds[(kind, value)] = Feed(kind, value, rel, len(selected))
     return feeds
 
 
@@ -176,17 +181,21 @@ def build_site(store: Store, outdir: Path, config: SiteConfig = SiteConfig(), sp
     env = environment()
     summary = BuildSummary()
 
-    feeds = write_feeds(store, outdir)
+    # One pass over the by_datetime view; source_text is provenance, not needed by any page or feed.
+    docs = [{k: v for k, v in doc.items() if k != "source_text"} for doc in iter_events(store)]
+    generated = now_utc()
+    feeds = write_feeds(list(with_earlier_versions(store, docs)), outdir, iso_utc(generated))
     summary.feeds = len(feeds)
     by_day: dict[date, list[DayEvent]] = defaultdict(list)
-    for doc in iter_events(store):
-        by_day[day_event(doc, zone).day].append(day_event(doc, zone))
+    for doc in docs:
+        event = day_event(doc, zone)
+        by_day[event.day].append(event)
     days = sorted(by_day)
     (static / "dates.js").write_text("window.VD_DATES = %s;\n" % json.dumps([d.isoformat() for d in days]),
                                      encoding="utf-8")
-    today = now_utc().astimezone(zone).date()
+    today = generated.astimezone(zone).date()
     common = {"zone": config.timezone, "first": days[0] if days else None, "last": days[-1] if days else None,
-              "generated": now_utc().strftime("%Y-%m-%d %H:%M UTC"), "feeds": feeds}
+              "generated": generated.strftime("%Y-%m-%d %H:%M UTC"), "feeds": feeds}
 
     def render(template: str, path: Path, root: str, **context) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
