@@ -27,6 +27,9 @@ def events(store):
     return {d["_id"]: d for d in store.iter_docs("vd_events")} if "vd_events" in store.list_dbs() else {}
 
 
+TEN_SPIDERS = {"house_votes", "senate_votes", "house_committee_meetings", "senate_committee_hearings", "house_floor",
+               "house_floor_schedule", "senate_floor_schedule", "federal_register", "supreme_court_orders",
+               "white_house"}
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
 T2 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}
 
@@ -193,9 +196,15 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     first = cli("crawl", "--all", "--offline", store_uri=store_uri)
     assert first.returncode == 0, first.stderr[-3000:]
     header, rule, *rows = first.stdout.strip().splitlines()
-    assert header.split() == ["spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds"]
+    assert header.split() == ["spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped",
+                              "items", "seconds"]
     table = {line.split()[0]: line.split() for line in rows}
+    assert set(table) >= TEN_SPIDERS
+    assert all(table[name][1] == "success" for name in TEN_SPIDERS), first.stdout
     assert table["house_votes"][1:3] == ["success", "2"]
+    # The two Federal Register recordings share three documents: counted once as duplicates.
+    inserted, duplicate, items = (int(table["federal_register"][i]) for i in (2, 5, 7))
+    assert inserted + duplicate == items
     second = cli("crawl", "--all", "--offline", store_uri=store_uri)
     assert second.returncode == 0
     for line in second.stdout.strip().splitlines()[2:]:

@@ -10,7 +10,7 @@ from scrapy.utils.project import get_project_settings
 
 from ..spiders.base import EventSpider
 
-COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds")
+COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
 
 
 def register(sub) -> None:
@@ -68,6 +68,7 @@ def summary_row(crawler) -> dict:
         "inserted": stats.get("votersdaily/inserted", 0),
         "updated": stats.get("votersdaily/updated", 0),
         "unchanged": stats.get("votersdaily/unchanged", 0),
+        "duplicate": stats.get("store/vd_events/duplicates", 0),
         "dropped": stats.get("events/dropped", 0),
         "items": stats.get("item_scraped_count", 0),
         "seconds": stats.get("votersdaily/runtime", ""),

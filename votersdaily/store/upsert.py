@@ -30,6 +30,8 @@ class UpsertResult:
     conflicts_resolved: int = 0
     #: Ids of older documents a batch hook marked as replaced (event reschedules).
     superseded: list[str] = field(default_factory=list)
+    #: Ids given more than once in one batch (the last one is written; the others are counted here).
+    duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)
 
@@ -37,6 +39,7 @@ class UpsertResult:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.duplicates += other.duplicates
         self.failed.update(other.failed)
         self.conflicts_resolved += other.conflicts_resolved
         self.superseded += other.superseded
@@ -52,8 +55,12 @@ def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = 
     ``conflict``) are read, compared and updated. Either way the outcome is the same.
     """
     ignore = tuple(ignore)
-    pending = {doc["_id"]: doc for doc in docs}
     result = UpsertResult()
+    pending: dict[str, dict] = {}
+    for doc in docs:
+        if doc["_id"] in pending:
+            result.duplicates.append(doc["_id"])
+        pending[doc["_id"]] = doc
     if insert_first and pending:
         existing_ids = {}
         for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
