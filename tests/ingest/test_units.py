@@ -1,0 +1,106 @@
+"""Pure helpers: URL cleaning (INGEST.md §4.3 examples), fuzzy equality, meta matching case,
+SSRF address rules, file metadata, hop rules, scope thresholds, file table names."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import scrapy
+
+from votersdaily.ingest import hops as H
+from votersdaily.ingest.biblio import extract_biblio
+from votersdaily.ingest.filemeta import b32_hex, gen_file_metadata, sha1_b32
+from votersdaily.ingest.filetable import table_name
+from votersdaily.ingest.htmldoc import parse_html
+from votersdaily.ingest.scope import guess_scope
+from votersdaily.ingest.ssrf import PrivateAddressRefused, SsrfGuardMiddleware, is_public
+from votersdaily.ingest.urls import clean_url, url_fuzzy_equal
+
+from .conftest import scholarly
+
+
+@pytest.mark.parametrize("raw,clean", [
+    ("http://BLAH.COM/file.pdf", "http://blah.com/file.pdf"),
+    ("https://opensky.ucar.edu:/islandora/x", "https://opensky.ucar.edu/islandora/x"),
+    ("http://example.com", "http://example.com/"),
+    ("http://example.com:80/a/./b/../c", "http://example.com/a/c"),
+    ("https://example.com/\u00fc", "https://example.com/%C3%BC"),
+    ("https://example.com/a#frag", "https://example.com/a#frag"),
+    ("no-scheme.example.com/x", "no-scheme.example.com/x"),
+])
+def test_clean_url(raw, clean):
+    assert clean_url(raw) == clean
+
+
+def test_url_fuzzy_equal():
+    a = "http://www.annalsofian.org/article.asp?issn=0972-2327;year=2017"
+    assert url_fuzzy_equal(a, a.replace("www.", "").replace("http:", "https:"))
+    assert url_fuzzy_equal("http://thing.com", "https://thing.com/")
+    assert not url_fuzzy_equal("http://thing.com", "http://thing.com/blue")
+
+
+def test_meta_matching_is_case_insensitive():
+    doc = parse_html(b'<html><head><meta name="DC.Citation.Issue" content="7"><meta name="DC.Title" content="T">'
+                     b'<meta name="citation_doi" content="doi:10.123/ABC"><meta name="citation_title" content="">'
+                     b'</head><body></body></html>', "http://example.com/a")
+    biblio = extract_biblio(doc)
+    assert biblio == {"issue": "7", "title": "T", "doi": "10.123/ABC"}
+
+
+def test_first_monday_has_only_a_title_element():
+    doc = parse_html(scholarly("first_monday_ojs3_fulltext.html").read_bytes(), "http://example.com/a/b")
+    assert extract_biblio(doc) == {}  # the head has a <title> and no meta biblio (FIXTURES.md)
+
+
+def test_scope_rules():
+    doc = parse_html(b"<html><head></head><body>x</body></html>", "http://example.com/a/b")
+    assert guess_scope("http://example.com/", doc, {}, 5000, None) == "homepage-domain"
+    assert guess_scope("http://example.com/a/b", doc, {}, 19, None) == "stub"
+    assert guess_scope("http://example.com/a/b", doc, {}, 501, "wordpress") == "article-fulltext"
+    assert guess_scope("http://example.com/a/b", doc, {}, 501, None) == "unknown"
+    assert guess_scope("http://example.com/a/b", doc, {"title": "x"}, 1201, "ojs3") == "article-fulltext"
+    assert guess_scope("http://example.com/a/b", doc, {"title": "x"}, 1201, "ojs3", ojs_fulltext_fix=False) == "fulltext"
+    assert guess_scope("http://example.com/a/b", doc, {"html_fulltext_url": "https://example.com/c"}, 9, None) == "landingpage"
+
+
+def test_file_metadata_and_keys():
+    meta = gen_file_metadata(scholarly("dummy.pdf").read_bytes())
+    assert meta["sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36" and meta["mimetype"] == "application/pdf"
+    assert b32_hex("sha1:" + sha1_b32(meta["sha1hex"])) == meta["sha1hex"]
+    assert gen_file_metadata(b"<html><body>hi</body></html>")["mimetype"] == "text/html"
+    with pytest.raises(ValueError):
+        gen_file_metadata(b"")
+
+
+def test_hop_rules():
+    state = H.new_state({"base_url": "http://example.com/a", "ingest_type": "pdf"})
+    target, status, _ = H.redirect_target(state, "http://example.com/a", 302, b"/b", 25)
+    assert target == "http://example.com/b" and status is None
+    _, status, _ = H.redirect_target(state, "http://example.com/b", 302, b"/a", 25)
+    assert status == "redirect-loop"
+    _, status, _ = H.redirect_target(state, "http://example.com/b", 302, None, 25)
+    assert status == "bad-redirect"
+    assert H.before_fetch("https://web.archive.org/web/2020/x") == "skip-url-blocklist"
+    assert H.before_fetch("https://x.org/login?source=y") == "skip-wall"
+
+
+def test_table_name_must_be_a_couchdb_name():
+    assert table_name(0, "prod") == "wbgrp-journal-extract-0-prod"
+    with pytest.raises(ValueError):
+        table_name(0, "Prod")
+
+
+@pytest.mark.parametrize("address,public", [("127.0.0.1", False), ("10.1.2.3", False), ("169.254.169.254", False),
+                                            ("::1", False), ("::ffff:192.168.0.1", False), ("8.8.8.8", True)])
+def test_is_public(address, public):
+    assert is_public(address) is public
+
+
+def test_guard_checks_every_request_including_redirect_targets():
+    guard = SsrfGuardMiddleware(allow_private=False)
+    for url in ("http://169.254.169.254/latest/meta-data/", "http://localhost:8080/", "http://[::1]/",
+                "ftp://example.com/x"):
+        with pytest.raises(PrivateAddressRefused):
+            asyncio.run(guard.process_request(scrapy.Request(url)))
+    assert asyncio.run(SsrfGuardMiddleware(allow_private=True).process_request(scrapy.Request("http://127.0.0.1/"))) is None
