@@ -68,6 +68,11 @@ def is_stale(seed: dict, now: datetime | None = None) -> bool:
     return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0)) < now
 
 
+def is_seed(doc: dict) -> bool:
+    """Seed records have a ``uri`` and no ``parent`` (downloads, entries and cleaned files have one)."""
+    return "uri" in doc and "parent" not in doc and "dirty" not in doc
+
+
 def is_due(seed: dict, now: datetime | None = None) -> bool:
     """A seed to fetch now: waiting (``added``) or interrupted (``downloading``), and stale."""
     if seed.get("status") == states.DOWNLOADING:

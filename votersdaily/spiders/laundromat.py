@@ -28,7 +28,7 @@ from ..laundromat.cleaning import CleanOptions
 from ..laundromat.downloads import download_key, failed_hop, hop
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
-from ..laundromat.seeds import DEFAULT_INTERVAL, interval_for, is_due, new_seed
+from ..laundromat.seeds import DEFAULT_INTERVAL, interval_for, is_due, is_seed, new_seed
 from ..laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
 from ..laundromat.steps import content_meta
 from ..store.crawler import store_for
@@ -104,14 +104,14 @@ class LaundromatSpider(scrapy.Spider):
         records = await self._db(lambda: list(self.seeds.all()))
         found: list[str] = []
         for doc in records:
-            if "uri" not in doc and doc.get("status") not in states.TERMINAL:
+            if not is_seed(doc) and doc.get("status") not in (states.DOWNLOADING, *states.TERMINAL):
                 found += await self.processor.process(doc)  # resume a half-done file
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
         for doc in records:
-            if "uri" in doc and is_due(doc):
-                yield self.seed_request(doc, start=doc["uri"] in given)
+            if is_seed(doc) and is_due(doc):
+                yield await self.download(doc, start=doc["uri"] in given)
 
     async def register(self, uri: str, **extra) -> tuple[dict, bool]:
         extra.setdefault("interval", self.default_interval)
@@ -130,14 +130,9 @@ class LaundromatSpider(scrapy.Spider):
 
     # -- downloads --------------------------------------------------------------------------------
 
-    async def _begin(self, request) -> dict:
-        """The download record of this request (created, with the seed moved to downloading)."""
-        meta = request.meta
-        if meta.get("download") is not None:
-            return meta["download"]
-        seed = meta["seed"]
-        begin = meta.get("begin") or now_iso()
-        meta["begin"] = begin
+    async def download(self, seed: dict, start: bool = False) -> scrapy.Request:
+        """The request for ``seed``, after its download record is persisted (seed: downloading)."""
+        begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
         record = {"_id": key, "parent": seed["_id"], "seed": seed["_id"], "status": states.DOWNLOADING,
                   "uri": seed["uri"], "timestamp": {"begin": begin, "end": None}}
@@ -149,12 +144,13 @@ class LaundromatSpider(scrapy.Spider):
                 docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
         seed = dict(seed, status=states.DOWNLOADING, download=key)
         await self._db(self.seeds.put, seed, *docs)
-        meta["seed"], meta["download"] = seed, record
-        return record
+        request = self.seed_request(seed, start=start, begin=begin)
+        request.meta["download"] = record
+        return request
 
     async def parse(self, response: Response):
-        record = await self._begin(response.request)
         meta = response.meta
+        record = meta["download"]
         meta["hops"].append(hop(response))
         location = response.headers.get("Location")
         if 300 <= response.status < 400 and location:
@@ -195,7 +191,7 @@ class LaundromatSpider(scrapy.Spider):
         for uri in dict.fromkeys(found):
             doc, created = await self.register(uri, origin="void:dataDump", found_in=record["_id"])
             if created and is_due(doc):
-                yield self.seed_request(doc)
+                yield await self.download(doc)
 
     @staticmethod
     def _save(path: Path, body: bytes) -> None:
@@ -226,7 +222,7 @@ class LaundromatSpider(scrapy.Spider):
             doc, created = await self.register(loc, origin="sitemap", found_in=record["_id"], **extra)
             children.append(doc["_id"])
             if created and is_due(doc):
-                yield self.seed_request(doc)
+                yield await self.download(doc)
         await self._db(self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children))
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
@@ -244,7 +240,6 @@ class LaundromatSpider(scrapy.Spider):
 
     async def _download_failed(self, failure):
         request = failure.request
-        await self._begin(request)
         request.meta["hops"].append(failed_hop(request.url, failure.value))
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
         self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=request.url, spider=self)
