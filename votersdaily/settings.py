@@ -141,7 +141,7 @@ LAUNDROMAT_OUTPUT_DIR = "laundromat"
 LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
 #: Worker processes that unpack, recode, guess and clean (CPU work off the reactor).
 LAUNDROMAT_WORKERS = 1
-LAUNDROMAT_GZIP_LEVEL = 6
+LAUNDROMAT_GZIP_LEVEL = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
 LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3

@@ -9,7 +9,8 @@
 * Output: canonical N-Quads (identical to canonical N-Triples for default-graph statements, and the
   file is named ``.nt.gz`` when there is no named graph), one statement per line, blank nodes
   skolemised to ``<genid base><document key>/<label>``, sorted in byte order (``LC_ALL=C``) and
-  deduplicated with bounded memory: sorted runs on disk merged by ``sort -m -u`` (GNU coreutils).
+  deduplicated with bounded memory: large documents go through ``LC_ALL=C sort -u`` (GNU coreutils,
+  an external merge sort with a fixed memory budget).
 * The cleaned file is content-addressed: its key is the MD5 of the gzip stream.
 * RDF/XML with DTD entity declarations is refused (the parser would expand them: billion laughs);
   external entities are never fetched.
@@ -42,8 +43,8 @@ MAX_MESSAGES = 100
 MAX_MESSAGE_CHARS = 1000
 #: Bytes of input parsed per call (keeps each GIL-holding call short).
 PARSE_CHUNK = 1 << 20
-#: Bytes of output lines sorted in memory before a run is written to disk.
-RUN_BYTES = 32 << 20
+#: Bytes of output lines sorted in memory; larger documents go through an external sort.
+RUN_BYTES = 16 << 20
 #: Largest HTML document cleaned for RDFa (it is parsed in memory).
 MAX_RDFA_BYTES = 32 << 20
 
@@ -76,8 +77,10 @@ class CleaningError(Exception):
 @dataclass(frozen=True)
 class CleanOptions:
     genid_base: str = GENID_BASE
-    gzip_level: int = 6
+    gzip_level: int = 1
     run_bytes: int = RUN_BYTES
+    #: Memory of the external sort (``sort -S``).
+    sort_memory: str = "96M"
     max_messages: int = MAX_MESSAGES
     #: Directory for sorted runs (default: beside the output).
     tmp_dir: str | None = None
@@ -160,6 +163,35 @@ class Skolemiser:
             label = quote_from_bytes(label, safe="").encode("ascii")
         return self.prefix + label + b">"
 
+    def block(self, block: bytes) -> bytes | None:
+        """All blank nodes of a block of canonical lines replaced in one pass, when that is safe;
+        else None (go line by line). Unsafe: a ``_:`` after a quote on its line (it may be inside a
+        literal, or a graph label after one). A ``_:`` not at a term start is inside an IRI."""
+        parts = block.split(b"_:")
+        out = [parts[0]]
+        prefix = self.prefix
+        prev = parts[0]
+        quoted = b'"' in prev[prev.rfind(b"\n") + 1:]
+        for part in parts[1:]:
+            if prev[-1:] in (b" ", b"\n", b""):
+                if quoted:
+                    return None
+                end = part.find(b" ")
+                label = part[:end]
+                if not label.isascii():
+                    label = quote_from_bytes(label, safe="").encode("ascii")
+                out.append(prefix)
+                out.append(label)
+                out.append(b">")
+                out.append(part[end:])
+            else:
+                out.append(b"_:")
+                out.append(part)
+            newline = part.rfind(b"\n")
+            quoted = (b'"' in part[newline + 1:]) if newline >= 0 else (quoted or b'"' in part)
+            prev = part
+        return b"".join(out)
+
     def line(self, line: bytes) -> bytes | None:
         """The line with its blank nodes replaced; None when it is not a line this cleaner can read."""
         match = _CANONICAL.match(line)
@@ -180,7 +212,12 @@ class Skolemiser:
 
 
 class _Sink:
-    """Collects canonical lines; sorts and deduplicates them in bounded memory; writes the gzip."""
+    """Collects canonical lines; sorts and deduplicates them in bounded memory; writes the gzip.
+
+    Small documents are sorted in memory. Past ``run_bytes`` the lines stream into an external
+    ``LC_ALL=C sort -u -S <sort_memory>`` (GNU coreutils, spilling to disk itself), which sorts on
+    the other core while parsing goes on; without ``sort``, sorted runs are merged in Python.
+    """
 
     def __init__(self, result: CleanResult, skolem: Skolemiser, messages: _Messages, options: CleanOptions, tmp: Path):
         self.result = result
@@ -188,8 +225,9 @@ class _Sink:
         self.messages = messages
         self.options = options
         self.tmp = tmp
-        self.lines: list[bytes] = []
+        self.blocks: list[bytes] = []
         self.size = 0
+        self.sorter: subprocess.Popen | None = None
         self.runs: list[Path] = []
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
@@ -199,14 +237,21 @@ class _Sink:
         """A block of canonical lines (newline-terminated) from the serializer."""
         if not block:
             return
-        lines = block.split(b"\n")
-        lines.pop()  # after the final newline
         if b"_:" in block or b"<<" in block:
-            lines = self._skolemise(lines, line_no)
+            fast = None if self.skolem.relabel or b"<<" in block else self.skolem.block(block)
+            if fast is None:
+                lines = self._skolemise(block.split(b"\n")[:-1], line_no)
+                fast = b"\n".join(lines) + b"\n" if lines else b""
+            block = fast
+            if not block:
+                return
         if self.check_graphs and not self.named:
-            self.named = any(m is not None and m.group(3) for m in map(_CANONICAL.match, lines))
-        self.result.statements += len(lines)
-        self.lines.extend(lines)
+            self.named = any(m is not None and m.group(3) for m in map(_CANONICAL.match, block.split(b"\n")))
+        self.result.statements += block.count(b"\n")
+        if self.sorter is not None:
+            self.sorter.stdin.write(block)
+            return
+        self.blocks.append(block)
         self.size += len(block)
         if self.size >= self.options.run_bytes:
             self._spill()
@@ -225,11 +270,20 @@ class _Sink:
         return out
 
     def _sorted_unique(self) -> list[bytes]:
-        lines = sorted(set(self.lines))
-        self.lines, self.size = [], 0
+        lines = sorted(set(b"".join(self.blocks).split(b"\n")[:-1]))
+        self.blocks, self.size = [], 0
         return lines
 
     def _spill(self) -> None:
+        sort = shutil.which("sort")
+        if sort is not None:
+            self.sorter = subprocess.Popen(
+                [sort, "-u", "-S", self.options.sort_memory, "-T", str(self.tmp)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"))
+            for block in self.blocks:
+                self.sorter.stdin.write(block)
+            self.blocks, self.size = [], 0
+            return
         lines = self._sorted_unique()
         path = self.tmp / ("run-%05d" % len(self.runs))
         with open(path, "wb") as f:
@@ -238,27 +292,42 @@ class _Sink:
         self.runs.append(path)
 
     def merged(self) -> Iterator[bytes]:
-        """Every unique line (without newline) in byte order."""
-        if not self.runs:
-            yield from self._sorted_unique()
+        """Every unique line in byte order, newline-terminated, in blocks of whole lines."""
+        if self.sorter is not None:
+            yield from self._from_sorter()
             return
-        if self.lines:
-            self._spill()
-        sort = shutil.which("sort")
-        if sort is None:
+        if self.runs:
+            if self.blocks:
+                self._spill()
             yield from _heap_merge(self.runs)
             return
-        env = dict(os.environ, LC_ALL="C")
-        proc = subprocess.Popen(
-            [sort, "-m", "-u", "-T", str(self.tmp), "--batch-size=64", *map(str, self.runs)],
-            stdout=subprocess.PIPE, env=env)
+        lines = self._sorted_unique()
+        for i in range(0, len(lines), 65536):
+            yield b"\n".join(lines[i:i + 65536]) + b"\n"
+
+    def _from_sorter(self) -> Iterator[bytes]:
+        proc = self.sorter
+        proc.stdin.close()
         try:
-            for line in proc.stdout:
-                yield line[:-1]
+            rest = b""
+            while True:
+                chunk = proc.stdout.read(1 << 20)
+                if not chunk:
+                    break
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                data, rest = data[:cut], data[cut:]
+                if data:
+                    yield data
         finally:
             proc.stdout.close()
             if proc.wait() != 0:
-                raise CleaningError("sort -m -u failed with status %d" % proc.returncode)
+                raise CleaningError("sort -u failed with status %d" % proc.returncode)
+
+    def abort(self) -> None:
+        if self.sorter is not None and self.sorter.poll() is None:
+            self.sorter.kill()
+            self.sorter.wait()
 
     def write(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -267,28 +336,18 @@ class _Sink:
         compressor = zlib.compressobj(self.options.gzip_level, zlib.DEFLATED, 31)
         unique = raw_bytes = 0
         dumps: list[str] = []
-        buffer: list[bytes] = []
-        buffered = 0
         with open(tmp_path, "wb") as out:
-
-            def flush() -> None:
-                data = compressor.compress(b"".join(buffer))
+            for block in self.merged():
+                unique += block.count(b"\n")
+                raw_bytes += len(block)
+                if VOID_DATA_DUMP in block and len(dumps) < 1000:
+                    for line in block.split(b"\n"):
+                        if VOID_DATA_DUMP in line:
+                            dumps.extend(_data_dump(line))
+                data = compressor.compress(block)
                 if data:
                     digest.update(data)
                     out.write(data)
-                buffer.clear()
-
-            for line in self.merged():
-                unique += 1
-                raw_bytes += len(line) + 1
-                if VOID_DATA_DUMP in line and len(dumps) < 1000:
-                    dumps.extend(_data_dump(line))
-                buffer.append(line + b"\n")
-                buffered += len(line)
-                if buffered >= 1 << 20:
-                    flush()
-                    buffered = 0
-            flush()
             tail = compressor.flush()
             digest.update(tail)
             out.write(tail)
@@ -309,13 +368,19 @@ def _data_dump(line: bytes) -> list[str]:
 
 
 def _heap_merge(runs: list[Path]) -> Iterator[bytes]:
+    """Merge sorted run files without ``sort`` (slower; for systems without GNU coreutils)."""
     files = [open(p, "rb") for p in runs]
     try:
-        last = None
+        last, block = None, []
         for line in heapq.merge(*files):
             if line != last:
-                yield line[:-1]
+                block.append(line)
                 last = line
+                if len(block) >= 65536:
+                    yield b"".join(block)
+                    block = []
+        if block:
+            yield b"".join(block)
     finally:
         for f in files:
             f.close()
@@ -458,5 +523,8 @@ def clean_file(path: Path | str, fmt: str, doc_key: str, out_dir: Path | str, *,
             messages.add("error", str(exc))
         except (OSError, ValueError) as exc:
             messages.add("error", "%s: %s" % (type(exc).__name__, exc))
-        sink.write(out_dir)
+        try:
+            sink.write(out_dir)
+        finally:
+            sink.abort()
     return result
