@@ -85,9 +85,15 @@ class RunLog:
             self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode("latin-1")
 
     def _record(self, failure, where: str, url: str | None = None) -> None:
+        message = failure.getErrorMessage()
+        response = getattr(failure.value, "response", None)
+        if response is not None and getattr(response, "status", None):
+            # HttpError says only "Ignoring non-200 response": name the status and the URL.
+            message = "HTTP %d from %s (%s)" % (response.status, response.url, message)
         self.failures.append({
             "exception": failure.type.__name__,
-            "message": failure.getErrorMessage(),
+            "message": message,
+            "http_status": getattr(response, "status", None),
             "where": where,
             "url": url,
             "traceback": "".join(tb.format_exception(failure.type, failure.value, failure.getTracebackObject())),
