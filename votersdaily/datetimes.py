@@ -8,7 +8,8 @@ fall-back hour) are resolved by a stated rule and reported, never silently guess
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from functools import lru_cache
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Union
 
 import pytz
@@ -32,6 +33,7 @@ class Normalised:
     dst_note: str | None = None
 
 
+@lru_cache(maxsize=None)
 def get_zone(name: str) -> pytz.BaseTzInfo:
     try:
         return pytz.timezone(name)
@@ -39,8 +41,44 @@ def get_zone(name: str) -> pytz.BaseTzInfo:
         raise ValueError("unknown IANA time zone %r" % (name,)) from None
 
 
+#: (zone, wall-clock hour) → (UTC offset, dst_note): offsets change only on whole hours in the tz
+#: database zones the sources use, so one pytz ``localize`` per hour serves every minute in it.
+#: Zones whose transitions fall inside an hour are never cached (see ``_hour_is_uniform``).
+_HOUR_CACHE: dict[tuple[str, datetime], tuple[timedelta, str | None]] = {}
+_HOUR_CACHE_MAX = 65536
+
+
 def localize(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
     """Attach ``zone_name`` to a wall-clock time, DST-correct; returns (aware, dst_note)."""
+    hour = naive.replace(minute=0, second=0, microsecond=0)
+    cached = _HOUR_CACHE.get((zone_name, hour))
+    if cached is None:
+        cached = _localize_hour(hour, zone_name)
+        if len(_HOUR_CACHE) >= _HOUR_CACHE_MAX:
+            _HOUR_CACHE.clear()
+        _HOUR_CACHE[(zone_name, hour)] = cached
+    offset, note = cached
+    if offset is None:
+        return _localize_exact(naive, zone_name)
+    instant = (naive - offset).replace(tzinfo=timezone.utc)
+    return instant.astimezone(get_zone(zone_name)), note
+
+
+def _localize_hour(hour: datetime, zone_name: str) -> tuple[timedelta | None, str | None]:
+    start, note = _localize_exact(hour, zone_name)
+    end, end_note = _localize_exact(hour + timedelta(minutes=59, seconds=59), zone_name)
+    offset = start.utcoffset()
+    if note != end_note or _wall_offset(end, hour + timedelta(minutes=59, seconds=59)) != _wall_offset(start, hour):
+        return None, None  # a transition inside this hour: never cached, always exact
+    return _wall_offset(start, hour), note if offset is not None else None
+
+
+def _wall_offset(aware: datetime, wall: datetime) -> timedelta:
+    """wall - UTC instant: what to subtract from the wall time to get UTC (for gap hours too)."""
+    return wall - aware.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _localize_exact(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
     zone = get_zone(zone_name)
     try:
         return zone.localize(naive, is_dst=None), None

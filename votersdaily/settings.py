@@ -131,6 +131,7 @@ EXTENSIONS = {
 }
 
 LOG_LEVEL = "INFO"
+LOG_FORMATTER = "votersdaily.logformatter.LogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
