@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="HTML articles (and as many PDF chains)")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--py-spy", metavar="OUT", help="record the ingest crawl with py-spy (all threads) into OUT")
     args = parser.parse_args()
     pdf_path = REPO.parent / "shared" / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
     pdf = pdf_path.read_bytes() if pdf_path.exists() else b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
@@ -93,6 +95,9 @@ def main() -> int:
     # http.server writes headers and body separately: with Nagle on a keep-alive connection every
     # response waits for a delayed ACK (~40 ms). Off, so the server is not what is measured.
     site.server.RequestHandlerClass.disable_nagle_algorithm = True
+    # socketserver listens with a backlog of 5: 32 concurrent connects overflow it and the kernel
+    # drops SYNs, so fetches stall 1-7 s in SYN retransmits (seen as ListenOverflows in nstat).
+    site.server.socket.listen(1024)
     site.start()
     try:
         requests, urls, n_resources = build(site, args.n, pdf)
@@ -108,8 +113,10 @@ def main() -> int:
             import os
 
             env = dict(os.environ, **env)
+            spy = [shutil.which("py-spy") or "py-spy", "record", "--threads", "--subprocesses", "-r", "200", "-f", "raw", "-o", args.py_spy,
+                   "--"] if args.py_spy else []
             ingest = subprocess.run(
-                [sys.executable, "-m", "scrapy", "crawl", "ingest", "-a", "requests=%s" % (tmp / "requests.jsonl"),
+                [*spy, sys.executable, "-m", "scrapy", "crawl", "ingest", "-a", "requests=%s" % (tmp / "requests.jsonl"),
                  "-s", "INGEST_ALLOW_PRIVATE=True", "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1",
                  "-s", "INGEST_BLOB_DIR=%s" % (tmp / "blobs"), "-s", "INGEST_TEIXML_FEED=%s" % (tmp / "feed.jsonl"),
                  *common], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)

@@ -99,6 +99,8 @@ INGEST_TIMEOUT = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
+#: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
+INGEST_EXTRACT_PROCESSES = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
 GROBID_URL = None
 GROBID_TIMEOUT = 180

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .workers import default_processes
+
 
 @dataclass(frozen=True)
 class IngestConfig:
@@ -20,6 +22,7 @@ class IngestConfig:
     pdf_max_pages: int = 50
     ojs_fulltext_fix: bool = True
     requests_db: str = "ingest_requests"
+    extract_processes: int = 0
 
     @classmethod
     def from_settings(cls, settings) -> "IngestConfig":
@@ -37,4 +40,6 @@ class IngestConfig:
             pdf_max_pages=settings.getint("INGEST_PDF_MAX_PAGES", 50),
             ojs_fulltext_fix=settings.getbool("INGEST_OJS_FULLTEXT_FIX", True),
             requests_db=settings.get("INGEST_REQUESTS_DB", "ingest_requests"),
+            extract_processes=(settings.getint("INGEST_EXTRACT_PROCESSES")
+                               if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "") else default_processes()),
         )

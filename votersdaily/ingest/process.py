@@ -1,6 +1,10 @@
-"""CPU-bound steps of an ingest, run in a worker thread so the reactor keeps downloading:
-file metadata (with the un-stripped gzip fix), landing-page analysis, HTML terminal processing,
-PDF extraction."""
+"""CPU-bound steps of an ingest, run in a worker process (:mod:`.workers`) so the reactor keeps
+downloading: file metadata (with the un-stripped gzip fix), landing-page analysis, HTML terminal
+processing, PDF extraction, XML checks, sub-resource hashes.
+
+:func:`examine_hop` does everything one fetched hop needs in one call (one round trip to the worker,
+one HTML parse shared by biblio, fulltext links, scope, platform and resources); its arguments and
+result are plain picklable values."""
 
 from __future__ import annotations
 
@@ -8,9 +12,13 @@ import gzip
 import io
 import zlib
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
+from lxml import etree
+
+from ..sources.xml import safe_parser
 from .biblio import extract_biblio
-from .filemeta import describe, gen_file_metadata, is_htmlish
+from .filemeta import ACCEPTED_MIMETYPES, describe, gen_file_metadata, hashes, is_htmlish, sniff_mimetype
 from .fulltext import extract_publisher_fulltext_url
 from .htmlbody import TeiXmlError, extract_body
 from .htmldoc import HtmlDoc, HtmlParseError, parse_html
@@ -56,8 +64,9 @@ class Fetched:
     gunzipped: bool = False
 
 
-def describe_body(body: bytes, header_mimetype: str | None, max_size: int) -> Fetched:
-    """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first."""
+def describe_body(body: bytes, header_mimetype: str | None, max_size: int, with_magic: bool = True) -> Fetched:
+    """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first.
+    ``with_magic``: also libmagic's description (only the terminal file's is ever stored)."""
     meta = gen_file_metadata(body)
     gunzipped = False
     if meta["mimetype"] == "application/gzip" and (header_mimetype or "") not in _GZIP_TYPES:
@@ -66,7 +75,7 @@ def describe_body(body: bytes, header_mimetype: str | None, max_size: int) -> Fe
         if not body:
             return Fetched(body, {}, "", True)
         meta = gen_file_metadata(body)
-    return Fetched(body, meta, describe(body), gunzipped)
+    return Fetched(body, meta, describe(body) if with_magic else "", gunzipped)
 
 
 @dataclass
@@ -110,12 +119,77 @@ def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
             "resources": extract_resources(doc)}
 
 
-def html_mimetype_ok(mimetype: str) -> bool:
-    return is_htmlish(mimetype)
-
-
 def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str]:
     return extract_pdf(body, max_pages=max_pages)
+
+
+def xml_error(body: bytes) -> str | None:
+    """Why ``body`` is not well-formed XML (entities never expanded, no DTD fetched), or None."""
+    try:
+        etree.fromstring(body, parser=safe_parser())
+    except etree.XMLSyntaxError as exc:
+        return str(exc) or "XML syntax error"
+    return None
+
+
+@dataclass
+class HopFacts:
+    """What :func:`examine_hop` found in one fetched body (picklable)."""
+
+    file_meta: dict
+    gunzipped: bool = False
+    #: The decoded body, only when it differs from the response body (un-stripped gzip).
+    body: bytes | None = None
+    magic: str = ""
+    landing: Landing | None = None
+    #: :func:`process_html` output when this page is the terminal HTML document.
+    html: dict | None = None
+    #: (pdf_meta, text) when this is the terminal PDF.
+    pdf: tuple[dict, str] | None = None
+    #: ``xml_error()`` of a terminal XML document ("" when well-formed).
+    xml_error: str | None = None
+
+
+def examine_hop(body: bytes, url: str, header_mimetype: str | None, ingest_type: str, hops: list[str],
+                max_body: int, ojs_fix: bool, pdf_max_pages: int) -> HopFacts:
+    """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
+    rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
+    ``hops`` is the hop list including this URL. Raises :class:`BadGzip`."""
+    fetched = describe_body(body, header_mimetype, max_body, with_magic=False)
+    facts = HopFacts(fetched.file_meta, fetched.gunzipped, fetched.body if fetched.gunzipped else None)
+    if not fetched.body:
+        return facts
+    body = fetched.body
+    mimetype = facts.file_meta["mimetype"]
+    doc = None
+    if is_htmlish(mimetype):
+        facts.landing, doc = analyse_landing(body, url, ingest_type)
+        next_hop = facts.landing.next_hop
+        if ingest_type == "pdf":
+            return facts  # a landing page: the next hop or no-pdf-link
+        if ingest_type in ("xml", "html", "component") and next_hop:
+            if ingest_type != "html" or urljoin(url, next_hop["next_url"]) not in hops:
+                return facts  # the spider follows the fulltext link
+    if mimetype not in ACCEPTED_MIMETYPES[ingest_type]:
+        return facts
+    facts.magic = describe(body)
+    if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
+        facts.pdf = process_pdf(body, pdf_max_pages)
+    elif ingest_type == "xml":
+        facts.xml_error = xml_error(body) or ""
+    elif ingest_type == "html" and doc is not None:
+        facts.html = process_html(doc, facts.landing.biblio, ojs_fix)
+    return facts
+
+
+def describe_resources(bodies: list[bytes]) -> list[dict]:
+    """``{sha1hex, sha256hex, mimetype}`` per sub-resource body (all of one page in one call)."""
+    out = []
+    for body in bodies:
+        digest = hashes(body)
+        digest.pop("md5hex")
+        out.append(dict(digest, mimetype=sniff_mimetype(body) if body else None))
+    return out
 
 
 def gzip_bytes(data: bytes) -> bytes:

@@ -27,19 +27,30 @@ from ..extensions import START_META
 from ..ingest import hops as H
 from ..ingest import requests as R
 from ..ingest.config import IngestConfig
-from ..ingest.filemeta import ACCEPTED_MIMETYPES, hashes, is_htmlish, sniff_mimetype
+from ..ingest.filemeta import ACCEPTED_MIMETYPES
 from ..ingest.grobid import grobid_request, grobid_result
-from ..ingest.process import BadGzip, analyse_landing, describe_body, process_html, process_pdf
+from ..ingest.htmldoc import HtmlParseError, parse_html
+from ..ingest.process import (BadGzip, HopFacts, describe_resources, examine_hop, process_html, process_pdf,
+                               xml_error)
+from ..ingest.workers import ExtractPool
 from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
 from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
 from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches, surt
 from ..ingest.warc import WARC_META
-from ..sources.xml import safe_parser
 
 
 def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
+
+
+def process_html_bytes(body: bytes, url: str, biblio: dict, ojs_fix: bool) -> dict:
+    """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
+    try:
+        doc = parse_html(body, url)
+    except HtmlParseError as exc:
+        return {"status": "html-selectolax-error", "error_message": str(exc)}
+    return process_html(doc, biblio, ojs_fix)
 
 
 class IngestSpider(scrapy.Spider):
@@ -74,11 +85,14 @@ class IngestSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
+        spider.extract = ExtractPool(spider.config.extract_processes)
+        crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         return spider
 
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
+        self.extract.start()
         for where, raw in await self.input_requests():
             made = self.make_ingest_request(raw, where)
             if made is not None:
@@ -196,18 +210,17 @@ class IngestSpider(scrapy.Spider):
             return
         header_mime = header_mimetype(response.headers.get("Content-Type"))
         try:
-            fetched = (await _in_thread(describe_body, body, header_mime, self.config.max_body)
-                       if len(body) > 256 * 1024 else describe_body(body, header_mime, self.config.max_body))
+            facts = await self.extract.run(examine_hop, body, url, header_mime, itype, list(state["hops"]),
+                                           self.config.max_body, self.config.ojs_fulltext_fix,
+                                           self.config.pdf_max_pages)
         except BadGzip as exc:
             yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
             return
-        if not fetched.body:
+        if not facts.file_meta:
             yield self._finish(state, "empty-blob", "empty body after gunzip from %s" % url, terminal=term)
             return
-        mimetype = fetched.file_meta["mimetype"]
-        doc = landing = None
-        if is_htmlish(mimetype):
-            landing, doc = await _in_thread(analyse_landing, fetched.body, url, itype)
+        landing = facts.landing
+        if landing is not None:
             if landing.biblio.get("title") and "html_biblio" not in state["partial"]:
                 state["partial"]["html_biblio"] = landing.biblio
             if itype == "pdf":
@@ -232,18 +245,19 @@ class IngestSpider(scrapy.Spider):
         if H.hops_exceeded(state, self.config.max_hops):
             yield self._finish(state, "max-hops-exceeded", "%d hops reached" % self.config.max_hops, terminal=term)
             return
-        yield await self._terminal(state, response, fetched, term, doc, landing)
+        yield await self._terminal(state, response, facts, term)
 
-    async def _terminal(self, state, response, fetched, term, doc, landing) -> IngestItem:
-        """The accepted terminal document: hashes, CDX row, mimetype check, type processing."""
+    async def _terminal(self, state, response, facts: HopFacts, term) -> IngestItem:
+        """The accepted terminal document: hashes, CDX row, mimetype check, type processing
+        (already done by :func:`examine_hop` in the worker)."""
         itype = state["request"]["ingest_type"]
         url = response.url
-        meta = fetched.file_meta
+        meta = facts.file_meta
         term["terminal_sha1hex"] = meta["sha1hex"]
         warc = response.meta.get(WARC_META)
         header_mime = header_mimetype(response.headers.get("Content-Type")) or meta["mimetype"]
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
-        side = {"magic": fetched.magic, "warc": warc, "header_mimetype": header_mime}
+        side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
         common = dict(terminal=term, file_meta=meta, cdx=row)
         if matches(url, WALL_BLOCKLIST):
             return self._finish(state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common)
@@ -251,30 +265,31 @@ class IngestSpider(scrapy.Spider):
         if mimetype not in ACCEPTED_MIMETYPES[itype]:
             return self._finish(state, "wrong-mimetype", "%s is not accepted for %s ingest" % (mimetype, itype),
                                 side, **common)
+        body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
-            return await self._terminal_pdf(state, fetched, side, common)
+            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config.pdf_max_pages)
+            return await self._terminal_pdf(state, body, pdf, side, common)
         if itype == "xml":
-            try:
-                await _in_thread(_parse_xml, fetched.body)
-            except Exception as exc:  # noqa: BLE001 - any XML failure is this status
-                return self._finish(state, "xml-parse-error", str(exc), side, xml_meta={"status": "xml-parse-error"},
+            error = facts.xml_error if facts.xml_error is not None else await self.extract.run(xml_error, body)
+            if error:
+                return self._finish(state, "xml-parse-error", error, side, xml_meta={"status": "xml-parse-error"},
                                     **common)
             return self._finish(state, "success", None, side, xml_meta={"status": "success"}, **common)
         if itype == "html":
-            return await self._terminal_html(state, doc, landing, fetched, side, common)
+            return await self._terminal_html(state, facts, body, side, common)
         return self._finish(state, "success", None, side, **common)
 
-    async def _terminal_pdf(self, state, fetched, side, common) -> IngestItem:
-        pdf_meta, text = await _in_thread(process_pdf, fetched.body, self.config.pdf_max_pages)
+    async def _terminal_pdf(self, state, body: bytes, pdf: tuple[dict, str], side, common) -> IngestItem:
+        pdf_meta, text = pdf
         side["pdf_text"] = text
         fields = dict(common, pdf_meta=pdf_meta)
         if self.config.grobid_url:
-            request = grobid_request(self.config.grobid_url, fetched.body,
+            request = grobid_request(self.config.grobid_url, body,
                                      meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout,
                                            "dont_retry": True})
             try:
                 answer = await self.crawler.engine.download_async(request)
-                grobid, tei = await _in_thread(grobid_result, answer.status, answer.body)
+                grobid, tei = await self.extract.run(grobid_result, answer.status, answer.body)
             except Exception as exc:  # noqa: BLE001 - GROBID being down must not lose the ingest
                 grobid, tei = {"status": "error", "status_code": None, "error_msg": str(exc)[:1000]}, None
             side["grobid_tei"] = tei
@@ -282,11 +297,13 @@ class IngestSpider(scrapy.Spider):
             fields["grobid"] = grobid
         return self._finish(state, "success", None, side, **fields)
 
-    async def _terminal_html(self, state, doc, landing, fetched, side, common) -> IngestItem:
-        if doc is None:
+    async def _terminal_html(self, state, facts: HopFacts, body: bytes, side, common) -> IngestItem:
+        landing = facts.landing
+        if landing is None or landing.parse_error:
             return self._finish(state, "html-selectolax-error", landing.parse_error if landing else None, side,
                                 **common)
-        out = await _in_thread(process_html, doc, landing.biblio, self.config.ojs_fulltext_fix)
+        out = facts.html or await self.extract.run(process_html_bytes, body, common["terminal"]["terminal_url"],
+                                                   landing.biblio, self.config.ojs_fulltext_fix)
         if out.get("status"):
             return self._finish(state, out["status"], out.get("error_message"), side, **common)
         if landing.biblio:
@@ -304,7 +321,7 @@ class IngestSpider(scrapy.Spider):
                 len(resources), self.config.max_resources), side, **fields)
         side["tei_xml"] = out["tei_xml"]
         if self.config.fetch_resources:
-            resources = await asyncio.gather(*(self._fetch_resource(r) for r in resources))
+            resources = await self._fetch_resources(resources)
         fields["html_resources"] = resources
         bad = [r for r in resources if r.get("error") or not (200 <= (r.get("status_code") or 0) < 300)]
         if self.config.fetch_resources and bad:
@@ -317,8 +334,25 @@ class IngestSpider(scrapy.Spider):
             return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
         return self._finish(state, "success", None, side, **fields)
 
-    async def _fetch_resource(self, resource: dict) -> dict:
-        """Fetch one sub-resource; its failure is recorded on it, never raised."""
+    async def _fetch_resources(self, resources: list[dict]) -> list[dict]:
+        """Fetch every sub-resource of a page concurrently, then hash and sniff all the bodies in
+        one worker call."""
+        fetched = await asyncio.gather(*(self._fetch_resource(r) for r in resources))
+        records = [record for record, _ in fetched]
+        bodies = [body for _, body in fetched if body is not None]
+        described = iter(await self.extract.run(describe_resources, bodies) if bodies else ())
+        for record, body in fetched:
+            if body is None:
+                continue
+            info = next(described)
+            mimetype = info.pop("mimetype") or record.pop("header_mimetype", None)
+            record.pop("header_mimetype", None)
+            record.update(info, mimetype=mimetype)
+        return records
+
+    async def _fetch_resource(self, resource: dict) -> tuple[dict, bytes | None]:
+        """Fetch one sub-resource: (its record, its body or None); a failure is recorded on the
+        record, never raised."""
         request = scrapy.Request(resource["url"], dont_filter=True, meta={
             "download_maxsize": self.config.max_resource_body, "handle_httpstatus_all": True, "dont_retry": True})
         record = dict(resource, surt=surt(resource["url"]))
@@ -326,18 +360,16 @@ class IngestSpider(scrapy.Spider):
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - DNS, refused, refused by the guard, too large...
             record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
-            return record
+            return record, None
         self.crawler.stats.inc_value("ingest/resources/fetched")
         body = response.body
         record.update(timestamp=iso_seconds(dt14()), status_code=response.status, size=len(body),
-                      **hashes(body))
-        record["mimetype"] = sniff_mimetype(body) if body else header_mimetype(response.headers.get("Content-Type"))
+                      header_mimetype=header_mimetype(response.headers.get("Content-Type")))
         if response.url != resource["url"]:
             record["terminal_url"] = response.url
         if response.meta.get(WARC_META):
             record.update(response.meta[WARC_META])
-        record.pop("md5hex", None)
-        return record
+        return record, body
 
     # -- failures ----------------------------------------------------------------------------------
 
@@ -372,8 +404,3 @@ def failure_status(exc: BaseException) -> tuple[str, str]:
         return "body-too-large", message
     return "fetch-error", message
 
-
-def _parse_xml(body: bytes) -> None:
-    from lxml import etree
-
-    etree.fromstring(body, parser=safe_parser())
