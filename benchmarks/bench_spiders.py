@@ -1,7 +1,8 @@
-"""The spider the pipeline benchmark runs: real Clerk roll-call rows turned into many small events.
+"""The spiders the pipeline benchmark runs.
 
-It parses the recorded roll314.xml once and yields one event per (synthetic roll number, member row)
-until ``count`` events, so every mode of the benchmark pushes the same items.
+``bench_events`` parses the recorded roll314.xml once and yields one small event per (synthetic roll
+number, member row) until ``count`` events: a spider whose own cost per item is close to nothing.
+``bench_house_floor`` is the real house_floor spider on its real recordings, repeated.
 """
 
 from __future__ import annotations
@@ -17,11 +18,28 @@ from votersdaily.items import EventItem
 from votersdaily.recordings import HERE
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from votersdaily.spiders.base import EventSpider
+from votersdaily.spiders.house_floor import HouseFloorSpider
 
 ROLL = HERE / "gov" / "house_roll_call" / "roll314.xml"
 
 
-class BenchEventsSpider(EventSpider):
+class BenchResult:
+    """Writes the run's figures for benchmarks/pipeline.py when the spider closes."""
+
+    t0 = 0.0
+
+    def closed(self, reason):
+        out = os.environ.get("BENCH_RESULT")
+        if out:
+            elapsed = time.monotonic() - self.t0
+            stats = self.crawler.stats.get_stats()
+            with open(out, "w") as fh:
+                json.dump({"items": stats.get("item_scraped_count", 0), "seconds": elapsed,
+                           "inserted": stats.get("store/vd_events/inserted", 0),
+                           "unchanged": stats.get("store/vd_events/unchanged", 0)}, fh)
+
+
+class BenchEventsSpider(BenchResult, EventSpider):
     name = "bench_events"
     branch = "Legislative"
     entity = "House of Representatives"
@@ -30,7 +48,6 @@ class BenchEventsSpider(EventSpider):
     def __init__(self, *args, count: str = "20000", **kwargs):
         super().__init__(*args, url=ROLL.resolve().as_uri(), **kwargs)
         self.count = int(count)
-        self.t0 = 0.0
 
     def parse_events(self, response):
         self.t0 = time.monotonic()
@@ -56,15 +73,33 @@ class BenchEventsSpider(EventSpider):
                 }
                 n += 1
 
-    def closed(self, reason):
-        out = os.environ.get("BENCH_RESULT")
-        if out:
-            elapsed = time.monotonic() - self.t0
-            stats = self.crawler.stats.get_stats()
-            with open(out, "w") as fh:
-                json.dump({"items": stats.get("item_scraped_count", 0), "seconds": elapsed,
-                           "inserted": stats.get("store/vd_events/inserted", 0),
-                           "unchanged": stats.get("store/vd_events/unchanged", 0)}, fh)
+
+class BenchHouseFloorSpider(BenchResult, HouseFloorSpider):
+    """The real house_floor spider on its real recordings, parsed again and again until ``count``
+    events (each repetition's unique keys get a suffix, so every event is a new document)."""
+
+    name = "bench_house_floor"
+    custom_settings = {"HTTPCACHE_ENABLED": False, "LOG_LEVEL": "WARNING", "DOWNLOAD_DELAY": 0,
+                       "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
+
+    def __init__(self, *args, count: str = "20000", **kwargs):
+        super().__init__(*args, url=",".join(HouseFloorSpider.recording_urls()), **kwargs)
+        self.rounds = max(1, int(count) // self.EVENTS_PER_ROUND)  # whole rounds: the same events every run
+
+    #: floor_actions in the two recordings together (7 + 41)
+    EVENTS_PER_ROUND = 48
+
+    def initial_requests(self):
+        for rep in range(self.rounds):
+            for url in self.given_urls:
+                yield self.document_request(url, dont_filter=True, meta={"rep": rep})
+
+    def parse_events(self, response):
+        if not self.t0:
+            self.t0 = time.monotonic()
+        for event in super().parse_events(response):
+            event["unique_key"] = "%s-r%d" % (event["unique_key"], response.meta["rep"])
+            yield event
 
 
 class NaivePutPipeline:

@@ -1,6 +1,8 @@
 """Pipeline throughput: 20,000 events through the full event pipeline into the embedded store and
 into a real PouchDB Server, against the same spider with no pipelines and a naive one-PUT-per-item
-writer, all in one run. Prints items/s and the ratios.
+writer, all in one run. Prints items/s and the ratios, for two spiders: a synthetic one whose own
+per-item cost is near zero (the harshest baseline) and the real house_floor spider parsing its
+recordings; and PouchDB Server's own _bulk_docs ceiling for context.
 
     python benchmarks/pipeline.py [--count 20000]
 """
@@ -24,11 +26,11 @@ FULL = ("votersdaily.pipelines.NormaliseDatetimesPipeline", "votersdaily.pipelin
         "votersdaily.pipelines.EventIdPipeline")
 
 
-def run_mode(name: str, store: str, pipelines: dict, count: int, tmp: Path) -> dict:
+def run_mode(name: str, store: str, pipelines: dict, count: int, tmp: Path, spider: str = "bench_events") -> dict:
     result_file = tmp / ("%s.json" % name)
     env = dict(os.environ, VOTERSDAILY_STORE=store, BENCH_RESULT=str(result_file),
                PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    args = [sys.executable, "-m", "scrapy", "crawl", "bench_events", "-a", "count=%d" % count,
+    args = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", "count=%d" % count,
             "-s", "SPIDER_MODULES=benchmarks.bench_spiders", "-s", "ITEM_PIPELINES=" + json.dumps(pipelines),
             "-s", "LOG_LEVEL=WARNING"]
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True)
@@ -42,8 +44,6 @@ def run_mode(name: str, store: str, pipelines: dict, count: int, tmp: Path) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20000)
-    parser.add_argument("--naive-count", type=int, default=None,
-                        help="events for the naive writer (default: --count)")
     args = parser.parse_args()
     full = {p: 100 * (i + 1) for i, p in enumerate(FULL)}
     store_pipeline = dict(full, **{"votersdaily.pipelines.EventStorePipeline": 800})
@@ -52,28 +52,66 @@ def main() -> None:
         tmp = Path(tmpdir)
         server = PouchDBServer(tmp / "pouch", in_memory=False).start()
         try:
-            results = {}
-            results["no pipelines"] = run_mode("none", "sqlite:///%s" % (tmp / "none.db"), {}, args.count, tmp)
-            results["full -> embedded"] = run_mode("embedded", "sqlite:///%s" % (tmp / "emb.db"), store_pipeline, args.count, tmp)
-            results["full -> embedded, re-run"] = run_mode("embedded2", "sqlite:///%s" % (tmp / "emb.db"), store_pipeline, args.count, tmp)
-            results["full -> PouchDB"] = run_mode("couch", server.url, store_pipeline, args.count, tmp)
-            results["full -> PouchDB, re-run"] = run_mode("couch2", server.url, store_pipeline, args.count, tmp)
-            server.reset()
-            results["naive PUT -> PouchDB"] = run_mode("naive", server.url, naive, args.naive_count or args.count, tmp)
+            ceiling = bulk_ceiling(server, args.count)
+            for spider, label in (("bench_events", "synthetic rows (near-zero spider cost)"),
+                                  ("bench_house_floor", "real house_floor spider on its recordings")):
+                server.reset()
+                results = {}
+                run = lambda mode, store, pipes: run_mode("%s-%s" % (spider, mode), store, pipes,  # noqa: E731
+                                                          args.count, tmp, spider)
+                results["no pipelines"] = run("none", "sqlite:///%s" % (tmp / ("%s-none.db" % spider)), {})
+                emb = "sqlite:///%s" % (tmp / ("%s-emb.db" % spider))
+                results["full -> embedded"] = run("embedded", emb, store_pipeline)
+                results["full -> embedded, re-run"] = run("embedded2", emb, store_pipeline)
+                results["full -> PouchDB"] = run("couch", server.url, store_pipeline)
+                results["full -> PouchDB, re-run"] = run("couch2", server.url, store_pipeline)
+                server.reset()
+                results["naive PUT -> PouchDB"] = run("naive", server.url, naive)
+                report(label, results)
+            print("\nPouchDB Server's own ceiling for the same documents, pre-built, %d per _bulk_docs: %.0f docs/s"
+                  % (BULK, ceiling))
         finally:
             server.stop()
+
+
+BULK = 1000
+
+
+def bulk_ceiling(server: PouchDBServer, count: int) -> float:
+    """Documents/s PouchDB Server takes through _bulk_docs when nothing else runs (the upper bound)."""
+    import time
+
+    from votersdaily.store import open_store
+
+    store = open_store(server.url)
+    store.ensure_db("ceiling")
+    docs = [{"_id": "2026-09-16T23:%02d:00Z-bench_events-%d" % (i % 60, i), "datetime": "2026-09-16T23:05:00Z",
+             "title": "Roll %d: Member voted Yea" % i, "source_text": "<recorded-vote>" + "x" * 200 + "</recorded-vote>",
+             "branch": "Legislative", "entity": "House of Representatives", "unique_key": str(i)}
+            for i in range(count)]
+    start = time.perf_counter()
+    for i in range(0, count, BULK):
+        store.bulk_docs("ceiling", docs[i:i + BULK])
+    elapsed = time.perf_counter() - start
+    store.drop_db("ceiling")
+    return count / elapsed
+
+
+def report(label: str, results: dict) -> None:
     base = results["no pipelines"]["rate"]
     naive_rate = results["naive PUT -> PouchDB"]["rate"]
+    print("\n== %s ==" % label)
     print("%-28s %8s %9s %10s %10s %10s" % ("mode", "items", "seconds", "items/s", "vs none", "vs naive"))
     for name, r in results.items():
         print("%-28s %8d %9.2f %10.0f %9.2fx %9.1fx" % (
             name, r["items"], r["seconds"], r["rate"], r["rate"] / base, r["rate"] / naive_rate))
     couch = results["full -> PouchDB"]["rate"]
-    print("\nfull pipeline into PouchDB: %.0f%% of no-pipeline throughput (target >= 50%%), %.1fx the naive writer "
+    print("full pipeline into PouchDB: %.0f%% of no-pipeline throughput (target >= 50%%), %.1fx the naive writer "
           "(target >= 10x)" % (100 * couch / base, couch / naive_rate))
-    assert results["full -> PouchDB"]["inserted"] == args.count, results["full -> PouchDB"]
-    assert results["full -> PouchDB, re-run"]["unchanged"] == args.count
-
+    items = results["no pipelines"]["items"]
+    assert all(r["items"] == items for r in results.values()), results
+    assert results["full -> PouchDB"]["inserted"] == items, results["full -> PouchDB"]
+    assert results["full -> PouchDB, re-run"]["unchanged"] == items
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,8 @@ def iso_utc(value: datetime) -> str:
     """``2009-08-19T13:43:21Z`` for an aware datetime (the storage format of every datetime)."""
     if value.tzinfo is None:
         raise ValueError("iso_utc needs an aware datetime, got naive %r" % (value,))
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    v = value.astimezone(timezone.utc)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (v.year, v.month, v.day, v.hour, v.minute, v.second)
 
 
 def now_iso() -> str:
