@@ -92,7 +92,8 @@ def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
 
 def merge_row(old: dict | None, new: dict) -> dict:
     """One version per file: families of ``new`` replace the same families of ``old``; families
-    (and their attachments) ``new`` does not carry are kept."""
+    (and their attachments) ``new`` does not carry are kept. ``old`` is the stored row (its
+    attachments kept as stubs) or a row of this run not written yet (its attachments keep their data)."""
     if not old:
         return new
     merged = {k: v for k, v in old.items() if k in FAMILIES}
@@ -100,7 +101,8 @@ def merge_row(old: dict | None, new: dict) -> dict:
     merged["_id"] = new["_id"]
     new_families = {k for k in new if k in FAMILIES}
     attachments = {
-        name: {k: v for k, v in stub.items() if k != "data"} | {"stub": True}
+        name: dict(stub) if "data" in stub and not stub.get("stub") else
+        {k: v for k, v in stub.items() if k != "data"} | {"stub": True}
         for name, stub in (old.get("_attachments") or {}).items()
         if name.split(":", 1)[0] not in new_families
     }

@@ -68,7 +68,11 @@ class IngestStorePipeline:
         self.catalog_db = settings.get("INGEST_CATALOG_DB", "ingest_catalog")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
         self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
-        self.files = writer_for(crawler, self.file_table)
+        self.files = writer_for(crawler, self.file_table, after_batch=self._rows_written)
+        #: File-table rows of this run handed to the writer and not written yet, by id: a second
+        #: ingest of the same bytes merges with these, not with the (older) stored row.
+        self._pending_rows: dict[str, dict] = {}
+        self._catalog_exists = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND", "folder")
@@ -92,6 +96,8 @@ class IngestStorePipeline:
             count = await maybe_deferred_to_future(threads.deferToThread(
                 load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db))
             logger.info("loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db)
+        dbs = await maybe_deferred_to_future(threads.deferToThread(self.store.list_dbs))
+        self._catalog_exists = self.catalog_db in dbs
 
     async def process_item(self, item):
         if not isinstance(item, IngestItem):
@@ -106,7 +112,10 @@ class IngestStorePipeline:
         if tei_xml and result.get("file_meta"):
             await maybe_deferred_to_future(threads.deferToThread(self._publish_tei, result, tei_xml))
         if result["hit"] and result.get("file_meta"):
-            row = await maybe_deferred_to_future(threads.deferToThread(self._file_row, result, side))
+            row, stored = await maybe_deferred_to_future(threads.deferToThread(self._file_row, result, side))
+            # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
+            row = merge_row(self._pending_rows.get(row["_id"]) or stored, row)
+            self._pending_rows[row["_id"]] = row
             await maybe_deferred_to_future(self.files.add(row))
             if result.get("html_body"):
                 await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
@@ -120,17 +129,28 @@ class IngestStorePipeline:
             self.feed.publish({"key": sha1hex, "sha1hex": sha1hex, "status": body.get("status", "success"),
                                "tei_xml": tei_xml, "word_count": body.get("word_count")})
 
-    def _file_row(self, result: dict, side: dict) -> dict:
+    def _rows_written(self, store, db: str, batch: list[dict], outcome) -> None:
+        """BatchWriter hook (writer thread): rows now in the store leave the pending map."""
+        from twisted.internet import reactor
+
+        reactor.callFromThread(self._forget_rows, batch)
+
+    def _forget_rows(self, batch: list[dict]) -> None:
+        for row in batch:
+            if self._pending_rows.get(row["_id"]) is row:
+                del self._pending_rows[row["_id"]]
+
+    def _file_row(self, result: dict, side: dict) -> tuple[dict, dict | None]:
+        """(the new row, the stored row of the same file or None), in a worker thread."""
         biblio = result.get("html_biblio") or {}
         grobid_meta = (side.get("grobid") or {}).get("metadata") or {}
         request = result["request"]
         dois = [(request.get("ext_ids") or {}).get("doi"), biblio.get("doi"), grobid_meta.get("doi")]
         # the file's own title first (GROBID reads the PDF), then the landing page's
         title = grobid_meta.get("title") or biblio.get("title") or (result.get("pdf_meta") or {}).get("title")
-        match0 = match_document(self.store, self.catalog_db, dois, title)
+        match0 = match_document(self.store, self.catalog_db, dois, title, self._catalog_exists)
         row = file_row(result, side, match0)
-        return merge_row(self.store.get(self.file_table, row["_id"]) if self.file_table in self.store.list_dbs()
-                         else None, row)
+        return row, self.store.get(self.file_table, row["_id"])
 
     async def close_spider(self):
         for writer in (self.results, self.files, self.html_meta):

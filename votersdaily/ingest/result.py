@@ -59,3 +59,9 @@ def failed(request: dict, status: str, error_message: str | None = None, **extra
 class IngestItem(dict):
     """What the spider yields: ``result`` (the ingest_file_result document) and ``side`` (what
     goes elsewhere: TEI-XML, PDF text, GROBID TEI, file magic, the terminal file's WARC location)."""
+
+    def __repr__(self) -> str:
+        # Scrapy's "Scraped from" DEBUG line formats the item: not megabytes of TEI and PDF text.
+        result = self.get("result") or {}
+        return "<IngestItem %s %s %s>" % (result.get("status"), (result.get("request") or {}).get("ingest_type"),
+                                           (result.get("request") or {}).get("base_url"))
