@@ -87,10 +87,10 @@ class RedisServer:
                 time.sleep(0.05)
         raise RuntimeError("redis-server did not start: %s" % (self.workdir / "redis.log").read_text())
 
-    def client(self):
+    def client(self, **kwargs):
         import redis
 
-        return redis.Redis.from_url(self.url)
+        return redis.Redis.from_url(self.url, **kwargs)
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

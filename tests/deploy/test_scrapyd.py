@@ -63,7 +63,7 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
 
     jobs = {
         "house_votes": client.schedule("house_votes", url=recording(ROLL).resolve().as_uri()),
-        "ingest": client.schedule("ingest", settings={"INGEST_ALLOW_PRIVATE": "True"},
+        "ingest": client.schedule("ingest", settings={"INGEST_ALLOW_PRIVATE": "True", "INGEST_FETCH_RESOURCES": "False"},
                                   url=html_url, ingest_type="html"),
         "laundromat": client.schedule("laundromat", settings={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "ll")},
                                       url=ttl_url),
