@@ -78,8 +78,9 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     # The roll call of the recording (congress 119, 2nd session, roll 314, 16-Sep-2026 19:05 Eastern).
     events = list(store.iter_docs("vd_events"))
     assert [e["_id"] for e in events] == ["2026-09-16T23:05:00Z-house_votes-119-2-314"]
-    # Run from the zipped egg, the recording's upstream URL is not mapped back (see the README).
-    assert events[0]["source_url"].endswith("/house_roll_call/roll314.xml")
+    # Run from the zipped egg, the recording is still known by its relative name: upstream URL kept.
+    assert events[0]["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
+    assert events[0]["replayed_from"].startswith("file://")
     results = list(store.iter_docs("ingest_file_result"))
     assert [r["request"]["base_url"] for r in results] == [html_url]
     records = list(store.iter_docs("ll_seeds"))

@@ -16,7 +16,7 @@ from .. import signals as vd_signals
 from ..clock import now_iso
 from ..extensions import START_META
 from ..items import EventItem
-from ..recordings import recording_path
+from ..recordings import SHARED_PREFIX, recording_path
 
 #: Meta key carrying the upstream URL of a replayed recording.
 SOURCE_URL_META = "vd_source_url"
@@ -92,10 +92,12 @@ class EventSpider(scrapy.Spider):
         """The upstream URL of a replayed recording given as a file:// URL, if it is one."""
         if urlsplit(url).scheme != "file":
             return None
-        path = Path(urlsplit(url).path).resolve()
+        parts = Path(urlsplit(url).path).resolve().parts
         for name, upstream in self.recordings.items():
-            local = recording_path(name)
-            if local is not None and local.resolve() == path:
+            # Matched by the recording's relative name, so a copy of the recordings elsewhere (a
+            # scrapyd node unpacking the egg, another checkout) still replays under its upstream URL.
+            tail = Path(name[len(SHARED_PREFIX):] if name.startswith(SHARED_PREFIX) else name).parts
+            if parts[-len(tail):] == tail:
                 return upstream
         return None
 
