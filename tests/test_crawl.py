@@ -216,3 +216,35 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     assert ID314 in ids and ID037 in ids
     assert cli("views", "push", store_uri=store_uri).stdout.count("up to date") == 2
     assert cli("dump", "no_such_db", store_uri=store_uri).returncode == 2
+
+
+def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
+    from votersdaily.spiders.base import EventSpider
+    from votersdaily.cli.crawl import event_spiders
+    from scrapy.utils.project import get_project_settings
+
+    frequencies = {name: cls.frequency_hours for name, cls in event_spiders(get_project_settings()).items()}
+    assert all(isinstance(f, (int, float)) and f > 0 for f in frequencies.values())
+    assert EventSpider.frequency_hours > 0
+    names = ["house_votes", "house_floor_schedule"]  # 1 h and 6 h
+
+    def table(proc):
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines()[2:]}
+
+    at = lambda t: {"VOTERSDAILY_FROZEN_NOW": t}  # noqa: E731
+    first = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:00:00Z")))
+    assert first == {"house_votes": "success", "house_floor_schedule": "success"}
+    soon = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:30:00Z")))
+    assert soon == {"house_votes": "not", "house_floor_schedule": "not"}  # "not due"
+    later = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T19:00:00Z")))
+    assert later == {"house_votes": "success", "house_floor_schedule": "not"}
+    assert frequencies["house_votes"] == 1.0 and frequencies["house_floor_schedule"] == 6.0
+
+
+def test_crawl_takes_settings(cli, sqlite_uri):
+    proc = cli("crawl", "--offline", "house_votes", "-s", "VOTERSDAILY_LOG_INLINE_LIMIT=1000", store_uri=sqlite_uri)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (log,) = logs(open_store(sqlite_uri))
+    assert log["source_text_truncated"] is True
+    assert cli("crawl", "house_votes", "-s", "NOEQUALS", store_uri=sqlite_uri).returncode == 2

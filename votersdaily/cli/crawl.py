@@ -1,4 +1,4 @@
-"""``crawl --all [--offline]``: the main job, every event spider in one process, then a summary."""
+"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ def register(sub) -> None:
     parser = sub.add_parser("crawl", help="run event spiders and print a per-spider summary")
     parser.add_argument("--all", action="store_true", help="every event spider")
     parser.add_argument("--offline", action="store_true", help="replay the recorded responses the project ships")
+    parser.add_argument("--due", action="store_true",
+                        help="only spiders whose last run (in vd_log) is older than their frequency_hours")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Scrapy setting for every spider of this run (repeatable)")
     parser.add_argument("--log-level", default="WARNING", help="Scrapy log level (default WARNING)")
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run)
@@ -33,13 +37,24 @@ def event_spiders(settings) -> dict[str, type[EventSpider]]:
 def run(args) -> int:
     settings = get_project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
+    for assignment in args.set:
+        name, sep, value = assignment.partition("=")
+        if not sep:
+            print("-s takes NAME=VALUE, got %r" % assignment, file=sys.stderr)
+            return 2
+        settings.set(name, value, priority="cmdline")
     available = event_spiders(settings)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
-    if unknown or not names:
+    if unknown or (not names and not args.all):
         print("unknown event spider(s): %s; known: %s" % (", ".join(unknown) or "(none given)", ", ".join(available)),
               file=sys.stderr)
         return 2
+    not_due = []
+    if args.due:
+        due = set(due_spiders({n: available[n] for n in names if n in available}))
+        not_due = [n for n in names if n not in due]
+        names = [n for n in names if n in due]
     process = CrawlerProcess(settings)
     crawlers, skipped = [], []
     for name in names:
@@ -53,11 +68,38 @@ def run(args) -> int:
         crawler = process.create_crawler(available[name])
         crawlers.append(crawler)
         process.crawl(crawler, **kwargs)
-    process.start()
+    if crawlers:
+        process.start()
     rows = [summary_row(c) for c in crawlers]
     rows += [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
+    rows += [{"spider": n, "result": "not due"} for n in not_due]
     print_table(rows)
-    return 0 if all(r.get("result") == "success" for r in rows if r["spider"] not in skipped) else 1
+    return 0 if all(r.get("result") == "success" for r in rows if r["spider"] not in skipped + not_due) else 1
+
+
+def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
+    """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran)."""
+    from datetime import timedelta
+
+    from ..clock import now_utc
+    from ..schema import LOG_DB, parse_iso_utc
+    from ..store import open_store
+
+    now = (now or now_utc()).replace(tzinfo=None)
+    store = open_store()
+    try:
+        if LOG_DB not in store.list_dbs():
+            return list(spiders)
+        store.install_views(LOG_DB)
+        due = []
+        for name, cls in spiders.items():
+            last = store.query(LOG_DB, "by_parser", startkey=[name, {}], endkey=[name], descending=True,
+                               limit=1, include_docs=False)
+            if not last or now - parse_iso_utc(last[0].key[1]) >= timedelta(hours=cls.frequency_hours):
+                due.append(name)
+        return due
+    finally:
+        store.close()
 
 
 def summary_row(crawler) -> dict:
