@@ -18,10 +18,12 @@
 
 from __future__ import annotations
 
-import gzip
+import contextlib
+import fcntl
 import hashlib
 import heapq
 import io
+import multiprocessing
 import os
 import re
 import shutil
@@ -35,6 +37,11 @@ from urllib.parse import quote_from_bytes
 
 import pyoxigraph as ox
 
+try:
+    from isal import isal_zlib
+except ImportError:  # optional: zlib is used instead
+    isal_zlib = None
+
 from . import formats as F
 
 GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
@@ -45,8 +52,8 @@ MAX_MESSAGE_CHARS = 1000
 PARSE_CHUNK = 1 << 20
 #: Bytes of output lines sorted in memory; larger documents go through an external sort.
 RUN_BYTES = 16 << 20
-#: Largest HTML document cleaned for RDFa (it is parsed in memory).
-MAX_RDFA_BYTES = 32 << 20
+#: Largest document of a format that is parsed in memory (JSON-LD, RDFa from HTML).
+MAX_IN_MEMORY_BYTES = 32 << 20
 
 OX_FORMATS = {
     F.N_TRIPLES: ox.RdfFormat.N_TRIPLES,
@@ -58,7 +65,7 @@ OX_FORMATS = {
 }
 LINE_BASED = (F.N_TRIPLES, F.N_QUADS)
 
-_IRI = rb"<[^>]*>"
+_IRI = rb'<[^<>"\s]*>'
 _BN = rb"_:[^ ]+"
 _LIT = rb'"(?:[^"\\]|\\.)*"(?:@[^ ]+|\^\^<[^>]*>)?'
 #: A canonical N-Quads line as pyoxigraph writes it (subject, object, graph captured).
@@ -66,8 +73,22 @@ _CANONICAL = re.compile(
     rb"^(%s|%s) %s (%s|%s|%s)(?: (%s|%s))? \.$" % (_IRI, _BN, _IRI, _IRI, _BN, _LIT, _IRI, _BN), re.S)
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
-_PLAIN_LABEL = re.compile(rb"^[A-Za-z0-9._~\-]+$")
 _DTD_ENTITY = re.compile(rb"<!ENTITY", re.I)
+
+# Blank nodes in a block of canonical lines (the block starts with "\n"), found by position so that
+# "_:" inside a literal is never touched: a subject starts a line; a term at the end of a line (the
+# object of a triple, or a graph label) has no quote after it; the object of a quad with a graph IRI
+# follows the predicate's ">". Labels never hold white space, quotes or angle brackets. (Replaced by
+# splitting, not by ``re.sub`` templates: Python 3.11 expands those in Python, once per match.)
+_LABEL = rb'[^\s"<>]+'
+_AT_END = re.compile(rb" _:(%s) \.\n" % _LABEL)
+_BEFORE_GRAPH = re.compile(rb"> _:(%s) (<[^\s\"<>]*>) \.\n" % _LABEL)
+_AT_START = re.compile(rb"\n_:(%s) " % _LABEL)
+
+
+def label_segment(label: bytes) -> bytes:
+    """A blank node label as an IRI path segment: characters IRIs may not hold are percent-encoded."""
+    return quote_from_bytes(label, safe=":").encode("ascii")
 
 
 class CleaningError(Exception):
@@ -79,11 +100,20 @@ class CleanOptions:
     genid_base: str = GENID_BASE
     gzip_level: int = 1
     run_bytes: int = RUN_BYTES
-    #: Memory of the external sort (``sort -S``).
-    sort_memory: str = "96M"
+    #: Memory of the external sort (``sort -S``); None: an eighth of the document, 16-96 MiB (small
+    #: buffers sort faster in cache; big documents need few enough runs for a single merge pass).
+    sort_memory: str | None = None
     max_messages: int = MAX_MESSAGES
     #: Directory for sorted runs (default: beside the output).
     tmp_dir: str | None = None
+    #: Threads of the external sort (``sort --parallel``; the parsing workers use the other core).
+    sort_threads: int = 1
+    #: Processes parsing a large line-based document in parallel (1: in the cleaning process).
+    parse_workers: int = 2
+    #: Largest JSON-LD or HTML (RDFa) document cleaned: those parsers hold the whole document.
+    max_in_memory_bytes: int = MAX_IN_MEMORY_BYTES
+    #: Bytes of input parsed per call (keeps each GIL-holding call short; the parallel work unit).
+    parse_chunk: int = PARSE_CHUNK
 
 
 @dataclass
@@ -143,7 +173,9 @@ class Skolemiser:
     Turtle gives the same output). With ``relabel=True`` (formats with anonymous blank nodes, for
     which the parser invents random 128-bit hex labels) such labels are numbered in order of first
     appearance as ``-anonN``, which no document label can be (labels cannot start with "-"), so the
-    output stays deterministic.
+    output stays deterministic. A document label that happens to look like a generated one is
+    numbered too; the mapping is per document and one-to-one, so equal labels stay equal and
+    distinct labels distinct.
     """
 
     def __init__(self, genid_base: str, doc_key: str, relabel: bool):
@@ -151,64 +183,56 @@ class Skolemiser:
         self.relabel = relabel
         self.labels: dict[bytes, bytes] = {}
 
-    def _term(self, token: bytes) -> bytes:
-        label = token[2:]
+    def term(self, label: bytes) -> bytes:
+        """The genid IRI of blank node ``label``."""
         if self.relabel and _GENERATED.match(label):
             mapped = self.labels.get(label)
             if mapped is None:
                 mapped = self.labels[label] = b"-anon%d" % len(self.labels)
             label = mapped
-        if not _PLAIN_LABEL.match(label):
-            # Labels may hold characters IRIs may not (U+FFF0..U+FFFD, ...): percent-encode.
-            label = quote_from_bytes(label, safe="").encode("ascii")
-        return self.prefix + label + b">"
+        elif label.isascii():
+            # N-Triples allows only letters, digits, "_", ":", "-" and "." in ASCII labels: all IRI-safe.
+            return self.prefix + label + b">"
+        return self.prefix + label_segment(label) + b">"
 
-    def block(self, block: bytes) -> bytes | None:
-        """All blank nodes of a block of canonical lines replaced in one pass, when that is safe;
-        else None (go line by line). Unsafe: a ``_:`` after a quote on its line (it may be inside a
-        literal, or a graph label after one). A ``_:`` not at a term start is inside an IRI."""
-        parts = block.split(b"_:")
-        out = [parts[0]]
-        prefix = self.prefix
-        prev = parts[0]
-        quoted = b'"' in prev[prev.rfind(b"\n") + 1:]
-        for part in parts[1:]:
-            if prev[-1:] in (b" ", b"\n", b""):
-                if quoted:
-                    return None
-                end = part.find(b" ")
-                label = part[:end]
-                if not label.isascii():
-                    label = quote_from_bytes(label, safe="").encode("ascii")
-                out.append(prefix)
-                out.append(label)
-                out.append(b">")
-                out.append(part[end:])
-            else:
-                out.append(b"_:")
-                out.append(part)
-            newline = part.rfind(b"\n")
-            quoted = (b'"' in part[newline + 1:]) if newline >= 0 else (quoted or b'"' in part)
-            prev = part
-        return b"".join(out)
+    def block(self, block: bytes) -> bytes:
+        """All blank nodes of a block of canonical lines (newline-terminated, without triple terms) replaced."""
+        term = self.term
+        parts = _AT_END.split(b"\n" + block)
+        parts[1::2] = [b" %s .\n" % term(label) for label in parts[1::2]]
+        parts = _BEFORE_GRAPH.split(b"".join(parts))
+        parts[1::3] = [b"> %s %s .\n" % (term(label), graph) for label, graph in zip(parts[1::3], parts[2::3])]
+        parts[2::3] = [b""] * (len(parts) // 3)
+        parts = _AT_START.split(b"".join(parts))
+        parts[1::2] = [b"\n%s " % term(label) for label in parts[1::2]]
+        return b"".join(parts)[1:]
 
     def line(self, line: bytes) -> bytes | None:
         """The line with its blank nodes replaced; None when it is not a line this cleaner can read."""
-        match = _CANONICAL.match(line)
-        if match is None:
+        if _CANONICAL.match(line) is None:
             return None
-        out, last = [], 0
-        for group in (1, 2, 3):
-            token = match.group(group)
-            if token is not None and token.startswith(b"_:"):
-                start, end = match.span(group)
-                out.append(line[last:start])
-                out.append(self._term(token))
-                last = end
-        if not out:
-            return line
-        out.append(line[last:])
-        return b"".join(out)
+        return self.block(line + b"\n")[:-1] if b"_:" in line else line
+
+
+def canonical_lines(block: bytes, skolem: Skolemiser, messages: "_Messages", line_no: int | None) -> bytes:
+    """Serializer output made final: statements RDF 1.1 cannot hold dropped (recorded as errors),
+    blank nodes skolemised."""
+    if b"<<" in block:
+        keep = []
+        for line in block.split(b"\n")[:-1]:
+            if b"<<" in line and _CANONICAL.match(line) is None:
+                messages.add("error", "statement not representable in RDF 1.1 N-Quads: %s"
+                             % line.decode("utf-8", "replace"), line_no)
+                continue
+            keep.append(line)
+        block = b"\n".join(keep) + b"\n" if keep else b""
+    if b"_:" in block:
+        block = skolem.block(block)
+    return block
+
+
+def has_named_graph(block: bytes) -> bool:
+    return any(m is not None and m.group(3) for m in map(_CANONICAL.match, block.split(b"\n")))
 
 
 class _Sink:
@@ -232,21 +256,21 @@ class _Sink:
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
         self.check_graphs = result.format in (F.N_QUADS, F.TRIG, F.JSON_LD)
+        #: Size of the document (sizes the external sort's buffer).
+        self.input_bytes = 0
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
-        """A block of canonical lines (newline-terminated) from the serializer."""
+        """A block of serializer output (newline-terminated canonical lines)."""
         if not block:
             return
-        if b"_:" in block or b"<<" in block:
-            fast = None if self.skolem.relabel or b"<<" in block else self.skolem.block(block)
-            if fast is None:
-                lines = self._skolemise(block.split(b"\n")[:-1], line_no)
-                fast = b"\n".join(lines) + b"\n" if lines else b""
-            block = fast
-            if not block:
-                return
+        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no))
+
+    def add_lines(self, block: bytes) -> None:
+        """A block of final (skolemised) lines."""
+        if not block:
+            return
         if self.check_graphs and not self.named:
-            self.named = any(m is not None and m.group(3) for m in map(_CANONICAL.match, block.split(b"\n")))
+            self.named = has_named_graph(block)
         self.result.statements += block.count(b"\n")
         if self.sorter is not None:
             self.sorter.stdin.write(block)
@@ -256,33 +280,28 @@ class _Sink:
         if self.size >= self.options.run_bytes:
             self._spill()
 
-    def _skolemise(self, lines: list[bytes], line_no: int | None) -> list[bytes]:
-        out = []
-        for line in lines:
-            if b"_:" in line or b"<<" in line:
-                fixed = self.skolem.line(line)
-                if fixed is None:
-                    self.messages.add("error", "statement not representable in RDF 1.1 N-Quads: %s"
-                                      % line.decode("utf-8", "replace"), line_no)
-                    continue
-                line = fixed
-            out.append(line)
-        return out
-
     def _sorted_unique(self) -> list[bytes]:
         lines = sorted(set(b"".join(self.blocks).split(b"\n")[:-1]))
         self.blocks, self.size = [], 0
         return lines
 
-    def _spill(self) -> None:
+    def start_sorter(self) -> bool:
+        """Send every line from now on to ``LC_ALL=C sort -u`` (False when there is no ``sort``)."""
         sort = shutil.which("sort")
-        if sort is not None:
-            self.sorter = subprocess.Popen(
-                [sort, "-u", "-S", self.options.sort_memory, "-T", str(self.tmp)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"))
-            for block in self.blocks:
-                self.sorter.stdin.write(block)
-            self.blocks, self.size = [], 0
+        if sort is None:
+            return False
+        memory = self.options.sort_memory or "%dK" % (min(max(self.input_bytes // 8, 16 << 20), 96 << 20) >> 10)
+        args = [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads,
+                "-T", str(self.tmp)]
+        self.sorter = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       env=dict(os.environ, LC_ALL="C"))
+        for block in self.blocks:
+            self.sorter.stdin.write(block)
+        self.blocks, self.size = [], 0
+        return True
+
+    def _spill(self) -> None:
+        if self.start_sorter():
             return
         lines = self._sorted_unique()
         path = self.tmp / ("run-%05d" % len(self.runs))
@@ -333,7 +352,7 @@ class _Sink:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp_path = self.tmp / "clean.gz"
         digest = hashlib.md5()
-        compressor = zlib.compressobj(self.options.gzip_level, zlib.DEFLATED, 31)
+        compressor = _gzip_compressor(self.options.gzip_level)
         unique = raw_bytes = 0
         dumps: list[str] = []
         with open(tmp_path, "wb") as out:
@@ -358,6 +377,14 @@ class _Sink:
         r = self.result
         r.key, r.path, r.unique, r.duplicates = key, str(final), unique, r.statements - unique
         r.bytes, r.uncompressed_bytes, r.named_graphs, r.void_data_dumps = final.stat().st_size, raw_bytes, named, dumps
+
+
+def _gzip_compressor(level: int):
+    """A gzip stream compressor: ISA-L (``isal``, several times faster than zlib at levels 0-3) when
+    installed, else zlib. Either way the output is ordinary gzip."""
+    if isal_zlib is not None and level <= isal_zlib.ISAL_BEST_COMPRESSION:
+        return isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31)
+    return zlib.compressobj(level, zlib.DEFLATED, 31)
 
 
 def _data_dump(line: bytes) -> list[str]:
@@ -393,13 +420,35 @@ def _serialize(quads: Iterable) -> bytes:
     return ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
 
 
-def _line_based(path: Path, fmt: str, sink: _Sink, messages: _Messages) -> None:
+def _parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: _Messages, line_offset: int) -> bytes:
+    """The final lines of a block of whole N-Triples/N-Quads lines. A block with an error is parsed
+    again line by line, so one bad statement costs only its own line."""
+    try:
+        return canonical_lines(_serialize(ox.parse(data, oxf)), skolem, messages, line_offset + 1)
+    except SyntaxError:
+        pass
+    out = []
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(canonical_lines(_serialize(ox.parse(line, oxf)), skolem, messages, line_offset + i))
+        except SyntaxError as exc:
+            messages.add("error", str(exc), line_offset + i, exc.offset)
+    return b"".join(out)
+
+
+def _line_count(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _line_based(path: Path, fmt: str, sink: _Sink, messages: _Messages, chunk_bytes: int) -> None:
     oxf = OX_FORMATS[fmt]
     line_offset = 0
     with open(path, "rb") as f:
         rest = b""
         while True:
-            chunk = f.read(PARSE_CHUNK)
+            chunk = f.read(chunk_bytes)
             data = rest + chunk
             if chunk:
                 cut = data.rfind(b"\n") + 1
@@ -410,23 +459,135 @@ def _line_based(path: Path, fmt: str, sink: _Sink, messages: _Messages) -> None:
             else:
                 rest = b""
             if data:
-                try:
-                    sink.add_block(_serialize(ox.parse(data, oxf)), line_offset + 1)
-                except SyntaxError:
-                    _per_line(data, oxf, line_offset, sink, messages)
-                line_offset += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+                sink.add_lines(_parse_lines(data, oxf, sink.skolem, messages, line_offset))
+                line_offset += _line_count(data)
             if not chunk:
                 break
 
 
-def _per_line(data: bytes, oxf, line_offset: int, sink: _Sink, messages: _Messages) -> None:
-    for i, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
+# -- line-based documents in parallel ------------------------------------------------------------
+#
+# A large N-Triples/N-Quads document is cut into ``parse_chunk`` byte ranges; each forked worker takes the
+# next range (the lines that start in it), parses, serialises and skolemises it, and writes the lines
+# straight into the external sort's input under a lock (whole blocks, so lines never interleave).
+# Workers report counts and messages per range; line numbers are made absolute afterwards.
+
+
+def _read_range(f, index: int, span: int, size: int) -> bytes:
+    """The whole lines that start in byte range ``index`` (of ``span`` bytes each) of the file."""
+    start, end = index * span, min((index + 1) * span, size)
+    if index:
+        f.seek(start - 1)
+        data = f.read(end - start + 1)
+        newline = data.find(b"\n")
+        if newline < 0:
+            return b""  # no line starts here: the previous range's last line runs through it
+        data = data[newline + 1:]
+    else:
+        f.seek(0)
+        data = f.read(end)
+    if end < size and data and not data.endswith(b"\n"):
+        parts = [data]
+        while True:
+            more = f.read(1 << 16)
+            newline = more.find(b"\n")
+            if newline >= 0:
+                parts.append(more[:newline + 1])
+                break
+            parts.append(more)
+            if not more:
+                break
+        data = b"".join(parts)
+    return data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, cap: int, counter,
+                  n_ranges: int, span: int, lock, fd: int, conn) -> None:
+    try:
+        oxf = OX_FORMATS[fmt]
+        size = os.path.getsize(path)
+        done, named = [], False
+        with open(path, "rb") as f:
+            while True:
+                with counter.get_lock():
+                    index = counter.value
+                    counter.value = index + 1
+                if index >= n_ranges:
+                    break
+                data = _read_range(f, index, span, size)
+                local = CleanResult(format=fmt)
+                out = _parse_lines(data, oxf, skolem, _Messages(local, cap), 0) if data else b""
+                if out:
+                    if check_graphs and not named:
+                        named = has_named_graph(out)
+                    with lock:
+                        _write_all(fd, out)
+                done.append((index, _line_count(data), out.count(b"\n"), local.errors, local.warnings,
+                             local.messages, named))
+        conn.send(done)
+    except BaseException as exc:  # reported to the parent, which fails the document
+        conn.send(("error", "%s: %s" % (type(exc).__name__, exc)))
+    finally:
+        conn.close()
+
+
+def _can_fork(workers: int) -> bool:
+    return (workers > 1 and "fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
+
+
+def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages, workers: int) -> None:
+    span = sink.options.parse_chunk
+    if not sink.start_sorter():
+        _line_based(path, fmt, sink, messages, span)
+        return
+    sink.sorter.stdin.flush()
+    fd = sink.sorter.stdin.fileno()
+    with contextlib.suppress(OSError, AttributeError):  # a bigger pipe: fewer wake-ups of sort
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    ctx = multiprocessing.get_context("fork")
+    n_ranges = max(1, -(-path.stat().st_size // span))
+    counter, lock = ctx.Value("q", 0), ctx.Lock()
+    jobs = []
+    for _ in range(workers):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_range_worker, daemon=True, args=(
+            str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span, lock, fd, send))
+        proc.start()
+        send.close()
+        jobs.append((recv, proc))
+    done, failure = [], None
+    for recv, proc in jobs:
         try:
-            sink.add_block(_serialize(ox.parse(line, oxf)), line_offset + i)
-        except SyntaxError as exc:
-            messages.add("error", str(exc), line_offset + i, exc.offset)
+            answer = recv.recv()
+        except EOFError:
+            answer = ("error", "a parsing worker died (exit code %s)" % proc.exitcode)
+        recv.close()
+        proc.join()
+        if isinstance(answer, tuple):
+            failure = answer[1]
+        else:
+            done.extend(answer)
+    if failure is not None:
+        raise CleaningError("parsing failed: %s" % failure)
+    result, line_offset = sink.result, 0
+    for _, lines, statements, errors, warnings, found, named in sorted(done):
+        result.statements += statements
+        result.errors += errors
+        result.warnings += warnings
+        for message in found:
+            if len(result.messages) < messages.cap:
+                if "line" in message:
+                    message["line"] += line_offset
+                result.messages.append(message)
+        sink.named = sink.named or named
+        line_offset += lines
 
 
 def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterator[list]:
@@ -454,11 +615,13 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
     if fmt == F.RDF_XML:
         _refuse_entities(path)
     if fmt == F.JSON_LD:
+        _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
         quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
         dataset = ox.Dataset()
         for batch in _batched(quads, messages):
-            dataset.extend(batch)
+            for quad in batch:
+                dataset.add(quad)
         _from_dataset(dataset, sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
@@ -479,9 +642,14 @@ def _refuse_entities(path: Path) -> None:
         raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
 
 
+def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
+    if path.stat().st_size > options.max_in_memory_bytes:
+        raise CleaningError("%s larger than %d bytes is not cleaned (it would be parsed in memory)"
+                            % (kind, options.max_in_memory_bytes))
+
+
 def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
-    if path.stat().st_size > MAX_RDFA_BYTES:
-        raise CleaningError("HTML larger than %d bytes is not cleaned for RDFa" % MAX_RDFA_BYTES)
+    _check_in_memory(path, "HTML (RDFa)", sink.options)
     from pyRdfa import pyRdfa
     from pyRdfa.options import Options
 
@@ -496,7 +664,8 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
     data = graph.serialize(format="nt", encoding="utf-8")
     dataset = ox.Dataset()
     for batch in _batched(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages):
-        dataset.extend(batch)
+        for quad in batch:
+            dataset.add(quad)
     _from_dataset(dataset, sink)
 
 
@@ -512,9 +681,12 @@ def clean_file(path: Path | str, fmt: str, doc_key: str, out_dir: Path | str, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="clean-", dir=options.tmp_dir or out_dir) as tmp:
         sink = _Sink(result, skolem, messages, options, Path(tmp))
+        sink.input_bytes = path.stat().st_size if path.exists() else 0
         try:
-            if fmt in LINE_BASED:
-                _line_based(path, fmt, sink, messages)
+            if fmt in LINE_BASED and path.stat().st_size >= options.run_bytes and _can_fork(options.parse_workers):
+                _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
+            elif fmt in LINE_BASED:
+                _line_based(path, fmt, sink, messages, options.parse_chunk)
             elif fmt == F.RDFA:
                 _rdfa(path, base_iri, sink, messages)
             else:
