@@ -65,6 +65,9 @@ class IngestSpider(scrapy.Spider):
         },
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
+        # Every callback yields exactly one item or request per response; with asyncio Scrapy
+        # starts CONCURRENT_ITEMS worker tasks per response (100 by default: ~1 ms each time).
+        "CONCURRENT_ITEMS": 4,
     }
 
     def __init__(self, *args, url: str | None = None, ingest_type: str = "pdf", requests: str | None = None,
