@@ -1,0 +1,220 @@
+"""The cleaning stage on documents written for these tests (format parser input, not a source's format):
+the parallel range parser against the serial one, blank node labels that look like the parser's own,
+JSON-LD and RDFa from HTML, and the in-memory size cap.
+
+Expected values come from the documents as written here (statements, errors and their lines,
+hand-written expected graphs), never from the cleaner's output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from tests.laundromat.conformance import canonical_quads, deskolemise
+from votersdaily.laundromat import cleaning
+from votersdaily.laundromat.cleaning import CleanOptions, clean_file
+from votersdaily.laundromat.steps import launder_file
+
+KEY = "0123456789abcdef0123456789abcdef"
+GENID = re.compile(rb"<https://lodlaundromat\.org/\.well-known/genid/[0-9a-f]{32}/([^>]*)>")
+
+
+def _lines(path: str) -> list[bytes]:
+    with gzip.open(path, "rb") as f:
+        return f.read().split(b"\n")[:-1]
+
+
+def _document(n: int) -> tuple[bytes, list[bytes], list[int]]:
+    """N-Triples text (canonical good lines, duplicates, bad lines, a comment, blank lines); the good
+    lines (with repeats) and the 1-based numbers of the bad lines."""
+    out, good, bad = [], [], []
+    for i in range(n):
+        if i % 97 == 50:
+            out.append(b'<http://ex.org/s%d> <http://ex.org/p> "unterminated .' % i)
+            bad.append(len(out))
+            continue
+        if i == 10:
+            out.append(b"# a comment line")
+            continue
+        if i == 11:
+            out.append(b"")
+            continue
+        if i % 10 == 9:
+            line = good[i // 2]  # a duplicate of an earlier statement
+        elif i % 5 == 0:
+            line = b"_:b%d <http://ex.org/p> \"%d with _:x . inside\" ." % (i % 50, i)
+        elif i % 5 == 1:
+            line = "<http://ex.org/s%d> <http://ex.org/q> _:é%d .".encode() % (i, i % 3)
+        elif i % 5 == 2:
+            line = b'<http://ex.org/s%d> <http://ex.org/r> "caf\xc3\xa9 %d"@fr .' % (i, i)
+        else:
+            line = b'_:c%d <http://ex.org/p> "%d"^^<http://www.w3.org/2001/XMLSchema#integer> .' % (i % 7, i)
+        out.append(line)
+        good.append(line)
+    return b"\n".join(out) + b"\n", good, bad
+
+
+def test_parallel_ranges_match_serial_and_the_document(tmp_path, monkeypatch):
+    calls = []
+    parallel_path = cleaning._line_based_parallel
+    monkeypatch.setattr(cleaning, "_line_based_parallel", lambda *a: calls.append(a) or parallel_path(*a))
+    text, good, bad = _document(4000)
+    assert len(bad) < 100  # every error message is kept (cap 100)
+    path = tmp_path / "doc.nt"
+    path.write_bytes(text)
+    serial = clean_file(path, "N-Triples", KEY, tmp_path / "serial",
+                        options=CleanOptions(parse_workers=1, run_bytes=1 << 30))
+    parallel = clean_file(path, "N-Triples", KEY, tmp_path / "parallel",
+                          options=CleanOptions(parse_workers=2, parse_chunk=4096, run_bytes=1, sort_memory="64K"))
+    assert len(calls) == 1  # the second run went through the forked range workers
+    assert len(text) > 20 * 4096  # many ranges, lines cut at range boundaries
+    for result in (serial, parallel):
+        assert result.statements == len(good)
+        assert result.unique == len(set(good))
+        assert result.duplicates == len(good) - len(set(good))
+        assert result.errors == len(bad)
+        assert [m["line"] for m in result.messages] == bad
+        assert all(m["kind"] == "error" for m in result.messages)
+    assert Path(serial.path).read_bytes() == Path(parallel.path).read_bytes()
+    assert serial.key == parallel.key
+    lines = _lines(parallel.path)
+    assert lines == sorted(set(lines))
+    expected = canonical_quads(b"\n".join(good) + b"\n", ox.RdfFormat.N_TRIPLES)
+    assert canonical_quads(deskolemise(b"\n".join(lines) + b"\n"), ox.RdfFormat.N_QUADS) == expected
+    # "_:" inside a literal is text, not a blank node; a non-ASCII label is percent-encoded.
+    assert any(b'"0 with _:x . inside"' in line for line in lines)
+    assert any(line.endswith(b"/%C3%A90> .") for line in lines)
+
+
+TURTLE_HEX_LABELS = b"""@prefix ex: <http://example.org/> .
+_:0123456789abcdef ex:p _:0123456789abcdef0123 .
+_:0123456789abcdef0123 ex:p _:0123456789abcdef .
+_:fedcba9876543210fedcba9876543210 ex:q [ ex:r _:0123456789abcdef ] .
+ex:s ex:p _:plain , [ ex:r ex:o ] .
+"""
+
+
+def test_hex_looking_labels_keep_their_identity(tmp_path):
+    """Labels shaped like the parser's generated ones are numbered with the anonymous nodes; equal
+    labels must stay equal and distinct labels distinct, deterministically."""
+    path = tmp_path / "hex.ttl"
+    path.write_bytes(TURTLE_HEX_LABELS)
+    first = clean_file(path, "Turtle", KEY, tmp_path / "a")
+    second = clean_file(path, "Turtle", KEY, tmp_path / "b")
+    assert first.errors == 0 and first.statements == 7
+    assert first.key == second.key  # the random labels of [] do not leak into the output
+    data = b"\n".join(_lines(first.path)) + b"\n"
+    labels = set(GENID.findall(data))
+    # 0123456789abcdef, ...0123, fedcba..., plain and the two [] nodes: six distinct nodes.
+    assert len(labels) == 6 and b"plain" in labels
+    expected = canonical_quads(TURTLE_HEX_LABELS, ox.RdfFormat.TURTLE)
+    assert canonical_quads(deskolemise(data), ox.RdfFormat.N_QUADS) == expected
+
+
+def test_nt_labels_that_differ_only_in_zeros_or_case_stay_distinct(tmp_path):
+    path = tmp_path / "labels.nt"
+    path.write_bytes(b"_:00ab <http://ex.org/p> _:ab .\n_:ab <http://ex.org/p> _:AB .\n"
+                     b"_:abcdef0123456789 <http://ex.org/p> _:ABCDEF0123456789 .\n")
+    result = clean_file(path, "N-Triples", KEY, tmp_path / "out")
+    labels = GENID.findall(b"\n".join(_lines(result.path)))
+    assert sorted(set(labels)) == [b"00ab", b"AB", b"ABCDEF0123456789", b"ab", b"abcdef0123456789"]
+
+
+JSON_LD = b"""{
+  "@context": {
+    "name": "http://xmlns.com/foaf/0.1/name",
+    "knows": {"@id": "http://xmlns.com/foaf/0.1/knows", "@type": "@id"},
+    "age": {"@id": "http://xmlns.com/foaf/0.1/age", "@type": "http://www.w3.org/2001/XMLSchema#integer"},
+    "ex": "http://example.org/"
+  },
+  "@graph": [
+    {"@id": "ex:alice", "name": "Alice", "age": "42", "knows": {"name": "Bob", "knows": "ex:alice"}},
+    {"@id": "ex:g1", "@graph": {"@id": "ex:carol", "name": {"@value": "Carol", "@language": "EN-GB"}}},
+    {"@id": "relative", "name": "resolved against the base"}
+  ]
+}
+"""
+#: JSON-LD 1.1 toRdf of the document above, by hand (language tags are lower-cased by the cleaner).
+JSON_LD_EXPECTED = b"""<http://example.org/alice> <http://xmlns.com/foaf/0.1/name> "Alice" .
+<http://example.org/alice> <http://xmlns.com/foaf/0.1/age> "42"^^<http://www.w3.org/2001/XMLSchema#integer> .
+<http://example.org/alice> <http://xmlns.com/foaf/0.1/knows> _:bob .
+_:bob <http://xmlns.com/foaf/0.1/name> "Bob" .
+_:bob <http://xmlns.com/foaf/0.1/knows> <http://example.org/alice> .
+<http://example.org/carol> <http://xmlns.com/foaf/0.1/name> "Carol"@en-gb <http://example.org/g1> .
+<http://example.org/base/relative> <http://xmlns.com/foaf/0.1/name> "resolved against the base" .
+"""
+
+HTML_RDFA = b"""<!DOCTYPE html>
+<html lang="en">
+<head><title>RDFa test</title></head>
+<body vocab="http://schema.org/">
+  <div typeof="Person" resource="http://example.org/people#alice">
+    <span property="name">Alice Example</span>
+    <a property="url" href="http://example.org/alice">home</a>
+    <div property="address" typeof="PostalAddress">
+      <span property="addressLocality">Springfield</span>
+    </div>
+  </div>
+  <p about="http://example.org/doc" property="http://purl.org/dc/terms/title" lang="fr">Le titre</p>
+</body>
+</html>
+"""
+#: RDFa 1.1 Core processing of the page above, by hand (@vocab also yields rdfa:usesVocabulary;
+#: plain literals take the inherited HTML @lang).
+HTML_RDFA_EXPECTED = b"""<http://example.org/base/page> <http://www.w3.org/ns/rdfa#usesVocabulary> <http://schema.org/> .
+<http://example.org/people#alice> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://schema.org/Person> .
+<http://example.org/people#alice> <http://schema.org/name> "Alice Example"@en .
+<http://example.org/people#alice> <http://schema.org/url> <http://example.org/alice> .
+<http://example.org/people#alice> <http://schema.org/address> _:addr .
+_:addr <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://schema.org/PostalAddress> .
+_:addr <http://schema.org/addressLocality> "Springfield"@en .
+<http://example.org/doc> <http://purl.org/dc/terms/title> "Le titre"@fr .
+"""
+
+
+@pytest.mark.parametrize("body,fmt,expected,named", [
+    (JSON_LD, "JSON-LD", JSON_LD_EXPECTED, True),
+    (HTML_RDFA, "RDFa", HTML_RDFA_EXPECTED, False),
+], ids=["json-ld", "rdfa"])
+def test_in_memory_formats_guessed_and_cleaned(tmp_path, body, fmt, expected, named):
+    path = tmp_path / "page"  # no extension, no Content-Type: the content decides
+    path.write_bytes(body)
+    record = launder_file(path, KEY, tmp_path / "out", base_iri="http://example.org/base/page")
+    assert record["format"] == fmt
+    clean = record["clean"]
+    assert clean["number_of_errors"] == 0, clean["messages"]
+    assert clean["named_graphs"] is named and clean["path"].endswith(".nq.gz" if named else ".nt.gz")
+    lines = _lines(clean["path"])
+    assert lines == sorted(set(lines)) and len(lines) == expected.count(b"\n")
+    assert canonical_quads(deskolemise(b"\n".join(lines) + b"\n"), ox.RdfFormat.N_QUADS) == \
+        canonical_quads(expected, ox.RdfFormat.N_QUADS)
+    # Deterministic: blank nodes come out under the same names every time.
+    again = launder_file(path, KEY, tmp_path / "again", base_iri="http://example.org/base/page")
+    assert again["clean"]["key"] == clean["key"]
+
+
+@pytest.mark.parametrize("body,fmt", [(JSON_LD, "JSON-LD"), (HTML_RDFA, "RDFa")], ids=["json-ld", "rdfa"])
+def test_in_memory_formats_have_a_size_cap(tmp_path, body, fmt):
+    path = tmp_path / "big"
+    path.write_bytes(body)
+    base = "http://example.org/base/page"
+    result = clean_file(path, fmt, KEY, tmp_path / "out", base_iri=base,
+                        options=CleanOptions(max_in_memory_bytes=len(body) - 1))
+    assert result.errors == 1 and "larger than %d bytes" % (len(body) - 1) in result.messages[0]["message"]
+    assert result.statements == 0 and _lines(result.path) == []
+    fits = clean_file(path, fmt, KEY, tmp_path / "fits", base_iri=base,
+                      options=CleanOptions(max_in_memory_bytes=len(body)))
+    assert fits.errors == 0 and fits.statements > 0
+
+
+def test_jsonld_remote_context_is_not_fetched(tmp_path):
+    path = tmp_path / "remote.jsonld"
+    path.write_bytes(b'{"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://ex.org/x", "name": "x"}')
+    result = clean_file(path, "JSON-LD", KEY, tmp_path / "out")
+    assert result.errors == 1 and "remote context" in result.messages[0]["message"]
+    assert result.statements == 0
