@@ -45,6 +45,7 @@ class RunLog:
         self.source_text: str | None = None
         self.source_type = "text/plain"
         self.failures: list[dict] = []
+        self.rejected: list[dict] = []
         self.responses = 0
 
     @classmethod
@@ -58,6 +59,7 @@ class RunLog:
         crawler.signals.connect(ext.spider_error, signal=signals.spider_error)
         crawler.signals.connect(ext.item_error, signal=signals.item_error)
         crawler.signals.connect(ext.source_failed, signal=vd_signals.source_failed)
+        crawler.signals.connect(ext.input_rejected, signal=vd_signals.input_rejected)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -107,6 +109,9 @@ class RunLog:
 
     def source_failed(self, failure, url, spider):
         self._record(failure, "download", url)
+
+    def input_rejected(self, failure, url, spider):
+        self.rejected.append({"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url})
 
     # -- the log document ------------------------------------------------------------------------
 
@@ -178,6 +183,9 @@ class RunLog:
         }
         if outage:
             doc["store_outage"] = outage
+        if self.rejected:
+            doc["rejected_count"] = len(self.rejected)
+            doc["rejected"] = self.rejected[:50]
         if self.failures:
             doc["traceback"] = self.failures[0]["traceback"]
             doc["error_message"] = self.failures[0]["message"]

@@ -2,3 +2,8 @@
 
 #: A source could not be fetched or parsed: ``failure`` (a Twisted Failure), ``url``, ``spider``.
 source_failed = object()
+
+#: One input of the run was rejected (e.g. a malformed ingest request among valid ones): ``failure``,
+#: ``url`` (where the input came from), ``spider``. The run log lists it (``rejected_count``,
+#: ``rejected``) without failing the run: the other inputs were processed.
+input_rejected = object()

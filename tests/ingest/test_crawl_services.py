@@ -121,9 +121,29 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
     store = open_store(sqlite_uri)
     try:
         log = next(iter(store.iter_docs("vd_log")))
-        assert log["result"] == "IngestRequestError" and log["error_count"] == 4
     finally:
         store.close()
+    # 4 bad requests among 8: the run succeeds (every good request has its result) and lists them
+    assert log["result"] == "success" and "error_count" not in log
+    assert log["rejected_count"] == 4
+    assert [r["where"] for r in log["rejected"]] == ["%s:%d" % (requests, n) for n in (5, 6, 7, 8)]
+    assert {r["exception"] for r in log["rejected"]} == {"IngestRequestError"}
+    assert "dataset" in log["rejected"][2]["message"] and "not JSON" in log["rejected"][3]["message"]
+
+
+def test_run_fails_when_no_request_is_usable(crawl, sqlite_uri, ingest_site, tmp_path):
+    requests = write_requests(tmp_path / "r.jsonl", [{"ingest_type": "pdf"}, "not an object"])
+    run_ingest(crawl, sqlite_uri, requests, tmp_path)
+    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path)
+    store = open_store(sqlite_uri)
+    try:
+        logs = sorted(store.iter_docs("vd_log"), key=lambda d: d["access_datetime"])
+        assert "ingest_file_result" not in store.list_dbs() or not store.count("ingest_file_result")
+    finally:
+        store.close()
+    assert [log["result"] for log in logs] == ["IngestRequestError", "RequestSourceError"]
+    assert logs[0]["error_count"] == 2
+    assert "cannot read requests file" in logs[1]["error_message"]
 
 
 def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tmp_path):

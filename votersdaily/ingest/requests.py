@@ -18,6 +18,10 @@ class IngestRequestError(ValueError):
     """An ingest request that cannot be processed (missing base_url, unknown ingest_type...)."""
 
 
+class RequestSourceError(IngestRequestError):
+    """Where the requests come from cannot be read (missing file, no such database): the run fails."""
+
+
 def normalize_request(raw) -> dict:
     """Validate a request; the legacy type ``file`` is rewritten to ``pdf`` inside the request (as
     upstream), everything else is kept verbatim."""

@@ -96,8 +96,23 @@ class IngestSpider(scrapy.Spider):
 
     async def start(self):
         self.extract.start()
+        checked = []
         for where, raw in await self.input_requests():
-            made = self.make_ingest_request(raw, where)
+            try:
+                if isinstance(raw, Exception):
+                    raise raw
+                checked.append((where, R.normalize_request(raw), None))
+            except R.IngestRequestError as exc:
+                checked.append((where, None, exc))
+        # One bad request among good ones is rejected and listed, and the run still succeeds (as
+        # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
+        # fails the run.
+        any_valid = any(request is not None for _, request, _ in checked)
+        for where, request, error in checked:
+            if error is not None:
+                self._reject(where, error, fatal=not any_valid or isinstance(error, R.RequestSourceError))
+                continue
+            made = self._start_request(request)
             if made is not None:
                 yield made
 
@@ -112,7 +127,7 @@ class IngestSpider(scrapy.Spider):
             try:
                 found += list(R.iter_jsonl(source))
             except OSError as exc:
-                found.append((source, R.IngestRequestError("cannot read requests file: %s" % exc)))
+                found.append((source, R.RequestSourceError("cannot read requests file: %s" % exc)))
         if not found:
             self.logger.error("no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store")
         return found
@@ -122,21 +137,28 @@ class IngestSpider(scrapy.Spider):
 
         store = store_for(self.crawler)
         if db not in store.list_dbs():
-            return [("store:%s" % db, R.IngestRequestError("the store has no database %r" % db))]
+            return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 
     def make_ingest_request(self, raw, where: str = "request"):
         """A scrapy Request starting the hop loop for one ingest request, an early result, or None
-        for invalid input (logged, and recorded in the run log)."""
+        for invalid input (logged, and listed in the run log's ``rejected``)."""
         try:
             if isinstance(raw, Exception):
                 raise raw
             request = R.normalize_request(raw)
         except R.IngestRequestError as exc:
-            self.logger.error("bad ingest request at %s: %s", where, exc)
-            self.crawler.stats.inc_value("ingest/bad_request")
-            self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=Failure(exc), url=where, spider=self)
+            self._reject(where, exc, fatal=isinstance(exc, R.RequestSourceError))
             return None
+        return self._start_request(request)
+
+    def _reject(self, where: str, exc: Exception, fatal: bool) -> None:
+        self.logger.error("bad ingest request at %s: %s", where, exc)
+        self.crawler.stats.inc_value("ingest/bad_request")
+        signal = vd_signals.source_failed if fatal else vd_signals.input_rejected
+        self.crawler.signals.send_catch_log(signal, failure=Failure(exc), url=where, spider=self)
+
+    def _start_request(self, request: dict):
         state = H.new_state(request)
         base = state["hops"][0]
         if H.before_fetch(base) == "skip-url-blocklist":
