@@ -11,7 +11,13 @@ import sys
 import threading
 import time
 
+import pytest
+
 from tests.support.services import REPO
+from votersdaily.clock import now_iso
+from votersdaily.laundromat.downloads import download_key
+from votersdaily.laundromat.seedlist import SeedList
+from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
 from votersdaily.store import open_store
 
@@ -38,12 +44,26 @@ def _docs(store_uri: str) -> dict[str, dict]:
 
 
 def _start(url: str, store_uri: str, out) -> subprocess.Popen:
+    """The crawl in a new session, so that killing its group also kills its cleaning workers."""
     env = dict(os.environ, VOTERSDAILY_STORE=store_uri, SCRAPY_SETTINGS_MODULE="votersdaily.settings",
                PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
         [sys.executable, "-m", "scrapy", "crawl", "laundromat", "-a", "url=" + url,
          "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out, "-s", "LOG_LEVEL=INFO"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the crawl and every process it started (its own process group)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+
+
+def _finish(proc: subprocess.Popen) -> str:
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0, stderr[-4000:]
+    return stderr
 
 
 def test_killed_crawl_resumes(site, sqlite_uri, tmp_path):
@@ -73,12 +93,8 @@ def test_killed_crawl_resumes(site, sqlite_uri, tmp_path):
             time.sleep(0.2)
         else:
             raise AssertionError("the crawl never reached the kill point")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill(proc)
         release.set()
 
     before = _docs(sqlite_uri)
@@ -118,3 +134,87 @@ def test_killed_crawl_resumes(site, sqlite_uri, tmp_path):
     old = after[interrupted["download"]]
     assert old["status"] == "failed" and "interrupted" in old["error"]
     assert after[uri_key(site.url + "/d/slow.nt")]["download"] != interrupted["download"]
+
+
+def test_crawl_killed_while_cleaning_resumes(site, sqlite_uri, tmp_path):
+    """SIGKILL while a document is being parsed and cleaned (forked range workers and sort running):
+    the resumed run cleans it once, from the recorded state, without downloading it again."""
+    out = tmp_path / "out"
+    n, distinct = 400_000, 300_000  # over 16 MiB: cleaned by the forked range workers
+    body = "".join('<http://ex.org/s%d> <http://ex.org/p> "v%d" .\n' % (i % distinct, i % distinct)
+                   for i in range(n)).encode()
+    url = site.route("/d/big.nt", body, content_type="application/n-triples")
+    key = uri_key(url)
+    proc = _start(url, sqlite_uri, out)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            states = {d.get("status") for d in _docs(sqlite_uri).values() if d.get("seed") == key}
+            if "parsing" in states:
+                break
+            assert proc.poll() is None and "parsed" not in states, "the kill point was missed"
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the crawl never reached the parsing state")
+    finally:
+        _kill(proc)
+    before = _docs(sqlite_uri)
+    (dirty,) = [d for d in before.values() if d.get("seed") == key and d.get("status") == "parsing"]
+    assert not [d for d in before.values() if d.get("status") == "cleaned"]
+
+    _finish(_start(url, sqlite_uri, out))
+    after = _docs(sqlite_uri)
+    assert site.hits["/d/big.nt"] == 1  # the file was not downloaded again
+    record = after[dirty["_id"]]
+    assert record["status"] == "parsed"
+    assert (record["number_of_statements"], record["number_of_unique_statements"]) == (n, distinct)
+    assert record["number_of_duplicates"] == n - distinct and record["number_of_errors"] == 0
+    cleaned = [d for d in after.values() if d.get("status") == "cleaned"]
+    assert [d["_id"] for d in cleaned] == [record["clean"]] and cleaned[0]["dirty"] == dirty["_id"]
+    assert sorted(p.name for p in (out / "cleaned").glob("*.gz")) == [cleaned[0]["file"].rsplit("/", 1)[-1]]
+    with gzip.open(out / cleaned[0]["file"], "rb") as f:
+        lines = f.read().split(b"\n")[:-1]
+    assert len(lines) == distinct and lines == sorted(set(lines))
+    assert not (out / record["recoded_file"]).exists()  # finished work is tidied as usual
+
+
+@pytest.mark.parametrize("left_in", ["filed", "unarchiving"])
+def test_sitemap_left_half_done_resumes_as_a_sitemap(site, sqlite_uri, tmp_path, left_in):
+    """A run that died after filing a sitemap's download (or while reading it) left the record
+    ``filed``/``unarchiving``: the resumed run reads it as a sitemap again, not as an RDF file.
+    The state is the one the spider writes right before the sitemap step (seed back to ``added``,
+    processed, its download record filed with the body on disk)."""
+    out = tmp_path / "out"
+    names = ["a.nt", "b.nt"]
+    for i, name in enumerate(names):
+        site.route("/d/" + name, _nt(i), content_type="application/n-triples")
+    sitemap_url = site.route("/sitemap.xml", _sitemap(site.url, names), content_type="application/xml")
+    seed = new_seed(sitemap_url, interval=86400.0)
+    begin = now_iso()
+    download = download_key(seed["_id"], begin)
+    (out / "files").mkdir(parents=True)
+    (out / "files" / download).write_bytes(_sitemap(site.url, names).encode())
+    record = {"_id": download, "parent": seed["_id"], "seed": seed["_id"], "status": left_in,
+              "uri": sitemap_url, "timestamp": {"begin": begin, "end": begin}, "http": [],
+              "file": "files/" + download, "base_uri": sitemap_url, "name": "sitemap.xml",
+              "content_type": "application/xml", "depth": 0}
+    store = open_store(sqlite_uri)
+    try:
+        seeds = SeedList(store)
+        seeds.open()
+        seeds.put(dict(seed, processed=begin, download=download), record)
+    finally:
+        store.close()
+
+    _finish(_start(sitemap_url, sqlite_uri, out))
+    after = _docs(sqlite_uri)
+    assert site.hits.get("/sitemap.xml", 0) == 0  # processed recently: not downloaded again
+    done = after[download]
+    assert done["status"] == "depleted" and done["sitemap"] == "urlset" and "format" not in done
+    dump_keys = [uri_key(site.url + "/d/" + name) for name in names]
+    assert sorted(done["children"]) == sorted(dump_keys)
+    for name, key in zip(names, dump_keys):
+        assert site.hits["/d/" + name] == 1
+        parsed = [d for d in after.values() if d.get("seed") == key and d.get("status") == "parsed"]
+        assert len(parsed) == 1 and parsed[0]["number_of_unique_statements"] == 50
+    assert not (out / "files" / download).exists()

@@ -105,7 +105,13 @@ class LaundromatSpider(scrapy.Spider):
         found: list[str] = []
         for doc in records:
             if not is_seed(doc) and doc.get("status") not in (states.DOWNLOADING, *states.TERMINAL):
-                found += await self.processor.process(doc)  # resume a half-done file
+                # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
+                body = await self._db(self._filed_sitemap, doc)
+                if body is not None:
+                    async for _ in self._sitemap(body, doc, download=False):
+                        pass  # its due seeds are downloaded below with every other due seed
+                    continue
+                found += await self.processor.process(doc)
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
@@ -184,7 +190,7 @@ class LaundromatSpider(scrapy.Spider):
         seed = dict(seed, status=states.ADDED, processed=now_iso())
         await self._db(self.seeds.put, record, seed)
         if looks_like_sitemap(response.body):
-            async for request in self._sitemap(response, record, seed):
+            async for request in self._sitemap(response.body, record):
                 yield request
             return
         found = await self.processor.process(record)
@@ -198,11 +204,24 @@ class LaundromatSpider(scrapy.Spider):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
 
-    async def _sitemap(self, response: Response, record: dict, seed: dict):
-        record = dict(record, status=states.UNARCHIVING)
-        await self._db(self.seeds.put, record)
+    def _filed_sitemap(self, doc: dict) -> bytes | None:
+        """The body of a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``, else None."""
+        if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get("seed"):
+            return None
+        path = self.output_dir / (doc.get("file") or "")
+        if not doc.get("file") or not path.is_file():
+            return None
+        with open(path, "rb") as f:
+            head = f.read(65536)
+        return path.read_bytes() if looks_like_sitemap(head) else None
+
+    async def _sitemap(self, body: bytes, record: dict, download: bool = True):
+        """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
+        if record["status"] != states.UNARCHIVING:
+            record = dict(record, status=states.UNARCHIVING)
+            await self._db(self.seeds.put, record)
         try:
-            sitemap = await self._db(parse_sitemap, response.body)
+            sitemap = await self._db(parse_sitemap, body)
         except (SitemapError, OSError, EOFError) as exc:
             await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
             return
@@ -221,7 +240,7 @@ class LaundromatSpider(scrapy.Spider):
         for loc, extra in entries:
             doc, created = await self.register(loc, origin="sitemap", found_in=record["_id"], **extra)
             children.append(doc["_id"])
-            if created and is_due(doc):
+            if download and created and is_due(doc):
                 yield await self.download(doc)
         await self._db(self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children))
         (self.output_dir / record["file"]).unlink(missing_ok=True)
