@@ -4,6 +4,7 @@ match; tight limits and the strict sub-resource policy; the SSRF guard with its 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import socket
 
@@ -45,7 +46,9 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
         {"base_url": site.url + "/titled", "ingest_type": "html"},
     ])
     warcs = tmp_path / "warcs"
+    # small WARC files: the writer thread rotates files while records arrive concurrently
     run_ingest(crawl, couch_uri, requests, tmp_path, "INGEST_WARC_ENABLED=True", "INGEST_WARC_DIR=%s" % warcs,
+               "INGEST_WARC_MAX_SIZE=30000",
                "GROBID_URL=%s/grobid" % site.url, "INGEST_BLOB_BACKEND=store",
                "INGEST_CATALOG_JSONL=%s" % catalog)
     results = {d["request"]["base_url"]: d for d in read_results(couch_uri).values()}
@@ -90,6 +93,16 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
         by_url = {r["url"]: r for r in local["html_resources"]}
         png = by_url[site.url + "/res/fig1.png"]
         assert png["warc_path"] and png["warc_offset"] >= 0
+        # every record location of every result holds that URL's bytes (offsets exact across files)
+        located = [(r["url"], r) for res in results.values() for r in res.get("html_resources") or []
+                   if r.get("warc_path")]
+        located += [(res["cdx"]["url"], res["cdx"]) for res in results.values() if res.get("cdx")]
+        assert len(located) > 10 and len({where["warc_path"] for _, where in located}) > 1
+        for url, where in located:
+            found_url, _, payload = read_record(warcs, where["warc_path"], where["warc_offset"])
+            assert found_url == url
+            if where.get("sha1hex"):
+                assert hashlib.sha1(payload).hexdigest() == where["sha1hex"]
     finally:
         store.close()
 

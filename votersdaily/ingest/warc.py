@@ -4,10 +4,12 @@ table."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from scrapy import signals
@@ -22,7 +24,11 @@ WARC_META = "ingest_warc"
 
 
 class WarcWriterMiddleware:
-    """Downloader middleware (order 650: above redirects and decompression)."""
+    """Downloader middleware (order 650: above redirects and decompression).
+
+    Records are built, gzipped and written by one dedicated thread, in the order responses arrive:
+    the reactor never compresses a body, and offsets stay exact because only that thread touches
+    the file."""
 
     def __init__(self, folder: Path, max_size: int, prefix: str):
         self.folder = folder
@@ -32,6 +38,7 @@ class WarcWriterMiddleware:
         self._path: Path | None = None
         self._serial = 0
         self.records = 0
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -53,31 +60,39 @@ class WarcWriterMiddleware:
         warcinfo = self._writer.create_warcinfo_record(name, {"software": "votersdaily ingest", "format": "WARC/1.1"})
         self._writer.write_record(warcinfo)
 
-    def process_response(self, request, response):
-        if self._handle is None or self._handle.tell() > self.max_size:
-            self.close()
-            self._open()
+    async def process_response(self, request, response):
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs]
-        status_line = "%d %s" % (response.status, _reason(response.status))
-        http_headers = StatusAndHeaders(status_line, headers, protocol="HTTP/1.1")
+        ip = str(response.ip_address) if response.ip_address else None
+        request.meta[WARC_META] = await asyncio.wrap_future(self._thread.submit(
+            self.write, response.url, response.status, headers, response.body, ip))
+        return response
+
+    def write(self, url: str, status: int, headers: list[tuple[str, str]], body: bytes, ip: str | None) -> dict:
+        """Append one response record (in the writer thread); its ``warc_path/offset/csize``."""
+        if self._handle is None or self._handle.tell() > self.max_size:
+            self._close_file()
+            self._open()
+        http_headers = StatusAndHeaders("%d %s" % (status, _reason(status)), headers, protocol="HTTP/1.1")
         record = self._writer.create_warc_record(
-            response.url, "response", payload=io.BytesIO(response.body), http_headers=http_headers,
-            warc_headers_dict={"WARC-IP-Address": str(response.ip_address)} if response.ip_address else None,
+            url, "response", payload=io.BytesIO(body), http_headers=http_headers,
+            warc_headers_dict={"WARC-IP-Address": ip} if ip else None,
         )
         offset = self._handle.tell()
         self._writer.write_record(record)
         self._handle.flush()
         self.records += 1
-        request.meta[WARC_META] = {
-            "warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset,
-        }
-        return response
+        return {"warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset}
 
-    def close(self, spider=None) -> None:
+    def _close_file(self) -> None:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
             logger.info("closed WARC file %s", self._path)
+
+    def close(self, spider=None) -> None:
+        """At spider close: every queued record written, then the file closed."""
+        self._thread.shutdown(wait=True)
+        self._close_file()
 
 
 def _reason(status: int) -> str:
