@@ -97,3 +97,27 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     again = records(store_uri)
     assert {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in again.items()} == \
         {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in docs.items()}
+
+
+def test_archive_limits_hold_across_the_nested_tree(crawl, site, sqlite_uri, tmp_path):
+    """A zip of four gzipped dumps, each 1,120,000 bytes unpacked, under a 3 MiB limit: every layer
+    passes alone, the tree does not. The first two dumps are cleaned, the other two refused."""
+    content = b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n" * 20_000
+    names = ["p%d.nt.gz" % i for i in range(4)]
+    url = site.route("/tree.zip", sitedata.zip_of({n: gzip.compress(content) for n in names}),
+                     content_type="application/zip")
+    out = tmp_path / "out"
+    ok(crawl("laundromat", [url], sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+             "-s", "LAUNDROMAT_MAX_UNPACKED_BYTES=%d" % (3 << 20), "-s", "LAUNDROMAT_MAX_RATIO=1000000"))
+    docs = records(sqlite_uri)
+    (root,) = [d for d in docs.values() if d.get("archive") == "zip"]
+    layers = {d["entry_name"]: d for d in docs.values() if d.get("parent") == root["_id"]}
+    assert sorted(layers) == names
+    assert [layers[n]["status"] for n in names] == ["depleted", "depleted", "failed", "failed"]
+    assert all("unpacked size exceeds %d" % (3 << 20) in layers[n]["error"] for n in names[2:])
+    assert all(layers[n]["root"] == root["_id"] for n in names)
+    # The root keeps the tree's usage: the zip layer's entries plus two dumps.
+    assert root["tree_unpacked_bytes"] == sum(layers[n]["number_of_bytes"] for n in names) + 2 * len(content)
+    assert root["tree_entries"] == 4 + 2
+    parsed = [d for d in docs.values() if d.get("status") == "parsed"]
+    assert len(parsed) == 2 and all(d["number_of_unique_statements"] == 1 for d in parsed)

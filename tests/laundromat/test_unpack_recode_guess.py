@@ -16,7 +16,7 @@ import pytest
 from tests.laundromat import sitedata
 from tests.laundromat.conformance import ROOT, SUITES, load_manifest
 from votersdaily.laundromat.archives import (
-    ArchiveError, ArchiveLimitExceeded, ArchiveLimits, archive_kind, safe_name, unpack,
+    ArchiveError, ArchiveLimitExceeded, ArchiveLimits, TreeUsage, archive_kind, safe_name, unpack,
 )
 from votersdaily.laundromat.encodings import detect_encoding, recode_file
 from votersdaily.laundromat.formats import guess_format, sniff
@@ -213,3 +213,61 @@ def test_guess_records_all_three_and_disagreements():
     assert sniff("{ <a:s> <a:p> <a:o> . }") == "TriG"
     assert guess_format("", "text/turtle", None).format == "Turtle"
     assert guess_format("", None, "x.jsonld").format == "JSON-LD"
+
+
+def test_limits_hold_for_the_whole_tree(tmp_path):
+    """Layers of one download's archive tree share the size, ratio and entry budgets: every layer
+    below is harmless on its own, the tree is not."""
+    limits = ArchiveLimits(max_total_bytes=3 << 20, max_ratio=1e6, max_entries=50, max_depth=4)  # size only
+    content = b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n" * 20_000  # 1,120,000 bytes
+    members = {"p%d.nt.gz" % i: gzip.compress(content) for i in range(4)}
+    archive = tmp_path / "tree.zip"
+    archive.write_bytes(sitedata.zip_of(members))
+    root = archive.stat().st_size
+    top = unpack(archive, tmp_path / "out", lambda e: child_key("root", e), name="tree.zip", limits=limits)
+    used = TreeUsage(top.unpacked_bytes, len(top.entries), root)
+    assert used.unpacked_bytes == sum(len(m) for m in members.values())
+    outcomes = []
+    for entry in top.entries:
+        alone = unpack(entry.path, tmp_path / "alone", lambda e: child_key("alone", e), name=entry.name,
+                       depth=1, limits=limits)  # each layer passes by itself
+        assert alone.unpacked_bytes == len(content)
+        try:
+            layer_result = unpack(entry.path, tmp_path / "tree", lambda e: child_key(entry.name, e),
+                                  name=entry.name, depth=1, limits=limits, used=used)
+        except ArchiveLimitExceeded as exc:
+            outcomes.append(str(exc))
+            continue
+        used = TreeUsage(used.unpacked_bytes + layer_result.unpacked_bytes, used.entries + 1, root)
+        outcomes.append("ok")
+    # 4 x 1,120,000 bytes: the third layer takes the tree past 3 MiB.
+    assert outcomes[:2] == ["ok", "ok"]
+    assert all("unpacked size exceeds %d" % (3 << 20) in o for o in outcomes[2:]), outcomes
+
+    # Ratio: small layers (under the 1 MiB grace each) of a tiny download add up to a huge ratio.
+    many = {"z%02d.nt.gz" % i: gzip.compress(content[:800_000]) for i in range(12)}
+    archive.write_bytes(sitedata.zip_of(many))
+    limits = ArchiveLimits(max_total_bytes=1 << 30, max_ratio=200.0, max_entries=50, max_depth=4)
+    top = unpack(archive, tmp_path / "out2", lambda e: child_key("r2", e), name="tree.zip", limits=limits)
+    root = archive.stat().st_size
+    used, refused = TreeUsage(top.unpacked_bytes, len(top.entries), root), None
+    for i, entry in enumerate(top.entries):
+        assert unpack(entry.path, tmp_path / "alone2", lambda e: child_key("a2", e), name=entry.name,
+                      depth=1, limits=limits).unpacked_bytes == 800_000  # harmless alone
+        try:
+            layer_result = unpack(entry.path, tmp_path / "tree2", lambda e: child_key(entry.name, e),
+                                  name=entry.name, depth=1, limits=limits, used=used)
+        except ArchiveLimitExceeded as exc:
+            refused = (i, str(exc))
+            break
+        used = TreeUsage(used.unpacked_bytes + layer_result.unpacked_bytes, used.entries + 1, root)
+    total = top.unpacked_bytes + 800_000 * (refused[0] + 1) if refused else None
+    assert refused is not None and "compression ratio exceeds 200" in refused[1]
+    # Refused at the first layer that takes the tree past both the grace and 200 x the download.
+    first = next(i for i in range(12) if top.unpacked_bytes + 800_000 * (i + 1) > max(1 << 20, 200 * root))
+    assert refused[0] == first and total / root > 200
+
+    # Entries count across the tree too.
+    with pytest.raises(ArchiveLimitExceeded, match="more than 50 entries"):
+        unpack(archive, tmp_path / "out3", lambda e: child_key("r3", e), name="tree.zip", limits=limits,
+               used=TreeUsage(0, 40, None))

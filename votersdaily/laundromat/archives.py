@@ -2,8 +2,10 @@
 
 The kind is found from the file's magic bytes, never its name. Each entry is written to a file named
 by its record key (entry names never reach the filesystem; :func:`safe_name` is what the record
-shows). Limits refuse bombs: total uncompressed bytes per archive, compression ratio, entry count
-and nesting depth (a zip quine nests forever and is stopped by the depth).
+shows). Limits refuse bombs: total uncompressed bytes, compression ratio and entry count, counted
+over the whole tree of nested archives of one download (:class:`TreeUsage`: a nested bomb whose
+every layer looks harmless still adds up), and nesting depth (a zip quine nests forever and is
+stopped by the depth).
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ class ArchiveLimits:
         )
 
 
+@dataclass(frozen=True)
+class TreeUsage:
+    """What earlier layers of the same download's archive tree already unpacked."""
+
+    unpacked_bytes: int = 0
+    entries: int = 0
+    #: Size of the download at the tree's root (the ratio's denominator); None: this file's size.
+    compressed_bytes: int | None = None
+
+
 @dataclass
 class Entry:
     #: The name as the archive gives it (may be hostile: shown, never used as a path).
@@ -66,6 +78,10 @@ class Unpacked:
     kind: str | None  # None: not an archive (data)
     entries: list[Entry] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
+
+    @property
+    def unpacked_bytes(self) -> int:
+        return sum(e.size for e in self.entries)
 
 
 def archive_kind(path: Path) -> str | None:
@@ -95,10 +111,16 @@ def safe_name(raw: str) -> str:
 
 
 class _Budget:
-    def __init__(self, limits: ArchiveLimits, compressed: int):
+    def __init__(self, limits: ArchiveLimits, compressed: int, used: TreeUsage = TreeUsage()):
         self.limits = limits
         self.compressed = max(compressed, 1)
-        self.total = 0
+        self.total = used.unpacked_bytes
+        self.entries = used.entries
+
+    def entry(self) -> None:
+        self.entries += 1
+        if self.entries > self.limits.max_entries:
+            raise ArchiveLimitExceeded("more than %d entries" % self.limits.max_entries)
 
     def add(self, n: int) -> None:
         self.total += n
@@ -145,10 +167,11 @@ def _stream_name(kind: str, name: str) -> str:
 
 
 def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str = "",
-           depth: int = 0, limits: ArchiveLimits = ArchiveLimits()) -> Unpacked:
+           depth: int = 0, limits: ArchiveLimits = ArchiveLimits(), used: TreeUsage = TreeUsage()) -> Unpacked:
     """Unpack one layer of ``path`` into ``out_dir/<key_of(entry name)>`` files.
 
-    ``depth`` is the nesting depth of ``path`` itself (0 for a download). Returns the kind (None for
+    ``depth`` is the nesting depth of ``path`` itself (0 for a download); ``used`` what the layers
+    before it in the same tree unpacked (the limits are for the tree). Returns the kind (None for
     data, which is left alone) and the entries; on a limit or a broken archive every file written
     so far is removed and the error raised.
     """
@@ -158,7 +181,7 @@ def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str
     if depth >= limits.max_depth:
         raise ArchiveLimitExceeded("archive nesting deeper than %d" % limits.max_depth)
     out_dir.mkdir(parents=True, exist_ok=True)
-    budget = _Budget(limits, path.stat().st_size)
+    budget = _Budget(limits, used.compressed_bytes or path.stat().st_size, used)
     result = Unpacked(kind=kind)
     try:
         if kind in _STREAMS:
@@ -169,6 +192,7 @@ def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str
                     size = _copy(stream, dst, budget)
             except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
                 raise ArchiveError("%s stream is corrupt: %s" % (kind, exc)) from None
+            budget.entry()
             result.entries.append(Entry(raw, safe_name(raw), dst, size))
         elif kind == "zip":
             _unzip(path, out_dir, key_of, budget, result)
@@ -181,11 +205,6 @@ def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str
     return result
 
 
-def _check_entries(n: int, limits: ArchiveLimits) -> None:
-    if n > limits.max_entries:
-        raise ArchiveLimitExceeded("more than %d entries" % limits.max_entries)
-
-
 def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
     try:
         archive = zipfile.ZipFile(path)
@@ -193,11 +212,13 @@ def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
         raise ArchiveError("zip is corrupt: %s" % exc) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
-        _check_entries(len(infos), budget.limits)
+        if budget.entries + len(infos) > budget.limits.max_entries:  # refused before writing anything
+            raise ArchiveLimitExceeded("more than %d entries" % budget.limits.max_entries)
         for info in infos:
             if info.flag_bits & 0x1:
                 result.skipped.append({"name": safe_name(info.filename), "reason": "encrypted"})
                 continue
+            budget.entry()
             dst = out_dir / key_of(info.filename)
             try:
                 with archive.open(info) as stream:
@@ -213,7 +234,6 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
         archive = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as exc:
         raise ArchiveError("tar is corrupt: %s" % exc) from None
-    count = 0
     with archive:
         try:
             for member in archive:
@@ -223,8 +243,7 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
                     # Links and devices are never followed or created.
                     result.skipped.append({"name": safe_name(member.name), "reason": "not a regular file"})
                     continue
-                count += 1
-                _check_entries(count, budget.limits)
+                budget.entry()
                 stream = archive.extractfile(member)
                 dst = out_dir / key_of(member.name)
                 size = _copy(stream, dst, budget)

@@ -20,7 +20,7 @@ from twisted.internet import threads
 
 from ..clock import now_iso
 from . import states, steps
-from .archives import ArchiveError, ArchiveLimits
+from .archives import ArchiveError, ArchiveLimits, TreeUsage
 from .cleaning import CleanOptions
 from .seedlist import SeedList
 
@@ -106,12 +106,23 @@ class Processor:
         if seed is not None and seed.get("status") == states.ADDED:
             await self.store(self.seedlist.put, dict(seed, processed=None))
 
+    async def _tree_root(self, doc: dict) -> dict:
+        """The download record at the root of ``doc``'s archive tree (it keeps the tree's usage)."""
+        root_key = doc.get("root") or doc["_id"]
+        if root_key == doc["_id"]:
+            return doc
+        return await self.store(self.seedlist.get, root_key) or doc
+
     async def _unarchive(self, doc: dict) -> tuple[dict, list[dict]]:
         doc = await self.move(doc, states.UNARCHIVING)
         path = self.path_of(doc["file"])
+        root = await self._tree_root(doc)
+        used = TreeUsage(unpacked_bytes=int(root.get("tree_unpacked_bytes") or 0),
+                         entries=int(root.get("tree_entries") or 0),
+                         compressed_bytes=root.get("number_of_bytes") or None)
         try:
             result = await self._run(steps.unpack_step, str(path), str(self.files_dir), doc["_id"],
-                                     doc.get("name") or "", int(doc.get("depth") or 0), self.limits)
+                                     doc.get("name") or "", int(doc.get("depth") or 0), self.limits, used)
         except ArchiveError as exc:
             return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
         if result["archive"] is None:
@@ -133,6 +144,7 @@ class Processor:
                 "name": entry["name"],
                 "number_of_bytes": entry["size"],
                 "depth": int(doc.get("depth") or 0) + 1,
+                "root": root["_id"],
                 "file": self.rel(entry["path"]),
                 "base_uri": (doc.get("base_uri") or "") + "/" + entry["name"] if doc.get("base_uri") else None,
                 "content_type": None,
@@ -140,8 +152,16 @@ class Processor:
             })
         if children:
             await self.store(self.seedlist.put, *children)
-        doc = await self.move(doc, states.DEPLETED, archive=result["archive"],
-                              children=[c["_id"] for c in children], skipped_entries=result["skipped_entries"])
+        usage = {"tree_unpacked_bytes": used.unpacked_bytes + result["unpacked_bytes"],
+                 "tree_entries": used.entries + len(children)}
+        states.check_transition(doc["status"], states.DEPLETED)
+        doc = dict(doc, status=states.DEPLETED, archive=result["archive"],
+                   children=[c["_id"] for c in children], skipped_entries=result["skipped_entries"])
+        if root is doc or root["_id"] == doc["_id"]:
+            doc.update(usage)
+            await self.store(self.seedlist.put, doc)
+        else:  # the layer's usage and its state in one write: a resumed layer is not counted twice
+            await self.store(self.seedlist.put, dict(root, **usage), doc)
         path.unlink(missing_ok=True)
         return doc, children
 

@@ -44,12 +44,14 @@ def content_meta(path: Path) -> dict:
 
 
 def unpack_step(path: str, out_dir: str, parent_key: str, name: str, depth: int,
-                limits: archives.ArchiveLimits) -> dict:
-    """One layer of unpacking; ``entries`` are the children to register (key, names, file, size)."""
+                limits: archives.ArchiveLimits, used: archives.TreeUsage = archives.TreeUsage()) -> dict:
+    """One layer of unpacking; ``entries`` are the children to register (key, names, file, size).
+    ``used``: what earlier layers of the same archive tree unpacked (the limits hold for the tree)."""
     result = archives.unpack(Path(path), Path(out_dir), lambda entry: child_key(parent_key, entry),
-                             name=name, depth=depth, limits=limits)
+                             name=name, depth=depth, limits=limits, used=used)
     return {
         "archive": result.kind,
+        "unpacked_bytes": result.unpacked_bytes,
         "entries": [
             {"key": Path(e.path).name, "entry_name": e.raw_name, "name": e.name, "path": str(e.path), "size": e.size}
             for e in result.entries
