@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,23 @@ def build_site(site) -> None:
     site.route("/res/app.js", "console.log('ready');", content_type="application/javascript")
     site.route("/res/fig1.png", PNG, content_type="image/png")
     site.route("/res/frame.html", "<html><body>frame</body></html>", content_type=html)
+    # malformed XML (our own plumbing document): an xml ingest ends xml-parse-error
+    site.route("/broken.xml", '<?xml version="1.0" encoding="utf-8"?>\n<article><title>Unclosed</article>\n',
+               content_type="application/xml")
+    # servers that stall: before answering a hop, and on one sub-resource of a page
+    site.route("/slow-redirect", _slow(2.5), status=302, headers={"Location": "/landing-pdf"})
+    site.route("/stall", _slow(4.0), content_type="application/pdf")
+    site.route("/slow-resources", article("Slow resources", 1500, "", '<img src="/res/slow.png">'),
+               content_type=html)
+    site.route("/res/slow.png", _slow(2.5, PNG), content_type="image/png")
     site.route("/res/clip.mp4", b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", content_type="video/mp4")
+
+
+def _slow(seconds: float, body: bytes = b""):
+    def answer(handler) -> bytes:
+        time.sleep(seconds)
+        return body
+    return answer
 
 
 def write_requests(path: Path, requests: list[dict]) -> Path:

@@ -178,3 +178,36 @@ def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tm
     if not all(is_public(a) for a in addresses):
         assert results[urls[3]]["status"] == "blocked-private-address"
     assert site.hits.get("/start") is None and site.hits.get("/robots.txt") is None  # nothing reached the site
+
+
+def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
+    """``timeout``: the ingest's own deadline (INGEST_TIMEOUT) ends it, whether a hop or a
+    sub-resource is what stalls; ``read-timeout``: one download took longer than DOWNLOAD_TIMEOUT."""
+    site = ingest_site
+    requests = write_requests(tmp_path / "r.jsonl", [
+        {"base_url": site.url + "/slow-redirect", "ingest_type": "pdf"},
+        {"base_url": site.url + "/slow-resources", "ingest_type": "html"},
+        {"base_url": site.url + "/article", "ingest_type": "html"},
+    ])
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_TIMEOUT=1", "DOWNLOAD_TIMEOUT=10")
+    results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
+    slow_hop = results[site.url + "/slow-redirect"]
+    assert slow_hop["status"] == "timeout" and slow_hop["hit"] is False, slow_hop.get("error_message")
+    assert "INGEST_TIMEOUT (1 s)" in slow_hop["error_message"]
+    slow_res = results[site.url + "/slow-resources"]
+    # the page itself was fetched; its stalled image (2.5 s < DOWNLOAD_TIMEOUT) did not hold it up
+    assert slow_res["status"] == "timeout", slow_res.get("error_message")
+    assert "sub-resources" in slow_res["error_message"] and "html_resources" not in slow_res
+    assert results[site.url + "/article"]["status"] == "success"
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = "http://127.0.0.1:%d/paper.pdf" % probe.getsockname()[1]
+    stalled = write_requests(tmp_path / "s.jsonl", [{"base_url": site.url + "/stall", "ingest_type": "pdf"},
+                                                    {"base_url": closed, "ingest_type": "pdf"}])
+    run_ingest(crawl, sqlite_uri, stalled, tmp_path, "DOWNLOAD_TIMEOUT=1", "RETRY_ENABLED=False")
+    results = read_results(sqlite_uri)
+    result = results["pdf:%s/stall" % site.url]
+    assert result["status"] == "read-timeout" and "TimeoutError" in result["error_message"]
+    assert result["terminal"]["terminal_url"] == site.url + "/stall"
+    assert results["pdf:%s" % closed]["status"] == "connection-refused"

@@ -43,6 +43,7 @@ CASES = {
     "/scholarly/plos_one_article.html": ("html", "success"),
     "/scholarly/elife_article.html": ("html", "success"),
     "/scholarly/23b29ea36382680716be08fc71aa81bd226e8a85.xml": ("xml", "success"),
+    "/broken.xml": ("xml", "xml-parse-error"),
     "/scholarly/genders_g58_fairlie.html": ("pdf", "no-pdf-link"),
 }
 

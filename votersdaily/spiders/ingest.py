@@ -16,7 +16,8 @@ import time
 from urllib.parse import urljoin
 
 import scrapy
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError,
+                               IgnoreRequest)
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
@@ -89,6 +90,7 @@ class IngestSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
+        spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         return spider
 
@@ -172,12 +174,23 @@ class IngestSpider(scrapy.Spider):
         accept = R.PREFERRED_MIMETYPE.get(state["request"]["ingest_type"])
         meta = {H.STATE_META: state, "dont_redirect": True, "handle_httpstatus_all": True,
                 "download_maxsize": self.config.max_body}
+        remaining = self._remaining(state)
+        if remaining < self.download_timeout:  # a hop never outlives the ingest's deadline
+            meta["download_timeout"] = max(remaining, 0.001)
         if first:
             meta[START_META] = True
         return scrapy.Request(url, callback=self.parse_hop, errback=self.hop_failed, dont_filter=True, meta=meta,
                               headers={"Accept": "%s,*/*;q=0.8" % accept} if accept else None)
 
     # -- results -----------------------------------------------------------------------------------
+
+    def _remaining(self, state: dict) -> float:
+        """Seconds left before this ingest ends as ``timeout`` (INGEST_TIMEOUT, sandcrawler's 300 s)."""
+        return self.config.timeout - (time.time() - state["started"])
+
+    def _timeout(self, state: dict, where: str = "") -> IngestItem:
+        return self._finish(state, "timeout", "ingest took longer than INGEST_TIMEOUT (%g s)%s"
+                            % (self.config.timeout, " " + where if where else ""))
 
     def _item(self, result: dict, side: dict | None = None) -> IngestItem:
         self.crawler.stats.inc_value("ingest/status/%s" % result["status"])
@@ -203,8 +216,8 @@ class IngestSpider(scrapy.Spider):
         itype = state["request"]["ingest_type"]
         url = response.url
         code = response.status
-        if time.time() - state["started"] > self.config.timeout:
-            yield self._finish(state, "timeout", "ingest took longer than %.0f s" % self.config.timeout)
+        if self._remaining(state) <= 0:
+            yield self._timeout(state)
             return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
@@ -346,7 +359,9 @@ class IngestSpider(scrapy.Spider):
                 len(resources), self.config.max_resources), side, **fields)
         side["tei_xml"] = out["tei_xml"]
         if self.config.fetch_resources:
-            resources = await self._fetch_resources(resources)
+            resources = await self._fetch_resources(resources, self._remaining(state))
+            if resources is None:
+                return self._timeout(state, "while fetching sub-resources")
         fields["html_resources"] = resources
         bad = [r for r in resources if r.get("error") or not (200 <= (r.get("status_code") or 0) < 300)]
         if self.config.fetch_resources and bad:
@@ -359,10 +374,16 @@ class IngestSpider(scrapy.Spider):
             return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
         return self._finish(state, "success", None, side, **fields)
 
-    async def _fetch_resources(self, resources: list[dict]) -> list[dict]:
+    async def _fetch_resources(self, resources: list[dict], within: float) -> list[dict] | None:
         """Fetch every sub-resource of a page concurrently, then hash and sniff all the bodies in
-        one worker call."""
-        fetched = await asyncio.gather(*(self._fetch_resource(r) for r in resources))
+        one worker call; None if they are not all fetched ``within`` seconds (the stragglers are
+        left to finish under DOWNLOAD_TIMEOUT, their results dropped)."""
+        tasks = [asyncio.ensure_future(self._fetch_resource(r)) for r in resources]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=max(within, 0))
+            if pending:
+                return None
+        fetched = [task.result() for task in tasks]
         records = [record for record, _ in fetched]
         bodies = [body for _, body in fetched if body is not None]
         described = iter(await self.extract.run(describe_resources, bodies) if bodies else ())
@@ -402,9 +423,15 @@ class IngestSpider(scrapy.Spider):
         """A hop could not be fetched: the failure becomes the ingest's status."""
         request = failure.request
         state = request.meta[H.STATE_META]
+        if isinstance(failure.value, _TIMEOUTS) and self._remaining(state) <= 0:
+            return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
         status, message = failure_status(failure.value)
         self.logger.info("ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message)
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
+
+
+#: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
+_TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
 
 
 def failure_status(exc: BaseException) -> tuple[str, str]:
@@ -419,11 +446,11 @@ def failure_status(exc: BaseException) -> tuple[str, str]:
         return "body-too-large", text
     if isinstance(exc, IgnoreRequest) and "robots.txt" in text:
         return "blocked-robots", text
-    if isinstance(exc, DNSLookupError):
+    if isinstance(exc, (DNSLookupError, CannotResolveHostError)):
         return "invalid-host-resolution", message
-    if isinstance(exc, (TimeoutError, TCPTimedOutError)):
+    if isinstance(exc, _TIMEOUTS):
         return "read-timeout", message
-    if isinstance(exc, ConnectionRefusedError):
+    if isinstance(exc, (ConnectionRefusedError, DownloadConnectionRefusedError)):
         return "connection-refused", message
     if type(exc).__name__ in ("CancelledError", "DownloadCancelledError"):
         return "body-too-large", message
