@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler")
+COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest")
 
 
 def build_parser() -> argparse.ArgumentParser:

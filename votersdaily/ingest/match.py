@@ -34,9 +34,29 @@ def catalog_docs(works: Iterable[dict]) -> list[dict]:
     return list(docs.values())
 
 
-def load_catalog_jsonl(store, path: str | Path, db: str) -> int:
+def read_catalog_jsonl(path: str | Path) -> tuple[list[dict], list[str]]:
+    """(works, errors): a line that is not a JSON object with a DOI is an error naming its line,
+    never the end of the file."""
+    works, errors = [], []
     with open(path, encoding="utf-8") as handle:
-        works = [json.loads(line) for line in handle if line.strip()]
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                work = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append("%s:%d: not JSON: %s" % (path, lineno, exc))
+                continue
+            if not isinstance(work, dict) or not str(work.get("doi") or "").strip().lower().startswith("10."):
+                errors.append("%s:%d: catalog record without a DOI: %s" % (path, lineno, line.strip()[:200]))
+                continue
+            works.append(work)
+    return works, errors
+
+
+def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]]:
+    """Load the works of a JSON-lines file into ``db``: (works loaded, errors of the bad lines)."""
+    works, errors = read_catalog_jsonl(path)
     store.ensure_db(db)
     docs = catalog_docs(works)
     # merge title index entries with those already stored
@@ -46,7 +66,7 @@ def load_catalog_jsonl(store, path: str | Path, db: str) -> int:
         if old:
             doc["dois"] = sorted(set(doc["dois"]) | set(old.get("dois", [])))
     upsert(store, db, docs)
-    return len(works)
+    return len(works), errors
 
 
 def match_document(store, db: str, dois: Iterable[str | None], title: str | None,

@@ -93,9 +93,11 @@ class IngestStorePipeline:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
-            count = await maybe_deferred_to_future(threads.deferToThread(
+            count, errors = await maybe_deferred_to_future(threads.deferToThread(
                 load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db))
             logger.info("loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db)
+            for error in errors:
+                logger.error("catalog: %s", error)
         dbs = await maybe_deferred_to_future(threads.deferToThread(self.store.list_dbs))
         self._catalog_exists = self.catalog_db in dbs
 

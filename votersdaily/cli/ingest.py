@@ -1,0 +1,86 @@
+"""``ingest``: feed the ingest spider's databases.
+
+``python -m votersdaily ingest load-catalog works.jsonl`` loads the match catalog (one JSON object
+per line with at least ``doi``, usually ``title``) into INGEST_CATALOG_DB; ``python -m votersdaily
+ingest enqueue requests.jsonl`` (or ``--url URL --type pdf``) queues ingest requests (sandcrawler's
+request shape) into INGEST_REQUESTS_DB, which ``scrapy crawl ingest -a requests=store`` reads. Bad
+lines are reported with their line number and skipped; the good ones are still written (exit 1).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.utils.project import get_project_settings
+
+from ..ingest import requests as R
+from ..ingest.match import load_catalog_jsonl
+from ..store import open_store
+from ..store.upsert import upsert
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("ingest", help="load the ingest match catalog, queue ingest requests")
+    commands = parser.add_subparsers(dest="ingest_command", required=True)
+    catalog = commands.add_parser("load-catalog", help="load known works (JSON lines with doi, title) for match0")
+    catalog.add_argument("path", help="JSON-lines file of works")
+    catalog.add_argument("--db", help="catalog database (default: the INGEST_CATALOG_DB setting)")
+    catalog.set_defaults(func=load_catalog)
+    enqueue = commands.add_parser("enqueue", help="queue ingest requests for `scrapy crawl ingest -a requests=store`")
+    enqueue.add_argument("path", nargs="?", help="JSON-lines file of ingest requests")
+    enqueue.add_argument("--url", action="append", default=[], help="a base_url to queue (repeatable)")
+    enqueue.add_argument("--type", default="pdf", choices=R.INGEST_TYPES, help="ingest_type for --url (default pdf)")
+    enqueue.add_argument("--db", help="requests database (default: the INGEST_REQUESTS_DB setting)")
+    enqueue.set_defaults(func=enqueue_requests)
+
+
+def load_catalog(args) -> int:
+    db = args.db or get_project_settings().get("INGEST_CATALOG_DB", "ingest_catalog")
+    store = open_store()
+    try:
+        count, errors = load_catalog_jsonl(store, args.path, db)
+    except OSError as exc:
+        print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    for error in errors:
+        print(error, file=sys.stderr)
+    print("loaded %d works into %s of %s (%d bad lines)" % (count, db, store.display_uri, len(errors)))
+    return 1 if errors else 0
+
+
+def enqueue_requests(args) -> int:
+    if not args.path and not args.url:
+        print("give a JSON-lines file of requests or --url", file=sys.stderr)
+        return 2
+    db = args.db or get_project_settings().get("INGEST_REQUESTS_DB", "ingest_requests")
+    found = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    if args.path:
+        try:
+            found += list(R.iter_jsonl(args.path))
+        except OSError as exc:
+            print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
+            return 1
+    docs, errors = {}, []
+    for where, raw in found:
+        try:
+            if isinstance(raw, Exception):
+                raise raw
+            request = R.normalize_request(raw)
+        except R.IngestRequestError as exc:
+            errors.append("%s: %s" % (where, exc))
+            continue
+        docs[R.request_doc_id(request)] = dict(request, _id=R.request_doc_id(request))
+    store = open_store()
+    try:
+        store.ensure_db(db)
+        result = upsert(store, db, list(docs.values()))
+    finally:
+        store.close()
+    for error in errors:
+        print(error, file=sys.stderr)
+    print("queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
+          % (len(docs), db, store.display_uri, len(result.inserted), len(result.updated), len(result.unchanged),
+             len(errors)))
+    return 1 if errors or result.failed else 0
