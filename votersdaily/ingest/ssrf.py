@@ -1,6 +1,16 @@
 """The SSRF guard: no fetch to private, loopback, link-local or reserved addresses unless
 ``INGEST_ALLOW_PRIVATE`` is on. Every request is checked, including each redirect step (each one
-passes through the downloader middlewares again) and after DNS resolution."""
+passes through the downloader middlewares again) and after DNS resolution.
+
+DNS rebinding: the middleware resolves a host name and checks every address, but the connection
+is made later by Twisted, which would resolve the name again, and a hostile DNS server can answer
+a public address to the check and a private one to the connection. So the guard *pins* what it
+checked: :class:`PinnedNameResolver` (installed on the reactor while the guard is on) answers the
+connection's lookup of a checked name with exactly the addresses that passed the check, without
+asking DNS again. Names the guard never checked (requests marked trusted, e.g. GROBID) resolve as
+before. Residual risk: a name evicted from the pin table (more than ``_MAX_PINS`` distinct hosts
+since it was checked) resolves normally until the guard checks it again; proxies (``meta["proxy"]``)
+resolve the target on the proxy, outside this process."""
 
 from __future__ import annotations
 
@@ -8,9 +18,13 @@ import asyncio
 import ipaddress
 import socket
 import time
+from collections import OrderedDict
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from twisted.internet.address import IPv4Address, IPv6Address
+from twisted.internet.interfaces import IHostnameResolver, IHostResolution
+from zope.interface import implementer
 
 #: Meta key for requests to operator-configured services (GROBID), exempt from the guard.
 TRUSTED_META = "ingest_trusted"
@@ -33,6 +47,64 @@ class HostNotAllowed(IgnoreRequest):
     """``INGEST_ALLOWED_HOSTS`` is set and the URL's host is not on it."""
 
 
+#: host name → the addresses the guard checked (most recent last); shared by the middleware and
+#: the reactor's name resolver, both on the reactor thread.
+_PINS: OrderedDict[str, list[str]] = OrderedDict()
+_MAX_PINS = 65536
+
+
+def pin(host: str, addresses: list[str]) -> None:
+    host = host.lower().rstrip(".")
+    _PINS[host] = list(addresses)
+    _PINS.move_to_end(host)
+    while len(_PINS) > _MAX_PINS:
+        _PINS.popitem(last=False)
+
+
+def pinned(host: str) -> list[str] | None:
+    return _PINS.get(host.lower().rstrip("."))
+
+
+@implementer(IHostResolution)
+class _Resolution:
+    def __init__(self, name: str):
+        self.name = name
+
+    def cancel(self) -> None:
+        pass
+
+
+@implementer(IHostnameResolver)
+class PinnedNameResolver:
+    """The reactor's name resolver while the guard is on: checked names get their checked addresses,
+    every other name goes to the resolver that was installed before (Scrapy's DNS cache)."""
+
+    def __init__(self, fallback):
+        self.fallback = fallback
+
+    def resolveHostName(self, resolutionReceiver, hostName, portNumber=0, addressTypes=None,
+                        transportSemantics="TCP"):
+        name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
+        addresses = pinned(name)
+        if addresses is None:
+            return self.fallback.resolveHostName(resolutionReceiver, hostName, portNumber, addressTypes,
+                                                 transportSemantics)
+        resolution = _Resolution(name)
+        resolutionReceiver.resolutionBegan(resolution)
+        for address in addresses:
+            kind = IPv6Address if ":" in address else IPv4Address
+            if addressTypes is None or kind in addressTypes:
+                resolutionReceiver.addressResolved(kind("TCP", address, portNumber))
+        resolutionReceiver.resolutionComplete()
+        return resolution
+
+
+def install_pinning(reactor) -> None:
+    """Put :class:`PinnedNameResolver` in front of the reactor's resolver (once per process)."""
+    if not isinstance(reactor.nameResolver, PinnedNameResolver):
+        reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
+
+
 class SsrfGuardMiddleware:
     def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None):
         self.allow_private = allow_private
@@ -42,7 +114,12 @@ class SsrfGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
-        return cls(settings.getbool("INGEST_ALLOW_PRIVATE", False), settings.getlist("INGEST_ALLOWED_HOSTS"))
+        guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE", False), settings.getlist("INGEST_ALLOWED_HOSTS"))
+        if not guard.allow_private:
+            from twisted.internet import reactor
+
+            install_pinning(reactor)
+        return guard
 
     async def _addresses(self, host: str, port: int) -> list[str]:
         cached = self._cache.get(host)
@@ -51,8 +128,10 @@ class SsrfGuardMiddleware:
         loop = asyncio.get_running_loop()
         try:
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror:
-            return []  # let the download fail with Scrapy's own DNS error
+        except socket.gaierror as exc:
+            # Refused here, not left to the connection's own lookup, which a rebinding DNS server
+            # could answer differently.
+            raise CannotResolveHostError("DNS lookup failed for %s: %s" % (host, exc)) from None
         addresses = sorted({info[4][0] for info in infos})
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
@@ -81,4 +160,6 @@ class SsrfGuardMiddleware:
                 raise PrivateAddressRefused(
                     "refusing %s: %s is a private/loopback/link-local address (INGEST_ALLOW_PRIVATE is off)"
                     % (request.url, address))
+        if addresses and addresses[0] != host:
+            pin(host, addresses)  # the connection uses these, not a second DNS answer
         return None
