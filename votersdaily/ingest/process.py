@@ -25,6 +25,7 @@ from .htmldoc import HtmlDoc, HtmlParseError, parse_html
 from .pdf import extract_pdf
 from .resources import extract_resources
 from .scope import guess_platform, guess_scope
+from .urls import surt
 
 _GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-gunzip", "application/gzipped",
                "application/gzip-compressed", "application/x-gzip-compressed", "gzip/document")
@@ -115,8 +116,10 @@ def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
     platform = guess_platform(doc)
     scope = guess_scope(doc.url, doc, biblio, body.get("word_count"), platform, ojs_fulltext_fix=ojs_fix)
     tei_xml = body.pop("tei_xml", None)
-    return {"html_body": body, "platform": platform, "scope": scope, "tei_xml": tei_xml,
-            "resources": extract_resources(doc)}
+    resources = extract_resources(doc)
+    for resource in resources:
+        resource["surt"] = surt(resource["url"])
+    return {"html_body": body, "platform": platform, "scope": scope, "tei_xml": tei_xml, "resources": resources}
 
 
 def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str]:

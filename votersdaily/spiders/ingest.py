@@ -37,7 +37,7 @@ from ..ingest.workers import ExtractPool
 from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
 from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
-from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches, surt
+from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches
 from ..ingest.warc import WARC_META
 
 
@@ -401,7 +401,7 @@ class IngestSpider(scrapy.Spider):
         record, never raised."""
         request = scrapy.Request(resource["url"], dont_filter=True, meta={
             "download_maxsize": self.config.max_resource_body, "handle_httpstatus_all": True, "dont_retry": True})
-        record = dict(resource, surt=surt(resource["url"]))
+        record = dict(resource)  # url, resource_type, surt (from the worker)
         try:
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - DNS, refused, refused by the guard, too large...
