@@ -4,7 +4,6 @@ spider, so any front end (a Redis-fed worker) can carry it."""
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urljoin
 
 from .urls import BASE_URL_BLOCKLIST, COOKIE_BLOCKLIST, WALL_BLOCKLIST, clean_url, matches
@@ -21,7 +20,8 @@ def new_state(request: dict) -> dict:
         "redirect_chain": [],  # every HTTP redirect followed: {url, status_code, location}
         "redirects": 0,
         "partial": {},         # html_biblio / extract_next_hop found on earlier hops
-        "started": time.time(),
+        # set when the first hop reaches the downloader (a queued request's wait is not its time)
+        "started": None,
     }
 
 

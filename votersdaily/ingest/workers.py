@@ -42,8 +42,8 @@ class ExtractPool:
         self.processes = processes
         self._executor: ProcessPoolExecutor | None = None
 
-    def start(self) -> None:
-        """Start the workers now, so the first pages do not wait for them."""
+    def start(self, *args, **kwargs) -> None:
+        """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._executor is not None:
             return
         # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
@@ -60,7 +60,7 @@ class ExtractPool:
             self.start()
         return await asyncio.wrap_future(self._executor.submit(func, *args))
 
-    def close(self) -> None:
+    def close(self, *args, **kwargs) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -91,13 +91,15 @@ class IngestSpider(scrapy.Spider):
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
         spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
+        # the pool starts with the crawl (not for `enqueue`, which only runs start())
+        crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
+        crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
         return spider
 
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
-        self.extract.start()
         checked = []
         for where, raw in await self.input_requests():
             try:
@@ -186,7 +188,15 @@ class IngestSpider(scrapy.Spider):
 
     def _remaining(self, state: dict) -> float:
         """Seconds left before this ingest ends as ``timeout`` (INGEST_TIMEOUT, sandcrawler's 300 s)."""
+        if state.get("started") is None:
+            return self.config.timeout
         return self.config.timeout - (time.time() - state["started"])
+
+    def _start_clock(self, request, spider=None) -> None:
+        """``request_reached_downloader``: an ingest's INGEST_TIMEOUT runs from its first fetch."""
+        state = request.meta.get(H.STATE_META)
+        if state is not None and state.get("started") is None:
+            state["started"] = time.time()
 
     def _timeout(self, state: dict, where: str = "") -> IngestItem:
         return self._finish(state, "timeout", "ingest took longer than INGEST_TIMEOUT (%g s)%s"
