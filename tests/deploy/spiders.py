@@ -1,5 +1,5 @@
 """A small fetch spider for the deployment tests: one document per fetched page, stored through the
-framework's batched writer (so outages, spooling and distributed acks are exercised for real)."""
+framework's batched writer (so outages and spooling are exercised for real)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import hashlib
 import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from votersdaily.distributed.spider import WorkerMixin
 from votersdaily.rendering import RENDER_SETTINGS
 from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for
@@ -54,11 +53,6 @@ class DocStorePipeline:
 
     async def close_spider(self):
         await maybe_deferred_to_future(self.writer.close())
-
-
-class FetchWorker(WorkerMixin, FetchSpider):
-    name = "vd_fetch_worker"
-    queue_name = "vd_fetch"
 
 
 class RenderedSpider(FetchSpider):

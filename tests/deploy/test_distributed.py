@@ -1,106 +1,144 @@
-"""Distributed workers on a real redis-server: one stream of requests split by 3 worker processes."""
+"""Distributed workers on a real redis-server: one stream of real ingest requests (and laundromat
+seeds) split by several ``ingest_worker`` (``laundromat_worker``) processes, filled by
+``python -m votersdaily enqueue``; one worker killed with SIGKILL mid-run loses nothing."""
 
 from __future__ import annotations
 
-import signal
-import sys
+import base64
+import gzip
 import time
 
 import pytest
 
-from tests.deploy.conftest import process_env, start_crawl
-from tests.support.services import REPO, run_cli
-from votersdaily.store import open_store
+from tests.deploy.workloads import (
+    INGEST_SETTINGS, acked, enqueue, ingest_documents, kill_worker, log_path, queue_state, rdf_datasets, read_db, roomy,
+    start_workers, wait_all, write_ingest_requests,
+)
+from votersdaily.ingest.filetable import table_name
+from votersdaily.laundromat.uris import uri_key
 
 N = 600
-WORKER_SETTINGS = (
-    "TEST_DB=vd_fetch", "VOTERSDAILY_BATCH_SIZE=50", "CONCURRENT_REQUESTS=8",
-    "VOTERSDAILY_REDIS_LEASE=3", "VOTERSDAILY_REDIS_ACK_INTERVAL=0.5", "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
-    "VOTERSDAILY_REDIS_IDLE_CLOSE=2",
-)
+#: Short leases and frequent acks so a dead worker's requests come back within seconds; idle
+#: workers stop once the queue and every lease have been empty for 2 s.
+QUEUE_SETTINGS = ("VOTERSDAILY_REDIS_ACK_INTERVAL=0.5", "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
+                  "VOTERSDAILY_REDIS_IDLE_CLOSE=2")
 
 
-def _slow_page(i: int):
-    def body(handler):
-        time.sleep(0.01)
-        return b"document %d" % i
-    return body
+def ingest_settings(tmp_path, lease: float) -> tuple[str, ...]:
+    return (*INGEST_SETTINGS, *QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=%s" % lease,
+            "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"), "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+            "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"))
 
 
-def _enqueue(site, redis_server, couch_uri, tmp_path, n=N):
-    urls = [site.route("/doc/%d" % i, _slow_page(i), content_type="text/plain") for i in range(n)]
-    listing = tmp_path / "urls.txt"
-    listing.write_text("\n".join(urls) + "\n")
-    env = process_env(couch_uri, VOTERSDAILY_REDIS_URL=redis_server.url)
-    out = run_cli([sys.executable, "-m", "votersdaily", "enqueue", "vd_fetch", str(listing)], couch_uri,
-                  env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")})
-    assert out.returncode == 0, out.stderr
-    assert "%d requests queued" % n in out.stdout
-    # The same requests again are duplicates (shared duplicate filter).
-    again = run_cli([sys.executable, "-m", "votersdaily", "enqueue", "vd_fetch", str(listing)], couch_uri,
-                    env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")})
-    assert "0 requests queued, %d already seen" % n in again.stdout, again.stdout + again.stderr
-    return urls
+@pytest.fixture
+def ingest_queue(site, redis_server, couch_uri, tmp_path):
+    """N real documents on the site, their ingest requests enqueued; the documents."""
+    roomy(site)
+    docs = ingest_documents(site, N)
+    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
+    out = enqueue("ingest", requests, couch_uri, redis_server.url)
+    assert "ingest:requests: %d requests queued" % N in out.stdout, out.stdout
+    assert queue_state(redis_server, "ingest")["waiting"] == N
+    assert not any(path.startswith("/paper/") for path in site.hits), "enqueue fetches nothing"
+    return docs
 
 
-def _workers(n, couch_uri, redis_server, tmp_path):
-    return [
-        start_crawl("vd_fetch_worker", couch_uri, *WORKER_SETTINGS, "TEST_WORKER_NAME=w%d" % i,
-                    log=tmp_path / ("worker%d.log" % i), env={"VOTERSDAILY_REDIS_URL": redis_server.url})
-        for i in range(n)
-    ]
+def base_hits(site, docs) -> dict[str, int]:
+    return {d.path: site.hits.get(d.path, 0) for d in docs}
 
 
-def _stored(couch_uri):
-    store = open_store(couch_uri)
-    try:
-        return list(store.iter_docs("vd_fetch"))
-    finally:
-        store.close()
+def check_ingest_results(couch_uri, docs) -> None:
+    """Every request has its one result, with what its file holds; the file table and html_meta
+    have one row per distinct file."""
+    results = {r["_id"]: r for r in read_db(couch_uri, "ingest_file_result")}
+    assert sorted(results) == sorted(d.result_id for d in docs), "one result per request, none missing or extra"
+    for d in docs:
+        r = results[d.result_id]
+        assert (r["status"], r["hit"]) == ("success", True), (d.url, r.get("status"), r.get("error_message"))
+        assert r["terminal"]["terminal_url"] == d.url and r["terminal"]["terminal_status_code"] == 200
+        assert (r["file_meta"]["sha1hex"], r["file_meta"]["size_bytes"]) == (d.sha1hex, d.size)
+        if d.doi:
+            assert r["html_biblio"]["doi"] == d.doi
+    sha1s = {d.sha1hex for d in docs}
+    rows = read_db(couch_uri, table_name("0", "dev"))
+    assert sorted(row["_id"] for row in rows) == sorted(
+        base64.b32encode(bytes.fromhex(s)).decode() for s in sha1s)
+    html = {d.sha1hex for d in docs if d.ingest_type == "html"}
+    assert sorted(m["_id"] for m in read_db(couch_uri, "html_meta")) == sorted(html)
 
 
-def _queue_is_empty(redis_server):
-    r = redis_server.client()
-    return r.zcard("vd_fetch:requests") == 0 and r.zcard("vd_fetch:requests:processing") == 0
+def test_three_ingest_workers_process_each_request_exactly_once(ingest_queue, site, redis_server, couch_uri,
+                                                                 tmp_path):
+    docs = ingest_queue
+    workers = start_workers("ingest_worker", 3, couch_uri, redis_server.url, tmp_path,
+                            *ingest_settings(tmp_path, lease=30))
+    wait_all(workers, tmp_path)
+    hits = base_hits(site, docs)
+    assert set(hits.values()) == {1}, "each request fetched exactly once: %r" % {
+        p: n for p, n in hits.items() if n != 1}
+    check_ingest_results(couch_uri, docs)
+    shares = [acked(tmp_path, i) for i in range(3)]
+    assert sum(shares) == N and min(shares) > 0, "all three workers took a share: %r" % shares
+    assert queue_state(redis_server, "ingest") == {
+        "waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
 
 
-def test_three_workers_process_each_request_exactly_once(site, redis_server, couch_uri, tmp_path):
-    urls = _enqueue(site, redis_server, couch_uri, tmp_path)
-    workers = _workers(3, couch_uri, redis_server, tmp_path)
-    for i, w in enumerate(workers):
-        assert w.wait(180) == 0, (tmp_path / ("worker%d.log" % i)).read_text()[-3000:]
-    hits = {path: n for path, n in site.hits.items() if path.startswith("/doc/")}
-    assert len(hits) == N and set(hits.values()) == {1}, "every request fetched exactly once"
-    docs = _stored(couch_uri)
-    assert sorted(d["url"] for d in docs) == sorted(urls)
-    assert len({d["_id"] for d in docs}) == N
-    by_worker = {w: sum(1 for d in docs if d["worker"] == w) for w in ("w0", "w1", "w2")}
-    assert all(by_worker.values()), "the work was shared: %r" % by_worker
-    assert _queue_is_empty(redis_server)
-
-
-def test_a_killed_workers_requests_are_recovered(site, redis_server, couch_uri, tmp_path):
-    urls = _enqueue(site, redis_server, couch_uri, tmp_path)
-    workers = _workers(3, couch_uri, redis_server, tmp_path)
-    r = redis_server.client()
-    deadline = time.monotonic() + 60
-    while sum(site.hits.get("/doc/%d" % i, 0) for i in range(N)) < N // 4 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    in_flight = r.zcard("vd_fetch:requests:processing")
-    workers[0].send_signal(signal.SIGKILL)  # no shutdown: its leases and unflushed writes die with it
-    assert workers[0].wait(10) == -signal.SIGKILL
+def test_a_killed_ingest_workers_requests_are_recovered(ingest_queue, site, redis_server, couch_uri, tmp_path):
+    docs = ingest_queue
+    workers = start_workers("ingest_worker", 3, couch_uri, redis_server.url, tmp_path,
+                            *ingest_settings(tmp_path, lease=3))
+    deadline = time.monotonic() + 120
+    while sum(n > 0 for n in base_hits(site, docs).values()) < N // 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    in_flight = queue_state(redis_server, "ingest")["processing"]
+    kill_worker(workers[0])  # no shutdown: its leases and unflushed writes die with it
     assert in_flight > 0
-    for i, w in enumerate(workers[1:], 1):
-        assert w.wait(180) == 0, (tmp_path / ("worker%d.log" % i)).read_text()[-3000:]
-    recovered = int(r.get("vd_fetch:requests:requeued") or 0)
-    assert recovered > 0, "the dead worker held leases that the others took over"
-    docs = _stored(couch_uri)
-    assert sorted(d["url"] for d in docs) == sorted(urls), "nothing lost"
-    assert len({d["_id"] for d in docs}) == len(docs) == N, "no duplicates"
-    hits = {path: n for path, n in site.hits.items() if path.startswith("/doc/")}
-    assert len(hits) == N
-    # Only what the dead worker held can have been fetched twice.
-    assert sum(n - 1 for n in hits.values()) <= recovered
-    assert _queue_is_empty(redis_server)
-    logs = "".join((tmp_path / ("worker%d.log" % i)).read_text() for i in (1, 2))
-    assert "recovered" in logs
+    wait_all(workers, tmp_path, skip=(0,))
+    state = queue_state(redis_server, "ingest")
+    assert state["requeued"] > 0, "the dead worker's leases were taken over by the others"
+    assert (state["waiting"], state["processing"], state["payloads"], state["dead"]) == (0, 0, 0, 0)
+    hits = base_hits(site, docs)
+    assert min(hits.values()) >= 1, "nothing lost"
+    # Only what the dead worker held (and had not acked) can have been fetched twice.
+    assert sum(n - 1 for n in hits.values()) <= state["requeued"]
+    check_ingest_results(couch_uri, docs)
+    assert "recovered" in log_path(tmp_path, 1).read_text() + log_path(tmp_path, 2).read_text()
+
+
+def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri, tmp_path):
+    roomy(site)
+    datasets = rdf_datasets(site, per_suite=18)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(d.url + "\n" for d in datasets))
+    out = enqueue("laundromat", seeds, couch_uri, redis_server.url)
+    assert "laundromat:requests: %d requests queued" % len(datasets) in out.stdout, out.stdout
+    workers = start_workers("laundromat_worker", 3, couch_uri, redis_server.url, tmp_path, *QUEUE_SETTINGS,
+                            "VOTERSDAILY_REDIS_LEASE=30", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"))
+    wait_all(workers, tmp_path)
+    assert {d.path: site.hits.get(d.path) for d in datasets} == {d.path: 1 for d in datasets}, "each seed once"
+    shares = [acked(tmp_path, i) for i in range(3)]
+    assert sum(shares) == len(datasets) and sorted(shares)[1] > 0, "split between the workers: %r" % shares
+    records = {doc["_id"]: doc for doc in read_db(couch_uri, "ll_seeds")}
+    by_status: dict[str, int] = {}
+    for r in records.values():
+        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+    cleaned_keys = {r.get("clean") for r in records.values() if r["status"] == "parsed"}
+    # a seed and its one download each; files whose cleaned statements are the same share one cleaned file
+    assert by_status == {"added": len(datasets), "parsed": len(datasets), "cleaned": len(cleaned_keys)}
+    for d in datasets:
+        seed = records[uri_key(d.url)]
+        assert (seed["uri"], seed["status"], seed["given"]) == (d.url, "added", True) and seed["processed"]
+        downloads = [r for r in records.values() if r.get("parent") == seed["_id"]]
+        assert [r["_id"] for r in downloads] == [seed["download"]], "downloaded once"
+        download = downloads[0]
+        assert [(h["uri"], h["status"]) for h in download["http"]] == [(d.url, 200)]
+        assert (download["status"], download["format_content_type"], download["number_of_bytes"]) == (
+            "parsed", d.format, d.size)
+        assert (download["number_of_unique_statements"], download["number_of_errors"]) == (d.statements, 0)
+        cleaned = records[download["clean"]]
+        assert cleaned["status"] == "cleaned" and records[cleaned["dirty"]]["clean"] == cleaned["_id"]
+        assert cleaned["content"]["number_of_unique_statements"] == d.statements
+        with gzip.open(tmp_path / "out" / cleaned["file"], "rb") as f:
+            assert len(f.read().splitlines()) == d.statements
+    assert queue_state(redis_server, "laundromat") == {
+        "waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}

@@ -13,6 +13,7 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.misc import load_object
 from scrapy.utils.reactor import install_reactor
 from twisted.python.failure import Failure
 from scrapy.crawler import Crawler
@@ -46,6 +47,8 @@ def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:
     from twisted.internet import reactor
 
     crawler = Crawler(spidercls, settings)
+    # Not a crawl (no engine), but start() may count in the stats (the laundromat does).
+    crawler.stats = load_object(crawler.settings["STATS_CLASS"])(crawler)
     crawler.spider = spidercls.from_crawler(crawler, **spider_args)
     outcome: list = []
     d = deferred_from_coro(_collect(crawler))

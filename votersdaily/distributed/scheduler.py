@@ -1,7 +1,10 @@
 """The worker-side Scrapy scheduler for the reliable Redis queue (``SCHEDULER`` setting).
 
 Requests the spider yields go to the shared queue (through the shared scrapy-redis duplicate
-filter); ``next_request`` leases one. A request is done when Scrapy has finished with it: it has
+filter); ``next_request`` leases one, unless ``VOTERSDAILY_REDIS_MAX_LEASES`` of this worker's
+requests are still downloading or in their callback (the engine only backs out on a full
+downloader, so a worker with slow callbacks would otherwise hoard requests other workers could
+run). A request is done when Scrapy has finished with it: it has
 left the engine's in-progress set, which happens only after its callback's items went through the
 item pipelines (or after a redirect/retry was pushed back to the queue). Every ``ack_interval``
 the done requests are acked — after the store writers have flushed, so an acked request's
@@ -37,6 +40,7 @@ class ReliableScheduler:
         self.reap_interval = s.getfloat("VOTERSDAILY_REDIS_REAP_INTERVAL", 5.0)
         self.max_attempts = s.getint("VOTERSDAILY_REDIS_MAX_ATTEMPTS", 5)
         self.idle_close = s.getfloat("VOTERSDAILY_REDIS_IDLE_CLOSE", 0.0)
+        self.max_leases = s.getint("VOTERSDAILY_REDIS_MAX_LEASES", 0) or s.getint("CONCURRENT_REQUESTS", 16)
         self.debug = s.getbool("DUPEFILTER_DEBUG")
         self.stats = crawler.stats
         self.leased: dict[str, object] = {}
@@ -96,6 +100,8 @@ class ReliableScheduler:
         return True
 
     def next_request(self):
+        if self._working() >= self.max_leases:
+            return None  # the engine asks again when one of ours is done
         leased = self.queue.lease()
         if leased is None:
             return None
@@ -113,9 +119,17 @@ class ReliableScheduler:
         if self.leased:
             return threads.deferToThread(self.queue.renew, list(self.leased))
 
-    def _done_tokens(self) -> list[str]:
+    def _inprogress(self) -> set:
         slot = getattr(self.crawler.engine, "_slot", None)
-        inprogress = slot.inprogress if slot is not None else set()
+        return slot.inprogress if slot is not None else set()
+
+    def _working(self) -> int:
+        """Leased requests the engine has not finished with (downloading, or in their callback)."""
+        inprogress = self._inprogress()
+        return sum(1 for r in self.leased.values() if r in inprogress)
+
+    def _done_tokens(self) -> list[str]:
+        inprogress = self._inprogress()
         return [t for t, r in self.leased.items() if r not in inprogress]
 
     async def _checkpoint(self):

@@ -32,6 +32,9 @@ class IngestWorker(WorkerMixin, IngestSpider):
 class LaundromatWorker(WorkerMixin, LaundromatSpider):
     name = "laundromat_worker"
     queue_name = "laundromat"
+    # A seed's callback cleans its whole file in LAUNDROMAT_WORKERS processes: a worker holding
+    # more seeds than that makes them wait while other workers could run them.
+    custom_settings = {**LaundromatSpider.custom_settings, "VOTERSDAILY_REDIS_MAX_LEASES": 4}
 
     @classmethod
     def enqueue_arguments(cls, sources: list[str]) -> dict:

@@ -1,0 +1,207 @@
+"""Real workloads for the distributed-worker tests: the ingest on the real scholarly pages and the
+laundromat on the W3C RDF test files, both read in place from ../shared and served by the local site
+under many distinct URLs; plus running ``enqueue`` and the Redis-fed workers as a user does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import shared_file
+from tests.deploy.conftest import process_env, start_crawl
+from tests.support.services import run_cli
+from votersdaily.store import open_store
+
+#: (file in fixtures/inplace/scholarly, ingest type, Content-Type served): every kind of terminal
+#: document the ingest accepts, each a real publisher file (see its FIXTURES.md).
+SCHOLARLY = (
+    ("plos_one_article.html", "html", "text/html; charset=utf-8"),
+    ("genders_g58_fairlie.html", "html", "text/html; charset=utf-8"),
+    ("first_monday_ojs3_fulltext.html", "html", "text/html; charset=utf-8"),
+    ("dummy.pdf", "pdf", "application/pdf"),
+    ("23b29ea36382680716be08fc71aa81bd226e8a85.xml", "xml", "application/xml"),
+)
+
+#: Ingest workers, as a deployment would run them but on the test site (private address, one host).
+INGEST_SETTINGS = ("INGEST_ALLOW_PRIVATE=True", "INGEST_ALLOWED_HOSTS=127.0.0.1", "INGEST_EXTRACT_PROCESSES=1")
+
+
+def roomy(site) -> None:
+    """socketserver listens with a backlog of 5: three workers' concurrent connects (pages and
+    sub-resources) overflow it, and the kernel's dropped SYNs come back after 1, 2, 4, 8… seconds."""
+    site.server.socket.listen(1024)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One served copy of a real file: what the ingest of ``url`` must find, read from the file."""
+
+    url: str
+    path: str
+    ingest_type: str
+    sha1hex: str
+    size: int
+    doi: str | None
+
+    @property
+    def result_id(self) -> str:
+        return "%s:%s" % (self.ingest_type, self.url)
+
+
+def _citation_doi(body: bytes) -> str | None:
+    found = re.search(rb'<meta\s+name="citation_doi"\s+content="([^"]+)"', body)
+    return found.group(1).decode() if found else None
+
+
+def ingest_documents(site, n: int) -> list[Document]:
+    """``n`` ingest targets, the real scholarly files in turn, each under its own URL
+    (``/paper/<i>/<file>``, so relative sub-resource links stay apart per page)."""
+    bodies = [(name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
+              for name, itype, ctype in SCHOLARLY]
+    docs = []
+    for i in range(n):
+        name, itype, ctype, body = bodies[i % len(bodies)]
+        path = "/paper/%d/%s" % (i, name)
+        url = site.route(path, body, content_type=ctype)
+        docs.append(Document(url, path, itype, hashlib.sha1(body).hexdigest(), len(body),
+                             _citation_doi(body) if itype == "html" else None))
+    return docs
+
+
+def write_ingest_requests(path: Path, docs: list[Document]) -> Path:
+    path.write_text("".join(json.dumps({"base_url": d.url, "ingest_type": d.ingest_type}) + "\n" for d in docs))
+    return path
+
+
+def enqueue(spider: str, source: Path, store_uri: str, redis_url: str) -> subprocess.CompletedProcess:
+    """``python -m votersdaily enqueue <spider> <source>`` in a subprocess, as a user runs it."""
+    env = process_env(store_uri, VOTERSDAILY_REDIS_URL=redis_url)
+    out = run_cli([sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)], store_uri,
+                  env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")})
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    return out
+
+
+def start_workers(spider: str, n: int, store_uri: str, redis_url: str, tmp_path: Path, *settings: str):
+    """``n`` worker processes (``scrapy crawl <spider>``), each with its own log file."""
+    return [start_crawl(spider, store_uri, *settings, "LOG_LEVEL=INFO", log=log_path(tmp_path, i),
+                        env={"VOTERSDAILY_REDIS_URL": redis_url})
+            for i in range(n)]
+
+
+def log_path(tmp_path: Path, i: int) -> Path:
+    return tmp_path / ("worker%d.log" % i)
+
+
+def acked(tmp_path: Path, i: int) -> int:
+    """Requests worker ``i`` acked, from the stats its log ends with."""
+    found = re.search(r"'redis/acked': (\d+)", log_path(tmp_path, i).read_text())
+    return int(found.group(1)) if found else 0
+
+
+def wait_all(workers, tmp_path: Path, timeout: float = 180, skip: tuple[int, ...] = ()) -> None:
+    for i, w in enumerate(workers):
+        if i in skip:
+            continue
+        try:
+            code = w.wait(timeout)
+        except subprocess.TimeoutExpired:
+            for other in workers:
+                if other.poll() is None:
+                    other.kill()
+            raise AssertionError("worker %d still running after %.0f s:\n%s"
+                                 % (i, timeout, log_path(tmp_path, i).read_text()[-3000:])) from None
+        assert code == 0, log_path(tmp_path, i).read_text()[-3000:]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc), children first."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for children in Path("/proc/%d/task" % parent).glob("*/children"):
+            try:
+                kids = [int(k) for k in children.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def kill_worker(worker: subprocess.Popen) -> list[int]:
+    """SIGKILL a worker process, as a crash or an OOM kill does: no shutdown, no acks, no flush.
+    Its extraction processes, orphaned, are then ended one by one (they would linger otherwise);
+    their pids are returned."""
+    orphans = descendants(worker.pid)
+    worker.send_signal(signal.SIGKILL)
+    assert worker.wait(10) == -signal.SIGKILL
+    for pid in orphans:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return orphans
+
+
+def read_db(store_uri: str, db: str) -> list[dict]:
+    store = open_store(store_uri)
+    try:
+        return list(store.iter_docs(db)) if db in store.list_dbs() else []
+    finally:
+        store.close()
+
+
+def queue_state(redis_server, name: str) -> dict:
+    r = redis_server.client()
+    key = "%s:requests" % name
+    return {"waiting": r.zcard(key), "processing": r.zcard(key + ":processing"), "payloads": r.hlen(key + ":payloads"),
+            "dead": r.llen(key + ":dead"), "requeued": int(r.get(key + ":requeued") or 0)}
+
+
+RDF_SUITES = (("rdf11/rdf-n-triples", "PositiveSyntax", "application/n-triples", "N-Triples"),
+              ("rdf11/rdf-turtle", "Eval", "text/turtle", "Turtle"))
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One W3C RDF test file served as a laundromat seed, with its statements as a reference
+    parser (pyoxigraph) reads them at the served URL."""
+
+    url: str
+    path: str
+    size: int
+    format: str
+    statements: int
+
+
+def rdf_datasets(site, per_suite: int) -> list[Dataset]:
+    """``per_suite`` valid, non-empty files of each of the W3C N-Triples and Turtle suites (read in
+    place from ../shared/conformance), each served as ``/ld/<suite>/<file>``."""
+    import pyoxigraph as ox
+
+    from tests.laundromat.conformance import ROOT, load_manifest
+
+    shared_file("conformance/w3c-rdf-tests/rdf")
+    out = []
+    for suite, kind, ctype, fmt in RDF_SUITES:
+        parse_as = ox.RdfFormat.N_TRIPLES if fmt == "N-Triples" else ox.RdfFormat.TURTLE
+        taken = 0
+        for test in load_manifest(suite):
+            if test.kind != kind or taken == per_suite:
+                continue
+            body = test.action.read_bytes()
+            path = "/ld/%s/%s" % (suite, test.action.relative_to(ROOT / suite).as_posix())
+            triples = set(ox.parse(body, parse_as, base_iri=site.url + path))
+            if not triples:
+                continue
+            out.append(Dataset(site.route(path, body, content_type=ctype), path, len(body), fmt, len(triples)))
+            taken += 1
+    return out
