@@ -59,6 +59,8 @@ VOTERSDAILY_REDIS_REAP_INTERVAL = 5.0
 VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
 #: Seconds a worker waits with nothing queued or in processing anywhere before it stops (0: never).
 VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
+#: Requests one worker may hold that are still downloading or in their callback (0: CONCURRENT_REQUESTS).
+VOTERSDAILY_REDIS_MAX_LEASES = 0
 
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
