@@ -1,21 +1,26 @@
 """Distributed ingest throughput: 1, 2 and 4 Redis-backed ``ingest_worker`` processes on this machine.
 
-Workload: N ingest requests (ingest_type=html) for distinct URLs of a local web server, each answering
-the real publisher page ../shared/fixtures/inplace/scholarly/plos_one_article.html (read in place;
-sub-resources are not fetched: they live on the publisher's hosts, and traffic stays on 127.0.0.1;
-a small generated HTML page stands in if the shared folder is absent, and the script says so). The
-store is a PouchDB Server in memory; Redis is Debian's redis-server; all on 127.0.0.1.
+Workload: N ingest requests for distinct URLs of a local web server, answering in turn the real
+scholarly files of ../shared/fixtures/inplace/scholarly (read in place: PLOS ONE, Genders and First
+Monday article pages as html ingests, a PDF, a GROBID TEI-XML file), the same workload as
+tests/deploy/test_distributed.py. The ingest runs with its defaults: sub-resources of the pages are
+fetched (the relative ones from the local server, which answers 404; the external ones are refused
+by INGEST_ALLOWED_HOSTS=127.0.0.1, so traffic stays on 127.0.0.1). Every result, file-table row,
+html_meta row and TEI blob is stored; the store is a PouchDB Server in memory; Redis is Debian's
+redis-server.
 
-Prints requests/s per worker count, the scaling ratio against 1 worker, and Redis round trips per
-request (client commands seen by MONITOR, script-internal commands excluded; plus INFO commandstats).
+Baseline in the same run: the plain ``scrapy crawl ingest -a requests=<file>`` (one process, no Redis)
+on the same requests. Prints requests/s per worker count, the scaling ratio against 1 worker and
+against the plain spider, and the Redis round trips per request (client commands seen by MONITOR,
+script-internal commands excluded; plus INFO commandstats). The clock runs from the first request
+the site sees to the last ack (workers) or the end of the process (plain spider).
 
-    python benchmarks/distributed.py [--requests 300]
+    flock /tmp/bench.lock python benchmarks/distributed.py [--requests 600] [--workers 1,2,4]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -27,16 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.deploy.conftest import RedisServer, process_env  # noqa: E402
+from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests  # noqa: E402
 from tests.support.services import LocalSite, PouchDBServer  # noqa: E402
 from votersdaily.recordings import shared_dir  # noqa: E402
 
-
-def page() -> tuple[bytes, str]:
-    path = shared_dir() / "fixtures/inplace/scholarly/plos_one_article.html"
-    if path.exists():
-        return path.read_bytes(), "real PLOS ONE article page (%d bytes)" % path.stat().st_size
-    body = b"<html><head><title>stand-in</title></head><body>" + b"<p>text</p>" * 200 + b"</body></html>"
-    return body, "GENERATED stand-in page (%d bytes): ../shared is absent" % len(body)
+INGEST = ["-s", "LOG_LEVEL=WARNING", "-s", "INGEST_ALLOW_PRIVATE=True", "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1"]
 
 
 def count_round_trips(redis_server, stop: threading.Event, out: dict, ignore_port: int) -> None:
@@ -53,19 +53,42 @@ def count_round_trips(redis_server, stop: threading.Event, out: dict, ignore_por
             out[name] = out.get(name, 0) + 1
 
 
-def run(workers: int, n: int, body: bytes, work: Path) -> dict:
+def first_hit(site, paths: set[str], timeout: float = 120) -> float:
+    """When the site first answered one of ``paths`` (polled; start-up is not throughput)."""
+    deadline = time.monotonic() + timeout
+    while not any(p in paths for p in list(site.hits)):
+        if time.monotonic() > deadline:
+            raise RuntimeError("no request reached the site in %.0f s" % timeout)
+        time.sleep(0.005)
+    return time.monotonic()
+
+
+def run(workers: int, n: int, work: Path) -> dict:
+    """``workers`` ingest_worker processes on one Redis queue, or (``workers == 0``) the plain spider."""
     site = LocalSite().start()
+    roomy(site)
     pouch = PouchDBServer(work / ("pouch%d" % workers)).start()
     redis_server = RedisServer(work / ("redis%d" % workers)).start()
     try:
-        for i in range(n):
-            site.route("/article/%d.html" % i, body, content_type="text/html; charset=utf-8")
-        requests_file = work / ("requests%d.jsonl" % workers)
-        requests_file.write_text("".join(
-            json.dumps({"base_url": "%s/article/%d.html" % (site.url, i), "ingest_type": "html"}) + "\n"
-            for i in range(n)))
+        docs = ingest_documents(site, n)
+        paths = {d.path for d in docs}
+        requests_file = write_ingest_requests(work / ("requests%d.jsonl" % workers), docs)
         env = process_env(pouch.url, VOTERSDAILY_REDIS_URL=redis_server.url)
         env["SCRAPY_SETTINGS_MODULE"] = "votersdaily.settings"
+        files = ["-s", "INGEST_BLOB_DIR=" + str(work / ("blobs%d" % workers)),
+                 "-s", "INGEST_TEIXML_FEED=" + str(work / ("feed%d.jsonl" % workers)),
+                 "-s", "VOTERSDAILY_SPOOL_DIR=" + str(work / "spool")]
+        crawl = [sys.executable, "-m", "scrapy", "crawl"]
+        if workers == 0:
+            launched = time.monotonic()
+            proc = subprocess.Popen([*crawl, "ingest", "-a", "requests=%s" % requests_file, *INGEST, *files],
+                                    cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started = first_hit(site, paths)
+            proc.wait(600)
+            elapsed = time.monotonic() - started
+            done = sum(1 for p in paths if p in site.hits)
+            return {"workers": 0, "seconds": elapsed, "startup": started - launched, "rps": n / elapsed,
+                    "fetched": done, "round_trips": 0, "by_command": {}, "commandstats": {}}
         subprocess.run([sys.executable, "-m", "votersdaily", "enqueue", "ingest", str(requests_file)],
                        cwd=REPO, env=env, check=True, capture_output=True)
         r = redis_server.client(single_connection_client=True)
@@ -77,16 +100,12 @@ def run(workers: int, n: int, body: bytes, work: Path) -> dict:
         monitor.start()
         launched = time.monotonic()
         procs = [
-            subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", "ingest_worker", "-s", "LOG_LEVEL=WARNING",
-                              "-s", "INGEST_ALLOW_PRIVATE=True", "-s", "VOTERSDAILY_REDIS_IDLE_CLOSE=1",
-                              "-s", "VOTERSDAILY_REDIS_ACK_INTERVAL=1", "-s", "INGEST_FETCH_RESOURCES=False",
-                              "-s", "INGEST_BLOB_DIR=" + str(work / "blobs"), "-s", "VOTERSDAILY_SPOOL_DIR=" + str(work / "spool")],
+            subprocess.Popen([*crawl, "ingest_worker", *INGEST, *files, "-s", "VOTERSDAILY_REDIS_IDLE_CLOSE=1",
+                              "-s", "VOTERSDAILY_REDIS_ACK_INTERVAL=1"],
                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(workers)
         ]
-        while r.zcard("ingest:requests") == n:  # the clock starts at the first lease (after start-up)
-            time.sleep(0.01)
-        started = time.monotonic()
+        started = first_hit(site, paths)
         while r.zcard("ingest:requests") or r.zcard("ingest:requests:processing"):
             time.sleep(0.05)
         elapsed = time.monotonic() - started
@@ -95,9 +114,9 @@ def run(workers: int, n: int, body: bytes, work: Path) -> dict:
         stop.set()
         r.ping()
         stats = r.info("commandstats")
-        done = sum(1 for p in site.hits if p.startswith("/article/"))
-        return {"workers": workers, "seconds": elapsed, "startup": started - launched, "rps": n / elapsed, "fetched": done,
-                "round_trips": sum(trips.values()), "by_command": trips,
+        done = sum(1 for p in paths if site.hits.get(p) == 1)
+        return {"workers": workers, "seconds": elapsed, "startup": started - launched, "rps": n / elapsed,
+                "fetched": done, "round_trips": sum(trips.values()), "by_command": trips,
                 "commandstats": {k[len("cmdstat_"):]: v["calls"] for k, v in stats.items()}}
     finally:
         redis_server.stop()
@@ -107,24 +126,33 @@ def run(workers: int, n: int, body: bytes, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--workers", default="1,2,4", help="worker counts to run (comma-separated)")
     args = parser.parse_args()
-    body, what = page()
-    print("workload: %d html ingest requests, %s" % (args.requests, what))
+    folder = shared_dir() / "fixtures/inplace/scholarly"
+    if not folder.is_dir():
+        sys.exit("%s is absent: this benchmark runs on the real scholarly files only" % folder)
+    print("workload: %d ingest requests over %s (sub-resources fetched)"
+          % (args.requests, ", ".join("%s as %s" % (name, itype) for name, itype, _ in SCHOLARLY)))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for workers in (1, 2, 4):
-            results.append(run(workers, args.requests, body, Path(tmp)))
-    base = results[0]["rps"]
-    print("%-8s %9s %9s %9s %8s %12s" % ("workers", "startup s", "seconds", "req/s", "scaling", "trips/req"))
+        for workers in [0] + [int(w) for w in args.workers.split(",")]:
+            results.append(run(workers, args.requests, Path(tmp)))
+    plain = results[0]["rps"]
+    base = results[1]["rps"]
+    print("%-14s %9s %9s %9s %9s %9s %10s" % ("processes", "startup s", "seconds", "req/s", "vs 1 wkr",
+                                             "vs plain", "trips/req"))
     for res in results:
-        print("%-8d %9.2f %9.2f %9.1f %7.2fx %12.2f" % (res["workers"], res["startup"], res["seconds"], res["rps"],
-                                                       res["rps"] / base, res["round_trips"] / args.requests))
-    for res in results:
+        label = "plain spider" if res["workers"] == 0 else "%d worker%s" % (res["workers"], "s" * (res["workers"] > 1))
+        print("%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f" % (
+            label, res["startup"], res["seconds"], res["rps"], res["rps"] / base, res["rps"] / plain,
+            res["round_trips"] / args.requests))
+    for res in results[1:]:
         print("workers=%d round trips by command: %s" % (res["workers"], res["by_command"]))
         print("workers=%d INFO commandstats calls (incl. commands run inside scripts): %s"
               % (res["workers"], res["commandstats"]))
-    print("(all requests fetched once per run: %s)" % all(r["fetched"] == args.requests for r in results))
+    print("(every request fetched, and by the workers exactly once, in every run: %s)"
+          % all(r["fetched"] == args.requests for r in results))
 
 
 if __name__ == "__main__":
