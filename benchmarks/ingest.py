@@ -123,7 +123,7 @@ class Runner:
         work = self.tmp / ("ingest-%s-%d" % (name, self.runs))
         work.mkdir()
         (work / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requests))
-        spy = [shutil.which("py-spy") or "py-spy", "record", "--threads", "--subprocesses", "-r", "200", "-f", "raw",
+        spy = [shutil.which("py-spy") or "py-spy", "record", "--threads", "--gil", "-r", "250", "-f", "raw",
                "-o", "%s.%s-%d" % (self.py_spy, name, self.runs), "--"] if self.py_spy else []
         if self.cprofile:  # the reactor thread only: what the crawl process itself spends per ingest
             spy = [sys.executable, "-m", "cProfile", "-o", "%s.%s-%d" % (self.cprofile, name, self.runs)]
@@ -160,8 +160,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=200, help="HTML articles (and as many PDF chains)")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each spider per set (alternating; best kept)")
-    parser.add_argument("--py-spy", metavar="OUT", help="record each ingest crawl with py-spy (all threads, "
-                                                        "worker processes) into OUT.<set>-<run> (raw format)")
+    parser.add_argument("--py-spy", metavar="OUT", help="record each ingest crawl with py-spy (the thread holding the GIL, "
+                                                        "i.e. where the crawl process spends CPU) into OUT.<set>-<run> (raw)")
     parser.add_argument("--cprofile", metavar="OUT", help="cProfile each ingest crawl (main thread) into OUT.<set>-<run>")
     parser.add_argument("--sets", default="html,pdf", help="which sets to run (html, pdf)")
     args = parser.parse_args()
