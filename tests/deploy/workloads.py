@@ -34,8 +34,7 @@ INGEST_SETTINGS = ("INGEST_ALLOW_PRIVATE=True", "INGEST_ALLOWED_HOSTS=127.0.0.1"
 
 
 def roomy(site) -> None:
-    """socketserver listens with a backlog of 5: three workers' concurrent connects (pages and
-    sub-resources) overflow it, and the kernel's dropped SYNs come back after 1, 2, 4, 8… seconds."""
+    """Kept for callers: LocalSite itself now listens with a backlog of 1024 (see services.py)."""
     site.server.socket.listen(1024)
 
 
