@@ -211,3 +211,39 @@ def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
     assert result["status"] == "read-timeout" and "TimeoutError" in result["error_message"]
     assert result["terminal"]["terminal_url"] == site.url + "/stall"
     assert results["pdf:%s" % closed]["status"] == "connection-refused"
+
+
+def test_sub_resources_keep_the_per_domain_concurrency(crawl, sqlite_uri, ingest_site, tmp_path):
+    """A page's sub-resources are handed to the downloader only as it has room, so the site never
+    sees more simultaneous requests than CONCURRENT_REQUESTS_PER_DOMAIN (Scrapy's downloader would
+    otherwise start a whole burst at once)."""
+    import threading
+    import time
+
+    from .conftest import PNG, article
+
+    site = ingest_site
+    lock, now, peak = threading.Lock(), [0], [0]
+
+    def slow_png(handler):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+        return PNG
+
+    for i in range(3):
+        site.route("/burst/%d" % i, article("Burst %d" % i, 1500, "", "".join(
+            '<img src="/burst/%d/%d.png">' % (i, k) for k in range(12))), content_type="text/html")
+        for k in range(12):
+            site.route("/burst/%d/%d.png" % (i, k), slow_png, content_type="image/png")
+    requests = write_requests(tmp_path / "r.jsonl", [{"base_url": site.url + "/burst/%d" % i, "ingest_type": "html"}
+                                                     for i in range(3)])
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, "CONCURRENT_REQUESTS_PER_DOMAIN=4")
+    results = read_results(sqlite_uri).values()
+    assert [r["status"] for r in results] == ["success"] * 3
+    assert all(len(r["html_resources"]) == 12 and {x["status_code"] for x in r["html_resources"]} == {200}
+               for r in results)
+    assert 1 < peak[0] <= 4, peak[0]

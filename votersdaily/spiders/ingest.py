@@ -28,6 +28,7 @@ from ..extensions import START_META
 from ..ingest import hops as H
 from ..ingest import requests as R
 from ..ingest.config import IngestConfig
+from ..ingest.downloads import DownloaderRoom
 from ..ingest.filemeta import ACCEPTED_MIMETYPES
 from ..ingest.grobid import grobid_request, grobid_result
 from ..ingest.htmldoc import HtmlParseError, parse_html
@@ -91,6 +92,7 @@ class IngestSpider(scrapy.Spider):
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
         spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
+        spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
@@ -412,11 +414,14 @@ class IngestSpider(scrapy.Spider):
         request = scrapy.Request(resource["url"], dont_filter=True, meta={
             "download_maxsize": self.config.max_resource_body, "handle_httpstatus_all": True, "dont_retry": True})
         record = dict(resource)  # url, resource_type, surt (from the worker)
+        await self.room.wait(request)
         try:
             response = await self.crawler.engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - DNS, refused, refused by the guard, too large...
             record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
             return record, None
+        finally:
+            self.room.left(request)
         self.crawler.stats.inc_value("ingest/resources/fetched")
         body = response.body
         record.update(timestamp=iso_seconds(dt14()), status_code=response.status, size=len(body),
