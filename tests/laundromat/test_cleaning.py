@@ -218,3 +218,49 @@ def test_jsonld_remote_context_is_not_fetched(tmp_path):
     result = clean_file(path, "JSON-LD", KEY, tmp_path / "out")
     assert result.errors == 1 and "remote context" in result.messages[0]["message"]
     assert result.statements == 0
+
+
+LAUGHS = b"""<?xml version="1.0"?>
+<!--%s-->
+<!DOCTYPE rdf:RDF [
+<!ENTITY lol "lol">
+<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+<!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+]>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://example.org/">
+  <rdf:Description rdf:about="http://example.org/s"><ex:p>&lol2;</ex:p></rdf:Description>
+</rdf:RDF>
+"""
+#: The DOCTYPE after the root element's start: not XML, but the parser reads (and expands) it.
+LAUGHS_IN_ROOT = b"""<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:ex="http://example.org/">
+<!--%s-->
+<!doctype rdf:RDF [<!ENTITY lol "lol"><!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>
+  <rdf:Description rdf:about="http://example.org/s"><ex:p>&lol1;</ex:p></rdf:Description>
+</rdf:RDF>
+"""
+
+
+@pytest.mark.parametrize("template", [LAUGHS, LAUGHS_IN_ROOT], ids=["prolog", "in-root"])
+@pytest.mark.parametrize("padding", [0, 70_000], ids=["unpadded", "padded-70k"])
+def test_rdfxml_entities_are_refused_wherever_the_doctype_is(tmp_path, template, padding):
+    """Billion laughs (three levels, small): refused as an error, nothing expanded, however long
+    the comment before the DOCTYPE (the old check only read the first 64 KiB)."""
+    body = template % (b"x" * padding)
+    assert b"lol" * 10 in b"".join(q.object.value.encode() for q in ox.parse(body, ox.RdfFormat.RDF_XML))
+    path = tmp_path / "laughs.rdf"
+    path.write_bytes(body)
+    result = clean_file(path, "RDF/XML", KEY, tmp_path / "out")
+    assert result.errors == 1 and "entity expansion is refused" in result.messages[0]["message"]
+    assert result.statements == 0 and _lines(result.path) == []
+    # The DOCTYPE and the declaration are found across read boundaries too.
+    for chunk in (7, 8, 9, 64, 4096):
+        with pytest.raises(cleaning.CleaningError):
+            cleaning._refuse_entities(path, chunk_bytes=chunk)
+
+
+def test_rdfxml_with_a_doctype_but_no_entities_is_cleaned(tmp_path):
+    path = tmp_path / "plain.rdf"
+    path.write_bytes(b'<?xml version="1.0"?>\n<!--%s-->\n<!DOCTYPE rdf:RDF>\n' % (b"x" * 70_000)
+                     + LAUGHS.split(b"]>\n", 1)[1].replace(b"&lol2;", b"lol"))
+    result = clean_file(path, "RDF/XML", KEY, tmp_path / "out")
+    assert result.errors == 0 and result.statements == 1

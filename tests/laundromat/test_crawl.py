@@ -79,6 +79,7 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     assert a["number_of_statements"] == 5 and a["number_of_duplicates"] == 1 and a["number_of_errors"] == 1
     clean_a = cleaned[a["_id"]]
     assert clean_a["_id"] == a["clean"]
+    assert all(d["parent"] == dirty for dirty, d in cleaned.items())  # DESIGN.md §6
     assert clean_a["messages"][0]["line"] == 6
     assert cleaned_statements(out, clean_a) == sitedata.expected_graph(
         sitedata.NT_GOOD.format(site=site.url), ox.RdfFormat.N_TRIPLES)
@@ -121,3 +122,47 @@ def test_archive_limits_hold_across_the_nested_tree(crawl, site, sqlite_uri, tmp
     assert root["tree_entries"] == 4 + 2
     parsed = [d for d in docs.values() if d.get("status") == "parsed"]
     assert len(parsed) == 2 and all(d["number_of_unique_statements"] == 1 for d in parsed)
+
+
+def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
+    """A seed list (``-a seedlist=``) naming a 301 → 200 dump and a 404: the download record has one
+    ``http`` entry per hop and the content metadata of the body; the failed one keeps its metadata
+    and its error."""
+    body = ('<http://example.org/r> <http://example.org/p> "caf\u00e9" .\r\n'
+            '<http://example.org/r> <http://example.org/q> "2" .\r\n').encode("utf-8")
+    old = site.route("/old.nt", status=301, headers={"Location": "/new.nt", "X-Hop": "first"})
+    new = site.route("/new.nt", body, content_type="application/n-triples", headers={"X-Hop": "second"})
+    missing = site.route("/missing.nt", "no such dump", status=404, content_type="text/plain")
+    seedlist = tmp_path / "seeds.txt"
+    seedlist.write_text("# the dumps\n%s\n\n%s\n" % (old, missing), encoding="utf-8")
+    out = tmp_path / "out"
+    ok(crawl("laundromat", None, sqlite_uri, "-a", "seedlist=%s" % seedlist, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    docs = records(sqlite_uri)
+    assert [site.hits.get(p) for p in ("/old.nt", "/new.nt", "/missing.nt")] == [1, 1, 1]
+    seeds = {d["uri"]: d for d in docs.values() if "uri" in d and "parent" not in d}
+    assert set(seeds) == {old, missing}
+    assert all(s["status"] == "added" and s["processed"] for s in seeds.values())
+
+    (moved,) = [d for d in docs.values() if d.get("parent") == uri_key(old)]
+    assert moved["status"] == "parsed" and moved["uri"] == old
+    assert [(h["status"], h["uri"]) for h in moved["http"]] == [(301, old), (200, new)]
+    assert moved["http"][0]["headers"]["location"] == "/new.nt" and moved["http"][0]["headers"]["x-hop"] == "first"
+    assert moved["http"][1]["headers"]["content-type"] == "application/n-triples"
+    assert moved["http"][1]["headers"]["x-hop"] == "second"
+    for h in moved["http"]:
+        assert h["version"] == {"major": 1, "minor": 1}
+        assert isinstance(h["walltime"], float) and 0 <= h["walltime"] < 60
+    assert moved["newline"] == "crlf" and moved["number_of_lines"] == 2
+    assert moved["number_of_bytes"] == len(body) and moved["number_of_chars"] == len(body.decode("utf-8"))
+    assert moved["number_of_chars"] == moved["number_of_bytes"] - 1  # é is two bytes
+    assert moved["timestamp"]["begin"] <= moved["timestamp"]["end"]
+    assert moved["base_uri"] == new and moved["number_of_unique_statements"] == 2
+    assert docs[moved["clean"]]["parent"] == moved["_id"]
+
+    (failed,) = [d for d in docs.values() if d.get("parent") == uri_key(missing)]
+    assert failed["status"] == "failed" and failed["error"] == "HTTP status 404"
+    ((status, uri, version, headers),) = [(h["status"], h["uri"], h["version"], h["headers"]) for h in failed["http"]]
+    assert (status, uri, version) == (404, missing, {"major": 1, "minor": 1})
+    assert headers["content-type"] == "text/plain" and failed["content"] == "no such dump"
+    assert failed["timestamp"]["begin"] <= failed["timestamp"]["end"]
+    assert "file" not in failed and not [d for d in docs.values() if d.get("parent") == failed["_id"]]

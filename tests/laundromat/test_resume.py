@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.laundromat import sitedata
 from tests.support.services import REPO
 from votersdaily.clock import now_iso
 from votersdaily.laundromat.downloads import download_key
@@ -218,3 +219,66 @@ def test_sitemap_left_half_done_resumes_as_a_sitemap(site, sqlite_uri, tmp_path,
         parsed = [d for d in after.values() if d.get("seed") == key and d.get("status") == "parsed"]
         assert len(parsed) == 1 and parsed[0]["number_of_unique_statements"] == 50
     assert not (out / "files" / download).exists()
+
+
+@pytest.mark.parametrize("children_written", [False, True], ids=["during-unpacking", "after-children-written"])
+def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_path, children_written):
+    """A run killed while unpacking a zip left its download record ``unarchiving``, and (killed
+    between writing the entries' records and marking the zip ``depleted``) maybe its children
+    ``filed`` with their files on disk. The resumed run unpacks the zip again: every entry is parsed
+    once, none ends ``failed`` for a file the other pass tidied away, the seed is not re-queued.
+    The zip's key sorts before its children's, so the stale ``filed`` snapshots come last."""
+    from votersdaily.laundromat.archives import ArchiveLimits
+    from votersdaily.laundromat.steps import unpack_step
+
+    out = tmp_path / "out"
+    names = ["a.nt", "b.nt", "c.nt"]
+    body = sitedata.zip_of({name: _nt(i) for i, name in enumerate(names)})
+    url = site.route("/d/three.zip", body, content_type="application/zip")
+    seed = new_seed(url, interval=86400.0)
+    begin = now_iso()
+    (out / "files").mkdir(parents=True)
+    for attempt in range(1000):
+        download = download_key(seed["_id"], "%s-%d" % (begin, attempt))
+        (out / "files" / download).write_bytes(body)
+        entries = unpack_step(str(out / "files" / download), str(out / "files"), download, "three.zip", 0,
+                              ArchiveLimits())["entries"]
+        if download < min(e["key"] for e in entries):
+            break
+        for entry in entries:
+            os.unlink(entry["path"])
+        os.unlink(out / "files" / download)
+    record = {"_id": download, "parent": seed["_id"], "seed": seed["_id"], "status": "unarchiving",
+              "uri": url, "timestamp": {"begin": begin, "end": begin}, "http": [], "number_of_bytes": len(body),
+              "file": "files/" + download, "base_uri": url, "name": "three.zip",
+              "content_type": "application/zip", "depth": 0}
+    children = [{"_id": e["key"], "parent": download, "seed": seed["_id"], "status": "filed",
+                 "entry_name": e["entry_name"], "name": e["name"], "number_of_bytes": e["size"], "depth": 1,
+                 "root": download, "file": "files/" + e["key"], "base_uri": url + "/" + e["name"],
+                 "content_type": None, "added": begin} for e in entries]
+    if not children_written:
+        for entry in entries:
+            os.unlink(entry["path"])
+    store = open_store(sqlite_uri)
+    try:
+        seeds = SeedList(store)
+        seeds.open()
+        seeds.put(dict(seed, processed=begin, download=download), record, *(children if children_written else []))
+    finally:
+        store.close()
+
+    _finish(_start(url, sqlite_uri, out))
+    after = _docs(sqlite_uri)
+    assert site.hits.get("/d/three.zip", 0) == 0  # processed recently: not downloaded again
+    zipped = after[download]
+    assert zipped["status"] == "depleted" and zipped["archive"] == "zip"
+    assert sorted(zipped["children"]) == sorted(e["key"] for e in entries)
+    assert zipped["tree_entries"] == 3 and zipped["tree_unpacked_bytes"] == sum(len(_nt(i)) for i in range(3))
+    assert not [d for d in after.values() if d.get("status") == "failed"]
+    for entry in entries:
+        child = after[entry["key"]]
+        assert child["status"] == "parsed" and child["number_of_unique_statements"] == 50, child
+        assert after[child["clean"]]["dirty"] == child["_id"]
+    assert len([d for d in after.values() if d.get("status") == "cleaned"]) == 3
+    assert after[seed["_id"]]["processed"] == begin  # not re-queued
+    assert sorted(p.name for p in (out / "files").iterdir()) == []

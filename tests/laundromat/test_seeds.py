@@ -26,6 +26,7 @@ NORMALISATION = [
     ("http://ex.org:8080/x", "http://ex.org:8080/x"),
     ("http://User@Ex.ORG/P?Q=%7e#F", "http://User@ex.org/P?Q=~#F"),  # userinfo, path, query keep case
     ("file:///tmp/a/../b.nt", "file:///tmp/b.nt"),
+    ("http://Ex%c3%A9.ORG/", "http://ex%C3%A9.org/"),  # host lower-cased, then its percent hex upper-cased
 ]
 # RFC 3986 §5.2.4 / §5.4 dot-segment removal.
 DOT_SEGMENTS = [("/a/b/c/./../../g", "/a/g"), ("mid/content=5/../6", "mid/6"), ("/../a", "/a"), ("/.", "/")]

@@ -18,6 +18,7 @@ from tests.laundromat.conformance import ROOT, SUITES, load_manifest
 from votersdaily.laundromat.archives import (
     ArchiveError, ArchiveLimitExceeded, ArchiveLimits, TreeUsage, archive_kind, safe_name, unpack,
 )
+from votersdaily.laundromat import encodings
 from votersdaily.laundromat.encodings import detect_encoding, recode_file
 from votersdaily.laundromat.formats import guess_format, sniff
 from votersdaily.laundromat.uris import child_key
@@ -118,6 +119,28 @@ def test_path_traversal_neutralised(tmp_path):
     assert safe_name("C:\\windows\\..\\..\\x") == "x" and safe_name("..") == "data"
 
 
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_duplicate_entry_names_stay_two_entries(tmp_path, kind):
+    """Archives may repeat a name (zip appends, tar concatenates): each entry keeps its own content."""
+    path = tmp_path / ("dup." + kind)
+    contents = [b"<a:s> <a:p> <a:first> .\n", b"<a:s> <a:p> <a:second> .\n"]
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w") as z, pytest.warns(UserWarning, match="Duplicate name"):
+            for data in contents:
+                z.writestr("a.nt", data)
+    else:
+        with tarfile.open(path, "w") as tar:
+            for data in contents:
+                info = tarfile.TarInfo("a.nt")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    result = layer(path, tmp_path / "out")
+    assert [e.name for e in result.entries] == ["a.nt", "a.nt"]
+    assert len({e.path for e in result.entries}) == 2
+    assert [e.path.read_bytes() for e in result.entries] == contents
+    assert result.unpacked_bytes == sum(map(len, contents))
+
+
 def test_corrupt_archive_is_an_error(tmp_path):
     path = tmp_path / "c.gz"
     path.write_bytes(gzip.compress(bytes(range(256)) * 64)[:200])
@@ -156,6 +179,23 @@ def test_invalid_utf8_is_recorded(tmp_path):
     assert [r["bytes"] for r in rec.replacements] == ["ff", "fe"]
     assert rec.replacements[0]["offset"] == len(good) + len(b'<http://ex.org/s> <http://ex.org/p> "bad ')
     assert "\ufffd\ufffd" in rec.path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+@pytest.mark.parametrize("chunk", [1 << 20, 7], ids=["1MiB", "7B"])
+def test_replacement_offsets_across_chunk_boundaries(tmp_path, monkeypatch, bom, chunk):
+    """Offsets count the file's bytes, whether or not a sequence is cut by a read boundary (the
+    decoder holds its first bytes back) or a BOM starts the file."""
+    monkeypatch.setattr(encodings, "CHUNK", chunk)
+    start = b"a" * (chunk - 1 - len(bom))  # "é" straddles the first boundary
+    data = bom + start + "é".encode() + b"\xff" + b"b" * (chunk - 2) + b"\xfe" + b"\xc3" + b"x\n"
+    src = tmp_path / "bad.nt"
+    src.write_bytes(data)
+    rec = recode_file(src, tmp_path / "out.nt", http_charset="utf-8")
+    assert rec.encoding == "utf-8" and rec.number_of_replacements == 3
+    assert [(r["offset"], r["bytes"]) for r in rec.replacements] == [
+        (data.index(b"\xff"), "ff"), (data.index(b"\xfe"), "fe"), (data.index(b"\xc3x"), "c3")]
+    assert rec.path.read_bytes() == data[len(bom):].decode("utf-8", "replace").encode()
 
 
 def test_encoding_order():

@@ -2,8 +2,9 @@
 
 One module per concern: :mod:`.uris` (seed keys), :mod:`.seeds` (records, staleness),
 :mod:`.sitemaps`, :mod:`.states` (the status machine), :mod:`.downloads` (download records),
-:mod:`.archives`, :mod:`.encodings`, :mod:`.formats`, :mod:`.cleaning`, :mod:`.void`,
-:mod:`.steps` (the per-file steps run off the reactor) and :mod:`.seedlist` (the ``ll_seeds`` store).
+:mod:`.archives`, :mod:`.encodings`, :mod:`.formats`, :mod:`.cleaning` (which also collects the
+VoID ``void:dataDump`` links), :mod:`.steps` (the per-file steps run off the reactor) and
+:mod:`.seedlist` (the ``ll_seeds`` store).
 """
 
 DB = "ll_seeds"

@@ -1,11 +1,11 @@
 """Unpacking: gzip, bzip2, xz, zip and tar, one layer per call (nesting goes through the state machine).
 
 The kind is found from the file's magic bytes, never its name. Each entry is written to a file named
-by its record key (entry names never reach the filesystem; :func:`safe_name` is what the record
-shows). Limits refuse bombs: total uncompressed bytes, compression ratio and entry count, counted
-over the whole tree of nested archives of one download (:class:`TreeUsage`: a nested bomb whose
-every layer looks harmless still adds up), and nesting depth (a zip quine nests forever and is
-stopped by the depth).
+by its record key, made from the entry's index and name (names never reach the filesystem, and two
+entries of the same name stay two records; :func:`safe_name` is what the record shows). Limits
+refuse bombs: total uncompressed bytes, compression ratio and entry count, counted over the whole
+tree of nested archives of one download (:class:`TreeUsage`: a nested bomb whose every layer looks
+harmless still adds up), and nesting depth (a zip quine nests forever and is stopped by the depth).
 """
 
 from __future__ import annotations
@@ -166,9 +166,14 @@ def _stream_name(kind: str, name: str) -> str:
     return name or "data"
 
 
+def entry_id(index: int, name: str) -> str:
+    """What an entry's key is made from: its position in the archive and its name (names repeat)."""
+    return "%d %s" % (index, name)
+
+
 def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str = "",
            depth: int = 0, limits: ArchiveLimits = ArchiveLimits(), used: TreeUsage = TreeUsage()) -> Unpacked:
-    """Unpack one layer of ``path`` into ``out_dir/<key_of(entry name)>`` files.
+    """Unpack one layer of ``path`` into ``out_dir/<key_of(entry_id(index, name))>`` files.
 
     ``depth`` is the nesting depth of ``path`` itself (0 for a download); ``used`` what the layers
     before it in the same tree unpacked (the limits are for the tree). Returns the kind (None for
@@ -186,7 +191,7 @@ def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str
     try:
         if kind in _STREAMS:
             raw = _stream_name(kind, posixpath.basename(name.replace("\\", "/")))
-            dst = out_dir / key_of(raw)
+            dst = out_dir / key_of(entry_id(0, raw))
             try:
                 with _STREAMS[kind](path) as stream:
                     size = _copy(stream, dst, budget)
@@ -211,15 +216,15 @@ def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ArchiveError("zip is corrupt: %s" % exc) from None
     with archive:
-        infos = [i for i in archive.infolist() if not i.is_dir()]
+        infos = [(n, i) for n, i in enumerate(archive.infolist()) if not i.is_dir()]
         if budget.entries + len(infos) > budget.limits.max_entries:  # refused before writing anything
             raise ArchiveLimitExceeded("more than %d entries" % budget.limits.max_entries)
-        for info in infos:
+        for index, info in infos:
             if info.flag_bits & 0x1:
                 result.skipped.append({"name": safe_name(info.filename), "reason": "encrypted"})
                 continue
             budget.entry()
-            dst = out_dir / key_of(info.filename)
+            dst = out_dir / key_of(entry_id(index, info.filename))
             try:
                 with archive.open(info) as stream:
                     size = _copy(stream, dst, budget)
@@ -236,7 +241,7 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
         raise ArchiveError("tar is corrupt: %s" % exc) from None
     with archive:
         try:
-            for member in archive:
+            for index, member in enumerate(archive):
                 if member.isdir():
                     continue
                 if not member.isfile():
@@ -245,7 +250,7 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
                     continue
                 budget.entry()
                 stream = archive.extractfile(member)
-                dst = out_dir / key_of(member.name)
+                dst = out_dir / key_of(entry_id(index, member.name))
                 size = _copy(stream, dst, budget)
                 result.entries.append(Entry(member.name, safe_name(member.name), dst, size))
         except (tarfile.TarError, OSError, EOFError) as exc:

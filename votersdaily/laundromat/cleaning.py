@@ -12,8 +12,8 @@
   deduplicated with bounded memory: large documents go through ``LC_ALL=C sort -u`` (GNU coreutils,
   an external merge sort with a fixed memory budget).
 * The cleaned file is content-addressed: its key is the MD5 of the gzip stream.
-* RDF/XML with DTD entity declarations is refused (the parser would expand them: billion laughs);
-  external entities are never fetched.
+* RDF/XML with DTD entity declarations anywhere in the file is refused (the parser would expand
+  them: billion laughs); external entities are never fetched.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ _CANONICAL = re.compile(
     rb"^(%s|%s) %s (%s|%s|%s)(?: (%s|%s))? \.$" % (_IRI, _BN, _IRI, _IRI, _BN, _LIT, _IRI, _BN), re.S)
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.I)
 _DTD_ENTITY = re.compile(rb"<!ENTITY", re.I)
 
 # Blank nodes in a block of canonical lines (the block starts with "\n"), found by position so that
@@ -634,12 +635,25 @@ def _from_dataset(dataset: "ox.Dataset", sink: _Sink) -> None:
     sink.add_block(_serialize(dataset))
 
 
-def _refuse_entities(path: Path) -> None:
+def _refuse_entities(path: Path, chunk_bytes: int = PARSE_CHUNK) -> None:
+    """Refuse RDF/XML with a ``<!ENTITY`` after a ``<!DOCTYPE``, anywhere in the file: a prolog
+    can be padded past any fixed window (comments, PIs), and the parser also reads a DOCTYPE met
+    after the root element starts. Both are searched case-insensitively, in or out of comments
+    (a false alarm only on documents that spell out both strings)."""
+    pattern, tail = _DOCTYPE, b""
     with open(path, "rb") as f:
-        head = f.read(1 << 16)
-    doctype = head.find(b"<!DOCTYPE")
-    if doctype >= 0 and _DTD_ENTITY.search(head, doctype):
-        raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
+        while True:
+            chunk = f.read(chunk_bytes)
+            if not chunk:
+                return
+            data = tail + chunk
+            match = pattern.search(data)
+            while match is not None:
+                if pattern is _DTD_ENTITY:
+                    raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
+                pattern = _DTD_ENTITY
+                match = pattern.search(data, match.end())
+            tail = data[-(len(b"<!DOCTYPE") - 1):]
 
 
 def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:

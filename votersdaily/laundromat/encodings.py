@@ -130,19 +130,25 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
             return Recoded(path=src, encoding=encoding, source=source, number_of_chars=chars)
         encoding = "utf-8"
     _state.count, _state.found, _state.base = 0, [], 0
-    chars = 0
-    decoder = codecs.getincrementaldecoder(encoding)(errors="laundromat-record")
+    chars = consumed = 0
     with open(src, "rb") as inp, open(dst, "w", encoding="utf-8", newline="") as out:
+        if encoding == "utf-8-sig":  # its decoder reports offsets past the BOM: skip the BOM here
+            consumed = len(inp.read(len(codecs.BOM_UTF8)))
+            encoding = "utf-8"
+        decoder = codecs.getincrementaldecoder(encoding)(errors="laundromat-record")
         while True:
             chunk = inp.read(CHUNK)
+            # Offsets of bad bytes are relative to the bytes the decoder holds back from the last
+            # chunk (a sequence cut at the boundary) followed by this chunk.
+            _state.base = consumed - len(decoder.getstate()[0])
             text = decoder.decode(chunk, final=not chunk)
             if text:
                 out.write(text)
                 chars += len(text)
             if not chunk:
                 break
-            _state.base += len(chunk)
-    return Recoded(path=dst, encoding="utf-8" if encoding == "utf-8-sig" else encoding, source=source,
+            consumed += len(chunk)
+    return Recoded(path=dst, encoding=encoding, source=source,
                    number_of_replacements=_state.count, replacements=list(_state.found), number_of_chars=chars)
 
 

@@ -76,6 +76,7 @@ class Processor:
     async def process(self, doc: dict) -> list[str]:
         """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found."""
         status = doc["status"]
+        resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:
             doc = dict(doc, status=states.RESUME_FROM[status])
             status = doc["status"]
@@ -89,7 +90,7 @@ class Processor:
             return []
         found: list[str] = []
         if doc["status"] == states.FILED:
-            doc, children = await self._unarchive(doc)
+            doc, children = await self._unarchive(doc, resumed)
             for child in children:
                 found += await self.process(child)
             if doc["status"] != states.UNARCHIVED:
@@ -113,7 +114,8 @@ class Processor:
             return doc
         return await self.store(self.seedlist.get, root_key) or doc
 
-    async def _unarchive(self, doc: dict) -> tuple[dict, list[dict]]:
+    async def _unarchive(self, doc: dict, resumed: bool = False) -> tuple[dict, list[dict]]:
+        """Unpack one layer; ``resumed``: a run died while unpacking it, maybe after writing its children."""
         doc = await self.move(doc, states.UNARCHIVING)
         path = self.path_of(doc["file"])
         root = await self._tree_root(doc)
@@ -133,9 +135,9 @@ class Processor:
                 return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
             meta["recoded_file"] = self.rel(meta.pop("recoded_path"))
             return await self.move(doc, states.UNARCHIVED, **meta), []
-        children = []
+        children, new = [], []
         for entry in result["entries"]:
-            children.append({
+            child = {
                 "_id": entry["key"],
                 "parent": doc["_id"],
                 "seed": doc.get("seed"),
@@ -149,9 +151,17 @@ class Processor:
                 "base_uri": (doc.get("base_uri") or "") + "/" + entry["name"] if doc.get("base_uri") else None,
                 "content_type": None,
                 "added": now_iso(),
-            })
-        if children:
-            await self.store(self.seedlist.put, *children)
+            }
+            existing = await self.store(self.seedlist.get, child["_id"]) if resumed else None
+            if existing is None:
+                new.append(child)
+            else:  # written before the crash: it keeps its state; a finished one does not need its file again
+                if existing.get("status") in states.TERMINAL:
+                    self.path_of(child["file"]).unlink(missing_ok=True)
+                child = existing
+            children.append(child)
+        if new:
+            await self.store(self.seedlist.put, *new)
         usage = {"tree_unpacked_bytes": used.unpacked_bytes + result["unpacked_bytes"],
                  "tree_entries": used.entries + len(children)}
         states.check_transition(doc["status"], states.DEPLETED)
@@ -182,6 +192,7 @@ class Processor:
         clean_doc = {
             "_id": clean["key"],
             "status": states.CLEANED,
+            "parent": doc["_id"],  # DESIGN.md §6: a derived record points to its origin
             "dirty": doc["_id"],
             "seed": doc.get("seed"),
             "format": doc["format"],

@@ -88,7 +88,7 @@ def normalise_uri(uri: str) -> str:
                 port = rest[1:] if rest.startswith(":") else None
         elif ":" in hostport:
             host, port = hostport.rsplit(":", 1)
-        host = _normalise_percent(host).lower()
+        host = _normalise_percent(host.lower())  # lower first: the hex digits of %XX stay upper case
         if port is not None and (port == "" or port == DEFAULT_PORTS.get(scheme or "")):
             port = None
         authority = (_normalise_percent(userinfo) + sep if sep else "") + host + (":" + port if port is not None else "")

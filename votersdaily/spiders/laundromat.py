@@ -105,6 +105,12 @@ class LaundromatSpider(scrapy.Spider):
         found: list[str] = []
         for doc in records:
             if not is_seed(doc) and doc.get("status") not in (states.DOWNLOADING, *states.TERMINAL):
+                # Processing an archive takes its children on: a record whose status moved on since the
+                # snapshot was done in this run (its file may be gone), so it is read again first.
+                stored = await self._db(self.seeds.get, doc["_id"])
+                if stored is None or stored.get("status") != doc.get("status"):
+                    continue
+                doc = stored
                 # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
                 body = await self._db(self._filed_sitemap, doc)
                 if body is not None:
