@@ -14,7 +14,7 @@ setup(
     packages=find_packages(include=["votersdaily", "votersdaily.*"]) + ["votersdaily._couchdb_views"],
     package_dir={"votersdaily._couchdb_views": "couchdb_views"},
     package_data={
-        "votersdaily": ["recordings/**/*", "recordings/*"],
+        "votersdaily": ["recordings/**/*", "recordings/*", "feeds/templates/*.html", "feeds/static/*"],
         "votersdaily._couchdb_views": ["*/views/*/*.js"],
     },
     entry_points={"scrapy": ["settings = votersdaily.settings"]},

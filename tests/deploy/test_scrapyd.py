@@ -49,6 +49,9 @@ def test_egg_carries_code_recordings_and_views_but_no_store(egg):
     assert "votersdaily/recordings/" + ROLL in names
     assert "votersdaily/recordings/gov/FIXTURES.md" in names
     assert "votersdaily/_couchdb_views/vd_events/views/by_parser_unique_key/map.js" in names
+    # `site build` on a node needs the templates and static files.
+    assert "votersdaily/feeds/templates/day.html" in names
+    assert "votersdaily/feeds/static/style.css" in names
     settings = zipfile.ZipFile(egg).read("votersdaily/settings.py").decode()
     assert "\nVOTERSDAILY_STORE = None\n" in settings, "the store comes from the node's environment"
 
