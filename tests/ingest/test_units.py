@@ -170,3 +170,15 @@ def test_checked_addresses_are_pinned_for_the_connection():
     with pytest.raises(PrivateAddressRefused):
         asyncio.run(guard.process_request(scrapy.Request("http://rebound.example.org/")))
     assert pinned("rebound.example.org") is None
+
+
+@pytest.mark.parametrize("footer, platform", [
+    (b'<p>Powered by <a href="http://pkp.sfu.ca/ojs/" target="_blank">PKP OJS</a></p>', "ojs"),
+    (b'<p>powered by <a href="https://pkp.sfu.ca/ojs/">pkp ojs</a></p>', "ojs"),
+    (b"<p>Powered by a PKP-free CMS</p>", None),
+])
+def test_ojs_footer_is_recognised_in_any_case(footer, platform):
+    from votersdaily.ingest.scope import guess_platform
+
+    doc = parse_html(b"<html><head><title>t</title></head><body>%s</body></html>" % footer, "http://example.com/")
+    assert guess_platform(doc) == platform

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
+
+#: OJS 2's footer: "Powered by <a href="http://pkp.sfu.ca/ojs/">PKP OJS</a>" (any case, either scheme).
+_POWERED_BY_OJS = re.compile(rb"powered by\s*<a[^>]*pkp\.sfu\.ca/ojs/?[\"'][^>]*>\s*pkp ojs", re.I)
 
 #: Scopes that end the ingest with that scope as its status.
 BLOCKED_SCOPES = ("blocked-captcha", "blocked-cookie", "blocked-forbidden")
@@ -28,7 +33,7 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     if body is not None and body.get("id") == "pkp-common-openJournalSystems":
         return "ojs"
     raw = doc.raw
-    if b'<a href="https://pkp.sfu.ca/ojs/">' in raw or b"powered by PKP OJS" in raw.lower() and b"pkp" in raw:
+    if b'<a href="https://pkp.sfu.ca/ojs/">' in raw or _POWERED_BY_OJS.search(raw):
         return "ojs"
     if b'<a href="https://www.pubpub.org">Published with' in raw:
         return "pubpub"
