@@ -141,3 +141,25 @@ def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri
     store.close()
     assert state["jobid"] == decisions[-1]["jobid"]
     wait_finished(client, [state["jobid"]])
+
+
+def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog):
+    import socket
+
+    from votersdaily.deploy.scheduler import UNAVAILABLE, Plan, RecurringScheduler
+    from votersdaily.store import open_store
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = Scrapyd("http://deployer:s3cret%%21@127.0.0.1:%d/" % port)
+    assert client.session.auth == ("deployer", "s3cret!")
+    assert "s3cret" not in client.url
+    store = open_store("sqlite:///%s" % (tmp_path / "sched.db"))
+    scheduler = RecurringScheduler(client, store, [Plan("house_votes", 1.0, {}, {})])
+    with caplog.at_level("INFO"):
+        [decision] = scheduler.run_once()
+    assert decision["decision"] == UNAVAILABLE
+    stored = [doc for doc in store.iter_docs("vd_scheduler")]
+    assert stored and all("s3cret" not in json.dumps(doc) for doc in stored)
+    assert "s3cret" not in caplog.text and "127.0.0.1:%d" % port in caplog.text

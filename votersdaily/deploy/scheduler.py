@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..clock import iso_utc, now_utc
-from ..store.base import Store
+from ..store.base import Store, StoreError
 from ..store.upsert import upsert
 from .scrapyd import Scrapyd, ScrapydError
 
@@ -137,5 +137,9 @@ class RecurringScheduler:
 
     def run_forever(self, interval: float) -> None:
         while True:
-            self.run_once()
+            try:
+                self.run_once()
+            except (StoreError, ScrapydError) as exc:
+                # The store (or scrapyd) is down for this pass: the next pass tries again.
+                logger.error("scheduler pass failed: %s", exc)
             time.sleep(interval)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
 
@@ -29,7 +30,14 @@ class Jobs:
 
 class Scrapyd:
     def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None):
-        self.url = url.rstrip("/") + "/"
+        parts = urlsplit(url)
+        if parts.username and auth is None:
+            auth = (unquote(parts.username), unquote(parts.password or ""))
+        host = parts.hostname or ""
+        if parts.port:
+            host = "%s:%d" % (host, parts.port)
+        # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
+        self.url = urlunsplit((parts.scheme, host, parts.path.rstrip("/") + "/", "", ""))
         self.project = project
         self.timeout = timeout
         self.session = requests.Session()
