@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import time
 
 import pytest
@@ -142,3 +143,21 @@ def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri
             assert len(f.read().splitlines()) == d.statements
     assert queue_state(redis_server, "laundromat") == {
         "waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
+
+
+def test_enqueuing_the_same_requests_twice_queues_them_once(site, redis_server, couch_uri, tmp_path):
+    """The shared duplicate filter holds one key per (ingest_type, base_url); force_recrawl passes."""
+    lines = [{"ingest_type": "pdf", "base_url": site.url + "/paper/a.pdf"},
+             {"ingest_type": "html", "base_url": site.url + "/paper/a.pdf"},  # another ingest of the same URL
+             {"ingest_type": "html", "base_url": site.url + "/paper/b.html"}]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first = enqueue("ingest", requests, couch_uri, redis_server.url)
+    assert "ingest:requests: 3 requests queued, 0 already seen" in first.stdout, first.stdout
+    again = enqueue("ingest", requests, couch_uri, redis_server.url)
+    assert "ingest:requests: 0 requests queued, 3 already seen" in again.stdout, again.stdout
+    lines[2]["force_recrawl"] = True
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    forced = enqueue("ingest", requests, couch_uri, redis_server.url)
+    assert "ingest:requests: 1 requests queued, 2 already seen" in forced.stdout, forced.stdout
+    assert queue_state(redis_server, "ingest")["waiting"] == 4

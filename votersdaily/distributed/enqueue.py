@@ -69,11 +69,20 @@ def enqueue(spider_name: str, settings, **spider_args) -> EnqueueReport:
     queue = ReliableQueue(server, spider, "%s:requests" % name, serializer=serializer)
     dupefilter = RFPDupeFilter(server, key="%s:dupefilter" % name)
     report = EnqueueReport(queue=queue.key)
+    # Start requests that must reach the downloader (dont_filter) can still name their own key in
+    # the shared filter, so enqueuing the same input twice does not run it twice.
+    queue_fingerprint = getattr(spider, "queue_fingerprint", lambda request: None)
     fresh = []
     for output in outputs:
         if not isinstance(output, Request):
             report.skipped_items += 1
-        elif not output.dont_filter and dupefilter.request_seen(output):
+            continue
+        if output.dont_filter:
+            fingerprint = queue_fingerprint(output)
+            seen = fingerprint is not None and not server.sadd(dupefilter.key, fingerprint)
+        else:
+            seen = dupefilter.request_seen(output)
+        if seen:
             report.duplicates += 1
         else:
             fresh.append(output)

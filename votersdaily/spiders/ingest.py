@@ -12,6 +12,7 @@ from another queue only has to call :meth:`IngestSpider.make_ingest_request` wit
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from urllib.parse import urljoin
 
@@ -170,6 +171,15 @@ class IngestSpider(scrapy.Spider):
         if H.before_fetch(base) == "skip-url-blocklist":
             return self._item(failed(request, "skip-url-blocklist"))
         return self._hop_request(base, state, first=True)
+
+    def queue_fingerprint(self, request: scrapy.Request) -> str | None:
+        """Key of a start request in the shared Redis duplicate filter: one ingest per (ingest_type,
+        base_url), like sandcrawler's result key; ``force_recrawl`` requests are never filtered."""
+        state = request.meta.get(H.STATE_META)
+        if not state or not request.meta.get(START_META) or state["request"].get("force_recrawl"):
+            return None
+        key = "%s %s" % (state["request"]["ingest_type"], state["request"]["base_url"])
+        return hashlib.sha1(key.encode("utf-8")).hexdigest()
 
     def _hop_request(self, url: str, state: dict, first: bool = False):
         blocked = H.before_fetch(url)
