@@ -83,3 +83,29 @@ def test_health_page(logged, tmp_path):
     assert len(failing.cssselect("svg.chart g.broken")) == 1
     assert "UnexpectedDocument" in failing.cssselect("table.runs tbody tr")[0].text_content()
     assert page.get_element_by_id("spider-fresh").cssselect("svg") == []
+
+
+def test_day_page_links_only_web_urls(tmp_path):
+    """A source_url or event_url of another scheme (javascript:, data:) is shown as text, never a link."""
+    from tests.feeds.events import event, write_events
+    from votersdaily import schema
+    from votersdaily.store import open_store
+
+    store = open_store("sqlite:///%s" % (tmp_path / "links.db"))
+    try:
+        for db in (schema.EVENTS_DB, schema.EVENT_KEYS_DB, schema.LOG_DB):
+            store.ensure_db(db)
+            store.install_views(db)
+        write_events(store, [
+            event("2026-09-16T23:05:00Z", "t_links", "web", event_url="https://example.gov/e/1"),
+            event("2026-09-16T23:06:00Z", "t_links", "script", source_url="javascript://example.gov/%0Aalert(1)",
+                  event_url="javascript://example.gov/%0Aalert(2)"),
+        ])
+        build_site(store, tmp_path / "site", SiteConfig(timezone="UTC"), spiders=["t_links"])
+    finally:
+        store.close()
+    page = lxml.html.parse(str(tmp_path / "site" / "days" / "2026-09-16.html")).getroot()
+    hrefs = [a.get("href") for a in page.cssselect("a")]
+    assert "https://example.gov/t_links/web.xml" in hrefs and "https://example.gov/e/1" in hrefs
+    assert not [h for h in hrefs if h.lower().startswith("javascript")]
+    assert "javascript://example.gov/%0Aalert(2)" in page.text_content()

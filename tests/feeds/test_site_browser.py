@@ -77,13 +77,14 @@ def read_store(uri: str) -> tuple[list[dict], list[dict]]:
     return events, logs
 
 
-def event_spider_names() -> list[str]:
+def health_spider_names() -> list[str]:
+    """Every event spider, plus the scheduled ingest and laundromat spiders."""
     from scrapy.utils.project import get_project_settings
 
     from votersdaily.cli.crawl import event_spiders
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
-    return sorted(event_spiders(get_project_settings()))
+    return sorted(event_spiders(get_project_settings())) + ["ingest", "laundromat"]
 
 
 def check_placement(out: Path, events: list[dict]) -> dict[date, list[dict]]:
@@ -248,7 +249,7 @@ def check_health(page, base: str, logs: list[dict]) -> None:
     latest: dict[str, dict] = {}
     for log in sorted(logs, key=lambda d: d["access_datetime"]):
         latest[log["parser_name"]] = log
-    for name in event_spider_names():
+    for name in health_spider_names():
         row = page.locator("tr.spider-row[data-spider=%s]" % css(name))
         assert row.count() == 1, "%s missing from the health page" % name
         assert row.is_visible()

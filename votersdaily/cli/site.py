@@ -21,6 +21,7 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
+    from ..deploy.scheduler import spider_frequencies
     from ..feeds.site import SiteConfig, build_site
     from .crawl import event_spiders
 
@@ -28,7 +29,9 @@ def run_build(args) -> int:
     config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
     store = open_store()
     try:
-        summary = build_site(store, args.dir, config, spiders=sorted(event_spiders(settings)))
+        # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
+        spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
+        summary = build_site(store, args.dir, config, spiders=spiders)
     finally:
         store.close()
     print("site: %d day pages, %d feeds, %d spiders on the health page in %s"

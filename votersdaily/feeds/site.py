@@ -127,9 +127,14 @@ def day_event(doc: dict, zone) -> DayEvent:
     return DayEvent(doc, local.date(), clock_label(local), end_label, doc["datetime"])
 
 
+LINKABLE_SCHEMES = ("http://", "https://", "file://")
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("votersdaily.feeds", "templates"),
                       autoescape=select_autoescape(("html",)), trim_blocks=True, lstrip_blocks=True)
+    # Event documents come from the sources: only web (and replayed file) URLs become links.
+    env.tests["linkable"] = lambda url: isinstance(url, str) and url.lower().startswith(LINKABLE_SCHEMES)
     env.filters["longdate"] = lambda d: d.strftime("%A, %B %-d, %Y")
     # "2026-10-02T18:00:00Z" → "2026-10-02 18:00" (the <time> element keeps the full value).
     env.filters["shortutc"] = lambda iso: iso[:16].replace("T", " ") if iso else ""
