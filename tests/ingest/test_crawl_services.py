@@ -10,6 +10,7 @@ import socket
 
 from votersdaily.ingest.filemeta import sha1_b32
 from votersdaily.ingest.warc import read_record
+from warcio.archiveiterator import ArchiveIterator
 from votersdaily.store import open_store
 
 from .conftest import read_results, run_ingest, scholarly, write_requests
@@ -75,6 +76,11 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
         assert tei_json["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES" and tei_json["body"]
         f = json.loads(row["f"]["c"])
         assert f["f"] == cdx["warc_path"] and f["o"] == cdx["warc_offset"]
+        assert f["i"] == warc_record_id(warcs, cdx["warc_path"], cdx["warc_offset"]) and f["i"].startswith("<urn:uuid:")
+        # the WARC files hold the crawled web only, never the answers of our own GROBID
+        archived = [record.rec_headers.get_header("WARC-Target-URI") for path in warcs.glob("*.warc.gz")
+                    for record in ArchiveIterator(open(path, "rb")) if record.rec_type == "response"]
+        assert site.url + "/scholarly/dummy.pdf" in archived and not [u for u in archived if "/grobid/" in u]
         file_cdx = json.loads(row["file"]["cdx"])
         assert file_cdx["offset"] == str(cdx["warc_offset"]) and file_cdx["c_size"] == str(cdx["warc_csize"])
         assert row["match0"]["mstatus"] == "matched" and row["match0"]["doi"] == "10.5555/test.railway"
@@ -247,3 +253,9 @@ def test_sub_resources_keep_the_per_domain_concurrency(crawl, sqlite_uri, ingest
     assert all(len(r["html_resources"]) == 12 and {x["status_code"] for x in r["html_resources"]} == {200}
                for r in results)
     assert 1 < peak[0] <= 4, peak[0]
+
+
+def warc_record_id(folder, name: str, offset: int) -> str:
+    with open(folder / name, "rb") as fh:
+        fh.seek(offset)
+        return next(iter(ArchiveIterator(fh))).rec_headers.get_header("WARC-Record-ID")

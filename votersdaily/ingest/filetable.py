@@ -43,6 +43,8 @@ def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
     heritrix = {"u": term["terminal_url"], "d": _iso(term["terminal_dt"])}
     if warc:
         heritrix.update(f=warc["warc_path"], o=warc["warc_offset"])
+        if warc.get("warc_record_id"):
+            heritrix["i"] = warc["warc_record_id"]
     heritrix["c"] = 1
     row["f"] = {"c": json.dumps(heritrix, sort_keys=True)}
     cdx = {"surt": result["cdx"]["surt"], "url": term["terminal_url"], "dt": term["terminal_dt"]}

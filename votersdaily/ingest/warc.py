@@ -18,6 +18,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from .result import dt14
+from .ssrf import TRUSTED_META
 
 logger = logging.getLogger(__name__)
 WARC_META = "ingest_warc"
@@ -61,6 +62,8 @@ class WarcWriterMiddleware:
         self._writer.write_record(warcinfo)
 
     async def process_response(self, request, response):
+        if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
+            return response
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs]
         ip = str(response.ip_address) if response.ip_address else None
         request.meta[WARC_META] = await asyncio.wrap_future(self._thread.submit(
@@ -81,7 +84,8 @@ class WarcWriterMiddleware:
         self._writer.write_record(record)
         self._handle.flush()
         self.records += 1
-        return {"warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset}
+        return {"warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset,
+                "warc_record_id": record.rec_headers.get_header("WARC-Record-ID")}
 
     def _close_file(self) -> None:
         if self._handle is not None:
