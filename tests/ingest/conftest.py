@@ -58,6 +58,9 @@ def build_site(site) -> None:
     for i in range(30):
         site.route("/chain/%d" % i, status=302, headers={"Location": "/chain/%d" % (i + 1)})
     site.route("/noloc", status=302)
+    # a redirect into the cloud metadata address: refused by the guard before any connection
+    site.route("/to-metadata", status=302, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+    site.route("/doctype-only", b"<!DOCTYPE html>\n", content_type="text/html")
     # landing pages
     site.route("/landing-nopdf", article("No PDF here", 300), content_type=html)
     site.route("/landing-self", article("Self", 100, '<meta name="citation_pdf_url" content="/landing-self">'),

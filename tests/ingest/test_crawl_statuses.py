@@ -20,6 +20,8 @@ CASES = {
     "/loop/a": ("pdf", "redirect-loop"),
     "/chain/0": ("pdf", "redirects-exceeded"),
     "/noloc": ("pdf", "bad-redirect"),
+    "/to-metadata": ("pdf", "skip-host-not-allowed"),
+    "/doctype-only": ("html", "html-selectolax-error"),
     "/landing-nopdf": ("pdf", "no-pdf-link"),
     "/landing-self": ("pdf", "link-loop"),
     "/landing-zip": ("pdf", "wrong-mimetype"),
@@ -155,6 +157,11 @@ def test_failure_shapes(crawled):
     plos_pdf = [d for d in crawled["results"].values()
                 if d["request"]["ingest_type"] == "pdf" and d["request"]["base_url"].endswith("plos_one_article.html")]
     assert plos_pdf and plos_pdf[0]["status"] == "skip-host-not-allowed"
+    # so is a redirect to the metadata address; the hop that led there is recorded
+    metadata = _result(crawled, "/to-metadata")
+    assert metadata["redirect_chain"][-1]["location"] == "http://169.254.169.254/latest/meta-data/"
+    assert metadata["terminal"]["terminal_status_code"] is None  # refused before any connection
+    assert metadata["error_message"].startswith("refusing http://169.254.169.254/")
     assert plos_pdf[0]["hops"][-1].startswith("https://journals.plos.org/plosone/article/file?id=10.1371/")
 
 
