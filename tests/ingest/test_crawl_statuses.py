@@ -211,6 +211,11 @@ def test_real_pages_biblio_and_external_resources(crawled):
     assert biblio["release_date"] == "2019-04-22"  # citation_date "Apr 22, 2019"
     assert biblio["container_name"] == "PLOS ONE" and biblio["volume"] == "14" and biblio["issue"] == "4"
     assert len(biblio["contrib_names"]) == 11 and biblio["contrib_names"][0] == "Yang Li"
+    assert (biblio["first_page"], biblio["container_issn"], biblio["publisher"]) == (
+        "e0213978", "1932-6203", "Public Library of Science")
+    assert len(biblio["raw_references"]) == 23  # 23 citation_reference tags
+    assert biblio["pdf_fulltext_url"] == ("https://journals.plos.org/plosone/article/file?id=10.1371/"
+                                          "journal.pone.0213978&type=printable")
     # external sub-resources are refused (INGEST_ALLOWED_HOSTS), recorded on the resource
     base = crawled["site"].url
     external = [x for x in plos["html_resources"] if not x["url"].startswith(base)]
@@ -220,6 +225,11 @@ def test_real_pages_biblio_and_external_resources(crawled):
     elife = _result(crawled, "/scholarly/elife_article.html", "html")
     assert elife["html_biblio"]["doi"] == "10.7554/eLife.44753"
     assert elife["html_biblio"]["title"] == "Parallel visual circuitry in a basal chordate"
+    # dc.* tags of the page: seven dc.contributor, dc.date, dc.publisher, dc.language; og:site_name
+    eb = elife["html_biblio"]
+    assert eb["contrib_names"][0] == "Matthew J Kourakis" and len(eb["contrib_names"]) == 7
+    assert (eb["release_date"], eb["publisher"], eb["container_name"], eb["lang"]) == (
+        "2019-04-18", "eLife Sciences Publications Limited", "eLife", "en")
 
 
 def test_tei_blob_feed_and_html_meta(crawled):
