@@ -8,9 +8,10 @@ import hashlib
 import json
 import socket
 
+from warcio.archiveiterator import ArchiveIterator
+
 from votersdaily.ingest.filemeta import sha1_b32
 from votersdaily.ingest.warc import read_record
-from warcio.archiveiterator import ArchiveIterator
 from votersdaily.store import open_store
 
 from .conftest import read_results, run_ingest, scholarly, write_requests
@@ -111,6 +112,27 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
                 assert hashlib.sha1(payload).hexdigest() == where["sha1hex"]
     finally:
         store.close()
+
+
+def test_grobid_failure_is_recorded_not_fatal(crawl, sqlite_uri, ingest_site, tmp_path):
+    """GROBID answering 503: the PDF ingest still succeeds; the failure is on ``grobid`` and the file
+    row's grobid0 (quality ``bad``)."""
+    site = ingest_site
+    site.route("/grobid-down/api/processFulltextDocument", b"GROBID is overloaded", status=503,
+               content_type="text/plain")
+    requests = write_requests(tmp_path / "r.jsonl", [{"base_url": site.url + "/start", "ingest_type": "pdf"}])
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, "GROBID_URL=%s/grobid-down" % site.url)
+    [pdf] = read_results(sqlite_uri).values()
+    assert (pdf["status"], pdf["hit"]) == ("success", True)
+    assert pdf["grobid"]["status"] == "error" and pdf["grobid"]["status_code"] == 503
+    assert "overloaded" in pdf["grobid"]["error_msg"]
+    store = open_store(sqlite_uri)
+    try:
+        row = store.get("wbgrp-journal-extract-0-dev", sha1_b32(pdf["file_meta"]["sha1hex"]))
+    finally:
+        store.close()
+    assert row["grobid0"]["status_code"] == 503 and row["grobid0"]["quality"] == "bad"
+    assert "tei_xml" not in row["grobid0"]
 
 
 def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
