@@ -89,7 +89,10 @@ def test_outage_mid_crawl_loses_nothing(site, gate, durable_pouch, tmp_path):
     log = _run_log(durable_pouch.url)
     outage = log["store_outage"]["vd_fetch"]
     assert outage["retries"] > 0 and outage["first_failure"]
-    assert log["insert_count"] == N_FAST + N_GATED
+    # A batch the server applied just before it went down (its answer lost) is found identical on
+    # the retry and counted unchanged: every document is counted once, as inserted or unchanged.
+    assert log["insert_count"] + log["unchanged_count"] == N_FAST + N_GATED
+    assert log["insert_count"] >= N_FAST + N_GATED - 2 * 10  # at most the batches in flight (batch size 10)
     assert outage["spooled"] == outage["delivered_from_spool"]
 
 
