@@ -220,6 +220,11 @@ class RunLog:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)
+        spool = Spool.from_settings(self.crawler.settings)
+        if spool.pending_files(schema.LOG_DB):
+            # Run logs an earlier run spooled while the store was down: the store is back.
+            report = spool.deliver(store, schema.LOG_DB)
+            logger.warning("delivered %d run logs spooled by an earlier run to %s", report.documents, schema.LOG_DB)
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)

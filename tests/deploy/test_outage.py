@@ -145,8 +145,10 @@ def test_next_run_delivers_what_was_spooled(site, gate, durable_pouch, tmp_path)
     assert "spooled by an earlier run" in (tmp_path / "c.log").read_text()
     docs = _docs(durable_pouch.url)
     assert sorted(d["url"] for d in docs) == sorted(first + second)
-    # The first run's log was spooled too: vd_log holds it (delivered by flush later) or not yet.
-    assert list(spool.glob("vd_log--*.jsonl"))
+    # The first run's log was spooled too: the second run delivered it with its own.
+    assert not list(spool.glob("vd_log--*.jsonl"))
+    logs = [log for log in _docs(durable_pouch.url, "vd_log") if log["parser_name"] == "vd_fetch"]
+    assert len(logs) == 2 and sum(log.get("spooled_count", 0) > 0 for log in logs) == 1
 
 
 def test_conflict_from_a_concurrent_writer_is_reapplied(pouchdb):
