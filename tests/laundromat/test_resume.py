@@ -199,13 +199,7 @@ def test_sitemap_left_half_done_resumes_as_a_sitemap(site, sqlite_uri, tmp_path,
               "uri": sitemap_url, "timestamp": {"begin": begin, "end": begin}, "http": [],
               "file": "files/" + download, "base_uri": sitemap_url, "name": "sitemap.xml",
               "content_type": "application/xml", "depth": 0}
-    store = open_store(sqlite_uri)
-    try:
-        seeds = SeedList(store)
-        seeds.open()
-        seeds.put(dict(seed, processed=begin, download=download), record)
-    finally:
-        store.close()
+    _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=download), record)
 
     _finish(_start(sitemap_url, sqlite_uri, out))
     after = _docs(sqlite_uri)
@@ -259,13 +253,8 @@ def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_pat
     if not children_written:
         for entry in entries:
             os.unlink(entry["path"])
-    store = open_store(sqlite_uri)
-    try:
-        seeds = SeedList(store)
-        seeds.open()
-        seeds.put(dict(seed, processed=begin, download=download), record, *(children if children_written else []))
-    finally:
-        store.close()
+    _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=download), record,
+                       *(children if children_written else []))
 
     _finish(_start(url, sqlite_uri, out))
     after = _docs(sqlite_uri)
@@ -282,3 +271,14 @@ def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_pat
     assert len([d for d in after.values() if d.get("status") == "cleaned"]) == 3
     assert after[seed["_id"]]["processed"] == begin  # not re-queued
     assert sorted(p.name for p in (out / "files").iterdir()) == []
+
+
+def _put_crashed_state(sqlite_uri: str, *records: dict) -> None:
+    """Write the records a crashed run would have left in ``ll_seeds``."""
+    store = open_store(sqlite_uri)
+    try:
+        seeds = SeedList(store)
+        seeds.open()
+        seeds.put(*records)
+    finally:
+        store.close()
