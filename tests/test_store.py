@@ -158,3 +158,79 @@ def test_credentials_are_masked():
     with pytest.raises(StoreError) as err:
         store.list_dbs()
     assert "s3cret" not in str(err.value)
+
+
+def _moved(i: int, day: int, **extra) -> dict:
+    return event(i, _id="2026-09-%02dT12:00:00Z-test_parser-%d" % (day, i), datetime="2026-09-%02dT12:00:00Z" % day,
+                 **extra)
+
+
+def _write(db, tracker, docs):
+    result = upsert(db, DB, docs)
+    tracker(db, DB, docs, result)
+    return result
+
+
+def test_reschedules_within_one_run_and_across_runs(db):
+    """One tracker per run: reschedules inside the run come from memory, earlier runs' from the view."""
+    from votersdaily.pipelines import RescheduleTracker
+
+    first = RescheduleTracker()
+    _write(db, first, [event(1), event(2)])
+    # Within the run: 1 moves twice in one batch, then 2 moves in a later batch.
+    result = _write(db, first, [_moved(1, 10), _moved(1, 11)])
+    assert sorted(result.superseded) == sorted([event(1)["_id"], _moved(1, 10)["_id"]])
+    _write(db, first, [_moved(2, 12)])
+    # A new run (new tracker) moves 1 back to its first datetime.
+    result = _write(db, RescheduleTracker(), [event(1)])
+    assert result.superseded == [_moved(1, 11)["_id"]]
+    docs = {doc["_id"]: doc for doc in db.iter_docs(DB)}
+    assert "superseded_by" not in docs[event(1)["_id"]]
+    assert docs[_moved(1, 10)["_id"]]["superseded_by"] == _moved(1, 11)["_id"]  # not live since
+    assert docs[_moved(1, 11)["_id"]]["superseded_by"] == event(1)["_id"]
+    assert docs[event(2)["_id"]]["superseded_by"] == _moved(2, 12)["_id"]
+    live = db.query(DB, "live_by_parser_unique_key", startkey=["test_parser"], endkey=["test_parser", {}],
+                    include_docs=False)
+    assert sorted(row.id for row in live) == sorted([event(1)["_id"], _moved(2, 12)["_id"]])
+
+
+def test_two_live_documents_of_one_key_are_repaired_when_the_event_is_stored_again(db):
+    """Two runs racing can each store a datetime of one event as live; the next run that stores
+    that event (changed, or unchanged in a run that reads the view) marks the other."""
+    from votersdaily.pipelines import RescheduleTracker
+
+    upsert(db, DB, [event(3), _moved(3, 20), event(4), _moved(4, 21)])  # as if by two unaware runs
+    tracker = RescheduleTracker()
+    result = _write(db, tracker, [_moved(3, 20)])
+    assert result.unchanged == [_moved(3, 20)["_id"]] and result.superseded == []  # the view is not read
+    result = _write(db, tracker, [_moved(3, 20, title="Renamed"), _moved(4, 21)])
+    assert sorted(result.superseded) == sorted([event(3)["_id"], event(4)["_id"]])
+    assert db.get(DB, event(4)["_id"])["superseded_by"] == _moved(4, 21)["_id"]
+
+
+def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db):
+    """The retry of a batch finds its documents unchanged; the tracker still marks what they replace."""
+    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.base import StoreUnavailable
+
+    upsert(db, DB, [event(5)])
+    tracker = RescheduleTracker()
+    real_query = db.query
+
+    def store_down(*args, **kwargs):
+        raise StoreUnavailable("store went away")
+
+    db.query = store_down
+    with pytest.raises(StoreUnavailable):
+        _write(db, tracker, [_moved(5, 22)])
+    db.query = real_query
+    result = _write(db, tracker, [_moved(5, 22)])
+    assert result.unchanged == [_moved(5, 22)["_id"]]
+    assert result.superseded == [event(5)["_id"]]
+
+
+def test_spooled_batches_name_the_stateless_reschedule_hook():
+    from votersdaily.pipelines import RescheduleTracker, mark_superseded
+    from votersdaily.store.spool import hook_name, load_hook
+
+    assert load_hook(hook_name(RescheduleTracker())) is mark_superseded

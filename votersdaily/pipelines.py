@@ -11,7 +11,6 @@ import logging
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 
 from . import schema
 from .clock import now_iso
@@ -90,50 +89,74 @@ class EventIdPipeline:
         return item
 
 
-def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
-    """After a batch: an event stored under a new datetime supersedes its older documents.
+class RescheduleTracker:
+    """Marks an event's older documents ``superseded_by`` the current one when it reappears under
+    another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
 
-    ``vd_event_keys`` maps ``<parser_name>/<unique_key>`` to the event's current ``_id``; it is read
-    and written by primary key (no view on the write path). Older documents are kept, with
-    ``superseded_by`` naming the current one, so a calendar never shows both as live.
+    The live documents of a parser (view ``live_by_parser_unique_key``) are read when a batch first
+    stores a new or changed event of that parser, and then kept current in memory from what the run
+    writes, so detection costs no server work per event and a run whose events are all unchanged
+    never reads the view. Older documents are kept, so a calendar never shows both as live. Every
+    other live document of a key is marked, so a key left with two live documents (two runs of one
+    spider racing) is repaired the next time the event is stored by a run that reads the view.
     """
-    written = set(result.inserted) | set(result.updated)
-    current: dict[str, dict] = {}
-    replaced: dict[str, set[str]] = {}
-    for doc in batch:
-        if doc["_id"] not in written:
-            continue
-        key = schema.event_key_id(doc["parser_name"], doc["unique_key"])
-        previous = current.get(key)
-        if previous is not None and previous["event_id"] != doc["_id"]:
-            replaced.setdefault(key, set()).add(previous["event_id"])
-        current[key] = {"_id": key, "event_id": doc["_id"], "parser_name": doc["parser_name"],
-                        "unique_key": doc["unique_key"]}
-    if not current:
-        return
-    keys = upsert(store, schema.EVENT_KEYS_DB, list(current.values()), insert_first=True)
-    if keys.updated:
-        # An updated key document means its event id changed: find what it pointed to before.
-        # (The previous revision is not kept, so the old id comes from the events themselves.)
-        for row in store.query(db, "by_parser_unique_key",
-                               keys=[[current[k]["parser_name"], current[k]["unique_key"]] for k in keys.updated],
-                               include_docs=False):
-            key = schema.event_key_id(*row.key)
-            if row.id != current[key]["event_id"]:
-                replaced.setdefault(key, set()).add(row.id)
-    targets = {old: current[key]["event_id"] for key, olds in replaced.items() for old in olds}
-    if not targets:
-        return
-    marks = []
-    for old_id, old in store.get_many(db, targets).items():
-        if old.get("superseded_by") != targets[old_id]:
-            marked = {k: v for k, v in old.items() if k != "_rev"}
-            marked["superseded_by"] = targets[old_id]
-            marked["superseded_at"] = now_iso()
-            marks.append(marked)
-    if marks:
-        upsert(store, db, marks)
-        result.superseded += [doc["_id"] for doc in marks]
+
+    #: What a spool records for later delivery: a fresh tracker that re-checks unchanged documents
+    #: too (a spooled batch may have been written before the outage hid the answer).
+    durable = "votersdaily.pipelines:mark_superseded"
+
+    def __init__(self, *, recheck_unchanged: bool = False) -> None:
+        self.recheck_unchanged = recheck_unchanged
+        self._live: dict[str, dict[str, set[str]]] = {}
+        #: Ids written by a batch whose marking failed: its retry finds them unchanged.
+        self._unsettled: set[str] = set()
+
+    def __call__(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+        changed = set(result.inserted) | set(result.updated)
+        stored = changed | set(result.unchanged)
+        settle = stored if self.recheck_unchanged else changed | (self._unsettled & stored)
+        self._unsettled |= settle
+        current: dict[tuple[str, str], str] = {}
+        older: dict[tuple[str, str], set[str]] = {}
+        for doc in batch:
+            if doc["_id"] not in stored:
+                continue
+            parser = doc["parser_name"]
+            if parser not in self._live:
+                if doc["_id"] not in settle:
+                    continue
+                self._live[parser] = self._read_live(store, db, parser)
+            live = self._live[parser].setdefault(doc["unique_key"], set())
+            key = (parser, doc["unique_key"])
+            older.setdefault(key, set()).update(live)
+            live.clear()
+            live.add(doc["_id"])
+            current[key] = doc["_id"]
+        targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
+        marks = []
+        for old_id, old in store.get_many(db, targets).items() if targets else ():
+            if old.get("superseded_by") != targets[old_id]:
+                marked = {k: v for k, v in old.items() if k != "_rev"}
+                marked["superseded_by"] = targets[old_id]
+                marked["superseded_at"] = now_iso()
+                marks.append(marked)
+        if marks:
+            upsert(store, db, marks)
+            result.superseded += [doc["_id"] for doc in marks]
+        self._unsettled -= settle
+
+    @staticmethod
+    def _read_live(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
+        live: dict[str, set[str]] = {}
+        for row in store.query(db, "live_by_parser_unique_key", startkey=[parser_name],
+                               endkey=[parser_name, {}], include_docs=False):
+            live.setdefault(row.key[1], set()).add(row.id)
+        return live
+
+
+def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    """:class:`RescheduleTracker` for one batch on its own (spool delivery, tools)."""
+    RescheduleTracker(recheck_unchanged=True)(store, db, batch, result)
 
 
 class EventStorePipeline:
@@ -142,7 +165,7 @@ class EventStorePipeline:
     def __init__(self, crawler):
         self.crawler = crawler
         self.writer = writer_for(
-            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, after_batch=mark_superseded
+            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, after_batch=RescheduleTracker()
         )
 
     @classmethod
@@ -151,7 +174,6 @@ class EventStorePipeline:
 
     async def open_spider(self):
         await maybe_deferred_to_future(self.writer.open())
-        await maybe_deferred_to_future(threads.deferToThread(self.writer.store.ensure_db, schema.EVENT_KEYS_DB))
 
     def process_item(self, item):
         if not isinstance(item, EventItem):

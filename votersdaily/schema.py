@@ -12,8 +12,6 @@ import pytz
 
 EVENTS_DB = "vd_events"
 LOG_DB = "vd_log"
-#: ``<parser_name>/<unique_key>`` → the event's current ``_id``: finds reschedules by primary key.
-EVENT_KEYS_DB = "vd_event_keys"
 
 BRANCHES = ("Executive", "Legislative", "Judicial", "Other")
 
@@ -147,10 +145,6 @@ def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:
     """``<datetime>-<parser_name>-<unique_key>`` (DESIGN.md §4), whitespace in the key folded."""
     key = " ".join(unique_key.split())
     return "%s-%s-%s" % (datetime_iso, parser_name, key)
-
-
-def event_key_id(parser_name: str, unique_key: str) -> str:
-    return "%s/%s" % (parser_name, " ".join(unique_key.split()))
 
 
 def log_id(access_datetime: str, parser_name: str, result: str) -> str:

@@ -63,10 +63,8 @@ def write_events(store, docs: list[dict]):
 
 def load_events(store) -> None:
     """All events, then the reschedule of MOVED_OLD → MOVED_NEW the way the event pipeline does it."""
-    for db in (schema.EVENTS_DB, getattr(schema, "EVENT_KEYS_DB", None)):
-        if db:
-            store.ensure_db(db)
-            store.install_views(db)
+    store.ensure_db(schema.EVENTS_DB)
+    store.install_views(schema.EVENTS_DB)
     write_events(store, [VOTE, HEARING_ALL_DAY, WHITE_HOUSE, MOVED_OLD, CANCELLED, ORDER])
     result = write_events(store, [MOVED_NEW])
     assert result.superseded == [MOVED_OLD["_id"]]

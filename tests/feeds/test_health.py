@@ -93,7 +93,7 @@ def test_day_page_links_only_web_urls(tmp_path):
 
     store = open_store("sqlite:///%s" % (tmp_path / "links.db"))
     try:
-        for db in (schema.EVENTS_DB, schema.EVENT_KEYS_DB, schema.LOG_DB):
+        for db in (schema.EVENTS_DB, schema.LOG_DB):
             store.ensure_db(db)
             store.install_views(db)
         write_events(store, [

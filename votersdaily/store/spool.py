@@ -45,7 +45,11 @@ def spool_dir(settings=None) -> Path:
 
 
 def hook_name(hook: Callable | None) -> str | None:
-    """``module:function`` for a module-level hook (so a later delivery can call it too)."""
+    """``module:function`` for a module-level hook (so a later delivery can call it too); a stateful
+    hook object names its stateless equivalent in ``durable``."""
+    durable = getattr(hook, "durable", None)
+    if isinstance(durable, str):
+        return durable
     if hook is None or "<" in getattr(hook, "__qualname__", "<"):
         return None
     return "%s:%s" % (hook.__module__, hook.__qualname__)
