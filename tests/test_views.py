@@ -14,8 +14,6 @@ SAMPLES = [
      "parser_name": "senate_votes", "unique_key": "119-1-659", "committee_code": "SSAF"},
     {"_id": "b", "datetime": "2026-09-16T23:05:00Z", "branch": "Executive", "entity": "White House",
      "parser_name": "white_house", "unique_key": "51617"},
-    {"_id": "s", "datetime": "2026-09-15T23:05:00Z", "branch": "Legislative", "entity": "Senate",
-     "parser_name": "senate_votes", "unique_key": "119-1-659", "superseded_by": "a"},
     {"_id": "c", "title": "no datetime", "parser_name": "x", "unique_key": "1"},
     {"_id": "d", "datetime": None, "branch": "Judicial"},
     {"_id": "e", "datetime": "2026-01-01T00:00:00Z", "unique_key": 7, "parser_name": "p"},

@@ -93,21 +93,22 @@ class RescheduleTracker:
     """Marks an event's older documents ``superseded_by`` the current one when it reappears under
     another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
 
-    The live documents of a parser (view ``live_by_parser_unique_key``) are read when a batch first
-    stores a new or changed event of that parser, and then kept current in memory from what the run
-    writes, so detection costs no server work per event and a run whose events are all unchanged
-    never reads the view. Older documents are kept, so a calendar never shows both as live. Every
-    other live document of a key is marked, so a key left with two live documents (two runs of one
-    spider racing) is repaired the next time the event is stored by a run that reads the view.
+    The documents of a parser (view ``by_parser_unique_key``, which the iCal export reads too) are
+    read when a batch first stores a new or changed event of that parser, and then kept current in
+    memory from what the run writes: detection costs no server work per event, and a run whose
+    events are all unchanged never reads the view. When an event is stored new or changed, every
+    other document of its key is marked (re-pointed to the newest), so a key left with two live
+    documents (two runs of one spider racing) is repaired the next time the event changes.
     """
 
-    #: What a spool records for later delivery: a fresh tracker that re-checks unchanged documents
-    #: too (a spooled batch may have been written before the outage hid the answer).
+    #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
+    #: changed (a spooled batch may have been written before the outage hid the answer).
     durable = "votersdaily.pipelines:mark_superseded"
 
     def __init__(self, *, recheck_unchanged: bool = False) -> None:
         self.recheck_unchanged = recheck_unchanged
-        self._live: dict[str, dict[str, set[str]]] = {}
+        #: parser_name → unique_key → ids of that key's documents that may still be live.
+        self._ids: dict[str, dict[str, set[str]]] = {}
         #: Ids written by a batch whose marking failed: its retry finds them unchanged.
         self._unsettled: set[str] = set()
 
@@ -119,19 +120,22 @@ class RescheduleTracker:
         current: dict[tuple[str, str], str] = {}
         older: dict[tuple[str, str], set[str]] = {}
         for doc in batch:
-            if doc["_id"] not in stored:
+            doc_id, parser = doc["_id"], doc["parser_name"]
+            if doc_id not in stored:
                 continue
-            parser = doc["parser_name"]
-            if parser not in self._live:
-                if doc["_id"] not in settle:
+            if parser not in self._ids:
+                if doc_id not in settle:
                     continue
-                self._live[parser] = self._read_live(store, db, parser)
-            live = self._live[parser].setdefault(doc["unique_key"], set())
+                self._ids[parser] = self._read(store, db, parser)
+            ids = self._ids[parser].setdefault(doc["unique_key"], set())
+            if doc_id not in settle:
+                ids.add(doc_id)
+                continue
             key = (parser, doc["unique_key"])
-            older.setdefault(key, set()).update(live)
-            live.clear()
-            live.add(doc["_id"])
-            current[key] = doc["_id"]
+            older.setdefault(key, set()).update(ids)
+            ids.clear()
+            ids.add(doc_id)
+            current[key] = doc_id
         targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
         marks = []
         for old_id, old in store.get_many(db, targets).items() if targets else ():
@@ -146,12 +150,12 @@ class RescheduleTracker:
         self._unsettled -= settle
 
     @staticmethod
-    def _read_live(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
-        live: dict[str, set[str]] = {}
-        for row in store.query(db, "live_by_parser_unique_key", startkey=[parser_name],
-                               endkey=[parser_name, {}], include_docs=False):
-            live.setdefault(row.key[1], set()).add(row.id)
-        return live
+    def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
+        ids: dict[str, set[str]] = {}
+        for row in store.query(db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}],
+                               include_docs=False):
+            ids.setdefault(row.key[1], set()).add(row.id)
+        return ids
 
 
 def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:

@@ -47,8 +47,6 @@ VIEWS: dict[str, dict[str, ViewSpec]] = {
         "by_entity_datetime": ViewSpec(("entity", "datetime")),
         "by_parser_datetime": ViewSpec(("parser_name", "datetime")),
         "by_parser_unique_key": ViewSpec(("parser_name", "unique_key")),
-        "live_by_parser_unique_key": ViewSpec(("parser_name", "unique_key"),
-                                              where=lambda doc: not doc.get("superseded_by")),
         "by_committee_datetime": ViewSpec(("committee_code", "datetime")),
     },
     "vd_log": {
