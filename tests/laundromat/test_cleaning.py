@@ -264,3 +264,28 @@ def test_rdfxml_with_a_doctype_but_no_entities_is_cleaned(tmp_path):
                      + LAUGHS.split(b"]>\n", 1)[1].replace(b"&lol2;", b"lol"))
     result = clean_file(path, "RDF/XML", KEY, tmp_path / "out")
     assert result.errors == 0 and result.statements == 1
+
+
+NQUADS_BLANK_POSITIONS = (
+    b'_:s <http://ex.org/p> _:o <http://ex.org/g> .\n'
+    b'_:s <http://ex.org/p> _:o _:g .\n'
+    b'<http://ex.org/s> <http://ex.org/p> _:o .\n'
+    b'<http://ex.org/s> <http://ex.org/p> "x" _:g .\n'
+    b'<http://ex.org/s> <http://ex.org/p> "_:a <http://ex.org/p> _:b <http://ex.org/g> ." <http://ex.org/g> .\n'
+    b'<http://ex.org/s> <http://ex.org/p> "q> _:c _:d ." .\n'
+    b'<http://ex.org/s> <http://ex.org/p> "ends _:e" .\n'
+    b'<http://ex.org/s> <http://ex.org/p> "_:f"@en _:g .\n'
+)
+
+
+def test_blank_nodes_in_every_position_and_none_inside_literals(tmp_path):
+    path = tmp_path / "blanks.nq"
+    path.write_bytes(NQUADS_BLANK_POSITIONS)
+    result = clean_file(path, "N-Quads", KEY, tmp_path / "out")
+    assert result.errors == 0 and result.statements == 8
+    data = b"\n".join(_lines(result.path)) + b"\n"
+    assert sorted(set(GENID.findall(data))) == [b"g", b"o", b"s"]
+    for literal in (b'"_:a <http://ex.org/p> _:b <http://ex.org/g> ."', b'"q> _:c _:d ."', b'"ends _:e"', b'"_:f"@en'):
+        assert literal in data
+    assert canonical_quads(deskolemise(data), ox.RdfFormat.N_QUADS) == \
+        canonical_quads(NQUADS_BLANK_POSITIONS, ox.RdfFormat.N_QUADS)
