@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import heapq
 import io
+import itertools
 import multiprocessing
 import os
 import re
@@ -238,8 +239,9 @@ class _Sink:
     """Collects canonical lines; sorts and deduplicates them in bounded memory; writes the gzip.
 
     Small documents are sorted in memory. Past ``run_bytes`` the lines stream into an external
-    ``LC_ALL=C sort -u -S <sort_memory>`` (GNU coreutils, spilling to disk itself), which sorts on
-    the other core while parsing goes on; without ``sort``, sorted runs are merged in Python.
+    ``LC_ALL=C sort -u -S <sort_memory>`` (GNU coreutils, spilling to disk itself), which sorts
+    while parsing goes on (with parallel parsing workers: one sort each, merged by ``sort -m -u``);
+    without ``sort``, sorted runs are merged in Python.
     """
 
     def __init__(self, result: CleanResult, skolem: Skolemiser, messages: _Messages, options: CleanOptions, tmp: Path):
@@ -251,6 +253,8 @@ class _Sink:
         self.blocks: list[bytes] = []
         self.size = 0
         self.sorter: subprocess.Popen | None = None
+        #: The sorts feeding ``sorter`` (``sort -m``) when parsing workers each have their own.
+        self.parts: list[subprocess.Popen] = []
         self.runs: list[Path] = []
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
@@ -284,20 +288,49 @@ class _Sink:
         self.blocks, self.size = [], 0
         return lines
 
-    def start_sorter(self) -> bool:
-        """Send every line from now on to ``LC_ALL=C sort -u`` (False when there is no ``sort``)."""
+    def _sort_process(self, args: list[str], **popen) -> subprocess.Popen:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError, AttributeError):  # bigger pipes: fewer wake-ups of both sides
+                fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        return proc
+
+    def _sort_args(self, share: int = 1) -> list[str] | None:
+        """``LC_ALL=C sort -u`` for 1/``share`` of the document (None when there is no ``sort``);
+        the buffers of all shares together stay within 96 MiB."""
         sort = shutil.which("sort")
         if sort is None:
+            return None
+        memory = self.options.sort_memory or "%dK" % (
+            min(max(self.input_bytes // 8 // share, (16 << 20) // share), (96 << 20) // share) >> 10)
+        return [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads, "-T", str(self.tmp)]
+
+    def start_sorter(self) -> bool:
+        """Send every line from now on to ``LC_ALL=C sort -u`` (False when there is no ``sort``)."""
+        args = self._sort_args()
+        if args is None:
             return False
-        memory = self.options.sort_memory or "%dK" % (min(max(self.input_bytes // 8, 16 << 20), 96 << 20) >> 10)
-        args = [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads,
-                "-T", str(self.tmp)]
-        self.sorter = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       env=dict(os.environ, LC_ALL="C"))
+        self.sorter = self._sort_process(args, stdin=subprocess.PIPE)
         for block in self.blocks:
             self.sorter.stdin.write(block)
         self.blocks, self.size = [], 0
         return True
+
+    def start_sorters(self, n: int) -> list[subprocess.Popen] | None:
+        """``n`` sorts, one per parsing worker, whose outputs ``sort -m -u`` merges: the final merges
+        run in parallel and no worker waits for another's write. None when there is no ``sort``."""
+        args = self._sort_args(share=n)
+        if args is None or self.blocks:
+            return None
+        parts = [self._sort_process(args, stdin=subprocess.PIPE) for _ in range(n)]
+        fds = [part.stdout.fileno() for part in parts]
+        self.sorter = self._sort_process(args[:1] + ["-m", "-u", "-T", str(self.tmp)]
+                                         + ["/dev/fd/%d" % fd for fd in fds],
+                                         stdin=subprocess.DEVNULL, pass_fds=fds)
+        for part in parts:
+            part.stdout.close()  # the merging sort holds them now
+        self.parts = parts
+        return parts
 
     def _spill(self) -> None:
         if self.start_sorter():
@@ -325,7 +358,9 @@ class _Sink:
 
     def _from_sorter(self) -> Iterator[bytes]:
         proc = self.sorter
-        proc.stdin.close()
+        for writer in [proc.stdin] + [part.stdin for part in self.parts]:
+            if writer is not None and not writer.closed:
+                writer.close()
         try:
             rest = b""
             while True:
@@ -339,13 +374,15 @@ class _Sink:
                     yield data
         finally:
             proc.stdout.close()
-            if proc.wait() != 0:
-                raise CleaningError("sort -u failed with status %d" % proc.returncode)
+            for sorter in self.parts + [proc]:
+                if sorter.wait() != 0:
+                    raise CleaningError("sort failed with status %d" % sorter.returncode)
 
     def abort(self) -> None:
-        if self.sorter is not None and self.sorter.poll() is None:
-            self.sorter.kill()
-            self.sorter.wait()
+        for sorter in self.parts + ([self.sorter] if self.sorter is not None else []):
+            if sorter.poll() is None:
+                sorter.kill()
+                sorter.wait()
 
     def write(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -468,8 +505,8 @@ def _line_based(path: Path, fmt: str, sink: _Sink, messages: _Messages, chunk_by
 #
 # A large N-Triples/N-Quads document is cut into ``parse_chunk`` byte ranges; each forked worker takes the
 # next range (the lines that start in it), parses, serialises and skolemises it, and writes the lines
-# straight into the external sort's input under a lock (whole blocks, so lines never interleave).
-# Workers report counts and messages per range; line numbers are made absolute afterwards.
+# straight into its own external sort; ``sort -m -u`` merges the workers' sorted outputs. Workers
+# report counts and messages per range; line numbers are made absolute afterwards.
 
 
 def _read_range(f, index: int, span: int, size: int) -> bytes:
@@ -507,7 +544,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, cap: int, counter,
-                  n_ranges: int, span: int, lock, fd: int, conn) -> None:
+                  n_ranges: int, span: int, fd: int, conn) -> None:
     try:
         oxf = OX_FORMATS[fmt]
         size = os.path.getsize(path)
@@ -525,8 +562,7 @@ def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, c
                 if out:
                     if check_graphs and not named:
                         named = has_named_graph(out)
-                    with lock:
-                        _write_all(fd, out)
+                    _write_all(fd, out)
                 done.append((index, _line_count(data), out.count(b"\n"), local.errors, local.warnings,
                              local.messages, named))
         conn.send(done)
@@ -543,24 +579,24 @@ def _can_fork(workers: int) -> bool:
 
 def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages, workers: int) -> None:
     span = sink.options.parse_chunk
-    if not sink.start_sorter():
+    sorters = sink.start_sorters(workers)
+    if sorters is None:
         _line_based(path, fmt, sink, messages, span)
         return
-    sink.sorter.stdin.flush()
-    fd = sink.sorter.stdin.fileno()
-    with contextlib.suppress(OSError, AttributeError):  # a bigger pipe: fewer wake-ups of sort
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
     ctx = multiprocessing.get_context("fork")
     n_ranges = max(1, -(-path.stat().st_size // span))
-    counter, lock = ctx.Value("q", 0), ctx.Lock()
+    counter = ctx.Value("q", 0)
     jobs = []
-    for _ in range(workers):
+    for sorter in sorters:
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_range_worker, daemon=True, args=(
-            str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span, lock, fd, send))
+            str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span,
+            sorter.stdin.fileno(), send))
         proc.start()
         send.close()
         jobs.append((recv, proc))
+    for sorter in sorters:
+        sorter.stdin.close()  # the workers hold it: each sort ends when the workers are done
     done, failure = [], None
     for recv, proc in jobs:
         try:
@@ -589,25 +625,24 @@ def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages,
         line_offset += lines
 
 
-def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterator[list]:
-    """Batches of parsed quads; the first syntax error is recorded and ends the document."""
-    batch = []
+def _until_error(quads: Iterator, messages: _Messages) -> Iterator:
+    """The parsed quads up to the first syntax error, which is recorded and ends the document."""
+    try:
+        yield from quads
+    except SyntaxError as exc:
+        messages.syntax(exc)
+        messages.add("warning", "parsing stopped at the first error (no recovery for this format)",
+                     exc.lineno, exc.offset)
+
+
+def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterator[bytes]:
+    """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
+    quads = _until_error(quads, messages)
     while True:
-        try:
-            quad = next(quads)
-        except StopIteration:
-            break
-        except SyntaxError as exc:
-            messages.syntax(exc)
-            messages.add("warning", "parsing stopped at the first error (no recovery for this format)",
-                         exc.lineno, exc.offset)
-            break
-        batch.append(quad)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        block = ox.serialize(itertools.islice(quads, size), format=ox.RdfFormat.N_QUADS)
+        if not block:
+            return
+        yield block
 
 
 def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
@@ -617,15 +652,11 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
         quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
-        dataset = ox.Dataset()
-        for batch in _batched(quads, messages):
-            for quad in batch:
-                dataset.add(quad)
-        _from_dataset(dataset, sink)
+        _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
-    for batch in _batched(quads, messages):
-        sink.add_block(_serialize(batch))
+    for block in _batched(quads, messages):
+        sink.add_block(block)
 
 
 def _from_dataset(dataset: "ox.Dataset", sink: _Sink) -> None:
@@ -674,11 +705,7 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
         messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
         return
     data = graph.serialize(format="nt", encoding="utf-8")
-    dataset = ox.Dataset()
-    for batch in _batched(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages):
-        for quad in batch:
-            dataset.add(quad)
-    _from_dataset(dataset, sink)
+    _from_dataset(ox.Dataset(_until_error(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages)), sink)
 
 
 def clean_file(path: Path | str, fmt: str, doc_key: str, out_dir: Path | str, *,
