@@ -311,3 +311,18 @@ def test_limits_hold_for_the_whole_tree(tmp_path):
     with pytest.raises(ArchiveLimitExceeded, match="more than 50 entries"):
         unpack(archive, tmp_path / "out3", lambda e: child_key("r3", e), name="tree.zip", limits=limits,
                used=TreeUsage(0, 40, None))
+
+
+@pytest.mark.parametrize("tail, chars", [(b"", 1003), (b"\xff", None), (b"\xc3", None)])
+def test_large_documents_are_checked_in_two_halves(tmp_path, monkeypatch, tail, chars):
+    """The halves meet at a character boundary (the middle byte here is inside an "é"); a bad byte
+    in either half makes the whole document need recoding."""
+    from votersdaily.laundromat import encodings
+
+    monkeypatch.setattr(encodings, "PARALLEL_CHECK_BYTES", 1)
+    path = tmp_path / "doc.nt"
+    path.write_bytes(b"ab" + "é".encode() * 1000 + b"z" + tail)
+    assert tail or path.read_bytes()[path.stat().st_size // 2] & 0xC0 == 0x80  # the middle is inside a character
+    assert encodings._valid_utf8_chars(path) == chars
+    path.write_bytes(tail + b"ab" + "é".encode() * 1000 + b"z")
+    assert encodings._valid_utf8_chars(path) == chars

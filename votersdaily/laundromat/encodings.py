@@ -9,6 +9,7 @@ dropped silently as ``iconv -c`` did.
 from __future__ import annotations
 
 import codecs
+import multiprocessing
 import re
 import threading
 from dataclasses import dataclass, field
@@ -152,14 +153,55 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
                    number_of_replacements=_state.count, replacements=list(_state.found), number_of_chars=chars)
 
 
+#: Documents at least this large are checked by two processes (one per half).
+PARALLEL_CHECK_BYTES = 64 << 20
+
+
 def _valid_utf8_chars(path: Path) -> int | None:
-    """The number of characters when ``path`` is valid UTF-8, else None."""
+    """The number of characters when ``path`` is valid UTF-8, else None. A large document is
+    checked in two halves at once (split at a character boundary), the second in a forked process."""
+    size = path.stat().st_size
+    if size < PARALLEL_CHECK_BYTES or not _can_fork():
+        return _utf8_chars(path, 0, size)
+    with open(path, "rb") as f:
+        f.seek(size // 2)
+        # Move the split past continuation bytes (10xxxxxx) to the start of a character.
+        mid = size // 2 + next((i for i, b in enumerate(f.read(4)) if b & 0xC0 != 0x80), 0)
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_utf8_chars_to, args=(path, mid, size, send), daemon=True)
+    child.start()
+    send.close()
+    first = _utf8_chars(path, 0, mid)
+    try:
+        second = recv.recv()
+    except EOFError:
+        second = _utf8_chars(path, mid, size)  # the child died: check the half here
+    recv.close()
+    child.join()
+    return None if first is None or second is None else first + second
+
+
+def _can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+
+
+def _utf8_chars_to(path: Path, start: int, end: int, conn) -> None:
+    conn.send(_utf8_chars(path, start, end))
+    conn.close()
+
+
+def _utf8_chars(path: Path, start: int, end: int) -> int | None:
+    """The number of characters in bytes ``start``-``end`` of ``path`` when valid UTF-8, else None."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     chars = 0
     try:
         with open(path, "rb") as f:
+            f.seek(start)
+            left = end - start
             while True:
-                chunk = f.read(CHUNK)
+                chunk = f.read(min(CHUNK, left))
+                left -= len(chunk)
                 chars += len(decoder.decode(chunk, final=not chunk))
                 if not chunk:
                     return chars
