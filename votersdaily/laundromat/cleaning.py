@@ -53,6 +53,9 @@ MAX_MESSAGE_CHARS = 1000
 PARSE_CHUNK = 1 << 20
 #: Bytes of output lines sorted in memory; larger documents go through an external sort.
 RUN_BYTES = 16 << 20
+#: Sorted runs ``sort`` merges at once: enough for one merge pass at any size we sort (a second pass
+#: would write the whole document to disk once more before the first line comes out).
+SORT_BATCH = 256
 #: Largest document of a format that is parsed in memory (JSON-LD, RDFa from HTML).
 MAX_IN_MEMORY_BYTES = 32 << 20
 
@@ -102,9 +105,9 @@ class CleanOptions:
     genid_base: str = GENID_BASE
     gzip_level: int = 1
     run_bytes: int = RUN_BYTES
-    #: Memory of the external sort (``sort -S``); None: an eighth of the document, 16-96 MiB (small
-    #: buffers sort faster in cache; big documents need few enough runs for a single merge pass).
-    sort_memory: str | None = None
+    #: Buffer of each external sort (``sort -S``): fixed, so memory does not grow with the document
+    #: (SORT_BATCH runs are merged in one pass: up to 4 GiB of lines per sort in one pass).
+    sort_memory: str = "16M"
     max_messages: int = MAX_MESSAGES
     #: Directory for sorted runs (default: beside the output).
     tmp_dir: str | None = None
@@ -295,15 +298,14 @@ class _Sink:
                 fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
         return proc
 
-    def _sort_args(self, share: int = 1) -> list[str] | None:
-        """``LC_ALL=C sort -u`` for 1/``share`` of the document (None when there is no ``sort``);
-        the buffers of all shares together stay within 96 MiB."""
+    def _sort_args(self) -> list[str] | None:
+        """``LC_ALL=C sort -u`` with a fixed buffer (None when there is no ``sort``)."""
         sort = shutil.which("sort")
         if sort is None:
             return None
-        memory = self.options.sort_memory or "%dK" % (
-            min(max(self.input_bytes // 8 // share, (16 << 20) // share), (96 << 20) // share) >> 10)
-        return [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads, "-T", str(self.tmp)]
+        memory = self.options.sort_memory
+        return [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads, "--batch-size=%d" % SORT_BATCH,
+                "-T", str(self.tmp)]
 
     def start_sorter(self) -> bool:
         """Send every line from now on to ``LC_ALL=C sort -u`` (False when there is no ``sort``)."""
@@ -319,7 +321,7 @@ class _Sink:
     def start_sorters(self, n: int) -> list[subprocess.Popen] | None:
         """``n`` sorts, one per parsing worker, whose outputs ``sort -m -u`` merges: the final merges
         run in parallel and no worker waits for another's write. None when there is no ``sort``."""
-        args = self._sort_args(share=n)
+        args = self._sort_args()
         if args is None or self.blocks:
             return None
         parts = [self._sort_process(args, stdin=subprocess.PIPE) for _ in range(n)]
