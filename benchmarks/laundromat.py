@@ -102,9 +102,21 @@ def _clean_worker(path: str, out: str, fmt: str | None, gzip_level: int, queue) 
         "elapsed": elapsed,
         "format": record["format"],
         "clean": {k: v for k, v in record["clean"].items() if k != "messages"},
-        "rss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "rss_self_mb": _peak_rss_kb() / 1024,
     })
+
+
+def _peak_rss_kb() -> int:
+    """This process's own peak RSS: VmHWM is per address space, whereas ``ru_maxrss`` of a spawned
+    (fork + exec) process starts from its parent's peak on Linux and would report the benchmark's."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _tree_rss_kb(pid: int) -> int:
