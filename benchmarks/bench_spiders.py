@@ -2,7 +2,8 @@
 
 ``bench_events`` parses the recorded roll314.xml once and yields one small event per (synthetic roll
 number, member row) until ``count`` events: a spider whose own cost per item is close to nothing.
-``bench_house_floor`` is the real house_floor spider on its real recordings, repeated.
+``bench_house_floor`` is the real house_floor spider on its real recordings, repeated
+(:class:`tests.repeating_spiders.RepeatedHouseFloorSpider`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from votersdaily.items import EventItem
 from votersdaily.recordings import HERE
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from votersdaily.spiders.base import EventSpider
-from votersdaily.spiders.house_floor import HouseFloorSpider
+from tests.repeating_spiders import RepeatedHouseFloorSpider
 
 ROLL = HERE / "gov" / "house_roll_call" / "roll314.xml"
 
@@ -74,32 +75,16 @@ class BenchEventsSpider(BenchResult, EventSpider):
                 n += 1
 
 
-class BenchHouseFloorSpider(BenchResult, HouseFloorSpider):
-    """The real house_floor spider on its real recordings, parsed again and again until ``count``
-    events (each repetition's unique keys get a suffix, so every event is a new document)."""
+class BenchHouseFloorSpider(BenchResult, RepeatedHouseFloorSpider):
+    """The real house_floor spider on its real recordings, repeated until ``count`` events."""
 
     name = "bench_house_floor"
-    custom_settings = {"HTTPCACHE_ENABLED": False, "LOG_LEVEL": "WARNING", "DOWNLOAD_DELAY": 0,
-                       "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
-
-    def __init__(self, *args, count: str = "20000", **kwargs):
-        super().__init__(*args, url=",".join(HouseFloorSpider.recording_urls()), **kwargs)
-        self.rounds = max(1, int(count) // self.EVENTS_PER_ROUND)  # whole rounds: the same events every run
-
-    #: floor_actions in the two recordings together (7 + 41)
-    EVENTS_PER_ROUND = 48
-
-    def initial_requests(self):
-        for rep in range(self.rounds):
-            for url in self.given_urls:
-                yield self.document_request(url, dont_filter=True, meta={"rep": rep})
+    custom_settings = dict(RepeatedHouseFloorSpider.custom_settings, LOG_LEVEL="WARNING")
 
     def parse_events(self, response):
         if not self.t0:
             self.t0 = time.monotonic()
-        for event in super().parse_events(response):
-            event["unique_key"] = "%s-r%d" % (event["unique_key"], response.meta["rep"])
-            yield event
+        yield from super().parse_events(response)
 
 
 class NaivePutPipeline:

@@ -99,6 +99,24 @@ def test_reschedule_marks_the_old_document(crawl, tmp_path, store_uri):
     assert docs[new_id]["superseded_by"] == ID314
 
 
+def test_a_store_that_falls_behind_pauses_the_engine(crawl, sqlite_uri, tmp_path):
+    """Back-pressure reaches the downloader: while the writer holds events back, nothing new is
+    fetched, so parked responses stay within what was in flight (without the pause, Scrapy parks
+    hundreds here); nothing is lost."""
+    from votersdaily import settings
+
+    report = tmp_path / "report.json"
+    ok(crawl("repeated_house_floor", None, sqlite_uri, "-a", "count=9600", "-a", "report=%s" % report,
+             "-s", "SPIDER_MODULES=tests.repeating_spiders", "-s", "VOTERSDAILY_BATCH_SIZE=50",
+             "-s", "VOTERSDAILY_MAX_PENDING_BATCHES=1"))
+    result = json.loads(report.read_text())
+    stats = result["stats"]
+    assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 9600
+    assert stats["store/engine_paused"] > 0
+    assert result["peak_parked"] <= 2 * settings.CONCURRENT_REQUESTS
+    assert len(events(open_store(sqlite_uri))) == 9600
+
+
 def test_error_body_served_with_200_is_a_logged_failure(crawl, store_uri):
     ok(crawl("house_votes", [ROLL314, ERROR_BODY], store_uri))
     store = open_store(store_uri)

@@ -165,8 +165,10 @@ def _moved(i: int, day: int, **extra) -> dict:
                  **extra)
 
 
-def _write(db, tracker, docs):
-    result = upsert(db, DB, docs)
+def _write(db, tracker, docs, *, prepare=True):
+    """One batch as the BatchWriter writes it (``prepare=False``: as a spool delivery does)."""
+    before = (lambda written: tracker.before_write(db, DB, written)) if prepare else None
+    result = upsert(db, DB, docs, before_write=before)
     tracker(db, DB, docs, result)
     return result
 
@@ -210,8 +212,11 @@ def test_two_live_documents_of_one_key_are_repaired_when_the_event_is_stored_aga
     assert result.superseded == [event(4)["_id"]]
 
 
-def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db):
-    """The retry of a batch finds its documents unchanged; the tracker still marks what they replace."""
+@pytest.mark.parametrize("prepare", [True, False], ids=["read-before-write", "read-after-write"])
+def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db, prepare):
+    """Reading the view fails: before the write, the batch is not written and its retry writes and
+    marks it; after the write (a spool delivery), the retry finds the documents unchanged and the
+    tracker still marks what they replace."""
     from votersdaily.pipelines import RescheduleTracker
     from votersdaily.store.base import StoreUnavailable
 
@@ -224,11 +229,31 @@ def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db):
 
     db.query = store_down
     with pytest.raises(StoreUnavailable):
-        _write(db, tracker, [_moved(5, 22)])
+        _write(db, tracker, [_moved(5, 22)], prepare=prepare)
     db.query = real_query
-    result = _write(db, tracker, [_moved(5, 22)])
-    assert result.unchanged == [_moved(5, 22)["_id"]]
+    assert (db.get(DB, _moved(5, 22)["_id"]) is None) is prepare
+    result = _write(db, tracker, [_moved(5, 22)], prepare=prepare)
+    assert (result.inserted if prepare else result.unchanged) == [_moved(5, 22)["_id"]]
     assert result.superseded == [event(5)["_id"]]
+
+
+def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
+    """So the store never has to index the batch being written before answering; later batches of
+    the parser are tracked in memory."""
+    from votersdaily.pipelines import RescheduleTracker
+
+    upsert(db, DB, [event(6)])
+    calls = []
+    for name in ("query", "bulk_docs"):
+        real = getattr(db, name)
+        setattr(db, name, lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1])
+    tracker = RescheduleTracker()
+    result = _write(db, tracker, [_moved(6, 23), event(7)])
+    assert calls[:2] == ["query", "bulk_docs"]
+    assert result.superseded == [event(6)["_id"]]
+    calls.clear()
+    result = _write(db, tracker, [_moved(7, 24), event(8)])
+    assert "query" not in calls and result.superseded == [event(7)["_id"]]
 
 
 def test_spooled_batches_name_the_stateless_reschedule_hook():

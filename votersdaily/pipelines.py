@@ -94,9 +94,10 @@ class RescheduleTracker:
     another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
 
     The documents of a parser (view ``by_parser_unique_key``, which the iCal export reads too) are
-    read when a batch first stores a new or changed event of that parser, and then kept current in
-    memory from what the run writes: detection costs no server work per event, and a run whose
-    events are all unchanged never reads the view. When an event is stored new or changed, every
+    read just before a batch first writes a new or changed event of that parser (so the view need
+    not index that batch first), and then kept current in memory from what the run writes:
+    detection costs no server work per event, and a run whose events are all unchanged never reads
+    the view. When an event is stored new or changed, every
     other document of its key is marked (re-pointed to the newest), so a key left with two live
     documents (two runs of one spider racing) is repaired the next time the event changes.
     """
@@ -111,6 +112,10 @@ class RescheduleTracker:
         self._ids: dict[str, dict[str, set[str]]] = {}
         #: Ids written by a batch whose marking failed: its retry finds them unchanged.
         self._unsettled: set[str] = set()
+
+    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+        for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
+            self._ids[parser] = self._read(store, db, parser)
 
     def __call__(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
         changed = set(result.inserted) | set(result.updated)

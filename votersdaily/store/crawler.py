@@ -2,7 +2,9 @@
 
 ``writer_for(crawler, db)`` gives a component a :class:`CrawlerWriter`: a :class:`BatchWriter`
 whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|failed>``
-(the run log reads them from there).
+(the run log reads them from there). While a writer holds items back (the store is behind), the
+crawl's engine is paused: Scrapy would otherwise go on downloading and parking responses (up to
+``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 _STORE_ATTR = "_votersdaily_store"
 _WRITERS_ATTR = "_votersdaily_writers"
+_HOLD_ATTR = "_votersdaily_engine_hold"
 
 
 def store_for(crawler) -> Store:
@@ -96,7 +99,35 @@ class CrawlerWriter:
         return self.batch.outage
 
     def add(self, doc: dict) -> defer.Deferred:
-        return self.batch.add(doc)
+        accepted = self.batch.add(doc)
+        if not accepted.called:
+            self._hold_engine(accepted)
+        return accepted
+
+    def _hold_engine(self, accepted: defer.Deferred) -> None:
+        """Pause the engine until every item held back by the crawl's writers is accepted (an
+        engine someone else paused is left to them)."""
+        engine = getattr(self.crawler, "engine", None)
+        if engine is None:
+            return
+        hold = self.crawler.__dict__.setdefault(_HOLD_ATTR, {"waiting": 0, "paused": False})
+        if hold["waiting"] == 0 and not engine.paused:
+            engine.pause()
+            hold["paused"] = True
+            self.crawler.stats.inc_value("store/engine_paused")
+        hold["waiting"] += 1
+
+        def release(result):
+            hold["waiting"] -= 1
+            if hold["waiting"] == 0 and hold["paused"]:
+                hold["paused"] = False
+                engine.unpause()
+                slot = getattr(engine, "_slot", None)  # resume now, not at the next heartbeat
+                if slot is not None:
+                    slot.nextcall.schedule()
+            return result
+
+        accepted.addBoth(release)
 
     def close(self) -> defer.Deferred:
         return self.batch.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .base import Store, StoreError
 from .revisions import same_content
@@ -47,12 +47,14 @@ class UpsertResult:
 
 
 def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = (),
-           insert_first: bool = False) -> UpsertResult:
+           insert_first: bool = False, before_write: Callable[[list[dict]], None] | None = None) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
     ``insert_first`` skips the read for a batch that is expected to be new (a first crawl): the
     documents are written straight away and only those that already exist (CouchDB answers
     ``conflict``) are read, compared and updated. Either way the outcome is the same.
+    ``before_write`` is called with the documents about to be written (never with unchanged ones),
+    before each write: a hook that reads what the store held before the batch does it there.
     """
     ignore = tuple(ignore)
     result = UpsertResult()
@@ -63,6 +65,8 @@ def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = 
         pending[doc["_id"]] = doc
     if insert_first and pending:
         existing_ids = {}
+        if before_write is not None:
+            before_write(list(pending.values()))
         for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
             doc_id = answer.get("id")
             if "error" not in answer:
@@ -93,6 +97,8 @@ def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = 
                 writes.append(new)
                 kinds[doc_id] = "updated"
         retry = {}
+        if writes and before_write is not None:
+            before_write(writes)
         for answer in store.bulk_docs(db, writes):
             doc_id = answer.get("id")
             if "error" not in answer:

@@ -28,6 +28,8 @@ from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
+#: Called after each batch is written; a hook object with a ``before_write(store, db, docs)`` method
+#: is also called before each write of the batch's new or changed documents (see :func:`.upsert.upsert`).
 BatchHook = Callable[[Store, str, list[dict], UpsertResult], None]
 
 
@@ -144,7 +146,9 @@ class BatchWriter:
             return UpsertResult()
 
     def _write_now(self, batch: list[dict]) -> UpsertResult:
-        result = upsert(self.store, self.db, batch, self.ignore, insert_first=self._expect_new)
+        prepare = getattr(self.after_batch, "before_write", None)
+        result = upsert(self.store, self.db, batch, self.ignore, insert_first=self._expect_new,
+                        before_write=None if prepare is None else lambda docs: prepare(self.store, self.db, docs))
         # Adapt to the crawl: mostly new documents → write first; mostly known ones → read first.
         self._expect_new = len(result.inserted) * 2 > len(batch)
         if self.after_batch is not None:

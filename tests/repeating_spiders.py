@@ -1,0 +1,43 @@
+"""The real house_floor spider on its real recordings, parsed again and again: a crawl with many
+responses and events (each repetition's unique keys get a suffix, so every event is a new document).
+Loaded with ``-s SPIDER_MODULES=tests.repeating_spiders``; the pipeline benchmark uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+
+from votersdaily.spiders.house_floor import HouseFloorSpider
+
+
+class RepeatedHouseFloorSpider(HouseFloorSpider):
+    name = "repeated_house_floor"
+    custom_settings = {"HTTPCACHE_ENABLED": False, "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False,
+                       "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
+
+    #: floor_actions in the two recordings together (7 + 41)
+    EVENTS_PER_ROUND = 48
+
+    def __init__(self, *args, count: str = "20000", report: str | None = None, **kwargs):
+        super().__init__(*args, url=",".join(HouseFloorSpider.recording_urls()), **kwargs)
+        self.rounds = max(1, int(count) // self.EVENTS_PER_ROUND)  # whole rounds: the same events every run
+        self.report = report
+        #: The most responses the scraper held at once (being scraped or queued for it).
+        self.peak_parked = 0
+
+    def initial_requests(self):
+        for rep in range(self.rounds):
+            for url in self.given_urls:
+                yield self.document_request(url, dont_filter=True, meta={"rep": rep})
+
+    def parse_events(self, response):
+        slot = self.crawler.engine.scraper.slot
+        self.peak_parked = max(self.peak_parked, len(slot.active) + len(slot.queue))
+        for event in super().parse_events(response):
+            event["unique_key"] = "%s-r%d" % (event["unique_key"], response.meta["rep"])
+            yield event
+
+    def closed(self, reason):
+        if self.report:
+            with open(self.report, "w") as fh:
+                json.dump({"peak_parked": self.peak_parked, "stats": self.crawler.stats.get_stats()}, fh, default=str)
