@@ -97,9 +97,9 @@ class RescheduleTracker:
     read just before a batch first writes a new or changed event of that parser (so the view need
     not index that batch first), and then kept current in memory from what the run writes:
     detection costs no server work per event, and a run whose events are all unchanged never reads
-    the view. When an event is stored new or changed, every
-    other document of its key is marked (re-pointed to the newest), so a key left with two live
-    documents (two runs of one spider racing) is repaired the next time the event changes.
+    the view. When an event is stored new or changed, every other document of its key is marked
+    (re-pointed to the newest), so a key left with two live documents (two runs of one spider
+    racing) is repaired the next time the event changes.
     """
 
     #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
