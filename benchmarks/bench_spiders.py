@@ -44,7 +44,7 @@ class BenchEventsSpider(BenchResult, EventSpider):
     name = "bench_events"
     branch = "Legislative"
     entity = "House of Representatives"
-    custom_settings = {"HTTPCACHE_ENABLED": False, "LOG_LEVEL": "WARNING"}
+    custom_settings = {**EventSpider.custom_settings, "HTTPCACHE_ENABLED": False, "LOG_LEVEL": "WARNING"}
 
     def __init__(self, *args, count: str = "20000", **kwargs):
         super().__init__(*args, url=ROLL.resolve().as_uri(), **kwargs)

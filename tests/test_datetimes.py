@@ -72,3 +72,35 @@ def test_garbage_is_a_clear_error(value):
 def test_unknown_zone_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown IANA time zone"):
         normalise(datetime(2026, 1, 1, 12), "America/Gotham")
+
+
+@pytest.mark.parametrize("zone", [NY, "Australia/Lord_Howe", "Asia/Kathmandu", "Europe/Dublin"])
+def test_to_utc_agrees_with_pytz_at_every_half_hour_of_a_year(zone):
+    """The per-hour offset cache against pytz itself, transitions (whole- and half-hour) included."""
+    from datetime import timezone
+
+    import pytz
+
+    from votersdaily import datetimes
+
+    tz = pytz.timezone(zone)
+
+    def reference(naive):
+        try:
+            return tz.localize(naive, is_dst=None), None
+        except pytz.AmbiguousTimeError:
+            return tz.localize(naive, is_dst=True), "ambiguous"
+        except pytz.NonExistentTimeError:
+            return tz.normalize(tz.localize(naive, is_dst=False)), "nonexistent"
+
+    datetimes._HOUR_CACHE.clear()
+    wall = datetime(2026, 1, 1, 0, 15, 7)
+    notes = set()
+    while wall.year == 2026:
+        expected, note = reference(wall)
+        assert datetimes.to_utc(wall, zone) == (expected.astimezone(timezone.utc), note), wall
+        aware, aware_note = localize(wall, zone)
+        assert (aware, aware.utcoffset(), aware_note) == (expected, expected.utcoffset(), note), wall
+        notes.add(note)
+        wall += timedelta(minutes=30)
+    assert notes >= ({None} if zone == "Asia/Kathmandu" else {None, "ambiguous", "nonexistent"})

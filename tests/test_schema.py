@@ -91,6 +91,64 @@ def test_not_json_and_too_large():
     assert code_of(valid(source_text="x" * (8 * 1024 * 1024))) == "too_large"
 
 
+def circular():
+    loop = []
+    loop.append({"again": loop})
+    return loop
+
+
+@pytest.mark.parametrize("extra", [
+    [{"url": "https://example.org/", "when": __import__("datetime").date(2026, 9, 16)}],
+    {"roll": [1, float("nan")]},
+    {"votes": [{"roll": 1}], "when": {"day": {"at": __import__("datetime").time(12, 5)}}},
+    circular(),
+    [b"bytes"],
+])
+def test_nested_values_must_be_json_too(extra):
+    assert code_of(valid(bills=extra)) == "not_json"
+
+
+def test_nested_values_count_towards_the_size_limit():
+    assert code_of(valid(bills=[{"text": "x" * (4 * 1024 * 1024)}, {"text": "y" * (4 * 1024 * 1024)}])) == "too_large"
+    validate_event(valid(bills=[{"text": "x" * (3 * 1024 * 1024)}, {"votes": [[1, 2.5, True, None]] * 1000}]))
+
+
+def test_the_size_bound_is_never_below_the_json_size():
+    """Skipping the JSON round-trip is safe only if the bound holds for any text (escapes, 4-byte
+    characters), number and nesting."""
+    import json
+    import random
+
+    from votersdaily.schema import _json_size_bound
+
+    rng = random.Random(7)
+    alphabet = ["a", "\"", "\\", "\n", "\x00", "\x1f", "é", "\u2028", "😀", "\ud800"]
+
+    def value(depth):
+        kind = rng.randrange(8 if depth < 5 else 6)
+        if kind == 0:
+            return "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        if kind == 1:
+            return rng.choice([0, -1, 2**63, -(2**64) + 1, 10**19, 10**40])
+        if kind == 2:
+            return rng.choice([0.1, -1.2345678901234567e-308, 1e308, -0.0, 5e-324])
+        if kind in (3, 4, 5):
+            return rng.choice([True, False, None])
+        if kind == 6:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {"k" + rng.choice(alphabet): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    def json_size(value):
+        return len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass"))
+
+    for _ in range(3000):
+        for doc in (value(0), {"key": value(0), "other": value(1)}):
+            bound = _json_size_bound(doc)
+            assert bound < 0 or bound >= json_size(doc), doc
+    for char in alphabet:
+        assert _json_size_bound(char * 100) >= json_size(char * 100)
+
+
 def test_ids():
     assert event_id("2026-09-16T23:05:00Z", "house_votes", "119-2-314") == "2026-09-16T23:05:00Z-house_votes-119-2-314"
     assert event_id("2026-09-16T23:05:00Z", "p", " H.R.  21 \n") == "2026-09-16T23:05:00Z-p-H.R. 21"

@@ -27,7 +27,7 @@ def iso_utc(value: datetime) -> str:
     """``2009-08-19T13:43:21Z`` for an aware datetime (the storage format of every datetime)."""
     if value.tzinfo is None:
         raise ValueError("iso_utc needs an aware datetime, got naive %r" % (value,))
-    v = value.astimezone(timezone.utc)
+    v = value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
     return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (v.year, v.month, v.day, v.hour, v.minute, v.second)
 
 

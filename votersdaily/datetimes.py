@@ -50,6 +50,13 @@ _HOUR_CACHE_MAX = 65536
 
 def localize(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
     """Attach ``zone_name`` to a wall-clock time, DST-correct; returns (aware, dst_note)."""
+    instant, note = to_utc(naive, zone_name)
+    return instant.astimezone(get_zone(zone_name)), note
+
+
+def to_utc(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
+    """The UTC instant of a wall-clock time in ``zone_name``, DST-correct, as :func:`localize` reads
+    it; returns (instant, dst_note). What storage needs, without a round trip through pytz."""
     hour = naive.replace(minute=0, second=0, microsecond=0)
     cached = _HOUR_CACHE.get((zone_name, hour))
     if cached is None:
@@ -59,9 +66,9 @@ def localize(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
         _HOUR_CACHE[(zone_name, hour)] = cached
     offset, note = cached
     if offset is None:
-        return _localize_exact(naive, zone_name)
-    instant = (naive - offset).replace(tzinfo=timezone.utc)
-    return instant.astimezone(get_zone(zone_name)), note
+        aware, note = _localize_exact(naive, zone_name)
+        return aware.astimezone(timezone.utc), note
+    return (naive - offset).replace(tzinfo=timezone.utc), note
 
 
 def _localize_hour(hour: datetime, zone_name: str) -> tuple[timedelta | None, str | None]:
@@ -113,8 +120,8 @@ def normalise(value: Temporal, zone_name: str) -> Normalised:
         value = parsed
     if isinstance(value, datetime):
         if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-            aware, note = localize(value.replace(microsecond=0), zone_name)
-            return Normalised(iso_utc(aware), dst_note=note)
+            instant, note = to_utc(value.replace(microsecond=0), zone_name)
+            return Normalised(iso_utc(instant), dst_note=note)
         return Normalised(iso_utc(value.replace(microsecond=0)))
     if isinstance(value, date):
         # Date-only: midnight UTC of the *local* date (the contract), flagged all-day.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime
 from typing import Any, Mapping
@@ -118,7 +119,7 @@ def validate_event(event: Mapping[str, Any]) -> None:
     unique_key = event.get("unique_key")
     if not isinstance(unique_key, str) or not unique_key.strip():
         raise InvalidEvent("missing:unique_key", "the event has no unique_key")
-    if not _small_and_flat(event):
+    if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
         try:
             size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))
         except (TypeError, ValueError) as exc:
@@ -127,18 +128,43 @@ def validate_event(event: Mapping[str, Any]) -> None:
             raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
 
 
-_PRIMITIVES = (str, int, bool, type(None))
+#: Integers up to this magnitude are at most 20 digits and a sign in JSON.
+_INT_BOUND = 2**64
+#: Deeper nesting is left to the JSON round-trip (which also reports circular references).
+_MAX_FAST_DEPTH = 32
 
 
-def _small_and_flat(event: Mapping[str, Any]) -> bool:
-    """True when every value is a str/int/bool/None and the document is surely under the size limit
-    (a UTF-8 character is at most 4 bytes, an escape 6): then the JSON round-trip can be skipped."""
-    chars = 0
-    for key, value in event.items():
-        if type(value) not in _PRIMITIVES or type(key) is not str:
-            return False
-        chars += len(key) + (len(value) if type(value) is str else 24)
-    return chars * 6 + 64 * len(event) < MAX_DOCUMENT_BYTES
+def _json_size_bound(value: Any, depth: int = 0) -> int:
+    """An upper bound of the UTF-8 JSON size of ``value`` (a UTF-8 character is at most 4 bytes, an
+    escape 6), or -1 when it holds anything but str-keyed mappings, lists, tuples, str, int, finite
+    float, bool and None: when the bound is under the limit the JSON round-trip can be skipped."""
+    kind = type(value)
+    if kind is str:
+        return 6 * len(value) + 2
+    if kind is bool or value is None:
+        return 5
+    if kind is int:
+        return 21 if -_INT_BOUND < value < _INT_BOUND else -1
+    if kind is float:
+        return 24 if math.isfinite(value) else -1
+    if depth >= _MAX_FAST_DEPTH:
+        return -1
+    total = 2
+    if kind is list or kind is tuple:
+        for member in value:
+            size = _json_size_bound(member, depth + 1)
+            if size < 0:
+                return -1
+            total += size + 2  # ", "
+        return total
+    if kind is dict or (depth == 0 and isinstance(value, Mapping)):
+        for key, member in value.items():
+            size = _json_size_bound(member, depth + 1)
+            if size < 0 or type(key) is not str:
+                return -1
+            total += 6 * len(key) + size + 6  # quotes, ": ", ", "
+        return total
+    return -1
 
 
 def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:

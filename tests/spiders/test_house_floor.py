@@ -74,6 +74,20 @@ def test_session_day(spider):
     assert events["42563"]["datetime"] == "2026-09-02T23:14:35Z"
 
 
+@pytest.mark.parametrize("description, title", [
+    ("Mr. Smith of Texas moved to adjourn. The motion passed.", "Mr. Smith of Texas moved to adjourn."),
+    ("Considered H. Res. 5 and H.R. 21 under the rule. Debate followed.",
+     "Considered H. Res. 5 and H.R. 21 under the rule."),
+    ("The House recessed at 2:05 p.m. and reconvened later. Then", "The House recessed at 2:05 p.m. and reconvened later."),
+    ("Ordered: Rept. No. 119-3 to be printed.\nNext.", "Ordered: Rept. No. 119-3 to be printed."),
+    ("St. Louis delegation.Seated. Done.", "St. Louis delegation.Seated."),
+    ("No full stop at all", "No full stop at all"),
+])
+def test_title_is_the_first_sentence_not_cut_at_abbreviations(description, title):
+    assert HouseFloorSpider._parse_title("", description) == title
+    assert HouseFloorSpider._parse_title("H.R. 7", description) == "H.R. 7: " + title
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
     check_bad_variant(spider, URL_SESSION, SESSION, b"legislative_activity", variant)

@@ -56,6 +56,9 @@ class EventSpider(scrapy.Spider):
         "AUTOTHROTTLE_ENABLED": True,
         "AUTOTHROTTLE_START_DELAY": 1.0,
         "HTTPCACHE_ENABLED": True,
+        # The event pipelines are synchronous; with asyncio Scrapy starts CONCURRENT_ITEMS worker
+        # tasks per response (100 by default), which cost more than the items of a small document.
+        "CONCURRENT_ITEMS": 8,
     }
 
     def __init__(self, *args, url: str | None = None, **kwargs):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from lxml import etree
 
 from ..clock import iso_utc
-from ..datetimes import localize
+from ..datetimes import to_utc
 from ..sources.eastern import EASTERN, parse_local
 from ..sources.errors import UnexpectedDocument
 from ..sources.xml import outer_xml, parse_xml, text_of
@@ -139,12 +139,12 @@ class SenateCommitteeHearingsSpider(EventSpider):
                 sign = -1 if match.group(2) == "-" else 1
                 offset = timedelta(hours=int(match.group(3)), minutes=int(match.group(4)))
                 return iso_utc(wall.replace(tzinfo=timezone(sign * offset)))
-            return iso_utc(localize(wall, EASTERN)[0])
+            return iso_utc(to_utc(wall, EASTERN)[0])
         text = text_of(meeting, "last_update")
         if not text:
             return ""
         try:
-            return iso_utc(localize(parse_local(text, "%m-%d-%Y %I:%M:%S %p"), EASTERN)[0])
+            return iso_utc(to_utc(parse_local(text, "%m-%d-%Y %I:%M:%S %p"), EASTERN)[0])
         except ValueError:
             return ""
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from urllib.parse import urljoin
 
 from ..clock import iso_utc
-from ..datetimes import localize
+from ..datetimes import to_utc
 from ..sources.eastern import EASTERN
 from ..sources.errors import UnexpectedDocument
 from ..sources.json_text import JsonText, load_with_text, require
@@ -113,4 +113,4 @@ class SenateFloorScheduleSpider(EventSpider):
             return ""
         text = match.group(1)
         wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M")
-        return iso_utc(localize(wall, EASTERN)[0])
+        return iso_utc(to_utc(wall, EASTERN)[0])
