@@ -37,6 +37,9 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 VOTERSDAILY_STORE = None
 VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
+#: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
+#: downloading (overlap with slow sources), and Scrapy parks the responses up to SCRAPER_SLOT_MAX_ACTIVE_SIZE.
+VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = True
 #: Store outages: a batch is retried with exponential backoff (1, 2, 4, 8, 16 s, at most 30 s apart);
 #: if the store is still unavailable the documents are spooled to VOTERSDAILY_SPOOL_DIR (environment
 #: variable wins) and delivered by the next run or `python -m votersdaily flush`.

@@ -4,7 +4,8 @@
 whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|failed>``
 (the run log reads them from there). While a writer holds items back (the store is behind), the
 crawl's engine is paused: Scrapy would otherwise go on downloading and parking responses (up to
-``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet.
+``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet
+(``VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = False`` lets it).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class CrawlerWriter:
             retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY", 30.0),
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED", True) else None,
         )
+        self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE", True)
         self._opened: defer.Deferred | None = None
 
     def _count(self, result: UpsertResult) -> None:
@@ -100,7 +102,7 @@ class CrawlerWriter:
 
     def add(self, doc: dict) -> defer.Deferred:
         accepted = self.batch.add(doc)
-        if not accepted.called:
+        if not accepted.called and self.pause_engine:
             self._hold_engine(accepted)
         return accepted
 
