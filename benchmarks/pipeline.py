@@ -148,8 +148,8 @@ def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ce
     per_doc = median([r[COUCH]["server_cpu"] / r[COUCH]["items"] for r in rounds])
     per_put = median([r[NAIVE]["server_cpu"] / r[NAIVE]["items"] for r in rounds])
     busy = median([r[COUCH]["server_cpu"] / r[COUCH]["seconds"] for r in rounds])
-    print("PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs, busy %.0f%% of that "
-          "run's time (its JavaScript runs on one core), and %.2f ms per naive PUT (%.1fx as much)"
+    print("PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs (server CPU s / run s: "
+          "%.0f%%; its JavaScript runs on one thread), and %.2f ms per naive PUT (%.1fx as much)"
           % (1000 * per_doc, 100 * busy, 1000 * per_put, per_put / per_doc))
     rate, cpu = median([c[0] for c in ceilings]), median([c[1] for c in ceilings])
     print("PouchDB Server alone takes these documents, pre-built, %d per _bulk_docs into a database with the "
