@@ -1,5 +1,7 @@
 """Every rule of DESIGN.md §4, one test per rule."""
 
+import datetime
+
 import pytest
 
 from votersdaily.schema import InvalidEvent, event_id, log_id, validate_event
@@ -98,9 +100,9 @@ def circular():
 
 
 @pytest.mark.parametrize("extra", [
-    [{"url": "https://example.org/", "when": __import__("datetime").date(2026, 9, 16)}],
+    [{"url": "https://example.org/", "when": datetime.date(2026, 9, 16)}],
     {"roll": [1, float("nan")]},
-    {"votes": [{"roll": 1}], "when": {"day": {"at": __import__("datetime").time(12, 5)}}},
+    {"votes": [{"roll": 1}], "when": {"day": {"at": datetime.time(12, 5)}}},
     circular(),
     [b"bytes"],
 ])

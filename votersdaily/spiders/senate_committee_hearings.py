@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 from lxml import etree
 
 from ..clock import iso_utc
-from ..datetimes import to_utc
-from ..sources.eastern import EASTERN, parse_local
+from ..sources.congress import stored_utc
+from ..sources.eastern import parse_local
 from ..sources.errors import UnexpectedDocument
 from ..sources.xml import outer_xml, parse_xml, text_of
 from ..sources.xml_text import element_texts
@@ -139,12 +139,12 @@ class SenateCommitteeHearingsSpider(EventSpider):
                 sign = -1 if match.group(2) == "-" else 1
                 offset = timedelta(hours=int(match.group(3)), minutes=int(match.group(4)))
                 return iso_utc(wall.replace(tzinfo=timezone(sign * offset)))
-            return iso_utc(to_utc(wall, EASTERN)[0])
+            return stored_utc(wall)
         text = text_of(meeting, "last_update")
         if not text:
             return ""
         try:
-            return iso_utc(to_utc(parse_local(text, "%m-%d-%Y %I:%M:%S %p"), EASTERN)[0])
+            return stored_utc(parse_local(text, "%m-%d-%Y %I:%M:%S %p"))
         except ValueError:
             return ""
 

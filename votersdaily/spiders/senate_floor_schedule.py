@@ -14,9 +14,7 @@ import re
 from datetime import datetime
 from urllib.parse import urljoin
 
-from ..clock import iso_utc
-from ..datetimes import to_utc
-from ..sources.eastern import EASTERN
+from ..sources.congress import stored_utc
 from ..sources.errors import UnexpectedDocument
 from ..sources.json_text import JsonText, load_with_text, require
 from .base import EventSpider
@@ -113,4 +111,4 @@ class SenateFloorScheduleSpider(EventSpider):
             return ""
         text = match.group(1)
         wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M")
-        return iso_utc(to_utc(wall, EASTERN)[0])
+        return stored_utc(wall)
