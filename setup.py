@@ -11,7 +11,7 @@ from votersdaily import __version__
 setup(
     name="votersdaily",
     version=__version__,
-    packages=find_packages(include=["votersdaily", "votersdaily.*"]) + ["votersdaily._couchdb_views"],
+    packages=[*find_packages(include=["votersdaily", "votersdaily.*"]), "votersdaily._couchdb_views"],
     package_dir={"votersdaily._couchdb_views": "couchdb_views"},
     package_data={
         "votersdaily": ["recordings/**/*", "recordings/*", "feeds/templates/*.html", "feeds/static/*"],

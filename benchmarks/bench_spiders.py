@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 import requests
 
+from tests.repeating_spiders import RepeatedHouseFloorSpider
 from votersdaily.items import EventItem
 from votersdaily.recordings import HERE
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from votersdaily.spiders.base import EventSpider
-from tests.repeating_spiders import RepeatedHouseFloorSpider
 
 ROLL = HERE / "gov" / "house_roll_call" / "roll314.xml"
 
@@ -35,9 +35,15 @@ class BenchResult:
             elapsed = time.monotonic() - self.t0
             stats = self.crawler.stats.get_stats()
             with open(out, "w") as fh:
-                json.dump({"items": stats.get("item_scraped_count", 0), "seconds": elapsed,
-                           "inserted": stats.get("store/vd_events/inserted", 0),
-                           "unchanged": stats.get("store/vd_events/unchanged", 0)}, fh)
+                json.dump(
+                    {
+                        "items": stats.get("item_scraped_count", 0),
+                        "seconds": elapsed,
+                        "inserted": stats.get("store/vd_events/inserted", 0),
+                        "unchanged": stats.get("store/vd_events/unchanged", 0),
+                    },
+                    fh,
+                )
 
 
 class BenchEventsSpider(BenchResult, EventSpider):

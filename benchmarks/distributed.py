@@ -36,7 +36,14 @@ from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ing
 from tests.support.services import LocalSite, PouchDBServer  # noqa: E402
 from votersdaily.recordings import shared_dir  # noqa: E402
 
-INGEST = ["-s", "LOG_LEVEL=WARNING", "-s", "INGEST_ALLOW_PRIVATE=True", "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1"]
+INGEST = [
+    "-s",
+    "LOG_LEVEL=WARNING",
+    "-s",
+    "INGEST_ALLOW_PRIVATE=True",
+    "-s",
+    "INGEST_ALLOWED_HOSTS=127.0.0.1",
+]
 
 
 def count_round_trips(redis_server, stop: threading.Event, out: dict, ignore_port: int) -> None:
@@ -75,34 +82,72 @@ def run(workers: int, n: int, work: Path) -> dict:
         requests_file = write_ingest_requests(work / ("requests%d.jsonl" % workers), docs)
         env = process_env(pouch.url, VOTERSDAILY_REDIS_URL=redis_server.url)
         env["SCRAPY_SETTINGS_MODULE"] = "votersdaily.settings"
-        files = ["-s", "INGEST_BLOB_DIR=" + str(work / ("blobs%d" % workers)),
-                 "-s", "INGEST_TEIXML_FEED=" + str(work / ("feed%d.jsonl" % workers)),
-                 "-s", "VOTERSDAILY_SPOOL_DIR=" + str(work / "spool")]
+        files = [
+            "-s",
+            "INGEST_BLOB_DIR=" + str(work / ("blobs%d" % workers)),
+            "-s",
+            "INGEST_TEIXML_FEED=" + str(work / ("feed%d.jsonl" % workers)),
+            "-s",
+            "VOTERSDAILY_SPOOL_DIR=" + str(work / "spool"),
+        ]
         crawl = [sys.executable, "-m", "scrapy", "crawl"]
         if workers == 0:
             launched = time.monotonic()
-            proc = subprocess.Popen([*crawl, "ingest", "-a", "requests=%s" % requests_file, *INGEST, *files],
-                                    cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [*crawl, "ingest", "-a", "requests=%s" % requests_file, *INGEST, *files],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             started = first_hit(site, paths)
             proc.wait(600)
             elapsed = time.monotonic() - started
             done = sum(1 for p in paths if p in site.hits)
-            return {"workers": 0, "seconds": elapsed, "startup": started - launched, "rps": n / elapsed,
-                    "fetched": done, "round_trips": 0, "by_command": {}, "commandstats": {}}
-        subprocess.run([sys.executable, "-m", "votersdaily", "enqueue", "ingest", str(requests_file)],
-                       cwd=REPO, env=env, check=True, capture_output=True)
+            return {
+                "workers": 0,
+                "seconds": elapsed,
+                "startup": started - launched,
+                "rps": n / elapsed,
+                "fetched": done,
+                "round_trips": 0,
+                "by_command": {},
+                "commandstats": {},
+            }
+        subprocess.run(
+            [sys.executable, "-m", "votersdaily", "enqueue", "ingest", str(requests_file)],
+            cwd=REPO,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         r = redis_server.client(single_connection_client=True)
         r.config_resetstat()
         own_port = int(r.client_info()["addr"].rsplit(":", 1)[1])
         trips: dict = {}
         stop = threading.Event()
-        monitor = threading.Thread(target=count_round_trips, args=(redis_server, stop, trips, own_port), daemon=True)
+        monitor = threading.Thread(
+            target=count_round_trips, args=(redis_server, stop, trips, own_port), daemon=True
+        )
         monitor.start()
         launched = time.monotonic()
         procs = [
-            subprocess.Popen([*crawl, "ingest_worker", *INGEST, *files, "-s", "VOTERSDAILY_REDIS_IDLE_CLOSE=1",
-                              "-s", "VOTERSDAILY_REDIS_ACK_INTERVAL=1"],
-                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.Popen(
+                [
+                    *crawl,
+                    "ingest_worker",
+                    *INGEST,
+                    *files,
+                    "-s",
+                    "VOTERSDAILY_REDIS_IDLE_CLOSE=1",
+                    "-s",
+                    "VOTERSDAILY_REDIS_ACK_INTERVAL=1",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             for _ in range(workers)
         ]
         started = first_hit(site, paths)
@@ -115,9 +160,16 @@ def run(workers: int, n: int, work: Path) -> dict:
         r.ping()
         stats = r.info("commandstats")
         done = sum(1 for p in paths if site.hits.get(p) == 1)
-        return {"workers": workers, "seconds": elapsed, "startup": started - launched, "rps": n / elapsed,
-                "fetched": done, "round_trips": sum(trips.values()), "by_command": trips,
-                "commandstats": {k[len("cmdstat_"):]: v["calls"] for k, v in stats.items()}}
+        return {
+            "workers": workers,
+            "seconds": elapsed,
+            "startup": started - launched,
+            "rps": n / elapsed,
+            "fetched": done,
+            "round_trips": sum(trips.values()),
+            "by_command": trips,
+            "commandstats": {k[len("cmdstat_") :]: v["calls"] for k, v in stats.items()},
+        }
     finally:
         redis_server.stop()
         pouch.stop()
@@ -132,27 +184,48 @@ def main() -> None:
     folder = shared_dir() / "fixtures/inplace/scholarly"
     if not folder.is_dir():
         sys.exit("%s is absent: this benchmark runs on the real scholarly files only" % folder)
-    print("workload: %d ingest requests over %s (sub-resources fetched)"
-          % (args.requests, ", ".join("%s as %s" % (name, itype) for name, itype, _ in SCHOLARLY)))
+    print(
+        "workload: %d ingest requests over %s (sub-resources fetched)"
+        % (args.requests, ", ".join("%s as %s" % (name, itype) for name, itype, _ in SCHOLARLY))
+    )
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for workers in [0] + [int(w) for w in args.workers.split(",")]:
             results.append(run(workers, args.requests, Path(tmp)))
     plain = results[0]["rps"]
     base = results[1]["rps"]
-    print("%-14s %9s %9s %9s %9s %9s %10s" % ("processes", "startup s", "seconds", "req/s", "vs 1 wkr",
-                                             "vs plain", "trips/req"))
+    print(
+        "%-14s %9s %9s %9s %9s %9s %10s"
+        % ("processes", "startup s", "seconds", "req/s", "vs 1 wkr", "vs plain", "trips/req")
+    )
     for res in results:
-        label = "plain spider" if res["workers"] == 0 else "%d worker%s" % (res["workers"], "s" * (res["workers"] > 1))
-        print("%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f" % (
-            label, res["startup"], res["seconds"], res["rps"], res["rps"] / base, res["rps"] / plain,
-            res["round_trips"] / args.requests))
+        label = (
+            "plain spider"
+            if res["workers"] == 0
+            else "%d worker%s" % (res["workers"], "s" * (res["workers"] > 1))
+        )
+        print(
+            "%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f"
+            % (
+                label,
+                res["startup"],
+                res["seconds"],
+                res["rps"],
+                res["rps"] / base,
+                res["rps"] / plain,
+                res["round_trips"] / args.requests,
+            )
+        )
     for res in results[1:]:
         print("workers=%d round trips by command: %s" % (res["workers"], res["by_command"]))
-        print("workers=%d INFO commandstats calls (incl. commands run inside scripts): %s"
-              % (res["workers"], res["commandstats"]))
-    print("(every request fetched, and by the workers exactly once, in every run: %s)"
-          % all(r["fetched"] == args.requests for r in results))
+        print(
+            "workers=%d INFO commandstats calls (incl. commands run inside scripts): %s"
+            % (res["workers"], res["commandstats"])
+        )
+    print(
+        "(every request fetched, and by the workers exactly once, in every run: %s)"
+        % all(r["fetched"] == args.requests for r in results)
+    )
 
 
 if __name__ == "__main__":

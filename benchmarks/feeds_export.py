@@ -25,8 +25,12 @@ from votersdaily.feeds.site import SiteConfig, build_site  # noqa: E402
 from votersdaily.store import open_store  # noqa: E402
 from votersdaily.store.upsert import upsert  # noqa: E402
 
-KINDS = [("Legislative", "House of Representatives", "b_house"), ("Legislative", "Senate", "b_senate"),
-         ("Executive", "White House", "b_wh"), ("Judicial", "Supreme Court", "b_scotus")]
+KINDS = [
+    ("Legislative", "House of Representatives", "b_house"),
+    ("Legislative", "Senate", "b_senate"),
+    ("Executive", "White House", "b_wh"),
+    ("Judicial", "Supreme Court", "b_scotus"),
+]
 
 
 def events(count: int) -> list[dict]:
@@ -34,16 +38,30 @@ def events(count: int) -> list[dict]:
     for i in range(count):
         branch, entity, parser = KINDS[i % len(KINDS)]
         day, minute = divmod(i, 40)
-        dt = "2026-%02d-%02dT%02d:%02d:00Z" % (1 + (day // 28) % 12, 1 + day % 28, 13 + minute // 10, (minute % 10) * 5)
+        dt = "2026-%02d-%02dT%02d:%02d:00Z" % (
+            1 + (day // 28) % 12,
+            1 + day % 28,
+            13 + minute // 10,
+            (minute % 10) * 5,
+        )
         all_day = i % 7 == 0
         if all_day:
             dt = dt[:11] + "00:00:00Z"
         doc = {
-            "datetime": dt, "title": "Event %d of %s" % (i, parser), "description": "Description %d " % i * 5,
-            "end_datetime": None, "branch": branch, "entity": entity,
-            "source_url": "https://example.gov/%s/%d" % (parser, i), "source_text": "<item>%s</item>" % ("x" * 2000),
-            "access_datetime": "2026-01-01T00:00:00Z", "parser_name": parser, "parser_version": "1.0",
-            "event_url": None, "source_timezone": "America/New_York", "unique_key": str(i),
+            "datetime": dt,
+            "title": "Event %d of %s" % (i, parser),
+            "description": "Description %d " % i * 5,
+            "end_datetime": None,
+            "branch": branch,
+            "entity": entity,
+            "source_url": "https://example.gov/%s/%d" % (parser, i),
+            "source_text": "<item>%s</item>" % ("x" * 2000),
+            "access_datetime": "2026-01-01T00:00:00Z",
+            "parser_name": parser,
+            "parser_version": "1.0",
+            "event_url": None,
+            "source_timezone": "America/New_York",
+            "unique_key": str(i),
         }
         if all_day:
             doc["all_day"] = True
@@ -65,10 +83,15 @@ def measure(label: str, uri: str, docs: list[dict], site_dir: Path) -> list[tupl
     store.ensure_db(schema.EVENTS_DB)
     store.install_views(schema.EVENTS_DB)
     for i in range(0, len(docs), 1000):
-        upsert(store, schema.EVENTS_DB, docs[i:i + 1000])
+        upsert(store, schema.EVENTS_DB, docs[i : i + 1000])
     store.query(schema.EVENTS_DB, "by_datetime", limit=1)  # build the CouchDB index outside the timings
-    for view in ("by_branch_datetime", "by_entity_datetime", "by_parser_datetime", "by_committee_datetime",
-                 "by_parser_unique_key"):
+    for view in (
+        "by_branch_datetime",
+        "by_entity_datetime",
+        "by_parser_datetime",
+        "by_committee_datetime",
+        "by_parser_unique_key",
+    ):
         store.query(schema.EVENTS_DB, view, limit=1)
     rows = [
         ("baseline: one unpaged view query", timed(lambda: store.query(schema.EVENTS_DB, "by_datetime"))),
@@ -103,7 +126,9 @@ def main() -> None:
     for name, seconds in results:
         backend = name.split(" | ")[0]
         baseline.setdefault(backend, seconds)
-        print("%-58s %9.3f %11.0f %7.1fx" % (name, seconds, args.count / seconds, seconds / baseline[backend]))
+        print(
+            "%-58s %9.3f %11.0f %7.1fx" % (name, seconds, args.count / seconds, seconds / baseline[backend])
+        )
 
 
 if __name__ == "__main__":

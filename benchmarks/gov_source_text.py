@@ -36,12 +36,16 @@ def main(repeats: int = 200) -> None:
     hearings = (GOV / "senate_hearings" / "hearings_2026-07-30_wayback.xml").read_bytes()
     cases = [
         ("federal_register 20 results (28.8 KB)", lambda: json.loads(fr), lambda: load_with_text(fr)),
-        ("white_house feed 30 items (593 KB)",
-         lambda: [outer_xml(e) for e in parse_xml(feed, ("rss",)).iter("item")],
-         lambda: (parse_xml(feed, ("rss",)), element_texts(feed, "item"))),
-        ("senate hearings 17 meetings (22.6 KB)",
-         lambda: [outer_xml(e) for e in parse_xml(hearings, ("css_meetings_scheduled",)).iter("meeting")],
-         lambda: (parse_xml(hearings, ("css_meetings_scheduled",)), element_texts(hearings, "meeting"))),
+        (
+            "white_house feed 30 items (593 KB)",
+            lambda: [outer_xml(e) for e in parse_xml(feed, ("rss",)).iter("item")],
+            lambda: (parse_xml(feed, ("rss",)), element_texts(feed, "item")),
+        ),
+        (
+            "senate hearings 17 meetings (22.6 KB)",
+            lambda: [outer_xml(e) for e in parse_xml(hearings, ("css_meetings_scheduled",)).iter("meeting")],
+            lambda: (parse_xml(hearings, ("css_meetings_scheduled",)), element_texts(hearings, "meeting")),
+        ),
     ]
     print("%-40s %12s %12s %7s" % ("document", "baseline ms", "exact ms", "ratio"))
     for label, base, exact in cases:

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from tests.support.services import LocalSite  # noqa: E402
 from votersdaily.spiders.ingest import IngestSpider  # noqa: E402
 
-BARE_SPIDER = '''
+BARE_SPIDER = """
 import json, scrapy
 class Bare(scrapy.Spider):
     name = "bare"
@@ -41,7 +40,7 @@ class Bare(scrapy.Spider):
             yield scrapy.Request(url, dont_filter=True, meta={"dont_redirect": True, "handle_httpstatus_all": True})
     def parse(self, response):
         yield {"url": response.url, "n": len(response.body)}
-'''
+"""
 
 
 def article(i: int, n_res: int) -> str:
@@ -49,9 +48,11 @@ def article(i: int, n_res: int) -> str:
     head += "".join('<script src="/a%d/j%d.js"></script>' % (i, k) for k in range(n_res // 3))
     imgs = "".join('<img src="/a%d/i%d.png">' % (i, k) for k in range(n_res - 2 * (n_res // 3)))
     paras = "".join("<p>%s.</p>" % " ".join("word%d_%d" % (p, w) for w in range(100)) for p in range(15))
-    return ('<!DOCTYPE html><html><head><title>Article %d</title><meta name="citation_title" content="Article %d">'
-            '<meta name="citation_doi" content="10.5555/bench.%d">%s</head><body><article><h1>Article %d</h1>%s%s'
-            '</article></body></html>' % (i, i, i, head, i, paras, imgs))
+    return (
+        '<!DOCTYPE html><html><head><title>Article %d</title><meta name="citation_title" content="Article %d">'
+        '<meta name="citation_doi" content="10.5555/bench.%d">%s</head><body><article><h1>Article %d</h1>%s%s'
+        "</article></body></html>" % (i, i, i, head, i, paras, imgs)
+    )
 
 
 def build(site: LocalSite, n: int, pdf: bytes) -> dict[str, tuple[list[dict], list[str], int]]:
@@ -59,8 +60,10 @@ def build(site: LocalSite, n: int, pdf: bytes) -> dict[str, tuple[list[dict], li
     sets = {"html": ([], [], 0), "pdf": ([], [], 0)}
     html_requests, html_urls, pdf_requests, pdf_urls = [], [], [], []
     resources = 0
-    png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-                        "1f15c4890000000d4944415478da63f8cfc0f01f0005000201c5b0d52a0000000049454e44ae426082")
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d4944415478da63f8cfc0f01f0005000201c5b0d52a0000000049454e44ae426082"
+    )
     for i in range(n):
         n_res = 5 + i % 6
         site.route("/art/%d" % i, article(i, n_res), content_type="text/html")
@@ -75,9 +78,12 @@ def build(site: LocalSite, n: int, pdf: bytes) -> dict[str, tuple[list[dict], li
         resources += n_res
         html_requests.append({"base_url": site.url + "/art/%d" % i, "ingest_type": "html"})
         site.route("/doi/%d" % i, status=302, headers={"Location": "/land/%d" % i})
-        site.route("/land/%d" % i, '<html><head><meta name="citation_title" content="Paper %d">'
-                   '<meta name="citation_pdf_url" content="/pdf/%d.pdf"></head><body>x</body></html>' % (i, i),
-                   content_type="text/html")
+        site.route(
+            "/land/%d" % i,
+            '<html><head><meta name="citation_title" content="Paper %d">'
+            '<meta name="citation_pdf_url" content="/pdf/%d.pdf"></head><body>x</body></html>' % (i, i),
+            content_type="text/html",
+        )
         site.route("/pdf/%d.pdf" % i, pdf, content_type="application/pdf")
         pdf_urls += [site.url + "/doi/%d" % i, site.url + "/land/%d" % i, site.url + "/pdf/%d.pdf" % i]
         pdf_requests.append({"base_url": site.url + "/doi/%d" % i, "ingest_type": "pdf"})
@@ -105,10 +111,17 @@ class Runner:
         self.tmp = tmp
         self.py_spy = py_spy
         self.cprofile = cprofile
-        self.common = ["-s", "LOG_LEVEL=INFO", "-s", "CONCURRENT_REQUESTS=%d" % concurrency,
-                       "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=%d" % concurrency]
-        self.env = dict(os.environ, PYTHONPATH=str(REPO), SCRAPY_SETTINGS_MODULE="votersdaily.settings",
-                        HOME=str(tmp))
+        self.common = [
+            "-s",
+            "LOG_LEVEL=INFO",
+            "-s",
+            "CONCURRENT_REQUESTS=%d" % concurrency,
+            "-s",
+            "CONCURRENT_REQUESTS_PER_DOMAIN=%d" % concurrency,
+        ]
+        self.env = dict(
+            os.environ, PYTHONPATH=str(REPO), SCRAPY_SETTINGS_MODULE="votersdaily.settings", HOME=str(tmp)
+        )
         (tmp / "bare.py").write_text(BARE_SPIDER)
         self.runs = 0
 
@@ -123,20 +136,54 @@ class Runner:
         work = self.tmp / ("ingest-%s-%d" % (name, self.runs))
         work.mkdir()
         (work / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requests))
-        spy = [shutil.which("py-spy") or "py-spy", "record", "--threads", "--gil", "-r", "250", "-f", "raw",
-               "-o", "%s.%s-%d" % (self.py_spy, name, self.runs), "--"] if self.py_spy else []
+        spy = (
+            [
+                shutil.which("py-spy") or "py-spy",
+                "record",
+                "--threads",
+                "--gil",
+                "-r",
+                "250",
+                "-f",
+                "raw",
+                "-o",
+                "%s.%s-%d" % (self.py_spy, name, self.runs),
+                "--",
+            ]
+            if self.py_spy
+            else []
+        )
         if self.cprofile:  # the reactor thread only: what the crawl process itself spends per ingest
             spy = [sys.executable, "-m", "cProfile", "-o", "%s.%s-%d" % (self.cprofile, name, self.runs)]
         stderr = self._run(
-            [*spy, *([] if self.cprofile else [sys.executable]), "-m", "scrapy", "crawl", "ingest", "-a", "requests=%s" % (work / "requests.jsonl"),
-             "-s", "INGEST_ALLOW_PRIVATE=True", "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1",
-             "-s", "INGEST_BLOB_DIR=%s" % (work / "blobs"), "-s", "INGEST_TEIXML_FEED=%s" % (work / "feed.jsonl"),
-             *self.common], dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (work / "store.db")))
+            [
+                *spy,
+                *([] if self.cprofile else [sys.executable]),
+                "-m",
+                "scrapy",
+                "crawl",
+                "ingest",
+                "-a",
+                "requests=%s" % (work / "requests.jsonl"),
+                "-s",
+                "INGEST_ALLOW_PRIVATE=True",
+                "-s",
+                "INGEST_ALLOWED_HOSTS=127.0.0.1",
+                "-s",
+                "INGEST_BLOB_DIR=%s" % (work / "blobs"),
+                "-s",
+                "INGEST_TEIXML_FEED=%s" % (work / "feed.jsonl"),
+                *self.common,
+            ],
+            dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (work / "store.db")),
+        )
         statuses = {k: int(v) for k, v in re.findall(r"'ingest/status/([a-z-]+)': (\d+)", stderr)}
         fetched = stat(stderr, "ingest/resources/fetched")
         # The figures only count if every ingest completed: all success, every sub-resource fetched.
         if statuses != {"success": len(requests)} or fetched != n_resources:
-            raise RuntimeError("incomplete ingest run: statuses %s, %d/%d resources" % (statuses, fetched, n_resources))
+            raise RuntimeError(
+                "incomplete ingest run: statuses %s, %d/%d resources" % (statuses, fetched, n_resources)
+            )
         return elapsed(stderr), statuses
 
     def bare(self, urls: list[str], tuned: bool = False) -> float:
@@ -145,13 +192,28 @@ class Runner:
         self.runs += 1
         path = self.tmp / ("urls-%d.json" % self.runs)
         path.write_text(json.dumps(urls))
-        stderr = self._run([sys.executable, "-m", "scrapy", "runspider", str(self.tmp / "bare.py"),
-                            "-a", "urls=%s" % path, *self.common,
-                            *(["-s", "CONCURRENT_ITEMS=%d" % IngestSpider.custom_settings["CONCURRENT_ITEMS"]]
-                              if tuned else [])],
-                           dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (self.tmp / "bare.db")))
+        stderr = self._run(
+            [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "runspider",
+                str(self.tmp / "bare.py"),
+                "-a",
+                "urls=%s" % path,
+                *self.common,
+                *(
+                    ["-s", "CONCURRENT_ITEMS=%d" % IngestSpider.custom_settings["CONCURRENT_ITEMS"]]
+                    if tuned
+                    else []
+                ),
+            ],
+            dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (self.tmp / "bare.db")),
+        )
         if stat(stderr, "item_scraped_count") != len(urls):
-            raise RuntimeError("bare spider fetched %d of %d URLs" % (stat(stderr, "item_scraped_count"), len(urls)))
+            raise RuntimeError(
+                "bare spider fetched %d of %d URLs" % (stat(stderr, "item_scraped_count"), len(urls))
+            )
         return elapsed(stderr)
 
 
@@ -159,10 +221,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="HTML articles (and as many PDF chains)")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=2, help="runs of each spider per set (alternating; best kept)")
-    parser.add_argument("--py-spy", metavar="OUT", help="record each ingest crawl with py-spy (the thread holding the GIL, "
-                                                        "i.e. where the crawl process spends CPU) into OUT.<set>-<run> (raw)")
-    parser.add_argument("--cprofile", metavar="OUT", help="cProfile each ingest crawl (main thread) into OUT.<set>-<run>")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="runs of each spider per set (alternating; best kept)"
+    )
+    parser.add_argument(
+        "--py-spy",
+        metavar="OUT",
+        help="record each ingest crawl with py-spy (the thread holding the GIL, "
+        "i.e. where the crawl process spends CPU) into OUT.<set>-<run> (raw)",
+    )
+    parser.add_argument(
+        "--cprofile", metavar="OUT", help="cProfile each ingest crawl (main thread) into OUT.<set>-<run>"
+    )
     parser.add_argument("--sets", default="html,pdf", help="which sets to run (html, pdf)")
     args = parser.parse_args()
     pdf_path = REPO.parent / "shared" / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
@@ -193,9 +263,11 @@ def main() -> int:
                 figures[name] = times
     finally:
         site.stop()
-    print("ingest benchmark: %d HTML articles (%d sub-resources) and %d redirect->landing->PDF chains, "
-          "concurrency %d; best of %d alternating runs (all runs in brackets)"
-          % (args.n, sets["html"][2], args.n, args.concurrency, args.repeat))
+    print(
+        "ingest benchmark: %d HTML articles (%d sub-resources) and %d redirect->landing->PDF chains, "
+        "concurrency %d; best of %d alternating runs (all runs in brackets)"
+        % (args.n, sets["html"][2], args.n, args.concurrency, args.repeat)
+    )
     totals = {"ingest": 0.0, "bare": 0.0, "tuned": 0.0}
     for name, times in figures.items():
         requests, urls, n_resources = sets[name]
@@ -204,14 +276,23 @@ def main() -> int:
             totals[k] += best[k]
         runs = {k: "[%s]" % " ".join("%.2f" % t for t in v) for k, v in times.items()}
         extra = ", %.0f resources/s" % (n_resources / best["ingest"]) if n_resources else ""
-        print("  %s: ingest %.2f s %s = %.1f complete %s ingests/s%s" % (
-            name, best["ingest"], runs["ingest"], len(requests) / best["ingest"], name.upper(), extra))
-        for k, label in (("bare", "bare spider, Scrapy defaults"), ("tuned", "bare spider, CONCURRENT_ITEMS=4")):
-            print("  %s: %-32s %.2f s %s = %.0f fetches/s of the same %d URLs; ingest/bare ratio %.2f" % (
-                name, label, best[k], runs[k], len(urls) / best[k], len(urls), best[k] / best["ingest"]))
+        print(
+            "  %s: ingest %.2f s %s = %.1f complete %s ingests/s%s"
+            % (name, best["ingest"], runs["ingest"], len(requests) / best["ingest"], name.upper(), extra)
+        )
+        for k, label in (
+            ("bare", "bare spider, Scrapy defaults"),
+            ("tuned", "bare spider, CONCURRENT_ITEMS=4"),
+        ):
+            print(
+                "  %s: %-32s %.2f s %s = %.0f fetches/s of the same %d URLs; ingest/bare ratio %.2f"
+                % (name, label, best[k], runs[k], len(urls) / best[k], len(urls), best[k] / best["ingest"])
+            )
     n_all = sum(len(sets[name][0]) for name in figures)
-    print("  all: %.1f ingests/s; ingest URL rate / bare fetch rate: %.2f (Scrapy defaults), %.2f (tuned bare)"
-          % (n_all / totals["ingest"], totals["bare"] / totals["ingest"], totals["tuned"] / totals["ingest"]))
+    print(
+        "  all: %.1f ingests/s; ingest URL rate / bare fetch rate: %.2f (Scrapy defaults), %.2f (tuned bare)"
+        % (n_all / totals["ingest"], totals["bare"] / totals["ingest"], totals["tuned"] / totals["ingest"])
+    )
     return 0
 
 

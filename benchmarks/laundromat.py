@@ -37,14 +37,17 @@ LANGS = ["en", "EN-gb", "fr", "de-CH", "nl", "ja"]
 
 
 def statement(i: int, rnd: random.Random) -> str:
-    subject = ("<http://example.org/resource/%d>" % rnd.randrange(200_000) if rnd.random() < 0.8
-               else "_:b%d" % rnd.randrange(50_000))
+    subject = (
+        "<http://example.org/resource/%d>" % rnd.randrange(200_000)
+        if rnd.random() < 0.8
+        else "_:b%d" % rnd.randrange(50_000)
+    )
     predicate = "<http://example.org/vocab#p%d>" % rnd.randrange(60)
     kind = i % 12
     if kind == 0:
         obj = '"plain literal %d with \\"quotes\\", a tab\\t and a newline\\n"' % i
     elif kind == 1:
-        obj = '"%d"^^<%sinteger>' % (rnd.randrange(-10**6, 10**6), XSD)
+        obj = '"%d"^^<%sinteger>' % (rnd.randrange(-(10**6), 10**6), XSD)
     elif kind == 2:
         obj = '"chaîne numéro %d"@%s' % (i, rnd.choice(LANGS))
     elif kind == 3:
@@ -98,12 +101,14 @@ def _clean_worker(path: str, out: str, fmt: str | None, gzip_level: int, queue) 
     started = time.perf_counter()
     record = launder_file(path, "0" * 32, out, name=path, options=CleanOptions(gzip_level=gzip_level))
     elapsed = time.perf_counter() - started
-    queue.put({
-        "elapsed": elapsed,
-        "format": record["format"],
-        "clean": {k: v for k, v in record["clean"].items() if k != "messages"},
-        "rss_self_mb": _peak_rss_kb() / 1024,
-    })
+    queue.put(
+        {
+            "elapsed": elapsed,
+            "format": record["format"],
+            "clean": {k: v for k, v in record["clean"].items() if k != "messages"},
+            "rss_self_mb": _peak_rss_kb() / 1024,
+        }
+    )
 
 
 def _peak_rss_kb() -> int:
@@ -165,7 +170,10 @@ def rapper(path: Path) -> dict:
     started = time.perf_counter()
     proc = subprocess.run(
         ["/usr/bin/time", "-f", "%M", "rapper", "-q", "-i", "ntriples", "-o", "ntriples", str(path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit("rapper failed: %s" % proc.stderr[-500:])
@@ -176,8 +184,12 @@ def to_turtle(nt: Path, ttl: Path) -> None:
     import pyoxigraph as ox
 
     with open(ttl, "wb") as out:
-        ox.serialize(ox.parse(path=str(nt), format=ox.RdfFormat.N_TRIPLES), out, ox.RdfFormat.TURTLE,
-                     prefixes={"r": "http://example.org/resource/", "v": "http://example.org/vocab#", "xsd": XSD})
+        ox.serialize(
+            ox.parse(path=str(nt), format=ox.RdfFormat.N_TRIPLES),
+            out,
+            ox.RdfFormat.TURTLE,
+            prefixes={"r": "http://example.org/resource/", "v": "http://example.org/vocab#", "xsd": XSD},
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000000", help="comma-separated statement counts")
     parser.add_argument("--gzip-level", type=int, default=None, help="default: LAUNDROMAT_GZIP_LEVEL")
     parser.add_argument("--no-turtle", action="store_true")
-    parser.add_argument("--repeat", type=int, default=3, help="alternating runs of each (best and median shown)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="alternating runs of each (best and median shown)"
+    )
     args = parser.parse_args(argv)
     if args.gzip_level is None:
         from votersdaily import settings
@@ -194,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("rapper") is None:
         raise SystemExit("rapper is not installed (Debian raptor2-utils; scripts/setup.sh)")
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    print("laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s)"
-          % (args.gzip_level, os.cpu_count() or 0, " ".join("%.2f" % x for x in os.getloadavg())))
+    print(
+        "laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s)"
+        % (args.gzip_level, os.cpu_count() or 0, " ".join("%.2f" % x for x in os.getloadavg()))
+    )
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as tmp:
         tmp = Path(tmp)
         for n in sizes:
@@ -211,16 +227,31 @@ def main(argv: list[str] | None = None) -> int:
             assert len({r["clean"]["key"] for r in runs}) == 1  # the same cleaned bytes every time
             ours = [n / r["elapsed"] for r in runs]
             theirs = [n / b["elapsed"] for b in bases]
-            print("\nN-Triples, %d statements (%.0f MB; %d unique, %d duplicates), %d runs each"
-                  % (n, size_mb, c["number_of_unique_statements"], c["number_of_duplicates"], args.repeat))
-            print("  laundromat clean end to end: best %.2f s, median %.2f s; %9.0f statements/s (best)"
-                  % (n / max(ours), n / statistics.median(ours), max(ours)))
-            print("    peak RSS: cleaning process %.0f MB; whole process tree (workers + sort) %.0f MB"
-                  % (max(r["rss_self_mb"] for r in runs), max(r["rss_tree_mb"] for r in runs)))
-            print("  rapper -i ntriples -o ntriples: best %.2f s, median %.2f s; %9.0f statements/s (best); peak RSS %.0f MB"
-                  % (n / max(theirs), n / statistics.median(theirs), max(theirs), max(b["rss_mb"] for b in bases)))
-            print("  ratio (laundromat / rapper statements/s): best/best %.2fx, median/median %.2fx"
-                  % (max(ours) / max(theirs), statistics.median(ours) / statistics.median(theirs)))
+            print(
+                "\nN-Triples, %d statements (%.0f MB; %d unique, %d duplicates), %d runs each"
+                % (n, size_mb, c["number_of_unique_statements"], c["number_of_duplicates"], args.repeat)
+            )
+            print(
+                "  laundromat clean end to end: best %.2f s, median %.2f s; %9.0f statements/s (best)"
+                % (n / max(ours), n / statistics.median(ours), max(ours))
+            )
+            print(
+                "    peak RSS: cleaning process %.0f MB; whole process tree (workers + sort) %.0f MB"
+                % (max(r["rss_self_mb"] for r in runs), max(r["rss_tree_mb"] for r in runs))
+            )
+            print(
+                "  rapper -i ntriples -o ntriples: best %.2f s, median %.2f s; %9.0f statements/s (best); peak RSS %.0f MB"
+                % (
+                    n / max(theirs),
+                    n / statistics.median(theirs),
+                    max(theirs),
+                    max(b["rss_mb"] for b in bases),
+                )
+            )
+            print(
+                "  ratio (laundromat / rapper statements/s): best/best %.2fx, median/median %.2fx"
+                % (max(ours) / max(theirs), statistics.median(ours) / statistics.median(theirs))
+            )
             if not args.no_turtle:
                 ttl = tmp / ("data-%d.ttl" % n)
                 to_turtle(nt, ttl)
@@ -228,9 +259,16 @@ def main(argv: list[str] | None = None) -> int:
                 t = clean(ttl, tmp / ("out-ttl-%d" % n), args.gzip_level)
                 tc = t["clean"]
                 assert t["format"] == "Turtle" and tc["number_of_errors"] == 0, (t["format"], tc)
-                print("  Turtle (%.0f MB): %.2f s  %9.0f statements/s  peak RSS %.0f MB (tree %.0f MB)"
-                      % (ttl.stat().st_size / 1e6, t["elapsed"], tc["number_of_statements"] / t["elapsed"],
-                         t["rss_self_mb"], t["rss_tree_mb"]))
+                print(
+                    "  Turtle (%.0f MB): %.2f s  %9.0f statements/s  peak RSS %.0f MB (tree %.0f MB)"
+                    % (
+                        ttl.stat().st_size / 1e6,
+                        t["elapsed"],
+                        tc["number_of_statements"] / t["elapsed"],
+                        t["rss_self_mb"],
+                        t["rss_tree_mb"],
+                    )
+                )
                 ttl.unlink()
             else:
                 nt.unlink()

@@ -23,9 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -34,12 +34,23 @@ from tests.support.services import PouchDBServer  # noqa: E402
 from votersdaily.store import open_store  # noqa: E402
 from votersdaily.store.views import design_document  # noqa: E402
 
-FULL = ("votersdaily.pipelines.NormaliseDatetimesPipeline", "votersdaily.pipelines.ValidateEventPipeline",
-        "votersdaily.pipelines.EventIdPipeline")
-SPIDERS = {"bench_events": "synthetic rows (near-zero spider cost)",
-           "bench_house_floor": "real house_floor spider on its recordings"}
-NONE, EMB, EMB2, COUCH, COUCH2, NAIVE = ("no pipelines", "full -> embedded", "full -> embedded, re-run",
-                                         "full -> PouchDB", "full -> PouchDB, re-run", "naive PUT -> PouchDB")
+FULL = (
+    "votersdaily.pipelines.NormaliseDatetimesPipeline",
+    "votersdaily.pipelines.ValidateEventPipeline",
+    "votersdaily.pipelines.EventIdPipeline",
+)
+SPIDERS = {
+    "bench_events": "synthetic rows (near-zero spider cost)",
+    "bench_house_floor": "real house_floor spider on its recordings",
+}
+NONE, EMB, EMB2, COUCH, COUCH2, NAIVE = (
+    "no pipelines",
+    "full -> embedded",
+    "full -> embedded, re-run",
+    "full -> PouchDB",
+    "full -> PouchDB, re-run",
+    "naive PUT -> PouchDB",
+)
 #: Documents per _bulk_docs in the ceiling measurement (the pipeline's VOTERSDAILY_BATCH_SIZE).
 BULK = 1000
 
@@ -59,14 +70,37 @@ def fresh_server(workdir: Path) -> Iterator[PouchDBServer]:
         server.stop()
 
 
-def run_mode(name: str, store: str, pipelines: dict, count: int, tmp: Path, spider: str,
-             server: PouchDBServer | None = None) -> dict:
+def run_mode(
+    name: str,
+    store: str,
+    pipelines: dict,
+    count: int,
+    tmp: Path,
+    spider: str,
+    server: PouchDBServer | None = None,
+) -> dict:
     result_file = tmp / ("%s.json" % name)
-    env = dict(os.environ, VOTERSDAILY_STORE=store, BENCH_RESULT=str(result_file),
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    args = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", "count=%d" % count,
-            "-s", "SPIDER_MODULES=benchmarks.bench_spiders", "-s", "ITEM_PIPELINES=" + json.dumps(pipelines),
-            "-s", "LOG_LEVEL=WARNING"]
+    env = dict(
+        os.environ,
+        VOTERSDAILY_STORE=store,
+        BENCH_RESULT=str(result_file),
+        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        spider,
+        "-a",
+        "count=%d" % count,
+        "-s",
+        "SPIDER_MODULES=benchmarks.bench_spiders",
+        "-s",
+        "ITEM_PIPELINES=" + json.dumps(pipelines),
+        "-s",
+        "LOG_LEVEL=WARNING",
+    ]
     server_cpu = cpu_seconds(server.proc.pid) if server else 0.0
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True)
     if proc.returncode != 0 or not result_file.exists():
@@ -120,7 +154,7 @@ def bulk_ceiling(docs: list[dict], workdir: Path) -> tuple[float, float]:
         server_cpu = cpu_seconds(server.proc.pid)
         start = time.perf_counter()
         for i in range(0, len(docs), BULK):
-            store.bulk_docs("vd_events", docs[i:i + BULK])
+            store.bulk_docs("vd_events", docs[i : i + BULK])
         elapsed = time.perf_counter() - start
         return len(docs) / elapsed, cpu_seconds(server.proc.pid) - server_cpu
 
@@ -129,45 +163,78 @@ def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ce
     n = len(rounds)
     items = rounds[0][NONE]["items"]
     print("\n== %s: %d events, %d round%s ==" % (label, items, n, "s" if n > 1 else ""))
-    print("%-26s %9s %17s %8s %9s %11s" % ("mode", "items/s", "(min - max)", "vs none", "vs naive", "server CPU"))
+    print(
+        "%-26s %9s %17s %8s %9s %11s"
+        % ("mode", "items/s", "(min - max)", "vs none", "vs naive", "server CPU")
+    )
     median = lambda values: statistics.median(values)  # noqa: E731
     for mode in rounds[0]:
         rates = [r[mode]["rate"] for r in rounds]
         vs_none = median([r[mode]["rate"] / r[NONE]["rate"] for r in rounds])
         vs_naive = median([r[mode]["rate"] / r[NAIVE]["rate"] for r in rounds])
         cpu = [r[mode]["server_cpu"] for r in rounds if r[mode]["server_cpu"] is not None]
-        print("%-26s %9.0f %8.0f - %6.0f %7.2fx %8.1fx %11s" % (
-            mode, median(rates), min(rates), max(rates), vs_none, vs_naive,
-            "%.1f s" % median(cpu) if cpu else "-"))
+        print(
+            "%-26s %9.0f %8.0f - %6.0f %7.2fx %8.1fx %11s"
+            % (
+                mode,
+                median(rates),
+                min(rates),
+                max(rates),
+                vs_none,
+                vs_naive,
+                "%.1f s" % median(cpu) if cpu else "-",
+            )
+        )
     of_none = [r[COUCH]["rate"] / r[NONE]["rate"] for r in rounds]
     of_naive = [r[COUCH]["rate"] / r[NAIVE]["rate"] for r in rounds]
-    print("full pipeline into PouchDB: %.0f%% of no-pipeline throughput (target >= 50%%; rounds %s), "
-          "%.1fx the naive writer (target >= 10x; rounds %s)"
-          % (100 * median(of_none), ", ".join("%.0f%%" % (100 * x) for x in of_none),
-             median(of_naive), ", ".join("%.1fx" % x for x in of_naive)))
+    print(
+        "full pipeline into PouchDB: %.0f%% of no-pipeline throughput (target >= 50%%; rounds %s), "
+        "%.1fx the naive writer (target >= 10x; rounds %s)"
+        % (
+            100 * median(of_none),
+            ", ".join("%.0f%%" % (100 * x) for x in of_none),
+            median(of_naive),
+            ", ".join("%.1fx" % x for x in of_naive),
+        )
+    )
     per_doc = median([r[COUCH]["server_cpu"] / r[COUCH]["items"] for r in rounds])
     per_put = median([r[NAIVE]["server_cpu"] / r[NAIVE]["items"] for r in rounds])
     busy = median([r[COUCH]["server_cpu"] / r[COUCH]["seconds"] for r in rounds])
-    print("PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs (server CPU s / run s: "
-          "%.0f%%; its JavaScript runs on one thread), and %.2f ms per naive PUT (%.1fx as much)"
-          % (1000 * per_doc, 100 * busy, 1000 * per_put, per_put / per_doc))
+    print(
+        "PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs (server CPU s / run s: "
+        "%.0f%%; its JavaScript runs on one thread), and %.2f ms per naive PUT (%.1fx as much)"
+        % (1000 * per_doc, 100 * busy, 1000 * per_put, per_put / per_doc)
+    )
     rate, cpu = median([c[0] for c in ceilings]), median([c[1] for c in ceilings])
-    print("PouchDB Server alone takes these documents, pre-built, %d per _bulk_docs into a database with the "
-          "views' design document, at %.0f docs/s (server CPU %.1f s): the full pipeline reaches %.0f%% of that, "
-          "the no-pipeline spider runs at %.1fx it"
-          % (BULK, rate, cpu, 100 * median([r[COUCH]["rate"] for r in rounds]) / rate,
-             median([r[NONE]["rate"] for r in rounds]) / rate))
-    first = median([r[COUCH]["items"] / (r[COUCH]["seconds"] + c) for r, c in zip(rounds, catch_ups)])
-    print("deferred: PouchDB indexes a view when it is queried; by_parser_unique_key (read by the reschedule check "
-          "and the iCal export) catches up on a run's documents at the next such query: %.1f s; the first run with "
-          "it: %.0f items/s" % (median(catch_ups), first))
+    print(
+        "PouchDB Server alone takes these documents, pre-built, %d per _bulk_docs into a database with the "
+        "views' design document, at %.0f docs/s (server CPU %.1f s): the full pipeline reaches %.0f%% of that, "
+        "the no-pipeline spider runs at %.1fx it"
+        % (
+            BULK,
+            rate,
+            cpu,
+            100 * median([r[COUCH]["rate"] for r in rounds]) / rate,
+            median([r[NONE]["rate"] for r in rounds]) / rate,
+        )
+    )
+    first = median(
+        [r[COUCH]["items"] / (r[COUCH]["seconds"] + c) for r, c in zip(rounds, catch_ups, strict=True)]
+    )
+    print(
+        "deferred: PouchDB indexes a view when it is queried; by_parser_unique_key (read by the reschedule check "
+        "and the iCal export) catches up on a run's documents at the next such query: %.1f s; the first run with "
+        "it: %.0f items/s" % (median(catch_ups), first)
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--spiders", default=",".join(SPIDERS), help="comma-separated, of: %s" % ", ".join(SPIDERS))
+    parser.add_argument(
+        "--spiders", default=",".join(SPIDERS), help="comma-separated, of: %s" % ", ".join(SPIDERS)
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)

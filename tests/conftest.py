@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.services import REPO, LocalSite, PouchDBServer, run_cli
-from votersdaily.recordings import HERE as RECORDINGS, shared_dir
+from votersdaily.recordings import HERE as RECORDINGS
+from votersdaily.recordings import shared_dir
 
 SHARED = shared_dir()
 

@@ -12,8 +12,13 @@ from votersdaily.spiders.house_floor import HouseFloorSpider
 
 class RepeatedHouseFloorSpider(HouseFloorSpider):
     name = "repeated_house_floor"
-    custom_settings = {**HouseFloorSpider.custom_settings, "HTTPCACHE_ENABLED": False, "DOWNLOAD_DELAY": 0,
-                       "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS_PER_DOMAIN": 8}
+    custom_settings = {
+        **HouseFloorSpider.custom_settings,
+        "HTTPCACHE_ENABLED": False,
+        "DOWNLOAD_DELAY": 0,
+        "AUTOTHROTTLE_ENABLED": False,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    }
 
     #: floor_actions in the two recordings together (7 + 41)
     EVENTS_PER_ROUND = 48
@@ -40,4 +45,8 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
     def closed(self, reason):
         if self.report:
             with open(self.report, "w") as fh:
-                json.dump({"peak_parked": self.peak_parked, "stats": self.crawler.stats.get_stats()}, fh, default=str)
+                json.dump(
+                    {"peak_parked": self.peak_parked, "stats": self.crawler.stats.get_stats()},
+                    fh,
+                    default=str,
+                )

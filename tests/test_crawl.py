@@ -27,9 +27,18 @@ def events(store):
     return {d["_id"]: d for d in store.iter_docs("vd_events")} if "vd_events" in store.list_dbs() else {}
 
 
-TEN_SPIDERS = {"house_votes", "senate_votes", "house_committee_meetings", "senate_committee_hearings", "house_floor",
-               "house_floor_schedule", "senate_floor_schedule", "federal_register", "supreme_court_orders",
-               "white_house"}
+TEN_SPIDERS = {
+    "house_votes",
+    "senate_votes",
+    "house_committee_meetings",
+    "senate_committee_hearings",
+    "house_floor",
+    "house_floor_schedule",
+    "senate_floor_schedule",
+    "federal_register",
+    "supreme_court_orders",
+    "white_house",
+}
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
 T2 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}
 
@@ -41,7 +50,14 @@ def ok(proc):
 
 def test_same_crawl_twice_inserts_nothing_the_second_time(crawl, store_uri, frozen_now):
     ok(crawl("house_votes", [ROLL314, ROLL037], store_uri))
-    ok(crawl("house_votes", [ROLL314, ROLL037], store_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T09:00:00Z"}))
+    ok(
+        crawl(
+            "house_votes",
+            [ROLL314, ROLL037],
+            store_uri,
+            env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T09:00:00Z"},
+        )
+    )
     store = open_store(store_uri)
     docs = events(store)
     assert set(docs) == {ID314, ID037}
@@ -66,15 +82,20 @@ def test_stored_event_document(crawl, sqlite_uri, frozen_now):
     assert doc["source_timezone"] == "America/New_York" and doc["parser_name"] == "house_votes"
     assert doc["end_datetime"] is None and doc["unique_key"] == "119-2-314"
     assert doc["vote_totals"] == {"yea": 401, "nay": 14, "present": 0, "not_voting": 18}
-    assert doc["source_text"].startswith("<rollcall-vote>") and doc["source_text"].endswith("</rollcall-vote>")
+    assert doc["source_text"].startswith("<rollcall-vote>") and doc["source_text"].endswith(
+        "</rollcall-vote>"
+    )
     assert doc["replayed_from"] == ROLL314.resolve().as_uri()
 
 
 def test_changed_event_gets_a_new_revision(crawl, tmp_path, sqlite_uri):
     changed = tmp_path / "roll314.xml"
     ok(crawl("house_votes", [ROLL314], sqlite_uri, env=T1))
-    changed.write_bytes(ROLL314.read_bytes().replace(b"<vote-result>Passed</vote-result>",
-                                                     b"<vote-result>Failed</vote-result>"))
+    changed.write_bytes(
+        ROLL314.read_bytes().replace(
+            b"<vote-result>Passed</vote-result>", b"<vote-result>Failed</vote-result>"
+        )
+    )
     ok(crawl("house_votes", [changed], sqlite_uri, env=T2))
     store = open_store(sqlite_uri)
     doc = events(store)[ID314]
@@ -106,9 +127,24 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
 
     def run(name, *extra):
         report, uri = tmp_path / ("%s.json" % name), "sqlite:///%s" % (tmp_path / ("%s.db" % name))
-        ok(crawl("repeated_house_floor", None, uri, "-a", "count=9600", "-a", "report=%s" % report,
-                 "-s", "SPIDER_MODULES=tests.repeating_spiders", "-s", "VOTERSDAILY_BATCH_SIZE=50",
-                 "-s", "VOTERSDAILY_MAX_PENDING_BATCHES=1", *extra))
+        ok(
+            crawl(
+                "repeated_house_floor",
+                None,
+                uri,
+                "-a",
+                "count=9600",
+                "-a",
+                "report=%s" % report,
+                "-s",
+                "SPIDER_MODULES=tests.repeating_spiders",
+                "-s",
+                "VOTERSDAILY_BATCH_SIZE=50",
+                "-s",
+                "VOTERSDAILY_MAX_PENDING_BATCHES=1",
+                *extra,
+            )
+        )
         result = json.loads(report.read_text())
         stats = result["stats"]
         assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 9600
@@ -134,12 +170,19 @@ def test_error_body_served_with_200_is_a_logged_failure(crawl, store_uri):
     assert [r.id for r in store.query("vd_log", "errors")] == [log["_id"]]
 
 
-@pytest.mark.parametrize("name, corrupt, exception", [
-    ("truncated", lambda b: b[: len(b) // 2], "MalformedDocument"),
-    ("wrong_root", lambda b: b.replace(b"rollcall-vote>", b"vote-summary>"), "UnexpectedDocument"),
-    ("non_utf8", lambda b: b.replace("Barragán".encode(), "Barrag\xe1n".encode("latin-1")), "MalformedDocument"),
-    ("empty", lambda b: b"", "MalformedDocument"),
-])
+@pytest.mark.parametrize(
+    "name, corrupt, exception",
+    [
+        ("truncated", lambda b: b[: len(b) // 2], "MalformedDocument"),
+        ("wrong_root", lambda b: b.replace(b"rollcall-vote>", b"vote-summary>"), "UnexpectedDocument"),
+        (
+            "non_utf8",
+            lambda b: b.replace("Barragán".encode(), "Barrag\xe1n".encode("latin-1")),
+            "MalformedDocument",
+        ),
+        ("empty", lambda b: b"", "MalformedDocument"),
+    ],
+)
 def test_bad_documents_are_logged_and_touch_nothing(crawl, tmp_path, sqlite_uri, name, corrupt, exception):
     ok(crawl("house_votes", [ROLL037], sqlite_uri, env=T1))
     store = open_store(sqlite_uri)
@@ -154,12 +197,17 @@ def test_bad_documents_are_logged_and_touch_nothing(crawl, tmp_path, sqlite_uri,
     assert log["insert_count"] == 0 and log["traceback"]
 
 
-@pytest.mark.parametrize("spider, reason", [
-    ("invalid_branch_votes", "branch"),
-    ("missing_title_votes", "missing:title"),
-])
+@pytest.mark.parametrize(
+    "spider, reason",
+    [
+        ("invalid_branch_votes", "branch"),
+        ("missing_title_votes", "missing:title"),
+    ],
+)
 def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider, reason):
-    proc = ok(crawl(spider, [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders"))
+    proc = ok(
+        crawl(spider, [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders")
+    )
     assert "invalid event (%s)" % reason in proc.stderr
     store = open_store(sqlite_uri)
     assert events(store) == {}
@@ -168,7 +216,15 @@ def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider,
 
 
 def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri):
-    ok(crawl("partly_broken_votes", [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders"))
+    ok(
+        crawl(
+            "partly_broken_votes",
+            [ROLL314, ROLL037],
+            sqlite_uri,
+            "-s",
+            "SPIDER_MODULES=tests.misconfigured_spiders",
+        )
+    )
     store = open_store(sqlite_uri)
     assert [d["unique_key"] for d in events(store).values()] == ["119-2-314"]
     (log,) = logs(store, "partly_broken_votes")
@@ -195,8 +251,9 @@ def test_unreachable_source_is_a_logged_failure(crawl, sqlite_uri):
 
 
 def test_http_error_status_is_a_logged_failure(crawl, site, sqlite_uri):
-    url = site.route("/evs/2026/roll999.xml", "<html><body>Not Found</body></html>", status=404,
-                     content_type="text/html")
+    url = site.route(
+        "/evs/2026/roll999.xml", "<html><body>Not Found</body></html>", status=404, content_type="text/html"
+    )
     ok(crawl("house_votes", [url], sqlite_uri))
     (log,) = logs(open_store(sqlite_uri))
     assert log["result"] == "HttpError" and "404" in log["error_message"]
@@ -217,9 +274,18 @@ def test_robots_txt_and_user_agent(crawl, site, sqlite_uri):
 def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     first = cli("crawl", "--all", "--offline", store_uri=store_uri)
     assert first.returncode == 0, first.stderr[-3000:]
-    header, rule, *rows = first.stdout.strip().splitlines()
-    assert header.split() == ["spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped",
-                              "items", "seconds"]
+    header, _rule, *rows = first.stdout.strip().splitlines()
+    assert header.split() == [
+        "spider",
+        "result",
+        "inserted",
+        "updated",
+        "unchanged",
+        "duplicate",
+        "dropped",
+        "items",
+        "seconds",
+    ]
     table = {line.split()[0]: line.split() for line in rows}
     assert set(table) >= TEN_SPIDERS
     assert all(table[name][1] == "success" for name in TEN_SPIDERS), first.stdout
@@ -241,9 +307,10 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
 
 
 def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
-    from votersdaily.spiders.base import EventSpider
-    from votersdaily.cli.crawl import event_spiders
     from scrapy.utils.project import get_project_settings
+
+    from votersdaily.cli.crawl import event_spiders
+    from votersdaily.spiders.base import EventSpider
 
     frequencies = {name: cls.frequency_hours for name, cls in event_spiders(get_project_settings()).items()}
     assert all(isinstance(f, (int, float)) and f > 0 for f in frequencies.values())
@@ -255,17 +322,25 @@ def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
         return {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines()[2:]}
 
     at = lambda t: {"VOTERSDAILY_FROZEN_NOW": t}  # noqa: E731
-    first = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:00:00Z")))
+    first = table(
+        cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:00:00Z"))
+    )
     assert first == {"house_votes": "success", "house_floor_schedule": "success"}
-    soon = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:30:00Z")))
+    soon = table(
+        cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T18:30:00Z"))
+    )
     assert soon == {"house_votes": "not", "house_floor_schedule": "not"}  # "not due"
-    later = table(cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T19:00:00Z")))
+    later = table(
+        cli("crawl", "--offline", "--due", *names, store_uri=sqlite_uri, env=at("2026-10-02T19:00:00Z"))
+    )
     assert later == {"house_votes": "success", "house_floor_schedule": "not"}
     assert frequencies["house_votes"] == 1.0 and frequencies["house_floor_schedule"] == 6.0
 
 
 def test_crawl_takes_settings(cli, sqlite_uri):
-    proc = cli("crawl", "--offline", "house_votes", "-s", "VOTERSDAILY_LOG_INLINE_LIMIT=1000", store_uri=sqlite_uri)
+    proc = cli(
+        "crawl", "--offline", "house_votes", "-s", "VOTERSDAILY_LOG_INLINE_LIMIT=1000", store_uri=sqlite_uri
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (log,) = logs(open_store(sqlite_uri))
     assert log["source_text_truncated"] is True

@@ -1,6 +1,6 @@
 """Datetime normalisation to ISO 8601 UTC, DST edges of America/New_York included."""
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -9,22 +9,28 @@ from votersdaily.datetimes import localize, normalise
 NY = "America/New_York"
 
 
-@pytest.mark.parametrize("value, expected", [
-    # Eastern daylight time (UTC-4) and standard time (UTC-5).
-    (datetime(2026, 9, 16, 19, 5), "2026-09-16T23:05:00Z"),
-    (datetime(2026, 1, 26, 17, 23), "2026-01-26T22:23:00Z"),
-    # Last minute before spring-forward (EST) and first minute after (EDT).
-    (datetime(2026, 3, 8, 1, 59), "2026-03-08T06:59:00Z"),
-    (datetime(2026, 3, 8, 3, 0), "2026-03-08T07:00:00Z"),
-    # Text in the source's own format, no offset.
-    ("16-Sep-2026 19:05", "2026-09-16T23:05:00Z"),
-    ("November 17, 2004,  05:48 PM", "2004-11-17T22:48:00Z"),
-    # Offsets given by the source are honoured, whatever the source zone.
-    ("Wed, 22 Jul 2026 14:37:21 GMT", "2026-07-22T14:37:21Z"),
-    ("Tue, 29 Sep 2026 21:23:48 +0000", "2026-09-29T21:23:48Z"),
-    ("2026-10-05T16:00:00-04:00", "2026-10-05T20:00:00Z"),
-    (datetime(2026, 10, 5, 16, 0, 59, 999999, tzinfo=timezone(timedelta(hours=-4))), "2026-10-05T20:00:59Z"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        # Eastern daylight time (UTC-4) and standard time (UTC-5).
+        (datetime(2026, 9, 16, 19, 5), "2026-09-16T23:05:00Z"),
+        (datetime(2026, 1, 26, 17, 23), "2026-01-26T22:23:00Z"),
+        # Last minute before spring-forward (EST) and first minute after (EDT).
+        (datetime(2026, 3, 8, 1, 59), "2026-03-08T06:59:00Z"),
+        (datetime(2026, 3, 8, 3, 0), "2026-03-08T07:00:00Z"),
+        # Text in the source's own format, no offset.
+        ("16-Sep-2026 19:05", "2026-09-16T23:05:00Z"),
+        ("November 17, 2004,  05:48 PM", "2004-11-17T22:48:00Z"),
+        # Offsets given by the source are honoured, whatever the source zone.
+        ("Wed, 22 Jul 2026 14:37:21 GMT", "2026-07-22T14:37:21Z"),
+        ("Tue, 29 Sep 2026 21:23:48 +0000", "2026-09-29T21:23:48Z"),
+        ("2026-10-05T16:00:00-04:00", "2026-10-05T20:00:00Z"),
+        (
+            datetime(2026, 10, 5, 16, 0, 59, 999999, tzinfo=timezone(timedelta(hours=-4))),
+            "2026-10-05T20:00:59Z",
+        ),
+    ],
+)
 def test_converts_to_utc(value, expected):
     result = normalise(value, NY)
     assert result.iso == expected
@@ -88,7 +94,7 @@ def test_to_utc_agrees_with_pytz_at_every_half_hour_of_a_year(zone):
     notes = set()
     while wall.year == 2026:
         expected, note = reference(wall)
-        assert datetimes.to_utc(wall, zone) == (expected.astimezone(timezone.utc), note), wall
+        assert datetimes.to_utc(wall, zone) == (expected.astimezone(UTC), note), wall
         aware, aware_note = localize(wall, zone)
         assert (aware, aware.utcoffset(), aware_note) == (expected, expected.utcoffset(), note), wall
         notes.add(note)

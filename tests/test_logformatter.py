@@ -2,8 +2,8 @@
 
 import logging
 
-from scrapy.http import Response
 from scrapy.exceptions import DropItem
+from scrapy.http import Response
 from scrapy.spiders import Spider
 from scrapy.utils.test import get_crawler
 
@@ -15,5 +15,7 @@ def test_scraped_record_only_at_debug():
     spider = get_crawler(Spider)._create_spider("s")
     assert LogFormatter(logging.DEBUG).scraped({"a": 1}, response, spider)["level"] == logging.DEBUG
     assert LogFormatter(logging.INFO).scraped({"a": 1}, response, spider) is None
-    dropped = LogFormatter(logging.WARNING).dropped({"a": 1}, DropItem("invalid event (branch)"), response, spider)
+    dropped = LogFormatter(logging.WARNING).dropped(
+        {"a": 1}, DropItem("invalid event (branch)"), response, spider
+    )
     assert "invalid event (branch)" in dropped["msg"] % dropped["args"]

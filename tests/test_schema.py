@@ -40,9 +40,24 @@ def test_valid_event_passes():
     validate_event(valid(source_url="file:///recordings/roll314.xml"))
 
 
-@pytest.mark.parametrize("key", ["datetime", "title", "description", "end_datetime", "branch", "entity",
-                                 "source_url", "source_text", "access_datetime", "parser_name",
-                                 "parser_version", "event_url", "source_timezone"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "datetime",
+        "title",
+        "description",
+        "end_datetime",
+        "branch",
+        "entity",
+        "source_url",
+        "source_text",
+        "access_datetime",
+        "parser_name",
+        "parser_version",
+        "event_url",
+        "source_timezone",
+    ],
+)
 def test_every_required_key_must_be_present(key):
     assert code_of(valid(**{key: ...})) == "missing:%s" % key
 
@@ -68,8 +83,16 @@ def test_standard_branch_and_entity_names():
     assert code_of(valid(entity="House")) == "entity"
 
 
-@pytest.mark.parametrize("value", ["2026-09-16 23:05:00", "2026-09-16T23:05:00+00:00", "2026-09-16T23:05Z",
-                                   "2026-09-16", "2026-13-16T23:05:00Z"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-09-16 23:05:00",
+        "2026-09-16T23:05:00+00:00",
+        "2026-09-16T23:05Z",
+        "2026-09-16",
+        "2026-13-16T23:05:00Z",
+    ],
+)
 def test_datetime_format(value):
     assert code_of(valid(datetime=value)) == "datetime:datetime"
 
@@ -99,19 +122,25 @@ def circular():
     return loop
 
 
-@pytest.mark.parametrize("extra", [
-    [{"url": "https://example.org/", "when": datetime.date(2026, 9, 16)}],
-    {"roll": [1, float("nan")]},
-    {"votes": [{"roll": 1}], "when": {"day": {"at": datetime.time(12, 5)}}},
-    circular(),
-    [b"bytes"],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [{"url": "https://example.org/", "when": datetime.date(2026, 9, 16)}],
+        {"roll": [1, float("nan")]},
+        {"votes": [{"roll": 1}], "when": {"day": {"at": datetime.time(12, 5)}}},
+        circular(),
+        [b"bytes"],
+    ],
+)
 def test_nested_values_must_be_json_too(extra):
     assert code_of(valid(bills=extra)) == "not_json"
 
 
 def test_nested_values_count_towards_the_size_limit():
-    assert code_of(valid(bills=[{"text": "x" * (4 * 1024 * 1024)}, {"text": "y" * (4 * 1024 * 1024)}])) == "too_large"
+    assert (
+        code_of(valid(bills=[{"text": "x" * (4 * 1024 * 1024)}, {"text": "y" * (4 * 1024 * 1024)}]))
+        == "too_large"
+    )
     validate_event(valid(bills=[{"text": "x" * (3 * 1024 * 1024)}, {"votes": [[1, 2.5, True, None]] * 1000}]))
 
 
@@ -124,7 +153,7 @@ def test_the_size_bound_is_never_below_the_json_size():
     from votersdaily.schema import _json_size_bound
 
     rng = random.Random(7)
-    alphabet = ["a", "\"", "\\", "\n", "\x00", "\x1f", "é", "\u2028", "😀", "\ud800"]
+    alphabet = ["a", '"', "\\", "\n", "\x00", "\x1f", "é", "\u2028", "😀", "\ud800"]
 
     def value(depth):
         kind = rng.randrange(8 if depth < 5 else 6)
@@ -152,6 +181,11 @@ def test_the_size_bound_is_never_below_the_json_size():
 
 
 def test_ids():
-    assert event_id("2026-09-16T23:05:00Z", "house_votes", "119-2-314") == "2026-09-16T23:05:00Z-house_votes-119-2-314"
+    assert (
+        event_id("2026-09-16T23:05:00Z", "house_votes", "119-2-314")
+        == "2026-09-16T23:05:00Z-house_votes-119-2-314"
+    )
     assert event_id("2026-09-16T23:05:00Z", "p", " H.R.  21 \n") == "2026-09-16T23:05:00Z-p-H.R. 21"
-    assert log_id("2026-10-02T18:00:00Z", "house_votes", "success") == "2026-10-02T18:00:00Z-house_votes-success"
+    assert (
+        log_id("2026-10-02T18:00:00Z", "house_votes", "success") == "2026-10-02T18:00:00Z-house_votes-success"
+    )

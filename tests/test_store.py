@@ -91,19 +91,27 @@ def test_views_range_and_prefix_queries(db):
     rows = db.query(DB, "by_branch_datetime", startkey=["Judicial"], endkey=["Judicial", {}])
     assert [(r.key[1], r.id) for r in rows] == expected
     assert all(r.doc["branch"] == "Judicial" for r in rows)
-    desc = db.query(DB, "by_branch_datetime", startkey=["Judicial", {}], endkey=["Judicial"], descending=True, limit=3)
+    desc = db.query(
+        DB, "by_branch_datetime", startkey=["Judicial", {}], endkey=["Judicial"], descending=True, limit=3
+    )
     assert [(r.key[1], r.id) for r in desc] == expected[::-1][:3]
     one = db.query(DB, "by_parser_unique_key", key=["test_parser", "7"])
     assert [r.id for r in one] == [event(7)["_id"]]
-    many = db.query(DB, "by_parser_unique_key", keys=[["test_parser", "7"], ["test_parser", "8"], ["nope", "1"]])
+    many = db.query(
+        DB, "by_parser_unique_key", keys=[["test_parser", "7"], ["test_parser", "8"], ["nope", "1"]]
+    )
     assert [r.id for r in many] == [event(7)["_id"], event(8)["_id"]]
 
 
 def test_views_follow_updates(db):
     upsert(db, DB, [event(1)])
     upsert(db, DB, [event(1, branch="Judicial", entity="Supreme Court")])
-    assert [r.id for r in db.query(DB, "by_branch_datetime", startkey=["Executive"], endkey=["Executive", {}])] == []
-    assert [r.id for r in db.query(DB, "by_branch_datetime", startkey=["Judicial"], endkey=["Judicial", {}])] == [event(1)["_id"]]
+    assert [
+        r.id for r in db.query(DB, "by_branch_datetime", startkey=["Executive"], endkey=["Executive", {}])
+    ] == []
+    assert [
+        r.id for r in db.query(DB, "by_branch_datetime", startkey=["Judicial"], endkey=["Judicial", {}])
+    ] == [event(1)["_id"]]
 
 
 def test_log_views(store):
@@ -117,13 +125,20 @@ def test_log_views(store):
     upsert(store, "vd_log", docs)
     assert [r.id for r in store.query("vd_log", "errors")] == ["b"]
     assert [r.id for r in store.query("vd_log", "by_access_datetime", descending=True)] == ["c", "b", "a"]
-    assert [r.id for r in store.query("vd_log", "by_parser", startkey=["p1"], endkey=["p1", {}])] == ["a", "b"]
+    assert [r.id for r in store.query("vd_log", "by_parser", startkey=["p1"], endkey=["p1", {}])] == [
+        "a",
+        "b",
+    ]
 
 
 def test_attachment_roundtrip_and_kept_on_update(db):
     big = ("x" * 1000 + "\n") * 2000
-    doc = event(1, _attachments={"source_text": {
-        "content_type": "text/plain", "data": base64.b64encode(big.encode()).decode()}})
+    doc = event(
+        1,
+        _attachments={
+            "source_text": {"content_type": "text/plain", "data": base64.b64encode(big.encode()).decode()}
+        },
+    )
     upsert(db, DB, [doc])
     assert db.get_attachment(DB, doc["_id"], "source_text") == big.encode()
     stored = db.get(DB, doc["_id"])
@@ -161,8 +176,12 @@ def test_credentials_are_masked():
 
 
 def _moved(i: int, day: int, **extra) -> dict:
-    return event(i, _id="2026-09-%02dT12:00:00Z-test_parser-%d" % (day, i), datetime="2026-09-%02dT12:00:00Z" % day,
-                 **extra)
+    return event(
+        i,
+        _id="2026-09-%02dT12:00:00Z-test_parser-%d" % (day, i),
+        datetime="2026-09-%02dT12:00:00Z" % day,
+        **extra,
+    )
 
 
 def _write(db, tracker, docs, *, prepare=True):

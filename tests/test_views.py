@@ -10,15 +10,38 @@ import pytest
 from votersdaily.store.views import VIEWS, design_document, view_key
 
 SAMPLES = [
-    {"_id": "a", "datetime": "2026-09-16T23:05:00Z", "branch": "Legislative", "entity": "Senate",
-     "parser_name": "senate_votes", "unique_key": "119-1-659", "committee_code": "SSAF"},
-    {"_id": "b", "datetime": "2026-09-16T23:05:00Z", "branch": "Executive", "entity": "White House",
-     "parser_name": "white_house", "unique_key": "51617"},
+    {
+        "_id": "a",
+        "datetime": "2026-09-16T23:05:00Z",
+        "branch": "Legislative",
+        "entity": "Senate",
+        "parser_name": "senate_votes",
+        "unique_key": "119-1-659",
+        "committee_code": "SSAF",
+    },
+    {
+        "_id": "b",
+        "datetime": "2026-09-16T23:05:00Z",
+        "branch": "Executive",
+        "entity": "White House",
+        "parser_name": "white_house",
+        "unique_key": "51617",
+    },
     {"_id": "c", "title": "no datetime", "parser_name": "x", "unique_key": "1"},
     {"_id": "d", "datetime": None, "branch": "Judicial"},
     {"_id": "e", "datetime": "2026-01-01T00:00:00Z", "unique_key": 7, "parser_name": "p"},
-    {"_id": "l1", "parser_name": "house_votes", "access_datetime": "2026-10-02T18:00:00Z", "result": "success"},
-    {"_id": "l2", "parser_name": "house_votes", "access_datetime": "2026-10-02T19:00:00Z", "result": "ErrorPage"},
+    {
+        "_id": "l1",
+        "parser_name": "house_votes",
+        "access_datetime": "2026-10-02T18:00:00Z",
+        "result": "success",
+    },
+    {
+        "_id": "l2",
+        "parser_name": "house_votes",
+        "access_datetime": "2026-10-02T19:00:00Z",
+        "result": "ErrorPage",
+    },
     {"_id": "l3", "access_datetime": "2026-10-02T20:00:00Z"},
 ]
 
@@ -46,10 +69,17 @@ def test_js_map_functions_match_the_specs(db):
     if node is None:
         pytest.skip("node is not installed (scripts/setup.sh installs what CI needs)")
     design = design_document(db)
-    assert design is not None and set(design["views"]) == set(VIEWS[db]), "couchdb_views/%s and VIEWS disagree" % db
+    assert design is not None and set(design["views"]) == set(VIEWS[db]), (
+        "couchdb_views/%s and VIEWS disagree" % db
+    )
     maps = {name: view["map"] for name, view in design["views"].items()}
-    answer = subprocess.run([node, "-e", RUNNER], input=json.dumps({"maps": maps, "docs": SAMPLES}),
-                            capture_output=True, text=True, check=True)
+    answer = subprocess.run(
+        [node, "-e", RUNNER],
+        input=json.dumps({"maps": maps, "docs": SAMPLES}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     emitted = json.loads(answer.stdout)
     for name, spec in VIEWS[db].items():
         expected = [[] if view_key(spec, doc) is None else [view_key(spec, doc)] for doc in SAMPLES]

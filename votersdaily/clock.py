@@ -7,7 +7,7 @@ process and in any crawl subprocess that inherits the environment.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 FROZEN_NOW_ENV = "VOTERSDAILY_FROZEN_NOW"
 
@@ -18,16 +18,16 @@ def now_utc() -> datetime:
     if frozen:
         value = datetime.fromisoformat(frozen.replace("Z", "+00:00"))
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc).replace(microsecond=0)
-    return datetime.now(timezone.utc).replace(microsecond=0)
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def iso_utc(value: datetime) -> str:
     """``2009-08-19T13:43:21Z`` for an aware datetime (the storage format of every datetime)."""
     if value.tzinfo is None:
         raise ValueError("iso_utc needs an aware datetime, got naive %r" % (value,))
-    v = value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+    v = value if value.tzinfo is UTC else value.astimezone(UTC)
     return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (v.year, v.month, v.day, v.hour, v.minute, v.second)
 
 

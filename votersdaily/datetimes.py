@@ -8,16 +8,15 @@ fall-back hour) are resolved by a stated rule and reported, never silently guess
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from datetime import date, datetime, time, timedelta, timezone
-from typing import Union
+from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 
 import pytz
 from dateutil import parser as dateutil_parser
 
 from .clock import iso_utc
 
-Temporal = Union[datetime, date, str]
+Temporal = datetime | date | str
 
 #: Two sentinels with different hours: a text whose parsed hour follows the default had no time part.
 _DEFAULT_A = datetime(2000, 1, 1, 0, 0, 0)
@@ -33,7 +32,7 @@ class Normalised:
     dst_note: str | None = None
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_zone(name: str) -> pytz.BaseTzInfo:
     try:
         return pytz.timezone(name)
@@ -67,22 +66,24 @@ def to_utc(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
     offset, note = cached
     if offset is None:
         aware, note = _localize_exact(naive, zone_name)
-        return aware.astimezone(timezone.utc), note
-    return (naive - offset).replace(tzinfo=timezone.utc), note
+        return aware.astimezone(UTC), note
+    return (naive - offset).replace(tzinfo=UTC), note
 
 
 def _localize_hour(hour: datetime, zone_name: str) -> tuple[timedelta | None, str | None]:
     start, note = _localize_exact(hour, zone_name)
     end, end_note = _localize_exact(hour + timedelta(minutes=59, seconds=59), zone_name)
     offset = start.utcoffset()
-    if note != end_note or _wall_offset(end, hour + timedelta(minutes=59, seconds=59)) != _wall_offset(start, hour):
+    if note != end_note or _wall_offset(end, hour + timedelta(minutes=59, seconds=59)) != _wall_offset(
+        start, hour
+    ):
         return None, None  # a transition inside this hour: never cached, always exact
     return _wall_offset(start, hour), note if offset is not None else None
 
 
 def _wall_offset(aware: datetime, wall: datetime) -> timedelta:
     """wall - UTC instant: what to subtract from the wall time to get UTC (for gap hours too)."""
-    return wall - aware.astimezone(timezone.utc).replace(tzinfo=None)
+    return wall - aware.astimezone(UTC).replace(tzinfo=None)
 
 
 def _localize_exact(naive: datetime, zone_name: str) -> tuple[datetime, str | None]:
@@ -125,6 +126,6 @@ def normalise(value: Temporal, zone_name: str) -> Normalised:
         return Normalised(iso_utc(value.replace(microsecond=0)))
     if isinstance(value, date):
         # Date-only: midnight UTC of the *local* date (the contract), flagged all-day.
-        midnight = datetime.combine(value, time(0, 0), tzinfo=timezone.utc)
+        midnight = datetime.combine(value, time(0, 0), tzinfo=UTC)
         return Normalised(iso_utc(midnight), all_day=True)
     raise TypeError("cannot normalise %s %r to a datetime" % (type(value).__name__, value))

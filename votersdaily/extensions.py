@@ -84,7 +84,9 @@ class RunLog:
             )
         else:
             self.source_text = None
-            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode("latin-1")
+            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(
+                "latin-1"
+            )
 
     def _record(self, failure, where: str, url: str | None = None) -> None:
         message = failure.getErrorMessage()
@@ -92,14 +94,18 @@ class RunLog:
         if response is not None and getattr(response, "status", None):
             # HttpError says only "Ignoring non-200 response": name the status and the URL.
             message = "HTTP %d from %s (%s)" % (response.status, response.url, message)
-        self.failures.append({
-            "exception": failure.type.__name__,
-            "message": message,
-            "http_status": getattr(response, "status", None),
-            "where": where,
-            "url": url,
-            "traceback": "".join(tb.format_exception(failure.type, failure.value, failure.getTracebackObject())),
-        })
+        self.failures.append(
+            {
+                "exception": failure.type.__name__,
+                "message": message,
+                "http_status": getattr(response, "status", None),
+                "where": where,
+                "url": url,
+                "traceback": "".join(
+                    tb.format_exception(failure.type, failure.value, failure.getTracebackObject())
+                ),
+            }
+        )
 
     def spider_error(self, failure, response, spider):
         self._record(failure, "spider", getattr(response, "url", None))
@@ -111,7 +117,9 @@ class RunLog:
         self._record(failure, "download", url)
 
     def input_rejected(self, failure, url, spider):
-        self.rejected.append({"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url})
+        self.rejected.append(
+            {"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url}
+        )
 
     # -- the log document ------------------------------------------------------------------------
 
@@ -124,11 +132,20 @@ class RunLog:
             doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
             spool = Spool.from_settings(self.crawler.settings)
             spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
-            logger.error("store %s unavailable (%s): run log of %s spooled to %s",
-                         store_for(self.crawler).display_uri, exc, spider.name, spool.directory)
+            logger.error(
+                "store %s unavailable (%s): run log of %s spooled to %s",
+                store_for(self.crawler).display_uri,
+                exc,
+                spider.name,
+                spool.directory,
+            )
         except Exception as exc:  # the run must end even when its log cannot be written
-            logger.error("could not write the run log of %s to %s: %s",
-                         spider.name, store_for(self.crawler).display_uri, exc)
+            logger.error(
+                "could not write the run log of %s to %s: %s",
+                spider.name,
+                store_for(self.crawler).display_uri,
+                exc,
+            )
 
     def build(self, spider, reason: str) -> dict:
         stats = self.crawler.stats
@@ -141,12 +158,17 @@ class RunLog:
         outage = {w.db: vars(w.outage) for w in writers_of(self.crawler) if w.outage}
         for writer in writers_of(self.crawler):
             for exc in writer.errors:
-                self.failures.append({
-                    "exception": type(exc).__name__, "message": str(exc), "where": "store", "url": None,
-                    "traceback": "".join(tb.format_exception(type(exc), exc, exc.__traceback__)),
-                })
+                self.failures.append(
+                    {
+                        "exception": type(exc).__name__,
+                        "message": str(exc),
+                        "where": "store",
+                        "url": None,
+                        "traceback": "".join(tb.format_exception(type(exc), exc, exc.__traceback__)),
+                    }
+                )
         dropped = {
-            name[len("events/dropped/"):]: value
+            name[len("events/dropped/") :]: value
             for name, value in (stats.get_stats() or {}).items()
             if name.startswith("events/dropped/")
         }
@@ -193,8 +215,12 @@ class RunLog:
             doc["error_count"] = len(self.failures)
         self._attach_source(doc)
         for key in ("result", "insert_count", "updated_count", "unchanged_count", "parser_runtime"):
-            name = {"insert_count": "inserted", "updated_count": "updated", "unchanged_count": "unchanged",
-                    "parser_runtime": "runtime"}.get(key, key)
+            name = {
+                "insert_count": "inserted",
+                "updated_count": "updated",
+                "unchanged_count": "unchanged",
+                "parser_runtime": "runtime",
+            }.get(key, key)
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
 
@@ -224,7 +250,9 @@ class RunLog:
         if spool.pending_files(schema.LOG_DB):
             # Run logs an earlier run spooled while the store was down: the store is back.
             report = spool.deliver(store, schema.LOG_DB)
-            logger.warning("delivered %d run logs spooled by an earlier run to %s", report.documents, schema.LOG_DB)
+            logger.warning(
+                "delivered %d run logs spooled by an earlier run to %s", report.documents, schema.LOG_DB
+            )
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)
@@ -235,7 +263,11 @@ class RunLog:
             raise RuntimeError("run log write refused: %s" % (answer,))
         logger.info(
             "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d",
-            doc["_id"], doc["result"], doc["insert_count"], doc["updated_count"],
-            doc["unchanged_count"], doc["dropped_count"],
+            doc["_id"],
+            doc["result"],
+            doc["insert_count"],
+            doc["updated_count"],
+            doc["unchanged_count"],
+            doc["dropped_count"],
         )
         self.crawler.stats.set_value("votersdaily/run_log_id", doc["_id"])

@@ -157,8 +157,9 @@ class RescheduleTracker:
     @staticmethod
     def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
         ids: dict[str, set[str]] = {}
-        for row in store.query(db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}],
-                               include_docs=False):
+        for row in store.query(
+            db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}], include_docs=False
+        ):
             ids.setdefault(row.key[1], set()).add(row.id)
         return ids
 

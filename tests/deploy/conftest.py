@@ -26,15 +26,21 @@ def process_env(store_uri: str, **extra: str) -> dict:
     return env
 
 
-def start_crawl(spider: str, store_uri: str, *settings: str, log: Path, args: dict | None = None,
-                env: dict | None = None) -> subprocess.Popen:
+def start_crawl(
+    spider: str, store_uri: str, *settings: str, log: Path, args: dict | None = None, env: dict | None = None
+) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", "SPIDER_MODULES=" + TEST_SPIDERS]
     for s in settings:
         cmd += ["-s", s]
     for k, v in (args or {}).items():
         cmd += ["-a", "%s=%s" % (k, v)]
-    return subprocess.Popen(cmd, cwd=REPO, env=process_env(store_uri, **(env or {})),
-                            stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=process_env(store_uri, **(env or {})),
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "wb"),
+    )
 
 
 class Gate:
@@ -47,6 +53,7 @@ class Gate:
         def _body(handler):
             self.event.wait(60)
             return payload
+
         return _body
 
 
@@ -69,14 +76,26 @@ class RedisServer:
     def url(self) -> str:
         return "redis://127.0.0.1:%d/0" % self.port
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         import redis
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
-            stdout=open(self.workdir / "redis.log", "wb"), stderr=subprocess.STDOUT,
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=open(self.workdir / "redis.log", "wb"),
+            stderr=subprocess.STDOUT,
         )
         client = redis.Redis.from_url(self.url)
         for _ in range(100):
@@ -123,8 +142,13 @@ def build_egg(workdir: Path) -> Path:
         else:
             shutil.copy2(origin, src / name)
     egg = workdir / "votersdaily.egg"
-    subprocess.run([str(Path(sys.executable).with_name("scrapyd-deploy")), "--build-egg", str(egg)],
-                   cwd=src, check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=""))
+    subprocess.run(
+        [str(Path(sys.executable).with_name("scrapyd-deploy")), "--build-egg", str(egg)],
+        cwd=src,
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=""),
+    )
     return egg
 
 
@@ -141,7 +165,7 @@ class ScrapydServer:
     def url(self) -> str:
         return "http://127.0.0.1:%d/" % self.port
 
-    def start(self) -> "ScrapydServer":
+    def start(self) -> ScrapydServer:
         from tests.support.services import wait_http
 
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -151,8 +175,11 @@ class ScrapydServer:
             % (self.port, self.workdir / "eggs", self.workdir / "logs", self.workdir / "dbs")
         )
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("scrapyd"))], cwd=self.workdir, env=self.env,
-            stdout=open(self.workdir / "scrapyd.out", "ab"), stderr=subprocess.STDOUT,
+            [str(Path(sys.executable).with_name("scrapyd"))],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=open(self.workdir / "scrapyd.out", "ab"),
+            stderr=subprocess.STDOUT,
         )
         wait_http(self.url + "daemonstatus.json")
         return self

@@ -1,5 +1,5 @@
 """The project settings plus the deployment tests' own spiders (tests/deploy/spiders.py)."""
 
-from votersdaily.settings import *  # noqa: F401,F403
+from votersdaily.settings import *  # noqa: F403
 
 SPIDER_MODULES = ["votersdaily.spiders", "tests.deploy.spiders"]

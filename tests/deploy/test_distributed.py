@@ -12,8 +12,19 @@ import time
 import pytest
 
 from tests.deploy.workloads import (
-    INGEST_SETTINGS, acked, enqueue, ingest_documents, kill_worker, log_path, queue_state, rdf_datasets, read_db, roomy,
-    start_workers, wait_all, write_ingest_requests,
+    INGEST_SETTINGS,
+    acked,
+    enqueue,
+    ingest_documents,
+    kill_worker,
+    log_path,
+    queue_state,
+    rdf_datasets,
+    read_db,
+    roomy,
+    start_workers,
+    wait_all,
+    write_ingest_requests,
 )
 from votersdaily.ingest.filetable import table_name
 from votersdaily.laundromat.uris import uri_key
@@ -21,14 +32,22 @@ from votersdaily.laundromat.uris import uri_key
 N = 600
 #: Short leases and frequent acks so a dead worker's requests come back within seconds; idle
 #: workers stop once the queue and every lease have been empty for 2 s.
-QUEUE_SETTINGS = ("VOTERSDAILY_REDIS_ACK_INTERVAL=0.5", "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
-                  "VOTERSDAILY_REDIS_IDLE_CLOSE=2")
+QUEUE_SETTINGS = (
+    "VOTERSDAILY_REDIS_ACK_INTERVAL=0.5",
+    "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
+    "VOTERSDAILY_REDIS_IDLE_CLOSE=2",
+)
 
 
 def ingest_settings(tmp_path, lease: float) -> tuple[str, ...]:
-    return (*INGEST_SETTINGS, *QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=%s" % lease,
-            "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"), "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
-            "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"))
+    return (
+        *INGEST_SETTINGS,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=%s" % lease,
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+        "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
+    )
 
 
 @pytest.fixture
@@ -52,7 +71,9 @@ def check_ingest_results(couch_uri, docs) -> None:
     """Every request has its one result, with what its file holds; the file table and html_meta
     have one row per distinct file."""
     results = {r["_id"]: r for r in read_db(couch_uri, "ingest_file_result")}
-    assert sorted(results) == sorted(d.result_id for d in docs), "one result per request, none missing or extra"
+    assert sorted(results) == sorted(d.result_id for d in docs), (
+        "one result per request, none missing or extra"
+    )
     for d in docs:
         r = results[d.result_id]
         assert (r["status"], r["hit"]) == ("success", True), (d.url, r.get("status"), r.get("error_message"))
@@ -63,31 +84,43 @@ def check_ingest_results(couch_uri, docs) -> None:
     sha1s = {d.sha1hex for d in docs}
     rows = read_db(couch_uri, table_name("0", "dev"))
     assert sorted(row["_id"] for row in rows) == sorted(
-        base64.b32encode(bytes.fromhex(s)).decode() for s in sha1s)
+        base64.b32encode(bytes.fromhex(s)).decode() for s in sha1s
+    )
     html = {d.sha1hex for d in docs if d.ingest_type == "html"}
     assert sorted(m["_id"] for m in read_db(couch_uri, "html_meta")) == sorted(html)
 
 
-def test_three_ingest_workers_process_each_request_exactly_once(ingest_queue, site, redis_server, couch_uri,
-                                                                 tmp_path):
+def test_three_ingest_workers_process_each_request_exactly_once(
+    ingest_queue, site, redis_server, couch_uri, tmp_path
+):
     docs = ingest_queue
-    workers = start_workers("ingest_worker", 3, couch_uri, redis_server.url, tmp_path,
-                            *ingest_settings(tmp_path, lease=30))
+    workers = start_workers(
+        "ingest_worker", 3, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=30)
+    )
     wait_all(workers, tmp_path)
     hits = base_hits(site, docs)
     assert set(hits.values()) == {1}, "each request fetched exactly once: %r" % {
-        p: n for p, n in hits.items() if n != 1}
+        p: n for p, n in hits.items() if n != 1
+    }
     check_ingest_results(couch_uri, docs)
     shares = [acked(tmp_path, i) for i in range(3)]
     assert sum(shares) == N and min(shares) > 0, "all three workers took a share: %r" % shares
     assert queue_state(redis_server, "ingest") == {
-        "waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
+        "waiting": 0,
+        "processing": 0,
+        "payloads": 0,
+        "dead": 0,
+        "requeued": 0,
+    }
 
 
-def test_a_killed_ingest_workers_requests_are_recovered(ingest_queue, site, redis_server, couch_uri, tmp_path):
+def test_a_killed_ingest_workers_requests_are_recovered(
+    ingest_queue, site, redis_server, couch_uri, tmp_path
+):
     docs = ingest_queue
-    workers = start_workers("ingest_worker", 3, couch_uri, redis_server.url, tmp_path,
-                            *ingest_settings(tmp_path, lease=3))
+    workers = start_workers(
+        "ingest_worker", 3, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=3)
+    )
     deadline = time.monotonic() + 120
     while sum(n > 0 for n in base_hits(site, docs).values()) < N // 4 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -113,10 +146,20 @@ def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri
     seeds.write_text("".join(d.url + "\n" for d in datasets))
     out = enqueue("laundromat", seeds, couch_uri, redis_server.url)
     assert "laundromat:requests: %d requests queued" % len(datasets) in out.stdout, out.stdout
-    workers = start_workers("laundromat_worker", 3, couch_uri, redis_server.url, tmp_path, *QUEUE_SETTINGS,
-                            "VOTERSDAILY_REDIS_LEASE=30", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"))
+    workers = start_workers(
+        "laundromat_worker",
+        3,
+        couch_uri,
+        redis_server.url,
+        tmp_path,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=30",
+        "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+    )
     wait_all(workers, tmp_path)
-    assert {d.path: site.hits.get(d.path) for d in datasets} == {d.path: 1 for d in datasets}, "each seed once"
+    assert {d.path: site.hits.get(d.path) for d in datasets} == {d.path: 1 for d in datasets}, (
+        "each seed once"
+    )
     shares = [acked(tmp_path, i) for i in range(3)]
     assert sum(shares) == len(datasets) and sorted(shares)[1] > 0, "split between the workers: %r" % shares
     records = {doc["_id"]: doc for doc in read_db(couch_uri, "ll_seeds")}
@@ -134,7 +177,10 @@ def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri
         download = downloads[0]
         assert [(h["uri"], h["status"]) for h in download["http"]] == [(d.url, 200)]
         assert (download["status"], download["format_content_type"], download["number_of_bytes"]) == (
-            "parsed", d.format, d.size)
+            "parsed",
+            d.format,
+            d.size,
+        )
         assert (download["number_of_unique_statements"], download["number_of_errors"]) == (d.statements, 0)
         cleaned = records[download["clean"]]
         assert cleaned["status"] == "cleaned" and records[cleaned["dirty"]]["clean"] == cleaned["_id"]
@@ -142,14 +188,21 @@ def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri
         with gzip.open(tmp_path / "out" / cleaned["file"], "rb") as f:
             assert len(f.read().splitlines()) == d.statements
     assert queue_state(redis_server, "laundromat") == {
-        "waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
+        "waiting": 0,
+        "processing": 0,
+        "payloads": 0,
+        "dead": 0,
+        "requeued": 0,
+    }
 
 
 def test_enqueuing_the_same_requests_twice_queues_them_once(site, redis_server, couch_uri, tmp_path):
     """The shared duplicate filter holds one key per (ingest_type, base_url); force_recrawl passes."""
-    lines = [{"ingest_type": "pdf", "base_url": site.url + "/paper/a.pdf"},
-             {"ingest_type": "html", "base_url": site.url + "/paper/a.pdf"},  # another ingest of the same URL
-             {"ingest_type": "html", "base_url": site.url + "/paper/b.html"}]
+    lines = [
+        {"ingest_type": "pdf", "base_url": site.url + "/paper/a.pdf"},
+        {"ingest_type": "html", "base_url": site.url + "/paper/a.pdf"},  # another ingest of the same URL
+        {"ingest_type": "html", "base_url": site.url + "/paper/b.html"},
+    ]
     requests = tmp_path / "requests.jsonl"
     requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
     first = enqueue("ingest", requests, couch_uri, redis_server.url)

@@ -15,8 +15,12 @@ from votersdaily.store.upsert import upsert
 
 N_FAST, N_GATED = 60, 60
 FAST_SETTINGS = (
-    "TEST_DB=vd_fetch", "VOTERSDAILY_BATCH_SIZE=10", "CONCURRENT_REQUESTS=4", "LOG_LEVEL=INFO",
-    "VOTERSDAILY_STORE_RETRY_TIMES=3", "VOTERSDAILY_STORE_RETRY_BACKOFF=0.3",
+    "TEST_DB=vd_fetch",
+    "VOTERSDAILY_BATCH_SIZE=10",
+    "CONCURRENT_REQUESTS=4",
+    "LOG_LEVEL=INFO",
+    "VOTERSDAILY_STORE_RETRY_TIMES=3",
+    "VOTERSDAILY_STORE_RETRY_BACKOFF=0.3",
 )
 
 
@@ -66,8 +70,14 @@ def test_outage_mid_crawl_loses_nothing(site, gate, durable_pouch, tmp_path):
     after = Gate()
     urls = _pages(site, gate, after)
     spool = tmp_path / "spool"
-    proc = start_crawl("vd_fetch", durable_pouch.url, *FAST_SETTINGS, log=tmp_path / "crawl.log",
-                       args={"url": ",".join(urls)}, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    proc = start_crawl(
+        "vd_fetch",
+        durable_pouch.url,
+        *FAST_SETTINGS,
+        log=tmp_path / "crawl.log",
+        args={"url": ",".join(urls)},
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
     # Every fast page is fetched; the crawl now waits on the gated ones: the store goes down.
     _wait_for(lambda: sum(v for k, v in site.hits.items() if k.startswith("/fast/")) == N_FAST)
     _wait_for(lambda: len(_docs(durable_pouch.url)) >= 30)
@@ -100,16 +110,22 @@ def _crawl_with_store_down_at_close(site, gate, pouch, tmp_path, spool, prefix):
     urls = [site.route("/%s/%d" % (prefix, i), "page %d" % i, content_type="text/plain") for i in range(30)]
     last = site.route("/%s/last" % prefix, gate.body(b"last page"), content_type="text/plain")
     proc = start_crawl(
-        "vd_fetch", pouch.url, "TEST_DB=vd_fetch", "VOTERSDAILY_BATCH_SIZE=10", "CONCURRENT_REQUESTS=1",
-        "VOTERSDAILY_STORE_RETRY_TIMES=1", "VOTERSDAILY_STORE_RETRY_BACKOFF=0.2",
-        log=tmp_path / ("%s.log" % prefix), args={"url": ",".join(urls + [last])},
+        "vd_fetch",
+        pouch.url,
+        "TEST_DB=vd_fetch",
+        "VOTERSDAILY_BATCH_SIZE=10",
+        "CONCURRENT_REQUESTS=1",
+        "VOTERSDAILY_STORE_RETRY_TIMES=1",
+        "VOTERSDAILY_STORE_RETRY_BACKOFF=0.2",
+        log=tmp_path / ("%s.log" % prefix),
+        args={"url": ",".join([*urls, last])},
         env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
     )
     _wait_for(lambda: site.hits.get("/%s/last" % prefix, 0) == 1)
     pouch.stop()
     gate.event.set()
     assert proc.wait(120) == 0, (tmp_path / ("%s.log" % prefix)).read_text()[-3000:]
-    return urls + [last]
+    return [*urls, last]
 
 
 def test_store_down_at_close_spools_then_flush_delivers(site, gate, durable_pouch, tmp_path):
@@ -139,8 +155,14 @@ def test_next_run_delivers_what_was_spooled(site, gate, durable_pouch, tmp_path)
     first = _crawl_with_store_down_at_close(site, gate, durable_pouch, tmp_path, spool, "b")
     durable_pouch.start()
     second = [site.route("/c/%d" % i, "c %d" % i, content_type="text/plain") for i in range(5)]
-    proc = start_crawl("vd_fetch", durable_pouch.url, "TEST_DB=vd_fetch", log=tmp_path / "c.log",
-                       args={"url": ",".join(second)}, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    proc = start_crawl(
+        "vd_fetch",
+        durable_pouch.url,
+        "TEST_DB=vd_fetch",
+        log=tmp_path / "c.log",
+        args={"url": ",".join(second)},
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
     assert proc.wait(120) == 0
     assert "spooled by an earlier run" in (tmp_path / "c.log").read_text()
     docs = _docs(durable_pouch.url)

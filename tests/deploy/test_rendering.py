@@ -24,13 +24,19 @@ def _docs(uri):
         store.close()
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/setup.sh)")
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/setup.sh)"
+)
 def test_chromium_renders_a_page_written_by_javascript(site, sqlite_uri, tmp_path):
     url = site.route("/js.html", PAGE, content_type="text/html; charset=utf-8")
-    proc = start_crawl("vd_rendered", sqlite_uri, "TEST_DB=vd_fetch", log=tmp_path / "crawl.log", args={"url": url})
+    proc = start_crawl(
+        "vd_rendered", sqlite_uri, "TEST_DB=vd_fetch", log=tmp_path / "crawl.log", args={"url": url}
+    )
     assert proc.wait(120) == 0, (tmp_path / "crawl.log").read_text()[-3000:]
     docs = _docs(sqlite_uri)
-    assert [d["content"] for d in docs] == ["written by JavaScript"], (tmp_path / "crawl.log").read_text()[-3000:]
+    assert [d["content"] for d in docs] == ["written by JavaScript"], (tmp_path / "crawl.log").read_text()[
+        -3000:
+    ]
     assert "'render/playwright': 1" in (tmp_path / "crawl.log").read_text()
 
 
@@ -46,8 +52,14 @@ def test_splash_render_html_api(site, sqlite_uri, tmp_path):
         return PAGE.replace('<p id="content"></p>', '<p id="content">rendered by splash</p>').encode()
 
     site.route("/render.html", render, content_type="text/html; charset=utf-8")
-    proc = start_crawl("vd_rendered", sqlite_uri, "TEST_DB=vd_fetch", "SPLASH_URL=" + site.url,
-                       log=tmp_path / "crawl.log", args={"url": url})
+    proc = start_crawl(
+        "vd_rendered",
+        sqlite_uri,
+        "TEST_DB=vd_fetch",
+        "SPLASH_URL=" + site.url,
+        log=tmp_path / "crawl.log",
+        args={"url": url},
+    )
     assert proc.wait(120) == 0, (tmp_path / "crawl.log").read_text()[-3000:]
     assert [q["url"] for q in asked] == [[url]]
     assert float(asked[0]["wait"][0]) > 0 and float(asked[0]["timeout"][0]) > 0

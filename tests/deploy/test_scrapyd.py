@@ -66,17 +66,25 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
 
     jobs = {
         "house_votes": client.schedule("house_votes", url=recording(ROLL).resolve().as_uri()),
-        "ingest": client.schedule("ingest", settings={"INGEST_ALLOW_PRIVATE": "True", "INGEST_FETCH_RESOURCES": "False"},
-                                  url=html_url, ingest_type="html"),
-        "laundromat": client.schedule("laundromat", settings={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "ll")},
-                                      url=ttl_url),
+        "ingest": client.schedule(
+            "ingest",
+            settings={"INGEST_ALLOW_PRIVATE": "True", "INGEST_FETCH_RESOURCES": "False"},
+            url=html_url,
+            ingest_type="html",
+        ),
+        "laundromat": client.schedule(
+            "laundromat", settings={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "ll")}, url=ttl_url
+        ),
     }
     wait_finished(client, list(jobs.values()))
     store = open_store(couch_uri)
     logs = {d["parser_name"]: d for d in store.iter_docs("vd_log")}
     for spider, jobid in jobs.items():
         assert spider in logs, server.job_log(spider, jobid)[-3000:]
-        assert logs[spider]["result"] == "success", (logs[spider].get("error_message"), server.job_log(spider, jobid)[-2000:])
+        assert logs[spider]["result"] == "success", (
+            logs[spider].get("error_message"),
+            server.job_log(spider, jobid)[-2000:],
+        )
 
     # The roll call of the recording (congress 119, 2nd session, roll 314, 16-Sep-2026 19:05 Eastern).
     events = list(store.iter_docs("vd_events"))
@@ -93,8 +101,22 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
 
 
 def _scheduler(url: str, couch_uri: str, *extra: str):
-    out = run_cli([sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", url, "--once",
-                   "--spider", "house_votes", "--offline", *extra], couch_uri)
+    out = run_cli(
+        [
+            sys.executable,
+            "-m",
+            "votersdaily",
+            "scheduler",
+            "--scrapyd",
+            url,
+            "--once",
+            "--spider",
+            "house_votes",
+            "--offline",
+            *extra,
+        ],
+        couch_uri,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -102,8 +124,10 @@ def _scheduler(url: str, couch_uri: str, *extra: str):
 def _decisions(couch_uri: str) -> list[dict]:
     store = open_store(couch_uri)
     try:
-        return sorted((d for d in store.iter_docs("vd_scheduler") if d.get("type") == "decision"),
-                      key=lambda d: d["_id"])
+        return sorted(
+            (d for d in store.iter_docs("vd_scheduler") if d.get("type") == "decision"),
+            key=lambda d: d["_id"],
+        )
     finally:
         store.close()
 
@@ -132,7 +156,7 @@ def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri
     due = _scheduler(server.url, couch_uri, "--hours", "house_votes=0.0001")
     assert "scheduled" in due
     decisions = _decisions(couch_uri)
-    assert [d["decision"] for d in decisions if d["spider"] == "house_votes"][0] == "scheduled"
+    assert next(d["decision"] for d in decisions if d["spider"] == "house_votes") == "scheduled"
     assert decisions[-1]["decision"] == "scheduled" and decisions[-1]["jobid"] != jobid
     assert "unknown to scrapyd" in decisions[-1]["reason"] or client.jobs().state_of(jobid) == "finished"
     assert any(d["decision"] == "scrapyd-unavailable" for d in decisions)
@@ -160,6 +184,6 @@ def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog
     with caplog.at_level("INFO"):
         [decision] = scheduler.run_once()
     assert decision["decision"] == UNAVAILABLE
-    stored = [doc for doc in store.iter_docs("vd_scheduler")]
+    stored = list(store.iter_docs("vd_scheduler"))
     assert stored and all("s3cret" not in json.dumps(doc) for doc in stored)
     assert "s3cret" not in caplog.text and "127.0.0.1:%d" % port in caplog.text

@@ -4,6 +4,7 @@ under many distinct URLs; plus running ``enqueue`` and the Redis-fed workers as 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +31,11 @@ SCHOLARLY = (
 )
 
 #: Ingest workers, as a deployment would run them but on the test site (private address, one host).
-INGEST_SETTINGS = ("INGEST_ALLOW_PRIVATE=True", "INGEST_ALLOWED_HOSTS=127.0.0.1", "INGEST_EXTRACT_PROCESSES=1")
+INGEST_SETTINGS = (
+    "INGEST_ALLOW_PRIVATE=True",
+    "INGEST_ALLOWED_HOSTS=127.0.0.1",
+    "INGEST_EXTRACT_PROCESSES=1",
+)
 
 
 def roomy(site) -> None:
@@ -62,37 +67,60 @@ def _citation_doi(body: bytes) -> str | None:
 def ingest_documents(site, n: int) -> list[Document]:
     """``n`` ingest targets, the real scholarly files in turn, each under its own URL
     (``/paper/<i>/<file>``, so relative sub-resource links stay apart per page)."""
-    bodies = [(name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
-              for name, itype, ctype in SCHOLARLY]
+    bodies = [
+        (name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
+        for name, itype, ctype in SCHOLARLY
+    ]
     docs = []
     for i in range(n):
         name, itype, ctype, body = bodies[i % len(bodies)]
         path = "/paper/%d/%s" % (i, name)
         url = site.route(path, body, content_type=ctype)
-        docs.append(Document(url, path, itype, hashlib.sha1(body).hexdigest(), len(body),
-                             _citation_doi(body) if itype == "html" else None))
+        docs.append(
+            Document(
+                url,
+                path,
+                itype,
+                hashlib.sha1(body).hexdigest(),
+                len(body),
+                _citation_doi(body) if itype == "html" else None,
+            )
+        )
     return docs
 
 
 def write_ingest_requests(path: Path, docs: list[Document]) -> Path:
-    path.write_text("".join(json.dumps({"base_url": d.url, "ingest_type": d.ingest_type}) + "\n" for d in docs))
+    path.write_text(
+        "".join(json.dumps({"base_url": d.url, "ingest_type": d.ingest_type}) + "\n" for d in docs)
+    )
     return path
 
 
 def enqueue(spider: str, source: Path, store_uri: str, redis_url: str) -> subprocess.CompletedProcess:
     """``python -m votersdaily enqueue <spider> <source>`` in a subprocess, as a user runs it."""
     env = process_env(store_uri, VOTERSDAILY_REDIS_URL=redis_url)
-    out = run_cli([sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)], store_uri,
-                  env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")})
+    out = run_cli(
+        [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)],
+        store_uri,
+        env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")},
+    )
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
     return out
 
 
 def start_workers(spider: str, n: int, store_uri: str, redis_url: str, tmp_path: Path, *settings: str):
     """``n`` worker processes (``scrapy crawl <spider>``), each with its own log file."""
-    return [start_crawl(spider, store_uri, *settings, "LOG_LEVEL=INFO", log=log_path(tmp_path, i),
-                        env={"VOTERSDAILY_REDIS_URL": redis_url})
-            for i in range(n)]
+    return [
+        start_crawl(
+            spider,
+            store_uri,
+            *settings,
+            "LOG_LEVEL=INFO",
+            log=log_path(tmp_path, i),
+            env={"VOTERSDAILY_REDIS_URL": redis_url},
+        )
+        for i in range(n)
+    ]
 
 
 def log_path(tmp_path: Path, i: int) -> Path:
@@ -115,8 +143,10 @@ def wait_all(workers, tmp_path: Path, timeout: float = 180, skip: tuple[int, ...
             for other in workers:
                 if other.poll() is None:
                     other.kill()
-            raise AssertionError("worker %d still running after %.0f s:\n%s"
-                                 % (i, timeout, log_path(tmp_path, i).read_text()[-3000:])) from None
+            raise AssertionError(
+                "worker %d still running after %.0f s:\n%s"
+                % (i, timeout, log_path(tmp_path, i).read_text()[-3000:])
+            ) from None
         assert code == 0, log_path(tmp_path, i).read_text()[-3000:]
 
 
@@ -143,10 +173,8 @@ def kill_worker(worker: subprocess.Popen) -> list[int]:
     worker.send_signal(signal.SIGKILL)
     assert worker.wait(10) == -signal.SIGKILL
     for pid in orphans:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return orphans
 
 
@@ -161,12 +189,19 @@ def read_db(store_uri: str, db: str) -> list[dict]:
 def queue_state(redis_server, name: str) -> dict:
     r = redis_server.client()
     key = "%s:requests" % name
-    return {"waiting": r.zcard(key), "processing": r.zcard(key + ":processing"), "payloads": r.hlen(key + ":payloads"),
-            "dead": r.llen(key + ":dead"), "requeued": int(r.get(key + ":requeued") or 0)}
+    return {
+        "waiting": r.zcard(key),
+        "processing": r.zcard(key + ":processing"),
+        "payloads": r.hlen(key + ":payloads"),
+        "dead": r.llen(key + ":dead"),
+        "requeued": int(r.get(key + ":requeued") or 0),
+    }
 
 
-RDF_SUITES = (("rdf11/rdf-n-triples", "PositiveSyntax", "application/n-triples", "N-Triples"),
-              ("rdf11/rdf-turtle", "Eval", "text/turtle", "Turtle"))
+RDF_SUITES = (
+    ("rdf11/rdf-n-triples", "PositiveSyntax", "application/n-triples", "N-Triples"),
+    ("rdf11/rdf-turtle", "Eval", "text/turtle", "Turtle"),
+)
 
 
 @dataclass(frozen=True)
@@ -201,6 +236,8 @@ def rdf_datasets(site, per_suite: int) -> list[Dataset]:
             triples = set(ox.parse(body, parse_as, base_iri=site.url + path))
             if not triples:
                 continue
-            out.append(Dataset(site.route(path, body, content_type=ctype), path, len(body), fmt, len(triples)))
+            out.append(
+                Dataset(site.route(path, body, content_type=ctype), path, len(body), fmt, len(triples))
+            )
             taken += 1
     return out

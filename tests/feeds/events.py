@@ -34,22 +34,58 @@ def event(datetime: str, parser: str, key: str, **extra) -> dict:
     return doc
 
 
-VOTE = event("2026-09-16T23:05:00Z", "t_votes", "119-2-314", entity="House of Representatives",
-             title="Roll Call 314: On Passage", description="Retire, through; Ownership Act",
-             event_url="https://clerk.example.gov/Votes/2026314")
-HEARING_ALL_DAY = event("2026-09-17T00:00:00Z", "t_hearings", "h1", all_day=True,
-                        end_datetime="2026-09-19T00:00:00Z", committee_code="SSFR00",
-                        title="Foreign Relations conference")
-WHITE_HOUSE = event("2026-09-15T14:00:00Z", "t_wh", "p51617", branch="Executive", entity="White House",
-                    title="Executive Order on Things", description="")
-MOVED_OLD = event("2026-09-20T15:00:00Z", "t_hearings", "h2", committee_code="SSFR00",
-                  title="Nominations hearing")
-MOVED_NEW = dict(MOVED_OLD, datetime="2026-09-22T15:00:00Z",
-                 _id=schema.event_id("2026-09-22T15:00:00Z", "t_hearings", "h2"))
-CANCELLED = event("2026-09-18T14:30:00Z", "t_hearings", "h3", committee_code="SSJU00",
-                  meeting_status="Canceled", title="Judiciary markup")
-ORDER = event("2026-10-05T00:00:00Z", "t_orders", "100526zor", branch="Judicial", entity="Supreme Court",
-              all_day=True, title="Order List")
+VOTE = event(
+    "2026-09-16T23:05:00Z",
+    "t_votes",
+    "119-2-314",
+    entity="House of Representatives",
+    title="Roll Call 314: On Passage",
+    description="Retire, through; Ownership Act",
+    event_url="https://clerk.example.gov/Votes/2026314",
+)
+HEARING_ALL_DAY = event(
+    "2026-09-17T00:00:00Z",
+    "t_hearings",
+    "h1",
+    all_day=True,
+    end_datetime="2026-09-19T00:00:00Z",
+    committee_code="SSFR00",
+    title="Foreign Relations conference",
+)
+WHITE_HOUSE = event(
+    "2026-09-15T14:00:00Z",
+    "t_wh",
+    "p51617",
+    branch="Executive",
+    entity="White House",
+    title="Executive Order on Things",
+    description="",
+)
+MOVED_OLD = event(
+    "2026-09-20T15:00:00Z", "t_hearings", "h2", committee_code="SSFR00", title="Nominations hearing"
+)
+MOVED_NEW = dict(
+    MOVED_OLD,
+    datetime="2026-09-22T15:00:00Z",
+    _id=schema.event_id("2026-09-22T15:00:00Z", "t_hearings", "h2"),
+)
+CANCELLED = event(
+    "2026-09-18T14:30:00Z",
+    "t_hearings",
+    "h3",
+    committee_code="SSJU00",
+    meeting_status="Canceled",
+    title="Judiciary markup",
+)
+ORDER = event(
+    "2026-10-05T00:00:00Z",
+    "t_orders",
+    "100526zor",
+    branch="Judicial",
+    entity="Supreme Court",
+    all_day=True,
+    title="Order List",
+)
 
 LIVE = [VOTE, HEARING_ALL_DAY, WHITE_HOUSE, MOVED_NEW, CANCELLED, ORDER]
 
@@ -72,10 +108,19 @@ def load_events(store) -> None:
 
 def run_log(parser: str, when: str, items: int, result: str = "success", **extra) -> dict:
     doc = {
-        "parser_name": parser, "parser_version": "1.0", "parser_runtime": 1.5,
-        "source_url": "https://example.gov/%s" % parser, "source_text": "", "access_datetime": when,
-        "insert_count": items, "updated_count": 0, "unchanged_count": 0, "items_scraped": items,
-        "dropped_count": 0, "result": result, "finish_reason": "finished",
+        "parser_name": parser,
+        "parser_version": "1.0",
+        "parser_runtime": 1.5,
+        "source_url": "https://example.gov/%s" % parser,
+        "source_text": "",
+        "access_datetime": when,
+        "insert_count": items,
+        "updated_count": 0,
+        "unchanged_count": 0,
+        "items_scraped": items,
+        "dropped_count": 0,
+        "result": result,
+        "finish_reason": "finished",
         "empty": result == "success" and items == 0,
     }
     doc.update(extra)

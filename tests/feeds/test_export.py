@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import ics
 import pytest
 
-from tests.feeds.events import (CANCELLED, HEARING_ALL_DAY, LIVE, MOVED_NEW, MOVED_OLD, ORDER, VOTE,
-                                WHITE_HOUSE, load_events)
+from tests.feeds.events import (
+    CANCELLED,
+    HEARING_ALL_DAY,
+    LIVE,
+    MOVED_NEW,
+    MOVED_OLD,
+    ORDER,
+    VOTE,
+    WHITE_HOUSE,
+    load_events,
+)
 from votersdaily.feeds.export import export
 from votersdaily.feeds.query import EventFilter, iter_rows
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def uid(doc: dict) -> str:
@@ -27,7 +36,7 @@ def vevent_blocks(text: str) -> dict[str, str]:
     blocks = {}
     for chunk in unfolded.split("BEGIN:VEVENT")[1:]:
         body = chunk.split("END:VEVENT")[0]
-        line = next(l for l in body.split("\n") if l.startswith("UID:"))
+        line = next(ln for ln in body.split("\n") if ln.startswith("UID:"))
         blocks[line[4:]] = body
     return blocks
 
@@ -119,20 +128,23 @@ def test_json_feed(loaded, cli, store_uri):
     assert "SECRET-SOURCE-TEXT" not in result.stdout
 
 
-@pytest.mark.parametrize("filters, expected", [
-    ({}, LIVE),
-    ({"branch": "Executive"}, [WHITE_HOUSE]),
-    ({"branch": "Legislative"}, [VOTE, HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
-    ({"entity": "Senate"}, [HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
-    ({"parser": "t_hearings"}, [HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
-    ({"committee": "SSJU00"}, [CANCELLED]),
-    ({"committee": "NOPE00"}, []),
-    ({"since": "2026-09-17", "until": "2026-09-20"}, [HEARING_ALL_DAY, CANCELLED]),
-    ({"until": "2026-09-16"}, [WHITE_HOUSE, VOTE]),
-    ({"since": "2026-09-22T15:00:00Z"}, [MOVED_NEW, ORDER]),
-    ({"branch": "Legislative", "entity": "Senate", "since": "2026-09-18"}, [CANCELLED, MOVED_NEW]),
-    ({"parser": "t_hearings", "committee": "SSFR00", "until": "2026-09-21"}, [HEARING_ALL_DAY]),
-])
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({}, LIVE),
+        ({"branch": "Executive"}, [WHITE_HOUSE]),
+        ({"branch": "Legislative"}, [VOTE, HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
+        ({"entity": "Senate"}, [HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
+        ({"parser": "t_hearings"}, [HEARING_ALL_DAY, CANCELLED, MOVED_NEW]),
+        ({"committee": "SSJU00"}, [CANCELLED]),
+        ({"committee": "NOPE00"}, []),
+        ({"since": "2026-09-17", "until": "2026-09-20"}, [HEARING_ALL_DAY, CANCELLED]),
+        ({"until": "2026-09-16"}, [WHITE_HOUSE, VOTE]),
+        ({"since": "2026-09-22T15:00:00Z"}, [MOVED_NEW, ORDER]),
+        ({"branch": "Legislative", "entity": "Senate", "since": "2026-09-18"}, [CANCELLED, MOVED_NEW]),
+        ({"parser": "t_hearings", "committee": "SSFR00", "until": "2026-09-21"}, [HEARING_ALL_DAY]),
+    ],
+)
 def test_filters(loaded, filters, expected):
     ordered = sorted(expected, key=lambda d: d["datetime"])
     feed = json.loads(run_export(loaded, "json", **filters))
@@ -141,12 +153,15 @@ def test_filters(loaded, filters, expected):
 
 
 def test_pagination_matches_one_query(loaded):
-    for view, low, high in (("by_datetime", None, None),
-                            ("by_branch_datetime", ["Legislative", ""], ["Legislative", {}])):
+    for view, low, high in (
+        ("by_datetime", None, None),
+        ("by_branch_datetime", ["Legislative", ""], ["Legislative", {}]),
+    ):
         whole = [r.id for r in loaded.query("vd_events", view, startkey=low, endkey=high, include_docs=False)]
         for page in (1, 2, 3):
-            assert [r.id for r in iter_rows(loaded, "vd_events", view, low, high, page=page,
-                                            include_docs=False)] == whole
+            assert [
+                r.id for r in iter_rows(loaded, "vd_events", view, low, high, page=page, include_docs=False)
+            ] == whole
 
 
 def test_bad_filter_is_a_clear_error(loaded, cli, store_uri):

@@ -18,18 +18,27 @@ STEADY = [40, 42, 41, 39, 40]
 
 LOGS = (
     # A steady spider whose last run fell to 5 items: a sharp drop against a median of 40.
-    [run_log("steady", at(i + 1), n) for i, n in enumerate(STEADY)] + [run_log("steady", at(6), 5)]
+    [run_log("steady", at(i + 1), n) for i, n in enumerate(STEADY)]
+    + [run_log("steady", at(6), 5)]
     # A quiet source that legitimately had nothing on its last run.
     + [run_log("quiet", at(1), 3), run_log("quiet", at(2), 0)]
     # A spider that worked, then failed with an exception.
-    + [run_log("failing", at(1), 10),
-       run_log("failing", at(2), 0, result="UnexpectedDocument", error_message="no <vote-metadata>")]
+    + [
+        run_log("failing", at(1), 10),
+        run_log("failing", at(2), 0, result="UnexpectedDocument", error_message="no <vote-metadata>"),
+    ]
     # Everything it found was invalid: zero items, not "empty".
     + [run_log("invalid", at(3), 0, dropped_count=7, empty=False)]
     # Old run logs without items_scraped: the item count is inserted + updated + unchanged.
-    + [{k: v for k, v in run_log("legacy", at(4), 0, insert_count=2, updated_count=1, unchanged_count=4,
-                                     empty=False).items()
-        if k != "items_scraped"}]
+    + [
+        {
+            k: v
+            for k, v in run_log(
+                "legacy", at(4), 0, insert_count=2, updated_count=1, unchanged_count=4, empty=False
+            ).items()
+            if k != "items_scraped"
+        }
+    ]
 )
 
 
@@ -55,7 +64,13 @@ def test_statuses(logged):
     assert report["fresh"].status == NEVER and report["fresh"].runs == []
     # Worst first: broken, then drops, never run, empty, ok.
     assert [h.name for h in health_report(logged, ["fresh"])] == [
-        "failing", "invalid", "steady", "fresh", "quiet", "legacy"]
+        "failing",
+        "invalid",
+        "steady",
+        "fresh",
+        "quiet",
+        "legacy",
+    ]
 
 
 def test_run_window_keeps_history_for_the_baseline(logged):
@@ -69,8 +84,14 @@ def test_health_page(logged, tmp_path):
     build_site(logged, tmp_path, SiteConfig(), spiders=["fresh"])
     page = lxml.html.parse(str(tmp_path / "health.html")).getroot()
     rows = {tr.get("data-spider"): tr.get("data-status") for tr in page.cssselect("tr.spider-row")}
-    assert rows == {"steady": DROP, "quiet": EMPTY, "failing": BROKEN, "invalid": DROP, "legacy": OK,
-                    "fresh": NEVER}
+    assert rows == {
+        "steady": DROP,
+        "quiet": EMPTY,
+        "failing": BROKEN,
+        "invalid": DROP,
+        "legacy": OK,
+        "fresh": NEVER,
+    }
     steady = page.get_element_by_id("spider-steady")
     chart = steady.cssselect("svg.chart")[0]
     assert chart.get("role") == "img" and "40, 42, 41, 39, 40, 5 (Sharp drop)" in chart.get("aria-label")
@@ -78,7 +99,15 @@ def test_health_page(logged, tmp_path):
     runs = steady.cssselect("table.runs tbody tr")
     assert [tr.get("data-status") for tr in runs] == [DROP] + [OK] * 5
     assert [td.text_content() for td in runs[0].cssselect("td")][1:9] == [
-        "success", "Sharp drop", "5", "5", "0", "0", "0", "1.5 s"]
+        "success",
+        "Sharp drop",
+        "5",
+        "5",
+        "0",
+        "0",
+        "0",
+        "1.5 s",
+    ]
     failing = page.get_element_by_id("spider-failing")
     assert len(failing.cssselect("svg.chart g.broken")) == 1
     assert "UnexpectedDocument" in failing.cssselect("table.runs tbody tr")[0].text_content()
@@ -96,11 +125,19 @@ def test_day_page_links_only_web_urls(tmp_path):
         for db in (schema.EVENTS_DB, schema.LOG_DB):
             store.ensure_db(db)
             store.install_views(db)
-        write_events(store, [
-            event("2026-09-16T23:05:00Z", "t_links", "web", event_url="https://example.gov/e/1"),
-            event("2026-09-16T23:06:00Z", "t_links", "script", source_url="javascript://example.gov/%0Aalert(1)",
-                  event_url="javascript://example.gov/%0Aalert(2)"),
-        ])
+        write_events(
+            store,
+            [
+                event("2026-09-16T23:05:00Z", "t_links", "web", event_url="https://example.gov/e/1"),
+                event(
+                    "2026-09-16T23:06:00Z",
+                    "t_links",
+                    "script",
+                    source_url="javascript://example.gov/%0Aalert(1)",
+                    event_url="javascript://example.gov/%0Aalert(2)",
+                ),
+            ],
+        )
         build_site(store, tmp_path / "site", SiteConfig(timezone="UTC"), spiders=["t_links"])
     finally:
         store.close()

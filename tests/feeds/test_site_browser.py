@@ -8,11 +8,12 @@ sorted, linked feeds). Screenshots of each page at desktop and phone widths go t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -23,8 +24,14 @@ import pytest
 from tests.support.services import REPO
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 ARTIFACTS = REPO / "test-artifacts" / "feeds"
 ZONE = ZoneInfo("America/New_York")  # the default VOTERSDAILY_SITE_TIMEZONE
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -49,19 +56,21 @@ def house_vote_expectations() -> list[dict]:
         day = datetime.strptime(meta.findtext("action-date"), "%d-%b-%Y")
         etz = meta.find("action-time").get("time-etz")
         local = datetime.combine(day.date(), datetime.strptime(etz, "%H:%M").time(), tzinfo=ZONE)
-        expected.append({
-            "day": day.date(),
-            "roll": "Roll Call %s" % meta.findtext("rollcall-num").strip(),
-            "question": meta.findtext("vote-question").strip(),
-            "time": "%s %s" % (meta.findtext("action-time").strip(), local.tzname()),
-        })
+        expected.append(
+            {
+                "day": day.date(),
+                "roll": "Roll Call %s" % meta.findtext("rollcall-num").strip(),
+                "question": meta.findtext("vote-question").strip(),
+                "time": "%s %s" % (meta.findtext("action-time").strip(), local.tzname()),
+            }
+        )
     return expected
 
 
 def event_day(doc: dict) -> date:
     if doc.get("all_day"):
         return date.fromisoformat(doc["datetime"][:10])
-    instant = datetime.strptime(doc["datetime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    instant = datetime.strptime(doc["datetime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return instant.astimezone(ZONE).date()
 
 
@@ -84,7 +93,7 @@ def health_spider_names() -> list[str]:
     from votersdaily.cli.crawl import event_spiders
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
-    return sorted(event_spiders(get_project_settings())) + ["ingest", "laundromat"]
+    return [*sorted(event_spiders(get_project_settings())), "ingest", "laundromat"]
 
 
 def check_placement(out: Path, events: list[dict]) -> dict[date, list[dict]]:
@@ -96,16 +105,23 @@ def check_placement(out: Path, events: list[dict]) -> dict[date, list[dict]]:
     for day, docs in by_day.items():
         page = lxml.html.parse(str(out / "days" / ("%s.html" % day.isoformat()))).getroot()
         for doc in docs:
-            found = page.cssselect("section[data-branch=%s] li[data-id=%s]" % (css(doc["branch"]), css(doc["_id"])))
+            found = page.cssselect(
+                "section[data-branch=%s] li[data-id=%s]" % (css(doc["branch"]), css(doc["_id"]))
+            )
             assert len(found) == 1, "%s not in the %s column of %s" % (doc["_id"], doc["branch"], day)
             assert found[0].cssselect("h3.title")[0].text_content() == doc["title"]
             assert bool(found[0].cssselect("time.time")) == (not doc.get("all_day"))
         for section in page.cssselect("section.column"):
             ids = [li.get("data-id") for li in section.cssselect("li.event")]
             docs_here = {d["_id"]: d for d in docs if d["branch"] == section.get("data-branch")}
-            assert ids == sorted(ids, key=lambda i: (docs_here[i]["entity"], docs_here[i]["datetime"], docs_here[i]["title"]))
+            assert ids == sorted(
+                ids, key=lambda i: (docs_here[i]["entity"], docs_here[i]["datetime"], docs_here[i]["title"])
+            )
         assert [s.get("data-branch") for s in page.cssselect("section.column")][:3] == [
-            "Executive", "Judicial", "Legislative"]
+            "Executive",
+            "Judicial",
+            "Legislative",
+        ]
     return by_day
 
 
@@ -116,7 +132,8 @@ def assert_accessible_basics(page) -> None:
     assert page.get_by_role("navigation", name="Site").count() == 1
     assert page.locator("header").count() == 1 and page.locator("footer").count() == 1
     unlabelled = page.evaluate(
-        "[...document.querySelectorAll('input')].filter(i => !i.labels || !i.labels.length).length")
+        "[...document.querySelectorAll('input')].filter(i => !i.labels || !i.labels.length).length"
+    )
     assert unlabelled == 0
 
 
@@ -166,7 +183,9 @@ def check_house_votes(page, base: str) -> None:
         assert item.locator(".entity").inner_text() == "House of Representatives"
         assert item.locator("time.time").inner_text() == vote["time"]
         for other in ("Executive", "Judicial"):
-            assert page.locator("section[data-branch=%s]" % other).get_by_text(vote["roll"] + ":").count() == 0
+            assert (
+                page.locator("section[data-branch=%s]" % other).get_by_text(vote["roll"] + ":").count() == 0
+            )
         source = item.locator("a.source")
         assert not source.is_visible()
         item.locator("summary").click()
@@ -209,7 +228,7 @@ def check_navigation(page, base: str, days: list[date], landing: date) -> None:
     page.get_by_role("button", name="Show").click()
     page.wait_for_url("**/days/%s.html" % days[0].isoformat())
     assert page.locator("#picker-notice").is_hidden()
-    gaps = [(a, b) for a, b in zip(days, days[1:]) if (b - a).days > 1]
+    gaps = [(a, b) for a, b in itertools.pairwise(days) if (b - a).days > 1]
     if gaps:
         empty_day, after = gaps[0][0] + timedelta(days=1), gaps[0][1]
         page.get_by_label("Go to date").fill(empty_day.isoformat())
@@ -226,13 +245,18 @@ def check_feeds(page, base: str, events: list[dict], landing: date, by_day) -> N
     """The feed links of the landing page's columns serve calendars with that branch's events."""
     page.goto(base + "index.html")
     for branch in sorted({d["branch"] for d in by_day[landing]}):
-        href = page.locator("section[data-branch=%s] p.feeds a[type='text/calendar']" % css(branch)).first.get_attribute("href")
+        href = page.locator(
+            "section[data-branch=%s] p.feeds a[type='text/calendar']" % css(branch)
+        ).first.get_attribute("href")
         answer = page.request.get(base + href)
         assert answer.ok
         calendar = ics.Calendar(answer.text())
         assert {e.uid for e in calendar.events} == {
-            "%s/%s@votersdaily" % (d["parser_name"], d["unique_key"]) for d in events if d["branch"] == branch}
-        entity_links = page.locator("section[data-branch=%s] .entity-feed a[type='application/json']" % css(branch))
+            "%s/%s@votersdaily" % (d["parser_name"], d["unique_key"]) for d in events if d["branch"] == branch
+        }
+        entity_links = page.locator(
+            "section[data-branch=%s] .entity-feed a[type='application/json']" % css(branch)
+        )
         for n in range(entity_links.count()):
             feed = json.loads(page.request.get(base + entity_links.nth(n).get_attribute("href")).text())
             assert feed["count"] == len(feed["events"]) > 0
@@ -258,8 +282,15 @@ def check_health(page, base: str, logs: list[dict]) -> None:
         if log is None:
             assert row.get_attribute("data-status") == "never run"
             continue
-        expected = ("broken" if log["result"] != "success" else "empty" if log.get("empty")
-                    else "drop" if not log.get("items_scraped") else "ok")
+        expected = (
+            "broken"
+            if log["result"] != "success"
+            else "empty"
+            if log.get("empty")
+            else "drop"
+            if not log.get("items_scraped")
+            else "ok"
+        )
         assert row.get_attribute("data-status") == expected, name
         assert section.locator("svg.chart[role=img]").count() == 1
         first_run = section.locator("table.runs tbody tr").first.locator("td")
@@ -268,8 +299,13 @@ def check_health(page, base: str, logs: list[dict]) -> None:
 
 
 def screenshots(browser, base: str, busiest: date) -> None:
-    pages = {"index": "index.html", "day": "days/%s.html" % busiest.isoformat(), "dates": "dates.html",
-             "feeds": "feeds.html", "health": "health.html"}
+    pages = {
+        "index": "index.html",
+        "day": "days/%s.html" % busiest.isoformat(),
+        "dates": "dates.html",
+        "feeds": "feeds.html",
+        "health": "health.html",
+    }
     for label, viewport in VIEWPORTS.items():
         page = browser.new_page(viewport=viewport)
         for name, path in pages.items():

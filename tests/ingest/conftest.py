@@ -28,8 +28,10 @@ def words(n: int, word: str = "lorem") -> str:
 def article(title: str, n_words: int, head: str = "", extra_body: str = "") -> str:
     """A plumbing page (our own, not a publisher's format) with ``n_words`` words of body text."""
     paragraphs = "".join("<p>%s.</p>" % words(100, "w%d_" % i) for i in range(n_words // 100))
-    return ("<!DOCTYPE html><html><head><title>%s</title>%s</head><body><article><h1>%s</h1>%s%s</article>"
-            "</body></html>" % (title, head, title, paragraphs, extra_body))
+    return (
+        "<!DOCTYPE html><html><head><title>%s</title>%s</head><body><article><h1>%s</h1>%s%s</article>"
+        "</body></html>" % (title, head, title, paragraphs, extra_body)
+    )
 
 
 RESOURCES_HEAD = (
@@ -41,8 +43,10 @@ RESOURCES_BODY = (
     '<iframe src="/res/frame.html"></iframe><video src="/res/clip.mp4"></video>'
     '<img src="data:image/png;base64,AAAA"><a href="/not-a-resource.html">x</a>'
 )
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-                    "0000000d4944415478da63f8cfc0f01f0005000201c5b0d52a0000000049454e44ae426082")
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d4944415478da63f8cfc0f01f0005000201c5b0d52a0000000049454e44ae426082"
+)
 
 
 def build_site(site) -> None:
@@ -51,8 +55,16 @@ def build_site(site) -> None:
     # redirects
     site.route("/start", status=301, headers={"Location": "/hop1"})
     site.route("/hop1", status=302, headers={"Location": "/landing-pdf"})
-    site.route("/landing-pdf", article("Landing", 200, '<meta name="citation_title" content="A landing page">'
-                                       '<meta name="citation_pdf_url" content="/scholarly/dummy.pdf">'), content_type=html)
+    site.route(
+        "/landing-pdf",
+        article(
+            "Landing",
+            200,
+            '<meta name="citation_title" content="A landing page">'
+            '<meta name="citation_pdf_url" content="/scholarly/dummy.pdf">',
+        ),
+        content_type=html,
+    )
     site.route("/loop/a", status=302, headers={"Location": "/loop/b"})
     site.route("/loop/b", status=302, headers={"Location": "/loop/a"})
     for i in range(30):
@@ -63,47 +75,71 @@ def build_site(site) -> None:
     site.route("/doctype-only", b"<!DOCTYPE html>\n", content_type="text/html")
     # landing pages
     site.route("/landing-nopdf", article("No PDF here", 300), content_type=html)
-    site.route("/landing-self", article("Self", 100, '<meta name="citation_pdf_url" content="/landing-self">'),
-               content_type=html)
-    site.route("/landing-zip", article("Zip", 100, '<meta name="citation_pdf_url" content="/scholarly/dummy_zip.zip">'),
-               content_type=html)
+    site.route(
+        "/landing-self",
+        article("Self", 100, '<meta name="citation_pdf_url" content="/landing-self">'),
+        content_type=html,
+    )
+    site.route(
+        "/landing-zip",
+        article("Zip", 100, '<meta name="citation_pdf_url" content="/scholarly/dummy_zip.zip">'),
+        content_type=html,
+    )
     for i in range(12):
-        site.route("/hops/%d" % i, article("Hop %d" % i, 100,
-                                          '<meta name="citation_pdf_url" content="/hops/%d">' % (i + 1)),
-                   content_type=html)
+        site.route(
+            "/hops/%d" % i,
+            article("Hop %d" % i, 100, '<meta name="citation_pdf_url" content="/hops/%d">' % (i + 1)),
+            content_type=html,
+        )
     # walls
     site.route("/secure", status=302, headers={"Location": "/login?TARGET=/paper"})
     site.route("/paper", status=302, headers={"Location": "/cookieAbsent"})
     site.route("/showcaptcha.asp", article("Captcha", 100), content_type=html)
-    site.route("/forbidden", "<html><head><title>403</title></head><body><center><h1>403 Forbidden</h1></center>"
-               "<hr><center>nginx</center></body></html>", content_type=html)
+    site.route(
+        "/forbidden",
+        "<html><head><title>403</title></head><body><center><h1>403 Forbidden</h1></center>"
+        "<hr><center>nginx</center></body></html>",
+        content_type=html,
+    )
     # statuses and bodies
     site.route("/missing", "<html><body>Not here</body></html>", status=404, content_type=html)
     site.route("/error500", "<html><body>Oops</body></html>", status=500, content_type=html)
     site.route("/empty", b"", content_type="application/pdf")
     site.route("/gz-article", article("Gzipped article", 1500), content_type=html, gzip=True)
-    site.route("/raw-gzip.pdf", gzip.compress(scholarly("dummy.pdf").read_bytes()), content_type="application/pdf")
+    site.route(
+        "/raw-gzip.pdf", gzip.compress(scholarly("dummy.pdf").read_bytes()), content_type="application/pdf"
+    )
     site.route("/bad-gzip.pdf", gzip.compress(b"x" * 5000)[:-6], content_type="application/pdf")
     site.route("/bomb", b"\0" * 200_000, content_type="text/html", gzip=True)
     # HTML scopes and resources
     site.route("/article", article("Local article", 1500, RESOURCES_HEAD, RESOURCES_BODY), content_type=html)
-    site.route("/stub", "<html><head><title>Stub</title></head><body><p>Too short.</p></body></html>",
-               content_type=html)
+    site.route(
+        "/stub",
+        "<html><head><title>Stub</title></head><body><p>Too short.</p></body></html>",
+        content_type=html,
+    )
     site.route("/middling", article("Middling", 300), content_type=html)
-    site.route("/many", article("Many", 1500, "", "".join('<img src="/img/%d.png">' % i for i in range(201))),
-               content_type=html)
+    site.route(
+        "/many",
+        article("Many", 1500, "", "".join('<img src="/img/%d.png">' % i for i in range(201))),
+        content_type=html,
+    )
     site.route("/res/style.css", "body { color: black }", content_type="text/css")
     site.route("/res/app.js", "console.log('ready');", content_type="application/javascript")
     site.route("/res/fig1.png", PNG, content_type="image/png")
     site.route("/res/frame.html", "<html><body>frame</body></html>", content_type=html)
     # malformed XML (our own plumbing document): an xml ingest ends xml-parse-error
-    site.route("/broken.xml", '<?xml version="1.0" encoding="utf-8"?>\n<article><title>Unclosed</article>\n',
-               content_type="application/xml")
+    site.route(
+        "/broken.xml",
+        '<?xml version="1.0" encoding="utf-8"?>\n<article><title>Unclosed</article>\n',
+        content_type="application/xml",
+    )
     # servers that stall: before answering a hop, and on one sub-resource of a page
     site.route("/slow-redirect", _slow(2.5), status=302, headers={"Location": "/landing-pdf"})
     site.route("/stall", _slow(4.0), content_type="application/pdf")
-    site.route("/slow-resources", article("Slow resources", 1500, "", '<img src="/res/slow.png">'),
-               content_type=html)
+    site.route(
+        "/slow-resources", article("Slow resources", 1500, "", '<img src="/res/slow.png">'), content_type=html
+    )
     site.route("/res/slow.png", _slow(2.5, PNG), content_type="image/png")
     site.route("/res/clip.mp4", b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", content_type="video/mp4")
 
@@ -112,6 +148,7 @@ def _slow(seconds: float, body: bytes = b""):
     def answer(handler) -> bytes:
         time.sleep(seconds)
         return body
+
     return answer
 
 
@@ -134,11 +171,19 @@ def ingest_site(site):
     return site
 
 
-def run_ingest(crawl, store_uri: str, requests_file: Path, tmp_path: Path, *settings: str, private: bool = True):
-    extra = ["-a", "requests=%s" % requests_file,
-             "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
-             "-s", "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
-             "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1"]
+def run_ingest(
+    crawl, store_uri: str, requests_file: Path, tmp_path: Path, *settings: str, private: bool = True
+):
+    extra = [
+        "-a",
+        "requests=%s" % requests_file,
+        "-s",
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "-s",
+        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+        "-s",
+        "INGEST_ALLOWED_HOSTS=127.0.0.1",
+    ]
     if private:
         extra += ["-s", "INGEST_ALLOW_PRIVATE=True"]
     for setting in settings:

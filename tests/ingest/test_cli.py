@@ -13,12 +13,17 @@ from .conftest import read_results
 def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_path):
     site = ingest_site
     catalog = tmp_path / "works.jsonl"
-    catalog.write_text("\n".join([
-        json.dumps({"doi": "10.5555/CLI.Paper", "title": "A paper queued from the command line"}),
-        json.dumps({"doi": "10.5555/cli.other", "title": "Another work"}),
-        json.dumps({"title": "no DOI here"}),
-        "{not json",
-    ]) + "\n")
+    catalog.write_text(
+        "\n".join(
+            [
+                json.dumps({"doi": "10.5555/CLI.Paper", "title": "A paper queued from the command line"}),
+                json.dumps({"doi": "10.5555/cli.other", "title": "Another work"}),
+                json.dumps({"title": "no DOI here"}),
+                "{not json",
+            ]
+        )
+        + "\n"
+    )
     proc = cli("ingest", "load-catalog", str(catalog), store_uri=store_uri)
     assert proc.returncode == 1, proc.stderr  # bad lines are an error, the good ones are loaded
     assert "works.jsonl:3: catalog record without a DOI" in proc.stderr
@@ -26,12 +31,24 @@ def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_
     assert "loaded 2 works into ingest_catalog" in proc.stdout
 
     queue = tmp_path / "requests.jsonl"
-    queue.write_text("\n".join([
-        json.dumps({"base_url": site.url + "/start", "ingest_type": "file", "link_source": "doi",
-                    "link_source_id": "10.5555/cli.paper", "ext_ids": {"doi": "10.5555/cli.paper"}}),
-        json.dumps({"base_url": site.url + "/article", "ingest_type": "html"}),
-        json.dumps({"ingest_type": "pdf"}),
-    ]) + "\n")
+    queue.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "base_url": site.url + "/start",
+                        "ingest_type": "file",
+                        "link_source": "doi",
+                        "link_source_id": "10.5555/cli.paper",
+                        "ext_ids": {"doi": "10.5555/cli.paper"},
+                    }
+                ),
+                json.dumps({"base_url": site.url + "/article", "ingest_type": "html"}),
+                json.dumps({"ingest_type": "pdf"}),
+            ]
+        )
+        + "\n"
+    )
     proc = cli("ingest", "enqueue", str(queue), "--url", site.url + "/landing-nopdf", store_uri=store_uri)
     assert proc.returncode == 1 and "requests.jsonl:3: ingest request without a base_url" in proc.stderr
     assert "queued 3 ingest requests in ingest_requests" in proc.stdout and "new=3" in proc.stdout
@@ -41,15 +58,30 @@ def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_
     store = open_store(store_uri)
     try:
         queued = {doc["base_url"]: doc for doc in store.iter_docs("ingest_requests")}
-        assert store.get("ingest_catalog", "doi:10.5555/cli.paper")["title"] == "A paper queued from the command line"
+        assert (
+            store.get("ingest_catalog", "doi:10.5555/cli.paper")["title"]
+            == "A paper queued from the command line"
+        )
     finally:
         store.close()
     assert set(queued) == {site.url + "/start", site.url + "/article", site.url + "/landing-nopdf"}
     assert queued[site.url + "/start"]["ingest_type"] == "pdf"  # legacy "file" rewritten, as upstream
 
-    proc = crawl("ingest", None, store_uri, "-a", "requests=store", "-s", "INGEST_ALLOW_PRIVATE=True",
-                 "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1", "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
-                 "-s", "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"))
+    proc = crawl(
+        "ingest",
+        None,
+        store_uri,
+        "-a",
+        "requests=store",
+        "-s",
+        "INGEST_ALLOW_PRIVATE=True",
+        "-s",
+        "INGEST_ALLOWED_HOSTS=127.0.0.1",
+        "-s",
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "-s",
+        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = {doc["request"]["base_url"]: doc for doc in read_results(store_uri).values()}
     assert results[site.url + "/start"]["status"] == "success"
@@ -60,7 +92,9 @@ def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_
     try:
         from votersdaily.ingest.filemeta import sha1_b32
 
-        row = store.get("wbgrp-journal-extract-0-dev", sha1_b32(results[site.url + "/start"]["file_meta"]["sha1hex"]))
+        row = store.get(
+            "wbgrp-journal-extract-0-dev", sha1_b32(results[site.url + "/start"]["file_meta"]["sha1hex"])
+        )
     finally:
         store.close()
     assert row["match0"]["mstatus"] == "matched" and row["match0"]["doi"] == "10.5555/cli.paper"

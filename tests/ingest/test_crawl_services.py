@@ -31,28 +31,51 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
     site.route("/grobid/api/processFulltextDocument", grobid, content_type="application/xml")
     from .conftest import article
 
-    site.route("/titled", article("Local article", 1500, '<meta name="citation_title" content="Local article">'),
-               content_type="text/html")
+    site.route(
+        "/titled",
+        article("Local article", 1500, '<meta name="citation_title" content="Local article">'),
+        content_type="text/html",
+    )
     catalog = tmp_path / "catalog.jsonl"
-    catalog.write_text("\n".join(json.dumps(w) for w in [
-        # our test catalog: the PLOS DOI and title as printed on the page; a title shared by two works
-        {"doi": "10.1371/journal.pone.0213978", "title": "Assessment on reticuloendotheliosis virus infection"},
-        {"doi": "10.5555/test.railway", "title": "Dynamics of Railway Freight Vehicles"},
-        {"doi": "10.5555/test.a", "title": "Local article"},
-        {"doi": "10.5555/test.b", "title": "Local article"},
-    ]) + "\n")
-    requests = write_requests(tmp_path / "r.jsonl", [
-        {"base_url": site.url + "/start", "ingest_type": "pdf"},
-        {"base_url": site.url + "/scholarly/plos_one_article.html", "ingest_type": "html"},
-        {"base_url": site.url + "/article", "ingest_type": "html", "ext_ids": {}},
-        {"base_url": site.url + "/titled", "ingest_type": "html"},
-    ])
+    catalog.write_text(
+        "\n".join(
+            json.dumps(w)
+            for w in [
+                # our test catalog: the PLOS DOI and title as printed on the page; a title shared by two works
+                {
+                    "doi": "10.1371/journal.pone.0213978",
+                    "title": "Assessment on reticuloendotheliosis virus infection",
+                },
+                {"doi": "10.5555/test.railway", "title": "Dynamics of Railway Freight Vehicles"},
+                {"doi": "10.5555/test.a", "title": "Local article"},
+                {"doi": "10.5555/test.b", "title": "Local article"},
+            ]
+        )
+        + "\n"
+    )
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [
+            {"base_url": site.url + "/start", "ingest_type": "pdf"},
+            {"base_url": site.url + "/scholarly/plos_one_article.html", "ingest_type": "html"},
+            {"base_url": site.url + "/article", "ingest_type": "html", "ext_ids": {}},
+            {"base_url": site.url + "/titled", "ingest_type": "html"},
+        ],
+    )
     warcs = tmp_path / "warcs"
     # small WARC files: the writer thread rotates files while records arrive concurrently
-    run_ingest(crawl, couch_uri, requests, tmp_path, "INGEST_WARC_ENABLED=True", "INGEST_WARC_DIR=%s" % warcs,
-               "INGEST_WARC_MAX_SIZE=30000",
-               "GROBID_URL=%s/grobid" % site.url, "INGEST_BLOB_BACKEND=store",
-               "INGEST_CATALOG_JSONL=%s" % catalog)
+    run_ingest(
+        crawl,
+        couch_uri,
+        requests,
+        tmp_path,
+        "INGEST_WARC_ENABLED=True",
+        "INGEST_WARC_DIR=%s" % warcs,
+        "INGEST_WARC_MAX_SIZE=30000",
+        "GROBID_URL=%s/grobid" % site.url,
+        "INGEST_BLOB_BACKEND=store",
+        "INGEST_CATALOG_JSONL=%s" % catalog,
+    )
     results = {d["request"]["base_url"]: d for d in read_results(couch_uri).values()}
     pdf = results[site.url + "/start"]
     assert pdf["status"] == "success"
@@ -73,21 +96,32 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
         row = store.get(table, sha1_b32(pdf["file_meta"]["sha1hex"]))
         assert row["grobid0"]["status_code"] == 200 and row["grobid0"]["quality"] == "good"
         assert gzip.decompress(store.get_attachment(table, row["_id"], row["grobid0"]["tei_xml"])) == tei
-        tei_json = json.loads(gzip.decompress(store.get_attachment(table, row["_id"], row["grobid0"]["tei_json"])))
+        tei_json = json.loads(
+            gzip.decompress(store.get_attachment(table, row["_id"], row["grobid0"]["tei_json"]))
+        )
         assert tei_json["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES" and tei_json["body"]
         f = json.loads(row["f"]["c"])
         assert f["f"] == cdx["warc_path"] and f["o"] == cdx["warc_offset"]
-        assert f["i"] == warc_record_id(warcs, cdx["warc_path"], cdx["warc_offset"]) and f["i"].startswith("<urn:uuid:")
+        assert f["i"] == warc_record_id(warcs, cdx["warc_path"], cdx["warc_offset"]) and f["i"].startswith(
+            "<urn:uuid:"
+        )
         # the WARC files hold the crawled web only, never the answers of our own GROBID
-        archived = [record.rec_headers.get_header("WARC-Target-URI") for path in warcs.glob("*.warc.gz")
-                    for record in ArchiveIterator(open(path, "rb")) if record.rec_type == "response"]
+        archived = [
+            record.rec_headers.get_header("WARC-Target-URI")
+            for path in warcs.glob("*.warc.gz")
+            for record in ArchiveIterator(open(path, "rb"))
+            if record.rec_type == "response"
+        ]
         assert site.url + "/scholarly/dummy.pdf" in archived and not [u for u in archived if "/grobid/" in u]
         file_cdx = json.loads(row["file"]["cdx"])
         assert file_cdx["offset"] == str(cdx["warc_offset"]) and file_cdx["c_size"] == str(cdx["warc_csize"])
         assert row["match0"]["mstatus"] == "matched" and row["match0"]["doi"] == "10.5555/test.railway"
         plos = results[site.url + "/scholarly/plos_one_article.html"]
         plos_row = store.get(table, sha1_b32(plos["file_meta"]["sha1hex"]))
-        assert plos_row["match0"]["mstatus"] == "matched" and plos_row["match0"]["doi"] == "10.1371/journal.pone.0213978"
+        assert (
+            plos_row["match0"]["mstatus"] == "matched"
+            and plos_row["match0"]["doi"] == "10.1371/journal.pone.0213978"
+        )
         local = results[site.url + "/article"]
         titled = results[site.url + "/titled"]
         titled_row = store.get(table, sha1_b32(titled["file_meta"]["sha1hex"]))
@@ -101,8 +135,12 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
         png = by_url[site.url + "/res/fig1.png"]
         assert png["warc_path"] and png["warc_offset"] >= 0
         # every record location of every result holds that URL's bytes (offsets exact across files)
-        located = [(r["url"], r) for res in results.values() for r in res.get("html_resources") or []
-                   if r.get("warc_path")]
+        located = [
+            (r["url"], r)
+            for res in results.values()
+            for r in res.get("html_resources") or []
+            if r.get("warc_path")
+        ]
         located += [(res["cdx"]["url"], res["cdx"]) for res in results.values() if res.get("cdx")]
         assert len(located) > 10 and len({where["warc_path"] for _, where in located}) > 1
         for url, where in located:
@@ -118,8 +156,12 @@ def test_grobid_failure_is_recorded_not_fatal(crawl, sqlite_uri, ingest_site, tm
     """GROBID answering 503: the PDF ingest still succeeds; the failure is on ``grobid`` and the file
     row's grobid0 (quality ``bad``)."""
     site = ingest_site
-    site.route("/grobid-down/api/processFulltextDocument", b"GROBID is overloaded", status=503,
-               content_type="text/plain")
+    site.route(
+        "/grobid-down/api/processFulltextDocument",
+        b"GROBID is overloaded",
+        status=503,
+        content_type="text/plain",
+    )
     requests = write_requests(tmp_path / "r.jsonl", [{"base_url": site.url + "/start", "ingest_type": "pdf"}])
     run_ingest(crawl, sqlite_uri, requests, tmp_path, "GROBID_URL=%s/grobid-down" % site.url)
     [pdf] = read_results(sqlite_uri).values()
@@ -137,19 +179,29 @@ def test_grobid_failure_is_recorded_not_fatal(crawl, sqlite_uri, ingest_site, tm
 
 def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
     site = ingest_site
-    requests = write_requests(tmp_path / "r.jsonl", [
-        {"base_url": site.url + "/scholarly/dummy.pdf", "ingest_type": "pdf"},
-        {"base_url": site.url + "/bomb", "ingest_type": "html"},
-        {"base_url": site.url + "/article", "ingest_type": "html"},
-        {"base_url": site.url + "/hops/0", "ingest_type": "pdf"},
-        "not an object",
-        {"ingest_type": "pdf"},
-        {"base_url": site.url + "/x", "ingest_type": "dataset"},
-    ])
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [
+            {"base_url": site.url + "/scholarly/dummy.pdf", "ingest_type": "pdf"},
+            {"base_url": site.url + "/bomb", "ingest_type": "html"},
+            {"base_url": site.url + "/article", "ingest_type": "html"},
+            {"base_url": site.url + "/hops/0", "ingest_type": "pdf"},
+            "not an object",
+            {"ingest_type": "pdf"},
+            {"base_url": site.url + "/x", "ingest_type": "dataset"},
+        ],
+    )
     with open(requests, "a") as handle:
         handle.write("{broken json\n")
-    proc = run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_MAX_BODY_BYTES=12000",
-                      "INGEST_STRICT_RESOURCES=True", "INGEST_MAX_HOPS=3")
+    proc = run_ingest(
+        crawl,
+        sqlite_uri,
+        requests,
+        tmp_path,
+        "INGEST_MAX_BODY_BYTES=12000",
+        "INGEST_STRICT_RESOURCES=True",
+        "INGEST_MAX_HOPS=3",
+    )
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
     assert results[site.url + "/scholarly/dummy.pdf"]["status"] == "body-too-large"
     assert results[site.url + "/bomb"]["status"] == "body-too-large"  # gzip bomb stopped while decoding
@@ -190,8 +242,12 @@ def test_run_fails_when_no_request_is_usable(crawl, sqlite_uri, ingest_site, tmp
 def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tmp_path):
     site = ingest_site
     host = socket.gethostname()
-    urls = [site.url + "/start", "http://localhost:%d/start" % site.port, "http://[::1]:%d/x" % site.port,
-            "http://%s:%d/start" % (host, site.port)]
+    urls = [
+        site.url + "/start",
+        "http://localhost:%d/start" % site.port,
+        "http://[::1]:%d/x" % site.port,
+        "http://%s:%d/start" % (host, site.port),
+    ]
     requests = write_requests(tmp_path / "r.jsonl", [{"base_url": u, "ingest_type": "pdf"} for u in urls])
     extra = ["-a", "requests=%s" % requests, "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "b")]
     proc = crawl("ingest", None, sqlite_uri, *extra)
@@ -205,18 +261,23 @@ def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tm
 
     if not all(is_public(a) for a in addresses):
         assert results[urls[3]]["status"] == "blocked-private-address"
-    assert site.hits.get("/start") is None and site.hits.get("/robots.txt") is None  # nothing reached the site
+    assert (
+        site.hits.get("/start") is None and site.hits.get("/robots.txt") is None
+    )  # nothing reached the site
 
 
 def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
     """``timeout``: the ingest's own deadline (INGEST_TIMEOUT) ends it, whether a hop or a
     sub-resource is what stalls; ``read-timeout``: one download took longer than DOWNLOAD_TIMEOUT."""
     site = ingest_site
-    requests = write_requests(tmp_path / "r.jsonl", [
-        {"base_url": site.url + "/slow-redirect", "ingest_type": "pdf"},
-        {"base_url": site.url + "/slow-resources", "ingest_type": "html"},
-        {"base_url": site.url + "/article", "ingest_type": "html"},
-    ])
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [
+            {"base_url": site.url + "/slow-redirect", "ingest_type": "pdf"},
+            {"base_url": site.url + "/slow-resources", "ingest_type": "html"},
+            {"base_url": site.url + "/article", "ingest_type": "html"},
+        ],
+    )
     run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_TIMEOUT=1", "DOWNLOAD_TIMEOUT=10")
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
     slow_hop = results[site.url + "/slow-redirect"]
@@ -231,8 +292,10 @@ def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         closed = "http://127.0.0.1:%d/paper.pdf" % probe.getsockname()[1]
-    stalled = write_requests(tmp_path / "s.jsonl", [{"base_url": site.url + "/stall", "ingest_type": "pdf"},
-                                                    {"base_url": closed, "ingest_type": "pdf"}])
+    stalled = write_requests(
+        tmp_path / "s.jsonl",
+        [{"base_url": site.url + "/stall", "ingest_type": "pdf"}, {"base_url": closed, "ingest_type": "pdf"}],
+    )
     run_ingest(crawl, sqlite_uri, stalled, tmp_path, "DOWNLOAD_TIMEOUT=1", "RETRY_ENABLED=False")
     results = read_results(sqlite_uri)
     result = results["pdf:%s/stall" % site.url]
@@ -263,17 +326,26 @@ def test_sub_resources_keep_the_per_domain_concurrency(crawl, sqlite_uri, ingest
         return PNG
 
     for i in range(3):
-        site.route("/burst/%d" % i, article("Burst %d" % i, 1500, "", "".join(
-            '<img src="/burst/%d/%d.png">' % (i, k) for k in range(12))), content_type="text/html")
+        site.route(
+            "/burst/%d" % i,
+            article(
+                "Burst %d" % i, 1500, "", "".join('<img src="/burst/%d/%d.png">' % (i, k) for k in range(12))
+            ),
+            content_type="text/html",
+        )
         for k in range(12):
             site.route("/burst/%d/%d.png" % (i, k), slow_png, content_type="image/png")
-    requests = write_requests(tmp_path / "r.jsonl", [{"base_url": site.url + "/burst/%d" % i, "ingest_type": "html"}
-                                                     for i in range(3)])
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [{"base_url": site.url + "/burst/%d" % i, "ingest_type": "html"} for i in range(3)],
+    )
     run_ingest(crawl, sqlite_uri, requests, tmp_path, "CONCURRENT_REQUESTS_PER_DOMAIN=4")
     results = read_results(sqlite_uri).values()
     assert [r["status"] for r in results] == ["success"] * 3
-    assert all(len(r["html_resources"]) == 12 and {x["status_code"] for x in r["html_resources"]} == {200}
-               for r in results)
+    assert all(
+        len(r["html_resources"]) == 12 and {x["status_code"] for x in r["html_resources"]} == {200}
+        for r in results
+    )
     assert 1 < peak[0] <= 4, peak[0]
 
 

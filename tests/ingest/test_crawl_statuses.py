@@ -61,16 +61,24 @@ def crawled(tmp_path_factory, request):
     build_site(site)
     tmp = tmp_path_factory.mktemp("ingest")
     store_uri = "sqlite:///%s" % (tmp / "store.db")
-    requests = [{"base_url": site.url + path, "ingest_type": itype, "link_source": "test",
-                 "link_source_id": path, "ingest_request_source": "pytest", "ext_ids": {"doi": None}}
-                for path, (itype, _) in CASES.items()]
+    requests = [
+        {
+            "base_url": site.url + path,
+            "ingest_type": itype,
+            "link_source": "test",
+            "link_source_id": path,
+            "ingest_request_source": "pytest",
+            "ext_ids": {"doi": None},
+        }
+        for path, (itype, _) in CASES.items()
+    ]
     requests.append({"base_url": "https://archive.org/details/thing", "ingest_type": "pdf"})
     requests.append({"base_url": site.url + "/scholarly/plos_one_article.html", "ingest_type": "pdf"})
     path = write_requests(tmp / "requests.jsonl", requests)
-    from tests.conftest import crawl as crawl_fixture  # noqa: F401 - same runner as the fixture
-
-    from tests.support.services import run_cli
     import sys
+
+    from tests.conftest import crawl as crawl_fixture  # noqa: F401 - same runner as the fixture
+    from tests.support.services import run_cli
 
     args = [sys.executable, "-m", "scrapy", "crawl", "ingest", "-s", "LOG_LEVEL=INFO"]
     crawl = lambda spider, urls, uri, *extra: run_cli(args + list(extra), uri)  # noqa: E731
@@ -118,12 +126,19 @@ def test_landing_page_to_pdf_result_shape(crawled):
     # the fixture's documented size and sha1 (FIXTURES.md)
     assert t["terminal_sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36"
     fm = r["file_meta"]
-    assert fm == {"size_bytes": 13264, "sha1hex": "90ffd2359008d82298821d16b21778c5c39aec36",
-                  "sha256hex": fm["sha256hex"], "md5hex": fm["md5hex"], "mimetype": "application/pdf"}
+    assert fm == {
+        "size_bytes": 13264,
+        "sha1hex": "90ffd2359008d82298821d16b21778c5c39aec36",
+        "sha256hex": fm["sha256hex"],
+        "md5hex": fm["md5hex"],
+        "mimetype": "application/pdf",
+    }
     import hashlib
 
     data = scholarly("dummy.pdf").read_bytes()
-    assert fm["sha256hex"] == hashlib.sha256(data).hexdigest() and fm["md5hex"] == hashlib.md5(data).hexdigest()
+    assert (
+        fm["sha256hex"] == hashlib.sha256(data).hexdigest() and fm["md5hex"] == hashlib.md5(data).hexdigest()
+    )
     cdx = r["cdx"]
     assert cdx["sha1hex"] == fm["sha1hex"] and cdx["datetime"] == t["terminal_dt"]
     assert cdx["sha1b32"] == sha1_b32(fm["sha1hex"]) and cdx["status_code"] == 200
@@ -139,7 +154,9 @@ def test_failure_shapes(crawled):
     loop = _result(crawled, "/loop/a")
     assert "redirect loop" in loop["error_message"]
     missing = _result(crawled, "/missing")
-    assert missing["terminal"]["terminal_status_code"] == 404 and "terminal_sha1hex" not in missing["terminal"]
+    assert (
+        missing["terminal"]["terminal_status_code"] == 404 and "terminal_sha1hex" not in missing["terminal"]
+    )
     assert _result(crawled, "/error500", "html")["terminal"]["terminal_status_code"] == 500
     assert _result(crawled, "/landing-self")["error_message"] == "repeated: %s/landing-self" % base
     assert _result(crawled, "/landing-nopdf")["extract_next_hop"] == {}
@@ -151,11 +168,16 @@ def test_failure_shapes(crawled):
     assert crawled["site"].hits.get("/account/password-login") is None
     wrong = _result(crawled, "/landing-zip")
     assert wrong["file_meta"]["mimetype"] == "application/zip"
-    assert "bad gzip" in _result(crawled, "/bad-gzip.pdf")["error_message"] or "gzip" in _result(
-        crawled, "/bad-gzip.pdf")["error_message"]
+    assert (
+        "bad gzip" in _result(crawled, "/bad-gzip.pdf")["error_message"]
+        or "gzip" in _result(crawled, "/bad-gzip.pdf")["error_message"]
+    )
     # a PDF link to a host outside INGEST_ALLOWED_HOSTS is refused, not fetched
-    plos_pdf = [d for d in crawled["results"].values()
-                if d["request"]["ingest_type"] == "pdf" and d["request"]["base_url"].endswith("plos_one_article.html")]
+    plos_pdf = [
+        d
+        for d in crawled["results"].values()
+        if d["request"]["ingest_type"] == "pdf" and d["request"]["base_url"].endswith("plos_one_article.html")
+    ]
     assert plos_pdf and plos_pdf[0]["status"] == "skip-host-not-allowed"
     # so is a redirect to the metadata address; the hop that led there is recorded
     metadata = _result(crawled, "/to-metadata")
@@ -178,9 +200,14 @@ def test_html_result_and_resources(crawled):
     assert r["html_body"]["status"] == "success" and r["html_body"]["agent"].startswith("trafilatura/")
     assert r["html_body"]["word_count"] > 1200 and "tei_xml" not in r["html_body"]
     got = {(x["url"], x["resource_type"]) for x in r["html_resources"]}
-    assert got == {(base + "/res/style.css", "stylesheet"), (base + "/res/app.js", "script"),
-                   (base + "/res/fig1.png", "image"), (base + "/res/missing.png", "image"),
-                   (base + "/res/frame.html", "subdocument"), (base + "/res/clip.mp4", "media")}
+    assert got == {
+        (base + "/res/style.css", "stylesheet"),
+        (base + "/res/app.js", "script"),
+        (base + "/res/fig1.png", "image"),
+        (base + "/res/missing.png", "image"),
+        (base + "/res/frame.html", "subdocument"),
+        (base + "/res/clip.mp4", "media"),
+    }
     by_url = {x["url"]: x for x in r["html_resources"]}
     import hashlib
 
@@ -188,8 +215,13 @@ def test_html_result_and_resources(crawled):
 
     png = by_url[base + "/res/fig1.png"]
     assert png["status_code"] == 200 and png["size"] == len(PNG) and png["mimetype"] == "image/png"
-    assert png["sha1hex"] == hashlib.sha1(PNG).hexdigest() and png["sha256hex"] == hashlib.sha256(PNG).hexdigest()
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", png["timestamp"]) and png["surt"].endswith("/res/fig1.png")
+    assert (
+        png["sha1hex"] == hashlib.sha1(PNG).hexdigest()
+        and png["sha256hex"] == hashlib.sha256(PNG).hexdigest()
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", png["timestamp"]) and png["surt"].endswith(
+        "/res/fig1.png"
+    )
     assert by_url[base + "/res/missing.png"]["status_code"] == 404  # recorded, not fatal
     assert r["html_resources_failed"] == 1
     assert crawled["site"].hits.get("/res/fig1.png") == 1  # deduplicated
@@ -205,17 +237,23 @@ def test_real_pages_biblio_and_external_resources(crawled):
     plos = _result(crawled, "/scholarly/plos_one_article.html", "html")
     biblio = plos["html_biblio"]
     # values read from the page's meta tags
-    assert biblio["title"] == ("Assessment on reticuloendotheliosis virus infection in specific-pathogen-free "
-                               "chickens based on detection of yolk antibody")
+    assert biblio["title"] == (
+        "Assessment on reticuloendotheliosis virus infection in specific-pathogen-free "
+        "chickens based on detection of yolk antibody"
+    )
     assert biblio["doi"] == "10.1371/journal.pone.0213978"
     assert biblio["release_date"] == "2019-04-22"  # citation_date "Apr 22, 2019"
     assert biblio["container_name"] == "PLOS ONE" and biblio["volume"] == "14" and biblio["issue"] == "4"
     assert len(biblio["contrib_names"]) == 11 and biblio["contrib_names"][0] == "Yang Li"
     assert (biblio["first_page"], biblio["container_issn"], biblio["publisher"]) == (
-        "e0213978", "1932-6203", "Public Library of Science")
+        "e0213978",
+        "1932-6203",
+        "Public Library of Science",
+    )
     assert len(biblio["raw_references"]) == 23  # 23 citation_reference tags
-    assert biblio["pdf_fulltext_url"] == ("https://journals.plos.org/plosone/article/file?id=10.1371/"
-                                          "journal.pone.0213978&type=printable")
+    assert biblio["pdf_fulltext_url"] == (
+        "https://journals.plos.org/plosone/article/file?id=10.1371/journal.pone.0213978&type=printable"
+    )
     # external sub-resources are refused (INGEST_ALLOWED_HOSTS), recorded on the resource
     base = crawled["site"].url
     external = [x for x in plos["html_resources"] if not x["url"].startswith(base)]
@@ -229,7 +267,11 @@ def test_real_pages_biblio_and_external_resources(crawled):
     eb = elife["html_biblio"]
     assert eb["contrib_names"][0] == "Matthew J Kourakis" and len(eb["contrib_names"]) == 7
     assert (eb["release_date"], eb["publisher"], eb["container_name"], eb["lang"]) == (
-        "2019-04-18", "eLife Sciences Publications Limited", "eLife", "en")
+        "2019-04-18",
+        "eLife Sciences Publications Limited",
+        "eLife",
+        "en",
+    )
 
 
 def test_tei_blob_feed_and_html_meta(crawled):
@@ -245,7 +287,11 @@ def test_tei_blob_feed_and_html_meta(crawled):
     store = open_store(crawled["store_uri"])
     try:
         meta = store.get("html_meta", sha1)
-        assert meta["scope"] == "article-fulltext" and meta["has_teixml"] is True and meta["has_thumbnail"] is False
+        assert (
+            meta["scope"] == "article-fulltext"
+            and meta["has_teixml"] is True
+            and meta["has_thumbnail"] is False
+        )
         assert meta["word_count"] == r["html_body"]["word_count"] and len(meta["resources"]) == 6
         assert store.get("html_meta", _result(crawled, "/middling", "html")["file_meta"]["sha1hex"]) is None
     finally:
@@ -261,13 +307,18 @@ def test_file_table_rows(crawled):
         assert row is not None and len(key) == 32
         # One version per SHA-1 is kept (the seed design): of the URLs that delivered these exact bytes,
         # the row holds whichever ingest wrote last (they run concurrently).
-        served_from = {doc["terminal"]["terminal_url"] for doc in crawled["results"].values()
-                       if doc.get("hit") and doc["file_meta"]["sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36"}
+        served_from = {
+            doc["terminal"]["terminal_url"]
+            for doc in crawled["results"].values()
+            if doc.get("hit") and doc["file_meta"]["sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36"
+        }
         assert crawled["site"].url + "/scholarly/dummy.pdf" in served_from and len(served_from) > 1
         assert json.loads(row["f"]["c"])["u"] in served_from
         assert row["file"]["size"] == 13264 and row["file"]["mime"] == "application/pdf"
         meta = json.loads(row["file"]["meta"])
-        assert meta["sha1"] == "90ffd2359008d82298821d16b21778c5c39aec36" and meta["magic"].startswith("PDF document")
+        assert meta["sha1"] == "90ffd2359008d82298821d16b21778c5c39aec36" and meta["magic"].startswith(
+            "PDF document"
+        )
         assert row["pdf0"]["page_count"] == 1 and row["pdf0"]["has_text"] is True
         text = gzip.decompress(store.get_attachment(table, key, row["pdf0"]["pdf_text"]))
         assert b"Dummy PDF file" in text  # the fixture's only line of text

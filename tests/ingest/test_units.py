@@ -20,15 +20,18 @@ from votersdaily.ingest.urls import clean_url, url_fuzzy_equal
 from .conftest import scholarly
 
 
-@pytest.mark.parametrize("raw,clean", [
-    ("http://BLAH.COM/file.pdf", "http://blah.com/file.pdf"),
-    ("https://opensky.ucar.edu:/islandora/x", "https://opensky.ucar.edu/islandora/x"),
-    ("http://example.com", "http://example.com/"),
-    ("http://example.com:80/a/./b/../c", "http://example.com/a/c"),
-    ("https://example.com/\u00fc", "https://example.com/%C3%BC"),
-    ("https://example.com/a#frag", "https://example.com/a#frag"),
-    ("no-scheme.example.com/x", "no-scheme.example.com/x"),
-])
+@pytest.mark.parametrize(
+    "raw,clean",
+    [
+        ("http://BLAH.COM/file.pdf", "http://blah.com/file.pdf"),
+        ("https://opensky.ucar.edu:/islandora/x", "https://opensky.ucar.edu/islandora/x"),
+        ("http://example.com", "http://example.com/"),
+        ("http://example.com:80/a/./b/../c", "http://example.com/a/c"),
+        ("https://example.com/\u00fc", "https://example.com/%C3%BC"),
+        ("https://example.com/a#frag", "https://example.com/a#frag"),
+        ("no-scheme.example.com/x", "no-scheme.example.com/x"),
+    ],
+)
 def test_clean_url(raw, clean):
     assert clean_url(raw) == clean
 
@@ -41,9 +44,12 @@ def test_url_fuzzy_equal():
 
 
 def test_meta_matching_is_case_insensitive():
-    doc = parse_html(b'<html><head><meta name="DC.Citation.Issue" content="7"><meta name="DC.Title" content="T">'
-                     b'<meta name="citation_doi" content="doi:10.123/ABC"><meta name="citation_title" content="">'
-                     b'</head><body></body></html>', "http://example.com/a")
+    doc = parse_html(
+        b'<html><head><meta name="DC.Citation.Issue" content="7"><meta name="DC.Title" content="T">'
+        b'<meta name="citation_doi" content="doi:10.123/ABC"><meta name="citation_title" content="">'
+        b"</head><body></body></html>",
+        "http://example.com/a",
+    )
     biblio = extract_biblio(doc)
     assert biblio == {"issue": "7", "title": "T", "doi": "10.123/ABC"}
 
@@ -60,13 +66,22 @@ def test_scope_rules():
     assert guess_scope("http://example.com/a/b", doc, {}, 501, "wordpress") == "article-fulltext"
     assert guess_scope("http://example.com/a/b", doc, {}, 501, None) == "unknown"
     assert guess_scope("http://example.com/a/b", doc, {"title": "x"}, 1201, "ojs3") == "article-fulltext"
-    assert guess_scope("http://example.com/a/b", doc, {"title": "x"}, 1201, "ojs3", ojs_fulltext_fix=False) == "fulltext"
-    assert guess_scope("http://example.com/a/b", doc, {"html_fulltext_url": "https://example.com/c"}, 9, None) == "landingpage"
+    assert (
+        guess_scope("http://example.com/a/b", doc, {"title": "x"}, 1201, "ojs3", ojs_fulltext_fix=False)
+        == "fulltext"
+    )
+    assert (
+        guess_scope("http://example.com/a/b", doc, {"html_fulltext_url": "https://example.com/c"}, 9, None)
+        == "landingpage"
+    )
 
 
 def test_file_metadata_and_keys():
     meta = gen_file_metadata(scholarly("dummy.pdf").read_bytes())
-    assert meta["sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36" and meta["mimetype"] == "application/pdf"
+    assert (
+        meta["sha1hex"] == "90ffd2359008d82298821d16b21778c5c39aec36"
+        and meta["mimetype"] == "application/pdf"
+    )
     assert b32_hex("sha1:" + sha1_b32(meta["sha1hex"])) == meta["sha1hex"]
     assert gen_file_metadata(b"<html><body>hi</body></html>")["mimetype"] == "text/html"
     with pytest.raises(ValueError):
@@ -91,19 +106,37 @@ def test_table_name_must_be_a_couchdb_name():
         table_name(0, "Prod")
 
 
-@pytest.mark.parametrize("address,public", [("127.0.0.1", False), ("10.1.2.3", False), ("169.254.169.254", False),
-                                            ("::1", False), ("::ffff:192.168.0.1", False), ("8.8.8.8", True)])
+@pytest.mark.parametrize(
+    "address,public",
+    [
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("169.254.169.254", False),
+        ("::1", False),
+        ("::ffff:192.168.0.1", False),
+        ("8.8.8.8", True),
+    ],
+)
 def test_is_public(address, public):
     assert is_public(address) is public
 
 
 def test_guard_checks_every_request_including_redirect_targets():
     guard = SsrfGuardMiddleware(allow_private=False)
-    for url in ("http://169.254.169.254/latest/meta-data/", "http://localhost:8080/", "http://[::1]/",
-                "ftp://example.com/x"):
+    for url in (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost:8080/",
+        "http://[::1]/",
+        "ftp://example.com/x",
+    ):
         with pytest.raises(PrivateAddressRefused):
             asyncio.run(guard.process_request(scrapy.Request(url)))
-    assert asyncio.run(SsrfGuardMiddleware(allow_private=True).process_request(scrapy.Request("http://127.0.0.1/"))) is None
+    assert (
+        asyncio.run(
+            SsrfGuardMiddleware(allow_private=True).process_request(scrapy.Request("http://127.0.0.1/"))
+        )
+        is None
+    )
 
 
 def test_tei_that_does_not_parse_is_a_teixml_error():
@@ -114,11 +147,18 @@ def test_tei_that_does_not_parse_is_a_teixml_error():
     guard is checked on TEI text directly."""
     from votersdaily.ingest.htmlbody import TeiXmlError, extract_body, word_count
 
-    assert word_count('<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>two words</p></body></text></TEI>') == 2
+    assert (
+        word_count(
+            '<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>two words</p></body></text></TEI>'
+        )
+        == 2
+    )
     with pytest.raises(TeiXmlError):
         word_count('<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>unclosed</body></TEI>')
-    deep = ("<html><body><article><p>%s</p><p>%s deep %s</p></article></body></html>"
-            % (" ".join("w%d" % i for i in range(300)), "<b>x " * 300, "</b>" * 300)).encode()
+    deep = (
+        "<html><body><article><p>%s</p><p>%s deep %s</p></article></body></html>"
+        % (" ".join("w%d" % i for i in range(300)), "<b>x " * 300, "</b>" * 300)
+    ).encode()
     assert extract_body(deep)["status"] == "trafilatura-parse-error"
 
 
@@ -172,15 +212,20 @@ def test_checked_addresses_are_pinned_for_the_connection():
     assert pinned("rebound.example.org") is None
 
 
-@pytest.mark.parametrize("footer, platform", [
-    (b'<p>Powered by <a href="http://pkp.sfu.ca/ojs/" target="_blank">PKP OJS</a></p>', "ojs"),
-    (b'<p>powered by <a href="https://pkp.sfu.ca/ojs/">pkp ojs</a></p>', "ojs"),
-    (b"<p>Powered by a PKP-free CMS</p>", None),
-])
+@pytest.mark.parametrize(
+    "footer, platform",
+    [
+        (b'<p>Powered by <a href="http://pkp.sfu.ca/ojs/" target="_blank">PKP OJS</a></p>', "ojs"),
+        (b'<p>powered by <a href="https://pkp.sfu.ca/ojs/">pkp ojs</a></p>', "ojs"),
+        (b"<p>Powered by a PKP-free CMS</p>", None),
+    ],
+)
 def test_ojs_footer_is_recognised_in_any_case(footer, platform):
     from votersdaily.ingest.scope import guess_platform
 
-    doc = parse_html(b"<html><head><title>t</title></head><body>%s</body></html>" % footer, "http://example.com/")
+    doc = parse_html(
+        b"<html><head><title>t</title></head><body>%s</body></html>" % footer, "http://example.com/"
+    )
     assert guess_platform(doc) == platform
 
 
@@ -189,23 +234,43 @@ def test_html_fulltext_url_and_its_self_link_rule():
     is kept only as a last resort (so the hop loop stops instead of following it)."""
     from votersdaily.ingest.fulltext import HTML_PATTERNS, match_fulltext_url
 
-    page = (b'<html><head><meta name="citation_fulltext_html_url" content="/full/1">'
-            b'<link rel="alternate" type="text/html" href="/abs/1"></head><body></body></html>')
+    page = (
+        b'<html><head><meta name="citation_fulltext_html_url" content="/full/1">'
+        b'<link rel="alternate" type="text/html" href="/abs/1"></head><body></body></html>'
+    )
     assert match_fulltext_url(parse_html(page, "https://journal.example/abs/1"), HTML_PATTERNS) == (
-        "https://journal.example/full/1", "citation_fulltext_html_url")
+        "https://journal.example/full/1",
+        "citation_fulltext_html_url",
+    )
     only_self = b'<html><head><meta name="citation_fulltext_html_url" content="/abs/1"></head></html>'
     assert match_fulltext_url(parse_html(only_self, "https://journal.example/abs/1"), HTML_PATTERNS) == (
-        "https://journal.example/abs/1", "citation_fulltext_html_url")
+        "https://journal.example/abs/1",
+        "citation_fulltext_html_url",
+    )
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://arxiv.org/abs/2101.00001", {"pdf_url": "https://arxiv.org/pdf/2101.00001", "technique": "arxiv-url"}),
-    ("https://www.protocols.io/view/some-protocol-abc1", {"pdf_url": "https://www.protocols.io/view/some-protocol-abc1.pdf",
-                                                          "technique": "protocolsio-url"}),
-    ("https://osf.io/abc12", {"next_url": "https://osf.io/abc12/download", "technique": "osf-by-url"}),
-    ("https://journal.example/article/1", {}),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        (
+            "https://arxiv.org/abs/2101.00001",
+            {"pdf_url": "https://arxiv.org/pdf/2101.00001", "technique": "arxiv-url"},
+        ),
+        (
+            "https://www.protocols.io/view/some-protocol-abc1",
+            {
+                "pdf_url": "https://www.protocols.io/view/some-protocol-abc1.pdf",
+                "technique": "protocolsio-url",
+            },
+        ),
+        ("https://osf.io/abc12", {"next_url": "https://osf.io/abc12/download", "technique": "osf-by-url"}),
+        ("https://journal.example/article/1", {}),
+    ],
+)
 def test_publisher_rules_by_url(url, expected):
     from votersdaily.ingest.fulltext import extract_publisher_fulltext_url
 
-    assert extract_publisher_fulltext_url(url, parse_html(b"<html><body><p>x</p></body></html>", url)) == expected
+    assert (
+        extract_publisher_fulltext_url(url, parse_html(b"<html><body><p>x</p></body></html>", url))
+        == expected
+    )

@@ -23,7 +23,8 @@ SUITES = {
 }
 C14N_SUITES = {"rdf12/rdf-n-triples/c14n": "N-Triples", "rdf12/rdf-n-quads/c14n": "N-Quads"}
 
-_QUERY = """
+_QUERY = (
+    """
 PREFIX mf: <%s>
 PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
 SELECT ?test ?type ?action ?result ?base WHERE {
@@ -32,7 +33,9 @@ SELECT ?test ?type ?action ?result ?base WHERE {
   ?test a ?type ; mf:action ?action .
   OPTIONAL { ?test mf:result ?result }
 }
-""" % MF
+"""
+    % MF
+)
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class W3CTest:
 
 
 def _path(iri: str) -> Path:
-    return Path(iri[len("file://"):])
+    return Path(iri[len("file://") :])
 
 
 def load_manifest(suite: str) -> list[W3CTest]:
@@ -64,20 +67,24 @@ def load_manifest(suite: str) -> list[W3CTest]:
         action = _path(row["action"].value)
         rel = action.relative_to(folder.resolve()).as_posix()
         base = (row["base"].value if row["base"] is not None else folder.resolve().as_uri() + "/") + rel
-        tests.append(W3CTest(
-            suite=suite,
-            id=row["test"].value.rsplit("#", 1)[-1],
-            kind=kind,
-            action=action,
-            result=_path(row["result"].value) if row["result"] is not None else None,
-            base=base,
-        ))
+        tests.append(
+            W3CTest(
+                suite=suite,
+                id=row["test"].value.rsplit("#", 1)[-1],
+                kind=kind,
+                action=action,
+                result=_path(row["result"].value) if row["result"] is not None else None,
+                base=base,
+            )
+        )
     return sorted(tests, key=lambda t: t.id)
 
 
 def deskolemise(data: bytes) -> bytes:
     """Genid IRIs of the cleaned output back to blank nodes (for isomorphism with mf:result)."""
-    return re.sub(rb"<[^>]*/\.well-known/genid/[0-9a-f]+/([^>]*)>", lambda m: b"_:g" + m.group(1).hex().encode(), data)
+    return re.sub(
+        rb"<[^>]*/\.well-known/genid/[0-9a-f]+/([^>]*)>", lambda m: b"_:g" + m.group(1).hex().encode(), data
+    )
 
 
 def canonical_quads(data: bytes, fmt: ox.RdfFormat) -> set[str]:

@@ -16,13 +16,13 @@ EX = "http://example.org/"
 NT_GOOD = (
     '<http://example.org/s1> <http://example.org/p> "one" .\n'
     '<http://example.org/s1> <http://example.org/p> "one" .\n'
-    '<http://example.org/s2> <http://example.org/p> _:b1 .\n'
+    "<http://example.org/s2> <http://example.org/p> _:b1 .\n"
     '_:b1 <http://example.org/q> "caf\\u00E9"@EN .\n'
-    '<http://example.org/ds> <http://rdfs.org/ns/void#dataDump> <{site}/dumps/c.ttl> .\n'
+    "<http://example.org/ds> <http://rdfs.org/ns/void#dataDump> <{site}/dumps/c.ttl> .\n"
 )
 NT_BAD_LINE = '<http://example.org/s3> <http://example.org/p> "unterminated .\n'
 TTL_X = '@prefix ex: <http://example.org/> .\nex:x ex:p "x" ; ex:q [ ex:r 1 ] .\n'
-TTL_Y = 'PREFIX ex: <http://example.org/>\nex:y ex:p ex:x, ex:y .\n'
+TTL_Y = "PREFIX ex: <http://example.org/>\nex:y ex:p ex:x, ex:y .\n"
 NT_Z = '<http://example.org/z> <http://example.org/p> "z"^^<http://www.w3.org/2001/XMLSchema#string> .\n'
 TTL_C = '@prefix ex: <http://example.org/> .\nex:c ex:p "from the VoID link" .\n'
 
@@ -68,11 +68,22 @@ def mount(site) -> dict[str, str]:
     base = site.url
     urls = {
         "sitemap": site.route("/sitemap.xml", sitemap(base), content_type="application/xml"),
-        "a": site.route("/dumps/a.nt.gz", gzip.compress((NT_GOOD.format(site=base) + NT_BAD_LINE).encode()),
-                        content_type="application/gzip"),
-        "b": site.route("/dumps/b.zip", zip_of({
-            "x.ttl": TTL_X.encode(), "dir/y.ttl": TTL_Y.encode(), "nested/z.tar.gz": tar_gz("z.nt", NT_Z.encode()),
-        }), content_type="application/zip"),
+        "a": site.route(
+            "/dumps/a.nt.gz",
+            gzip.compress((NT_GOOD.format(site=base) + NT_BAD_LINE).encode()),
+            content_type="application/gzip",
+        ),
+        "b": site.route(
+            "/dumps/b.zip",
+            zip_of(
+                {
+                    "x.ttl": TTL_X.encode(),
+                    "dir/y.ttl": TTL_Y.encode(),
+                    "nested/z.tar.gz": tar_gz("z.nt", NT_Z.encode()),
+                }
+            ),
+            content_type="application/zip",
+        ),
         "c": site.route("/dumps/c.ttl", TTL_C, content_type="text/turtle; charset=utf-8"),
     }
     return urls
@@ -82,6 +93,8 @@ def expected_graph(text: str, fmt: ox.RdfFormat) -> set[str]:
     """The statements of a test document, read by pyoxigraph directly (blank nodes as a marker)."""
     out = set()
     for q in ox.parse(text, fmt, base_iri=EX):
-        terms = [("_:" if isinstance(t, ox.BlankNode) else str(t)) for t in (q.subject, q.predicate, q.object)]
+        terms = [
+            ("_:" if isinstance(t, ox.BlankNode) else str(t)) for t in (q.subject, q.predicate, q.object)
+        ]
         out.add(" ".join(terms))
     return out

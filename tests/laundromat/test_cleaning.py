@@ -47,7 +47,7 @@ def _document(n: int) -> tuple[bytes, list[bytes], list[int]]:
         if i % 10 == 9:
             line = good[i // 2]  # a duplicate of an earlier statement
         elif i % 5 == 0:
-            line = b"_:b%d <http://ex.org/p> \"%d with _:x . inside\" ." % (i % 50, i)
+            line = b'_:b%d <http://ex.org/p> "%d with _:x . inside" .' % (i % 50, i)
         elif i % 5 == 1:
             line = "<http://ex.org/s%d> <http://ex.org/q> _:é%d .".encode() % (i, i % 3)
         elif i % 5 == 2:
@@ -67,10 +67,16 @@ def test_parallel_ranges_match_serial_and_the_document(tmp_path, monkeypatch):
     assert len(bad) < 100  # every error message is kept (cap 100)
     path = tmp_path / "doc.nt"
     path.write_bytes(text)
-    serial = clean_file(path, "N-Triples", KEY, tmp_path / "serial",
-                        options=CleanOptions(parse_workers=1, run_bytes=1 << 30))
-    parallel = clean_file(path, "N-Triples", KEY, tmp_path / "parallel",
-                          options=CleanOptions(parse_workers=2, parse_chunk=4096, run_bytes=1, sort_memory="64K"))
+    serial = clean_file(
+        path, "N-Triples", KEY, tmp_path / "serial", options=CleanOptions(parse_workers=1, run_bytes=1 << 30)
+    )
+    parallel = clean_file(
+        path,
+        "N-Triples",
+        KEY,
+        tmp_path / "parallel",
+        options=CleanOptions(parse_workers=2, parse_chunk=4096, run_bytes=1, sort_memory="64K"),
+    )
     assert len(calls) == 1  # the second run went through the forked range workers
     assert len(text) > 20 * 4096  # many ranges, lines cut at range boundaries
     for result in (serial, parallel):
@@ -118,8 +124,10 @@ def test_hex_looking_labels_keep_their_identity(tmp_path):
 
 def test_nt_labels_that_differ_only_in_zeros_or_case_stay_distinct(tmp_path):
     path = tmp_path / "labels.nt"
-    path.write_bytes(b"_:00ab <http://ex.org/p> _:ab .\n_:ab <http://ex.org/p> _:AB .\n"
-                     b"_:abcdef0123456789 <http://ex.org/p> _:ABCDEF0123456789 .\n")
+    path.write_bytes(
+        b"_:00ab <http://ex.org/p> _:ab .\n_:ab <http://ex.org/p> _:AB .\n"
+        b"_:abcdef0123456789 <http://ex.org/p> _:ABCDEF0123456789 .\n"
+    )
     result = clean_file(path, "N-Triples", KEY, tmp_path / "out")
     labels = GENID.findall(b"\n".join(_lines(result.path)))
     assert sorted(set(labels)) == [b"00ab", b"AB", b"ABCDEF0123456789", b"ab", b"abcdef0123456789"]
@@ -177,10 +185,14 @@ _:addr <http://schema.org/addressLocality> "Springfield"@en .
 """
 
 
-@pytest.mark.parametrize("body,fmt,expected,named", [
-    (JSON_LD, "JSON-LD", JSON_LD_EXPECTED, True),
-    (HTML_RDFA, "RDFa", HTML_RDFA_EXPECTED, False),
-], ids=["json-ld", "rdfa"])
+@pytest.mark.parametrize(
+    "body,fmt,expected,named",
+    [
+        (JSON_LD, "JSON-LD", JSON_LD_EXPECTED, True),
+        (HTML_RDFA, "RDFa", HTML_RDFA_EXPECTED, False),
+    ],
+    ids=["json-ld", "rdfa"],
+)
 def test_in_memory_formats_guessed_and_cleaned(tmp_path, body, fmt, expected, named):
     path = tmp_path / "page"  # no extension, no Content-Type: the content decides
     path.write_bytes(body)
@@ -191,8 +203,9 @@ def test_in_memory_formats_guessed_and_cleaned(tmp_path, body, fmt, expected, na
     assert clean["named_graphs"] is named and clean["path"].endswith(".nq.gz" if named else ".nt.gz")
     lines = _lines(clean["path"])
     assert lines == sorted(set(lines)) and len(lines) == expected.count(b"\n")
-    assert canonical_quads(deskolemise(b"\n".join(lines) + b"\n"), ox.RdfFormat.N_QUADS) == \
-        canonical_quads(expected, ox.RdfFormat.N_QUADS)
+    assert canonical_quads(deskolemise(b"\n".join(lines) + b"\n"), ox.RdfFormat.N_QUADS) == canonical_quads(
+        expected, ox.RdfFormat.N_QUADS
+    )
     # Deterministic: blank nodes come out under the same names every time.
     again = launder_file(path, KEY, tmp_path / "again", base_iri="http://example.org/base/page")
     assert again["clean"]["key"] == clean["key"]
@@ -203,18 +216,27 @@ def test_in_memory_formats_have_a_size_cap(tmp_path, body, fmt):
     path = tmp_path / "big"
     path.write_bytes(body)
     base = "http://example.org/base/page"
-    result = clean_file(path, fmt, KEY, tmp_path / "out", base_iri=base,
-                        options=CleanOptions(max_in_memory_bytes=len(body) - 1))
+    result = clean_file(
+        path,
+        fmt,
+        KEY,
+        tmp_path / "out",
+        base_iri=base,
+        options=CleanOptions(max_in_memory_bytes=len(body) - 1),
+    )
     assert result.errors == 1 and "larger than %d bytes" % (len(body) - 1) in result.messages[0]["message"]
     assert result.statements == 0 and _lines(result.path) == []
-    fits = clean_file(path, fmt, KEY, tmp_path / "fits", base_iri=base,
-                      options=CleanOptions(max_in_memory_bytes=len(body)))
+    fits = clean_file(
+        path, fmt, KEY, tmp_path / "fits", base_iri=base, options=CleanOptions(max_in_memory_bytes=len(body))
+    )
     assert fits.errors == 0 and fits.statements > 0
 
 
 def test_jsonld_remote_context_is_not_fetched(tmp_path):
     path = tmp_path / "remote.jsonld"
-    path.write_bytes(b'{"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://ex.org/x", "name": "x"}')
+    path.write_bytes(
+        b'{"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://ex.org/x", "name": "x"}'
+    )
     result = clean_file(path, "JSON-LD", KEY, tmp_path / "out")
     assert result.errors == 1 and "remote context" in result.messages[0]["message"]
     assert result.statements == 0
@@ -260,16 +282,18 @@ def test_rdfxml_entities_are_refused_wherever_the_doctype_is(tmp_path, template,
 
 def test_rdfxml_with_a_doctype_but_no_entities_is_cleaned(tmp_path):
     path = tmp_path / "plain.rdf"
-    path.write_bytes(b'<?xml version="1.0"?>\n<!--%s-->\n<!DOCTYPE rdf:RDF>\n' % (b"x" * 70_000)
-                     + LAUGHS.split(b"]>\n", 1)[1].replace(b"&lol2;", b"lol"))
+    path.write_bytes(
+        b'<?xml version="1.0"?>\n<!--%s-->\n<!DOCTYPE rdf:RDF>\n' % (b"x" * 70_000)
+        + LAUGHS.split(b"]>\n", 1)[1].replace(b"&lol2;", b"lol")
+    )
     result = clean_file(path, "RDF/XML", KEY, tmp_path / "out")
     assert result.errors == 0 and result.statements == 1
 
 
 NQUADS_BLANK_POSITIONS = (
-    b'_:s <http://ex.org/p> _:o <http://ex.org/g> .\n'
-    b'_:s <http://ex.org/p> _:o _:g .\n'
-    b'<http://ex.org/s> <http://ex.org/p> _:o .\n'
+    b"_:s <http://ex.org/p> _:o <http://ex.org/g> .\n"
+    b"_:s <http://ex.org/p> _:o _:g .\n"
+    b"<http://ex.org/s> <http://ex.org/p> _:o .\n"
     b'<http://ex.org/s> <http://ex.org/p> "x" _:g .\n'
     b'<http://ex.org/s> <http://ex.org/p> "_:a <http://ex.org/p> _:b <http://ex.org/g> ." <http://ex.org/g> .\n'
     b'<http://ex.org/s> <http://ex.org/p> "q> _:c _:d ." .\n'
@@ -285,7 +309,13 @@ def test_blank_nodes_in_every_position_and_none_inside_literals(tmp_path):
     assert result.errors == 0 and result.statements == 8
     data = b"\n".join(_lines(result.path)) + b"\n"
     assert sorted(set(GENID.findall(data))) == [b"g", b"o", b"s"]
-    for literal in (b'"_:a <http://ex.org/p> _:b <http://ex.org/g> ."', b'"q> _:c _:d ."', b'"ends _:e"', b'"_:f"@en'):
+    for literal in (
+        b'"_:a <http://ex.org/p> _:b <http://ex.org/g> ."',
+        b'"q> _:c _:d ."',
+        b'"ends _:e"',
+        b'"_:f"@en',
+    ):
         assert literal in data
-    assert canonical_quads(deskolemise(data), ox.RdfFormat.N_QUADS) == \
-        canonical_quads(NQUADS_BLANK_POSITIONS, ox.RdfFormat.N_QUADS)
+    assert canonical_quads(deskolemise(data), ox.RdfFormat.N_QUADS) == canonical_quads(
+        NQUADS_BLANK_POSITIONS, ox.RdfFormat.N_QUADS
+    )

@@ -11,7 +11,14 @@ import pyoxigraph as ox
 import pytest
 
 from tests.laundromat.conformance import (
-    C14N_SUITES, ROOT, SUITES, W3CTest, canonical_quads, deskolemise, load_manifest, read_cleaned,
+    C14N_SUITES,
+    ROOT,
+    SUITES,
+    W3CTest,
+    canonical_quads,
+    deskolemise,
+    load_manifest,
+    read_cleaned,
 )
 from votersdaily.laundromat.cleaning import CleanOptions
 from votersdaily.laundromat.steps import launder_file
@@ -89,7 +96,10 @@ def test_w3c_suite_through_cleaning(suite, tmp_path):
             failures[name] = "took more than 5 s"
         clean = record["clean"]
         data = read_cleaned(record)
-        assert clean["number_of_statements"] == clean["number_of_unique_statements"] + clean["number_of_duplicates"]
+        assert (
+            clean["number_of_statements"]
+            == clean["number_of_unique_statements"] + clean["number_of_duplicates"]
+        )
         lines = data.split(b"\n")[:-1]
         if lines != sorted(set(lines)):
             failures[name] = "output not sorted and unique"
@@ -101,8 +111,11 @@ def test_w3c_suite_through_cleaning(suite, tmp_path):
                 failures[name] = "invalid input not reported"
             with_line = any(m["kind"] == "error" and m.get("line") for m in clean["messages"])
             if with_line is (fmt in NO_ERROR_LINES):
-                failures[name] = ("an error has a line number: update NO_ERROR_LINES" if with_line
-                                  else "no error has a line number: %s" % clean["messages"][:2])
+                failures[name] = (
+                    "an error has a line number: update NO_ERROR_LINES"
+                    if with_line
+                    else "no error has a line number: %s" % clean["messages"][:2]
+                )
             if not _reparses(data):
                 failures[name] = "emitted output does not re-parse as N-Quads"
         if test.kind == "Eval":
@@ -114,7 +127,9 @@ def test_w3c_suite_through_cleaning(suite, tmp_path):
             # Idempotence: cleaning the cleaned file changes nothing, byte for byte.
             plain = tmp_path / (test.id + ".nq")
             plain.write_bytes(data)
-            again = launder_file(plain, "0" * 32, tmp_path / (test.id + "-again"), fmt="N-Quads", options=OPTIONS)
+            again = launder_file(
+                plain, "0" * 32, tmp_path / (test.id + "-again"), fmt="N-Quads", options=OPTIONS
+            )
             if read_cleaned(again) != data or again["clean"]["key"] != clean["key"]:
                 failures[name] = "cleaning the cleaned output changed it"
     assert failures == {}
@@ -130,7 +145,7 @@ def test_rdf12_c14n_lines(suite, tmp_path):
     for test in tests:
         record = _clean(test, fmt, tmp_path)
         got = read_cleaned(record).decode("utf-8").split("\n")[:-1]
-        expected = sorted(set(line for line in test.result.read_text(encoding="utf-8").split("\n") if line))
+        expected = sorted({line for line in test.result.read_text(encoding="utf-8").split("\n") if line})
         if got != expected:
             mismatched.add(str(test))
     assert mismatched == {t for t in C14N_RDF12_ONLY if t.startswith(suite + "#")}

@@ -60,7 +60,7 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
         assert rec["http"][0]["status"] == 200 and rec["http"][0]["uri"] == uri
         assert rec["http"][0]["version"] == {"major": 1, "minor": 1}
         assert rec["number_of_bytes"] > 0 and rec["timestamp"]["begin"] <= rec["timestamp"]["end"]
-        assert site.hits[uri[len(site.url):]] == 1
+        assert site.hits[uri[len(site.url) :]] == 1
     assert downloads[uri_key(urls["sitemap"])]["status"] == "depleted"
     assert downloads[uri_key(urls["a"])]["status"] == "depleted"  # gzip → one entry
     assert downloads[uri_key(urls["b"])]["status"] == "depleted"
@@ -82,13 +82,17 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     assert all(d["parent"] == dirty for dirty, d in cleaned.items())  # DESIGN.md §6
     assert clean_a["messages"][0]["line"] == 6
     assert cleaned_statements(out, clean_a) == sitedata.expected_graph(
-        sitedata.NT_GOOD.format(site=site.url), ox.RdfFormat.N_TRIPLES)
+        sitedata.NT_GOOD.format(site=site.url), ox.RdfFormat.N_TRIPLES
+    )
     assert cleaned_statements(out, cleaned[parsed["x.ttl"]["_id"]]) == sitedata.expected_graph(
-        sitedata.TTL_X, ox.RdfFormat.TURTLE)
+        sitedata.TTL_X, ox.RdfFormat.TURTLE
+    )
     assert cleaned_statements(out, cleaned[parsed["z.nt"]["_id"]]) == sitedata.expected_graph(
-        sitedata.NT_Z, ox.RdfFormat.N_TRIPLES)
+        sitedata.NT_Z, ox.RdfFormat.N_TRIPLES
+    )
     assert cleaned_statements(out, cleaned[parsed["c.ttl"]["_id"]]) == sitedata.expected_graph(
-        sitedata.TTL_C, ox.RdfFormat.TURTLE)
+        sitedata.TTL_C, ox.RdfFormat.TURTLE
+    )
     for doc in cleaned.values():
         assert (out / doc["file"]).exists()
 
@@ -96,8 +100,9 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
     assert site.hits["/sitemap.xml"] == 1
     again = records(store_uri)
-    assert {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in again.items()} == \
-        {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in docs.items()}
+    assert {k: {x: y for x, y in v.items() if x != "_rev"} for k, v in again.items()} == {
+        k: {x: y for x, y in v.items() if x != "_rev"} for k, v in docs.items()
+    }
 
 
 def test_archive_limits_hold_across_the_nested_tree(crawl, site, sqlite_uri, tmp_path):
@@ -105,11 +110,25 @@ def test_archive_limits_hold_across_the_nested_tree(crawl, site, sqlite_uri, tmp
     passes alone, the tree does not. The first two dumps are cleaned, the other two refused."""
     content = b"<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .\n" * 20_000
     names = ["p%d.nt.gz" % i for i in range(4)]
-    url = site.route("/tree.zip", sitedata.zip_of({n: gzip.compress(content) for n in names}),
-                     content_type="application/zip")
+    url = site.route(
+        "/tree.zip",
+        sitedata.zip_of({n: gzip.compress(content) for n in names}),
+        content_type="application/zip",
+    )
     out = tmp_path / "out"
-    ok(crawl("laundromat", [url], sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out,
-             "-s", "LAUNDROMAT_MAX_UNPACKED_BYTES=%d" % (3 << 20), "-s", "LAUNDROMAT_MAX_RATIO=1000000"))
+    ok(
+        crawl(
+            "laundromat",
+            [url],
+            sqlite_uri,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            "-s",
+            "LAUNDROMAT_MAX_UNPACKED_BYTES=%d" % (3 << 20),
+            "-s",
+            "LAUNDROMAT_MAX_RATIO=1000000",
+        )
+    )
     docs = records(sqlite_uri)
     (root,) = [d for d in docs.values() if d.get("archive") == "zip"]
     layers = {d["entry_name"]: d for d in docs.values() if d.get("parent") == root["_id"]}
@@ -128,15 +147,27 @@ def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
     """A seed list (``-a seedlist=``) naming a 301 → 200 dump and a 404: the download record has one
     ``http`` entry per hop and the content metadata of the body; the failed one keeps its metadata
     and its error."""
-    body = ('<http://example.org/r> <http://example.org/p> "caf\u00e9" .\r\n'
-            '<http://example.org/r> <http://example.org/q> "2" .\r\n').encode("utf-8")
+    body = (
+        '<http://example.org/r> <http://example.org/p> "caf\u00e9" .\r\n'
+        '<http://example.org/r> <http://example.org/q> "2" .\r\n'
+    ).encode("utf-8")
     old = site.route("/old.nt", status=301, headers={"Location": "/new.nt", "X-Hop": "first"})
     new = site.route("/new.nt", body, content_type="application/n-triples", headers={"X-Hop": "second"})
     missing = site.route("/missing.nt", "no such dump", status=404, content_type="text/plain")
     seedlist = tmp_path / "seeds.txt"
     seedlist.write_text("# the dumps\n%s\n\n%s\n" % (old, missing), encoding="utf-8")
     out = tmp_path / "out"
-    ok(crawl("laundromat", None, sqlite_uri, "-a", "seedlist=%s" % seedlist, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    ok(
+        crawl(
+            "laundromat",
+            None,
+            sqlite_uri,
+            "-a",
+            "seedlist=%s" % seedlist,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+        )
+    )
     docs = records(sqlite_uri)
     assert [site.hits.get(p) for p in ("/old.nt", "/new.nt", "/missing.nt")] == [1, 1, 1]
     seeds = {d["uri"]: d for d in docs.values() if "uri" in d and "parent" not in d}
@@ -146,7 +177,10 @@ def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
     (moved,) = [d for d in docs.values() if d.get("parent") == uri_key(old)]
     assert moved["status"] == "parsed" and moved["uri"] == old
     assert [(h["status"], h["uri"]) for h in moved["http"]] == [(301, old), (200, new)]
-    assert moved["http"][0]["headers"]["location"] == "/new.nt" and moved["http"][0]["headers"]["x-hop"] == "first"
+    assert (
+        moved["http"][0]["headers"]["location"] == "/new.nt"
+        and moved["http"][0]["headers"]["x-hop"] == "first"
+    )
     assert moved["http"][1]["headers"]["content-type"] == "application/n-triples"
     assert moved["http"][1]["headers"]["x-hop"] == "second"
     for h in moved["http"]:
@@ -161,7 +195,9 @@ def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
 
     (failed,) = [d for d in docs.values() if d.get("parent") == uri_key(missing)]
     assert failed["status"] == "failed" and failed["error"] == "HTTP status 404"
-    ((status, uri, version, headers),) = [(h["status"], h["uri"], h["version"], h["headers"]) for h in failed["http"]]
+    ((status, uri, version, headers),) = [
+        (h["status"], h["uri"], h["version"], h["headers"]) for h in failed["http"]
+    ]
     assert (status, uri, version) == (404, missing, {"major": 1, "minor": 1})
     assert headers["content-type"] == "text/plain" and failed["content"] == "no such dump"
     assert failed["timestamp"]["begin"] <= failed["timestamp"]["end"]

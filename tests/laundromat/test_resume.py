@@ -27,9 +27,11 @@ N_FAST = 4
 
 def _sitemap(site: str, names: list[str]) -> str:
     dumps = "\n".join("<sc:dataDumpLocation>%s/d/%s</sc:dataDumpLocation>" % (site, n) for n in names)
-    return ('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-            'xmlns:sc="http://sw.deri.org/2007/07/sitemapextension/scschema.xsd">'
-            "<sc:dataset><sc:datasetLabel>r</sc:datasetLabel>%s</sc:dataset></urlset>" % dumps)
+    return (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:sc="http://sw.deri.org/2007/07/sitemapextension/scschema.xsd">'
+        "<sc:dataset><sc:datasetLabel>r</sc:datasetLabel>%s</sc:dataset></urlset>" % dumps
+    )
 
 
 def _nt(i: int) -> bytes:
@@ -46,12 +48,33 @@ def _docs(store_uri: str) -> dict[str, dict]:
 
 def _start(url: str, store_uri: str, out) -> subprocess.Popen:
     """The crawl in a new session, so that killing its group also kills its cleaning workers."""
-    env = dict(os.environ, VOTERSDAILY_STORE=store_uri, SCRAPY_SETTINGS_MODULE="votersdaily.settings",
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        VOTERSDAILY_STORE=store_uri,
+        SCRAPY_SETTINGS_MODULE="votersdaily.settings",
+        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "laundromat", "-a", "url=" + url,
-         "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out, "-s", "LOG_LEVEL=INFO"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "laundromat",
+            "-a",
+            "url=" + url,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            "-s",
+            "LOG_LEVEL=INFO",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -62,7 +85,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _finish(proc: subprocess.Popen) -> str:
-    stdout, stderr = proc.communicate(timeout=180)
+    _stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stderr[-4000:]
     return stderr
 
@@ -105,7 +128,7 @@ def test_killed_crawl_resumes(site, sqlite_uri, tmp_path):
 
     # Resume: the same command again.
     proc = _start(sitemap, sqlite_uri, out)
-    stdout, stderr = proc.communicate(timeout=180)
+    _stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stderr[-4000:]
     after = _docs(sqlite_uri)
 
@@ -114,8 +137,9 @@ def test_killed_crawl_resumes(site, sqlite_uri, tmp_path):
     for i in range(N_FAST):
         assert site.hits["/d/f%d.nt.gz" % i] == 1
         key = uri_key(site.url + "/d/f%d.nt.gz" % i)
-        assert {k: v for k, v in after[key].items() if k != "_rev"} == \
-            {k: v for k, v in before[key].items() if k != "_rev"}
+        assert {k: v for k, v in after[key].items() if k != "_rev"} == {
+            k: v for k, v in before[key].items() if k != "_rev"
+        }
     assert site.hits["/d/slow.nt"] == 2, (hits_before, site.hits, stderr[-3000:])
 
     # Nothing lost: every dump is parsed, once, with its cleaned record.
@@ -142,8 +166,9 @@ def test_crawl_killed_while_cleaning_resumes(site, sqlite_uri, tmp_path):
     the resumed run cleans it once, from the recorded state, without downloading it again."""
     out = tmp_path / "out"
     n, distinct = 400_000, 300_000  # over 16 MiB: cleaned by the forked range workers
-    body = "".join('<http://ex.org/s%d> <http://ex.org/p> "v%d" .\n' % (i % distinct, i % distinct)
-                   for i in range(n)).encode()
+    body = "".join(
+        '<http://ex.org/s%d> <http://ex.org/p> "v%d" .\n' % (i % distinct, i % distinct) for i in range(n)
+    ).encode()
     url = site.route("/d/big.nt", body, content_type="application/n-triples")
     key = uri_key(url)
     proc = _start(url, sqlite_uri, out)
@@ -195,10 +220,20 @@ def test_sitemap_left_half_done_resumes_as_a_sitemap(site, sqlite_uri, tmp_path,
     download = download_key(seed["_id"], begin)
     (out / "files").mkdir(parents=True)
     (out / "files" / download).write_bytes(_sitemap(site.url, names).encode())
-    record = {"_id": download, "parent": seed["_id"], "seed": seed["_id"], "status": left_in,
-              "uri": sitemap_url, "timestamp": {"begin": begin, "end": begin}, "http": [],
-              "file": "files/" + download, "base_uri": sitemap_url, "name": "sitemap.xml",
-              "content_type": "application/xml", "depth": 0}
+    record = {
+        "_id": download,
+        "parent": seed["_id"],
+        "seed": seed["_id"],
+        "status": left_in,
+        "uri": sitemap_url,
+        "timestamp": {"begin": begin, "end": begin},
+        "http": [],
+        "file": "files/" + download,
+        "base_uri": sitemap_url,
+        "name": "sitemap.xml",
+        "content_type": "application/xml",
+        "depth": 0,
+    }
     _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=download), record)
 
     _finish(_start(sitemap_url, sqlite_uri, out))
@@ -208,14 +243,16 @@ def test_sitemap_left_half_done_resumes_as_a_sitemap(site, sqlite_uri, tmp_path,
     assert done["status"] == "depleted" and done["sitemap"] == "urlset" and "format" not in done
     dump_keys = [uri_key(site.url + "/d/" + name) for name in names]
     assert sorted(done["children"]) == sorted(dump_keys)
-    for name, key in zip(names, dump_keys):
+    for name, key in zip(names, dump_keys, strict=True):
         assert site.hits["/d/" + name] == 1
         parsed = [d for d in after.values() if d.get("seed") == key and d.get("status") == "parsed"]
         assert len(parsed) == 1 and parsed[0]["number_of_unique_statements"] == 50
     assert not (out / "files" / download).exists()
 
 
-@pytest.mark.parametrize("children_written", [False, True], ids=["during-unpacking", "after-children-written"])
+@pytest.mark.parametrize(
+    "children_written", [False, True], ids=["during-unpacking", "after-children-written"]
+)
 def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_path, children_written):
     """A run killed while unpacking a zip left its download record ``unarchiving``, and (killed
     between writing the entries' records and marking the zip ``depleted``) maybe its children
@@ -235,26 +272,56 @@ def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_pat
     for attempt in range(1000):
         download = download_key(seed["_id"], "%s-%d" % (begin, attempt))
         (out / "files" / download).write_bytes(body)
-        entries = unpack_step(str(out / "files" / download), str(out / "files"), download, "three.zip", 0,
-                              ArchiveLimits())["entries"]
+        entries = unpack_step(
+            str(out / "files" / download), str(out / "files"), download, "three.zip", 0, ArchiveLimits()
+        )["entries"]
         if download < min(e["key"] for e in entries):
             break
         for entry in entries:
             os.unlink(entry["path"])
         os.unlink(out / "files" / download)
-    record = {"_id": download, "parent": seed["_id"], "seed": seed["_id"], "status": "unarchiving",
-              "uri": url, "timestamp": {"begin": begin, "end": begin}, "http": [], "number_of_bytes": len(body),
-              "file": "files/" + download, "base_uri": url, "name": "three.zip",
-              "content_type": "application/zip", "depth": 0}
-    children = [{"_id": e["key"], "parent": download, "seed": seed["_id"], "status": "filed",
-                 "entry_name": e["entry_name"], "name": e["name"], "number_of_bytes": e["size"], "depth": 1,
-                 "root": download, "file": "files/" + e["key"], "base_uri": url + "/" + e["name"],
-                 "content_type": None, "added": begin} for e in entries]
+    record = {
+        "_id": download,
+        "parent": seed["_id"],
+        "seed": seed["_id"],
+        "status": "unarchiving",
+        "uri": url,
+        "timestamp": {"begin": begin, "end": begin},
+        "http": [],
+        "number_of_bytes": len(body),
+        "file": "files/" + download,
+        "base_uri": url,
+        "name": "three.zip",
+        "content_type": "application/zip",
+        "depth": 0,
+    }
+    children = [
+        {
+            "_id": e["key"],
+            "parent": download,
+            "seed": seed["_id"],
+            "status": "filed",
+            "entry_name": e["entry_name"],
+            "name": e["name"],
+            "number_of_bytes": e["size"],
+            "depth": 1,
+            "root": download,
+            "file": "files/" + e["key"],
+            "base_uri": url + "/" + e["name"],
+            "content_type": None,
+            "added": begin,
+        }
+        for e in entries
+    ]
     if not children_written:
         for entry in entries:
             os.unlink(entry["path"])
-    _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=download), record,
-                       *(children if children_written else []))
+    _put_crashed_state(
+        sqlite_uri,
+        dict(seed, processed=begin, download=download),
+        record,
+        *(children if children_written else []),
+    )
 
     _finish(_start(url, sqlite_uri, out))
     after = _docs(sqlite_uri)

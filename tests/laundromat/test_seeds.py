@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from datetime import datetime, timezone
+import itertools
+from datetime import UTC, datetime
 
 import pytest
 
@@ -87,7 +88,8 @@ def test_semantic_sitemap(compress):
     sm = parse_sitemap(body)
     assert sm.kind == "urlset"
     assert [(u.loc, u.lastmod, u.changefreq, u.priority) for u in sm.urls] == [
-        ("http://ex.org/page", "2026-01-02", "monthly", 0.8)]
+        ("http://ex.org/page", "2026-01-02", "monthly", 0.8)
+    ]
     (ds,) = sm.datasets
     assert ds.label == "DBpedia" and ds.uri == "http://ex.org/void#ds"
     assert ds.linked_data_prefixes == ["http://ex.org/resource/"]
@@ -100,7 +102,9 @@ def test_sitemap_index_and_text(compress):
     sm = parse_sitemap(gzip.compress(INDEX) if compress else INDEX)
     assert sm.kind == "sitemapindex"
     assert [(s.loc, s.lastmod) for s in sm.sitemaps] == [
-        ("http://ex.org/s1.xml.gz", "2026-05-01T10:00:00+00:00"), ("http://ex.org/s2.xml", None)]
+        ("http://ex.org/s1.xml.gz", "2026-05-01T10:00:00+00:00"),
+        ("http://ex.org/s2.xml", None),
+    ]
     text = parse_sitemap(b"http://ex.org/a.nt\n\nhttp://ex.org/b.ttl\n")
     assert text.kind == "text" and [u.loc for u in text.urls] == ["http://ex.org/a.nt", "http://ex.org/b.ttl"]
 
@@ -108,15 +112,17 @@ def test_sitemap_index_and_text(compress):
 def test_not_a_sitemap_and_entity_bomb_refused():
     with pytest.raises(SitemapError):
         parse_sitemap(b"<rss><channel/></rss>")
-    bomb = (b'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
-            b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>&b;</loc></url></urlset>')
+    bomb = (
+        b'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>&b;</loc></url></urlset>'
+    )
     sm = parse_sitemap(bomb)  # entities are not expanded
     assert all("aaaaa" not in u.loc for u in sm.urls)
     with pytest.raises(SitemapError):
         parse_sitemap(gzip.compress(b" " * (52_428_800 + 10)))
 
 
-NOW = datetime(2026, 10, 2, 18, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 10, 2, 18, 0, tzinfo=UTC)
 
 
 def test_staleness():
@@ -128,13 +134,27 @@ def test_staleness():
     assert is_stale(seed, NOW) and is_due(seed, NOW)
     seed["processed"] = "2026-10-01T18:00:00Z"  # equal: not yet stale (strictly less than)
     assert not is_stale(seed, NOW)
-    assert interval_for("weekly") == 7 * 86400 and interval_for("bogus", 5.0) == 5.0 and interval_for(None, 3.0) == 3.0
+    assert (
+        interval_for("weekly") == 7 * 86400
+        and interval_for("bogus", 5.0) == 5.0
+        and interval_for(None, 3.0) == 3.0
+    )
     assert is_due(dict(seed, status=states.DOWNLOADING), NOW)  # interrupted downloads are redone
 
 
 def test_state_machine_names_and_transitions():
-    path = ["added", "downloading", "filed", "unarchiving", "unarchived", "guessing", "guessed", "parsing", "parsed"]
-    for a, b in zip(path[2:], path[3:]):
+    path = [
+        "added",
+        "downloading",
+        "filed",
+        "unarchiving",
+        "unarchived",
+        "guessing",
+        "guessed",
+        "parsing",
+        "parsed",
+    ]
+    for a, b in itertools.pairwise(path):
         states.check_transition(a, b)
     states.check_transition("unarchiving", "depleted")
     states.check_transition("added", "downloading")

@@ -15,10 +15,16 @@ import pytest
 
 from tests.laundromat import sitedata
 from tests.laundromat.conformance import ROOT, SUITES, load_manifest
-from votersdaily.laundromat.archives import (
-    ArchiveError, ArchiveLimitExceeded, ArchiveLimits, TreeUsage, archive_kind, safe_name, unpack,
-)
 from votersdaily.laundromat import encodings
+from votersdaily.laundromat.archives import (
+    ArchiveError,
+    ArchiveLimitExceeded,
+    ArchiveLimits,
+    TreeUsage,
+    archive_kind,
+    safe_name,
+    unpack,
+)
 from votersdaily.laundromat.encodings import detect_encoding, recode_file
 from votersdaily.laundromat.formats import guess_format, sniff
 from votersdaily.laundromat.uris import child_key
@@ -50,7 +56,9 @@ def test_nested_tar_gz_inside_zip(tmp_path):
     assert found == {"x.ttl": b"x", "deep/z.nt": b"<a:z> <a:p> <a:o> .\n"}
 
 
-@pytest.mark.parametrize("kind,compress", [("gzip", gzip.compress), ("bzip2", bz2.compress), ("xz", lzma.compress)])
+@pytest.mark.parametrize(
+    "kind,compress", [("gzip", gzip.compress), ("bzip2", bz2.compress), ("xz", lzma.compress)]
+)
 def test_single_stream_compressions(tmp_path, kind, compress):
     path = tmp_path / "d.nt.x"
     path.write_bytes(compress(b"<a:s> <a:p> <a:o> .\n"))
@@ -165,7 +173,12 @@ def test_latin1_without_declaration(tmp_path):
     src = tmp_path / "l1.nt"
     src.write_bytes(text.encode("latin-1"))
     rec = recode_file(src, tmp_path / "out.nt")
-    assert rec.source == "detector" and rec.encoding in ("latin-1", "iso8859-1", "cp1252", "iso8859-15")  # read as the file's text
+    assert rec.source == "detector" and rec.encoding in (
+        "latin-1",
+        "iso8859-1",
+        "cp1252",
+        "iso8859-15",
+    )  # read as the file's text
     assert rec.path.read_text(encoding="utf-8") == text and rec.number_of_replacements == 0
 
 
@@ -194,13 +207,22 @@ def test_replacement_offsets_across_chunk_boundaries(tmp_path, monkeypatch, bom,
     rec = recode_file(src, tmp_path / "out.nt", http_charset="utf-8")
     assert rec.encoding == "utf-8" and rec.number_of_replacements == 3
     assert [(r["offset"], r["bytes"]) for r in rec.replacements] == [
-        (data.index(b"\xff"), "ff"), (data.index(b"\xfe"), "fe"), (data.index(b"\xc3x"), "c3")]
-    assert rec.path.read_bytes() == data[len(bom):].decode("utf-8", "replace").encode()
+        (data.index(b"\xff"), "ff"),
+        (data.index(b"\xfe"), "fe"),
+        (data.index(b"\xc3x"), "c3"),
+    ]
+    assert rec.path.read_bytes() == data[len(bom) :].decode("utf-8", "replace").encode()
 
 
 def test_encoding_order():
-    assert detect_encoding(b'\xef\xbb\xbf<?xml version="1.0" encoding="latin-1"?>', "ascii") == ("utf-8-sig", "bom")
-    assert detect_encoding(b'<?xml version="1.0" encoding="ISO-8859-1"?><a/>', "utf-8") == ("iso8859-1", "xml-declaration")
+    assert detect_encoding(b'\xef\xbb\xbf<?xml version="1.0" encoding="latin-1"?>', "ascii") == (
+        "utf-8-sig",
+        "bom",
+    )
+    assert detect_encoding(b'<?xml version="1.0" encoding="ISO-8859-1"?><a/>', "utf-8") == (
+        "iso8859-1",
+        "xml-declaration",
+    )
     assert detect_encoding(b"plain", "windows-1252") == ("cp1252", "http")
     assert detect_encoding(b"plain \xc3\xa9", None) == ("utf-8", "detector")
 
@@ -208,9 +230,13 @@ def test_encoding_order():
 # -- format guessing ---------------------------------------------------------------------------
 
 #: Formats whose grammar contains the given one (a document valid in one is valid in the others).
-SUPERSETS = {"N-Triples": {"N-Triples"}, "N-Quads": {"N-Quads", "N-Triples"},
-             "Turtle": {"Turtle", "N-Triples"}, "TriG": {"TriG", "Turtle", "N-Triples", "N-Quads"},
-             "RDF/XML": {"RDF/XML"}}
+SUPERSETS = {
+    "N-Triples": {"N-Triples"},
+    "N-Quads": {"N-Quads", "N-Triples"},
+    "Turtle": {"Turtle", "N-Triples"},
+    "TriG": {"TriG", "Turtle", "N-Triples", "N-Quads"},
+    "RDF/XML": {"RDF/XML"},
+}
 
 
 @pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
@@ -241,11 +267,20 @@ def test_guessing_on_suite_files_without_extension(suite, tmp_path):
 
 
 def test_guess_records_all_three_and_disagreements():
-    g = guess_format('@prefix ex: <http://ex.org/> .\nex:a ex:b ex:c .\n', "application/rdf+xml", "data.nt.gz")
+    g = guess_format(
+        "@prefix ex: <http://ex.org/> .\nex:a ex:b ex:c .\n", "application/rdf+xml", "data.nt.gz"
+    )
     assert (g.format, g.sniffed, g.content_type_format, g.extension, g.extension_format) == (
-        "Turtle", "Turtle", "RDF/XML", ".nt", "N-Triples")
+        "Turtle",
+        "Turtle",
+        "RDF/XML",
+        ".nt",
+        "N-Triples",
+    )
     assert "content says Turtle, content-type says RDF/XML" in g.disagreements
-    assert not any("extension says N-Triples" in d and "Turtle" in d.split(",")[0] for d in g.disagreements[1:2])
+    assert not any(
+        "extension says N-Triples" in d and "Turtle" in d.split(",")[0] for d in g.disagreements[1:2]
+    )
     assert sniff('{"@context": {}, "@id": "x"}') == "JSON-LD"
     assert sniff("<!DOCTYPE html><html><body vocab='http://schema.org/'></body></html>") == "RDFa"
     assert sniff('<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="x"></rdf:RDF>') == "RDF/XML"
@@ -269,12 +304,25 @@ def test_limits_hold_for_the_whole_tree(tmp_path):
     assert used.unpacked_bytes == sum(len(m) for m in members.values())
     outcomes = []
     for entry in top.entries:
-        alone = unpack(entry.path, tmp_path / "alone", lambda e: child_key("alone", e), name=entry.name,
-                       depth=1, limits=limits)  # each layer passes by itself
+        alone = unpack(
+            entry.path,
+            tmp_path / "alone",
+            lambda e: child_key("alone", e),
+            name=entry.name,
+            depth=1,
+            limits=limits,
+        )  # each layer passes by itself
         assert alone.unpacked_bytes == len(content)
         try:
-            layer_result = unpack(entry.path, tmp_path / "tree", lambda e: child_key(entry.name, e),
-                                  name=entry.name, depth=1, limits=limits, used=used)
+            layer_result = unpack(
+                entry.path,
+                tmp_path / "tree",
+                lambda e, parent=entry.name: child_key(parent, e),
+                name=entry.name,
+                depth=1,
+                limits=limits,
+                used=used,
+            )
         except ArchiveLimitExceeded as exc:
             outcomes.append(str(exc))
             continue
@@ -292,11 +340,27 @@ def test_limits_hold_for_the_whole_tree(tmp_path):
     root = archive.stat().st_size
     used, refused = TreeUsage(top.unpacked_bytes, len(top.entries), root), None
     for i, entry in enumerate(top.entries):
-        assert unpack(entry.path, tmp_path / "alone2", lambda e: child_key("a2", e), name=entry.name,
-                      depth=1, limits=limits).unpacked_bytes == 800_000  # harmless alone
+        assert (
+            unpack(
+                entry.path,
+                tmp_path / "alone2",
+                lambda e: child_key("a2", e),
+                name=entry.name,
+                depth=1,
+                limits=limits,
+            ).unpacked_bytes
+            == 800_000
+        )  # harmless alone
         try:
-            layer_result = unpack(entry.path, tmp_path / "tree2", lambda e: child_key(entry.name, e),
-                                  name=entry.name, depth=1, limits=limits, used=used)
+            layer_result = unpack(
+                entry.path,
+                tmp_path / "tree2",
+                lambda e, parent=entry.name: child_key(parent, e),
+                name=entry.name,
+                depth=1,
+                limits=limits,
+                used=used,
+            )
         except ArchiveLimitExceeded as exc:
             refused = (i, str(exc))
             break
@@ -309,8 +373,14 @@ def test_limits_hold_for_the_whole_tree(tmp_path):
 
     # Entries count across the tree too.
     with pytest.raises(ArchiveLimitExceeded, match="more than 50 entries"):
-        unpack(archive, tmp_path / "out3", lambda e: child_key("r3", e), name="tree.zip", limits=limits,
-               used=TreeUsage(0, 40, None))
+        unpack(
+            archive,
+            tmp_path / "out3",
+            lambda e: child_key("r3", e),
+            name="tree.zip",
+            limits=limits,
+            used=TreeUsage(0, 40, None),
+        )
 
 
 @pytest.mark.parametrize("tail, chars", [(b"", 1003), (b"\xff", None), (b"\xc3", None)])
@@ -322,7 +392,9 @@ def test_large_documents_are_checked_in_two_halves(tmp_path, monkeypatch, tail, 
     monkeypatch.setattr(encodings, "PARALLEL_CHECK_BYTES", 1)
     path = tmp_path / "doc.nt"
     path.write_bytes(b"ab" + "é".encode() * 1000 + b"z" + tail)
-    assert tail or path.read_bytes()[path.stat().st_size // 2] & 0xC0 == 0x80  # the middle is inside a character
+    assert (
+        tail or path.read_bytes()[path.stat().st_size // 2] & 0xC0 == 0x80
+    )  # the middle is inside a character
     assert encodings._valid_utf8_chars(path) == chars
     path.write_bytes(tail + b"ab" + "é".encode() * 1000 + b"z")
     assert encodings._valid_utf8_chars(path) == chars

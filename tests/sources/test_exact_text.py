@@ -30,14 +30,17 @@ def test_json_members_keep_their_text():
     assert doc["next_page_url"].text == json.dumps(doc.value["next_page_url"])
 
 
-@pytest.mark.parametrize("body, exception", [
-    (b'{"a": [1, 2', MalformedDocument),
-    (b'{"a": 1,}', MalformedDocument),
-    (b'{"a": 1} {"b": 2}', MalformedDocument),
-    (b"\xff\xfe{}", MalformedDocument),
-    (b"   ", MalformedDocument),
-    (b"<!DOCTYPE html><html><head><title>File Not Found</title></head></html>", ErrorPage),
-])
+@pytest.mark.parametrize(
+    "body, exception",
+    [
+        (b'{"a": [1, 2', MalformedDocument),
+        (b'{"a": 1,}', MalformedDocument),
+        (b'{"a": 1} {"b": 2}', MalformedDocument),
+        (b"\xff\xfe{}", MalformedDocument),
+        (b"   ", MalformedDocument),
+        (b"<!DOCTYPE html><html><head><title>File Not Found</title></head></html>", ErrorPage),
+    ],
+)
 def test_json_bad_input(body, exception):
     with pytest.raises(exception):
         load_with_text(body)
@@ -56,7 +59,10 @@ def test_xml_element_texts_are_exact():
     texts = element_texts(body, "item")
     assert len(texts) == 30 and all(t in body.decode("utf-8") for t in texts)
     assert element_texts(b'<a><m/><m x=">">1</m><p:m xmlns:p="u">2</p:m></a>', "m") == [
-        "<m/>", '<m x=">">1</m>', '<p:m xmlns:p="u">2</p:m>']
+        "<m/>",
+        '<m x=">">1</m>',
+        '<p:m xmlns:p="u">2</p:m>',
+    ]
 
 
 def test_xml_element_texts_refuse_doctypes_and_broken_documents():
@@ -84,12 +90,17 @@ def test_html_helpers():
     markup = '<p>A&#160;b <a href="/x/eo.pdf">EO</a> <a href="https://e.org/y.PDF#p=2">Y</a> <a href="/z.htm">Z</a></p>'
     assert html_text(markup) == "A b EO Y Z"
     assert link_urls(markup, "https://www.whitehouse.gov/p/") == [
-        "https://www.whitehouse.gov/x/eo.pdf", "https://e.org/y.PDF#p=2"]
+        "https://www.whitehouse.gov/x/eo.pdf",
+        "https://e.org/y.PDF#p=2",
+    ]
     page = "<tr><td>1</td><td><a href='/a.pdf'>A</a></td></tr>\n<tr><td><a href='/a.pdf'>B</a></td></tr>"
     assert enclosing_markup(page, "/a.pdf", "tr", 1) == "<tr><td><a href='/a.pdf'>B</a></td></tr>"
     assert enclosing_markup(page, "/b.pdf", "tr") is None
     with pytest.raises(MalformedDocument):
         require_complete_page(b"<html><body><table>", "u")
-    assert wordpress_excerpt_text(
-        '<p>Text [&#8230;]</p>\n<p>The post <a href="u">T</a> appeared first on <a href="v">The White House</a>.</p>'
-    ) == "Text […]"
+    assert (
+        wordpress_excerpt_text(
+            '<p>Text [&#8230;]</p>\n<p>The post <a href="u">T</a> appeared first on <a href="v">The White House</a>.</p>'
+        )
+        == "Text […]"
+    )

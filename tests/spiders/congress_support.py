@@ -59,7 +59,9 @@ def bad_variants(body: bytes, root: bytes) -> dict[str, tuple[bytes, str]]:
     """Corrupted copies of a real recording and the error each must raise: cut off half-way, its
     root element renamed, an invalid UTF-8 byte injected, and nothing at all."""
     middle = len(body) // 2
-    swapped = body.replace(b"<" + root, b"<unexpected-root", 1).replace(b"</" + root + b">", b"</unexpected-root>", 1)
+    swapped = body.replace(b"<" + root, b"<unexpected-root", 1).replace(
+        b"</" + root + b">", b"</unexpected-root>", 1
+    )
     assert swapped != body
     return {
         "truncated": (body[:middle], "MalformedDocument"),
@@ -81,7 +83,9 @@ def check_bad_variant(spider: EventSpider, url: str, path: Path, root: bytes, va
     assert type(caught.value).__name__ == error
 
 
-def crawl_bad_variant(crawl, spider: str, path: Path, root: bytes, variant: str, store_uri: str, folder: Path) -> dict:
+def crawl_bad_variant(
+    crawl, spider: str, path: Path, root: bytes, variant: str, store_uri: str, folder: Path
+) -> dict:
     """``scrapy crawl`` a corrupted copy of a recording: the failure is logged and nothing stored."""
     body, error = bad_variants(path.read_bytes(), root)[variant]
     bad = folder / path.name
@@ -95,7 +99,11 @@ def crawl_bad_variant(crawl, spider: str, path: Path, root: bytes, variant: str,
 
 def recorded(cls: type[EventSpider]) -> dict[str, str]:
     """The spider's recordings that exist here: local path → upstream URL."""
-    return {str(recording_path(name)): url for name, url in cls.recordings.items() if recording_path(name).exists()}
+    return {
+        str(recording_path(name)): url
+        for name, url in cls.recordings.items()
+        if recording_path(name).exists()
+    }
 
 
 def check_spider_contract(cls: type[EventSpider]) -> None:

@@ -24,8 +24,16 @@ class Parsed:
         return {e["unique_key"]: e for e in self.events}
 
 
-def parse(spider_cls, source: Path | bytes, url: str, response_cls=TextResponse, upstream: str | None = None,
-          settings: dict | None = None, given: str | None = None, **spider_kwargs) -> Parsed:
+def parse(
+    spider_cls,
+    source: Path | bytes,
+    url: str,
+    response_cls=TextResponse,
+    upstream: str | None = None,
+    settings: dict | None = None,
+    given: str | None = None,
+    **spider_kwargs,
+) -> Parsed:
     """``spider.parse_document`` on ``source`` served as ``url``, each event through the normalise,
     validate and id pipelines (an invalid event raises DropItem and fails the test). ``given`` is
     the spider's ``-a url=`` (documents given rather than discovered)."""
@@ -87,8 +95,12 @@ def crawl_twice(crawl, spider: str, urls, store_uri: str, count: int, *args: str
     first, second = run_logs(store, spider)
     assert len(docs) == count
     assert (first["result"], first["insert_count"], first["empty"]) == ("success", count, count == 0)
-    assert (second["result"], second["insert_count"], second["updated_count"], second["unchanged_count"]) \
-        == ("success", 0, 0, count)
+    assert (second["result"], second["insert_count"], second["updated_count"], second["unchanged_count"]) == (
+        "success",
+        0,
+        0,
+        count,
+    )
     return TwoRuns(store, docs, first, second)
 
 
@@ -101,6 +113,8 @@ def crawl_bad(crawl, spider: str, path: Path, body: bytes, store_uri: str, excep
     store = open_store(store_uri)
     assert stored_events(store, spider) == {}
     (log,) = run_logs(store, spider)
-    assert (log["result"], log["insert_count"], log["empty"]) == (exception, 0, False), log.get("error_message")
+    assert (log["result"], log["insert_count"], log["empty"]) == (exception, 0, False), log.get(
+        "error_message"
+    )
     assert exception in log["traceback"] and log["_id"].endswith("-%s-%s" % (spider, exception))
     return log

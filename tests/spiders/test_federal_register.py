@@ -29,21 +29,40 @@ def newest():
 def test_executive_orders_page():
     events = parse(Spider, EO, EO_URL).events
     assert [e["unique_key"] for e in events] == [
-        "2026-20321", "2026-20320", "2026-20319", "2026-19555", "2026-19417", "2026-19416", "2026-19335",
-        "2026-18739", "2026-18738", "2026-18571",
+        "2026-20321",
+        "2026-20320",
+        "2026-20319",
+        "2026-19555",
+        "2026-19417",
+        "2026-19416",
+        "2026-19335",
+        "2026-18739",
+        "2026-18738",
+        "2026-18571",
     ]
     first, last = events[0], events[-1]
     assert first["datetime"] == "2026-10-02T00:00:00Z" and first["all_day"] is True
     assert first["_id"] == "2026-10-02T00:00:00Z-federal_register-2026-20321"
     assert first["title"] == "Inaugurating the Era of Super Intelligence"
     assert (first["branch"], first["entity"]) == ("Executive", "White House")
-    assert first["event_url"] == first["html_url"] == (
-        "https://www.federalregister.gov/documents/2026/10/02/2026-20321/inaugurating-the-era-of-super-intelligence")
+    assert (
+        first["event_url"]
+        == first["html_url"]
+        == (
+            "https://www.federalregister.gov/documents/2026/10/02/2026-20321/inaugurating-the-era-of-super-intelligence"
+        )
+    )
     assert first["pdf_url"] == "https://www.govinfo.gov/content/pkg/FR-2026-10-02/pdf/2026-20321.pdf"
-    assert first["public_inspection_pdf_url"] == "https://public-inspection.federalregister.gov/2026-20321.pdf?1790867710"
+    assert (
+        first["public_inspection_pdf_url"]
+        == "https://public-inspection.federalregister.gov/2026-20321.pdf?1790867710"
+    )
     assert first["document_type"] == "Presidential Document" and first["publication_date"] == "2026-10-02"
     assert first["agency_names"] == ["Executive Office of the President"]
-    assert first["agencies"][0]["id"] == 538 and first["agencies"][0]["slug"] == "executive-office-of-the-president"
+    assert (
+        first["agencies"][0]["id"] == 538
+        and first["agencies"][0]["slug"] == "executive-office-of-the-president"
+    )
     # "abstract": null is normally provided, missing for this document
     assert first["description"] == "" and first["abstract"] == ""
     assert last["datetime"] == "2026-09-10T00:00:00Z" and last["title"] == "Supporting America's Ranchers"
@@ -64,7 +83,10 @@ def test_newest_page_agencies_and_abstracts(newest):
     rule = docs["2026-20281"]
     assert rule["title"] == "Global Benchmark for Efficient Drug Pricing (GLOBE) Model"
     assert rule["document_type"] == "Rule"
-    assert rule["agency_names"] == ["Health and Human Services Department", "Centers for Medicare & Medicaid Services"]
+    assert rule["agency_names"] == [
+        "Health and Human Services Department",
+        "Centers for Medicare & Medicaid Services",
+    ]
     foil = docs["2026-20272"]
     # The API left the SGML entity "T[uuml]rkiye" in this abstract; the title has a real "Türkiye".
     assert "Republic of Türkiye (Türkiye)" in foil["abstract"] and "[uuml]" not in foil["description"]
@@ -75,7 +97,7 @@ def test_newest_page_agencies_and_abstracts(newest):
 def test_source_text_is_the_result_object_as_published(newest):
     text = NEWEST.read_text("utf-8")
     results = json.loads(text)["results"]
-    for e, result in zip(newest.events, results):
+    for e, result in zip(newest.events, results, strict=True):
         assert e["source_text"] in text
         assert json.loads(e["source_text"]) == result
 
@@ -93,14 +115,22 @@ def test_paging(newest):
     assert [r.url for r in followed.requests] == [next_url]
 
 
-@pytest.mark.parametrize("body, exception", [
-    (truncate(NEWEST.read_bytes()), MalformedDocument),
-    (NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1), UnexpectedDocument),
-    (b"[" + NEWEST.read_bytes() + b"]", UnexpectedDocument),
-    (NEWEST.read_bytes().replace(b'"publication_date":"2026-10-02"', b'"publication_date":"10/02/2026"', 1),
-     UnexpectedDocument),
-    (NOT_FOUND.read_bytes(), ErrorPage),
-], ids=["truncated", "no_results", "array_root", "bad_date", "html_error_page"])
+@pytest.mark.parametrize(
+    "body, exception",
+    [
+        (truncate(NEWEST.read_bytes()), MalformedDocument),
+        (NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1), UnexpectedDocument),
+        (b"[" + NEWEST.read_bytes() + b"]", UnexpectedDocument),
+        (
+            NEWEST.read_bytes().replace(
+                b'"publication_date":"2026-10-02"', b'"publication_date":"10/02/2026"', 1
+            ),
+            UnexpectedDocument,
+        ),
+        (NOT_FOUND.read_bytes(), ErrorPage),
+    ],
+    ids=["truncated", "no_results", "array_root", "bad_date", "html_error_page"],
+)
 def test_bad_documents_raise(body, exception):
     with pytest.raises(exception):
         parse(Spider, body, NEWEST_URL)
@@ -112,12 +142,17 @@ def test_crawl_follows_next_page_url_up_to_max_pages(crawl, site, sqlite_uri, fr
     site.route("/api/v1/documents", EO.read_bytes(), content_type="application/json; charset=utf-8")
     url = site.url + "/api/v1/documents.json?per_page=20&order=newest"
     # 20 + 10 documents, three of them on both pages.
-    runs = crawl_twice(crawl, "federal_register", [url], sqlite_uri, 27, "-a", "follow=true", "-a", "max_pages=2")
+    runs = crawl_twice(
+        crawl, "federal_register", [url], sqlite_uri, 27, "-a", "follow=true", "-a", "max_pages=2"
+    )
     # Two pages per run; the second page's next_page_url (the live site) was not followed.
     assert site.hits.get("/api/v1/documents.json?per_page=20&order=newest") == 2
     assert sum(v for k, v in site.hits.items() if k.startswith("/api/v1/documents?")) == 2
     assert runs.first["responses"] == 3  # robots.txt + 2 pages
-    assert runs.docs["2026-09-10T00:00:00Z-federal_register-2026-18571"]["title"] == "Supporting America's Ranchers"
+    assert (
+        runs.docs["2026-09-10T00:00:00Z-federal_register-2026-18571"]["title"]
+        == "Supporting America's Ranchers"
+    )
 
 
 def test_crawl_of_recordings_and_a_bad_page(crawl, tmp_path, sqlite_uri):
@@ -134,5 +169,8 @@ def test_crawl_of_recordings_and_a_bad_page(crawl, tmp_path, sqlite_uri):
 def test_smoke():
     assert Spider.frequency_hours == 6.0
     (listing,) = Spider.listing_urls
-    assert listing.startswith("https://www.federalregister.gov/api/v1/documents.json?") and "order=newest" in listing
+    assert (
+        listing.startswith("https://www.federalregister.gov/api/v1/documents.json?")
+        and "order=newest" in listing
+    )
     assert sorted(Spider.recording_urls()) == sorted([EO.resolve().as_uri(), NEWEST.resolve().as_uri()])

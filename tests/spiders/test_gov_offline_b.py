@@ -19,8 +19,11 @@ SPIDERS = {
 
 
 def rows(stdout: str) -> dict[str, list[str]]:
-    return {line.split()[0]: line.split() for line in stdout.splitlines() if line.split()[:1]
-            and line.split()[0] in SPIDERS}
+    return {
+        line.split()[0]: line.split()
+        for line in stdout.splitlines()
+        if line.split()[:1] and line.split()[0] in SPIDERS
+    }
 
 
 def test_offline_crawl_twice(cli, sqlite_uri, frozen_now):
@@ -32,13 +35,18 @@ def test_offline_crawl_twice(cli, sqlite_uri, frozen_now):
     table = rows(first.stdout)
     assert set(table) == set(SPIDERS)
     for name, count in SPIDERS.items():
-        spider, result, inserted = table[name][:3]
+        _spider, result, inserted = table[name][:3]
         assert (result, int(inserted)) == ("success", count), table[name]
-    second = cli("crawl", "--offline", *SPIDERS, store_uri=sqlite_uri,
-                 env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"})
+    second = cli(
+        "crawl",
+        "--offline",
+        *SPIDERS,
+        store_uri=sqlite_uri,
+        env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"},
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     for name, count in SPIDERS.items():
-        spider, result, inserted, updated, unchanged = rows(second.stdout)[name][:5]
+        _spider, result, inserted, updated, unchanged = rows(second.stdout)[name][:5]
         assert (result, int(inserted), int(updated), int(unchanged)) == ("success", 0, 0, count)
     store = open_store(sqlite_uri)
     for name in SPIDERS:

@@ -9,8 +9,17 @@ import pytest
 
 from tests.conftest import recording, shared_file
 from tests.spiders.congress_support import (
-    VARIANTS, check_bad_variant, check_spider_contract, crawl_bad_variant, crawl_twice, crawled, events_of,
-    html_response, response, spider_for, stored,
+    VARIANTS,
+    check_bad_variant,
+    check_spider_contract,
+    crawl_bad_variant,
+    crawl_twice,
+    crawled,
+    events_of,
+    html_response,
+    response,
+    spider_for,
+    stored,
 )
 from votersdaily.sources.errors import ErrorPage
 from votersdaily.spiders.house_committee_meetings import HouseCommitteeMeetingsSpider
@@ -40,25 +49,40 @@ def test_subcommittee_hearing(spider):
     assert event["_id"] == ID  # 2023-05-23 14:00 EDT
     assert event["end_datetime"] == "2023-05-23T20:30:00Z"  # 16:30 EDT
     assert event["unique_key"] == "115955" and event["event_id"] == "115955"
-    assert event["title"].startswith("Legislative hearing on: • H.R. 188 (Rep. McClintock), “Proven Forest Management")
+    assert event["title"].startswith(
+        "Legislative hearing on: • H.R. 188 (Rep. McClintock), “Proven Forest Management"
+    )
     assert event["title"].endswith("“Forest Service Flexible Housing Partnerships Act of 2023”")
     assert (event["branch"], event["entity"]) == ("Legislative", "House of Representatives")
     assert event["event_url"] == "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID=115955"
     assert event["description"] == "Subcommittee on Federal Lands (Committee on Natural Resources), 1324 LHOB"
     assert (event["committee_code"], event["committee_name"]) == ("II00", "Committee on Natural Resources")
-    assert (event["subcommittee_code"], event["subcommittee_name"]) == ("II10", "Subcommittee on Federal Lands")
+    assert (event["subcommittee_code"], event["subcommittee_name"]) == (
+        "II10",
+        "Subcommittee on Federal Lands",
+    )
     assert (event["room"], event["building"], event["location"]) == ("1324", "LHOB", "1324 LHOB")
-    assert (event["meeting_type"], event["meeting_type_name"], event["meeting_id"]) == ("HHRG", "Hearing", "HHRG115955")
+    assert (event["meeting_type"], event["meeting_type_name"], event["meeting_id"]) == (
+        "HHRG",
+        "Hearing",
+        "HHRG115955",
+    )
     assert (event["congress"], event["session"], event["meeting_status"]) == (118, 1, "S")
-    assert event["rescheduled_dates"] == [{"datetime": "2023-05-23T18:00:00Z", "end_datetime": "2023-05-23T20:30:00Z"}]
+    assert event["rescheduled_dates"] == [
+        {"datetime": "2023-05-23T18:00:00Z", "end_datetime": "2023-05-23T20:30:00Z"}
+    ]
     assert event["update_datetime"] == "2024-10-08T16:14:32Z"  # 2024-10-08T12:14:32.360 EDT
     docs = event["documents"]
     assert len(docs) == 12 and Counter(d["type"] for d in docs) == {"BR": 9, "SD": 2, "HT": 1}
     assert docs[0]["legis_num"] == "HR 188" and docs[0]["legis_stage"] == "ih"
-    assert docs[0]["files"] == [{
-        "url": "http://docs.house.gov/meetings/II/II10/20230523/115955/BILLS-118HR188ih.pdf",
-        "doc_type": "PDF", "add_date": "2024-10-08T16:08:47Z", "publish_date": "2023-05-16T21:40:01Z",
-    }]
+    assert docs[0]["files"] == [
+        {
+            "url": "http://docs.house.gov/meetings/II/II10/20230523/115955/BILLS-118HR188ih.pdf",
+            "doc_type": "PDF",
+            "add_date": "2024-10-08T16:08:47Z",
+            "publish_date": "2023-05-16T21:40:01Z",
+        }
+    ]
     neguse = [d for d in docs if "Neguse" in d["description"]]
     assert len(neguse) == 1 and neguse[0]["legis_num"] == "" and neguse[0]["legis_stage"] == "pih"
     assert docs[-1]["description"] == "Official Transcript 118-30" and docs[-1]["type"] == "HT"
@@ -96,6 +120,7 @@ def test_html_answer_is_an_error_page(spider):
 
 # -- discovery -----------------------------------------------------------------------------------------
 
+
 def test_feed_items_lead_to_their_meeting_xml_and_the_stub_is_skipped(spider):
     feed_url = "https://docs.house.gov/Committee/RSS.ashx?Code=SY00"
     requests = list(spider.parse_listing(response(feed_url, FEED)))
@@ -108,17 +133,29 @@ def test_feed_items_lead_to_their_meeting_xml_and_the_stub_is_skipped(spider):
 
 def test_feed_that_is_an_error_page_is_reported(spider):
     with pytest.raises(ErrorPage):
-        list(spider.parse_listing(html_response("https://docs.house.gov/Committee/RSS.ashx?Code=SY00",
-                                                b"<html><head><title>Error</title></head></html>")))
+        list(
+            spider.parse_listing(
+                html_response(
+                    "https://docs.house.gov/Committee/RSS.ashx?Code=SY00",
+                    b"<html><head><title>Error</title></head></html>",
+                )
+            )
+        )
 
 
 def test_listing_urls_are_the_committee_feeds():
-    assert "https://docs.house.gov/Committee/RSS.ashx?Code=SY00" in spider_for(HouseCommitteeMeetingsSpider).listing_urls
+    assert (
+        "https://docs.house.gov/Committee/RSS.ashx?Code=SY00"
+        in spider_for(HouseCommitteeMeetingsSpider).listing_urls
+    )
     assert spider_for(HouseCommitteeMeetingsSpider, committees="RU00, SY00").listing_urls == (
-        "https://docs.house.gov/Committee/RSS.ashx?Code=RU00", "https://docs.house.gov/Committee/RSS.ashx?Code=SY00")
+        "https://docs.house.gov/Committee/RSS.ashx?Code=RU00",
+        "https://docs.house.gov/Committee/RSS.ashx?Code=SY00",
+    )
 
 
 # -- real crawls into a real store ----------------------------------------------------------------------
+
 
 def test_crawl_twice(crawl, sqlite_uri, sample_hearing):
     events, (log, _) = crawl_twice(crawl, "house_committee_meetings", [MEETING, sample_hearing], sqlite_uri)
@@ -130,12 +167,30 @@ def test_crawl_twice(crawl, sqlite_uri, sample_hearing):
 def test_moved_meeting_supersedes_its_old_date(crawl, sqlite_uri, tmp_path):
     """The same EventID at a new time: stored under the new datetime, the old one marked superseded."""
     moved = tmp_path / "meeting-115955.xml"
-    moved.write_bytes(MEETING.read_bytes().replace(
-        b"<calendar-date>2023-05-23</calendar-date>\r\n      <start-time>14:00:00</start-time>",
-        b"<calendar-date>2023-05-25</calendar-date>\r\n      <start-time>10:00:00</start-time>", 1))
+    moved.write_bytes(
+        MEETING.read_bytes().replace(
+            b"<calendar-date>2023-05-23</calendar-date>\r\n      <start-time>14:00:00</start-time>",
+            b"<calendar-date>2023-05-25</calendar-date>\r\n      <start-time>10:00:00</start-time>",
+            1,
+        )
+    )
     assert moved.read_bytes() != MEETING.read_bytes()
-    crawled(crawl("house_committee_meetings", [MEETING], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}))
-    crawled(crawl("house_committee_meetings", [moved], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}))
+    crawled(
+        crawl(
+            "house_committee_meetings",
+            [MEETING],
+            sqlite_uri,
+            env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"},
+        )
+    )
+    crawled(
+        crawl(
+            "house_committee_meetings",
+            [moved],
+            sqlite_uri,
+            env={"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"},
+        )
+    )
     events, logs = stored(sqlite_uri)
     new_id = "2023-05-25T14:00:00Z-house_committee_meetings-115955"
     assert set(events) == {ID, new_id}
@@ -144,4 +199,6 @@ def test_moved_meeting_supersedes_its_old_date(crawl, sqlite_uri, tmp_path):
 
 
 def test_crawl_root_swapped_logs_the_failure(crawl, sqlite_uri, tmp_path):
-    crawl_bad_variant(crawl, "house_committee_meetings", MEETING, b"committee-meeting", "root_swapped", sqlite_uri, tmp_path)
+    crawl_bad_variant(
+        crawl, "house_committee_meetings", MEETING, b"committee-meeting", "root_swapped", sqlite_uri, tmp_path
+    )

@@ -9,8 +9,17 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    VARIANTS, by_key, check_bad_variant, check_spider_contract, crawl_twice, crawled, events_of,
-    html_response, response, spider_for, stored,
+    VARIANTS,
+    by_key,
+    check_bad_variant,
+    check_spider_contract,
+    crawl_twice,
+    crawled,
+    events_of,
+    html_response,
+    response,
+    spider_for,
+    stored,
 )
 from votersdaily.sources.errors import ErrorPage
 from votersdaily.spiders.house_floor_schedule import HouseFloorScheduleSpider
@@ -39,7 +48,10 @@ def test_contract():
 def test_every_floor_item_is_an_all_day_event_for_the_week(week):
     assert len(week) == 78
     assert Counter(e["category"] for e in week.values()) == {
-        SUSPENSION: 71, "Items that may be considered pursuant to a rule": 5, "Items that may be considered": 2}
+        SUSPENSION: 71,
+        "Items that may be considered pursuant to a rule": 5,
+        "Items that may be considered": 2,
+    }
     for event in week.values():
         assert event["datetime"] == "2026-09-14T00:00:00Z" and event["all_day"] is True
         assert event["end_datetime"] == "2026-09-20T00:00:00Z"
@@ -56,17 +68,33 @@ def test_first_item(week):
     # Trailing space of "S. 283 " and the CRLF in mid-title are folded.
     assert first["title"] == "S. 283: Illegal Red Snapper and Tuna Enforcement Act, as amended"
     assert (first["legis_num"], first["floor_item_id"]) == ("S. 283", "409734")
-    assert first["description"] == SUSPENSION and (first["category_sort_order"], first["sort_order"]) == (1, 1)
+    assert first["description"] == SUSPENSION and (first["category_sort_order"], first["sort_order"]) == (
+        1,
+        1,
+    )
     assert first["add_datetime"] == "2026-09-08T17:06:15Z"  # 2026-09-08T13:06:15.623 EDT
     assert first["publish_datetime"] == "2026-09-08T23:08:32Z" and first["remove_datetime"] is None
-    assert first["files"] == [{
-        "url": "http://docs.house.gov/billsthisweek/20260914/S283_SUS_xml.pdf", "doc_type": "PDF",
-        "add_date": "2026-09-08T17:06:15Z", "publish_date": "2026-09-08T23:08:32Z",
-    }]
+    assert first["files"] == [
+        {
+            "url": "http://docs.house.gov/billsthisweek/20260914/S283_SUS_xml.pdf",
+            "doc_type": "PDF",
+            "add_date": "2026-09-08T17:06:15Z",
+            "publish_date": "2026-09-08T23:08:32Z",
+        }
+    ]
     assert first["updates"] == [
-        {"date": "2026-09-08T21:25:29Z", "publish_date": "2026-09-08T23:08:32Z", "doc_modified": False, "note": ""}]
+        {
+            "date": "2026-09-08T21:25:29Z",
+            "publish_date": "2026-09-08T23:08:32Z",
+            "doc_modified": False,
+            "note": "",
+        }
+    ]
     # The XML parser normalises the CRLF of the text to LF (XML 1.0 §2.11); the markup is the source's.
-    assert "<floor-text>Illegal Red Snapper \nand Tuna Enforcement Act, as amended</floor-text>" in first["source_text"]
+    assert (
+        "<floor-text>Illegal Red Snapper \nand Tuna Enforcement Act, as amended</floor-text>"
+        in first["source_text"]
+    )
 
 
 def test_last_item_with_its_report(week):
@@ -77,23 +105,32 @@ def test_last_item_with_its_report(week):
     assert [u["doc_modified"] for u in rule["updates"]] == [False, True, True]
     (report,) = rule["subitems"]
     assert report["id"] == "503903" and report["legis_num"] == ""
-    assert report["floor_text"] == "H. Rept. 119-825 – Report from the Committee on Rules to accompany H. Res. 1530"
+    assert (
+        report["floor_text"]
+        == "H. Rept. 119-825 – Report from the Committee on Rules to accompany H. Res. 1530"
+    )
     assert report["files"][0]["publish_date"] is None  # publish-date=""
-    assert report["files"][0]["url"] == "https://www.govinfo.gov/content/pkg/CRPT-119hrpt825/pdf/CRPT-119hrpt825.pdf"
+    assert (
+        report["files"][0]["url"]
+        == "https://www.govinfo.gov/content/pkg/CRPT-119hrpt825/pdf/CRPT-119hrpt825.pdf"
+    )
 
 
 def test_quirky_items(week):
     assert week["409798"]["title"] == "H.R. 9576: National Fraud Enforcement Division Act of 2026"
     assert [s["id"] for s in week["409798"]["subitems"]] == ["503901", "503902"]
     assert week["409798"]["subitems"][1]["files"][0]["url"] == (
-        "http://docs.house.gov/billsthisweek/20260914/BILL-TO-BILL_BILLS-119hr9576ih%20(1)_to_RCP_H9576_xml.pdf")
+        "http://docs.house.gov/billsthisweek/20260914/BILL-TO-BILL_BILLS-119hr9576ih%20(1)_to_RCP_H9576_xml.pdf"
+    )
     assert week["409810"]["legis_num"] == "Senate amendments to H.R. 5334"
     assert week["409796"]["sort_order"] == 63
     assert "S.790" in {e["legis_num"] for e in week.values()}
     urls = {f["url"] for e in week.values() for f in e["files"]}
     assert "http://docs.house.gov/billsthisweek/20260914/HR9382%20(KennedyNY)%20NEXUS.pdf" in urls
-    assert ("http://docs.house.gov/billsthisweek/20260914/H9500_SUS_xml%5B14%5D%5B79%5D%5B53%5D%5B96%5D%5B92%5D.pdf"
-            in urls)
+    assert (
+        "http://docs.house.gov/billsthisweek/20260914/H9500_SUS_xml%5B14%5D%5B79%5D%5B53%5D%5B96%5D%5B92%5D.pdf"
+        in urls
+    )
 
 
 def test_file_not_found_page_served_with_200_is_an_error_page(spider):

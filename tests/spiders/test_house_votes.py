@@ -7,8 +7,16 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    VARIANTS, check_bad_variant, check_spider_contract, crawl_twice, crawled, events_of, html_response,
-    response, spider_for, stored,
+    VARIANTS,
+    check_bad_variant,
+    check_spider_contract,
+    crawl_twice,
+    crawled,
+    events_of,
+    html_response,
+    response,
+    spider_for,
+    stored,
 )
 from votersdaily.sources.errors import ErrorPage, UnexpectedDocument
 from votersdaily.spiders.house_votes import HouseVotesSpider
@@ -35,7 +43,10 @@ def test_roll314_current_serialisation(spider):
     (event,) = events_of(spider, response(URL314, ROLL314))
     assert event["_id"] == "2026-09-16T23:05:00Z-house_votes-119-2-314"  # 16-Sep-2026 7:05 PM EDT
     assert event["unique_key"] == "119-2-314"
-    assert event["title"] == "Roll Call 314: On Motion to Suspend the Rules and Pass — S 2403: Retire through Ownership Act"
+    assert (
+        event["title"]
+        == "Roll Call 314: On Motion to Suspend the Rules and Pass — S 2403: Retire through Ownership Act"
+    )
     assert (event["branch"], event["entity"]) == ("Legislative", "House of Representatives")
     assert event["event_url"] == "https://clerk.house.gov/Votes/2026314"
     assert event["source_url"] == URL314
@@ -43,19 +54,31 @@ def test_roll314_current_serialisation(spider):
     assert event["legis_num"] == "S 2403" and event["vote_type"] == "2/3 YEA-AND-NAY"
     assert event["vote_result"] == "Passed" and event["majority"] == "R"
     assert event["vote_totals"] == {"yea": 401, "nay": 14, "present": 0, "not_voting": 18}
-    assert event["vote_totals_by_party"]["Republican"] == {"yea": 191, "nay": 14, "present": 0, "not_voting": 13}
+    assert event["vote_totals_by_party"]["Republican"] == {
+        "yea": 191,
+        "nay": 14,
+        "present": 0,
+        "not_voting": 13,
+    }
     assert event["vote_totals_by_party"]["Independent"] == {"yea": 1, "nay": 0, "present": 0, "not_voting": 0}
     assert event["vote_labels"]["present"] == "Answered “Present”"
     assert len(event["member_votes"]) == 433
     assert event["member_votes"][0] == {
-        "name_id": "A000370", "name": "Adams", "unaccented_name": "Adams", "party": "D", "state": "NC",
-        "role": "legislator", "vote": "Yea",
+        "name_id": "A000370",
+        "name": "Adams",
+        "unaccented_name": "Adams",
+        "party": "D",
+        "state": "NC",
+        "role": "legislator",
+        "vote": "Yea",
     }
     assert [m["role"] for m in event["member_votes"]].count("speaker") == 1
     # Per-member votes add up to the file's party totals.
     assert sum(m["vote"] == "Yea" and m["party"] == "R" for m in event["member_votes"]) == 191
     assert event["amendment_num"] is None and event["committee_of_the_whole"] is False
-    assert event["source_text"].startswith("<rollcall-vote>") and event["source_text"].endswith("</rollcall-vote>")
+    assert event["source_text"].startswith("<rollcall-vote>") and event["source_text"].endswith(
+        "</rollcall-vote>"
+    )
 
 
 def test_roll037_compact_serialisation_with_external_doctype(spider):
@@ -64,7 +87,9 @@ def test_roll037_compact_serialisation_with_external_doctype(spider):
     assert event["unique_key"] == "118-1-37"
     assert event["title"] == "Roll Call 37: On Agreeing to the Amendment — H R 21"
     assert event["description"] == ""  # <vote-desc></vote-desc>: normally given, empty here
-    assert event["amendment_num"] == "18" and event["amendment_author"] == "Tlaib of Michigan Amendment No. 11"
+    assert (
+        event["amendment_num"] == "18" and event["amendment_author"] == "Tlaib of Michigan Amendment No. 11"
+    )
     assert event["committee_of_the_whole"] is True and event["vote_type"] == "RECORDED VOTE"
     assert event["vote_labels"]["yea"] == "Ayes" and event["vote_labels"]["nay"] == "Noes"
     assert event["vote_totals"] == {"yea": 205, "nay": 220, "present": 0, "not_voting": 15}
@@ -84,6 +109,7 @@ def test_bad_documents_raise_the_matching_error(spider, variant):
 
 
 # -- discovery -----------------------------------------------------------------------------------------
+
 
 def test_index_follows_every_roll_page_and_lists_its_rolls(spider):
     requests = list(spider.parse_listing(html_response("https://clerk.house.gov/evs/2020/index.asp", INDEX)))
@@ -112,16 +138,23 @@ def test_roll_page_yields_every_roll_xml_of_the_year_from_the_heading(spider, si
 
 def test_listing_that_is_no_index_is_reported(spider):
     with pytest.raises(UnexpectedDocument):
-        list(spider.parse_listing(html_response("https://clerk.house.gov/evs/x.asp", b"<html><body>Hi</body></html>")))
+        list(
+            spider.parse_listing(
+                html_response("https://clerk.house.gov/evs/x.asp", b"<html><body>Hi</body></html>")
+            )
+        )
 
 
 def test_listing_url_is_the_current_years_index(monkeypatch):
     monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", "2027-01-01T03:00:00Z")  # still 2026 in Washington
     assert spider_for(HouseVotesSpider).listing_urls == ("https://clerk.house.gov/evs/2026/index.asp",)
-    assert spider_for(HouseVotesSpider, year="2020").listing_urls == ("https://clerk.house.gov/evs/2020/index.asp",)
+    assert spider_for(HouseVotesSpider, year="2020").listing_urls == (
+        "https://clerk.house.gov/evs/2020/index.asp",
+    )
 
 
 # -- real crawls into a real store ----------------------------------------------------------------------
+
 
 def test_crawl_error_body_logs_the_failure_and_stores_nothing(crawl, sqlite_uri, frozen_now):
     crawled(crawl("house_votes", [ERROR_BODY], sqlite_uri))
@@ -135,7 +168,10 @@ def test_crawl_error_body_logs_the_failure_and_stores_nothing(crawl, sqlite_uri,
 
 def test_crawl_recordings_twice(crawl, sqlite_uri):
     events, (log, _) = crawl_twice(crawl, "house_votes", [ROLL314, ROLL037], sqlite_uri)
-    assert set(events) == {"2026-09-16T23:05:00Z-house_votes-119-2-314", "2023-01-26T22:23:00Z-house_votes-118-1-37"}
+    assert set(events) == {
+        "2026-09-16T23:05:00Z-house_votes-119-2-314",
+        "2023-01-26T22:23:00Z-house_votes-118-1-37",
+    }
     doc = events["2026-09-16T23:05:00Z-house_votes-119-2-314"]
     assert doc["vote_totals"]["yea"] == 401 and doc["source_url"] == URL314
     assert log["source_url"] == URL314 and log["source_text"] == ROLL314.read_bytes().decode("utf-8")

@@ -23,8 +23,9 @@ def meetings():
 
 def test_every_meeting_is_one_event(meetings):
     assert len(meetings) == 17
-    assert sorted(meetings) == sorted(str(n) for n in range(338684, 338706) if n not in (338685, 338686, 338687,
-                                                                                           338690, 338691))
+    assert sorted(meetings) == sorted(
+        str(n) for n in range(338684, 338706) if n not in (338685, 338686, 338687, 338690, 338691)
+    )
 
 
 def test_full_committee_business_meeting(meetings):
@@ -34,7 +35,9 @@ def test_full_committee_business_meeting(meetings):
     assert e["_id"] == "2026-07-30T13:45:00Z-senate_committee_hearings-338684"
     assert (e["branch"], e["entity"]) == ("Legislative", "Senate")
     # The matter has a U+00A0 after "consider": folded to a plain space.
-    assert e["title"].startswith("Business meeting to consider S.5038, to prohibit the transfer of the functions")
+    assert e["title"].startswith(
+        "Business meeting to consider S.5038, to prohibit the transfer of the functions"
+    )
     assert "\xa0" not in e["title"] and e["matter"] == e["title"]
     assert e["cmte_code"] == e["committee_code"] == "SSHR00"
     assert e["committee"] == "Health, Education, Labor, and Pensions"
@@ -46,7 +49,10 @@ def test_full_committee_business_meeting(meetings):
     assert e["last_update"] == "2026-07-29T20:36:25Z"
     assert len(e["documents"]) == 13
     assert e["documents"][0] == {
-        "congress": "119", "document_prefix": "PN", "document_num": "1129", "partition": "0",
+        "congress": "119",
+        "document_prefix": "PN",
+        "document_num": "1129",
+        "partition": "0",
         "document_description": "Keith Sonderling, of Florida, to be Secretary of Labor, vice Lori Chavez-DeRemer, resigned.",
     }
     assert e["description"] == "Health, Education, Labor, and Pensions; Open Business Meeting; Room SD-430"
@@ -55,8 +61,10 @@ def test_full_committee_business_meeting(meetings):
 def test_subcommittee_hearing(meetings):
     e = meetings["338689"]
     assert e["datetime"] == "2026-07-30T14:00:00Z"  # 10:00 AM EDT
-    assert e["title"] == ("Hearings to examine intelligent networks, focusing on powering artificial intelligence "
-                          "and transforming communications.")
+    assert e["title"] == (
+        "Hearings to examine intelligent networks, focusing on powering artificial intelligence "
+        "and transforming communications."
+    )
     assert e["committee_code"] == "SSCM34" and e["sub_cmte"] == "Telecommunications and Media Subcommittee"
     assert e["committee"] == "Commerce, Science, and Transportation" and e["room"] == "SR-253"
     assert e["documents"] == []
@@ -89,8 +97,9 @@ def test_source_text_is_the_meeting_as_published(meetings):
 
 def test_winter_meeting_is_converted_with_standard_time():
     # The same real meeting moved into January (EST, UTC-5): 09:45 local is 14:45Z.
-    body = FULL.read_bytes().replace(b"<date_iso_8601>2026-07-30</date_iso_8601>",
-                                     b"<date_iso_8601>2026-01-29</date_iso_8601>", 1)
+    body = FULL.read_bytes().replace(
+        b"<date_iso_8601>2026-07-30</date_iso_8601>", b"<date_iso_8601>2026-01-29</date_iso_8601>", 1
+    )
     e = parse(Spider, body, URL, XmlResponse).by_key()["338684"]
     assert e["datetime"] == "2026-01-29T14:45:00Z"
 
@@ -99,12 +108,16 @@ def test_no_hearings_scheduled_is_empty_not_a_failure():
     assert parse(Spider, EMPTY, URL, XmlResponse).events == []
 
 
-@pytest.mark.parametrize("body, exception", [
-    (truncate(FULL.read_bytes()), MalformedDocument),
-    (FULL.read_bytes().replace(b"css_meetings_scheduled>", b"css_meetings>"), UnexpectedDocument),
-    (NOT_FOUND.read_bytes(), ErrorPage),
-    (b"", MalformedDocument),
-], ids=["truncated", "wrong_root", "html_error_page", "empty_body"])
+@pytest.mark.parametrize(
+    "body, exception",
+    [
+        (truncate(FULL.read_bytes()), MalformedDocument),
+        (FULL.read_bytes().replace(b"css_meetings_scheduled>", b"css_meetings>"), UnexpectedDocument),
+        (NOT_FOUND.read_bytes(), ErrorPage),
+        (b"", MalformedDocument),
+    ],
+    ids=["truncated", "wrong_root", "html_error_page", "empty_body"],
+)
 def test_bad_documents_raise(body, exception):
     with pytest.raises(exception):
         parse(Spider, body, URL, XmlResponse)
@@ -125,7 +138,9 @@ def test_crawl_of_the_empty_schedule_is_a_success_with_no_events(crawl, sqlite_u
 
 def test_crawl_of_a_wrong_document_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
     body = FULL.read_bytes().replace(b"css_meetings_scheduled>", b"css_meetings>")
-    crawl_bad(crawl, "senate_committee_hearings", tmp_path / "hearings.xml", body, sqlite_uri, "UnexpectedDocument")
+    crawl_bad(
+        crawl, "senate_committee_hearings", tmp_path / "hearings.xml", body, sqlite_uri, "UnexpectedDocument"
+    )
 
 
 def test_smoke():

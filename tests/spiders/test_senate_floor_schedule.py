@@ -25,10 +25,19 @@ def test_start_snapshot():
     assert e["_id"] == "2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05"
     assert e["title"] == "Senate convenes" and e["description"] is None
     assert (e["branch"], e["entity"]) == ("Legislative", "Senate")
-    assert e["event_url"] == e["stream_url"] == "https://www.senate.gov/isvp/stv.html?type=live&comm=stv&filename=stv100526"
-    assert e["convene_time"] == "16:00" and e["convene_offset_minutes"] == 15  # key spelled "coveneOffsetMinutes"
+    assert (
+        e["event_url"]
+        == e["stream_url"]
+        == "https://www.senate.gov/isvp/stv.html?type=live&comm=stv&filename=stv100526"
+    )
+    assert (
+        e["convene_time"] == "16:00" and e["convene_offset_minutes"] == 15
+    )  # key spelled "coveneOffsetMinutes"
     assert e["session_link"] == "https://www.senate.gov/legislative/floor_activity_pail.htm"
-    assert e["out_of_session_link"] == "https://www.senate.gov/legislative/LIS/floor_activity/all-floor-activity-files.htm"
+    assert (
+        e["out_of_session_link"]
+        == "https://www.senate.gov/legislative/LIS/floor_activity/all-floor-activity-files.htm"
+    )
     # "2026-10-01T09:34-05:00": the wall time is Eastern (EDT that day), the -05:00 is the Senate's mistake.
     assert e["last_updated_published"] == "2026-10-01T09:34-05:00"
     assert e["last_updated"] == "2026-10-01T13:34:00Z"
@@ -60,18 +69,22 @@ def test_winter_convening_uses_standard_time():
 def test_no_convening_listed_is_empty():
     text = START.read_text("utf-8")
     start = text.index("[") + 1
-    body = (text[:start] + " " + text[text.rindex("]"):]).encode()
+    body = (text[:start] + " " + text[text.rindex("]") :]).encode()
     assert json.loads(body)["floorProceedings"] == []
     assert parse(Spider, body, URL).events == []
 
 
-@pytest.mark.parametrize("body, exception", [
-    (truncate(START.read_bytes()), MalformedDocument),
-    (START.read_bytes().replace(b'"floorProceedings"', b'"proceedings"'), UnexpectedDocument),
-    (START.read_bytes().replace(b'"conveneHour": "16",', b""), UnexpectedDocument),
-    (b"[" + START.read_bytes() + b"]", UnexpectedDocument),
-    (NOT_FOUND.read_bytes(), ErrorPage),
-], ids=["truncated", "wrong_key", "missing_hour", "array_root", "html_error_page"])
+@pytest.mark.parametrize(
+    "body, exception",
+    [
+        (truncate(START.read_bytes()), MalformedDocument),
+        (START.read_bytes().replace(b'"floorProceedings"', b'"proceedings"'), UnexpectedDocument),
+        (START.read_bytes().replace(b'"conveneHour": "16",', b""), UnexpectedDocument),
+        (b"[" + START.read_bytes() + b"]", UnexpectedDocument),
+        (NOT_FOUND.read_bytes(), ErrorPage),
+    ],
+    ids=["truncated", "wrong_key", "missing_hour", "array_root", "html_error_page"],
+)
 def test_bad_documents_raise(body, exception):
     with pytest.raises(exception):
         parse(Spider, body, URL)
@@ -79,15 +92,23 @@ def test_bad_documents_raise(body, exception):
 
 def test_crawl_both_snapshots_twice(crawl, sqlite_uri, frozen_now):
     runs = crawl_twice(crawl, "senate_floor_schedule", [START, END], sqlite_uri, 2)
-    assert set(runs.docs) == {"2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05",
-                              "2026-10-06T17:30:00Z-senate_floor_schedule-2026-10-06"}
+    assert set(runs.docs) == {
+        "2026-10-05T20:00:00Z-senate_floor_schedule-2026-10-05",
+        "2026-10-06T17:30:00Z-senate_floor_schedule-2026-10-06",
+    }
     assert all(d["source_url"] == URL for d in runs.docs.values())
     assert runs.first["source_text"] == START.read_text("utf-8")
 
 
 def test_crawl_of_a_truncated_snapshot_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
-    crawl_bad(crawl, "senate_floor_schedule", tmp_path / "floor_schedule.json", truncate(START.read_bytes()),
-              sqlite_uri, "MalformedDocument")
+    crawl_bad(
+        crawl,
+        "senate_floor_schedule",
+        tmp_path / "floor_schedule.json",
+        truncate(START.read_bytes()),
+        sqlite_uri,
+        "MalformedDocument",
+    )
 
 
 def test_smoke():

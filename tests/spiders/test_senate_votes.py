@@ -6,7 +6,13 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.congress_support import (
-    VARIANTS, check_bad_variant, check_spider_contract, crawl_bad_variant, crawl_twice, events_of, response,
+    VARIANTS,
+    check_bad_variant,
+    check_spider_contract,
+    crawl_bad_variant,
+    crawl_twice,
+    events_of,
+    response,
     spider_for,
 )
 from votersdaily.sources.errors import ErrorPage, UnexpectedDocument
@@ -33,9 +39,15 @@ def test_vote_213(spider):
     assert event["_id"] == ID and event["datetime"] == "2004-11-17T22:48:00Z"
     assert event["unique_key"] == "108-2-213"
     assert event["title"] == "On Passage of the Bill S. 2986"
-    assert event["description"] == "A bill to amend title 31 of the United States Code to increase the public debt limit."
+    assert (
+        event["description"]
+        == "A bill to amend title 31 of the United States Code to increase the public debt limit."
+    )
     assert (event["branch"], event["entity"]) == ("Legislative", "Senate")
-    assert event["event_url"] == "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1082/vote_108_2_00213.htm"
+    assert (
+        event["event_url"]
+        == "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1082/vote_108_2_00213.htm"
+    )
     assert event["xml_url"] == URL and event["source_url"] == URL
     assert event["end_datetime"] is None and event["source_timezone"] == "America/New_York"
     assert (event["congress"], event["session"], event["vote_number"]) == (108, 2, 213)
@@ -50,23 +62,37 @@ def test_vote_213(spider):
         "R": {"yeas": 50, "nays": 1, "present": 0, "absent": 0},
     }
     assert event["document"] == {
-        "congress": "108", "type": "S.", "number": "2986", "name": "S. 2986",
+        "congress": "108",
+        "type": "S.",
+        "number": "2986",
+        "name": "S. 2986",
         "title": "A bill to amend title 31 of the United States Code to increase the public debt limit.",
         "short_title": "",
     }
-    assert event["amendment"]["number"] == "" and event["amendment"]["purpose"] == "No Statement of Purpose on File."
+    assert (
+        event["amendment"]["number"] == ""
+        and event["amendment"]["purpose"] == "No Statement of Purpose on File."
+    )
     assert len(event["member_votes"]) == 100
     assert event["member_votes"][0] == {
-        "lis_member_id": "S213", "name": "Akaka (D-HI)", "first_name": "Daniel", "last_name": "Akaka",
-        "party": "D", "state": "HI", "vote": "Nay",
+        "lis_member_id": "S213",
+        "name": "Akaka (D-HI)",
+        "first_name": "Daniel",
+        "last_name": "Akaka",
+        "party": "D",
+        "state": "HI",
+        "vote": "Nay",
     }
     assert [m["vote"] for m in event["member_votes"]].count("Present, Giving Live Pair") == 1
-    assert event["source_text"].startswith("<roll_call_vote>") and event["source_text"].endswith("</roll_call_vote>")
+    assert event["source_text"].startswith("<roll_call_vote>") and event["source_text"].endswith(
+        "</roll_call_vote>"
+    )
 
 
 def test_positions():
-    assert [position_of(v) for v in ("Yea", "Nay", "Not Voting", "Present", "Present, Giving Live Pair", "Guilty")] == [
-        "yeas", "nays", "absent", "present", "present", "yeas"]
+    assert [
+        position_of(v) for v in ("Yea", "Nay", "Not Voting", "Present", "Present, Giving Live Pair", "Guilty")
+    ] == ["yeas", "nays", "absent", "present", "present", "yeas"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -86,7 +112,8 @@ def test_menu_lists_every_vote_xml(spider):
     requests = list(spider.parse_listing(response(menu_url, MENU)))
     numbers = ["00659", "00658", "00657", "00656", "00655", "00654", "00004", "00003", "00002", "00001"]
     assert [r.url for r in requests] == [
-        "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1191/vote_119_1_%s.xml" % n for n in numbers
+        "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1191/vote_119_1_%s.xml" % n
+        for n in numbers
     ]
     assert all(r.callback == spider.parse_document for r in requests)
 
@@ -99,9 +126,11 @@ def test_menu_that_is_no_menu_is_reported(spider):
 def test_listing_url_is_the_current_sessions_menu(monkeypatch):
     monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", "2026-10-02T18:00:00Z")
     assert spider_for(SenateVotesSpider).listing_urls == (
-        "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_119_2.xml",)
+        "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_119_2.xml",
+    )
     assert spider_for(SenateVotesSpider, congress="118", session="1").listing_urls == (
-        "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_118_1.xml",)
+        "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_118_1.xml",
+    )
 
 
 def test_crawl_twice_on_both_backends(crawl, store_uri):

@@ -12,7 +12,8 @@ from scrapy.http import HtmlResponse
 from tests.conftest import recording, shared_file
 from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
-from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider as Spider, term_year
+from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider as Spider
+from votersdaily.spiders.supreme_court_orders import term_year
 
 ORDERS_REL = "fixtures/inplace/gov/supreme_court/scotus_orders_home.html"
 RELATING_REL = "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
@@ -47,7 +48,11 @@ def test_first_and_last_orders(orders):
     assert first["_id"] == "2024-03-25T00:00:00Z-supreme_court_orders-032524zor_4h25.pdf"
     assert first["title"] == first["order_type"] == "Order List"
     assert (first["branch"], first["entity"]) == ("Judicial", "Supreme Court")
-    assert first["event_url"] == first["pdf_url"] == "https://www.supremecourt.gov/orders/courtorders/032524zor_4h25.pdf"
+    assert (
+        first["event_url"]
+        == first["pdf_url"]
+        == "https://www.supremecourt.gov/orders/courtorders/032524zor_4h25.pdf"
+    )
     assert first["date_text"] == "03/25/24" and first["term_year"] == 2023
     assert first["description"] is None
     assert last["datetime"] == "2023-10-02T00:00:00Z" and last["unique_key"] == "100223zor_5368.pdf"
@@ -59,7 +64,9 @@ def test_source_text_is_the_row_as_published(orders):
     text = shared_file(ORDERS_REL).read_text("utf-8")
     for e in orders.events:
         assert e["source_text"] in text
-        assert e["source_text"].startswith('<div style="display:block">') and e["source_text"].endswith("</div>")
+        assert e["source_text"].startswith('<div style="display:block">') and e["source_text"].endswith(
+            "</div>"
+        )
         assert "'/orders/courtorders/%s'" % e["pdf_file"] in e["source_text"]
     assert "03/25/24 &nbsp;" in orders.events[0]["source_text"]
 
@@ -72,7 +79,9 @@ def test_opinions_relating_to_orders_layout(relating):
     assert brooks["datetime"] == brooks_dissent["datetime"] == "2016-01-21T00:00:00Z"  # "1/21/16"
     assert brooks["title"] == "Brooks v. Alabama (No. 15-7786): opinion relating to orders"
     assert (brooks["justice"], brooks_dissent["justice"]) == ("SS", "B")
-    assert brooks_dissent["event_url"] == "https://www.supremecourt.gov/opinions/15pdf/15-7786_n7io.pdf#page=2"
+    assert (
+        brooks_dissent["event_url"] == "https://www.supremecourt.gov/opinions/15pdf/15-7786_n7io.pdf#page=2"
+    )
     assert brooks["reporter_part"] == "577/1" and brooks["docket"] == "15-7786"
     correll = keys["15-6551_c07d.pdf"]
     assert correll["datetime"] == "2015-10-29T00:00:00Z"  # "10/29/2015": a four-digit year in the same column
@@ -86,12 +95,19 @@ def test_opinions_relating_to_orders_layout(relating):
         assert (e["branch"], e["entity"]) == ("Judicial", "Supreme Court")
 
 
-@pytest.mark.parametrize("make, exception", [
-    (lambda: truncate(shared_file(ORDERS_REL).read_bytes()), MalformedDocument),
-    (lambda: NOT_FOUND.read_bytes(), ErrorPage),
-    (lambda: CLERK_INDEX.read_bytes(), UnexpectedDocument),
-    (lambda: shared_file(ORDERS_REL).read_bytes().replace(b"03/25/24 &nbsp;", b"March 25 &nbsp;"), UnexpectedDocument),
-], ids=["truncated", "html_error_page", "other_site_page", "bad_date"])
+@pytest.mark.parametrize(
+    "make, exception",
+    [
+        (lambda: truncate(shared_file(ORDERS_REL).read_bytes()), MalformedDocument),
+        (lambda: NOT_FOUND.read_bytes(), ErrorPage),
+        (lambda: CLERK_INDEX.read_bytes(), UnexpectedDocument),
+        (
+            lambda: shared_file(ORDERS_REL).read_bytes().replace(b"03/25/24 &nbsp;", b"March 25 &nbsp;"),
+            UnexpectedDocument,
+        ),
+    ],
+    ids=["truncated", "html_error_page", "other_site_page", "bad_date"],
+)
 def test_bad_pages_raise(make, exception):
     with pytest.raises(exception):
         parse(Spider, make(), ORDERS_URL, HtmlResponse)
@@ -110,8 +126,14 @@ def test_crawl_both_listings_twice(crawl, sqlite_uri, frozen_now):
 
 
 def test_crawl_of_a_truncated_listing_is_a_logged_failure(crawl, tmp_path, sqlite_uri):
-    crawl_bad(crawl, "supreme_court_orders", tmp_path / "orders.html", truncate(shared_file(ORDERS_REL).read_bytes()),
-              sqlite_uri, "MalformedDocument")
+    crawl_bad(
+        crawl,
+        "supreme_court_orders",
+        tmp_path / "orders.html",
+        truncate(shared_file(ORDERS_REL).read_bytes()),
+        sqlite_uri,
+        "MalformedDocument",
+    )
 
 
 def test_smoke():

@@ -34,8 +34,10 @@ def test_newest_item(parsed):
     assert e["_id"] == "2026-09-29T21:23:48Z-white_house-51617"
     assert e["title"] == "Eliminating Disease-Carrying Pests And Restoring Enjoyment Of The Great Outdoors"
     assert (e["branch"], e["entity"]) == ("Executive", "White House")
-    assert e["event_url"] == ("https://www.whitehouse.gov/presidential-actions/2026/09/"
-                              "eliminating-disease-carrying-pests-and-restoring-enjoyment-of-the-great-outdoors/")
+    assert e["event_url"] == (
+        "https://www.whitehouse.gov/presidential-actions/2026/09/"
+        "eliminating-disease-carrying-pests-and-restoring-enjoyment-of-the-great-outdoors/"
+    )
     assert e["guid"] == "https://www.whitehouse.gov/?p=51617" and e["post_id"] == "51617"
     assert e["categories"] == ["Presidential Actions", "Executive Orders"]
     assert e["action_types"] == ["Executive Orders"]
@@ -58,7 +60,10 @@ def test_oldest_items_and_timezones(parsed):
     keys = parsed.by_key()
     # <pubDate>Wed, 26 Aug 2026 19:59:10 +0000</pubDate>, guid ?p=49152
     assert keys["49152"]["datetime"] == "2026-08-26T19:59:10Z"
-    assert keys["49152"]["title"] == "Declaring a National Emergency to Secure the United States Bulk-Power System"
+    assert (
+        keys["49152"]["title"]
+        == "Declaring a National Emergency to Secure the United States Bulk-Power System"
+    )
     # Posts keep their own offset; the locale only names the zone of the day.
     assert keys["49151"]["datetime"] == "2026-08-26T21:18:42Z"
     assert all(e["source_timezone"] == "America/New_York" for e in parsed.events)
@@ -66,8 +71,12 @@ def test_oldest_items_and_timezones(parsed):
 
 def test_categories_as_in_the_feed(parsed):
     kinds = Counter(k for e in parsed.events for k in e["action_types"])
-    assert kinds == {"Executive Orders": 13, "Proclamations": 13, "Nominations & Appointments": 3,
-                     "Presidential Memoranda": 1}
+    assert kinds == {
+        "Executive Orders": 13,
+        "Proclamations": 13,
+        "Nominations & Appointments": 3,
+        "Presidential Memoranda": 1,
+    }
 
 
 def test_linked_pdfs(parsed):
@@ -86,15 +95,28 @@ def test_source_text_is_the_item_as_published(parsed):
     for e in parsed.events:
         assert e["source_text"].startswith("<item>") and e["source_text"].endswith("</item>")
         assert e["source_text"] in text
-    assert "<guid isPermaLink=\"false\">https://www.whitehouse.gov/?p=51617</guid>" in parsed.by_key()["51617"]["source_text"]
+    assert (
+        '<guid isPermaLink="false">https://www.whitehouse.gov/?p=51617</guid>'
+        in parsed.by_key()["51617"]["source_text"]
+    )
 
 
-@pytest.mark.parametrize("body, exception", [
-    (truncate(FEED.read_bytes()), MalformedDocument),
-    (FEED.read_bytes().replace(b"<rss version", b"<feed version").replace(b"</rss>", b"</feed>"), UnexpectedDocument),
-    (FEED.read_bytes().replace(b"<channel>", b"<chanel>").replace(b"</channel>", b"</chanel>"), UnexpectedDocument),
-    (NOT_FOUND.read_bytes(), ErrorPage),
-], ids=["truncated", "wrong_root", "no_channel", "html_error_page"])
+@pytest.mark.parametrize(
+    "body, exception",
+    [
+        (truncate(FEED.read_bytes()), MalformedDocument),
+        (
+            FEED.read_bytes().replace(b"<rss version", b"<feed version").replace(b"</rss>", b"</feed>"),
+            UnexpectedDocument,
+        ),
+        (
+            FEED.read_bytes().replace(b"<channel>", b"<chanel>").replace(b"</channel>", b"</chanel>"),
+            UnexpectedDocument,
+        ),
+        (NOT_FOUND.read_bytes(), ErrorPage),
+    ],
+    ids=["truncated", "wrong_root", "no_channel", "html_error_page"],
+)
 def test_bad_feeds_raise(body, exception):
     with pytest.raises(exception):
         parse(WhiteHouseSpider, body, URL, XmlResponse)
@@ -109,7 +131,14 @@ def test_crawl_stores_events_and_logs_the_run(crawl, sqlite_uri, frozen_now):
 
 
 def test_crawl_of_a_truncated_feed_is_a_logged_failure_storing_nothing(crawl, tmp_path, sqlite_uri):
-    crawl_bad(crawl, "white_house", tmp_path / "feed.xml", truncate(FEED.read_bytes()), sqlite_uri, "MalformedDocument")
+    crawl_bad(
+        crawl,
+        "white_house",
+        tmp_path / "feed.xml",
+        truncate(FEED.read_bytes()),
+        sqlite_uri,
+        "MalformedDocument",
+    )
 
 
 def test_smoke():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip as gzip_module
 import http.server
 import json
@@ -12,9 +13,9 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
@@ -31,7 +32,9 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
     last = None
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=2):
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=2
+            ):
                 return
         except Exception as exc:  # not up yet
             last = exc
@@ -44,7 +47,9 @@ class PouchDBServer:
 
     def __init__(self, workdir: Path, port: int | None = None, in_memory: bool = True):
         if not POUCHDB_BIN.exists():
-            raise RuntimeError("PouchDB Server is not installed: run `npm ci --ignore-scripts` (scripts/setup.sh)")
+            raise RuntimeError(
+                "PouchDB Server is not installed: run `npm ci --ignore-scripts` (scripts/setup.sh)"
+            )
         self.workdir = workdir
         self.port = port or free_port()
         self.in_memory = in_memory
@@ -54,7 +59,7 @@ class PouchDBServer:
     def url(self) -> str:
         return "http://127.0.0.1:%d/" % self.port
 
-    def start(self) -> "PouchDBServer":
+    def start(self) -> PouchDBServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [str(POUCHDB_BIN), "-p", str(self.port), "-o", "127.0.0.1", "-n"]
         if self.in_memory:
@@ -80,12 +85,16 @@ class PouchDBServer:
 
     def reset(self) -> None:
         """Drop every database (between tests sharing one server)."""
-        with urllib.request.urlopen(urllib.request.Request(self.url + "_all_dbs", headers={"Accept": "application/json"})) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(self.url + "_all_dbs", headers={"Accept": "application/json"})
+        ) as r:
             names = json.load(r)
         for name in names:
             if name.startswith("_"):
                 continue
-            req = urllib.request.Request(self.url + name, method="DELETE", headers={"Accept": "application/json"})
+            req = urllib.request.Request(
+                self.url + name, method="DELETE", headers={"Accept": "application/json"}
+            )
             urllib.request.urlopen(req).close()
 
 
@@ -142,7 +151,7 @@ class LocalSite:
     def url(self) -> str:
         return "http://127.0.0.1:%d" % self.port
 
-    def start(self) -> "LocalSite":
+    def start(self) -> LocalSite:
         self.thread.start()
         return self
 
@@ -150,8 +159,15 @@ class LocalSite:
         self.server.shutdown()
         self.server.server_close()
 
-    def route(self, path: str, body: bytes | str | Callable = b"", status: int = 200,
-              headers: dict[str, str] | None = None, content_type: str | None = None, gzip: bool = False) -> str:
+    def route(
+        self,
+        path: str,
+        body: bytes | str | Callable = b"",
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+        gzip: bool = False,
+    ) -> str:
         if isinstance(body, str):
             body = body.encode("utf-8")
         headers = dict(headers or {})
@@ -190,16 +206,14 @@ class LocalSite:
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         if not head:
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 handler.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
 
     def _static(self, path: str) -> Route:
         clean = path.split("?", 1)[0]
         for prefix, folder in self.mounts.items():
             if clean.startswith(prefix):
-                rel = urllib.request.url2pathname(clean[len(prefix):])
+                rel = urllib.request.url2pathname(clean[len(prefix) :])
                 target = (folder / rel).resolve()
                 if folder.resolve() in target.parents and target.is_file():
                     ctype = guess_type(target)
@@ -218,15 +232,18 @@ def guess_type(path: Path) -> str:
     return ctype or "application/octet-stream"
 
 
-def run_cli(args: list[str], store_uri: str, cwd: Path | None = None, env: dict | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], store_uri: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run a command (``scrapy …`` or ``python -m votersdaily …``) the way a user does, in a subprocess."""
     full_env = dict(os.environ)
     full_env["VOTERSDAILY_STORE"] = store_uri
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
     full_env.update(env or {})
-    return subprocess.run(args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def which(name: str) -> str | None:

@@ -16,11 +16,22 @@ COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", 
 def register(sub) -> None:
     parser = sub.add_parser("crawl", help="run event spiders and print a per-spider summary")
     parser.add_argument("--all", action="store_true", help="every event spider")
-    parser.add_argument("--offline", action="store_true", help="replay the recorded responses the project ships")
-    parser.add_argument("--due", action="store_true",
-                        help="only spiders whose last run (in vd_log) is older than their frequency_hours")
-    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a Scrapy setting for every spider of this run (repeatable)")
+    parser.add_argument(
+        "--offline", action="store_true", help="replay the recorded responses the project ships"
+    )
+    parser.add_argument(
+        "--due",
+        action="store_true",
+        help="only spiders whose last run (in vd_log) is older than their frequency_hours",
+    )
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting for every spider of this run (repeatable)",
+    )
     parser.add_argument("--log-level", default="WARNING", help="Scrapy log level (default WARNING)")
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run)
@@ -28,10 +39,7 @@ def register(sub) -> None:
 
 def event_spiders(settings) -> dict[str, type[EventSpider]]:
     loader = SpiderLoader.from_settings(settings)
-    return {
-        name: cls for name in sorted(loader.list())
-        if issubclass(cls := loader.load(name), EventSpider)
-    }
+    return {name: cls for name in sorted(loader.list()) if issubclass(cls := loader.load(name), EventSpider)}
 
 
 def run(args) -> int:
@@ -47,8 +55,11 @@ def run(args) -> int:
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
-        print("unknown event spider(s): %s; known: %s" % (", ".join(unknown) or "(none given)", ", ".join(available)),
-              file=sys.stderr)
+        print(
+            "unknown event spider(s): %s; known: %s"
+            % (", ".join(unknown) or "(none given)", ", ".join(available)),
+            file=sys.stderr,
+        )
         return 2
     not_due = []
     if args.due:
@@ -93,8 +104,15 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
         store.install_views(LOG_DB)
         due = []
         for name, cls in spiders.items():
-            last = store.query(LOG_DB, "by_parser", startkey=[name, {}], endkey=[name], descending=True,
-                               limit=1, include_docs=False)
+            last = store.query(
+                LOG_DB,
+                "by_parser",
+                startkey=[name, {}],
+                endkey=[name],
+                descending=True,
+                limit=1,
+                include_docs=False,
+            )
             if not last or now - parse_iso_utc(last[0].key[1]) >= timedelta(hours=cls.frequency_hours):
                 due.append(name)
         return due

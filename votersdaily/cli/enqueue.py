@@ -15,9 +15,17 @@ from ..distributed import REDIS_ENV
 def register(sub) -> None:
     parser = sub.add_parser("enqueue", help="push a spider's requests into the shared Redis queue")
     parser.add_argument("spider", help="spider name (e.g. ingest, laundromat)")
-    parser.add_argument("sources", nargs="+", help="URLs, or files (one URL per line, or what the spider reads)")
-    parser.add_argument("-a", dest="spider_args", action="append", default=[], metavar="NAME=VALUE",
-                        help="spider argument, as for scrapy crawl")
+    parser.add_argument(
+        "sources", nargs="+", help="URLs, or files (one URL per line, or what the spider reads)"
+    )
+    parser.add_argument(
+        "-a",
+        dest="spider_args",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="spider argument, as for scrapy crawl",
+    )
     parser.add_argument("--redis-url", help="Redis URL (default: the REDIS_URL setting)")
     parser.set_defaults(func=run)
 
@@ -36,8 +44,11 @@ def urls_from(sources: list[str]) -> dict:
     for source in sources:
         path = Path(source)
         if "://" not in source and path.is_file():
-            urls += [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
-                     if line.strip() and not line.lstrip().startswith("#")]
+            urls += [
+                line.strip()
+                for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
         else:
             urls.append(source)
     return {"url": ",".join(urls)}
@@ -50,11 +61,16 @@ def run(args) -> int:
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
-        print("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV, file=sys.stderr)
+        print(
+            "no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV,
+            file=sys.stderr,
+        )
         return 2
     loader = SpiderLoader.from_settings(settings)
     if args.spider not in loader.list():
-        print("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr)
+        print(
+            "unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr
+        )
         return 2
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
@@ -66,6 +82,8 @@ def run(args) -> int:
             return 2
         kwargs[name] = value
     report = enqueue(args.spider, settings, **kwargs)
-    print("%s: %d requests queued, %d already seen, %d items ignored"
-          % (report.queue, report.pushed, report.duplicates, report.skipped_items))
+    print(
+        "%s: %d requests queued, %d already seen, %d items ignored"
+        % (report.queue, report.pushed, report.duplicates, report.skipped_items)
+    )
     return 0

@@ -22,8 +22,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    flt = EventFilter(branch=args.branch, entity=args.entity, parser=args.parser,
-                      committee=args.committee, since=args.since, until=args.until)
+    flt = EventFilter(
+        branch=args.branch,
+        entity=args.entity,
+        parser=args.parser,
+        committee=args.committee,
+        since=args.since,
+        until=args.until,
+    )
     try:
         flt.key_range()
     except FeedQueryError as exc:

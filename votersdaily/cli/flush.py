@@ -14,8 +14,11 @@ from ..store.spool import Spool, spool_dir
 
 def register(sub) -> None:
     parser = sub.add_parser("flush", help="deliver documents spooled while the store was unavailable")
-    parser.add_argument("--spool-dir", type=Path,
-                        help="spool folder (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR setting)")
+    parser.add_argument(
+        "--spool-dir",
+        type=Path,
+        help="spool folder (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR setting)",
+    )
     parser.add_argument("--db", help="only this database")
     parser.set_defaults(func=run)
 
@@ -30,12 +33,24 @@ def run(args) -> int:
     try:
         report = spool.deliver(store, args.db)
     except StoreUnavailable as exc:
-        print("store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc), file=sys.stderr)
+        print(
+            "store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc),
+            file=sys.stderr,
+        )
         return 1
     finally:
         store.close()
     r = report.result
-    print("delivered %d documents from %d spool files to %s: inserted=%d updated=%d unchanged=%d failed=%d"
-          % (report.documents, report.files, store.display_uri, len(r.inserted), len(r.updated),
-             len(r.unchanged), len(r.failed)))
+    print(
+        "delivered %d documents from %d spool files to %s: inserted=%d updated=%d unchanged=%d failed=%d"
+        % (
+            report.documents,
+            report.files,
+            store.display_uri,
+            len(r.inserted),
+            len(r.updated),
+            len(r.unchanged),
+            len(r.failed),
+        )
+    )
     return 1 if r.failed else 0

@@ -22,14 +22,20 @@ from ..store.upsert import upsert
 def register(sub) -> None:
     parser = sub.add_parser("ingest", help="load the ingest match catalog, queue ingest requests")
     commands = parser.add_subparsers(dest="ingest_command", required=True)
-    catalog = commands.add_parser("load-catalog", help="load known works (JSON lines with doi, title) for match0")
+    catalog = commands.add_parser(
+        "load-catalog", help="load known works (JSON lines with doi, title) for match0"
+    )
     catalog.add_argument("path", help="JSON-lines file of works")
     catalog.add_argument("--db", help="catalog database (default: the INGEST_CATALOG_DB setting)")
     catalog.set_defaults(func=load_catalog)
-    enqueue = commands.add_parser("enqueue", help="queue ingest requests for `scrapy crawl ingest -a requests=store`")
+    enqueue = commands.add_parser(
+        "enqueue", help="queue ingest requests for `scrapy crawl ingest -a requests=store`"
+    )
     enqueue.add_argument("path", nargs="?", help="JSON-lines file of ingest requests")
     enqueue.add_argument("--url", action="append", default=[], help="a base_url to queue (repeatable)")
-    enqueue.add_argument("--type", default="pdf", choices=R.INGEST_TYPES, help="ingest_type for --url (default pdf)")
+    enqueue.add_argument(
+        "--type", default="pdf", choices=R.INGEST_TYPES, help="ingest_type for --url (default pdf)"
+    )
     enqueue.add_argument("--db", help="requests database (default: the INGEST_REQUESTS_DB setting)")
     enqueue.set_defaults(func=enqueue_requests)
 
@@ -80,7 +86,16 @@ def enqueue_requests(args) -> int:
         store.close()
     for error in errors:
         print(error, file=sys.stderr)
-    print("queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
-          % (len(docs), db, store.display_uri, len(result.inserted), len(result.updated), len(result.unchanged),
-             len(errors)))
+    print(
+        "queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
+        % (
+            len(docs),
+            db,
+            store.display_uri,
+            len(result.inserted),
+            len(result.updated),
+            len(result.unchanged),
+            len(errors),
+        )
+    )
     return 1 if errors or result.failed else 0

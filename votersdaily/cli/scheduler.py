@@ -17,12 +17,25 @@ def register(sub) -> None:
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between passes (default 60)")
     parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
-    parser.add_argument("--hours", action="append", default=[], metavar="SPIDER=HOURS",
-                        help="override a spider's frequency (repeatable)")
-    parser.add_argument("--offline", action="store_true",
-                        help="event spiders replay their recordings (file:// URLs of this machine)")
-    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
-                        help="Scrapy setting for every scheduled job (repeatable)")
+    parser.add_argument(
+        "--hours",
+        action="append",
+        default=[],
+        metavar="SPIDER=HOURS",
+        help="override a spider's frequency (repeatable)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="event spiders replay their recordings (file:// URLs of this machine)",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Scrapy setting for every scheduled job (repeatable)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -46,8 +59,11 @@ def run(args) -> int:
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
-        print("no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS)" % ", ".join(unknown),
-              file=sys.stderr)
+        print(
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS)"
+            % ", ".join(unknown),
+            file=sys.stderr,
+        )
         return 2
     loader = SpiderLoader.from_settings(settings)
     job_settings = _pairs(args.setting, "--setting")

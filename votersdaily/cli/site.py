@@ -15,8 +15,14 @@ def register(sub) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     build = actions.add_parser("build", help="write the site into a folder (created if missing)")
     build.add_argument("dir", type=Path, help="output folder")
-    build.add_argument("--timezone", help="zone the day pages are shown in (default: setting VOTERSDAILY_SITE_TIMEZONE)")
-    build.add_argument("--runs", type=int, help="runs per spider on the health page (default: setting VOTERSDAILY_HEALTH_RUNS)")
+    build.add_argument(
+        "--timezone", help="zone the day pages are shown in (default: setting VOTERSDAILY_SITE_TIMEZONE)"
+    )
+    build.add_argument(
+        "--runs",
+        type=int,
+        help="runs per spider on the health page (default: setting VOTERSDAILY_HEALTH_RUNS)",
+    )
     build.set_defaults(func=run_build)
 
 
@@ -34,6 +40,9 @@ def run_build(args) -> int:
         summary = build_site(store, args.dir, config, spiders=spiders)
     finally:
         store.close()
-    print("site: %d day pages, %d feeds, %d spiders on the health page in %s"
-          % (summary.days, summary.feeds, summary.spiders, args.dir), file=sys.stderr)
+    print(
+        "site: %d day pages, %d feeds, %d spiders on the health page in %s"
+        % (summary.days, summary.feeds, summary.spiders, args.dir),
+        file=sys.stderr,
+    )
     return 0

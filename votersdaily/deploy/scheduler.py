@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import UTC, datetime, timedelta
 
 from ..clock import iso_utc, now_utc
 from ..store.base import Store, StoreError
@@ -61,12 +61,13 @@ def spider_frequencies(settings) -> dict[str, float]:
 
 
 def _parse(value: str | None) -> datetime | None:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc) if value else None
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if value else None
 
 
 class RecurringScheduler:
-    def __init__(self, scrapyd: Scrapyd, store: Store, plans: list[Plan],
-                 now: Callable[[], datetime] = now_utc):
+    def __init__(
+        self, scrapyd: Scrapyd, store: Store, plans: list[Plan], now: Callable[[], datetime] = now_utc
+    ):
         self.scrapyd = scrapyd
         self.store = store
         self.plans = plans
@@ -107,32 +108,48 @@ class RecurringScheduler:
         if active:
             # Also recovers a job the state does not know about (state lost, or started by hand).
             job = next((j for j in active if j.get("id") == state.get("jobid")), active[0])
-            return self._decision(now, spider, RUNNING, jobid=job.get("id"),
-                                  reason="job %s is %s" % (job.get("id"), jobs.state_of(job.get("id"))))
+            return self._decision(
+                now,
+                spider,
+                RUNNING,
+                jobid=job.get("id"),
+                reason="job %s is %s" % (job.get("id"), jobs.state_of(job.get("id"))),
+            )
         last = _parse(state.get("last_scheduled"))
         due = last is None or now - last >= timedelta(hours=plan.hours)
         if not due:
-            return self._decision(now, spider, NOT_DUE, reason="next run after %s"
-                                  % iso_utc(last + timedelta(hours=plan.hours)))
+            return self._decision(
+                now, spider, NOT_DUE, reason="next run after %s" % iso_utc(last + timedelta(hours=plan.hours))
+            )
         try:
             jobid = self.scrapyd.schedule(spider, settings=plan.settings, **plan.args)
         except ScrapydError as exc:
             return self._decision(now, spider, FAILED, reason=str(exc))
         previous = state.get("jobid")
         state.update(jobid=jobid, last_scheduled=iso_utc(now), hours=plan.hours)
-        reason = "first run" if last is None else "%.2f h since the last run" % ((now - last).total_seconds() / 3600)
+        reason = (
+            "first run"
+            if last is None
+            else "%.2f h since the last run" % ((now - last).total_seconds() / 3600)
+        )
         if previous and jobs.state_of(previous) is None:
             reason += "; previous job %s unknown to scrapyd (restarted?)" % previous
         return self._decision(now, spider, SCHEDULED, jobid=jobid, reason=reason)
 
     @staticmethod
-    def _decision(now: datetime, spider: str, decision: str, jobid: str | None = None, reason: str = "") -> dict:
+    def _decision(
+        now: datetime, spider: str, decision: str, jobid: str | None = None, reason: str = ""
+    ) -> dict:
         stamp = iso_utc(now)
         logger.info("scheduler: %s %s %s", spider, decision, reason)
         return {
             "_id": "decision:%s-%s-%s-%d" % (stamp, spider, decision, time.monotonic_ns() % 10**9),
-            "type": "decision", "datetime": stamp, "spider": spider, "decision": decision,
-            "jobid": jobid, "reason": reason,
+            "type": "decision",
+            "datetime": stamp,
+            "spider": spider,
+            "decision": decision,
+            "jobid": jobid,
+            "reason": reason,
         }
 
     def run_forever(self, interval: float) -> None:

@@ -57,8 +57,12 @@ class Scrapyd:
         return self._call("GET", "daemonstatus.json")
 
     def add_version(self, version: str, egg: bytes) -> dict:
-        return self._call("POST", "addversion.json", data={"project": self.project, "version": version},
-                          files={"egg": ("project.egg", egg)})
+        return self._call(
+            "POST",
+            "addversion.json",
+            data={"project": self.project, "version": version},
+            files={"egg": ("project.egg", egg)},
+        )
 
     def spiders(self) -> list[str]:
         return self._call("GET", "listspiders.json", params={"project": self.project})["spiders"]

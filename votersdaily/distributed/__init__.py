@@ -32,7 +32,9 @@ def redis_url(settings) -> str:
     """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
     url = os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")
     if not url:
-        raise NotConfigured("distributed workers need Redis: set REDIS_URL or $%s (redis://host:6379/0)" % REDIS_ENV)
+        raise NotConfigured(
+            "distributed workers need Redis: set REDIS_URL or $%s (redis://host:6379/0)" % REDIS_ENV
+        )
     return url
 
 

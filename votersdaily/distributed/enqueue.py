@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
 from scrapy.utils.reactor import install_reactor
-from twisted.python.failure import Failure
-from scrapy.crawler import Crawler
-from scrapy.spiderloader import SpiderLoader
 from scrapy_redis.dupefilter import RFPDupeFilter
+from twisted.python.failure import Failure
 
 from . import queue_name, redis_server, serializer
 from .queue import ReliableQueue
@@ -38,7 +38,9 @@ async def _collect(crawler) -> list[Any]:
     try:
         return [output async for output in crawler.spider.start()]
     finally:
-        await crawler.signals.send_catch_log_async(signals.spider_closed, spider=crawler.spider, reason="finished")
+        await crawler.signals.send_catch_log_async(
+            signals.spider_closed, spider=crawler.spider, reason="finished"
+        )
 
 
 def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:

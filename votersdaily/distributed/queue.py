@@ -15,7 +15,7 @@ workers' clocks need not agree.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from scrapy import Request
 from scrapy_redis.queue import Base
@@ -25,7 +25,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-POP = _NOW_MS + """
+POP = (
+    _NOW_MS
+    + """
 local item = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #item == 0 then return false end
 redis.call('ZREM', KEYS[1], item[1])
@@ -35,14 +37,18 @@ redis.call('HSET', KEYS[3], token, item[1])
 redis.call('HSET', KEYS[4], token, item[2])
 return {token, item[1]}
 """
+)
 
-RENEW = _NOW_MS + """
+RENEW = (
+    _NOW_MS
+    + """
 local n = 0
 for i = 2, #ARGV do
   n = n + redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[1]), ARGV[i])
 end
 return n
 """
+)
 
 ACK = """
 local n = 0
@@ -58,7 +64,9 @@ return n
 
 # KEYS: queue, processing, payloads, scores, attempts, dead, requeued; ARGV: max_attempts, limit,
 # and (release only) the tokens to give back now.
-REQUEUE = _NOW_MS + """
+REQUEUE = (
+    _NOW_MS
+    + """
 local tokens
 if #ARGV > 2 then
   tokens = {}
@@ -90,6 +98,7 @@ end
 if #ARGV == 2 then redis.call('INCRBY', KEYS[7], requeued) end
 return {requeued, dead}
 """
+)
 
 
 class ReliableQueue(Base):
@@ -132,8 +141,9 @@ class ReliableQueue(Base):
         raise NotImplementedError("use ReliableQueue.lease(), which returns (token, request)")
 
     def lease(self) -> tuple[str, Request] | None:
-        answer = self._pop(keys=[self.key, self.processing, self.payloads, self.scores, self.seq],
-                           args=[self.lease_ms])
+        answer = self._pop(
+            keys=[self.key, self.processing, self.payloads, self.scores, self.seq], args=[self.lease_ms]
+        )
         if not answer:
             return None
         token, data = answer
@@ -148,12 +158,21 @@ class ReliableQueue(Base):
         tokens = list(tokens)
         if not tokens:
             return 0
-        return self._ack(keys=[self.processing, self.payloads, self.scores, self.seq, self.attempts], args=tokens)
+        return self._ack(
+            keys=[self.processing, self.payloads, self.scores, self.seq, self.attempts], args=tokens
+        )
 
     def _requeue_call(self, args: list) -> tuple[int, int]:
         requeued, dead = self._requeue(
-            keys=[self.key, self.processing, self.payloads, self.scores, self.attempts, self.dead,
-                  self.requeued_key],
+            keys=[
+                self.key,
+                self.processing,
+                self.payloads,
+                self.scores,
+                self.attempts,
+                self.dead,
+                self.requeued_key,
+            ],
             args=args,
         )
         return int(requeued), int(dead)
@@ -168,5 +187,13 @@ class ReliableQueue(Base):
         return self._requeue_call([self.max_attempts, len(tokens), *tokens])[0] if tokens else 0
 
     def clear(self) -> None:
-        self.server.delete(self.key, self.processing, self.payloads, self.scores, self.attempts,
-                           self.dead, self.requeued_key, self.seq)
+        self.server.delete(
+            self.key,
+            self.processing,
+            self.payloads,
+            self.scores,
+            self.attempts,
+            self.dead,
+            self.requeued_key,
+            self.seq,
+        )

@@ -61,17 +61,31 @@ class ReliableScheduler:
     def open(self, spider):
         name = queue_name(spider)
         self.spider = spider
-        self.queue = ReliableQueue(self.server, spider, "%s:requests" % name, serializer=serializer,
-                                   lease=self.lease, max_attempts=self.max_attempts)
+        self.queue = ReliableQueue(
+            self.server,
+            spider,
+            "%s:requests" % name,
+            serializer=serializer,
+            lease=self.lease,
+            max_attempts=self.max_attempts,
+        )
         self.df = RFPDupeFilter(self.server, key="%s:dupefilter" % name, debug=self.debug)
-        logger.info("Redis worker on queue %s (%d waiting, %d in processing)",
-                    self.queue.key, len(self.queue), self.queue.in_processing())
+        logger.info(
+            "Redis worker on queue %s (%d waiting, %d in processing)",
+            self.queue.key,
+            len(self.queue),
+            self.queue.in_processing(),
+        )
         checkpoint = lambda: deferred_from_coro(self._checkpoint())  # noqa: E731
-        for call, interval in ((self._renew, self.lease / 3), (checkpoint, self.ack_interval),
-                               (self._reap, self.reap_interval)):
+        for call, interval in (
+            (self._renew, self.lease / 3),
+            (checkpoint, self.ack_interval),
+            (self._reap, self.reap_interval),
+        ):
             loop = task.LoopingCall(call)
             loop.start(interval, now=False).addErrback(
-                lambda f: logger.error("Redis worker loop failed: %s", f.getErrorMessage()))
+                lambda f: logger.error("Redis worker loop failed: %s", f.getErrorMessage())
+            )
             self._loops.append(loop)
 
     def close(self, reason):
@@ -141,7 +155,9 @@ class ReliableScheduler:
             return
         self._checkpointing = True
         try:
-            await maybe_deferred_to_future(defer.DeferredList([w.batch.flush() for w in writers_of(self.crawler)]))
+            await maybe_deferred_to_future(
+                defer.DeferredList([w.batch.flush() for w in writers_of(self.crawler)])
+            )
             n = await maybe_deferred_to_future(threads.deferToThread(self.queue.ack, done))
             for token in done:
                 self.leased.pop(token, None)
@@ -156,8 +172,13 @@ class ReliableScheduler:
         requeued, dead = self.queue.reap()
         if requeued or dead:
             self.stats.inc_value("redis/recovered", requeued)
-            logger.warning("recovered %d requests of dead workers from %s (%d given up: %s)",
-                           requeued, self.queue.processing, dead, self.queue.dead)
+            logger.warning(
+                "recovered %d requests of dead workers from %s (%d given up: %s)",
+                requeued,
+                self.queue.processing,
+                dead,
+                self.queue.dead,
+            )
             if dead:
                 self.stats.inc_value("redis/dead", dead)
             slot = getattr(self.crawler.engine, "_slot", None)

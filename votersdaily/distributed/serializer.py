@@ -34,7 +34,9 @@ def dumps(obj: dict) -> str:
     try:
         return json.dumps(_encode(obj), sort_keys=True, separators=(",", ":"))
     except TypeError as exc:
-        raise TypeError("a request for the Redis queue must hold JSON data only (meta, cb_kwargs): %s" % exc) from None
+        raise TypeError(
+            "a request for the Redis queue must hold JSON data only (meta, cb_kwargs): %s" % exc
+        ) from None
 
 
 def loads(data: str | bytes) -> dict:

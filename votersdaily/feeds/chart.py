@@ -30,19 +30,38 @@ def runs_chart(name: str, runs: list[Run]) -> Markup:
             shapes.append(
                 '<g class="run broken"><title>%s</title><path d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" '
                 'stroke="%s" stroke-width="2"/></g>'
-                % (tip, cx - s, base - 2 * s, cx + s, base, cx - s, base, cx + s, base - 2 * s, colour))
+                % (tip, cx - s, base - 2 * s, cx + s, base, cx - s, base, cx + s, base - 2 * s, colour)
+            )
             continue
         h = max((base - 4) * run.items / top, 2 if run.status in (EMPTY, DROP) else 0.5)
-        shapes.append('<rect class="run %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>'
-                      % (run.status, x, base - h, bar, h, colour, tip))
+        shapes.append(
+            '<rect class="run %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>'
+            % (run.status, x, base - h, bar, h, colour, tip)
+        )
     label = "Items per run for %s, oldest to newest: %s" % (
-        name, ", ".join("%d%s" % (r.items, "" if r.status == "ok" else " (%s)" % LABELS[r.status]) for r in ordered))
+        name,
+        ", ".join(
+            "%d%s" % (r.items, "" if r.status == "ok" else " (%s)" % LABELS[r.status]) for r in ordered
+        ),
+    )
     svg = (
         '<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" '
         'xmlns="http://www.w3.org/2000/svg">'
         '<line x1="0" y1="%d" x2="%d" y2="%d" stroke="#5f6368" stroke-width="1"/>%s'
         '<text x="%d" y="%d" font-size="9" fill="#3c4043">max %d</text></svg>'
-        % (WIDTH, HEIGHT, WIDTH, HEIGHT, escape(label), base, WIDTH, base, "".join(shapes),
-           PAD, HEIGHT - 1, top)
+        % (
+            WIDTH,
+            HEIGHT,
+            WIDTH,
+            HEIGHT,
+            escape(label),
+            base,
+            WIDTH,
+            base,
+            "".join(shapes),
+            PAD,
+            HEIGHT - 1,
+            top,
+        )
     )
     return Markup(svg)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from itertools import islice
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 from ..clock import now_iso
 from ..store.base import Store
@@ -31,8 +32,14 @@ def feed_name(flt: EventFilter) -> str:
     return "votersdaily: " + (" / ".join(parts) if parts else "all events")
 
 
-def write_feed(fmt: str, events: Iterable[tuple[dict, int]], flt: EventFilter, out: BinaryIO,
-               cache: dict | None = None, generated: str | None = None) -> int:
+def write_feed(
+    fmt: str,
+    events: Iterable[tuple[dict, int]],
+    flt: EventFilter,
+    out: BinaryIO,
+    cache: dict | None = None,
+    generated: str | None = None,
+) -> int:
     """Write ``(doc, earlier_versions)`` pairs selected by ``flt`` as ``fmt`` to the binary ``out``.
 
     ``cache`` (ICS only) reuses serialised events across the feeds of one site build.

@@ -119,21 +119,31 @@ def classify(runs: list[Run], ratio: float, history: int) -> None:
             previous.append(run.items)
 
 
-def spider_health(store: Store, name: str, runs: int = 20, ratio: float = 0.5, history: int = 10) -> SpiderHealth:
+def spider_health(
+    store: Store, name: str, runs: int = 20, ratio: float = 0.5, history: int = 10
+) -> SpiderHealth:
     """The last ``runs`` runs of ``name``, classified against up to ``history`` earlier ones."""
     health = SpiderHealth(name)
     if not has_db(store, schema.LOG_DB):
         return health
-    rows = store.query(schema.LOG_DB, "by_parser", startkey=[name, HIGH], endkey=[name, ""],
-                       descending=True, limit=runs + history, include_docs=True)
+    rows = store.query(
+        schema.LOG_DB,
+        "by_parser",
+        startkey=[name, HIGH],
+        endkey=[name, ""],
+        descending=True,
+        limit=runs + history,
+        include_docs=True,
+    )
     ordered = [run_from_log(r.doc) for r in reversed(rows) if r.doc is not None]
     classify(ordered, ratio, history)
     health.runs = list(reversed(ordered))[:runs]
     return health
 
 
-def health_report(store: Store, spiders: list[str] = (), runs: int = 20, ratio: float = 0.5,
-                  history: int = 10) -> list[SpiderHealth]:
+def health_report(
+    store: Store, spiders: list[str] = (), runs: int = 20, ratio: float = 0.5, history: int = 10
+) -> list[SpiderHealth]:
     """Every known spider plus every parser with runs in the log, worst status first, then by name."""
     names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))
     order = {BROKEN: 0, DROP: 1, NEVER: 2, EMPTY: 3, OK: 4}

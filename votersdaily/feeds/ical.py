@@ -7,8 +7,9 @@ events are DATE values; every other time is UTC.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import BinaryIO
 from urllib.parse import quote
 
 from icalendar import Calendar, Event
@@ -22,12 +23,15 @@ UID_DOMAIN = "votersdaily"
 
 def event_uid(doc: dict) -> str:
     """Stable across reschedules: the source's identity of the event, not its time."""
-    return "%s/%s@%s" % (quote(doc["parser_name"], safe=""), quote(str(doc["unique_key"]), safe="-_.~:"),
-                         UID_DOMAIN)
+    return "%s/%s@%s" % (
+        quote(doc["parser_name"], safe=""),
+        quote(str(doc["unique_key"]), safe="-_.~:"),
+        UID_DOMAIN,
+    )
 
 
 def utc(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def local_date(value: str) -> date:
@@ -89,8 +93,9 @@ def calendar_head(name: str) -> bytes:
     return text[:end]
 
 
-def write_ics(events: Iterable[tuple[dict, int]], out: BinaryIO, name: str = "votersdaily",
-              cache: dict | None = None) -> int:
+def write_ics(
+    events: Iterable[tuple[dict, int]], out: BinaryIO, name: str = "votersdaily", cache: dict | None = None
+) -> int:
     """Write a VCALENDAR of ``(doc, earlier_versions)`` pairs to ``out``; returns the event count.
 
     ``earlier_versions`` counts the superseded documents of the event: with the revision number it

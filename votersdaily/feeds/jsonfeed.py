@@ -7,7 +7,8 @@ data) and ``_rev`` (a store detail that differs between backends).
 from __future__ import annotations
 
 import json
-from typing import Iterable, TextIO
+from collections.abc import Iterable
+from typing import TextIO
 
 OMITTED_KEYS = ("source_text", "_rev", "_attachments")
 
@@ -16,10 +17,14 @@ def public_event(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k not in OMITTED_KEYS}
 
 
-def write_json(docs: Iterable[dict], out: TextIO, filters: dict | None = None, generated: str | None = None) -> int:
+def write_json(
+    docs: Iterable[dict], out: TextIO, filters: dict | None = None, generated: str | None = None
+) -> int:
     """Write the feed to ``out``; the count comes last so the events can stream."""
-    out.write('{"generated": %s, "filters": %s, "events": [' % (
-        json.dumps(generated), json.dumps(filters or {}, sort_keys=True)))
+    out.write(
+        '{"generated": %s, "filters": %s, "events": ['
+        % (json.dumps(generated), json.dumps(filters or {}, sort_keys=True))
+    )
     count = 0
     for doc in docs:
         out.write(",\n" if count else "\n")

@@ -8,8 +8,9 @@ backends.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .. import schema
 from ..store.base import Store, StoreError
@@ -66,8 +67,12 @@ class EventFilter:
 
     def view(self) -> tuple[str, str | None]:
         """The view to read and the value of its leading key component (None: ``by_datetime``)."""
-        views = {"committee_code": "by_committee_datetime", "parser_name": "by_parser_datetime",
-                 "entity": "by_entity_datetime", "branch": "by_branch_datetime"}
+        views = {
+            "committee_code": "by_committee_datetime",
+            "parser_name": "by_parser_datetime",
+            "entity": "by_entity_datetime",
+            "branch": "by_branch_datetime",
+        }
         for key, value in self.values().items():
             return views[key], value
         return "by_datetime", None
@@ -96,25 +101,46 @@ def is_cancelled(doc: dict) -> bool:
     """The source itself says the event was cancelled (ad hoc ``cancelled`` or a status key)."""
     if doc.get("cancelled") is True:
         return True
-    return any(isinstance(doc.get(k), str) and CANCELLED_RE.search(doc[k]) for k in ("status", "meeting_status"))
+    return any(
+        isinstance(doc.get(k), str) and CANCELLED_RE.search(doc[k]) for k in ("status", "meeting_status")
+    )
 
 
 def has_db(store: Store, db: str) -> bool:
     return db in store.list_dbs()
 
 
-def iter_rows(store: Store, db: str, view: str, startkey: Any = None, endkey: Any = None, *,
-              descending: bool = False, include_docs: bool = True, page: int = PAGE_SIZE):
+def iter_rows(
+    store: Store,
+    db: str,
+    view: str,
+    startkey: Any = None,
+    endkey: Any = None,
+    *,
+    descending: bool = False,
+    include_docs: bool = True,
+    page: int = PAGE_SIZE,
+):
     """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
     if not has_db(store, db):
         return
     skip = 0
     while True:
         try:
-            rows = store.query(db, view, startkey=startkey, endkey=endkey, descending=descending,
-                               limit=page, skip=skip, include_docs=include_docs)
+            rows = store.query(
+                db,
+                view,
+                startkey=startkey,
+                endkey=endkey,
+                descending=descending,
+                limit=page,
+                skip=skip,
+                include_docs=include_docs,
+            )
         except StoreError as exc:
-            raise StoreError("%s (are the views installed? `python -m votersdaily views push`)" % exc) from exc
+            raise StoreError(
+                "%s (are the views installed? `python -m votersdaily views push`)" % exc
+            ) from exc
         yield from rows
         if len(rows) < page:
             return
@@ -150,13 +176,17 @@ def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
 
 def predecessors(store: Store, docs: list[dict]) -> dict[str, int]:
     """For each doc id, how many other documents share its parser_name and unique_key."""
-    keyed = {(d.get("parser_name"), d.get("unique_key")): d["_id"] for d in docs
-             if isinstance(d.get("unique_key"), str)}
+    keyed = {
+        (d.get("parser_name"), d.get("unique_key")): d["_id"]
+        for d in docs
+        if isinstance(d.get("unique_key"), str)
+    }
     if not keyed:
         return {}
-    rows = store.query(schema.EVENTS_DB, "by_parser_unique_key", keys=[list(k) for k in keyed],
-                       include_docs=False)
-    counts = {doc_id: 0 for doc_id in keyed.values()}
+    rows = store.query(
+        schema.EVENTS_DB, "by_parser_unique_key", keys=[list(k) for k in keyed], include_docs=False
+    )
+    counts = dict.fromkeys(keyed.values(), 0)
     for row in rows:
         current = keyed.get(tuple(row.key))
         if current is not None and row.id != current:

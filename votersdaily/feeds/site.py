@@ -12,7 +12,7 @@ import re
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytz
@@ -45,7 +45,7 @@ class SiteConfig:
     history: int = 10
 
     @classmethod
-    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> "SiteConfig":
+    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> SiteConfig:
         zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE", cls.timezone)
         if zone not in pytz.all_timezones_set:
             raise ValueError("unknown IANA time zone %r for the site" % zone)
@@ -102,12 +102,16 @@ def slug(value: str) -> str:
 
 
 def _utc(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def clock_label(local: datetime) -> str:
-    return "%d:%02d %s %s" % ((local.hour % 12) or 12, local.minute, "AM" if local.hour < 12 else "PM",
-                              local.tzname())
+    return "%d:%02d %s %s" % (
+        (local.hour % 12) or 12,
+        local.minute,
+        "AM" if local.hour < 12 else "PM",
+        local.tzname(),
+    )
 
 
 def day_event(doc: dict, zone) -> DayEvent:
@@ -115,7 +119,11 @@ def day_event(doc: dict, zone) -> DayEvent:
     if doc.get("all_day"):
         day = date.fromisoformat(doc["datetime"][:10])
         end = doc.get("end_datetime")
-        end_label = "until %s" % date.fromisoformat(end[:10]).strftime("%A, %B %-d, %Y") if end and end[:10] > doc["datetime"][:10] else ""
+        end_label = (
+            "until %s" % date.fromisoformat(end[:10]).strftime("%A, %B %-d, %Y")
+            if end and end[:10] > doc["datetime"][:10]
+            else ""
+        )
         return DayEvent(doc, day, "", end_label, doc["datetime"][:10])
     local = _utc(doc["datetime"]).astimezone(zone)
     end_label = ""
@@ -131,8 +139,12 @@ LINKABLE_SCHEMES = ("http://", "https://", "file://")
 
 
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("votersdaily.feeds", "templates"),
-                      autoescape=select_autoescape(("html",)), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("votersdaily.feeds", "templates"),
+        autoescape=select_autoescape(("html",)),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     # Event documents come from the sources: only web (and replayed file) URLs become links.
     env.tests["linkable"] = lambda url: isinstance(url, str) and url.lower().startswith(LINKABLE_SCHEMES)
     env.filters["longdate"] = lambda d: d.strftime("%A, %B %-d, %Y")
@@ -175,7 +187,9 @@ def landing_day(days: list[date], today: date) -> date | None:
     return past[-1] if past else days[0]
 
 
-def build_site(store: Store, outdir: Path, config: SiteConfig = SiteConfig(), spiders: list[str] = ()) -> BuildSummary:
+def build_site(
+    store: Store, outdir: Path, config: SiteConfig = SiteConfig(), spiders: list[str] = ()
+) -> BuildSummary:
     outdir = Path(outdir)
     (outdir / "days").mkdir(parents=True, exist_ok=True)
     static = outdir / "static"
@@ -196,11 +210,17 @@ def build_site(store: Store, outdir: Path, config: SiteConfig = SiteConfig(), sp
         event = day_event(doc, zone)
         by_day[event.day].append(event)
     days = sorted(by_day)
-    (static / "dates.js").write_text("window.VD_DATES = %s;\n" % json.dumps([d.isoformat() for d in days]),
-                                     encoding="utf-8")
+    (static / "dates.js").write_text(
+        "window.VD_DATES = %s;\n" % json.dumps([d.isoformat() for d in days]), encoding="utf-8"
+    )
     today = generated.astimezone(zone).date()
-    common = {"zone": config.timezone, "first": days[0] if days else None, "last": days[-1] if days else None,
-              "generated": generated.strftime("%Y-%m-%d %H:%M UTC"), "feeds": feeds}
+    common = {
+        "zone": config.timezone,
+        "first": days[0] if days else None,
+        "last": days[-1] if days else None,
+        "generated": generated.strftime("%Y-%m-%d %H:%M UTC"),
+        "feeds": feeds,
+    }
 
     def render(template: str, path: Path, root: str, **context) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
@@ -220,11 +240,19 @@ def build_site(store: Store, outdir: Path, config: SiteConfig = SiteConfig(), sp
     for day in days:
         months[day.strftime("%B %Y")].append((day, len(by_day[day])))
     render("dates.html", outdir / "dates.html", "", months=list(months.items()))
-    kinds = [(heading, [f for (k, _), f in sorted(feeds.items()) if k == kind]) for kind, _, _, heading in FEED_KINDS]
+    kinds = [
+        (heading, [f for (k, _), f in sorted(feeds.items()) if k == kind])
+        for kind, _, _, heading in FEED_KINDS
+    ]
     render("feeds.html", outdir / "feeds.html", "", kinds=kinds, all_feed=feeds.get(("all", "")))
     report = health_report(store, list(spiders), config.runs, config.drop_ratio, config.history)
-    render("health.html", outdir / "health.html", "", report=report,
-           counts={s: sum(1 for h in report if h.status == s) for s in LABELS})
+    render(
+        "health.html",
+        outdir / "health.html",
+        "",
+        report=report,
+        counts={s: sum(1 for h in report if h.status == s) for s in LABELS},
+    )
     summary.spiders = len(report)
     return summary
 

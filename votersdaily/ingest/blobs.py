@@ -54,8 +54,11 @@ class StoreBlobs:
         if not self._ready:
             self.store.ensure_db(self.db)
             self._ready = True
-        doc = {"_id": path, "size": len(data),
-               "_attachments": {"blob": {"content_type": content_type, "data": base64.b64encode(data).decode()}}}
+        doc = {
+            "_id": path,
+            "size": len(data),
+            "_attachments": {"blob": {"content_type": content_type, "data": base64.b64encode(data).decode()}},
+        }
         upsert(self.store, self.db, [doc])
         return "%s/%s" % (self.db, path)
 

@@ -25,7 +25,7 @@ class IngestConfig:
     extract_processes: int = 0
 
     @classmethod
-    def from_settings(cls, settings) -> "IngestConfig":
+    def from_settings(cls, settings) -> IngestConfig:
         return cls(
             max_hops=settings.getint("INGEST_MAX_HOPS", 8),
             max_redirects=settings.getint("INGEST_MAX_REDIRECTS", 25),
@@ -40,6 +40,9 @@ class IngestConfig:
             pdf_max_pages=settings.getint("INGEST_PDF_MAX_PAGES", 50),
             ojs_fulltext_fix=settings.getbool("INGEST_OJS_FULLTEXT_FIX", True),
             requests_db=settings.get("INGEST_REQUESTS_DB", "ingest_requests"),
-            extract_processes=(settings.getint("INGEST_EXTRACT_PROCESSES")
-                               if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "") else default_processes()),
+            extract_processes=(
+                settings.getint("INGEST_EXTRACT_PROCESSES")
+                if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")
+                else default_processes()
+            ),
         )

@@ -16,7 +16,6 @@ from collections import deque
 
 from scrapy import Request, signals
 
-
 _KEY = "ingest_room_slot"
 #: The slot forgets a finished request a little after ``request_left_downloader``: waiters are also
 #: re-checked this often while any wait.

@@ -20,8 +20,10 @@ _DB_NAME = re.compile(r"^[a-z][a-z0-9_$()+/-]*$")
 def table_name(version: str | int, env: str) -> str:
     name = "wbgrp-journal-extract-%s-%s" % (version, env)
     if not _DB_NAME.match(name):
-        raise ValueError("file table name %r is not a valid CouchDB database name (use lowercase a-z, 0-9, "
-                         "_$()+-/ in INGEST_FILE_TABLE_VERSION and INGEST_FILE_TABLE_ENV)" % name)
+        raise ValueError(
+            "file table name %r is not a valid CouchDB database name (use lowercase a-z, 0-9, "
+            "_$()+-/ in INGEST_FILE_TABLE_VERSION and INGEST_FILE_TABLE_ENV)" % name
+        )
     return name
 
 
@@ -54,11 +56,18 @@ def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
         "size": meta["size_bytes"],
         "mime": meta["mimetype"],
         "cdx": json.dumps(cdx, sort_keys=True),
-        "meta": json.dumps({
-            "size": meta["size_bytes"], "mime": side.get("header_mimetype") or meta["mimetype"],
-            "magic": side.get("magic") or "", "magic_mime": meta["mimetype"], "sha1": meta["sha1hex"],
-            "md5": meta["md5hex"], "sha256": meta["sha256hex"],
-        }, sort_keys=True),
+        "meta": json.dumps(
+            {
+                "size": meta["size_bytes"],
+                "mime": side.get("header_mimetype") or meta["mimetype"],
+                "magic": side.get("magic") or "",
+                "magic_mime": meta["mimetype"],
+                "sha1": meta["sha1hex"],
+                "md5": meta["md5hex"],
+                "sha256": meta["sha256hex"],
+            },
+            sort_keys=True,
+        ),
     }
     grobid = side.get("grobid")
     if grobid:
@@ -72,7 +81,9 @@ def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
             from .grobid import tei_json
 
             attachments["grobid0:tei_xml.gz"] = _attachment(side["grobid_tei"])
-            attachments["grobid0:tei_json.gz"] = _attachment(json.dumps(tei_json(side["grobid_tei"])).encode())
+            attachments["grobid0:tei_json.gz"] = _attachment(
+                json.dumps(tei_json(side["grobid_tei"])).encode()
+            )
             row["grobid0"].update(tei_xml="grobid0:tei_xml.gz", tei_json="grobid0:tei_json.gz")
     pdf_meta = result.get("pdf_meta")
     if pdf_meta:
@@ -103,8 +114,9 @@ def merge_row(old: dict | None, new: dict) -> dict:
     merged["_id"] = new["_id"]
     new_families = {k for k in new if k in FAMILIES}
     attachments = {
-        name: dict(stub) if "data" in stub and not stub.get("stub") else
-        {k: v for k, v in stub.items() if k != "data"} | {"stub": True}
+        name: dict(stub)
+        if "data" in stub and not stub.get("stub")
+        else {k: v for k, v in stub.items() if k != "data"} | {"stub": True}
         for name, stub in (old.get("_attachments") or {}).items()
         if name.split(":", 1)[0] not in new_families
     }

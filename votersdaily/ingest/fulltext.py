@@ -31,7 +31,13 @@ PDF_PATTERNS = (
     P("/doi/10.", "a[title='PDF']", "href", "/doi/pdf/", "title=PDF link"),
     P("/view/", "a#pdfDownloadLink", "href", None, "OJS pdfDownloadLink link"),
     P(None, "a.show-pdf", "href", "/pdf/", "SAGE PDF link"),
-    P("://elifesciences.org/articles/", "a[data-download-type='pdf-article']", "href", "/download/", "eLife PDF link"),
+    P(
+        "://elifesciences.org/articles/",
+        "a[data-download-type='pdf-article']",
+        "href",
+        "/download/",
+        "eLife PDF link",
+    ),
     P("://www.jcancer.org/", ".divboxright a.text-button", "href", ".pdf", "jcancer PDF link"),
     P("://www.tandfonline.com/doi/full/10.", "a.show-pdf", "href", "/pdf/", "t+f show-pdf link"),
     P("article_id=", "a.file.pdf", "href", "download.php", "pdf file link"),
@@ -40,9 +46,20 @@ PDF_PATTERNS = (
     P("/html/", ".AbsPdfFigTab img[src='images/pdf-icon.jpg'] + a", "href", "create_pdf", "PDF URL link"),
     P("/archive-detail/", ".contact-list a.download-pdf", "href", ".pdf", "PDF URL link"),
     P("degruyter.com/document/", "a.downloadPdf", "href", "/pdf", "PDF URL link"),
-    P("repositorio.unicamp.br/handle/", "table.panel-body a[target='_blank']", "href", "/bitstream/", "PDF URL link"),
-    P("dlc.library.columbia.edu/durst/", "dd.blacklight-lib_non_item_in_context_url_ssm a[href]", "href", None,
-      "Access URL link"),
+    P(
+        "repositorio.unicamp.br/handle/",
+        "table.panel-body a[target='_blank']",
+        "href",
+        "/bitstream/",
+        "PDF URL link",
+    ),
+    P(
+        "dlc.library.columbia.edu/durst/",
+        "dd.blacklight-lib_non_item_in_context_url_ssm a[href]",
+        "href",
+        None,
+        "Access URL link",
+    ),
     P("fldeploc.dep.state.fl.us/geodb_query/fgs_doi", "p a[href]", "href", "pdf", "PDF URL link"),
     P("preprints.jmir.org/preprint/", "a.pdf-download-button", "href", None, "PDF URL link"),
     P("bloomsburycollections.com/", "li.download-item a[href]", "href", "pdf", "PDF URL link"),
@@ -51,8 +68,13 @@ PDF_PATTERNS = (
     P("library.wur.nl/", "a.wl_full_text_restricted", "href", "pdf", "PDF URL link"),
     P("/dlibra/", "iframe#js-main-frame", "src", "pdf", "PDF iframe (dlibra)"),
     P("/handle/", "table.misc table.inner tr.b a", "href", "pdf", "PDF URL link (DSpace, first file)"),
-    P("/publications/", ".publication-sidebar li.open-access a.document-link", "href", "pdf",
-      "PDF URL link (Pure repo, OA link)"),
+    P(
+        "/publications/",
+        ".publication-sidebar li.open-access a.document-link",
+        "href",
+        "pdf",
+        "PDF URL link (Pure repo, OA link)",
+    ),
     P("//hal", ".widget-openaccess .widget-content a", "href", None, "Fulltext OA URL (HAL)"),
     P("/record/", "#detailedrecordminipanelfile a", "href", "pdf", "PDF URL link (Invenio)"),
     P("/available/", "table.file-table a", "href", "pdf", "PDF URL link"),
@@ -61,34 +83,80 @@ PDF_PATTERNS = (
     P("/registro.do", ".resumen_bib a[data-analytics=media]", "href", "imagenes", "Media link (DIGIBIS)"),
     P("/view", ".documentContent #content a", "href", "/at_download/", "Media link (Plone)"),
     P("isca-speech.org/", ".w3-container a", "href", "pdf", "PDF URL link (isca-speech.org)"),
-    P("://repository.dri.ie/", "#dri_download_assets > div > a", "href", "/download",
-      "Download link (repository.dri.ie)"),
+    P(
+        "://repository.dri.ie/",
+        "#dri_download_assets > div > a",
+        "href",
+        "/download",
+        "Download link (repository.dri.ie)",
+    ),
     P("frontiersin.org/", "a.download-files-pdf", "href", "pdf", "PDF Download link (frontiersin.org)"),
-    P("cureus.com/", ".small-medium-pdf a.pdf-download-button", "href", "pdf", "PDF Download link (cureus.com)"),
-    P("e-manuscripta.ch/", "#titleinfoPdfDownload a.resourceLink", "href", "pdf",
-      "PDF Download link (e-manuscripta.ch)"),
-    P("journals.uchicago.edu", "nav.article__navbar a.ctrl--pdf", "href", "pdf",
-      "PDF Download link (journals.uchicago.edu)"),
-    P("integrityresjournals.org", "a[target='_blank'].btn-danger", "href", "/article-full-text-pdf/",
-      "PDF Download link (integrityresjournals.org)"),
+    P(
+        "cureus.com/",
+        ".small-medium-pdf a.pdf-download-button",
+        "href",
+        "pdf",
+        "PDF Download link (cureus.com)",
+    ),
+    P(
+        "e-manuscripta.ch/",
+        "#titleinfoPdfDownload a.resourceLink",
+        "href",
+        "pdf",
+        "PDF Download link (e-manuscripta.ch)",
+    ),
+    P(
+        "journals.uchicago.edu",
+        "nav.article__navbar a.ctrl--pdf",
+        "href",
+        "pdf",
+        "PDF Download link (journals.uchicago.edu)",
+    ),
+    P(
+        "integrityresjournals.org",
+        "a[target='_blank'].btn-danger",
+        "href",
+        "/article-full-text-pdf/",
+        "PDF Download link (integrityresjournals.org)",
+    ),
     P("/view/", "body.pkp_page_article a.download", "href", "/download/", "OJS PDF Embed"),
     P("/article/view/", "a.pdf", "href", "/article/", "OJS PDF link"),
     P("scitemed.com/article/", "li.tab_pdf_btn a", "href", ".pdf", "PDF link (scitemed.com)"),
-    P("://doaj.org/article/", "section.col-md-8 a[target='_blank'].button--primary", "href", None,
-      "doaj.org access link"),
-    P("/jvi.aspx", "div.siteMainWrapper div.siteArticleShare a[target='_blank'].list-group-item", "href",
-      "download_fulltext", "erciyesmedj.com publication system PDF download link"),
+    P(
+        "://doaj.org/article/",
+        "section.col-md-8 a[target='_blank'].button--primary",
+        "href",
+        None,
+        "doaj.org access link",
+    ),
+    P(
+        "/jvi.aspx",
+        "div.siteMainWrapper div.siteArticleShare a[target='_blank'].list-group-item",
+        "href",
+        "download_fulltext",
+        "erciyesmedj.com publication system PDF download link",
+    ),
     P(None, "body embed[alt='pdf']", "src", None, "embed PDF"),
     P("/view/", "frameset frame", "src", "viewPDFInterstitial", "PDF iframe (viewPDFInterstitial)"),
-    P("viewPDFInterstitial", "head meta[http-equiv='refresh']", "content", "://",
-      "HTML meta refresh (viewPDFInterstitial)"),
+    P(
+        "viewPDFInterstitial",
+        "head meta[http-equiv='refresh']",
+        "content",
+        "://",
+        "HTML meta refresh (viewPDFInterstitial)",
+    ),
     P("dlib.si/details/", "body #FilesBox a", "href", "PDF", "dlib.si download links"),
     P("filclass.ru", "main .pdf-article a.pdficon", "href", "pdf", "filclass.ru PDF link"),
     P("cdnsciencepub.com", "article .info-panel a.btn--pdf", "href", "pdf", "cdnsciencepub.com PDF link"),
     P("grrjournal.com", ".ereaders-main-section a[download]", "href", "pdf", "grrjournal.com PDF link"),
     P("/view/", "#articleFullText a.remote_pdf", "href", "pdf", "OJS remote_pdf link"),
-    P("worldscientific.com/doi/abs/", "article.container .single__download a", "href", "/reader/",
-      "worldscientific landing pages"),
+    P(
+        "worldscientific.com/doi/abs/",
+        "article.container .single__download a",
+        "href",
+        "/reader/",
+        "worldscientific landing pages",
+    ),
     P("worldscientific.com/doi/", "noscript a[target='_blank']", "href", "/pdf/", "worldscientific reader"),
     P(None, ".container .view-content .download-article a", "href", "pdf", "generic download article button"),
     P(None, "body a.download-pdf", "href", "pdf", "generic download article button"),
@@ -112,14 +180,30 @@ HTML_PATTERNS = (
     P(None, "link[rel='alternate'][type='text/html']", "href", None, "alternate link"),
     P("/article/view/", "iframe[name='htmlFrame']", "src", "inline=1", "OJS HTML iframe"),
     P("dovepress.com", "a[id='view-full-text']", "href", "-fulltext-", "dovepress fulltext link"),
-    P("://doaj.org/article/", "section.col-md-8 a[target='_blank'].button--primary", "href", None,
-      "doaj.org access link"),
+    P(
+        "://doaj.org/article/",
+        "section.col-md-8 a[target='_blank'].button--primary",
+        "href",
+        None,
+        "doaj.org access link",
+    ),
 )
 
 COMPONENT_PATTERNS = (
-    P("pensoft.net/article/", ".Main-Content .figure a.P-Article-Preview-Picture-Download-Small", "href",
-      "/download/fig/", "Active figure download link (zookeys)"),
-    P("/file.xhtml?persistentId", "div.form-group code", "_body", "/access/datafile/", "Dataverse 'download URL'"),
+    P(
+        "pensoft.net/article/",
+        ".Main-Content .figure a.P-Article-Preview-Picture-Download-Small",
+        "href",
+        "/download/fig/",
+        "Active figure download link (zookeys)",
+    ),
+    P(
+        "/file.xhtml?persistentId",
+        "div.form-group code",
+        "_body",
+        "/access/datafile/",
+        "Dataverse 'download URL'",
+    ),
 )
 
 _SKIP_IN = ("://onlinelibrary.wiley.com/doi/pdf/", "://doi.org/", "://dx.doi.org/", "{'embed': '")
@@ -170,9 +254,22 @@ def match_fulltext_url(doc: HtmlDoc, patterns) -> tuple[str, str] | None:
     return self_match
 
 
-_OSF = ("://osf.io/", "://biohackrxiv.org/", "://psyarxiv.com/", "://arabixiv.org/", "://engrxiv.org/",
-        "://edarxiv.org/", "://ecsarxiv.org/", "://ecoevorxiv.org/", "://frenxiv.org/", "://indiarxiv.org/",
-        "://mindrxiv.org/", "://mediarxiv.org/", "://paleorxiv.org/", "://thesiscommons.org/")
+_OSF = (
+    "://osf.io/",
+    "://biohackrxiv.org/",
+    "://psyarxiv.com/",
+    "://arabixiv.org/",
+    "://engrxiv.org/",
+    "://edarxiv.org/",
+    "://ecsarxiv.org/",
+    "://ecoevorxiv.org/",
+    "://frenxiv.org/",
+    "://indiarxiv.org/",
+    "://mindrxiv.org/",
+    "://mediarxiv.org/",
+    "://paleorxiv.org/",
+    "://thesiscommons.org/",
+)
 
 
 def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
@@ -197,8 +294,13 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
         if found:
             try:
                 meta = json.loads(found[0].text_content())["article"]["pdfDownload"]["urlMetadata"]
-                pdf = "%s/%s%s?md5=%s&pid=%s" % (url.split("?")[0].rstrip("/"), meta["pii"], meta["pdfExtension"],
-                                                 meta["queryParams"]["md5"], meta["queryParams"]["pid"])
+                pdf = "%s/%s%s?md5=%s&pid=%s" % (
+                    url.split("?")[0].rstrip("/"),
+                    meta["pii"],
+                    meta["pdfExtension"],
+                    meta["queryParams"]["md5"],
+                    meta["queryParams"]["pid"],
+                )
                 return {"pdf_url": pdf, "technique": "sciencedirect-munge-json"}
             except (ValueError, KeyError, TypeError):
                 pass
@@ -223,10 +325,15 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     if "://www.protocols.io/view/" in url and not url.endswith(".pdf"):
         return {"pdf_url": url + ".pdf", "technique": "protocolsio-url"}
     if "://www.degruyter.com/view/" in url and url.endswith(".xml"):
-        return {"pdf_url": url.replace("/view/", "/downloadpdf/").replace(".xml", ".pdf"),
-                "technique": "degruyter-url"}
+        return {
+            "pdf_url": url.replace("/view/", "/downloadpdf/").replace(".xml", ".pdf"),
+            "technique": "degruyter-url",
+        }
     if "://www.ahajournals.org/doi/" in url and "/doi/pdf/" not in url and "/doi/pdf/10." in html:
-        return {"pdf_url": url.replace("/doi/10.", "/doi/pdf/10.") + "?download=true", "technique": "ahajournals-url"}
+        return {
+            "pdf_url": url.replace("/doi/10.", "/doi/pdf/10.") + "?download=true",
+            "technique": "ahajournals-url",
+        }
     if "://ehp.niehs.nih.gov/doi/" in url and "/doi/pdf/10." in html:
         pdf = url.replace("/doi/full/10.", "/doi/pdf/10.").replace("/doi/10.", "/doi/pdf/10.")
         return {"pdf_url": pdf, "technique": "ehp.niehs.nigh.gov-url"}
@@ -267,11 +374,15 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
         return {"pdf_url": url + "pdf", "technique": "jmir-url"}
     m = re.search(r"drive.google.com/file/d/([^/]{11,})/view", url)
     if m:
-        return {"pdf_url": "https://drive.google.com/uc?export=download&id=%s" % m.group(1),
-                "technique": "google-drive"}
+        return {
+            "pdf_url": "https://drive.google.com/uc?export=download&id=%s" % m.group(1),
+            "technique": "google-drive",
+        }
     if "docs.google.com/viewer?url=" in url:
-        return {"pdf_url": unquote(url.split("docs.google.com/viewer?url=", 1)[1]),
-                "technique": "docs.google.com viewer"}
+        return {
+            "pdf_url": unquote(url.split("docs.google.com/viewer?url=", 1)[1]),
+            "technique": "docs.google.com viewer",
+        }
     if ".pdf" not in url and (url + ".pdf") in html:
         return {"pdf_url": url + ".pdf", "technique": "guess-url-plus-pdf"}
     return {}

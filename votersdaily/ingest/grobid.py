@@ -18,18 +18,25 @@ _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=Fals
 def grobid_request(base_url: str, pdf: bytes, **kwargs) -> scrapy.Request:
     """POST ``pdf`` to ``<base_url>/api/processFulltextDocument`` as multipart form field ``input``."""
     boundary = "vd-%s" % uuid.uuid4().hex
-    body = b"".join([
-        b"--%s\r\n" % boundary.encode(),
-        b'Content-Disposition: form-data; name="input"; filename="document.pdf"\r\n',
-        b"Content-Type: application/pdf\r\n\r\n", pdf, b"\r\n",
-        b"--%s\r\n" % boundary.encode(),
-        b'Content-Disposition: form-data; name="consolidateHeader"\r\n\r\n0\r\n',
-        b"--%s--\r\n" % boundary.encode(),
-    ])
+    body = b"".join(
+        [
+            b"--%s\r\n" % boundary.encode(),
+            b'Content-Disposition: form-data; name="input"; filename="document.pdf"\r\n',
+            b"Content-Type: application/pdf\r\n\r\n",
+            pdf,
+            b"\r\n",
+            b"--%s\r\n" % boundary.encode(),
+            b'Content-Disposition: form-data; name="consolidateHeader"\r\n\r\n0\r\n',
+            b"--%s--\r\n" % boundary.encode(),
+        ]
+    )
     return scrapy.Request(
-        base_url.rstrip("/") + "/api/processFulltextDocument", method="POST", body=body,
+        base_url.rstrip("/") + "/api/processFulltextDocument",
+        method="POST",
+        body=body,
         headers={"Content-Type": "multipart/form-data; boundary=%s" % boundary, "Accept": "application/xml"},
-        dont_filter=True, **kwargs,
+        dont_filter=True,
+        **kwargs,
     )
 
 
@@ -68,12 +75,16 @@ def parse_tei(tei_xml: bytes) -> dict:
         meta["authors"] = authors
         monogr = header.find(".//tei:sourceDesc/tei:biblStruct/tei:monogr", NS)
         if monogr is not None:
-            meta["journal"] = {k: v for k, v in {
-                "name": _text(monogr.find("tei:title", NS)),
-                "publisher": _text(monogr.find("tei:imprint/tei:publisher", NS)),
-                "volume": _text(monogr.find("tei:imprint/tei:biblScope[@unit='volume']", NS)),
-                "issue": _text(monogr.find("tei:imprint/tei:biblScope[@unit='issue']", NS)),
-            }.items() if v}
+            meta["journal"] = {
+                k: v
+                for k, v in {
+                    "name": _text(monogr.find("tei:title", NS)),
+                    "publisher": _text(monogr.find("tei:imprint/tei:publisher", NS)),
+                    "volume": _text(monogr.find("tei:imprint/tei:biblScope[@unit='volume']", NS)),
+                    "issue": _text(monogr.find("tei:imprint/tei:biblScope[@unit='issue']", NS)),
+                }.items()
+                if v
+            }
             date = monogr.find("tei:imprint/tei:date[@type='published']", NS)
             if date is not None:
                 meta["date"] = date.get("when") or _text(date)
@@ -89,8 +100,11 @@ def parse_tei(tei_xml: bytes) -> dict:
 def grobid_result(status_code: int, body: bytes) -> tuple[dict, bytes | None]:
     """(the result's ``grobid`` dict without TEI, the TEI bytes or None)."""
     if status_code != 200:
-        return {"status": "error", "status_code": status_code,
-                "error_msg": body[:1000].decode("utf-8", "replace")}, None
+        return {
+            "status": "error",
+            "status_code": status_code,
+            "error_msg": body[:1000].decode("utf-8", "replace"),
+        }, None
     try:
         metadata = parse_tei(body)
     except etree.XMLSyntaxError as exc:

@@ -16,10 +16,10 @@ def new_state(request: dict) -> dict:
     return {
         "request": request,
         "hops": [base],
-        "chain": [base],      # URLs of the current redirect chain (loop detection)
+        "chain": [base],  # URLs of the current redirect chain (loop detection)
         "redirect_chain": [],  # every HTTP redirect followed: {url, status_code, location}
         "redirects": 0,
-        "partial": {},         # html_biblio / extract_next_hop found on earlier hops
+        "partial": {},  # html_biblio / extract_next_hop found on earlier hops
         # set when the first hop reaches the downloader (a queued request's wait is not its time)
         "started": None,
     }
@@ -45,8 +45,9 @@ def after_fetch(url: str) -> str | None:
     return None
 
 
-def redirect_target(state: dict, current_url: str, status_code: int, location: bytes | str | None,
-                    max_redirects: int) -> tuple[str | None, str | None, str | None]:
+def redirect_target(
+    state: dict, current_url: str, status_code: int, location: bytes | str | None, max_redirects: int
+) -> tuple[str | None, str | None, str | None]:
     """(next URL, failing status, error message) for a 3xx answer."""
     if isinstance(location, bytes):
         location = location.decode("latin-1")
@@ -54,8 +55,11 @@ def redirect_target(state: dict, current_url: str, status_code: int, location: b
         return None, "bad-redirect", "HTTP %d from %s without a Location header" % (status_code, current_url)
     target = clean_url(urljoin(current_url, location.strip()))
     if not target.startswith(("http://", "https://")):
-        return None, "bad-redirect", "HTTP %d from %s to a non-http(s) location %r" % (
-            status_code, current_url, location[:300])
+        return (
+            None,
+            "bad-redirect",
+            "HTTP %d from %s to a non-http(s) location %r" % (status_code, current_url, location[:300]),
+        )
     state["redirect_chain"].append({"url": current_url, "status_code": status_code, "location": target})
     if target in state["chain"] or target == current_url:
         return None, "redirect-loop", "redirect loop: %s" % " -> ".join(state["chain"] + [target])
@@ -77,7 +81,9 @@ def add_terminal(state: dict, url: str) -> None:
         state["hops"].append(url)
 
 
-def next_hop(state: dict, url: str, max_hops: int, loop_is_stop: bool = False) -> tuple[str | None, str | None, str | None]:
+def next_hop(
+    state: dict, url: str, max_hops: int, loop_is_stop: bool = False
+) -> tuple[str | None, str | None, str | None]:
     """(URL to fetch next, failing status, error message) for an extracted fulltext link.
     With ``loop_is_stop`` a link back into the hops ends hopping quietly (html: we are on the
     fulltext page)."""

@@ -6,9 +6,7 @@ import trafilatura
 from lxml import etree
 
 AGENT = "trafilatura/%s" % trafilatura.__version__
-_FIRST_MONDAY_DOCTYPE = (
-    b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" 2012"http://www.w3.org/TR/html4/loose.dtd">'
-)
+_FIRST_MONDAY_DOCTYPE = b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" 2012"http://www.w3.org/TR/html4/loose.dtd">'
 _TEI = "{http://www.tei-c.org/ns/1.0}"
 _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
@@ -18,8 +16,9 @@ class TeiXmlError(ValueError):
 
 
 def _extract(raw: bytes) -> str | None:
-    return trafilatura.extract(raw, output_format="xmltei", include_comments=False, include_formatting=True,
-                               with_metadata=False)
+    return trafilatura.extract(
+        raw, output_format="xmltei", include_comments=False, include_formatting=True, with_metadata=False
+    )
 
 
 def word_count(tei_xml: str) -> int:
@@ -41,7 +40,7 @@ def extract_body(raw: bytes) -> dict:
     try:
         tei = _extract(raw)
         if not tei and raw.startswith(_FIRST_MONDAY_DOCTYPE):
-            tei = _extract(raw[len(_FIRST_MONDAY_DOCTYPE):])
+            tei = _extract(raw[len(_FIRST_MONDAY_DOCTYPE) :])
     except Exception as exc:  # trafilatura raises anything from lxml and its helpers
         return {"status": "trafilatura-parse-error", "agent": AGENT, "error_msg": str(exc)[:1000]}
     if not tei:

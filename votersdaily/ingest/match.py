@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..store.upsert import upsert
 
@@ -69,8 +69,9 @@ def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]
     return len(works), errors
 
 
-def match_document(store, db: str, dois: Iterable[str | None], title: str | None,
-                   catalog_exists: bool | None = None) -> dict:
+def match_document(
+    store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
+) -> dict:
     """``{mstatus, doi, minfo}`` (minfo a JSON string, as in the file table). ``catalog_exists``:
     what the caller already knows about ``db`` (saves a database listing per document)."""
     if catalog_exists is None:
@@ -81,16 +82,28 @@ def match_document(store, db: str, dois: Iterable[str | None], title: str | None
     for doi in candidates:
         work = store.get(db, "doi:" + doi)
         if work:
-            return {"mstatus": "matched", "doi": doi,
-                    "minfo": json.dumps({"method": "doi", "title": work.get("title")}, sort_keys=True)}
+            return {
+                "mstatus": "matched",
+                "doi": doi,
+                "minfo": json.dumps({"method": "doi", "title": work.get("title")}, sort_keys=True),
+            }
     if title:
         index = store.get(db, "title:" + norm_title(title))
         dois_for_title = (index or {}).get("dois", [])
         if len(dois_for_title) == 1:
-            return {"mstatus": "matched", "doi": dois_for_title[0],
-                    "minfo": json.dumps({"method": "title"}, sort_keys=True)}
+            return {
+                "mstatus": "matched",
+                "doi": dois_for_title[0],
+                "minfo": json.dumps({"method": "title"}, sort_keys=True),
+            }
         if len(dois_for_title) > 1:
-            return {"mstatus": "ambiguous", "doi": None,
-                    "minfo": json.dumps({"method": "title", "candidates": dois_for_title}, sort_keys=True)}
-    return {"mstatus": "not-matched", "doi": None,
-            "minfo": json.dumps({"tried_dois": candidates, "tried_title": bool(title)}, sort_keys=True)}
+            return {
+                "mstatus": "ambiguous",
+                "doi": None,
+                "minfo": json.dumps({"method": "title", "candidates": dois_for_title}, sort_keys=True),
+            }
+    return {
+        "mstatus": "not-matched",
+        "doi": None,
+        "minfo": json.dumps({"tried_dois": candidates, "tried_title": bool(title)}, sort_keys=True),
+    }

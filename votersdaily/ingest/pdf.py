@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
@@ -23,16 +23,18 @@ def parse_pdf_date(value: str | None) -> str | None:
     m = _PDF_DATE.match(str(value).strip())
     if not m:
         return None
-    year, month, day, hour, minute, second = (int(g) if g else d for g, d in zip(m.groups()[:6], (0, 1, 1, 0, 0, 0)))
+    year, month, day, hour, minute, second = (
+        int(g) if g else d for g, d in zip(m.groups()[:6], (0, 1, 1, 0, 0, 0), strict=True)
+    )
     try:
-        stamp = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+        stamp = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         return None
     sign, oh, om = m.group(7), m.group(8), m.group(9)
     if sign in ("+", "-") and oh:
         offset = (int(oh) * 60 + int(om or 0)) * 60
         stamp = stamp.timestamp() - offset if sign == "+" else stamp.timestamp() + offset
-        stamp = datetime.fromtimestamp(stamp, tz=timezone.utc)
+        stamp = datetime.fromtimestamp(stamp, tz=UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -44,7 +46,7 @@ def extract_pdf(blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_00
         if reader.is_encrypted:
             try:
                 reader.decrypt("")
-            except Exception:  # noqa: BLE001 - any failure means we cannot read it
+            except Exception:
                 return {"status": "encrypted", "pdf_extra": {"page_count": None}}, ""
         page_count = len(reader.pages)
         texts = []
@@ -83,7 +85,7 @@ def extract_pdf(blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_00
 def _info(info, key: str) -> str | None:
     try:
         value = info.get(key)
-    except Exception:  # noqa: BLE001 - broken info dictionaries are common
+    except Exception:
         return None
     if value is None:
         return None

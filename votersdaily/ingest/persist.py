@@ -63,8 +63,9 @@ class IngestStorePipeline:
     def __init__(self, crawler):
         self.crawler = crawler
         settings = crawler.settings
-        self.file_table = table_name(settings.get("INGEST_FILE_TABLE_VERSION", "0"),
-                                     settings.get("INGEST_FILE_TABLE_ENV", "dev"))
+        self.file_table = table_name(
+            settings.get("INGEST_FILE_TABLE_VERSION", "0"), settings.get("INGEST_FILE_TABLE_ENV", "dev")
+        )
         self.catalog_db = settings.get("INGEST_CATALOG_DB", "ingest_catalog")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
         self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
@@ -93,9 +94,12 @@ class IngestStorePipeline:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
-            count, errors = await maybe_deferred_to_future(threads.deferToThread(
-                load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db))
-            logger.info("loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db)
+            count, errors = await maybe_deferred_to_future(
+                threads.deferToThread(load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db)
+            )
+            logger.info(
+                "loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db
+            )
             for error in errors:
                 logger.error("catalog: %s", error)
         dbs = await maybe_deferred_to_future(threads.deferToThread(self.store.list_dbs))
@@ -128,8 +132,15 @@ class IngestStorePipeline:
         self.blobs.put(tei_path(sha1hex), tei_xml.encode("utf-8"))
         if self.feed is not None:
             body = result.get("html_body") or {}
-            self.feed.publish({"key": sha1hex, "sha1hex": sha1hex, "status": body.get("status", "success"),
-                               "tei_xml": tei_xml, "word_count": body.get("word_count")})
+            self.feed.publish(
+                {
+                    "key": sha1hex,
+                    "sha1hex": sha1hex,
+                    "status": body.get("status", "success"),
+                    "tei_xml": tei_xml,
+                    "word_count": body.get("word_count"),
+                }
+            )
 
     def _rows_written(self, store, db: str, batch: list[dict], outcome) -> None:
         """BatchWriter hook (writer thread): rows now in the store leave the pending map."""

@@ -27,8 +27,15 @@ from .resources import extract_resources
 from .scope import guess_platform, guess_scope
 from .urls import surt
 
-_GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-gunzip", "application/gzipped",
-               "application/gzip-compressed", "application/x-gzip-compressed", "gzip/document")
+_GZIP_TYPES = (
+    "application/gzip",
+    "application/x-gzip",
+    "application/x-gunzip",
+    "application/gzipped",
+    "application/gzip-compressed",
+    "application/x-gzip-compressed",
+    "gzip/document",
+)
 
 
 class BadGzip(ValueError):
@@ -65,7 +72,9 @@ class Fetched:
     gunzipped: bool = False
 
 
-def describe_body(body: bytes, header_mimetype: str | None, max_size: int, with_magic: bool = True) -> Fetched:
+def describe_body(
+    body: bytes, header_mimetype: str | None, max_size: int, with_magic: bool = True
+) -> Fetched:
     """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first.
     ``with_magic``: also libmagic's description (only the terminal file's is ever stored)."""
     meta = gen_file_metadata(body)
@@ -101,7 +110,9 @@ def analyse_landing(body: bytes, url: str, ingest_type: str) -> tuple[Landing, H
         else:
             landing.next_hop = extract_publisher_fulltext_url(url, doc)
     else:
-        key = {"xml": "xml_fulltext_url", "html": "html_fulltext_url", "component": "component_url"}.get(ingest_type)
+        key = {"xml": "xml_fulltext_url", "html": "html_fulltext_url", "component": "component_url"}.get(
+            ingest_type
+        )
         if key and biblio.get(key):
             landing.next_hop = {"next_url": biblio[key], "technique": key}
     return landing, doc
@@ -119,7 +130,13 @@ def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
     resources = extract_resources(doc)
     for resource in resources:
         resource["surt"] = surt(resource["url"])
-    return {"html_body": body, "platform": platform, "scope": scope, "tei_xml": tei_xml, "resources": resources}
+    return {
+        "html_body": body,
+        "platform": platform,
+        "scope": scope,
+        "tei_xml": tei_xml,
+        "resources": resources,
+    }
 
 
 def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str]:
@@ -153,8 +170,16 @@ class HopFacts:
     xml_error: str | None = None
 
 
-def examine_hop(body: bytes, url: str, header_mimetype: str | None, ingest_type: str, hops: list[str],
-                max_body: int, ojs_fix: bool, pdf_max_pages: int) -> HopFacts:
+def examine_hop(
+    body: bytes,
+    url: str,
+    header_mimetype: str | None,
+    ingest_type: str,
+    hops: list[str],
+    max_body: int,
+    ojs_fix: bool,
+    pdf_max_pages: int,
+) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
     rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
     ``hops`` is the hop list including this URL. Raises :class:`BadGzip`."""
@@ -170,9 +195,12 @@ def examine_hop(body: bytes, url: str, header_mimetype: str | None, ingest_type:
         next_hop = facts.landing.next_hop
         if ingest_type == "pdf":
             return facts  # a landing page: the next hop or no-pdf-link
-        if ingest_type in ("xml", "html", "component") and next_hop:
-            if ingest_type != "html" or urljoin(url, next_hop["next_url"]) not in hops:
-                return facts  # the spider follows the fulltext link
+        if (
+            ingest_type in ("xml", "html", "component")
+            and next_hop
+            and (ingest_type != "html" or urljoin(url, next_hop["next_url"]) not in hops)
+        ):
+            return facts  # the spider follows the fulltext link
     if mimetype not in ACCEPTED_MIMETYPES[ingest_type]:
         return facts
     facts.magic = describe(body)

@@ -5,12 +5,17 @@ other front ends (a Redis queue) can feed :meth:`IngestSpider.make_ingest_reques
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
-PREFERRED_MIMETYPE = {"pdf": "application/pdf", "xml": "text/xml", "html": "text/html", "src": "application/gzip"}
+PREFERRED_MIMETYPE = {
+    "pdf": "application/pdf",
+    "xml": "text/xml",
+    "html": "text/html",
+    "src": "application/gzip",
+}
 MAX_BASE_URL = 8192
 
 
@@ -39,7 +44,9 @@ def normalize_request(raw) -> dict:
         request["ingest_type"] = "pdf"
     request.setdefault("ingest_type", "pdf")
     if request["ingest_type"] not in INGEST_TYPES:
-        raise IngestRequestError("ingest_type %r is not one of %s" % (request["ingest_type"], ", ".join(INGEST_TYPES)))
+        raise IngestRequestError(
+            "ingest_type %r is not one of %s" % (request["ingest_type"], ", ".join(INGEST_TYPES))
+        )
     return request
 
 
@@ -52,7 +59,7 @@ def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[di
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
     """(where, request-or-error) per non-empty line; a bad line is an error, not the end."""
-    with open(path, "r", encoding="utf-8") as handle:
+    with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -70,5 +77,9 @@ def from_store_doc(doc: dict) -> dict:
 
 def request_doc_id(request: dict) -> str:
     """Id of a request in the ``ingest_requests`` database (link_source, link_source_id, type, url)."""
-    return "%s|%s|%s|%s" % (request.get("link_source") or "", request.get("link_source_id") or "",
-                            request.get("ingest_type") or "pdf", request["base_url"])
+    return "%s|%s|%s|%s" % (
+        request.get("link_source") or "",
+        request.get("link_source_id") or "",
+        request.get("ingest_type") or "pdf",
+        request["base_url"],
+    )

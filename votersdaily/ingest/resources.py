@@ -26,13 +26,39 @@ _SKIP_PREFIXES = ("about:", "data:", "magnet:", "urn:", "mailto:", "javascript:"
 #: Hosts and paths of trackers, ads and widgets never fetched (upstream's custom rules plus the
 #: EasyList/EasyPrivacy entries it hit on real pages). Host rules match the host and its subdomains.
 BLOCKED_HOSTS = (
-    "fonts.googleapis.com", "widgets.figshare.com", "crossmark-cdn.crossref.org", "crossmark.crossref.org",
-    "platform.twitter.com", "verify.nature.com", "s7.addthis.com", "www.mendeley.com", "pbs.twimg.com",
-    "badge.dimensions.ai", "recaptcha.net", "tag.imagino.com", "consent.cookiebot.com",
-    "google-analytics.com", "googletagmanager.com", "googletagservices.com", "doubleclick.net",
-    "googlesyndication.com", "adservice.google.com", "trendmd.com", "scorecardresearch.com",
-    "connect.facebook.net", "hotjar.com", "quantserve.com", "chartbeat.com", "newrelic.com", "nr-data.net",
-    "addthis.com", "sharethis.com", "altmetric.com", "plumx.plu.mx", "cdn.segment.com", "mathjax-analytics",
+    "fonts.googleapis.com",
+    "widgets.figshare.com",
+    "crossmark-cdn.crossref.org",
+    "crossmark.crossref.org",
+    "platform.twitter.com",
+    "verify.nature.com",
+    "s7.addthis.com",
+    "www.mendeley.com",
+    "pbs.twimg.com",
+    "badge.dimensions.ai",
+    "recaptcha.net",
+    "tag.imagino.com",
+    "consent.cookiebot.com",
+    "google-analytics.com",
+    "googletagmanager.com",
+    "googletagservices.com",
+    "doubleclick.net",
+    "googlesyndication.com",
+    "adservice.google.com",
+    "trendmd.com",
+    "scorecardresearch.com",
+    "connect.facebook.net",
+    "hotjar.com",
+    "quantserve.com",
+    "chartbeat.com",
+    "newrelic.com",
+    "nr-data.net",
+    "addthis.com",
+    "sharethis.com",
+    "altmetric.com",
+    "plumx.plu.mx",
+    "cdn.segment.com",
+    "mathjax-analytics",
 )
 BLOCKED_PATHS = re.compile(
     r"(/favicon\.ico(?:$|[?#])|apis\.google\.com/js/plusone|www\.google\.com/recaptcha/|/js/_getUACode\.js"
@@ -59,7 +85,7 @@ def _usable(value: str | None) -> str | None:
         return None  # placeholder text ("Ce fichier n'existe pas")
     for doubled in ("https://https://", "http://http://"):
         if value.startswith(doubled):
-            value = value[len(doubled) // 2:]
+            value = value[len(doubled) // 2 :]
     return value
 
 

@@ -40,11 +40,18 @@ def header_mimetype(content_type: bytes | str | None) -> str | None:
 def cdx(url: str, dt: str, mimetype: str, status_code: int, sha1hex: str, warc: dict | None = None) -> dict:
     """A CDX row; the ``warc_*`` keys only when the record was written to a WARC file."""
     row = {
-        "surt": surt(url), "datetime": dt, "url": url, "mimetype": mimetype, "status_code": status_code,
-        "sha1b32": sha1_b32(sha1hex), "sha1hex": sha1hex,
+        "surt": surt(url),
+        "datetime": dt,
+        "url": url,
+        "mimetype": mimetype,
+        "status_code": status_code,
+        "sha1b32": sha1_b32(sha1hex),
+        "sha1hex": sha1hex,
     }
     if warc:
-        row.update(warc_path=warc["warc_path"], warc_offset=warc["warc_offset"], warc_csize=warc["warc_csize"])
+        row.update(
+            warc_path=warc["warc_path"], warc_offset=warc["warc_offset"], warc_csize=warc["warc_csize"]
+        )
     return row
 
 
@@ -63,5 +70,8 @@ class IngestItem(dict):
     def __repr__(self) -> str:
         # Scrapy's "Scraped from" DEBUG line formats the item: not megabytes of TEI and PDF text.
         result = self.get("result") or {}
-        return "<IngestItem %s %s %s>" % (result.get("status"), (result.get("request") or {}).get("ingest_type"),
-                                           (result.get("request") or {}).get("base_url"))
+        return "<IngestItem %s %s %s>" % (
+            result.get("status"),
+            (result.get("request") or {}).get("ingest_type"),
+            (result.get("request") or {}).get("base_url"),
+        )

@@ -25,8 +25,13 @@ def guess_platform(doc: HtmlDoc) -> str | None:
         found = doc.select("a#developedBy")
         if found:
             generator = (found[0].text_content() or "").lower()
-    for needle, platform in (("open journal systems 3", "ojs3"), ("open journal systems", "ojs"),
-                             ("plone", "plone"), ("wordpress", "wordpress"), ("blogger", "blogger")):
+    for needle, platform in (
+        ("open journal systems 3", "ojs3"),
+        ("open journal systems", "ojs"),
+        ("plone", "plone"),
+        ("wordpress", "wordpress"),
+        ("blogger", "blogger"),
+    ):
         if needle in generator:
             return platform
     body = doc.root.find("body")
@@ -52,8 +57,14 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     return None
 
 
-def guess_scope(url: str, doc: HtmlDoc, biblio: dict, word_count: int | None, platform: str | None,
-                ojs_fulltext_fix: bool = True) -> str:
+def guess_scope(
+    url: str,
+    doc: HtmlDoc,
+    biblio: dict,
+    word_count: int | None,
+    platform: str | None,
+    ojs_fulltext_fix: bool = True,
+) -> str:
     """First matching rule wins. With ``ojs_fulltext_fix`` the OJS branch answers
     ``article-fulltext`` instead of upstream's bare ``fulltext`` (which it then rejected)."""
     fulltext = "article-fulltext" if ojs_fulltext_fix else "fulltext"

@@ -39,8 +39,14 @@ def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
-    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_private or ip.is_loopback
-                                 or ip.is_link_local or ip.is_unspecified)
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_reserved
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_unspecified
+    )
 
 
 class HostNotAllowed(IgnoreRequest):
@@ -82,13 +88,15 @@ class PinnedNameResolver:
     def __init__(self, fallback):
         self.fallback = fallback
 
-    def resolveHostName(self, resolutionReceiver, hostName, portNumber=0, addressTypes=None,
-                        transportSemantics="TCP"):
+    def resolveHostName(
+        self, resolutionReceiver, hostName, portNumber=0, addressTypes=None, transportSemantics="TCP"
+    ):
         name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
         addresses = pinned(name)
         if addresses is None:
-            return self.fallback.resolveHostName(resolutionReceiver, hostName, portNumber, addressTypes,
-                                                 transportSemantics)
+            return self.fallback.resolveHostName(
+                resolutionReceiver, hostName, portNumber, addressTypes, transportSemantics
+            )
         resolution = _Resolution(name)
         resolutionReceiver.resolutionBegan(resolution)
         for address in addresses:
@@ -153,13 +161,16 @@ class SsrfGuardMiddleware:
             addresses = [str(ipaddress.ip_address(host))]
         except ValueError:
             if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
-                raise PrivateAddressRefused("refusing private host %s (INGEST_ALLOW_PRIVATE is off)" % host)
+                raise PrivateAddressRefused(
+                    "refusing private host %s (INGEST_ALLOW_PRIVATE is off)" % host
+                ) from None
             addresses = await self._addresses(host, parts.port or (443 if parts.scheme == "https" else 80))
         for address in addresses:
             if not is_public(address):
                 raise PrivateAddressRefused(
                     "refusing %s: %s is a private/loopback/link-local address (INGEST_ALLOW_PRIVATE is off)"
-                    % (request.url, address))
+                    % (request.url, address)
+                )
         if addresses and addresses[0] != host:
             pin(host, addresses)  # the connection uses these, not a second DNS answer
         return None

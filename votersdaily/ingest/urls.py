@@ -11,28 +11,64 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
 #: Substrings of a URL that are never ingested (sandcrawler's base-URL blocklist).
 BASE_URL_BLOCKLIST = (
-    "://localhost/", "://127.0.0.1/", "://hkvalidate.perfdrive.com/", "://ieeexplore.ieee.org/",
-    "://archive.org/", "://www.archive.org/", "://web.archive.org/web/", "://openlibrary.org/",
-    "://www.openlibrary.org/", "://fatcat.wiki/", "://scholar.archive.org/", "://orcid.org/",
-    "://bartandjones.com", "://ijretm.com", "://ijrcemas.com", "://jist.net.in", "://croisements-revue.org",
+    "://localhost/",
+    "://127.0.0.1/",
+    "://hkvalidate.perfdrive.com/",
+    "://ieeexplore.ieee.org/",
+    "://archive.org/",
+    "://www.archive.org/",
+    "://web.archive.org/web/",
+    "://openlibrary.org/",
+    "://www.openlibrary.org/",
+    "://fatcat.wiki/",
+    "://scholar.archive.org/",
+    "://orcid.org/",
+    "://bartandjones.com",
+    "://ijretm.com",
+    "://ijrcemas.com",
+    "://jist.net.in",
+    "://croisements-revue.org",
     "://page-one.live.cf.public.springer.com",
-    "plutof.ut.ee/", "www.gbif.org/", "doi.pangaea.de/", "www.plate-archive.org/",
-    "://doi.org/10.25642/ipk/gbis/", "://apex.ipk-gatersleben.de/", "fao.org/glis/",
-    "dhz.uni-passau.de/", "digital.ucd.ie/",
-    "doi.org/10.2307/", "doi.org/10.18730/", "doi.org/10.15468/", "doi.org/10.48550/",
-    "://edoc.mpg.de/", "://isiarticles.com/", "://unsworks.unsw.edu.au/",
+    "plutof.ut.ee/",
+    "www.gbif.org/",
+    "doi.pangaea.de/",
+    "www.plate-archive.org/",
+    "://doi.org/10.25642/ipk/gbis/",
+    "://apex.ipk-gatersleben.de/",
+    "fao.org/glis/",
+    "dhz.uni-passau.de/",
+    "digital.ucd.ie/",
+    "doi.org/10.2307/",
+    "doi.org/10.18730/",
+    "doi.org/10.15468/",
+    "doi.org/10.48550/",
+    "://edoc.mpg.de/",
+    "://isiarticles.com/",
+    "://unsworks.unsw.edu.au/",
 )
 
 #: Login walls.
 WALL_BLOCKLIST = (
-    "://profile.thieme.de/HTML/sso/ejournals/login.htm", "://login.bepress.com/", "?SAMLRequest=",
-    "://osapublishing.org/captcha/", "/password-login", "://gateway.isiknowledge.com/", "/login?TARGET=",
-    "jstage.jst.go.jp/sblogin", "://acw.elsevier.com/SSOCore", "://acw.sciencedirect.com/SSOCore",
+    "://profile.thieme.de/HTML/sso/ejournals/login.htm",
+    "://login.bepress.com/",
+    "?SAMLRequest=",
+    "://osapublishing.org/captcha/",
+    "/password-login",
+    "://gateway.isiknowledge.com/",
+    "/login?TARGET=",
+    "jstage.jst.go.jp/sblogin",
+    "://acw.elsevier.com/SSOCore",
+    "://acw.sciencedirect.com/SSOCore",
     "/login?source=",
 )
 
 #: Cookie walls.
-COOKIE_BLOCKLIST = ("/cookieAbsent", "cookieSet=1", "error=cookies_not_supported", "://secure.jbs.elsevierhealth.com/")
+COOKIE_BLOCKLIST = (
+    "/cookieAbsent",
+    "cookieSet=1",
+    "error=cookies_not_supported",
+    "://secure.jbs.elsevierhealth.com/",
+)
 
 
 def matches(url: str, patterns: tuple[str, ...]) -> bool:
@@ -76,7 +112,7 @@ def clean_url(url: str) -> str:
     host, sep, port = hostport.partition(":") if not hostport.startswith("[") else (hostport, "", "")
     if hostport.startswith("["):
         close = hostport.find("]")
-        host, port = hostport[: close + 1], hostport[close + 2:]
+        host, port = hostport[: close + 1], hostport[close + 2 :]
         sep = ":" if port else ""
     host = host.lower()
     if sep and (not port or (port.isdigit() and int(port) == _DEFAULT_PORTS.get(scheme))):
@@ -85,7 +121,8 @@ def clean_url(url: str) -> str:
     netloc = (userinfo + "@" if userinfo else "") + hostport
     path = _remove_dot_segments(parts.path) or "/"
     return urlunsplit((scheme, netloc, path, parts.query, parts.fragment)) + (
-        "#" if url.endswith("#") and not parts.fragment else "")
+        "#" if url.endswith("#") and not parts.fragment else ""
+    )
 
 
 def url_fuzzy_equal(a: str, b: str) -> bool:
@@ -96,7 +133,7 @@ def url_fuzzy_equal(a: str, b: str) -> bool:
         return u.split("://", 1)[1] if "://" in u else u
 
     x, y = norm(a), norm(b)
-    return x == y or x.rstrip("/") == y.rstrip("/") and abs(len(x) - len(y)) <= 1
+    return x == y or (x.rstrip("/") == y.rstrip("/") and abs(len(x) - len(y)) <= 1)
 
 
 _WWW = re.compile(r"^www\d*\.")

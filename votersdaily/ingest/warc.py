@@ -46,8 +46,11 @@ class WarcWriterMiddleware:
         settings = crawler.settings
         if not settings.getbool("INGEST_WARC_ENABLED", False):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
-        mw = cls(Path(settings.get("INGEST_WARC_DIR", "warcs")), settings.getint("INGEST_WARC_MAX_SIZE"),
-                 settings.get("INGEST_WARC_PREFIX", "VOTERSDAILY-INGEST"))
+        mw = cls(
+            Path(settings.get("INGEST_WARC_DIR", "warcs")),
+            settings.getint("INGEST_WARC_MAX_SIZE"),
+            settings.get("INGEST_WARC_PREFIX", "VOTERSDAILY-INGEST"),
+        )
         crawler.signals.connect(mw.close, signal=signals.spider_closed)
         return mw
 
@@ -58,34 +61,48 @@ class WarcWriterMiddleware:
         self._path = self.folder / name
         self._handle = open(self._path, "wb")
         self._writer = WARCWriter(self._handle, gzip=True)
-        warcinfo = self._writer.create_warcinfo_record(name, {"software": "votersdaily ingest", "format": "WARC/1.1"})
+        warcinfo = self._writer.create_warcinfo_record(
+            name, {"software": "votersdaily ingest", "format": "WARC/1.1"}
+        )
         self._writer.write_record(warcinfo)
 
     async def process_response(self, request, response):
         if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
             return response
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs
+        ]
         ip = str(response.ip_address) if response.ip_address else None
-        request.meta[WARC_META] = await asyncio.wrap_future(self._thread.submit(
-            self.write, response.url, response.status, headers, response.body, ip))
+        request.meta[WARC_META] = await asyncio.wrap_future(
+            self._thread.submit(self.write, response.url, response.status, headers, response.body, ip)
+        )
         return response
 
-    def write(self, url: str, status: int, headers: list[tuple[str, str]], body: bytes, ip: str | None) -> dict:
+    def write(
+        self, url: str, status: int, headers: list[tuple[str, str]], body: bytes, ip: str | None
+    ) -> dict:
         """Append one response record (in the writer thread); its ``warc_path/offset/csize``."""
         if self._handle is None or self._handle.tell() > self.max_size:
             self._close_file()
             self._open()
         http_headers = StatusAndHeaders("%d %s" % (status, _reason(status)), headers, protocol="HTTP/1.1")
         record = self._writer.create_warc_record(
-            url, "response", payload=io.BytesIO(body), http_headers=http_headers,
+            url,
+            "response",
+            payload=io.BytesIO(body),
+            http_headers=http_headers,
             warc_headers_dict={"WARC-IP-Address": ip} if ip else None,
         )
         offset = self._handle.tell()
         self._writer.write_record(record)
         self._handle.flush()
         self.records += 1
-        return {"warc_path": self._path.name, "warc_offset": offset, "warc_csize": self._handle.tell() - offset,
-                "warc_record_id": record.rec_headers.get_header("WARC-Record-ID")}
+        return {
+            "warc_path": self._path.name,
+            "warc_offset": offset,
+            "warc_csize": self._handle.tell() - offset,
+            "warc_record_id": record.rec_headers.get_header("WARC-Record-ID"),
+        }
 
     def _close_file(self) -> None:
         if self._handle is not None:
@@ -115,6 +132,9 @@ def read_record(folder: str | os.PathLike, warc_path: str, offset: int):
     with open(Path(folder) / warc_path, "rb") as handle:
         handle.seek(offset)
         for record in ArchiveIterator(handle):
-            return (record.rec_headers.get_header("WARC-Target-URI"), record.http_headers.get_statuscode(),
-                    record.content_stream().read())
+            return (
+                record.rec_headers.get_header("WARC-Target-URI"),
+                record.http_headers.get_statuscode(),
+                record.content_stream().read(),
+            )
     return None

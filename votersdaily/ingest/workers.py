@@ -12,8 +12,9 @@ import asyncio
 import logging
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads

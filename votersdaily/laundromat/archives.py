@@ -19,9 +19,10 @@ import shutil
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 CHUNK = 1 << 20
 
@@ -44,7 +45,7 @@ class ArchiveLimits:
     max_depth: int = 5
 
     @classmethod
-    def from_settings(cls, settings) -> "ArchiveLimits":
+    def from_settings(cls, settings) -> ArchiveLimits:
         return cls(
             max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES", cls.max_total_bytes),
             max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO", cls.max_ratio),
@@ -125,11 +126,15 @@ class _Budget:
     def add(self, n: int) -> None:
         self.total += n
         if self.total > self.limits.max_total_bytes:
+            raise ArchiveLimitExceeded("unpacked size exceeds %d bytes" % self.limits.max_total_bytes)
+        if (
+            self.total > self.limits.ratio_grace_bytes
+            and self.total / self.compressed > self.limits.max_ratio
+        ):
             raise ArchiveLimitExceeded(
-                "unpacked size exceeds %d bytes" % self.limits.max_total_bytes)
-        if self.total > self.limits.ratio_grace_bytes and self.total / self.compressed > self.limits.max_ratio:
-            raise ArchiveLimitExceeded(
-                "compression ratio exceeds %.0f (%d bytes from %d)" % (self.limits.max_ratio, self.total, self.compressed))
+                "compression ratio exceeds %.0f (%d bytes from %d)"
+                % (self.limits.max_ratio, self.total, self.compressed)
+            )
 
 
 def _copy(src: BinaryIO, dst: Path, budget: _Budget) -> int:
@@ -171,8 +176,16 @@ def entry_id(index: int, name: str) -> str:
     return "%d %s" % (index, name)
 
 
-def unpack(path: Path, out_dir: Path, key_of: Callable[[str], str], *, name: str = "",
-           depth: int = 0, limits: ArchiveLimits = ArchiveLimits(), used: TreeUsage = TreeUsage()) -> Unpacked:
+def unpack(
+    path: Path,
+    out_dir: Path,
+    key_of: Callable[[str], str],
+    *,
+    name: str = "",
+    depth: int = 0,
+    limits: ArchiveLimits = ArchiveLimits(),
+    used: TreeUsage = TreeUsage(),
+) -> Unpacked:
     """Unpack one layer of ``path`` into ``out_dir/<key_of(entry_id(index, name))>`` files.
 
     ``depth`` is the nesting depth of ``path`` itself (0 for a download); ``used`` what the layers

@@ -31,9 +31,9 @@ import shutil
 import subprocess
 import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import quote_from_bytes
 
 import pyoxigraph as ox
@@ -74,7 +74,8 @@ _BN = rb"_:[^ ]+"
 _LIT = rb'"(?:[^"\\]|\\.)*"(?:@[^ ]+|\^\^<[^>]*>)?'
 #: A canonical N-Quads line as pyoxigraph writes it (subject, object, graph captured).
 _CANONICAL = re.compile(
-    rb"^(%s|%s) %s (%s|%s|%s)(?: (%s|%s))? \.$" % (_IRI, _BN, _IRI, _IRI, _BN, _LIT, _IRI, _BN), re.S)
+    rb"^(%s|%s) %s (%s|%s|%s)(?: (%s|%s))? \.$" % (_IRI, _BN, _IRI, _IRI, _BN, _LIT, _IRI, _BN), re.S
+)
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.I)
@@ -206,9 +207,17 @@ class Skolemiser:
         parts = _BLANK.split(b"\n" + block)
         for i in range(1, len(parts), 2):
             before, after = parts[i - 1], parts[i + 1]
-            if (before[-1:] == b"\n" or after[:3] == b" .\n"
-                    or (before[-2:] == b"> " and (_GRAPH_TAIL.match(after) is not None
-                                                  or (after == b" " and parts[i + 3][:3] == b" .\n")))):
+            if (
+                before[-1:] == b"\n"
+                or after[:3] == b" .\n"
+                or (
+                    before[-2:] == b"> "
+                    and (
+                        _GRAPH_TAIL.match(after) is not None
+                        or (after == b" " and parts[i + 3][:3] == b" .\n")
+                    )
+                )
+            ):
                 label = parts[i]
                 # (ASCII labels of N-Triples hold only IRI-safe characters.)
                 parts[i] = prefix + label + b">" if not relabel and label.isascii() else term(label)
@@ -217,15 +226,18 @@ class Skolemiser:
         return b"".join(parts)[1:]
 
 
-def canonical_lines(block: bytes, skolem: Skolemiser, messages: "_Messages", line_no: int | None) -> bytes:
+def canonical_lines(block: bytes, skolem: Skolemiser, messages: _Messages, line_no: int | None) -> bytes:
     """Serializer output made final: statements RDF 1.1 cannot hold dropped (recorded as errors),
     blank nodes skolemised."""
     if b"<<" in block:
         keep = []
         for line in block.split(b"\n")[:-1]:
             if b"<<" in line and _CANONICAL.match(line) is None:
-                messages.add("error", "statement not representable in RDF 1.1 N-Quads: %s"
-                             % line.decode("utf-8", "replace"), line_no)
+                messages.add(
+                    "error",
+                    "statement not representable in RDF 1.1 N-Quads: %s" % line.decode("utf-8", "replace"),
+                    line_no,
+                )
                 continue
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
@@ -247,7 +259,9 @@ class _Sink:
     without ``sort``, sorted runs are merged in Python.
     """
 
-    def __init__(self, result: CleanResult, skolem: Skolemiser, messages: _Messages, options: CleanOptions, tmp: Path):
+    def __init__(
+        self, result: CleanResult, skolem: Skolemiser, messages: _Messages, options: CleanOptions, tmp: Path
+    ):
         self.result = result
         self.skolem = skolem
         self.messages = messages
@@ -304,8 +318,16 @@ class _Sink:
         if sort is None:
             return None
         memory = self.options.sort_memory
-        return [sort, "-u", "-S", memory, "--parallel=%d" % self.options.sort_threads, "--batch-size=%d" % SORT_BATCH,
-                "-T", str(self.tmp)]
+        return [
+            sort,
+            "-u",
+            "-S",
+            memory,
+            "--parallel=%d" % self.options.sort_threads,
+            "--batch-size=%d" % SORT_BATCH,
+            "-T",
+            str(self.tmp),
+        ]
 
     def start_sorter(self) -> bool:
         """Send every line from now on to ``LC_ALL=C sort -u`` (False when there is no ``sort``)."""
@@ -326,9 +348,11 @@ class _Sink:
             return None
         parts = [self._sort_process(args, stdin=subprocess.PIPE) for _ in range(n)]
         fds = [part.stdout.fileno() for part in parts]
-        self.sorter = self._sort_process(args[:1] + ["-m", "-u", "-T", str(self.tmp)]
-                                         + ["/dev/fd/%d" % fd for fd in fds],
-                                         stdin=subprocess.DEVNULL, pass_fds=fds)
+        self.sorter = self._sort_process(
+            args[:1] + ["-m", "-u", "-T", str(self.tmp)] + ["/dev/fd/%d" % fd for fd in fds],
+            stdin=subprocess.DEVNULL,
+            pass_fds=fds,
+        )
         for part in parts:
             part.stdout.close()  # the merging sort holds them now
         self.parts = parts
@@ -356,7 +380,7 @@ class _Sink:
             return
         lines = self._sorted_unique()
         for i in range(0, len(lines), 65536):
-            yield b"\n".join(lines[i:i + 65536]) + b"\n"
+            yield b"\n".join(lines[i : i + 65536]) + b"\n"
 
     def _from_sorter(self) -> Iterator[bytes]:
         proc = self.sorter
@@ -376,7 +400,7 @@ class _Sink:
                     yield data
         finally:
             proc.stdout.close()
-            for sorter in self.parts + [proc]:
+            for sorter in [*self.parts, proc]:
                 if sorter.wait() != 0:
                     raise CleaningError("sort failed with status %d" % sorter.returncode)
 
@@ -414,7 +438,12 @@ class _Sink:
         os.replace(tmp_path, final)
         r = self.result
         r.key, r.path, r.unique, r.duplicates = key, str(final), unique, r.statements - unique
-        r.bytes, r.uncompressed_bytes, r.named_graphs, r.void_data_dumps = final.stat().st_size, raw_bytes, named, dumps
+        r.bytes, r.uncompressed_bytes, r.named_graphs, r.void_data_dumps = (
+            final.stat().st_size,
+            raw_bytes,
+            named,
+            dumps,
+        )
 
 
 def _gzip_compressor(level: int):
@@ -520,7 +549,7 @@ def _read_range(f, index: int, span: int, size: int) -> bytes:
         newline = data.find(b"\n")
         if newline < 0:
             return b""  # no line starts here: the previous range's last line runs through it
-        data = data[newline + 1:]
+        data = data[newline + 1 :]
     else:
         f.seek(0)
         data = f.read(end)
@@ -530,7 +559,7 @@ def _read_range(f, index: int, span: int, size: int) -> bytes:
             more = f.read(1 << 16)
             newline = more.find(b"\n")
             if newline >= 0:
-                parts.append(more[:newline + 1])
+                parts.append(more[: newline + 1])
                 break
             parts.append(more)
             if not more:
@@ -542,11 +571,21 @@ def _read_range(f, index: int, span: int, size: int) -> bytes:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
-def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, cap: int, counter,
-                  n_ranges: int, span: int, fd: int, conn) -> None:
+def _range_worker(
+    path: str,
+    fmt: str,
+    skolem: Skolemiser,
+    check_graphs: bool,
+    cap: int,
+    counter,
+    n_ranges: int,
+    span: int,
+    fd: int,
+    conn,
+) -> None:
     try:
         oxf = OX_FORMATS[fmt]
         size = os.path.getsize(path)
@@ -565,8 +604,17 @@ def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, c
                     if check_graphs and not named:
                         named = has_named_graph(out)
                     _write_all(fd, out)
-                done.append((index, _line_count(data), out.count(b"\n"), local.errors, local.warnings,
-                             local.messages, named))
+                done.append(
+                    (
+                        index,
+                        _line_count(data),
+                        out.count(b"\n"),
+                        local.errors,
+                        local.warnings,
+                        local.messages,
+                        named,
+                    )
+                )
         conn.send(done)
     except BaseException as exc:  # reported to the parent, which fails the document
         conn.send(("error", "%s: %s" % (type(exc).__name__, exc)))
@@ -575,8 +623,11 @@ def _range_worker(path: str, fmt: str, skolem: Skolemiser, check_graphs: bool, c
 
 
 def _can_fork(workers: int) -> bool:
-    return (workers > 1 and "fork" in multiprocessing.get_all_start_methods()
-            and not multiprocessing.current_process().daemon)
+    return (
+        workers > 1
+        and "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+    )
 
 
 def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages, workers: int) -> None:
@@ -591,9 +642,22 @@ def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages,
     jobs = []
     for sorter in sorters:
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_range_worker, daemon=True, args=(
-            str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span,
-            sorter.stdin.fileno(), send))
+        proc = ctx.Process(
+            target=_range_worker,
+            daemon=True,
+            args=(
+                str(path),
+                fmt,
+                sink.skolem,
+                sink.check_graphs,
+                messages.cap,
+                counter,
+                n_ranges,
+                span,
+                sorter.stdin.fileno(),
+                send,
+            ),
+        )
         proc.start()
         send.close()
         jobs.append((recv, proc))
@@ -633,8 +697,12 @@ def _until_error(quads: Iterator, messages: _Messages) -> Iterator:
         yield from quads
     except SyntaxError as exc:
         messages.syntax(exc)
-        messages.add("warning", "parsing stopped at the first error (no recovery for this format)",
-                     exc.lineno, exc.offset)
+        messages.add(
+            "warning",
+            "parsing stopped at the first error (no recovery for this format)",
+            exc.lineno,
+            exc.offset,
+        )
 
 
 def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterator[bytes]:
@@ -661,7 +729,7 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
         sink.add_block(block)
 
 
-def _from_dataset(dataset: "ox.Dataset", sink: _Sink) -> None:
+def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
     dataset.canonicalize(ox.CanonicalizationAlgorithm.RDFC_1_0)
     sink.add_block(_serialize(dataset))
 
@@ -684,13 +752,15 @@ def _refuse_entities(path: Path, chunk_bytes: int = PARSE_CHUNK) -> None:
                     raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
                 pattern = _DTD_ENTITY
                 match = pattern.search(data, match.end())
-            tail = data[-(len(b"<!DOCTYPE") - 1):]
+            tail = data[-(len(b"<!DOCTYPE") - 1) :]
 
 
 def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
     if path.stat().st_size > options.max_in_memory_bytes:
-        raise CleaningError("%s larger than %d bytes is not cleaned (it would be parsed in memory)"
-                            % (kind, options.max_in_memory_bytes))
+        raise CleaningError(
+            "%s larger than %d bytes is not cleaned (it would be parsed in memory)"
+            % (kind, options.max_in_memory_bytes)
+        )
 
 
 def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
@@ -698,8 +768,14 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
     from pyRdfa import pyRdfa
     from pyRdfa.options import Options
 
-    options = Options(vocab_expansion=False, vocab_cache=False, refresh_vocab_cache=False,
-                      embedded_rdf=False, output_processor_graph=False, output_default_graph=True)
+    options = Options(
+        vocab_expansion=False,
+        vocab_cache=False,
+        refresh_vocab_cache=False,
+        embedded_rdf=False,
+        output_processor_graph=False,
+        output_default_graph=True,
+    )
     processor = pyRdfa(options, base=base_iri or "", media_type="text/html")
     try:
         graph = processor.graph_from_source(io.BytesIO(path.read_bytes()))
@@ -710,8 +786,15 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
     _from_dataset(ox.Dataset(_until_error(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages)), sink)
 
 
-def clean_file(path: Path | str, fmt: str, doc_key: str, out_dir: Path | str, *,
-               base_iri: str | None = None, options: CleanOptions = CleanOptions()) -> CleanResult:
+def clean_file(
+    path: Path | str,
+    fmt: str,
+    doc_key: str,
+    out_dir: Path | str,
+    *,
+    base_iri: str | None = None,
+    options: CleanOptions = CleanOptions(),
+) -> CleanResult:
     """Clean the UTF-8 document at ``path`` (serialisation ``fmt``) into ``out_dir/<clean key>.n[tq].gz``."""
     path, out_dir = Path(path), Path(out_dir)
     if fmt not in F.FORMATS:
@@ -724,7 +807,11 @@ def clean_file(path: Path | str, fmt: str, doc_key: str, out_dir: Path | str, *,
         sink = _Sink(result, skolem, messages, options, Path(tmp))
         sink.input_bytes = path.stat().st_size if path.exists() else 0
         try:
-            if fmt in LINE_BASED and path.stat().st_size >= options.run_bytes and _can_fork(options.parse_workers):
+            if (
+                fmt in LINE_BASED
+                and path.stat().st_size >= options.run_bytes
+                and _can_fork(options.parse_workers)
+            ):
                 _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
             elif fmt in LINE_BASED:
                 _line_based(path, fmt, sink, messages, options.parse_chunk)

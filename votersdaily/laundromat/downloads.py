@@ -52,5 +52,11 @@ def hop(response: Response) -> dict:
 
 def failed_hop(uri: str, error: BaseException) -> dict:
     """Metadata of an exchange that ended without a response (DNS, refused, timeout, too large)."""
-    return {"headers": {}, "status": None, "uri": mask_uri(uri), "version": None, "walltime": None,
-            "error": "%s: %s" % (type(error).__name__, error)}
+    return {
+        "headers": {},
+        "status": None,
+        "uri": mask_uri(uri),
+        "version": None,
+        "walltime": None,
+        "error": "%s: %s" % (type(error).__name__, error),
+    }

@@ -149,8 +149,14 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
             if not chunk:
                 break
             consumed += len(chunk)
-    return Recoded(path=dst, encoding=encoding, source=source,
-                   number_of_replacements=_state.count, replacements=list(_state.found), number_of_chars=chars)
+    return Recoded(
+        path=dst,
+        encoding=encoding,
+        source=source,
+        number_of_replacements=_state.count,
+        replacements=list(_state.found),
+        number_of_chars=chars,
+    )
 
 
 #: Documents at least this large are checked by two processes (one per half).

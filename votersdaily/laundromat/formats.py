@@ -69,7 +69,9 @@ _IRI = r"<(?:[^<>\"{}|^`\\\s]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*>"
 _BNODE = r"_:[^\s<>\"]+"
 _LITERAL = r"\"(?:[^\"\\\n\r]|\\.)*\"(?:@[A-Za-z][A-Za-z0-9\-]*|\s*\^\^\s*" + _IRI + r")?"
 _TERM = "(?:%s|%s)" % (_IRI, _BNODE)
-_LINE = re.compile(r"^\s*%s\s*%s\s*(?:%s|%s)\s*(%s)?\s*\.\s*(?:#.*)?$" % (_TERM, _IRI, _TERM, _LITERAL, _TERM))
+_LINE = re.compile(
+    r"^\s*%s\s*%s\s*(?:%s|%s)\s*(%s)?\s*\.\s*(?:#.*)?$" % (_TERM, _IRI, _TERM, _LITERAL, _TERM)
+)
 _TURTLE_HINT = re.compile(r"(?im)^\s*(?:@prefix|@base|prefix\s+[\w\-.]*:|base\s*<)")
 _STRINGS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 _IRIS = re.compile(r"<[^<>\s]*>")
@@ -143,7 +145,12 @@ def _is_markup(text: str) -> bool:
 def _sniff_markup(text: str) -> str | None:
     lower = text[:4096].lower()
     body = re.sub(r"<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!doctype[^>]*>", "", lower).lstrip()
-    if body.startswith("<html") or "<!doctype html" in lower or body.startswith("<head") or body.startswith("<body"):
+    if (
+        body.startswith("<html")
+        or "<!doctype html" in lower
+        or body.startswith("<head")
+        or body.startswith("<body")
+    ):
         return RDFA
     if body.startswith("<"):
         return RDF_XML
@@ -190,7 +197,9 @@ def guess_format(head: str, content_type: str | None = None, name: str | None = 
     ext_format = EXTENSIONS.get(extension) if extension else None
     chosen = sniffed or ct_format or ext_format or N_TRIPLES
     disagreements = []
-    seen = [(k, v) for k, v in (("content", sniffed), ("content-type", ct_format), ("extension", ext_format)) if v]
+    seen = [
+        (k, v) for k, v in (("content", sniffed), ("content-type", ct_format), ("extension", ext_format)) if v
+    ]
     for i, (kind_a, fmt_a) in enumerate(seen):
         for kind_b, fmt_b in seen[i + 1 :]:
             if fmt_a != fmt_b and not _compatible(fmt_a, fmt_b):

@@ -11,9 +11,10 @@ import asyncio
 import logging
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
@@ -28,9 +29,16 @@ logger = logging.getLogger(__name__)
 
 
 class Processor:
-    def __init__(self, seedlist: SeedList, output_dir: Path, *, workers: int = 1,
-                 limits: ArchiveLimits = ArchiveLimits(), options: CleanOptions = CleanOptions(),
-                 on_write: Callable[[Any], None] | None = None):
+    def __init__(
+        self,
+        seedlist: SeedList,
+        output_dir: Path,
+        *,
+        workers: int = 1,
+        limits: ArchiveLimits = ArchiveLimits(),
+        options: CleanOptions = CleanOptions(),
+        on_write: Callable[[Any], None] | None = None,
+    ):
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)
         self.files_dir = self.output_dir / "files"
@@ -43,7 +51,7 @@ class Processor:
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _run(self, fn, *args) -> "asyncio.Future":
+    def _run(self, fn, *args) -> asyncio.Future:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         return asyncio.wrap_future(self._pool.submit(fn, *args))
@@ -82,10 +90,14 @@ class Processor:
             status = doc["status"]
         if status in states.TERMINAL:
             return []
-        file_rel = doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
+        file_rel = (
+            doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
+        )
         if not file_rel or not self.path_of(file_rel).exists():
-            await self.store(self.seedlist.put, dict(doc, status=states.FAILED,
-                                                     error="file lost (run interrupted); seed re-queued"))
+            await self.store(
+                self.seedlist.put,
+                dict(doc, status=states.FAILED, error="file lost (run interrupted); seed re-queued"),
+            )
             await self._requeue_seed(doc)
             return []
         found: list[str] = []
@@ -119,12 +131,22 @@ class Processor:
         doc = await self.move(doc, states.UNARCHIVING)
         path = self.path_of(doc["file"])
         root = await self._tree_root(doc)
-        used = TreeUsage(unpacked_bytes=int(root.get("tree_unpacked_bytes") or 0),
-                         entries=int(root.get("tree_entries") or 0),
-                         compressed_bytes=root.get("number_of_bytes") or None)
+        used = TreeUsage(
+            unpacked_bytes=int(root.get("tree_unpacked_bytes") or 0),
+            entries=int(root.get("tree_entries") or 0),
+            compressed_bytes=root.get("number_of_bytes") or None,
+        )
         try:
-            result = await self._run(steps.unpack_step, str(path), str(self.files_dir), doc["_id"],
-                                     doc.get("name") or "", int(doc.get("depth") or 0), self.limits, used)
+            result = await self._run(
+                steps.unpack_step,
+                str(path),
+                str(self.files_dir),
+                doc["_id"],
+                doc.get("name") or "",
+                int(doc.get("depth") or 0),
+                self.limits,
+                used,
+            )
         except ArchiveError as exc:
             return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
         if result["archive"] is None:
@@ -148,7 +170,9 @@ class Processor:
                 "depth": int(doc.get("depth") or 0) + 1,
                 "root": root["_id"],
                 "file": self.rel(entry["path"]),
-                "base_uri": (doc.get("base_uri") or "") + "/" + entry["name"] if doc.get("base_uri") else None,
+                "base_uri": (doc.get("base_uri") or "") + "/" + entry["name"]
+                if doc.get("base_uri")
+                else None,
                 "content_type": None,
                 "added": now_iso(),
             }
@@ -162,11 +186,18 @@ class Processor:
             children.append(child)
         if new:
             await self.store(self.seedlist.put, *new)
-        usage = {"tree_unpacked_bytes": used.unpacked_bytes + result["unpacked_bytes"],
-                 "tree_entries": used.entries + len(children)}
+        usage = {
+            "tree_unpacked_bytes": used.unpacked_bytes + result["unpacked_bytes"],
+            "tree_entries": used.entries + len(children),
+        }
         states.check_transition(doc["status"], states.DEPLETED)
-        doc = dict(doc, status=states.DEPLETED, archive=result["archive"],
-                   children=[c["_id"] for c in children], skipped_entries=result["skipped_entries"])
+        doc = dict(
+            doc,
+            status=states.DEPLETED,
+            archive=result["archive"],
+            children=[c["_id"] for c in children],
+            skipped_entries=result["skipped_entries"],
+        )
         if root is doc or root["_id"] == doc["_id"]:
             doc.update(usage)
             await self.store(self.seedlist.put, doc)
@@ -177,15 +208,26 @@ class Processor:
 
     async def _guess(self, doc: dict) -> dict:
         doc = await self.move(doc, states.GUESSING)
-        meta = await self._run(steps.guess_step, str(self.path_of(doc["recoded_file"])), doc.get("content_type"),
-                               doc.get("name") or doc.get("uri"))
+        meta = await self._run(
+            steps.guess_step,
+            str(self.path_of(doc["recoded_file"])),
+            doc.get("content_type"),
+            doc.get("name") or doc.get("uri"),
+        )
         return await self.move(doc, states.GUESSED, **meta)
 
     async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
         doc = await self.move(doc, states.PARSING)
         try:
-            clean = await self._run(steps.clean_step, str(self.path_of(doc["recoded_file"])), doc["format"],
-                                    doc["_id"], str(self.cleaned_dir), doc.get("base_uri"), self.options)
+            clean = await self._run(
+                steps.clean_step,
+                str(self.path_of(doc["recoded_file"])),
+                doc["format"],
+                doc["_id"],
+                str(self.cleaned_dir),
+                doc.get("base_uri"),
+                self.options,
+            )
         except Exception as exc:  # a cleaner crash must not lose the record
             logger.error("cleaning %s failed: %s", doc["_id"], exc, exc_info=True)
             return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
@@ -201,8 +243,16 @@ class Processor:
             "messages": clean["messages"],
         }
         await self.store(self.seedlist.put, clean_doc)
-        summary = {k: clean[k] for k in ("number_of_statements", "number_of_unique_statements",
-                                         "number_of_duplicates", "number_of_errors", "number_of_warnings")}
+        summary = {
+            k: clean[k]
+            for k in (
+                "number_of_statements",
+                "number_of_unique_statements",
+                "number_of_duplicates",
+                "number_of_errors",
+                "number_of_warnings",
+            )
+        }
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         for rel in {doc.get("recoded_file"), doc.get("file")}:
             if rel:

@@ -7,7 +7,7 @@ crashed run leaves each record in the state it was in. Calls block: the spider r
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..store.base import Store
 from ..store.upsert import UpsertResult, upsert

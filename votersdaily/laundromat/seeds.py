@@ -8,7 +8,7 @@ a never processed seed is due at once. Relative URIs are registered but never fe
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ..clock import iso_utc, now_utc
 from . import states
@@ -54,7 +54,7 @@ def new_seed(uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | No
 
 
 def parse_iso(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def is_stale(seed: dict, now: datetime | None = None) -> bool:

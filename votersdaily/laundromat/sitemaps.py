@@ -78,7 +78,9 @@ def looks_like_sitemap(body: bytes) -> bool:
             return False
     else:
         head = body[:8192]
-    return SITEMAP_NS.encode() in head and (b"<urlset" in head or b"<sitemapindex" in head or b":urlset" in head)
+    return SITEMAP_NS.encode() in head and (
+        b"<urlset" in head or b"<sitemapindex" in head or b":urlset" in head
+    )
 
 
 def _text(element, tag: str) -> str | None:
@@ -125,7 +127,8 @@ def _dataset(element) -> Dataset:
         sparql_endpoints=_texts(element, sc("sparqlEndpointLocation")),
         sample_uris=_texts(element, sc("sampleURI")),
         data_dumps=_texts(element, sc("dataDumpLocation")),
-        changefreq=_text(element, "{%s}changefreq" % SITEMAP_NS) or (_texts(element, sc("changefreq")) or [None])[0],
+        changefreq=_text(element, "{%s}changefreq" % SITEMAP_NS)
+        or (_texts(element, sc("changefreq")) or [None])[0],
         lastmod=_text(element, "{%s}lastmod" % SITEMAP_NS),
     )
 

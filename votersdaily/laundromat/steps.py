@@ -36,24 +36,51 @@ def content_meta(path: Path) -> dict:
             cr += chunk.count(b"\r")
             last = chunk[-1:]
     lf_only, cr_only = lf - crlf, cr - crlf
-    newline = max((crlf, "crlf"), (lf_only, "lf"), (cr_only, "cr"))[1] if (crlf or lf_only or cr_only) else None
+    newline = (
+        max((crlf, "crlf"), (lf_only, "lf"), (cr_only, "cr"))[1] if (crlf or lf_only or cr_only) else None
+    )
     lines = crlf + lf_only + cr_only
     if n_bytes and last not in (b"\n", b"\r"):
         lines += 1
-    return {"number_of_bytes": n_bytes, "number_of_chars": n_chars, "number_of_lines": lines, "newline": newline}
+    return {
+        "number_of_bytes": n_bytes,
+        "number_of_chars": n_chars,
+        "number_of_lines": lines,
+        "newline": newline,
+    }
 
 
-def unpack_step(path: str, out_dir: str, parent_key: str, name: str, depth: int,
-                limits: archives.ArchiveLimits, used: archives.TreeUsage = archives.TreeUsage()) -> dict:
+def unpack_step(
+    path: str,
+    out_dir: str,
+    parent_key: str,
+    name: str,
+    depth: int,
+    limits: archives.ArchiveLimits,
+    used: archives.TreeUsage = archives.TreeUsage(),
+) -> dict:
     """One layer of unpacking; ``entries`` are the children to register (key, names, file, size).
     ``used``: what earlier layers of the same archive tree unpacked (the limits hold for the tree)."""
-    result = archives.unpack(Path(path), Path(out_dir), lambda entry: child_key(parent_key, entry),
-                             name=name, depth=depth, limits=limits, used=used)
+    result = archives.unpack(
+        Path(path),
+        Path(out_dir),
+        lambda entry: child_key(parent_key, entry),
+        name=name,
+        depth=depth,
+        limits=limits,
+        used=used,
+    )
     return {
         "archive": result.kind,
         "unpacked_bytes": result.unpacked_bytes,
         "entries": [
-            {"key": Path(e.path).name, "entry_name": e.raw_name, "name": e.name, "path": str(e.path), "size": e.size}
+            {
+                "key": Path(e.path).name,
+                "entry_name": e.raw_name,
+                "name": e.name,
+                "path": str(e.path),
+                "size": e.size,
+            }
             for e in result.entries
         ],
         "skipped_entries": result.skipped,
@@ -74,14 +101,23 @@ def guess_step(path: str, content_type: str | None, name: str | None) -> dict:
     return guess_format(head, content_type, name).as_record()
 
 
-def clean_step(path: str, fmt: str, key: str, out_dir: str, base_iri: str | None,
-               options: CleanOptions) -> dict:
+def clean_step(
+    path: str, fmt: str, key: str, out_dir: str, base_iri: str | None, options: CleanOptions
+) -> dict:
     return clean_file(path, fmt, key, out_dir, base_iri=base_iri, options=options).as_record()
 
 
-def launder_file(path: Path | str, key: str, out_dir: Path | str, *, fmt: str | None = None,
-                 content_type: str | None = None, name: str | None = None, base_iri: str | None = None,
-                 options: CleanOptions = CleanOptions()) -> dict:
+def launder_file(
+    path: Path | str,
+    key: str,
+    out_dir: Path | str,
+    *,
+    fmt: str | None = None,
+    content_type: str | None = None,
+    name: str | None = None,
+    base_iri: str | None = None,
+    options: CleanOptions = CleanOptions(),
+) -> dict:
     """Recode, guess (unless ``fmt`` is given) and clean one data file; the merged record keys."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

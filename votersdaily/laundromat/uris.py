@@ -91,7 +91,11 @@ def normalise_uri(uri: str) -> str:
         host = _normalise_percent(host.lower())  # lower first: the hex digits of %XX stay upper case
         if port is not None and (port == "" or port == DEFAULT_PORTS.get(scheme or "")):
             port = None
-        authority = (_normalise_percent(userinfo) + sep if sep else "") + host + (":" + port if port is not None else "")
+        authority = (
+            (_normalise_percent(userinfo) + sep if sep else "")
+            + host
+            + (":" + port if port is not None else "")
+        )
     path = _normalise_percent(path)
     if scheme is not None or path.startswith("/"):
         path = remove_dot_segments(path)

@@ -44,16 +44,25 @@ class RenderMiddleware:
         query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})
         self.crawler.stats.inc_value("render/splash")
         return request.replace(
-            url="%s/render.html?%s" % (self.splash_url, query), method="GET", body=b"",
-            meta={**request.meta, SPLASH_META: request.url}, dont_filter=True,
+            url="%s/render.html?%s" % (self.splash_url, query),
+            method="GET",
+            body=b"",
+            meta={**request.meta, SPLASH_META: request.url},
+            dont_filter=True,
         )
 
     def process_response(self, request, response, spider=None):
         original = request.meta.get(SPLASH_META)
         if original:
             # The spider sees the page at its own URL, rendered.
-            return HtmlResponse(original, status=response.status, headers=response.headers, body=response.body,
-                                encoding="utf-8", request=request.replace(url=original))
+            return HtmlResponse(
+                original,
+                status=response.status,
+                headers=response.headers,
+                body=response.body,
+                encoding="utf-8",
+                request=request.replace(url=original),
+            )
         if request.meta.get("playwright"):
             self.crawler.stats.inc_value("render/playwright")
         return response

@@ -75,10 +75,12 @@ def docs_house_updates(element: etree._Element) -> list[dict]:
     updates = []
     for update in element.iterfind("updates/update-date"):
         notes = update.find("explanatory-notes")
-        updates.append({
-            "date": eastern_iso(update.get("date") or "", *DOCS_HOUSE_STAMPS),
-            "publish_date": eastern_iso(update.get("publish-date") or "", *DOCS_HOUSE_STAMPS),
-            "doc_modified": (notes.get("doc-modified") == "True") if notes is not None else None,
-            "note": text_of(notes),
-        })
+        updates.append(
+            {
+                "date": eastern_iso(update.get("date") or "", *DOCS_HOUSE_STAMPS),
+                "publish_date": eastern_iso(update.get("publish-date") or "", *DOCS_HOUSE_STAMPS),
+                "doc_modified": (notes.get("doc-modified") == "True") if notes is not None else None,
+                "note": text_of(notes),
+            }
+        )
     return updates

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
-from lxml import etree, html as lxml_html
+from lxml import etree
+from lxml import html as lxml_html
 
 from .errors import ErrorPage, MalformedDocument
 
@@ -85,4 +86,4 @@ def enclosing_markup(page: str, href: str, tag: str, occurrence: int = 0) -> str
     end = re.compile(r"</%s\s*>" % re.escape(tag), re.I).search(page, pos)
     if end is None:
         return None
-    return page[starts[-1]:end.end()]
+    return page[starts[-1] : end.end()]

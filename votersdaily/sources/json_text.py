@@ -24,7 +24,7 @@ class JsonText:
 
     value: Any
     text: str
-    members: dict[str, "JsonText"] | list["JsonText"] = field(default_factory=dict)
+    members: dict[str, JsonText] | list[JsonText] = field(default_factory=dict)
 
     def __getitem__(self, key):
         return self.members[key]
@@ -93,8 +93,10 @@ def load_with_text(body: bytes | str, url: str = "", depth: int = 2) -> JsonText
         raise MalformedDocument("empty document at %s" % url)
     if text.lstrip()[:1] == "<":
         title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
-        raise ErrorPage("%s answered markup, not JSON%s"
-                        % (url, (": " + " ".join(title.group(1).split())) if title else ""))
+        raise ErrorPage(
+            "%s answered markup, not JSON%s"
+            % (url, (": " + " ".join(title.group(1).split())) if title else "")
+        )
     try:
         doc, end = _scan(text, 0, depth)
     except ValueError as exc:
@@ -115,7 +117,7 @@ def require(doc: JsonText, path: tuple[str, ...], kind: type, url: str = "") -> 
         node = node.members[key]
     if not isinstance(node.value, kind):
         raise UnexpectedDocument(
-            "%s: %s is %s, expected %s" % (url, "/".join(path) or "the document", type(node.value).__name__,
-                                             kind.__name__)
+            "%s: %s is %s, expected %s"
+            % (url, "/".join(path) or "the document", type(node.value).__name__, kind.__name__)
         )
     return node

@@ -8,7 +8,7 @@ as an aware datetime.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from lxml import etree
@@ -61,7 +61,7 @@ def parse_rfc822(text: str) -> datetime | None:
     except (TypeError, ValueError, IndexError) as exc:
         raise ValueError("not an RFC 822 date: %r (%s)" % (text, exc)) from None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value
 
 
@@ -81,7 +81,7 @@ def parse_rss(body: bytes, url: str = "") -> Feed:
         link=text_of(channel, "link"),
         description=text_of(channel, "description"),
         last_build=parse_rfc822(text_of(channel, "lastBuildDate")),
-        items=[_item(el, text) for el, text in zip(elements, texts)],
+        items=[_item(el, text) for el, text in zip(elements, texts, strict=True)],
     )
 
 

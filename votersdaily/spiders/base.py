@@ -5,8 +5,9 @@ framework's job.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
@@ -75,17 +76,24 @@ class EventSpider(scrapy.Spider):
         """The given documents (``-a url=``), else the discovery listing(s)."""
         if self.given_urls:
             for url in self.given_urls:
-                yield self.document_request(url, meta={START_META: True, SOURCE_URL_META: self.upstream_url(url)})
+                yield self.document_request(
+                    url, meta={START_META: True, SOURCE_URL_META: self.upstream_url(url)}
+                )
         else:
             for url in self.listing_urls:
                 yield scrapy.Request(
-                    url, callback=self.parse_listing, errback=self.source_error,
-                    meta={START_META: True}, dont_filter=True,
+                    url,
+                    callback=self.parse_listing,
+                    errback=self.source_error,
+                    meta={START_META: True},
+                    dont_filter=True,
                 )
 
     def document_request(self, url: str, meta: dict | None = None, **kwargs) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
-        return scrapy.Request(url, callback=self.parse_document, errback=self.source_error, meta=meta or {}, **kwargs)
+        return scrapy.Request(
+            url, callback=self.parse_document, errback=self.source_error, meta=meta or {}, **kwargs
+        )
 
     def parse_listing(self, response: Response):
         """Default: the listing is itself the document (feeds, single-file sources)."""
@@ -99,8 +107,8 @@ class EventSpider(scrapy.Spider):
         for name, upstream in self.recordings.items():
             # Matched by the recording's relative name, so a copy of the recordings elsewhere (a
             # scrapyd node unpacking the egg, another checkout) still replays under its upstream URL.
-            tail = Path(name[len(SHARED_PREFIX):] if name.startswith(SHARED_PREFIX) else name).parts
-            if parts[-len(tail):] == tail:
+            tail = Path(name[len(SHARED_PREFIX) :] if name.startswith(SHARED_PREFIX) else name).parts
+            if parts[-len(tail) :] == tail:
                 return upstream
         return None
 

@@ -27,8 +27,18 @@ PRESIDENTIAL = "Presidential Document"
 API = "https://www.federalregister.gov/api/v1/documents.json"
 #: The default field set plus the presidential-document fields the API returns only on request.
 FIELDS = (
-    "title", "type", "abstract", "document_number", "html_url", "pdf_url", "public_inspection_pdf_url",
-    "publication_date", "agencies", "excerpts", "presidential_document_type", "executive_order_number",
+    "title",
+    "type",
+    "abstract",
+    "document_number",
+    "html_url",
+    "pdf_url",
+    "public_inspection_pdf_url",
+    "publication_date",
+    "agencies",
+    "excerpts",
+    "presidential_document_type",
+    "executive_order_number",
     "signing_date",
 )
 #: SGML character entities the API sometimes leaves in text (``T[uuml]rkiye``).
@@ -39,8 +49,9 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 def _unsgml(text: str) -> str:
-    return SGML_ENTITY_RE.sub(lambda m: chr(name2codepoint[m.group(1)]) if m.group(1) in name2codepoint
-                              else m.group(0), text)
+    return SGML_ENTITY_RE.sub(
+        lambda m: chr(name2codepoint[m.group(1)]) if m.group(1) in name2codepoint else m.group(0), text
+    )
 
 
 class FederalRegisterSpider(EventSpider):
@@ -49,15 +60,13 @@ class FederalRegisterSpider(EventSpider):
     branch = "Executive"
     entity = "Federal Register"
     frequency_hours = 6.0  # published once per business day, early morning Eastern
-    listing_urls = (API + "?" + urlencode(
-        [("per_page", "100"), ("order", "newest")] + [("fields[]", f) for f in FIELDS]
-    ),)
+    listing_urls = (
+        API + "?" + urlencode([("per_page", "100"), ("order", "newest")] + [("fields[]", f) for f in FIELDS]),
+    )
     recordings = {
-        "gov/federal_register/documents_executive_orders.json":
-            "https://www.federalregister.gov/api/v1/documents.json?per_page=10&order=newest"
-            "&conditions%5Bpresidential_document_type%5D%5B%5D=executive_order",
-        "gov/federal_register/documents_newest20.json":
-            "https://www.federalregister.gov/api/v1/documents.json?per_page=20&order=newest",
+        "gov/federal_register/documents_executive_orders.json": "https://www.federalregister.gov/api/v1/documents.json?per_page=10&order=newest"
+        "&conditions%5Bpresidential_document_type%5D%5B%5D=executive_order",
+        "gov/federal_register/documents_newest20.json": "https://www.federalregister.gov/api/v1/documents.json?per_page=20&order=newest",
     }
     custom_settings = {
         **EventSpider.custom_settings,
@@ -85,8 +94,9 @@ class FederalRegisterSpider(EventSpider):
         if not next_url or (self.given_urls and not self.follow_given):
             return
         if page >= self.max_pages:
-            self.logger.info("federal_register: stopping after %d page(s) (max_pages); next would be %s",
-                             page, next_url)
+            self.logger.info(
+                "federal_register: stopping after %d page(s) (max_pages); next would be %s", page, next_url
+            )
             return
         yield self.document_request(next_url, meta={PAGE_META: page + 1})
 
@@ -138,8 +148,10 @@ class FederalRegisterSpider(EventSpider):
         try:
             return date.fromisoformat(str(data.get("publication_date") or ""))
         except ValueError:
-            raise UnexpectedDocument("%s: document %s has publication_date %r"
-                                     % (url, data.get("document_number"), data.get("publication_date"))) from None
+            raise UnexpectedDocument(
+                "%s: document %s has publication_date %r"
+                % (url, data.get("document_number"), data.get("publication_date"))
+            ) from None
 
     @staticmethod
     def _parse_abstract(data: dict) -> str:
@@ -158,5 +170,6 @@ class FederalRegisterSpider(EventSpider):
                 "slug": a.get("slug") or "",
                 "url": a.get("url") or "",
             }
-            for a in agencies if isinstance(a, dict)
+            for a in agencies
+            if isinstance(a, dict)
         ]

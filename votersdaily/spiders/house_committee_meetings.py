@@ -21,8 +21,27 @@ EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={eve
 EVENT_ID_RE = re.compile(r"EventID=(\d+)", re.I)
 #: The standing committees (plus Intelligence) that publish a docs.house.gov meeting feed.
 COMMITTEES = (
-    "AG00", "AP00", "AS00", "BA00", "BU00", "ED00", "FA00", "GO00", "HA00", "HM00", "IF00",
-    "IG00", "II00", "JU00", "PW00", "RU00", "SM00", "SO00", "SY00", "VR00", "WM00",
+    "AG00",
+    "AP00",
+    "AS00",
+    "BA00",
+    "BU00",
+    "ED00",
+    "FA00",
+    "GO00",
+    "HA00",
+    "HM00",
+    "IF00",
+    "IG00",
+    "II00",
+    "JU00",
+    "PW00",
+    "RU00",
+    "SM00",
+    "SO00",
+    "SY00",
+    "VR00",
+    "WM00",
 )
 MEETING_TYPES = {"HHRG": "Hearing", "HMKP": "Markup", "HMTG": "Meeting"}
 
@@ -34,10 +53,8 @@ class HouseCommitteeMeetingsSpider(EventSpider):
     entity = "House of Representatives"
     frequency_hours = 6.0
     recordings = {
-        "gov/house_committee_meeting/meeting-115955.xml":
-            "https://docs.house.gov/meetings/II/II10/20230523/115955/HHRG-118-II10-20230523.xml",
-        "shared:fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml":
-            "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
+        "gov/house_committee_meeting/meeting-115955.xml": "https://docs.house.gov/meetings/II/II10/20230523/115955/HHRG-118-II10-20230523.xml",
+        "shared:fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml": "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
     }
     #: docs.house.gov is one ASP.NET server for all committees: two requests at a time, 1 s apart.
     custom_settings = {
@@ -49,7 +66,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
     def __init__(self, *args, committees: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         #: ``-a committees=RU00,SY00`` limits discovery to those committees' feeds.
-        self.committees = tuple(c.strip() for c in committees.split(",") if c.strip()) if committees else COMMITTEES
+        self.committees = (
+            tuple(c.strip() for c in committees.split(",") if c.strip()) if committees else COMMITTEES
+        )
 
     @property
     def listing_urls(self):
@@ -66,7 +85,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             url = enclosure.get("url", "").strip() if enclosure is not None else ""
             if not event_id or not url:
                 if item.title or event_id:
-                    self.logger.warning("feed item %r of %s has no meeting XML; skipped", item.title, response.url)
+                    self.logger.warning(
+                        "feed item %r of %s has no meeting XML; skipped", item.title, response.url
+                    )
                 continue
             yield self.document_request(response.urljoin(url), meta={"vd_event_id": event_id})
 
@@ -86,8 +107,10 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             raise MalformedDocument("%s has no <meeting-details> or meeting-id" % response.url)
         committees = self._parse_committees(details)
         main = committees[0] if committees else {}
-        room, building = text_of(details, "meeting-location/capitol-complex/room"), text_of(
-            details, "meeting-location/capitol-complex/building")
+        room, building = (
+            text_of(details, "meeting-location/capitol-complex/room"),
+            text_of(details, "meeting-location/capitol-complex/building"),
+        )
         meeting_type = root.get("meeting-type") or ""
         when = details.find("meeting-date")
         yield {
@@ -138,17 +161,23 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         end = text_of(when, "end-time")
         if not end:
             return None
-        return parse_local("%s %s" % (text_of(when, "calendar-date"), end), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
+        return parse_local(
+            "%s %s" % (text_of(when, "calendar-date"), end), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"
+        )
 
     @staticmethod
     def _parse_title(details, main: dict, meeting_type: str) -> str:
         title = text_of(details, "meeting-title")
-        return title or "%s %s" % (main.get("name", "House committee"), MEETING_TYPES.get(meeting_type, "meeting"))
+        return title or "%s %s" % (
+            main.get("name", "House committee"),
+            MEETING_TYPES.get(meeting_type, "meeting"),
+        )
 
     @staticmethod
     def _parse_description(committees: list[dict], room: str, building: str) -> str:
         names = [
-            "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"] for c in committees
+            "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"]
+            for c in committees
         ]
         parts = ["; ".join(names)] if names else []
         if room or building:
@@ -170,7 +199,10 @@ class HouseCommitteeMeetingsSpider(EventSpider):
 
     def _parse_rescheduled(self, details) -> list[dict]:
         return [
-            {"datetime": stored_utc(self._parse_start(dates)), "end_datetime": stored_utc(self._parse_end(dates))}
+            {
+                "datetime": stored_utc(self._parse_start(dates)),
+                "end_datetime": stored_utc(self._parse_end(dates)),
+            }
             for dates in details.iterfind("rescheduled-dates/meeting-dates")
         ]
 
@@ -204,4 +236,3 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             }
             for doc in root.iterfind("meeting-documents/meeting-document")
         ]
-

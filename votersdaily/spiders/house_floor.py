@@ -87,7 +87,9 @@ class HouseFloorSpider(EventSpider):
                 "act_id": action.get("act-id") or "",
                 "action_item": item,
                 "action_time_text": text_of(action, "action_time"),
-                "update_datetime": eastern_iso(action.get("update-date-time") or "", "%Y%m%dT%H:%M", "%Y%m%dT%H:%M:%S"),
+                "update_datetime": eastern_iso(
+                    action.get("update-date-time") or "", "%Y%m%dT%H:%M", "%Y%m%dT%H:%M:%S"
+                ),
                 "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
                 "congress": congress,
                 "session": session,
@@ -126,10 +128,12 @@ class HouseFloorSpider(EventSpider):
         for link in action.iterfind(".//action_description//a[@rel='vote']"):
             href = (link.get("href") or "").strip()
             query = parse_qs(urlsplit(href).query)
-            votes.append({
-                "roll_call": to_int((query.get("rollnumber") or [""])[0]),
-                "year": to_int((query.get("year") or [""])[0]),
-                "text": text_of(link),
-                "url": href,
-            })
+            votes.append(
+                {
+                    "roll_call": to_int((query.get("rollnumber") or [""])[0]),
+                    "year": to_int((query.get("year") or [""])[0]),
+                    "text": text_of(link),
+                    "url": href,
+                }
+            )
         return votes

@@ -27,8 +27,7 @@ class HouseFloorScheduleSpider(EventSpider):
     entity = "House of Representatives"
     frequency_hours = 6.0
     recordings = {
-        "gov/house_docs_floor/billsthisweek_20260914.xml":
-            "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/20260914/20260914.xml",
+        "gov/house_docs_floor/billsthisweek_20260914.xml": "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/20260914/20260914.xml",
     }
     #: One file a week, revised a few times a day: a single slow request is enough.
     custom_settings = {
@@ -49,7 +48,9 @@ class HouseFloorScheduleSpider(EventSpider):
         try:
             week = parse_local(root.get("week-date") or "", "%Y-%m-%d").date()
         except ValueError:
-            raise MalformedDocument("%s has no valid week-date: %r" % (response.url, root.get("week-date"))) from None
+            raise MalformedDocument(
+                "%s has no valid week-date: %r" % (response.url, root.get("week-date"))
+            ) from None
         week_end = week + timedelta(days=6)
         congress = to_int(root.get("congress-num"))
         for category in root.iterfind("category"):

@@ -66,7 +66,9 @@ class HouseVotesSpider(EventSpider):
         ]
         pages = [href for href in response.xpath("//a/@href").getall() if PAGE_LINK_RE.search(href)]
         if year is None or not (rolls or pages or response.xpath("//h2")):
-            raise UnexpectedDocument("%s is not a Clerk roll-call index (no heading year or roll rows)" % response.url)
+            raise UnexpectedDocument(
+                "%s is not a Clerk roll-call index (no heading year or roll rows)" % response.url
+            )
         for href in pages:
             yield response.follow(href, callback=self.parse_listing, errback=self.source_error)
         for roll in rolls:
@@ -176,13 +178,15 @@ class HouseVotesSpider(EventSpider):
             member = row.find("legislator")
             if member is None:
                 continue
-            votes.append({
-                "name_id": member.get("name-id"),
-                "name": text_of(member),
-                "unaccented_name": member.get("unaccented-name"),
-                "party": member.get("party"),
-                "state": member.get("state"),
-                "role": member.get("role"),
-                "vote": text_of(row, "vote"),
-            })
+            votes.append(
+                {
+                    "name_id": member.get("name-id"),
+                    "name": text_of(member),
+                    "unaccented_name": member.get("unaccented-name"),
+                    "party": member.get("party"),
+                    "state": member.get("state"),
+                    "role": member.get("role"),
+                    "vote": text_of(row, "vote"),
+                }
+            )
         return votes

@@ -17,8 +17,12 @@ import time
 from urllib.parse import urljoin
 
 import scrapy
-from scrapy.exceptions import (CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError,
-                               IgnoreRequest)
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+)
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
@@ -33,14 +37,21 @@ from ..ingest.downloads import DownloaderRoom
 from ..ingest.filemeta import ACCEPTED_MIMETYPES
 from ..ingest.grobid import grobid_request, grobid_result
 from ..ingest.htmldoc import HtmlParseError, parse_html
-from ..ingest.process import (BadGzip, HopFacts, describe_resources, examine_hop, process_html, process_pdf,
-                               xml_error)
-from ..ingest.workers import ExtractPool
+from ..ingest.process import (
+    BadGzip,
+    HopFacts,
+    describe_resources,
+    examine_hop,
+    process_html,
+    process_pdf,
+    xml_error,
+)
 from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
 from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
 from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches
 from ..ingest.warc import WARC_META
+from ..ingest.workers import ExtractPool
 
 
 def _in_thread(func, *args):
@@ -73,17 +84,28 @@ class IngestSpider(scrapy.Spider):
         "CONCURRENT_ITEMS": 4,
     }
 
-    def __init__(self, *args, url: str | None = None, ingest_type: str = "pdf", requests: str | None = None,
-                 link_source: str | None = None, link_source_id: str | None = None,
-                 ingest_request_source: str | None = None, release_stage: str | None = None,
-                 force_recrawl: str | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        url: str | None = None,
+        ingest_type: str = "pdf",
+        requests: str | None = None,
+        link_source: str | None = None,
+        link_source_id: str | None = None,
+        ingest_request_source: str | None = None,
+        release_stage: str | None = None,
+        force_recrawl: str | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
         self.ingest_type = ingest_type
         self.requests_source = requests
         self.request_extra = {
-            "link_source": link_source, "link_source_id": link_source_id,
-            "ingest_request_source": ingest_request_source, "release_stage": release_stage,
+            "link_source": link_source,
+            "link_source_id": link_source_id,
+            "ingest_request_source": ingest_request_source,
+            "release_stage": release_stage,
             "force_recrawl": (force_recrawl.lower() in ("1", "true", "yes")) if force_recrawl else None,
         }
 
@@ -125,7 +147,9 @@ class IngestSpider(scrapy.Spider):
 
     async def input_requests(self) -> list:
         """(where, request dict or error) from the arguments, a JSON-lines file or the store."""
-        found: list = [("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)]
+        found: list = [
+            ("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)
+        ]
         source = self.requests_source
         if source and (source == "store" or source.startswith("store:")):
             db = source.split(":", 1)[1] if ":" in source else self.config.requests_db
@@ -136,7 +160,9 @@ class IngestSpider(scrapy.Spider):
             except OSError as exc:
                 found.append((source, R.RequestSourceError("cannot read requests file: %s" % exc)))
         if not found:
-            self.logger.error("no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store")
+            self.logger.error(
+                "no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store"
+            )
         return found
 
     def _store_requests(self, db: str) -> list:
@@ -186,15 +212,25 @@ class IngestSpider(scrapy.Spider):
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
         accept = R.PREFERRED_MIMETYPE.get(state["request"]["ingest_type"])
-        meta = {H.STATE_META: state, "dont_redirect": True, "handle_httpstatus_all": True,
-                "download_maxsize": self.config.max_body}
+        meta = {
+            H.STATE_META: state,
+            "dont_redirect": True,
+            "handle_httpstatus_all": True,
+            "download_maxsize": self.config.max_body,
+        }
         remaining = self._remaining(state)
         if remaining < self.download_timeout:  # a hop never outlives the ingest's deadline
             meta["download_timeout"] = max(remaining, 0.001)
         if first:
             meta[START_META] = True
-        return scrapy.Request(url, callback=self.parse_hop, errback=self.hop_failed, dont_filter=True, meta=meta,
-                              headers={"Accept": "%s,*/*;q=0.8" % accept} if accept else None)
+        return scrapy.Request(
+            url,
+            callback=self.parse_hop,
+            errback=self.hop_failed,
+            dont_filter=True,
+            meta=meta,
+            headers={"Accept": "%s,*/*;q=0.8" % accept} if accept else None,
+        )
 
     # -- results -----------------------------------------------------------------------------------
 
@@ -211,16 +247,26 @@ class IngestSpider(scrapy.Spider):
             state["started"] = time.time()
 
     def _timeout(self, state: dict, where: str = "") -> IngestItem:
-        return self._finish(state, "timeout", "ingest took longer than INGEST_TIMEOUT (%g s)%s"
-                            % (self.config.timeout, " " + where if where else ""))
+        return self._finish(
+            state,
+            "timeout",
+            "ingest took longer than INGEST_TIMEOUT (%g s)%s"
+            % (self.config.timeout, " " + where if where else ""),
+        )
 
     def _item(self, result: dict, side: dict | None = None) -> IngestItem:
         self.crawler.stats.inc_value("ingest/status/%s" % result["status"])
         return IngestItem(result=result, side=side or {})
 
-    def _finish(self, state: dict, status: str, error_message: str | None = None, side: dict | None = None,
-                **fields) -> IngestItem:
-        result = {"request": state["request"], "hit": status == "success", "status": status, "hops": state["hops"]}
+    def _finish(
+        self, state: dict, status: str, error_message: str | None = None, side: dict | None = None, **fields
+    ) -> IngestItem:
+        result = {
+            "request": state["request"],
+            "hit": status == "success",
+            "status": status,
+            "hops": state["hops"],
+        }
         if error_message and status != "success":
             result["error_message"] = error_message[:1600]
         result.update(state["partial"])
@@ -243,9 +289,12 @@ class IngestSpider(scrapy.Spider):
             return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
-                state, url, code, response.headers.get("Location"), self.config.max_redirects)
+                state, url, code, response.headers.get("Location"), self.config.max_redirects
+            )
             if status:
-                where = target or (state["redirect_chain"][-1]["location"] if state["redirect_chain"] else url)
+                where = target or (
+                    state["redirect_chain"][-1]["location"] if state["redirect_chain"] else url
+                )
                 term = terminal(where, None, None) if where != url else terminal(url, dt14(), code)
                 yield self._finish(state, status, message, terminal=term)
             else:
@@ -270,9 +319,17 @@ class IngestSpider(scrapy.Spider):
             return
         header_mime = header_mimetype(response.headers.get("Content-Type"))
         try:
-            facts = await self.extract.run(examine_hop, body, url, header_mime, itype, list(state["hops"]),
-                                           self.config.max_body, self.config.ojs_fulltext_fix,
-                                           self.config.pdf_max_pages)
+            facts = await self.extract.run(
+                examine_hop,
+                body,
+                url,
+                header_mime,
+                itype,
+                list(state["hops"]),
+                self.config.max_body,
+                self.config.ojs_fulltext_fix,
+                self.config.pdf_max_pages,
+            )
         except BadGzip as exc:
             yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
             return
@@ -290,12 +347,20 @@ class IngestSpider(scrapy.Spider):
                     status = "blocked-wall" if matches(url, WALL_BLOCKLIST) else "no-pdf-link"
                     yield self._finish(state, status, "no PDF link on %s" % url, terminal=term)
                     return
-                target, status, message = H.next_hop(state, clean_url(urljoin(url, link)), self.config.max_hops)
-                yield self._finish(state, status, message, terminal=term) if status else self._hop_request(target, state)
+                target, status, message = H.next_hop(
+                    state, clean_url(urljoin(url, link)), self.config.max_hops
+                )
+                yield (
+                    self._finish(state, status, message, terminal=term)
+                    if status
+                    else self._hop_request(target, state)
+                )
                 return
             if itype in ("xml", "html", "component") and landing.next_hop:
                 link = urljoin(url, landing.next_hop["next_url"])
-                target, status, message = H.next_hop(state, link, self.config.max_hops, loop_is_stop=itype == "html")
+                target, status, message = H.next_hop(
+                    state, link, self.config.max_hops, loop_is_stop=itype == "html"
+                )
                 if status:
                     yield self._finish(state, status, message, terminal=term)
                     return
@@ -303,7 +368,9 @@ class IngestSpider(scrapy.Spider):
                     yield self._hop_request(target, state)
                     return
         if H.hops_exceeded(state, self.config.max_hops):
-            yield self._finish(state, "max-hops-exceeded", "%d hops reached" % self.config.max_hops, terminal=term)
+            yield self._finish(
+                state, "max-hops-exceeded", "%d hops reached" % self.config.max_hops, terminal=term
+            )
             return
         yield await self._terminal(state, response, facts, term)
 
@@ -318,22 +385,32 @@ class IngestSpider(scrapy.Spider):
         header_mime = header_mimetype(response.headers.get("Content-Type")) or meta["mimetype"]
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
         side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
-        common = dict(terminal=term, file_meta=meta, cdx=row)
+        common = {"terminal": term, "file_meta": meta, "cdx": row}
         if matches(url, WALL_BLOCKLIST):
-            return self._finish(state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common)
+            return self._finish(
+                state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common
+            )
         mimetype = meta["mimetype"]
         if mimetype not in ACCEPTED_MIMETYPES[itype]:
-            return self._finish(state, "wrong-mimetype", "%s is not accepted for %s ingest" % (mimetype, itype),
-                                side, **common)
+            return self._finish(
+                state,
+                "wrong-mimetype",
+                "%s is not accepted for %s ingest" % (mimetype, itype),
+                side,
+                **common,
+            )
         body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
             pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config.pdf_max_pages)
             return await self._terminal_pdf(state, body, pdf, side, common)
         if itype == "xml":
-            error = facts.xml_error if facts.xml_error is not None else await self.extract.run(xml_error, body)
+            error = (
+                facts.xml_error if facts.xml_error is not None else await self.extract.run(xml_error, body)
+            )
             if error:
-                return self._finish(state, "xml-parse-error", error, side, xml_meta={"status": "xml-parse-error"},
-                                    **common)
+                return self._finish(
+                    state, "xml-parse-error", error, side, xml_meta={"status": "xml-parse-error"}, **common
+                )
             return self._finish(state, "success", None, side, xml_meta={"status": "success"}, **common)
         if itype == "html":
             return await self._terminal_html(state, facts, body, side, common)
@@ -344,13 +421,15 @@ class IngestSpider(scrapy.Spider):
         side["pdf_text"] = text
         fields = dict(common, pdf_meta=pdf_meta)
         if self.config.grobid_url:
-            request = grobid_request(self.config.grobid_url, body,
-                                     meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout,
-                                           "dont_retry": True})
+            request = grobid_request(
+                self.config.grobid_url,
+                body,
+                meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout, "dont_retry": True},
+            )
             try:
                 answer = await self.crawler.engine.download_async(request)
                 grobid, tei = await self.extract.run(grobid_result, answer.status, answer.body)
-            except Exception as exc:  # noqa: BLE001 - GROBID being down must not lose the ingest
+            except Exception as exc:
                 grobid, tei = {"status": "error", "status_code": None, "error_msg": str(exc)[:1000]}, None
             side["grobid_tei"] = tei
             side["grobid"] = dict(grobid)
@@ -360,10 +439,16 @@ class IngestSpider(scrapy.Spider):
     async def _terminal_html(self, state, facts: HopFacts, body: bytes, side, common) -> IngestItem:
         landing = facts.landing
         if landing is None or landing.parse_error:
-            return self._finish(state, "html-selectolax-error", landing.parse_error if landing else None, side,
-                                **common)
-        out = facts.html or await self.extract.run(process_html_bytes, body, common["terminal"]["terminal_url"],
-                                                   landing.biblio, self.config.ojs_fulltext_fix)
+            return self._finish(
+                state, "html-selectolax-error", landing.parse_error if landing else None, side, **common
+            )
+        out = facts.html or await self.extract.run(
+            process_html_bytes,
+            body,
+            common["terminal"]["terminal_url"],
+            landing.biblio,
+            self.config.ojs_fulltext_fix,
+        )
         if out.get("status"):
             return self._finish(state, out["status"], out.get("error_message"), side, **common)
         if landing.biblio:
@@ -377,8 +462,13 @@ class IngestSpider(scrapy.Spider):
             return self._finish(state, "wrong-scope", "page scope is %s" % scope, side, **fields)
         resources = out["resources"]
         if len(resources) > self.config.max_resources:
-            return self._finish(state, "too-many-resources", "%d sub-resources (limit %d)" % (
-                len(resources), self.config.max_resources), side, **fields)
+            return self._finish(
+                state,
+                "too-many-resources",
+                "%d sub-resources (limit %d)" % (len(resources), self.config.max_resources),
+                side,
+                **fields,
+            )
         side["tei_xml"] = out["tei_xml"]
         if self.config.fetch_resources:
             resources = await self._fetch_resources(resources, self._remaining(state))
@@ -390,8 +480,13 @@ class IngestSpider(scrapy.Spider):
             self.crawler.stats.inc_value("ingest/resources/failed", len(bad))
             fields["html_resources_failed"] = len(bad)
             if self.config.strict_resources:
-                return self._finish(state, "html-resource-no-capture", "HTML sub-resource not found: %s" % bad[0]["url"],
-                                    side, **fields)
+                return self._finish(
+                    state,
+                    "html-resource-no-capture",
+                    "HTML sub-resource not found: %s" % bad[0]["url"],
+                    side,
+                    **fields,
+                )
         if scope == "unknown":
             return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
         return self._finish(state, "success", None, side, **fields)
@@ -421,21 +516,32 @@ class IngestSpider(scrapy.Spider):
     async def _fetch_resource(self, resource: dict) -> tuple[dict, bytes | None]:
         """Fetch one sub-resource: (its record, its body or None); a failure is recorded on the
         record, never raised."""
-        request = scrapy.Request(resource["url"], dont_filter=True, meta={
-            "download_maxsize": self.config.max_resource_body, "handle_httpstatus_all": True, "dont_retry": True})
+        request = scrapy.Request(
+            resource["url"],
+            dont_filter=True,
+            meta={
+                "download_maxsize": self.config.max_resource_body,
+                "handle_httpstatus_all": True,
+                "dont_retry": True,
+            },
+        )
         record = dict(resource)  # url, resource_type, surt (from the worker)
         await self.room.wait(request)
         try:
             response = await self.crawler.engine.download_async(request)
-        except Exception as exc:  # noqa: BLE001 - DNS, refused, refused by the guard, too large...
+        except Exception as exc:
             record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
             return record, None
         finally:
             self.room.left(request)
         self.crawler.stats.inc_value("ingest/resources/fetched")
         body = response.body
-        record.update(timestamp=iso_seconds(dt14()), status_code=response.status, size=len(body),
-                      header_mimetype=header_mimetype(response.headers.get("Content-Type")))
+        record.update(
+            timestamp=iso_seconds(dt14()),
+            status_code=response.status,
+            size=len(body),
+            header_mimetype=header_mimetype(response.headers.get("Content-Type")),
+        )
         if response.url != resource["url"]:
             record["terminal_url"] = response.url
         if response.meta.get(WARC_META):
@@ -451,7 +557,9 @@ class IngestSpider(scrapy.Spider):
         if isinstance(failure.value, _TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
         status, message = failure_status(failure.value)
-        self.logger.info("ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message)
+        self.logger.info(
+            "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
+        )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
 
@@ -480,4 +588,3 @@ def failure_status(exc: BaseException) -> tuple[str, str]:
     if type(exc).__name__ in ("CancelledError", "DownloadCancelledError"):
         return "body-too-large", message
     return "fetch-error", message
-

@@ -35,11 +35,19 @@ from ..store.crawler import store_for
 from .base import split_urls
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
-ACCEPT = ", ".join([
-    "application/n-quads", "application/n-triples", "application/trig", "text/turtle",
-    "application/rdf+xml", "application/ld+json;q=0.9", "application/xhtml+xml;q=0.5",
-    "text/html;q=0.3", "*/*;q=0.1",
-])
+ACCEPT = ", ".join(
+    [
+        "application/n-quads",
+        "application/n-triples",
+        "application/trig",
+        "text/turtle",
+        "application/rdf+xml",
+        "application/ld+json;q=0.9",
+        "application/xhtml+xml;q=0.5",
+        "text/html;q=0.3",
+        "*/*;q=0.1",
+    ]
+)
 
 
 class LaundromatSpider(scrapy.Spider):
@@ -70,7 +78,8 @@ class LaundromatSpider(scrapy.Spider):
         spider.max_hops = settings.getint("REDIRECT_MAX_TIMES", 10)
         spider.seeds = SeedList(store_for(crawler))
         spider.processor = Processor(
-            spider.seeds, spider.output_dir,
+            spider.seeds,
+            spider.output_dir,
             workers=settings.getint("LAUNDROMAT_WORKERS", 1),
             limits=ArchiveLimits.from_settings(settings),
             options=CleanOptions(
@@ -132,12 +141,27 @@ class LaundromatSpider(scrapy.Spider):
             self.crawler.stats.inc_value("store/ll_seeds/inserted")
         return doc, created
 
-    def seed_request(self, seed: dict, start: bool = False, uri: str | None = None, hops: list | None = None,
-                     begin: str | None = None) -> scrapy.Request:
+    def seed_request(
+        self,
+        seed: dict,
+        start: bool = False,
+        uri: str | None = None,
+        hops: list | None = None,
+        begin: str | None = None,
+    ) -> scrapy.Request:
         return scrapy.Request(
-            uri or seed["uri"], callback=self.parse, errback=self.download_failed, dont_filter=True,
-            meta={"seed": seed, "hops": hops or [], "begin": begin, "dont_redirect": True,
-                  "handle_httpstatus_all": True, START_META: start},
+            uri or seed["uri"],
+            callback=self.parse,
+            errback=self.download_failed,
+            dont_filter=True,
+            meta={
+                "seed": seed,
+                "hops": hops or [],
+                "begin": begin,
+                "dont_redirect": True,
+                "handle_httpstatus_all": True,
+                START_META: start,
+            },
         )
 
     # -- downloads --------------------------------------------------------------------------------
@@ -146,8 +170,14 @@ class LaundromatSpider(scrapy.Spider):
         """The request for ``seed``, after its download record is persisted (seed: downloading)."""
         begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
-        record = {"_id": key, "parent": seed["_id"], "seed": seed["_id"], "status": states.DOWNLOADING,
-                  "uri": seed["uri"], "timestamp": {"begin": begin, "end": None}}
+        record = {
+            "_id": key,
+            "parent": seed["_id"],
+            "seed": seed["_id"],
+            "status": states.DOWNLOADING,
+            "uri": seed["uri"],
+            "timestamp": {"begin": begin, "end": None},
+        }
         docs = [record]
         if seed["status"] == states.DOWNLOADING and seed.get("download"):
             # A crashed run left this download half-done: it ends as failed, a new one starts.
@@ -189,9 +219,16 @@ class LaundromatSpider(scrapy.Spider):
         name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         ctype = response.headers.get("Content-Type")
         record = dict(
-            record, status=states.FILED, http=meta["hops"], file=str(path.relative_to(self.output_dir)),
-            timestamp={"begin": meta["begin"], "end": now_iso()}, base_uri=response.url, name=name,
-            content_type=ctype.decode("latin-1") if ctype else None, depth=0, **content,
+            record,
+            status=states.FILED,
+            http=meta["hops"],
+            file=str(path.relative_to(self.output_dir)),
+            timestamp={"begin": meta["begin"], "end": now_iso()},
+            base_uri=response.url,
+            name=name,
+            content_type=ctype.decode("latin-1") if ctype else None,
+            depth=0,
+            **content,
         )
         seed = dict(seed, status=states.ADDED, processed=now_iso())
         await self._db(self.seeds.put, record, seed)
@@ -212,7 +249,9 @@ class LaundromatSpider(scrapy.Spider):
 
     def _filed_sitemap(self, doc: dict) -> bytes | None:
         """The body of a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``, else None."""
-        if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get("seed"):
+        if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get(
+            "seed"
+        ):
             return None
         path = self.output_dir / (doc.get("file") or "")
         if not doc.get("file") or not path.is_file():
@@ -233,27 +272,49 @@ class LaundromatSpider(scrapy.Spider):
             return
         entries = []
         for url in sitemap.urls + sitemap.sitemaps:
-            entries.append((url.loc, {"interval": interval_for(url.changefreq, self.default_interval),
-                                      "lastmod": url.lastmod, "priority": url.priority}))
+            entries.append(
+                (
+                    url.loc,
+                    {
+                        "interval": interval_for(url.changefreq, self.default_interval),
+                        "lastmod": url.lastmod,
+                        "priority": url.priority,
+                    },
+                )
+            )
         for dataset in sitemap.datasets:
             for dump in dataset.data_dumps:
-                entries.append((dump, {
-                    "interval": interval_for(dataset.changefreq, self.default_interval),
-                    "dataset_label": dataset.label, "dataset_uri": dataset.uri,
-                    "linked_data_prefix": dataset.linked_data_prefixes or None, "lastmod": dataset.lastmod,
-                }))
+                entries.append(
+                    (
+                        dump,
+                        {
+                            "interval": interval_for(dataset.changefreq, self.default_interval),
+                            "dataset_label": dataset.label,
+                            "dataset_uri": dataset.uri,
+                            "linked_data_prefix": dataset.linked_data_prefixes or None,
+                            "lastmod": dataset.lastmod,
+                        },
+                    )
+                )
         children = []
         for loc, extra in entries:
             doc, created = await self.register(loc, origin="sitemap", found_in=record["_id"], **extra)
             children.append(doc["_id"])
             if download and created and is_due(doc):
                 yield await self.download(doc)
-        await self._db(self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children))
+        await self._db(
+            self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children)
+        )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
     async def _fail(self, meta: dict, error: str, body: bytes | None = None) -> None:
-        record = dict(meta["download"], status=states.FAILED, http=meta["hops"], error=error,
-                      timestamp={"begin": meta["begin"], "end": now_iso()})
+        record = dict(
+            meta["download"],
+            status=states.FAILED,
+            http=meta["hops"],
+            error=error,
+            timestamp={"begin": meta["begin"], "end": now_iso()},
+        )
         if body:
             record["content"] = body.decode("utf-8", "replace")
         seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
@@ -267,4 +328,6 @@ class LaundromatSpider(scrapy.Spider):
         request = failure.request
         request.meta["hops"].append(failed_hop(request.url, failure.value))
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
-        self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=request.url, spider=self)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=failure, url=request.url, spider=self
+        )

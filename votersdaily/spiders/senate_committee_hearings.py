@@ -43,8 +43,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
     frequency_hours = 2.0  # regenerated about every 2 hours
     listing_urls = ("https://www.senate.gov/general/committee_schedules/hearings.xml",)
     recordings = {
-        "gov/senate_hearings/hearings_2026-07-30_wayback.xml":
-            "https://www.senate.gov/general/committee_schedules/hearings.xml",
+        "gov/senate_hearings/hearings_2026-07-30_wayback.xml": "https://www.senate.gov/general/committee_schedules/hearings.xml",
         "gov/senate_hearings/hearings.xml": "https://www.senate.gov/general/committee_schedules/hearings.xml",
     }
     custom_settings = {
@@ -61,7 +60,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         if texts is None or len(texts) != len(meetings):
             texts = [outer_xml(m) for m in meetings]
         events = []
-        for meeting, text in zip(meetings, texts):
+        for meeting, text in zip(meetings, texts, strict=True):
             if self._is_placeholder(meeting):
                 self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
                 continue
@@ -70,8 +69,11 @@ class SenateCommitteeHearingsSpider(EventSpider):
 
     @staticmethod
     def _is_placeholder(meeting: etree._Element) -> bool:
-        return not text_of(meeting, "identifier") and not text_of(meeting, "cmte_code") \
+        return (
+            not text_of(meeting, "identifier")
+            and not text_of(meeting, "cmte_code")
             and not text_of(meeting, "committee")
+        )
 
     def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
         cmte_code = text_of(meeting, "cmte_code")
@@ -108,8 +110,9 @@ class SenateCommitteeHearingsSpider(EventSpider):
                 return parse_local("%s %s" % (day, clock), "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M")
             return parse_local(text_of(meeting, "date").title(), "%d-%b-%Y %I:%M %p")
         except ValueError as exc:
-            raise UnexpectedDocument("%s: meeting %s has no usable date/time: %s"
-                                     % (url, text_of(meeting, "identifier"), exc)) from None
+            raise UnexpectedDocument(
+                "%s: meeting %s has no usable date/time: %s" % (url, text_of(meeting, "identifier"), exc)
+            ) from None
 
     @staticmethod
     def _parse_description(meeting: etree._Element) -> str:

@@ -39,10 +39,8 @@ class SenateFloorScheduleSpider(EventSpider):
     frequency_hours = 1.0
     listing_urls = ("https://www.senate.gov/legislative/schedule/floor_schedule.json",)
     recordings = {
-        "gov/senate_floor_schedule/floor_schedule_start.json":
-            "https://www.senate.gov/legislative/schedule/floor_schedule.json",
-        "gov/senate_floor_schedule/floor_schedule_end.json":
-            "https://www.senate.gov/legislative/schedule/floor_schedule.json",
+        "gov/senate_floor_schedule/floor_schedule_start.json": "https://www.senate.gov/legislative/schedule/floor_schedule.json",
+        "gov/senate_floor_schedule/floor_schedule_end.json": "https://www.senate.gov/legislative/schedule/floor_schedule.json",
     }
     custom_settings = {
         **EventSpider.custom_settings,
@@ -58,8 +56,9 @@ class SenateFloorScheduleSpider(EventSpider):
 
     def _event(self, entry: JsonText, url: str) -> dict:
         if not isinstance(entry.value, dict):
-            raise UnexpectedDocument("%s: a floorProceedings entry is %s, not an object"
-                                     % (url, type(entry.value).__name__))
+            raise UnexpectedDocument(
+                "%s: a floorProceedings entry is %s, not an object" % (url, type(entry.value).__name__)
+            )
         data = entry.value
         when = self._parse_datetime(data, url)
         return {

@@ -34,8 +34,7 @@ class SenateVotesSpider(EventSpider):
     entity = "Senate"
     frequency_hours = 2.0
     recordings = {
-        "gov/senate_vote/senate-vote-108-2-00213.xml":
-            "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1082/vote_108_2_00213.xml",
+        "gov/senate_vote/senate-vote-108-2-00213.xml": "https://www.senate.gov/legislative/LIS/roll_call_votes/vote1082/vote_108_2_00213.xml",
     }
     #: senate.gov sits behind a CDN that rate-limits bursts: one request at a time, 2 s apart.
     custom_settings = {
@@ -119,7 +118,7 @@ class SenateVotesSpider(EventSpider):
         if block is None:
             return None
         return {
-            child.tag[len(prefix):] if child.tag.startswith(prefix) else child.tag: text_of(child)
+            child.tag[len(prefix) :] if child.tag.startswith(prefix) else child.tag: text_of(child)
             for child in block
             if isinstance(child.tag, str)
         }

@@ -41,11 +41,9 @@ class SupremeCourtOrdersSpider(EventSpider):
     entity = "Supreme Court"
     frequency_hours = 6.0
     recordings = {
-        "shared:fixtures/inplace/gov/supreme_court/scotus_orders_home.html":
-            "https://www.supremecourt.gov/orders/ordersofthecourt/23",
+        "shared:fixtures/inplace/gov/supreme_court/scotus_orders_home.html": "https://www.supremecourt.gov/orders/ordersofthecourt/23",
         # The recorder did not note the URL; the page's form posts to ./15 of this listing.
-        "shared:fixtures/inplace/gov/supreme_court/scotus_relating_example.html":
-            "https://www.supremecourt.gov/opinions/relatingtoorders/15",
+        "shared:fixtures/inplace/gov/supreme_court/scotus_relating_example.html": "https://www.supremecourt.gov/opinions/relatingtoorders/15",
     }
     custom_settings = {
         **EventSpider.custom_settings,
@@ -71,8 +69,9 @@ class SupremeCourtOrdersSpider(EventSpider):
         if response.xpath(RELATING_HEADER):
             return self._relating(response, page, base)
         raise_if_error_page(fold(response.xpath("//title/text()").get()), response.url)
-        raise UnexpectedDocument("%s is neither an orders listing nor an opinions-relating-to-orders table"
-                                 % response.url)
+        raise UnexpectedDocument(
+            "%s is neither an orders listing nor an opinions-relating-to-orders table" % response.url
+        )
 
     # -- "Orders of the Court: Term Year 2023" -----------------------------------------------------
 
@@ -83,19 +82,21 @@ class SupremeCourtOrdersSpider(EventSpider):
             href = row.xpath("span/a/@href").get().strip()
             kind = fold(row.xpath("span/a//text()").get())
             date_text = fold(row.xpath("span[1]/text()").get())
-            events.append({
-                "datetime": self._parse_date(date_text, response.url),
-                "title": kind,
-                "description": None,  # the listing has no text beyond the kind of order
-                "unique_key": self._parse_file_name(href),
-                "source_text": self._parse_source_text(page, href, "div", seen) or row.get(),
-                "event_url": self._parse_url(base, href),
-                "order_type": kind,
-                "pdf_url": self._parse_url(base, href),
-                "pdf_file": self._parse_file_name(href),
-                "date_text": date_text,
-                "term_year": int(term.group(1)) if term else None,
-            })
+            events.append(
+                {
+                    "datetime": self._parse_date(date_text, response.url),
+                    "title": kind,
+                    "description": None,  # the listing has no text beyond the kind of order
+                    "unique_key": self._parse_file_name(href),
+                    "source_text": self._parse_source_text(page, href, "div", seen) or row.get(),
+                    "event_url": self._parse_url(base, href),
+                    "order_type": kind,
+                    "pdf_url": self._parse_url(base, href),
+                    "pdf_file": self._parse_file_name(href),
+                    "date_text": date_text,
+                    "term_year": int(term.group(1)) if term else None,
+                }
+            )
         return events
 
     # -- "2015 Term Opinions Relating to Orders" (the older table layout) --------------------------
@@ -111,24 +112,28 @@ class SupremeCourtOrdersSpider(EventSpider):
             docket = fold(cells[1].xpath("string(.)").get())
             date_text = fold(cells[0].xpath("string(.)").get())
             revised = cells[3].xpath("a") if len(cells) > 3 else []
-            events.append({
-                "datetime": self._parse_date(date_text, response.url),
-                "title": "%s (No. %s): opinion relating to orders" % (case, docket),
-                "description": None,
-                "unique_key": self._parse_file_name(href),
-                "source_text": self._parse_source_text(page, href, "tr", seen) or row.get(),
-                "event_url": self._parse_url(base, href),
-                "order_type": "Opinion Relating to Orders",
-                "case_name": case,
-                "docket": docket,
-                "justice": fold(cells[4].xpath("string(.)").get()) if len(cells) > 4 else "",
-                "reporter_part": fold(cells[5].xpath("string(.)").get()) if len(cells) > 5 else "",
-                "pdf_url": self._parse_url(base, href),
-                "pdf_file": self._parse_file_name(href),
-                "revised_pdf_url": self._parse_url(base, revised[0].xpath("@href").get().strip()) if revised else None,
-                "revised_date": fold(revised[0].xpath("string(.)").get()) if revised else None,
-                "date_text": date_text,
-            })
+            events.append(
+                {
+                    "datetime": self._parse_date(date_text, response.url),
+                    "title": "%s (No. %s): opinion relating to orders" % (case, docket),
+                    "description": None,
+                    "unique_key": self._parse_file_name(href),
+                    "source_text": self._parse_source_text(page, href, "tr", seen) or row.get(),
+                    "event_url": self._parse_url(base, href),
+                    "order_type": "Opinion Relating to Orders",
+                    "case_name": case,
+                    "docket": docket,
+                    "justice": fold(cells[4].xpath("string(.)").get()) if len(cells) > 4 else "",
+                    "reporter_part": fold(cells[5].xpath("string(.)").get()) if len(cells) > 5 else "",
+                    "pdf_url": self._parse_url(base, href),
+                    "pdf_file": self._parse_file_name(href),
+                    "revised_pdf_url": self._parse_url(base, revised[0].xpath("@href").get().strip())
+                    if revised
+                    else None,
+                    "revised_date": fold(revised[0].xpath("string(.)").get()) if revised else None,
+                    "date_text": date_text,
+                }
+            )
         return events
 
     # -- fields ------------------------------------------------------------------------------------

@@ -52,8 +52,8 @@ def mask_uri(uri: str) -> str:
 
 __all__ = [
     "DEFAULT_STORE_URI",
-    "Row",
     "STORE_ENV",
+    "Row",
     "Store",
     "StoreError",
     "StoreUnavailable",

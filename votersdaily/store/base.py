@@ -8,8 +8,9 @@ Calls block: callers on the Twisted reactor run them in a thread (see :mod:`.wri
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 class StoreError(RuntimeError):

@@ -8,7 +8,8 @@ explicitly (PouchDB Server answers ``text/plain`` otherwise), paging uses unique
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
@@ -34,7 +35,9 @@ def _jsonify(params: dict) -> dict:
     for name, value in params.items():
         if value is None:
             continue
-        out[name] = json.dumps(value) if name in ("key", "startkey", "endkey") or isinstance(value, bool) else value
+        out[name] = (
+            json.dumps(value) if name in ("key", "startkey", "endkey") or isinstance(value, bool) else value
+        )
     return out
 
 
@@ -57,13 +60,17 @@ class CouchStore:
 
     # -- HTTP ------------------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs) -> requests.Response:
+    def _request(
+        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs
+    ) -> requests.Response:
         url = self.base + path
         try:
             response = self.session.request(method, url, timeout=self.timeout, **kwargs)
         except requests.RequestException as exc:
             # The exception text may carry the URL; the base URL never holds credentials.
-            raise StoreUnavailable("%s %s%s failed: %s" % (method, self.display_uri, path, type(exc).__name__)) from None
+            raise StoreUnavailable(
+                "%s %s%s failed: %s" % (method, self.display_uri, path, type(exc).__name__)
+            ) from None
         if response.status_code in ok or response.status_code in allow:
             return response
         if response.status_code >= 500:
@@ -71,7 +78,8 @@ class CouchStore:
                 "%s %s%s answered %d" % (method, self.display_uri, path, response.status_code)
             )
         raise StoreError(
-            "%s %s%s answered %d: %s" % (method, self.display_uri, path, response.status_code, response.text[:300])
+            "%s %s%s answered %d: %s"
+            % (method, self.display_uri, path, response.status_code, response.text[:300])
         )
 
     def _json(self, method: str, path: str, **kwargs) -> Any:
@@ -79,7 +87,9 @@ class CouchStore:
         try:
             return response.json()
         except ValueError:
-            raise StoreError("%s %s%s answered non-JSON: %r" % (method, self.display_uri, path, response.text[:200])) from None
+            raise StoreError(
+                "%s %s%s answered non-JSON: %r" % (method, self.display_uri, path, response.text[:200])
+            ) from None
 
     # -- databases -----------------------------------------------------------------------------
 
@@ -107,7 +117,9 @@ class CouchStore:
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = self._json(
-                "POST", "%s/_all_docs" % quote(db, safe=""), params={"include_docs": "true"},
+                "POST",
+                "%s/_all_docs" % quote(db, safe=""),
+                params={"include_docs": "true"},
                 data=json.dumps({"keys": chunk}),
             )
             for row in answer.get("rows", []):
@@ -148,21 +160,41 @@ class CouchStore:
     def count(self, db: str) -> int:
         info = self._json("GET", quote(db, safe=""))
         designs = self._json(
-            "GET", "%s/_all_docs" % quote(db, safe=""),
+            "GET",
+            "%s/_all_docs" % quote(db, safe=""),
             params={"startkey": json.dumps("_design/"), "endkey": json.dumps("_design0")},
         ).get("rows", [])
         return int(info.get("doc_count", 0)) - len(designs)
 
     # -- views ---------------------------------------------------------------------------------
 
-    def query(self, db, view, *, key=None, keys=None, startkey=None, endkey=None, descending=False,
-              limit=None, skip=0, include_docs=True) -> list[Row]:
+    def query(
+        self,
+        db,
+        view,
+        *,
+        key=None,
+        keys=None,
+        startkey=None,
+        endkey=None,
+        descending=False,
+        limit=None,
+        skip=0,
+        include_docs=True,
+    ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (quote(db, safe=""), DESIGN_NAME, quote(view, safe=""))
-        params = _jsonify({
-            "key": key, "startkey": startkey, "endkey": endkey,
-            "descending": descending or None, "limit": limit, "skip": skip or None,
-            "include_docs": include_docs, "reduce": False,
-        })
+        params = _jsonify(
+            {
+                "key": key,
+                "startkey": startkey,
+                "endkey": endkey,
+                "descending": descending or None,
+                "limit": limit,
+                "skip": skip or None,
+                "include_docs": include_docs,
+                "reduce": False,
+            }
+        )
         if keys is not None:
             answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}))
         else:

@@ -11,7 +11,7 @@ crawl's engine is paused: Scrapy would otherwise go on downloading and parking r
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from twisted.internet import defer, threads
 
@@ -37,7 +37,7 @@ def store_for(crawler) -> Store:
     return store
 
 
-def writers_of(crawler) -> list["CrawlerWriter"]:
+def writers_of(crawler) -> list[CrawlerWriter]:
     return list(getattr(crawler, _WRITERS_ATTR, []))
 
 
@@ -58,7 +58,9 @@ class CrawlerWriter:
             retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES", 0),
             retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF", 1.0),
             retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY", 30.0),
-            spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED", True) else None,
+            spool=Spool.from_settings(settings)
+            if settings.getbool("VOTERSDAILY_SPOOL_ENABLED", True)
+            else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE", True)
         self._opened: defer.Deferred | None = None
@@ -94,7 +96,9 @@ class CrawlerWriter:
             report = spool.deliver(self.store, self.db)
             self.batch.outage.delivered_from_spool += report.documents
             self._count(report.result)
-            logger.warning("delivered %d documents spooled by an earlier run to %s", report.documents, self.db)
+            logger.warning(
+                "delivered %d documents spooled by an earlier run to %s", report.documents, self.db
+            )
 
     @property
     def outage(self):
@@ -135,7 +139,9 @@ class CrawlerWriter:
         return self.batch.flush()
 
 
-def writer_for(crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None) -> CrawlerWriter:
+def writer_for(
+    crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None
+) -> CrawlerWriter:
     writer = CrawlerWriter(crawler, db, ignore=ignore, after_batch=after_batch)
     writers = getattr(crawler, _WRITERS_ATTR, None)
     if writers is None:

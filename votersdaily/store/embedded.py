@@ -13,8 +13,9 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .base import Row, StoreError
 from .revisions import next_rev, rev_number
@@ -74,7 +75,7 @@ class EmbeddedStore:
         self._conn.executescript(SCHEMA)
 
     @classmethod
-    def from_uri(cls, uri: str) -> "EmbeddedStore":
+    def from_uri(cls, uri: str) -> EmbeddedStore:
         # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
         path = uri[len("sqlite:") :]
         if path.startswith("///"):
@@ -169,9 +170,12 @@ class EmbeddedStore:
                         if key is not None:
                             view_rows.append((db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id))
                 self._delete_view_rows(db, touched)
-                self._conn.executemany("INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows)
                 self._conn.executemany(
-                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)", view_rows)
+                    "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows
+                )
+                self._conn.executemany(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)", view_rows
+                )
         return results
 
     def _current_revs(self, db: str, ids: list[str]) -> dict[str, str]:
@@ -240,12 +244,17 @@ class EmbeddedStore:
             stubs[name] = {"content_type": content_type, "digest": digest, "length": len(data), "stub": True}
             keep.add(name)
         if current is not None:
-            existing = [r[0] for r in self._conn.execute(
-                "SELECT name FROM attachments WHERE db = ? AND id = ?", (db, doc_id))]
+            existing = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT name FROM attachments WHERE db = ? AND id = ?", (db, doc_id)
+                )
+            ]
             for name in existing:
                 if name not in keep:
                     self._conn.execute(
-                        "DELETE FROM attachments WHERE db=? AND id=? AND name=?", (db, doc_id, name))
+                        "DELETE FROM attachments WHERE db=? AND id=? AND name=?", (db, doc_id, name)
+                    )
         return stubs
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
@@ -261,7 +270,8 @@ class EmbeddedStore:
             with self._lock:
                 self._require(db)
                 rows = self._conn.execute(
-                    "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT 1000", (db, last)
+                    "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT 1000",
+                    (db, last),
                 ).fetchall()
             if not rows:
                 return
@@ -280,8 +290,20 @@ class EmbeddedStore:
 
     # -- views ---------------------------------------------------------------------------------
 
-    def query(self, db, view, *, key=None, keys=None, startkey=None, endkey=None, descending=False,
-              limit=None, skip=0, include_docs=True) -> list[Row]:
+    def query(
+        self,
+        db,
+        view,
+        *,
+        key=None,
+        keys=None,
+        startkey=None,
+        endkey=None,
+        descending=False,
+        limit=None,
+        skip=0,
+        include_docs=True,
+    ) -> list[Row]:
         spec = views_for(db).get(view)
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 #: Keys CouchDB manages; never part of a document's content.
 META_KEYS = frozenset({"_id", "_rev", "_attachments", "_deleted", "_conflicts", "_revisions"})

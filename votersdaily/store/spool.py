@@ -16,9 +16,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from .base import Store
 from .upsert import UpsertResult, upsert
@@ -89,7 +89,7 @@ class Spool:
         self.directory = Path(directory)
 
     @classmethod
-    def from_settings(cls, settings) -> "Spool":
+    def from_settings(cls, settings) -> Spool:
         return cls(spool_dir(settings))
 
     # -- writing -------------------------------------------------------------------------------
@@ -100,8 +100,13 @@ class Spool:
         return self.directory / name
 
     @staticmethod
-    def append(path: Path, db: str, docs: Iterable[dict], ignore: Iterable[str] = (),
-               after_batch: Callable | None = None) -> int:
+    def append(
+        path: Path,
+        db: str,
+        docs: Iterable[dict],
+        ignore: Iterable[str] = (),
+        after_batch: Callable | None = None,
+    ) -> int:
         """Append ``docs`` to ``path`` and fsync; the count written."""
         meta = {"db": db, "ignore": list(ignore), "after_batch": hook_name(after_batch)}
         n = 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from .base import Store, StoreError
 from .revisions import same_content
@@ -35,7 +35,7 @@ class UpsertResult:
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)
 
-    def merge(self, other: "UpsertResult") -> None:
+    def merge(self, other: UpsertResult) -> None:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
@@ -46,8 +46,14 @@ class UpsertResult:
         self.spooled += other.spooled
 
 
-def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = (),
-           insert_first: bool = False, before_write: Callable[[list[dict]], None] | None = None) -> UpsertResult:
+def upsert(
+    store: Store,
+    db: str,
+    docs: Iterable[dict],
+    ignore: Iterable[str] = (),
+    insert_first: bool = False,
+    before_write: Callable[[list[dict]], None] | None = None,
+) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
     ``insert_first`` skips the read for a batch that is expected to be new (a first crawl): the
@@ -80,7 +86,7 @@ def upsert(store: Store, db: str, docs: Iterable[dict], ignore: Iterable[str] = 
         if not pending:
             break
         if round_:
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2 ** round_))
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))
         existing = store.get_many(db, pending)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from twisted.internet import defer, threads
 
-from .base import Store, StoreUnavailable
 from ..clock import now_iso
+from .base import Store, StoreUnavailable
 from .spool import Spool
 from .upsert import UpsertResult, upsert
 
@@ -140,15 +140,26 @@ class BatchWriter:
         try:
             return self._retrying(self._deliver_spooled, self.retry_times)
         except StoreUnavailable:
-            logger.error("store %s still unavailable: %d documents for %s stay spooled in %s; "
-                         "deliver them with `python -m votersdaily flush`",
-                         self.store.display_uri, self.outage.spooled, self.db, self._spool_path)
+            logger.error(
+                "store %s still unavailable: %d documents for %s stay spooled in %s; "
+                "deliver them with `python -m votersdaily flush`",
+                self.store.display_uri,
+                self.outage.spooled,
+                self.db,
+                self._spool_path,
+            )
             return UpsertResult()
 
     def _write_now(self, batch: list[dict]) -> UpsertResult:
         prepare = getattr(self.after_batch, "before_write", None)
-        result = upsert(self.store, self.db, batch, self.ignore, insert_first=self._expect_new,
-                        before_write=None if prepare is None else lambda docs: prepare(self.store, self.db, docs))
+        result = upsert(
+            self.store,
+            self.db,
+            batch,
+            self.ignore,
+            insert_first=self._expect_new,
+            before_write=None if prepare is None else lambda docs: prepare(self.store, self.db, docs),
+        )
         # Adapt to the crawl: mostly new documents → write first; mostly known ones → read first.
         self._expect_new = len(result.inserted) * 2 > len(batch)
         if self.after_batch is not None:
@@ -164,10 +175,16 @@ class BatchWriter:
                 self.outage.failed(exc)
                 if attempt == retries:
                     raise
-                delay = min(self.retry_max_delay, self.retry_backoff * 2 ** attempt)
+                delay = min(self.retry_max_delay, self.retry_backoff * 2**attempt)
                 self.outage.retries += 1
-                logger.warning("store %s unavailable (%s); retry %d/%d in %.1fs",
-                               self.store.display_uri, exc, attempt + 1, retries, delay)
+                logger.warning(
+                    "store %s unavailable (%s); retry %d/%d in %.1fs",
+                    self.store.display_uri,
+                    exc,
+                    attempt + 1,
+                    retries,
+                    delay,
+                )
                 time.sleep(delay)
 
     def _spool(self, batch: list[dict]) -> UpsertResult:
@@ -177,8 +194,13 @@ class BatchWriter:
             self._spool_path = self.spool.new_file(self.db)
         n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.after_batch)
         self.outage.spooled += n
-        logger.error("store %s unavailable: %d documents for %s spooled to %s",
-                     self.store.display_uri, n, self.db, self._spool_path)
+        logger.error(
+            "store %s unavailable: %d documents for %s spooled to %s",
+            self.store.display_uri,
+            n,
+            self.db,
+            self._spool_path,
+        )
         return UpsertResult(spooled=[doc["_id"] for doc in batch])
 
     def _deliver_spooled(self) -> UpsertResult:
@@ -189,15 +211,22 @@ class BatchWriter:
             self._spool_path = path
             raise
         self.outage.delivered_from_spool += report.documents
-        logger.warning("store %s is back: %d spooled documents delivered to %s",
-                       self.store.display_uri, report.documents, self.db)
+        logger.warning(
+            "store %s is back: %d spooled documents delivered to %s",
+            self.store.display_uri,
+            report.documents,
+            self.db,
+        )
         return report.result
 
     def _failed(self, failure, batch: list[dict]):
         self.errors.append(failure.value)
         logger.error(
             "writing %d documents to %s in %s failed: %s",
-            len(batch), self.db, self.store.display_uri, failure.getErrorMessage(),
+            len(batch),
+            self.db,
+            self.store.display_uri,
+            failure.getErrorMessage(),
             exc_info=(failure.type, failure.value, failure.getTracebackObject()),
         )
         result = UpsertResult()
