@@ -1,4 +1,4 @@
-"""Every rule of DESIGN.md §4, one test per rule."""
+"""Every rule of docs/events.md §2, one test per rule."""
 
 import datetime
 

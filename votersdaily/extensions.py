@@ -1,4 +1,4 @@
-"""The run log: one ``vd_log`` document per spider run (DESIGN.md §5), written at spider close.
+"""The run log: one ``vd_log`` document per spider run (docs/events.md §3), written at spider close.
 
 It observes the crawl (signals and stats) and never touches the items: what was fetched from the
 start URL, how long the run took, what the store did with the items, what was dropped and why, and

@@ -5,4 +5,4 @@ from __future__ import annotations
 
 
 class EventItem(dict):
-    """One event of DESIGN.md §4, plus ``unique_key`` and any ad hoc keys of its source."""
+    """One event of docs/events.md §2, plus ``unique_key`` and any ad hoc keys of its source."""

@@ -68,7 +68,7 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
 
 
 class ValidateEventPipeline(_CrawlerPipeline):
-    """Every rule of DESIGN.md §4; an invalid event is dropped with its reason, never stored."""
+    """Every rule of docs/events.md §2; an invalid event is dropped with its reason, never stored."""
 
     def process_item(self, item):
         if not isinstance(item, EventItem):

@@ -1,4 +1,4 @@
-"""The event and run-log contracts of DESIGN.md §4–5, in one place: names, keys and their rules."""
+"""The event and run-log contracts of docs/events.md §2–3, in one place: names, keys and their rules."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def parse_iso_utc(value: str) -> datetime:
 
 
 def validate_event(event: Mapping[str, Any]) -> None:
-    """Raise :class:`InvalidEvent` for the first broken rule of DESIGN.md §4."""
+    """Raise :class:`InvalidEvent` for the first broken rule of docs/events.md §2."""
     for key, nullable in EVENT_KEYS.items():
         if key not in event:
             raise InvalidEvent("missing:%s" % key, "required key %r is missing" % key)
@@ -169,7 +169,7 @@ def _json_size_bound(value: Any, depth: int = 0) -> int:
 
 
 def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:
-    """``<datetime>-<parser_name>-<unique_key>`` (DESIGN.md §4), whitespace in the key folded."""
+    """``<datetime>-<parser_name>-<unique_key>`` (docs/events.md §2), whitespace in the key folded."""
     key = " ".join(unique_key.split())
     return "%s-%s-%s" % (datetime_iso, parser_name, key)
 

@@ -1,6 +1,6 @@
 """Event and run-log documents for the feeds tests, written through the foundation's own write path.
 
-These are hand-made documents of the project's schema (DESIGN.md §4–5), not a source's format; the
+These are hand-made documents of the project's schema (docs/events.md §2–3), not a source's format; the
 tests' expected values are the values written here.
 """
 

@@ -1,4 +1,4 @@
-"""Pure helpers: URL cleaning (INGEST.md §4.3 examples), fuzzy equality, meta matching case,
+"""Pure helpers: URL cleaning (docs/ingest.md §12 examples), fuzzy equality, meta matching case,
 SSRF address rules, file metadata, hop rules, scope thresholds, file table names."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ C14N_RDF12_ONLY = {
     "rdf12/rdf-n-quads/c14n#triple-term-04",
 }
 #: Formats whose parser gives no position with its errors (pyoxigraph's RDF/XML SyntaxError has no
-#: lineno, LAUNDROMAT.md §4.1 item 4): their negative tests are only asked for an error. Every other
+#: lineno, docs/laundromat.md §5): their negative tests are only asked for an error. Every other
 #: format's negative tests must record an error with a line number.
 NO_ERROR_LINES = {"RDF/XML"}
 OPTIONS = CleanOptions(gzip_level=1)

@@ -14,7 +14,7 @@ from votersdaily.laundromat.seeds import interval_for, is_due, is_stale, new_see
 from votersdaily.laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
 from votersdaily.laundromat.uris import is_relative, normalise_uri, remove_dot_segments, uri_key
 
-# RFC 3986 §6.2.2 examples and LAUNDROMAT.md §4.3's vectors.
+# RFC 3986 §6.2.2 examples and docs/laundromat.md §1's vectors.
 NORMALISATION = [
     ("HTTP://www.EXAMPLE.com/%7euser/a/./b/../c", "http://www.example.com/~user/a/c"),
     ("http://example.com/a%2fb", "http://example.com/a%2Fb"),  # reserved stays encoded, hex upper-cased

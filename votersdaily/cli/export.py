@@ -1,4 +1,4 @@
-"""``export ics|json [filters]``: a feed of events on standard output (DESIGN.md §6)."""
+"""``export ics|json [filters]``: a feed of events on standard output (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bibliographic metadata from HTML meta tags (INGEST.md §3.1-3.4): BiblioMetadata as a dict."""
+"""Bibliographic metadata from HTML meta tags (docs/ingest.md §9): BiblioMetadata as a dict."""
 
 from __future__ import annotations
 

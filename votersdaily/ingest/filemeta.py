@@ -1,4 +1,4 @@
-"""File metadata over the bytes themselves (INGEST.md §4.1): sizes, hashes, libmagic mimetype."""
+"""File metadata over the bytes themselves (docs/ingest.md §11): sizes, hashes, libmagic mimetype."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def b32_hex(value: str) -> str:
     raise ValueError("not a base32 or hex SHA-1: %r" % value)
 
 
-#: Sniffed mimetypes accepted as the terminal document, per ingest type (INGEST.md §1.2 step 14).
+#: Sniffed mimetypes accepted as the terminal document, per ingest type (docs/ingest.md §2).
 #: ``zip``/``rar`` are listed without upstream's trailing-space bug.
 ACCEPTED_MIMETYPES: dict[str, tuple[str, ...]] = {
     "pdf": ("application/pdf",),

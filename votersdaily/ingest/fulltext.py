@@ -1,4 +1,4 @@
-"""Landing page → fulltext links (INGEST.md §1.4, §3.5): declarative pattern tables, then
+"""Landing page → fulltext links (docs/ingest.md §4): declarative pattern tables, then
 publisher-specific rules for PDFs."""
 
 from __future__ import annotations

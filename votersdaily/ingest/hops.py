@@ -1,4 +1,4 @@
-"""The hop loop's state and rules (INGEST.md §1.2-1.3), kept apart from Scrapy so it can be read
+"""The hop loop's state and rules (docs/ingest.md §2–3), kept apart from Scrapy so it can be read
 and tested on its own. The state lives in ``request.meta`` (JSON-serialisable), never on the
 spider, so any front end (a Redis-fed worker) can carry it."""
 
@@ -26,7 +26,7 @@ def new_state(request: dict) -> dict:
 
 
 def before_fetch(url: str) -> str | None:
-    """Status that stops the ingest before ``url`` is fetched (INGEST.md §1.2 step 2), or None."""
+    """Status that stops the ingest before ``url`` is fetched (docs/ingest.md §2), or None."""
     if matches(url, BASE_URL_BLOCKLIST):
         return "skip-url-blocklist"
     if matches(url, WALL_BLOCKLIST):

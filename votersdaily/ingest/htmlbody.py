@@ -1,4 +1,4 @@
-"""Fulltext body of an HTML page as TEI-XML via trafilatura (INGEST.md §1.7)."""
+"""Fulltext body of an HTML page as TEI-XML via trafilatura (docs/ingest.md §7)."""
 
 from __future__ import annotations
 

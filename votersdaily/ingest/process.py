@@ -181,7 +181,7 @@ def examine_hop(
     pdf_max_pages: int,
 ) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
-    rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
+    rules (docs/ingest.md §2) make it the terminal document, the type's processing.
     ``hops`` is the hop list including this URL. Raises :class:`BadGzip`."""
     fetched = describe_body(body, header_mimetype, max_body, with_magic=False)
     facts = HopFacts(fetched.file_meta, fetched.gunzipped, fetched.body if fetched.gunzipped else None)

@@ -1,4 +1,4 @@
-"""Ingest requests (sandcrawler's request shape, INGEST.md §2.2) and where they come from:
+"""Ingest requests (sandcrawler's request shape, docs/ingest.md §1) and where they come from:
 ``-a url=``, a JSON-lines file, or a database of the store. Sources are plain iterators of dicts so
 other front ends (a Redis queue) can feed :meth:`IngestSpider.make_ingest_request` the same way."""
 

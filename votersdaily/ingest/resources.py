@@ -1,4 +1,4 @@
-"""Sub-resources of an HTML page (INGEST.md §3.6): what a browser would fetch to render it, made
+"""Sub-resources of an HTML page (docs/ingest.md §10): what a browser would fetch to render it, made
 absolute, with trackers and ads filtered out and duplicates removed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The output shapes of INGEST.md §2: terminal, cdx, html resources, 14-digit datetimes."""
+"""The output shapes of docs/ingest.md §8: terminal, cdx, html resources, 14-digit datetimes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Platform and scope guessing (INGEST.md §1.6), with upstream's order and thresholds."""
+"""Platform and scope guessing (docs/ingest.md §6), with upstream's order and thresholds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""URL cleaning, fuzzy equality, SURT keys and the blocklists of INGEST.md §1.1 / §4.3-4.4."""
+"""URL cleaning, fuzzy equality, SURT keys and the blocklists of docs/ingest.md §1 and §12."""
 
 from __future__ import annotations
 

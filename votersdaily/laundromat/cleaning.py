@@ -1,7 +1,7 @@
 """Parse and clean: any supported serialisation in, canonical sorted unique gzipped N-Quads out.
 
 * Parser: pyoxigraph (a streaming Rust parser; the most conformant candidate measured in
-  LAUNDROMAT.md §3.4). RDFa comes from HTML through pyRdfa3, without vocabulary fetching.
+  docs/laundromat.md §4). RDFa comes from HTML through pyRdfa3, without vocabulary fetching.
 * Line-based formats (N-Triples, N-Quads) are parsed in chunks; a chunk with an error is re-parsed
   line by line, so one bad statement costs only its own line (LL-style per-statement recovery).
   Other formats stop at their first error (what came before is kept): a parser's guess past a

@@ -234,7 +234,7 @@ class Processor:
         clean_doc = {
             "_id": clean["key"],
             "status": states.CLEANED,
-            "parent": doc["_id"],  # DESIGN.md §6: a derived record points to its origin
+            "parent": doc["_id"],  # docs/laundromat.md §2: a derived record points to its origin
             "dirty": doc["_id"],
             "seed": doc.get("seed"),
             "format": doc["format"],

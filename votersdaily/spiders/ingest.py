@@ -568,7 +568,7 @@ _TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
 
 
 def failure_status(exc: BaseException) -> tuple[str, str]:
-    """The status for a fetch that raised ``exc`` (live-fetch equivalents of INGEST.md §1.3)."""
+    """The status for a fetch that raised ``exc`` (live-fetch equivalents of docs/ingest.md §3)."""
     message = "%s: %s" % (type(exc).__name__, exc)
     text = str(exc)
     if isinstance(exc, PrivateAddressRefused):

@@ -1,6 +1,6 @@
 """Storage: one small protocol (:class:`Store`), a CouchDB backend and an embedded SQLite backend.
 
-``open_store(uri)`` picks the backend from the URI (DESIGN.md §3):
+``open_store(uri)`` picks the backend from the URI (docs/events.md §1):
 ``sqlite:///path.db`` → embedded, ``http(s)://user:pass@host:port/`` → CouchDB.
 """
 
