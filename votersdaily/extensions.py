@@ -36,8 +36,8 @@ class RunLog:
     def __init__(self, crawler):
         self.crawler = crawler
         settings = crawler.settings
-        self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT", 256 * 1024)
-        self.preview_chars = settings.getint("VOTERSDAILY_LOG_PREVIEW_CHARS", 4096)
+        self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT")
+        self.preview_chars = settings.getint("VOTERSDAILY_LOG_PREVIEW_CHARS")
         self.started = 0.0
         self.access_datetime = ""
         self.source_url: str | None = None
@@ -50,7 +50,7 @@ class RunLog:
 
     @classmethod
     def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED", True):
+        if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED"):
             raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)

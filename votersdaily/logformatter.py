@@ -18,7 +18,7 @@ class LogFormatter(logformatter.LogFormatter):
 
     @classmethod
     def from_crawler(cls, crawler):
-        level = crawler.settings.get("LOG_LEVEL", "DEBUG")
+        level = crawler.settings.get("LOG_LEVEL")
         return cls(level if isinstance(level, int) else logging.getLevelName(str(level).upper()))
 
     def scraped(self, item, response, spider):

@@ -76,6 +76,13 @@ VOTERSDAILY_LOG_PREVIEW_CHARS = 4096
 #: Pages of the Federal Register API followed through next_page_url (spider argument max_pages wins).
 FEDERAL_REGISTER_MAX_PAGES = 3
 
+# -- JavaScript rendering (votersdaily/rendering): a Splash server, else Playwright ----------------
+#: Splash endpoint; unset: pages that need rendering go through scrapy-playwright.
+SPLASH_URL = None
+#: Seconds Splash waits after load, and its render timeout.
+SPLASH_WAIT = 0.5
+SPLASH_TIMEOUT = 30.0
+
 # -- the static site and its spider health page (votersdaily/feeds) --------------------------------
 #: Zone the day pages group and show times in (all-day events keep their own date).
 VOTERSDAILY_SITE_TIMEZONE = "America/New_York"

@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def load_catalog(args) -> int:
-    db = args.db or get_project_settings().get("INGEST_CATALOG_DB", "ingest_catalog")
+    db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
     store = open_store()
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)
@@ -60,7 +60,7 @@ def enqueue_requests(args) -> int:
     if not args.path and not args.url:
         print("give a JSON-lines file of requests or --url", file=sys.stderr)
         return 2
-    db = args.db or get_project_settings().get("INGEST_REQUESTS_DB", "ingest_requests")
+    db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
     found = [("--url", raw) for raw in R.from_args(args.url, args.type)]
     if args.path:
         try:

@@ -19,6 +19,7 @@ import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..clock import iso_utc, now_utc
+from ..defaults import DEFAULTS
 from ..store.base import Store
 from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
@@ -39,21 +40,21 @@ FEED_KINDS = (
 
 @dataclass(frozen=True)
 class SiteConfig:
-    timezone: str = "America/New_York"
-    runs: int = 20
-    drop_ratio: float = 0.5
-    history: int = 10
+    timezone: str = DEFAULTS["VOTERSDAILY_SITE_TIMEZONE"]
+    runs: int = DEFAULTS["VOTERSDAILY_HEALTH_RUNS"]
+    drop_ratio: float = DEFAULTS["VOTERSDAILY_HEALTH_DROP_RATIO"]
+    history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"]
 
     @classmethod
     def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> SiteConfig:
-        zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE", cls.timezone)
+        zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE")
         if zone not in pytz.all_timezones_set:
             raise ValueError("unknown IANA time zone %r for the site" % zone)
         return cls(
             timezone=zone,
-            runs=runs or settings.getint("VOTERSDAILY_HEALTH_RUNS", cls.runs),
-            drop_ratio=settings.getfloat("VOTERSDAILY_HEALTH_DROP_RATIO", cls.drop_ratio),
-            history=settings.getint("VOTERSDAILY_HEALTH_HISTORY", cls.history),
+            runs=runs or settings.getint("VOTERSDAILY_HEALTH_RUNS"),
+            drop_ratio=settings.getfloat("VOTERSDAILY_HEALTH_DROP_RATIO"),
+            history=settings.getint("VOTERSDAILY_HEALTH_HISTORY"),
         )
 
 

@@ -4,42 +4,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import DEFAULTS
 from .workers import default_processes
 
 
 @dataclass(frozen=True)
 class IngestConfig:
-    max_hops: int = 8
-    max_redirects: int = 25
-    max_body: int = 128 * 1024 * 1024
-    max_resources: int = 200
-    max_resource_body: int = 32 * 1024 * 1024
-    fetch_resources: bool = True
-    strict_resources: bool = False
-    timeout: float = 300.0
-    grobid_url: str | None = None
-    grobid_timeout: float = 180.0
-    pdf_max_pages: int = 50
-    ojs_fulltext_fix: bool = True
-    requests_db: str = "ingest_requests"
+    max_hops: int = DEFAULTS["INGEST_MAX_HOPS"]
+    max_redirects: int = DEFAULTS["INGEST_MAX_REDIRECTS"]
+    max_body: int = DEFAULTS["INGEST_MAX_BODY_BYTES"]
+    max_resources: int = DEFAULTS["INGEST_MAX_RESOURCES"]
+    max_resource_body: int = DEFAULTS["INGEST_MAX_RESOURCE_BYTES"]
+    fetch_resources: bool = DEFAULTS["INGEST_FETCH_RESOURCES"]
+    strict_resources: bool = DEFAULTS["INGEST_STRICT_RESOURCES"]
+    timeout: float = DEFAULTS["INGEST_TIMEOUT"]
+    grobid_url: str | None = DEFAULTS["GROBID_URL"]
+    grobid_timeout: float = DEFAULTS["GROBID_TIMEOUT"]
+    pdf_max_pages: int = DEFAULTS["INGEST_PDF_MAX_PAGES"]
+    ojs_fulltext_fix: bool = DEFAULTS["INGEST_OJS_FULLTEXT_FIX"]
+    requests_db: str = DEFAULTS["INGEST_REQUESTS_DB"]
     extract_processes: int = 0
 
     @classmethod
     def from_settings(cls, settings) -> IngestConfig:
         return cls(
-            max_hops=settings.getint("INGEST_MAX_HOPS", 8),
-            max_redirects=settings.getint("INGEST_MAX_REDIRECTS", 25),
-            max_body=settings.getint("INGEST_MAX_BODY_BYTES", 128 * 1024 * 1024),
-            max_resources=settings.getint("INGEST_MAX_RESOURCES", 200),
-            max_resource_body=settings.getint("INGEST_MAX_RESOURCE_BYTES", 32 * 1024 * 1024),
-            fetch_resources=settings.getbool("INGEST_FETCH_RESOURCES", True),
-            strict_resources=settings.getbool("INGEST_STRICT_RESOURCES", False),
-            timeout=settings.getfloat("INGEST_TIMEOUT", 300.0),
+            max_hops=settings.getint("INGEST_MAX_HOPS"),
+            max_redirects=settings.getint("INGEST_MAX_REDIRECTS"),
+            max_body=settings.getint("INGEST_MAX_BODY_BYTES"),
+            max_resources=settings.getint("INGEST_MAX_RESOURCES"),
+            max_resource_body=settings.getint("INGEST_MAX_RESOURCE_BYTES"),
+            fetch_resources=settings.getbool("INGEST_FETCH_RESOURCES"),
+            strict_resources=settings.getbool("INGEST_STRICT_RESOURCES"),
+            timeout=settings.getfloat("INGEST_TIMEOUT"),
             grobid_url=settings.get("GROBID_URL") or None,
-            grobid_timeout=settings.getfloat("GROBID_TIMEOUT", 180.0),
-            pdf_max_pages=settings.getint("INGEST_PDF_MAX_PAGES", 50),
-            ojs_fulltext_fix=settings.getbool("INGEST_OJS_FULLTEXT_FIX", True),
-            requests_db=settings.get("INGEST_REQUESTS_DB", "ingest_requests"),
+            grobid_timeout=settings.getfloat("GROBID_TIMEOUT"),
+            pdf_max_pages=settings.getint("INGEST_PDF_MAX_PAGES"),
+            ojs_fulltext_fix=settings.getbool("INGEST_OJS_FULLTEXT_FIX"),
+            requests_db=settings.get("INGEST_REQUESTS_DB"),
             extract_processes=(
                 settings.getint("INGEST_EXTRACT_PROCESSES")
                 if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")

@@ -30,7 +30,7 @@ class DownloaderRoom:
 
     def __init__(self, crawler):
         self.crawler = crawler
-        self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8)
+        self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self._queues: dict[str, deque[asyncio.Future]] = {}
         self._entering: dict[str, int] = {}
         self._timer = None

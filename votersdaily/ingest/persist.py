@@ -64,9 +64,9 @@ class IngestStorePipeline:
         self.crawler = crawler
         settings = crawler.settings
         self.file_table = table_name(
-            settings.get("INGEST_FILE_TABLE_VERSION", "0"), settings.get("INGEST_FILE_TABLE_ENV", "dev")
+            settings.get("INGEST_FILE_TABLE_VERSION"), settings.get("INGEST_FILE_TABLE_ENV")
         )
-        self.catalog_db = settings.get("INGEST_CATALOG_DB", "ingest_catalog")
+        self.catalog_db = settings.get("INGEST_CATALOG_DB")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
         self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
         self.files = writer_for(crawler, self.file_table, after_batch=self._rows_written)
@@ -76,11 +76,11 @@ class IngestStorePipeline:
         self._catalog_exists = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
-        backend = settings.get("INGEST_BLOB_BACKEND", "folder")
+        backend = settings.get("INGEST_BLOB_BACKEND")
         if backend == "folder":
-            self.blobs = FolderBlobs(settings.get("INGEST_BLOB_DIR", "ingest-blobs"))
+            self.blobs = FolderBlobs(settings.get("INGEST_BLOB_DIR"))
         elif backend == "store":
-            self.blobs = StoreBlobs(self.store, settings.get("INGEST_BLOB_DB", "sandcrawler"))
+            self.blobs = StoreBlobs(self.store, settings.get("INGEST_BLOB_DB"))
         else:
             raise NotConfigured("INGEST_BLOB_BACKEND must be 'folder' or 'store', not %r" % backend)
         feed = settings.get("INGEST_TEIXML_FEED")

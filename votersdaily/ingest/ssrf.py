@@ -122,7 +122,7 @@ class SsrfGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
-        guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE", False), settings.getlist("INGEST_ALLOWED_HOSTS"))
+        guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
         if not guard.allow_private:
             from twisted.internet import reactor
 

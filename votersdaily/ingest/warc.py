@@ -44,12 +44,12 @@ class WarcWriterMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
-        if not settings.getbool("INGEST_WARC_ENABLED", False):
+        if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
         mw = cls(
-            Path(settings.get("INGEST_WARC_DIR", "warcs")),
+            Path(settings.get("INGEST_WARC_DIR")),
             settings.getint("INGEST_WARC_MAX_SIZE"),
-            settings.get("INGEST_WARC_PREFIX", "VOTERSDAILY-INGEST"),
+            settings.get("INGEST_WARC_PREFIX"),
         )
         crawler.signals.connect(mw.close, signal=signals.spider_closed)
         return mw

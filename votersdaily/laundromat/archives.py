@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..defaults import DEFAULTS
+
 CHUNK = 1 << 20
 
 
@@ -37,20 +39,20 @@ class ArchiveLimitExceeded(ArchiveError):
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    max_total_bytes: int = 8 * 1024**3
-    max_ratio: float = 200.0
+    max_total_bytes: int = DEFAULTS["LAUNDROMAT_MAX_UNPACKED_BYTES"]
+    max_ratio: float = DEFAULTS["LAUNDROMAT_MAX_RATIO"]
     #: Ratios are only judged past this many bytes (tiny files compress absurdly well).
     ratio_grace_bytes: int = 1 << 20
-    max_entries: int = 10_000
-    max_depth: int = 5
+    max_entries: int = DEFAULTS["LAUNDROMAT_MAX_ENTRIES"]
+    max_depth: int = DEFAULTS["LAUNDROMAT_MAX_DEPTH"]
 
     @classmethod
     def from_settings(cls, settings) -> ArchiveLimits:
         return cls(
-            max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES", cls.max_total_bytes),
-            max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO", cls.max_ratio),
-            max_entries=settings.getint("LAUNDROMAT_MAX_ENTRIES", cls.max_entries),
-            max_depth=settings.getint("LAUNDROMAT_MAX_DEPTH", cls.max_depth),
+            max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES"),
+            max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO"),
+            max_entries=settings.getint("LAUNDROMAT_MAX_ENTRIES"),
+            max_depth=settings.getint("LAUNDROMAT_MAX_DEPTH"),
         )
 
 

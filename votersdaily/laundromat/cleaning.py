@@ -43,9 +43,10 @@ try:
 except ImportError:  # optional: zlib is used instead
     isal_zlib = None
 
+from ..defaults import DEFAULTS
 from . import formats as F
 
-GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
+GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
 MAX_MESSAGES = 100
 MAX_MESSAGE_CHARS = 1000
@@ -104,7 +105,7 @@ class CleaningError(Exception):
 @dataclass(frozen=True)
 class CleanOptions:
     genid_base: str = GENID_BASE
-    gzip_level: int = 1
+    gzip_level: int = DEFAULTS["LAUNDROMAT_GZIP_LEVEL"]
     run_bytes: int = RUN_BYTES
     #: Buffer of each external sort (``sort -S``): fixed, so memory does not grow with the document
     #: (SORT_BATCH runs are merged in one pass: up to 4 GiB of lines per sort in one pass).

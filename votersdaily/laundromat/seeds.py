@@ -11,12 +11,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from ..clock import iso_utc, now_utc
+from ..defaults import DEFAULTS
 from . import states
 from .uris import is_relative, normalise_uri, uri_key
 
 DAY = 86400.0
-#: The 2017 code's default interval (one day).
-DEFAULT_INTERVAL = DAY
+#: Seconds before a processed seed is stale (the 2017 code's one day), unless a sitemap says otherwise.
+DEFAULT_INTERVAL: float = DEFAULTS["LAUNDROMAT_DEFAULT_INTERVAL"]
 #: sitemaps.org ``changefreq`` values as seconds; "never" (archived) is 100 years, "always" zero.
 CHANGEFREQ_SECONDS = {
     "always": 0.0,

@@ -25,8 +25,8 @@ class RenderMiddleware:
         self.crawler = crawler
         s = crawler.settings
         self.splash_url = (s.get("SPLASH_URL") or "").rstrip("/")
-        self.splash_wait = s.getfloat("SPLASH_WAIT", 0.5)
-        self.splash_timeout = s.getfloat("SPLASH_TIMEOUT", 30.0)
+        self.splash_wait = s.getfloat("SPLASH_WAIT")
+        self.splash_timeout = s.getfloat("SPLASH_TIMEOUT")
 
     @classmethod
     def from_crawler(cls, crawler):

@@ -15,6 +15,7 @@ from scrapy.http import Response
 
 from .. import signals as vd_signals
 from ..clock import now_iso
+from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..items import EventItem
 from ..recordings import SHARED_PREFIX, recording_path
@@ -31,7 +32,7 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
     return [u.strip() for u in value if u.strip()]
 
 
-class EventSpider(scrapy.Spider):
+class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     """Subclass and set: ``name``, ``version``, ``branch``, ``entity``, ``source_timezone``,
     ``frequency_hours``, ``listing_urls`` (discovery) and ``recordings`` (offline replay), and
     implement :meth:`parse_events` (and :meth:`parse_listing` if documents are discovered through

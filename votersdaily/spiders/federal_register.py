@@ -83,7 +83,7 @@ class FederalRegisterSpider(EventSpider):
     def max_pages(self) -> int:
         if self.max_pages_arg is not None:
             return self.max_pages_arg
-        return self.settings.getint("FEDERAL_REGISTER_MAX_PAGES", 3)
+        return self.settings.getint("FEDERAL_REGISTER_MAX_PAGES")
 
     # -- pages ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 from twisted.python.failure import Failure
 
 from .. import signals as vd_signals
+from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..ingest import hops as H
 from ..ingest import requests as R
@@ -67,7 +68,7 @@ def process_html_bytes(body: bytes, url: str, biblio: dict, ojs_fix: bool) -> di
     return process_html(doc, biblio, ojs_fix)
 
 
-class IngestSpider(scrapy.Spider):
+class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "ingest"
     version = "1.0"
 
@@ -114,7 +115,7 @@ class IngestSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
-        spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
+        spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)

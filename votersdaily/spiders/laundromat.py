@@ -21,6 +21,7 @@ from twisted.internet import threads
 
 from .. import signals as vd_signals
 from ..clock import now_iso
+from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..laundromat import states
 from ..laundromat.archives import ArchiveLimits
@@ -28,7 +29,7 @@ from ..laundromat.cleaning import CleanOptions
 from ..laundromat.downloads import download_key, failed_hop, hop
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
-from ..laundromat.seeds import DEFAULT_INTERVAL, interval_for, is_due, is_seed, new_seed
+from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
 from ..laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
 from ..laundromat.steps import content_meta
 from ..store.crawler import store_for
@@ -50,7 +51,7 @@ ACCEPT = ", ".join(
 )
 
 
-class LaundromatSpider(scrapy.Spider):
+class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "laundromat"
     version = "1.0"
     custom_settings = {
@@ -74,17 +75,17 @@ class LaundromatSpider(scrapy.Spider):
         if not output:
             raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files")
         spider.output_dir = Path(output).resolve()
-        spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL", DEFAULT_INTERVAL)
-        spider.max_hops = settings.getint("REDIRECT_MAX_TIMES", 10)
+        spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL")
+        spider.max_hops = settings.getint("REDIRECT_MAX_TIMES")
         spider.seeds = SeedList(store_for(crawler))
         spider.processor = Processor(
             spider.seeds,
             spider.output_dir,
-            workers=settings.getint("LAUNDROMAT_WORKERS", 1),
+            workers=settings.getint("LAUNDROMAT_WORKERS"),
             limits=ArchiveLimits.from_settings(settings),
             options=CleanOptions(
                 genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
-                gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL", CleanOptions.gzip_level),
+                gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL"),
             ),
             on_write=spider._count,
         )

@@ -50,19 +50,17 @@ class CrawlerWriter:
         self.batch = BatchWriter(
             self.store,
             db,
-            batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE", 500),
-            max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES", 2),
+            batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
+            max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
             after_batch=after_batch,
             on_result=self._count,
-            retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES", 0),
-            retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF", 1.0),
-            retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY", 30.0),
-            spool=Spool.from_settings(settings)
-            if settings.getbool("VOTERSDAILY_SPOOL_ENABLED", True)
-            else None,
+            retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
+            retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
+            retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY"),
+            spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
-        self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE", True)
+        self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
         self._opened: defer.Deferred | None = None
 
     def _count(self, result: UpsertResult) -> None:
