@@ -125,6 +125,8 @@ class RunLog:
 
     async def spider_closed(self, spider, reason):
         doc = self.build(spider, reason)
+        if doc.get("reparse_dry_run"):
+            return  # a dry run writes nothing, its log neither
         try:
             await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
         except StoreUnavailable as exc:
@@ -213,6 +215,7 @@ class RunLog:
             doc["error_message"] = self.failures[0]["message"]
             doc["errors"] = [{k: v for k, v in f.items() if k != "traceback"} for f in self.failures[:50]]
             doc["error_count"] = len(self.failures)
+        self.crawler.signals.send_catch_log(vd_signals.run_log_building, doc=doc, spider=spider)
         self._attach_source(doc)
         for key in ("result", "insert_count", "updated_count", "unchanged_count", "parser_runtime"):
             name = {

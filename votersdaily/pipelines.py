@@ -188,6 +188,9 @@ class EventStorePipeline:
     def process_item(self, item):
         if not isinstance(item, EventItem):
             return item
+        reparse = getattr(self.crawler.spider, "reparse", None)
+        if reparse is not None and reparse.dry_run:  # a dry run writes nothing (votersdaily.reparse)
+            return item
         accepted = self.writer.add(dict(item))
         if accepted.called:  # no back-pressure: skip the per-item Future
             return item

@@ -49,7 +49,9 @@ EVENT_KEYS: dict[str, bool] = {
 MAY_BE_EMPTY = frozenset({"description", "event_url"})
 
 #: Keys ignored when deciding whether a re-scraped event changed.
-VOLATILE_EVENT_KEYS = ("access_datetime",)
+#: The archive pointer (``warc_*``) is one of them: an unchanged event keeps pointing at the first
+#: archived document it came from.
+VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset")
 
 DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 

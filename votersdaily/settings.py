@@ -141,8 +141,20 @@ ITEM_PIPELINES = {
 }
 
 EXTENSIONS = {
+    # Before the run log: a reparse's marks and figures are in place when the log is written.
+    "votersdaily.reparse.ReparseExtension": 400,
     "votersdaily.extensions.RunLog": 500,
 }
+
+# -- the source archive and reparsing (votersdaily/archive.py, votersdaily/reparse.py) ------------
+#: Every response an event spider parses is kept as WARC records, one gzipped file per run, under
+#: <VOTERSDAILY_ARCHIVE_DIR>/<spider>/ (on scrapyd nodes: a shared path).
+VOTERSDAILY_ARCHIVE_ENABLED = True
+VOTERSDAILY_ARCHIVE_DIR = "archive"
+#: Retention: WARC files older than this many days are deleted at the end of a run (0: keep all) ...
+VOTERSDAILY_ARCHIVE_RETENTION_DAYS = 0.0
+#: ... and then the oldest while a spider's folder holds more than this many bytes (0: no limit).
+VOTERSDAILY_ARCHIVE_MAX_BYTES = 0
 
 LOG_LEVEL = "INFO"
 LOG_FORMATTER = "votersdaily.logformatter.LogFormatter"

@@ -7,3 +7,8 @@ source_failed = object()
 #: ``url`` (where the input came from), ``spider``. The run log lists it (``rejected_count``,
 #: ``rejected``) without failing the run: the other inputs were processed.
 input_rejected = object()
+
+#: The run log document is being built: ``doc`` (the dict about to be written; receivers add their
+#: own keys to it), ``spider``. Components report what they did (the archive file, a reparse's
+#: withdrawals) this way instead of through stat names.
+run_log_building = object()

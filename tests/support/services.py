@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gzip as gzip_module
 import http.server
@@ -10,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -18,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+#: Where crawls run by the tests archive their documents (one folder per test session).
+TEST_ARCHIVE_DIR = tempfile.mkdtemp(prefix="votersdaily-test-archive-")
+atexit.register(shutil.rmtree, TEST_ARCHIVE_DIR, ignore_errors=True)
 POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
 
 
@@ -240,6 +245,8 @@ def run_cli(
     full_env["VOTERSDAILY_STORE"] = store_uri
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    # Crawls archive what they parse: into the test session's folder, never the checkout.
+    full_env.setdefault("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
     full_env.update(env or {})
     return subprocess.run(
         args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout

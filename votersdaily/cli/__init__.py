@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest")
+COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest", "reparse")
 
 
 def build_parser() -> argparse.ArgumentParser:

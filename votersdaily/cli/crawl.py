@@ -6,9 +6,9 @@ import sys
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
 from ..spiders.base import EventSpider
+from .options import BadSetting, add_scrapy_options, scrapy_settings
 
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
 
@@ -24,15 +24,7 @@ def register(sub) -> None:
         action="store_true",
         help="only spiders whose last run (in vd_log) is older than their frequency_hours",
     )
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy setting for every spider of this run (repeatable)",
-    )
-    parser.add_argument("--log-level", default="WARNING", help="Scrapy log level (default WARNING)")
+    add_scrapy_options(parser, "run")
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run)
 
@@ -43,14 +35,11 @@ def event_spiders(settings) -> dict[str, type[EventSpider]]:
 
 
 def run(args) -> int:
-    settings = get_project_settings()
-    settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
-    for assignment in args.set:
-        name, sep, value = assignment.partition("=")
-        if not sep:
-            print("-s takes NAME=VALUE, got %r" % assignment, file=sys.stderr)
-            return 2
-        settings.set(name, value, priority="cmdline")
+    try:
+        settings = scrapy_settings(args)
+    except BadSetting as exc:
+        print(exc, file=sys.stderr)
+        return 2
     available = event_spiders(settings)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
@@ -135,12 +124,12 @@ def summary_row(crawler) -> dict:
     }
 
 
-def print_table(rows: list[dict], out=None) -> None:
+def print_table(rows: list[dict], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
     out = out or sys.stdout
-    cells = [[str(r.get(c, "")) for c in COLUMNS] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(COLUMNS)]
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     fmt = "  ".join("{:<%d}" % w for w in widths)
-    print(fmt.format(*COLUMNS), file=out)
+    print(fmt.format(*columns), file=out)
     print(fmt.format(*("-" * w for w in widths)), file=out)
     for row in cells:
         print(fmt.format(*row), file=out)

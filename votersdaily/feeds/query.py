@@ -87,14 +87,15 @@ class EventFilter:
         return [prefix, since or ""], [prefix, until or HIGH]
 
     def matches(self, doc: dict) -> bool:
-        if not self.include_superseded and is_superseded(doc):
+        if not self.include_superseded and not is_live(doc):
             return False
         return all(doc.get(key) == value for key, value in self.values().items())
 
 
-def is_superseded(doc: dict) -> bool:
-    """Replaced by a rescheduled copy (see :func:`votersdaily.pipelines.mark_superseded`)."""
-    return bool(doc.get("superseded_by"))
+def is_live(doc: dict) -> bool:
+    """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
+    :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
+    return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))
 
 
 def is_cancelled(doc: dict) -> bool:

@@ -5,23 +5,31 @@ framework's job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.spider import iterate_spider_output
+from twisted.internet import defer
 
 from .. import signals as vd_signals
+from ..archive import ARCHIVE_META, REPLAY_META, ArchivedResponse, archive_dir, archived_runs, read_responses
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..items import EventItem
 from ..recordings import SHARED_PREFIX, recording_path
+from ..reparse import Reparse, parse_date_arg
 
 #: Meta key carrying the upstream URL of a replayed recording.
 SOURCE_URL_META = "vd_source_url"
+#: Meta of a reparse: the callback that parsed the archived response, and when it was fetched.
+REPLAY_CALLBACK_META = "vd_replay_callback"
+ACCESS_META = "vd_access_datetime"
 
 
 def split_urls(value: str | Iterable[str] | None) -> list[str]:
@@ -61,15 +69,48 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # The event pipelines are synchronous; with asyncio Scrapy starts CONCURRENT_ITEMS worker
         # tasks per response (100 by default), which cost more than the items of a small document.
         "CONCURRENT_ITEMS": 8,
+        # Every parsed response is archived (votersdaily.archive); a reparse replays the archive
+        # instead of fetching (votersdaily.reparse).
+        "DOWNLOADER_MIDDLEWARES": {
+            "votersdaily.reparse.ReplayMiddleware": 1,
+            "votersdaily.archive.ArchiveMiddleware": 50,
+        },
     }
 
-    def __init__(self, *args, url: str | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        url: str | None = None,
+        reparse: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        dry_run: str | bool | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
+        self.reparse: Reparse | None = None
+        if reparse:
+            if reparse != "archive":
+                raise ValueError(
+                    "reparse takes 'archive' (the spider's archived documents), got %r" % reparse
+                )
+            self.reparse = Reparse(
+                since=parse_date_arg(since, end=False),
+                until=parse_date_arg(until, end=True),
+                dry_run=str(dry_run).lower() in ("1", "true", "yes"),
+            )
+        self._archived: dict[tuple[str, int], ArchivedResponse] = {}
+        self._replayed: defer.Deferred | None = None
 
     # -- where documents come from -----------------------------------------------------------
 
     async def start(self):
+        if self.reparse is not None:
+            async for request in self.archived_requests():
+                yield request
+            return
         for request in self.initial_requests():
             yield request
 
@@ -89,6 +130,73 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                     meta={START_META: True},
                     dont_filter=True,
                 )
+
+    # -- reparsing the archive ---------------------------------------------------------------------
+
+    async def archived_requests(self) -> AsyncIterator[scrapy.Request]:
+        """One request per archived response, oldest run first, each parsed before the next is made
+        (so a reschedule across runs is seen in the order it happened)."""
+        assert self.reparse is not None
+        for path in archived_runs(
+            archive_dir(self.settings), self.name, self.reparse.since, self.reparse.until
+        ):
+            self.reparse.files.append(path.name)
+            for archived in read_responses(path):
+                if not callable(getattr(self, archived.callback, None)):
+                    self.logger.warning(
+                        "reparse: %s has no callback %r (record %s of %s): skipped",
+                        self.name,
+                        archived.callback,
+                        archived.record_id,
+                        path.name,
+                    )
+                    continue
+                key = (archived.warc_file, archived.warc_offset)
+                self._archived[key] = archived
+                self._replayed = defer.Deferred()
+                yield scrapy.Request(
+                    archived.url,
+                    callback=self._parse_archived,
+                    errback=self._archived_failed,
+                    dont_filter=True,
+                    meta={
+                        **archived.meta,
+                        REPLAY_META: key,
+                        REPLAY_CALLBACK_META: archived.callback,
+                        ACCESS_META: archived.date,
+                        ARCHIVE_META: {
+                            "warc_file": archived.warc_file,
+                            "warc_record_id": archived.record_id,
+                            "warc_offset": archived.warc_offset,
+                        },
+                    },
+                )
+                await maybe_deferred_to_future(self._replayed)
+
+    def take_archived(self, key) -> ArchivedResponse | None:
+        """The archived response a replay request stands for (given to the replay middleware once)."""
+        return self._archived.pop(tuple(key), None) if key else None
+
+    def _parse_archived(self, response: Response):
+        """The recorded callback over the archived response; the requests it makes are not followed
+        (what they led to was archived and is replayed on its own)."""
+        assert self.reparse is not None
+        self.reparse.replayed.add(response.meta[ARCHIVE_META]["warc_record_id"])
+        try:
+            output = getattr(self, response.meta[REPLAY_CALLBACK_META])(response)
+            for item in iterate_spider_output(output):
+                if not isinstance(item, scrapy.Request):
+                    yield item
+        finally:
+            self._archived_done()
+
+    def _archived_failed(self, failure):
+        self._archived_done()
+        return self.source_error(failure)
+
+    def _archived_done(self) -> None:
+        if self._replayed is not None and not self._replayed.called:
+            self._replayed.callback(None)
 
     def document_request(self, url: str, meta: dict | None = None, **kwargs) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
@@ -126,7 +234,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- documents into events --------------------------------------------------------------
 
     def parse_document(self, response: Response) -> Iterator[EventItem]:
-        access = now_iso()
+        access = response.meta.get(ACCESS_META) or now_iso()
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)
 
@@ -147,6 +255,9 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if response.meta.get(SOURCE_URL_META):
             event.setdefault("replayed_from", response.url)
         event["access_datetime"] = access_datetime
+        archived = response.meta.get(ARCHIVE_META)
+        if archived:  # where the document's exact bytes are (votersdaily.archive)
+            event.update(archived)
         event["parser_name"] = self.name
         event["parser_version"] = self.version
         return event

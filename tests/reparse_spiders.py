@@ -1,0 +1,24 @@
+"""house_votes as a maintainer would change it, for the reparse tests: the real spider's code on the
+real Clerk recordings, with one change chosen by the setting REPARSE_TEST_CHANGE. Loaded with
+``-s SPIDER_MODULES=tests.reparse_spiders`` (it keeps the name ``house_votes``, as a fixed parser does).
+"""
+
+from votersdaily.spiders.house_votes import HouseVotesSpider
+
+#: The roll call the "drop" change stops emitting (roll 37 of 2023, the committee-vote excerpt).
+DROPPED_KEY = "118-1-37"
+
+
+class FixedHouseVotesSpider(HouseVotesSpider):
+    version = "9.0"
+
+    def parse_events(self, response):
+        change = self.settings.get("REPARSE_TEST_CHANGE")
+        for event in super().parse_events(response):
+            if change == "fix":
+                event["title"] = event["title"] + " (corrected)"
+            elif change == "key":
+                event["unique_key"] = "roll-" + event["unique_key"]
+            elif change == "drop" and event["unique_key"] == DROPPED_KEY:
+                continue
+            yield event

@@ -1,0 +1,161 @@
+"""The source archive and reparse, through the CLI as a maintainer runs them, on the real Clerk roll
+calls that house_votes replays offline: archive a crawl, change the parser (tests/reparse_spiders.py:
+a field fixed, the key changed, an event no longer emitted), reparse with and without --dry-run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.reparse_spiders import DROPPED_KEY
+from votersdaily.archive import read_responses
+from votersdaily.spiders.house_votes import HouseVotesSpider
+from votersdaily.store import open_store
+
+pytestmark = pytest.mark.slow
+
+FIXED = ("-s", "SPIDER_MODULES=tests.reparse_spiders")
+
+
+@pytest.fixture
+def archived(cli, store_uri, tmp_path):
+    """house_votes crawled offline once into a fresh store, its documents archived under tmp_path."""
+    env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
+    proc = cli("crawl", "house_votes", "--offline", store_uri=store_uri, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def run(*args: str):
+        return cli(*args, store_uri=store_uri, env=env)
+
+    return run
+
+
+def events(store_uri: str) -> dict[str, dict]:
+    store = open_store(store_uri)
+    try:
+        return {d["_id"]: d for d in store.iter_docs("vd_events")}
+    finally:
+        store.close()
+
+
+def logs(store_uri: str) -> list[dict]:
+    store = open_store(store_uri)
+    try:
+        return sorted(store.iter_docs("vd_log"), key=lambda d: d["_id"])
+    finally:
+        store.close()
+
+
+def test_every_event_points_at_the_archived_bytes_it_came_from(archived, store_uri, tmp_path):
+    stored = events(store_uri)
+    assert len(stored) == len(HouseVotesSpider.recordings)
+    (warc,) = (tmp_path / "archive" / "house_votes").glob("house_votes-*.warc.gz")
+    assert logs(store_uri)[-1]["warc_file"] == warc.name
+    for event in stored.values():
+        assert event["warc_file"] == warc.name
+        (record,) = [r for r in read_responses(warc) if r.warc_offset == event["warc_offset"]]
+        assert record.record_id == event["warc_record_id"]
+        assert record.url == event["replayed_from"]
+        assert record.meta["vd_source_url"] == event["source_url"]
+        # The archived bytes are the recording's, exactly.
+        assert record.body == Path(event["replayed_from"].removeprefix("file://")).read_bytes()
+
+
+def test_an_unchanged_recrawl_keeps_the_first_archive_pointer(archived, store_uri):
+    before = events(store_uri)
+    proc = archived("crawl", "house_votes", "--offline")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = events(store_uri)
+    assert {i: (d["_rev"], d["warc_file"]) for i, d in after.items()} == {
+        i: (d["_rev"], d["warc_file"]) for i, d in before.items()
+    }
+
+
+def test_dry_run_then_reparse_of_a_fixed_field(archived, store_uri):
+    before = events(store_uri)
+    dry = archived("reparse", "house_votes", "--dry-run", *FIXED, "-s", "REPARSE_TEST_CHANGE=fix")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "would insert 0, update %d, withdraw 0, replace 0" % len(before) in dry.stdout
+    assert "(changes parser_version, title)" in dry.stdout
+    assert events(store_uri) == before  # a dry run writes nothing, no run log either
+    assert not any(log.get("reparse") for log in logs(store_uri))
+
+    proc = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=fix")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = events(store_uri)
+    assert set(after) == set(before)
+    for doc_id, doc in after.items():
+        assert doc["title"] == before[doc_id]["title"] + " (corrected)"
+        assert doc["parser_version"] == "9.0"
+        assert int(doc["_rev"].split("-")[0]) == int(before[doc_id]["_rev"].split("-")[0]) + 1
+        assert doc["access_datetime"] == before[doc_id]["access_datetime"]  # when the document was fetched
+    log = logs(store_uri)[-1]
+    assert log["reparse"] is True and log["result"] == "success"
+    assert log["parser_versions"] == ["1.1", "9.0"] and log["updated_count"] == len(before)
+
+    again = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=fix")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {i: d["_rev"] for i, d in events(store_uri).items()} == {i: d["_rev"] for i, d in after.items()}
+    assert logs(store_uri)[-1]["updated_count"] == 0  # idempotent
+
+
+def test_a_key_change_replaces_each_event_once(archived, store_uri):
+    before = events(store_uri)
+    proc = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=key")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = events(store_uri)
+    for old_id, old in before.items():
+        new_id = after[old_id]["replaced_by"]
+        assert after[new_id]["unique_key"] == "roll-" + old["unique_key"]
+        assert "superseded_by" not in after[old_id]  # not a false reschedule
+    exported = archived("export", "json")
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    ids = [e["_id"] for e in json.loads(exported.stdout)["events"]]
+    assert sorted(ids) == sorted(i for i in after if i not in before)  # each event shown once
+    assert logs(store_uri)[-1]["replaced_count"] == len(before)
+
+
+def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_uri):
+    before = events(store_uri)
+    (dropped_id,) = [i for i, d in before.items() if d["unique_key"] == DROPPED_KEY]
+    dry = archived("reparse", "house_votes", "--dry-run", *FIXED, "-s", "REPARSE_TEST_CHANGE=drop")
+    assert "withdraw 1" in dry.stdout and dropped_id in dry.stdout, dry.stdout
+    proc = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=drop")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = events(store_uri)
+    assert after[dropped_id]["withdrawn_by"] == "house_votes 9.0"
+    assert after[dropped_id]["title"] == before[dropped_id]["title"]  # kept, not deleted
+    kept = [i for i in after if i != dropped_id]
+    assert all("withdrawn_by" not in after[i] for i in kept)
+    exported = archived("export", "json")
+    assert dropped_id not in exported.stdout
+    assert logs(store_uri)[-1]["withdrawn_count"] == 1
+
+
+def test_reparse_never_fetches(cli, crawl, store_uri, site, tmp_path):
+    """A recorded roll call served over HTTP is crawled and archived; the reparse asks the site nothing."""
+    env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
+    roll = HouseVotesSpider.recording_urls()[0].removeprefix("file://")
+    url = site.route("/evs/2023/roll.xml", open(roll, "rb").read(), content_type="text/xml")
+    proc = crawl("house_votes", [url], store_uri, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    hits = dict(site.hits)
+    assert hits.get("/evs/2023/roll.xml") == 1
+    reparse = cli("reparse", "house_votes", store_uri=store_uri, env=env)
+    assert reparse.returncode == 0, reparse.stderr[-3000:]
+    assert site.hits == hits
+    assert logs(store_uri)[-1]["reparse"] is True and logs(store_uri)[-1]["unchanged_count"] == 1
+
+
+def test_retention_removes_old_archive_files(archived, tmp_path):
+    folder = tmp_path / "archive" / "house_votes"
+    (first,) = folder.glob("*.warc.gz")
+    proc = archived("crawl", "house_votes", "--offline", "-s", "VOTERSDAILY_ARCHIVE_MAX_BYTES=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    remaining = list(folder.glob("*.warc.gz"))
+    assert len(remaining) == 1 and remaining[0] != first  # the run's own file is kept, the oldest goes
+    with gzip.open(remaining[0], "rb") as handle:
+        assert handle.read(8) == b"WARC/1.0"

@@ -1,0 +1,97 @@
+"""``reparse [SPIDER...] [--since DATE] [--until DATE] [--dry-run]``: the current parsers over the
+archived documents (see :mod:`votersdaily.reparse`), every spider in one process, then a summary."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from scrapy.crawler import CrawlerProcess
+
+from ..archive import archive_dir, archived_runs
+from ..reparse import parse_date_arg, summarise_plan
+from .crawl import event_spiders, print_table, summary_row
+from .options import BadSetting, add_scrapy_options, scrapy_settings
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "reparse", help="run the current parsers over the archived documents (history correction)"
+    )
+    parser.add_argument("--since", help="only runs archived from this date (YYYY-MM-DD or ISO 8601)")
+    parser.add_argument("--until", help="only runs archived up to this date (YYYY-MM-DD or ISO 8601)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be inserted, updated and withdrawn; write nothing",
+    )
+    parser.add_argument(
+        "--archive-dir", type=Path, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
+    )
+    add_scrapy_options(parser, "reparse")
+    parser.add_argument("spiders", nargs="*", help="spider names (default: every spider with an archive)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    try:
+        settings = scrapy_settings(args)
+    except BadSetting as exc:
+        print("reparse: %s" % exc, file=sys.stderr)
+        return 2
+    if args.archive_dir:
+        os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
+    try:
+        since = parse_date_arg(args.since, end=False)
+        until = parse_date_arg(args.until, end=True)
+    except ValueError as exc:
+        print("reparse: %s" % exc, file=sys.stderr)
+        return 2
+    available = event_spiders(settings)
+    unknown = [n for n in args.spiders if n not in available]
+    if unknown:
+        print(
+            "reparse: unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)),
+            file=sys.stderr,
+        )
+        return 2
+    folder = archive_dir(settings)
+    names = args.spiders or sorted(available)
+    names = [n for n in names if archived_runs(folder, n, since, until)]
+    if not names:
+        print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
+        return 0
+    process = CrawlerProcess(settings)
+    crawlers = []
+    for name in names:
+        crawler = process.create_crawler(available[name])
+        crawlers.append(crawler)
+        process.crawl(
+            crawler,
+            reparse="archive",
+            since=args.since,
+            until=args.until,
+            dry_run="1" if args.dry_run else None,
+        )
+    process.start()
+    if args.dry_run:
+        for crawler in crawlers:
+            plan = getattr(crawler, "reparse_plan", None)
+            if plan is None:
+                print("%s: the reparse did not finish (see the log above)" % crawler.spider.name)
+            else:
+                summarise_plan(plan, sys.stdout)
+        return 0 if all(getattr(c, "reparse_plan", None) for c in crawlers) else 1
+    rows = []
+    for crawler in crawlers:
+        row = summary_row(crawler)
+        stats = crawler.stats.get_stats()
+        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
+        row["replaced"] = stats.get("reparse/replaced", 0)
+        rows.append(row)
+    print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced"))
+    return 0 if all(r.get("result") == "success" for r in rows) else 1
+
+
+COLUMNS_BASE = ("spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds")

@@ -1,0 +1,296 @@
+"""Reparse: the current parser of an event spider over its archived documents (no network).
+
+``scrapy crawl <spider> -a reparse=archive [-a since=DATE] [-a until=DATE] [-a dry_run=1]`` (or
+``python -m votersdaily reparse``) replays every response record of the spider's archived runs
+(:mod:`votersdaily.archive`), oldest first and one at a time, through the spider's own callbacks and the
+event pipelines. Requests the callbacks make are not followed: the documents they led to are records of
+the archive themselves.
+
+What the store then holds:
+
+* events that come out new or changed are written with the current ``parser_version`` (the store's
+  revision history keeps the old one);
+* an event an older parser produced from a replayed document that the current parser no longer produces
+  is marked ``withdrawn_by: "<parser_name> <parser_version>"`` (with ``withdrawn_at``), and left out of
+  feeds, the site and the live views like a superseded one; when the current parser produces an event
+  of the same document with the same time and source fragment under another id (its key changed), the
+  old one is marked ``replaced_by: <new id>`` instead, so the change is one event, not a reschedule;
+* the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
+
+With ``dry_run`` nothing is written (the store pipeline and the run log stand aside): the plan, what
+would be inserted, updated, withdrawn or replaced, with examples, is kept on the crawler and in the
+crawl stats for ``python -m votersdaily reparse --dry-run`` to print.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.responsetypes import responsetypes
+
+from . import schema
+from . import signals as vd_signals
+from .archive import REPLAY_META, ArchivedResponse
+from .clock import now_iso
+from .feeds.query import is_live
+from .store.crawler import store_for
+from .store.revisions import content, same_content
+
+logger = logging.getLogger(__name__)
+
+#: Marks written by a reparse (a feed leaves such documents out, like superseded ones).
+WITHDRAWN_BY = "withdrawn_by"
+REPLACED_BY = "replaced_by"
+#: How many example ids a dry run shows per kind of change.
+EXAMPLES = 5
+
+
+def parse_date_arg(value: str | None, *, end: bool) -> datetime | None:
+    """``YYYY-MM-DD`` (a whole day) or an ISO 8601 instant, as UTC; None when not given."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+            return day.replace(hour=23, minute=59, second=59) if end else day
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("not a date (YYYY-MM-DD) or ISO 8601 instant: %r" % value) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass
+class Reparse:
+    """What a spider reparses, and what it saw doing so (read by :class:`ReparseExtension`)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    dry_run: bool = False
+    #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
+    replayed: set[str] = field(default_factory=set)
+    produced: dict[str, list[dict]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    #: WARC-Record-ID → parser versions of its stored events when the reparse started.
+    versions_before: dict[str, set[str]] = field(default_factory=dict)
+    #: A dry run's events by id (what the store pipeline would have written).
+    events: dict[str, dict] = field(default_factory=dict)
+
+
+class ReplayMiddleware:
+    """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
+    archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
+
+    def __init__(self, crawler):
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def process_request(self, request, spider=None):
+        spider = self.crawler.spider
+        if getattr(spider, "reparse", None) is None:
+            return None
+        archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
+        if archived is None:
+            raise IgnoreRequest("reparse reads the archive only: %s is not fetched" % request.url)
+        headers = {}
+        for name, value in archived.headers:
+            headers.setdefault(name, []).append(value)
+        cls = responsetypes.from_args(headers=headers, url=archived.url, body=archived.body)
+        return cls(
+            url=archived.url, status=archived.status, headers=headers, body=archived.body, request=request
+        )
+
+
+class ReparseExtension:
+    """At the end of a reparse: marks the events the current parser no longer produces (or, in a dry
+    run, says what it would do) and adds the reparse's figures to the run log."""
+
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.report: dict[str, Any] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        ext = cls(crawler)
+        crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
+        return ext
+
+    def _reparse(self, spider) -> Reparse | None:
+        return getattr(spider, "reparse", None)
+
+    def spider_opened(self, spider):
+        """The parser versions of the archived documents' events before the reparse writes anything."""
+        reparse = self._reparse(spider)
+        if reparse is None:
+            return
+        store = store_for(self.crawler)
+        if schema.EVENTS_DB not in store.list_dbs():
+            return
+        for doc in self._events_of(store, spider.name):
+            if doc.get("warc_record_id"):
+                reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
+                    str(doc.get("parser_version"))
+                )
+
+    @staticmethod
+    def _events_of(store, parser_name: str) -> list[dict]:
+        rows = store.query(
+            schema.EVENTS_DB,
+            "by_parser_unique_key",
+            startkey=[parser_name],
+            endkey=[parser_name, {}],
+            include_docs=True,
+        )
+        return [row.doc for row in rows if row.doc]
+
+    def item_scraped(self, item, response, spider):
+        reparse = self._reparse(spider)
+        if reparse is None or "_id" not in item:
+            return
+        if reparse.dry_run:
+            reparse.events[item["_id"]] = dict(item)
+        record = item.get("warc_record_id")
+        if record:
+            reparse.produced.setdefault(record, []).append(
+                {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
+            )
+
+    def spider_closed(self, spider, reason):
+        """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
+        reparse = self._reparse(spider)
+        if reparse is None:
+            return
+        if reason != "finished":
+            logger.error("reparse of %s ended early (%s): nothing marked withdrawn", spider.name, reason)
+            self.report = {"reparse": True, "withdrawn_count": 0, "replaced_count": 0}
+            return
+        store = store_for(self.crawler)
+        marks, versions = self._marks(store, spider, reparse)
+        current = "%s %s" % (spider.name, spider.version)
+        withdrawn = [m for m in marks if REPLACED_BY not in m]
+        replaced = [m for m in marks if REPLACED_BY in m]
+        if not reparse.dry_run and marks:
+            from .store.upsert import upsert
+
+            upsert(store, schema.EVENTS_DB, marks)
+        self.report = {
+            "reparse": True,
+            "reparse_dry_run": reparse.dry_run,
+            "reparse_files": reparse.files,
+            "parser_versions": sorted(versions | {str(spider.version)}),
+            "replayed_documents": len(reparse.replayed),
+            "withdrawn_count": len(withdrawn),
+            "replaced_count": len(replaced),
+        }
+        stats = self.crawler.stats
+        stats.set_value("reparse/withdrawn", len(withdrawn))
+        stats.set_value("reparse/replaced", len(replaced))
+        stats.set_value("reparse/replayed", len(reparse.replayed))
+        if reparse.dry_run:
+            plan = self._plan(store, reparse.events)
+            plan["withdraw"] = [m["_id"] for m in withdrawn]
+            plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
+            for kind, ids in plan.items():
+                stats.set_value("reparse/plan/%s" % kind, len(ids))
+            self.crawler.reparse_plan = {
+                "spider": spider.name,
+                "parser": current,
+                "plan": plan,
+                "changes": {
+                    doc_id: _changed_keys(store.get(schema.EVENTS_DB, doc_id) or {}, reparse.events[doc_id])
+                    for doc_id in plan["update"][:EXAMPLES]
+                },
+            }
+
+    @staticmethod
+    def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
+        """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
+        plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
+        stored = (
+            store.get_many(schema.EVENTS_DB, list(events)) if schema.EVENTS_DB in store.list_dbs() else {}
+        )
+        for doc_id, doc in sorted(events.items()):
+            old = stored.get(doc_id)
+            if old is None:
+                plan["insert"].append(doc_id)
+            elif same_content(old, doc, ignore=schema.VOLATILE_EVENT_KEYS):
+                plan["unchanged"].append(doc_id)
+            else:
+                plan["update"].append(doc_id)
+        return plan
+
+    def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
+        """The marks to write: live events of replayed documents that no produced event matches."""
+        versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
+        if not reparse.replayed or schema.EVENTS_DB not in store.list_dbs():
+            return [], versions
+        produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
+        marks = []
+        stamp = now_iso()
+        for doc in self._events_of(store, spider.name):
+            record = doc.get("warc_record_id")
+            if record not in reparse.replayed or doc["_id"] in produced_ids or not is_live(doc):
+                continue
+            mark = {k: v for k, v in doc.items() if k != "_rev"}
+            successor = next(
+                (
+                    e["_id"]
+                    for e in reparse.produced.get(record, ())
+                    if e["datetime"] == doc.get("datetime") and e["source_text"] == doc.get("source_text")
+                ),
+                None,
+            )
+            if successor:
+                mark[REPLACED_BY] = successor
+                mark["replaced_at"] = stamp
+            else:
+                mark[WITHDRAWN_BY] = "%s %s" % (spider.name, spider.version)
+                mark["withdrawn_at"] = stamp
+            marks.append(mark)
+        return marks, versions
+
+    def run_log_fields(self, doc: dict, spider=None) -> None:
+        if self.report:
+            doc.update(self.report)
+
+
+def _changed_keys(old: dict, new: dict) -> list[str]:
+    keys = set(content(old, schema.VOLATILE_EVENT_KEYS)) | set(content(new, schema.VOLATILE_EVENT_KEYS))
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
+def summarise_plan(plan: dict, out) -> None:
+    """The dry run's plan of one spider as a person reads it."""
+    counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
+    print(
+        "%s (%s): would insert %d, update %d, withdraw %d, replace %d; %d unchanged"
+        % (
+            plan["spider"],
+            plan["parser"],
+            counts["insert"],
+            counts["update"],
+            counts["withdraw"],
+            counts["replace"],
+            counts["unchanged"],
+        ),
+        file=out,
+    )
+    for kind in ("insert", "update", "withdraw", "replace"):
+        for example in plan["plan"][kind][:EXAMPLES]:
+            changed = plan["changes"].get(example)
+            print(
+                "  %-8s %s%s" % (kind, example, " (changes %s)" % ", ".join(changed) if changed else ""),
+                file=out,
+            )
