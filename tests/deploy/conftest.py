@@ -200,5 +200,6 @@ def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
     env["PYTHONPATH"] = ""
     env["VOTERSDAILY_STORE"] = store_uri
     env["VOTERSDAILY_SPOOL_DIR"] = str(workdir / "spool")
+    env["VOTERSDAILY_ARCHIVE_DIR"] = str(workdir / "archive")
     env.update(extra)
     return env

@@ -100,6 +100,23 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     store.close()
 
 
+def test_a_reparse_is_a_scrapyd_job(scrapyd, couch_uri, tmp_path):
+    """The archive a job wrote on the node is reparsed by another job (spider argument reparse=archive)."""
+    server, client = scrapyd
+    crawl = client.schedule("house_votes", url=recording(ROLL).resolve().as_uri())
+    wait_finished(client, [crawl])
+    assert list((tmp_path / "archive" / "house_votes").glob("house_votes-*.warc.gz"))
+    reparse = client.schedule("house_votes", reparse="archive")
+    wait_finished(client, [reparse])
+    store = open_store(couch_uri)
+    logs = sorted(store.iter_docs("vd_log"), key=lambda d: d["_id"])
+    store.close()
+    assert [log.get("reparse", False) for log in logs] == [False, True], server.job_log(
+        "house_votes", reparse
+    )
+    assert logs[-1]["result"] == "success" and logs[-1]["unchanged_count"] == 1
+
+
 def _scheduler(url: str, couch_uri: str, *extra: str):
     out = run_cli(
         [
