@@ -12,7 +12,7 @@ SPIDERS = {
     # spider: events its recordings hold (counted in the files; see each spider's test module)
     "federal_register": 27,  # 10 + 20 documents, 3 on both pages
     "senate_committee_hearings": 17,  # 17 meetings + the empty placeholder file
-    "senate_floor_schedule": 2,
+    "senate_floor_schedule": 3,  # three snapshots, three convening days
     "supreme_court_orders": 77,  # 69 orders + 8 opinions relating to orders
     "white_house": 30,
 }
