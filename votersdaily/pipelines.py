@@ -81,11 +81,16 @@ class ValidateEventPipeline(_CrawlerPipeline):
 
 
 class EventIdPipeline:
-    """``_id`` = ``<datetime>-<parser_name>-<unique_key>``."""
+    """``_id`` = ``<datetime>-<parser_name>-<unique_key>``; a spider whose key scheme changed gives the
+    event's key under the old scheme as ``replaces_key``, stored as ``replaces`` = the ``_id`` the
+    event had then (the store retires that document, see :class:`RescheduleTracker`)."""
 
     def process_item(self, item):
         if isinstance(item, EventItem):
             item["_id"] = schema.event_id(item["datetime"], item["parser_name"], item["unique_key"])
+            old_key = item.pop("replaces_key", None)
+            if old_key:
+                item["replaces"] = schema.event_id(item["datetime"], item["parser_name"], old_key)
         return item
 
 
@@ -100,6 +105,10 @@ class RescheduleTracker:
     the view. When an event is stored new or changed, every other document of its key is marked
     (re-pointed to the newest), so a key left with two live documents (two runs of one spider
     racing) is repaired the next time the event changes.
+
+    An event stored new or changed that ``replaces`` the document of its old key (a spider changed
+    its key scheme) marks that document ``replaced_by`` (with ``replaced_at``) if it exists: the same
+    event under its old id, neither a reschedule nor a second live copy.
     """
 
     #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
@@ -142,17 +151,39 @@ class RescheduleTracker:
             ids.add(doc_id)
             current[key] = doc_id
         targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
+        replaced = self._replaced(batch, settle)
+        superseded = self._marks(store, db, targets, "superseded")
+        retired = self._marks(store, db, replaced, "replaced")
+        if superseded or retired:
+            upsert(store, db, superseded + retired)
+            result.superseded += [doc["_id"] for doc in superseded]
+            result.replaced += [doc["_id"] for doc in retired]
+        self._unsettled -= settle
+
+    def _replaced(self, batch: list[dict], settle: set[str]) -> dict[str, str]:
+        """Old id → new id, for the settled documents that replace a stored document of their parser."""
+        wanted = {
+            doc["replaces"]: doc["_id"]
+            for doc in batch
+            if doc["_id"] in settle and doc.get("replaces") and doc["replaces"] != doc["_id"]
+        }
+        if not wanted:
+            return {}
+        parsers = {doc["parser_name"] for doc in batch}
+        known = {i for parser in parsers for ids in self._ids.get(parser, {}).values() for i in ids}
+        return {old: new for old, new in wanted.items() if old in known}
+
+    @staticmethod
+    def _marks(store: Store, db: str, targets: dict[str, str], how: str) -> list[dict]:
+        """Copies of the ``targets`` documents marked ``<how>_by`` their new id (unless already)."""
         marks = []
         for old_id, old in store.get_many(db, targets).items() if targets else ():
-            if old.get("superseded_by") != targets[old_id]:
+            if old.get(how + "_by") != targets[old_id]:
                 marked = {k: v for k, v in old.items() if k != "_rev"}
-                marked["superseded_by"] = targets[old_id]
-                marked["superseded_at"] = now_iso()
+                marked[how + "_by"] = targets[old_id]
+                marked[how + "_at"] = now_iso()
                 marks.append(marked)
-        if marks:
-            upsert(store, db, marks)
-            result.superseded += [doc["_id"] for doc in marks]
-        self._unsettled -= settle
+        return marks
 
     @staticmethod
     def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:

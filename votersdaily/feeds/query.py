@@ -93,8 +93,9 @@ class EventFilter:
 
 
 def is_superseded(doc: dict) -> bool:
-    """Replaced by a rescheduled copy (see :func:`votersdaily.pipelines.mark_superseded`)."""
-    return bool(doc.get("superseded_by"))
+    """Replaced by a rescheduled copy (see :func:`votersdaily.pipelines.mark_superseded`), or by the
+    same event under a new key (``replaced_by``)."""
+    return bool(doc.get("superseded_by") or doc.get("replaced_by"))
 
 
 def is_cancelled(doc: dict) -> bool:
