@@ -81,16 +81,11 @@ class ValidateEventPipeline(_CrawlerPipeline):
 
 
 class EventIdPipeline:
-    """``_id`` = ``<datetime>-<parser_name>-<unique_key>``; a spider whose key scheme changed gives the
-    event's key under the old scheme as ``replaces_key``, stored as ``replaces`` = the ``_id`` the
-    event had then (the store retires that document, see :class:`RescheduleTracker`)."""
+    """``_id`` = ``<datetime>-<parser_name>-<unique_key>``."""
 
     def process_item(self, item):
         if isinstance(item, EventItem):
             item["_id"] = schema.event_id(item["datetime"], item["parser_name"], item["unique_key"])
-            old_key = item.pop("replaces_key", None)
-            if old_key:
-                item["replaces"] = schema.event_id(item["datetime"], item["parser_name"], old_key)
         return item
 
 
@@ -106,9 +101,10 @@ class RescheduleTracker:
     (re-pointed to the newest), so a key left with two live documents (two runs of one spider
     racing) is repaired the next time the event changes.
 
-    An event stored new or changed that ``replaces`` the document of its old key (a spider changed
-    its key scheme) marks that document ``replaced_by`` (with ``replaced_at``) if it exists: the same
-    event under its old id, neither a reschedule nor a second live copy.
+    A spider that changed its key scheme gives each event its key under the old one as
+    ``replaces_key``: when the event is stored new or changed, the stored document of that key at
+    the same datetime (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``):
+    the same event under its old id, neither a reschedule nor a second live copy.
     """
 
     #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
@@ -161,17 +157,16 @@ class RescheduleTracker:
         self._unsettled -= settle
 
     def _replaced(self, batch: list[dict], settle: set[str]) -> dict[str, str]:
-        """Old id → new id, for the settled documents that replace a stored document of their parser."""
-        wanted = {
-            doc["replaces"]: doc["_id"]
-            for doc in batch
-            if doc["_id"] in settle and doc.get("replaces") and doc["replaces"] != doc["_id"]
-        }
-        if not wanted:
-            return {}
-        parsers = {doc["parser_name"] for doc in batch}
-        known = {i for parser in parsers for ids in self._ids.get(parser, {}).values() for i in ids}
-        return {old: new for old, new in wanted.items() if old in known}
+        """Old id → new id, for the settled documents whose ``replaces_key`` document is stored."""
+        replaced = {}
+        for doc in batch:
+            old_key = doc.get("replaces_key")
+            if doc["_id"] not in settle or not old_key or old_key == doc["unique_key"]:
+                continue
+            old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
+            if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
+                replaced[old_id] = doc["_id"]
+        return replaced
 
     @staticmethod
     def _marks(store: Store, db: str, targets: dict[str, str], how: str) -> list[dict]:

@@ -161,7 +161,7 @@ def check_new_congress_day(events) -> None:
     assert keyed["118-51338"]["datetime"] == "2025-01-03T16:57:08Z"  # the sine die adjournment
     assert keyed["119-4"]["datetime"] == "2025-01-03T17:00:00Z"  # noon: the 119th convenes
     assert keyed["119-4"]["_id"] == "2025-01-03T17:00:00Z-house_floor-119-4"
-    assert keyed["119-4"]["replaces"] == "2025-01-03T17:00:00Z-house_floor-4"
+    assert keyed["119-4"]["replaces_key"] == "4"
 
 
 def test_the_day_a_new_congress_convenes(spider):
