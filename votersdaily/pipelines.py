@@ -100,6 +100,11 @@ class RescheduleTracker:
     the view. When an event is stored new or changed, every other document of its key is marked
     (re-pointed to the newest), so a key left with two live documents (two runs of one spider
     racing) is repaired the next time the event changes.
+
+    A spider that changed its key scheme gives each event its key under the old one as
+    ``replaces_key``: when the event is stored new or changed, the stored document of that key at
+    the same datetime (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``):
+    the same event under its old id, neither a reschedule nor a second live copy.
     """
 
     #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
@@ -142,17 +147,38 @@ class RescheduleTracker:
             ids.add(doc_id)
             current[key] = doc_id
         targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
+        replaced = self._replaced(batch, settle)
+        superseded = self._marks(store, db, targets, "superseded")
+        retired = self._marks(store, db, replaced, "replaced")
+        if superseded or retired:
+            upsert(store, db, superseded + retired)
+            result.superseded += [doc["_id"] for doc in superseded]
+            result.replaced += [doc["_id"] for doc in retired]
+        self._unsettled -= settle
+
+    def _replaced(self, batch: list[dict], settle: set[str]) -> dict[str, str]:
+        """Old id → new id, for the settled documents whose ``replaces_key`` document is stored."""
+        replaced = {}
+        for doc in batch:
+            old_key = doc.get("replaces_key")
+            if doc["_id"] not in settle or not old_key or old_key == doc["unique_key"]:
+                continue
+            old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
+            if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
+                replaced[old_id] = doc["_id"]
+        return replaced
+
+    @staticmethod
+    def _marks(store: Store, db: str, targets: dict[str, str], how: str) -> list[dict]:
+        """Copies of the ``targets`` documents marked ``<how>_by`` their new id (unless already)."""
         marks = []
         for old_id, old in store.get_many(db, targets).items() if targets else ():
-            if old.get("superseded_by") != targets[old_id]:
+            if old.get(how + "_by") != targets[old_id]:
                 marked = {k: v for k, v in old.items() if k != "_rev"}
-                marked["superseded_by"] = targets[old_id]
-                marked["superseded_at"] = now_iso()
+                marked[how + "_by"] = targets[old_id]
+                marked[how + "_at"] = now_iso()
                 marks.append(marked)
-        if marks:
-            upsert(store, db, marks)
-            result.superseded += [doc["_id"] for doc in marks]
-        self._unsettled -= settle
+        return marks
 
     @staticmethod
     def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:

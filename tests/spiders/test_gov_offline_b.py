@@ -11,8 +11,11 @@ from votersdaily.store import open_store
 SPIDERS = {
     # spider: events its recordings hold (counted in the files; see each spider's test module)
     "federal_register": 27,  # 10 + 20 documents, 3 on both pages
+    "house_floor": 133,  # 7 + 41 + 85 floor actions
+    "house_votes": 3,  # roll calls 314 (2026), 37 and 2 (2023, the Speaker's election)
     "senate_committee_hearings": 17,  # 17 meetings + the empty placeholder file
-    "senate_floor_schedule": 2,
+    "senate_votes": 1,
+    "senate_floor_schedule": 3,  # three snapshots, three convening days
     "supreme_court_orders": 77,  # 69 orders + 8 opinions relating to orders
     "white_house": 30,
 }

@@ -23,6 +23,8 @@ from votersdaily.spiders.house_votes import HouseVotesSpider
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
 ROLL037 = recording("gov/house_roll_call/clerk-2023-roll037-committee.excerpt.xml")
+SPEAKER = recording("gov/house_roll_call/roll2023_002.xml")
+URL_SPEAKER = "https://clerk.house.gov/evs/2023/roll002.xml"
 ERROR_BODY = recording("gov/house_clerk_votes/roll315_NEGATIVE_error_body.xml")
 INDEX = recording("gov/house_clerk_index/index.asp")
 ROLL_000 = recording("gov/house_clerk_index/ROLL_000.asp")
@@ -96,6 +98,67 @@ def test_roll037_compact_serialisation_with_external_doctype(spider):
     assert len(event["member_votes"]) == 8
     assert event["member_votes"][2]["name"] == "González-Colón (PR)"
     assert event["member_votes"][2]["unaccented_name"] == "Gonzalez-Colon"
+
+
+def test_speaker_election_without_a_majority(spider):
+    """The 2023 first ballot: seven candidates, the Clerk's result names the leader, nobody elected."""
+    (event,) = events_of(spider, response(URL_SPEAKER, SPEAKER))
+    assert event["_id"] == "2023-01-03T18:39:00Z-house_votes-118-1-2"  # 3-Jan-2023 13:39 EST
+    assert event["vote_question"] == "Election of the Speaker" and event["vote_result"] == "Jeffries"
+    assert event["candidate_totals"] == [
+        {"candidate": name, "total": total}
+        for name, total in [
+            ("Jeffries", 212),
+            ("McCarthy", 203),
+            ("Biggs", 10),
+            ("Jordan", 6),
+            ("Banks", 1),
+            ("Zeldin", 1),
+            ("Donalds", 1),
+        ]
+    ]
+    assert event["vote_totals"] == {"present": 0, "not_voting": 0}
+    assert event["vote_labels"] == {"present": "Present", "not_voting": "Not Voting"}
+    assert event["vote_totals_by_party"] == {}  # the Clerk gives no party totals for an election
+    assert event["elected"] is None  # 212 of 434 is no majority
+    assert event["title"] == (
+        "Roll Call 2: Election of the Speaker — no majority: Jeffries 212, McCarthy 203, Biggs 10, "
+        "Jordan 6, Banks 1, Zeldin 1, Donalds 1"
+    )
+    assert "elected" not in event["title"]
+    votes = [m["vote"] for m in event["member_votes"]]
+    assert len(votes) == 434
+    assert {c["candidate"]: votes.count(c["candidate"]) for c in event["candidate_totals"]} == {
+        c["candidate"]: c["total"] for c in event["candidate_totals"]
+    }
+
+
+def test_speaker_elected_by_a_majority_of_votes_for_a_person(spider):
+    """Derived from the real first ballot: the five minor candidates' 19 votes moved to Present (the
+    shape of a deciding ballot). Present does not count, so 212 of 415 is a majority."""
+    body = SPEAKER.read_bytes()
+    for name, total in [("Biggs", 10), ("Jordan", 6), ("Banks", 1), ("Zeldin", 1), ("Donalds", 1)]:
+        row = b"<candidate>%s</candidate>\r\n        <candidate-total>%d</candidate-total>" % (
+            name.encode(),
+            total,
+        )
+        assert body.count(row) == 1
+        body = body.replace(row, row.replace(b">%d<" % total, b">0<"))
+    present = b"<candidate>Present</candidate>\r\n        <candidate-total>0</candidate-total>"
+    assert body.count(present) == 1
+    body = body.replace(present, present.replace(b">0<", b">19<"))
+    (event,) = events_of(spider, response(URL_SPEAKER, body))
+    assert event["elected"] == {"candidate": "Jeffries", "total": 212, "votes_cast": 415}
+    assert event["vote_totals"] == {"present": 19, "not_voting": 0}
+    assert event["title"] == "Roll Call 2: Election of the Speaker — Jeffries elected with 212 of 415 votes"
+
+
+@pytest.mark.parametrize("path", sorted(recording("gov/house_roll_call").glob("*.xml")), ids=lambda p: p.name)
+def test_every_roll_call_recording_parses_with_its_totals(spider, path):
+    (event,) = events_of(spider, response("https://clerk.house.gov/evs/%s" % path.name, path))
+    assert event["member_votes"] and event["vote_totals"] and event["vote_labels"]
+    assert all(isinstance(n, int) for n in event["vote_totals"].values())
+    assert (event["candidate_totals"] is None) == ("yea" in event["vote_totals"])
 
 
 def test_error_body_served_with_200_is_an_error_page(spider):

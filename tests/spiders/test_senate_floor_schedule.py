@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 import pytest
 
@@ -13,6 +15,10 @@ from votersdaily.spiders.senate_floor_schedule import SenateFloorScheduleSpider 
 
 START = recording("gov/senate_floor_schedule/floor_schedule_start.json")
 END = recording("gov/senate_floor_schedule/floor_schedule_end.json")
+SESSION_DAY = recording("gov/senate_floor_schedule/floor_schedule_session_day_2026-09-30_wayback.json")
+SESSION_DAY_META = recording(
+    "gov/senate_floor_schedule/floor_schedule_session_day_2026-09-30_wayback.json.meta.json"
+)
 NOT_FOUND = recording("gov/house_docs_floor/billsthisweek_20260928_NEGATIVE_file_not_found.html")
 URL = "https://www.senate.gov/legislative/schedule/floor_schedule.json"
 
@@ -38,9 +44,9 @@ def test_start_snapshot():
         e["out_of_session_link"]
         == "https://www.senate.gov/legislative/LIS/floor_activity/all-floor-activity-files.htm"
     )
-    # "2026-10-01T09:34-05:00": the wall time is Eastern (EDT that day), the -05:00 is the Senate's mistake.
+    # "2026-10-01T09:34-05:00": the offset is true (see test_last_updated_offset_is_the_true_one).
     assert e["last_updated_published"] == "2026-10-01T09:34-05:00"
-    assert e["last_updated"] == "2026-10-01T13:34:00Z"
+    assert e["last_updated"] == "2026-10-01T14:34:00Z"
 
 
 def test_end_snapshot_gives_the_next_convening():
@@ -48,7 +54,32 @@ def test_end_snapshot_gives_the_next_convening():
     assert e["datetime"] == "2026-10-06T17:30:00Z"  # 13:30 EDT
     assert e["unique_key"] == "2026-10-06"
     assert e["event_url"].endswith("filename=stv100626")
-    assert e["last_updated"] == "2026-10-05T19:02:00Z"  # "2026-10-05T15:02-05:00" read as 15:02 EDT
+    assert e["last_updated"] == "2026-10-05T20:02:00Z"  # "2026-10-05T15:02-05:00"
+
+
+def test_last_updated_offset_is_the_true_one():
+    """The Wayback capture's sidecar keeps senate.gov's own ``Last-Modified``: the file changed a
+    minute after ``lastUpdated`` read at its -05:00 offset, an hour after it read as EDT."""
+    (e,) = parse(Spider, SESSION_DAY, URL).events
+    assert e["datetime"] == "2026-09-30T14:15:00Z" and e["unique_key"] == "2026-09-30"  # 10:15 EDT
+    assert e["last_updated_published"] == "2026-09-29T19:17-05:00"
+    assert e["last_updated"] == "2026-09-30T00:17:00Z"
+    headers = json.loads(SESSION_DAY_META.read_text("utf-8"))["response_headers"]
+    modified = parsedate_to_datetime(headers["x-archive-orig-last-modified"])
+    updated = datetime.fromisoformat(e["last_updated"])
+    assert timedelta(0) <= modified - updated < timedelta(minutes=5), (modified, updated)
+
+
+@pytest.mark.parametrize(
+    "stamp, utc",
+    [("2026-09-29T19:17-04:00", "2026-09-29T23:17:00Z"), ("2026-09-29T19:17", "2026-09-29T23:17:00Z")],
+    ids=["other_offset", "no_offset_is_eastern"],
+)
+def test_last_updated_variants(stamp, utc):
+    """Derived from the real session-day snapshot: its ``lastUpdated`` rewritten."""
+    body = SESSION_DAY.read_bytes().replace(b"2026-09-29T19:17-05:00", stamp.encode())
+    (e,) = parse(Spider, body, URL).events
+    assert e["last_updated"] == utc
 
 
 def test_source_text_is_the_json_object_as_published():
@@ -113,4 +144,4 @@ def test_crawl_of_a_truncated_snapshot_is_a_logged_failure(crawl, tmp_path, sqli
 
 def test_smoke():
     assert Spider.frequency_hours == 1.0 and Spider.listing_urls == (URL,)
-    assert sorted(Spider.recording_urls()) == sorted([START.resolve().as_uri(), END.resolve().as_uri()])
+    assert sorted(Spider.recording_urls()) == sorted(p.resolve().as_uri() for p in (START, END, SESSION_DAY))

@@ -82,11 +82,40 @@ def test_vote_213(spider):
         "party": "D",
         "state": "HI",
         "vote": "Nay",
+        "pair": None,
     }
     assert [m["vote"] for m in event["member_votes"]].count("Present, Giving Live Pair") == 1
     assert event["source_text"].startswith("<roll_call_vote>") and event["source_text"].endswith(
         "</roll_call_vote>"
     )
+
+
+def test_empty_count_element_is_zero_and_a_missing_one_unknown(spider):
+    """Derived from the real vote 213: its ``<present>1</present>`` emptied to ``<present/>`` (the
+    form the LIS writes for a position nobody took), then the ``<absent>`` element removed."""
+    body = VOTE.read_bytes()
+    assert body.count(b"<present>1</present>") == 1
+    emptied = body.replace(b"<present>1</present>", b"<present/>")
+    (event,) = events_of(spider, response(URL, emptied))
+    assert event["counts"] == {"yeas": 52, "nays": 44, "present": 0, "absent": 3}
+    missing = emptied.replace(b"<absent>3</absent>", b"")
+    (event,) = events_of(spider, response(URL, missing))
+    assert event["counts"] == {"yeas": 52, "nays": 44, "present": 0, "absent": None}
+
+
+def test_live_pair_keeps_the_partner(spider):
+    """Derived from the real vote 213: Reid's "Present, Giving Live Pair" given the ``pair`` (and
+    ``crp``) attributes that newer LIS files put on ``vote_cast`` (as vote_115_2_00223 has them);
+    the partner's id here is another senator of this very vote."""
+    body = VOTE.read_bytes()
+    live = b"<vote_cast>Present, Giving Live Pair</vote_cast>"
+    assert body.count(live) == 1
+    paired = body.replace(live, b'<vote_cast crp=" " pair="S259">Present, Giving Live Pair</vote_cast>')
+    (event,) = events_of(spider, response(URL, paired))
+    members = {m["last_name"]: m for m in event["member_votes"]}
+    assert members["Reid"]["pair"] == "S259" and members["Reid"]["vote"] == "Present, Giving Live Pair"
+    assert [m["lis_member_id"] for m in event["member_votes"] if m["pair"]] == ["S198"]
+    assert event["counts_by_party"]["D"]["present"] == 1
 
 
 def test_positions():

@@ -32,6 +32,27 @@ def congress_session(year: int) -> tuple[int, int]:
     return offset // 2 + 1, offset % 2 + 1
 
 
+#: Since the 20th amendment (1935) a Congress's term, and by default each regular session, begins at
+#: noon on 3 January: (month, day, hour).
+TERM_START = (1, 3, 12)
+
+
+def sitting_year(when: datetime) -> int:
+    """The year whose regular session sits at the Eastern wall time ``when`` by the calendar: until
+    noon on 3 January, the previous year's."""
+    return when.year - 1 if (when.month, when.day, when.hour) < TERM_START else when.year
+
+
+def session_year(congress: int, session: int) -> int:
+    """The year a regular session begins in ((119, 2) → 2026)."""
+    return FIRST_CONGRESS_YEAR + 2 * (congress - 1) + session - 1
+
+
+def previous_session(congress: int, session: int) -> tuple[int, int]:
+    """The regular session before ``(congress, session)``; a Congress has had two since 1943."""
+    return (congress, session - 1) if session > 1 else (congress - 1, 2)
+
+
 def stored_utc(value: datetime | date | None) -> str | None:
     """An Eastern wall-clock datetime (or an all-day date) in the stored UTC form, as the pipeline
     stores ``datetime``: for the datetimes of ad hoc keys."""

@@ -1,17 +1,33 @@
 """House floor proceedings from the Clerk's daily floor summary XML (clerk.house.gov/floor/YYYYMMDD.xml).
 
-One event per ``floor_action``, keyed by its ``unique-id``, at ``action_time/@for-search`` (Eastern
-wall-clock time). The file of a legislative day is regenerated while the House sits, so the
-spider reads today's and yesterday's file (a legislative day can run past midnight).
+One event per ``floor_action`` at ``action_time/@for-search`` (Eastern wall-clock time). The file of
+a legislative day is regenerated while the House sits, so the spider reads today's and yesterday's
+file (a legislative day can run past midnight).
+
+Congress and session are the action's, not the file's. On the day a Congress or session ends and
+the next convenes, ``legislative_congress`` names both, in no reliable order
+(``congress="119:118" session="2:1"`` on 3 January 2025: the 118th's 2nd session, then the 119th's
+1st); it may also name only the next one. Actions up to the sine die adjournment (the adjournment
+action, act-id H61000, saying "sine die") belong to the ending session; without one, actions
+before noon belong to the ending Congress (20th amendment). The Clerk restarts ``unique-id`` with
+each Congress, so the key is ``<congress>-<unique-id>``; ``replaces_key`` is the bare unique-id
+the spider keyed events by before (version 1.0), so the store retires those documents.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import date, datetime, time, timedelta
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.congress import eastern_iso, to_int
+from ..sources.congress import (
+    congress_session,
+    eastern_iso,
+    previous_session,
+    session_year,
+    sitting_year,
+    to_int,
+)
 from ..sources.eastern import eastern_today, parse_local
 from ..sources.errors import MalformedDocument
 from ..sources.xml import outer_xml, parse_xml, text_of
@@ -19,24 +35,36 @@ from .base import EventSpider
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
 EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
-#: A full stop that ends a sentence: not after an abbreviation ("Mr.", "H.R.", "Res.", "p.m.").
-#: The full stop comes first, so the look-behinds run only at full stops (14x faster).
+#: A full stop that ends a sentence: not after an abbreviation ("Mr.", "H.R.", "Res.", "p.m.") or
+#: an initial ("H. Res.", "John F. Kennedy"), but after a one-letter roman numeral of a rule, title
+#: or article ("clause 13 of Rule I."). The full stop comes first, so the look-behinds run only at
+#: full stops (14x faster).
 SENTENCE_END = re.compile(
-    r"\.(?=\s|$)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bRes\.)(?<!\bCon\.)(?<!\bRept\.)"
-    r"(?<!\bAmdt\.)(?<!\bNo\.)(?<!\bJr\.)(?<!\bSr\.)(?<!\bSt\.)(?<!\b[A-Za-z]\.)",
+    r"\.(?=\s|$)(?:"
+    r"(?<=\brule [IVXLC]\.)|(?<=\btitle [IVXLC]\.)|(?<=\barticle [IVXLC]\.)"
+    r"|(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bRes\.)(?<!\bCon\.)(?<!\bRept\.)"
+    r"(?<!\bAmdt\.)(?<!\bNo\.)(?<!\bJr\.)(?<!\bSr\.)(?<!\bSt\.)(?<!\b[A-Za-z]\.))",
     re.I,
 )
 
 
+#: The Clerk's activity code of an adjournment; with "sine die" in its text it ends a session.
+ADJOURNMENT_ACT = "H61000"
+SINE_DIE = re.compile(r"\bsine\s+die\b", re.I)
+#: (congress, session)
+Sitting = tuple[int, int]
+
+
 class HouseFloorSpider(EventSpider):
     name = "house_floor"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
     recordings = {
         "gov/house_floor_summary/20261001.xml": "https://clerk.house.gov/floor/20261001.xml",
         "gov/house_floor_summary/20260902.xml": "https://clerk.house.gov/floor/20260902.xml",
+        "gov/house_floor_summary/20250103.xml": "https://clerk.house.gov/floor/20250103.xml",
     }
     #: A day without a sitting has no file: the Clerk answers 404, which is no failure here.
     handle_httpstatus_list = [404]
@@ -67,20 +95,22 @@ class HouseFloorSpider(EventSpider):
         actions = root.find("floor_actions")
         if not re.fullmatch(r"\d{8}", day) or actions is None:
             raise MalformedDocument("%s has no legislative_day/@date or floor_actions" % response.url)
-        congress_el = root.find("legislative_congress")
-        congress = to_int(congress_el.get("congress")) if congress_el is not None else None
-        session = to_int(congress_el.get("session")) if congress_el is not None else None
-        for action in actions.iterfind("floor_action"):
+        timed = [(action, self._parse_datetime(action, day)) for action in actions.iterfind("floor_action")]
+        boundary = self._parse_boundary(timed, root.find("legislative_congress"), day)
+        before, after = self._parse_sittings(root.find("legislative_congress"), boundary, day)
+        for action, when in timed:
             unique_id = (action.get("unique-id") or "").strip()
             if not unique_id:
                 raise MalformedDocument("%s has a floor_action without unique-id" % response.url)
+            congress, session = before if boundary and self._instant(when) <= boundary else after
             description = text_of(action, "action_description")
             item = text_of(action, "action_item")
             yield {
-                "datetime": self._parse_datetime(action, day),
+                "datetime": when,
                 "title": self._parse_title(item, description),
                 "description": description,
-                "unique_key": unique_id,
+                "unique_key": "%d-%s" % (congress, unique_id),
+                "replaces_key": unique_id,
                 "source_text": outer_xml(action),
                 "event_url": EVENT_URL.format(day=day, unique_id=unique_id),
                 "unique_id": unique_id,
@@ -96,6 +126,54 @@ class HouseFloorSpider(EventSpider):
                 "bills": self._parse_bills(action),
                 "votes": self._parse_votes(action),
             }
+
+    @staticmethod
+    def _instant(when: datetime | date) -> datetime:
+        """A date-only action counts as the end of its day."""
+        return when if isinstance(when, datetime) else datetime.combine(when, time.max)
+
+    @staticmethod
+    def _numbers(element, name: str) -> list[int]:
+        """``congress="119:118"`` → [118, 119]."""
+        text = element.get(name, "") if element is not None else ""
+        return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
+
+    @classmethod
+    def _parse_boundary(cls, timed, congress_el, day: str) -> datetime | None:
+        """The last instant of the ending session: its sine die adjournment, else (when the file names
+        two Congresses or sessions) the moment before noon; None on an ordinary day."""
+        adjournments = [
+            when
+            for action, when in timed
+            if action.get("act-id") == ADJOURNMENT_ACT
+            and SINE_DIE.search(text_of(action, "action_description"))
+            and isinstance(when, datetime)
+        ]
+        if adjournments:
+            return max(adjournments)
+        if len(cls._numbers(congress_el, "congress")) > 1 or len(cls._numbers(congress_el, "session")) > 1:
+            return datetime.strptime(day, "%Y%m%d") + timedelta(hours=12, microseconds=-1)
+        return None
+
+    @classmethod
+    def _parse_sittings(cls, congress_el, boundary: datetime | None, day: str) -> tuple[Sitting, Sitting]:
+        """(Congress, session) before and after ``boundary``, from what the file names."""
+        congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
+        if not (congresses and sessions):  # unnamed: the calendar's
+            after = congress_session(sitting_year(datetime.strptime(day, "%Y%m%d") + timedelta(hours=12)))
+            return (congress_session(sitting_year(boundary)) if boundary else after), after
+        after = (congresses[-1], 1 if len(congresses) > 1 else sessions[-1])
+        if boundary is None:
+            before = after
+        elif len(congresses) > 1:
+            before = (congresses[0], sessions[-1]) if len(sessions) > 1 else previous_session(*after)
+        elif len(sessions) > 1:
+            before = (congresses[0], sessions[0])
+        elif session_year(*after) > sitting_year(boundary):  # it names the session that follows
+            before = previous_session(*after)
+        else:
+            before = after
+        return before, after
 
     @staticmethod
     def _parse_datetime(action, day: str):

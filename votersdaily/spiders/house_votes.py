@@ -1,4 +1,12 @@
-"""House roll-call votes from the Clerk's XML (clerk.house.gov/evs/<year>/rollNNN.xml)."""
+"""House roll-call votes from the Clerk's XML (clerk.house.gov/evs/<year>/rollNNN.xml).
+
+Two serialisations (pretty-printed CRLF today; compact with an external DOCTYPE before), and two
+shapes of totals: Yea/Nay (or Aye/No) votes give ``totals-by-vote`` and ``totals-by-party``; an
+election of the Speaker gives ``totals-by-candidate`` (``candidate``, ``candidate-total``) with
+"Present" and "Not Voting" as two more "candidates", and its ``vote-result`` names the candidate
+with the most votes even when nobody was elected. The Speaker is elected by a majority of the votes
+cast for a person by name (Present does not count), so a ballot can end without a winner.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,8 @@ PAGE_LINK_RE = re.compile(r"ROLL_\d+\.asp$", re.I)
 HEADING_YEAR_RE = re.compile(r"\((\d{4})\)")
 URL_YEAR_RE = re.compile(r"/evs/(\d{4})/", re.I)
 LINK_YEAR_RE = re.compile(r"[?&]year=(\d{4})", re.I)
+#: The two non-candidates of ``totals-by-candidate``, as ``vote_totals`` keys.
+NON_CANDIDATES = {"present": "present", "not voting": "not_voting"}
 #: Where the Clerk publishes each roll call of a year (3-digit, zero-padded roll number).
 ROLL_URL = "https://clerk.house.gov/evs/{year}/roll{roll:03d}.xml"
 INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
@@ -24,13 +34,14 @@ INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
     recordings = {
         "gov/house_roll_call/roll314.xml": "https://clerk.house.gov/evs/2026/roll314.xml",
         "gov/house_roll_call/clerk-2023-roll037-committee.excerpt.xml": "https://clerk.house.gov/evs/2023/roll037.xml",
+        "gov/house_roll_call/roll2023_002.xml": "https://clerk.house.gov/evs/2023/roll002.xml",
     }
     #: clerk.house.gov serves one small file per roll call: one at a time, a second apart.
     custom_settings = {
@@ -98,9 +109,18 @@ class HouseVotesSpider(EventSpider):
         roll = to_int(text_of(meta, "rollcall-num"))
         question = text_of(meta, "vote-question")
         legis_num = text_of(meta, "legis-num")
+        candidates = self._parse_candidate_totals(meta)
+        by_candidate = meta.find("vote-totals/totals-by-candidate") is not None
+        elected = self._parse_elected(candidates) if by_candidate else None
+        title = self._parse_title(roll, question, legis_num, text_of(meta, "vote-desc"))
+        if by_candidate:
+            totals, labels = self._parse_non_candidates(meta)
+        else:
+            totals = self._parse_totals(meta.find("vote-totals/totals-by-vote"))
+            labels = self._parse_labels(meta.find("vote-totals/totals-by-party-header"))
         yield {
             "datetime": self._parse_datetime(meta),
-            "title": self._parse_title(roll, question, legis_num, text_of(meta, "vote-desc")),
+            "title": self._parse_election_title(title, candidates, elected) if by_candidate else title,
             "description": text_of(meta, "vote-desc"),
             "unique_key": "%s-%s-%s" % (congress, session, roll),
             "source_text": outer_xml(root),
@@ -117,12 +137,14 @@ class HouseVotesSpider(EventSpider):
             "chamber": text_of(meta, "chamber") or text_of(meta, "committee"),
             "committee_of_the_whole": meta.find("committee") is not None,
             "majority": text_of(meta, "majority"),
-            "vote_totals": self._parse_totals(meta.find("vote-totals/totals-by-vote")),
+            "vote_totals": totals,
             "vote_totals_by_party": {
                 text_of(row, "party"): self._parse_totals(row)
                 for row in meta.findall("vote-totals/totals-by-party")
             },
-            "vote_labels": self._parse_labels(meta.find("vote-totals/totals-by-party-header")),
+            "vote_labels": labels,
+            "candidate_totals": candidates if by_candidate else None,
+            "elected": elected,
             "member_votes": self._parse_member_votes(root),
         }
 
@@ -144,6 +166,54 @@ class HouseVotesSpider(EventSpider):
         if desc:
             title += ": %s" % desc
         return title
+
+    @staticmethod
+    def _parse_election_title(title: str, candidates: list[dict], elected: dict | None) -> str:
+        """Who got how many votes; "elected" only for a candidate with a majority."""
+        if elected is not None:
+            return "%s — %s elected with %d of %d votes" % (
+                title,
+                elected["candidate"],
+                elected["total"],
+                elected["votes_cast"],
+            )
+        tally = ", ".join("%s %s" % (c["candidate"], c["total"]) for c in candidates)
+        return "%s — no majority: %s" % (title, tally) if tally else title
+
+    @staticmethod
+    def _candidate_rows(meta):
+        for row in meta.iterfind("vote-totals/totals-by-candidate"):
+            yield text_of(row, "candidate"), to_int(text_of(row, "candidate-total"))
+
+    @classmethod
+    def _parse_candidate_totals(cls, meta) -> list[dict]:
+        """The candidates in the Clerk's order, without Present / Not Voting."""
+        return [
+            {"candidate": name, "total": total}
+            for name, total in cls._candidate_rows(meta)
+            if name.lower() not in NON_CANDIDATES
+        ]
+
+    @classmethod
+    def _parse_non_candidates(cls, meta) -> tuple[dict, dict]:
+        """``vote_totals`` and ``vote_labels`` of an election: its Present and Not Voting rows."""
+        totals, labels = {}, {}
+        for name, total in cls._candidate_rows(meta):
+            key = NON_CANDIDATES.get(name.lower())
+            if key:
+                totals[key], labels[key] = total, name
+        return totals, labels
+
+    @staticmethod
+    def _parse_elected(candidates: list[dict]) -> dict | None:
+        """The candidate with a majority of the votes cast for candidates, if one has it."""
+        if any(c["total"] is None for c in candidates):
+            return None  # a total that is no number: the majority cannot be told
+        cast = sum(c["total"] for c in candidates)
+        for candidate in candidates:
+            if candidate["total"] * 2 > cast:
+                return {**candidate, "votes_cast": cast}
+        return None
 
     @staticmethod
     def _parse_event_url(meta, roll):

@@ -4,8 +4,10 @@ One event per entry of ``floorProceedings`` (one convening), keyed by the conven
 hand-made JSON: every value is a string, the offset key is misspelled ``coveneOffsetMinutes``, the
 file starts with a blank line and mixes tabs and spaces. Which time is authoritative: the
 ``convene*`` fields are Eastern wall-clock time (what the Senate announces), and are converted with
-the DST rules of America/New_York. ``lastUpdated`` carries ``-05:00`` all year, even during daylight
-time, so its offset is ignored and its wall time is read as Eastern too.
+the DST rules of America/New_York. ``lastUpdated`` (``2026-09-29T19:17-05:00``) carries its own UTC
+offset, and that offset is true even in summer: the stamp is -05:00 all year, not Eastern time, as
+the HTTP ``Last-Modified`` of the same file shows (19:17-05:00 = 00:17Z against Last-Modified
+00:18:17 GMT on 30 Sep 2026). A stamp without an offset would be read as Eastern.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .base import EventSpider
 CONVENE_KEYS = ("conveneYear", "conveneMonth", "conveneDay", "conveneHour", "conveneMinutes")
 #: The misspelling the Senate publishes, and the spelling it may one day fix it to.
 OFFSET_KEYS = ("coveneOffsetMinutes", "conveneOffsetMinutes")
-LAST_UPDATED_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)")
+#: ``lastUpdated``: a wall time and, normally, a UTC offset (``-05:00``).
+LAST_UPDATED_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(Z|[+-]\d{2}:?\d{2})?")
 SENATE = "https://www.senate.gov/"
 
 
@@ -33,7 +36,7 @@ def _str(entry: dict, key: str) -> str:
 
 class SenateFloorScheduleSpider(EventSpider):
     name = "senate_floor_schedule"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "Senate"
     frequency_hours = 1.0
@@ -41,6 +44,7 @@ class SenateFloorScheduleSpider(EventSpider):
     recordings = {
         "gov/senate_floor_schedule/floor_schedule_start.json": "https://www.senate.gov/legislative/schedule/floor_schedule.json",
         "gov/senate_floor_schedule/floor_schedule_end.json": "https://www.senate.gov/legislative/schedule/floor_schedule.json",
+        "gov/senate_floor_schedule/floor_schedule_session_day_2026-09-30_wayback.json": "https://www.senate.gov/legislative/schedule/floor_schedule.json",
     }
     custom_settings = {
         **EventSpider.custom_settings,
@@ -104,10 +108,8 @@ class SenateFloorScheduleSpider(EventSpider):
 
     @staticmethod
     def _parse_last_updated(data: dict) -> str:
-        """UTC ISO text of ``lastUpdated``, its wall time read as Eastern (the offset is wrong in summer)."""
+        """UTC ISO text of ``lastUpdated`` at the offset it gives (Eastern if it gives none)."""
         match = LAST_UPDATED_RE.match(_str(data, "lastUpdated"))
         if not match:
             return ""
-        text = match.group(1)
-        wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M")
-        return stored_utc(wall)
+        return stored_utc(datetime.fromisoformat(match.group(1) + (match.group(2) or "")))

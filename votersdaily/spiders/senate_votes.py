@@ -1,4 +1,10 @@
-"""Senate roll-call votes from the LIS vote XML, discovered through the session's vote menu."""
+"""Senate roll-call votes from the LIS vote XML, discovered through the session's vote menu.
+
+Quirks: ``vote_date`` has two spaces before the time; a ``<count>`` position nobody took may be an
+empty element (``<present/>``), which is 0, not unknown; a member who gives a live pair votes
+"Present, Giving Live Pair" and, in newer files, names the absent partner's LIS id in
+``vote_cast/@pair`` (``<vote_cast crp=" " pair="S375">``), which is kept as the member's ``pair``.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ def position_of(vote_cast: str) -> str:
 
 class SenateVotesSpider(EventSpider):
     name = "senate_votes"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "Senate"
     frequency_hours = 2.0
@@ -125,8 +131,14 @@ class SenateVotesSpider(EventSpider):
 
     @staticmethod
     def _parse_counts(root) -> dict:
+        """The four totals; an empty element (``<present/>``) is 0, a missing one unknown (None)."""
         count = root.find("count")
-        return {key: to_int(text_of(count, key)) for key in ("yeas", "nays", "present", "absent")}
+        totals = {}
+        for key in ("yeas", "nays", "present", "absent"):
+            element = count.find(key) if count is not None else None
+            text = text_of(element)
+            totals[key] = None if element is None else (to_int(text) if text else 0)
+        return totals
 
     @staticmethod
     def _parse_counts_by_party(members: list[dict]) -> dict:
@@ -139,6 +151,13 @@ class SenateVotesSpider(EventSpider):
         }
 
     @staticmethod
+    def _parse_pair(member) -> str | None:
+        """The LIS id of the absent senator a live pair was given to (``vote_cast/@pair``)."""
+        cast = member.find("vote_cast")
+        pair = (cast.get("pair") or "").strip() if cast is not None else ""
+        return pair or None
+
+    @staticmethod
     def _parse_member_votes(root) -> list[dict]:
         return [
             {
@@ -149,6 +168,7 @@ class SenateVotesSpider(EventSpider):
                 "party": text_of(member, "party"),
                 "state": text_of(member, "state"),
                 "vote": text_of(member, "vote_cast"),
+                "pair": SenateVotesSpider._parse_pair(member),
             }
             for member in root.iterfind("members/member")
         ]

@@ -66,7 +66,7 @@ class CrawlerWriter:
     def _count(self, result: UpsertResult) -> None:
         stats = self.crawler.stats
         prefix = "store/%s/" % self.db
-        for name in ("inserted", "updated", "unchanged", "duplicates", "superseded", "spooled"):
+        for name in ("inserted", "updated", "unchanged", "duplicates", "superseded", "replaced", "spooled"):
             n = len(getattr(result, name))
             if n:
                 stats.inc_value(prefix + name, n)

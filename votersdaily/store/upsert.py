@@ -30,6 +30,8 @@ class UpsertResult:
     conflicts_resolved: int = 0
     #: Ids of older documents a batch hook marked as replaced (event reschedules).
     superseded: list[str] = field(default_factory=list)
+    #: Ids of documents a batch hook marked as replaced by the same event under a new key.
+    replaced: list[str] = field(default_factory=list)
     #: Ids given more than once in one batch (the last one is written; the others are counted here).
     duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
@@ -43,6 +45,7 @@ class UpsertResult:
         self.failed.update(other.failed)
         self.conflicts_resolved += other.conflicts_resolved
         self.superseded += other.superseded
+        self.replaced += other.replaced
         self.spooled += other.spooled
 
 
