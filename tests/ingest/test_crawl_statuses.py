@@ -47,6 +47,11 @@ CASES = {
     "/scholarly/23b29ea36382680716be08fc71aa81bd226e8a85.xml": ("xml", "success"),
     "/broken.xml": ("xml", "xml-parse-error"),
     "/scholarly/genders_g58_fairlie.html": ("pdf", "no-pdf-link"),
+    "/derived/plos-charset-late.html": ("html", "success"),
+    "/derived/plos-charset-http.html": ("html", "success"),
+    "/derived/plos-charset-none.html": ("html", "success"),
+    "/derived/elife-blank-lines.html": ("html", "success"),
+    "/derived/elife-blank-lines-as-js.html": ("html", "wrong-mimetype"),
 }
 
 
@@ -340,3 +345,29 @@ def test_run_log(crawled):
         assert logs[0]["store"]["ingest_file_result"]["inserted"] == len(crawled["results"])
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/derived/plos-charset-late.html", "/derived/plos-charset-http.html", "/derived/plos-charset-none.html"],
+)
+def test_utf8_page_biblio_whatever_the_charset_declaration(crawled, path):
+    """DERIVED variants of the PLOS page (conftest.derived_pages): the same html_biblio as the
+    recording itself, curly apostrophes intact (bytes handed to lxml gave ``Marekâ\x80\x99s``)."""
+    original = _result(crawled, "/scholarly/plos_one_article.html", "html")["html_biblio"]
+    biblio = _result(crawled, path, "html")["html_biblio"]
+    assert biblio == original
+    references = " ".join(biblio["raw_references"])
+    assert "Marek\u2019s disease" in references and "\u00e2" not in references
+
+
+def test_html_that_libmagic_calls_javascript(crawled):
+    """DERIVED: the eLife page opening with the blank lines of nature.com's page; libmagic says
+    application/javascript, the server says text/html and the body starts like HTML."""
+    r = _result(crawled, "/derived/elife-blank-lines.html", "html")
+    assert r["file_meta"]["mimetype"] == "text/html"
+    assert (r["mimetype_sniffed"], r["mimetype_declared"]) == ("application/javascript", "text/html")
+    assert r["html_biblio"] == _result(crawled, "/scholarly/elife_article.html", "html")["html_biblio"]
+    # declared as JavaScript too: libmagic's word stands, as in sandcrawler
+    as_js = _result(crawled, "/derived/elife-blank-lines-as-js.html", "html")
+    assert as_js["file_meta"]["mimetype"] == "application/javascript" and "mimetype_sniffed" not in as_js

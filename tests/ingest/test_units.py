@@ -274,3 +274,34 @@ def test_publisher_rules_by_url(url, expected):
         extract_publisher_fulltext_url(url, parse_html(b"<html><body><p>x</p></body></html>", url))
         == expected
     )
+
+
+def test_decoding_order_bom_http_meta_in_head_detection():
+    """DERIVED from the PLOS recording (its charset meta removed, conftest.PLOS_CHARSET_META)."""
+    from votersdaily.ingest.htmldoc import decode_html
+
+    from .conftest import PLOS_CHARSET_META
+
+    plos = scholarly("plos_one_article.html").read_bytes().replace(PLOS_CHARSET_META, b"")
+    assert decode_html(plos)[0] == "utf-8"  # valid UTF-8, nothing declared
+    assert decode_html(b"\xef\xbb\xbf" + plos, "text/html; charset=iso-8859-1")[0] == "utf-8"  # BOM first
+    assert decode_html(plos, "text/html; charset=iso-8859-1")[0] == "cp1252"  # then HTTP (as browsers)
+    late = plos.replace(b"</head>", b'<meta charset="windows-1252"></head>', 1)
+    assert late.index(b'<meta charset="windows-1252">') > 4096
+    assert decode_html(late)[0] == "cp1252"  # then a meta anywhere in the head
+    after_head = plos.replace(b"</body>", b'<meta charset="windows-1252"></body>', 1)
+    assert decode_html(after_head)[0] == "utf-8"  # not one in the body
+    # bytes that are not UTF-8 and declare nothing: Windows-1252, as browsers
+    encoding, text = decode_html(scholarly("genders_g58_fairlie.html").read_bytes())
+    assert encoding == "cp1252" and "Hitchcock\u2019s Rope" in text
+
+
+def test_starts_like_html():
+    from votersdaily.ingest.filemeta import html_by_declaration, starts_like_html
+
+    elife = scholarly("elife_article.html").read_bytes()
+    assert starts_like_html(b"\n\n" + elife) and starts_like_html(b"\xef\xbb\xbf<!-- a -->\n <HTML lang=en>")
+    assert not starts_like_html(b"var html = '<html>';") and not starts_like_html(b"<htmlx>")
+    assert html_by_declaration("application/javascript", "text/html", b"\n" * 8 + elife)
+    assert not html_by_declaration("application/javascript", "application/javascript", elife)
+    assert not html_by_declaration("application/pdf", "text/html", scholarly("dummy.pdf").read_bytes())

@@ -275,7 +275,7 @@ _OSF = (
 def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
     Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``."""
-    html = doc.raw.decode("utf-8", "replace")
+    html = doc.text
     if "researchsquare.com/article/" in url:
         m = re.search(r'"url":"(https://assets.researchsquare.com/files/.{1,50}/v\d+/Manuscript.pdf)"', html)
         if m:

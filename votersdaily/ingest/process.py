@@ -18,12 +18,21 @@ from lxml import etree
 
 from ..sources.xml import safe_parser
 from .biblio import extract_biblio
-from .filemeta import ACCEPTED_MIMETYPES, describe, gen_file_metadata, hashes, is_htmlish, sniff_mimetype
+from .filemeta import (
+    ACCEPTED_MIMETYPES,
+    describe,
+    gen_file_metadata,
+    hashes,
+    html_by_declaration,
+    is_htmlish,
+    sniff_mimetype,
+)
 from .fulltext import extract_publisher_fulltext_url
 from .htmlbody import TeiXmlError, extract_body
 from .htmldoc import HtmlDoc, HtmlParseError, parse_html
 from .pdf import extract_pdf
 from .resources import extract_resources
+from .result import header_mimetype
 from .scope import guess_platform, guess_scope
 from .urls import surt
 
@@ -70,22 +79,27 @@ class Fetched:
     file_meta: dict
     magic: str = ""
     gunzipped: bool = False
+    #: libmagic's mimetype when the declared HTML type was used instead (``html_by_declaration``).
+    sniffed_mimetype: str | None = None
 
 
-def describe_body(
-    body: bytes, header_mimetype: str | None, max_size: int, with_magic: bool = True
-) -> Fetched:
+def describe_body(body: bytes, content_type: str | None, max_size: int, with_magic: bool = True) -> Fetched:
     """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first.
-    ``with_magic``: also libmagic's description (only the terminal file's is ever stored)."""
+    ``content_type`` is the response's header; ``with_magic``: also libmagic's description (only
+    the terminal file's is ever stored)."""
+    declared = header_mimetype(content_type)
     meta = gen_file_metadata(body)
     gunzipped = False
-    if meta["mimetype"] == "application/gzip" and (header_mimetype or "") not in _GZIP_TYPES:
+    if meta["mimetype"] == "application/gzip" and (declared or "") not in _GZIP_TYPES:
         body = gunzip_limited(body, max_size)
         gunzipped = True
         if not body:
             return Fetched(body, {}, "", True)
         meta = gen_file_metadata(body)
-    return Fetched(body, meta, describe(body) if with_magic else "", gunzipped)
+    sniffed = None
+    if html_by_declaration(meta["mimetype"], declared, body):
+        sniffed, meta["mimetype"] = meta["mimetype"], declared
+    return Fetched(body, meta, describe(body) if with_magic else "", gunzipped, sniffed)
 
 
 @dataclass
@@ -97,9 +111,11 @@ class Landing:
     parse_error: str | None = None
 
 
-def analyse_landing(body: bytes, url: str, ingest_type: str) -> tuple[Landing, HtmlDoc | None]:
+def analyse_landing(
+    body: bytes, url: str, ingest_type: str, content_type: str | None = None
+) -> tuple[Landing, HtmlDoc | None]:
     try:
-        doc = parse_html(body, url)
+        doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return Landing({}, {}, str(exc)), None
     biblio = extract_biblio(doc)
@@ -121,7 +137,7 @@ def analyse_landing(body: bytes, url: str, ingest_type: str) -> tuple[Landing, H
 def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
     """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
     try:
-        body = extract_body(doc.raw)
+        body = extract_body(doc.text)
     except TeiXmlError as exc:
         return {"status": "html-teixml-error", "error_message": str(exc)[:1600]}
     platform = guess_platform(doc)
@@ -158,6 +174,8 @@ class HopFacts:
 
     file_meta: dict
     gunzipped: bool = False
+    #: libmagic's mimetype when ``file_meta`` carries the declared HTML type instead.
+    sniffed_mimetype: str | None = None
     #: The decoded body, only when it differs from the response body (un-stripped gzip).
     body: bytes | None = None
     magic: str = ""
@@ -173,7 +191,7 @@ class HopFacts:
 def examine_hop(
     body: bytes,
     url: str,
-    header_mimetype: str | None,
+    content_type: str | None,
     ingest_type: str,
     hops: list[str],
     max_body: int,
@@ -182,16 +200,22 @@ def examine_hop(
 ) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
     rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
-    ``hops`` is the hop list including this URL. Raises :class:`BadGzip`."""
-    fetched = describe_body(body, header_mimetype, max_body, with_magic=False)
-    facts = HopFacts(fetched.file_meta, fetched.gunzipped, fetched.body if fetched.gunzipped else None)
+    ``hops`` is the hop list including this URL; ``content_type`` the response's header (its
+    charset decodes HTML). Raises :class:`BadGzip`."""
+    fetched = describe_body(body, content_type, max_body, with_magic=False)
+    facts = HopFacts(
+        fetched.file_meta,
+        fetched.gunzipped,
+        fetched.sniffed_mimetype,
+        fetched.body if fetched.gunzipped else None,
+    )
     if not fetched.body:
         return facts
     body = fetched.body
     mimetype = facts.file_meta["mimetype"]
     doc = None
     if is_htmlish(mimetype):
-        facts.landing, doc = analyse_landing(body, url, ingest_type)
+        facts.landing, doc = analyse_landing(body, url, ingest_type, content_type)
         next_hop = facts.landing.next_hop
         if ingest_type == "pdf":
             return facts  # a landing page: the next hop or no-pdf-link

@@ -58,10 +58,10 @@ def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
-def process_html_bytes(body: bytes, url: str, biblio: dict, ojs_fix: bool) -> dict:
+def process_html_bytes(body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool) -> dict:
     """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
     try:
-        doc = parse_html(body, url)
+        doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return {"status": "html-selectolax-error", "error_message": str(exc)}
     return process_html(doc, biblio, ojs_fix)
@@ -317,13 +317,12 @@ class IngestSpider(scrapy.Spider):
         if len(body) > self.config.max_body:
             yield self._finish(state, "body-too-large", "%d bytes" % len(body), terminal=term)
             return
-        header_mime = header_mimetype(response.headers.get("Content-Type"))
         try:
             facts = await self.extract.run(
                 examine_hop,
                 body,
                 url,
-                header_mime,
+                content_type(response),
                 itype,
                 list(state["hops"]),
                 self.config.max_body,
@@ -386,6 +385,8 @@ class IngestSpider(scrapy.Spider):
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
         side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
         common = {"terminal": term, "file_meta": meta, "cdx": row}
+        if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
+            common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
         if matches(url, WALL_BLOCKLIST):
             return self._finish(
                 state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common
@@ -413,7 +414,7 @@ class IngestSpider(scrapy.Spider):
                 )
             return self._finish(state, "success", None, side, xml_meta={"status": "success"}, **common)
         if itype == "html":
-            return await self._terminal_html(state, facts, body, side, common)
+            return await self._terminal_html(state, facts, body, content_type(response), side, common)
         return self._finish(state, "success", None, side, **common)
 
     async def _terminal_pdf(self, state, body: bytes, pdf: tuple[dict, str], side, common) -> IngestItem:
@@ -436,7 +437,9 @@ class IngestSpider(scrapy.Spider):
             fields["grobid"] = grobid
         return self._finish(state, "success", None, side, **fields)
 
-    async def _terminal_html(self, state, facts: HopFacts, body: bytes, side, common) -> IngestItem:
+    async def _terminal_html(
+        self, state, facts: HopFacts, body: bytes, ctype: str | None, side, common
+    ) -> IngestItem:
         landing = facts.landing
         if landing is None or landing.parse_error:
             return self._finish(
@@ -446,6 +449,7 @@ class IngestSpider(scrapy.Spider):
             process_html_bytes,
             body,
             common["terminal"]["terminal_url"],
+            ctype,
             landing.biblio,
             self.config.ojs_fulltext_fix,
         )
@@ -561,6 +565,12 @@ class IngestSpider(scrapy.Spider):
             "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
         )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
+
+
+def content_type(response) -> str | None:
+    """The response's ``Content-Type`` header as text (its charset decodes HTML)."""
+    value = response.headers.get("Content-Type")
+    return value.decode("latin-1") if value else None
 
 
 #: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
