@@ -203,12 +203,17 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
         "INGEST_MAX_HOPS=3",
     )
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
-    assert results[site.url + "/scholarly/dummy.pdf"]["status"] == "body-too-large"
+    too_large = results[site.url + "/scholarly/dummy.pdf"]
+    assert too_large["status"] == "body-too-large" and "13264 bytes announced" in too_large["error_message"]
+    term = too_large["terminal"]  # the URL fetched, its status and date (stopped after the headers)
+    assert (term["terminal_url"], term["terminal_status_code"]) == (site.url + "/scholarly/dummy.pdf", 200)
+    assert len(term["terminal_dt"]) == 14
     assert results[site.url + "/bomb"]["status"] == "body-too-large"  # gzip bomb stopped while decoding
     article = results[site.url + "/article"]
     assert article["status"] == "html-resource-no-capture"
     assert article["error_message"] == "HTML sub-resource not found: %s/res/missing.png" % site.url
-    assert len(results[site.url + "/hops/0"]["hops"]) == 3
+    # INGEST_MAX_HOPS=3: /hops/2 is the third URL and still fetched, /hops/3 only recorded
+    assert len(results[site.url + "/hops/0"]["hops"]) == 4 and site.hits.get("/hops/3") is None
     assert len(results) == 4  # bad requests are logged, never stored half-made
     assert proc.stderr.count("bad ingest request") == 4
     store = open_store(sqlite_uri)

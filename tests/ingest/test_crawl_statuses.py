@@ -158,6 +158,13 @@ def test_failure_shapes(crawled):
     base = crawled["site"].url
     loop = _result(crawled, "/loop/a")
     assert "redirect loop" in loop["error_message"]
+    # a failed chain ends at the last URL fetched, with its status and date (as sandcrawler's CDX row)
+    assert _terminal_fetched(loop) == (base + "/loop/b", 302)
+    assert loop["hops"] == [base + "/loop/a", base + "/loop/b"]
+    chain = _result(crawled, "/chain/0")
+    assert _terminal_fetched(chain) == (base + "/chain/25", 302)
+    assert crawled["site"].hits.get("/chain/25") == 1 and crawled["site"].hits.get("/chain/26") is None
+    assert _terminal_fetched(_result(crawled, "/noloc")) == (base + "/noloc", 302)
     missing = _result(crawled, "/missing")
     assert (
         missing["terminal"]["terminal_status_code"] == 404 and "terminal_sha1hex" not in missing["terminal"]
@@ -165,8 +172,11 @@ def test_failure_shapes(crawled):
     assert _result(crawled, "/error500", "html")["terminal"]["terminal_status_code"] == 500
     assert _result(crawled, "/landing-self")["error_message"] == "repeated: %s/landing-self" % base
     assert _result(crawled, "/landing-nopdf")["extract_next_hop"] == {}
-    hops = _result(crawled, "/hops/0")["hops"]
-    assert len(hops) == 8 and hops[-1] == base + "/hops/7"
+    # sandcrawler's loop fetches while the hops number at most 8: /hops/7 is fetched, /hops/8 recorded
+    hopped = _result(crawled, "/hops/0")
+    assert hopped["hops"] == [base + "/hops/%d" % i for i in range(9)]
+    assert _terminal_fetched(hopped) == (base + "/hops/7", 200)
+    assert crawled["site"].hits.get("/hops/7") == 1 and crawled["site"].hits.get("/hops/8") is None
     assert _result(crawled, "/secure")["terminal"]["terminal_url"] == base + "/login?TARGET=/paper"
     assert _result(crawled, "/paper")["terminal"]["terminal_url"] == base + "/cookieAbsent"
     assert crawled["site"].hits.get("/cookieAbsent") is None  # never fetched
@@ -190,6 +200,12 @@ def test_failure_shapes(crawled):
     assert metadata["terminal"]["terminal_status_code"] is None  # refused before any connection
     assert metadata["error_message"].startswith("refusing http://169.254.169.254/")
     assert plos_pdf[0]["hops"][-1].startswith("https://journals.plos.org/plosone/article/file?id=10.1371/")
+
+
+def _terminal_fetched(result: dict) -> tuple[str, int]:
+    term = result["terminal"]
+    assert re.fullmatch(r"\d{14}", term["terminal_dt"]), term
+    return term["terminal_url"], term["terminal_status_code"]
 
 
 def test_gzip_bodies(crawled):

@@ -332,3 +332,25 @@ def test_publisher_rule_yielding_the_page_falls_through():
     # a /doi/10. page keeps the direct rewrite
     direct = "https://americanarchivist.org/doi/10.17723/aarc.62.2.j475270470145630"
     assert analyse_landing(page, direct, "pdf")[0].next_hop["technique"] == "archivist-url"
+
+
+def test_hop_body_growing_past_the_limit_is_stopped_with_its_response():
+    """A body without Content-Length: counted as it arrives, stopped (response kept, so the
+    terminal has its status) once past INGEST_MAX_BODY_BYTES; sub-resources are left to their own
+    limit."""
+    from scrapy.exceptions import StopDownload
+
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.spiders.ingest import IngestSpider
+
+    spider = IngestSpider()
+    spider.config = IngestConfig(max_body=10)
+    hop = scrapy.Request("http://example.com/a", meta={H.STATE_META: {}})
+    spider._count_bytes(b"x" * 6, hop)
+    spider._stop_if_too_large({}, 10, hop)
+    with pytest.raises(StopDownload) as stopped:
+        spider._count_bytes(b"x" * 6, hop)
+    assert stopped.value.fail is False and "more than 10 bytes" in hop.meta["ingest_body_too_large"]
+    resource = scrapy.Request("http://example.com/r.png")
+    spider._count_bytes(b"x" * 60, resource)
+    spider._stop_if_too_large({}, 60, resource)

@@ -86,13 +86,14 @@ def next_hop(
 ) -> tuple[str | None, str | None, str | None]:
     """(URL to fetch next, failing status, error message) for an extracted fulltext link.
     With ``loop_is_stop`` a link back into the hops ends hopping quietly (html: we are on the
-    fulltext page)."""
+    fulltext page). As sandcrawler's ``while len(hops) <= max_hops`` loop: the link is recorded,
+    and fetched while the hops number at most ``max_hops``."""
     if url in state["hops"]:
         if loop_is_stop:
             return None, None, None
         return None, "link-loop", "repeated: %s" % url
     state["hops"].append(url)
-    if len(state["hops"]) >= max_hops:
+    if len(state["hops"]) > max_hops:
         return None, "max-hops-exceeded", "%d hops reached" % max_hops
     state["chain"] = [url]
     state["redirects"] = 0
@@ -100,4 +101,5 @@ def next_hop(
 
 
 def hops_exceeded(state: dict, max_hops: int) -> bool:
+    """Sandcrawler's check after its loop: ``max_hops`` recorded URLs fail even a good last fetch."""
     return len(state["hops"]) >= max_hops

@@ -22,6 +22,7 @@ from scrapy.exceptions import (
     DownloadConnectionRefusedError,
     DownloadTimeoutError,
     IgnoreRequest,
+    StopDownload,
 )
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
@@ -120,7 +121,31 @@ class IngestSpider(scrapy.Spider):
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
+        crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
+        crawler.signals.connect(spider._count_bytes, signal=scrapy.signals.bytes_received)
         return spider
+
+    # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
+
+    def _stop_if_too_large(self, headers, body_length, request, spider=None) -> None:
+        """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
+        its response kept, so ``body-too-large`` names the URL, status and date that were fetched
+        (DOWNLOAD_MAXSIZE would fail the request without them)."""
+        if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
+            self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
+
+    def _count_bytes(self, data: bytes, request, spider=None) -> None:
+        """``bytes_received``: the same for a hop whose body grows past the limit unannounced."""
+        if H.STATE_META not in request.meta:
+            return
+        received = request.meta[_RECEIVED] = request.meta.get(_RECEIVED, 0) + len(data)
+        if received > self.config.max_body:
+            self._too_large(request, "more than %d bytes (limit)" % self.config.max_body)
+
+    @staticmethod
+    def _too_large(request, message: str) -> None:
+        request.meta[_TOO_LARGE] = message
+        raise StopDownload(fail=False)
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -287,15 +312,24 @@ class IngestSpider(scrapy.Spider):
         if self._remaining(state) <= 0:
             yield self._timeout(state)
             return
+        if response.meta.get(_TOO_LARGE):
+            H.add_terminal(state, url)
+            yield self._finish(
+                state, "body-too-large", response.meta[_TOO_LARGE], terminal=terminal(url, dt14(), code)
+            )
+            return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
                 state, url, code, response.headers.get("Location"), self.config.max_redirects
             )
             if status:
-                where = target or (
-                    state["redirect_chain"][-1]["location"] if state["redirect_chain"] else url
-                )
-                term = terminal(where, None, None) if where != url else terminal(url, dt14(), code)
+                # a failed chain stops at the last URL fetched (sandcrawler's last CDX row); a
+                # blocked target is named, never fetched
+                if status in _CHAIN_FAILURES:
+                    H.add_terminal(state, url)
+                    term = terminal(url, dt14(), code)
+                else:
+                    term = terminal(target or state["redirect_chain"][-1]["location"], None, None)
                 yield self._finish(state, status, message, terminal=term)
             else:
                 yield self._hop_request(target, state)
@@ -572,6 +606,12 @@ def content_type(response) -> str | None:
     value = response.headers.get("Content-Type")
     return value.decode("latin-1") if value else None
 
+
+#: Redirect failures whose terminal is the last URL fetched, with its status code and date.
+_CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
+#: Request meta: bytes of a hop received so far; why its download was stopped as too large.
+_RECEIVED = "ingest_bytes_received"
+_TOO_LARGE = "ingest_body_too_large"
 
 #: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
 _TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
