@@ -358,3 +358,30 @@ def warc_record_id(folder, name: str, offset: int) -> str:
     with open(folder / name, "rb") as fh:
         fh.seek(offset)
         return next(iter(ArchiveIterator(fh))).rec_headers.get_header("WARC-Record-ID")
+
+
+def test_block_lists_from_settings(crawl, sqlite_uri, ingest_site, tmp_path):
+    """``*_EXTRA`` settings add to the built-in block lists (a redirect into a listed URL is never
+    fetched; sub-resources of a listed host are never fetched)."""
+    site = ingest_site
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [
+            {"base_url": site.url + "/start", "ingest_type": "pdf"},
+            {"base_url": site.url + "/article", "ingest_type": "html"},
+        ],
+    )
+    run_ingest(
+        crawl,
+        sqlite_uri,
+        requests,
+        tmp_path,
+        "INGEST_URL_BLOCKLIST_EXTRA=/landing-pdf",
+        "INGEST_RESOURCE_DOMAIN_BLOCKLIST_EXTRA=127.0.0.1",
+    )
+    results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
+    start = results[site.url + "/start"]
+    assert start["status"] == "skip-url-blocklist" and site.hits.get("/landing-pdf") is None
+    article = results[site.url + "/article"]
+    assert article["status"] == "success" and article["html_resources"] == []
+    assert site.hits.get("/res/style.css") is None and site.hits.get("/res/fig1.png") is None

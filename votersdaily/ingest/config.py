@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .resources import BLOCKED_HOSTS
+from .urls import Blocklists, configured_list
 from .workers import default_processes
 
 
@@ -23,6 +25,8 @@ class IngestConfig:
     ojs_fulltext_fix: bool = True
     requests_db: str = "ingest_requests"
     extract_processes: int = 0
+    blocklists: Blocklists = field(default_factory=Blocklists)
+    resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
 
     @classmethod
     def from_settings(cls, settings) -> IngestConfig:
@@ -44,5 +48,9 @@ class IngestConfig:
                 settings.getint("INGEST_EXTRACT_PROCESSES")
                 if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")
                 else default_processes()
+            ),
+            blocklists=Blocklists.from_settings(settings),
+            resource_domain_blocklist=tuple(
+                h.lower() for h in configured_list(settings, "INGEST_RESOURCE_DOMAIN_BLOCKLIST")
             ),
         )

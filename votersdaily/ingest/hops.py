@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
-from .urls import BASE_URL_BLOCKLIST, COOKIE_BLOCKLIST, WALL_BLOCKLIST, clean_url, matches
+from .urls import Blocklists, clean_url, matches
+
+#: The default block lists (a crawl passes its own, from settings).
+DEFAULT_BLOCKLISTS = Blocklists()
 
 STATE_META = "ingest"
 
@@ -25,28 +28,33 @@ def new_state(request: dict) -> dict:
     }
 
 
-def before_fetch(url: str) -> str | None:
+def before_fetch(url: str, lists: Blocklists = DEFAULT_BLOCKLISTS) -> str | None:
     """Status that stops the ingest before ``url`` is fetched (INGEST.md §1.2 step 2), or None."""
-    if matches(url, BASE_URL_BLOCKLIST):
+    if matches(url, lists.base_url):
         return "skip-url-blocklist"
-    if matches(url, WALL_BLOCKLIST):
+    if matches(url, lists.wall):
         return "skip-wall"
-    if matches(url, COOKIE_BLOCKLIST):
+    if matches(url, lists.cookie):
         return "blocked-cookie"
     return None
 
 
-def after_fetch(url: str) -> str | None:
+def after_fetch(url: str, lists: Blocklists = DEFAULT_BLOCKLISTS) -> str | None:
     """Status from the terminal URL itself (step 6)."""
-    if matches(url, BASE_URL_BLOCKLIST):
+    if matches(url, lists.base_url):
         return "skip-url-blocklist"
-    if matches(url, COOKIE_BLOCKLIST):
+    if matches(url, lists.cookie):
         return "blocked-cookie"
     return None
 
 
 def redirect_target(
-    state: dict, current_url: str, status_code: int, location: bytes | str | None, max_redirects: int
+    state: dict,
+    current_url: str,
+    status_code: int,
+    location: bytes | str | None,
+    max_redirects: int,
+    lists: Blocklists = DEFAULT_BLOCKLISTS,
 ) -> tuple[str | None, str | None, str | None]:
     """(next URL, failing status, error message) for a 3xx answer."""
     if isinstance(location, bytes):
@@ -65,8 +73,8 @@ def redirect_target(
         return None, "redirect-loop", "redirect loop: %s" % " -> ".join(state["chain"] + [target])
     if state["redirects"] >= max_redirects:
         return None, "redirects-exceeded", "more than %d HTTP redirects" % max_redirects
-    blocked = after_fetch(target)
-    if blocked is None and matches(target, WALL_BLOCKLIST):
+    blocked = after_fetch(target, lists)
+    if blocked is None and matches(target, lists.wall):
         blocked = "blocked-wall"
     if blocked:
         return None, blocked, "redirected to %s" % target

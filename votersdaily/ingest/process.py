@@ -31,7 +31,7 @@ from .fulltext import extract_publisher_fulltext_url
 from .htmlbody import TeiXmlError, extract_body
 from .htmldoc import HtmlDoc, HtmlParseError, parse_html
 from .pdf import extract_pdf
-from .resources import extract_resources
+from .resources import BLOCKED_HOSTS, extract_resources
 from .result import header_mimetype
 from .scope import guess_platform, guess_scope
 from .urls import surt
@@ -134,7 +134,9 @@ def analyse_landing(
     return landing, doc
 
 
-def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
+def process_html(
+    doc: HtmlDoc, biblio: dict, ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
+) -> dict:
     """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
     try:
         body = extract_body(doc.text)
@@ -143,7 +145,7 @@ def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
     platform = guess_platform(doc)
     scope = guess_scope(doc.url, doc, biblio, body.get("word_count"), platform, ojs_fulltext_fix=ojs_fix)
     tei_xml = body.pop("tei_xml", None)
-    resources = extract_resources(doc)
+    resources = extract_resources(doc, blocked_hosts)
     for resource in resources:
         resource["surt"] = surt(resource["url"])
     return {
@@ -197,6 +199,7 @@ def examine_hop(
     max_body: int,
     ojs_fix: bool,
     pdf_max_pages: int,
+    blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS,
 ) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
     rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
@@ -233,7 +236,7 @@ def examine_hop(
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None:
-        facts.html = process_html(doc, facts.landing.biblio, ojs_fix)
+        facts.html = process_html(doc, facts.landing.biblio, ojs_fix, blocked_hosts)
     return facts
 
 

@@ -50,7 +50,7 @@ from ..ingest.process import (
 from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
 from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
-from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches
+from ..ingest.urls import clean_url, matches
 from ..ingest.warc import WARC_META
 from ..ingest.workers import ExtractPool
 
@@ -59,13 +59,15 @@ def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
-def process_html_bytes(body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool) -> dict:
+def process_html_bytes(
+    body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool, blocked_hosts
+) -> dict:
     """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
     try:
         doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return {"status": "html-selectolax-error", "error_message": str(exc)}
-    return process_html(doc, biblio, ojs_fix)
+    return process_html(doc, biblio, ojs_fix, blocked_hosts)
 
 
 class IngestSpider(scrapy.Spider):
@@ -219,7 +221,7 @@ class IngestSpider(scrapy.Spider):
     def _start_request(self, request: dict):
         state = H.new_state(request)
         base = state["hops"][0]
-        if H.before_fetch(base) == "skip-url-blocklist":
+        if H.before_fetch(base, self.config.blocklists) == "skip-url-blocklist":
             return self._item(failed(request, "skip-url-blocklist"))
         return self._hop_request(base, state, first=True)
 
@@ -233,7 +235,7 @@ class IngestSpider(scrapy.Spider):
         return hashlib.sha1(key.encode("utf-8")).hexdigest()
 
     def _hop_request(self, url: str, state: dict, first: bool = False):
-        blocked = H.before_fetch(url)
+        blocked = H.before_fetch(url, self.config.blocklists)
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
         accept = R.PREFERRED_MIMETYPE.get(state["request"]["ingest_type"])
@@ -320,7 +322,12 @@ class IngestSpider(scrapy.Spider):
             return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
-                state, url, code, response.headers.get("Location"), self.config.max_redirects
+                state,
+                url,
+                code,
+                response.headers.get("Location"),
+                self.config.max_redirects,
+                self.config.blocklists,
             )
             if status:
                 # a failed chain stops at the last URL fetched (sandcrawler's last CDX row); a
@@ -340,7 +347,7 @@ class IngestSpider(scrapy.Spider):
         if code not in (200, 226):
             yield self._finish(state, "terminal-bad-status", "HTTP %d from %s" % (code, url), terminal=term)
             return
-        status = H.after_fetch(url)
+        status = H.after_fetch(url, self.config.blocklists)
         if status:
             yield self._finish(state, status, "terminal URL %s" % url, terminal=term)
             return
@@ -362,6 +369,7 @@ class IngestSpider(scrapy.Spider):
                 self.config.max_body,
                 self.config.ojs_fulltext_fix,
                 self.config.pdf_max_pages,
+                self.config.resource_domain_blocklist,
             )
         except BadGzip as exc:
             yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
@@ -377,7 +385,8 @@ class IngestSpider(scrapy.Spider):
                 state["partial"]["extract_next_hop"] = landing.next_hop
                 link = landing.next_hop.get("pdf_url") or landing.next_hop.get("next_url")
                 if not link:
-                    status = "blocked-wall" if matches(url, WALL_BLOCKLIST) else "no-pdf-link"
+                    walled = matches(url, self.config.blocklists.wall)
+                    status = "blocked-wall" if walled else "no-pdf-link"
                     yield self._finish(state, status, "no PDF link on %s" % url, terminal=term)
                     return
                 target, status, message = H.next_hop(
@@ -421,7 +430,7 @@ class IngestSpider(scrapy.Spider):
         common = {"terminal": term, "file_meta": meta, "cdx": row}
         if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
             common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
-        if matches(url, WALL_BLOCKLIST):
+        if matches(url, self.config.blocklists.wall):
             return self._finish(
                 state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common
             )
@@ -486,6 +495,7 @@ class IngestSpider(scrapy.Spider):
             ctype,
             landing.biblio,
             self.config.ojs_fulltext_fix,
+            self.config.resource_domain_blocklist,
         )
         if out.get("status"):
             return self._finish(state, out["status"], out.get("error_message"), side, **common)
