@@ -387,3 +387,11 @@ def test_html_that_libmagic_calls_javascript(crawled):
     # declared as JavaScript too: libmagic's word stands, as in sandcrawler
     as_js = _result(crawled, "/derived/elife-blank-lines-as-js.html", "html")
     assert as_js["file_meta"]["mimetype"] == "application/javascript" and "mimetype_sniffed" not in as_js
+
+
+def test_a_plain_run_is_quiet(crawled):
+    """No deprecation warnings from the project's code, no "Disabled WarcWriterMiddleware" warning
+    when WARC output is simply off (the middleware only joins with INGEST_WARC_ENABLED)."""
+    stderr = crawled["proc"].stderr
+    assert "DeprecationWarning" not in stderr and "deprecated" not in stderr
+    assert "WarcWriterMiddleware" not in stderr

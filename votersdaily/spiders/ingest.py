@@ -78,7 +78,6 @@ class IngestSpider(scrapy.Spider):
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
-            "votersdaily.ingest.warc.WarcWriterMiddleware": 650,
         },
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
@@ -113,11 +112,22 @@ class IngestSpider(scrapy.Spider):
         }
 
     @classmethod
+    def update_settings(cls, settings) -> None:
+        """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
+        warning on every run without it)."""
+        super().update_settings(settings)
+        if settings.getbool("INGEST_WARC_ENABLED"):
+            middlewares = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
+            middlewares.setdefault("votersdaily.ingest.warc.WarcWriterMiddleware", 650)
+            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+
+    @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
-        spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
+        # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
+        spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
@@ -246,7 +256,7 @@ class IngestSpider(scrapy.Spider):
             "download_maxsize": self.config.max_body,
         }
         remaining = self._remaining(state)
-        if remaining < self.download_timeout:  # a hop never outlives the ingest's deadline
+        if remaining < self.hop_timeout:  # a hop never outlives the ingest's deadline
             meta["download_timeout"] = max(remaining, 0.001)
         if first:
             meta[START_META] = True
