@@ -139,6 +139,13 @@ def build_site(site) -> None:
     )
     site.route("/bad-gzip.pdf", gzip.compress(b"x" * 5000)[:-6], content_type="application/pdf")
     site.route("/bomb", b"\0" * 200_000, content_type="text/html", gzip=True)
+    # DERIVED: the dummy PDF gzipped, its last 6 bytes cut, sent as Content-Encoding: gzip
+    site.route(
+        "/bad-gzip-encoded.pdf",
+        gzip.compress(scholarly("dummy.pdf").read_bytes())[:-6],
+        headers={"Content-Encoding": "gzip"},
+        content_type="application/pdf",
+    )
     # HTML scopes and resources
     site.route("/article", article("Local article", 1500, RESOURCES_HEAD, RESOURCES_BODY), content_type=html)
     site.route(

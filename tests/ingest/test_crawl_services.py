@@ -83,7 +83,13 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
     assert posted and b'name="input"' in posted[0] and scholarly("dummy.pdf").read_bytes() in posted[0]
     assert pdf["grobid"]["status"] == "success" and pdf["grobid"]["status_code"] == 200
     assert pdf["grobid"]["grobid_version"] == "0.5.1-SNAPSHOT"  # <application version=...> in the TEI
-    assert pdf["grobid"]["metadata"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    # sandcrawler's shape: fatcat_release (no biblio-glutton idno in this TEI) and grobid_version at
+    # the top, once; metadata.biblio; the TEI's xml:lang as language_code
+    assert "fatcat_release" in pdf["grobid"] and pdf["grobid"]["fatcat_release"] is None
+    metadata = pdf["grobid"]["metadata"]
+    assert "grobid_version" not in metadata and metadata["language_code"] == "en"
+    assert metadata["biblio"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    assert metadata["biblio"]["authors"] and "abstract" not in metadata
     assert "tei_xml" not in pdf["grobid"]
     # WARC: cdx points at a real record holding the PDF
     cdx = pdf["cdx"]

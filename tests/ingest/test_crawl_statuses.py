@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 
 import pytest
 
@@ -35,6 +36,7 @@ CASES = {
     "/gz-article": ("html", "success"),
     "/raw-gzip.pdf": ("pdf", "success"),
     "/bad-gzip.pdf": ("pdf", "bad-gzip-encoding"),
+    "/bad-gzip-encoded.pdf": ("pdf", "bad-gzip-encoding"),
     "/article": ("html", "success"),
     "/stub": ("html", "wrong-scope"),
     "/middling": ("html", "unknown-scope"),
@@ -149,9 +151,27 @@ def test_landing_page_to_pdf_result_shape(crawled):
     assert cdx["sha1b32"] == sha1_b32(fm["sha1hex"]) and cdx["status_code"] == 200
     assert cdx["surt"] == "127.0.0.1:%d)/scholarly/dummy.pdf" % crawled["site"].port
     assert "warc_path" not in cdx  # WARC output is off
-    # pdf_meta read by pypdf; the fixture's info dictionary says Author "Evangelos Vlachogiannis"
-    assert r["pdf_meta"]["status"] == "success" and r["pdf_meta"]["pdf_extra"]["page_count"] == 1
-    assert r["pdf_meta"]["author"] == "Evangelos Vlachogiannis" and r["pdf_meta"]["has_text"] is True
+    # pdf_meta read by pypdf, in sandcrawler's shape; the fixture's info dictionary says Author
+    # "Evangelos Vlachogiannis", CreationDate D:20070223175637+02'00', its trailer /ID f7d77b3d...
+    pm = r["pdf_meta"]
+    assert pm["status"] == "success" and pm["sha1hex"] == fm["sha1hex"] and pm["error_msg"] is None
+    assert (pm["text"], pm["file_meta"], pm["source"]) == (None, None, None)  # as sandcrawler stores it
+    assert pm["pdf_info"]["Author"] == "Evangelos Vlachogiannis" and pm["has_text"] is True
+    assert pm["pdf_info"]["CreationDate"] == "2007-02-23T15:56:37Z" and pm["pdf_info"]["Creator"] == "Writer"
+    assert pm["pdf_extra"] == {
+        "page0_height": 842.0,
+        "page0_width": 595.0,
+        "page_count": 1,
+        "permanent_id": "f7d77b3d22b9f92829d49ff5d78b8f28",
+        "update_id": "f7d77b3d22b9f92829d49ff5d78b8f28",
+        "pdf_version": "1.4",
+    }
+    # a page-0 thumbnail when poppler's pdftoppm is installed (scripts/setup.sh installs it)
+    thumb = crawled["tmp"] / "blobs" / "thumbnail" / ("%s.jpg" % fm["sha1hex"])
+    if shutil.which("pdftoppm"):
+        assert pm["has_page0_thumbnail"] is True and thumb.read_bytes()[:3] == b"\xff\xd8\xff"  # JPEG
+    else:
+        assert pm["has_page0_thumbnail"] is False and not thumb.exists()
 
 
 def test_failure_shapes(crawled):

@@ -12,6 +12,11 @@ from .urls import Blocklists, clean_url, matches
 DEFAULT_BLOCKLISTS = Blocklists()
 
 STATE_META = "ingest"
+#: Request meta set by the downloader side when a hop's body is not usable, with the reason: over
+#: INGEST_MAX_BODY_BYTES (``body-too-large``), or a Content-Encoding: gzip body that does not
+#: decode (``bad-gzip-encoding``). The response still reaches the spider, with its status.
+TOO_LARGE_META = "ingest_body_too_large"
+BAD_GZIP_META = "ingest_bad_gzip"
 
 
 def new_state(request: dict) -> dict:

@@ -48,7 +48,11 @@ _GZIP_TYPES = (
 
 
 class BadGzip(ValueError):
-    """A gzip body (sent without Content-Encoding) that does not decode within the limits."""
+    """A gzip body that does not decode (``bad-gzip-encoding``)."""
+
+
+class GzipTooLarge(BadGzip):
+    """A gzip body that decodes to more than the limit (``body-too-large``: decompression bombs)."""
 
 
 def gunzip_limited(blob: bytes, max_size: int) -> bytes:
@@ -64,7 +68,7 @@ def gunzip_limited(blob: bytes, max_size: int) -> bytes:
             raise BadGzip("bad gzip encoding: %s" % exc) from None
         out.write(chunk)
         if out.tell() > max_size:
-            raise BadGzip("gzip body decodes to more than %d bytes" % max_size)
+            raise GzipTooLarge("gzip body decodes to more than %d bytes" % max_size)
         if not d.eof:
             raise BadGzip("truncated gzip body")
         data = d.unused_data.lstrip(b"\x00")
@@ -157,7 +161,8 @@ def process_html(
     }
 
 
-def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str]:
+def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str, bytes | None]:
+    """(pdf_meta, text, page-0 thumbnail or None)."""
     return extract_pdf(body, max_pages=max_pages)
 
 
@@ -184,8 +189,8 @@ class HopFacts:
     landing: Landing | None = None
     #: :func:`process_html` output when this page is the terminal HTML document.
     html: dict | None = None
-    #: (pdf_meta, text) when this is the terminal PDF.
-    pdf: tuple[dict, str] | None = None
+    #: (pdf_meta, text, page-0 thumbnail) when this is the terminal PDF.
+    pdf: tuple[dict, str, bytes | None] | None = None
     #: ``xml_error()`` of a terminal XML document ("" when well-formed).
     xml_error: str | None = None
 

@@ -78,6 +78,7 @@ class IngestSpider(scrapy.Spider):
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
+            "votersdaily.ingest.gzipcheck.HopGzipMiddleware": 640,
         },
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
@@ -156,7 +157,7 @@ class IngestSpider(scrapy.Spider):
 
     @staticmethod
     def _too_large(request, message: str) -> None:
-        request.meta[_TOO_LARGE] = message
+        request.meta[H.TOO_LARGE_META] = message
         raise StopDownload(fail=False)
 
     # -- input -----------------------------------------------------------------------------------
@@ -324,12 +325,16 @@ class IngestSpider(scrapy.Spider):
         if self._remaining(state) <= 0:
             yield self._timeout(state)
             return
-        if response.meta.get(_TOO_LARGE):
-            H.add_terminal(state, url)
-            yield self._finish(
-                state, "body-too-large", response.meta[_TOO_LARGE], terminal=terminal(url, dt14(), code)
-            )
-            return
+        for unusable, status in (
+            (H.TOO_LARGE_META, "body-too-large"),
+            (H.BAD_GZIP_META, "bad-gzip-encoding"),
+        ):
+            if response.meta.get(unusable):
+                H.add_terminal(state, url)
+                yield self._finish(
+                    state, status, response.meta[unusable], terminal=terminal(url, dt14(), code)
+                )
+                return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
                 state,
@@ -470,9 +475,12 @@ class IngestSpider(scrapy.Spider):
             return await self._terminal_html(state, facts, body, content_type(response), side, common)
         return self._finish(state, "success", None, side, **common)
 
-    async def _terminal_pdf(self, state, body: bytes, pdf: tuple[dict, str], side, common) -> IngestItem:
-        pdf_meta, text = pdf
+    async def _terminal_pdf(
+        self, state, body: bytes, pdf: tuple[dict, str, bytes | None], side, common
+    ) -> IngestItem:
+        pdf_meta, text, thumbnail = pdf
         side["pdf_text"] = text
+        side["pdf_thumbnail"] = thumbnail
         fields = dict(common, pdf_meta=pdf_meta)
         if self.config.grobid_url:
             request = grobid_request(
@@ -629,9 +637,8 @@ def content_type(response) -> str | None:
 
 #: Redirect failures whose terminal is the last URL fetched, with its status code and date.
 _CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
-#: Request meta: bytes of a hop received so far; why its download was stopped as too large.
+#: Request meta: bytes of a hop received so far.
 _RECEIVED = "ingest_bytes_received"
-_TOO_LARGE = "ingest_body_too_large"
 
 #: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
 _TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
