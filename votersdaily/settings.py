@@ -204,6 +204,9 @@ INGEST_TIMEOUT = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
+#: True: a body libmagic calls something else (application/javascript) is HTML when the HTTP type
+#: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
+INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
 INGEST_EXTRACT_PROCESSES = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.

@@ -305,6 +305,13 @@ def test_starts_like_html():
     assert html_by_declaration("application/javascript", "text/html", b"\n" * 8 + elife)
     assert not html_by_declaration("application/javascript", "application/javascript", elife)
     assert not html_by_declaration("application/pdf", "text/html", scholarly("dummy.pdf").read_bytes())
+    # INGEST_HTML_BY_DECLARED_TYPE=False: libmagic's word only, as sandcrawler
+    from votersdaily.ingest.process import describe_body
+
+    opening = b"\n" * 8 + elife  # DERIVED: the eLife page opening like nature.com's (conftest)
+    assert describe_body(opening, "text/html", 10**8).file_meta["mimetype"] == "text/html"
+    as_sandcrawler = describe_body(opening, "text/html", 10**8, html_by_header=False)
+    assert as_sandcrawler.file_meta["mimetype"] == "application/javascript"
 
 
 def test_publisher_rule_yielding_the_page_falls_through():

@@ -25,6 +25,7 @@ class IngestConfig:
     ojs_fulltext_fix: bool = True
     requests_db: str = "ingest_requests"
     extract_processes: int = 0
+    html_by_declared_type: bool = True
     blocklists: Blocklists = field(default_factory=Blocklists)
     resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
 
@@ -49,6 +50,7 @@ class IngestConfig:
                 if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")
                 else default_processes()
             ),
+            html_by_declared_type=settings.getbool("INGEST_HTML_BY_DECLARED_TYPE"),
             blocklists=Blocklists.from_settings(settings),
             resource_domain_blocklist=tuple(
                 h.lower() for h in configured_list(settings, "INGEST_RESOURCE_DOMAIN_BLOCKLIST")

@@ -18,6 +18,7 @@ from lxml import etree
 
 from ..sources.xml import safe_parser
 from .biblio import extract_biblio
+from .config import IngestConfig
 from .filemeta import (
     ACCEPTED_MIMETYPES,
     describe,
@@ -87,10 +88,17 @@ class Fetched:
     sniffed_mimetype: str | None = None
 
 
-def describe_body(body: bytes, content_type: str | None, max_size: int, with_magic: bool = True) -> Fetched:
+def describe_body(
+    body: bytes,
+    content_type: str | None,
+    max_size: int,
+    with_magic: bool = True,
+    html_by_header: bool = True,
+) -> Fetched:
     """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first.
     ``content_type`` is the response's header; ``with_magic``: also libmagic's description (only
-    the terminal file's is ever stored)."""
+    the terminal file's is ever stored); ``html_by_header``: HTML that libmagic calls something
+    else is HTML when the header says so and the body starts like HTML."""
     declared = header_mimetype(content_type)
     meta = gen_file_metadata(body)
     gunzipped = False
@@ -101,7 +109,7 @@ def describe_body(body: bytes, content_type: str | None, max_size: int, with_mag
             return Fetched(body, {}, "", True)
         meta = gen_file_metadata(body)
     sniffed = None
-    if html_by_declaration(meta["mimetype"], declared, body):
+    if html_by_header and html_by_declaration(meta["mimetype"], declared, body):
         sniffed, meta["mimetype"] = meta["mimetype"], declared
     return Fetched(body, meta, describe(body) if with_magic else "", gunzipped, sniffed)
 
@@ -201,16 +209,15 @@ def examine_hop(
     content_type: str | None,
     ingest_type: str,
     hops: list[str],
-    max_body: int,
-    ojs_fix: bool,
-    pdf_max_pages: int,
-    blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS,
+    config: IngestConfig,
 ) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
     rules (INGEST.md §1.2 step 10) make it the terminal document, the type's processing.
     ``hops`` is the hop list including this URL; ``content_type`` the response's header (its
     charset decodes HTML). Raises :class:`BadGzip`."""
-    fetched = describe_body(body, content_type, max_body, with_magic=False)
+    fetched = describe_body(
+        body, content_type, config.max_body, with_magic=False, html_by_header=config.html_by_declared_type
+    )
     facts = HopFacts(
         fetched.file_meta,
         fetched.gunzipped,
@@ -237,11 +244,13 @@ def examine_hop(
         return facts
     facts.magic = describe(body)
     if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
-        facts.pdf = process_pdf(body, pdf_max_pages)
+        facts.pdf = process_pdf(body, config.pdf_max_pages)
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None:
-        facts.html = process_html(doc, facts.landing.biblio, ojs_fix, blocked_hosts)
+        facts.html = process_html(
+            doc, facts.landing.biblio, config.ojs_fulltext_fix, config.resource_domain_blocklist
+        )
     return facts
 
 

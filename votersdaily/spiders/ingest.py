@@ -40,6 +40,7 @@ from ..ingest.grobid import grobid_request, grobid_result
 from ..ingest.htmldoc import HtmlParseError, parse_html
 from ..ingest.process import (
     BadGzip,
+    GzipTooLarge,
     HopFacts,
     describe_resources,
     examine_hop,
@@ -381,11 +382,11 @@ class IngestSpider(scrapy.Spider):
                 content_type(response),
                 itype,
                 list(state["hops"]),
-                self.config.max_body,
-                self.config.ojs_fulltext_fix,
-                self.config.pdf_max_pages,
-                self.config.resource_domain_blocklist,
+                self.config,
             )
+        except GzipTooLarge as exc:
+            yield self._finish(state, "body-too-large", str(exc), terminal=term)
+            return
         except BadGzip as exc:
             yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
             return
