@@ -204,6 +204,9 @@ INGEST_TIMEOUT = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
+#: Render each ingested PDF's first page as a 180 px JPEG (poppler's pdftoppm, ~10 ms CPU a PDF;
+#: none without pdftoppm installed).
+INGEST_PDF_THUMBNAILS = True
 #: True: a body libmagic calls something else (application/javascript) is HTML when the HTTP type
 #: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
 INGEST_HTML_BY_DECLARED_TYPE = True

@@ -26,6 +26,7 @@ class IngestConfig:
     requests_db: str = "ingest_requests"
     extract_processes: int = 0
     html_by_declared_type: bool = True
+    pdf_thumbnails: bool = True
     blocklists: Blocklists = field(default_factory=Blocklists)
     resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
 
@@ -51,6 +52,7 @@ class IngestConfig:
                 else default_processes()
             ),
             html_by_declared_type=settings.getbool("INGEST_HTML_BY_DECLARED_TYPE"),
+            pdf_thumbnails=settings.getbool("INGEST_PDF_THUMBNAILS"),
             blocklists=Blocklists.from_settings(settings),
             resource_domain_blocklist=tuple(
                 h.lower() for h in configured_list(settings, "INGEST_RESOURCE_DOMAIN_BLOCKLIST")

@@ -169,9 +169,9 @@ def process_html(
     }
 
 
-def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str, bytes | None]:
+def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict, str, bytes | None]:
     """(pdf_meta, text, page-0 thumbnail or None)."""
-    return extract_pdf(body, max_pages=max_pages)
+    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails)
 
 
 def xml_error(body: bytes) -> str | None:
@@ -244,7 +244,7 @@ def examine_hop(
         return facts
     facts.magic = describe(body)
     if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
-        facts.pdf = process_pdf(body, config.pdf_max_pages)
+        facts.pdf = process_pdf(body, config)
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None:

@@ -461,7 +461,7 @@ class IngestSpider(scrapy.Spider):
             )
         body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
-            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config.pdf_max_pages)
+            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config)
             return await self._terminal_pdf(state, body, pdf, side, common)
         if itype == "xml":
             error = (
