@@ -98,6 +98,106 @@ VOTERSDAILY_HEALTH_HISTORY = 10
 INGEST_ALLOW_PRIVATE = False
 #: If set, only these hosts are fetched at all (e.g. ["127.0.0.1"] for an offline test site).
 INGEST_ALLOWED_HOSTS = []
+#: Substrings of a URL never ingested, checked before every fetch and on every terminal URL
+#: (sandcrawler's base-URL blocklist). Setting a list replaces the defaults; ``*_EXTRA`` adds to them.
+INGEST_URL_BLOCKLIST = [
+    "://localhost/",
+    "://127.0.0.1/",
+    "://hkvalidate.perfdrive.com/",
+    "://ieeexplore.ieee.org/",
+    "://archive.org/",
+    "://www.archive.org/",
+    "://web.archive.org/web/",
+    "://openlibrary.org/",
+    "://www.openlibrary.org/",
+    "://fatcat.wiki/",
+    "://scholar.archive.org/",
+    "://orcid.org/",
+    "://bartandjones.com",
+    "://ijretm.com",
+    "://ijrcemas.com",
+    "://jist.net.in",
+    "://croisements-revue.org",
+    "://page-one.live.cf.public.springer.com",
+    "plutof.ut.ee/",
+    "www.gbif.org/",
+    "doi.pangaea.de/",
+    "www.plate-archive.org/",
+    "://doi.org/10.25642/ipk/gbis/",
+    "://apex.ipk-gatersleben.de/",
+    "fao.org/glis/",
+    "dhz.uni-passau.de/",
+    "digital.ucd.ie/",
+    "doi.org/10.2307/",
+    "doi.org/10.18730/",
+    "doi.org/10.15468/",
+    "doi.org/10.48550/",
+    "://edoc.mpg.de/",
+    "://isiarticles.com/",
+    "://unsworks.unsw.edu.au/",
+]
+INGEST_URL_BLOCKLIST_EXTRA = []
+#: Login walls (``skip-wall`` before a fetch, ``blocked-wall`` after one).
+INGEST_WALL_BLOCKLIST = [
+    "://profile.thieme.de/HTML/sso/ejournals/login.htm",
+    "://login.bepress.com/",
+    "?SAMLRequest=",
+    "://osapublishing.org/captcha/",
+    "/password-login",
+    "://gateway.isiknowledge.com/",
+    "/login?TARGET=",
+    "jstage.jst.go.jp/sblogin",
+    "://acw.elsevier.com/SSOCore",
+    "://acw.sciencedirect.com/SSOCore",
+    "/login?source=",
+]
+INGEST_WALL_BLOCKLIST_EXTRA = []
+#: Cookie walls (``blocked-cookie``).
+INGEST_COOKIE_BLOCKLIST = [
+    "/cookieAbsent",
+    "cookieSet=1",
+    "error=cookies_not_supported",
+    "://secure.jbs.elsevierhealth.com/",
+]
+INGEST_COOKIE_BLOCKLIST_EXTRA = []
+#: Hosts (and their subdomains) whose sub-resources are never fetched: trackers, ads, widgets
+#: (upstream's custom rules plus the EasyList/EasyPrivacy entries it hit on real pages).
+INGEST_RESOURCE_DOMAIN_BLOCKLIST = [
+    "fonts.googleapis.com",
+    "widgets.figshare.com",
+    "crossmark-cdn.crossref.org",
+    "crossmark.crossref.org",
+    "platform.twitter.com",
+    "verify.nature.com",
+    "s7.addthis.com",
+    "www.mendeley.com",
+    "pbs.twimg.com",
+    "badge.dimensions.ai",
+    "recaptcha.net",
+    "tag.imagino.com",
+    "consent.cookiebot.com",
+    "google-analytics.com",
+    "googletagmanager.com",
+    "googletagservices.com",
+    "doubleclick.net",
+    "googlesyndication.com",
+    "adservice.google.com",
+    "trendmd.com",
+    "scorecardresearch.com",
+    "connect.facebook.net",
+    "hotjar.com",
+    "quantserve.com",
+    "chartbeat.com",
+    "newrelic.com",
+    "nr-data.net",
+    "addthis.com",
+    "sharethis.com",
+    "altmetric.com",
+    "plumx.plu.mx",
+    "cdn.segment.com",
+    "mathjax-analytics",
+]
+INGEST_RESOURCE_DOMAIN_BLOCKLIST_EXTRA = []
 INGEST_MAX_HOPS = 8
 INGEST_MAX_REDIRECTS = 25
 INGEST_MAX_BODY_BYTES = 128 * 1024 * 1024
@@ -111,6 +211,12 @@ INGEST_TIMEOUT = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
+#: Render each ingested PDF's first page as a 180 px JPEG (poppler's pdftoppm, ~10 ms CPU a PDF;
+#: none without pdftoppm installed).
+INGEST_PDF_THUMBNAILS = True
+#: True: a body libmagic calls something else (application/javascript) is HTML when the HTTP type
+#: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
+INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
 INGEST_EXTRACT_PROCESSES = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.

@@ -49,9 +49,37 @@ PNG = bytes.fromhex(
 )
 
 
+#: The PLOS page's own charset declaration (line 20 of the recording, before its citation_* tags).
+PLOS_CHARSET_META = b'<meta http-equiv="Content-Type" content="text/html; charset=utf-8"/>'
+#: The first bytes of nature.com's news page in sandcrawler's test files (nature_article.html):
+#: eight blank lines before the doctype. With them libmagic calls the eLife page JavaScript.
+NATURE_LEADING_LINES = b"\n" * 8
+
+
+def derived_pages() -> dict[str, tuple[bytes, str]]:
+    """DERIVED variants of real pages (path → body, Content-Type): the PLOS article with its
+    charset declaration moved to the end of the head (past w3lib's first 4 KiB), or removed and
+    given only in the HTTP header, or removed altogether; the eLife article opening like the
+    nature.com page. Every byte besides the noted change is the recording's."""
+    plos = scholarly("plos_one_article.html").read_bytes()
+    assert plos.count(PLOS_CHARSET_META) == 1
+    without = plos.replace(PLOS_CHARSET_META, b"")
+    late = without.replace(b"</head>", PLOS_CHARSET_META + b"</head>", 1)
+    elife = scholarly("elife_article.html").read_bytes()
+    return {
+        "/derived/plos-charset-late.html": (late, "text/html"),
+        "/derived/plos-charset-http.html": (without, "text/html; charset=utf-8"),
+        "/derived/plos-charset-none.html": (without, "text/html"),
+        "/derived/elife-blank-lines.html": (NATURE_LEADING_LINES + elife, "text/html"),
+        "/derived/elife-blank-lines-as-js.html": (NATURE_LEADING_LINES + elife, "application/javascript"),
+    }
+
+
 def build_site(site) -> None:
     html = "text/html; charset=utf-8"
     site.mount("/scholarly/", scholarly("."))
+    for path, (body, content_type) in derived_pages().items():
+        site.route(path, body, content_type=content_type)
     # redirects
     site.route("/start", status=301, headers={"Location": "/hop1"})
     site.route("/hop1", status=302, headers={"Location": "/landing-pdf"})
@@ -111,6 +139,13 @@ def build_site(site) -> None:
     )
     site.route("/bad-gzip.pdf", gzip.compress(b"x" * 5000)[:-6], content_type="application/pdf")
     site.route("/bomb", b"\0" * 200_000, content_type="text/html", gzip=True)
+    # DERIVED: the dummy PDF gzipped, its last 6 bytes cut, sent as Content-Encoding: gzip
+    site.route(
+        "/bad-gzip-encoded.pdf",
+        gzip.compress(scholarly("dummy.pdf").read_bytes())[:-6],
+        headers={"Content-Encoding": "gzip"},
+        content_type="application/pdf",
+    )
     # HTML scopes and resources
     site.route("/article", article("Local article", 1500, RESOURCES_HEAD, RESOURCES_BODY), content_type=html)
     site.route(

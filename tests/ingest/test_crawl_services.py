@@ -83,7 +83,13 @@ def test_pouchdb_warc_grobid_catalog(crawl, couch_uri, ingest_site, tmp_path):
     assert posted and b'name="input"' in posted[0] and scholarly("dummy.pdf").read_bytes() in posted[0]
     assert pdf["grobid"]["status"] == "success" and pdf["grobid"]["status_code"] == 200
     assert pdf["grobid"]["grobid_version"] == "0.5.1-SNAPSHOT"  # <application version=...> in the TEI
-    assert pdf["grobid"]["metadata"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    # sandcrawler's shape: fatcat_release (no biblio-glutton idno in this TEI) and grobid_version at
+    # the top, once; metadata.biblio; the TEI's xml:lang as language_code
+    assert "fatcat_release" in pdf["grobid"] and pdf["grobid"]["fatcat_release"] is None
+    metadata = pdf["grobid"]["metadata"]
+    assert "grobid_version" not in metadata and metadata["language_code"] == "en"
+    assert metadata["biblio"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    assert metadata["biblio"]["authors"] and "abstract" not in metadata
     assert "tei_xml" not in pdf["grobid"]
     # WARC: cdx points at a real record holding the PDF
     cdx = pdf["cdx"]
@@ -203,12 +209,17 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
         "INGEST_MAX_HOPS=3",
     )
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
-    assert results[site.url + "/scholarly/dummy.pdf"]["status"] == "body-too-large"
+    too_large = results[site.url + "/scholarly/dummy.pdf"]
+    assert too_large["status"] == "body-too-large" and "13264 bytes announced" in too_large["error_message"]
+    term = too_large["terminal"]  # the URL fetched, its status and date (stopped after the headers)
+    assert (term["terminal_url"], term["terminal_status_code"]) == (site.url + "/scholarly/dummy.pdf", 200)
+    assert len(term["terminal_dt"]) == 14
     assert results[site.url + "/bomb"]["status"] == "body-too-large"  # gzip bomb stopped while decoding
     article = results[site.url + "/article"]
     assert article["status"] == "html-resource-no-capture"
     assert article["error_message"] == "HTML sub-resource not found: %s/res/missing.png" % site.url
-    assert len(results[site.url + "/hops/0"]["hops"]) == 3
+    # INGEST_MAX_HOPS=3: /hops/2 is the third URL and still fetched, /hops/3 only recorded
+    assert len(results[site.url + "/hops/0"]["hops"]) == 4 and site.hits.get("/hops/3") is None
     assert len(results) == 4  # bad requests are logged, never stored half-made
     assert proc.stderr.count("bad ingest request") == 4
     store = open_store(sqlite_uri)
@@ -353,3 +364,30 @@ def warc_record_id(folder, name: str, offset: int) -> str:
     with open(folder / name, "rb") as fh:
         fh.seek(offset)
         return next(iter(ArchiveIterator(fh))).rec_headers.get_header("WARC-Record-ID")
+
+
+def test_block_lists_from_settings(crawl, sqlite_uri, ingest_site, tmp_path):
+    """``*_EXTRA`` settings add to the built-in block lists (a redirect into a listed URL is never
+    fetched; sub-resources of a listed host are never fetched)."""
+    site = ingest_site
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [
+            {"base_url": site.url + "/start", "ingest_type": "pdf"},
+            {"base_url": site.url + "/article", "ingest_type": "html"},
+        ],
+    )
+    run_ingest(
+        crawl,
+        sqlite_uri,
+        requests,
+        tmp_path,
+        "INGEST_URL_BLOCKLIST_EXTRA=/landing-pdf",
+        "INGEST_RESOURCE_DOMAIN_BLOCKLIST_EXTRA=127.0.0.1",
+    )
+    results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
+    start = results[site.url + "/start"]
+    assert start["status"] == "skip-url-blocklist" and site.hits.get("/landing-pdf") is None
+    article = results[site.url + "/article"]
+    assert article["status"] == "success" and article["html_resources"] == []
+    assert site.hits.get("/res/style.css") is None and site.hits.get("/res/fig1.png") is None

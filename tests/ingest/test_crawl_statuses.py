@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 
 import pytest
 
@@ -35,6 +36,7 @@ CASES = {
     "/gz-article": ("html", "success"),
     "/raw-gzip.pdf": ("pdf", "success"),
     "/bad-gzip.pdf": ("pdf", "bad-gzip-encoding"),
+    "/bad-gzip-encoded.pdf": ("pdf", "bad-gzip-encoding"),
     "/article": ("html", "success"),
     "/stub": ("html", "wrong-scope"),
     "/middling": ("html", "unknown-scope"),
@@ -47,6 +49,11 @@ CASES = {
     "/scholarly/23b29ea36382680716be08fc71aa81bd226e8a85.xml": ("xml", "success"),
     "/broken.xml": ("xml", "xml-parse-error"),
     "/scholarly/genders_g58_fairlie.html": ("pdf", "no-pdf-link"),
+    "/derived/plos-charset-late.html": ("html", "success"),
+    "/derived/plos-charset-http.html": ("html", "success"),
+    "/derived/plos-charset-none.html": ("html", "success"),
+    "/derived/elife-blank-lines.html": ("html", "success"),
+    "/derived/elife-blank-lines-as-js.html": ("html", "wrong-mimetype"),
 }
 
 
@@ -144,15 +151,40 @@ def test_landing_page_to_pdf_result_shape(crawled):
     assert cdx["sha1b32"] == sha1_b32(fm["sha1hex"]) and cdx["status_code"] == 200
     assert cdx["surt"] == "127.0.0.1:%d)/scholarly/dummy.pdf" % crawled["site"].port
     assert "warc_path" not in cdx  # WARC output is off
-    # pdf_meta read by pypdf; the fixture's info dictionary says Author "Evangelos Vlachogiannis"
-    assert r["pdf_meta"]["status"] == "success" and r["pdf_meta"]["pdf_extra"]["page_count"] == 1
-    assert r["pdf_meta"]["author"] == "Evangelos Vlachogiannis" and r["pdf_meta"]["has_text"] is True
+    # pdf_meta read by pypdf, in sandcrawler's shape; the fixture's info dictionary says Author
+    # "Evangelos Vlachogiannis", CreationDate D:20070223175637+02'00', its trailer /ID f7d77b3d...
+    pm = r["pdf_meta"]
+    assert pm["status"] == "success" and pm["sha1hex"] == fm["sha1hex"] and pm["error_msg"] is None
+    assert (pm["text"], pm["file_meta"], pm["source"]) == (None, None, None)  # as sandcrawler stores it
+    assert pm["pdf_info"]["Author"] == "Evangelos Vlachogiannis" and pm["has_text"] is True
+    assert pm["pdf_info"]["CreationDate"] == "2007-02-23T15:56:37Z" and pm["pdf_info"]["Creator"] == "Writer"
+    assert pm["pdf_extra"] == {
+        "page0_height": 842.0,
+        "page0_width": 595.0,
+        "page_count": 1,
+        "permanent_id": "f7d77b3d22b9f92829d49ff5d78b8f28",
+        "update_id": "f7d77b3d22b9f92829d49ff5d78b8f28",
+        "pdf_version": "1.4",
+    }
+    # a page-0 thumbnail when poppler's pdftoppm is installed (scripts/setup.sh installs it)
+    thumb = crawled["tmp"] / "blobs" / "thumbnail" / ("%s.jpg" % fm["sha1hex"])
+    if shutil.which("pdftoppm"):
+        assert pm["has_page0_thumbnail"] is True and thumb.read_bytes()[:3] == b"\xff\xd8\xff"  # JPEG
+    else:
+        assert pm["has_page0_thumbnail"] is False and not thumb.exists()
 
 
 def test_failure_shapes(crawled):
     base = crawled["site"].url
     loop = _result(crawled, "/loop/a")
     assert "redirect loop" in loop["error_message"]
+    # a failed chain ends at the last URL fetched, with its status and date (as sandcrawler's CDX row)
+    assert _terminal_fetched(loop) == (base + "/loop/b", 302)
+    assert loop["hops"] == [base + "/loop/a", base + "/loop/b"]
+    chain = _result(crawled, "/chain/0")
+    assert _terminal_fetched(chain) == (base + "/chain/25", 302)
+    assert crawled["site"].hits.get("/chain/25") == 1 and crawled["site"].hits.get("/chain/26") is None
+    assert _terminal_fetched(_result(crawled, "/noloc")) == (base + "/noloc", 302)
     missing = _result(crawled, "/missing")
     assert (
         missing["terminal"]["terminal_status_code"] == 404 and "terminal_sha1hex" not in missing["terminal"]
@@ -160,8 +192,11 @@ def test_failure_shapes(crawled):
     assert _result(crawled, "/error500", "html")["terminal"]["terminal_status_code"] == 500
     assert _result(crawled, "/landing-self")["error_message"] == "repeated: %s/landing-self" % base
     assert _result(crawled, "/landing-nopdf")["extract_next_hop"] == {}
-    hops = _result(crawled, "/hops/0")["hops"]
-    assert len(hops) == 8 and hops[-1] == base + "/hops/7"
+    # sandcrawler's loop fetches while the hops number at most 8: /hops/7 is fetched, /hops/8 recorded
+    hopped = _result(crawled, "/hops/0")
+    assert hopped["hops"] == [base + "/hops/%d" % i for i in range(9)]
+    assert _terminal_fetched(hopped) == (base + "/hops/7", 200)
+    assert crawled["site"].hits.get("/hops/7") == 1 and crawled["site"].hits.get("/hops/8") is None
     assert _result(crawled, "/secure")["terminal"]["terminal_url"] == base + "/login?TARGET=/paper"
     assert _result(crawled, "/paper")["terminal"]["terminal_url"] == base + "/cookieAbsent"
     assert crawled["site"].hits.get("/cookieAbsent") is None  # never fetched
@@ -185,6 +220,12 @@ def test_failure_shapes(crawled):
     assert metadata["terminal"]["terminal_status_code"] is None  # refused before any connection
     assert metadata["error_message"].startswith("refusing http://169.254.169.254/")
     assert plos_pdf[0]["hops"][-1].startswith("https://journals.plos.org/plosone/article/file?id=10.1371/")
+
+
+def _terminal_fetched(result: dict) -> tuple[str, int]:
+    term = result["terminal"]
+    assert re.fullmatch(r"\d{14}", term["terminal_dt"]), term
+    return term["terminal_url"], term["terminal_status_code"]
 
 
 def test_gzip_bodies(crawled):
@@ -340,3 +381,37 @@ def test_run_log(crawled):
         assert logs[0]["store"]["ingest_file_result"]["inserted"] == len(crawled["results"])
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/derived/plos-charset-late.html", "/derived/plos-charset-http.html", "/derived/plos-charset-none.html"],
+)
+def test_utf8_page_biblio_whatever_the_charset_declaration(crawled, path):
+    """DERIVED variants of the PLOS page (conftest.derived_pages): the same html_biblio as the
+    recording itself, curly apostrophes intact (bytes handed to lxml gave ``Marekâ\x80\x99s``)."""
+    original = _result(crawled, "/scholarly/plos_one_article.html", "html")["html_biblio"]
+    biblio = _result(crawled, path, "html")["html_biblio"]
+    assert biblio == original
+    references = " ".join(biblio["raw_references"])
+    assert "Marek\u2019s disease" in references and "\u00e2" not in references
+
+
+def test_html_that_libmagic_calls_javascript(crawled):
+    """DERIVED: the eLife page opening with the blank lines of nature.com's page; libmagic says
+    application/javascript, the server says text/html and the body starts like HTML."""
+    r = _result(crawled, "/derived/elife-blank-lines.html", "html")
+    assert r["file_meta"]["mimetype"] == "text/html"
+    assert (r["mimetype_sniffed"], r["mimetype_declared"]) == ("application/javascript", "text/html")
+    assert r["html_biblio"] == _result(crawled, "/scholarly/elife_article.html", "html")["html_biblio"]
+    # declared as JavaScript too: libmagic's word stands, as in sandcrawler
+    as_js = _result(crawled, "/derived/elife-blank-lines-as-js.html", "html")
+    assert as_js["file_meta"]["mimetype"] == "application/javascript" and "mimetype_sniffed" not in as_js
+
+
+def test_a_plain_run_is_quiet(crawled):
+    """No deprecation warnings from the project's code, no "Disabled WarcWriterMiddleware" warning
+    when WARC output is simply off (the middleware only joins with INGEST_WARC_ENABLED)."""
+    stderr = crawled["proc"].stderr
+    assert "DeprecationWarning" not in stderr and "deprecated" not in stderr
+    assert "WarcWriterMiddleware" not in stderr

@@ -274,3 +274,151 @@ def test_publisher_rules_by_url(url, expected):
         extract_publisher_fulltext_url(url, parse_html(b"<html><body><p>x</p></body></html>", url))
         == expected
     )
+
+
+def test_decoding_order_bom_http_meta_in_head_detection():
+    """DERIVED from the PLOS recording (its charset meta removed, conftest.PLOS_CHARSET_META)."""
+    from votersdaily.ingest.htmldoc import decode_html
+
+    from .conftest import PLOS_CHARSET_META
+
+    plos = scholarly("plos_one_article.html").read_bytes().replace(PLOS_CHARSET_META, b"")
+    assert decode_html(plos)[0] == "utf-8"  # valid UTF-8, nothing declared
+    assert decode_html(b"\xef\xbb\xbf" + plos, "text/html; charset=iso-8859-1")[0] == "utf-8"  # BOM first
+    assert decode_html(plos, "text/html; charset=iso-8859-1")[0] == "cp1252"  # then HTTP (as browsers)
+    late = plos.replace(b"</head>", b'<meta charset="windows-1252"></head>', 1)
+    assert late.index(b'<meta charset="windows-1252">') > 4096
+    assert decode_html(late)[0] == "cp1252"  # then a meta anywhere in the head
+    after_head = plos.replace(b"</body>", b'<meta charset="windows-1252"></body>', 1)
+    assert decode_html(after_head)[0] == "utf-8"  # not one in the body
+    # bytes that are not UTF-8 and declare nothing: Windows-1252, as browsers
+    encoding, text = decode_html(scholarly("genders_g58_fairlie.html").read_bytes())
+    assert encoding == "cp1252" and "Hitchcock\u2019s Rope" in text
+
+
+def test_starts_like_html():
+    from votersdaily.ingest.filemeta import html_by_declaration, starts_like_html
+
+    elife = scholarly("elife_article.html").read_bytes()
+    assert starts_like_html(b"\n\n" + elife) and starts_like_html(b"\xef\xbb\xbf<!-- a -->\n <HTML lang=en>")
+    assert not starts_like_html(b"var html = '<html>';") and not starts_like_html(b"<htmlx>")
+    assert html_by_declaration("application/javascript", "text/html", b"\n" * 8 + elife)
+    assert not html_by_declaration("application/javascript", "application/javascript", elife)
+    assert not html_by_declaration("application/pdf", "text/html", scholarly("dummy.pdf").read_bytes())
+    # INGEST_HTML_BY_DECLARED_TYPE=False: libmagic's word only, as sandcrawler
+    from votersdaily.ingest.process import describe_body
+
+    opening = b"\n" * 8 + elife  # DERIVED: the eLife page opening like nature.com's (conftest)
+    assert describe_body(opening, "text/html", 10**8).file_meta["mimetype"] == "text/html"
+    as_sandcrawler = describe_body(opening, "text/html", 10**8, html_by_header=False)
+    assert as_sandcrawler.file_meta["mimetype"] == "application/javascript"
+
+
+def test_publisher_rule_yielding_the_page_falls_through():
+    """An American Archivist ``/doi/abs/`` page: the ``/doi/10.`` rewrite gives the page itself;
+    the ``/doi/pdf/`` anchor is followed instead (the anchor as sandcrawler's html.py quotes the
+    publisher's markup; the rest of this page is plumbing), so a pdf ingest hops on, no link-loop."""
+    from votersdaily.ingest.process import analyse_landing
+
+    url = "https://americanarchivist.org/doi/abs/10.17723/aarc.62.2.j475270470145630"
+    page = (
+        b"<html><head><title>Abstract</title></head><body><p>Abstract.</p>"
+        b'<a href="/doi/pdf/10.17723/aarc.62.2.j475270470145630" target="_blank">PDF</a></body></html>'
+    )
+    landing, _ = analyse_landing(page, url, "pdf")
+    assert landing.next_hop == {
+        "pdf_url": "https://americanarchivist.org/doi/pdf/10.17723/aarc.62.2.j475270470145630",
+        "technique": "publisher-href",
+    }
+    state = H.new_state({"base_url": url, "ingest_type": "pdf"})
+    assert H.next_hop(state, landing.next_hop["pdf_url"], 8)[1] is None
+    # no anchor: the generic rules after it (here the "<url>.pdf" guess), never the page itself
+    guess = b'<html><body><a href="%s.pdf">PDF</a></body></html>' % url.encode()
+    assert analyse_landing(guess, url, "pdf")[0].next_hop["technique"] == "guess-url-plus-pdf"
+    assert analyse_landing(b"<html><body><p>x</p></body></html>", url, "pdf")[0].next_hop == {}
+    # a /doi/10. page keeps the direct rewrite
+    direct = "https://americanarchivist.org/doi/10.17723/aarc.62.2.j475270470145630"
+    assert analyse_landing(page, direct, "pdf")[0].next_hop["technique"] == "archivist-url"
+
+
+def test_hop_body_growing_past_the_limit_is_stopped_with_its_response():
+    """A body without Content-Length: counted as it arrives, stopped (response kept, so the
+    terminal has its status) once past INGEST_MAX_BODY_BYTES; sub-resources are left to their own
+    limit."""
+    from scrapy.exceptions import StopDownload
+
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.spiders.ingest import IngestSpider
+
+    spider = IngestSpider()
+    spider.config = IngestConfig(max_body=10)
+    hop = scrapy.Request("http://example.com/a", meta={H.STATE_META: {}})
+    spider._count_bytes(b"x" * 6, hop)
+    spider._stop_if_too_large({}, 10, hop)
+    with pytest.raises(StopDownload) as stopped:
+        spider._count_bytes(b"x" * 6, hop)
+    assert stopped.value.fail is False and "more than 10 bytes" in hop.meta["ingest_body_too_large"]
+    resource = scrapy.Request("http://example.com/r.png")
+    spider._count_bytes(b"x" * 60, resource)
+    spider._stop_if_too_large({}, 60, resource)
+
+
+def test_block_lists_replaced_or_extended_from_settings():
+    from scrapy.settings import Settings
+
+    from votersdaily import settings as defaults
+    from votersdaily.ingest.config import IngestConfig
+
+    config = IngestConfig.from_settings(Settings(defaults.__dict__))
+    assert H.before_fetch("https://archive.org/details/x", config.blocklists) == "skip-url-blocklist"
+    assert "google-analytics.com" in config.resource_domain_blocklist
+    replaced = IngestConfig.from_settings(
+        Settings(
+            dict(
+                defaults.__dict__,
+                INGEST_URL_BLOCKLIST=["://blocked.example/"],
+                INGEST_WALL_BLOCKLIST_EXTRA="/members-only,/sso/",
+                INGEST_RESOURCE_DOMAIN_BLOCKLIST=["Tracker.Example"],
+            )
+        )
+    )
+    assert H.before_fetch("https://archive.org/details/x", replaced.blocklists) is None  # replaced
+    assert H.before_fetch("https://blocked.example/a", replaced.blocklists) == "skip-url-blocklist"
+    assert H.before_fetch("https://j.example/sso/login", replaced.blocklists) == "skip-wall"  # added
+    assert H.before_fetch("https://j.example/password-login", replaced.blocklists) == "skip-wall"  # kept
+    assert replaced.resource_domain_blocklist == ("tracker.example",)
+    from votersdaily.ingest.resources import is_blocked
+
+    assert is_blocked("https://cdn.tracker.example/t.js", replaced.resource_domain_blocklist)
+    assert not is_blocked("https://www.google-analytics.com/x.js", replaced.resource_domain_blocklist)
+
+
+def test_grobid_result_shape():
+    """The real GROBID TEI in sandcrawler's result shape; a DERIVED copy with a biblio-glutton
+    ``<idno type="fatcat">`` added to its header biblStruct gives ``fatcat_release``."""
+    from votersdaily.ingest.grobid import grobid_result, quality
+
+    tei = scholarly("23b29ea36382680716be08fc71aa81bd226e8a85.xml").read_bytes()
+    result, kept = grobid_result(200, tei)
+    assert kept == tei and result["status"] == "success" and result["fatcat_release"] is None
+    assert result["grobid_version"] == "0.5.1-SNAPSHOT" and "grobid_version" not in result["metadata"]
+    assert set(result["metadata"]["biblio"]) <= {"title", "authors", "journal", "date", "doi"}
+    assert result["metadata"]["biblio"]["title"] == "DYNAMICS OF RAILWAY FREIGHT VEHICLES"
+    assert quality(result) == "good"
+    glutton = tei.replace(b"<biblStruct>", b'<biblStruct><idno type="fatcat">release_test</idno>', 1)
+    assert glutton != tei
+    assert grobid_result(200, glutton)[0]["fatcat_release"] == "release_test"
+
+
+def test_pdf_thumbnail_only_when_wanted_and_renderable():
+    from votersdaily.ingest import pdf as P
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.ingest.process import process_pdf
+
+    blob = scholarly("dummy.pdf").read_bytes()
+    meta, _, thumbnail = process_pdf(blob, IngestConfig(pdf_thumbnails=False))  # INGEST_PDF_THUMBNAILS
+    assert thumbnail is None and meta["has_page0_thumbnail"] is False and meta["status"] == "success"
+    if P.PDFTOPPM:
+        meta, _, thumbnail = process_pdf(blob, IngestConfig())
+        assert meta["has_page0_thumbnail"] is True and thumbnail[:3] == b"\xff\xd8\xff"
+    assert P.render_page0(b"%PDF-1.4 not really") is None  # a failed render is no thumbnail

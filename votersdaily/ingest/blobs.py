@@ -19,6 +19,11 @@ def tei_path(sha1hex: str) -> str:
     return "html/%s.tei.xml" % sha1hex
 
 
+def thumbnail_path(sha1hex: str) -> str:
+    """A PDF's page-0 JPEG (sandcrawler's ``thumbnail`` bucket, ``<sha1hex>.180px.jpg``)."""
+    return "thumbnail/%s.jpg" % sha1hex
+
+
 class FolderBlobs:
     """Blobs as files under a local folder."""
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..defaults import DEFAULTS
+from .resources import BLOCKED_HOSTS
+from .urls import Blocklists, configured_list
 from .workers import default_processes
 
 
@@ -24,6 +26,10 @@ class IngestConfig:
     ojs_fulltext_fix: bool = DEFAULTS["INGEST_OJS_FULLTEXT_FIX"]
     requests_db: str = DEFAULTS["INGEST_REQUESTS_DB"]
     extract_processes: int = 0
+    html_by_declared_type: bool = DEFAULTS["INGEST_HTML_BY_DECLARED_TYPE"]
+    pdf_thumbnails: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"]
+    blocklists: Blocklists = field(default_factory=Blocklists)
+    resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
 
     @classmethod
     def from_settings(cls, settings) -> IngestConfig:
@@ -45,5 +51,11 @@ class IngestConfig:
                 settings.getint("INGEST_EXTRACT_PROCESSES")
                 if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")
                 else default_processes()
+            ),
+            html_by_declared_type=settings.getbool("INGEST_HTML_BY_DECLARED_TYPE"),
+            pdf_thumbnails=settings.getbool("INGEST_PDF_THUMBNAILS"),
+            blocklists=Blocklists.from_settings(settings),
+            resource_domain_blocklist=tuple(
+                h.lower() for h in configured_list(settings, "INGEST_RESOURCE_DOMAIN_BLOCKLIST")
             ),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import threading
 
 import magic
@@ -118,6 +119,26 @@ ACCEPTED_MIMETYPES: dict[str, tuple[str, ...]] = {
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     ),
 }
+
+
+#: Declared (HTTP) types that make a body that starts like HTML an HTML document.
+HTML_DECLARED = ("text/html", "application/xhtml+xml")
+_HTML_START = re.compile(
+    rb"(?:\xef\xbb\xbf)?(?:\s|<!--.*?-->)*(?:<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def starts_like_html(blob: bytes) -> bool:
+    """The body opens (after a BOM, whitespace and comments) with an HTML doctype, ``<html>``,
+    ``<head>`` or ``<body>``."""
+    return _HTML_START.match(blob, 0, 64 * 1024) is not None
+
+
+def html_by_declaration(sniffed: str, declared: str | None, blob: bytes) -> bool:
+    """libmagic called an HTML page something else (``application/javascript`` for a page opening
+    with blank lines and inline scripts), but the server said HTML and the bytes start like HTML."""
+    return declared in HTML_DECLARED and not is_htmlish(sniffed) and starts_like_html(blob)
 
 
 def is_htmlish(mimetype: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -274,21 +275,32 @@ _OSF = (
 
 def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
-    Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``."""
-    html = doc.raw.decode("utf-8", "replace")
+    Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``. A rule whose link is the page itself
+    (an American Archivist ``/doi/abs/`` page under the ``/doi/10.`` rewrite) falls through to the
+    next rules instead of ending the ingest as ``link-loop``."""
+    for found in _publisher_candidates(url, doc):
+        link = found.get("pdf_url") or found.get("next_url")
+        if link and not url_fuzzy_equal(urljoin(url, link), url):
+            return found
+    return {}
+
+
+def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
+    """Every link the publisher rules find, in the rules' order."""
+    html = doc.text
     if "researchsquare.com/article/" in url:
         m = re.search(r'"url":"(https://assets.researchsquare.com/files/.{1,50}/v\d+/Manuscript.pdf)"', html)
         if m:
-            return {"release_stage": "manuscript", "pdf_url": m.group(1), "technique": "publisher"}
+            yield {"release_stage": "manuscript", "pdf_url": m.group(1), "technique": "publisher"}
     if "://linkinghub.elsevier.com/retrieve/pii/" in url:
         found = doc.select("input[name='redirectURL']")
         if found and found[0].get("value"):
             target = unquote(found[0].get("value")).split("?via")[0]
-            return {"next_url": target, "technique": "elsevier-linkinghub"}
+            yield {"next_url": target, "technique": "elsevier-linkinghub"}
     if "://www.sciencedirect.com/" in url and url.endswith(".pdf"):
         m = re.search(r"window.location = '(.+)';", html)
         if m:
-            return {"pdf_url": m.group(1), "technique": "sciencedirect-bounce"}
+            yield {"pdf_url": m.group(1), "technique": "sciencedirect-bounce"}
     if "sciencedirect.com/science/article/pii/" in url and not url.endswith(".pdf"):
         found = doc.select("script[type='application/json'][data-iso-key='_0']")
         if found:
@@ -301,88 +313,91 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
                     meta["queryParams"]["md5"],
                     meta["queryParams"]["pid"],
                 )
-                return {"pdf_url": pdf, "technique": "sciencedirect-munge-json"}
+                yield {"pdf_url": pdf, "technique": "sciencedirect-munge-json"}
             except (ValueError, KeyError, TypeError):
                 pass
     if "://ieeexplore.ieee.org/stamp/stamp.jsp?arnumber" in url:
         for iframe in doc.select("iframe[src]"):
             if ".pdf" in iframe.get("src"):
-                return {"pdf_url": iframe.get("src"), "technique": "iframe"}
+                yield {"pdf_url": iframe.get("src"), "technique": "iframe"}
     if "://insights.ovid.com/crossref" in url:
         m = re.search(r'journalURL = "(http.+)";', html)
         if m:
-            return {"next_url": m.group(1), "technique": "ovid"}
+            yield {"next_url": m.group(1), "technique": "ovid"}
     if any(s in url for s in _OSF) and "/download" not in url:
         segments = urlsplit(url).path.rstrip("/").split("/")
         if len(url.split("/")) in (4, 5) or "/preprints/" in url or len(segments) in (2, 3):
-            return {"next_url": url.rstrip("/") + "/download", "technique": "osf-by-url"}
+            yield {"next_url": url.rstrip("/") + "/download", "technique": "osf-by-url"}
     if "://onlinelibrary.wiley.com/doi/pdf/" in url and "/doi/pdfdirect/" in html:
-        return {"next_url": url.replace("/doi/pdf/", "/doi/pdfdirect/"), "technique": "wiley-pdfdirect"}
+        yield {"next_url": url.replace("/doi/pdf/", "/doi/pdfdirect/"), "technique": "wiley-pdfdirect"}
     if "://arxiv.org/abs/" in url:
-        return {"pdf_url": url.replace("/abs/", "/pdf/"), "technique": "arxiv-url"}
+        yield {"pdf_url": url.replace("/abs/", "/pdf/"), "technique": "arxiv-url"}
     if "://americanarchivist.org/doi/" in url and "/doi/pdf" not in url:
-        return {"next_url": url.replace("/doi/10.", "/doi/pdf/10."), "technique": "archivist-url"}
+        yield {"next_url": url.replace("/doi/10.", "/doi/pdf/10."), "technique": "archivist-url"}
+        # /doi/abs/ pages: <a href="/doi/pdf/10.17723/aarc.62.2.j475270470145630" target="_blank">
+        for a in doc.select("a[target='_blank'][href]"):
+            if "/doi/pdf/" in a.get("href"):
+                yield {"pdf_url": urljoin(url, a.get("href").strip()), "technique": "publisher-href"}
     if "://www.protocols.io/view/" in url and not url.endswith(".pdf"):
-        return {"pdf_url": url + ".pdf", "technique": "protocolsio-url"}
+        yield {"pdf_url": url + ".pdf", "technique": "protocolsio-url"}
     if "://www.degruyter.com/view/" in url and url.endswith(".xml"):
-        return {
+        yield {
             "pdf_url": url.replace("/view/", "/downloadpdf/").replace(".xml", ".pdf"),
             "technique": "degruyter-url",
         }
     if "://www.ahajournals.org/doi/" in url and "/doi/pdf/" not in url and "/doi/pdf/10." in html:
-        return {
+        yield {
             "pdf_url": url.replace("/doi/10.", "/doi/pdf/10.") + "?download=true",
             "technique": "ahajournals-url",
         }
     if "://ehp.niehs.nih.gov/doi/" in url and "/doi/pdf/10." in html:
         pdf = url.replace("/doi/full/10.", "/doi/pdf/10.").replace("/doi/10.", "/doi/pdf/10.")
-        return {"pdf_url": pdf, "technique": "ehp.niehs.nigh.gov-url"}
+        yield {"pdf_url": pdf, "technique": "ehp.niehs.nigh.gov-url"}
     if "://www.cogentoa.com/article/" in url and ".pdf" not in url:
-        return {"pdf_url": url.strip() + ".pdf", "technique": "cogentoa-url"}
+        yield {"pdf_url": url.strip() + ".pdf", "technique": "cogentoa-url"}
     if "://chemrxiv.org/articles/" in url or ".figshare.org/articles/" in url:
         found = doc.select("script#app-data[type='text/json']")
         if found:
             try:
                 pdf = json.loads(found[0].text_content())["article"]["exportPdfDownloadUrl"]
                 if pdf:
-                    return {"pdf_url": pdf, "technique": "figshare-json"}
+                    yield {"pdf_url": pdf, "technique": "figshare-json"}
             except (ValueError, KeyError, TypeError):
                 pass
     if "://en.gzbd.cnki.net/KCMS/detail/detail.aspx" in url:
         found = doc.select("a#pdfDown")
         if found and found[0].get("href"):
-            return {"pdf_url": urljoin(url, found[0].get("href")), "technique": "cnki-href"}
+            yield {"pdf_url": urljoin(url, found[0].get("href")), "technique": "cnki-href"}
     m = re.search(r"://publications.rwth-aachen.de/record/(\d+)", url)
     if m:
         m2 = re.search(r"(/record/%s/files/[^\"']+\.pdf)" % m.group(1), html)
         if m2:
-            return {"pdf_url": urljoin(url, m2.group(1)), "technique": "rwth-aachen-url"}
+            yield {"pdf_url": urljoin(url, m2.group(1)), "technique": "rwth-aachen-url"}
     if "://physchemaspects.ru/" in url:
         for a in doc.select("a[href]"):
             if (a.text_content() or "").strip() == "download PDF file":
-                return {"pdf_url": urljoin(url, a.get("href")), "technique": "physchemaspects-href"}
+                yield {"pdf_url": urljoin(url, a.get("href")), "technique": "physchemaspects-href"}
     generator = doc.meta_contents("name", "generator")
     if generator and generator[0].startswith("Open Journal Systems"):
         for a in doc.select("a.obj_galley_link.file"):
             if "pdf" in (a.text_content() or "").lower() and a.get("href"):
-                return {"pdf_url": urljoin(url, a.get("href")), "technique": "ojs-galley-href"}
+                yield {"pdf_url": urljoin(url, a.get("href")), "technique": "ojs-galley-href"}
     if "://www.e-periodica.ch/digbib/view" in url:
         pdf = url.replace("digbib/view", "cntmng").split("#")[0]
         if pdf in html:
-            return {"pdf_url": pdf, "technique": "href-eperiodica"}
+            yield {"pdf_url": pdf, "technique": "href-eperiodica"}
     if ".jmir.org/" in url and url.endswith("/") and "/pdf" not in url:
-        return {"pdf_url": url + "pdf", "technique": "jmir-url"}
+        yield {"pdf_url": url + "pdf", "technique": "jmir-url"}
     m = re.search(r"drive.google.com/file/d/([^/]{11,})/view", url)
     if m:
-        return {
+        yield {
             "pdf_url": "https://drive.google.com/uc?export=download&id=%s" % m.group(1),
             "technique": "google-drive",
         }
     if "docs.google.com/viewer?url=" in url:
-        return {
+        yield {
             "pdf_url": unquote(url.split("docs.google.com/viewer?url=", 1)[1]),
             "technique": "docs.google.com viewer",
         }
     if ".pdf" not in url and (url + ".pdf") in html:
-        return {"pdf_url": url + ".pdf", "technique": "guess-url-plus-pdf"}
-    return {}
+        yield {"pdf_url": url + ".pdf", "technique": "guess-url-plus-pdf"}

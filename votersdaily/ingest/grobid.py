@@ -12,6 +12,9 @@ import scrapy
 from lxml import etree
 
 NS = {"tei": "http://www.tei-c.org/ns/1.0"}
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+#: The keys of sandcrawler's ``metadata.biblio`` (GrobidClient.metadata()).
+BIBLIO_KEYS = ("title", "authors", "journal", "date", "doi")
 _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
@@ -54,10 +57,14 @@ def _person(pers) -> str | None:
 
 def parse_tei(tei_xml: bytes) -> dict:
     """Header metadata of a GROBID TEI document: title, authors, date, DOI, journal, abstract,
-    citation count, GROBID version."""
+    language, the biblio-glutton match (``fatcat_release``), citation count, GROBID version."""
     root = etree.fromstring(tei_xml, parser=_parser)
     header = root.find("tei:teiHeader", NS)
     meta: dict = {}
+    text = root.find("tei:text", NS)
+    meta["language_code"] = (text.get(_XML_LANG) if text is not None else None) or (
+        header.get(_XML_LANG) if header is not None else None
+    )
     app = root.find(".//tei:appInfo/tei:application", NS)
     if app is not None:
         meta["grobid_version"] = app.get("version")
@@ -90,6 +97,10 @@ def parse_tei(tei_xml: bytes) -> dict:
                 meta["date"] = date.get("when") or _text(date)
         doi = header.find(".//tei:sourceDesc/tei:biblStruct/tei:idno[@type='DOI']", NS)
         meta["doi"] = _text(doi)
+        # biblio-glutton's consolidation writes the matched fatcat release as an idno
+        meta["fatcat_release"] = _text(
+            header.find(".//tei:sourceDesc/tei:biblStruct/tei:idno[@type='fatcat']", NS)
+        )
         meta["abstract"] = _text(header.find(".//tei:profileDesc/tei:abstract", NS))
     meta["citation_count"] = len(root.findall(".//tei:back//tei:listBibl/tei:biblStruct", NS))
     body = root.find(".//tei:text/tei:body", NS)
@@ -106,15 +117,28 @@ def grobid_result(status_code: int, body: bytes) -> tuple[dict, bytes | None]:
             "error_msg": body[:1000].decode("utf-8", "replace"),
         }, None
     try:
-        metadata = parse_tei(body)
+        parsed = parse_tei(body)
     except etree.XMLSyntaxError as exc:
         return {"status": "bad-grobid-xml", "status_code": status_code, "error_msg": str(exc)[:1000]}, None
     return {
         "status": "success",
         "status_code": status_code,
-        "grobid_version": metadata.get("grobid_version"),
-        "metadata": metadata,
+        "fatcat_release": parsed.get("fatcat_release"),
+        "grobid_version": parsed.get("grobid_version"),
+        "metadata": result_metadata(parsed),
     }, body
+
+
+def result_metadata(parsed: dict) -> dict:
+    """The result's ``grobid.metadata`` as sandcrawler's ingest has it: ``biblio`` (title, authors,
+    journal, date, doi), ``grobid_timestamp``, ``language_code``; ``grobid_version`` and
+    ``fatcat_release`` are the result's own keys (once). The abstract stays out (sandcrawler drops
+    "encumbered" text); the citation and body word counts are ours."""
+    out: dict = {"biblio": {k: parsed[k] for k in BIBLIO_KEYS if parsed.get(k)}}
+    for key in ("grobid_timestamp", "language_code", "citation_count", "body_words"):
+        if parsed.get(key) not in (None, ""):
+            out[key] = parsed[key]
+    return out
 
 
 def tei_json(tei_xml: bytes) -> dict:
@@ -131,5 +155,5 @@ def quality(grobid: dict) -> str:
     authors), bad (GROBID failed)."""
     if grobid.get("status") != "success":
         return "bad"
-    metadata = grobid.get("metadata") or {}
-    return "good" if metadata.get("title") and metadata.get("authors") else "marginal"
+    biblio = (grobid.get("metadata") or {}).get("biblio") or {}
+    return "good" if biblio.get("title") and biblio.get("authors") else "marginal"

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
-from .urls import BASE_URL_BLOCKLIST, COOKIE_BLOCKLIST, WALL_BLOCKLIST, clean_url, matches
+from .urls import Blocklists, clean_url, matches
+
+#: The default block lists (a crawl passes its own, from settings).
+DEFAULT_BLOCKLISTS = Blocklists()
 
 STATE_META = "ingest"
+#: Request meta set by the downloader side when a hop's body is not usable, with the reason: over
+#: INGEST_MAX_BODY_BYTES (``body-too-large``), or a Content-Encoding: gzip body that does not
+#: decode (``bad-gzip-encoding``). The response still reaches the spider, with its status.
+TOO_LARGE_META = "ingest_body_too_large"
+BAD_GZIP_META = "ingest_bad_gzip"
 
 
 def new_state(request: dict) -> dict:
@@ -25,28 +33,33 @@ def new_state(request: dict) -> dict:
     }
 
 
-def before_fetch(url: str) -> str | None:
+def before_fetch(url: str, lists: Blocklists = DEFAULT_BLOCKLISTS) -> str | None:
     """Status that stops the ingest before ``url`` is fetched (docs/ingest.md §2), or None."""
-    if matches(url, BASE_URL_BLOCKLIST):
+    if matches(url, lists.base_url):
         return "skip-url-blocklist"
-    if matches(url, WALL_BLOCKLIST):
+    if matches(url, lists.wall):
         return "skip-wall"
-    if matches(url, COOKIE_BLOCKLIST):
+    if matches(url, lists.cookie):
         return "blocked-cookie"
     return None
 
 
-def after_fetch(url: str) -> str | None:
+def after_fetch(url: str, lists: Blocklists = DEFAULT_BLOCKLISTS) -> str | None:
     """Status from the terminal URL itself (step 6)."""
-    if matches(url, BASE_URL_BLOCKLIST):
+    if matches(url, lists.base_url):
         return "skip-url-blocklist"
-    if matches(url, COOKIE_BLOCKLIST):
+    if matches(url, lists.cookie):
         return "blocked-cookie"
     return None
 
 
 def redirect_target(
-    state: dict, current_url: str, status_code: int, location: bytes | str | None, max_redirects: int
+    state: dict,
+    current_url: str,
+    status_code: int,
+    location: bytes | str | None,
+    max_redirects: int,
+    lists: Blocklists = DEFAULT_BLOCKLISTS,
 ) -> tuple[str | None, str | None, str | None]:
     """(next URL, failing status, error message) for a 3xx answer."""
     if isinstance(location, bytes):
@@ -65,8 +78,8 @@ def redirect_target(
         return None, "redirect-loop", "redirect loop: %s" % " -> ".join(state["chain"] + [target])
     if state["redirects"] >= max_redirects:
         return None, "redirects-exceeded", "more than %d HTTP redirects" % max_redirects
-    blocked = after_fetch(target)
-    if blocked is None and matches(target, WALL_BLOCKLIST):
+    blocked = after_fetch(target, lists)
+    if blocked is None and matches(target, lists.wall):
         blocked = "blocked-wall"
     if blocked:
         return None, blocked, "redirected to %s" % target
@@ -86,13 +99,14 @@ def next_hop(
 ) -> tuple[str | None, str | None, str | None]:
     """(URL to fetch next, failing status, error message) for an extracted fulltext link.
     With ``loop_is_stop`` a link back into the hops ends hopping quietly (html: we are on the
-    fulltext page)."""
+    fulltext page). As sandcrawler's ``while len(hops) <= max_hops`` loop: the link is recorded,
+    and fetched while the hops number at most ``max_hops``."""
     if url in state["hops"]:
         if loop_is_stop:
             return None, None, None
         return None, "link-loop", "repeated: %s" % url
     state["hops"].append(url)
-    if len(state["hops"]) >= max_hops:
+    if len(state["hops"]) > max_hops:
         return None, "max-hops-exceeded", "%d hops reached" % max_hops
     state["chain"] = [url]
     state["redirects"] = 0
@@ -100,4 +114,5 @@ def next_hop(
 
 
 def hops_exceeded(state: dict, max_hops: int) -> bool:
+    """Sandcrawler's check after its loop: ``max_hops`` recorded URLs fail even a good last fetch."""
     return len(state["hops"]) >= max_hops

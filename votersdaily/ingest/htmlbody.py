@@ -6,7 +6,7 @@ import trafilatura
 from lxml import etree
 
 AGENT = "trafilatura/%s" % trafilatura.__version__
-_FIRST_MONDAY_DOCTYPE = b'<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" 2012"http://www.w3.org/TR/html4/loose.dtd">'
+_FIRST_MONDAY_DOCTYPE = '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" 2012"http://www.w3.org/TR/html4/loose.dtd">'
 _TEI = "{http://www.tei-c.org/ns/1.0}"
 _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
@@ -15,9 +15,9 @@ class TeiXmlError(ValueError):
     """trafilatura produced TEI-XML that does not parse."""
 
 
-def _extract(raw: bytes) -> str | None:
+def _extract(text: str) -> str | None:
     return trafilatura.extract(
-        raw, output_format="xmltei", include_comments=False, include_formatting=True, with_metadata=False
+        text, output_format="xmltei", include_comments=False, include_formatting=True, with_metadata=False
     )
 
 
@@ -35,12 +35,13 @@ def word_count(tei_xml: str) -> int:
     return len(" ".join(body.itertext()).split())
 
 
-def extract_body(raw: bytes) -> dict:
-    """``{status, agent, tei_xml?, word_count?, error_msg?}``; raises :class:`TeiXmlError`."""
+def extract_body(text: str) -> dict:
+    """``{status, agent, tei_xml?, word_count?, error_msg?}`` of the decoded page (trafilatura
+    given bytes guesses their encoding itself); raises :class:`TeiXmlError`."""
     try:
-        tei = _extract(raw)
-        if not tei and raw.startswith(_FIRST_MONDAY_DOCTYPE):
-            tei = _extract(raw[len(_FIRST_MONDAY_DOCTYPE) :])
+        tei = _extract(text)
+        if not tei and text.startswith(_FIRST_MONDAY_DOCTYPE):
+            tei = _extract(text[len(_FIRST_MONDAY_DOCTYPE) :])
     except Exception as exc:  # trafilatura raises anything from lxml and its helpers
         return {"status": "trafilatura-parse-error", "agent": AGENT, "error_msg": str(exc)[:1000]}
     if not tei:

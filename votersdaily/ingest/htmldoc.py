@@ -2,16 +2,23 @@
 
 Meta tags are indexed once with lowercased ``name``/``property``/``id``/``itemprop`` values, because
 real pages mix case (``DC.Citation.Issue``) and upstream (selectolax) matched case-insensitively.
+
+The bytes are decoded once, as browsers and Scrapy's ``TextResponse`` do (:func:`decode_html`), and
+every parser (lxml here, trafilatura in :mod:`.htmlbody`, the regex rules) reads that text: handing
+bytes to lxml lets libxml2 guess, and it falls back to Latin-1 when the charset is declared late in
+the head or only in the HTTP ``Content-Type`` (UTF-8 pages came out as ``JÃ¼rgen``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import lxml.html
 from cssselect import GenericTranslator
 from lxml import etree
+from w3lib.encoding import html_to_unicode, resolve_encoding
 
 META_ATTRS = ("name", "property", "id", "itemprop", "http-equiv")
 
@@ -24,7 +31,10 @@ class HtmlParseError(ValueError):
 class HtmlDoc:
     url: str
     root: etree._Element
-    raw: bytes
+    #: The document as text (decoded by :func:`decode_html`).
+    text: str
+    #: The encoding it was decoded from.
+    encoding: str = "utf-8"
     #: (attribute, lowercased value) → [meta elements in document order], head only.
     metas: dict[tuple[str, str], list] = field(default_factory=dict)
     has_head: bool = True
@@ -40,15 +50,57 @@ class HtmlDoc:
         return self.root.xpath(css_xpath(css))
 
 
-_parser = lxml.html.HTMLParser(no_network=True, remove_comments=False, default_doctype=False, huge_tree=False)
+# lxml reads the text re-encoded as UTF-8 with the encoding given: a str with an XML declaration is
+# refused by lxml, and a given encoding makes libxml2 ignore the page's own <meta charset>.
+_parser = lxml.html.HTMLParser(
+    no_network=True, remove_comments=False, default_doctype=False, huge_tree=False, encoding="utf-8"
+)
+
+#: How far into a document a ``<meta charset>`` is looked for when it is not in the first 4 KiB
+#: (where w3lib looks): anywhere in the head, up to this many bytes.
+HEAD_SCAN_BYTES = 1024 * 1024
+_HEAD_END = re.compile(rb"</head\b|<body\b", re.IGNORECASE)
+_META = re.compile(rb"<meta\b([^>]*)>", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""charset\s*=\s*["']?\s*([-\w.:]+)""", re.IGNORECASE)
 
 
-def parse_html(body: bytes, url: str) -> HtmlDoc:
+def _declared_in_head_or_guessed(body: bytes) -> str:
+    """The encoding a ``<meta>`` anywhere in the head declares, else UTF-8 if the bytes are valid
+    UTF-8, else Windows-1252 (what browsers assume for Latin-1 and undeclared Western pages)."""
+    end = _HEAD_END.search(body, 0, HEAD_SCAN_BYTES)
+    head = body[: end.start() if end else HEAD_SCAN_BYTES]
+    for meta in _META.finditer(head):
+        found = _META_CHARSET.search(meta.group(1))
+        if found:
+            encoding = resolve_encoding(found.group(1).decode("ascii", "replace"))
+            if encoding:
+                return encoding
     try:
-        root = lxml.html.document_fromstring(body, parser=_parser)
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252"
+    return "utf-8"
+
+
+def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]:
+    """(encoding, text) of an HTML body: BOM, then the HTTP ``Content-Type`` charset, then a
+    ``<meta>`` declaration (first 4 KiB, then anywhere in the head), then UTF-8 if valid, else
+    Windows-1252; undecodable bytes become U+FFFD."""
+    return html_to_unicode(content_type, body, auto_detect_fun=_declared_in_head_or_guessed)
+
+
+def parse_html(body: bytes | str, url: str, content_type: str | None = None) -> HtmlDoc:
+    """Parse ``body`` (bytes are decoded with :func:`decode_html` and ``content_type``, the
+    response's full ``Content-Type`` header)."""
+    if isinstance(body, bytes):
+        encoding, text = decode_html(body, content_type)
+    else:
+        encoding, text = "utf-8", body
+    try:
+        root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=_parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
         raise HtmlParseError("%s does not parse as HTML: %s" % (url, exc)) from None
-    doc = HtmlDoc(url=url, root=root, raw=body)
+    doc = HtmlDoc(url=url, root=root, text=text, encoding=encoding)
     head = root.find("head")
     if head is None:
         doc.has_head = False

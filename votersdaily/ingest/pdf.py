@@ -1,11 +1,14 @@
 """Text and metadata of an accepted PDF with pypdf (the ``pdf_meta`` of the result, the ``pdf0``
-family of the file table)."""
+family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm``."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import re
+import shutil
+import subprocess
 from datetime import UTC, datetime
 
 from pypdf import PdfReader
@@ -38,48 +41,144 @@ def parse_pdf_date(value: str | None) -> str | None:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def extract_pdf(blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000) -> tuple[dict, str]:
-    """(``pdf_meta`` dict, full text). ``pdf_meta.status`` is ``success``, ``encrypted`` or
-    ``parse-error`` (with ``error_msg``); text extraction stops after ``max_pages`` pages."""
+#: pdftoppm (poppler-utils) renders the thumbnail; without it there is none.
+PDFTOPPM = shutil.which("pdftoppm")
+#: Page 0 only, as JPEG, 180 px wide (sandcrawler's thumbnails are 180 px wide), from stdin.
+_PDFTOPPM_ARGS = (
+    "-f",
+    "1",
+    "-l",
+    "1",
+    "-singlefile",
+    "-jpeg",
+    "-scale-to-x",
+    "180",
+    "-scale-to-y",
+    "-1",
+    "-",
+)
+
+
+def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
+    """A JPEG of the first page, 180 px wide, by poppler's ``pdftoppm``; None when it is not
+    installed or fails (sandcrawler renders with poppler too, and also drops tiny images)."""
+    if PDFTOPPM is None:
+        return None
+    try:
+        done = subprocess.run(
+            [PDFTOPPM, *_PDFTOPPM_ARGS],
+            input=blob,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0 or len(done.stdout) < 50:
+        return None
+    return done.stdout
+
+
+def extract_pdf(
+    blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000, thumbnail: bool = True
+) -> tuple[dict, str, bytes | None]:
+    """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
+    (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
+    ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
+    version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
+    ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
+    ``max_pages`` pages."""
+    sha1hex = hashlib.sha1(blob).hexdigest()
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:
             try:
                 reader.decrypt("")
             except Exception:
-                return {"status": "encrypted", "pdf_extra": {"page_count": None}}, ""
+                return _pdf_meta(sha1hex, "encrypted", "encrypted PDF"), "", None
         page_count = len(reader.pages)
         texts = []
         for page in reader.pages[:max_pages]:
             texts.append(page.extract_text() or "")
             if sum(map(len, texts)) > max_text_chars:
                 break
-        info = reader.metadata or {}
+        info = _pdf_info(reader.metadata or {})
+        first_page = reader.pages[0] if page_count else None
+        permanent_id, update_id = _trailer_ids(reader)
+        meta_xml = _meta_xml(reader)
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
-        return {"status": "parse-error", "error_msg": str(exc)[:1000]}, ""
+        return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), "", None
     text = "\n\f".join(texts)[:max_text_chars]
-    first_page = reader.pages[0] if page_count else None
     extra = {
-        "page_count": page_count,
         "page0_height": float(first_page.mediabox.height) if first_page is not None else None,
         "page0_width": float(first_page.mediabox.width) if first_page is not None else None,
+        "page_count": page_count,
+        "permanent_id": permanent_id,
+        "update_id": update_id,
         "pdf_version": (reader.pdf_header or "").replace("%PDF-", "") or None,
     }
-    meta = {
-        "status": "success",
-        "has_text": bool(text.strip()),
-        "text_chars": len(text),
-        "word_count": len(text.split()),
-        "pdf_extra": {k: v for k, v in extra.items() if v is not None},
-        "title": _info(info, "/Title"),
-        "author": _info(info, "/Author"),
-        "subject": _info(info, "/Subject"),
-        "creator": _info(info, "/Creator"),
-        "producer": _info(info, "/Producer"),
-        "created": parse_pdf_date(_info(info, "/CreationDate")),
-        "modified": parse_pdf_date(_info(info, "/ModDate")),
+    thumb = render_page0(blob) if thumbnail and page_count else None
+    meta = _pdf_meta(sha1hex, "success", None)
+    meta.update(
+        has_page0_thumbnail=thumb is not None,
+        meta_xml=meta_xml,
+        pdf_info=info,
+        pdf_extra=extra,
+        has_text=bool(text.strip()),
+        text_chars=len(text),
+        word_count=len(text.split()),
+    )
+    return meta, text, thumb
+
+
+def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
+    return {
+        "key": sha1hex,
+        "sha1hex": sha1hex,
+        "status": status,
+        "file_meta": None,
+        "error_msg": error_msg,
+        "text": None,
+        "has_page0_thumbnail": False,
+        "meta_xml": None,
+        "pdf_info": None,
+        "pdf_extra": None,
+        "source": None,
     }
-    return {k: v for k, v in meta.items() if v is not None}, text
+
+
+def _pdf_info(info) -> dict:
+    """The information dictionary with poppler's key names (``Title``, ``CreationDate``, ...);
+    dates as ISO 8601 (UTC)."""
+    out = {}
+    for key in list(info.keys()):
+        value = _info(info, key)
+        if value is None:
+            continue
+        name = str(key).lstrip("/")
+        out[name] = (parse_pdf_date(value) or value) if name in ("CreationDate", "ModDate") else value
+    return out
+
+
+def _trailer_ids(reader) -> tuple[str | None, str | None]:
+    """The trailer's /ID pair as hex (poppler's ``permanent_id`` and ``update_id``)."""
+    try:
+        ids = reader.trailer.get("/ID")
+        if ids and len(ids) == 2:
+            return bytes(ids[0]).hex(), bytes(ids[1]).hex()
+    except (TypeError, ValueError, AttributeError):
+        pass
+    return None, None
+
+
+def _meta_xml(reader) -> str | None:
+    """The catalog's XMP metadata stream as text (poppler's ``metadata``), or None."""
+    try:
+        stream = reader.trailer["/Root"].get("/Metadata")
+        data = stream.get_object().get_data() if stream is not None else None
+    except (KeyError, TypeError, ValueError, AttributeError, PdfReadError):
+        return None
+    return data.decode("utf-8", "replace") if data else None
 
 
 def _info(info, key: str) -> str | None:

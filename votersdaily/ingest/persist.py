@@ -4,7 +4,7 @@ through the foundation's writers, blocking work (reads, files) in worker threads
 * ``ingest_file_result``: every result, ``_id`` = ``<ingest_type>:<base_url>``;
 * the file table (:mod:`.filetable`), for successful ingests, merged family by family;
 * ``html_meta``: successful HTML ingests, ``_id`` = sha1hex;
-* TEI-XML bodies in the blob store, announced on the ``html-teixml`` feed.
+* TEI-XML bodies (and PDF page-0 thumbnails) in the blob store, TEI announced on the ``html-teixml`` feed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from twisted.internet import threads
 
 from ..clock import now_iso
 from ..store.crawler import store_for, writer_for
-from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path
+from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
 from .filetable import file_row, merge_row, table_name
 from .match import load_catalog_jsonl, match_document
 from .result import IngestItem
@@ -117,6 +117,12 @@ class IngestStorePipeline:
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
             await maybe_deferred_to_future(threads.deferToThread(self._publish_tei, result, tei_xml))
+        thumbnail = side.get("pdf_thumbnail")
+        if thumbnail and result.get("file_meta"):
+            path = thumbnail_path(result["file_meta"]["sha1hex"])
+            await maybe_deferred_to_future(
+                threads.deferToThread(self.blobs.put, path, thumbnail, "image/jpeg")
+            )
         if result["hit"] and result.get("file_meta"):
             row, stored = await maybe_deferred_to_future(threads.deferToThread(self._file_row, result, side))
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
@@ -156,11 +162,12 @@ class IngestStorePipeline:
     def _file_row(self, result: dict, side: dict) -> tuple[dict, dict | None]:
         """(the new row, the stored row of the same file or None), in a worker thread."""
         biblio = result.get("html_biblio") or {}
-        grobid_meta = (side.get("grobid") or {}).get("metadata") or {}
+        grobid_meta = ((side.get("grobid") or {}).get("metadata") or {}).get("biblio") or {}
         request = result["request"]
         dois = [(request.get("ext_ids") or {}).get("doi"), biblio.get("doi"), grobid_meta.get("doi")]
         # the file's own title first (GROBID reads the PDF), then the landing page's
-        title = grobid_meta.get("title") or biblio.get("title") or (result.get("pdf_meta") or {}).get("title")
+        pdf_info = (result.get("pdf_meta") or {}).get("pdf_info") or {}
+        title = grobid_meta.get("title") or biblio.get("title") or pdf_info.get("Title")
         match0 = match_document(self.store, self.catalog_db, dois, title, self._catalog_exists)
         row = file_row(result, side, match0)
         return row, self.store.get(self.file_table, row["_id"])

@@ -18,12 +18,22 @@ from lxml import etree
 
 from ..sources.xml import safe_parser
 from .biblio import extract_biblio
-from .filemeta import ACCEPTED_MIMETYPES, describe, gen_file_metadata, hashes, is_htmlish, sniff_mimetype
+from .config import IngestConfig
+from .filemeta import (
+    ACCEPTED_MIMETYPES,
+    describe,
+    gen_file_metadata,
+    hashes,
+    html_by_declaration,
+    is_htmlish,
+    sniff_mimetype,
+)
 from .fulltext import extract_publisher_fulltext_url
 from .htmlbody import TeiXmlError, extract_body
 from .htmldoc import HtmlDoc, HtmlParseError, parse_html
 from .pdf import extract_pdf
-from .resources import extract_resources
+from .resources import BLOCKED_HOSTS, extract_resources
+from .result import header_mimetype
 from .scope import guess_platform, guess_scope
 from .urls import surt
 
@@ -39,7 +49,11 @@ _GZIP_TYPES = (
 
 
 class BadGzip(ValueError):
-    """A gzip body (sent without Content-Encoding) that does not decode within the limits."""
+    """A gzip body that does not decode (``bad-gzip-encoding``)."""
+
+
+class GzipTooLarge(BadGzip):
+    """A gzip body that decodes to more than the limit (``body-too-large``: decompression bombs)."""
 
 
 def gunzip_limited(blob: bytes, max_size: int) -> bytes:
@@ -55,7 +69,7 @@ def gunzip_limited(blob: bytes, max_size: int) -> bytes:
             raise BadGzip("bad gzip encoding: %s" % exc) from None
         out.write(chunk)
         if out.tell() > max_size:
-            raise BadGzip("gzip body decodes to more than %d bytes" % max_size)
+            raise GzipTooLarge("gzip body decodes to more than %d bytes" % max_size)
         if not d.eof:
             raise BadGzip("truncated gzip body")
         data = d.unused_data.lstrip(b"\x00")
@@ -70,22 +84,34 @@ class Fetched:
     file_meta: dict
     magic: str = ""
     gunzipped: bool = False
+    #: libmagic's mimetype when the declared HTML type was used instead (``html_by_declaration``).
+    sniffed_mimetype: str | None = None
 
 
 def describe_body(
-    body: bytes, header_mimetype: str | None, max_size: int, with_magic: bool = True
+    body: bytes,
+    content_type: str | None,
+    max_size: int,
+    with_magic: bool = True,
+    html_by_header: bool = True,
 ) -> Fetched:
     """File metadata over ``body``; a gzip body whose header did not say gzip is decoded first.
-    ``with_magic``: also libmagic's description (only the terminal file's is ever stored)."""
+    ``content_type`` is the response's header; ``with_magic``: also libmagic's description (only
+    the terminal file's is ever stored); ``html_by_header``: HTML that libmagic calls something
+    else is HTML when the header says so and the body starts like HTML."""
+    declared = header_mimetype(content_type)
     meta = gen_file_metadata(body)
     gunzipped = False
-    if meta["mimetype"] == "application/gzip" and (header_mimetype or "") not in _GZIP_TYPES:
+    if meta["mimetype"] == "application/gzip" and (declared or "") not in _GZIP_TYPES:
         body = gunzip_limited(body, max_size)
         gunzipped = True
         if not body:
             return Fetched(body, {}, "", True)
         meta = gen_file_metadata(body)
-    return Fetched(body, meta, describe(body) if with_magic else "", gunzipped)
+    sniffed = None
+    if html_by_header and html_by_declaration(meta["mimetype"], declared, body):
+        sniffed, meta["mimetype"] = meta["mimetype"], declared
+    return Fetched(body, meta, describe(body) if with_magic else "", gunzipped, sniffed)
 
 
 @dataclass
@@ -97,9 +123,11 @@ class Landing:
     parse_error: str | None = None
 
 
-def analyse_landing(body: bytes, url: str, ingest_type: str) -> tuple[Landing, HtmlDoc | None]:
+def analyse_landing(
+    body: bytes, url: str, ingest_type: str, content_type: str | None = None
+) -> tuple[Landing, HtmlDoc | None]:
     try:
-        doc = parse_html(body, url)
+        doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return Landing({}, {}, str(exc)), None
     biblio = extract_biblio(doc)
@@ -118,16 +146,18 @@ def analyse_landing(body: bytes, url: str, ingest_type: str) -> tuple[Landing, H
     return landing, doc
 
 
-def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
+def process_html(
+    doc: HtmlDoc, biblio: dict, ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
+) -> dict:
     """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
     try:
-        body = extract_body(doc.raw)
+        body = extract_body(doc.text)
     except TeiXmlError as exc:
         return {"status": "html-teixml-error", "error_message": str(exc)[:1600]}
     platform = guess_platform(doc)
     scope = guess_scope(doc.url, doc, biblio, body.get("word_count"), platform, ojs_fulltext_fix=ojs_fix)
     tei_xml = body.pop("tei_xml", None)
-    resources = extract_resources(doc)
+    resources = extract_resources(doc, blocked_hosts)
     for resource in resources:
         resource["surt"] = surt(resource["url"])
     return {
@@ -139,8 +169,9 @@ def process_html(doc: HtmlDoc, biblio: dict, ojs_fix: bool) -> dict:
     }
 
 
-def process_pdf(body: bytes, max_pages: int) -> tuple[dict, str]:
-    return extract_pdf(body, max_pages=max_pages)
+def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict, str, bytes | None]:
+    """(pdf_meta, text, page-0 thumbnail or None)."""
+    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails)
 
 
 def xml_error(body: bytes) -> str | None:
@@ -158,14 +189,16 @@ class HopFacts:
 
     file_meta: dict
     gunzipped: bool = False
+    #: libmagic's mimetype when ``file_meta`` carries the declared HTML type instead.
+    sniffed_mimetype: str | None = None
     #: The decoded body, only when it differs from the response body (un-stripped gzip).
     body: bytes | None = None
     magic: str = ""
     landing: Landing | None = None
     #: :func:`process_html` output when this page is the terminal HTML document.
     html: dict | None = None
-    #: (pdf_meta, text) when this is the terminal PDF.
-    pdf: tuple[dict, str] | None = None
+    #: (pdf_meta, text, page-0 thumbnail) when this is the terminal PDF.
+    pdf: tuple[dict, str, bytes | None] | None = None
     #: ``xml_error()`` of a terminal XML document ("" when well-formed).
     xml_error: str | None = None
 
@@ -173,25 +206,31 @@ class HopFacts:
 def examine_hop(
     body: bytes,
     url: str,
-    header_mimetype: str | None,
+    content_type: str | None,
     ingest_type: str,
     hops: list[str],
-    max_body: int,
-    ojs_fix: bool,
-    pdf_max_pages: int,
+    config: IngestConfig,
 ) -> HopFacts:
     """File metadata of a fetched hop, its landing-page analysis when it is HTML, and, when the hop
     rules (docs/ingest.md §2) make it the terminal document, the type's processing.
-    ``hops`` is the hop list including this URL. Raises :class:`BadGzip`."""
-    fetched = describe_body(body, header_mimetype, max_body, with_magic=False)
-    facts = HopFacts(fetched.file_meta, fetched.gunzipped, fetched.body if fetched.gunzipped else None)
+    ``hops`` is the hop list including this URL; ``content_type`` the response's header (its
+    charset decodes HTML). Raises :class:`BadGzip`."""
+    fetched = describe_body(
+        body, content_type, config.max_body, with_magic=False, html_by_header=config.html_by_declared_type
+    )
+    facts = HopFacts(
+        fetched.file_meta,
+        fetched.gunzipped,
+        fetched.sniffed_mimetype,
+        fetched.body if fetched.gunzipped else None,
+    )
     if not fetched.body:
         return facts
     body = fetched.body
     mimetype = facts.file_meta["mimetype"]
     doc = None
     if is_htmlish(mimetype):
-        facts.landing, doc = analyse_landing(body, url, ingest_type)
+        facts.landing, doc = analyse_landing(body, url, ingest_type, content_type)
         next_hop = facts.landing.next_hop
         if ingest_type == "pdf":
             return facts  # a landing page: the next hop or no-pdf-link
@@ -205,11 +244,13 @@ def examine_hop(
         return facts
     facts.magic = describe(body)
     if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
-        facts.pdf = process_pdf(body, pdf_max_pages)
+        facts.pdf = process_pdf(body, config)
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None:
-        facts.html = process_html(doc, facts.landing.biblio, ojs_fix)
+        facts.html = process_html(
+            doc, facts.landing.biblio, config.ojs_fulltext_fix, config.resource_domain_blocklist
+        )
     return facts
 
 

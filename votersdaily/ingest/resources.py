@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin, urlsplit
 
+from .. import settings as defaults
 from .htmldoc import HtmlDoc
 
 #: (tag, attribute, resource_type, extra condition) in upstream's vocabulary.
@@ -23,43 +24,9 @@ _SOURCES = (
 _TAGS = {tag: (attr, kind) for tag, attr, kind in _SOURCES}
 _SKIP_PREFIXES = ("about:", "data:", "magnet:", "urn:", "mailto:", "javascript:")
 
-#: Hosts and paths of trackers, ads and widgets never fetched (upstream's custom rules plus the
-#: EasyList/EasyPrivacy entries it hit on real pages). Host rules match the host and its subdomains.
-BLOCKED_HOSTS = (
-    "fonts.googleapis.com",
-    "widgets.figshare.com",
-    "crossmark-cdn.crossref.org",
-    "crossmark.crossref.org",
-    "platform.twitter.com",
-    "verify.nature.com",
-    "s7.addthis.com",
-    "www.mendeley.com",
-    "pbs.twimg.com",
-    "badge.dimensions.ai",
-    "recaptcha.net",
-    "tag.imagino.com",
-    "consent.cookiebot.com",
-    "google-analytics.com",
-    "googletagmanager.com",
-    "googletagservices.com",
-    "doubleclick.net",
-    "googlesyndication.com",
-    "adservice.google.com",
-    "trendmd.com",
-    "scorecardresearch.com",
-    "connect.facebook.net",
-    "hotjar.com",
-    "quantserve.com",
-    "chartbeat.com",
-    "newrelic.com",
-    "nr-data.net",
-    "addthis.com",
-    "sharethis.com",
-    "altmetric.com",
-    "plumx.plu.mx",
-    "cdn.segment.com",
-    "mathjax-analytics",
-)
+#: Hosts never fetched as sub-resources, by default (INGEST_RESOURCE_DOMAIN_BLOCKLIST); host
+#: rules match the host and its subdomains.
+BLOCKED_HOSTS = tuple(defaults.INGEST_RESOURCE_DOMAIN_BLOCKLIST)
 BLOCKED_PATHS = re.compile(
     r"(/favicon\.ico(?:$|[?#])|apis\.google\.com/js/plusone|www\.google\.com/recaptcha/|/js/_getUACode\.js"
     r"|cairn-int\.info//about\.php\?cairn_guest=|/platform/track/|/ga\.js(?:$|\?)|/analytics\.js(?:$|\?)"
@@ -68,9 +35,9 @@ BLOCKED_PATHS = re.compile(
 )
 
 
-def is_blocked(url: str) -> bool:
+def is_blocked(url: str, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS) -> bool:
     host = (urlsplit(url).hostname or "").lower()
-    if any(host == h or host.endswith("." + h) for h in BLOCKED_HOSTS):
+    if any(host == h or host.endswith("." + h) for h in blocked_hosts):
         return True
     return bool(BLOCKED_PATHS.search(url))
 
@@ -89,8 +56,9 @@ def _usable(value: str | None) -> str | None:
     return value
 
 
-def extract_resources(doc: HtmlDoc) -> list[dict]:
-    """``[{url, resource_type}]`` in document order, deduplicated on (url, type)."""
+def extract_resources(doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS) -> list[dict]:
+    """``[{url, resource_type}]`` in document order, deduplicated on (url, type); none from
+    ``blocked_hosts`` or matching the tracker paths."""
     seen: set[tuple[str, str]] = set()
     found: list[dict] = []
     for element in doc.root.iter(*_TAGS):
@@ -103,7 +71,7 @@ def extract_resources(doc: HtmlDoc) -> list[dict]:
         if value is None:
             continue
         url = urljoin(doc.url, value)
-        if not url.startswith(("http://", "https://")) or is_blocked(url):
+        if not url.startswith(("http://", "https://")) or is_blocked(url, blocked_hosts):
             continue
         key = (url, kind)
         if key not in seen:

@@ -8,7 +8,7 @@ from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
 
 #: OJS 2's footer: "Powered by <a href="http://pkp.sfu.ca/ojs/">PKP OJS</a>" (any case, either scheme).
-_POWERED_BY_OJS = re.compile(rb"powered by\s*<a[^>]*pkp\.sfu\.ca/ojs/?[\"'][^>]*>\s*pkp ojs", re.I)
+_POWERED_BY_OJS = re.compile(r"powered by\s*<a[^>]*pkp\.sfu\.ca/ojs/?[\"'][^>]*>\s*pkp ojs", re.I)
 
 #: Scopes that end the ingest with that scope as its status.
 BLOCKED_SCOPES = ("blocked-captcha", "blocked-cookie", "blocked-forbidden")
@@ -37,14 +37,14 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     body = doc.root.find("body")
     if body is not None and body.get("id") == "pkp-common-openJournalSystems":
         return "ojs"
-    raw = doc.raw
-    if b'<a href="https://pkp.sfu.ca/ojs/">' in raw or _POWERED_BY_OJS.search(raw):
+    text = doc.text
+    if '<a href="https://pkp.sfu.ca/ojs/">' in text or _POWERED_BY_OJS.search(text):
         return "ojs"
-    if b'<a href="https://www.pubpub.org">Published with' in raw:
+    if '<a href="https://www.pubpub.org">Published with' in text:
         return "pubpub"
-    if b'Powered by <a target="_blank" href="http://arphahub.com">' in raw:
+    if 'Powered by <a target="_blank" href="http://arphahub.com">' in text:
         return "arpha"
-    if b"<meta property='og:image' content='http://cms.galenos.com.tr' />" in raw:
+    if "<meta property='og:image' content='http://cms.galenos.com.tr' />" in text:
         return "galenos"
     for icon in doc.select("link[type='image/x-icon']"):
         href = icon.get("href") or ""
@@ -94,7 +94,7 @@ def guess_scope(
         return "landingpage"
     if "dergipark.gov.tr" in url and "download/article-file" not in url:
         return "other"
-    if b"<center><h1>403 Forbidden</h1></center>" in doc.raw:
+    if "<center><h1>403 Forbidden</h1></center>" in doc.text:
         return "blocked-forbidden"
     if word_count is not None:
         if word_count < 20:

@@ -3,72 +3,44 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
+from .. import settings as defaults
+
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
-#: Substrings of a URL that are never ingested (sandcrawler's base-URL blocklist).
-BASE_URL_BLOCKLIST = (
-    "://localhost/",
-    "://127.0.0.1/",
-    "://hkvalidate.perfdrive.com/",
-    "://ieeexplore.ieee.org/",
-    "://archive.org/",
-    "://www.archive.org/",
-    "://web.archive.org/web/",
-    "://openlibrary.org/",
-    "://www.openlibrary.org/",
-    "://fatcat.wiki/",
-    "://scholar.archive.org/",
-    "://orcid.org/",
-    "://bartandjones.com",
-    "://ijretm.com",
-    "://ijrcemas.com",
-    "://jist.net.in",
-    "://croisements-revue.org",
-    "://page-one.live.cf.public.springer.com",
-    "plutof.ut.ee/",
-    "www.gbif.org/",
-    "doi.pangaea.de/",
-    "www.plate-archive.org/",
-    "://doi.org/10.25642/ipk/gbis/",
-    "://apex.ipk-gatersleben.de/",
-    "fao.org/glis/",
-    "dhz.uni-passau.de/",
-    "digital.ucd.ie/",
-    "doi.org/10.2307/",
-    "doi.org/10.18730/",
-    "doi.org/10.15468/",
-    "doi.org/10.48550/",
-    "://edoc.mpg.de/",
-    "://isiarticles.com/",
-    "://unsworks.unsw.edu.au/",
-)
 
-#: Login walls.
-WALL_BLOCKLIST = (
-    "://profile.thieme.de/HTML/sso/ejournals/login.htm",
-    "://login.bepress.com/",
-    "?SAMLRequest=",
-    "://osapublishing.org/captcha/",
-    "/password-login",
-    "://gateway.isiknowledge.com/",
-    "/login?TARGET=",
-    "jstage.jst.go.jp/sblogin",
-    "://acw.elsevier.com/SSOCore",
-    "://acw.sciencedirect.com/SSOCore",
-    "/login?source=",
-)
+#: The defaults of the URL, wall and cookie block lists (INGEST_*_BLOCKLIST in settings.py).
+BASE_URL_BLOCKLIST = tuple(defaults.INGEST_URL_BLOCKLIST)
+WALL_BLOCKLIST = tuple(defaults.INGEST_WALL_BLOCKLIST)
+COOKIE_BLOCKLIST = tuple(defaults.INGEST_COOKIE_BLOCKLIST)
 
-#: Cookie walls.
-COOKIE_BLOCKLIST = (
-    "/cookieAbsent",
-    "cookieSet=1",
-    "error=cookies_not_supported",
-    "://secure.jbs.elsevierhealth.com/",
-)
+
+@dataclass(frozen=True)
+class Blocklists:
+    """The substring block lists one crawl uses: each list from its setting (which replaces the
+    default) plus its ``*_EXTRA`` setting (which adds to it)."""
+
+    base_url: tuple[str, ...] = BASE_URL_BLOCKLIST
+    wall: tuple[str, ...] = WALL_BLOCKLIST
+    cookie: tuple[str, ...] = COOKIE_BLOCKLIST
+
+    @classmethod
+    def from_settings(cls, settings) -> Blocklists:
+        return cls(
+            base_url=configured_list(settings, "INGEST_URL_BLOCKLIST"),
+            wall=configured_list(settings, "INGEST_WALL_BLOCKLIST"),
+            cookie=configured_list(settings, "INGEST_COOKIE_BLOCKLIST"),
+        )
+
+
+def configured_list(settings, name: str) -> tuple[str, ...]:
+    """``name`` (replacing the default) plus ``name_EXTRA``, empty entries dropped, order kept."""
+    values = settings.getlist(name) + settings.getlist(name + "_EXTRA")
+    return tuple(dict.fromkeys(v.strip() for v in values if v and v.strip()))
 
 
 def matches(url: str, patterns: tuple[str, ...]) -> bool:

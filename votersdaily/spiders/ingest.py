@@ -22,6 +22,7 @@ from scrapy.exceptions import (
     DownloadConnectionRefusedError,
     DownloadTimeoutError,
     IgnoreRequest,
+    StopDownload,
 )
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
@@ -40,6 +41,7 @@ from ..ingest.grobid import grobid_request, grobid_result
 from ..ingest.htmldoc import HtmlParseError, parse_html
 from ..ingest.process import (
     BadGzip,
+    GzipTooLarge,
     HopFacts,
     describe_resources,
     examine_hop,
@@ -50,7 +52,7 @@ from ..ingest.process import (
 from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
 from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
-from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches
+from ..ingest.urls import clean_url, matches
 from ..ingest.warc import WARC_META
 from ..ingest.workers import ExtractPool
 
@@ -59,13 +61,15 @@ def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
-def process_html_bytes(body: bytes, url: str, biblio: dict, ojs_fix: bool) -> dict:
+def process_html_bytes(
+    body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool, blocked_hosts
+) -> dict:
     """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
     try:
-        doc = parse_html(body, url)
+        doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return {"status": "html-selectolax-error", "error_message": str(exc)}
-    return process_html(doc, biblio, ojs_fix)
+    return process_html(doc, biblio, ojs_fix, blocked_hosts)
 
 
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -76,7 +80,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
-            "votersdaily.ingest.warc.WarcWriterMiddleware": 650,
+            "votersdaily.ingest.gzipcheck.HopGzipMiddleware": 640,
         },
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
@@ -111,17 +115,52 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         }
 
     @classmethod
+    def update_settings(cls, settings) -> None:
+        """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
+        warning on every run without it)."""
+        super().update_settings(settings)
+        if settings.getbool("INGEST_WARC_ENABLED"):
+            middlewares = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
+            middlewares.setdefault("votersdaily.ingest.warc.WarcWriterMiddleware", 650)
+            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+
+    @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes)
-        spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
+        spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
+        crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
+        crawler.signals.connect(spider._count_bytes, signal=scrapy.signals.bytes_received)
         return spider
+
+    # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
+
+    def _stop_if_too_large(self, headers, body_length, request, spider=None) -> None:
+        """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
+        its response kept, so ``body-too-large`` names the URL, status and date that were fetched
+        (DOWNLOAD_MAXSIZE would fail the request without them)."""
+        if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
+            self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
+
+    def _count_bytes(self, data: bytes, request, spider=None) -> None:
+        """``bytes_received``: the same for a hop whose body grows past the limit unannounced."""
+        if H.STATE_META not in request.meta:
+            return
+        received = request.meta[_RECEIVED] = request.meta.get(_RECEIVED, 0) + len(data)
+        if received > self.config.max_body:
+            self._too_large(request, "more than %d bytes (limit)" % self.config.max_body)
+
+    @staticmethod
+    def _too_large(request, message: str) -> None:
+        request.meta[H.TOO_LARGE_META] = message
+        raise StopDownload(fail=False)
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -195,7 +234,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def _start_request(self, request: dict):
         state = H.new_state(request)
         base = state["hops"][0]
-        if H.before_fetch(base) == "skip-url-blocklist":
+        if H.before_fetch(base, self.config.blocklists) == "skip-url-blocklist":
             return self._item(failed(request, "skip-url-blocklist"))
         return self._hop_request(base, state, first=True)
 
@@ -209,7 +248,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return hashlib.sha1(key.encode("utf-8")).hexdigest()
 
     def _hop_request(self, url: str, state: dict, first: bool = False):
-        blocked = H.before_fetch(url)
+        blocked = H.before_fetch(url, self.config.blocklists)
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
         accept = R.PREFERRED_MIMETYPE.get(state["request"]["ingest_type"])
@@ -220,7 +259,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             "download_maxsize": self.config.max_body,
         }
         remaining = self._remaining(state)
-        if remaining < self.download_timeout:  # a hop never outlives the ingest's deadline
+        if remaining < self.hop_timeout:  # a hop never outlives the ingest's deadline
             meta["download_timeout"] = max(remaining, 0.001)
         if first:
             meta[START_META] = True
@@ -288,15 +327,33 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if self._remaining(state) <= 0:
             yield self._timeout(state)
             return
+        for unusable, status in (
+            (H.TOO_LARGE_META, "body-too-large"),
+            (H.BAD_GZIP_META, "bad-gzip-encoding"),
+        ):
+            if response.meta.get(unusable):
+                H.add_terminal(state, url)
+                yield self._finish(
+                    state, status, response.meta[unusable], terminal=terminal(url, dt14(), code)
+                )
+                return
         if 300 <= code < 400 and code != 304:
             target, status, message = H.redirect_target(
-                state, url, code, response.headers.get("Location"), self.config.max_redirects
+                state,
+                url,
+                code,
+                response.headers.get("Location"),
+                self.config.max_redirects,
+                self.config.blocklists,
             )
             if status:
-                where = target or (
-                    state["redirect_chain"][-1]["location"] if state["redirect_chain"] else url
-                )
-                term = terminal(where, None, None) if where != url else terminal(url, dt14(), code)
+                # a failed chain stops at the last URL fetched (sandcrawler's last CDX row); a
+                # blocked target is named, never fetched
+                if status in _CHAIN_FAILURES:
+                    H.add_terminal(state, url)
+                    term = terminal(url, dt14(), code)
+                else:
+                    term = terminal(target or state["redirect_chain"][-1]["location"], None, None)
                 yield self._finish(state, status, message, terminal=term)
             else:
                 yield self._hop_request(target, state)
@@ -307,7 +364,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if code not in (200, 226):
             yield self._finish(state, "terminal-bad-status", "HTTP %d from %s" % (code, url), terminal=term)
             return
-        status = H.after_fetch(url)
+        status = H.after_fetch(url, self.config.blocklists)
         if status:
             yield self._finish(state, status, "terminal URL %s" % url, terminal=term)
             return
@@ -318,19 +375,19 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if len(body) > self.config.max_body:
             yield self._finish(state, "body-too-large", "%d bytes" % len(body), terminal=term)
             return
-        header_mime = header_mimetype(response.headers.get("Content-Type"))
         try:
             facts = await self.extract.run(
                 examine_hop,
                 body,
                 url,
-                header_mime,
+                content_type(response),
                 itype,
                 list(state["hops"]),
-                self.config.max_body,
-                self.config.ojs_fulltext_fix,
-                self.config.pdf_max_pages,
+                self.config,
             )
+        except GzipTooLarge as exc:
+            yield self._finish(state, "body-too-large", str(exc), terminal=term)
+            return
         except BadGzip as exc:
             yield self._finish(state, "bad-gzip-encoding", str(exc), terminal=term)
             return
@@ -345,7 +402,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 state["partial"]["extract_next_hop"] = landing.next_hop
                 link = landing.next_hop.get("pdf_url") or landing.next_hop.get("next_url")
                 if not link:
-                    status = "blocked-wall" if matches(url, WALL_BLOCKLIST) else "no-pdf-link"
+                    walled = matches(url, self.config.blocklists.wall)
+                    status = "blocked-wall" if walled else "no-pdf-link"
                     yield self._finish(state, status, "no PDF link on %s" % url, terminal=term)
                     return
                 target, status, message = H.next_hop(
@@ -387,7 +445,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
         side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
         common = {"terminal": term, "file_meta": meta, "cdx": row}
-        if matches(url, WALL_BLOCKLIST):
+        if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
+            common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
+        if matches(url, self.config.blocklists.wall):
             return self._finish(
                 state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common
             )
@@ -402,7 +462,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             )
         body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
-            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config.pdf_max_pages)
+            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config)
             return await self._terminal_pdf(state, body, pdf, side, common)
         if itype == "xml":
             error = (
@@ -414,12 +474,15 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 )
             return self._finish(state, "success", None, side, xml_meta={"status": "success"}, **common)
         if itype == "html":
-            return await self._terminal_html(state, facts, body, side, common)
+            return await self._terminal_html(state, facts, body, content_type(response), side, common)
         return self._finish(state, "success", None, side, **common)
 
-    async def _terminal_pdf(self, state, body: bytes, pdf: tuple[dict, str], side, common) -> IngestItem:
-        pdf_meta, text = pdf
+    async def _terminal_pdf(
+        self, state, body: bytes, pdf: tuple[dict, str, bytes | None], side, common
+    ) -> IngestItem:
+        pdf_meta, text, thumbnail = pdf
         side["pdf_text"] = text
+        side["pdf_thumbnail"] = thumbnail
         fields = dict(common, pdf_meta=pdf_meta)
         if self.config.grobid_url:
             request = grobid_request(
@@ -437,7 +500,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             fields["grobid"] = grobid
         return self._finish(state, "success", None, side, **fields)
 
-    async def _terminal_html(self, state, facts: HopFacts, body: bytes, side, common) -> IngestItem:
+    async def _terminal_html(
+        self, state, facts: HopFacts, body: bytes, ctype: str | None, side, common
+    ) -> IngestItem:
         landing = facts.landing
         if landing is None or landing.parse_error:
             return self._finish(
@@ -447,8 +512,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             process_html_bytes,
             body,
             common["terminal"]["terminal_url"],
+            ctype,
             landing.biblio,
             self.config.ojs_fulltext_fix,
+            self.config.resource_domain_blocklist,
         )
         if out.get("status"):
             return self._finish(state, out["status"], out.get("error_message"), side, **common)
@@ -563,6 +630,17 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
+
+def content_type(response) -> str | None:
+    """The response's ``Content-Type`` header as text (its charset decodes HTML)."""
+    value = response.headers.get("Content-Type")
+    return value.decode("latin-1") if value else None
+
+
+#: Redirect failures whose terminal is the last URL fetched, with its status code and date.
+_CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
+#: Request meta: bytes of a hop received so far.
+_RECEIVED = "ingest_bytes_received"
 
 #: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
 _TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
