@@ -161,7 +161,7 @@ def _looks_json(text: str) -> bool:
     try:
         json.loads(text)
         return True
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting ("[[[[…") is JSON the decoder will not nest into
         pass
     rest = text[1:].lstrip()
     if not rest:

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,19 @@ from twisted.internet import threads
 
 from ..clock import now_iso
 from . import states, steps
-from .archives import ArchiveError, ArchiveLimits, TreeUsage
+from .archives import ArchiveLimits, TreeUsage
 from .cleaning import CleanOptions
 from .seedlist import SeedList
 
 logger = logging.getLogger(__name__)
+
+#: Longest error message kept on a record.
+MAX_ERROR_CHARS = 1000
+
+
+def error_of(exc: BaseException) -> str:
+    """A record's ``error`` for an exception: its type and message, bounded."""
+    return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
 
 
 class Processor:
@@ -56,6 +65,24 @@ class Processor:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         return asyncio.wrap_future(self._pool.submit(fn, *args))
 
+    async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
+        """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
+        a step ends that one record, so a hostile file never aborts a run or wedges later ones."""
+        try:
+            return await self._run(fn, *args), None
+        except BrokenProcessPool as exc:  # a worker died: the next step gets a new pool
+            self._reset_pool()
+            error = error_of(exc)
+        except Exception as exc:
+            error = error_of(exc)
+        logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
+        return None, await self.move(doc, states.FAILED, error=error)
+
+    def _reset_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     async def store(self, fn, *args, **kwargs):
         result = await maybe_deferred_to_future(threads.deferToThread(fn, *args, **kwargs))
         if self.on_write is not None and hasattr(result, "inserted"):
@@ -82,7 +109,18 @@ class Processor:
     # -- the state machine ------------------------------------------------------------------------
 
     async def process(self, doc: dict) -> list[str]:
-        """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found."""
+        """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found.
+        An unexpected error ends the record as failed (with the error) instead of leaving it half-done."""
+        try:
+            return await self._process(doc)
+        except Exception as exc:
+            logger.error("processing %s failed: %s", doc["_id"], exc, exc_info=True)
+            stored = await self.store(self.seedlist.get, doc["_id"]) or doc
+            if stored.get("status") not in states.TERMINAL:
+                await self.store(self.seedlist.put, dict(stored, status=states.FAILED, error=error_of(exc)))
+            return []
+
+    async def _process(self, doc: dict) -> list[str]:
         status = doc["status"]
         resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:
@@ -136,25 +174,26 @@ class Processor:
             entries=int(root.get("tree_entries") or 0),
             compressed_bytes=root.get("number_of_bytes") or None,
         )
-        try:
-            result = await self._run(
-                steps.unpack_step,
-                str(path),
-                str(self.files_dir),
-                doc["_id"],
-                doc.get("name") or "",
-                int(doc.get("depth") or 0),
-                self.limits,
-                used,
-            )
-        except ArchiveError as exc:
-            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        result, failed = await self._attempt(
+            doc,
+            steps.unpack_step,
+            str(path),
+            str(self.files_dir),
+            doc["_id"],
+            doc.get("name") or "",
+            int(doc.get("depth") or 0),
+            self.limits,
+            used,
+        )
+        if failed is not None:
+            return failed, []
         if result["archive"] is None:
             recoded = self.files_dir / (doc["_id"] + ".utf8")
-            try:
-                meta = await self._run(steps.recode_step, str(path), str(recoded), doc.get("content_type"))
-            except (OSError, LookupError) as exc:
-                return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+            meta, failed = await self._attempt(
+                doc, steps.recode_step, str(path), str(recoded), doc.get("content_type")
+            )
+            if failed is not None:
+                return failed, []
             meta["recoded_file"] = self.rel(meta.pop("recoded_path"))
             return await self.move(doc, states.UNARCHIVED, **meta), []
         children, new = [], []
@@ -208,29 +247,29 @@ class Processor:
 
     async def _guess(self, doc: dict) -> dict:
         doc = await self.move(doc, states.GUESSING)
-        meta = await self._run(
+        meta, failed = await self._attempt(
+            doc,
             steps.guess_step,
             str(self.path_of(doc["recoded_file"])),
             doc.get("content_type"),
             doc.get("name") or doc.get("uri"),
         )
-        return await self.move(doc, states.GUESSED, **meta)
+        return failed or await self.move(doc, states.GUESSED, **meta)
 
     async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
         doc = await self.move(doc, states.PARSING)
-        try:
-            clean = await self._run(
-                steps.clean_step,
-                str(self.path_of(doc["recoded_file"])),
-                doc["format"],
-                doc["_id"],
-                str(self.cleaned_dir),
-                doc.get("base_uri"),
-                self.options,
-            )
-        except Exception as exc:  # a cleaner crash must not lose the record
-            logger.error("cleaning %s failed: %s", doc["_id"], exc, exc_info=True)
-            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        clean, failed = await self._attempt(
+            doc,
+            steps.clean_step,
+            str(self.path_of(doc["recoded_file"])),
+            doc["format"],
+            doc["_id"],
+            str(self.cleaned_dir),
+            doc.get("base_uri"),
+            self.options,
+        )
+        if failed is not None:
+            return failed, []
         clean_doc = {
             "_id": clean["key"],
             "status": states.CLEANED,

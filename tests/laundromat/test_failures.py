@@ -1,0 +1,112 @@
+"""One file never wedges a run: any exception of a step ends that record as ``failed`` with its error,
+a crashed run's half-done record resumes to ``failed``, and every other seed is still processed.
+
+The hostile zips are derived from a valid zip written by :mod:`zipfile` (one header field changed);
+the nested JSON is generated (a hostile input, not a source's format)."""
+
+from __future__ import annotations
+
+import struct
+
+from tests.laundromat import sitedata
+from tests.laundromat.test_resume import _docs, _finish, _put_crashed_state, _start
+from votersdaily.clock import now_iso
+from votersdaily.laundromat.downloads import download_key
+from votersdaily.laundromat.seeds import new_seed
+from votersdaily.laundromat.uris import uri_key
+
+NT = b'<http://example.org/s> <http://example.org/p> "kept" .\n'
+CENTRAL = b"PK\x01\x02"
+LOCAL = b"PK\x03\x04"
+
+
+def zip_with_version_needed(version: int) -> bytes:
+    """A valid zip whose "version needed to extract" (local and central header) says ``version``."""
+    data = bytearray(sitedata.zip_of({"a.nt": NT}))
+    for signature, offset in ((LOCAL, 4), (CENTRAL, 6)):
+        at = data.index(signature) + offset
+        data[at : at + 2] = struct.pack("<H", version)
+    return bytes(data)
+
+
+def zip_with_utf8_flag_on_latin1_name() -> bytes:
+    """A valid zip of ``cafe.nt`` renamed ``caf\\xe9.nt`` (Latin-1) with the UTF-8 name flag (bit 11) set."""
+    data = bytearray(sitedata.zip_of({"cafe.nt": NT}))
+    for signature, offset in ((LOCAL, 6), (CENTRAL, 8)):
+        at = data.index(signature) + offset
+        flags = struct.unpack("<H", data[at : at + 2])[0] | 0x800
+        data[at : at + 2] = struct.pack("<H", flags)
+    return bytes(data).replace(b"cafe.nt", b"caf\xe9.nt")
+
+
+def _download(docs: dict, url: str) -> dict:
+    (record,) = [d for d in docs.values() if d.get("parent") == uri_key(url) and d.get("http")]
+    return record
+
+
+def test_hostile_files_fail_alone(site, sqlite_uri, tmp_path):
+    nested = b"[" * 1000 + b'{"@id": "http://example.org/deep", "http://example.org/p": "v"}' + b"]" * 1000
+    urls = {
+        "version": site.route("/d/version.zip", zip_with_version_needed(99), content_type="application/zip"),
+        "utf8": site.route(
+            "/d/utf8.zip", zip_with_utf8_flag_on_latin1_name(), content_type="application/zip"
+        ),
+        "nested": site.route("/d/nested.json", nested, content_type="application/json"),
+        "good": site.route("/d/good.nt", NT, content_type="application/n-triples"),
+    }
+    _finish(_start(",".join(urls.values()), sqlite_uri, tmp_path / "out"))
+    docs = _docs(sqlite_uri)
+    for name in ("version", "utf8"):
+        record = _download(docs, urls[name])
+        assert record["status"] == "failed" and "zip is corrupt" in record["error"], record
+    assert "zip file version 9.9" in _download(docs, urls["version"])["error"]
+    assert "UnicodeDecodeError" in _download(docs, urls["utf8"])["error"]
+    nested_record = _download(docs, urls["nested"])
+    assert nested_record["status"] == "parsed" and nested_record["format"] == "JSON-LD"
+    assert nested_record["number_of_statements"] == 1
+    good = _download(docs, urls["good"])
+    assert good["status"] == "parsed" and good["number_of_unique_statements"] == 1
+
+
+def test_crashed_records_resume_to_failed_and_the_run_goes_on(site, sqlite_uri, tmp_path):
+    """A crashed run left one record ``unarchiving`` (a zip the archive module cannot read) and one
+    ``guessing`` (its recoded file unreadable: a directory in its place, so the guess step raises);
+    the resumed run ends both as failed with their errors and downloads and cleans the other seed."""
+    out = tmp_path / "out"
+    (out / "files").mkdir(parents=True)
+    begin = now_iso()
+    crashed = []
+    for name, status in (("bad.zip", "unarchiving"), ("data.nt", "guessing")):
+        seed = new_seed(site.url + "/old/" + name, interval=86400.0)
+        key = download_key(seed["_id"], begin)
+        record = {
+            "_id": key,
+            "parent": seed["_id"],
+            "seed": seed["_id"],
+            "status": status,
+            "uri": seed["uri"],
+            "timestamp": {"begin": begin, "end": begin},
+            "http": [],
+            "file": "files/" + key,
+            "base_uri": seed["uri"],
+            "name": name,
+            "content_type": None,
+            "depth": 0,
+        }
+        if status == "unarchiving":
+            (out / record["file"]).write_bytes(zip_with_utf8_flag_on_latin1_name())
+        else:
+            record["recoded_file"] = "files/%s.utf8" % key
+            (out / record["recoded_file"]).mkdir()
+        _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=key), record)
+        crashed.append(key)
+    good = site.route("/d/good.nt", NT, content_type="application/n-triples")
+
+    _finish(_start(good, sqlite_uri, out))
+    docs = _docs(sqlite_uri)
+    unarchiving, guessing = (docs[key] for key in crashed)
+    assert unarchiving["status"] == "failed" and "UnicodeDecodeError" in unarchiving["error"]
+    assert guessing["status"] == "failed" and "IsADirectoryError" in guessing["error"]
+    record = _download(docs, good)
+    assert record["status"] == "parsed" and record["number_of_unique_statements"] == 1
+    assert not site.hits.get("/old/bad.zip") and not site.hits.get("/old/data.nt")
