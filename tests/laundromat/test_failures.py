@@ -110,3 +110,28 @@ def test_crashed_records_resume_to_failed_and_the_run_goes_on(site, sqlite_uri, 
     record = _download(docs, good)
     assert record["status"] == "parsed" and record["number_of_unique_statements"] == 1
     assert not site.hits.get("/old/bad.zip") and not site.hits.get("/old/data.nt")
+
+
+def test_documents_with_the_same_output_keep_their_own_errors(site, sqlite_uri, tmp_path):
+    """Two broken Turtle files both give the empty output (one cleaned record, keyed by its hash);
+    each document's record keeps its own error, none overwrites the other's."""
+    urls = [
+        site.route(
+            "/d/one.ttl",
+            b"<http://example.org/s> <http://example.org/p> oops .\n",
+            content_type="text/turtle",
+        ),
+        site.route(
+            "/d/two.ttl",
+            b"@prefix ex: <http://example.org/> .\nex:s ex:p ] .\n",
+            content_type="text/turtle",
+        ),
+    ]
+    _finish(_start(",".join(urls), sqlite_uri, tmp_path / "out"))
+    docs = _docs(sqlite_uri)
+    one, two = (_download(docs, url) for url in urls)
+    assert one["status"] == two["status"] == "parsed" and one["clean"] == two["clean"]
+    assert one["number_of_errors"] == two["number_of_errors"] == 1
+    assert one["messages"][0]["line"] == 1 and two["messages"][0]["line"] == 2
+    assert one["messages"][0]["message"] != two["messages"][0]["message"]
+    assert "messages" not in docs[one["clean"]]

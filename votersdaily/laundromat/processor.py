@@ -32,6 +32,19 @@ logger = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1000
 
 
+#: What a cleaned record says about its output (the same for every document with that output).
+OUTPUT_KEYS = ("number_of_unique_statements", "number_of_bytes", "uncompressed_bytes", "named_graphs")
+#: What cleaning says about one document: kept on that document's record.
+DOCUMENT_KEYS = (
+    "number_of_statements",
+    "number_of_unique_statements",
+    "number_of_duplicates",
+    "number_of_errors",
+    "number_of_warnings",
+    "messages",
+)
+
+
 def error_of(exc: BaseException) -> str:
     """A record's ``error`` for an exception: its type and message, bounded."""
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
@@ -270,28 +283,20 @@ class Processor:
         )
         if failed is not None:
             return failed, []
+        # The cleaned record is keyed by the output's hash, so documents with the same output (all
+        # the empty ones) share it: what is about one document (its counts and errors) stays on the
+        # document's own record, the cleaned record says only what the output is.
         clean_doc = {
             "_id": clean["key"],
             "status": states.CLEANED,
             "parent": doc["_id"],  # DESIGN.md §6: a derived record points to its origin
             "dirty": doc["_id"],
             "seed": doc.get("seed"),
-            "format": doc["format"],
             "file": self.rel(clean.pop("path")),
-            "content": {k: v for k, v in clean.items() if k not in ("key", "messages", "format")},
-            "messages": clean["messages"],
+            "content": {k: clean[k] for k in OUTPUT_KEYS},
         }
         await self.store(self.seedlist.put, clean_doc)
-        summary = {
-            k: clean[k]
-            for k in (
-                "number_of_statements",
-                "number_of_unique_statements",
-                "number_of_duplicates",
-                "number_of_errors",
-                "number_of_warnings",
-            )
-        }
+        summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         for rel in {doc.get("recoded_file"), doc.get("file")}:
             if rel:
