@@ -14,6 +14,7 @@ from votersdaily.clock import now_iso
 from votersdaily.laundromat.downloads import download_key
 from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
+from votersdaily.recordings import shared_dir
 
 NT = b'<http://example.org/s> <http://example.org/p> "kept" .\n'
 CENTRAL = b"PK\x01\x02"
@@ -54,6 +55,9 @@ def test_hostile_files_fail_alone(site, sqlite_uri, tmp_path):
         "nested": site.route("/d/nested.json", nested, content_type="application/json"),
         "good": site.route("/d/good.nt", NT, content_type="application/n-triples"),
     }
+    pdf = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"  # a real PDF, in place
+    if pdf.exists():
+        urls["pdf"] = site.route("/d/paper.pdf", pdf.read_bytes(), content_type="application/pdf")
     _finish(_start(",".join(urls.values()), sqlite_uri, tmp_path / "out"))
     docs = _docs(sqlite_uri)
     for name in ("version", "utf8"):
@@ -66,6 +70,10 @@ def test_hostile_files_fail_alone(site, sqlite_uri, tmp_path):
     assert nested_record["number_of_statements"] == 1
     good = _download(docs, urls["good"])
     assert good["status"] == "parsed" and good["number_of_unique_statements"] == 1
+    if "pdf" in urls:  # not RDF is not success: failed, with the guess's evidence
+        record = _download(docs, urls["pdf"])
+        assert record["status"] == "failed" and record["format"] is None and "clean" not in record
+        assert record["error"].startswith("not RDF: content starts with '%PDF-'")
 
 
 def test_crashed_records_resume_to_failed_and_the_run_goes_on(site, sqlite_uri, tmp_path):

@@ -267,7 +267,11 @@ class Processor:
             doc.get("content_type"),
             doc.get("name") or doc.get("uri"),
         )
-        return failed or await self.move(doc, states.GUESSED, **meta)
+        if failed is not None:
+            return failed
+        if meta["format"] is None:  # a PDF, plain text: not RDF is not success
+            return await self.move(doc, states.FAILED, error="not RDF: %s" % meta["not_rdf"], **meta)
+        return await self.move(doc, states.GUESSED, **meta)
 
     async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
         doc = await self.move(doc, states.PARSING)
