@@ -12,8 +12,13 @@
   deduplicated with bounded memory: large documents go through ``LC_ALL=C sort -u`` (GNU coreutils,
   an external merge sort with a fixed memory budget).
 * The cleaned file is content-addressed: its key is the MD5 of the gzip stream.
-* RDF/XML with DTD entity declarations anywhere in the file is refused (the parser would expand
-  them: billion laughs); external entities are never fetched.
+* RDF/XML: simple internal entities (Protégé's namespace entities) are expanded before parsing,
+  with a bound; any other entity declaration is refused (billion laughs, external entities: see
+  :mod:`.xmlentities`).
+* The output is RDF 1.1: a literal's RDF 1.2 base direction (``"x"@ar--rtl``) is dropped, as JSON-LD
+  does by default, and recorded as a warning; statements with triple terms are dropped as errors.
+* IRIs of formats that resolve them (all but N-Triples/N-Quads) have their dot segments removed
+  (RFC 3986 §5.2.4), the base IRI's too.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ except ImportError:  # optional: zlib is used instead
     isal_zlib = None
 
 from . import formats as F
+from .uris import remove_dot_segments
+from .xmlentities import EntityRefused, expand_entities
 
 GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
@@ -78,8 +85,11 @@ _CANONICAL = re.compile(
 )
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.I)
-_DTD_ENTITY = re.compile(rb"<!ENTITY", re.I)
+#: An RDF 1.2 directional language tag at the end of a canonical literal: group 1 is the plain tag.
+_DIRECTION = re.compile(rb'"(@[^ ]+?)--(?:ltr|rtl)$')
+#: An IRI whose path may hold dot segments.
+_DOTTED = (b"/./", b"/../", b"/.>", b"/..>", b"/.?", b"/..?", b"/.#", b"/..#")
+_IRI_PARTS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*:(?://[^/?#]*)?)(/[^?#]*)(.*)$", re.S)
 
 # Blank nodes in a block of canonical lines are found by position, so that "_:" inside a literal is
 # never touched: the block is split at every "_:<label>" (one regex with a literal prefix: fast), and
@@ -226,9 +236,48 @@ class Skolemiser:
         return b"".join(parts)[1:]
 
 
-def canonical_lines(block: bytes, skolem: Skolemiser, messages: _Messages, line_no: int | None) -> bytes:
+def without_dot_segments(iri: str) -> str:
+    """``iri`` with the dot segments of its hierarchical path removed (as resolution does)."""
+    match = _IRI_PARTS.match(iri)
+    if match is None or not any(s in (".", "..") for s in match.group(2).split("/")):
+        return iri
+    return match.group(1) + remove_dot_segments(match.group(2)) + match.group(3)
+
+
+def _iri_term(term: bytes) -> bytes:
+    if term[:1] != b"<":
+        return term
+    return b"<" + without_dot_segments(term[1:-1].decode("utf-8")).encode("utf-8") + b">"
+
+
+def _rdf11_line(line: bytes, messages: _Messages, line_no: int | None, dots: bool) -> bytes:
+    """A canonical line with its literal's base direction dropped (recorded) and, with ``dots``, the
+    dot segments of its IRIs removed."""
+    match = _CANONICAL.match(line)
+    if match is None:
+        return line
+    subject, obj, graph = match.group(1), match.group(2), match.group(3)
+    predicate = line[match.end(1) + 1 : match.start(2) - 1]
+    if obj[:1] == b'"' and (obj.endswith(b"--ltr") or obj.endswith(b"--rtl")):
+        direction = _DIRECTION.search(obj)
+        if direction is not None:
+            messages.add(
+                "warning",
+                "base direction %s dropped (the output is RDF 1.1)" % obj[direction.end(1) + 2 :].decode(),
+                line_no,
+            )
+            obj = obj[: direction.end(1)]
+    if dots:
+        subject, predicate, obj = _iri_term(subject), _iri_term(predicate), _iri_term(obj)
+        graph = _iri_term(graph) if graph else graph
+    return b" ".join(t for t in (subject, predicate, obj, graph) if t) + b" ."
+
+
+def canonical_lines(
+    block: bytes, skolem: Skolemiser, messages: _Messages, line_no: int | None, dots: bool = False
+) -> bytes:
     """Serializer output made final: statements RDF 1.1 cannot hold dropped (recorded as errors),
-    blank nodes skolemised."""
+    base directions dropped (recorded), with ``dots`` dot segments removed, blank nodes skolemised."""
     if b"<<" in block:
         keep = []
         for line in block.split(b"\n")[:-1]:
@@ -241,6 +290,11 @@ def canonical_lines(block: bytes, skolem: Skolemiser, messages: _Messages, line_
                 continue
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
+    dotted = dots and any(d in block for d in _DOTTED)
+    if dotted or b"--ltr" in block or b"--rtl" in block:
+        block = b"".join(
+            _rdf11_line(line, messages, line_no, dots) + b"\n" for line in block.split(b"\n")[:-1]
+        )
     if b"_:" in block:
         block = skolem.block(block)
     return block
@@ -278,12 +332,14 @@ class _Sink:
         self.check_graphs = result.format in (F.N_QUADS, F.TRIG, F.JSON_LD)
         #: Size of the document (sizes the external sort's buffer).
         self.input_bytes = 0
+        #: Whether the format resolves IRIs (their dot segments are removed).
+        self.dots = result.format not in LINE_BASED
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
         """A block of serializer output (newline-terminated canonical lines)."""
         if not block:
             return
-        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no))
+        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
 
     def add_lines(self, block: bytes) -> None:
         """A block of final (skolemised) lines."""
@@ -717,7 +773,10 @@ def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterat
 
 def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
     if fmt == F.RDF_XML:
-        _refuse_entities(path)
+        try:
+            path = expand_entities(path, sink.tmp / "expanded.rdf")
+        except EntityRefused as exc:
+            raise CleaningError(str(exc)) from None
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
@@ -734,27 +793,6 @@ def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
     sink.add_block(_serialize(dataset))
 
 
-def _refuse_entities(path: Path, chunk_bytes: int = PARSE_CHUNK) -> None:
-    """Refuse RDF/XML with a ``<!ENTITY`` after a ``<!DOCTYPE``, anywhere in the file: a prolog
-    can be padded past any fixed window (comments, PIs), and the parser also reads a DOCTYPE met
-    after the root element starts. Both are searched case-insensitively, in or out of comments
-    (a false alarm only on documents that spell out both strings)."""
-    pattern, tail = _DOCTYPE, b""
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(chunk_bytes)
-            if not chunk:
-                return
-            data = tail + chunk
-            match = pattern.search(data)
-            while match is not None:
-                if pattern is _DTD_ENTITY:
-                    raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
-                pattern = _DTD_ENTITY
-                match = pattern.search(data, match.end())
-            tail = data[-(len(b"<!DOCTYPE") - 1) :]
-
-
 def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
     if path.stat().st_size > options.max_in_memory_bytes:
         raise CleaningError(
@@ -763,7 +801,40 @@ def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
         )
 
 
+@contextlib.contextmanager
+def _literals_as_written() -> Iterator[None]:
+    """rdflib normalises typed literals it builds (``"007"^^xsd:integer`` → ``"7"``, ``Z`` →
+    ``+00:00``) unless told not to: the laundromat keeps a document's lexical forms."""
+    import rdflib
+
+    saved = rdflib.NORMALIZE_LITERALS
+    rdflib.NORMALIZE_LITERALS = False
+    try:
+        yield
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+
+
+def _quads_per_statement(data: bytes, fmt, messages: _Messages) -> list:
+    """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
+    in RDFa without a base) is recorded and costs only itself."""
+    try:
+        return list(ox.parse(data, fmt))
+    except SyntaxError:
+        pass
+    quads = []
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            try:
+                quads.extend(ox.parse(line, fmt))
+            except SyntaxError as exc:
+                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+    return quads
+
+
 def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
+    """RDFa of an HTML document: the recoded text (its declaration made true by the recoding) goes
+    to the parser as text, so no charset sniffing can take the document for another encoding."""
     _check_in_memory(path, "HTML (RDFa)", sink.options)
     from pyRdfa import pyRdfa
     from pyRdfa.options import Options
@@ -777,13 +848,30 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
         output_default_graph=True,
     )
     processor = pyRdfa(options, base=base_iri or "", media_type="text/html")
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        graph = processor.graph_from_source(io.BytesIO(path.read_bytes()))
+        with _literals_as_written():
+            graph = processor.graph_from_source(io.StringIO(text))
     except Exception as exc:  # pyRdfa raises its own and html5lib's errors
         messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
         return
-    data = graph.serialize(format="nt", encoding="utf-8")
-    _from_dataset(ox.Dataset(_until_error(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages)), sink)
+    _from_dataset(
+        ox.Dataset(_quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages)), sink
+    )
+
+
+def _n_triples(graph, messages: _Messages) -> bytes:
+    """An rdflib graph as N-Triples, one statement at a time: a term rdflib cannot write (an IRI
+    with a space) costs its own statement, recorded, not the graph's."""
+    from rdflib.plugins.serializers.nt import _nt_row  # the row writer of rdflib's N-Triples serializer
+
+    rows = []
+    for triple in graph:
+        try:
+            rows.append(_nt_row(triple))
+        except Exception as exc:  # rdflib refuses terms it cannot write
+            messages.add("error", "statement dropped: %s" % exc)
+    return "".join(sorted(rows)).encode("utf-8")
 
 
 def clean_file(
@@ -797,6 +885,8 @@ def clean_file(
 ) -> CleanResult:
     """Clean the UTF-8 document at ``path`` (serialisation ``fmt``) into ``out_dir/<clean key>.n[tq].gz``."""
     path, out_dir = Path(path), Path(out_dir)
+    if base_iri:
+        base_iri = without_dot_segments(base_iri)
     if fmt not in F.FORMATS:
         raise CleaningError("unsupported format %r" % fmt)
     result = CleanResult(format=fmt)
