@@ -156,3 +156,12 @@ LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3
 LAUNDROMAT_MAX_RATIO = 200.0
 LAUNDROMAT_MAX_ENTRIES = 10000
 LAUNDROMAT_MAX_DEPTH = 5
+#: Seconds one document may take (unpack, recode, guess, clean together), plus
+#: LAUNDROMAT_DOCUMENT_SECONDS_PER_MB per MiB of it: past that its worker is killed and the
+#: document fails with that reason; the run goes on (0: no limit).
+LAUNDROMAT_DOCUMENT_TIMEOUT = 120.0
+LAUNDROMAT_DOCUMENT_SECONDS_PER_MB = 1.0
+#: Bound on blank-node canonicalisation (JSON-LD, RDFa) in units of its estimated permutations
+#: (RDFC-1.0 is factorial in blank nodes it cannot tell apart; 20,000 is about 2 s): a document
+#: past it fails instead of running for days.
+LAUNDROMAT_MAX_CANONICALISATION_WORK = 20000

@@ -6,11 +6,15 @@ the nested JSON is generated (a hostile input, not a source's format)."""
 
 from __future__ import annotations
 
+import json
 import struct
+
+import pytest
 
 from tests.laundromat import sitedata
 from tests.laundromat.test_resume import _docs, _finish, _put_crashed_state, _start
 from votersdaily.clock import now_iso
+from votersdaily.laundromat.cleaning import CleanOptions, DocumentLimitExceeded, clean_file
 from votersdaily.laundromat.downloads import download_key
 from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
@@ -143,3 +147,82 @@ def test_documents_with_the_same_output_keep_their_own_errors(site, sqlite_uri, 
     assert one["messages"][0]["line"] == 1 and two["messages"][0]["line"] == 2
     assert one["messages"][0]["message"] != two["messages"][0]["message"]
     assert "messages" not in docs[one["clean"]]
+
+
+def blank_node_clique(n: int) -> bytes:
+    """A JSON-LD document of ``n`` blank nodes, each linked to every other (generated: hostile input,
+    RDFC-1.0 cannot tell them apart and tries every permutation)."""
+    nodes = [
+        {"@id": "_:b%d" % i, "http://example.org/p": [{"@id": "_:b%d" % j} for j in range(n) if j != i]}
+        for i in range(n)
+    ]
+    return json.dumps({"@graph": nodes}).encode()
+
+
+def test_canonicalisation_has_a_work_bound(tmp_path):
+    path = tmp_path / "clique.jsonld"
+    path.write_bytes(blank_node_clique(12))
+    with pytest.raises(DocumentLimitExceeded, match=r"estimated work .* exceeds 20000"):
+        clean_file(
+            path, "JSON-LD", "0" * 32, tmp_path / "out", options=CleanOptions(max_canonicalisation_work=20000)
+        )
+    small = tmp_path / "small.jsonld"
+    small.write_bytes(blank_node_clique(4))
+    assert clean_file(small, "JSON-LD", "0" * 32, tmp_path / "small").unique == 12
+    # Many blank nodes alike but unrelated to each other cost one unit each (not 500!).
+    alike = tmp_path / "alike.jsonld"
+    alike.write_bytes(
+        json.dumps(
+            {"@id": "http://example.org/s", "http://example.org/p": [{"@type": "http://example.org/T"}] * 500}
+        ).encode()
+    )
+    assert (
+        clean_file(
+            alike,
+            "JSON-LD",
+            "0" * 32,
+            tmp_path / "alike",
+            options=CleanOptions(max_canonicalisation_work=1000),
+        ).unique
+        == 1000
+    )
+
+
+def test_a_document_past_its_limits_fails_and_the_run_goes_on(site, sqlite_uri, tmp_path):
+    """A blank-node clique (refused by the canonicalisation bound) and a deeply nested HTML page
+    (about a minute of html5lib unbounded; killed at the document time limit) fail with their
+    reasons; the good document after them is cleaned."""
+    nested = (
+        "<html><body>"
+        + '<div property="http://example.org/p">' * 8000
+        + "x"
+        + "</div>" * 8000
+        + "</body></html>"
+    )
+    urls = {
+        "clique": site.route("/d/clique.jsonld", blank_node_clique(12), content_type="application/ld+json"),
+        "nested": site.route("/d/nested.html", nested, content_type="text/html"),
+        "good": site.route("/d/good.nt", NT, content_type="application/n-triples"),
+    }
+    out = tmp_path / "out"
+    proc = _start(
+        ",".join(urls.values()),
+        sqlite_uri,
+        out,
+        "-s",
+        "LAUNDROMAT_DOCUMENT_TIMEOUT=10",
+        "-s",
+        "LAUNDROMAT_DOCUMENT_SECONDS_PER_MB=0",
+    )
+    _finish(proc)
+    docs = _docs(sqlite_uri)
+    clique = _download(docs, urls["clique"])
+    assert clique["status"] == "failed" and "blank-node canonicalisation refused" in clique["error"]
+    nested_record = _download(docs, urls["nested"])
+    assert nested_record["status"] == "failed", nested_record
+    assert (
+        nested_record["error"]
+        == "DocumentTimeout: took longer than its limit of 10 s (LAUNDROMAT_DOCUMENT_TIMEOUT)"
+    )
+    good = _download(docs, urls["good"])
+    assert good["status"] == "parsed" and good["number_of_unique_statements"] == 1

@@ -29,6 +29,7 @@ import hashlib
 import heapq
 import io
 import itertools
+import math
 import multiprocessing
 import os
 import re
@@ -36,6 +37,7 @@ import shutil
 import subprocess
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -111,6 +113,11 @@ class CleaningError(Exception):
     """The document could not be cleaned at all (unsupported format, refused input)."""
 
 
+class DocumentLimitExceeded(Exception):
+    """Cleaning the document would pass a bound on its work: the document fails (not recorded as
+    a parse error of an otherwise cleaned document)."""
+
+
 @dataclass(frozen=True)
 class CleanOptions:
     genid_base: str = GENID_BASE
@@ -130,6 +137,8 @@ class CleanOptions:
     max_in_memory_bytes: int = MAX_IN_MEMORY_BYTES
     #: Bytes of input parsed per call (keeps each GIL-holding call short; the parallel work unit).
     parse_chunk: int = PARSE_CHUNK
+    #: Bound on blank-node canonicalisation, in estimated permutations (0: none).
+    max_canonicalisation_work: int = 20000
 
 
 @dataclass
@@ -788,7 +797,63 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
         sink.add_block(block)
 
 
+def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
+    """An estimate of RDFC-1.0's work on ``dataset`` (stops counting past ``bound``).
+
+    Blank nodes with a unique first-degree hash (RDFC-1.0 §4.6: their quads, with themselves as
+    ``_:a`` and other blank nodes as ``_:z``) cost nothing more. Each other one is told apart by
+    hashing every permutation of its related blank nodes that share a hash (§4.8): the product of
+    the factorials of those groups' sizes. A clique of n such nodes costs n·(n-1)!.
+    """
+    quads_of: dict[str, list] = {}
+    for quad in dataset:
+        for label in {
+            t.value for t in (quad.subject, quad.object, quad.graph_name) if isinstance(t, ox.BlankNode)
+        }:
+            quads_of.setdefault(label, []).append(quad)
+
+    def first_degree(label: str) -> int:
+        rows = []
+        for quad in quads_of[label]:
+            terms = (quad.subject, quad.predicate, quad.object, quad.graph_name)
+            rows.append(
+                " ".join(
+                    ("_:a" if t.value == label else "_:z") if isinstance(t, ox.BlankNode) else str(t)
+                    for t in terms
+                )
+            )
+        return hash(tuple(sorted(rows)))
+
+    hashes = {label: first_degree(label) for label in quads_of}
+    shared = Counter(hashes.values())
+    work = 0
+    for label, first in hashes.items():
+        if shared[first] == 1:
+            continue
+        related = {
+            t.value
+            for quad in quads_of[label]
+            for t in (quad.subject, quad.object, quad.graph_name)
+            if isinstance(t, ox.BlankNode) and t.value != label
+        }
+        permutations = 1
+        for size in Counter(hashes[r] for r in related).values():
+            permutations *= math.factorial(min(size, 20))
+        work += permutations
+        if work > bound:
+            break
+    return work
+
+
 def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
+    bound = sink.options.max_canonicalisation_work
+    if bound:
+        work = canonicalisation_work(dataset, bound)
+        if work > bound:
+            raise DocumentLimitExceeded(
+                "blank-node canonicalisation refused: its estimated work (%d permutations) exceeds %d "
+                "(LAUNDROMAT_MAX_CANONICALISATION_WORK)" % (work, bound)
+            )
     dataset.canonicalize(ox.CanonicalizationAlgorithm.RDFC_1_0)
     sink.add_block(_serialize(dataset))
 
@@ -897,24 +962,32 @@ def clean_file(
         sink = _Sink(result, skolem, messages, options, Path(tmp))
         sink.input_bytes = path.stat().st_size if path.exists() else 0
         try:
-            if (
-                fmt in LINE_BASED
-                and path.stat().st_size >= options.run_bytes
-                and _can_fork(options.parse_workers)
-            ):
-                _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
-            elif fmt in LINE_BASED:
-                _line_based(path, fmt, sink, messages, options.parse_chunk)
-            elif fmt == F.RDFA:
-                _rdfa(path, base_iri, sink, messages)
-            else:
-                _streamed(path, fmt, base_iri, sink, messages)
-        except CleaningError as exc:
-            messages.add("error", str(exc))
-        except (OSError, ValueError) as exc:
-            messages.add("error", "%s: %s" % (type(exc).__name__, exc))
-        try:
+            _parse_into(path, fmt, base_iri, sink, messages, options)
             sink.write(out_dir)
         finally:
             sink.abort()
     return result
+
+
+def _parse_into(
+    path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages: _Messages, options: CleanOptions
+) -> None:
+    """Every statement of the document into ``sink``; an error that ends the document is recorded
+    (what came before it is kept), a bound passed (:class:`DocumentLimitExceeded`) is raised."""
+    try:
+        if (
+            fmt in LINE_BASED
+            and path.stat().st_size >= options.run_bytes
+            and _can_fork(options.parse_workers)
+        ):
+            _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
+        elif fmt in LINE_BASED:
+            _line_based(path, fmt, sink, messages, options.parse_chunk)
+        elif fmt == F.RDFA:
+            _rdfa(path, base_iri, sink, messages)
+        else:
+            _streamed(path, fmt, base_iri, sink, messages)
+    except CleaningError as exc:
+        messages.add("error", str(exc))
+    except (OSError, ValueError) as exc:
+        messages.add("error", "%s: %s" % (type(exc).__name__, exc))

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -60,6 +61,8 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
+        timeout: float = 0.0,
+        seconds_per_mb: float = 0.0,
     ):
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)
@@ -69,7 +72,17 @@ class Processor:
         self.options = options
         self.on_write = on_write
         self.workers = max(1, workers)
+        #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
+        self.timeout = timeout
+        self.seconds_per_mb = seconds_per_mb
         self._pool: ProcessPoolExecutor | None = None
+        #: Document key → seconds of its time limit left (spent only while its steps run).
+        self._budgets: dict[str, float] = {}
+        #: One step per worker at a time: a submitted step runs at once, so its time is its own
+        #: (not time spent queued behind other documents' steps).
+        self._slots = asyncio.Semaphore(self.workers)
+        #: Pools killed so far: a step that lost its worker to another document's kill is run again.
+        self._kills = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -80,16 +93,52 @@ class Processor:
 
     async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
-        a step ends that one record, so a hostile file never aborts a run or wedges later ones."""
-        try:
-            return await self._run(fn, *args), None
-        except BrokenProcessPool as exc:  # a worker died: the next step gets a new pool
-            self._reset_pool()
-            error = error_of(exc)
-        except Exception as exc:
-            error = error_of(exc)
+        a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
+        step past the document's time limit has its worker killed (parsers in Rust or C cannot be
+        interrupted otherwise) and fails with that reason."""
+        for _attempt in range(2):
+            kills = self._kills
+            budget = self._budgets.get(doc["_id"])
+            async with self._slots:
+                started = time.monotonic()
+                try:
+                    future = self._run(fn, *args)
+                    if budget is None:
+                        return await future, None
+                    return await asyncio.wait_for(future, max(0.0, budget)), None
+                except TimeoutError as exc:
+                    if budget is None or time.monotonic() - started < budget:  # the step's own (a socket's)
+                        error = error_of(exc)
+                        break
+                    self._kill_pool()
+                    error = (
+                        "DocumentTimeout: took longer than its limit of %.0f s (LAUNDROMAT_DOCUMENT_TIMEOUT)"
+                        % (self._limit(doc))
+                    )
+                except BrokenProcessPool as exc:
+                    self._reset_pool()
+                    if self._kills != kills:  # killed for another document's time limit: run it again
+                        continue
+                    error = error_of(exc)
+                except Exception as exc:
+                    error = error_of(exc)
+                finally:
+                    if budget is not None:
+                        self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
+            break
         logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
         return None, await self.move(doc, states.FAILED, error=error)
+
+    def _limit(self, doc: dict) -> float:
+        return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
+
+    def _kill_pool(self) -> None:
+        """Kill the workers (the pool keeps no handle on which one runs which step) and start afresh."""
+        if self._pool is not None:
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.kill()
+            self._kills += 1
+        self._reset_pool()
 
     def _reset_pool(self) -> None:
         if self._pool is not None:
@@ -134,6 +183,14 @@ class Processor:
             return []
 
     async def _process(self, doc: dict) -> list[str]:
+        if self.timeout > 0:
+            self._budgets[doc["_id"]] = self._limit(doc)
+        try:
+            return await self._steps(doc)
+        finally:
+            self._budgets.pop(doc["_id"], None)
+
+    async def _steps(self, doc: dict) -> list[str]:
         status = doc["status"]
         resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:

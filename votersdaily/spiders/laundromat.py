@@ -85,8 +85,11 @@ class LaundromatSpider(scrapy.Spider):
             options=CleanOptions(
                 genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
                 gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL", CleanOptions.gzip_level),
+                max_canonicalisation_work=settings.getint("LAUNDROMAT_MAX_CANONICALISATION_WORK"),
             ),
             on_write=spider._count,
+            timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
+            seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         return spider
