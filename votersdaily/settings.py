@@ -165,3 +165,13 @@ LAUNDROMAT_DOCUMENT_SECONDS_PER_MB = 1.0
 #: (RDFC-1.0 is factorial in blank nodes it cannot tell apart; 20,000 is about 2 s): a document
 #: past it fails instead of running for days.
 LAUNDROMAT_MAX_CANONICALISATION_WORK = 20000
+#: Remote JSON-LD contexts: the folder they are cached in, which the operator may pre-fill
+#: (file names: votersdaily.laundromat.contexts.cache_name; empty: <LAUNDROMAT_OUTPUT_DIR>/contexts),
+#: whether to fetch those not there, and limits per document (contexts, bytes each, seconds each).
+LAUNDROMAT_CONTEXT_CACHE_DIR = ""
+LAUNDROMAT_FETCH_CONTEXTS = True
+LAUNDROMAT_CONTEXT_MAX_COUNT = 10
+LAUNDROMAT_CONTEXT_MAX_BYTES = 4 * 1024**2
+LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
+#: Let URLs found in crawled data (JSON-LD contexts) reach loopback/private addresses (tests only).
+LAUNDROMAT_ALLOW_PRIVATE = False

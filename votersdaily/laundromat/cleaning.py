@@ -29,6 +29,7 @@ import hashlib
 import heapq
 import io
 import itertools
+import json
 import math
 import multiprocessing
 import os
@@ -51,6 +52,7 @@ except ImportError:  # optional: zlib is used instead
     isal_zlib = None
 
 from . import formats as F
+from .contexts import ContextError, ContextLoader, ContextOptions, has_remote_context, inline_contexts
 from .uris import remove_dot_segments
 from .xmlentities import EntityRefused, expand_entities
 
@@ -87,6 +89,10 @@ _CANONICAL = re.compile(
 )
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
+#: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
+_JSONLD_SCRIPT = re.compile(
+    r"""<script\b[^>]*\btype\s*=\s*["']?application/ld\+json\b[^>]*>(.*?)</script\s*>""", re.I | re.S
+)
 #: An RDF 1.2 directional language tag at the end of a canonical literal: group 1 is the plain tag.
 _DIRECTION = re.compile(rb'"(@[^ ]+?)--(?:ltr|rtl)$')
 #: An IRI whose path may hold dot segments.
@@ -139,6 +145,8 @@ class CleanOptions:
     parse_chunk: int = PARSE_CHUNK
     #: Bound on blank-node canonicalisation, in estimated permutations (0: none).
     max_canonicalisation_work: int = 20000
+    #: Loading remote JSON-LD contexts (None: a document naming one is an error).
+    contexts: ContextOptions | None = None
 
 
 @dataclass
@@ -156,6 +164,8 @@ class CleanResult:
     uncompressed_bytes: int = 0
     named_graphs: bool = False
     void_data_dumps: list[str] = field(default_factory=list)
+    #: Remote JSON-LD contexts the document named (loaded from the cache or fetched).
+    contexts: list[str] = field(default_factory=list)
 
     def as_record(self) -> dict:
         doc = asdict(self)
@@ -554,10 +564,11 @@ def _serialize(quads: Iterable) -> bytes:
 
 def _parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: _Messages, line_offset: int) -> bytes:
     """The final lines of a block of whole N-Triples/N-Quads lines. A block with an error is parsed
-    again line by line, so one bad statement costs only its own line."""
+    again line by line, so one bad statement costs only its own line (a line longer than the
+    parser's token buffer too: it raises MemoryError)."""
     try:
         return canonical_lines(_serialize(ox.parse(data, oxf)), skolem, messages, line_offset + 1)
-    except SyntaxError:
+    except (SyntaxError, MemoryError):
         pass
     out = []
     for i, line in enumerate(data.split(b"\n"), start=1):
@@ -567,6 +578,8 @@ def _parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: _Messages, line
             out.append(canonical_lines(_serialize(ox.parse(line, oxf)), skolem, messages, line_offset + i))
         except SyntaxError as exc:
             messages.add("error", str(exc), line_offset + i, exc.offset)
+        except MemoryError as exc:
+            messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_offset + i)
     return b"".join(out)
 
 
@@ -760,6 +773,9 @@ def _until_error(quads: Iterator, messages: _Messages) -> Iterator:
     """The parsed quads up to the first syntax error, which is recorded and ends the document."""
     try:
         yield from quads
+    except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
+        messages.add("error", "a token longer than the parser's buffer: %s" % exc)
+        messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
     except SyntaxError as exc:
         messages.syntax(exc)
         messages.add(
@@ -789,7 +805,7 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
-        quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
+        quads = _jsonld(path.read_bytes(), base_iri, sink, messages)
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
@@ -843,6 +859,27 @@ def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
         if work > bound:
             break
     return work
+
+
+def _jsonld(data: bytes, base_iri: str | None, sink: _Sink, messages: _Messages) -> Iterator:
+    """The quads of a JSON-LD document, its remote contexts loaded first (through the cache and
+    the guarded fetch: :mod:`.contexts`)."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        document = None  # the parser says what is wrong
+    if document is not None and has_remote_context(document):
+        if sink.options.contexts is None:
+            raise CleaningError("remote context not loaded: no context loader is configured")
+        loader = ContextLoader(sink.options.contexts)
+        try:
+            document = inline_contexts(document, base_iri, loader)
+        except ContextError as exc:
+            raise CleaningError("remote context not loaded: %s" % exc) from None
+        finally:
+            sink.result.contexts.extend(u for u in loader.urls if u not in sink.result.contexts)
+        data = json.dumps(document).encode("utf-8")
+    return ox.parse(data, ox.RdfFormat.JSON_LD, base_iri=base_iri)
 
 
 def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
@@ -920,9 +957,18 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
     except Exception as exc:  # pyRdfa raises its own and html5lib's errors
         messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
         return
-    _from_dataset(
-        ox.Dataset(_quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages)), sink
-    )
+    dataset = ox.Dataset(_quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages))
+    for number, script in enumerate(_JSONLD_SCRIPT.finditer(text), start=1):
+        # JSON-LD embedded in HTML is RDF too (JSON-LD 1.1 §7.3); each script is its own document.
+        line = text.count("\n", 0, script.start(1)) + 1
+        try:
+            quads = list(_jsonld(script.group(1).encode("utf-8"), base_iri, sink, messages))
+        except (CleaningError, SyntaxError, ValueError) as exc:
+            messages.add("error", "JSON-LD script %d: %s" % (number, exc), line)
+            continue
+        for quad in quads:
+            dataset.add(quad)
+    _from_dataset(dataset, sink)
 
 
 def _n_triples(graph, messages: _Messages) -> bytes:

@@ -43,6 +43,7 @@ DOCUMENT_KEYS = (
     "number_of_errors",
     "number_of_warnings",
     "messages",
+    "contexts",
 )
 
 

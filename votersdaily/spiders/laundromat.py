@@ -25,6 +25,7 @@ from ..extensions import START_META
 from ..laundromat import states
 from ..laundromat.archives import ArchiveLimits
 from ..laundromat.cleaning import CleanOptions
+from ..laundromat.contexts import ContextOptions
 from ..laundromat.downloads import download_key, failed_hop, hop
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
@@ -86,6 +87,7 @@ class LaundromatSpider(scrapy.Spider):
                 genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
                 gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL", CleanOptions.gzip_level),
                 max_canonicalisation_work=settings.getint("LAUNDROMAT_MAX_CANONICALISATION_WORK"),
+                contexts=ContextOptions.from_settings(settings, spider.output_dir),
             ),
             on_write=spider._count,
             timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
