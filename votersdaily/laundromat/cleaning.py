@@ -868,7 +868,11 @@ def _jsonld(data: bytes, base_iri: str | None, sink: _Sink, messages: _Messages)
         document = json.loads(data)
     except (ValueError, RecursionError):
         document = None  # the parser says what is wrong
-    if document is not None and has_remote_context(document):
+    try:
+        remote = document is not None and has_remote_context(document)
+    except RecursionError:  # nested deeper than Python recurses: the parser refuses it anyway
+        remote = False
+    if remote:
         if sink.options.contexts is None:
             raise CleaningError("remote context not loaded: no context loader is configured")
         loader = ContextLoader(sink.options.contexts)
