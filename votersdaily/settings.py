@@ -281,3 +281,22 @@ LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3
 LAUNDROMAT_MAX_RATIO = 200.0
 LAUNDROMAT_MAX_ENTRIES = 10000
 LAUNDROMAT_MAX_DEPTH = 5
+#: Seconds one document may take (unpack, recode, guess, clean together), plus
+#: LAUNDROMAT_DOCUMENT_SECONDS_PER_MB per MiB of it: past that its worker is killed and the
+#: document fails with that reason; the run goes on (0: no limit).
+LAUNDROMAT_DOCUMENT_TIMEOUT = 120.0
+LAUNDROMAT_DOCUMENT_SECONDS_PER_MB = 1.0
+#: Bound on blank-node canonicalisation (JSON-LD, RDFa) in units of its estimated permutations
+#: (RDFC-1.0 is factorial in blank nodes it cannot tell apart; 20,000 is about 2 s): a document
+#: past it fails instead of running for days.
+LAUNDROMAT_MAX_CANONICALISATION_WORK = 20000
+#: Remote JSON-LD contexts: the folder they are cached in, which the operator may pre-fill
+#: (file names: votersdaily.laundromat.contexts.cache_name; empty: <LAUNDROMAT_OUTPUT_DIR>/contexts),
+#: whether to fetch those not there, and limits per document (contexts, bytes each, seconds each).
+LAUNDROMAT_CONTEXT_CACHE_DIR = ""
+LAUNDROMAT_FETCH_CONTEXTS = True
+LAUNDROMAT_CONTEXT_MAX_COUNT = 10
+LAUNDROMAT_CONTEXT_MAX_BYTES = 4 * 1024**2
+LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
+#: Let URLs found in crawled data (JSON-LD contexts) reach loopback/private addresses (tests only).
+LAUNDROMAT_ALLOW_PRIVATE = False

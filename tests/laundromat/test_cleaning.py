@@ -16,7 +16,7 @@ import pyoxigraph as ox
 import pytest
 
 from tests.laundromat.conformance import canonical_quads, deskolemise
-from votersdaily.laundromat import cleaning
+from votersdaily.laundromat import cleaning, xmlentities
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.steps import launder_file
 
@@ -276,8 +276,8 @@ def test_rdfxml_entities_are_refused_wherever_the_doctype_is(tmp_path, template,
     assert result.statements == 0 and _lines(result.path) == []
     # The DOCTYPE and the declaration are found across read boundaries too.
     for chunk in (7, 8, 9, 64, 4096):
-        with pytest.raises(cleaning.CleaningError):
-            cleaning._refuse_entities(path, chunk_bytes=chunk)
+        with pytest.raises(xmlentities.EntityRefused):
+            xmlentities._refuse_late_entities(path, 0, seen_doctype=False, chunk_bytes=chunk)
 
 
 def test_rdfxml_with_a_doctype_but_no_entities_is_cleaned(tmp_path):

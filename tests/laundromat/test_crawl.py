@@ -80,7 +80,7 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     clean_a = cleaned[a["_id"]]
     assert clean_a["_id"] == a["clean"]
     assert all(d["parent"] == dirty for dirty, d in cleaned.items())  # docs/laundromat.md §2
-    assert clean_a["messages"][0]["line"] == 6
+    assert a["messages"][0]["line"] == 6 and "messages" not in clean_a
     assert cleaned_statements(out, clean_a) == sitedata.expected_graph(
         sitedata.NT_GOOD.format(site=site.url), ox.RdfFormat.N_TRIPLES
     )

@@ -46,8 +46,9 @@ def _docs(store_uri: str) -> dict[str, dict]:
         store.close()
 
 
-def _start(url: str, store_uri: str, out) -> subprocess.Popen:
-    """The crawl in a new session, so that killing its group also kills its cleaning workers."""
+def _start(url: str, store_uri: str, out, *extra: str) -> subprocess.Popen:
+    """The crawl in a new session, so that killing its group also kills its cleaning workers
+    (``extra``: more ``scrapy crawl`` arguments)."""
     env = dict(
         os.environ,
         VOTERSDAILY_STORE=store_uri,
@@ -67,6 +68,7 @@ def _start(url: str, store_uri: str, out) -> subprocess.Popen:
             "LAUNDROMAT_OUTPUT_DIR=%s" % out,
             "-s",
             "LOG_LEVEL=INFO",
+            *extra,
         ],
         cwd=REPO,
         env=env,

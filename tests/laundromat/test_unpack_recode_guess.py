@@ -398,3 +398,28 @@ def test_large_documents_are_checked_in_two_halves(tmp_path, monkeypatch, tail, 
     assert encodings._valid_utf8_chars(path) == chars
     path.write_bytes(tail + b"ab" + "é".encode() * 1000 + b"z")
     assert encodings._valid_utf8_chars(path) == chars
+
+
+def test_pdf_and_plain_text_are_not_rdf(tmp_path):
+    """A real PDF and a real plain-text file (read in place from ../shared) are not RDF: no format,
+    the guess's evidence recorded, nothing cleaned; N-Triples served as text/plain still is RDF."""
+    from votersdaily.laundromat.steps import launder_file
+    from votersdaily.recordings import shared_dir
+
+    pdf = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
+    text = shared_dir() / "conformance" / "README.md"
+    if not pdf.exists() or not text.exists():
+        pytest.skip("../shared is absent")
+    record = launder_file(pdf, "p" * 32, tmp_path / "pdf", content_type="application/pdf", name="dummy.pdf")
+    assert record["format"] is None and "clean" not in record
+    assert record["error"] == (
+        "not RDF: content starts with '%PDF-': a PDF document; content-type application/pdf; extension .pdf"
+    )
+    record = launder_file(text, "t" * 32, tmp_path / "txt", content_type="text/plain", name="README")
+    assert record["format"] is None and "clean" not in record
+    assert record["not_rdf"].startswith("content parses as no RDF serialisation (first line '# W3C RDF")
+    nt = tmp_path / "data"
+    nt.write_bytes(b"<http://example.org/s> <http://example.org/p> <http://example.org/o> .\n")
+    record = launder_file(nt, "n" * 32, tmp_path / "nt", content_type="text/plain")
+    assert record["format"] == "N-Triples" and record["clean"]["number_of_statements"] == 1
+    assert guess_format("# only a comment\n").format == "N-Triples"  # nothing to tell, nothing lost

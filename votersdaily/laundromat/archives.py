@@ -218,9 +218,13 @@ def unpack(
             _unzip(path, out_dir, key_of, budget, result)
         else:
             _untar(path, out_dir, key_of, budget, result)
-    except BaseException:
+    except BaseException as exc:
         for entry in result.entries:
             entry.path.unlink(missing_ok=True)
+        if isinstance(exc, Exception) and not isinstance(exc, ArchiveError):
+            # The archive modules raise more than their documented errors on hostile headers (a UTF-8
+            # flag on a non-UTF-8 name: UnicodeDecodeError): any of them means a broken archive.
+            raise ArchiveError("%s is corrupt: %s: %s" % (kind, type(exc).__name__, exc)) from None
         raise
     return result
 

@@ -12,8 +12,13 @@
   deduplicated with bounded memory: large documents go through ``LC_ALL=C sort -u`` (GNU coreutils,
   an external merge sort with a fixed memory budget).
 * The cleaned file is content-addressed: its key is the MD5 of the gzip stream.
-* RDF/XML with DTD entity declarations anywhere in the file is refused (the parser would expand
-  them: billion laughs); external entities are never fetched.
+* RDF/XML: simple internal entities (Protégé's namespace entities) are expanded before parsing,
+  with a bound; any other entity declaration is refused (billion laughs, external entities: see
+  :mod:`.xmlentities`).
+* The output is RDF 1.1: a literal's RDF 1.2 base direction (``"x"@ar--rtl``) is dropped, as JSON-LD
+  does by default, and recorded as a warning; statements with triple terms are dropped as errors.
+* IRIs of formats that resolve them (all but N-Triples/N-Quads) have their dot segments removed
+  (RFC 3986 §5.2.4), the base IRI's too.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import hashlib
 import heapq
 import io
 import itertools
+import json
+import math
 import multiprocessing
 import os
 import re
@@ -31,6 +38,7 @@ import shutil
 import subprocess
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +53,9 @@ except ImportError:  # optional: zlib is used instead
 
 from ..defaults import DEFAULTS
 from . import formats as F
+from .contexts import ContextError, ContextLoader, ContextOptions, has_remote_context, inline_contexts
+from .uris import remove_dot_segments
+from .xmlentities import EntityRefused, expand_entities
 
 GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
@@ -79,8 +90,15 @@ _CANONICAL = re.compile(
 )
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.I)
-_DTD_ENTITY = re.compile(rb"<!ENTITY", re.I)
+#: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
+_JSONLD_SCRIPT = re.compile(
+    r"""<script\b[^>]*\btype\s*=\s*["']?application/ld\+json\b[^>]*>(.*?)</script\s*>""", re.I | re.S
+)
+#: An RDF 1.2 directional language tag at the end of a canonical literal: group 1 is the plain tag.
+_DIRECTION = re.compile(rb'"(@[^ ]+?)--(?:ltr|rtl)$')
+#: An IRI whose path may hold dot segments.
+_DOTTED = (b"/./", b"/../", b"/.>", b"/..>", b"/.?", b"/..?", b"/.#", b"/..#")
+_IRI_PARTS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*:(?://[^/?#]*)?)(/[^?#]*)(.*)$", re.S)
 
 # Blank nodes in a block of canonical lines are found by position, so that "_:" inside a literal is
 # never touched: the block is split at every "_:<label>" (one regex with a literal prefix: fast), and
@@ -102,6 +120,11 @@ class CleaningError(Exception):
     """The document could not be cleaned at all (unsupported format, refused input)."""
 
 
+class DocumentLimitExceeded(Exception):
+    """Cleaning the document would pass a bound on its work: the document fails (not recorded as
+    a parse error of an otherwise cleaned document)."""
+
+
 @dataclass(frozen=True)
 class CleanOptions:
     genid_base: str = GENID_BASE
@@ -121,6 +144,10 @@ class CleanOptions:
     max_in_memory_bytes: int = MAX_IN_MEMORY_BYTES
     #: Bytes of input parsed per call (keeps each GIL-holding call short; the parallel work unit).
     parse_chunk: int = PARSE_CHUNK
+    #: Bound on blank-node canonicalisation, in estimated permutations (0: none).
+    max_canonicalisation_work: int = 20000
+    #: Loading remote JSON-LD contexts (None: a document naming one is an error).
+    contexts: ContextOptions | None = None
 
 
 @dataclass
@@ -138,6 +165,8 @@ class CleanResult:
     uncompressed_bytes: int = 0
     named_graphs: bool = False
     void_data_dumps: list[str] = field(default_factory=list)
+    #: Remote JSON-LD contexts the document named (loaded from the cache or fetched).
+    contexts: list[str] = field(default_factory=list)
 
     def as_record(self) -> dict:
         doc = asdict(self)
@@ -227,9 +256,48 @@ class Skolemiser:
         return b"".join(parts)[1:]
 
 
-def canonical_lines(block: bytes, skolem: Skolemiser, messages: _Messages, line_no: int | None) -> bytes:
+def without_dot_segments(iri: str) -> str:
+    """``iri`` with the dot segments of its hierarchical path removed (as resolution does)."""
+    match = _IRI_PARTS.match(iri)
+    if match is None or not any(s in (".", "..") for s in match.group(2).split("/")):
+        return iri
+    return match.group(1) + remove_dot_segments(match.group(2)) + match.group(3)
+
+
+def _iri_term(term: bytes) -> bytes:
+    if term[:1] != b"<":
+        return term
+    return b"<" + without_dot_segments(term[1:-1].decode("utf-8")).encode("utf-8") + b">"
+
+
+def _rdf11_line(line: bytes, messages: _Messages, line_no: int | None, dots: bool) -> bytes:
+    """A canonical line with its literal's base direction dropped (recorded) and, with ``dots``, the
+    dot segments of its IRIs removed."""
+    match = _CANONICAL.match(line)
+    if match is None:
+        return line
+    subject, obj, graph = match.group(1), match.group(2), match.group(3)
+    predicate = line[match.end(1) + 1 : match.start(2) - 1]
+    if obj[:1] == b'"' and (obj.endswith(b"--ltr") or obj.endswith(b"--rtl")):
+        direction = _DIRECTION.search(obj)
+        if direction is not None:
+            messages.add(
+                "warning",
+                "base direction %s dropped (the output is RDF 1.1)" % obj[direction.end(1) + 2 :].decode(),
+                line_no,
+            )
+            obj = obj[: direction.end(1)]
+    if dots:
+        subject, predicate, obj = _iri_term(subject), _iri_term(predicate), _iri_term(obj)
+        graph = _iri_term(graph) if graph else graph
+    return b" ".join(t for t in (subject, predicate, obj, graph) if t) + b" ."
+
+
+def canonical_lines(
+    block: bytes, skolem: Skolemiser, messages: _Messages, line_no: int | None, dots: bool = False
+) -> bytes:
     """Serializer output made final: statements RDF 1.1 cannot hold dropped (recorded as errors),
-    blank nodes skolemised."""
+    base directions dropped (recorded), with ``dots`` dot segments removed, blank nodes skolemised."""
     if b"<<" in block:
         keep = []
         for line in block.split(b"\n")[:-1]:
@@ -242,6 +310,11 @@ def canonical_lines(block: bytes, skolem: Skolemiser, messages: _Messages, line_
                 continue
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
+    dotted = dots and any(d in block for d in _DOTTED)
+    if dotted or b"--ltr" in block or b"--rtl" in block:
+        block = b"".join(
+            _rdf11_line(line, messages, line_no, dots) + b"\n" for line in block.split(b"\n")[:-1]
+        )
     if b"_:" in block:
         block = skolem.block(block)
     return block
@@ -279,12 +352,14 @@ class _Sink:
         self.check_graphs = result.format in (F.N_QUADS, F.TRIG, F.JSON_LD)
         #: Size of the document (sizes the external sort's buffer).
         self.input_bytes = 0
+        #: Whether the format resolves IRIs (their dot segments are removed).
+        self.dots = result.format not in LINE_BASED
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
         """A block of serializer output (newline-terminated canonical lines)."""
         if not block:
             return
-        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no))
+        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
 
     def add_lines(self, block: bytes) -> None:
         """A block of final (skolemised) lines."""
@@ -490,10 +565,11 @@ def _serialize(quads: Iterable) -> bytes:
 
 def _parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: _Messages, line_offset: int) -> bytes:
     """The final lines of a block of whole N-Triples/N-Quads lines. A block with an error is parsed
-    again line by line, so one bad statement costs only its own line."""
+    again line by line, so one bad statement costs only its own line (a line longer than the
+    parser's token buffer too: it raises MemoryError)."""
     try:
         return canonical_lines(_serialize(ox.parse(data, oxf)), skolem, messages, line_offset + 1)
-    except SyntaxError:
+    except (SyntaxError, MemoryError):
         pass
     out = []
     for i, line in enumerate(data.split(b"\n"), start=1):
@@ -503,6 +579,8 @@ def _parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: _Messages, line
             out.append(canonical_lines(_serialize(ox.parse(line, oxf)), skolem, messages, line_offset + i))
         except SyntaxError as exc:
             messages.add("error", str(exc), line_offset + i, exc.offset)
+        except MemoryError as exc:
+            messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_offset + i)
     return b"".join(out)
 
 
@@ -696,6 +774,9 @@ def _until_error(quads: Iterator, messages: _Messages) -> Iterator:
     """The parsed quads up to the first syntax error, which is recorded and ends the document."""
     try:
         yield from quads
+    except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
+        messages.add("error", "a token longer than the parser's buffer: %s" % exc)
+        messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
     except SyntaxError as exc:
         messages.syntax(exc)
         messages.add(
@@ -718,11 +799,14 @@ def _batched(quads: Iterator, messages: _Messages, size: int = 10_000) -> Iterat
 
 def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
     if fmt == F.RDF_XML:
-        _refuse_entities(path)
+        try:
+            path = expand_entities(path, sink.tmp / "expanded.rdf")
+        except EntityRefused as exc:
+            raise CleaningError(str(exc)) from None
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
-        quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
+        quads = _jsonld(path.read_bytes(), base_iri, sink, messages)
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
@@ -730,30 +814,90 @@ def _streamed(path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages:
         sink.add_block(block)
 
 
+def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
+    """An estimate of RDFC-1.0's work on ``dataset`` (stops counting past ``bound``).
+
+    Blank nodes with a unique first-degree hash (RDFC-1.0 §4.6: their quads, with themselves as
+    ``_:a`` and other blank nodes as ``_:z``) cost nothing more. Each other one is told apart by
+    hashing every permutation of its related blank nodes that share a hash (§4.8): the product of
+    the factorials of those groups' sizes. A clique of n such nodes costs n·(n-1)!.
+    """
+    quads_of: dict[str, list] = {}
+    for quad in dataset:
+        for label in {
+            t.value for t in (quad.subject, quad.object, quad.graph_name) if isinstance(t, ox.BlankNode)
+        }:
+            quads_of.setdefault(label, []).append(quad)
+
+    def first_degree(label: str) -> int:
+        rows = []
+        for quad in quads_of[label]:
+            terms = (quad.subject, quad.predicate, quad.object, quad.graph_name)
+            rows.append(
+                " ".join(
+                    ("_:a" if t.value == label else "_:z") if isinstance(t, ox.BlankNode) else str(t)
+                    for t in terms
+                )
+            )
+        return hash(tuple(sorted(rows)))
+
+    hashes = {label: first_degree(label) for label in quads_of}
+    shared = Counter(hashes.values())
+    work = 0
+    for label, first in hashes.items():
+        if shared[first] == 1:
+            continue
+        related = {
+            t.value
+            for quad in quads_of[label]
+            for t in (quad.subject, quad.object, quad.graph_name)
+            if isinstance(t, ox.BlankNode) and t.value != label
+        }
+        permutations = 1
+        for size in Counter(hashes[r] for r in related).values():
+            permutations *= math.factorial(min(size, 20))
+        work += permutations
+        if work > bound:
+            break
+    return work
+
+
+def _jsonld(data: bytes, base_iri: str | None, sink: _Sink, messages: _Messages) -> Iterator:
+    """The quads of a JSON-LD document, its remote contexts loaded first (through the cache and
+    the guarded fetch: :mod:`.contexts`)."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        document = None  # the parser says what is wrong
+    try:
+        remote = document is not None and has_remote_context(document)
+    except RecursionError:  # nested deeper than Python recurses: the parser refuses it anyway
+        remote = False
+    if remote:
+        if sink.options.contexts is None:
+            raise CleaningError("remote context not loaded: no context loader is configured")
+        loader = ContextLoader(sink.options.contexts)
+        try:
+            document = inline_contexts(document, base_iri, loader)
+        except ContextError as exc:
+            raise CleaningError("remote context not loaded: %s" % exc) from None
+        finally:
+            sink.result.contexts.extend(u for u in loader.urls if u not in sink.result.contexts)
+        data = json.dumps(document).encode("utf-8")
+    return ox.parse(data, ox.RdfFormat.JSON_LD, base_iri=base_iri)
+
+
 def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
+    bound = sink.options.max_canonicalisation_work
+    if bound:
+        work = canonicalisation_work(dataset, bound)
+        if work > bound:
+            raise DocumentLimitExceeded(
+                "blank-node canonicalisation refused: its estimated work (%d permutations) exceeds %d "
+                "(LAUNDROMAT_MAX_CANONICALISATION_WORK)" % (work, bound)
+            )
     dataset.canonicalize(ox.CanonicalizationAlgorithm.RDFC_1_0)
     sink.add_block(_serialize(dataset))
-
-
-def _refuse_entities(path: Path, chunk_bytes: int = PARSE_CHUNK) -> None:
-    """Refuse RDF/XML with a ``<!ENTITY`` after a ``<!DOCTYPE``, anywhere in the file: a prolog
-    can be padded past any fixed window (comments, PIs), and the parser also reads a DOCTYPE met
-    after the root element starts. Both are searched case-insensitively, in or out of comments
-    (a false alarm only on documents that spell out both strings)."""
-    pattern, tail = _DOCTYPE, b""
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(chunk_bytes)
-            if not chunk:
-                return
-            data = tail + chunk
-            match = pattern.search(data)
-            while match is not None:
-                if pattern is _DTD_ENTITY:
-                    raise CleaningError("RDF/XML declares DTD entities; entity expansion is refused")
-                pattern = _DTD_ENTITY
-                match = pattern.search(data, match.end())
-            tail = data[-(len(b"<!DOCTYPE") - 1) :]
 
 
 def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
@@ -764,7 +908,40 @@ def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
         )
 
 
+@contextlib.contextmanager
+def _literals_as_written() -> Iterator[None]:
+    """rdflib normalises typed literals it builds (``"007"^^xsd:integer`` → ``"7"``, ``Z`` →
+    ``+00:00``) unless told not to: the laundromat keeps a document's lexical forms."""
+    import rdflib
+
+    saved = rdflib.NORMALIZE_LITERALS
+    rdflib.NORMALIZE_LITERALS = False
+    try:
+        yield
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+
+
+def _quads_per_statement(data: bytes, fmt, messages: _Messages) -> list:
+    """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
+    in RDFa without a base) is recorded and costs only itself."""
+    try:
+        return list(ox.parse(data, fmt))
+    except SyntaxError:
+        pass
+    quads = []
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            try:
+                quads.extend(ox.parse(line, fmt))
+            except SyntaxError as exc:
+                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+    return quads
+
+
 def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) -> None:
+    """RDFa of an HTML document: the recoded text (its declaration made true by the recoding) goes
+    to the parser as text, so no charset sniffing can take the document for another encoding."""
     _check_in_memory(path, "HTML (RDFa)", sink.options)
     from pyRdfa import pyRdfa
     from pyRdfa.options import Options
@@ -778,13 +955,39 @@ def _rdfa(path: Path, base_iri: str | None, sink: _Sink, messages: _Messages) ->
         output_default_graph=True,
     )
     processor = pyRdfa(options, base=base_iri or "", media_type="text/html")
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        graph = processor.graph_from_source(io.BytesIO(path.read_bytes()))
+        with _literals_as_written():
+            graph = processor.graph_from_source(io.StringIO(text))
     except Exception as exc:  # pyRdfa raises its own and html5lib's errors
         messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
         return
-    data = graph.serialize(format="nt", encoding="utf-8")
-    _from_dataset(ox.Dataset(_until_error(ox.parse(data, ox.RdfFormat.N_TRIPLES), messages)), sink)
+    dataset = ox.Dataset(_quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages))
+    for number, script in enumerate(_JSONLD_SCRIPT.finditer(text), start=1):
+        # JSON-LD embedded in HTML is RDF too (JSON-LD 1.1 §7.3); each script is its own document.
+        line = text.count("\n", 0, script.start(1)) + 1
+        try:
+            quads = list(_jsonld(script.group(1).encode("utf-8"), base_iri, sink, messages))
+        except (CleaningError, SyntaxError, ValueError) as exc:
+            messages.add("error", "JSON-LD script %d: %s" % (number, exc), line)
+            continue
+        for quad in quads:
+            dataset.add(quad)
+    _from_dataset(dataset, sink)
+
+
+def _n_triples(graph, messages: _Messages) -> bytes:
+    """An rdflib graph as N-Triples, one statement at a time: a term rdflib cannot write (an IRI
+    with a space) costs its own statement, recorded, not the graph's."""
+    from rdflib.plugins.serializers.nt import _nt_row  # the row writer of rdflib's N-Triples serializer
+
+    rows = []
+    for triple in graph:
+        try:
+            rows.append(_nt_row(triple))
+        except Exception as exc:  # rdflib refuses terms it cannot write
+            messages.add("error", "statement dropped: %s" % exc)
+    return "".join(sorted(rows)).encode("utf-8")
 
 
 def clean_file(
@@ -798,6 +1001,8 @@ def clean_file(
 ) -> CleanResult:
     """Clean the UTF-8 document at ``path`` (serialisation ``fmt``) into ``out_dir/<clean key>.n[tq].gz``."""
     path, out_dir = Path(path), Path(out_dir)
+    if base_iri:
+        base_iri = without_dot_segments(base_iri)
     if fmt not in F.FORMATS:
         raise CleaningError("unsupported format %r" % fmt)
     result = CleanResult(format=fmt)
@@ -808,24 +1013,32 @@ def clean_file(
         sink = _Sink(result, skolem, messages, options, Path(tmp))
         sink.input_bytes = path.stat().st_size if path.exists() else 0
         try:
-            if (
-                fmt in LINE_BASED
-                and path.stat().st_size >= options.run_bytes
-                and _can_fork(options.parse_workers)
-            ):
-                _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
-            elif fmt in LINE_BASED:
-                _line_based(path, fmt, sink, messages, options.parse_chunk)
-            elif fmt == F.RDFA:
-                _rdfa(path, base_iri, sink, messages)
-            else:
-                _streamed(path, fmt, base_iri, sink, messages)
-        except CleaningError as exc:
-            messages.add("error", str(exc))
-        except (OSError, ValueError) as exc:
-            messages.add("error", "%s: %s" % (type(exc).__name__, exc))
-        try:
+            _parse_into(path, fmt, base_iri, sink, messages, options)
             sink.write(out_dir)
         finally:
             sink.abort()
     return result
+
+
+def _parse_into(
+    path: Path, fmt: str, base_iri: str | None, sink: _Sink, messages: _Messages, options: CleanOptions
+) -> None:
+    """Every statement of the document into ``sink``; an error that ends the document is recorded
+    (what came before it is kept), a bound passed (:class:`DocumentLimitExceeded`) is raised."""
+    try:
+        if (
+            fmt in LINE_BASED
+            and path.stat().st_size >= options.run_bytes
+            and _can_fork(options.parse_workers)
+        ):
+            _line_based_parallel(path, fmt, sink, messages, options.parse_workers)
+        elif fmt in LINE_BASED:
+            _line_based(path, fmt, sink, messages, options.parse_chunk)
+        elif fmt == F.RDFA:
+            _rdfa(path, base_iri, sink, messages)
+        else:
+            _streamed(path, fmt, base_iri, sink, messages)
+    except CleaningError as exc:
+        messages.add("error", str(exc))
+    except (OSError, ValueError) as exc:
+        messages.add("error", "%s: %s" % (type(exc).__name__, exc))

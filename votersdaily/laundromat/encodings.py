@@ -1,9 +1,15 @@
 """Character encodings: find a document's encoding and recode it to UTF-8, recording every lossy step.
 
 Order (as LL2): a byte-order mark (UTF-8/16/32); then the XML declaration; then the HTTP charset; then
-a detector (strict UTF-8 first, then charset-normalizer). Undecodable bytes become U+FFFD and each is
-recorded (offset and bytes, the first ``MAX_RECORDED`` of them, plus the total) instead of being
-dropped silently as ``iconv -c`` did.
+strict UTF-8; then an HTML ``<meta charset>``; then a detector (uchardet or charset-normalizer; JSON is
+UTF-8 by RFC 8259, so a JSON document is never given to it). Undecodable bytes become U+FFFD and each
+is recorded (offset and bytes, the first ``MAX_RECORDED`` of them, plus the total) instead of being
+dropped silently as ``iconv -c`` did; an encoding only the detector vouches for is recorded with the
+first byte that is not UTF-8.
+
+The recoded text's own declaration is made true: an XML declaration's ``encoding`` and an HTML
+``<meta charset>`` naming another encoding are rewritten to UTF-8 (and recorded), so no parser
+falls back to a declaration that no longer holds.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import codecs
 import multiprocessing
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +34,13 @@ BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _XML_DECL = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z][A-Za-z0-9._\-]*)["']""")
+#: An HTML ``<meta charset=…>`` or ``<meta http-equiv=content-type content="…; charset=…">``.
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?([A-Za-z][A-Za-z0-9._:\-]*)""", re.I)
+#: The same, in text: group 2 is the declared name (rewritten to UTF-8).
+_TEXT_XML_DECL = re.compile(r"""^(\ufeff?\s*<\?xml[^>]*?encoding\s*=\s*["'])([^"']*)(["'])""")
+_TEXT_META = re.compile(r"""(<meta\b[^>]*?charset\s*=\s*["']?)([A-Za-z][A-Za-z0-9._:\-]*)""", re.I)
+#: Where a declaration can be: the prolog / the start of an HTML head.
+DECLARATION_CHARS = 8192
 
 
 @dataclass
@@ -38,13 +52,19 @@ class Recoded:
     number_of_replacements: int = 0
     replacements: list[dict] = field(default_factory=list)
     number_of_chars: int = 0
+    #: Declarations rewritten to UTF-8 (``{"declaration": "xml"|"meta", "was": name}``).
+    declarations: list[dict] = field(default_factory=list)
+    #: Why the encoding may be wrong (a detector's guess for bytes that are not UTF-8), else None.
+    encoding_note: str | None = None
 
     def as_record(self) -> dict:
         return {
             "encoding": self.encoding,
             "encoding_source": self.source,
+            "encoding_note": self.encoding_note,
             "number_of_replacements": self.number_of_replacements,
             "replacements": self.replacements,
+            "declarations_rewritten": self.declarations,
         }
 
 
@@ -78,16 +98,49 @@ def detect_encoding(head: bytes, http_charset: str | None = None) -> tuple[str, 
     codec = _codec(http_charset)
     if codec:
         return codec, "http"
-    try:
-        head.decode("utf-8")
+    if first_invalid_utf8(head) is None:
         return "utf-8", "detector"
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
-            return "utf-8", "detector"
+    match = _META_CHARSET.search(head[:DECLARATION_CHARS])
+    codec = _codec(match.group(1).decode("ascii")) if match else None
+    if codec and codec not in ("utf-16", "utf-32"):
+        return codec, "html-meta"
+    if head.lstrip(b" \t\r\n")[:1] in (b"{", b"["):
+        return "utf-8", "json"  # RFC 8259 §8.1: JSON is UTF-8; a bad byte is a replacement, not cp1250
     codec = _detect(head)
     if codec:
         return codec, "detector"
     return "cp1252", "default"
+
+
+def first_invalid_utf8(head: bytes) -> int | None:
+    """The offset of the first byte of ``head`` that is not UTF-8 (a sequence cut at its end is fine)."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
+            return None
+        return exc.start
+    return None
+
+
+def declare_utf8(text: str) -> tuple[str, list[dict]]:
+    """``text`` (the start of a document) with its XML declaration and HTML meta charsets saying
+    UTF-8; the declarations that said otherwise."""
+    changed: list[dict] = []
+
+    def rewrite(kind: str):
+        def sub(match: re.Match) -> str:
+            if _codec(match.group(2)) in ("utf-8", "ascii") or len(changed) >= MAX_RECORDED:
+                return match.group(0)
+            changed.append({"declaration": kind, "was": match.group(2)})
+            return match.group(1) + "UTF-8" + (match.group(3) if kind == "xml" else "")
+
+        return sub
+
+    head, rest = text[:DECLARATION_CHARS], text[DECLARATION_CHARS:]
+    head = _TEXT_XML_DECL.sub(rewrite("xml"), head, count=1)
+    head = _TEXT_META.sub(rewrite("meta"), head)
+    return head + rest, changed
 
 
 def _detect(head: bytes) -> str | None:
@@ -125,13 +178,22 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
     with open(src, "rb") as f:
         head = f.read(SNIFF_BYTES)
     encoding, source = detect_encoding(head, http_charset)
+    note = None
+    if source in ("detector", "default") and encoding not in ("utf-8", "ascii"):
+        note = "not UTF-8 (byte %d); %s is the %s's guess" % (first_invalid_utf8(head) or 0, encoding, source)
     if encoding in ("utf-8", "ascii"):
         chars = _valid_utf8_chars(src)
         if chars is not None:
-            return Recoded(path=src, encoding=encoding, source=source, number_of_chars=chars)
+            declared = _redeclared_copy(src, dst, head)
+            if declared is None:
+                return Recoded(path=src, encoding=encoding, source=source, number_of_chars=chars)
+            return Recoded(
+                path=dst, encoding=encoding, source=source, number_of_chars=chars, declarations=declared
+            )
         encoding = "utf-8"
     _state.count, _state.found, _state.base = 0, [], 0
     chars = consumed = 0
+    declared: list[dict] | None = None
     with open(src, "rb") as inp, open(dst, "w", encoding="utf-8", newline="") as out:
         if encoding == "utf-8-sig":  # its decoder reports offsets past the BOM: skip the BOM here
             consumed = len(inp.read(len(codecs.BOM_UTF8)))
@@ -143,6 +205,8 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
             # chunk (a sequence cut at the boundary) followed by this chunk.
             _state.base = consumed - len(decoder.getstate()[0])
             text = decoder.decode(chunk, final=not chunk)
+            if declared is None and text:
+                text, declared = declare_utf8(text)
             if text:
                 out.write(text)
                 chars += len(text)
@@ -156,7 +220,28 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
         number_of_replacements=_state.count,
         replacements=list(_state.found),
         number_of_chars=chars,
+        declarations=declared or [],
+        encoding_note=note,
     )
+
+
+def _redeclared_copy(src: Path, dst: Path, head: bytes) -> list[dict] | None:
+    """For a UTF-8 file whose declaration names another encoding: a copy at ``dst`` with the
+    declaration made true, and what it said; None (no copy) when it tells no lie."""
+    start = head[:DECLARATION_CHARS]
+    if not (_XML_DECL.match(start) or _META_CHARSET.search(start)):
+        return None
+    cut = len(start)
+    while cut and cut < len(head) and head[cut] & 0xC0 == 0x80:  # not inside a character
+        cut -= 1
+    text, declared = declare_utf8(head[:cut].decode("utf-8", "surrogateescape"))
+    if not declared:
+        return None
+    with open(src, "rb") as inp, open(dst, "wb") as out:
+        inp.seek(cut)
+        out.write(text.encode("utf-8", "surrogateescape"))
+        shutil.copyfileobj(inp, out, CHUNK)
+    return declared
 
 
 #: Documents at least this large are checked by two processes (one per half).

@@ -13,6 +13,8 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+import pyoxigraph as ox
+
 JSON_LD = "JSON-LD"
 N_QUADS = "N-Quads"
 N_TRIPLES = "N-Triples"
@@ -88,10 +90,14 @@ class Guess:
     extension: str | None
     extension_format: str | None
     disagreements: list[str] = field(default_factory=list)
+    #: Why the document is not RDF (``format`` is None then): what the content, Content-Type and
+    #: extension showed.
+    not_rdf: str | None = None
 
     def as_record(self) -> dict:
         return {
             "format": self.format,
+            "not_rdf": self.not_rdf,
             "format_sniffed": self.sniffed,
             "format_content_type": self.content_type_format,
             "format_extension": self.extension_format,
@@ -123,11 +129,35 @@ def sniff(head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
     if not text:
         return None
+    if not_rdf_content(text):
+        return None
     if text[0] == "<" and _is_markup(text):
         return _sniff_markup(text)
     if text[0] in "{[" and _looks_json(text):
         return JSON_LD
     return _sniff_terse(text)
+
+
+#: Signatures of common non-RDF files (after recoding, their first bytes are still these characters).
+_SIGNATURES = {"%PDF-": "a PDF document", "PK\x03\x04": "a zip archive", "GIF8": "a GIF image"}
+#: C0 control characters no text format uses (NUL included): many of them mean binary data.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f]")
+
+
+def not_rdf_content(text: str) -> str | None:
+    """What the start of a document shows it is when that is no RDF serialisation (a PDF, binary
+    data), else None."""
+    for signature, kind in _SIGNATURES.items():
+        if text.startswith(signature):
+            return "content starts with %r: %s" % (signature, kind)
+    # (Literals may hold control characters: the suites' "all controls" tests.)
+    controls = len(_CONTROL.findall(_STRINGS.sub('""', text[:SNIFF_CHARS])))
+    if controls >= 32 and controls * 100 > min(len(text), SNIFF_CHARS):
+        return "content is binary (%d control characters in the first %d)" % (
+            controls,
+            min(len(text), SNIFF_CHARS),
+        )
+    return None
 
 
 _START_TAG = re.compile(r"^<([A-Za-z_][\w.\-]*(?::[\w.\-]+)?)(\s[^>]*)?/?>")
@@ -161,7 +191,7 @@ def _looks_json(text: str) -> bool:
     try:
         json.loads(text)
         return True
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting ("[[[[…") is JSON the decoder will not nest into
         pass
     rest = text[1:].lstrip()
     if not rest:
@@ -180,13 +210,32 @@ def _sniff_terse(text: str) -> str | None:
     sample = sample[:200]
     stripped = _COMMENTS.sub("", _IRIS.sub("<>", _STRINGS.sub('""', text)))
     if "{" in stripped or _GRAPH_KW.search(stripped):
-        return TRIG
-    if sample and not _TURTLE_HINT.search(text):
-        matches = [_LINE.match(ln) for ln in sample]
-        good = [m for m in matches if m]
-        if len(good) * 2 >= len(sample):
-            return N_QUADS if any(m.group(1) for m in good) else N_TRIPLES
-    return TURTLE
+        terse = TRIG
+    else:
+        if sample and not _TURTLE_HINT.search(text):
+            matches = [_LINE.match(ln) for ln in sample]
+            good = [m for m in matches if m]
+            if len(good) * 2 >= len(sample):
+                return N_QUADS if any(m.group(1) for m in good) else N_TRIPLES
+        terse = TURTLE
+    # Plain text is neither: the Turtle family needs a directive or a statement before any error.
+    return terse if _TURTLE_HINT.search(text) or _parses_as(text, terse) else None
+
+
+#: Any base: relative IRIs are fine while sniffing.
+_SNIFF_BASE = "http://example.invalid/"
+
+
+def _parses_as(text: str, fmt: str) -> bool:
+    """True when the head gives a statement as ``fmt`` (Turtle or TriG) before any error, or its only
+    error is in a line the sniffing window cut off (plain text gives an error first)."""
+    oxf = ox.RdfFormat.TRIG if fmt == TRIG else ox.RdfFormat.TURTLE
+    try:
+        for _ in ox.parse(text, oxf, base_iri=_SNIFF_BASE):
+            return True
+        return True  # valid and empty (only directives)
+    except SyntaxError as exc:
+        return len(text) >= SNIFF_CHARS and exc.lineno is not None and exc.lineno >= text.count("\n")
 
 
 def guess_format(head: str, content_type: str | None = None, name: str | None = None) -> Guess:
@@ -195,7 +244,12 @@ def guess_format(head: str, content_type: str | None = None, name: str | None = 
     ct_format = format_of_media_type(content_type)
     extension = extension_of(name)
     ext_format = EXTENSIONS.get(extension) if extension else None
-    chosen = sniffed or ct_format or ext_format or N_TRIPLES
+    chosen = sniffed or ct_format or ext_format
+    not_rdf = None
+    if chosen is None:
+        not_rdf = _not_rdf_evidence(head, content_type, extension)
+        if not_rdf is None:
+            chosen = N_TRIPLES  # empty, or only comments: nothing to tell, nothing to lose
     disagreements = []
     seen = [
         (k, v) for k, v in (("content", sniffed), ("content-type", ct_format), ("extension", ext_format)) if v
@@ -204,7 +258,21 @@ def guess_format(head: str, content_type: str | None = None, name: str | None = 
         for kind_b, fmt_b in seen[i + 1 :]:
             if fmt_a != fmt_b and not _compatible(fmt_a, fmt_b):
                 disagreements.append("%s says %s, %s says %s" % (kind_a, fmt_a, kind_b, fmt_b))
-    return Guess(chosen, sniffed, content_type, ct_format, extension, ext_format, disagreements)
+    return Guess(chosen, sniffed, content_type, ct_format, extension, ext_format, disagreements, not_rdf)
+
+
+def _not_rdf_evidence(head: str, content_type: str | None, extension: str | None) -> str | None:
+    """Why a document nothing showed a format for is not RDF; None when it is empty (or only comments)."""
+    text = head.lstrip("\ufeff \t\r\n")
+    if not text or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.split("\n")):
+        return None
+    evidence = [
+        not_rdf_content(text)
+        or "content parses as no RDF serialisation (first line %r)" % text.split("\n")[0][:80]
+    ]
+    evidence.append("content-type %s" % (content_type or "absent"))
+    evidence.append("extension %s" % (extension or "absent"))
+    return "; ".join(evidence)
 
 
 _SUBSETS = {N_TRIPLES: {N_QUADS, TURTLE, TRIG}, N_QUADS: {TRIG}, TURTLE: {TRIG}}

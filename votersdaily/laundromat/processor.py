@@ -11,8 +11,10 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,33 @@ from twisted.internet import threads
 
 from ..clock import now_iso
 from . import states, steps
-from .archives import ArchiveError, ArchiveLimits, TreeUsage
+from .archives import ArchiveLimits, TreeUsage
 from .cleaning import CleanOptions
 from .seedlist import SeedList
 
 logger = logging.getLogger(__name__)
+
+#: Longest error message kept on a record.
+MAX_ERROR_CHARS = 1000
+
+
+#: What a cleaned record says about its output (the same for every document with that output).
+OUTPUT_KEYS = ("number_of_unique_statements", "number_of_bytes", "uncompressed_bytes", "named_graphs")
+#: What cleaning says about one document: kept on that document's record.
+DOCUMENT_KEYS = (
+    "number_of_statements",
+    "number_of_unique_statements",
+    "number_of_duplicates",
+    "number_of_errors",
+    "number_of_warnings",
+    "messages",
+    "contexts",
+)
+
+
+def error_of(exc: BaseException) -> str:
+    """A record's ``error`` for an exception: its type and message, bounded."""
+    return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
 
 
 class Processor:
@@ -38,6 +62,8 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
+        timeout: float = 0.0,
+        seconds_per_mb: float = 0.0,
     ):
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)
@@ -47,7 +73,17 @@ class Processor:
         self.options = options
         self.on_write = on_write
         self.workers = max(1, workers)
+        #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
+        self.timeout = timeout
+        self.seconds_per_mb = seconds_per_mb
         self._pool: ProcessPoolExecutor | None = None
+        #: Document key → seconds of its time limit left (spent only while its steps run).
+        self._budgets: dict[str, float] = {}
+        #: One step per worker at a time: a submitted step runs at once, so its time is its own
+        #: (not time spent queued behind other documents' steps).
+        self._slots = asyncio.Semaphore(self.workers)
+        #: Pools killed so far: a step that lost its worker to another document's kill is run again.
+        self._kills = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -55,6 +91,60 @@ class Processor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         return asyncio.wrap_future(self._pool.submit(fn, *args))
+
+    async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
+        """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
+        a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
+        step past the document's time limit has its worker killed (parsers in Rust or C cannot be
+        interrupted otherwise) and fails with that reason."""
+        for _attempt in range(2):
+            kills = self._kills
+            budget = self._budgets.get(doc["_id"])
+            async with self._slots:
+                started = time.monotonic()
+                try:
+                    future = self._run(fn, *args)
+                    if budget is None:
+                        return await future, None
+                    return await asyncio.wait_for(future, max(0.0, budget)), None
+                except TimeoutError as exc:
+                    if budget is None or time.monotonic() - started < budget:  # the step's own (a socket's)
+                        error = error_of(exc)
+                        break
+                    self._kill_pool()
+                    error = (
+                        "DocumentTimeout: took longer than its limit of %.0f s (LAUNDROMAT_DOCUMENT_TIMEOUT)"
+                        % (self._limit(doc))
+                    )
+                except BrokenProcessPool as exc:
+                    self._reset_pool()
+                    if self._kills != kills:  # killed for another document's time limit: run it again
+                        continue
+                    error = error_of(exc)
+                except Exception as exc:
+                    error = error_of(exc)
+                finally:
+                    if budget is not None:
+                        self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
+            break
+        logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
+        return None, await self.move(doc, states.FAILED, error=error)
+
+    def _limit(self, doc: dict) -> float:
+        return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
+
+    def _kill_pool(self) -> None:
+        """Kill the workers (the pool keeps no handle on which one runs which step) and start afresh."""
+        if self._pool is not None:
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.kill()
+            self._kills += 1
+        self._reset_pool()
+
+    def _reset_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     async def store(self, fn, *args, **kwargs):
         result = await maybe_deferred_to_future(threads.deferToThread(fn, *args, **kwargs))
@@ -82,7 +172,26 @@ class Processor:
     # -- the state machine ------------------------------------------------------------------------
 
     async def process(self, doc: dict) -> list[str]:
-        """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found."""
+        """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found.
+        An unexpected error ends the record as failed (with the error) instead of leaving it half-done."""
+        try:
+            return await self._process(doc)
+        except Exception as exc:
+            logger.error("processing %s failed: %s", doc["_id"], exc, exc_info=True)
+            stored = await self.store(self.seedlist.get, doc["_id"]) or doc
+            if stored.get("status") not in states.TERMINAL:
+                await self.store(self.seedlist.put, dict(stored, status=states.FAILED, error=error_of(exc)))
+            return []
+
+    async def _process(self, doc: dict) -> list[str]:
+        if self.timeout > 0:
+            self._budgets[doc["_id"]] = self._limit(doc)
+        try:
+            return await self._steps(doc)
+        finally:
+            self._budgets.pop(doc["_id"], None)
+
+    async def _steps(self, doc: dict) -> list[str]:
         status = doc["status"]
         resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:
@@ -136,25 +245,26 @@ class Processor:
             entries=int(root.get("tree_entries") or 0),
             compressed_bytes=root.get("number_of_bytes") or None,
         )
-        try:
-            result = await self._run(
-                steps.unpack_step,
-                str(path),
-                str(self.files_dir),
-                doc["_id"],
-                doc.get("name") or "",
-                int(doc.get("depth") or 0),
-                self.limits,
-                used,
-            )
-        except ArchiveError as exc:
-            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        result, failed = await self._attempt(
+            doc,
+            steps.unpack_step,
+            str(path),
+            str(self.files_dir),
+            doc["_id"],
+            doc.get("name") or "",
+            int(doc.get("depth") or 0),
+            self.limits,
+            used,
+        )
+        if failed is not None:
+            return failed, []
         if result["archive"] is None:
             recoded = self.files_dir / (doc["_id"] + ".utf8")
-            try:
-                meta = await self._run(steps.recode_step, str(path), str(recoded), doc.get("content_type"))
-            except (OSError, LookupError) as exc:
-                return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+            meta, failed = await self._attempt(
+                doc, steps.recode_step, str(path), str(recoded), doc.get("content_type")
+            )
+            if failed is not None:
+                return failed, []
             meta["recoded_file"] = self.rel(meta.pop("recoded_path"))
             return await self.move(doc, states.UNARCHIVED, **meta), []
         children, new = [], []
@@ -208,51 +318,47 @@ class Processor:
 
     async def _guess(self, doc: dict) -> dict:
         doc = await self.move(doc, states.GUESSING)
-        meta = await self._run(
+        meta, failed = await self._attempt(
+            doc,
             steps.guess_step,
             str(self.path_of(doc["recoded_file"])),
             doc.get("content_type"),
             doc.get("name") or doc.get("uri"),
         )
+        if failed is not None:
+            return failed
+        if meta["format"] is None:  # a PDF, plain text: not RDF is not success
+            return await self.move(doc, states.FAILED, error="not RDF: %s" % meta["not_rdf"], **meta)
         return await self.move(doc, states.GUESSED, **meta)
 
     async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
         doc = await self.move(doc, states.PARSING)
-        try:
-            clean = await self._run(
-                steps.clean_step,
-                str(self.path_of(doc["recoded_file"])),
-                doc["format"],
-                doc["_id"],
-                str(self.cleaned_dir),
-                doc.get("base_uri"),
-                self.options,
-            )
-        except Exception as exc:  # a cleaner crash must not lose the record
-            logger.error("cleaning %s failed: %s", doc["_id"], exc, exc_info=True)
-            return await self.move(doc, states.FAILED, error="%s: %s" % (type(exc).__name__, exc)), []
+        clean, failed = await self._attempt(
+            doc,
+            steps.clean_step,
+            str(self.path_of(doc["recoded_file"])),
+            doc["format"],
+            doc["_id"],
+            str(self.cleaned_dir),
+            doc.get("base_uri"),
+            self.options,
+        )
+        if failed is not None:
+            return failed, []
+        # The cleaned record is keyed by the output's hash, so documents with the same output (all
+        # the empty ones) share it: what is about one document (its counts and errors) stays on the
+        # document's own record, the cleaned record says only what the output is.
         clean_doc = {
             "_id": clean["key"],
             "status": states.CLEANED,
             "parent": doc["_id"],  # docs/laundromat.md §2: a derived record points to its origin
             "dirty": doc["_id"],
             "seed": doc.get("seed"),
-            "format": doc["format"],
             "file": self.rel(clean.pop("path")),
-            "content": {k: v for k, v in clean.items() if k not in ("key", "messages", "format")},
-            "messages": clean["messages"],
+            "content": {k: clean[k] for k in OUTPUT_KEYS},
         }
         await self.store(self.seedlist.put, clean_doc)
-        summary = {
-            k: clean[k]
-            for k in (
-                "number_of_statements",
-                "number_of_unique_statements",
-                "number_of_duplicates",
-                "number_of_errors",
-                "number_of_warnings",
-            )
-        }
+        summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         for rel in {doc.get("recoded_file"), doc.get("file")}:
             if rel:

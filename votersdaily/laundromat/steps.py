@@ -126,6 +126,11 @@ def launder_file(
     record.update(guess_step(recoded, content_type, name if name is not None else str(path)))
     if fmt is not None:
         record["format"] = fmt
+    elif record["format"] is None:  # not RDF: nothing to clean
+        record["error"] = "not RDF: %s" % record["not_rdf"]
+        if recoded != str(path):
+            Path(recoded).unlink(missing_ok=True)
+        return record
     try:
         record["clean"] = clean_step(recoded, record["format"], key, str(out_dir), base_iri, options)
     finally:

@@ -26,6 +26,7 @@ from ..extensions import START_META
 from ..laundromat import states
 from ..laundromat.archives import ArchiveLimits
 from ..laundromat.cleaning import CleanOptions
+from ..laundromat.contexts import ContextOptions
 from ..laundromat.downloads import download_key, failed_hop, hop
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
@@ -86,8 +87,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             options=CleanOptions(
                 genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
                 gzip_level=settings.getint("LAUNDROMAT_GZIP_LEVEL"),
+                max_canonicalisation_work=settings.getint("LAUNDROMAT_MAX_CANONICALISATION_WORK"),
+                contexts=ContextOptions.from_settings(settings, spider.output_dir),
             ),
             on_write=spider._count,
+            timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
+            seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         return spider

@@ -1,0 +1,179 @@
+"""Remote JSON-LD contexts through the guarded fetch, the cache and its limits; JSON-LD in HTML;
+a statement past the parser's token buffer. Contexts are served by the local test site (loopback:
+allowed only where a test says so); the JSON-LD documents are written for these tests."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.laundromat.test_failures import _download
+from tests.laundromat.test_resume import _docs, _finish, _start
+from votersdaily.laundromat.cleaning import CleanOptions, clean_file
+from votersdaily.laundromat.contexts import ContextOptions, cache_name
+from votersdaily.laundromat.steps import launder_file
+from votersdaily.recordings import shared_dir
+
+KEY = "0123456789abcdef0123456789abcdef"
+CONTEXT = {
+    "@context": {
+        "name": "http://example.org/name",
+        "knows": {"@id": "http://example.org/knows", "@type": "@id"},
+    }
+}
+EXPECTED = [
+    "<http://example.org/a> <http://example.org/knows> <http://example.org/b> .",
+    '<http://example.org/a> <http://example.org/name> "A" .',
+]
+
+
+def _doc(context: str) -> bytes:
+    return json.dumps(
+        {"@context": context, "@id": "http://example.org/a", "name": "A", "knows": "http://example.org/b"}
+    ).encode()
+
+
+def _lines(path: str) -> list[str]:
+    with gzip.open(path, "rb") as f:
+        return f.read().decode("utf-8").split("\n")[:-1]
+
+
+def _clean(tmp_path, body: bytes, contexts: ContextOptions | None, name: str = "doc"):
+    path = tmp_path / (name + ".jsonld")
+    path.write_bytes(body)
+    return clean_file(path, "JSON-LD", KEY, tmp_path / name, options=CleanOptions(contexts=contexts))
+
+
+def test_remote_context_is_loaded_once_and_cached(site, tmp_path):
+    url = site.route("/ctx/person.jsonld", json.dumps(CONTEXT), content_type="application/ld+json")
+    options = ContextOptions(cache_dir=str(tmp_path / "contexts"), allow_private=True)
+    first = _clean(tmp_path, _doc(url), options, "first")
+    assert (first.errors, _lines(first.path), first.contexts) == (0, EXPECTED, [url])
+    second = _clean(tmp_path, _doc(url), options, "second")
+    assert _lines(second.path) == EXPECTED and site.hits["/ctx/person.jsonld"] == 1  # from the cache
+    assert (tmp_path / "contexts" / cache_name(url)).is_file()
+
+
+def test_private_addresses_and_other_schemes_are_refused(site, tmp_path):
+    url = site.route("/ctx/person.jsonld", json.dumps(CONTEXT), content_type="application/ld+json")
+    for context, reason in (
+        (url, "is not a public address"),
+        ("http://169.254.169.254/latest/meta-data/", "is not a public address"),
+        ("file:///etc/passwd", "refusing non-http(s) URL"),
+    ):
+        result = _clean(tmp_path, _doc(context), ContextOptions(), "refused")
+        assert result.errors == 1 and result.statements == 0
+        assert result.messages[0]["message"].startswith("remote context not loaded: ")
+        assert reason in result.messages[0]["message"]
+    assert "/ctx/person.jsonld" not in site.hits
+    assert "root:" not in json.dumps(result.messages)
+
+
+def test_context_limits(site, tmp_path):
+    big = site.route("/ctx/big.jsonld", json.dumps({"@context": {"x": "http://example.org/" + "x" * 5000}}))
+    result = _clean(tmp_path, _doc(big), ContextOptions(allow_private=True, max_bytes=4096), "big")
+    assert result.statements == 0 and "larger than 4096 bytes" in result.messages[0]["message"]
+    # A chain of contexts, each naming the next: the count limit ends it.
+    for i in range(5):
+        site.route(
+            "/ctx/chain%d.jsonld" % i, json.dumps({"@context": [site.url + "/ctx/chain%d.jsonld" % (i + 1)]})
+        )
+    result = _clean(
+        tmp_path,
+        _doc(site.url + "/ctx/chain0.jsonld"),
+        ContextOptions(allow_private=True, max_count=3),
+        "chain",
+    )
+    assert result.statements == 0 and "more than 3 remote contexts" in result.messages[0]["message"]
+    assert result.contexts == [site.url + "/ctx/chain%d.jsonld" % i for i in range(3)]
+
+
+def test_a_prefilled_cache_serves_well_known_contexts_without_fetching(tmp_path):
+    """The operator put a context for schema.org in the cache (here a two-term stand-in written by
+    the test, not schema.org's real context); every spelling of schema.org's URL finds it and
+    nothing is fetched."""
+    cache = tmp_path / "contexts"
+    cache.mkdir()
+    (cache / cache_name("https://schema.org/")).write_text(
+        json.dumps({"@context": {"@vocab": "https://schema.org/", "knows": {"@type": "@id"}}})
+    )
+    options = ContextOptions(cache_dir=str(cache), fetch=False)
+    for spelling in ("http://schema.org", "https://schema.org/", "http://schema.org/"):
+        result = _clean(tmp_path, _doc(spelling), options, "schema")
+        assert result.errors == 0 and result.contexts == ["https://schema.org/"]
+        assert '<http://example.org/a> <https://schema.org/name> "A" .' in _lines(result.path)
+    missing = _clean(tmp_path, _doc("https://w3id.org/other"), options, "missing")
+    assert "is not in the context cache" in missing.messages[0]["message"]
+
+
+PLOS = shared_dir() / "fixtures" / "inplace" / "scholarly" / "plos_one_article.html"
+
+
+@pytest.mark.skipif(not PLOS.exists(), reason="../shared is absent")
+def test_jsonld_in_html_is_rdf(tmp_path):
+    """The PLOS ONE article page (real RDFa), derived: a JSON-LD script (with an inline context)
+    added to its head. Its statements join the page's RDFa ones; a broken second script is an
+    error of its own."""
+    html = PLOS.read_text(encoding="utf-8")
+    script = (
+        '<script type="application/ld+json">%s</script>'
+        '<script type="application/ld+json">{"@id": broken</script>'
+    ) % json.dumps(
+        {
+            "@context": CONTEXT["@context"],
+            "@id": "http://example.org/a",
+            "name": "A",
+            "knows": "http://example.org/b",
+        }
+    )
+    path = tmp_path / "article.html"
+    path.write_text(html.replace("</head>", script + "</head>", 1), encoding="utf-8")
+    base = "https://journals.plos.org/plosone/article?id=10.1371/journal.pone.0213978"
+    record = launder_file(path, KEY, tmp_path / "out", content_type="text/html", base_iri=base)
+    lines = _lines(record["clean"]["path"])
+    assert set(EXPECTED) <= set(lines) and any("<http://ogp.me/ns#title>" in line for line in lines)
+    assert record["clean"]["number_of_errors"] == 1
+    assert record["clean"]["messages"][0]["message"].startswith("JSON-LD script 2: ")
+
+
+@pytest.mark.parametrize("fmt", ["N-Triples", "Turtle"])
+def test_a_statement_past_the_token_buffer(tmp_path, fmt):
+    """One literal of 17 MiB (past pyoxigraph's 16 MiB token buffer): in N-Triples only that line is
+    lost, with the reason and its line number; Turtle keeps what came before and says why it stopped."""
+    big = b'<http://example.org/s> <http://example.org/p> "' + b"x" * (17 << 20) + b'" .\n'
+    path = tmp_path / "big"
+    path.write_bytes(
+        b'<http://example.org/a> <http://example.org/p> "1" .\n'
+        + big
+        + b'<http://example.org/b> <http://example.org/p> "2" .\n'
+    )
+    result = clean_file(path, fmt, KEY, tmp_path / "out")
+    assert result.errors == 1 and "buffer" in result.messages[0]["message"]
+    if fmt == "N-Triples":
+        assert result.statements == 2 and result.messages[0]["line"] == 2
+        assert result.messages[0]["message"].startswith("statement of %d bytes dropped" % (len(big) - 1))
+    else:
+        assert result.statements == 1
+
+
+def test_the_crawl_loads_contexts_through_its_settings(site, sqlite_uri, tmp_path):
+    url = site.route("/ctx/person.jsonld", json.dumps(CONTEXT), content_type="application/ld+json")
+    doc = site.route("/d/a.jsonld", _doc(url), content_type="application/ld+json")
+    refused = site.route(
+        "/d/refused.jsonld", _doc(url.replace("person", "other")), content_type="application/ld+json"
+    )
+    out = tmp_path / "out"
+    _finish(_start(doc, sqlite_uri, out, "-s", "LAUNDROMAT_ALLOW_PRIVATE=True"))
+    _finish(_start(refused, sqlite_uri, out))  # the default: crawled data never reaches loopback
+    docs = _docs(sqlite_uri)
+    record = _download(docs, doc)
+    assert record["status"] == "parsed" and record["number_of_unique_statements"] == 2
+    assert record["contexts"] == [url] and (out / "contexts" / cache_name(url)).is_file()
+    refused_record = _download(docs, refused)
+    assert (
+        refused_record["number_of_statements"] == 0
+        and "not a public address" in refused_record["messages"][0]["message"]
+    )
+    assert "/ctx/other.jsonld" not in site.hits
