@@ -51,7 +51,7 @@ from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
 from ..ingest.urls import WALL_BLOCKLIST, clean_url, matches
 from ..ingest.warc import WARC_META
-from ..ingest.workers import ExtractPool
+from ..ingest.workers import ExtractionCrashed, ExtractPool
 
 
 def _in_thread(func, *args):
@@ -113,7 +113,7 @@ class IngestSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
-        spider.extract = ExtractPool(spider.config.extract_processes)
+        spider.extract = ExtractPool(spider.config.extract_processes, crawler.stats)
         spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
         spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
@@ -280,6 +280,16 @@ class IngestSpider(scrapy.Spider):
     # -- the hop loop ------------------------------------------------------------------------------
 
     async def parse_hop(self, response):
+        """One fetched hop; an extraction process that died twice on it fails this ingest only."""
+        try:
+            async for output in self._parse_hop(response):
+                yield output
+        except ExtractionCrashed as exc:
+            state = response.meta[H.STATE_META]
+            term = terminal(response.url, dt14(), response.status)
+            yield self._finish(state, "extract-process-died", str(exc), terminal=term)
+
+    async def _parse_hop(self, response):
         state = response.meta[H.STATE_META]
         itype = state["request"]["ingest_type"]
         url = response.url
