@@ -64,6 +64,9 @@ VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
 VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
 #: Requests one worker may hold that are still downloading or in their callback (0: CONCURRENT_REQUESTS).
 VOTERSDAILY_REDIS_MAX_LEASES = 0
+#: When Redis is unreachable, a worker tries again after this many seconds, doubling up to the maximum.
+VOTERSDAILY_REDIS_RECONNECT_DELAY = 0.5
+VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0
 
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.

@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scrapy.statscollectors import MemoryStatsCollector
@@ -42,7 +43,7 @@ class _Stats(MemoryStatsCollector):
 
 @pytest.fixture
 def pool():
-    p = ExtractPool(2, _Stats())
+    p = ExtractPool(2, SimpleNamespace(stats=_Stats()))
     p.start()
     yield p
     p.close()
@@ -59,7 +60,7 @@ def test_a_killed_process_is_replaced_and_its_call_retried(pool, tmp_path):
     pid, bystander, after = asyncio.run(scenario())
     assert (tmp_path / "marker").exists(), "the first attempt died"
     assert pid != os.getpid() and bystander > 0 and after > 0
-    stats = pool.stats.get_stats()
+    stats = pool.crawler.stats.get_stats()
     assert stats["ingest/extract/process_died"] == 1, stats
     assert stats["ingest/extract/retried"] >= 1 and "ingest/extract/crashed" not in stats
 
@@ -72,5 +73,5 @@ def test_a_call_that_kills_its_process_twice_fails_alone(pool):
 
     pids = asyncio.run(scenario())
     assert len(pids) == 4 and all(pids)
-    stats = pool.stats.get_stats()
+    stats = pool.crawler.stats.get_stats()
     assert (stats["ingest/extract/process_died"], stats["ingest/extract/crashed"]) == (2, 1), stats

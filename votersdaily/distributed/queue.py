@@ -5,8 +5,8 @@ Keys, for a queue ``<name>:requests``:
 - ``<name>:requests``             sorted set of waiting requests (score = -priority, as scrapy-redis)
 - ``<name>:requests:processing``  sorted set token → lease deadline (ms, Redis clock)
 - ``<name>:requests:payloads``    hash token → request, ``…:scores`` hash token → queue score
-- ``<name>:requests:attempts``    hash sha1(request) → deliveries that expired
-- ``<name>:requests:dead``        list of requests given up on after ``max_attempts`` expiries
+- ``<name>:requests:attempts``    hash sha1(request) → deliveries that expired or failed
+- ``<name>:requests:dead``        list of requests given up on after ``max_attempts`` of those
 - ``<name>:requests:requeued``    counter of requests recovered from dead workers
 
 Every operation is one Lua script (atomic, one round trip); deadlines use Redis's own clock, so the
@@ -63,14 +63,16 @@ return n
 """
 
 # KEYS: queue, processing, payloads, scores, attempts, dead, requeued; ARGV: max_attempts, limit,
-# and (release only) the tokens to give back now.
+# mode ("reap": expired leases; "release": given back unprocessed; "retry": processing failed), and
+# (release, retry) the tokens. Reaps and retries count as attempts; a release does not.
 REQUEUE = (
     _NOW_MS
     + """
 local tokens
-if #ARGV > 2 then
+local mode = ARGV[3]
+if mode ~= 'reap' then
   tokens = {}
-  for i = 3, #ARGV do tokens[#tokens + 1] = ARGV[i] end
+  for i = 4, #ARGV do tokens[#tokens + 1] = ARGV[i] end
 else
   tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 end
@@ -83,7 +85,7 @@ for _, token in ipairs(tokens) do
     redis.call('HDEL', KEYS[4], token)
     if item then
       local tries = 0
-      if #ARGV == 2 then tries = redis.call('HINCRBY', KEYS[5], redis.sha1hex(item), 1) end
+      if mode ~= 'release' then tries = redis.call('HINCRBY', KEYS[5], redis.sha1hex(item), 1) end
       if tries >= tonumber(ARGV[1]) then
         redis.call('RPUSH', KEYS[6], item)
         redis.call('HDEL', KEYS[5], redis.sha1hex(item))
@@ -95,7 +97,7 @@ for _, token in ipairs(tokens) do
     end
   end
 end
-if #ARGV == 2 then redis.call('INCRBY', KEYS[7], requeued) end
+if mode == 'reap' then redis.call('INCRBY', KEYS[7], requeued) end
 return {requeued, dead}
 """
 )
@@ -179,12 +181,18 @@ class ReliableQueue(Base):
 
     def reap(self, limit: int = 500) -> tuple[int, int]:
         """Requeue requests whose lease expired (their worker died); (requeued, given up)."""
-        return self._requeue_call([self.max_attempts, limit])
+        return self._requeue_call([self.max_attempts, limit, "reap"])
 
     def release(self, tokens: Iterable[str]) -> int:
         """Give leased requests back at once (a worker shutting down before processing them)."""
         tokens = list(tokens)
-        return self._requeue_call([self.max_attempts, len(tokens), *tokens])[0] if tokens else 0
+        return self._requeue_call([self.max_attempts, len(tokens), "release", *tokens])[0] if tokens else 0
+
+    def retry(self, tokens: Iterable[str]) -> tuple[int, int]:
+        """Requeue leased requests whose processing failed (counted as an attempt, so one that
+        always fails ends in the dead list); (requeued, given up)."""
+        tokens = list(tokens)
+        return self._requeue_call([self.max_attempts, len(tokens), "retry", *tokens]) if tokens else (0, 0)
 
     def clear(self) -> None:
         self.server.delete(

@@ -49,9 +49,9 @@ class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int, stats=None):
+    def __init__(self, processes: int, crawler=None):
         self.processes = processes
-        self.stats = stats
+        self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
 
     def start(self, *args, **kwargs) -> None:
@@ -100,8 +100,8 @@ class ExtractPool:
         self.start()
 
     def _count(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
+        if self.crawler is not None:
+            self.crawler.stats.inc_value(key)
 
     def close(self, *args, **kwargs) -> None:
         if self._executor is not None:

@@ -113,7 +113,7 @@ class IngestSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
-        spider.extract = ExtractPool(spider.config.extract_processes, crawler.stats)
+        spider.extract = ExtractPool(spider.config.extract_processes, crawler)
         spider.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT", 180)
         spider.room = DownloaderRoom(crawler)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
