@@ -14,6 +14,8 @@ class IngestConfig:
     max_body: int = 128 * 1024 * 1024
     max_resources: int = 200
     max_resource_body: int = 32 * 1024 * 1024
+    resource_bytes_per_page: int = 128 * 1024 * 1024
+    resource_bytes_per_worker: int = 512 * 1024 * 1024
     fetch_resources: bool = True
     strict_resources: bool = False
     timeout: float = 300.0
@@ -24,6 +26,11 @@ class IngestConfig:
     requests_db: str = "ingest_requests"
     extract_processes: int = 0
 
+    @property
+    def resource_cap(self) -> int:
+        """The most one sub-resource download may hold: its size limit, within both budgets."""
+        return min(self.max_resource_body, self.resource_bytes_per_page, self.resource_bytes_per_worker)
+
     @classmethod
     def from_settings(cls, settings) -> IngestConfig:
         return cls(
@@ -32,6 +39,8 @@ class IngestConfig:
             max_body=settings.getint("INGEST_MAX_BODY_BYTES", 128 * 1024 * 1024),
             max_resources=settings.getint("INGEST_MAX_RESOURCES", 200),
             max_resource_body=settings.getint("INGEST_MAX_RESOURCE_BYTES", 32 * 1024 * 1024),
+            resource_bytes_per_page=settings.getint("INGEST_RESOURCE_BYTES_PER_PAGE"),
+            resource_bytes_per_worker=settings.getint("INGEST_RESOURCE_BYTES_PER_WORKER"),
             fetch_resources=settings.getbool("INGEST_FETCH_RESOURCES", True),
             strict_resources=settings.getbool("INGEST_STRICT_RESOURCES", False),
             timeout=settings.getfloat("INGEST_TIMEOUT", 300.0),
