@@ -66,7 +66,10 @@ def test_a_page_of_large_sub_resources_stays_within_the_memory_budgets(site, tmp
     for i in range(N_BIG):
         site.route("/big/%d.png" % i, bodies[i % 4], content_type="image/png")
         site.route("/small/%d.png" % i, PNG, content_type="image/png")
-    light = _page(site, "/light", ["/small/%d.png" % i for i in range(N_BIG)])
+    # one stylesheet sent gzip-encoded: its hashes are of the decoded bytes, as Scrapy hands them over
+    css = scholarly("plos_one_article.html").read_bytes()[:20000]
+    site.route("/small/style.css", css, content_type="text/css", gzip=True)
+    light = _page(site, "/light", ["/small/%d.png" % i for i in range(N_BIG)] + ["/small/style.css"])
     heavy = _page(site, "/heavy", ["/big/%d.png" % i for i in range(N_BIG)])
 
     light_rss, light_result = _ingest_peak_rss(light, tmp_path, "light")
@@ -81,8 +84,10 @@ def test_a_page_of_large_sub_resources_stays_within_the_memory_budgets(site, tmp
         assert (record["status_code"], record["size"], record["mimetype"]) == (200, len(body), "image/png")
         assert record["sha1hex"] == hashlib.sha1(body).hexdigest()
         assert record["sha256hex"] == hashlib.sha256(body).hexdigest()
-    small = fetched and {r["url"]: r for r in light_result["html_resources"]}
+    small = {r["url"]: r for r in light_result["html_resources"]}
     assert small[site.url + "/small/0.png"]["sha1hex"] == hashlib.sha1(PNG).hexdigest()
+    style = small[site.url + "/small/style.css"]
+    assert (style["sha1hex"], style["size"]) == (hashlib.sha1(css).hexdigest(), len(css))
     # 320 MiB of sub-resources; a worker may hold 64 MiB of them (plus Scrapy's copy of the one
     # being finished). Holding them all, as before, is 320 MiB more, and pickling them 320 MiB again.
     extra = heavy_rss - light_rss
