@@ -100,7 +100,7 @@ INGEST_MAX_BODY_BYTES = 128 * 1024 * 1024
 INGEST_MAX_RESOURCES = 200
 INGEST_MAX_RESOURCE_BYTES = 32 * 1024 * 1024
 #: Sub-resource bytes held in memory at once by one page's downloads, and by all pages of a worker
-#: (a download reserves INGEST_MAX_RESOURCE_BYTES, or its Content-Length once known; see docs/ingest-memory.md).
+#: (a download reserves INGEST_MAX_RESOURCE_BYTES, or its Content-Length once known; see docs/workers.md).
 INGEST_RESOURCE_BYTES_PER_PAGE = 128 * 1024 * 1024
 INGEST_RESOURCE_BYTES_PER_WORKER = 512 * 1024 * 1024
 INGEST_FETCH_RESOURCES = True

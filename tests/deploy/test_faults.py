@@ -4,14 +4,17 @@ the Redis workers. Every request is done, exactly once, and nothing is acked wit
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 
 from tests.deploy.conftest import start_crawl
 from tests.deploy.workloads import (
     INGEST_SETTINGS,
+    QUEUE_SETTINGS,
     base_hits,
     check_ingest_results,
+    enqueue,
     enqueue_documents,
     ingest_documents,
     ingest_settings,
@@ -37,9 +40,9 @@ def _stat(log: str, name: str) -> int:
 
 def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, tmp_path):
     docs = enqueue_documents(site, durable_redis, couch_uri, tmp_path, N)
-    # Leases (30 s) outlast the outage (10 s) and a renewal period, so no lease has to be taken over.
+    # Leases (45 s) outlast the outage (10 s), the backoff and a renewal period: none is taken over.
     workers = start_workers(
-        "ingest_worker", 2, couch_uri, durable_redis.url, tmp_path, *ingest_settings(tmp_path, lease=30)
+        "ingest_worker", 2, couch_uri, durable_redis.url, tmp_path, *ingest_settings(tmp_path, lease=45)
     )
     wait_for_hits(site, docs, 0.25)
     durable_redis.kill()
@@ -53,7 +56,7 @@ def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, 
         p: n for p, n in hits.items() if n != 1
     }
     check_ingest_results(couch_uri, docs)
-    assert queue_state(durable_redis, "ingest") == CLEAN_QUEUE
+    assert queue_state(durable_redis, "ingest") == CLEAN_QUEUE, "no lease taken over, none orphaned"
     for i in range(2):
         log = log_path(tmp_path, i).read_text()
         # one warning when Redis went away and one line when it was back, not one per attempt
@@ -102,3 +105,40 @@ def test_a_killed_extraction_process_loses_no_request_of_the_redis_workers(
     check_ingest_results(couch_uri, docs)
     assert set(base_hits(site, docs).values()) == {1}
     assert queue_state(redis_server, "ingest") == CLEAN_QUEUE
+
+
+def test_a_request_whose_callback_raised_is_retried_never_acked(site, redis_server, couch_uri, tmp_path):
+    def fails(times: int):
+        calls = itertools.count()
+        return lambda handler: b"raise" if next(calls) < times else b"fine"
+
+    urls = {
+        "fine": [site.route("/fine/%d" % i, b"fine", content_type="text/plain") for i in range(20)],
+        "once": [site.route("/once/%d" % i, fails(1), content_type="text/plain") for i in range(3)],
+        "always": [site.route("/always/0", fails(99), content_type="text/plain")],
+    }
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for group in urls.values() for u in group))
+    out = enqueue("vd_fetch", listed, couch_uri, redis_server.url)
+    assert "vd_fetch:requests: 24 requests queued" in out.stdout, out.stdout
+    (worker,) = start_workers(
+        "vd_fetch_worker",
+        1,
+        couch_uri,
+        redis_server.url,
+        tmp_path,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=30",
+        "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2",
+    )
+    wait_all([worker], tmp_path)
+    path = lambda url: url[len(site.url) :]  # noqa: E731
+    assert {path(u): site.hits[path(u)] for u in urls["fine"]} == {path(u): 1 for u in urls["fine"]}
+    assert {path(u): site.hits[path(u)] for u in urls["once"]} == {path(u): 2 for u in urls["once"]}
+    assert site.hits["/always/0"] == 2, "tried VOTERSDAILY_REDIS_MAX_ATTEMPTS times, then given up"
+    stored = {doc["url"] for doc in read_db(couch_uri, "vd_fetch")}
+    assert stored == set(urls["fine"] + urls["once"]), "each stored once it succeeded; the failing one never"
+    log = log_path(tmp_path, 0).read_text()
+    assert (_stat(log, "redis/acked"), _stat(log, "redis/retried"), _stat(log, "redis/dead")) == (23, 4, 1)
+    state = queue_state(redis_server, "vd_fetch")
+    assert (state["waiting"], state["processing"], state["payloads"], state["dead"]) == (0, 0, 0, 1)

@@ -15,6 +15,7 @@ workers' clocks need not agree.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from scrapy import Request
@@ -31,11 +32,11 @@ POP = (
 local item = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #item == 0 then return false end
 redis.call('ZREM', KEYS[1], item[1])
-local token = tostring(redis.call('INCR', KEYS[5]))
+local token = ARGV[2]
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), token)
 redis.call('HSET', KEYS[3], token, item[1])
 redis.call('HSET', KEYS[4], token, item[2])
-return {token, item[1]}
+return item[1]
 """
 )
 
@@ -142,15 +143,19 @@ class ReliableQueue(Base):
         """Not used: a reliable pop needs the lease token (see :meth:`lease`)."""
         raise NotImplementedError("use ReliableQueue.lease(), which returns (token, request)")
 
-    def lease(self) -> tuple[str, Request] | None:
-        answer = self._pop(
-            keys=[self.key, self.processing, self.payloads, self.scores, self.seq], args=[self.lease_ms]
+    def lease(self, token: str | None = None) -> tuple[str, Request] | None:
+        """Lease the first waiting request under ``token`` (the caller's, so that a lease whose
+        answer was lost with the connection can be found again: :meth:`leased`)."""
+        token = token or uuid.uuid4().hex
+        data = self._pop(
+            keys=[self.key, self.processing, self.payloads, self.scores], args=[self.lease_ms, token]
         )
-        if not answer:
-            return None
-        token, data = answer
-        token = token.decode() if isinstance(token, bytes) else token
-        return token, self._decode_request(data)
+        return (token, self._decode_request(data)) if data else None
+
+    def leased(self, token: str) -> Request | None:
+        """The request leased under ``token``, if that lease exists."""
+        data = self.server.hget(self.payloads, token)
+        return self._decode_request(data) if data else None
 
     def renew(self, tokens: Iterable[str]) -> int:
         tokens = list(tokens)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -68,6 +69,10 @@ class ReliableScheduler:
         self.failed: set[str] = set()
         #: Requests yielded while Redis was away: [request, duplicate filter already asked].
         self.to_push: list[list] = []
+        #: The token of a lease asked for when Redis went away (its answer may have been lost).
+        self._unanswered: str | None = None
+        #: Leases found again after an outage, not handed to the engine yet (so not done).
+        self._adopted: list[str] = []
         self.queue: ReliableQueue | None = None
         self.df: RFPDupeFilter | None = None
         self._loops: list[task.LoopingCall] = []
@@ -158,9 +163,14 @@ class ReliableScheduler:
         return True
 
     def next_request(self):
-        if self._working() >= self.max_leases:
-            return None  # the engine asks again when one of ours is done
-        leased = self._redis_now(self.queue.lease, None)
+        if self._adopted:
+            return self.leased[self._adopted.pop()]
+        if self._working() >= self.max_leases or not self.link.up:
+            return None  # the engine asks again when one of ours is done (or Redis is back)
+        self._unanswered = token = uuid.uuid4().hex
+        leased = self._redis_now(lambda: self.queue.lease(token), None)
+        if self.link.up:
+            self._unanswered = None
         if leased is None:
             return None
         token, request = leased
@@ -213,6 +223,7 @@ class ReliableScheduler:
             await maybe_deferred_to_future(task.deferLater(reactor, self.link.next_delay(), lambda: None))
             try:
                 await _in_thread(self.server.ping)
+                await self._adopt_unanswered()
                 renewed = await self._renew()  # first: our leases must not look expired
             except REDIS_DOWN:
                 continue
@@ -228,6 +239,18 @@ class ReliableScheduler:
             await self._guarded(self._checkpoint)
             self._wake_engine()
             return
+
+    async def _adopt_unanswered(self) -> None:
+        """A lease Redis granted just before it went away, whose answer never came, is ours."""
+        token = self._unanswered
+        if token is None:
+            return
+        request = await _in_thread(self.queue.leased, token)
+        if request is not None:
+            self.leased[token] = request
+            self._adopted.append(token)
+            self.stats.inc_value("scheduler/dequeued/redis")
+        self._unanswered = None
 
     def _wake_engine(self) -> None:
         slot = getattr(self.crawler.engine, "_slot", None)
@@ -252,7 +275,7 @@ class ReliableScheduler:
 
     def _done_tokens(self) -> list[str]:
         inprogress = self._inprogress()
-        return [t for t, r in self.leased.items() if r not in inprogress]
+        return [t for t, r in self.leased.items() if r not in inprogress and t not in self._adopted]
 
     def _token_of(self, request: Request | None) -> str | None:
         if request is None:
