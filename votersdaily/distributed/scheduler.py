@@ -46,6 +46,12 @@ def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
+def _sleep(seconds: float):
+    from twisted.internet import reactor
+
+    return maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
+
+
 class ReliableScheduler:
     def __init__(self, crawler, server):
         self.crawler = crawler
@@ -135,6 +141,8 @@ class ReliableScheduler:
                 len(self.to_push),
             )
             return
+        while self._checkpointing:  # a loop's checkpoint is under way: its acks first
+            await _sleep(0.05)
         await self._guarded(self._checkpoint)
         if self.leased and self.link.up:
             # Not done (shutdown mid-run): hand them back now rather than after the lease expires.
@@ -217,10 +225,8 @@ class ReliableScheduler:
             deferred_from_coro(self._reconnect())
 
     async def _reconnect(self):
-        from twisted.internet import reactor
-
         while not self._closing:
-            await maybe_deferred_to_future(task.deferLater(reactor, self.link.next_delay(), lambda: None))
+            await _sleep(self.link.next_delay())
             try:
                 await _in_thread(self.server.ping)
                 await self._adopt_unanswered()
