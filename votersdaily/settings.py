@@ -64,6 +64,9 @@ VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
 VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
 #: Requests one worker may hold that are still downloading or in their callback (0: CONCURRENT_REQUESTS).
 VOTERSDAILY_REDIS_MAX_LEASES = 0
+#: When Redis is unreachable, a worker tries again after this many seconds, doubling up to the maximum.
+VOTERSDAILY_REDIS_RECONNECT_DELAY = 0.5
+VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0
 
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
@@ -203,6 +206,10 @@ INGEST_MAX_REDIRECTS = 25
 INGEST_MAX_BODY_BYTES = 128 * 1024 * 1024
 INGEST_MAX_RESOURCES = 200
 INGEST_MAX_RESOURCE_BYTES = 32 * 1024 * 1024
+#: Sub-resource bytes held in memory at once by one page's downloads, and by all pages of a worker
+#: (a download reserves INGEST_MAX_RESOURCE_BYTES, or its Content-Length once known; see docs/workers.md).
+INGEST_RESOURCE_BYTES_PER_PAGE = 128 * 1024 * 1024
+INGEST_RESOURCE_BYTES_PER_WORKER = 512 * 1024 * 1024
 INGEST_FETCH_RESOURCES = True
 #: True: one failed sub-resource fails the page (sandcrawler's html-resource-no-capture policy).
 INGEST_STRICT_RESOURCES = False

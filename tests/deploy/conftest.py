@@ -65,11 +65,13 @@ def gate():
 
 
 class RedisServer:
-    """Debian's redis-server on a free loopback port, no persistence, in a temporary folder."""
+    """Debian's redis-server on a free loopback port in a temporary folder; no persistence, or
+    (``durable``) an append-only file synced on every write, so a restart keeps every change."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, durable: bool = False):
         self.workdir = workdir
         self.port = free_port()
+        self.durable = durable
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -89,12 +91,15 @@ class RedisServer:
                 "127.0.0.1",
                 "--save",
                 "",
-                "--appendonly",
-                "no",
+                *(
+                    ("--appendonly", "yes", "--appendfsync", "always")
+                    if self.durable
+                    else ("--appendonly", "no")
+                ),
                 "--dir",
                 str(self.workdir),
             ],
-            stdout=open(self.workdir / "redis.log", "wb"),
+            stdout=open(self.workdir / "redis.log", "ab"),
             stderr=subprocess.STDOUT,
         )
         client = redis.Redis.from_url(self.url)
@@ -116,12 +121,29 @@ class RedisServer:
             self.proc.terminate()
             self.proc.wait(10)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill: no shutdown save (the append-only file has it all)."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def _redis(tmp_path, durable: bool):
+    if not which("redis-server"):
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs Debian's redis-server)")
+    return RedisServer(tmp_path / "redis", durable=durable).start()
+
 
 @pytest.fixture
 def redis_server(tmp_path):
-    if not which("redis-server"):
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs Debian's redis-server)")
-    server = RedisServer(tmp_path / "redis").start()
+    server = _redis(tmp_path, durable=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def durable_redis(tmp_path):
+    """A Redis whose data survives a kill and a restart on the same port."""
+    server = _redis(tmp_path, durable=True)
     yield server
     server.stop()
 

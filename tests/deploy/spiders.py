@@ -8,6 +8,7 @@ import hashlib
 import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from votersdaily.distributed.spider import WorkerMixin
 from votersdaily.rendering import RENDER_SETTINGS
 from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for
@@ -68,3 +69,16 @@ class RenderedSpider(FetchSpider):
             "url": response.url,
             "content": response.css("#content::text").get(),
         }
+
+
+class FetchWorker(WorkerMixin, FetchSpider):
+    """``vd_fetch`` fed from the Redis queue; a page whose body starts with "raise" makes the
+    callback raise (a bug, or a page it cannot handle yet)."""
+
+    name = "vd_fetch_worker"
+    queue_name = "vd_fetch"
+
+    def parse_page(self, response):
+        if response.body.startswith(b"raise"):
+            raise ValueError("the page asked its callback to fail: %s" % response.url)
+        yield from super().parse_page(response)

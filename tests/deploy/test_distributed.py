@@ -4,7 +4,6 @@ seeds) split by several ``ingest_worker`` (``laundromat_worker``) processes, fil
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import time
@@ -12,10 +11,13 @@ import time
 import pytest
 
 from tests.deploy.workloads import (
-    INGEST_SETTINGS,
+    QUEUE_SETTINGS,
     acked,
+    base_hits,
+    check_ingest_results,
     enqueue,
-    ingest_documents,
+    enqueue_documents,
+    ingest_settings,
     kill_worker,
     log_path,
     queue_state,
@@ -24,70 +26,16 @@ from tests.deploy.workloads import (
     roomy,
     start_workers,
     wait_all,
-    write_ingest_requests,
 )
-from votersdaily.ingest.filetable import table_name
 from votersdaily.laundromat.uris import uri_key
 
 N = 600
-#: Short leases and frequent acks so a dead worker's requests come back within seconds; idle
-#: workers stop once the queue and every lease have been empty for 2 s.
-QUEUE_SETTINGS = (
-    "VOTERSDAILY_REDIS_ACK_INTERVAL=0.5",
-    "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
-    "VOTERSDAILY_REDIS_IDLE_CLOSE=2",
-)
-
-
-def ingest_settings(tmp_path, lease: float) -> tuple[str, ...]:
-    return (
-        *INGEST_SETTINGS,
-        *QUEUE_SETTINGS,
-        "VOTERSDAILY_REDIS_LEASE=%s" % lease,
-        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
-        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
-        "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
-    )
 
 
 @pytest.fixture
 def ingest_queue(site, redis_server, couch_uri, tmp_path):
     """N real documents on the site, their ingest requests enqueued; the documents."""
-    roomy(site)
-    docs = ingest_documents(site, N)
-    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
-    out = enqueue("ingest", requests, couch_uri, redis_server.url)
-    assert "ingest:requests: %d requests queued" % N in out.stdout, out.stdout
-    assert queue_state(redis_server, "ingest")["waiting"] == N
-    assert not any(path.startswith("/paper/") for path in site.hits), "enqueue fetches nothing"
-    return docs
-
-
-def base_hits(site, docs) -> dict[str, int]:
-    return {d.path: site.hits.get(d.path, 0) for d in docs}
-
-
-def check_ingest_results(couch_uri, docs) -> None:
-    """Every request has its one result, with what its file holds; the file table and html_meta
-    have one row per distinct file."""
-    results = {r["_id"]: r for r in read_db(couch_uri, "ingest_file_result")}
-    assert sorted(results) == sorted(d.result_id for d in docs), (
-        "one result per request, none missing or extra"
-    )
-    for d in docs:
-        r = results[d.result_id]
-        assert (r["status"], r["hit"]) == ("success", True), (d.url, r.get("status"), r.get("error_message"))
-        assert r["terminal"]["terminal_url"] == d.url and r["terminal"]["terminal_status_code"] == 200
-        assert (r["file_meta"]["sha1hex"], r["file_meta"]["size_bytes"]) == (d.sha1hex, d.size)
-        if d.doi:
-            assert r["html_biblio"]["doi"] == d.doi
-    sha1s = {d.sha1hex for d in docs}
-    rows = read_db(couch_uri, table_name("0", "dev"))
-    assert sorted(row["_id"] for row in rows) == sorted(
-        base64.b32encode(bytes.fromhex(s)).decode() for s in sha1s
-    )
-    html = {d.sha1hex for d in docs if d.ingest_type == "html"}
-    assert sorted(m["_id"] for m in read_db(couch_uri, "html_meta")) == sorted(html)
+    return enqueue_documents(site, redis_server, couch_uri, tmp_path, N)
 
 
 def test_three_ingest_workers_process_each_request_exactly_once(

@@ -4,6 +4,7 @@ under many distinct URLs; plus running ``enqueue`` and the Redis-fed workers as 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -12,12 +13,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
 from tests.deploy.conftest import process_env, start_crawl
 from tests.support.services import run_cli
+from votersdaily.ingest.filetable import table_name
 from votersdaily.store import open_store
 
 #: (file in fixtures/inplace/scholarly, ingest type, Content-Type served): every kind of terminal
@@ -241,3 +244,104 @@ def rdf_datasets(site, per_suite: int) -> list[Dataset]:
             )
             taken += 1
     return out
+
+
+#: Short leases and frequent acks so a dead worker's requests come back within seconds; idle
+#: workers stop once the queue and every lease have been empty for 2 s.
+QUEUE_SETTINGS = (
+    "VOTERSDAILY_REDIS_ACK_INTERVAL=0.5",
+    "VOTERSDAILY_REDIS_REAP_INTERVAL=0.5",
+    "VOTERSDAILY_REDIS_IDLE_CLOSE=2",
+)
+
+
+def ingest_settings(tmp_path, lease: float) -> tuple[str, ...]:
+    return (
+        *INGEST_SETTINGS,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=%s" % lease,
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+        "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
+    )
+
+
+def base_hits(site, docs) -> dict[str, int]:
+    return {d.path: site.hits.get(d.path, 0) for d in docs}
+
+
+def check_ingest_results(couch_uri, docs) -> None:
+    """Every request has its one result, with what its file holds; the file table and html_meta
+    have one row per distinct file."""
+    results = {r["_id"]: r for r in read_db(couch_uri, "ingest_file_result")}
+    assert sorted(results) == sorted(d.result_id for d in docs), (
+        "one result per request, none missing or extra"
+    )
+    for d in docs:
+        r = results[d.result_id]
+        assert (r["status"], r["hit"]) == ("success", True), (d.url, r.get("status"), r.get("error_message"))
+        assert r["terminal"]["terminal_url"] == d.url and r["terminal"]["terminal_status_code"] == 200
+        assert (r["file_meta"]["sha1hex"], r["file_meta"]["size_bytes"]) == (d.sha1hex, d.size)
+        if d.doi:
+            assert r["html_biblio"]["doi"] == d.doi
+    sha1s = {d.sha1hex for d in docs}
+    rows = read_db(couch_uri, table_name("0", "dev"))
+    assert sorted(row["_id"] for row in rows) == sorted(
+        base64.b32encode(bytes.fromhex(s)).decode() for s in sha1s
+    )
+    html = {d.sha1hex for d in docs if d.ingest_type == "html"}
+    assert sorted(m["_id"] for m in read_db(couch_uri, "html_meta")) == sorted(html)
+
+
+def enqueue_documents(site, redis_server, store_uri: str, tmp_path: Path, n: int) -> list[Document]:
+    """``n`` real documents on the site, their ingest requests in the Redis queue; the documents."""
+    roomy(site)
+    docs = ingest_documents(site, n)
+    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
+    out = enqueue("ingest", requests, store_uri, redis_server.url)
+    assert "ingest:requests: %d requests queued" % n in out.stdout, out.stdout
+    assert queue_state(redis_server, "ingest")["waiting"] == n
+    assert not any(path.startswith("/paper/") for path in site.hits), "enqueue fetches nothing"
+    return docs
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task_children in Path("/proc/%d/task" % pid).glob("*/children"):
+        with contextlib.suppress(OSError):
+            kids += [int(k) for k in task_children.read_text().split()]
+    return kids
+
+
+def extraction_processes(pid: int) -> list[int]:
+    """The ingest's extraction worker processes under crawl process ``pid``: the children of its
+    multiprocessing fork server (a child of ``pid`` whose command line names the fork server)."""
+    found = []
+    for child in _children(pid):
+        try:
+            cmdline = Path("/proc/%d/cmdline" % child).read_bytes()
+        except OSError:
+            continue
+        if b"forkserver" in cmdline:
+            found += _children(child)
+    return found
+
+
+def kill_extraction_process(pid: int, timeout: float = 60) -> int:
+    """SIGKILL one extraction process of crawl process ``pid`` (as the OOM killer would); its pid."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = extraction_processes(pid)
+        if found:
+            os.kill(found[0], signal.SIGKILL)
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("crawl process %d has no extraction process" % pid)
+
+
+def wait_for_hits(site, docs, share: float, timeout: float = 120) -> None:
+    """Until ``share`` of the documents have been fetched (a point well inside the run)."""
+    deadline = time.monotonic() + timeout
+    while sum(n > 0 for n in base_hits(site, docs).values()) < len(docs) * share:
+        assert time.monotonic() < deadline, "the run did not get going"
+        time.sleep(0.05)

@@ -5,8 +5,8 @@ Keys, for a queue ``<name>:requests``:
 - ``<name>:requests``             sorted set of waiting requests (score = -priority, as scrapy-redis)
 - ``<name>:requests:processing``  sorted set token → lease deadline (ms, Redis clock)
 - ``<name>:requests:payloads``    hash token → request, ``…:scores`` hash token → queue score
-- ``<name>:requests:attempts``    hash sha1(request) → deliveries that expired
-- ``<name>:requests:dead``        list of requests given up on after ``max_attempts`` expiries
+- ``<name>:requests:attempts``    hash sha1(request) → deliveries that expired or failed
+- ``<name>:requests:dead``        list of requests given up on after ``max_attempts`` of those
 - ``<name>:requests:requeued``    counter of requests recovered from dead workers
 
 Every operation is one Lua script (atomic, one round trip); deadlines use Redis's own clock, so the
@@ -15,6 +15,7 @@ workers' clocks need not agree.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from scrapy import Request
@@ -31,11 +32,11 @@ POP = (
 local item = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #item == 0 then return false end
 redis.call('ZREM', KEYS[1], item[1])
-local token = tostring(redis.call('INCR', KEYS[5]))
+local token = ARGV[2]
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), token)
 redis.call('HSET', KEYS[3], token, item[1])
 redis.call('HSET', KEYS[4], token, item[2])
-return {token, item[1]}
+return item[1]
 """
 )
 
@@ -63,14 +64,16 @@ return n
 """
 
 # KEYS: queue, processing, payloads, scores, attempts, dead, requeued; ARGV: max_attempts, limit,
-# and (release only) the tokens to give back now.
+# mode ("reap": expired leases; "release": given back unprocessed; "retry": processing failed), and
+# (release, retry) the tokens. Reaps and retries count as attempts; a release does not.
 REQUEUE = (
     _NOW_MS
     + """
 local tokens
-if #ARGV > 2 then
+local mode = ARGV[3]
+if mode ~= 'reap' then
   tokens = {}
-  for i = 3, #ARGV do tokens[#tokens + 1] = ARGV[i] end
+  for i = 4, #ARGV do tokens[#tokens + 1] = ARGV[i] end
 else
   tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 end
@@ -83,7 +86,7 @@ for _, token in ipairs(tokens) do
     redis.call('HDEL', KEYS[4], token)
     if item then
       local tries = 0
-      if #ARGV == 2 then tries = redis.call('HINCRBY', KEYS[5], redis.sha1hex(item), 1) end
+      if mode ~= 'release' then tries = redis.call('HINCRBY', KEYS[5], redis.sha1hex(item), 1) end
       if tries >= tonumber(ARGV[1]) then
         redis.call('RPUSH', KEYS[6], item)
         redis.call('HDEL', KEYS[5], redis.sha1hex(item))
@@ -95,7 +98,7 @@ for _, token in ipairs(tokens) do
     end
   end
 end
-if #ARGV == 2 then redis.call('INCRBY', KEYS[7], requeued) end
+if mode == 'reap' then redis.call('INCRBY', KEYS[7], requeued) end
 return {requeued, dead}
 """
 )
@@ -140,15 +143,19 @@ class ReliableQueue(Base):
         """Not used: a reliable pop needs the lease token (see :meth:`lease`)."""
         raise NotImplementedError("use ReliableQueue.lease(), which returns (token, request)")
 
-    def lease(self) -> tuple[str, Request] | None:
-        answer = self._pop(
-            keys=[self.key, self.processing, self.payloads, self.scores, self.seq], args=[self.lease_ms]
+    def lease(self, token: str | None = None) -> tuple[str, Request] | None:
+        """Lease the first waiting request under ``token`` (the caller's, so that a lease whose
+        answer was lost with the connection can be found again: :meth:`leased`)."""
+        token = token or uuid.uuid4().hex
+        data = self._pop(
+            keys=[self.key, self.processing, self.payloads, self.scores], args=[self.lease_ms, token]
         )
-        if not answer:
-            return None
-        token, data = answer
-        token = token.decode() if isinstance(token, bytes) else token
-        return token, self._decode_request(data)
+        return (token, self._decode_request(data)) if data else None
+
+    def leased(self, token: str) -> Request | None:
+        """The request leased under ``token``, if that lease exists."""
+        data = self.server.hget(self.payloads, token)
+        return self._decode_request(data) if data else None
 
     def renew(self, tokens: Iterable[str]) -> int:
         tokens = list(tokens)
@@ -179,12 +186,18 @@ class ReliableQueue(Base):
 
     def reap(self, limit: int = 500) -> tuple[int, int]:
         """Requeue requests whose lease expired (their worker died); (requeued, given up)."""
-        return self._requeue_call([self.max_attempts, limit])
+        return self._requeue_call([self.max_attempts, limit, "reap"])
 
     def release(self, tokens: Iterable[str]) -> int:
         """Give leased requests back at once (a worker shutting down before processing them)."""
         tokens = list(tokens)
-        return self._requeue_call([self.max_attempts, len(tokens), *tokens])[0] if tokens else 0
+        return self._requeue_call([self.max_attempts, len(tokens), "release", *tokens])[0] if tokens else 0
+
+    def retry(self, tokens: Iterable[str]) -> tuple[int, int]:
+        """Requeue leased requests whose processing failed (counted as an attempt, so one that
+        always fails ends in the dead list); (requeued, given up)."""
+        tokens = list(tokens)
+        return self._requeue_call([self.max_attempts, len(tokens), "retry", *tokens]) if tokens else (0, 0)
 
     def clear(self) -> None:
         self.server.delete(

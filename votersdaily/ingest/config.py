@@ -17,6 +17,8 @@ class IngestConfig:
     max_body: int = DEFAULTS["INGEST_MAX_BODY_BYTES"]
     max_resources: int = DEFAULTS["INGEST_MAX_RESOURCES"]
     max_resource_body: int = DEFAULTS["INGEST_MAX_RESOURCE_BYTES"]
+    resource_bytes_per_page: int = DEFAULTS["INGEST_RESOURCE_BYTES_PER_PAGE"]
+    resource_bytes_per_worker: int = DEFAULTS["INGEST_RESOURCE_BYTES_PER_WORKER"]
     fetch_resources: bool = DEFAULTS["INGEST_FETCH_RESOURCES"]
     strict_resources: bool = DEFAULTS["INGEST_STRICT_RESOURCES"]
     timeout: float = DEFAULTS["INGEST_TIMEOUT"]
@@ -31,6 +33,11 @@ class IngestConfig:
     blocklists: Blocklists = field(default_factory=Blocklists)
     resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
 
+    @property
+    def resource_cap(self) -> int:
+        """The most one sub-resource download may hold: its size limit, within both budgets."""
+        return min(self.max_resource_body, self.resource_bytes_per_page, self.resource_bytes_per_worker)
+
     @classmethod
     def from_settings(cls, settings) -> IngestConfig:
         return cls(
@@ -39,6 +46,8 @@ class IngestConfig:
             max_body=settings.getint("INGEST_MAX_BODY_BYTES"),
             max_resources=settings.getint("INGEST_MAX_RESOURCES"),
             max_resource_body=settings.getint("INGEST_MAX_RESOURCE_BYTES"),
+            resource_bytes_per_page=settings.getint("INGEST_RESOURCE_BYTES_PER_PAGE"),
+            resource_bytes_per_worker=settings.getint("INGEST_RESOURCE_BYTES_PER_WORKER"),
             fetch_resources=settings.getbool("INGEST_FETCH_RESOURCES"),
             strict_resources=settings.getbool("INGEST_STRICT_RESOURCES"),
             timeout=settings.getfloat("INGEST_TIMEOUT"),

@@ -9,7 +9,7 @@ import threading
 
 import magic
 
-_SNIFF_BYTES = 1024 * 1024
+SNIFF_BYTES = 1024 * 1024
 _local = threading.local()
 
 
@@ -25,7 +25,7 @@ def _magic(mime: bool) -> magic.Magic:
 
 def sniff_mimetype(blob: bytes) -> str:
     """The mimetype libmagic sees in (the first MiB of) ``blob``, with the XHTML/JATS refinements."""
-    mimetype = _magic(True).from_buffer(blob[:_SNIFF_BYTES]) or "application/octet-stream"
+    mimetype = _magic(True).from_buffer(blob[:SNIFF_BYTES]) or "application/octet-stream"
     if mimetype in ("application/xml", "text/xml"):
         head = blob[:1024]
         if b"<htm" in head and b'xmlns="http://www.w3.org/1999/xhtml"' in head:
@@ -37,7 +37,7 @@ def sniff_mimetype(blob: bytes) -> str:
 
 def describe(blob: bytes) -> str:
     """libmagic's human description (the file table's ``magic`` column)."""
-    return _magic(False).from_buffer(blob[:_SNIFF_BYTES])
+    return _magic(False).from_buffer(blob[:SNIFF_BYTES])
 
 
 def hashes(blob: bytes) -> dict:

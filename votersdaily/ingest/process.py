@@ -1,6 +1,6 @@
 """CPU-bound steps of an ingest, run in a worker process (:mod:`.workers`) so the reactor keeps
 downloading: file metadata (with the un-stripped gzip fix), landing-page analysis, HTML terminal
-processing, PDF extraction, XML checks, sub-resource hashes.
+processing, PDF extraction, XML checks.
 
 :func:`examine_hop` does everything one fetched hop needs in one call (one round trip to the worker,
 one HTML parse shared by biblio, fulltext links, scope, platform and resources); its arguments and
@@ -23,10 +23,8 @@ from .filemeta import (
     ACCEPTED_MIMETYPES,
     describe,
     gen_file_metadata,
-    hashes,
     html_by_declaration,
     is_htmlish,
-    sniff_mimetype,
 )
 from .fulltext import extract_publisher_fulltext_url
 from .htmlbody import TeiXmlError, extract_body
@@ -252,16 +250,6 @@ def examine_hop(
             doc, facts.landing.biblio, config.ojs_fulltext_fix, config.resource_domain_blocklist
         )
     return facts
-
-
-def describe_resources(bodies: list[bytes]) -> list[dict]:
-    """``{sha1hex, sha256hex, mimetype}`` per sub-resource body (all of one page in one call)."""
-    out = []
-    for body in bodies:
-        digest = hashes(body)
-        digest.pop("md5hex")
-        out.append(dict(digest, mimetype=sniff_mimetype(body) if body else None))
-    return out
 
 
 def gzip_bytes(data: bytes) -> bytes:

@@ -4,6 +4,11 @@ Under the GIL a worker *thread* running trafilatura stalls the reactor as much a
 inline: the profile of the benchmark showed the reactor thread and the extraction threads taking
 turns on one core. Worker processes put the extraction on the other cores while the reactor keeps
 downloading. ``INGEST_EXTRACT_PROCESSES = 0`` falls back to the reactor's thread pool.
+
+A worker process can die under a call (the kernel's OOM killer, a crash in a C library): the
+executor is then broken for every call, so it is replaced by a new one and each interrupted call
+runs once more; a call that kills its process twice raises :class:`ExtractionCrashed`, for the
+spider to fail that one request with a clear status.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -23,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 #: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s).
 PRELOAD = ["votersdaily.ingest.process"]
+
+
+class ExtractionCrashed(RuntimeError):
+    """The extraction process died under the same call twice (killed, or crashed)."""
 
 
 def default_processes() -> int:
@@ -39,8 +49,9 @@ class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int):
+    def __init__(self, processes: int, crawler=None):
         self.processes = processes
+        self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
 
     def start(self, *args, **kwargs) -> None:
@@ -57,9 +68,40 @@ class ExtractPool:
     async def run(self, func: Callable, *args) -> Any:
         if self.processes <= 0:
             return await maybe_deferred_to_future(threads.deferToThread(func, *args))
-        if self._executor is None:
-            self.start()
-        return await asyncio.wrap_future(self._executor.submit(func, *args))
+        for attempt in (1, 2):
+            if self._executor is None:
+                self.start()
+            executor = self._executor
+            try:
+                return await asyncio.wrap_future(executor.submit(func, *args))
+            except BrokenProcessPool:
+                self._replace(executor)
+                if attempt == 2:
+                    self._count("ingest/extract/crashed")
+                    raise ExtractionCrashed(
+                        "the extraction process died twice running %s (killed, e.g. by the OOM "
+                        "killer, or crashed)" % func.__name__
+                    ) from None
+                self._count("ingest/extract/retried")
+                logger.warning("an extraction process died under %s: running it once more", func.__name__)
+
+    def _replace(self, broken: ProcessPoolExecutor) -> None:
+        """Every call running on the broken executor lands here: the first one replaces it."""
+        if self._executor is not broken:
+            return
+        self._count("ingest/extract/process_died")
+        logger.warning(
+            "an extraction process of the ingest died (killed, e.g. by the OOM killer, or crashed): "
+            "starting %d new ones",
+            self.processes,
+        )
+        self._executor = None
+        broken.shutdown(wait=False, cancel_futures=True)
+        self.start()
+
+    def _count(self, key: str) -> None:
+        if self.crawler is not None:
+            self.crawler.stats.inc_value(key)
 
     def close(self, *args, **kwargs) -> None:
         if self._executor is not None:

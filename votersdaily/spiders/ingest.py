@@ -36,14 +36,21 @@ from ..ingest import hops as H
 from ..ingest import requests as R
 from ..ingest.config import IngestConfig
 from ..ingest.downloads import DownloaderRoom
-from ..ingest.filemeta import ACCEPTED_MIMETYPES
+from ..ingest.filemeta import ACCEPTED_MIMETYPES, sniff_mimetype
 from ..ingest.grobid import grobid_request, grobid_result
 from ..ingest.htmldoc import HtmlParseError, parse_html
+from ..ingest.membudget import (
+    STREAM_META,
+    BudgetClosed,
+    ByteBudget,
+    Reservation,
+    ResourceStreams,
+    StreamDigest,
+)
 from ..ingest.process import (
     BadGzip,
     GzipTooLarge,
     HopFacts,
-    describe_resources,
     examine_hop,
     process_html,
     process_pdf,
@@ -54,7 +61,7 @@ from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
 from ..ingest.urls import clean_url, matches
 from ..ingest.warc import WARC_META
-from ..ingest.workers import ExtractPool
+from ..ingest.workers import ExtractionCrashed, ExtractPool
 
 
 def _in_thread(func, *args):
@@ -128,10 +135,11 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
-        spider.extract = ExtractPool(spider.config.extract_processes)
+        spider.extract = ExtractPool(spider.config.extract_processes, crawler)
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
+        spider.resource_streams = ResourceStreams(crawler, spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
@@ -320,6 +328,16 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- the hop loop ------------------------------------------------------------------------------
 
     async def parse_hop(self, response):
+        """One fetched hop; an extraction process that died twice on it fails this ingest only."""
+        try:
+            async for output in self._parse_hop(response):
+                yield output
+        except ExtractionCrashed as exc:
+            state = response.meta[H.STATE_META]
+            term = terminal(response.url, dt14(), response.status)
+            yield self._finish(state, "extract-process-died", str(exc), terminal=term)
+
+    async def _parse_hop(self, response):
         state = response.meta[H.STATE_META]
         itype = state["request"]["ingest_type"]
         url = response.url
@@ -560,61 +578,67 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **fields)
 
     async def _fetch_resources(self, resources: list[dict], within: float) -> list[dict] | None:
-        """Fetch every sub-resource of a page concurrently, then hash and sniff all the bodies in
-        one worker call; None if they are not all fetched ``within`` seconds (the stragglers are
-        left to finish under DOWNLOAD_TIMEOUT, their results dropped)."""
-        tasks = [asyncio.ensure_future(self._fetch_resource(r)) for r in resources]
+        """Fetch every sub-resource of a page concurrently, within the page's and the worker's
+        byte budgets, each hashed as it streams and dropped once described; None if they are not
+        all fetched ``within`` seconds (downloads under way are left to finish under
+        DOWNLOAD_TIMEOUT, their results dropped; those still waiting for room never start)."""
+        page = ByteBudget(self.config.resource_bytes_per_page)
+        tasks = [asyncio.ensure_future(self._fetch_resource(r, page)) for r in resources]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=max(within, 0))
             if pending:
+                page.close()
                 return None
-        fetched = [task.result() for task in tasks]
-        records = [record for record, _ in fetched]
-        bodies = [body for _, body in fetched if body is not None]
-        described = iter(await self.extract.run(describe_resources, bodies) if bodies else ())
-        for record, body in fetched:
-            if body is None:
-                continue
-            info = next(described)
-            mimetype = info.pop("mimetype") or record.pop("header_mimetype", None)
-            record.pop("header_mimetype", None)
-            record.update(info, mimetype=mimetype)
-        return records
+        return [task.result() for task in tasks]
 
-    async def _fetch_resource(self, resource: dict) -> tuple[dict, bytes | None]:
-        """Fetch one sub-resource: (its record, its body or None); a failure is recorded on the
-        record, never raised."""
+    async def _fetch_resource(self, resource: dict, page: ByteBudget) -> dict:
+        """Fetch and describe one sub-resource; a failure is recorded on the record, never raised."""
+        cap = self.config.resource_cap
         request = scrapy.Request(
             resource["url"],
             dont_filter=True,
-            meta={
-                "download_maxsize": self.config.max_resource_body,
-                "handle_httpstatus_all": True,
-                "dont_retry": True,
-            },
+            meta={"download_maxsize": cap, "handle_httpstatus_all": True, "dont_retry": True},
         )
         record = dict(resource)  # url, resource_type, surt (from the worker)
-        await self.room.wait(request)
+        reservation = Reservation((page, self.resource_streams.worker), cap)
         try:
-            response = await self.crawler.engine.download_async(request)
-        except Exception as exc:
-            record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
-            return record, None
+            await reservation.take()
+        except BudgetClosed:
+            record.update(status_code=None, error="not fetched: the ingest ran out of time")
+            return record
+        digest = StreamDigest()
+        request.meta[STREAM_META] = (reservation, digest)
+        try:
+            await self.room.wait(request)
+            try:
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:
+                record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+                return record
+            finally:
+                self.room.left(request)
+            self.crawler.stats.inc_value("ingest/resources/fetched")
+            record.update(timestamp=iso_seconds(dt14()), status_code=response.status, size=len(response.body))
+            if response.url != resource["url"]:
+                record["terminal_url"] = response.url
+            if response.meta.get(WARC_META):
+                record.update(response.meta[WARC_META])
+            info, head = await self._described(digest, response.body)
+            mimetype = await _in_thread(sniff_mimetype, head) if head else None
+            record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
+            return record
         finally:
-            self.room.left(request)
-        self.crawler.stats.inc_value("ingest/resources/fetched")
-        body = response.body
-        record.update(
-            timestamp=iso_seconds(dt14()),
-            status_code=response.status,
-            size=len(body),
-            header_mimetype=header_mimetype(response.headers.get("Content-Type")),
-        )
-        if response.url != resource["url"]:
-            record["terminal_url"] = response.url
-        if response.meta.get(WARC_META):
-            record.update(response.meta[WARC_META])
-        return record, body
+            reservation.release()
+
+    @staticmethod
+    async def _described(digest: StreamDigest, body: bytes) -> tuple[dict, bytes]:
+        """(hashes, first bytes for libmagic) of a body: from its stream, or (content-encoded
+        bodies, which Scrapy decodes after the stream) from the decoded body, in a thread."""
+        if digest.covers(body):
+            return digest.hashes(), bytes(digest.head)
+        whole = StreamDigest()
+        await _in_thread(whole.update, body)
+        return whole.hashes(), bytes(whole.head)
 
     # -- failures ----------------------------------------------------------------------------------
 

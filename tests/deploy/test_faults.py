@@ -1,0 +1,144 @@
+"""Faults under real workers: Redis killed and restarted with its data under two ingest workers,
+and extraction processes killed (SIGKILL, as the OOM killer does) in a plain ingest run and under
+the Redis workers. Every request is done, exactly once, and nothing is acked without its result."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+
+from tests.deploy.conftest import start_crawl
+from tests.deploy.workloads import (
+    INGEST_SETTINGS,
+    QUEUE_SETTINGS,
+    base_hits,
+    check_ingest_results,
+    enqueue,
+    enqueue_documents,
+    ingest_documents,
+    ingest_settings,
+    kill_extraction_process,
+    log_path,
+    queue_state,
+    read_db,
+    roomy,
+    start_workers,
+    wait_all,
+    wait_for_hits,
+    write_ingest_requests,
+)
+
+N = 300
+CLEAN_QUEUE = {"waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
+
+
+def _stat(log: str, name: str) -> int:
+    found = re.search(r"'%s': (\d+)" % re.escape(name), log)
+    return int(found.group(1)) if found else 0
+
+
+def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, tmp_path):
+    docs = enqueue_documents(site, durable_redis, couch_uri, tmp_path, N)
+    # Leases (45 s) outlast the outage (10 s), the backoff and a renewal period: none is taken over.
+    workers = start_workers(
+        "ingest_worker", 2, couch_uri, durable_redis.url, tmp_path, *ingest_settings(tmp_path, lease=45)
+    )
+    wait_for_hits(site, docs, 0.25)
+    durable_redis.kill()
+    time.sleep(10)
+    done_during_outage = sum(n > 0 for n in base_hits(site, docs).values())
+    assert done_during_outage < N, "the outage came too late to matter"
+    durable_redis.start()  # same port, same folder: the append-only file brings the queue back
+    wait_all(workers, tmp_path)
+    hits = base_hits(site, docs)
+    assert set(hits.values()) == {1}, "each request fetched exactly once: %r" % {
+        p: n for p, n in hits.items() if n != 1
+    }
+    check_ingest_results(couch_uri, docs)
+    assert queue_state(durable_redis, "ingest") == CLEAN_QUEUE, "no lease taken over, none orphaned"
+    for i in range(2):
+        log = log_path(tmp_path, i).read_text()
+        # one warning when Redis went away and one line when it was back, not one per attempt
+        assert len(re.findall(r"WARNING: Redis at \S+ is unreachable", log)) == 1, log[-3000:]
+        assert len(re.findall(r"INFO: Redis at \S+ is back after", log)) == 1, log[-3000:]
+        assert "Traceback" not in log and "loop failed" not in log, log[-3000:]
+    assert sum(_stat(log_path(tmp_path, i).read_text(), "redis/acked") for i in range(2)) == N
+
+
+def test_a_killed_extraction_process_fails_nothing_in_a_plain_ingest(site, couch_uri, tmp_path):
+    roomy(site)
+    docs = ingest_documents(site, N)
+    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
+    log = tmp_path / "crawl.log"
+    crawl = start_crawl(
+        "ingest",
+        couch_uri,
+        *INGEST_SETTINGS,
+        "LOG_LEVEL=INFO",
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "INGEST_TEIXML_FEED=%s" % (tmp_path / "feed.jsonl"),
+        log=log,
+        args={"requests": requests},
+    )
+    wait_for_hits(site, docs, 0.25)
+    kill_extraction_process(crawl.pid)
+    assert crawl.wait(180) == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    assert _stat(text, "ingest/extract/process_died") == 1, text[-3000:]
+    check_ingest_results(couch_uri, docs)  # every request its result, the interrupted one retried
+    (run,) = read_db(couch_uri, "vd_log")
+    assert run["result"] == "success" and "error_count" not in run, run.get("errors")
+
+
+def test_a_killed_extraction_process_loses_no_request_of_the_redis_workers(
+    site, redis_server, couch_uri, tmp_path
+):
+    docs = enqueue_documents(site, redis_server, couch_uri, tmp_path, N)
+    workers = start_workers(
+        "ingest_worker", 2, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=30)
+    )
+    wait_for_hits(site, docs, 0.25)
+    kill_extraction_process(workers[0].pid)
+    wait_all(workers, tmp_path)
+    assert _stat(log_path(tmp_path, 0).read_text(), "ingest/extract/process_died") == 1
+    check_ingest_results(couch_uri, docs)
+    assert set(base_hits(site, docs).values()) == {1}
+    assert queue_state(redis_server, "ingest") == CLEAN_QUEUE
+
+
+def test_a_request_whose_callback_raised_is_retried_never_acked(site, redis_server, couch_uri, tmp_path):
+    def fails(times: int):
+        calls = itertools.count()
+        return lambda handler: b"raise" if next(calls) < times else b"fine"
+
+    urls = {
+        "fine": [site.route("/fine/%d" % i, b"fine", content_type="text/plain") for i in range(20)],
+        "once": [site.route("/once/%d" % i, fails(1), content_type="text/plain") for i in range(3)],
+        "always": [site.route("/always/0", fails(99), content_type="text/plain")],
+    }
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for group in urls.values() for u in group))
+    out = enqueue("vd_fetch", listed, couch_uri, redis_server.url)
+    assert "vd_fetch:requests: 24 requests queued" in out.stdout, out.stdout
+    (worker,) = start_workers(
+        "vd_fetch_worker",
+        1,
+        couch_uri,
+        redis_server.url,
+        tmp_path,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=30",
+        "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2",
+    )
+    wait_all([worker], tmp_path)
+    path = lambda url: url[len(site.url) :]  # noqa: E731
+    assert {path(u): site.hits[path(u)] for u in urls["fine"]} == {path(u): 1 for u in urls["fine"]}
+    assert {path(u): site.hits[path(u)] for u in urls["once"]} == {path(u): 2 for u in urls["once"]}
+    assert site.hits["/always/0"] == 2, "tried VOTERSDAILY_REDIS_MAX_ATTEMPTS times, then given up"
+    stored = {doc["url"] for doc in read_db(couch_uri, "vd_fetch")}
+    assert stored == set(urls["fine"] + urls["once"]), "each stored once it succeeded; the failing one never"
+    log = log_path(tmp_path, 0).read_text()
+    assert (_stat(log, "redis/acked"), _stat(log, "redis/retried"), _stat(log, "redis/dead")) == (23, 4, 1)
+    state = queue_state(redis_server, "vd_fetch")
+    assert (state["waiting"], state["processing"], state["payloads"], state["dead"]) == (0, 0, 0, 1)

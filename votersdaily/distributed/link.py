@@ -1,0 +1,58 @@
+"""Whether a worker's Redis answers: one warning when it goes away, one info line when it is back,
+and the backoff between attempts to reach it in between (never a traceback per attempt)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import redis
+
+logger = logging.getLogger(__name__)
+
+#: What a Redis that is down, restarting (loading its data: BusyLoadingError is one) or unreachable
+#: raises; anything else is a bug and is logged as one.
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+class RedisLink:
+    def __init__(self, where: str, first_delay: float, max_delay: float):
+        self.where = where
+        self.first_delay = first_delay
+        self.max_delay = max_delay
+        self.down_since: float | None = None
+        self._delay = first_delay
+        self.outages = 0
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
+
+    def lost(self, exc: BaseException, holding: str) -> bool:
+        """Redis failed a call; True the first time in an outage (the caller starts reconnecting)."""
+        if self.down_since is not None:
+            return False
+        self.down_since = time.monotonic()
+        self._delay = self.first_delay
+        self.outages += 1
+        logger.warning(
+            "Redis at %s is unreachable (%s: %s); %s until it is back; reconnecting with backoff "
+            "(at most %g s apart)",
+            self.where,
+            type(exc).__name__,
+            exc,
+            holding,
+            self.max_delay,
+        )
+        return True
+
+    def next_delay(self) -> float:
+        delay, self._delay = self._delay, min(self._delay * 2, self.max_delay)
+        return delay
+
+    def back(self, what: str) -> float:
+        """Redis answers again; the seconds it was away."""
+        away = time.monotonic() - (self.down_since or time.monotonic())
+        self.down_since = None
+        logger.info("Redis at %s is back after %.1f s: %s", self.where, away, what)
+        return away
