@@ -7,3 +7,7 @@ source_failed = object()
 #: ``url`` (where the input came from), ``spider``. The run log lists it (``rejected_count``,
 #: ``rejected``) without failing the run: the other inputs were processed.
 input_rejected = object()
+
+#: A record of a reply could not become an event and was dropped (the rest of the reply is kept):
+#: ``response``, ``reason`` (``record:<exception>``), ``message``, ``spider``.
+record_dropped = object()

@@ -1,5 +1,5 @@
-"""house_committee_meetings: docs.house.gov meeting XML (a subcommittee hearing and, read in place,
-a full-committee meeting), discovery through a committee RSS feed, reschedules, bad documents."""
+"""house_committee_meetings: docs.house.gov meeting XML (a subcommittee hearing and a
+full-committee meeting), discovery through a committee RSS feed, reschedules, bad documents."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import recording, shared_file
+from tests.conftest import recording
 from tests.spiders.congress_support import (
     VARIANTS,
     check_bad_variant,
@@ -37,7 +37,7 @@ def spider():
 
 @pytest.fixture
 def sample_hearing():
-    return shared_file("fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml")
+    return recording("gov/house_committee_meeting/sample_hearing.xml")
 
 
 def test_contract():

@@ -54,7 +54,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
     frequency_hours = 6.0
     recordings = {
         "gov/house_committee_meeting/meeting-115955.xml": "https://docs.house.gov/meetings/II/II10/20230523/115955/HHRG-118-II10-20230523.xml",
-        "shared:fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml": "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
+        "gov/house_committee_meeting/sample_hearing.xml": "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
     }
     #: docs.house.gov is one ASP.NET server for all committees: two requests at a time, 1 s apart.
     custom_settings = {

@@ -53,19 +53,21 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_events(self, response):
+    def parse_records(self, response):
+        """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
         texts = element_texts(response.body, "meeting", root.getroottree().docinfo.encoding or "utf-8")
         if texts is None or len(texts) != len(meetings):
             texts = [outer_xml(m) for m in meetings]
-        events = []
-        for meeting, text in zip(meetings, texts, strict=True):
-            if self._is_placeholder(meeting):
-                self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
-                continue
-            events.append(self._event(meeting, text, response.url))
-        return events
+        return zip(meetings, texts, strict=True)
+
+    def parse_record(self, record, response):
+        meeting, text = record
+        if self._is_placeholder(meeting):
+            self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
+            return None
+        return self._event(meeting, text, response.url)
 
     @staticmethod
     def _is_placeholder(meeting: etree._Element) -> bool:
