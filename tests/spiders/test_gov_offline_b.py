@@ -65,3 +65,7 @@ def test_every_replayed_recording_ships_with_the_package():
             path = (HERE / rel).resolve()
             assert path.is_file() and path.is_relative_to(HERE), (name, rel)
         assert len(cls.recording_urls()) == len(cls.recordings), name
+    # and no product module reads third-party material in place
+    for module in HERE.parent.rglob("*.py"):
+        text = module.read_text("utf-8")
+        assert "fixtures/inplace" not in text and "shared:" not in text, module
