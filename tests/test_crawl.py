@@ -27,7 +27,7 @@ def events(store):
     return {d["_id"]: d for d in store.iter_docs("vd_events")} if "vd_events" in store.list_dbs() else {}
 
 
-TEN_SPIDERS = {
+EVENT_SPIDERS = {
     "house_votes",
     "senate_votes",
     "house_committee_meetings",
@@ -37,6 +37,8 @@ TEN_SPIDERS = {
     "senate_floor_schedule",
     "federal_register",
     "supreme_court_orders",
+    "supreme_court_opinions",
+    "supreme_court_arguments",
     "white_house",
 }
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
@@ -287,8 +289,8 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
         "seconds",
     ]
     table = {line.split()[0]: line.split() for line in rows}
-    assert set(table) >= TEN_SPIDERS
-    assert all(table[name][1] == "success" for name in TEN_SPIDERS), first.stdout
+    assert set(table) >= EVENT_SPIDERS
+    assert all(table[name][1] == "success" for name in EVENT_SPIDERS), first.stdout
     assert table["house_votes"][1:3] == ["success", "3"]
     # The two Federal Register recordings share three documents: counted once as duplicates.
     inserted, duplicate, items = (int(table["federal_register"][i]) for i in (2, 5, 7))

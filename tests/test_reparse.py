@@ -94,7 +94,7 @@ def test_dry_run_then_reparse_of_a_fixed_field(archived, store_uri):
         assert doc["access_datetime"] == before[doc_id]["access_datetime"]  # when the document was fetched
     log = logs(store_uri)[-1]
     assert log["reparse"] is True and log["result"] == "success"
-    assert log["parser_versions"] == ["1.1", "9.0"] and log["updated_count"] == len(before)
+    assert log["parser_versions"] == [HouseVotesSpider.version, "9.0"] and log["updated_count"] == len(before)
 
     again = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=fix")
     assert again.returncode == 0, again.stderr[-3000:]

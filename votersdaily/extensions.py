@@ -22,6 +22,8 @@ from twisted.internet import threads
 from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
+from .items import EventItem
+from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
 from .store.crawler import store_for, writers_of
 from .store.spool import Spool
@@ -47,6 +49,11 @@ class RunLog:
         self.failures: list[dict] = []
         self.rejected: list[dict] = []
         self.responses = 0
+        #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
+        #: every record was dropped (a changed format) from one that had nothing.
+        self.kept_by_reply: Counter = Counter()
+        self.dropped_by_reply: Counter = Counter()
+        self.dropped_records: list[dict] = []
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -60,6 +67,9 @@ class RunLog:
         crawler.signals.connect(ext.item_error, signal=signals.item_error)
         crawler.signals.connect(ext.source_failed, signal=vd_signals.source_failed)
         crawler.signals.connect(ext.input_rejected, signal=vd_signals.input_rejected)
+        crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -116,6 +126,36 @@ class RunLog:
     def source_failed(self, failure, url, spider):
         self._record(failure, "download", url)
 
+    def item_scraped(self, item, response, spider):
+        if isinstance(item, EventItem):
+            self.kept_by_reply[getattr(response, "url", "")] += 1
+
+    def item_dropped(self, item, response, exception, spider):
+        if isinstance(item, EventItem):
+            self.dropped_by_reply[getattr(response, "url", "")] += 1
+
+    def record_dropped(self, response, reason, message, spider):
+        url = getattr(response, "url", "")
+        self.dropped_by_reply[url] += 1
+        self.dropped_records.append({"reason": reason, "message": message, "url": url})
+
+    def _all_dropped_replies(self) -> None:
+        """A reply whose every record was dropped fails the run (``AllRecordsDropped``)."""
+        for url, dropped in self.dropped_by_reply.items():
+            if dropped and not self.kept_by_reply[url]:
+                message = "all %d records of %s were dropped (see dropped)" % (dropped, url)
+                self.failures.append(
+                    {
+                        "exception": AllRecordsDropped.__name__,
+                        "message": message,
+                        "http_status": None,
+                        "where": "spider",
+                        "url": url,
+                        "traceback": "%s.%s: %s\n"
+                        % (AllRecordsDropped.__module__, AllRecordsDropped.__name__, message),
+                    }
+                )
+
     def input_rejected(self, failure, url, spider):
         self.rejected.append(
             {"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url}
@@ -169,6 +209,7 @@ class RunLog:
                         "traceback": "".join(tb.format_exception(type(exc), exc, exc.__traceback__)),
                     }
                 )
+        self._all_dropped_replies()
         dropped = {
             name[len("events/dropped/") :]: value
             for name, value in (stats.get_stats() or {}).items()
@@ -208,6 +249,8 @@ class RunLog:
         }
         if outage:
             doc["store_outage"] = outage
+        if self.dropped_records:
+            doc["dropped_records"] = self.dropped_records[:50]
         if self.rejected:
             doc["rejected_count"] = len(self.rejected)
             doc["rejected"] = self.rejected[:50]

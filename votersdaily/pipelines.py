@@ -23,10 +23,14 @@ from .store.upsert import UpsertResult, upsert
 logger = logging.getLogger(__name__)
 
 
-def _drop(crawler, code: str, message: str, item) -> DropItem:
-    stats = crawler.stats
+def count_dropped(stats, reason: str) -> None:
+    """One event (or record) that will not be stored, counted under its reason for the run log."""
     stats.inc_value("events/dropped")
-    stats.inc_value("events/dropped/%s" % code)
+    stats.inc_value("events/dropped/%s" % reason)
+
+
+def _drop(crawler, code: str, message: str, item) -> DropItem:
+    count_dropped(crawler.stats, code)
     adapter = ItemAdapter(item)
     return DropItem(
         "invalid event (%s) from %s [unique_key=%r]: %s"

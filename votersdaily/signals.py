@@ -12,3 +12,7 @@ input_rejected = object()
 #: own keys to it), ``spider``. Components report what they did (the archive file, a reparse's
 #: withdrawals) this way instead of through stat names.
 run_log_building = object()
+
+#: A record of a reply could not become an event and was dropped (the rest of the reply is kept):
+#: ``response``, ``reason`` (``record:<exception>``), ``message``, ``spider``.
+record_dropped = object()

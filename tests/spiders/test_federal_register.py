@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import recording
 from tests.spiders.gov_support import crawl_twice, ok, parse, run_logs, stored_events, truncate
+from votersdaily.feeds.health import BROKEN, OK, spider_health
+from votersdaily.feeds.site import build_site
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.spiders.federal_register import FederalRegisterSpider as Spider
 from votersdaily.store import open_store
@@ -121,19 +123,72 @@ def test_paging(newest):
         (truncate(NEWEST.read_bytes()), MalformedDocument),
         (NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1), UnexpectedDocument),
         (b"[" + NEWEST.read_bytes() + b"]", UnexpectedDocument),
-        (
-            NEWEST.read_bytes().replace(
-                b'"publication_date":"2026-10-02"', b'"publication_date":"10/02/2026"', 1
-            ),
-            UnexpectedDocument,
-        ),
         (NOT_FOUND.read_bytes(), ErrorPage),
     ],
-    ids=["truncated", "no_results", "array_root", "bad_date", "html_error_page"],
+    ids=["truncated", "no_results", "array_root", "html_error_page"],
 )
 def test_bad_documents_raise(body, exception):
     with pytest.raises(exception):
         parse(Spider, body, NEWEST_URL)
+
+
+#: Derived from the real newest-20 page: the first result's publication_date nulled, as the
+#: public-inspection feed lists withdrawn documents (no such page is recorded).
+WITHDRAWN = NEWEST.read_bytes().replace(b'"publication_date":"2026-10-02"', b'"publication_date":null', 1)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [WITHDRAWN, NEWEST.read_bytes().replace(b'"document_number":"2026-20322"', b'"document_number":""', 1)],
+    ids=["publication_date_null", "document_number_empty"],
+)
+def test_one_bad_record_is_dropped_the_rest_kept(body):
+    """Derived variants of the real page: one record broken, the other 19 kept."""
+    parsed = parse(Spider, body, NEWEST_URL)
+    assert len(parsed.events) == 19 and "2026-20322" not in parsed.by_key()
+    stats = parsed.spider.crawler.stats
+    assert stats.get_value("events/dropped/record:UnexpectedDocument") == 1
+    assert stats.get_value("events/dropped") == 1
+
+
+def test_crawl_keeps_the_good_records_and_logs_the_dropped_one(crawl, tmp_path, sqlite_uri, frozen_now):
+    page = tmp_path / "public_inspection.json"
+    page.write_bytes(WITHDRAWN)  # derived: see WITHDRAWN
+    ok(crawl("federal_register", [page], sqlite_uri))
+    store = open_store(sqlite_uri)
+    assert len(stored_events(store, "federal_register")) == 19
+    (log,) = run_logs(store, "federal_register")
+    assert (log["result"], log["insert_count"], log["dropped"]) == (
+        "success",
+        19,
+        {"record:UnexpectedDocument": 1},
+    )
+    (record,) = log["dropped_records"]
+    assert "2026-20322" in record["message"] and "None" in record["message"]
+    health = spider_health(store, "federal_register")
+    assert health.status == OK
+    assert health.last.note == "1 dropped (record:UnexpectedDocument: 1), the rest stored"
+
+
+def test_a_reply_whose_every_record_is_dropped_fails_the_run(crawl, tmp_path, sqlite_uri, frozen_now):
+    """Derived: every publication_date of the real page nulled; the executive-orders page is fine."""
+    page = tmp_path / "all_withdrawn.json"
+    page.write_bytes(
+        NEWEST.read_bytes().replace(b'"publication_date":"2026-10-02"', b'"publication_date":null')
+    )
+    proc = crawl("federal_register", [EO, page], sqlite_uri)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    store = open_store(sqlite_uri)
+    assert len(stored_events(store, "federal_register")) == 10  # the good reply is stored
+    (log,) = run_logs(store, "federal_register")
+    assert log["result"] == "AllRecordsDropped" and log["dropped"] == {"record:UnexpectedDocument": 20}
+    assert log["error_message"] == "all 20 records of %s were dropped (see dropped)" % page.resolve().as_uri()
+    assert log["empty"] is False and log["insert_count"] == 10
+    # The health page shows the run as broken, with the reason of the drops.
+    build_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "health.html").read_text("utf-8")
+    assert "AllRecordsDropped: all 20 records of" in page and "[record:UnexpectedDocument: 20]" in page
+    assert spider_health(store, "federal_register").status == BROKEN
 
 
 def test_crawl_follows_next_page_url_up_to_max_pages(crawl, site, sqlite_uri, frozen_now):

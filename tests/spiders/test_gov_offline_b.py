@@ -3,9 +3,7 @@ spiders into a fresh embedded store, prints the summary table, and a second run 
 
 from __future__ import annotations
 
-from tests.conftest import SHARED
 from tests.spiders.gov_support import run_logs
-from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider
 from votersdaily.store import open_store
 
 SPIDERS = {
@@ -16,7 +14,9 @@ SPIDERS = {
     "senate_committee_hearings": 17,  # 17 meetings + the empty placeholder file
     "senate_votes": 1,
     "senate_floor_schedule": 3,  # three snapshots, three convening days
-    "supreme_court_orders": 77,  # 69 orders + 8 opinions relating to orders
+    "supreme_court_orders": 76,  # 69 orders + 7 opinions relating to orders (2025)
+    "supreme_court_opinions": 58,  # the 2022 term's slip opinions
+    "supreme_court_arguments": 6,  # October 2017 argument audio
     "white_house": 30,
 }
 
@@ -30,9 +30,6 @@ def rows(stdout: str) -> dict[str, list[str]]:
 
 
 def test_offline_crawl_twice(cli, sqlite_uri, frozen_now):
-    if not SupremeCourtOrdersSpider.recording_urls():  # its pages are read in place from ../shared
-        assert not SHARED.exists() or not (SHARED / "fixtures/inplace").exists()
-        SPIDERS.pop("supreme_court_orders")
     first = cli("crawl", "--offline", *SPIDERS, store_uri=sqlite_uri)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout
     table = rows(first.stdout)
@@ -54,3 +51,24 @@ def test_offline_crawl_twice(cli, sqlite_uri, frozen_now):
     store = open_store(sqlite_uri)
     for name in SPIDERS:
         assert [log["result"] for log in run_logs(store, name)] == ["success", "success"]
+
+
+def test_every_replayed_recording_ships_with_the_package():
+    """Offline replay needs no ../shared: every spider's recordings are files inside the package."""
+    from scrapy.utils.project import get_project_settings
+
+    from votersdaily.cli.crawl import event_spiders
+    from votersdaily.recordings import HERE
+
+    spiders = event_spiders(get_project_settings())
+    assert {"supreme_court_opinions", "supreme_court_arguments"} <= set(spiders)
+    for name, cls in spiders.items():
+        assert cls.recordings, name
+        for rel in cls.recordings:
+            path = (HERE / rel).resolve()
+            assert path.is_file() and path.is_relative_to(HERE), (name, rel)
+        assert len(cls.recording_urls()) == len(cls.recordings), name
+    # and no product module reads third-party material in place
+    for module in HERE.parent.rglob("*.py"):
+        text = module.read_text("utf-8")
+        assert "fixtures/inplace" not in text and "shared:" not in text, module

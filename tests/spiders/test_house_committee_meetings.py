@@ -1,5 +1,5 @@
-"""house_committee_meetings: docs.house.gov meeting XML (a subcommittee hearing and, read in place,
-a full-committee meeting), discovery through a committee RSS feed, reschedules, bad documents."""
+"""house_committee_meetings: docs.house.gov meeting XML (a subcommittee hearing and a
+full-committee meeting), discovery through a committee RSS feed, reschedules, bad documents."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import recording, shared_file
+from tests.conftest import recording
 from tests.spiders.congress_support import (
     VARIANTS,
     check_bad_variant,
@@ -37,7 +37,7 @@ def spider():
 
 @pytest.fixture
 def sample_hearing():
-    return shared_file("fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml")
+    return recording("gov/house_committee_meeting/sample_hearing.xml")
 
 
 def test_contract():
@@ -202,3 +202,34 @@ def test_crawl_root_swapped_logs_the_failure(crawl, sqlite_uri, tmp_path):
     crawl_bad_variant(
         crawl, "house_committee_meetings", MEETING, b"committee-meeting", "root_swapped", sqlite_uri, tmp_path
     )
+
+
+#: Derived from the real meeting-115955.xml (no field hearing is recorded): its Capitol-complex room
+#: replaced by the field-hearing form of meeting-location, field/{building-name, city, state/@postal-code}.
+FIELD_LOCATION = (
+    b"<field>\n        <building-name>Tuolumne County Board of Supervisors Chambers</building-name>\n"
+    b'        <city>Sonora</city>\n        <state postal-code="CA">California</state>\n      </field>'
+)
+
+
+def test_field_hearing_keeps_its_place(spider):
+    body = MEETING.read_bytes()
+    start, end = (
+        body.index(b"<capitol-complex>"),
+        body.index(b"</capitol-complex>") + len(b"</capitol-complex>"),
+    )
+    (event,) = events_of(spider, response(URL, body[:start] + FIELD_LOCATION + body[end:]))
+    assert event["field_hearing"] is True and event["room"] == ""
+    assert (event["building"], event["city"], event["state"]) == (
+        "Tuolumne County Board of Supervisors Chambers",
+        "Sonora",
+        "CA",
+    )
+    assert event["location"] == "Tuolumne County Board of Supervisors Chambers, Sonora, CA"
+    assert event["description"].endswith("(Committee on Natural Resources), " + event["location"])
+    assert event["_id"] == ID  # the place changes nothing else
+
+
+def test_capitol_meeting_is_no_field_hearing(spider):
+    (event,) = events_of(spider, response(URL, MEETING))
+    assert event["field_hearing"] is False and "city" not in event

@@ -163,3 +163,13 @@ def test_crawl_file_not_found_logs_an_error_page_and_stores_nothing(crawl, sqlit
     assert log["result"] == "ErrorPage" and log["insert_count"] == 0 and log["empty"] is False
     assert "File Not Found" in log["error_message"]
     assert log["_id"] == "2026-10-02T18:00:00Z-house_floor_schedule-ErrorPage"
+
+
+def test_a_floor_item_without_id_is_dropped_alone(spider):
+    """Derived from the real week: the first floor-item's id blanked. That item is dropped with its
+    reason; the other 77 are kept."""
+    body = WEEK.read_bytes()
+    first_id = body.split(b'<floor-item id="', 1)[1].split(b'"', 1)[0]
+    events = events_of(spider, response(URL, body.replace(b'id="%s"' % first_id, b'id=""', 1)))
+    assert len(events) == 77 and first_id.decode() not in by_key(events)
+    assert spider.crawler.stats.get_value("events/dropped/record:MalformedDocument") == 1

@@ -43,7 +43,9 @@ def test_full_committee_business_meeting(meetings):
     assert e["committee"] == "Health, Education, Labor, and Pensions"
     assert e["sub_cmte"] is None  # a full-committee meeting has no subcommittee
     assert e["meeting_type"] == "Open Business Meeting" and e["room"] == "SD-430"
-    assert e["video_url"] == e["event_url"] == "https://www.senate.gov/isvp/?comm=help&filename=help072926"
+    # The stream's file name carries 29 July, the day before this meeting: not its event_url.
+    assert e["video_url"] == "https://www.senate.gov/isvp/?comm=help&filename=help072926"
+    assert e["video_file_date"] == "2026-07-29" and e["event_url"] == ""
     assert e["senate_cable_channel"] == "18.1"
     # <last_update_iso_8601>2026-07-29T16:36:25.000000Z-04:00 (a stray "Z" before the real offset)
     assert e["last_update"] == "2026-07-29T20:36:25Z"
@@ -147,3 +149,14 @@ def test_smoke():
     assert Spider.frequency_hours == 2.0 and Spider.listing_urls == (URL,)
     assert sorted(Spider.recording_urls()) == sorted([FULL.resolve().as_uri(), EMPTY.resolve().as_uri()])
     assert Spider.custom_settings["DOWNLOAD_DELAY"] >= 1
+
+
+def test_a_stream_named_for_another_day_is_not_the_meetings_event_url(meetings):
+    """Real recording: of 17 meetings, the HELP meeting of 30 July links help072926 and the Foreign
+    Relations one foreign073036 (a typo); every other stream's file name carries its meeting's date."""
+    other_day = {k for k, e in meetings.items() if e["video_url"] and e["event_url"] == ""}
+    assert {meetings[k]["video_file_date"] for k in other_day} == {"2026-07-29", "2036-07-30"}
+    assert len(other_day) == 2
+    for e in meetings.values():
+        if e["event_url"]:
+            assert e["event_url"] == e["video_url"] and e["video_file_date"] == e["datetime"][:10]

@@ -1,8 +1,9 @@
-"""supreme_court_orders: the two real supremecourt.gov listings (read in place from ../shared),
-failure modes, a real crawl."""
+"""supreme_court_orders: the real supremecourt.gov orders listing and opinions relating to orders
+(2025, shipped; 2015, read in place from ../shared when it is there), failure modes, a real crawl."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import date
 
@@ -12,25 +13,27 @@ from scrapy.http import HtmlResponse
 from tests.conftest import recording, shared_file
 from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
+from votersdaily.sources.supremecourt import term_year
 from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider as Spider
-from votersdaily.spiders.supreme_court_orders import term_year
 
-ORDERS_REL = "fixtures/inplace/gov/supreme_court/scotus_orders_home.html"
-RELATING_REL = "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
-ORDERS_URL = Spider.recordings["shared:" + ORDERS_REL]
-RELATING_URL = Spider.recordings["shared:" + RELATING_REL]
+ORDERS = recording("gov/supreme_court/scotus_orders_home.html")
+RELATING = recording("gov/supreme_court/scotus_relating_2025.html")
+RELATING_2015_REL = "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
+ORDERS_URL = Spider.recordings["gov/supreme_court/scotus_orders_home.html"]
+RELATING_URL = Spider.recordings["gov/supreme_court/scotus_relating_2025.html"]
+RELATING_2015_URL = "https://www.supremecourt.gov/opinions/relatingtoorders/15"
 NOT_FOUND = recording("gov/house_docs_floor/billsthisweek_20260928_NEGATIVE_file_not_found.html")
 CLERK_INDEX = recording("gov/house_clerk_index/index.asp")
 
 
 @pytest.fixture(scope="module")
 def orders():
-    return parse(Spider, shared_file(ORDERS_REL), ORDERS_URL, HtmlResponse)
+    return parse(Spider, ORDERS, ORDERS_URL, HtmlResponse)
 
 
 @pytest.fixture(scope="module")
 def relating():
-    return parse(Spider, shared_file(RELATING_REL), RELATING_URL, HtmlResponse)
+    return parse(Spider, RELATING, RELATING_URL, HtmlResponse)
 
 
 def test_every_order_link_is_one_event(orders):
@@ -61,7 +64,7 @@ def test_first_and_last_orders(orders):
 
 
 def test_source_text_is_the_row_as_published(orders):
-    text = shared_file(ORDERS_REL).read_text("utf-8")
+    text = ORDERS.read_text("utf-8")
     for e in orders.events:
         assert e["source_text"] in text
         assert e["source_text"].startswith('<div style="display:block">') and e["source_text"].endswith(
@@ -71,46 +74,97 @@ def test_source_text_is_the_row_as_published(orders):
     assert "03/25/24 &nbsp;" in orders.events[0]["source_text"]
 
 
-def test_opinions_relating_to_orders_layout(relating):
-    # 8 table rows link 9 opinion PDFs: the ninth is the "Revised" copy of Correll v. Florida.
-    assert len(relating.events) == 8
+def test_opinions_relating_to_orders_2025(relating):
+    """Date | Docket | Name | J. | Citation: read by column name, so "607/1" is the citation and
+    the justice is the J. column (the spider put "607/1" into the justice before)."""
+    assert len(relating.events) == 7  # 7 rows; Boyd v. Hamm's second PDF is its revision
     keys = relating.by_key()
-    brooks, brooks_dissent = keys["15-7786_n7io.pdf"], keys["15-7786_n7io.pdf#page=2"]
-    assert brooks["datetime"] == brooks_dissent["datetime"] == "2016-01-21T00:00:00Z"  # "1/21/16"
-    assert brooks["title"] == "Brooks v. Alabama (No. 15-7786): opinion relating to orders"
-    assert (brooks["justice"], brooks_dissent["justice"]) == ("SS", "B")
-    assert (
-        brooks_dissent["event_url"] == "https://www.supremecourt.gov/opinions/15pdf/15-7786_n7io.pdf#page=2"
-    )
-    assert brooks["reporter_part"] == "577/1" and brooks["docket"] == "15-7786"
-    correll = keys["15-6551_c07d.pdf"]
-    assert correll["datetime"] == "2015-10-29T00:00:00Z"  # "10/29/2015": a four-digit year in the same column
-    assert correll["revised_pdf_url"] == "https://www.supremecourt.gov/opinions/15pdf/15-6551_diff_1924.pdf"
-    assert correll["revised_date"] == "10/30/15"
-    assert keys["5p6959t_32q3.pdf"]["case_name"] == "Holiday v. Stephens"
-    assert keys["5p6959t_32q3.pdf"]["datetime"] == "2015-11-18T00:00:00Z"
-    text = shared_file(RELATING_REL).read_text("utf-8")
+    boyd = keys["25a457new_j426.pdf"]
+    assert boyd["datetime"] == "2025-10-23T00:00:00Z" and boyd["docket"] == "25A457"
+    assert boyd["title"] == "Boyd v. Hamm (No. 25A457): opinion relating to orders"
+    assert (boyd["justice_initials"], boyd["justice"], boyd["citation"]) == ("SS", "Sonia Sotomayor", "607/1")
+    assert boyd["revisions"] == [
+        {
+            "date_text": "10/24/25",
+            "pdf_url": "https://www.supremecourt.gov/opinions/25pdf/25a457_diff_pm02.pdf",
+        }
+    ]
+    assert boyd["description"] == "Sonia Sotomayor; 607/1"
+    assert keys["25-89_8n5a.pdf"]["case_name"] == "Lee v. Poudre School Dist. R–1"
+    text = RELATING.read_text("utf-8")
     for e in relating.events:
         assert e["source_text"].startswith("<tr>") and e["source_text"] in text
         assert (e["branch"], e["entity"]) == ("Judicial", "Supreme Court")
 
 
+def test_relating_2025_matches_juriscrapers_parse(relating):
+    """juriscraper's expected parse of the same page (set 3 .compare.json) as an oracle: every PDF it
+    lists is an opinion's PDF or one of its revisions, with the same date, docket, case and author."""
+    oracle = json.loads(recording("gov/supreme_court/scotus_relating_2025.compare.json").read_text("utf-8"))
+    by_pdf = {}
+    for e in relating.events:
+        for url in [e["pdf_url"]] + [r["pdf_url"] for r in e["revisions"]]:
+            by_pdf[url] = e
+    assert len(oracle) == len(by_pdf) == 8
+    for expected in oracle:
+        event = by_pdf["https://www.supremecourt.gov" + expected["download_urls"]]
+        assert event["datetime"][:10] == expected["case_dates"]
+        assert (event["docket"], event["case_name"]) == (expected["docket_numbers"], expected["case_names"])
+        assert event["citation"] == expected["citations"]
+        assert event["justice"].split(",")[0].split()[-1] == expected["judges"].split()[-1]
+
+
+def test_opinions_relating_to_orders_2015_layout():
+    """The older layout (Date | Docket | Name | Revised | J. | Pt.), read in place from ../shared."""
+    page = shared_file(RELATING_2015_REL)
+    keys = parse(Spider, page, RELATING_2015_URL, HtmlResponse).by_key()
+    assert len(keys) == 8  # 8 table rows link 9 opinion PDFs: the ninth is Correll's "Revised" copy
+    brooks, brooks_dissent = keys["15-7786_n7io.pdf"], keys["15-7786_n7io.pdf#page=2"]
+    assert brooks["datetime"] == brooks_dissent["datetime"] == "2016-01-21T00:00:00Z"  # "1/21/16"
+    assert (brooks["justice_initials"], brooks_dissent["justice_initials"]) == ("SS", "B")
+    assert brooks_dissent["justice"] == "Stephen G. Breyer"
+    assert brooks["citation"] == "577/1" and brooks["docket"] == "15-7786"
+    correll = keys["15-6551_c07d.pdf"]
+    assert correll["datetime"] == "2015-10-29T00:00:00Z"  # "10/29/2015": a four-digit year in the same column
+    assert correll["revisions"] == [
+        {
+            "date_text": "10/30/15",
+            "pdf_url": "https://www.supremecourt.gov/opinions/15pdf/15-6551_diff_1924.pdf",
+        }
+    ]
+
+
 @pytest.mark.parametrize(
     "make, exception",
     [
-        (lambda: truncate(shared_file(ORDERS_REL).read_bytes()), MalformedDocument),
+        (lambda: truncate(ORDERS.read_bytes()), MalformedDocument),
         (lambda: NOT_FOUND.read_bytes(), ErrorPage),
         (lambda: CLERK_INDEX.read_bytes(), UnexpectedDocument),
         (
-            lambda: shared_file(ORDERS_REL).read_bytes().replace(b"03/25/24 &nbsp;", b"March 25 &nbsp;"),
+            lambda: recording("gov/supreme_court/scotus_slip_example.html").read_bytes(),
+            UnexpectedDocument,
+        ),
+        (
+            # Derived: the 2025 relating page with an extra header cell (a column the spider does not know).
+            lambda: RELATING.read_bytes().replace(
+                b'scope="col">Citation</th>', b'scope="col">Citation</th><th>Pt.</th>'
+            ),
             UnexpectedDocument,
         ),
     ],
-    ids=["truncated", "html_error_page", "other_site_page", "bad_date"],
+    ids=["truncated", "html_error_page", "other_site_page", "slip_opinions_page", "unknown_table_header"],
 )
 def test_bad_pages_raise(make, exception):
     with pytest.raises(exception):
         parse(Spider, make(), ORDERS_URL, HtmlResponse)
+
+
+def test_a_row_with_a_bad_date_is_dropped_alone():
+    """Derived: the first order's date replaced by words; that order is dropped, 68 kept."""
+    body = ORDERS.read_bytes().replace(b"03/25/24 &nbsp;", b"March 25 &nbsp;")
+    parsed = parse(Spider, body, ORDERS_URL, HtmlResponse)
+    assert len(parsed.events) == 68 and "032524zor_4h25.pdf" not in parsed.by_key()
+    assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 1
 
 
 def test_term_year():
@@ -119,8 +173,7 @@ def test_term_year():
 
 
 def test_crawl_both_listings_twice(crawl, sqlite_uri, frozen_now):
-    paths = [shared_file(ORDERS_REL), shared_file(RELATING_REL)]
-    runs = crawl_twice(crawl, "supreme_court_orders", paths, sqlite_uri, 69 + 8)
+    runs = crawl_twice(crawl, "supreme_court_orders", [ORDERS, RELATING], sqlite_uri, 69 + 7)
     doc = runs.docs["2024-03-25T00:00:00Z-supreme_court_orders-032524zor_4h25.pdf"]
     assert doc["source_url"] == ORDERS_URL and doc["all_day"] is True
 
@@ -130,7 +183,7 @@ def test_crawl_of_a_truncated_listing_is_a_logged_failure(crawl, tmp_path, sqlit
         crawl,
         "supreme_court_orders",
         tmp_path / "orders.html",
-        truncate(shared_file(ORDERS_REL).read_bytes()),
+        truncate(ORDERS.read_bytes()),
         sqlite_uri,
         "MalformedDocument",
     )
@@ -138,6 +191,6 @@ def test_crawl_of_a_truncated_listing_is_a_logged_failure(crawl, tmp_path, sqlit
 
 def test_smoke():
     assert Spider.frequency_hours == 6.0 and Spider.custom_settings["DOWNLOAD_DELAY"] >= 5
-    assert all(name.startswith("shared:fixtures/inplace/") for name in Spider.recordings)
+    assert sorted(Spider.recording_urls()) == sorted([ORDERS.resolve().as_uri(), RELATING.resolve().as_uri()])
     listings = Spider().listing_urls
     assert listings[0].startswith("https://www.supremecourt.gov/orders/ordersofthecourt/")

@@ -1,6 +1,7 @@
 """Which spiders are healthy: their last runs from ``vd_log``, classified.
 
-A run is *broken* when its result is not ``success`` (an exception ended it or a source failed),
+A run is *broken* when its result is not ``success`` (an exception ended it, a source failed, or a
+reply had records and every one was dropped: ``AllRecordsDropped``),
 *empty* when it succeeded and the source legitimately had nothing (the run log's ``empty: true``),
 a *drop* when it succeeded but its item count fell sharply below the median of the spider's previous
 successful runs, and *ok* otherwise. A spider's status is the status of its latest run; a spider
@@ -41,6 +42,8 @@ class Run:
     empty: bool
     finish_reason: str = ""
     error_message: str = ""
+    #: reason → count of the records and events the run dropped (the run log's ``dropped``).
+    dropped_reasons: dict = field(default_factory=dict)
     status: str = OK
     #: Median items of the previous successful runs (None without history).
     baseline: float | None = None
@@ -48,14 +51,21 @@ class Run:
     @property
     def note(self) -> str:
         if self.status == BROKEN:
-            return "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
+            note = "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
+            return "%s [%s]" % (note, self.dropped_text) if self.dropped_reasons else note
         if self.status == DROP:
             if self.baseline:
                 return "%d items against a median of %g" % (self.items, self.baseline)
             return "no items, %d dropped as invalid" % self.dropped
         if self.status == EMPTY:
             return "the source had nothing to report"
+        if self.dropped:
+            return "%d dropped (%s), the rest stored" % (self.dropped, self.dropped_text)
         return ""
+
+    @property
+    def dropped_text(self) -> str:
+        return ", ".join("%s: %d" % (reason, n) for reason, n in sorted(self.dropped_reasons.items()))
 
 
 @dataclass
@@ -99,6 +109,9 @@ def run_from_log(doc: dict) -> Run:
         empty=doc.get("empty") is True,
         finish_reason=str(doc.get("finish_reason") or ""),
         error_message=str(doc.get("error_message") or ""),
+        dropped_reasons={str(k): _int(v) for k, v in (doc.get("dropped") or {}).items()}
+        if isinstance(doc.get("dropped"), dict)
+        else {},
     )
 
 

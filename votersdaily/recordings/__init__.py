@@ -1,8 +1,8 @@
 """Recorded real responses of the sources, replayed by ``crawl --all --offline`` and the tests.
 
 Files under ``gov/`` are byte-for-byte copies of ../shared/fixtures/gov (provenance in
-``gov/FIXTURES.md``). Third-party pages that must not be copied are referenced as ``shared:<path>``
-and read in place from the ``shared`` folder beside the checkout (or ``$VOTERSDAILY_SHARED``).
+``gov/FIXTURES.md``). Every recording a spider replays ships here, inside the package: offline replay
+works from a clone, an egg or a scrapyd node with no ``shared`` folder anywhere.
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ import os
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SHARED_PREFIX = "shared:"
 
 
 def shared_dir() -> Path:
+    """The ``shared`` folder beside the checkout (or ``$VOTERSDAILY_SHARED``): design documents,
+    third-party test material and conformance suites for the tests and benchmarks. Product code
+    never reads it."""
     env = os.environ.get("VOTERSDAILY_SHARED")
     if env:
         return Path(env)
     return HERE.parents[2] / "shared"
 
 
-def recording_path(name: str) -> Path | None:
-    if name.startswith(SHARED_PREFIX):
-        return shared_dir() / name[len(SHARED_PREFIX):]
+def recording_path(name: str) -> Path:
+    """The shipped recording ``name`` (relative to this folder, e.g. ``gov/senate_vote/….xml``)."""
     return HERE / name

@@ -15,3 +15,8 @@ class UnexpectedDocument(SourceError):
 
 class MalformedDocument(SourceError):
     """A document that does not parse (truncated, invalid bytes for its encoding, syntax errors)."""
+
+
+class AllRecordsDropped(SourceError):
+    """A reply had records and every one was dropped: a changed format, not an empty source. The
+    run log's result; the events of the run's other replies are kept."""

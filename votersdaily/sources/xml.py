@@ -72,3 +72,11 @@ def text_of(element: etree._Element | None, path: str | None = None) -> str:
         if element is None:
             return ""
     return " ".join("".join(element.itertext()).split())
+
+
+def required_attribute(element: etree._Element, name: str, url: str = "") -> str:
+    """The stripped attribute ``name`` (a record's key); a record without it is malformed."""
+    value = (element.get(name) or "").strip()
+    if not value:
+        raise MalformedDocument("%s has a %s without %s" % (url, element.tag, name))
+    return value

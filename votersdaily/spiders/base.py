@@ -22,8 +22,14 @@ from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..items import EventItem
-from ..recordings import SHARED_PREFIX, recording_path
+from ..pipelines import count_dropped
+from ..recordings import recording_path
 from ..reparse import Reparse, parse_date_arg
+from ..sources.errors import SourceError
+
+#: What a record's parse may raise to drop that record alone: the source's own errors and the
+#: errors of reading a field that is missing or of the wrong type.
+RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError)
 
 #: Meta key carrying the upstream URL of a replayed recording.
 SOURCE_URL_META = "vd_source_url"
@@ -43,9 +49,15 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     """Subclass and set: ``name``, ``version``, ``branch``, ``entity``, ``source_timezone``,
     ``frequency_hours``, ``listing_urls`` (discovery) and ``recordings`` (offline replay), and
-    implement :meth:`parse_events` (and :meth:`parse_listing` if documents are discovered through
-    a listing). ``parse_events`` yields dicts with at least ``datetime``, ``title``, ``unique_key``
-    and ``source_text``; every other key is an ad hoc key of the event.
+    implement :meth:`parse_records` and :meth:`parse_record` (or, for a document that is a single
+    event, :meth:`parse_events`), plus :meth:`parse_listing` if documents are discovered through a
+    listing. Events are dicts with at least ``datetime``, ``title``, ``unique_key`` and
+    ``source_text``; every other key is an ad hoc key of the event.
+
+    A document that is wrong as a whole (an error page, the wrong root, a truncated body) fails the
+    page: :meth:`parse_records` raises. A *record* that cannot become an event fails only itself:
+    what :meth:`parse_record` raises (one of :data:`RECORD_ERRORS`) drops that record with its reason
+    (stats ``events/dropped/record:<exception>``, the run log's ``dropped``) and the rest are kept.
     """
 
     version: str = "1.0"
@@ -56,8 +68,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     frequency_hours: float = 6.0
     #: Where discovery starts (the live listing or feed).
     listing_urls: tuple[str, ...] = ()
-    #: Recorded responses replayed by ``crawl --all --offline``: path (relative to
-    #: ``votersdaily/recordings/`` or ``shared:`` + a path under ../shared) → upstream URL.
+    #: Recorded responses replayed by ``crawl --all --offline``: path relative to
+    #: ``votersdaily/recordings/`` (shipped with the package) → upstream URL.
     recordings: dict[str, str] = {}
 
     custom_settings: dict[str, Any] = {
@@ -216,7 +228,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         for name, upstream in self.recordings.items():
             # Matched by the recording's relative name, so a copy of the recordings elsewhere (a
             # scrapyd node unpacking the egg, another checkout) still replays under its upstream URL.
-            tail = Path(name[len(SHARED_PREFIX) :] if name.startswith(SHARED_PREFIX) else name).parts
+            tail = Path(name).parts
             if parts[-len(tail) :] == tail:
                 return upstream
         return None
@@ -227,7 +239,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         urls = []
         for name in cls.recordings:
             path = recording_path(name)
-            if path is not None and path.exists():
+            if path.exists():
                 urls.append(path.resolve().as_uri())
         return urls
 
@@ -238,8 +250,39 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)
 
-    def parse_events(self, response: Response) -> Iterable[dict]:
-        raise NotImplementedError("%s must implement parse_events(response)" % type(self).__name__)
+    def parse_events(self, response: Response) -> Iterator[dict]:
+        """One event per record of :meth:`parse_records`; a record that cannot become one is
+        dropped with its reason, never the page."""
+        for record in self.parse_records(response):
+            try:
+                event = self.parse_record(record, response)
+            except RECORD_ERRORS as exc:
+                self.drop_record(response, exc)
+                continue
+            if event is not None:
+                yield event
+
+    def parse_records(self, response: Response) -> Iterable[Any]:
+        """The document's records (rows, items, elements), after checking the document as a whole:
+        raise :mod:`~votersdaily.sources.errors` exceptions here for what fails the page."""
+        raise NotImplementedError(
+            "%s must implement parse_records(response) and parse_record(record, response), "
+            "or parse_events(response)" % type(self).__name__
+        )
+
+    def parse_record(self, record: Any, response: Response) -> dict | None:
+        """One record → one event dict, or None for a record that is legitimately no event (a
+        placeholder); raise for a record that should be one and cannot."""
+        raise NotImplementedError("%s must implement parse_record(record, response)" % type(self).__name__)
+
+    def drop_record(self, response: Response, exc: Exception) -> None:
+        """Count and report a record that could not become an event (the run log lists it)."""
+        reason = "record:%s" % type(exc).__name__
+        count_dropped(self.crawler.stats, reason)
+        self.logger.warning("record dropped (%s) from %s: %s", reason, response.url, exc)
+        self.crawler.signals.send_catch_log(
+            vd_signals.record_dropped, response=response, reason=reason, message=str(exc), spider=self
+        )
 
     def build_event(self, raw: dict, response: Response, access_datetime: str) -> EventItem:
         event = EventItem(

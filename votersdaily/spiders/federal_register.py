@@ -1,7 +1,9 @@
 """Documents published in the Federal Register, from its API (``/api/v1/documents.json``).
 
 One all-day event per document on its ``publication_date`` (a date without a time), keyed by
-``document_number``. Pages are followed through ``next_page_url`` (a ``search_after_cursor`` URL) up
+``document_number``. A result that cannot become an event is dropped alone, with its reason: the
+public-inspection feed lists withdrawn documents with ``publication_date: null`` among a hundred
+good ones. Pages are followed through ``next_page_url`` (a ``search_after_cursor`` URL) up
 to ``max_pages`` (spider argument, else the ``FEDERAL_REGISTER_MAX_PAGES`` setting). Documents given
 with ``-a url=`` are parsed alone: their ``next_page_url`` points at the live API, so it is followed
 only with ``-a follow=true``.
@@ -100,7 +102,7 @@ class FederalRegisterSpider(EventSpider):
             return
         yield self.document_request(next_url, meta={PAGE_META: page + 1})
 
-    def parse_events(self, response):
+    def parse_records(self, response):
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         if "errors" in doc.value and "results" not in doc.value:
@@ -110,12 +112,12 @@ class FederalRegisterSpider(EventSpider):
             response.meta[NEXT_PAGE_META] = next_url.strip()
         if "results" not in doc.value and doc.value.get("count") == 0:
             return []  # an empty search comes without a results array
-        results = require(doc, ("results",), list, response.url)
-        return [self._event(result, response.url) for result in results.members]
+        return require(doc, ("results",), list, response.url).members
 
     # -- one document → one event --------------------------------------------------------------
 
-    def _event(self, result: JsonText, url: str) -> dict:
+    def parse_record(self, result: JsonText, response) -> dict:
+        url = response.url
         data = result.value
         if not isinstance(data, dict) or not data.get("document_number"):
             raise UnexpectedDocument("%s: a result without a document_number" % url)

@@ -2,7 +2,10 @@
 
 Discovery reads each committee's RSS feed (``Committee/RSS.ashx?Code=XX00``); every item links a
 meeting by EventID and encloses its XML. The EventID is the unique key, so a meeting that moves to
-another date supersedes its earlier document instead of appearing twice.
+another date supersedes its earlier document instead of appearing twice. A meeting in Washington
+gives its place as ``meeting-location/capitol-complex/{room, building}``; a field hearing as
+``meeting-location/field/{building-name, city, state/@postal-code}``, kept in ``building``,
+``city``, ``state`` and ``location`` (``room`` is empty: the source names none).
 """
 
 from __future__ import annotations
@@ -48,13 +51,13 @@ MEETING_TYPES = {"HHRG": "Hearing", "HMKP": "Markup", "HMTG": "Meeting"}
 
 class HouseCommitteeMeetingsSpider(EventSpider):
     name = "house_committee_meetings"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 6.0
     recordings = {
         "gov/house_committee_meeting/meeting-115955.xml": "https://docs.house.gov/meetings/II/II10/20230523/115955/HHRG-118-II10-20230523.xml",
-        "shared:fixtures/inplace/gov/house_committee_meeting/sample_hearing.xml": "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
+        "gov/house_committee_meeting/sample_hearing.xml": "https://docs.house.gov/meetings/RU/RU00/20140519/102252/HMTG-113-RU00-20140519.xml",
     }
     #: docs.house.gov is one ASP.NET server for all committees: two requests at a time, 1 s apart.
     custom_settings = {
@@ -107,17 +110,14 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             raise MalformedDocument("%s has no <meeting-details> or meeting-id" % response.url)
         committees = self._parse_committees(details)
         main = committees[0] if committees else {}
-        room, building = (
-            text_of(details, "meeting-location/capitol-complex/room"),
-            text_of(details, "meeting-location/capitol-complex/building"),
-        )
+        place = self._parse_location(details)
         meeting_type = root.get("meeting-type") or ""
         when = details.find("meeting-date")
         yield {
             "datetime": self._parse_start(when),
             "end_datetime": self._parse_end(when),
             "title": self._parse_title(details, main, meeting_type),
-            "description": self._parse_description(committees, room, building),
+            "description": self._parse_description(committees, place["location"]),
             "unique_key": event_id,
             "source_text": outer_xml(root),
             "event_url": EVENT_URL.format(event_id=event_id),
@@ -133,9 +133,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             "subcommittee_code": main.get("code", "") if main.get("parent_code") else "",
             "subcommittee_name": main.get("name", "") if main.get("parent_code") else "",
             "committees": committees,
-            "room": room,
-            "building": building,
-            "location": " ".join(p for p in (room, building) if p),
+            **place,
             "rescheduled_dates": self._parse_rescheduled(details),
             "witnesses": self._parse_witnesses(root),
             "documents": self._parse_documents(root),
@@ -174,15 +172,42 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_description(committees: list[dict], room: str, building: str) -> str:
+    def _parse_description(committees: list[dict], location: str) -> str:
         names = [
             "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"]
             for c in committees
         ]
         parts = ["; ".join(names)] if names else []
-        if room or building:
-            parts.append(" ".join(p for p in (room, building) if p))
+        if location:
+            parts.append(location)
         return ", ".join(parts)
+
+    @staticmethod
+    def _parse_location(details) -> dict:
+        """Where the meeting is: a room of the Capitol complex (``capitol-complex/{room, building}``:
+        "1324 LHOB"), or, for a field hearing, a place outside Washington
+        (``field/{building-name, city, state/@postal-code}``: "City Hall, Sonora, CA")."""
+        field = details.find("meeting-location/field")
+        if field is None:
+            room = text_of(details, "meeting-location/capitol-complex/room")
+            building = text_of(details, "meeting-location/capitol-complex/building")
+            return {
+                "room": room,
+                "building": building,
+                "location": " ".join(p for p in (room, building) if p),
+                "field_hearing": False,
+            }
+        state_el = field.find("state")
+        state = (state_el.get("postal-code") or "").strip() if state_el is not None else ""
+        building, city = text_of(field, "building-name"), text_of(field, "city")
+        return {
+            "room": "",
+            "building": building,
+            "location": ", ".join(p for p in (building, city, state or text_of(field, "state")) if p),
+            "field_hearing": True,
+            "city": city,
+            "state": state,
+        }
 
     @staticmethod
     def _parse_committees(details) -> list[dict]:

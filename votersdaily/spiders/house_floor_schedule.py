@@ -13,7 +13,7 @@ from datetime import timedelta
 from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, docs_house_updates, eastern_iso, to_int
 from ..sources.eastern import eastern_today, parse_local
 from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from ..sources.xml import outer_xml, parse_xml, required_attribute, text_of
 from .base import EventSpider
 
 WEEK_URL = "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/{day:%Y%m%d}/{day:%Y%m%d}.xml"
@@ -43,7 +43,8 @@ class HouseFloorScheduleSpider(EventSpider):
 
     # -- one week's schedule → one all-day event per floor item ---------------------------------------
 
-    def parse_events(self, response):
+    def parse_records(self, response):
+        """Each ``floor-item`` with its category and the week of the document."""
         root = parse_xml(response.body, ("floorschedule",), response.url)
         try:
             week = parse_local(root.get("week-date") or "", "%Y-%m-%d").date()
@@ -51,37 +52,38 @@ class HouseFloorScheduleSpider(EventSpider):
             raise MalformedDocument(
                 "%s has no valid week-date: %r" % (response.url, root.get("week-date"))
             ) from None
-        week_end = week + timedelta(days=6)
         congress = to_int(root.get("congress-num"))
         for category in root.iterfind("category"):
             for item in category.iterfind("floor-items/floor-item"):
-                item_id = (item.get("id") or "").strip()
-                if not item_id:
-                    raise MalformedDocument("%s has a floor-item without id" % response.url)
-                legis_num = text_of(item, "legis-num")
-                floor_text = text_of(item, "floor-text")
-                yield {
-                    "datetime": week,
-                    "end_datetime": week_end,
-                    "title": self._parse_title(legis_num, floor_text),
-                    "description": category.get("type") or "",
-                    "unique_key": item_id,
-                    "source_text": outer_xml(item),
-                    "event_url": None,
-                    "week_url": WEEK_PAGE_URL.format(day=week),
-                    "floor_item_id": item_id,
-                    "legis_num": legis_num,
-                    "floor_text": floor_text,
-                    "category": category.get("type") or "",
-                    "category_sort_order": to_int(category.get("sort-order")),
-                    "sort_order": to_int(item.get("sort-order")),
-                    "week_date": week.isoformat(),
-                    "congress": congress,
-                    **self._parse_item_dates(item),
-                    "files": docs_house_files(item),
-                    "updates": docs_house_updates(item),
-                    "subitems": self._parse_subitems(item),
-                }
+                yield item, category, week, congress
+
+    def parse_record(self, record, response):
+        item, category, week, congress = record
+        item_id = required_attribute(item, "id", response.url)
+        legis_num = text_of(item, "legis-num")
+        floor_text = text_of(item, "floor-text")
+        return {
+            "datetime": week,
+            "end_datetime": week + timedelta(days=6),
+            "title": self._parse_title(legis_num, floor_text),
+            "description": category.get("type") or "",
+            "unique_key": item_id,
+            "source_text": outer_xml(item),
+            "event_url": None,
+            "week_url": WEEK_PAGE_URL.format(day=week),
+            "floor_item_id": item_id,
+            "legis_num": legis_num,
+            "floor_text": floor_text,
+            "category": category.get("type") or "",
+            "category_sort_order": to_int(category.get("sort-order")),
+            "sort_order": to_int(item.get("sort-order")),
+            "week_date": week.isoformat(),
+            "congress": congress,
+            **self._parse_item_dates(item),
+            "files": docs_house_files(item),
+            "updates": docs_house_updates(item),
+            "subitems": self._parse_subitems(item),
+        }
 
     @staticmethod
     def _parse_title(legis_num: str, floor_text: str) -> str:

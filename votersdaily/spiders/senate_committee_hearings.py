@@ -7,14 +7,18 @@ scheduled": that is a legitimately empty schedule (a successful run with no even
 
 Null versus empty: ``sub_cmte`` is null for a full-committee meeting (there is no subcommittee) and
 the text otherwise; ``video_url``/``event_url`` are "" when the stream is blank (closed hearings) or
-still the ``comm=xxxx`` placeholder. ``committee_code`` repeats ``cmte_code`` for the
+still the ``comm=xxxx`` placeholder. A stream's file name ends with the date of the broadcast
+(``filename=commerce073026``); committees reuse the link of an earlier meeting (the HELP business
+meeting of 30 July 2026 points at ``help072926``) or mistype it (``foreign073036``), so a stream
+whose file name carries another date than the meeting's is kept in ``video_url`` (with
+``video_file_date``) but is not the meeting's ``event_url``. ``committee_code`` repeats ``cmte_code`` for the
 ``by_committee_datetime`` view (per-committee feeds).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
@@ -31,13 +35,15 @@ from .base import EventSpider
 LAST_UPDATE_ISO_RE = re.compile(
     r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.\d+)?Z?(?:([+-])(\d{2}):?(\d{2}))?$"
 )
+#: The ``MMDDYY`` date at the end of an ISVP stream's file name (``commerce073026``).
+VIDEO_FILE_DATE_RE = re.compile(r"(\d{6})$")
 #: ISVP player values the Senate leaves in before a committee sets the real stream name.
 VIDEO_PLACEHOLDERS = frozenset({"xxxx", ""})
 
 
 class SenateCommitteeHearingsSpider(EventSpider):
     name = "senate_committee_hearings"
-    version = "1.0"
+    version = "1.1"
     branch = "Legislative"
     entity = "Senate"
     frequency_hours = 2.0  # regenerated about every 2 hours
@@ -53,19 +59,21 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_events(self, response):
+    def parse_records(self, response):
+        """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
         texts = element_texts(response.body, "meeting", root.getroottree().docinfo.encoding or "utf-8")
         if texts is None or len(texts) != len(meetings):
             texts = [outer_xml(m) for m in meetings]
-        events = []
-        for meeting, text in zip(meetings, texts, strict=True):
-            if self._is_placeholder(meeting):
-                self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
-                continue
-            events.append(self._event(meeting, text, response.url))
-        return events
+        return zip(meetings, texts, strict=True)
+
+    def parse_record(self, record, response):
+        meeting, text = record
+        if self._is_placeholder(meeting):
+            self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
+            return None
+        return self._event(meeting, text, response.url)
 
     @staticmethod
     def _is_placeholder(meeting: etree._Element) -> bool:
@@ -80,13 +88,14 @@ class SenateCommitteeHearingsSpider(EventSpider):
         when = self._parse_datetime(meeting, url)
         identifier = text_of(meeting, "identifier")
         video_url = self._parse_video_url(meeting)
+        video_date = self._parse_video_file_date(video_url)
         return {
             "datetime": when,
             "title": text_of(meeting, "matter"),
             "description": self._parse_description(meeting),
             "unique_key": identifier or "%s-%s" % (cmte_code, when.isoformat()),
             "source_text": source_text,
-            "event_url": video_url,
+            "event_url": video_url if video_date in (None, when.date()) else "",
             "identifier": identifier,
             "cmte_code": cmte_code,
             "committee_code": cmte_code,
@@ -96,6 +105,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             "room": text_of(meeting, "room"),
             "matter": text_of(meeting, "matter"),
             "video_url": video_url,
+            "video_file_date": video_date.isoformat() if video_date else None,
             "senate_cable_channel": text_of(meeting, "senate_cable_channel"),
             "last_update": self._parse_last_update(meeting),
             "documents": self._parse_documents(meeting),
@@ -130,6 +140,18 @@ class SenateCommitteeHearingsSpider(EventSpider):
             return ""
         comm = parse_qs(urlsplit(value).query).get("comm", [""])[0]
         return "" if comm.lower() in VIDEO_PLACEHOLDERS else value
+
+    @staticmethod
+    def _parse_video_file_date(video_url: str) -> date | None:
+        """The date a stream's file name carries (``filename=help072926`` → 2026-07-29), or None."""
+        name = parse_qs(urlsplit(video_url).query).get("filename", [""])[0]
+        match = VIDEO_FILE_DATE_RE.search(name)
+        if not match:
+            return None
+        try:
+            return datetime.strptime(match.group(1), "%m%d%y").date()
+        except ValueError:
+            return None  # six digits that are no date: the name claims no day
 
     @staticmethod
     def _parse_last_update(meeting: etree._Element) -> str:

@@ -43,11 +43,12 @@ class WhiteHouseSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_events(self, response):
+    def parse_records(self, response):
         feed = parse_rss(response.body, response.url)
-        return [self._event(item, feed.title, response) for item in feed.items]
+        return ((item, feed.title) for item in feed.items)
 
-    def _event(self, item: FeedItem, feed_title: str, response) -> dict:
+    def parse_record(self, record: tuple[FeedItem, str], response) -> dict:
+        item, feed_title = record
         if item.published is None:
             raise UnexpectedDocument("%s: item %r has no pubDate" % (response.url, item.guid or item.title))
         post_id = self._parse_post_id(item)
