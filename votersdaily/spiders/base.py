@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from .. import signals as vd_signals
 from ..clock import now_iso
@@ -61,6 +62,13 @@ class EventSpider(scrapy.Spider):
         # tasks per response (100 by default), which cost more than the items of a small document.
         "CONCURRENT_ITEMS": 8,
     }
+
+    @classmethod
+    def update_settings(cls, settings) -> None:
+        super().update_settings(settings)
+        # A runaway response is refused rather than parsed (a spider's own custom_settings win).
+        if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
+            settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
 
     def __init__(self, *args, url: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
