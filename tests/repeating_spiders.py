@@ -6,6 +6,7 @@ Loaded with ``-s SPIDER_MODULES=tests.repeating_spiders``; the pipeline benchmar
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
@@ -24,11 +25,15 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
     RECORDINGS = ("20261001.xml", "20260902.xml")
     EVENTS_PER_ROUND = 48
 
-    def __init__(self, *args, count: str = "20000", report: str | None = None, **kwargs):
+    def __init__(
+        self, *args, count: str = "20000", report: str | None = None, shift_days: str = "0", **kwargs
+    ):
         urls = [u for u in HouseFloorSpider.recording_urls() if u.rsplit("/", 1)[-1] in self.RECORDINGS]
         super().__init__(*args, url=",".join(urls), **kwargs)
         self.rounds = max(1, int(count) // self.EVENTS_PER_ROUND)  # whole rounds: the same events every run
         self.report = report
+        #: Every event moved by this many days (a derived variant: the same actions, rescheduled).
+        self.shift = timedelta(days=int(shift_days))
         #: The most responses the scraper held at once (being scraped or queued for it).
         self.peak_parked = 0
 
@@ -42,6 +47,7 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
         self.peak_parked = max(self.peak_parked, len(slot.active) + len(slot.queue))
         for event in super().parse_events(response):
             event["unique_key"] = "%s-r%d" % (event["unique_key"], response.meta["rep"])
+            event["datetime"] += self.shift
             yield event
 
     def closed(self, reason):

@@ -189,3 +189,49 @@ def test_ids():
     assert (
         log_id("2026-10-02T18:00:00Z", "house_votes", "success") == "2026-10-02T18:00:00Z-house_votes-success"
     )
+
+
+# -- hostile text and URLs (issue 15): generated values, not a source's format ----------------------
+
+HOSTILE = "a\ud800b\x00c\x07d\x1be\x7ff\x85g\r\nh\ti\nj"
+
+
+def test_text_is_cleaned_of_controls_and_lone_surrogates():
+    from votersdaily.schema import clean_event
+
+    doc = valid(title=HOSTILE, room={"name\x1b": ["\udfff", 3]}, source_text="<x>\r\n\x00\ud800</x>")
+    assert sorted(clean_event(doc)) == ["room", "source_text", "title"]
+    assert doc["title"] == "a\ufffdbcdefg\nh\ti\nj"
+    assert doc["room"] == {"name": ["\ufffd", 3]}
+    assert doc["source_text"] == "<x>\r\n\x00\ufffd</x>"  # the exact fragment keeps its CR and controls
+    validate_event(doc)
+    assert clean_event(doc) == []
+
+
+@pytest.mark.parametrize("key", ["title", "description", "unique_key", "parser_version"])
+def test_uncleaned_control_characters_are_rejected(key):
+    assert code_of(valid(**{key: "x\x1by"})) == "text:%s" % key
+    assert code_of(valid(**{key: "x\ud800"})) == "text:%s" % key
+
+
+@pytest.mark.parametrize("key", ["source_url", "event_url"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://clerk.house.gov/a\r\nX-Injected: 1",
+        "https://clerk.house.gov/a\x00",
+        "https://clerk.house.gov/\ud800",
+        "https://clerk.house.gov/a b",
+        "javascript:alert(1)",
+        "mailto:clerk@house.gov",
+        "ftp://clerk.house.gov/x",
+        "http://[::1/",
+        "//clerk.house.gov/a",
+    ],
+)
+def test_urls_must_be_absolute_web_or_file_urls(key, url):
+    assert code_of(valid(**{key: url})) == "url:%s" % key
+
+
+def test_web_and_file_urls_pass():
+    validate_event(valid(event_url="HTTPS://www.senate.gov/x?y=1#z", source_url="file:///r/roll314.xml"))

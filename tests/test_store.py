@@ -214,21 +214,26 @@ def test_reschedules_within_one_run_and_across_runs(db):
     assert sorted(live) == sorted([event(1)["_id"], _moved(2, 12)["_id"]])
 
 
-def test_two_live_documents_of_one_key_are_repaired_when_the_event_is_stored_again(db):
-    """Two runs racing can each store a datetime of one event as live; the next run that stores
-    that event changed marks the other (an unchanged one is left alone)."""
+def test_two_live_documents_of_one_key_are_repaired_by_the_next_run_that_sees_the_key(db):
+    """Two runs racing can each leave a datetime of one event live; the next run that stores the
+    event, changed or not, marks the other one and counts it as repaired (not as a reschedule)."""
     from votersdaily.pipelines import RescheduleTracker
 
     upsert(db, DB, [event(3), _moved(3, 20), event(4), _moved(4, 21)])  # as if by two unaware runs
     tracker = RescheduleTracker()
     result = _write(db, tracker, [_moved(3, 20)])
-    assert result.unchanged == [_moved(3, 20)["_id"]] and result.superseded == []  # the view is not read
-    result = _write(db, tracker, [_moved(3, 20, title="Renamed"), _moved(4, 21)])
-    assert result.superseded == [event(3)["_id"]]
+    assert result.unchanged == [_moved(3, 20)["_id"]]
+    assert result.repaired == [event(3)["_id"]] and result.superseded == []
     assert db.get(DB, event(3)["_id"])["superseded_by"] == _moved(3, 20)["_id"]
-    assert "superseded_by" not in db.get(DB, event(4)["_id"])
-    result = _write(db, tracker, [_moved(4, 21, title="Renamed")])
-    assert result.superseded == [event(4)["_id"]]
+    # Event 4 moves again: one of its two live documents is what the move replaces, the other a repair.
+    result = _write(db, tracker, [_moved(4, 22)])
+    assert len(result.superseded) == len(result.repaired) == 1
+    assert sorted(result.superseded + result.repaired) == sorted([event(4)["_id"], _moved(4, 21)["_id"]])
+    live = [d["_id"] for d in db.iter_docs(DB) if "superseded_by" not in d]
+    assert sorted(live) == sorted([_moved(3, 20)["_id"], _moved(4, 22)["_id"]])
+    # The next run finds nothing to repair and writes nothing.
+    result = _write(db, RescheduleTracker(), [_moved(3, 20), _moved(4, 22)])
+    assert result.repaired == result.superseded == [] and len(result.unchanged) == 2
 
 
 @pytest.mark.parametrize("prepare", [True, False], ids=["read-before-write", "read-after-write"])
@@ -275,8 +280,21 @@ def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
     assert "query" not in calls and result.superseded == [event(7)["_id"]]
 
 
-def test_spooled_batches_name_the_stateless_reschedule_hook():
-    from votersdaily.pipelines import RescheduleTracker, mark_superseded
+def test_spooled_batches_name_a_reschedule_tracker_made_once_per_delivery():
+    from votersdaily.pipelines import RescheduleTracker, SpooledRescheduleTracker
     from votersdaily.store.spool import hook_name, load_hook
 
-    assert load_hook(hook_name(RescheduleTracker())) is mark_superseded
+    assert load_hook(hook_name(RescheduleTracker())) is SpooledRescheduleTracker
+
+
+def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
+    """A lone surrogate (valid JSON, not Unicode; generated here) used to fail the embedded store's
+    whole batch: now that one document is refused and the rest of the batch is written."""
+    docs = [event(1), event(2, title="bad \ud800 title"), event(3), event(4, _id="bad-\udfff-id")]
+    result = upsert(db, DB, docs)
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert set(result.failed) == {event(2)["_id"], "bad-\udfff-id"}
+    assert all("not valid Unicode" in reason for reason in result.failed.values())
+    assert sorted(d["_id"] for d in db.iter_docs(DB)) == sorted([event(1)["_id"], event(3)["_id"]])
+    answers = db.bulk_docs(DB, [event(5, title="\ud800"), event(6)])
+    assert answers[0]["error"] == "bad_request" and answers[1]["ok"]

@@ -235,6 +235,7 @@ class RunLog:
             "unchanged_count": int(total.get("unchanged", 0)),
             "superseded_count": int(total.get("superseded", 0)),
             "replaced_count": int(total.get("replaced", 0)),
+            "repaired_count": int(total.get("repaired", 0)),
             "duplicate_count": int(total.get("duplicates", 0)),
             "failed_writes": int(total.get("failed", 0)),
             "items_scraped": int(items),

@@ -72,11 +72,17 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
 
 
 class ValidateEventPipeline(_CrawlerPipeline):
-    """Every rule of docs/events.md §2; an invalid event is dropped with its reason, never stored."""
+    """Every rule of docs/events.md §2; an invalid event is dropped with its reason, never stored.
+
+    Text is cleaned first (controls but tab and newline removed, lone surrogates replaced; stat
+    ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch.
+    """
 
     def process_item(self, item):
         if not isinstance(item, EventItem):
             return item
+        for key in schema.clean_event(item):
+            self.crawler.stats.inc_value("events/cleaned/%s" % key)
         try:
             schema.validate_event(item)
         except schema.InvalidEvent as exc:
@@ -98,74 +104,94 @@ class RescheduleTracker:
     another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
 
     The documents of a parser (view ``by_parser_unique_key``, which the iCal export reads too) are
-    read just before a batch first writes a new or changed event of that parser (so the view need
-    not index that batch first), and then kept current in memory from what the run writes:
-    detection costs no server work per event, and a run whose events are all unchanged never reads
-    the view. When an event is stored new or changed, every other document of its key is marked
-    (re-pointed to the newest), so a key left with two live documents (two runs of one spider
-    racing) is repaired the next time the event changes.
+    read once per run: just before a batch first writes a new or changed event of that parser (so
+    the view need not index that batch first), or after a batch of unchanged ones; they are then
+    kept current in memory from what the run writes, so detection costs no server work per event.
+    Every stored event, changed or not, is settled: every other document of its key is marked
+    (re-pointed to it), so a key left with two live documents (a lost ``_bulk_docs`` answer, two
+    runs racing) is repaired by the next run that sees the event. Such marks are counted in
+    ``repaired``, apart from ordinary reschedules in ``superseded``.
 
     A spider that changed its key scheme gives each event its key under the old one as
-    ``replaces_key``: when the event is stored new or changed, the stored document of that key at
-    the same datetime (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``):
-    the same event under its old id, neither a reschedule nor a second live copy.
+    ``replaces_key``: when the event is stored, the stored document of that key at the same datetime
+    (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``): the same event under
+    its old id, neither a reschedule nor a second live copy (counted in ``replaced``).
     """
 
-    #: What a spool records for later delivery: a fresh tracker that treats unchanged documents as
-    #: changed (a spooled batch may have been written before the outage hid the answer).
-    durable = "votersdaily.pipelines:mark_superseded"
+    #: What a spool records for later delivery: a class, instantiated once per delivery.
+    durable = "votersdaily.pipelines:SpooledRescheduleTracker"
 
-    def __init__(self, *, recheck_unchanged: bool = False) -> None:
-        self.recheck_unchanged = recheck_unchanged
+    def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.
         self._ids: dict[str, dict[str, set[str]]] = {}
-        #: Ids written by a batch whose marking failed: its retry finds them unchanged.
-        self._unsettled: set[str] = set()
+        #: Ids this run tried to write whose marking has not run yet: when the answer of that write
+        #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
+        self._attempted: set[str] = set()
 
     def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
         for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
             self._ids[parser] = self._read(store, db, parser)
+        self._attempted.update(doc["_id"] for doc in docs)
+
+    def _written(self, doc_id: str) -> bool:
+        """Whether this run wrote ``doc_id`` (rather than finding it as an earlier run left it)."""
+        return doc_id in self._attempted
 
     def __call__(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
         changed = set(result.inserted) | set(result.updated)
         stored = changed | set(result.unchanged)
-        settle = stored if self.recheck_unchanged else changed | (self._unsettled & stored)
-        self._unsettled |= settle
+        self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
         current: dict[tuple[str, str], str] = {}
         older: dict[tuple[str, str], set[str]] = {}
+        in_batch: set[str] = set()
         for doc in batch:
             doc_id, parser = doc["_id"], doc["parser_name"]
             if doc_id not in stored:
                 continue
             if parser not in self._ids:
-                if doc_id not in settle:
-                    continue
                 self._ids[parser] = self._read(store, db, parser)
             ids = self._ids[parser].setdefault(doc["unique_key"], set())
-            if doc_id not in settle:
-                ids.add(doc_id)
-                continue
             key = (parser, doc["unique_key"])
             older.setdefault(key, set()).update(ids)
             ids.clear()
             ids.add(doc_id)
             current[key] = doc_id
+            in_batch.add(doc_id)
         targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
-        replaced = self._replaced(batch, settle)
-        superseded = self._marks(store, db, targets, "superseded")
-        retired = self._marks(store, db, replaced, "replaced")
-        if superseded or retired:
-            upsert(store, db, superseded + retired)
-            result.superseded += [doc["_id"] for doc in superseded]
+        found = store.get_many(db, targets) if targets else {}
+        repaired: set[str] = set()
+        for key, doc_id in current.items():
+            # Live documents the batch did not write: a consistent key has at most one, the one a
+            # newly written event replaces; any other (or any at all, for an event stored
+            # unchanged by an earlier run) is a repair.
+            live = sorted(
+                old_id
+                for old_id in older[key]
+                if old_id in found and old_id not in in_batch and not found[old_id].get("superseded_by")
+            )
+            repaired.update(live[1:] if self._written(doc_id) else live)
+        marks = self._marks(found, targets, "superseded")
+        replaced = self._replaced(batch, stored)
+        retired = self._marks(store.get_many(db, replaced) if replaced else {}, replaced, "replaced")
+        if marks or retired:
+            upsert(store, db, marks + retired)
+            for doc in marks:
+                (result.repaired if doc["_id"] in repaired else result.superseded).append(doc["_id"])
             result.replaced += [doc["_id"] for doc in retired]
-        self._unsettled -= settle
+        if repaired:
+            logger.warning(
+                "repaired %d events of %s that had two live documents (a lost write answer or racing runs)",
+                len(repaired),
+                db,
+            )
+        self._attempted -= stored
 
-    def _replaced(self, batch: list[dict], settle: set[str]) -> dict[str, str]:
-        """Old id → new id, for the settled documents whose ``replaces_key`` document is stored."""
+    def _replaced(self, batch: list[dict], stored: set[str]) -> dict[str, str]:
+        """Old id → new id, for the stored events whose ``replaces_key`` document is known."""
         replaced = {}
         for doc in batch:
             old_key = doc.get("replaces_key")
-            if doc["_id"] not in settle or not old_key or old_key == doc["unique_key"]:
+            if doc["_id"] not in stored or not old_key or old_key == doc["unique_key"]:
                 continue
             old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
             if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
@@ -173,10 +199,10 @@ class RescheduleTracker:
         return replaced
 
     @staticmethod
-    def _marks(store: Store, db: str, targets: dict[str, str], how: str) -> list[dict]:
-        """Copies of the ``targets`` documents marked ``<how>_by`` their new id (unless already)."""
+    def _marks(found: dict[str, dict], targets: dict[str, str], how: str) -> list[dict]:
+        """Copies of the ``found`` documents marked ``<how>_by`` their target id (unless already)."""
         marks = []
-        for old_id, old in store.get_many(db, targets).items() if targets else ():
+        for old_id, old in found.items():
             if old.get(how + "_by") != targets[old_id]:
                 marked = {k: v for k, v in old.items() if k != "_rev"}
                 marked[how + "_by"] = targets[old_id]
@@ -194,9 +220,18 @@ class RescheduleTracker:
         return ids
 
 
+class SpooledRescheduleTracker(RescheduleTracker):
+    """:class:`RescheduleTracker` for a spool delivery (one per delivery, so the view is read once
+    per parser, not per chunk): a spooled batch may have been written before the outage hid the
+    answer, so an event found unchanged still counts as written by the run that spooled it."""
+
+    def _written(self, doc_id: str) -> bool:
+        return True
+
+
 def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
-    """:class:`RescheduleTracker` for one batch on its own (spool delivery, tools)."""
-    RescheduleTracker(recheck_unchanged=True)(store, db, batch, result)
+    """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
+    SpooledRescheduleTracker()(store, db, batch, result)
 
 
 class EventStorePipeline:

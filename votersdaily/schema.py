@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -58,6 +58,18 @@ DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2
 #: CouchDB's default max_document_size is 8 MB; stay clearly below it.
 MAX_DOCUMENT_BYTES = 7 * 1024 * 1024
 
+#: Never in stored text: C0 controls but tab and newline, DEL, C1 controls, and lone surrogates
+#: (valid in a JSON string, but not Unicode: UTF-8 cannot encode them, strict parsers refuse them).
+BAD_TEXT_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+#: ``source_text`` is the exact fragment (CR/LF line ends, whatever the source sent): only what
+#: cannot be stored at all goes.
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+#: Keys whose value is a URL (absolute http, https or file, nothing to clean in it).
+URL_KEYS = ("source_url", "event_url")
+URL_SCHEMES = frozenset({"http", "https", "file"})
+#: Characters a URL never holds raw (controls, space, lone surrogates).
+URL_BAD_RE = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")
+
 
 class InvalidEvent(ValueError):
     """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
@@ -68,12 +80,66 @@ class InvalidEvent(ValueError):
 
 
 def is_absolute_url(value: str) -> bool:
-    parts = urlsplit(value)
-    if not parts.scheme:
+    """An absolute http(s) URL with a host, or a file URL with a path, with no raw control
+    character, space or lone surrogate in it (a CR/LF in a URL would split an iCalendar line)."""
+    if not isinstance(value, str) or URL_BAD_RE.search(value):
         return False
-    if parts.scheme == "file":
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        return False
+    scheme = parts.scheme.lower()
+    if scheme not in URL_SCHEMES:
+        return False
+    if scheme == "file":
         return bool(parts.path)
-    return bool(parts.netloc)
+    return bool(parts.hostname)
+
+
+def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
+    """``value`` without what :data:`BAD_TEXT_RE` forbids: CR/LF and lone CR become a newline, a
+    lone surrogate U+FFFD (as a decoder would replace it), other controls are removed."""
+    if not pattern.search(value):
+        return value
+    if pattern is BAD_TEXT_RE:
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
+    return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
+
+
+def clean_value(value: Any, pattern: re.Pattern = BAD_TEXT_RE) -> Any:
+    """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
+    object when nothing needed cleaning."""
+    kind = type(value)
+    if kind is str:
+        return clean_text(value, pattern)
+    if kind is list or kind is tuple:
+        cleaned = [clean_value(member, pattern) for member in value]
+        return value if all(a is b for a, b in zip(cleaned, value, strict=True)) else kind(cleaned)
+    if isinstance(value, Mapping):
+        items = [(clean_value(k, pattern), clean_value(v, pattern)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    return value
+
+
+def clean_event(event: MutableMapping[str, Any]) -> list[str]:
+    """Clean the text of ``event`` in place (see :data:`BAD_TEXT_RE`); the keys that changed.
+
+    URLs are not cleaned: :func:`validate_event` rejects a URL with a control character in it.
+    """
+    changed = []
+    for key, value in list(event.items()):
+        if key in URL_KEYS:
+            continue
+        cleaned = clean_value(value, SURROGATE_RE if key == "source_text" else BAD_TEXT_RE)
+        if cleaned is not value:
+            event[key] = cleaned
+            changed.append(key)
+    for key in [k for k in event if isinstance(k, str) and BAD_TEXT_RE.search(k)]:
+        event[clean_text(key)] = event.pop(key)
+        changed.append(clean_text(key))
+    return changed
 
 
 def parse_iso_utc(value: str) -> datetime:
@@ -98,6 +164,8 @@ def validate_event(event: Mapping[str, Any]) -> None:
             )
         if not value.strip() and key not in MAY_BE_EMPTY:
             raise InvalidEvent("empty:%s" % key, "key %r may not be empty" % key)
+        if key not in URL_KEYS and (SURROGATE_RE if key == "source_text" else BAD_TEXT_RE).search(value):
+            raise InvalidEvent("text:%s" % key, "key %r holds a control character or a lone surrogate" % key)
     if event["branch"] not in BRANCHES:
         raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
     if event["entity"] not in ENTITIES:
@@ -116,12 +184,16 @@ def validate_event(event: Mapping[str, Any]) -> None:
         )
     for key in ("source_url", "event_url"):
         if event[key] and not is_absolute_url(event[key]):
-            raise InvalidEvent("url:%s" % key, "%s %r is not an absolute URL" % (key, event[key]))
+            raise InvalidEvent(
+                "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
+            )
     if event["source_timezone"] not in pytz.all_timezones_set:
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     unique_key = event.get("unique_key")
     if not isinstance(unique_key, str) or not unique_key.strip():
         raise InvalidEvent("missing:unique_key", "the event has no unique_key")
+    if BAD_TEXT_RE.search(unique_key):
+        raise InvalidEvent("text:unique_key", "unique_key holds a control character or a lone surrogate")
     if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
         try:
             size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))

@@ -24,8 +24,14 @@ REDIRECT_MAX_TIMES = 10
 #: Body size limits (Scrapy aborts larger downloads).
 DOWNLOAD_MAXSIZE = 256 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 64 * 1024 * 1024
+#: Event documents are small (the largest recorded is a few MB): an event spider refuses a larger
+#: response (run log result DownloadCancelledError) instead of parsing it in GBs of memory.
+VOTERSDAILY_EVENT_MAXSIZE = 64 * 1024 * 1024
 COOKIES_ENABLED = False
+#: No way into a running crawl: Scrapy's telnet console and its remote-control HTTP endpoint (which
+#: runs Python code sent to it) are off; a job's secrets stay in its process.
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
 
 # -- conditional requests (If-Modified-Since / ETag) for sources that support them ---------------
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
@@ -256,6 +262,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     # Before the run log: a reparse's marks and figures are in place when the log is written.
     "votersdaily.reparse.ReparseExtension": 400,
+    "votersdaily.redact.RedactSecrets": 0,
     "votersdaily.extensions.RunLog": 500,
 }
 

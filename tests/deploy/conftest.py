@@ -175,7 +175,10 @@ def build_egg(workdir: Path) -> Path:
 
 
 class ScrapydServer:
-    """A real scrapyd on a free loopback port; everything it keeps lives in ``workdir``."""
+    """A real scrapyd on a free loopback port, configured as the README documents it (HTTP basic
+    auth on every endpoint); everything it keeps lives in ``workdir``."""
+
+    USERNAME, PASSWORD = "deployer", "deploy-s3cret"
 
     def __init__(self, workdir: Path, env: dict):
         self.workdir = workdir
@@ -187,14 +190,27 @@ class ScrapydServer:
     def url(self) -> str:
         return "http://127.0.0.1:%d/" % self.port
 
+    @property
+    def auth_url(self) -> str:
+        """The URL with the credentials, as the scheduler's ``--scrapyd`` takes it."""
+        return "http://%s:%s@127.0.0.1:%d/" % (self.USERNAME, self.PASSWORD, self.port)
+
     def start(self) -> ScrapydServer:
         from tests.support.services import wait_http
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / "scrapyd.conf").write_text(
-            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\neggs_dir = %s\nlogs_dir = %s\n"
-            "dbs_dir = %s\nitems_dir =\njobs_to_keep = 20\nmax_proc = 4\npoll_interval = 0.2\n"
-            % (self.port, self.workdir / "eggs", self.workdir / "logs", self.workdir / "dbs")
+            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\nusername = %s\npassword = %s\n"
+            "eggs_dir = %s\nlogs_dir = %s\ndbs_dir = %s\nitems_dir =\njobs_to_keep = 20\nmax_proc = 4\n"
+            "poll_interval = 0.2\n"
+            % (
+                self.port,
+                self.USERNAME,
+                self.PASSWORD,
+                self.workdir / "eggs",
+                self.workdir / "logs",
+                self.workdir / "dbs",
+            )
         )
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("scrapyd"))],
@@ -203,7 +219,7 @@ class ScrapydServer:
             stdout=open(self.workdir / "scrapyd.out", "ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_http(self.url + "daemonstatus.json")
+        wait_http(self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD))
         return self
 
     def stop(self) -> None:

@@ -26,7 +26,7 @@ def egg(tmp_path_factory):
 @pytest.fixture
 def scrapyd(tmp_path, couch_uri, egg):
     server = ScrapydServer(tmp_path / "scrapyd", scrapyd_env(couch_uri, tmp_path)).start()
-    client = Scrapyd(server.url)
+    client = Scrapyd(server.auth_url)
     client.add_version("r1", egg.read_bytes())
     yield server, client
     client.close()
@@ -151,26 +151,26 @@ def _decisions(couch_uri: str) -> list[dict]:
 
 def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri, egg):
     server, client = scrapyd
-    first = _scheduler(server.url, couch_uri)
+    first = _scheduler(server.auth_url, couch_uri)
     assert "scheduled" in first
     jobid = _decisions(couch_uri)[-1]["jobid"]
     # The job is still pending or running: the next pass leaves it alone.
-    second = _scheduler(server.url, couch_uri)
+    second = _scheduler(server.auth_url, couch_uri)
     if client.jobs().state_of(jobid) != "finished":
         assert "skipped-running" in second and jobid in second
     wait_finished(client, [jobid])
     # Finished, but its hour has not passed: nothing to do, and no decision document for it.
     n = len(_decisions(couch_uri))
-    assert "not-due" in _scheduler(server.url, couch_uri)
+    assert "not-due" in _scheduler(server.auth_url, couch_uri)
     assert len(_decisions(couch_uri)) == n
 
     # scrapyd restarts (its job list is gone); the state in the store survives.
     server.stop()
-    down = _scheduler(server.url, couch_uri)
+    down = _scheduler(server.auth_url, couch_uri)
     assert "scrapyd-unavailable" in down
     server.start()
     client.add_version("r2", egg.read_bytes())
-    due = _scheduler(server.url, couch_uri, "--hours", "house_votes=0.0001")
+    due = _scheduler(server.auth_url, couch_uri, "--hours", "house_votes=0.0001")
     assert "scheduled" in due
     decisions = _decisions(couch_uri)
     assert next(d["decision"] for d in decisions if d["spider"] == "house_votes") == "scheduled"
@@ -182,6 +182,25 @@ def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri
     store.close()
     assert state["jobid"] == decisions[-1]["jobid"]
     wait_finished(client, [state["jobid"]])
+
+
+def test_scrapyd_refuses_every_call_without_the_configured_credentials(scrapyd, egg):
+    """The documented scrapyd.conf has username/password: no local process can upload an egg,
+    schedule a job or read a job log without them."""
+    import requests
+
+    server, _ = scrapyd
+    for method, endpoint, kwargs in (
+        ("GET", "daemonstatus.json", {}),
+        ("POST", "addversion.json", {"data": {"project": "votersdaily", "version": "evil"}}),
+        ("POST", "schedule.json", {"data": {"project": "votersdaily", "spider": "house_votes"}}),
+        ("GET", "logs/", {}),
+    ):
+        for auth in (None, ("deployer", "wrong")):
+            answer = requests.request(method, server.url + endpoint, auth=auth, timeout=10, **kwargs)
+            assert answer.status_code == 401, (endpoint, auth, answer.status_code)
+    ok = requests.get(server.url + "daemonstatus.json", auth=(server.USERNAME, server.PASSWORD), timeout=10)
+    assert ok.json()["status"] == "ok"
 
 
 def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog):

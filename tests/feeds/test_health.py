@@ -115,7 +115,8 @@ def test_health_page(logged, tmp_path):
 
 
 def test_day_page_links_only_web_urls(tmp_path):
-    """A source_url or event_url of another scheme (javascript:, data:) is shown as text, never a link."""
+    """A source_url or event_url of another scheme (javascript:, data:) is never a link (the feeds
+    leave such a URL out; the template would show it as text)."""
     from tests.feeds.events import event, write_events
     from votersdaily import schema
     from votersdaily.store import open_store
@@ -129,10 +130,8 @@ def test_day_page_links_only_web_urls(tmp_path):
             store,
             [
                 event("2026-09-16T23:05:00Z", "t_links", "web", event_url="https://example.gov/e/1"),
-                event(
-                    "2026-09-16T23:06:00Z",
-                    "t_links",
-                    "script",
+                dict(  # written past validation, which refuses such URLs
+                    event("2026-09-16T23:06:00Z", "t_links", "script"),
                     source_url="javascript://example.gov/%0Aalert(1)",
                     event_url="javascript://example.gov/%0Aalert(2)",
                 ),
@@ -145,4 +144,5 @@ def test_day_page_links_only_web_urls(tmp_path):
     hrefs = [a.get("href") for a in page.cssselect("a")]
     assert "https://example.gov/t_links/web.xml" in hrefs and "https://example.gov/e/1" in hrefs
     assert not [h for h in hrefs if h.lower().startswith("javascript")]
-    assert "javascript://example.gov/%0Aalert(2)" in page.text_content()
+    assert "javascript" not in page.text_content()
+    assert "t_links script" in page.text_content()  # the event itself is shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import gzip as gzip_module
 import http.server
@@ -32,14 +33,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, timeout: float = 30.0) -> None:
+def wait_http(url: str, timeout: float = 30.0, auth: tuple[str, str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     last = None
+    headers = {"Accept": "application/json"}
+    if auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % auth).encode()).decode()
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, headers={"Accept": "application/json"}), timeout=2
-            ):
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2):
                 return
         except Exception as exc:  # not up yet
             last = exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..schema import SURROGATE_RE, clean_text, clean_value
 from ..store import open_store
 
 
@@ -20,8 +21,23 @@ def run(args) -> int:
     if args.db not in store.list_dbs():
         print("no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
         return 2
-    out = sys.stdout
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    cleaned = []
     for doc in store.iter_docs(args.db, include_design=args.design):
-        out.write(json.dumps(doc, ensure_ascii=False, sort_keys=True))
-        out.write("\n")
+        line = json.dumps(doc, ensure_ascii=False, sort_keys=True)
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (written past validation) cannot be UTF-8: U+FFFD, as a decoder does.
+            cleaned.append(doc.get("_id"))
+            data = json.dumps(clean_value(doc, SURROGATE_RE), ensure_ascii=False, sort_keys=True).encode()
+        out.write(data + b"\n")
+    out.flush()
+    if cleaned:
+        print(
+            "dump: %d documents held lone surrogates, written as U+FFFD: %s"
+            % (len(cleaned), ", ".join(repr(clean_text(str(i), SURROGATE_RE)) for i in cleaned[:5])),
+            file=sys.stderr,
+        )
     return 0

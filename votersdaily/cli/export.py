@@ -6,6 +6,7 @@ import sys
 
 from ..feeds.export import FORMATS, export
 from ..feeds.query import EventFilter, FeedQueryError
+from ..feeds.sanitise import FeedReport
 from ..store import open_store
 
 
@@ -36,10 +37,13 @@ def run(args) -> int:
         print("export: %s" % exc, file=sys.stderr)
         return 2
     store = open_store()
+    report = FeedReport()
     try:
         sys.stdout.flush()
-        export(store, args.format, flt, sys.stdout.buffer)
+        export(store, args.format, flt, sys.stdout.buffer, report)
         sys.stdout.buffer.flush()
     finally:
         store.close()
+    for line in report.lines():
+        print("export: %s" % line, file=sys.stderr)
     return 0

@@ -28,18 +28,22 @@ def register(sub) -> None:
 
 def run_build(args) -> int:
     from ..deploy.scheduler import spider_frequencies
+    from ..feeds.sanitise import FeedReport
     from ..feeds.site import SiteConfig, build_site
     from .crawl import event_spiders
 
     settings = get_project_settings()
     config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
     store = open_store()
+    report = FeedReport()
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        summary = build_site(store, args.dir, config, spiders=spiders)
+        summary = build_site(store, args.dir, config, spiders=spiders, report=report)
     finally:
         store.close()
+    for line in report.lines():
+        print("site: %s" % line, file=sys.stderr)
     print(
         "site: %d day pages, %d feeds, %d spiders on the health page in %s"
         % (summary.days, summary.feeds, summary.spiders, args.dir),

@@ -12,19 +12,29 @@ from ..clock import now_iso
 from ..store.base import Store
 from .ical import write_ics
 from .jsonfeed import write_json
-from .query import EventFilter, iter_events, predecessors
+from .query import EventFilter, iter_events, siblings, superseded_by_newer
+from .sanitise import FeedReport
 
 FORMATS = ("ics", "json")
 BATCH = 200
 
 
-def with_earlier_versions(store: Store, docs: Iterable[dict]) -> Iterator[tuple[dict, int]]:
-    """Pair each event with its number of superseded versions, one view query per batch."""
+def with_earlier_versions(
+    store: Store, docs: Iterable[dict], report: FeedReport | None = None
+) -> Iterator[tuple[dict, int]]:
+    """Pair each event with its number of other documents (earlier versions: SEQUENCE grows with
+    them), one view query per batch; of two live documents of one event only the newest is kept
+    (``report.hidden`` names the others)."""
     docs = iter(docs)
     while batch := list(islice(docs, BATCH)):
-        counts = predecessors(store, batch)
+        others = siblings(store, batch)
+        hidden = superseded_by_newer(store, batch, others)
         for doc in batch:
-            yield doc, counts.get(doc["_id"], 0)
+            if doc["_id"] in hidden:
+                if report is not None:
+                    report.hidden.append(doc["_id"])
+                continue
+            yield doc, len(others.get(doc["_id"], ()))
 
 
 def feed_name(flt: EventFilter) -> str:
@@ -56,10 +66,14 @@ def write_feed(
     raise ValueError("unknown feed format %r (one of %s)" % (fmt, ", ".join(FORMATS)))
 
 
-def export(store: Store, fmt: str, flt: EventFilter, out: BinaryIO) -> int:
-    """Stream the feed of ``flt`` from the store's views to ``out``; returns the event count."""
+def export(store: Store, fmt: str, flt: EventFilter, out: BinaryIO, report: FeedReport | None = None) -> int:
+    """Stream the feed of ``flt`` from the store's views to ``out``; returns the event count.
+
+    Every event is shown once (the newest live document of its parser and unique key); stored
+    documents that had to be cleaned or left out are listed in ``report``.
+    """
     if fmt not in FORMATS:
         raise ValueError("unknown feed format %r (one of %s)" % (fmt, ", ".join(FORMATS)))
-    events = iter_events(store, flt)
-    pairs = with_earlier_versions(store, events) if fmt == "ics" else ((doc, 0) for doc in events)
+    report = FeedReport() if report is None else report
+    pairs = with_earlier_versions(store, iter_events(store, flt, report), report)
     return write_feed(fmt, pairs, flt, out)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import schema
 from ..store.base import Store, StoreError
+from .sanitise import FeedReport, feed_event, newest
 
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
 HIGH: dict = {}
@@ -151,13 +152,20 @@ def iter_rows(
         startkey = last
 
 
-def iter_events(store: Store, flt: EventFilter = EventFilter()) -> Iterator[dict]:
-    """Event documents matching ``flt`` in datetime order (the order of every datetime view)."""
+def iter_events(
+    store: Store, flt: EventFilter = EventFilter(), report: FeedReport | None = None
+) -> Iterator[dict]:
+    """Event documents matching ``flt`` in datetime order (the order of every datetime view), as
+    a feed may show them (see :func:`.sanitise.feed_event`; ``report`` collects what was not)."""
+    report = FeedReport() if report is None else report
     view, _ = flt.view()
     low, high = flt.key_range()
     for row in iter_rows(store, schema.EVENTS_DB, view, low, high):
-        if row.doc is not None and flt.matches(row.doc):
-            yield row.doc
+        if row.doc is None:
+            continue
+        doc = feed_event(row.doc, report)
+        if doc is not None and flt.matches(doc):
+            yield doc
 
 
 def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
@@ -175,21 +183,43 @@ def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
         startkey = [value, HIGH]
 
 
-def predecessors(store: Store, docs: list[dict]) -> dict[str, int]:
-    """For each doc id, how many other documents share its parser_name and unique_key."""
-    keyed = {
-        (d.get("parser_name"), d.get("unique_key")): d["_id"]
-        for d in docs
-        if isinstance(d.get("unique_key"), str)
-    }
+def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
+    """For each doc id, the ids of the other documents of its parser_name and unique_key."""
+    keyed: dict[tuple[str, str], list[str]] = {}
+    for doc in docs:
+        keyed.setdefault((doc["parser_name"], doc["unique_key"]), []).append(doc["_id"])
     if not keyed:
         return {}
     rows = store.query(
         schema.EVENTS_DB, "by_parser_unique_key", keys=[list(k) for k in keyed], include_docs=False
     )
-    counts = dict.fromkeys(keyed.values(), 0)
+    found: dict[str, set[str]] = {doc["_id"]: set() for doc in docs}
     for row in rows:
-        current = keyed.get(tuple(row.key))
-        if current is not None and row.id != current:
-            counts[current] += 1
-    return counts
+        for current in keyed.get(tuple(row.key), ()):
+            if row.id != current:
+                found[current].add(row.id)
+    return found
+
+
+def superseded_by_newer(store: Store, docs: list[dict], others: dict[str, set[str]]) -> set[str]:
+    """Ids of ``docs`` that a newer live document of the same event replaces (a key two racing
+    runs or a lost write answer left with two live documents, until a crawl repairs it)."""
+    wanted = {other for ids in others.values() for other in ids}
+    if not wanted:
+        return set()
+    known = {doc["_id"]: doc for doc in docs}
+    known.update(store.get_many(schema.EVENTS_DB, wanted - known.keys()))
+    hidden = set()
+    for doc in docs:
+        for other_id in others.get(doc["_id"], ()):
+            other = known.get(other_id)
+            if (
+                other is not None
+                and is_live(other)
+                and isinstance(other.get("datetime"), str)
+                and schema.DATETIME_RE.match(other["datetime"])
+                and newest(other) > newest(doc)
+            ):
+                hidden.add(doc["_id"])
+                break
+    return hidden

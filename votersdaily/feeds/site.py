@@ -25,6 +25,7 @@ from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report
 from .query import EventFilter, iter_events
+from .sanitise import FeedReport
 
 HERE = Path(__file__).resolve().parent
 #: Columns of a day page, in the order of the original front end; "Other" shows only when used.
@@ -189,8 +190,14 @@ def landing_day(days: list[date], today: date) -> date | None:
 
 
 def build_site(
-    store: Store, outdir: Path, config: SiteConfig = SiteConfig(), spiders: list[str] = ()
+    store: Store,
+    outdir: Path,
+    config: SiteConfig = SiteConfig(),
+    spiders: list[str] = (),
+    report: FeedReport | None = None,
 ) -> BuildSummary:
+    """Write the site; stored events that had to be cleaned or left out are listed in ``report``."""
+    report = FeedReport() if report is None else report
     outdir = Path(outdir)
     (outdir / "days").mkdir(parents=True, exist_ok=True)
     static = outdir / "static"
@@ -201,10 +208,11 @@ def build_site(
     env = environment()
     summary = BuildSummary()
 
-    # One pass over the by_datetime view; source_text is provenance, not needed by any page or feed.
-    docs = [{k: v for k, v in doc.items() if k != "source_text"} for doc in iter_events(store)]
+    # One pass over the by_datetime view (iter_events leaves source_text out: no page needs it).
+    pairs = list(with_earlier_versions(store, iter_events(store, report=report), report))
+    docs = [doc for doc, _ in pairs]
     generated = now_utc()
-    feeds = write_feeds(list(with_earlier_versions(store, docs)), outdir, iso_utc(generated))
+    feeds = write_feeds(pairs, outdir, iso_utc(generated))
     summary.feeds = len(feeds)
     by_day: dict[date, list[DayEvent]] = defaultdict(list)
     for doc in docs:

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
@@ -88,6 +89,13 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             "votersdaily.archive.ArchiveMiddleware": 50,
         },
     }
+
+    @classmethod
+    def update_settings(cls, settings) -> None:
+        super().update_settings(settings)
+        # A runaway response is refused rather than parsed (a spider's own custom_settings win).
+        if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
+            settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
 
     def __init__(
         self,

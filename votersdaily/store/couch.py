@@ -17,6 +17,7 @@ from requests.adapters import HTTPAdapter
 
 from . import mask_uri
 from .base import Row, StoreError, StoreUnavailable
+from .revisions import not_unicode
 from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
@@ -131,7 +132,15 @@ class CouchStore:
     def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
         if not docs:
             return []
-        answer = self._json("POST", "%s/_bulk_docs" % quote(db, safe=""), data=json.dumps({"docs": docs}))
+        try:
+            body = json.dumps({"docs": docs}, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # Refuse the documents that are not valid Unicode, as the embedded store does; send the rest.
+            refused = [not_unicode(doc) for doc in docs]
+            sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
+            answers = iter(self.bulk_docs(db, sendable))
+            return [answer or next(answers) for answer in refused]
+        answer = self._json("POST", "%s/_bulk_docs" % quote(db, safe=""), data=body)
         if not isinstance(answer, list):
             raise StoreError("_bulk_docs on %s answered %r" % (db, answer))
         return answer

@@ -1,7 +1,7 @@
 """One store per crawler, shared by every component of that crawl (pipelines, run log, spiders).
 
 ``writer_for(crawler, db)`` gives a component a :class:`CrawlerWriter`: a :class:`BatchWriter`
-whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|failed>``
+whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|repaired|failed>``
 (the run log reads them from there). While a writer holds items back (the store is behind), the
 crawl's engine is paused: Scrapy would otherwise go on downloading and parking responses (up to
 ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet
@@ -66,7 +66,16 @@ class CrawlerWriter:
     def _count(self, result: UpsertResult) -> None:
         stats = self.crawler.stats
         prefix = "store/%s/" % self.db
-        for name in ("inserted", "updated", "unchanged", "duplicates", "superseded", "replaced", "spooled"):
+        for name in (
+            "inserted",
+            "updated",
+            "unchanged",
+            "duplicates",
+            "superseded",
+            "replaced",
+            "repaired",
+            "spooled",
+        ):
             n = len(getattr(result, name))
             if n:
                 stats.inc_value(prefix + name, n)

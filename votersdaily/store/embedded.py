@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..schema import SURROGATE_RE
 from .base import Row, StoreError
-from .revisions import next_rev, rev_number
+from .revisions import next_rev, not_unicode, rev_number
 from .views import install_design, views_for
 
 MAX_KEY_PARTS = 3
@@ -154,7 +155,7 @@ class EmbeddedStore:
             specs = views_for(db)
             with self._transaction():
                 ids = [d.get("_id") for d in docs if isinstance(d.get("_id"), str)]
-                revs = self._current_revs(db, ids)
+                revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
                 rows, view_rows, touched = [], [], []
                 for doc in docs:
                     answer, row = self._prepare(db, doc, revs)
@@ -200,6 +201,8 @@ class EmbeddedStore:
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
             return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
+        if SURROGATE_RE.search(doc_id):
+            return not_unicode(doc), None
         current = revs.get(doc_id)
         if current != doc.get("_rev"):
             return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}, None
@@ -211,12 +214,18 @@ class EmbeddedStore:
             revs.pop(doc_id, None)
             return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
         body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
+        text = json.dumps(body, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # checked before anything of the document is written
+            return not_unicode(doc), None
         if "_attachments" in doc or current is not None:
             stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
             if stubs:
                 body["_attachments"] = stubs
-        text = json.dumps(body, ensure_ascii=False)
-        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(text.encode("utf-8")).hexdigest())
+                text = json.dumps(body, ensure_ascii=False)
+                data = text.encode("utf-8")
+        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data).hexdigest())
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
     def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:

@@ -26,6 +26,21 @@ def same_content(old: Mapping[str, Any], new: Mapping[str, Any], ignore: Iterabl
     return canonical_json(content(old, ignore)) == canonical_json(content(new, ignore))
 
 
+def not_unicode(doc: Mapping[str, Any]) -> dict | None:
+    """The ``_bulk_docs`` answer for a document that is not valid Unicode (a lone surrogate, which
+    JSON can spell but UTF-8 cannot encode), or None: such a document is refused on its own, so it
+    never costs its batch."""
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return {
+            "id": doc.get("_id"),
+            "error": "bad_request",
+            "reason": "the document is not valid Unicode (%s)" % exc.reason,
+        }
+    return None
+
+
 def rev_number(rev: str | None) -> int:
     if not rev:
         return 0

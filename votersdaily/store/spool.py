@@ -55,7 +55,7 @@ def hook_name(hook: Callable | None) -> str | None:
     return "%s:%s" % (hook.__module__, hook.__qualname__)
 
 
-def load_hook(name: str | None) -> Callable | None:
+def load_hook(name: str | None) -> Callable | type | None:
     if not name:
         return None
     module, _, attr = name.partition(":")
@@ -63,6 +63,17 @@ def load_hook(name: str | None) -> Callable | None:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def delivery_hook(name: str | None, hooks: dict[str, Callable]) -> Callable | None:
+    """The hook ``name`` for one delivery: a class is instantiated once per delivery, so what it
+    reads (e.g. the reschedule view) serves every chunk of every file delivered."""
+    if not name:
+        return None
+    if name not in hooks:
+        hook = load_hook(name)
+        hooks[name] = hook() if isinstance(hook, type) else hook
+    return hooks[name]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -168,6 +179,7 @@ class Spool:
         delivered then goes back to the spool untouched.
         """
         report = DeliveryReport()
+        hooks: dict[str, Callable] = {}
         skip = {Path(p).name for p in exclude}
         for path in self.pending_files(db):
             if path.name in skip:
@@ -176,7 +188,7 @@ class Spool:
             if claimed is None:
                 continue
             try:
-                self._deliver_file(store, claimed, report)
+                self._deliver_file(store, claimed, report, hooks)
             except BaseException:
                 os.rename(claimed, path.with_name(claimed.name.split(SUFFIX)[0] + SUFFIX))
                 raise
@@ -191,7 +203,7 @@ class Spool:
         if claimed is None:
             return report
         try:
-            self._deliver_file(store, claimed, report)
+            self._deliver_file(store, claimed, report, {})
         except BaseException:
             os.rename(claimed, path)
             raise
@@ -199,14 +211,16 @@ class Spool:
         report.files = 1
         return report
 
-    def _deliver_file(self, store: Store, path: Path, report: DeliveryReport) -> None:
+    def _deliver_file(
+        self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, Callable]
+    ) -> None:
         groups: dict[tuple, list[dict]] = {}
         for record in self._records(path):
             key = (record["db"], tuple(record.get("ignore") or ()), record.get("after_batch"))
             groups.setdefault(key, []).append(record["doc"])
         for (db, ignore, hook), docs in groups.items():
             store.ensure_db(db)
-            after_batch = load_hook(hook)
+            after_batch = delivery_hook(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
                 result = upsert(store, db, chunk, ignore)

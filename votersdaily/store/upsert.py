@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..schema import SURROGATE_RE
 from .base import Store, StoreError
 from .revisions import same_content
 
@@ -32,6 +33,8 @@ class UpsertResult:
     superseded: list[str] = field(default_factory=list)
     #: Ids of documents a batch hook marked as replaced by the same event under a new key.
     replaced: list[str] = field(default_factory=list)
+    #: Ids of documents a batch hook marked to repair a key with two live documents.
+    repaired: list[str] = field(default_factory=list)
     #: Ids given more than once in one batch (the last one is written; the others are counted here).
     duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
@@ -46,6 +49,7 @@ class UpsertResult:
         self.conflicts_resolved += other.conflicts_resolved
         self.superseded += other.superseded
         self.replaced += other.replaced
+        self.repaired += other.repaired
         self.spooled += other.spooled
 
 
@@ -69,6 +73,9 @@ def upsert(
     result = UpsertResult()
     pending: dict[str, dict] = {}
     for doc in docs:
+        if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
+            result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
+            continue
         if doc["_id"] in pending:
             result.duplicates.append(doc["_id"])
         pending[doc["_id"]] = doc

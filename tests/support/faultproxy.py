@@ -1,0 +1,121 @@
+"""A loopback TCP proxy in front of an HTTP server (PouchDB Server) that injects store faults.
+
+Requests go through unchanged; for requests whose first line holds a chosen fragment (e.g.
+``b"POST /vd_events/_bulk_docs"``) it can
+
+* lose the answer: the server gets and applies the request, then the client's connection is closed
+  before a byte of the answer reaches it (a network failure after the write);
+* hold requests until ``parties`` of them have arrived, then let them all through (two crawls
+  racing: each has read what the store held before either writes).
+
+The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
+request line starts a request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+from tests.support.services import free_port
+
+CHUNK = 65536
+
+
+class FaultProxy:
+    def __init__(self, target_port: int, host: str = "127.0.0.1"):
+        self.target = (host, target_port)
+        self.port = free_port()
+        self.lost = 0
+        self.held = 0
+        self._lose: dict[bytes, int] = {}
+        self._barrier: tuple[bytes, threading.Barrier] | None = None
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listener: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d/" % self.port
+
+    def lose_answer(self, fragment: bytes, times: int = 1) -> None:
+        """Lose the answers of the next ``times`` requests whose request line holds ``fragment``."""
+        with self._lock:
+            self._lose[fragment] = times
+
+    def hold_until(self, fragment: bytes, parties: int) -> None:
+        """Hold the first ``parties`` requests whose request line holds ``fragment`` until all arrived."""
+        self._barrier = (fragment, threading.Barrier(parties, timeout=120))
+
+    def start(self) -> FaultProxy:
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        for sock in [self._listener, *self._sockets]:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self._sockets += [client, upstream]
+            state = {"lose": False}
+            threading.Thread(target=self._requests, args=(client, upstream, state), daemon=True).start()
+            threading.Thread(target=self._answers, args=(upstream, client, state), daemon=True).start()
+
+    def _requests(self, client: socket.socket, upstream: socket.socket, state: dict) -> None:
+        while data := self._recv(client):
+            line = data.split(b"\r\n", 1)[0]
+            if self._barrier is not None and self._barrier[0] in line:
+                fragment, barrier = self._barrier
+                with self._lock:
+                    self.held += 1
+                    if self.held >= barrier.parties:
+                        self._barrier = None
+                barrier.wait()
+            with self._lock:
+                for fragment, times in self._lose.items():
+                    if times and fragment in line:
+                        self._lose[fragment] = times - 1
+                        state["lose"] = True
+            try:
+                upstream.sendall(data)
+            except OSError:
+                break
+        self._close(client, upstream)
+
+    def _answers(self, upstream: socket.socket, client: socket.socket, state: dict) -> None:
+        while data := self._recv(upstream):
+            if state["lose"]:
+                # The server has applied the request (it is answering): the client never hears it.
+                with self._lock:
+                    self.lost += 1
+                break
+            try:
+                client.sendall(data)
+            except OSError:
+                break
+        self._close(client, upstream)
+
+    @staticmethod
+    def _recv(sock: socket.socket) -> bytes:
+        try:
+            return sock.recv(CHUNK)
+        except OSError:
+            return b""
+
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

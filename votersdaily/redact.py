@@ -1,0 +1,74 @@
+"""Secrets never reach a job log: passwords in URLs are masked in every log record.
+
+Scrapy logs the overridden settings when a crawl starts (``-s VOTERSDAILY_STORE=http://user:pw@…``,
+``-s REDIS_URL=redis://:pw@…``, settings scrapyd passes through), and any component may log a URL.
+:class:`RedactSecrets` masks every record from before that first one on, so a job log (which
+scrapyd serves to anyone who can reach it) holds ``user:***@host`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+#: ``scheme://user:password@`` (the password never holds ``@``, ``/`` or whitespace unencoded).
+CREDENTIALS_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)[^@/\s'\"]+@")
+
+
+#: A setting whose name says it is a secret, as Scrapy prints settings: ``'NAME': 'value'``.
+SECRET_SETTING_RE = re.compile(
+    r"""(['"]\w*(?:PASSWORD|SECRET|TOKEN|PASSWD)\w*['"]:\s*)(['"])(?:(?!\2).)+\2"""
+)
+
+
+def redact(text: str) -> str:
+    text = CREDENTIALS_RE.sub(r"\1***@", text)
+    return SECRET_SETTING_RE.sub(r"\1\2***\2", text)
+
+
+class SecretFilter(logging.Filter):
+    """Rewrites a record whose message holds a URL with a password or a secret setting's value
+    (the record is kept)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a malformed record is the handler's to report
+            return True
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return True
+
+
+class RedactSecrets:
+    """Extension: masks passwords in every log record of the process from the crawl's start on.
+
+    The masking happens where records are made (a log record factory), not in a handler: Scrapy
+    replaces its root handler while a crawl is set up, and records reach other handlers too.
+    """
+
+    def __init__(self) -> None:
+        install()
+
+    @classmethod
+    def from_crawler(cls, crawler) -> RedactSecrets:
+        return cls()
+
+
+_FILTER = SecretFilter()
+
+
+def install() -> None:
+    """Idempotent: wraps the current log record factory once."""
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "redacts", False):
+        return
+
+    def redacting(*args, **kwargs) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        _FILTER.filter(record)
+        return record
+
+    redacting.redacts = True
+    logging.setLogRecordFactory(redacting)
