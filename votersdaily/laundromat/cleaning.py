@@ -887,6 +887,10 @@ def _jsonld(data: bytes, base_iri: str | None, sink: _Sink, messages: _Messages)
 
 
 def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
+    data = _serialize(dataset)
+    if b"_:" not in data:  # no blank node (a literal's "_:" at worst costs the check below)
+        sink.add_block(data)
+        return
     bound = sink.options.max_canonicalisation_work
     if bound:
         work = canonicalisation_work(dataset, bound)
