@@ -310,7 +310,7 @@ def canonical_lines(
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
     dotted = dots and any(d in block for d in _DOTTED)
-    if dotted or b"--ltr" in block or b"--rtl" in block:
+    if dotted or (b"--" in block and (b"--ltr" in block or b"--rtl" in block)):
         block = b"".join(
             _rdf11_line(line, messages, line_no, dots) + b"\n" for line in block.split(b"\n")[:-1]
         )
