@@ -423,3 +423,29 @@ def test_pdf_and_plain_text_are_not_rdf(tmp_path):
     record = launder_file(nt, "n" * 32, tmp_path / "nt", content_type="text/plain")
     assert record["format"] == "N-Triples" and record["clean"]["number_of_statements"] == 1
     assert guess_format("# only a comment\n").format == "N-Triples"  # nothing to tell, nothing lost
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_every_one_byte_corruption_is_unpacked_or_an_archive_error(tmp_path, kind):
+    """Every byte of a valid archive (zip, tar.gz: written by the standard library) changed to
+    three other values in turn: each variant unpacks or raises ArchiveError, never anything else
+    (a zip's version field or UTF-8 name flag used to raise NotImplementedError/UnicodeDecodeError
+    and wedge the record), and a failed one leaves no file behind."""
+    entries = {
+        "a.nt": b'<http://example.org/s> <http://example.org/p> "x" .\n',
+        "b.ttl": b"@prefix ex: <e:> .\n",
+    }
+    valid = sitedata.zip_of(entries) if kind == "zip" else sitedata.tar_gz("a.nt", entries["a.nt"])
+    outcomes = {"unpacked": 0, "ArchiveError": 0}
+    for at in range(len(valid)):
+        for value in {0x00, 0xFF, valid[at] ^ 0x08} - {valid[at]}:
+            path = tmp_path / "variant"
+            path.write_bytes(valid[:at] + bytes([value]) + valid[at + 1 :])
+            out = tmp_path / ("out-%d-%d" % (at, value))
+            try:
+                layer(path, out)
+                outcomes["unpacked"] += 1
+            except ArchiveError:
+                outcomes["ArchiveError"] += 1
+                assert not out.exists() or not any(out.iterdir())
+    assert outcomes["unpacked"] and outcomes["ArchiveError"]

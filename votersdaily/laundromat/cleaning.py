@@ -311,7 +311,7 @@ def canonical_lines(
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
     dotted = dots and any(d in block for d in _DOTTED)
-    if dotted or b"--ltr" in block or b"--rtl" in block:
+    if dotted or (b"--" in block and (b"--ltr" in block or b"--rtl" in block)):
         block = b"".join(
             _rdf11_line(line, messages, line_no, dots) + b"\n" for line in block.split(b"\n")[:-1]
         )
@@ -888,6 +888,10 @@ def _jsonld(data: bytes, base_iri: str | None, sink: _Sink, messages: _Messages)
 
 
 def _from_dataset(dataset: ox.Dataset, sink: _Sink) -> None:
+    data = _serialize(dataset)
+    if b"_:" not in data:  # no blank node (a literal's "_:" at worst costs the check below)
+        sink.add_block(data)
+        return
     bound = sink.options.max_canonicalisation_work
     if bound:
         work = canonicalisation_work(dataset, bound)
