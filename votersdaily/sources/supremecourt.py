@@ -64,6 +64,7 @@ TABLE_HEADERS = {
 JUSTICES = {
     "A": "Samuel A. Alito, Jr.",
     "AB": "Amy Coney Barrett",
+    "AS": "Antonin Scalia",
     "B": "Stephen G. Breyer",
     "BK": "Brett M. Kavanaugh",
     "D": "Decree",
@@ -76,7 +77,6 @@ JUSTICES = {
     "NG": "Neil M. Gorsuch",
     "PC": "Per Curiam",
     "R": "John G. Roberts, Jr.",
-    "S": "Antonin Scalia",
     "SS": "Sonia Sotomayor",
     "T": "Clarence Thomas",
 }
