@@ -59,11 +59,11 @@ TABLE_HEADERS = {
     ARGUMENT_AUDIO: {("Oral Argument", "Date Argued")},
 }
 
-#: The author key of the opinion listings ("J."), current and recent members of the Court.
+#: The author key of the opinion listings ("J."): current and recent members of the Court; an
+#: initial not listed here keeps its ``justice_initials`` with an empty ``justice``.
 JUSTICES = {
     "A": "Samuel A. Alito, Jr.",
     "AB": "Amy Coney Barrett",
-    "AK": "Anthony M. Kennedy",
     "AS": "Antonin Scalia",
     "B": "Stephen G. Breyer",
     "BK": "Brett M. Kavanaugh",
@@ -77,7 +77,6 @@ JUSTICES = {
     "NG": "Neil M. Gorsuch",
     "PC": "Per Curiam",
     "R": "John G. Roberts, Jr.",
-    "S": "Antonin Scalia",
     "SS": "Sonia Sotomayor",
     "T": "Clarence Thomas",
 }
