@@ -96,10 +96,18 @@ def is_absolute_url(value: str) -> bool:
     return bool(parts.hostname)
 
 
+def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
+    """Whether ``value`` holds what ``pattern`` forbids (printable or ASCII text, the common case,
+    is told apart without a regex)."""
+    if value.isascii() if pattern is SURROGATE_RE else value.isprintable():
+        return False
+    return pattern.search(value) is not None
+
+
 def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
     """``value`` without what :data:`BAD_TEXT_RE` forbids: CR/LF and lone CR become a newline, a
     lone surrogate U+FFFD (as a decoder would replace it), other controls are removed."""
-    if not pattern.search(value):
+    if not needs_cleaning(value, pattern):
         return value
     if pattern is BAD_TEXT_RE:
         value = value.replace("\r\n", "\n").replace("\r", "\n")
@@ -129,16 +137,28 @@ def clean_event(event: MutableMapping[str, Any]) -> list[str]:
     URLs are not cleaned: :func:`validate_event` rejects a URL with a control character in it.
     """
     changed = []
-    for key, value in list(event.items()):
-        if key in URL_KEYS:
+    for key, value in event.items():
+        if type(value) is str:  # the common case, without a call per value
+            pattern = SURROGATE_RE if key == "source_text" else BAD_TEXT_RE
+            if not needs_cleaning(value, pattern) or key in URL_KEYS:
+                continue
+            cleaned = clean_text(value, pattern)
+        elif type(value) in (list, dict, tuple) or isinstance(value, Mapping):
+            cleaned = clean_value(value)
+            if cleaned is value:
+                continue
+        else:
             continue
-        cleaned = clean_value(value, SURROGATE_RE if key == "source_text" else BAD_TEXT_RE)
-        if cleaned is not value:
-            event[key] = cleaned
-            changed.append(key)
-    for key in [k for k in event if isinstance(k, str) and BAD_TEXT_RE.search(k)]:
-        event[clean_text(key)] = event.pop(key)
-        changed.append(clean_text(key))
+        changed.append(key)
+        event[key] = cleaned  # same key: the dict's size does not change while iterating
+    try:
+        keys = "".join(event)
+    except TypeError:  # a key that is not a string: JSON serialisation reports it
+        keys = ""
+    if needs_cleaning(keys):
+        for key in [k for k in event if type(k) is str and BAD_TEXT_RE.search(k)]:
+            event[clean_text(key)] = event.pop(key)
+            changed.append(clean_text(key))
     return changed
 
 
