@@ -43,7 +43,7 @@ def get_zone(name: str) -> pytz.BaseTzInfo:
 #: (zone, wall-clock hour) → (UTC offset, dst_note): offsets change only on whole hours in the tz
 #: database zones the sources use, so one pytz ``localize`` per hour serves every minute in it.
 #: Zones whose transitions fall inside an hour are never cached (see ``_hour_is_uniform``).
-_HOUR_CACHE: dict[tuple[str, datetime], tuple[timedelta, str | None]] = {}
+_HOUR_CACHE: dict[tuple[str, datetime], tuple[timedelta | None, str | None]] = {}
 _HOUR_CACHE_MAX = 65536
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
+from typing import Any
 
 #: ``scheme://user:password@`` (the password never holds ``@``, ``/`` or whitespace unencoded).
 CREDENTIALS_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)[^@/\s'\"]+@")
@@ -65,10 +67,18 @@ def install() -> None:
     if getattr(factory, "redacts", False):
         return
 
-    def redacting(*args, **kwargs) -> logging.LogRecord:
-        record = factory(*args, **kwargs)
+    logging.setLogRecordFactory(_RedactingFactory(factory))
+
+
+class _RedactingFactory:
+    """A log record factory that redacts what the wrapped one makes; ``redacts`` marks it installed."""
+
+    redacts = True
+
+    def __init__(self, factory: Callable[..., logging.LogRecord]) -> None:
+        self.factory = factory
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.factory(*args, **kwargs)
         _FILTER.filter(record)
         return record
-
-    redacting.redacts = True
-    logging.setLogRecordFactory(redacting)

@@ -106,7 +106,7 @@ VOTERSDAILY_HEALTH_HISTORY = 10
 #: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
 INGEST_ALLOW_PRIVATE = False
 #: If set, only these hosts are fetched at all (e.g. ["127.0.0.1"] for an offline test site).
-INGEST_ALLOWED_HOSTS = []
+INGEST_ALLOWED_HOSTS: list[str] = []
 #: Substrings of a URL never ingested, checked before every fetch and on every terminal URL
 #: (sandcrawler's base-URL blocklist). Setting a list replaces the defaults; ``*_EXTRA`` adds to them.
 INGEST_URL_BLOCKLIST = [
@@ -145,7 +145,7 @@ INGEST_URL_BLOCKLIST = [
     "://isiarticles.com/",
     "://unsworks.unsw.edu.au/",
 ]
-INGEST_URL_BLOCKLIST_EXTRA = []
+INGEST_URL_BLOCKLIST_EXTRA: list[str] = []
 #: Login walls (``skip-wall`` before a fetch, ``blocked-wall`` after one).
 INGEST_WALL_BLOCKLIST = [
     "://profile.thieme.de/HTML/sso/ejournals/login.htm",
@@ -160,7 +160,7 @@ INGEST_WALL_BLOCKLIST = [
     "://acw.sciencedirect.com/SSOCore",
     "/login?source=",
 ]
-INGEST_WALL_BLOCKLIST_EXTRA = []
+INGEST_WALL_BLOCKLIST_EXTRA: list[str] = []
 #: Cookie walls (``blocked-cookie``).
 INGEST_COOKIE_BLOCKLIST = [
     "/cookieAbsent",
@@ -168,7 +168,7 @@ INGEST_COOKIE_BLOCKLIST = [
     "error=cookies_not_supported",
     "://secure.jbs.elsevierhealth.com/",
 ]
-INGEST_COOKIE_BLOCKLIST_EXTRA = []
+INGEST_COOKIE_BLOCKLIST_EXTRA: list[str] = []
 #: Hosts (and their subdomains) whose sub-resources are never fetched: trackers, ads, widgets
 #: (upstream's custom rules plus the EasyList/EasyPrivacy entries it hit on real pages).
 INGEST_RESOURCE_DOMAIN_BLOCKLIST = [
@@ -206,7 +206,7 @@ INGEST_RESOURCE_DOMAIN_BLOCKLIST = [
     "cdn.segment.com",
     "mathjax-analytics",
 ]
-INGEST_RESOURCE_DOMAIN_BLOCKLIST_EXTRA = []
+INGEST_RESOURCE_DOMAIN_BLOCKLIST_EXTRA: list[str] = []
 INGEST_MAX_HOPS = 8
 INGEST_MAX_REDIRECTS = 25
 INGEST_MAX_BODY_BYTES = 128 * 1024 * 1024

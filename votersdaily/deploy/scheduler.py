@@ -116,8 +116,7 @@ class RecurringScheduler:
                 reason="job %s is %s" % (job.get("id"), jobs.state_of(job.get("id"))),
             )
         last = _parse(state.get("last_scheduled"))
-        due = last is None or now - last >= timedelta(hours=plan.hours)
-        if not due:
+        if last is not None and now - last < timedelta(hours=plan.hours):
             return self._decision(
                 now, spider, NOT_DUE, reason="next run after %s" % iso_utc(last + timedelta(hours=plan.hours))
             )

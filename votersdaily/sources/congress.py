@@ -8,6 +8,7 @@ fields, Eastern timestamps turned into stored datetimes, and the docs.house.gov
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import overload
 
 from lxml import etree
 from w3lib.url import safe_url_string
@@ -53,6 +54,10 @@ def previous_session(congress: int, session: int) -> tuple[int, int]:
     return (congress, session - 1) if session > 1 else (congress - 1, 2)
 
 
+@overload
+def stored_utc(value: datetime | date) -> str: ...
+@overload
+def stored_utc(value: None) -> None: ...
 def stored_utc(value: datetime | date | None) -> str | None:
     """An Eastern wall-clock datetime (or an all-day date) in the stored UTC form, as the pipeline
     stores ``datetime``: for the datetimes of ad hoc keys."""

@@ -55,7 +55,8 @@ def _scan(text: str, pos: int, depth: int) -> tuple[JsonText, int]:
         return JsonText(value, text[start:end], {}), end
     is_object = opener == "{"
     close = "}" if is_object else "]"
-    members: dict | list = {} if is_object else []
+    fields: dict[str, JsonText] = {}
+    items: list[JsonText] = []
     pos = _skip(text, pos + 1)
     first = True
     while text[pos] != close:
@@ -68,14 +69,15 @@ def _scan(text: str, pos: int, depth: int) -> tuple[JsonText, int]:
                 raise ValueError("expected a key at %d" % pos)
             key, pos = _DECODER.raw_decode(text, pos)
             pos = _expect(text, pos, ":")
-            members[key], pos = _scan(text, pos, depth - 1)
+            fields[key], pos = _scan(text, pos, depth - 1)
         else:
             member, pos = _scan(text, pos, depth - 1)
-            members.append(member)
+            items.append(member)
         pos = _skip(text, pos)
     end = pos + 1
-    value = {k: m.value for k, m in members.items()} if is_object else [m.value for m in members]
-    return JsonText(value, text[start:end], members), end
+    if is_object:
+        return JsonText({k: m.value for k, m in fields.items()}, text[start:end], fields), end
+    return JsonText([m.value for m in items], text[start:end], items), end
 
 
 def load_with_text(body: bytes | str, url: str = "", depth: int = 2) -> JsonText:
@@ -114,7 +116,9 @@ def require(doc: JsonText, path: tuple[str, ...], kind: type, url: str = "") -> 
     for key in path:
         if not isinstance(node.value, dict) or key not in node.value:
             raise UnexpectedDocument("%s has no %r (expected key path %s)" % (url, key, "/".join(path)))
-        node = node.members[key]
+        members = node.members
+        assert isinstance(members, dict), "an object's members are keyed by name"
+        node = members[key]
     if not isinstance(node.value, kind):
         raise UnexpectedDocument(
             "%s: %s is %s, expected %s"

@@ -48,7 +48,7 @@ HEADING = '//span[contains(@id, "lblTitle")]//text()'
 
 OPINION_COLUMNS = ("R-", "Date", "Docket", "Name", "J.", "Citation")
 #: Header rows (cell texts) each kind of listing is known to use.
-TABLE_HEADERS = {
+TABLE_HEADERS: dict[str, set[tuple[str, ...]]] = {
     SLIP: {OPINION_COLUMNS},
     RELATING: {
         OPINION_COLUMNS,

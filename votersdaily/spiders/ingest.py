@@ -96,6 +96,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         "CONCURRENT_ITEMS": 4,
     }
 
+    # Set by from_crawler: each needs the crawler's settings or signals.
+    config: IngestConfig
+    extract: ExtractPool
+    hop_timeout: float
+    room: DownloaderRoom
+    resource_streams: ResourceStreams
+
     def __init__(
         self,
         *args,

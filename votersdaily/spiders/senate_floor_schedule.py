@@ -88,7 +88,8 @@ class SenateFloorScheduleSpider(EventSpider):
         if missing:
             raise UnexpectedDocument("%s: convening without %s" % (url, ", ".join(missing)))
         try:
-            return datetime(*(int(_str(data, k)) for k in CONVENE_KEYS))
+            year, month, day, hour, minute = (int(_str(data, k)) for k in CONVENE_KEYS)
+            return datetime(year, month, day, hour, minute)
         except ValueError as exc:
             raise UnexpectedDocument("%s: convening time is not a date: %s" % (url, exc)) from None
 
