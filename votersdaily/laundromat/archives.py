@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import posixpath
@@ -22,7 +23,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from ..defaults import DEFAULTS
 
@@ -139,7 +140,13 @@ class _Budget:
             )
 
 
-def _copy(src: BinaryIO, dst: Path, budget: _Budget) -> int:
+class _Readable(Protocol):
+    """What an entry is copied from: a zip or tar member, or a decompressing stream."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _copy(src: _Readable, dst: Path, budget: _Budget) -> int:
     n = 0
     try:
         with open(dst, "wb") as out:
@@ -156,7 +163,7 @@ def _copy(src: BinaryIO, dst: Path, budget: _Budget) -> int:
     return n
 
 
-_STREAMS: dict[str, Callable[[Path], BinaryIO]] = {
+_STREAMS: dict[str, Callable[[Path], io.BufferedIOBase]] = {
     "gzip": lambda p: gzip.open(p, "rb"),
     "bzip2": lambda p: bz2.open(p, "rb"),
     "xz": lambda p: lzma.open(p, "rb"),
@@ -269,6 +276,7 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
                     continue
                 budget.entry()
                 stream = archive.extractfile(member)
+                assert stream is not None, "tarfile reads every regular file"
                 dst = out_dir / key_of(entry_id(index, member.name))
                 size = _copy(stream, dst, budget)
                 result.entries.append(Entry(member.name, safe_name(member.name), dst, size))

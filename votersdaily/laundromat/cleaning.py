@@ -27,6 +27,7 @@ import contextlib
 import fcntl
 import hashlib
 import heapq
+import importlib
 import io
 import itertools
 import json
@@ -42,20 +43,23 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import IO
 from urllib.parse import quote_from_bytes
 
 import pyoxigraph as ox
-
-try:
-    from isal import isal_zlib
-except ImportError:  # optional: zlib is used instead
-    isal_zlib = None
 
 from ..defaults import DEFAULTS
 from . import formats as F
 from .contexts import ContextError, ContextLoader, ContextOptions, has_remote_context, inline_contexts
 from .uris import remove_dot_segments
 from .xmlentities import EntityRefused, expand_entities
+
+isal_zlib: ModuleType | None
+try:
+    isal_zlib = importlib.import_module("isal.isal_zlib")
+except ImportError:  # optional: zlib is used instead
+    isal_zlib = None
 
 GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
@@ -190,7 +194,7 @@ class _Messages:
         else:
             self.result.warnings += 1
         if len(self.result.messages) < self.cap:
-            entry = {"kind": kind, "message": message[:MAX_MESSAGE_CHARS]}
+            entry: dict[str, str | int] = {"kind": kind, "message": message[:MAX_MESSAGE_CHARS]}
             if line is not None:
                 entry["line"] = line
             if column is not None:
@@ -324,6 +328,13 @@ def has_named_graph(block: bytes) -> bool:
     return any(m is not None and m.group(3) for m in map(_CANONICAL.match, block.split(b"\n")))
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """A pipe of a ``sort`` started with ``subprocess.PIPE`` (``Popen`` types its pipes Optional)."""
+    if stream is None:
+        raise CleaningError("sort was started without this pipe")
+    return stream
+
+
 class _Sink:
     """Collects canonical lines; sorts and deduplicates them in bounded memory; writes the gzip.
 
@@ -369,7 +380,7 @@ class _Sink:
             self.named = has_named_graph(block)
         self.result.statements += block.count(b"\n")
         if self.sorter is not None:
-            self.sorter.stdin.write(block)
+            _pipe(self.sorter.stdin).write(block)
             return
         self.blocks.append(block)
         self.size += len(block)
@@ -384,7 +395,9 @@ class _Sink:
     def _sort_process(self, args: list[str], **popen) -> subprocess.Popen:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)
         for pipe in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError, AttributeError):  # bigger pipes: fewer wake-ups of both sides
+            if pipe is None:  # stdin not piped (the merging sort)
+                continue
+            with contextlib.suppress(OSError):  # bigger pipes: fewer wake-ups of both sides
                 fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
         return proc
 
@@ -411,8 +424,9 @@ class _Sink:
         if args is None:
             return False
         self.sorter = self._sort_process(args, stdin=subprocess.PIPE)
+        stdin = _pipe(self.sorter.stdin)
         for block in self.blocks:
-            self.sorter.stdin.write(block)
+            stdin.write(block)
         self.blocks, self.size = [], 0
         return True
 
@@ -423,14 +437,14 @@ class _Sink:
         if args is None or self.blocks:
             return None
         parts = [self._sort_process(args, stdin=subprocess.PIPE) for _ in range(n)]
-        fds = [part.stdout.fileno() for part in parts]
+        fds = [_pipe(part.stdout).fileno() for part in parts]
         self.sorter = self._sort_process(
             args[:1] + ["-m", "-u", "-T", str(self.tmp)] + ["/dev/fd/%d" % fd for fd in fds],
             stdin=subprocess.DEVNULL,
             pass_fds=fds,
         )
         for part in parts:
-            part.stdout.close()  # the merging sort holds them now
+            _pipe(part.stdout).close()  # the merging sort holds them now
         self.parts = parts
         return parts
 
@@ -460,13 +474,16 @@ class _Sink:
 
     def _from_sorter(self) -> Iterator[bytes]:
         proc = self.sorter
+        if proc is None:
+            raise CleaningError("no sort was started")
+        stdout = _pipe(proc.stdout)
         for writer in [proc.stdin] + [part.stdin for part in self.parts]:
             if writer is not None and not writer.closed:
                 writer.close()
         try:
             rest = b""
             while True:
-                chunk = proc.stdout.read(1 << 20)
+                chunk = stdout.read(1 << 20)
                 if not chunk:
                     break
                 data = rest + chunk
@@ -475,7 +492,7 @@ class _Sink:
                 if data:
                     yield data
         finally:
-            proc.stdout.close()
+            stdout.close()
             for sorter in [*self.parts, proc]:
                 if sorter.wait() != 0:
                     raise CleaningError("sort failed with status %d" % sorter.returncode)
@@ -733,7 +750,7 @@ def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages,
                 counter,
                 n_ranges,
                 span,
-                sorter.stdin.fileno(),
+                _pipe(sorter.stdin).fileno(),
                 send,
             ),
         )
@@ -741,7 +758,7 @@ def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages,
         send.close()
         jobs.append((recv, proc))
     for sorter in sorters:
-        sorter.stdin.close()  # the workers hold it: each sort ends when the workers are done
+        _pipe(sorter.stdin).close()  # the workers hold it: each sort ends when the workers are done
     done, failure = [], None
     for recv, proc in jobs:
         try:
@@ -933,7 +950,7 @@ def _quads_per_statement(data: bytes, fmt, messages: _Messages) -> list:
         return list(ox.parse(data, fmt))
     except SyntaxError:
         pass
-    quads = []
+    quads: list = []
     for i, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             try:

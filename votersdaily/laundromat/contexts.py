@@ -81,7 +81,7 @@ def _checked_addresses(host: str, port: int, allow_private: bool) -> list[str]:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise ContextError("DNS lookup failed for %s: %s" % (host, exc)) from None
-        addresses = sorted({info[4][0] for info in infos})
+        addresses = sorted({str(info[4][0]) for info in infos})
     if not allow_private:
         for address in addresses:
             if not is_public(address):
@@ -104,12 +104,13 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, address: str, port: int, timeout: float):
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self.tls = ssl.create_default_context()
+        super().__init__(host, port, timeout=timeout, context=self.tls)
         self.address = address
 
     def connect(self) -> None:
         sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def fetch_guarded(url: str, *, max_bytes: int, timeout: float, allow_private: bool = False) -> bytes:

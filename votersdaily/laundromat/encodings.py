@@ -162,7 +162,9 @@ def _detect(head: bytes) -> str | None:
 _state = threading.local()
 
 
-def _record_error(exc: UnicodeDecodeError):
+def _record_error(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise TypeError("laundromat-record only handles decoding errors, not %r" % exc)
     bad = exc.object[exc.start : exc.end]
     _state.count += 1
     if len(_state.found) < MAX_RECORDED:
@@ -193,7 +195,7 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
         encoding = "utf-8"
     _state.count, _state.found, _state.base = 0, [], 0
     chars = consumed = 0
-    declared: list[dict] | None = None
+    declared = None
     with open(src, "rb") as inp, open(dst, "w", encoding="utf-8", newline="") as out:
         if encoding == "utf-8-sig":  # its decoder reports offsets past the BOM: skip the BOM here
             consumed = len(inp.read(len(codecs.BOM_UTF8)))

@@ -169,7 +169,7 @@ def _is_markup(text: str) -> bool:
     if text.startswith(("<?", "<!")):
         return True
     match = _START_TAG.match(text)
-    return bool(match) and (match.group(2) is not None or match.group(1).lower() in _BARE_TAGS)
+    return match is not None and (match.group(2) is not None or match.group(1).lower() in _BARE_TAGS)
 
 
 def _sniff_markup(text: str) -> str | None:

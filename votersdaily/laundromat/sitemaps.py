@@ -128,7 +128,7 @@ def _dataset(element) -> Dataset:
         sample_uris=_texts(element, sc("sampleURI")),
         data_dumps=_texts(element, sc("dataDumpLocation")),
         changefreq=_text(element, "{%s}changefreq" % SITEMAP_NS)
-        or (_texts(element, sc("changefreq")) or [None])[0],
+        or next(iter(_texts(element, sc("changefreq"))), None),
         lastmod=_text(element, "{%s}lastmod" % SITEMAP_NS),
     )
 
@@ -157,6 +157,6 @@ def parse_sitemap(body: bytes) -> Sitemap:
     if tag.localname == "sitemapindex":
         entries = [_url(e) for e in root.iter("{%s}sitemap" % SITEMAP_NS)]
         return Sitemap(kind="sitemapindex", sitemaps=[e for e in entries if e])
-    urls = [_url(e) for e in root.iterchildren("{%s}url" % SITEMAP_NS)]
+    found = [_url(e) for e in root.iterchildren("{%s}url" % SITEMAP_NS)]
     datasets = [_dataset(e) for ns in SC_NAMESPACES for e in root.iterchildren("{%s}dataset" % ns)]
-    return Sitemap(kind="urlset", urls=[u for u in urls if u], datasets=datasets)
+    return Sitemap(kind="urlset", urls=[u for u in found if u], datasets=datasets)

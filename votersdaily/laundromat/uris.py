@@ -32,7 +32,8 @@ def _normalise_percent(part: str) -> str:
 
 def remove_dot_segments(path: str) -> str:
     """RFC 3986 §5.2.4, literally."""
-    inp, out = path, []
+    inp = path
+    out: list[str] = []
     while inp:
         if inp.startswith("../"):
             inp = inp[3:]
@@ -72,6 +73,7 @@ def is_relative(uri: str) -> bool:
 def normalise_uri(uri: str) -> str:
     """The RFC 3986 §6.2.2 (+ §6.2.3 for well-known schemes) normal form of ``uri``."""
     match = _URI_RE.match(uri.strip())
+    assert match is not None, "every component of the RFC 3986 appendix B pattern is optional"
     scheme, authority, path, query, fragment = match.groups()
     if scheme is not None and not _SCHEME_RE.match(scheme):
         # Not a scheme after all (e.g. "a b:c"): treat the whole as a path.

@@ -62,6 +62,13 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         "DEFAULT_REQUEST_HEADERS": {"Accept": ACCEPT},
     }
 
+    # Set by from_crawler: each needs the crawler's settings or store.
+    output_dir: Path
+    default_interval: float
+    max_hops: int
+    seeds: SeedList
+    processor: Processor
+
     def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
