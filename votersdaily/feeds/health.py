@@ -10,6 +10,7 @@ without runs is *never run*.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -155,7 +156,7 @@ def spider_health(
 
 
 def health_report(
-    store: Store, spiders: list[str] = (), runs: int = 20, ratio: float = 0.5, history: int = 10
+    store: Store, spiders: Sequence[str] = (), runs: int = 20, ratio: float = 0.5, history: int = 10
 ) -> list[SpiderHealth]:
     """Every known spider plus every parser with runs in the log, worst status first, then by name."""
     names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))

@@ -35,10 +35,10 @@ class FeedReport:
                 % (len(self.skipped), "; ".join("%r (%s)" % pair for pair in examples))
             )
         if self.cleaned:
-            examples = list(self.cleaned.items())[:REPORT_EXAMPLES]
+            fixes = list(self.cleaned.items())[:REPORT_EXAMPLES]
             out.append(
                 "cleaned %d stored events (control characters, lone surrogates or bad URLs): %s"
-                % (len(self.cleaned), "; ".join("%r (%s)" % (i, ", ".join(k)) for i, k in examples))
+                % (len(self.cleaned), "; ".join("%r (%s)" % (i, ", ".join(k)) for i, k in fixes))
             )
         if self.hidden:
             out.append(
@@ -85,7 +85,7 @@ def feed_event(doc: dict, report: FeedReport) -> dict | None:
             doc[key] = None
             changed.append(key)
     if changed:
-        report.cleaned[doc_id] = sorted(set(changed))
+        report.cleaned[str(doc_id)] = sorted(set(changed))
     return doc
 
 

@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -193,7 +194,7 @@ def build_site(
     store: Store,
     outdir: Path,
     config: SiteConfig = SiteConfig(),
-    spiders: list[str] = (),
+    spiders: Sequence[str] = (),
     report: FeedReport | None = None,
 ) -> BuildSummary:
     """Write the site; stored events that had to be cleaned or left out are listed in ``report``."""
@@ -254,15 +255,15 @@ def build_site(
         for kind, _, _, heading in FEED_KINDS
     ]
     render("feeds.html", outdir / "feeds.html", "", kinds=kinds, all_feed=feeds.get(("all", "")))
-    report = health_report(store, list(spiders), config.runs, config.drop_ratio, config.history)
+    health = health_report(store, list(spiders), config.runs, config.drop_ratio, config.history)
     render(
         "health.html",
         outdir / "health.html",
         "",
-        report=report,
-        counts={s: sum(1 for h in report if h.status == s) for s in LABELS},
+        report=health,
+        counts={s: sum(1 for h in health if h.status == s) for s in LABELS},
     )
-    summary.spiders = len(report)
+    summary.spiders = len(health)
     return summary
 
 
@@ -272,6 +273,6 @@ def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], 
         branch = event.doc.get("branch") or "Other"
         columns.setdefault(branch, Column(branch, feed=feeds.get(("branch", branch)))).events.append(event)
     for column in columns.values():
-        entities = sorted({e.doc.get("entity") for e in column.events if e.doc.get("entity")})
+        entities = sorted({entity for e in column.events if (entity := e.doc.get("entity"))})
         column.entity_feeds = [feeds[("entity", e)] for e in entities if ("entity", e) in feeds]
     return {"day": day, "columns": list(columns.values()), "count": len(events)}

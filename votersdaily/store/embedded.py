@@ -154,7 +154,7 @@ class EmbeddedStore:
             self._require(db)
             specs = views_for(db)
             with self._transaction():
-                ids = [d.get("_id") for d in docs if isinstance(d.get("_id"), str)]
+                ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
                 rows, view_rows, touched = [], [], []
                 for doc in docs:

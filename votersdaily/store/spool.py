@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .base import Store
 from .upsert import UpsertResult, upsert
@@ -56,10 +57,13 @@ def hook_name(hook: Callable | None) -> str | None:
 
 
 def load_hook(name: str | None) -> Callable | type | None:
-    if not name:
-        return None
+    return resolve_hook(name) if name else None
+
+
+def resolve_hook(name: str) -> Callable | type:
+    """The function or class ``module:qualified.name``."""
     module, _, attr = name.partition(":")
-    obj = importlib.import_module(module)
+    obj: Any = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
@@ -71,7 +75,7 @@ def delivery_hook(name: str | None, hooks: dict[str, Callable]) -> Callable | No
     if not name:
         return None
     if name not in hooks:
-        hook = load_hook(name)
+        hook = resolve_hook(name)
         hooks[name] = hook() if isinstance(hook, type) else hook
     return hooks[name]
 

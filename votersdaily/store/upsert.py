@@ -84,7 +84,7 @@ def upsert(
         if before_write is not None:
             before_write(list(pending.values()))
         for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
-            doc_id = answer.get("id")
+            doc_id = answer["id"]  # every answer names its document (Store.bulk_docs)
             if "error" not in answer:
                 result.inserted.append(doc_id)
             elif answer["error"] == "conflict":
@@ -116,7 +116,7 @@ def upsert(
         if writes and before_write is not None:
             before_write(writes)
         for answer in store.bulk_docs(db, writes):
-            doc_id = answer.get("id")
+            doc_id = answer["id"]  # every answer names its document (Store.bulk_docs)
             if "error" not in answer:
                 getattr(result, kinds[doc_id]).append(doc_id)
             elif answer["error"] == "conflict":

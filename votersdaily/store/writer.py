@@ -190,6 +190,7 @@ class BatchWriter:
     def _spool(self, batch: list[dict]) -> UpsertResult:
         if not batch:
             return UpsertResult()
+        assert self.spool is not None, "a batch is spooled only when a spool is given"
         if self._spool_path is None:
             self._spool_path = self.spool.new_file(self.db)
         n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.after_batch)
@@ -204,6 +205,7 @@ class BatchWriter:
         return UpsertResult(spooled=[doc["_id"] for doc in batch])
 
     def _deliver_spooled(self) -> UpsertResult:
+        assert self.spool is not None and self._spool_path is not None, "only a spooling writer delivers"
         path, self._spool_path = self._spool_path, None
         try:
             report = self.spool.deliver_path(self.store, path)
