@@ -32,6 +32,7 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Headers
 from scrapy.responsetypes import responsetypes
 
 from . import schema
@@ -101,9 +102,11 @@ class ReplayMiddleware:
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
         if archived is None:
             raise IgnoreRequest("reparse reads the archive only: %s is not fetched" % request.url)
-        headers = {}
+        # Headers (bytes keys), as the downloader hands them over: the response class is then chosen
+        # from the archived Content-Type as in the crawl (str keys were never looked up).
+        headers = Headers()
         for name, value in archived.headers:
-            headers.setdefault(name, []).append(value)
+            headers.appendlist(name, value)
         cls = responsetypes.from_args(headers=headers, url=archived.url, body=archived.body)
         return cls(
             url=archived.url, status=archived.status, headers=headers, body=archived.body, request=request
