@@ -89,7 +89,10 @@ class RunLog:
         if isinstance(response, TextResponse):
             self.source_text = response.text
             self.source_type = "%s; charset=utf-8" % (
-                response.headers.get("Content-Type", b"text/plain").decode("latin-1").split(";")[0].strip()
+                (response.headers.get("Content-Type") or b"text/plain")
+                .decode("latin-1")
+                .split(";")[0]
+                .strip()
                 or "text/plain"
             )
         else:

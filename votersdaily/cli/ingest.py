@@ -61,7 +61,7 @@ def enqueue_requests(args) -> int:
         print("give a JSON-lines file of requests or --url", file=sys.stderr)
         return 2
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
-    found = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))

@@ -79,7 +79,10 @@ def run(args) -> int:
         for crawler in crawlers:
             plan = getattr(crawler, "reparse_plan", None)
             if plan is None:
-                print("%s: the reparse did not finish (see the log above)" % crawler.spider.name)
+                print(
+                    "%s: the reparse did not finish (see the log above)"
+                    % (crawler.spider or crawler.spidercls).name
+                )
             else:
                 summarise_plan(plan, sys.stdout)
         return 0 if all(getattr(c, "reparse_plan", None) for c in crawlers) else 1

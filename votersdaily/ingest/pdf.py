@@ -36,8 +36,8 @@ def parse_pdf_date(value: str | None) -> str | None:
     sign, oh, om = m.group(7), m.group(8), m.group(9)
     if sign in ("+", "-") and oh:
         offset = (int(oh) * 60 + int(om or 0)) * 60
-        stamp = stamp.timestamp() - offset if sign == "+" else stamp.timestamp() + offset
-        stamp = datetime.fromtimestamp(stamp, tz=UTC)
+        seconds = stamp.timestamp() - offset if sign == "+" else stamp.timestamp() + offset
+        stamp = datetime.fromtimestamp(seconds, tz=UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

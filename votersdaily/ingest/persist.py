@@ -77,6 +77,7 @@ class IngestStorePipeline:
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND")
+        self.blobs: FolderBlobs | StoreBlobs
         if backend == "folder":
             self.blobs = FolderBlobs(settings.get("INGEST_BLOB_DIR"))
         elif backend == "store":

@@ -245,7 +245,7 @@ def examine_hop(
         facts.pdf = process_pdf(body, config)
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
-    elif ingest_type == "html" and doc is not None:
+    elif ingest_type == "html" and doc is not None and facts.landing is not None:
         facts.html = process_html(
             doc, facts.landing.biblio, config.ojs_fulltext_fix, config.resource_domain_blocklist
         )

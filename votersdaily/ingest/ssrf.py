@@ -140,7 +140,7 @@ class SsrfGuardMiddleware:
             # Refused here, not left to the connection's own lookup, which a rebinding DNS server
             # could answer differently.
             raise CannotResolveHostError("DNS lookup failed for %s: %s" % (host, exc)) from None
-        addresses = sorted({info[4][0] for info in infos})
+        addresses = sorted({str(info[4][0]) for info in infos})
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
 

@@ -11,6 +11,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import IO
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -35,7 +36,7 @@ class WarcWriterMiddleware:
         self.folder = folder
         self.max_size = max_size
         self.prefix = prefix
-        self._handle = None
+        self._handle: IO[bytes] | None = None
         self._path: Path | None = None
         self._serial = 0
         self.records = 0
@@ -85,6 +86,8 @@ class WarcWriterMiddleware:
         if self._handle is None or self._handle.tell() > self.max_size:
             self._close_file()
             self._open()
+        handle, path = self._handle, self._path
+        assert handle is not None and path is not None, "_open() made the file"
         http_headers = StatusAndHeaders("%d %s" % (status, _reason(status)), headers, protocol="HTTP/1.1")
         record = self._writer.create_warc_record(
             url,
@@ -93,14 +96,14 @@ class WarcWriterMiddleware:
             http_headers=http_headers,
             warc_headers_dict={"WARC-IP-Address": ip} if ip else None,
         )
-        offset = self._handle.tell()
+        offset = handle.tell()
         self._writer.write_record(record)
-        self._handle.flush()
+        handle.flush()
         self.records += 1
         return {
-            "warc_path": self._path.name,
+            "warc_path": path.name,
             "warc_offset": offset,
-            "warc_csize": self._handle.tell() - offset,
+            "warc_csize": handle.tell() - offset,
             "warc_record_id": record.rec_headers.get_header("WARC-Record-ID"),
         }
 

@@ -72,6 +72,7 @@ class ExtractPool:
             if self._executor is None:
                 self.start()
             executor = self._executor
+            assert executor is not None, "start() makes the pool when there are processes"
             try:
                 return await asyncio.wrap_future(executor.submit(func, *args))
             except BrokenProcessPool:

@@ -67,11 +67,15 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     source_timezone: str = "America/New_York"
     #: How often the source should be crawled, in hours (``crawl --all`` and the scheduler).
     frequency_hours: float = 6.0
-    #: Where discovery starts (the live listing or feed).
-    listing_urls: tuple[str, ...] = ()
     #: Recorded responses replayed by ``crawl --all --offline``: path relative to
     #: ``votersdaily/recordings/`` (shipped with the package) → upstream URL.
     recordings: dict[str, str] = {}
+
+    @property
+    def listing_urls(self) -> tuple[str, ...]:
+        """Where discovery starts (the live listing or feed): a class attribute in most spiders, a
+        property where it depends on the date or the spider's arguments."""
+        return ()
 
     custom_settings: dict[str, Any] = {
         "DOWNLOAD_DELAY": 1.0,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from typing import Any
 from urllib.parse import urljoin
 
 import scrapy
@@ -83,7 +84,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "ingest"
     version = "1.0"
 
-    custom_settings = {
+    custom_settings: dict[str, Any] = {
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
@@ -180,7 +181,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
-        checked = []
+        checked: list[tuple[str, dict | None, R.IngestRequestError | None]] = []
         for where, raw in await self.input_requests():
             try:
                 if isinstance(raw, Exception):
@@ -196,6 +197,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if error is not None:
                 self._reject(where, error, fatal=not any_valid or isinstance(error, R.RequestSourceError))
                 continue
+            assert request is not None, "a request without an error was normalised"
             made = self._start_request(request)
             if made is not None:
                 yield made
@@ -352,14 +354,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if self._remaining(state) <= 0:
             yield self._timeout(state)
             return
-        for unusable, status in (
+        for unusable, unusable_status in (
             (H.TOO_LARGE_META, "body-too-large"),
             (H.BAD_GZIP_META, "bad-gzip-encoding"),
         ):
             if response.meta.get(unusable):
                 H.add_terminal(state, url)
                 yield self._finish(
-                    state, status, response.meta[unusable], terminal=terminal(url, dt14(), code)
+                    state, unusable_status, response.meta[unusable], terminal=terminal(url, dt14(), code)
                 )
                 return
         if 300 <= code < 400 and code != 304:
@@ -381,6 +383,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                     term = terminal(target or state["redirect_chain"][-1]["location"], None, None)
                 yield self._finish(state, status, message, terminal=term)
             else:
+                assert target is not None, "a redirect that does not fail has a target"
                 yield self._hop_request(target, state)
             return
         dt = dt14()
@@ -434,11 +437,11 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 target, status, message = H.next_hop(
                     state, clean_url(urljoin(url, link)), self.config.max_hops
                 )
-                yield (
-                    self._finish(state, status, message, terminal=term)
-                    if status
-                    else self._hop_request(target, state)
-                )
+                if status:
+                    yield self._finish(state, status, message, terminal=term)
+                else:
+                    assert target is not None, "a next hop that does not fail has a target"
+                    yield self._hop_request(target, state)
                 return
             if itype in ("xml", "html", "component") and landing.next_hop:
                 link = urljoin(url, landing.next_hop["next_url"])

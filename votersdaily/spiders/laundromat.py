@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -55,7 +56,7 @@ ACCEPT = ", ".join(
 class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "laundromat"
     version = "1.0"
-    custom_settings = {
+    custom_settings: dict[str, Any] = {
         "ITEM_PIPELINES": {},
         "HTTPCACHE_ENABLED": False,
         "RETRY_ENABLED": False,

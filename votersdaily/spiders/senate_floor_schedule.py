@@ -55,8 +55,9 @@ class SenateFloorScheduleSpider(EventSpider):
     def parse_events(self, response):
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
-        proceedings = require(doc, ("floorProceedings",), list, response.url)
-        return [self._event(entry, response.url) for entry in proceedings.members]
+        proceedings = require(doc, ("floorProceedings",), list, response.url).members
+        assert isinstance(proceedings, list), "an array's members are a list"
+        return [self._event(entry, response.url) for entry in proceedings]
 
     def _event(self, entry: JsonText, url: str) -> dict:
         if not isinstance(entry.value, dict):

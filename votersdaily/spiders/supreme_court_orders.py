@@ -74,7 +74,8 @@ class SupremeCourtOrdersSpider(EventSpider):
     def parse_record(self, record, response):
         base = response.meta.get(SOURCE_URL_META) or response.url
         if record[0] == ORDERS:
-            return self._order(*record[1:], response, base)
+            _, row, year, seen = record
+            return self._order(row, year, seen, response, base)
         return self._relating(record[1], response, base)
 
     # -- "Orders of the Court: Term Year 2023" -----------------------------------------------------
