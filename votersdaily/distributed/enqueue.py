@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -18,6 +18,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
 from scrapy.utils.reactor import install_reactor
 from scrapy_redis.dupefilter import RFPDupeFilter
+from twisted.internet.base import ReactorBase
 from twisted.python.failure import Failure
 
 from . import queue_name, redis_server, serializer
@@ -46,7 +47,11 @@ async def _collect(crawler) -> list[Any]:
 def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:
     """The spider's start() output, run on the project's reactor (spiders may use threads/the store)."""
     install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed
+
+    # Twisted types its reactor as the zope interfaces, which mypy reads without ``self`` and
+    # without run()'s installSignalHandlers; every reactor Scrapy installs is a ReactorBase.
+    reactor = cast(ReactorBase, installed)
 
     crawler = Crawler(spidercls, settings)
     # Not a crawl (no engine), but start() may count in the stats (the laundromat does).

@@ -95,6 +95,19 @@ class ReliableScheduler:
         crawler.signals.connect(scheduler._item_failed, signal=signals.item_error)
         return scheduler
 
+    @property
+    def _opened_queue(self) -> ReliableQueue:
+        """The Redis queue; Scrapy opens the scheduler before it asks for or hands over a request."""
+        if self.queue is None:
+            raise RuntimeError("the Redis scheduler is used before open()")
+        return self.queue
+
+    @property
+    def _opened_dupefilter(self) -> RFPDupeFilter:
+        if self.df is None:
+            raise RuntimeError("the Redis scheduler is used before open()")
+        return self.df
+
     # -- Scrapy's scheduler interface ----------------------------------------------------------
 
     def open(self, spider):
@@ -146,22 +159,22 @@ class ReliableScheduler:
         await self._guarded(self._checkpoint)
         if self.leased and self.link.up:
             # Not done (shutdown mid-run): hand them back now rather than after the lease expires.
-            n = await self._guarded(lambda: _in_thread(self.queue.release, list(self.leased)))
-            logger.info("gave %d unfinished requests back to %s", n or 0, self.queue.key)
+            n = await self._guarded(lambda: _in_thread(self._opened_queue.release, list(self.leased)))
+            logger.info("gave %d unfinished requests back to %s", n or 0, self._opened_queue.key)
             self.leased.clear()
 
     def has_pending_requests(self) -> bool:
-        return self._redis_now(lambda: len(self.queue) > 0, False)
+        return self._redis_now(lambda: len(self._opened_queue) > 0, False)
 
     def enqueue_request(self, request) -> bool:
         entry = [request, request.dont_filter]
         if self.link.up and not self.to_push:
             try:
-                if not request.dont_filter and self.df.request_seen(request):
-                    self.df.log(request, self.spider)
+                if not request.dont_filter and self._opened_dupefilter.request_seen(request):
+                    self._opened_dupefilter.log(request, self.spider)
                     return False
                 entry[1] = True
-                self.queue.push(request)
+                self._opened_queue.push(request)
                 self.stats.inc_value("scheduler/enqueued/redis")
                 return True
             except REDIS_DOWN as exc:
@@ -176,7 +189,7 @@ class ReliableScheduler:
         if self._working() >= self.max_leases or not self.link.up:
             return None  # the engine asks again when one of ours is done (or Redis is back)
         self._unanswered = token = uuid.uuid4().hex
-        leased = self._redis_now(lambda: self.queue.lease(token), None)
+        leased = self._redis_now(lambda: self._opened_queue.lease(token), None)
         if self.link.up:
             self._unanswered = None
         if leased is None:
@@ -187,7 +200,7 @@ class ReliableScheduler:
         return request
 
     def __len__(self) -> int:
-        return self._redis_now(lambda: len(self.queue), 0)
+        return self._redis_now(lambda: len(self._opened_queue), 0)
 
     # -- Redis going away and coming back ------------------------------------------------------
 
@@ -251,7 +264,7 @@ class ReliableScheduler:
         token = self._unanswered
         if token is None:
             return
-        request = await _in_thread(self.queue.leased, token)
+        request = await _in_thread(self._opened_queue.leased, token)
         if request is not None:
             self.leased[token] = request
             self._adopted.append(token)
@@ -267,7 +280,7 @@ class ReliableScheduler:
 
     async def _renew(self):
         if self.leased:
-            return await _in_thread(self.queue.renew, list(self.leased))
+            return await _in_thread(self._opened_queue.renew, list(self.leased))
         return 0
 
     def _inprogress(self) -> set:
@@ -311,11 +324,11 @@ class ReliableScheduler:
         def push() -> None:
             for entry in batch:
                 if not entry[1]:
-                    seen = self.df.request_seen(entry[0])
+                    seen = self._opened_dupefilter.request_seen(entry[0])
                     entry[1] = True
                     if seen:
                         entry[0] = None
-            self.queue.push_many(entry[0] for entry in batch if entry[0] is not None)
+            self._opened_queue.push_many(entry[0] for entry in batch if entry[0] is not None)
 
         await _in_thread(push)
         del self.to_push[: len(batch)]
@@ -346,14 +359,14 @@ class ReliableScheduler:
             retry = [t for t in done if lost_writes or t in self.failed]
             ack = [t for t in done if not (lost_writes or t in self.failed)]
             if ack:
-                n = await _in_thread(self.queue.ack, ack)
+                n = await _in_thread(self._opened_queue.ack, ack)
                 self._forget(ack)
                 self.stats.inc_value("redis/acked", len(ack))
                 if n != len(ack):
                     # Our lease had expired and another worker took the request over (a slow worker).
                     self.stats.inc_value("redis/ack_lease_lost", len(ack) - n)
             if retry:
-                requeued, dead = await _in_thread(self.queue.retry, retry)
+                requeued, dead = await _in_thread(self._opened_queue.retry, retry)
                 self._forget(retry)
                 self.stats.inc_value("redis/retried", requeued)
                 self.stats.inc_value("redis/dead", dead)
@@ -362,9 +375,9 @@ class ReliableScheduler:
                     len(retry),
                     "a store batch failed" if lost_writes else "their callback or item pipeline raised",
                     requeued,
-                    self.queue.key,
+                    self._opened_queue.key,
                     dead,
-                    self.queue.dead,
+                    self._opened_queue.dead,
                 )
         finally:
             self._checkpointing = False
@@ -377,15 +390,15 @@ class ReliableScheduler:
     async def _reap(self):
         if time.monotonic() < self._reap_after:
             return
-        requeued, dead = await _in_thread(self.queue.reap)
+        requeued, dead = await _in_thread(self._opened_queue.reap)
         if requeued or dead:
             self.stats.inc_value("redis/recovered", requeued)
             logger.warning(
                 "recovered %d requests of dead workers from %s (%d given up: %s)",
                 requeued,
-                self.queue.processing,
+                self._opened_queue.processing,
                 dead,
-                self.queue.dead,
+                self._opened_queue.dead,
             )
             if dead:
                 self.stats.inc_value("redis/dead", dead)
@@ -399,12 +412,15 @@ class ReliableScheduler:
         busy = (
             bool(self.leased)
             or bool(self.to_push)
-            or self._redis_now(lambda: len(self.queue) > 0 or self.queue.in_processing() > 0, True)
+            or self._redis_now(
+                lambda: len(self._opened_queue) > 0 or self._opened_queue.in_processing() > 0, True
+            )
         )
         now = time.monotonic()
         if busy:
             self._idle_since = None
-        elif self._idle_since is None:
+            raise DontCloseSpider
+        if self._idle_since is None:
             self._idle_since = now
-        if self.idle_close <= 0 or busy or now - self._idle_since < self.idle_close:
+        if self.idle_close <= 0 or now - self._idle_since < self.idle_close:
             raise DontCloseSpider

@@ -7,10 +7,17 @@ base spider's callbacks, items and pipelines; requests in the queue name callbac
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import WORKER_SETTINGS
 
+if TYPE_CHECKING:
+    from scrapy import Spider as _MixedIntoSpider
+else:
+    _MixedIntoSpider = object
 
-class WorkerMixin:
+
+class WorkerMixin(_MixedIntoSpider):
     #: The base spider's name: its queue and duplicate filter (``<queue_name>:requests``).
     queue_name: str = ""
 
