@@ -12,6 +12,7 @@ import logging
 import time
 import traceback as tb
 from collections import Counter
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -32,15 +33,56 @@ logger = logging.getLogger(__name__)
 START_META = "vd_start"
 
 
+def is_robots_request(request) -> bool:
+    """A robots.txt request of Scrapy's RobotsTxtMiddleware."""
+    return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
+
+
+def spool_run_log(settings, doc: dict) -> Spool:
+    """Keep a run log the store cannot take like any other document: spooled until the store is
+    back (the next run or ``python -m votersdaily flush`` delivers it)."""
+    doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
+    spool = Spool.from_settings(settings)
+    spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+    return spool
+
+
+def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
+    """The run log of a run that did not start because its store was unavailable."""
+    now = now_iso()
+    message = str(exc)
+    return {
+        "parser_name": spidercls.name,
+        "parser_version": str(getattr(spidercls, "version", "0")),
+        "parser_runtime": 0.0,
+        "source_url": source_url,
+        "source_text": "",
+        "access_datetime": now,
+        "latest_access_datetime": now,
+        "insert_count": 0,
+        "result": StoreUnavailable.__name__,
+        "error_message": message,
+        "errors": [{"exception": type(exc).__name__, "message": message, "where": "store", "url": None}],
+        "error_count": 1,
+        "traceback": "",
+        "finish_reason": "store unavailable",
+        "items_scraped": 0,
+        "responses": 0,
+        "empty": False,
+        "store_outage": {schema.LOG_DB: {"error": message}},
+    }
+
+
 class RunLog:
     def __init__(self, crawler):
         self.crawler = crawler
         settings = crawler.settings
         self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT", 256 * 1024)
         self.preview_chars = settings.getint("VOTERSDAILY_LOG_PREVIEW_CHARS", 4096)
-        self.started = 0.0
+        self.started: float | None = None
         self.access_datetime = ""
         self.source_url: str | None = None
+        self.source_from_start = False
         self.source_body: bytes | None = None
         self.source_text: str | None = None
         self.source_type = "text/plain"
@@ -69,11 +111,16 @@ class RunLog:
         self.access_datetime = now_iso()
 
     def response_received(self, response, request, spider):
+        if is_robots_request(request):
+            return  # never the run's source: Scrapy fetches it before the start document
         self.responses += 1
-        if self.source_url is not None:
+        if self.source_from_start:
             return
-        if not request.meta.get(START_META) and self.responses > 1:
+        start = bool(request.meta.get(START_META))
+        if not start and self.source_url is not None:
             return
+        # The first start document; until one arrives, the first response (a spider that marks none).
+        self.source_from_start = start
         self.source_url = request.meta.get("vd_source_url") or response.url
         self.source_body = response.body
         if isinstance(response, TextResponse):
@@ -128,10 +175,7 @@ class RunLog:
         try:
             await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
         except StoreUnavailable as exc:
-            # The run log is kept like any other document: spooled until the store is back.
-            doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
-            spool = Spool.from_settings(self.crawler.settings)
-            spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+            spool = spool_run_log(self.crawler.settings, doc)
             logger.error(
                 "store %s unavailable (%s): run log of %s spooled to %s",
                 store_for(self.crawler).display_uri,
@@ -182,7 +226,8 @@ class RunLog:
         doc = {
             "parser_name": spider.name,
             "parser_version": str(getattr(spider, "version", "0")),
-            "parser_runtime": round(time.monotonic() - self.started, 3),
+            # A spider that never opened (its store failed first) ran for no time at all.
+            "parser_runtime": round(time.monotonic() - self.started, 3) if self.started is not None else 0.0,
             "source_url": self.source_url or (getattr(spider, "start_urls", None) or [""])[0],
             "source_text": "",
             "access_datetime": self.access_datetime or now_iso(),

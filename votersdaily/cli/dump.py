@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..store import open_store
+from ..store.check import checked_store
 
 
 def register(sub) -> None:
@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    store = open_store()
+    store = checked_store(must_exist=True)
     if args.db not in store.list_dbs():
         print("no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
         return 2

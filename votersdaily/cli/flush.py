@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
-from ..store import open_store
 from ..store.base import StoreUnavailable
+from ..store.check import checked_store
 from ..store.spool import Spool, spool_dir
 
 
@@ -29,7 +29,7 @@ def run(args) -> int:
     if not pending:
         print("nothing spooled in %s" % spool.directory)
         return 0
-    store = open_store()
+    store = checked_store()
     try:
         report = spool.deliver(store, args.db)
     except StoreUnavailable as exc:
