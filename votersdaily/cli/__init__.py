@@ -36,7 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module("%s.%s" % (__name__, name)).register(sub)
+    for command in sub.choices.values():
+        _accept_store_anywhere(command)
     return parser
+
+
+def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
+    """``--store`` after the command too (``dump vd_events --store …``), as users type it."""
+    parser.add_argument("--store", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _accept_store_anywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,7 +57,9 @@ def date_or_datetime(value: str) -> str:
             date.fromisoformat(value.strip())
         bound(value, end=False)
     except (ValueError, FeedQueryError):
-        raise argparse.ArgumentTypeError("not a date (YYYY-MM-DD) or ISO datetime: %r" % value) from None
+        raise argparse.ArgumentTypeError(
+            "not a date or datetime: %r (YYYY-MM-DD or ISO 8601)" % value
+        ) from None
     return value
 
 
