@@ -164,7 +164,7 @@ class Progress:
             self.out.flush()
 
         self.live = task.LoopingCall(show)
-        reactor.callWhenRunning(self.live.start, 1.0, now=False)
+        reactor.callWhenRunning(self.live.start, 1.0)
         reactor.addSystemEventTrigger("before", "shutdown", self._stop_live)
 
     def _clear_live(self) -> None:
