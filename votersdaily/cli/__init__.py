@@ -24,7 +24,12 @@ COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "sch
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2."""
+    """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2; options are
+    spelled out (an abbreviation that works today breaks when an option is added)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, "%s: error: %s (see --help)\n" % (self.prog, message))
