@@ -73,6 +73,21 @@ def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
     }
 
 
+def run_input(spider) -> str | None:
+    """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
+    shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
+    or ``given`` (other documents given with ``-a url=``). The health page counts only the first two."""
+    given = getattr(spider, "given_urls", None)
+    recordings = getattr(spider, "recording_urls", None)
+    if given is None or recordings is None:
+        return None  # not an event spider: its inputs are always given
+    if not given:
+        return "listing"
+    if all(urlsplit(u).scheme == "file" for u in given):
+        return "offline" if set(given) == set(recordings()) else "replay"
+    return "given"
+
+
 class RunLog:
     def __init__(self, crawler):
         self.crawler = crawler
@@ -223,6 +238,8 @@ class RunLog:
         else:
             result = "success"
         items = stats.get_value("item_scraped_count", 0)
+        # A replayed listing whose documents were not beside it found nothing only for that reason.
+        not_beside = int(stats.get_value("replay/not_beside", 0))
         doc = {
             "parser_name": spider.name,
             "parser_version": str(getattr(spider, "version", "0")),
@@ -243,13 +260,18 @@ class RunLog:
             "dropped": dropped,
             "responses": self.responses,
             "finish_reason": reason,
-            "empty": result == "success" and items == 0 and not dropped,
+            "empty": result == "success" and items == 0 and not dropped and not not_beside,
             "store": {db: dict(c) for db, c in counts.items()},
             "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
         }
         if outage:
             doc["store_outage"] = outage
+        if not_beside:
+            doc["not_beside_count"] = not_beside
+        source_input = run_input(spider)
+        if source_input:
+            doc["input"] = source_input
         if self.rejected:
             doc["rejected_count"] = len(self.rejected)
             doc["rejected"] = self.rejected[:50]
