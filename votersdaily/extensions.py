@@ -38,6 +38,15 @@ def is_robots_request(request) -> bool:
     return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
 
 
+def first_start_url(spider) -> str:
+    """Where the run meant to start (for a run that fetched nothing): given, listing or start URL."""
+    for attr in ("given_urls", "listing_urls", "start_urls"):
+        urls = getattr(spider, attr, None)
+        if urls:
+            return str(next(iter(urls)))
+    return ""
+
+
 def spool_run_log(settings, doc: dict) -> Spool:
     """Keep a run log the store cannot take like any other document: spooled until the store is
     back (the next run or ``python -m votersdaily flush`` delivers it)."""
@@ -126,9 +135,9 @@ class RunLog:
         self.access_datetime = now_iso()
 
     def response_received(self, response, request, spider):
+        self.responses += 1
         if is_robots_request(request):
             return  # never the run's source: Scrapy fetches it before the start document
-        self.responses += 1
         if self.source_from_start:
             return
         start = bool(request.meta.get(START_META))
@@ -190,6 +199,15 @@ class RunLog:
         try:
             await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
         except StoreUnavailable as exc:
+            if self.started is None:  # the spider never opened: its store failed first
+                doc.update(
+                    {
+                        k: v
+                        for k, v in unavailable_run_log(type(spider), doc["source_url"], exc).items()
+                        if k != "_id"
+                    },
+                    access_datetime=doc["access_datetime"],
+                )
             spool = spool_run_log(self.crawler.settings, doc)
             logger.error(
                 "store %s unavailable (%s): run log of %s spooled to %s",
@@ -245,7 +263,7 @@ class RunLog:
             "parser_version": str(getattr(spider, "version", "0")),
             # A spider that never opened (its store failed first) ran for no time at all.
             "parser_runtime": round(time.monotonic() - self.started, 3) if self.started is not None else 0.0,
-            "source_url": self.source_url or (getattr(spider, "start_urls", None) or [""])[0],
+            "source_url": self.source_url or first_start_url(spider),
             "source_text": "",
             "access_datetime": self.access_datetime or now_iso(),
             "insert_count": int(total.get("inserted", 0)),

@@ -81,7 +81,9 @@ def test_scheduler_names_the_known_spiders(cli, sqlite_uri):
 def test_unknown_crawl_spider_names_the_known_ones(cli, sqlite_uri):
     proc = cli("crawl", "house_vote", store_uri=sqlite_uri)
     assert proc.returncode == 2
-    assert first_line(proc).startswith("unknown event spider(s): house_vote; known: federal_register, ")
+    assert first_line(proc).startswith(
+        "votersdaily crawl: unknown event spider(s): house_vote; known: federal_register, "
+    )
 
 
 def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(cli, sqlite_uri, redis_server, tmp_path):

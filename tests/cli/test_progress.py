@@ -78,4 +78,4 @@ def test_run_log_source_is_the_start_document_not_robots_txt(crawl, site, sqlite
         store.close()
     assert log["source_url"] == url
     assert log["source_text"] == ROLL314.read_bytes().decode("utf-8")
-    assert log["responses"] == 1
+    assert log["responses"] == 2  # robots.txt and the document

@@ -152,3 +152,15 @@ def test_site_build_replaces_the_site(cli, sqlite_uri, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (site / "index.html").is_file() and not (site / "stale.html").exists()
     assert Path(site).stat().st_mode & 0o777 == 0o755  # served by a web server: readable
+
+
+def test_scrapy_crawl_on_a_refused_store_logs_store_unavailable(crawl, tmp_path):
+    spool = tmp_path / "spool"
+    port = free_port()
+    roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
+    crawl("house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    (line,) = [line for f in spool.glob("vd_log--*.jsonl") for line in f.read_text().splitlines()]
+    log = json.loads(line)["doc"]
+    assert log["result"] == "StoreUnavailable" and log["parser_runtime"] == 0.0
+    assert log["error_message"] == "GET http://127.0.0.1:%d/vd_log failed: ConnectionError" % port
+    assert log["source_url"] == roll.as_uri() and log["store_outage"]

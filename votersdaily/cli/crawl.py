@@ -51,7 +51,7 @@ def run(args) -> int:
     for assignment in args.set:
         name, sep, value = assignment.partition("=")
         if not sep:
-            print("-s takes NAME=VALUE, got %r" % assignment, file=sys.stderr)
+            print("votersdaily crawl: -s takes NAME=VALUE, got %r" % assignment, file=sys.stderr)
             return 2
         settings.set(name, value, priority="cmdline")
     available = event_spiders(settings)
@@ -59,7 +59,7 @@ def run(args) -> int:
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
         print(
-            "unknown event spider(s): %s; known: %s"
+            "votersdaily crawl: unknown event spider(s): %s; known: %s"
             % (", ".join(unknown) or "(none given)", ", ".join(available)),
             file=sys.stderr,
         )

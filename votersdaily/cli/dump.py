@@ -18,7 +18,7 @@ def register(sub) -> None:
 def run(args) -> int:
     store = checked_store(must_exist=True)
     if args.db not in store.list_dbs():
-        print("no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
+        print("votersdaily dump: no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
         return 2
     out = sys.stdout
     for doc in store.iter_docs(args.db, include_design=args.design):

@@ -66,14 +66,17 @@ def run(args) -> int:
         os.environ[REDIS_ENV] = args.redis_url  # the workers' rule: the environment wins
     if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
         print(
-            "no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV,
+            "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
+            % REDIS_ENV,
             file=sys.stderr,
         )
         return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
     if args.spider not in loader.list():
         print(
-            "unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr
+            "votersdaily enqueue: unknown spider %r; known: %s"
+            % (args.spider, ", ".join(sorted(loader.list()))),
+            file=sys.stderr,
         )
         return EXIT_USAGE
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
@@ -88,7 +91,7 @@ def run(args) -> int:
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:
-            print("spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
+            print("votersdaily enqueue: spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
             return EXIT_USAGE
         kwargs[name] = value
     try:
