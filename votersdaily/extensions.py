@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import time
 import traceback as tb
 from collections import Counter
@@ -287,6 +288,9 @@ class RunLog:
             doc["store_outage"] = outage
         if not_beside:
             doc["not_beside_count"] = not_beside
+        outputs = self.outputs(spider)
+        if outputs:
+            doc["outputs"] = outputs
         source_input = run_input(spider)
         if source_input:
             doc["input"] = source_input
@@ -308,6 +312,15 @@ class RunLog:
             }.get(key, key)
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
+
+    def outputs(self, spider) -> dict[str, str]:
+        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
+        settings = self.crawler.settings
+        return {
+            name: os.path.abspath(settings.get(name))
+            for name in getattr(spider, "output_settings", ())
+            if settings.get(name)
+        }
 
     def _attach_source(self, doc: dict) -> None:
         if self.source_text is not None:
@@ -347,12 +360,14 @@ class RunLog:
         if "error" in answer:
             raise RuntimeError("run log write refused: %s" % (answer,))
         logger.info(
-            "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d",
+            "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d; data in %s%s",
             doc["_id"],
             doc["result"],
             doc["insert_count"],
             doc["updated_count"],
             doc["unchanged_count"],
             doc["dropped_count"],
+            store.display_uri,
+            "".join(" and %s" % path for path in doc.get("outputs", {}).values()),
         )
         self.crawler.stats.set_value("votersdaily/run_log_id", doc["_id"])

@@ -79,3 +79,19 @@ def test_run_log_source_is_the_start_document_not_robots_txt(crawl, site, sqlite
     assert log["source_url"] == url
     assert log["source_text"] == ROLL314.read_bytes().decode("utf-8")
     assert log["responses"] == 2  # robots.txt and the document
+
+
+def test_laundromat_run_says_where_its_files_went(crawl, site, sqlite_uri, tmp_path):
+    body = b'<http://example.org/r> <http://example.org/p> "1" .\n'
+    url = site.route("/dump.nt", body, content_type="application/n-triples")
+    out = tmp_path / "out"
+    proc = crawl("laundromat", url, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "data in %s and %s" % (sqlite_uri, out) in proc.stderr
+    store = open_store(sqlite_uri)
+    try:
+        (log,) = list(store.iter_docs("vd_log"))
+    finally:
+        store.close()
+    assert log["outputs"] == {"LAUNDROMAT_OUTPUT_DIR": str(out)}
+    assert list((out / "cleaned").glob("*.gz"))
