@@ -12,6 +12,7 @@ from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
 from ..store.base import StoreError
 from ..store.check import checked_store
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
 
@@ -52,7 +53,7 @@ def run(args) -> int:
         name, sep, value = assignment.partition("=")
         if not sep:
             print("votersdaily crawl: -s takes NAME=VALUE, got %r" % assignment, file=sys.stderr)
-            return 2
+            return EXIT_USAGE
         settings.set(name, value, priority="cmdline")
     available = event_spiders(settings)
     names = sorted(available) if args.all else args.spiders
@@ -63,7 +64,7 @@ def run(args) -> int:
             % (", ".join(unknown) or "(none given)", ", ".join(available)),
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     runs, skipped = {}, []
     for name in names:
         kwargs = {}
@@ -100,13 +101,13 @@ def run(args) -> int:
     print_table(rows)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
-    return 0 if all(r.get("result") == "success" for r in rows if r["spider"] not in skipped + not_due) else 1
+    counted = [r for r in rows if r["spider"] not in skipped + not_due]
+    return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
 
 
 def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
-    from ..cli import EXIT_UNAVAILABLE
     from ..extensions import spool_run_log, unavailable_run_log
 
     print("votersdaily crawl: %s" % exc, file=sys.stderr)

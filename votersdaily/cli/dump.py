@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..store.check import checked_store
+from . import EXIT_USAGE
 
 
 def register(sub) -> None:
@@ -19,7 +20,7 @@ def run(args) -> int:
     store = checked_store(must_exist=True)
     if args.db not in store.list_dbs():
         print("votersdaily dump: no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     out = sys.stdout
     for doc in store.iter_docs(args.db, include_design=args.design):
         out.write(json.dumps(doc, ensure_ascii=False, sort_keys=True))
