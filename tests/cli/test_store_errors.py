@@ -164,3 +164,12 @@ def test_scrapy_crawl_on_a_refused_store_logs_store_unavailable(crawl, tmp_path)
     assert log["result"] == "StoreUnavailable" and log["parser_runtime"] == 0.0
     assert log["error_message"] == "GET http://127.0.0.1:%d/vd_log failed: ConnectionError" % port
     assert log["source_url"] == roll.as_uri() and log["store_outage"]
+
+
+def test_a_web_server_that_is_not_couchdb(cli, site):
+    proc = cli("views", "push", store_uri=site.url + "/")
+    assert proc.returncode == 3
+    assert lines(proc.stderr) == [
+        "votersdaily views: %s/ does not answer like CouchDB (GET /_session: HTTP 404): check the URL in "
+        "$VOTERSDAILY_STORE" % site.url
+    ]
