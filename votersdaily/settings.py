@@ -4,6 +4,10 @@ Spiders tune politeness (delay, concurrency) for their own source in ``custom_se
 here slows every source down to the slowest one's needs.
 """
 
+import os
+
+from scrapy.utils.conf import closest_scrapy_cfg
+
 from votersdaily import __version__
 
 BOT_NAME = "votersdaily"
@@ -35,7 +39,9 @@ REMOTE_CONTROL_ENABLED = False
 
 # -- conditional requests (If-Modified-Since / ETag) for sources that support them ---------------
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
-HTTPCACHE_DIR = "httpcache"
+#: Scrapy keeps a relative HTTPCACHE_DIR in the project's .scrapy folder, found through scrapy.cfg;
+#: run from elsewhere (an installed package) the cache goes to ./.scrapy instead of being disabled.
+HTTPCACHE_DIR = "httpcache" if closest_scrapy_cfg() else os.path.abspath(os.path.join(".scrapy", "httpcache"))
 HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------

@@ -55,6 +55,8 @@ ACCEPT = ", ".join(
 class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "laundromat"
     version = "1.0"
+    #: Settings naming where the spider writes besides the store (the run log reports them).
+    output_settings = ("LAUNDROMAT_OUTPUT_DIR",)
     custom_settings = {
         "ITEM_PIPELINES": {},
         "HTTPCACHE_ENABLED": False,

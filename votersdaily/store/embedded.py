@@ -77,7 +77,11 @@ class EmbeddedStore:
 
     @classmethod
     def from_uri(cls, uri: str) -> EmbeddedStore:
-        # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
+        return cls(cls.path_of(uri))
+
+    @staticmethod
+    def path_of(uri: str) -> str:
+        """The file of ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling)."""
         path = uri[len("sqlite:") :]
         if path.startswith("///"):
             path = path[3:]
@@ -85,7 +89,7 @@ class EmbeddedStore:
             path = path[2:]
         if not path:
             raise StoreError("sqlite store URI needs a path: %r" % uri)
-        return cls(path)
+        return path
 
     # -- databases ---------------------------------------------------------------------------
 
