@@ -10,7 +10,7 @@ import sys
 import lxml.html
 import pytest
 
-from tests.conftest import recording, shared_file
+from tests.conftest import SHARED, recording, shared_file
 from tests.support.services import run_cli
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
@@ -28,6 +28,13 @@ def built(tmp_path_factory):
     # By hand: one replayed recording, then a file that is not there (a failed run).
     for url in (ROLL314.resolve().as_uri(), (tmp / "no-such-roll" / ("x" * 120 + ".xml")).as_uri()):
         proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + url], uri)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    # The 2015 "opinions relating to orders" page (read in place: the shipped 2025 page has no case
+    # with two justices' opinions on one day), replayed by hand.
+    relating = SHARED / "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
+    if relating.exists():
+        url = "url=" + relating.resolve().as_uri()
+        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "supreme_court_orders", "-a", url], uri)
         assert proc.returncode == 0, proc.stderr[-2000:]
     proc = run_cli([*vd, "site", "build", str(tmp / "site")], uri)
     assert proc.returncode == 0, proc.stderr
@@ -73,8 +80,8 @@ def test_events_differing_only_by_justice_are_told_apart(built):
     day = lxml.html.parse(str(site / "days" / "2015-10-29.html")).getroot()
     titles = sorted(h.text_content() for h in day.cssselect("h3.title") if "Correll" in h.text_content())
     assert titles == [
-        "Correll v. Florida (No. 15-6551): opinion relating to orders (justice B)",
-        "Correll v. Florida (No. 15-6551): opinion relating to orders (justice SS)",
+        "Correll v. Florida (No. 15-6551): opinion relating to orders (justice Sonia Sotomayor)",
+        "Correll v. Florida (No. 15-6551): opinion relating to orders (justice Stephen G. Breyer)",
     ]
 
 
