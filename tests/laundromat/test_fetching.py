@@ -230,3 +230,33 @@ def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
             context, AddressPolicy(allowed_hosts=frozenset({"example.org"})), max_bytes=10, timeout=10
         )
     assert hostile.hits == {}
+
+
+def test_http_download_over_the_size_limit_fails(crawl, site, sqlite_uri, tmp_path):
+    """Bodies stream to disk under ``LAUNDROMAT_MAX_DOWNLOAD_BYTES``: one announcing more is refused
+    before its body is read; one within the limit is filed whole."""
+    small = site.route("/small.nt", GOOD_NT, content_type="application/n-triples")
+    large = site.route("/large.nt", GOOD_NT * 40, content_type="application/n-triples")
+    out = tmp_path / "out"
+    limit = len(GOOD_NT) * 20
+    ok(
+        crawl(
+            "laundromat",
+            [small, large],
+            sqlite_uri,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            "-s",
+            "LAUNDROMAT_MAX_DOWNLOAD_BYTES=%d" % limit,
+        )
+    )
+    docs = records(sqlite_uri)
+    (filed,) = _downloads_of(docs, small)
+    assert filed["status"] == "parsed" and filed["number_of_bytes"] == len(GOOD_NT)
+    (refused,) = _downloads_of(docs, large)
+    assert refused["status"] == "failed"
+    assert refused["error"] == "DownloadTooLarge: Content-Length %d exceeds %d bytes" % (
+        len(GOOD_NT) * 40,
+        limit,
+    )
+    assert not list((out / "files").glob("*"))
