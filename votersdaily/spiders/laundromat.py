@@ -31,7 +31,7 @@ from ..laundromat.fetching import OPERATOR_META, STREAM_META
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
 from ..laundromat.seeds import DEFAULT_INTERVAL, interval_for, is_due, is_seed, new_seed
-from ..laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
+from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 from ..laundromat.steps import content_meta
 from ..store.crawler import store_for
 from .base import split_urls
@@ -50,6 +50,15 @@ ACCEPT = ", ".join(
         "*/*;q=0.1",
     ]
 )
+
+
+def read_sitemap(path: Path) -> bytes:
+    """A downloaded sitemap's bytes, never more than the protocol's limit (the file may be huge)."""
+    with open(path, "rb") as f:
+        body = f.read(MAX_SITEMAP_BYTES + 1)
+    if len(body) > MAX_SITEMAP_BYTES:
+        raise SitemapError("sitemap larger than %d bytes" % MAX_SITEMAP_BYTES)
+    return body
 
 
 class LaundromatSpider(scrapy.Spider):
@@ -282,7 +291,7 @@ class LaundromatSpider(scrapy.Spider):
             record = dict(record, status=states.UNARCHIVING)
             await self._db(self.seeds.put, record)
         try:
-            sitemap = await self._db(lambda: parse_sitemap((self.output_dir / record["file"]).read_bytes()))
+            sitemap = await self._db(lambda: parse_sitemap(read_sitemap(self.output_dir / record["file"])))
         except (SitemapError, OSError, EOFError) as exc:
             await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
             return
