@@ -6,6 +6,7 @@ loopback only. The hostile documents (sitemap, VoID links, redirects) are genera
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import signal
 import threading
@@ -190,7 +191,9 @@ def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_pat
         handler.wfile.write(b"<http://example.org/s> ")
         handler.wfile.flush()
         release.wait(60)
-        raise ConnectionResetError  # the test is over: drop the connection
+        handler.wfile = io.BytesIO()  # the test is over: the site's own answer goes nowhere
+        handler.close_connection = True
+        return 200, {}, b""
 
     url = site.route("/slow.nt", trickle)
     proc = _start(url, sqlite_uri, tmp_path / "out")
@@ -208,6 +211,9 @@ def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_pat
             proc.kill()
             proc.communicate()
     assert "Received SIGINT" in stderr and "Spider closed (shutdown)" in stderr, stderr[-3000:]
+    (download,) = _downloads_of(records(sqlite_uri), url)
+    assert download["status"] == "failed" and "the crawl is shutting down" in download["error"], download
+    assert not list((tmp_path / "out" / "files").glob("*")), "the partial file is removed"
 
 
 def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
