@@ -238,7 +238,7 @@ class StreamingDownloadHandler:
             self._watcher.start(0.5, now=False)
         name = request.meta.get(STREAM_META)
         scheme = urlsplit(request.url).scheme
-        if scheme == "file" and not request.meta.get(OPERATOR_META):
+        if scheme == "file" and (name is None or not request.meta.get(OPERATOR_META)):
             raise LocalFileRefused(
                 "refusing %s: only the operator's own seeds may be file: URLs" % request.url
             )
