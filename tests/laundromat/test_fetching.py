@@ -5,6 +5,7 @@ loopback only. The hostile documents (sitemap, VoID links, redirects) are genera
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -34,6 +35,13 @@ def hostile():
     s.route("/secret.nt", SECRET_NT, content_type="application/n-triples")
     yield s
     s.stop()
+
+
+def _answered(handler) -> tuple:
+    """For a route that wrote its own answer: what the site then writes goes nowhere."""
+    handler.wfile = io.BytesIO()
+    handler.close_connection = True
+    return 200, {}, b""
 
 
 def _everything(out: Path, docs: dict) -> str:
@@ -191,9 +199,7 @@ def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_pat
         handler.wfile.write(b"<http://example.org/s> ")
         handler.wfile.flush()
         release.wait(60)
-        handler.wfile = io.BytesIO()  # the test is over: the site's own answer goes nowhere
-        handler.close_connection = True
-        return 200, {}, b""
+        return _answered(handler)
 
     url = site.route("/slow.nt", trickle)
     proc = _start(url, sqlite_uri, tmp_path / "out")
@@ -240,15 +246,29 @@ def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
 
 def test_http_download_over_the_size_limit_fails(crawl, site, sqlite_uri, tmp_path):
     """Bodies stream to disk under ``LAUNDROMAT_MAX_DOWNLOAD_BYTES``: one announcing more is refused
-    before its body is read; one within the limit is filed whole."""
+    before its body is read, one that does not announce its length is cut at the limit; one within
+    the limit is filed whole."""
     small = site.route("/small.nt", GOOD_NT, content_type="application/n-triples")
     large = site.route("/large.nt", GOOD_NT * 40, content_type="application/n-triples")
+
+    def unannounced(handler):
+        """No Content-Length: the body ends when the connection closes, so only counting stops it."""
+        handler.send_response(200)
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(40):
+                handler.wfile.write(GOOD_NT.encode())
+            handler.wfile.flush()
+        return _answered(handler)
+
+    streamed = site.route("/unannounced.nt", unannounced)
     out = tmp_path / "out"
     limit = len(GOOD_NT) * 20
     ok(
         crawl(
             "laundromat",
-            [small, large],
+            [small, large, streamed],
             sqlite_uri,
             "-s",
             "LAUNDROMAT_OUTPUT_DIR=%s" % out,
@@ -265,4 +285,6 @@ def test_http_download_over_the_size_limit_fails(crawl, site, sqlite_uri, tmp_pa
         len(GOOD_NT) * 40,
         limit,
     )
+    (cut,) = _downloads_of(docs, streamed)
+    assert (cut["status"], cut["error"]) == ("failed", "DownloadTooLarge: body exceeds %d bytes" % limit)
     assert not list((out / "files").glob("*"))
