@@ -1,6 +1,8 @@
 """The SSRF guard: no fetch to private, loopback, link-local or reserved addresses unless
 ``INGEST_ALLOW_PRIVATE`` is on. Every request is checked, including each redirect step (each one
-passes through the downloader middlewares again) and after DNS resolution.
+passes through the downloader middlewares again) and after DNS resolution. The rules are one
+:class:`AddressPolicy`, which the laundromat applies too (its own settings, see
+:mod:`votersdaily.laundromat.fetching`), in the reactor and in worker processes.
 
 DNS rebinding: the middleware resolves a host name and checks every address, but the connection
 is made later by Twisted, which would resolve the name again, and a hostile DNS server can answer
