@@ -173,7 +173,8 @@ class RescheduleTracker:
                 (result.repaired if doc["_id"] in repaired else result.superseded).append(doc["_id"])
         if repaired:
             logger.warning(
-                "repaired %d events of %s that had two live documents (a lost write answer or racing runs)",
+                "marked %d documents of %s superseded: their events had two live documents "
+                "(a lost write answer or racing runs)",
                 len(repaired),
                 db,
             )
