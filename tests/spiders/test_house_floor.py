@@ -243,6 +243,47 @@ def test_crawl_invalid_bytes_logs_the_failure(crawl, sqlite_uri, tmp_path):
     )
 
 
+#: The passage of H.R. 1501 in the real 20260902.xml (41 floor actions), and derived copies of the
+#: file with that one action broken: its ``unique-id`` removed, or its time unreadable.
+PASSAGE = b' unique-id="42549">\n<action_time for-search="20260902T16:50:15">'
+NO_UNIQUE_ID = SESSION.read_bytes().replace(PASSAGE, PASSAGE.replace(b' unique-id="42549"', b""), 1)
+BAD_TIME = SESSION.read_bytes().replace(PASSAGE, PASSAGE.replace(b"T16:50:15", b"T16:5O:15"), 1)
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [(NO_UNIQUE_ID, "record:MalformedDocument"), (BAD_TIME, "record:ValueError")],
+    ids=["no_unique_id", "time_unreadable"],
+)
+def test_one_bad_floor_action_is_dropped_the_rest_kept(spider, body, reason):
+    """Derived from the real 20260902.xml: one floor action broken. It is dropped with its reason;
+    the other 40 actions of the day are kept, as the real file gives them."""
+    assert body != SESSION.read_bytes()
+    kept = by_key(events_of(spider, response(URL_SESSION, body)))
+    assert len(kept) == 40 and "119-42549" not in kept
+    whole = by_key(events_of(spider_for(HouseFloorSpider), response(URL_SESSION, SESSION)))
+    for key, event in kept.items():  # each kept action as the unbroken file gives it
+        assert {**event, "access_datetime": None} == {**whole[key], "access_datetime": None}
+    assert spider.crawler.stats.get_value("events/dropped/%s" % reason) == 1
+    assert spider.crawler.stats.get_value("events/dropped") == 1
+
+
+def test_crawl_stores_the_other_floor_actions_and_logs_the_dropped_one(crawl, sqlite_uri, tmp_path):
+    page = tmp_path / "20260902.xml"
+    page.write_bytes(NO_UNIQUE_ID)  # derived: see NO_UNIQUE_ID
+    crawled(crawl("house_floor", [page], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}))
+    events, (log,) = stored(sqlite_uri)
+    assert len(events) == 40 and not [k for k in events if k.endswith("-119-42549")]
+    assert (log["result"], log["insert_count"], log["dropped"]) == (
+        "success",
+        40,
+        {"record:MalformedDocument": 1},
+    )
+    (record,) = log["dropped_records"]
+    assert record["reason"] == "record:MalformedDocument"
+    assert record["message"] == "%s: the floor_action on line 87 has no unique-id" % page.resolve().as_uri()
+
+
 def test_events_stored_under_the_old_key_are_replaced_not_duplicated(crawl, store_uri):
     """house_floor 1.0 (tests/legacy_spiders.py) stored these actions under the bare unique-id. The
     current spider stores each under ``<congress>-<unique-id>`` and the store marks the old document
