@@ -19,7 +19,7 @@ from tests.spiders.congress_support import (
     spider_for,
     stored,
 )
-from votersdaily.sources.errors import ErrorPage
+from votersdaily.sources.errors import ErrorPage, MalformedDocument
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
 PRO_FORMA = recording("gov/house_floor_summary/20261001.xml")
@@ -201,6 +201,16 @@ def test_actions_before_a_sine_die_adjournment_belong_to_the_ending_session(spid
         events = events_of(spider, response(URL_PRO_FORMA, sine_die.replace(named, attributes)))
         assert set(sittings(events)) == {(119, 2)}, attributes
         assert {e["unique_key"] for e in events} >= {"119-45150", "119-44997"}
+
+
+def test_an_unreadable_sine_die_adjournment_fails_the_page(spider):
+    """Derived from the real 20261001.xml: its adjournment made a sine die one, with its time
+    unreadable. Which session every action belongs to hangs on that time, so the page fails."""
+    body = PRO_FORMA.read_bytes().replace(b"adjourn pursuant to clause 13 of Rule I.", b"adjourn sine die.")
+    stamp = b'for-search="20261001T11:33:10"'
+    assert body.count(stamp) == 1
+    with pytest.raises(MalformedDocument, match="sine die adjournment's time"):
+        events_of(spider, response(URL_PRO_FORMA, body.replace(stamp, b'for-search="20261001T11:3E:10"')))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -3,7 +3,8 @@
 One event per ``floor_action`` at ``action_time/@for-search`` (Eastern wall-clock time). The file of
 a legislative day is regenerated while the House sits, so the spider reads today's and yesterday's
 file (a legislative day can run past midnight). A floor action that cannot become an event (no
-``unique-id``, an unreadable time) is dropped alone with its reason; the rest of the day is kept.
+``unique-id``, an unreadable time) is dropped alone with its reason and the rest of the day is kept;
+only a sine die adjournment with an unreadable time fails the page (it decides every action's session).
 
 Congress and session are the action's, not the file's. On the day a Congress or session ends and
 the next convenes, ``legislative_congress`` names both, in no reliable order
@@ -117,7 +118,7 @@ class HouseFloorSpider(EventSpider):
             raise MalformedDocument("%s has no legislative_day/@date or floor_actions" % response.url)
         records = actions.findall("floor_action")
         congress_el = root.find("legislative_congress")
-        boundary = self._parse_boundary(records, congress_el, day)
+        boundary = self._parse_boundary(records, congress_el, day, response.url)
         legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
         return [(action, legislative_day) for action in records]
 
@@ -162,21 +163,22 @@ class HouseFloorSpider(EventSpider):
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, actions, congress_el, day: str) -> datetime | None:
+    def _parse_boundary(cls, actions, congress_el, day: str, url: str) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
-        two Congresses or sessions) the moment before noon; None on an ordinary day. An adjournment
-        whose time cannot be read is no boundary (it is dropped as a record of its own)."""
+        two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
+        adjournment whose time cannot be read fails the page: it decides every action's session."""
         adjournments = []
         for action in actions:
-            if action.get("act-id") == ADJOURNMENT_ACT and SINE_DIE.search(
+            if action.get("act-id") != ADJOURNMENT_ACT or not SINE_DIE.search(
                 text_of(action, "action_description")
             ):
-                try:
-                    when = cls._parse_datetime(action, day)
-                except ValueError:
-                    continue
-                if isinstance(when, datetime):
-                    adjournments.append(when)
+                continue
+            try:
+                when = cls._parse_datetime(action, day)
+            except ValueError as exc:
+                raise MalformedDocument("%s: the sine die adjournment's time: %s" % (url, exc)) from None
+            if isinstance(when, datetime):
+                adjournments.append(when)
         if adjournments:
             return max(adjournments)
         if len(cls._numbers(congress_el, "congress")) > 1 or len(cls._numbers(congress_el, "session")) > 1:
