@@ -324,9 +324,9 @@ LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
 #: reach private/loopback addresses (tests and benchmarks only); never file:.
 LAUNDROMAT_ALLOW_PRIVATE = False
 #: Hosts ("host" or "host:port") whose private addresses derived URLs may reach, e.g. ["127.0.0.1:8080"].
-LAUNDROMAT_PRIVATE_HOSTS = []
+LAUNDROMAT_PRIVATE_HOSTS: list[str] = []
 #: If set, derived URLs may name only these hosts.
-LAUNDROMAT_ALLOWED_HOSTS = []
+LAUNDROMAT_ALLOWED_HOSTS: list[str] = []
 #: Every download is streamed to disk; one larger than this (or a file: seed) ends as failed.
 LAUNDROMAT_MAX_DOWNLOAD_BYTES = 8 * 1024**3
 #: Seconds one download (one HTTP hop, or the copy of a file: seed) may take.

@@ -173,3 +173,24 @@ def test_a_web_server_that_is_not_couchdb(cli, site):
         "votersdaily views: %s/ does not answer like CouchDB (GET /_session: HTTP 404): check the URL in "
         "$VOTERSDAILY_STORE" % site.url
     ]
+
+
+def test_a_live_crawl_on_an_unreachable_store_names_the_listing_it_would_have_read(cli, tmp_path):
+    """Without --offline the run log's source is where the spider would have started: house_votes'
+    listing is a property (the current year's index), read from an instance, never from the class."""
+    spool = tmp_path / "spool"
+    proc = cli(
+        "crawl",
+        "house_votes",
+        store_uri="http://127.0.0.1:%d/" % free_port(),  # nothing listens there: nothing is fetched
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert proc.returncode == 3, proc.stderr
+    [doc] = [
+        json.loads(line)["doc"]
+        for f in sorted(spool.glob("vd_log--*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
+    assert doc["result"] == "StoreUnavailable"
+    assert doc["source_url"].startswith("https://clerk.house.gov/evs/"), doc["source_url"]
+    assert doc["source_url"].endswith("/index.asp"), doc["source_url"]

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import SpiderLoader
 
+from ..reactor import installed_reactor
 from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
 from ..store.base import StoreError
 from ..store.check import checked_store
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from .options import BadSetting, add_scrapy_options, scrapy_settings
+
+if TYPE_CHECKING:
+    from twisted.internet.task import LoopingCall
 
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
 
@@ -97,12 +102,13 @@ def run(args) -> int:
 def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
-    from ..extensions import spool_run_log, unavailable_run_log
+    from ..extensions import first_start_url, spool_run_log, unavailable_run_log
 
     print("votersdaily crawl: %s" % exc, file=sys.stderr)
     spool = None
     for name, cls in spiders.items():
-        source = (runs[name].get("url") or ",".join(cls.listing_urls)).split(",")[0]
+        # an instance: most spiders' listing URLs depend on the date or the spider's arguments
+        source = (runs[name].get("url") or first_start_url(cls())).split(",")[0]
         spool = spool_run_log(settings, unavailable_run_log(cls, source, exc))
     if spool is not None:
         print(
@@ -120,7 +126,7 @@ class Progress:
         self.total = total
         self.done = 0
         self.out = out or sys.stderr
-        self.live = None
+        self.live: LoopingCall | None = None
 
     def finished(self, result, crawler):
         self.done += 1
@@ -146,7 +152,9 @@ class Progress:
     def start_live(self, crawlers: list) -> None:
         if not self.out.isatty():
             return
-        from twisted.internet import reactor, task
+        from twisted.internet import task
+
+        reactor = installed_reactor()
 
         def show():
             items = sum(c.stats.get_value("item_scraped_count", 0) for c in crawlers if c.stats)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -18,9 +18,9 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
 from scrapy.utils.reactor import install_reactor
 from scrapy_redis.dupefilter import RFPDupeFilter
-from twisted.internet.base import ReactorBase
 from twisted.python.failure import Failure
 
+from ..reactor import installed_reactor
 from . import queue_name, redis_server, serializer
 from .queue import ReliableQueue
 
@@ -52,11 +52,7 @@ def start_requests(
     """The spider's start() output, run on the project's reactor (spiders may use threads/the store);
     inputs the spider rejects are appended to ``rejected``."""
     install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
-    from twisted.internet import reactor as installed
-
-    # Twisted types its reactor as the zope interfaces, which mypy reads without ``self`` and
-    # without run()'s installSignalHandlers; every reactor Scrapy installs is a ReactorBase.
-    reactor = cast(ReactorBase, installed)
+    reactor = installed_reactor()
 
     from .. import signals as vd_signals
 

@@ -258,7 +258,7 @@ class ReliableScheduler:
                     "%d leases of this worker were gone from %s (Redis restarted without its data, or "
                     "another worker took them over): their requests may run twice",
                     len(self.leased) - (renewed or 0),
-                    self.queue.processing,
+                    self._opened_queue.processing,
                 )
             # Other live workers renew theirs within a renewal period (plus their backoff).
             self._reap_after = time.monotonic() + self.lease / 3 + self.link.max_delay

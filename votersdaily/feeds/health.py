@@ -99,7 +99,7 @@ class SpiderHealth:
     def last(self) -> Run | None:
         """The latest run that counts (else the latest manual one)."""
         counted = [r for r in self.runs if r.status != MANUAL]
-        return (counted or self.runs or [None])[0]
+        return next(iter(counted or self.runs), None)
 
     @property
     def label(self) -> str:

@@ -166,7 +166,9 @@ def vote_tally(doc: dict) -> str:
     counts, names = doc.get("vote_totals"), HOUSE_TOTALS
     if not isinstance(counts, dict):
         counts, names = doc.get("counts"), SENATE_COUNTS
-    labels = doc.get("vote_labels") if isinstance(doc.get("vote_labels"), dict) else {}
+    labels = doc.get("vote_labels")
+    if not isinstance(labels, dict):
+        labels = {}
     parts = [result]
     if isinstance(counts, dict):
         for key, default in names:

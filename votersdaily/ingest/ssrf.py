@@ -180,7 +180,7 @@ class AddressPolicy:
                 infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except socket.gaierror as exc:
                 raise CannotResolveHostError("DNS lookup failed for %s: %s" % (host, exc)) from None
-            addresses = sorted({info[4][0] for info in infos})
+            addresses = sorted({str(info[4][0]) for info in infos})
         self.check_addresses(url, addresses)
         return host, port, addresses
 

@@ -25,13 +25,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer, task, threads
 from twisted.internet.error import TimeoutError as DownloadTimeout
-from twisted.internet.protocol import Protocol
+from twisted.internet.protocol import Protocol, connectionDone
+from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool, ResponseDone
 from twisted.web.http import PotentialDataLoss
 from twisted.web.http_headers import Headers as TxHeaders
@@ -39,6 +41,7 @@ from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
 from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from ..reactor import installed_reactor
 
 #: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
 OPERATOR_META = "laundromat_operator_seed"
@@ -114,9 +117,14 @@ class _FileSink(Protocol):
         if self.expected is not None and self.expected > self.limit:
             self._fail(DownloadTooLarge("Content-Length %d exceeds %d bytes" % (self.expected, self.limit)))
 
+    def stop(self) -> None:
+        """Stop the body's delivery (``deliverBody`` makes the transport a push producer)."""
+        # Protocol types its transport as ITransport | None, which has no stopProducing.
+        self.transport.stopProducing()  # type: ignore[union-attr]
+
     def _fail(self, error: Exception) -> None:
         if not self.finished.called:
-            self.transport.stopProducing()
+            self.stop()
             self.finished.errback(error)
 
     def dataReceived(self, data: bytes) -> None:
@@ -128,7 +136,7 @@ class _FileSink(Protocol):
             return
         self.out.write(data)
 
-    def connectionLost(self, reason) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self.finished.called:
             return
         if reason.check(ResponseDone, PotentialDataLoss):
@@ -268,7 +276,7 @@ class StreamingDownloadHandler:
         return response
 
     async def _http(self, request, target: Path) -> tuple[Response, int]:
-        from twisted.internet import reactor
+        reactor = installed_reactor()
 
         timeout = self.timeout
         headers = TxHeaders()
@@ -276,7 +284,7 @@ class StreamingDownloadHandler:
             headers.setRawHeaders(key, list(values))
         started = time.monotonic()
         pending = self.agent.request(request.method.encode(), request.url.encode("ascii"), headers, None)
-        current = [pending]
+        current: list[defer.Deferred[Any]] = [pending]
         timer = reactor.callLater(timeout, lambda: current[0].cancel())
         self._in_flight.add(pending)
         try:
@@ -287,12 +295,13 @@ class StreamingDownloadHandler:
                 if expected == 0:
                     size = 0
                 else:
-                    done = defer.Deferred(lambda _: sink.transport.stopProducing())
+                    done: defer.Deferred[int] = defer.Deferred(lambda _: sink.stop())
                     sink = _FileSink(out, self.max_bytes, expected, done)
                     current[0] = done
                     self._in_flight.discard(pending)
                     self._in_flight.add(done)
-                    txresponse.deliverBody(sink)
+                    # IResponse is a zope interface: mypy reads deliverBody without self
+                    txresponse.deliverBody(sink)  # type: ignore[call-arg]
                     size = await maybe_deferred_to_future(done)
         except defer.CancelledError:
             if self.stopping.is_set():
@@ -328,7 +337,7 @@ class StreamingDownloadHandler:
             await maybe_deferred_to_future(closing)
         elif closing is not None:
             await closing
-        from twisted.internet import reactor
+        reactor = installed_reactor()
 
         done = self.pool.closeCachedConnections()
         call = reactor.callLater(1, done.callback, None)  # it can hang on a dead peer
@@ -392,24 +401,40 @@ def fetch_limited(
     raise PrivateAddressRefused("more than %d redirects from %s" % (max_redirects, url))
 
 
-def _pinned_connection(scheme: str, host: str, port: int, addresses: list[str] | None, timeout: float):
+def _pinned_connection(
+    scheme: str, host: str, port: int, addresses: list[str] | None, timeout: float
+) -> http.client.HTTPConnection:
     """An HTTP(S) connection to ``host`` that connects to one of ``addresses`` (not a new DNS answer)."""
-    base = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-
-    class Pinned(base):
-        def connect(self):
-            last: OSError | None = None
-            for address in addresses or [host]:
-                try:
-                    self.sock = socket.create_connection((address, port), self.timeout)
-                    break
-                except OSError as exc:
-                    last = exc
-            else:
-                raise last or OSError("no address for %s" % host)
-            if scheme == "https":
-                self.sock = self._context.wrap_socket(self.sock, server_hostname=host)
-
     if scheme == "https":
-        return Pinned(host, port, timeout=timeout, context=ssl.create_default_context())
-    return Pinned(host, port, timeout=timeout)
+        return _PinnedHTTPSConnection(host, port, addresses or [host], timeout)
+    return _PinnedHTTPConnection(host, port, addresses or [host], timeout)
+
+
+def _connect_first(host: str, addresses: list[str], port: int, timeout: float | None) -> socket.socket:
+    last: OSError | None = None
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout)
+        except OSError as exc:
+            last = exc
+    raise last or OSError("no address for %s" % host)
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+        super().__init__(host, port, timeout=timeout)
+        self.addresses = addresses
+
+    def connect(self) -> None:
+        self.sock = _connect_first(self.host, self.addresses, self.port, self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+        self.tls = ssl.create_default_context()
+        super().__init__(host, port, timeout=timeout, context=self.tls)
+        self.addresses = addresses
+
+    def connect(self) -> None:
+        sock = _connect_first(self.host, self.addresses, self.port, self.timeout)
+        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)

@@ -14,6 +14,7 @@ import requests
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
+from .couch import CouchStore
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -64,6 +65,7 @@ def _couch(uri: str) -> Store:
     if not parts.hostname:
         raise StoreError("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
+    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
     except requests.ConnectionError as exc:
