@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings
 
@@ -39,10 +39,16 @@ class ProjectDefaults:
         set_defaults(settings)
 
 
-class ProjectSettingsMixin:
+if TYPE_CHECKING:
+    from scrapy import Spider as _MixedIntoSpider
+else:
+    _MixedIntoSpider = object
+
+
+class ProjectSettingsMixin(_MixedIntoSpider):
     """For the project's spider bases: a crawler of any of its spiders has every project default."""
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         set_defaults(settings)
-        super().update_settings(settings)  # type: ignore[misc]
+        super().update_settings(settings)

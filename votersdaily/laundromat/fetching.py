@@ -301,7 +301,7 @@ class StreamingDownloadHandler:
                     self._in_flight.discard(pending)
                     self._in_flight.add(done)
                     # IResponse is a zope interface: mypy reads deliverBody without self
-                    txresponse.deliverBody(sink)  # type: ignore[call-arg]
+                    txresponse.deliverBody(sink)  # type: ignore[call-arg, misc]
                     size = await maybe_deferred_to_future(done)
         except defer.CancelledError:
             if self.stopping.is_set():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,11 @@ DESIGN_ID = "_design/" + DESIGN_NAME
 
 #: Where the CouchDB design documents live: a checkout of the repository, else the copy packaged
 #: into the project egg by setup.py (scrapyd runs the egg as a zip; importlib.resources reads it).
-VIEWS_DIR = Path(__file__).resolve().parents[2] / "couchdb_views"
+VIEWS_DIR: Traversable = Path(__file__).resolve().parents[2] / "couchdb_views"
 if not VIEWS_DIR.is_dir():
     import importlib.resources
 
-    VIEWS_DIR = importlib.resources.files("votersdaily").joinpath("_couchdb_views")  # type: ignore[assignment]
+    VIEWS_DIR = importlib.resources.files("votersdaily").joinpath("_couchdb_views")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
     return key[0] if len(key) == 1 else list(key)
 
 
-def design_document(db: str, views_dir: Path = VIEWS_DIR) -> dict | None:
+def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
     """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
     folder = views_dir / db / "views"
     if not folder.is_dir():
@@ -79,7 +80,7 @@ def design_document(db: str, views_dir: Path = VIEWS_DIR) -> dict | None:
     for view_dir in sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: p.name):
         view = {"map": (view_dir / "map.js").read_text(encoding="utf-8").strip()}
         reduce_js = view_dir / "reduce.js"
-        if reduce_js.exists():
+        if reduce_js.is_file():
             view["reduce"] = reduce_js.read_text(encoding="utf-8").strip()
         views[view_dir.name] = view
     return {"_id": DESIGN_ID, "language": "javascript", "views": views}
