@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import SpiderLoader
 
+from ..archive import archive_dir
 from ..reactor import installed_reactor
 from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
@@ -95,6 +96,11 @@ def run(args) -> int:
     print_table(rows)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
+        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
+            print(
+                "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
+                file=sys.stderr,
+            )
     counted = [r for r in rows if r["spider"] not in skipped + not_due]
     return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
 
