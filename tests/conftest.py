@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.services import REPO, LocalSite, PouchDBServer, run_cli
+from tests.support.inprocess import (
+    can_run_in_process,
+    crawl_in_process,
+    install_session_reactor,
+    stop_session_reactor,
+)
+from tests.support.services import REPO, LocalSite, PouchDBServer, cli_environment, run_cli
 from votersdaily.recordings import HERE as RECORDINGS
 from votersdaily.recordings import shared_dir
 
 SHARED = shared_dir()
+#: ``subprocess`` runs every ``crawl`` fixture call as ``scrapy crawl`` in a subprocess (see ``crawl``).
+CRAWL_MODE = os.environ.get("VOTERSDAILY_TEST_CRAWL", "in-process")
+
+# Before any test module can import Twisted's default reactor: the one the project's settings ask for.
+install_session_reactor()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    stop_session_reactor()
 
 
 @pytest.fixture(scope="session")
@@ -82,16 +98,27 @@ def shared_file(rel: str) -> Path:
 
 @pytest.fixture
 def crawl():
-    """``crawl(spider, urls, store_uri, *extra)``: ``scrapy crawl`` in a subprocess, as a user runs it."""
+    """``crawl(spider, urls, store_uri, *extra)``: ``scrapy crawl`` as a user runs it, answered as a
+    ``CompletedProcess`` (the log in ``stderr``).
 
-    def _crawl(spider: str, urls, store_uri: str, *extra: str, env: dict | None = None):
-        args = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", "LOG_LEVEL=INFO"]
+    It runs inside the test process (tests/support/inprocess.py: no interpreter start-up per crawl) unless
+    ``extra`` uses an option only the command line has, ``subprocess=True`` asks for a real process (crash
+    and kill tests), or ``VOTERSDAILY_TEST_CRAWL=subprocess`` sends every crawl to a subprocess (to check
+    the two agree).
+    """
+
+    def _crawl(
+        spider: str, urls, store_uri: str, *extra: str, env: dict | None = None, subprocess: bool = False
+    ):
+        argv = [spider, "-s", "LOG_LEVEL=INFO"]
         if urls:
             if isinstance(urls, (str, Path)):
                 urls = [urls]
-            args += ["-a", "url=" + ",".join(u if isinstance(u, str) else u.resolve().as_uri() for u in urls)]
-        args += list(extra)
-        return run_cli(args, store_uri, env=env)
+            argv += ["-a", "url=" + ",".join(u if isinstance(u, str) else u.resolve().as_uri() for u in urls)]
+        argv += list(extra)
+        if subprocess or CRAWL_MODE == "subprocess" or not can_run_in_process(argv):
+            return run_cli([sys.executable, "-m", "scrapy", "crawl", *argv], store_uri, env=env)
+        return crawl_in_process(argv, cli_environment(store_uri, env))
 
     return _crawl
 
