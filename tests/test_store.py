@@ -298,3 +298,32 @@ def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
     assert sorted(d["_id"] for d in db.iter_docs(DB)) == sorted([event(1)["_id"], event(3)["_id"]])
     answers = db.bulk_docs(DB, [event(5, title="\ud800"), event(6)])
     assert answers[0]["error"] == "bad_request" and answers[1]["ok"]
+
+
+def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
+    """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
+    and still marks every document they replace."""
+    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.spool import Spool
+
+    earlier = [event(i, unique_key="k%d" % i) for i in range(1200)]
+    upsert(db, DB, earlier)
+    moved = [
+        dict(
+            doc,
+            _id=doc["_id"].replace("T12:00:00Z", "T15:00:00Z"),
+            datetime=doc["datetime"][:11] + "15:00:00Z",
+        )
+        for doc in earlier
+    ]
+    spool = Spool(tmp_path / "spool")
+    spool.append(spool.new_file(DB), DB, moved, (), RescheduleTracker())
+    reads = []
+    real_query = db.query
+    db.query = lambda *a, **k: (reads.append(a[1]), real_query(*a, **k))[1]
+    report = spool.deliver(db, DB)
+    db.query = real_query
+    assert report.documents == 1200 and reads == ["by_parser_unique_key"]
+    assert len(report.result.superseded) == 1200 and not report.result.repaired
+    live = [d["_id"] for d in db.iter_docs(DB) if "superseded_by" not in d]
+    assert sorted(live) == sorted(d["_id"] for d in moved)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import time
 import traceback as tb
 from collections import Counter
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -34,15 +36,80 @@ logger = logging.getLogger(__name__)
 START_META = "vd_start"
 
 
+def is_robots_request(request) -> bool:
+    """A robots.txt request of Scrapy's RobotsTxtMiddleware."""
+    return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
+
+
+def first_start_url(spider) -> str:
+    """Where the run meant to start (for a run that fetched nothing): given, listing or start URL."""
+    for attr in ("given_urls", "listing_urls", "start_urls"):
+        urls = getattr(spider, attr, None)
+        if urls:
+            return str(next(iter(urls)))
+    return ""
+
+
+def spool_run_log(settings, doc: dict) -> Spool:
+    """Keep a run log the store cannot take like any other document: spooled until the store is
+    back (the next run or ``python -m votersdaily flush`` delivers it)."""
+    doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
+    spool = Spool.from_settings(settings)
+    spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+    return spool
+
+
+def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
+    """The run log of a run that did not start because its store was unavailable."""
+    now = now_iso()
+    message = str(exc)
+    return {
+        "parser_name": spidercls.name,
+        "parser_version": str(getattr(spidercls, "version", "0")),
+        "parser_runtime": 0.0,
+        "source_url": source_url,
+        "source_text": "",
+        "access_datetime": now,
+        "latest_access_datetime": now,
+        "insert_count": 0,
+        "result": StoreUnavailable.__name__,
+        "error_message": message,
+        "errors": [{"exception": type(exc).__name__, "message": message, "where": "store", "url": None}],
+        "error_count": 1,
+        "traceback": "",
+        "finish_reason": "store unavailable",
+        "items_scraped": 0,
+        "responses": 0,
+        "empty": False,
+        "store_outage": {schema.LOG_DB: {"error": message}},
+    }
+
+
+def run_input(spider) -> str | None:
+    """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
+    shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
+    or ``given`` (other documents given with ``-a url=``). The health page counts only the first two."""
+    given = getattr(spider, "given_urls", None)
+    recordings = getattr(spider, "recording_urls", None)
+    if given is None or recordings is None:
+        return None  # not an event spider: its inputs are always given
+    if not given:
+        return "listing"
+    if all(urlsplit(u).scheme == "file" for u in given):
+        return "offline" if set(given) == set(recordings()) else "replay"
+    return "given"
+
+
 class RunLog:
     def __init__(self, crawler):
         self.crawler = crawler
         settings = crawler.settings
         self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT")
         self.preview_chars = settings.getint("VOTERSDAILY_LOG_PREVIEW_CHARS")
-        self.started = 0.0
+        self.started: float | None = None
         self.access_datetime = ""
         self.source_url: str | None = None
+        self.source_from_start = False
         self.source_body: bytes | None = None
         self.source_text: str | None = None
         self.source_type = "text/plain"
@@ -80,10 +147,15 @@ class RunLog:
 
     def response_received(self, response, request, spider):
         self.responses += 1
-        if self.source_url is not None:
+        if is_robots_request(request):
+            return  # never the run's source: Scrapy fetches it before the start document
+        if self.source_from_start:
             return
-        if not request.meta.get(START_META) and self.responses > 1:
+        start = bool(request.meta.get(START_META))
+        if not start and self.source_url is not None:
             return
+        # The first start document; until one arrives, the first response (a spider that marks none).
+        self.source_from_start = start
         self.source_url = request.meta.get("vd_source_url") or response.url
         self.source_body = response.body
         if isinstance(response, TextResponse):
@@ -170,10 +242,16 @@ class RunLog:
         try:
             await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
         except StoreUnavailable as exc:
-            # The run log is kept like any other document: spooled until the store is back.
-            doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
-            spool = Spool.from_settings(self.crawler.settings)
-            spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+            if self.started is None:  # the spider never opened: its store failed first
+                doc.update(
+                    {
+                        k: v
+                        for k, v in unavailable_run_log(type(spider), doc["source_url"], exc).items()
+                        if k != "_id"
+                    },
+                    access_datetime=doc["access_datetime"],
+                )
+            spool = spool_run_log(self.crawler.settings, doc)
             logger.error(
                 "store %s unavailable (%s): run log of %s spooled to %s",
                 store_for(self.crawler).display_uri,
@@ -222,11 +300,14 @@ class RunLog:
         else:
             result = "success"
         items = stats.get_value("item_scraped_count", 0)
+        # A replayed listing whose documents were not beside it found nothing only for that reason.
+        not_beside = int(stats.get_value("replay/not_beside", 0))
         doc = {
             "parser_name": spider.name,
             "parser_version": str(getattr(spider, "version", "0")),
-            "parser_runtime": round(time.monotonic() - self.started, 3),
-            "source_url": self.source_url or (getattr(spider, "start_urls", None) or [""])[0],
+            # A spider that never opened (its store failed first) ran for no time at all.
+            "parser_runtime": round(time.monotonic() - self.started, 3) if self.started is not None else 0.0,
+            "source_url": self.source_url or first_start_url(spider),
             "source_text": "",
             "access_datetime": self.access_datetime or now_iso(),
             "insert_count": int(total.get("inserted", 0)),
@@ -243,7 +324,7 @@ class RunLog:
             "dropped": dropped,
             "responses": self.responses,
             "finish_reason": reason,
-            "empty": result == "success" and items == 0 and not dropped,
+            "empty": result == "success" and items == 0 and not dropped and not not_beside,
             "store": {db: dict(c) for db, c in counts.items()},
             "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
@@ -252,6 +333,14 @@ class RunLog:
             doc["store_outage"] = outage
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
+        if not_beside:
+            doc["not_beside_count"] = not_beside
+        outputs = self.outputs(spider)
+        if outputs:
+            doc["outputs"] = outputs
+        source_input = run_input(spider)
+        if source_input:
+            doc["input"] = source_input
         if self.rejected:
             doc["rejected_count"] = len(self.rejected)
             doc["rejected"] = self.rejected[:50]
@@ -271,6 +360,15 @@ class RunLog:
             }.get(key, key)
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
+
+    def outputs(self, spider) -> dict[str, str]:
+        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
+        settings = self.crawler.settings
+        return {
+            name: os.path.abspath(settings.get(name))
+            for name in getattr(spider, "output_settings", ())
+            if settings.get(name)
+        }
 
     def _attach_source(self, doc: dict) -> None:
         if self.source_text is not None:
@@ -310,12 +408,14 @@ class RunLog:
         if "error" in answer:
             raise RuntimeError("run log write refused: %s" % (answer,))
         logger.info(
-            "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d",
+            "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d; data in %s%s",
             doc["_id"],
             doc["result"],
             doc["insert_count"],
             doc["updated_count"],
             doc["unchanged_count"],
             doc["dropped_count"],
+            store.display_uri,
+            "".join(" and %s" % path for path in doc.get("outputs", {}).values()),
         )
         self.crawler.stats.set_value("votersdaily/run_log_id", doc["_id"])

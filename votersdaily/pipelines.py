@@ -180,7 +180,8 @@ class RescheduleTracker:
             result.replaced += [doc["_id"] for doc in retired]
         if repaired:
             logger.warning(
-                "repaired %d events of %s that had two live documents (a lost write answer or racing runs)",
+                "marked %d documents of %s superseded: their events had two live documents "
+                "(a lost write answer or racing runs)",
                 len(repaired),
                 db,
             )

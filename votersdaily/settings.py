@@ -4,6 +4,10 @@ Spiders tune politeness (delay, concurrency) for their own source in ``custom_se
 here slows every source down to the slowest one's needs.
 """
 
+import os
+
+from scrapy.utils.conf import closest_scrapy_cfg
+
 from votersdaily import __version__
 
 BOT_NAME = "votersdaily"
@@ -35,7 +39,9 @@ REMOTE_CONTROL_ENABLED = False
 
 # -- conditional requests (If-Modified-Since / ETag) for sources that support them ---------------
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
-HTTPCACHE_DIR = "httpcache"
+#: Scrapy keeps a relative HTTPCACHE_DIR in the project's .scrapy folder, found through scrapy.cfg;
+#: run from elsewhere (an installed package) the cache goes to ./.scrapy instead of being disabled.
+HTTPCACHE_DIR = "httpcache" if closest_scrapy_cfg() else os.path.abspath(os.path.join(".scrapy", "httpcache"))
 HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------
@@ -286,8 +292,8 @@ FEED_EXPORT_ENCODING = "utf-8"
 LAUNDROMAT_OUTPUT_DIR = "laundromat"
 #: Seconds before a processed seed is stale (re-downloaded); sitemap changefreq overrides it.
 LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
-#: Worker processes that unpack, recode, guess and clean (CPU work off the reactor).
-LAUNDROMAT_WORKERS = 1
+#: Worker processes that unpack, recode, guess and clean (CPU work off the reactor); None: one per CPU.
+LAUNDROMAT_WORKERS = None
 LAUNDROMAT_GZIP_LEVEL = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
@@ -312,5 +318,16 @@ LAUNDROMAT_FETCH_CONTEXTS = True
 LAUNDROMAT_CONTEXT_MAX_COUNT = 10
 LAUNDROMAT_CONTEXT_MAX_BYTES = 4 * 1024**2
 LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
-#: Let URLs found in crawled data (JSON-LD contexts) reach loopback/private addresses (tests only).
+#: URLs from crawled content (sitemap locs, dump locations, void:dataDump links, redirects, JSON-LD
+#: contexts) go through the ingest's address policy: http(s) to public addresses only. Only the
+#: operator's own seeds (-a url=, -a seedlist=) skip it (and may be file:). True lets derived URLs
+#: reach private/loopback addresses (tests and benchmarks only); never file:.
 LAUNDROMAT_ALLOW_PRIVATE = False
+#: Hosts ("host" or "host:port") whose private addresses derived URLs may reach, e.g. ["127.0.0.1:8080"].
+LAUNDROMAT_PRIVATE_HOSTS = []
+#: If set, derived URLs may name only these hosts.
+LAUNDROMAT_ALLOWED_HOSTS = []
+#: Every download is streamed to disk; one larger than this (or a file: seed) ends as failed.
+LAUNDROMAT_MAX_DOWNLOAD_BYTES = 8 * 1024**3
+#: Seconds one download (one HTTP hop, or the copy of a file: seed) may take.
+LAUNDROMAT_DOWNLOAD_TIMEOUT = 3600.0

@@ -73,7 +73,8 @@ class RenderedSpider(FetchSpider):
 
 class FetchWorker(WorkerMixin, FetchSpider):
     """``vd_fetch`` fed from the Redis queue; a page whose body starts with "raise" makes the
-    callback raise (a bug, or a page it cannot handle yet)."""
+    callback raise (a bug, or a page it cannot handle yet), one starting with "follow" yields a
+    request for ``<url>/next``."""
 
     name = "vd_fetch_worker"
     queue_name = "vd_fetch"
@@ -81,4 +82,6 @@ class FetchWorker(WorkerMixin, FetchSpider):
     def parse_page(self, response):
         if response.body.startswith(b"raise"):
             raise ValueError("the page asked its callback to fail: %s" % response.url)
+        if response.body.startswith(b"follow"):  # a next page, through the shared queue
+            yield scrapy.Request(response.url + "/next", callback=self.parse_page)
         yield from super().parse_page(response)

@@ -139,7 +139,7 @@ def test_store_down_at_close_spools_then_flush_delivers(site, gate, durable_pouc
     # Still down: flush keeps everything and says so.
     env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
     down = run_cli([__import__("sys").executable, "-m", "votersdaily", "flush"], durable_pouch.url, env=env)
-    assert down.returncode == 1 and "still unavailable" in down.stderr
+    assert down.returncode == 3 and "still unavailable" in down.stderr
     durable_pouch.start()
     up = run_cli([__import__("sys").executable, "-m", "votersdaily", "flush"], durable_pouch.url, env=env)
     assert up.returncode == 0, up.stderr

@@ -117,7 +117,7 @@ def test_a_reparse_is_a_scrapyd_job(scrapyd, couch_uri, tmp_path):
     assert logs[-1]["result"] == "success" and logs[-1]["unchanged_count"] == 1
 
 
-def _scheduler(url: str, couch_uri: str, *extra: str):
+def _scheduler(url: str, couch_uri: str, *extra: str, status: int = 0):
     out = run_cli(
         [
             sys.executable,
@@ -134,7 +134,7 @@ def _scheduler(url: str, couch_uri: str, *extra: str):
         ],
         couch_uri,
     )
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == status, out.stderr
     return out.stdout
 
 
@@ -166,7 +166,7 @@ def test_scheduler_frequency_running_jobs_and_scrapyd_restart(scrapyd, couch_uri
 
     # scrapyd restarts (its job list is gone); the state in the store survives.
     server.stop()
-    down = _scheduler(server.auth_url, couch_uri)
+    down = _scheduler(server.auth_url, couch_uri, status=3)  # exit 3: scrapyd unavailable
     assert "scrapyd-unavailable" in down
     server.start()
     client.add_version("r2", egg.read_bytes())

@@ -199,6 +199,7 @@ def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
         (h["status"], h["uri"], h["version"], h["headers"]) for h in failed["http"]
     ]
     assert (status, uri, version) == (404, missing, {"major": 1, "minor": 1})
-    assert headers["content-type"] == "text/plain" and failed["content"] == "no such dump"
+    assert headers["content-type"] == "text/plain"
+    assert failed["body_excerpt"] == {"label": "body excerpt (first 12 of 12 bytes)", "text": "no such dump"}
     assert failed["timestamp"]["begin"] <= failed["timestamp"]["end"]
     assert "file" not in failed and not [d for d in docs.values() if d.get("parent") == failed["_id"]]

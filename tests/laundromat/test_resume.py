@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -68,6 +69,8 @@ def _start(url: str, store_uri: str, out, *extra: str) -> subprocess.Popen:
             "LAUNDROMAT_OUTPUT_DIR=%s" % out,
             "-s",
             "LOG_LEVEL=INFO",
+            "-s",
+            "LAUNDROMAT_PRIVATE_HOSTS=%s" % urlsplit(url).netloc,  # the local site's sitemap entries
             *extra,
         ],
         cwd=REPO,

@@ -19,7 +19,7 @@ from tests.spiders.congress_support import (
     spider_for,
     stored,
 )
-from votersdaily.sources.errors import ErrorPage
+from votersdaily.sources.errors import ErrorPage, MalformedDocument
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
 PRO_FORMA = recording("gov/house_floor_summary/20261001.xml")
@@ -203,6 +203,16 @@ def test_actions_before_a_sine_die_adjournment_belong_to_the_ending_session(spid
         assert {e["unique_key"] for e in events} >= {"119-45150", "119-44997"}
 
 
+def test_an_unreadable_sine_die_adjournment_fails_the_page(spider):
+    """Derived from the real 20261001.xml: its adjournment made a sine die one, with its time
+    unreadable. Which session every action belongs to hangs on that time, so the page fails."""
+    body = PRO_FORMA.read_bytes().replace(b"adjourn pursuant to clause 13 of Rule I.", b"adjourn sine die.")
+    stamp = b'for-search="20261001T11:33:10"'
+    assert body.count(stamp) == 1
+    with pytest.raises(MalformedDocument, match="sine die adjournment's time"):
+        events_of(spider, response(URL_PRO_FORMA, body.replace(stamp, b'for-search="20261001T11:3E:10"')))
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_bad_documents_raise_the_matching_error(spider, variant):
     check_bad_variant(spider, URL_SESSION, SESSION, b"legislative_activity", variant)
@@ -241,6 +251,47 @@ def test_crawl_invalid_bytes_logs_the_failure(crawl, sqlite_uri, tmp_path):
     crawl_bad_variant(
         crawl, "house_floor", SESSION, b"legislative_activity", "invalid_bytes", sqlite_uri, tmp_path
     )
+
+
+#: The passage of H.R. 1501 in the real 20260902.xml (41 floor actions), and derived copies of the
+#: file with that one action broken: its ``unique-id`` removed, or its time unreadable.
+PASSAGE = b' unique-id="42549">\n<action_time for-search="20260902T16:50:15">'
+NO_UNIQUE_ID = SESSION.read_bytes().replace(PASSAGE, PASSAGE.replace(b' unique-id="42549"', b""), 1)
+BAD_TIME = SESSION.read_bytes().replace(PASSAGE, PASSAGE.replace(b"T16:50:15", b"T16:5O:15"), 1)
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [(NO_UNIQUE_ID, "record:MalformedDocument"), (BAD_TIME, "record:ValueError")],
+    ids=["no_unique_id", "time_unreadable"],
+)
+def test_one_bad_floor_action_is_dropped_the_rest_kept(spider, body, reason):
+    """Derived from the real 20260902.xml: one floor action broken. It is dropped with its reason;
+    the other 40 actions of the day are kept, as the real file gives them."""
+    assert body != SESSION.read_bytes()
+    kept = by_key(events_of(spider, response(URL_SESSION, body)))
+    assert len(kept) == 40 and "119-42549" not in kept
+    whole = by_key(events_of(spider_for(HouseFloorSpider), response(URL_SESSION, SESSION)))
+    for key, event in kept.items():  # each kept action as the unbroken file gives it
+        assert {**event, "access_datetime": None} == {**whole[key], "access_datetime": None}
+    assert spider.crawler.stats.get_value("events/dropped/%s" % reason) == 1
+    assert spider.crawler.stats.get_value("events/dropped") == 1
+
+
+def test_crawl_stores_the_other_floor_actions_and_logs_the_dropped_one(crawl, sqlite_uri, tmp_path):
+    page = tmp_path / "20260902.xml"
+    page.write_bytes(NO_UNIQUE_ID)  # derived: see NO_UNIQUE_ID
+    crawled(crawl("house_floor", [page], sqlite_uri, env={"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}))
+    events, (log,) = stored(sqlite_uri)
+    assert len(events) == 40 and not [k for k in events if k.endswith("-119-42549")]
+    assert (log["result"], log["insert_count"], log["dropped"]) == (
+        "success",
+        40,
+        {"record:MalformedDocument": 1},
+    )
+    (record,) = log["dropped_records"]
+    assert record["reason"] == "record:MalformedDocument"
+    assert record["message"] == "%s: the floor_action on line 87 has no unique-id" % page.resolve().as_uri()
 
 
 def test_events_stored_under_the_old_key_are_replaced_not_duplicated(crawl, store_uri):

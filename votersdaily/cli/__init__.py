@@ -2,6 +2,8 @@
 
 Each command module has ``register(subparsers)``, which adds its parser and sets ``func`` (called with
 the parsed arguments; it returns the exit status). Add a command by adding its module to COMMANDS.
+Exit statuses: 0 done, 1 the work failed (a run, bad input lines, refused writes), 2 a usage error or
+what was asked for does not exist, 3 the store or a service (scrapyd, Redis) is unavailable.
 """
 
 from __future__ import annotations
@@ -12,16 +14,45 @@ import logging
 import os
 import sys
 
+from ..store.base import StoreError
+from ..store.check import StoreMissing
+
+#: Exit statuses of every command (README: Exit codes).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+
 COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest", "reparse")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2; options are
+    spelled out (an abbreviation that works today breaks when an option is added)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, "%s: error: %s (see --help)\n" % (self.prog, message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m votersdaily", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m votersdaily", description=__doc__.split("\n")[0])
     parser.add_argument("--store", help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module("%s.%s" % (__name__, name)).register(sub)
+    for command in sub.choices.values():
+        _accept_store_anywhere(command)
     return parser
+
+
+def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
+    """``--store`` after the command too (``dump vd_events --store …``), as users type it."""
+    parser.add_argument("--store", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _accept_store_anywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.store:
         os.environ["VOTERSDAILY_STORE"] = args.store
-    if not logging.getLogger().handlers:
+    # A command that runs Scrapy (crawl) gets Scrapy's log handler; a second one here would print
+    # every message twice.
+    if not logging.getLogger().handlers and not getattr(args, "scrapy_logging", False):
         handler = logging.StreamHandler(sys.stderr)
         handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -39,3 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `dump vd_events | head`
         sys.stderr.close()
         return 0
+    except StoreError as exc:
+        # One line saying what is wrong and how to fix it (README: Troubleshooting), no traceback.
+        print("votersdaily %s: %s" % (args.command, exc), file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, StoreMissing) else EXIT_UNAVAILABLE

@@ -8,6 +8,10 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import SpiderLoader
 
 from ..spiders.base import EventSpider
+from ..store import mask_uri, store_uri
+from ..store.base import StoreError
+from ..store.check import checked_store
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
@@ -26,7 +30,7 @@ def register(sub) -> None:
     )
     add_scrapy_options(parser, "run")
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, scrapy_logging=True)
 
 
 def event_spiders(settings) -> dict[str, type[EventSpider]]:
@@ -38,25 +42,19 @@ def run(args) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        print("votersdaily crawl: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
     available = event_spiders(settings)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
         print(
-            "unknown event spider(s): %s; known: %s"
+            "votersdaily crawl: unknown event spider(s): %s; known: %s"
             % (", ".join(unknown) or "(none given)", ", ".join(available)),
             file=sys.stderr,
         )
-        return 2
-    not_due = []
-    if args.due:
-        due = set(due_spiders({n: available[n] for n in names if n in available}))
-        not_due = [n for n in names if n not in due]
-        names = [n for n in names if n in due]
-    process = CrawlerProcess(settings)
-    crawlers, skipped = [], []
+        return EXIT_USAGE
+    runs, skipped = {}, []
     for name in names:
         kwargs = {}
         if args.offline:
@@ -65,16 +63,108 @@ def run(args) -> int:
                 skipped.append(name)
                 continue
             kwargs["url"] = ",".join(urls)
+        runs[name] = kwargs
+    uri = store_uri(settings)
+    try:
+        checked_store(uri).close()
+    except StoreError as exc:
+        return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
+    not_due = []
+    if args.due:
+        due = set(due_spiders({n: available[n] for n in names}))
+        not_due = [n for n in names if n not in due]
+        runs = {n: kwargs for n, kwargs in runs.items() if n in due}
+    process = CrawlerProcess(settings)
+    progress = Progress(len(runs))
+    crawlers = []
+    for name, kwargs in runs.items():
         crawler = process.create_crawler(available[name])
         crawlers.append(crawler)
-        process.crawl(crawler, **kwargs)
+        process.crawl(crawler, **kwargs).addBoth(progress.finished, crawler)
     if crawlers:
+        progress.start_live(crawlers)
         process.start()
     rows = [summary_row(c) for c in crawlers]
     rows += [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
     rows += [{"spider": n, "result": "not due"} for n in not_due]
     print_table(rows)
-    return 0 if all(r.get("result") == "success" for r in rows if r["spider"] not in skipped + not_due) else 1
+    if crawlers:
+        print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
+    counted = [r for r in rows if r["spider"] not in skipped + not_due]
+    return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
+
+
+def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
+    """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
+    run log (result StoreUnavailable) spooled for when the store is back."""
+    from ..extensions import spool_run_log, unavailable_run_log
+
+    print("votersdaily crawl: %s" % exc, file=sys.stderr)
+    spool = None
+    for name, cls in spiders.items():
+        source = (runs[name].get("url") or ",".join(cls.listing_urls)).split(",")[0]
+        spool = spool_run_log(settings, unavailable_run_log(cls, source, exc))
+    if spool is not None:
+        print(
+            "nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (len(spiders), spool.directory),
+            file=sys.stderr,
+        )
+    return EXIT_UNAVAILABLE
+
+
+class Progress:
+    """One line per spider as it finishes (on standard error, so the summary table stays clean on
+    standard output); on a terminal also a live count of finished spiders and scraped items."""
+
+    def __init__(self, total: int, out=None):
+        self.total = total
+        self.done = 0
+        self.out = out or sys.stderr
+        self.live = None
+
+    def finished(self, result, crawler):
+        self.done += 1
+        row = summary_row(crawler)
+        self._clear_live()
+        print(
+            "[%d/%d] %s: %s, %s inserted, %s updated, %s items, %ss"
+            % (
+                self.done,
+                self.total,
+                row["spider"],
+                row["result"],
+                row["inserted"],
+                row["updated"],
+                row["items"],
+                row["seconds"],
+            ),
+            file=self.out,
+            flush=True,
+        )
+        return result
+
+    def start_live(self, crawlers: list) -> None:
+        if not self.out.isatty():
+            return
+        from twisted.internet import reactor, task
+
+        def show():
+            items = sum(c.stats.get_value("item_scraped_count", 0) for c in crawlers if c.stats)
+            self.out.write("\r%d of %d spiders finished, %d items so far " % (self.done, self.total, items))
+            self.out.flush()
+
+        self.live = task.LoopingCall(show)
+        reactor.callWhenRunning(self.live.start, 1.0)
+        reactor.addSystemEventTrigger("before", "shutdown", self._stop_live)
+
+    def _clear_live(self) -> None:
+        if self.live is not None:
+            self.out.write("\r\033[K")
+
+    def _stop_live(self) -> None:
+        if self.live is not None and self.live.running:
+            self.live.stop()
+        self._clear_live()
 
 
 def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
@@ -112,7 +202,7 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
 def summary_row(crawler) -> dict:
     stats = crawler.stats.get_stats()
     return {
-        "spider": crawler.spider.name,
+        "spider": crawler.spidercls.name,
         "result": stats.get("votersdaily/result", "no run log"),
         "inserted": stats.get("votersdaily/inserted", 0),
         "updated": stats.get("votersdaily/updated", 0),

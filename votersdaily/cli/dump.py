@@ -6,7 +6,8 @@ import json
 import sys
 
 from ..schema import SURROGATE_RE, clean_text, clean_value
-from ..store import open_store
+from ..store.check import checked_store
+from . import EXIT_USAGE
 
 
 def register(sub) -> None:
@@ -17,10 +18,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    store = open_store()
+    store = checked_store(must_exist=True)
     if args.db not in store.list_dbs():
-        print("no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
-        return 2
+        print("votersdaily dump: no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
+        return EXIT_USAGE
     sys.stdout.flush()
     out = sys.stdout.buffer
     cleaned = []

@@ -6,10 +6,13 @@ import os
 import sys
 from pathlib import Path
 
+from redis.exceptions import RedisError
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
 from ..distributed import REDIS_ENV
+from ..store import mask_uri
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
 def register(sub) -> None:
@@ -60,30 +63,49 @@ def run(args) -> int:
     settings = get_project_settings()
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
+        os.environ[REDIS_ENV] = args.redis_url  # the workers' rule: the environment wins
     if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
         print(
-            "no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV,
+            "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
+            % REDIS_ENV,
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
     if args.spider not in loader.list():
         print(
-            "unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))), file=sys.stderr
+            "votersdaily enqueue: unknown spider %r; known: %s"
+            % (args.spider, ", ".join(sorted(loader.list()))),
+            file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
-    kwargs = spider_arguments(loader.load(worker if worker in loader.list() else args.spider), args.sources)
+    try:
+        kwargs = spider_arguments(
+            loader.load(worker if worker in loader.list() else args.spider), args.sources
+        )
+    except ValueError as exc:
+        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:
-            print("spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
-            return 2
+            print("votersdaily enqueue: spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
+            return EXIT_USAGE
         kwargs[name] = value
-    report = enqueue(args.spider, settings, **kwargs)
+    try:
+        report = enqueue(args.spider, settings, **kwargs)
+    except RedisError as exc:
+        print(
+            "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
+            % (mask_uri(os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")), exc),
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
+    # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     print(
-        "%s: %d requests queued, %d already seen, %d items ignored"
-        % (report.queue, report.pushed, report.duplicates, report.skipped_items)
+        "%s: %d requests queued, %d already seen, %d items ignored (%d bad)"
+        % (report.queue, report.pushed, report.duplicates, report.skipped_items, len(report.bad))
     )
-    return 0
+    return EXIT_FAILED if report.bad else EXIT_OK

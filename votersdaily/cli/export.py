@@ -2,27 +2,83 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from datetime import date
 
+from .. import schema
 from ..feeds.export import FORMATS, export
-from ..feeds.query import EventFilter, FeedQueryError
+from ..feeds.query import EventFilter, FeedQueryError, bound
 from ..feeds.sanitise import FeedReport
-from ..store import open_store
+from ..store.check import checked_store
+from . import EXIT_USAGE
 
 
 def register(sub) -> None:
     parser = sub.add_parser("export", help="write an iCalendar or JSON feed of events to standard output")
     parser.add_argument("format", choices=FORMATS)
-    parser.add_argument("--branch", help="only this branch (Executive, Legislative, Judicial, Other)")
-    parser.add_argument("--entity", help='only this entity, e.g. "House of Representatives"')
+    parser.add_argument(
+        "--branch",
+        type=one_of(schema.BRANCHES, "branch"),
+        help="only this branch (%s; any case)" % ", ".join(schema.BRANCHES),
+    )
+    parser.add_argument(
+        "--entity",
+        type=one_of(schema.ENTITIES, "entity"),
+        help='only this entity, e.g. "House of Representatives"',
+    )
     parser.add_argument("--parser", help="only events of this spider (parser_name)")
     parser.add_argument("--committee", help="only this committee (committee_code, e.g. SSFR00)")
-    parser.add_argument("--since", help="from this date (YYYY-MM-DD, UTC) or datetime on")
-    parser.add_argument("--until", help="up to this date (inclusive) or datetime")
+    parser.add_argument(
+        "--since", type=date_or_datetime, help="from this date (YYYY-MM-DD, UTC) or datetime on"
+    )
+    parser.add_argument("--until", type=date_or_datetime, help="up to this date (inclusive) or datetime")
     parser.set_defaults(func=run)
 
 
+def one_of(names: tuple[str, ...], what: str):
+    """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
+    canonical = {name.casefold(): name for name in names}
+
+    def parse(value: str) -> str:
+        try:
+            return canonical[value.strip().casefold()]
+        except KeyError:
+            raise argparse.ArgumentTypeError(
+                "unknown %s %r; known: %s" % (what, value, ", ".join(names))
+            ) from None
+
+    return parse
+
+
+def date_or_datetime(value: str) -> str:
+    """An argparse type: a real calendar date (``2026-02-30`` is not one) or an ISO datetime."""
+    try:
+        if len(value.strip()) == 10:
+            date.fromisoformat(value.strip())
+        bound(value, end=False)
+    except (ValueError, FeedQueryError):
+        raise argparse.ArgumentTypeError(
+            "not a date or datetime: %r (YYYY-MM-DD or ISO 8601)" % value
+        ) from None
+    return value
+
+
+def known_parsers() -> list[str]:
+    from scrapy.utils.project import get_project_settings
+
+    from .crawl import event_spiders
+
+    return sorted(event_spiders(get_project_settings()))
+
+
 def run(args) -> int:
+    if args.parser and args.parser not in (parsers := known_parsers()):
+        print(
+            "votersdaily export: unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     flt = EventFilter(
         branch=args.branch,
         entity=args.entity,
@@ -34,9 +90,9 @@ def run(args) -> int:
     try:
         flt.key_range()
     except FeedQueryError as exc:
-        print("export: %s" % exc, file=sys.stderr)
-        return 2
-    store = open_store()
+        print("votersdaily export: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
+    store = checked_store(must_exist=True)
     report = FeedReport()
     try:
         sys.stdout.flush()

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
-from ..store import open_store
-from ..store.base import StoreUnavailable
+from ..store.base import StoreError, StoreUnavailable
+from ..store.check import checked_store
 from ..store.spool import Spool, spool_dir
+from . import EXIT_UNAVAILABLE
 
 
 def register(sub) -> None:
@@ -23,21 +24,29 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
+def still_spooled(spool: Spool, exc: StoreError) -> int:
+    print(
+        "votersdaily flush: store still unavailable, documents stay spooled in %s: %s"
+        % (spool.directory, exc),
+        file=sys.stderr,
+    )
+    return EXIT_UNAVAILABLE
+
+
 def run(args) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     pending = spool.pending_files(args.db)
     if not pending:
         print("nothing spooled in %s" % spool.directory)
         return 0
-    store = open_store()
+    try:
+        store = checked_store()
+    except StoreError as exc:
+        return still_spooled(spool, exc)
     try:
         report = spool.deliver(store, args.db)
     except StoreUnavailable as exc:
-        print(
-            "store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc),
-            file=sys.stderr,
-        )
-        return 1
+        return still_spooled(spool, exc)
     finally:
         store.close()
     r = report.result

@@ -15,7 +15,7 @@ from scrapy.utils.project import get_project_settings
 
 from ..ingest import requests as R
 from ..ingest.match import load_catalog_jsonl
-from ..store import open_store
+from ..store.check import checked_store
 from ..store.upsert import upsert
 
 
@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 def load_catalog(args) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
-    store = open_store()
+    store = checked_store()
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)
     except OSError as exc:
@@ -78,7 +78,7 @@ def enqueue_requests(args) -> int:
             errors.append("%s: %s" % (where, exc))
             continue
         docs[R.request_doc_id(request)] = dict(request, _id=R.request_doc_id(request))
-    store = open_store()
+    store = checked_store()
     try:
         store.ensure_db(db)
         result = upsert(store, db, list(docs.values()))

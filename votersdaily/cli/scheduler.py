@@ -7,7 +7,8 @@ import sys
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
-from ..store import open_store
+from ..store.check import checked_store
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
 def register(sub) -> None:
@@ -44,29 +45,33 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     for value in values:
         name, sep, rest = value.partition("=")
         if not sep:
-            raise SystemExit("%s %r is not NAME=VALUE" % (what, value))
+            raise ValueError("%s %r is not NAME=VALUE" % (what, value))
         out[name] = rest
     return out
 
 
 def run(args) -> int:
-    from ..deploy.scheduler import Plan, RecurringScheduler, spider_frequencies
+    from ..deploy.scheduler import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
     from ..deploy.scrapyd import Scrapyd
 
     settings = get_project_settings()
     hours = spider_frequencies(settings)
-    hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
+    try:
+        hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
+        job_settings = _pairs(args.setting, "--setting")
+    except ValueError as exc:
+        print("votersdaily scheduler: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
         print(
-            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS)"
-            % ", ".join(unknown),
+            "votersdaily scheduler: no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS);"
+            " known: %s" % (", ".join(unknown), ", ".join(sorted(hours))),
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
-    job_settings = _pairs(args.setting, "--setting")
     plans = []
     for name in names:
         spider_args = {}
@@ -75,11 +80,15 @@ def run(args) -> int:
             if urls:
                 spider_args["url"] = ",".join(urls)
         plans.append(Plan(name, hours[name], spider_args, job_settings))
-    store = open_store()
+    store = checked_store()
     scheduler = RecurringScheduler(Scrapyd(args.scrapyd, args.project), store, plans)
     if args.once:
-        for d in scheduler.run_once():
+        decisions = scheduler.run_once()
+        for d in decisions:
             print("%-28s %-20s %s %s" % (d["spider"], d["decision"], d.get("jobid") or "", d["reason"]))
-        return 0
+        # The exit status tells cron what the pass achieved: scrapyd down, or a spider not scheduled.
+        if any(d["decision"] == UNAVAILABLE for d in decisions):
+            return EXIT_UNAVAILABLE
+        return EXIT_FAILED if any(d["decision"] == FAILED for d in decisions) else EXIT_OK
     scheduler.run_forever(args.interval)
     return 0

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
-from ..store import open_store
+from ..store.check import checked_store
+from . import EXIT_USAGE
 
 
 def register(sub) -> None:
@@ -33,13 +38,18 @@ def run_build(args) -> int:
     from .crawl import event_spiders
 
     settings = get_project_settings()
-    config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
-    store = open_store()
+    try:
+        config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
+    except ValueError as exc:
+        print("votersdaily site: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
+    store = checked_store(must_exist=True)
     report = FeedReport()
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        summary = build_site(store, args.dir, config, spiders=spiders, report=report)
+        with replaced_dir(args.dir) as partial:
+            summary = build_site(store, partial, config, spiders=spiders, report=report)
     finally:
         store.close()
     for line in report.lines():
@@ -50,3 +60,25 @@ def run_build(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+@contextlib.contextmanager
+def replaced_dir(target: Path) -> Iterator[Path]:
+    """A fresh folder beside ``target`` that replaces it only when the block succeeds: a failed
+    build leaves the previous site (or nothing) in place, never a half-written one."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".%s.partial-" % target.name, dir=target.parent))
+    try:
+        yield partial
+        partial.chmod(0o755)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=".%s.old-" % target.name, dir=target.parent))
+            target.rename(old / target.name)
+            partial.rename(target)
+            shutil.rmtree(old)
+        else:
+            partial.rename(target)
+    finally:
+        if partial.exists():
+            shutil.rmtree(partial)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..store import open_store
+from ..store.check import checked_store
 from ..store.views import VIEWS
 
 
@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def run_push(args) -> int:
-    store = open_store()
+    store = checked_store()
     for db in args.dbs or sorted(VIEWS):
         store.ensure_db(db)
         changed = store.install_views(db)

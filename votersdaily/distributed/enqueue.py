@@ -8,7 +8,7 @@ worker of that spider (on any machine) processes each of them once.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy import Request, signals
@@ -32,6 +32,8 @@ class EnqueueReport:
     pushed: int = 0
     duplicates: int = 0
     skipped_items: int = 0
+    #: Inputs the spider rejected (a bad line of a requests file), as "where: why".
+    bad: list[str] = field(default_factory=list)
 
 
 async def _collect(crawler) -> list[Any]:
@@ -43,15 +45,27 @@ async def _collect(crawler) -> list[Any]:
         )
 
 
-def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:
-    """The spider's start() output, run on the project's reactor (spiders may use threads/the store)."""
+def start_requests(
+    spidercls, settings, rejected: list[str] | None = None, **spider_args
+) -> tuple[list[Any], Any]:
+    """The spider's start() output, run on the project's reactor (spiders may use threads/the store);
+    inputs the spider rejects are appended to ``rejected``."""
     install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
     from twisted.internet import reactor
+
+    from .. import signals as vd_signals
 
     crawler = Crawler(spidercls, settings)
     # Not a crawl (no engine), but start() may count in the stats (the laundromat does).
     crawler.stats = load_object(crawler.settings["STATS_CLASS"])(crawler)
     crawler.spider = spidercls.from_crawler(crawler, **spider_args)
+    if rejected is not None:
+
+        def reject(failure, url, spider):
+            rejected.append("%s: %s" % (url, failure.getErrorMessage()))
+
+        for signal in (vd_signals.input_rejected, vd_signals.source_failed):
+            crawler.signals.connect(reject, signal=signal, weak=False)
     outcome: list = []
     d = deferred_from_coro(_collect(crawler))
     d.addBoth(outcome.append)
@@ -65,12 +79,13 @@ def start_requests(spidercls, settings, **spider_args) -> tuple[list[Any], Any]:
 
 def enqueue(spider_name: str, settings, **spider_args) -> EnqueueReport:
     spidercls = SpiderLoader.from_settings(settings).load(spider_name)
-    outputs, spider = start_requests(spidercls, settings, **spider_args)
+    bad: list[str] = []
+    outputs, spider = start_requests(spidercls, settings, bad, **spider_args)
     server = redis_server(settings)
     name = queue_name(spidercls)
     queue = ReliableQueue(server, spider, "%s:requests" % name, serializer=serializer)
     dupefilter = RFPDupeFilter(server, key="%s:dupefilter" % name)
-    report = EnqueueReport(queue=queue.key)
+    report = EnqueueReport(queue=queue.key, bad=bad)
     # Start requests that must reach the downloader (dont_filter) can still name their own key in
     # the shared filter, so enqueuing the same input twice does not run it twice.
     queue_fingerprint = getattr(spider, "queue_fingerprint", lambda request: None)

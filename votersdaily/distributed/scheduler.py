@@ -237,9 +237,16 @@ class ReliableScheduler:
                 logger.exception("reconnecting to Redis at %s failed", self.link.where)
                 continue
             self.link.back(
-                "%d leases renewed, %d yielded requests to push, %d done requests to ack"
-                % (renewed or 0, len(self.to_push), len(self._done_tokens()))
+                "%d of %d leases renewed, %d yielded requests to push, %d done requests to ack"
+                % (renewed or 0, len(self.leased), len(self.to_push), len(self._done_tokens()))
             )
+            if (renewed or 0) < len(self.leased):
+                logger.warning(
+                    "%d leases of this worker were gone from %s (Redis restarted without its data, or "
+                    "another worker took them over): their requests may run twice",
+                    len(self.leased) - (renewed or 0),
+                    self.queue.processing,
+                )
             # Other live workers renew theirs within a renewal period (plus their backoff).
             self._reap_after = time.monotonic() + self.lease / 3 + self.link.max_delay
             await self._guarded(self._checkpoint)

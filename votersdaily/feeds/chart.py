@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from .health import BROKEN, DROP, EMPTY, LABELS, Run
+from .health import BROKEN, DROP, EMPTY, LABELS, MANUAL, Run
 
 WIDTH, HEIGHT, PAD = 240, 60, 2
 #: Colours with at least 3:1 contrast against white (WCAG non-text contrast).
-FILL = {"ok": "#1e7b34", DROP: "#b06000", EMPTY: "#5f6368", BROKEN: "#c5221f"}
+FILL = {"ok": "#1e7b34", DROP: "#b06000", EMPTY: "#5f6368", BROKEN: "#c5221f", MANUAL: "#70757a"}
 
 
 def runs_chart(name: str, runs: list[Run]) -> Markup:

@@ -4,8 +4,9 @@ A run is *broken* when its result is not ``success`` (an exception ended it, a s
 reply had records and every one was dropped: ``AllRecordsDropped``),
 *empty* when it succeeded and the source legitimately had nothing (the run log's ``empty: true``),
 a *drop* when it succeeded but its item count fell sharply below the median of the spider's previous
-successful runs, and *ok* otherwise. A spider's status is the status of its latest run; a spider
-without runs is *never run*.
+successful runs, and *ok* otherwise. A run by hand on chosen documents (``-a url=``, e.g. one replayed
+recording) is *manual*: shown, but never the verdict nor part of a baseline. A spider's status is the
+status of its latest other run (*manual* when it has only those); a spider without runs is *never run*.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .. import schema
 from ..store.base import Store
 from .query import HIGH, distinct_leading_keys, has_db
 
-OK, EMPTY, DROP, BROKEN, NEVER = "ok", "empty", "drop", "broken", "never run"
+OK, EMPTY, DROP, BROKEN, NEVER, MANUAL = "ok", "empty", "drop", "broken", "never run", "manual"
 
 LABELS = {
     OK: "OK",
@@ -25,7 +26,10 @@ LABELS = {
     DROP: "Sharp drop",
     BROKEN: "Broken",
     NEVER: "Never run",
+    MANUAL: "Manual run (not counted)",
 }
+#: The run log's ``input`` of runs on documents picked by hand (see :mod:`votersdaily.extensions`).
+MANUAL_INPUTS = ("replay", "given")
 
 
 @dataclass
@@ -44,12 +48,21 @@ class Run:
     error_message: str = ""
     #: reason → count of the records and events the run dropped (the run log's ``dropped``).
     dropped_reasons: dict = field(default_factory=dict)
+    #: Where the run's documents came from: listing, offline (every recording), replay, given.
+    input: str = "listing"
     status: str = OK
     #: Median items of the previous successful runs (None without history).
     baseline: float | None = None
 
     @property
     def note(self) -> str:
+        if self.status == MANUAL:
+            what = "a replayed recording" if self.input == "replay" else "documents given with -a url="
+            return "run by hand on %s (%s%s): not counted" % (
+                what,
+                self.result,
+                ": " + self.error_message if self.error_message else "",
+            )
         if self.status == BROKEN:
             note = "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
             return "%s [%s]" % (note, self.dropped_text) if self.dropped_reasons else note
@@ -61,6 +74,8 @@ class Run:
             return "the source had nothing to report"
         if self.dropped:
             return "%d dropped (%s), the rest stored" % (self.dropped, self.dropped_text)
+        if self.input == "offline":
+            return "offline replay of the shipped recordings"
         return ""
 
     @property
@@ -76,11 +91,14 @@ class SpiderHealth:
 
     @property
     def status(self) -> str:
-        return self.runs[0].status if self.runs else NEVER
+        last = self.last
+        return last.status if last else NEVER
 
     @property
     def last(self) -> Run | None:
-        return self.runs[0] if self.runs else None
+        """The latest run that counts (else the latest manual one)."""
+        counted = [r for r in self.runs if r.status != MANUAL]
+        return (counted or self.runs or [None])[0]
 
     @property
     def label(self) -> str:
@@ -112,6 +130,7 @@ def run_from_log(doc: dict) -> Run:
         dropped_reasons={str(k): _int(v) for k, v in (doc.get("dropped") or {}).items()}
         if isinstance(doc.get("dropped"), dict)
         else {},
+        input=str(doc.get("input") or "listing"),
     )
 
 
@@ -120,7 +139,9 @@ def classify(runs: list[Run], ratio: float, history: int) -> None:
     previous: list[int] = []
     for run in runs:
         run.baseline = median(previous[-history:]) if previous else None
-        if run.result != "success":
+        if run.input in MANUAL_INPUTS:
+            run.status = MANUAL
+        elif run.result != "success":
             run.status = BROKEN
         elif run.empty:
             run.status = EMPTY
@@ -159,6 +180,6 @@ def health_report(
 ) -> list[SpiderHealth]:
     """Every known spider plus every parser with runs in the log, worst status first, then by name."""
     names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))
-    order = {BROKEN: 0, DROP: 1, NEVER: 2, EMPTY: 3, OK: 4}
+    order = {BROKEN: 0, DROP: 1, NEVER: 2, MANUAL: 3, EMPTY: 4, OK: 5}
     report = [spider_health(store, n, runs, ratio, history) for n in names]
     return sorted(report, key=lambda h: (order[h.status], h.name))

@@ -81,6 +81,17 @@ class DayEvent:
     time: str  # "" for all-day events
     end: str
     iso: str
+    #: What tells this event apart from others of the same title that day ("justice SS").
+    distinction: str = ""
+
+    @property
+    def title(self) -> str:
+        title = str(self.doc.get("title") or "")
+        return "%s (%s)" % (title, self.distinction) if self.distinction else title
+
+    @property
+    def tally(self) -> str:
+        return vote_tally(self.doc)
 
     @property
     def sort_key(self) -> tuple:
@@ -138,6 +149,49 @@ def day_event(doc: dict, zone) -> DayEvent:
 
 
 LINKABLE_SCHEMES = ("http://", "https://", "file://")
+#: Ad hoc keys that alone tell apart events of the same title (one order, each justice's opinion).
+DISTINGUISHING_KEYS = ("justice", "party")
+#: Senate ``counts`` keys in the order a tally is read.
+SENATE_COUNTS = (("yeas", "Yea"), ("nays", "Nay"), ("present", "Present"), ("absent", "Not voting"))
+HOUSE_TOTALS = (("yea", "Yea"), ("nay", "Nay"), ("present", "Present"), ("not_voting", "Not voting"))
+
+
+def vote_tally(doc: dict) -> str:
+    """A roll-call vote's result and tally, as the chamber's clerk states them ("Failed · Ayes 205 ·
+    Noes 220 · …"); "" for other events. Only integer counts are shown."""
+    result = doc.get("vote_result")
+    if not isinstance(result, str) or not result:
+        return ""
+    counts, names = doc.get("vote_totals"), HOUSE_TOTALS
+    if not isinstance(counts, dict):
+        counts, names = doc.get("counts"), SENATE_COUNTS
+    labels = doc.get("vote_labels") if isinstance(doc.get("vote_labels"), dict) else {}
+    parts = [result]
+    if isinstance(counts, dict):
+        for key, default in names:
+            value = counts.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                label = labels.get(key) if isinstance(labels.get(key), str) else default
+                parts.append("%s %d" % (label, value))
+    return " · ".join(parts)
+
+
+def distinguish(events: list[DayEvent]) -> None:
+    """Events of one day with the same title get what tells them apart (justice, party) in their title."""
+    by_title: dict[str, list[DayEvent]] = defaultdict(list)
+    for event in events:
+        by_title[str(event.doc.get("title") or "")].append(event)
+    for same in by_title.values():
+        if len(same) < 2:
+            continue
+        for key in DISTINGUISHING_KEYS:
+            values = [e.doc.get(key) for e in same]
+            if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
+                for event, value in zip(same, values, strict=True):
+                    if isinstance(value, str) and value:
+                        event.distinction = ", ".join(
+                            filter(None, (event.distinction, "%s %s" % (key, value)))
+                        )
 
 
 def environment() -> Environment:
@@ -267,6 +321,7 @@ def build_site(
 
 
 def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict:
+    distinguish(events)
     columns = {b: Column(b, feed=feeds.get(("branch", b))) for b in COLUMNS}
     for event in sorted(events, key=lambda e: e.sort_key):
         branch = event.doc.get("branch") or "Other"

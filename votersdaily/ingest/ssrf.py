@@ -1,6 +1,8 @@
 """The SSRF guard: no fetch to private, loopback, link-local or reserved addresses unless
 ``INGEST_ALLOW_PRIVATE`` is on. Every request is checked, including each redirect step (each one
-passes through the downloader middlewares again) and after DNS resolution.
+passes through the downloader middlewares again) and after DNS resolution. The rules are one
+:class:`AddressPolicy`, which the laundromat applies too (its own settings, see
+:mod:`votersdaily.laundromat.fetching`), in the reactor and in worker processes.
 
 DNS rebinding: the middleware resolves a host name and checks every address, but the connection
 is made later by Twisted, which would resolve the name again, and a hostile DNS server can answer
@@ -19,7 +21,8 @@ import ipaddress
 import socket
 import time
 from collections import OrderedDict
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -32,7 +35,7 @@ _TTL = 60.0
 
 
 class PrivateAddressRefused(IgnoreRequest):
-    """The URL's host is (or resolves to) an address the ingest must not fetch."""
+    """The URL's host is (or resolves to) an address we must not fetch, or its scheme is not http(s)."""
 
 
 def is_public(address: str) -> bool:
@@ -113,21 +116,108 @@ def install_pinning(reactor) -> None:
         reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
 
 
+def _is_local_name(host: str) -> bool:
+    return host == "localhost" or host.endswith((".localhost", ".local", ".internal"))
+
+
+def _host_port(parts: SplitResult) -> tuple[str, int]:
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (parts.hostname or "").strip("[]").lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which URLs untrusted data may make us fetch: http(s) only, to public addresses only, unless
+    ``allow_private`` or the host (``host`` or ``host:port``) is in ``private_hosts``; with
+    ``allowed_hosts`` set, nothing else at all. Picklable, so worker processes apply the same policy.
+
+    :meth:`refusal` judges what the URL alone shows, :meth:`check_addresses` what its name resolved
+    to; :meth:`resolve_sync` does both for code outside the reactor (the connection must then use
+    exactly the returned addresses)."""
+
+    allow_private: bool = False
+    allowed_hosts: frozenset[str] = frozenset()
+    private_hosts: frozenset[str] = frozenset()
+    setting: str = "INGEST_ALLOW_PRIVATE"
+
+    def refusal(self, url: str) -> tuple[str, int] | None:
+        """Raise for a URL refused outright; ``(host, port)`` still to resolve and check, or None
+        when its addresses need no check (private addresses allowed for it)."""
+        parts = urlsplit(url)
+        host, port = _host_port(parts)
+        if self.allowed_hosts and host not in self.allowed_hosts:
+            raise HostNotAllowed("refusing %s: host not in the allowed hosts" % url)
+        if parts.scheme not in ("http", "https"):
+            raise PrivateAddressRefused("refusing non-http(s) URL %s" % url)
+        if not host:
+            raise PrivateAddressRefused("refusing URL without a host: %s" % url)
+        if self.allow_private or host in self.private_hosts or "%s:%d" % (host, port) in self.private_hosts:
+            return None
+        if _is_local_name(host):
+            raise PrivateAddressRefused("refusing private host %s (%s is off)" % (host, self.setting))
+        return host, port
+
+    def check_addresses(self, url: str, addresses: list[str]) -> None:
+        for address in addresses:
+            if not is_public(address):
+                raise PrivateAddressRefused(
+                    "refusing %s: %s is a private/loopback/link-local address (%s is off)"
+                    % (url, address, self.setting)
+                )
+
+    def resolve_sync(self, url: str, timeout: float | None = None) -> tuple[str, int, list[str] | None]:
+        """``(host, port, addresses)`` to connect to for ``url`` (blocking DNS); addresses None: any."""
+        target = self.refusal(url)
+        if target is None:
+            return (*_host_port(urlsplit(url)), None)
+        host, port = target
+        addresses = literal_address(host)
+        if addresses is None:
+            try:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except socket.gaierror as exc:
+                raise CannotResolveHostError("DNS lookup failed for %s: %s" % (host, exc)) from None
+            addresses = sorted({info[4][0] for info in infos})
+        self.check_addresses(url, addresses)
+        return host, port, addresses
+
+
+def literal_address(host: str) -> list[str] | None:
+    """``[host]`` normalised when it is an IP address literal, else None (a name to resolve)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return None
+
+
 class SsrfGuardMiddleware:
-    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None):
+    """Checks every request (each redirect step passes through the downloader middlewares again)
+    against an :class:`AddressPolicy`; requests with ``meta[trusted_meta]`` are the operator's own."""
+
+    trusted_meta = TRUSTED_META
+
+    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None):
         self.allow_private = allow_private
-        self.allowed_hosts = {h.lower() for h in allowed_hosts or ()}
+        self.policy = policy or AddressPolicy(
+            allow_private=allow_private, allowed_hosts=frozenset(h.lower() for h in allowed_hosts or ())
+        )
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
         guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
-        if not guard.allow_private:
+        guard.install()
+        return guard
+
+    def install(self) -> None:
+        if not self.allow_private:
             from twisted.internet import reactor
 
             install_pinning(reactor)
-        return guard
 
     async def _addresses(self, host: str, port: int) -> list[str]:
         cached = self._cache.get(host)
@@ -145,32 +235,20 @@ class SsrfGuardMiddleware:
         return addresses
 
     async def process_request(self, request):
-        if request.meta.get(TRUSTED_META):
+        if request.meta.get(self.trusted_meta):
             return None
-        parts = urlsplit(request.url)
-        if self.allowed_hosts and (parts.hostname or "").lower() not in self.allowed_hosts:
-            raise HostNotAllowed("refusing %s: host not in INGEST_ALLOWED_HOSTS" % request.url)
-        if self.allow_private:
-            return None
-        if parts.scheme not in ("http", "https"):
-            raise PrivateAddressRefused("refusing non-http(s) URL %s" % request.url)
-        host = (parts.hostname or "").strip("[]")
-        if not host:
-            raise PrivateAddressRefused("refusing URL without a host: %s" % request.url)
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
-                raise PrivateAddressRefused(
-                    "refusing private host %s (INGEST_ALLOW_PRIVATE is off)" % host
-                ) from None
-            addresses = await self._addresses(host, parts.port or (443 if parts.scheme == "https" else 80))
-        for address in addresses:
-            if not is_public(address):
-                raise PrivateAddressRefused(
-                    "refusing %s: %s is a private/loopback/link-local address (INGEST_ALLOW_PRIVATE is off)"
-                    % (request.url, address)
-                )
+        await self.check(request.url)
+        return None
+
+    async def check(self, url: str) -> None:
+        """Raise unless ``url`` may be fetched; a checked name is pinned to its checked addresses."""
+        if self.allow_private and not self.policy.allowed_hosts:
+            return
+        target = self.policy.refusal(url)
+        if target is None:
+            return
+        host, port = target
+        addresses = literal_address(host) or await self._addresses(host, port)
+        self.policy.check_addresses(url, addresses)
         if addresses and addresses[0] != host:
             pin(host, addresses)  # the connection uses these, not a second DNS answer
-        return None

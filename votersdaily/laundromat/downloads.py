@@ -5,6 +5,7 @@ metadata of the file, and the begin/end timestamps; a failed download keeps its 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from scrapy.http import Response
 
@@ -13,6 +14,27 @@ from .uris import child_key
 
 #: Headers never written to records (credentials).
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+#: Bytes of an error body kept on a failed download record (never the whole body).
+EXCERPT_BYTES = 200
+
+
+def body_excerpt(path: Path) -> dict | None:
+    """A short, labelled excerpt of an error body streamed to ``path`` (the file is removed)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(EXCERPT_BYTES)
+            size = f.seek(0, 2)
+    except FileNotFoundError:
+        return None
+    path.unlink(missing_ok=True)
+    if not head:
+        return None
+    return {
+        "label": "body excerpt (first %d of %d bytes)" % (len(head), size),
+        "text": head.decode("utf-8", "replace"),
+    }
 
 
 def download_key(seed_key: str, begin: str) -> str:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import scrapy
 from scrapy.http import Response
@@ -26,7 +27,7 @@ from ..items import EventItem
 from ..pipelines import count_dropped
 from ..recordings import recording_path
 from ..reparse import Reparse, parse_date_arg
-from ..sources.errors import SourceError
+from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 #: What a record's parse may raise to drop that record alone: the source's own errors and the
 #: errors of reading a field that is missing or of the wrong type.
@@ -139,7 +140,9 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if self.given_urls:
             for url in self.given_urls:
                 yield self.document_request(
-                    url, meta={START_META: True, SOURCE_URL_META: self.upstream_url(url)}
+                    url,
+                    meta={START_META: True, SOURCE_URL_META: self.upstream_url(url)},
+                    callback=self.parse_given,
                 )
         else:
             for url in self.listing_urls:
@@ -220,9 +223,61 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def document_request(self, url: str, meta: dict | None = None, **kwargs) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
-        return scrapy.Request(
-            url, callback=self.parse_document, errback=self.source_error, meta=meta or {}, **kwargs
-        )
+        kwargs.setdefault("callback", self.parse_document)
+        return scrapy.Request(url, errback=self.source_error, meta=meta or {}, **kwargs)
+
+    def parse_given(self, response: Response):
+        """A ``-a url=`` document, or a listing (a Clerk index, a vote menu, a feed) followed like the
+        live one: what the spider cannot read as one of its documents it reads as its listing; a page
+        that is neither fails with the document's error."""
+        produced = False
+        try:
+            for output in self.parse_document(response):
+                produced = True
+                yield output
+        except (ErrorPage, UnexpectedDocument, MalformedDocument) as not_a_document:
+            if produced or type(self).parse_listing is EventSpider.parse_listing:
+                raise  # a document that went wrong, or the listing is the document
+            try:
+                listing = list(self.listing_beside(response))
+            except (ErrorPage, UnexpectedDocument, MalformedDocument):
+                raise not_a_document from None
+            yield from listing
+
+    def listing_beside(self, response: Response):
+        """:meth:`parse_listing` of a given listing; when the listing is a file (a recording), what it
+        lists is read from the files beside it (named as the URL's last segment) and keeps its
+        upstream URL as ``source_url``; listed documents that are not there are skipped and named."""
+        outputs = self.parse_listing(response)
+        if urlsplit(response.url).scheme != "file":
+            yield from outputs
+            return
+        folder = Path(url2pathname(urlsplit(response.url).path)).parent
+        missing = []
+        for output in outputs:
+            if not isinstance(output, scrapy.Request):
+                yield output
+                continue
+            parts = urlsplit(output.url)
+            if parts.scheme == "file":  # a relative link: beside the listing already
+                path, upstream = Path(url2pathname(parts.path)), output.meta.get(SOURCE_URL_META)
+            else:
+                path, upstream = folder / (parts.path.rstrip("/").rsplit("/", 1)[-1] or "index"), output.url
+            if not path.is_file():
+                missing.append(path.name)
+                continue
+            callback = self.listing_beside if output.callback == self.parse_listing else output.callback
+            meta = {**output.meta, SOURCE_URL_META: upstream}
+            yield output.replace(url=path.resolve().as_uri(), callback=callback, meta=meta)
+        if missing:
+            self.crawler.stats.inc_value("replay/not_beside", len(missing))
+            self.logger.warning(
+                "%d documents listed by %s are not beside it (skipped): %s%s",
+                len(missing),
+                response.url,
+                ", ".join(missing[:5]),
+                ", …" if len(missing) > 5 else "",
+            )
 
     def parse_listing(self, response: Response):
         """Default: the listing is itself the document (feeds, single-file sources)."""

@@ -2,7 +2,9 @@
 
 One event per ``floor_action`` at ``action_time/@for-search`` (Eastern wall-clock time). The file of
 a legislative day is regenerated while the House sits, so the spider reads today's and yesterday's
-file (a legislative day can run past midnight).
+file (a legislative day can run past midnight). A floor action that cannot become an event (no
+``unique-id``, an unreadable time) is dropped alone with its reason and the rest of the day is kept;
+only a sine die adjournment with an unreadable time fails the page (it decides every action's session).
 
 Congress and session are the action's, not the file's. On the day a Congress or session ends and
 the next convenes, ``legislative_congress`` names both, in no reliable order
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta
+from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 from ..sources.congress import (
@@ -55,6 +58,22 @@ SINE_DIE = re.compile(r"\bsine\s+die\b", re.I)
 Sitting = tuple[int, int]
 
 
+class LegislativeDay(NamedTuple):
+    """What a floor action needs of its file: the day (``YYYYMMDD``), and the sitting before and
+    after the last instant of a session that ends that day (``boundary``, None on an ordinary day)."""
+
+    day: str
+    boundary: datetime | None
+    before: Sitting
+    after: Sitting
+
+    def sitting(self, when: datetime | date) -> Sitting:
+        """The (congress, session) of an action at ``when``; a date-only action counts as the end
+        of its day."""
+        instant = when if isinstance(when, datetime) else datetime.combine(when, time.max)
+        return self.before if self.boundary and instant <= self.boundary else self.after
+
+
 class HouseFloorSpider(EventSpider):
     name = "house_floor"
     version = "1.1"
@@ -88,49 +107,54 @@ class HouseFloorSpider(EventSpider):
 
     # -- one legislative day → one event per floor action --------------------------------------------
 
-    def parse_events(self, response):
+    def parse_records(self, response):
+        """Each ``floor_action`` with its day; which Congress and session an action belongs to
+        depends on the whole file (the Congresses it names, its sine die adjournment)."""
         root = parse_xml(response.body, ("legislative_activity",), response.url)
         day_el = root.find("legislative_day")
         day = day_el.get("date", "") if day_el is not None else ""
         actions = root.find("floor_actions")
         if not re.fullmatch(r"\d{8}", day) or actions is None:
             raise MalformedDocument("%s has no legislative_day/@date or floor_actions" % response.url)
-        timed = [(action, self._parse_datetime(action, day)) for action in actions.iterfind("floor_action")]
-        boundary = self._parse_boundary(timed, root.find("legislative_congress"), day)
-        before, after = self._parse_sittings(root.find("legislative_congress"), boundary, day)
-        for action, when in timed:
-            unique_id = (action.get("unique-id") or "").strip()
-            if not unique_id:
-                raise MalformedDocument("%s has a floor_action without unique-id" % response.url)
-            congress, session = before if boundary and self._instant(when) <= boundary else after
-            description = text_of(action, "action_description")
-            item = text_of(action, "action_item")
-            yield {
-                "datetime": when,
-                "title": self._parse_title(item, description),
-                "description": description,
-                "unique_key": "%d-%s" % (congress, unique_id),
-                "replaces_key": unique_id,
-                "source_text": outer_xml(action),
-                "event_url": EVENT_URL.format(day=day, unique_id=unique_id),
-                "unique_id": unique_id,
-                "act_id": action.get("act-id") or "",
-                "action_item": item,
-                "action_time_text": text_of(action, "action_time"),
-                "update_datetime": eastern_iso(
-                    action.get("update-date-time") or "", "%Y%m%dT%H:%M", "%Y%m%dT%H:%M:%S"
-                ),
-                "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
-                "congress": congress,
-                "session": session,
-                "bills": self._parse_bills(action),
-                "votes": self._parse_votes(action),
-            }
+        records = actions.findall("floor_action")
+        congress_el = root.find("legislative_congress")
+        boundary = self._parse_boundary(records, congress_el, day, response.url)
+        legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
+        return [(action, legislative_day) for action in records]
 
-    @staticmethod
-    def _instant(when: datetime | date) -> datetime:
-        """A date-only action counts as the end of its day."""
-        return when if isinstance(when, datetime) else datetime.combine(when, time.max)
+    def parse_record(self, record, response):
+        action, legislative_day = record
+        day = legislative_day.day
+        unique_id = (action.get("unique-id") or "").strip()
+        if not unique_id:
+            raise MalformedDocument(
+                "%s: the floor_action on line %s has no unique-id" % (response.url, action.sourceline)
+            )
+        when = self._parse_datetime(action, day)
+        congress, session = legislative_day.sitting(when)
+        description = text_of(action, "action_description")
+        item = text_of(action, "action_item")
+        return {
+            "datetime": when,
+            "title": self._parse_title(item, description),
+            "description": description,
+            "unique_key": "%d-%s" % (congress, unique_id),
+            "replaces_key": unique_id,
+            "source_text": outer_xml(action),
+            "event_url": EVENT_URL.format(day=day, unique_id=unique_id),
+            "unique_id": unique_id,
+            "act_id": action.get("act-id") or "",
+            "action_item": item,
+            "action_time_text": text_of(action, "action_time"),
+            "update_datetime": eastern_iso(
+                action.get("update-date-time") or "", "%Y%m%dT%H:%M", "%Y%m%dT%H:%M:%S"
+            ),
+            "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
+            "congress": congress,
+            "session": session,
+            "bills": self._parse_bills(action),
+            "votes": self._parse_votes(action),
+        }
 
     @staticmethod
     def _numbers(element, name: str) -> list[int]:
@@ -139,16 +163,22 @@ class HouseFloorSpider(EventSpider):
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, timed, congress_el, day: str) -> datetime | None:
+    def _parse_boundary(cls, actions, congress_el, day: str, url: str) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
-        two Congresses or sessions) the moment before noon; None on an ordinary day."""
-        adjournments = [
-            when
-            for action, when in timed
-            if action.get("act-id") == ADJOURNMENT_ACT
-            and SINE_DIE.search(text_of(action, "action_description"))
-            and isinstance(when, datetime)
-        ]
+        two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
+        adjournment whose time cannot be read fails the page: it decides every action's session."""
+        adjournments = []
+        for action in actions:
+            if action.get("act-id") != ADJOURNMENT_ACT or not SINE_DIE.search(
+                text_of(action, "action_description")
+            ):
+                continue
+            try:
+                when = cls._parse_datetime(action, day)
+            except ValueError as exc:
+                raise MalformedDocument("%s: the sine die adjournment's time: %s" % (url, exc)) from None
+            if isinstance(when, datetime):
+                adjournments.append(when)
         if adjournments:
             return max(adjournments)
         if len(cls._numbers(congress_el, "congress")) > 1 or len(cls._numbers(congress_el, "session")) > 1:

@@ -82,6 +82,8 @@ def process_html_bytes(
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "ingest"
     version = "1.0"
+    #: Settings naming where the spider writes besides the store (the run log reports them).
+    output_settings = ("INGEST_BLOB_DIR", "INGEST_TEIXML_FEED", "INGEST_WARC_DIR")
 
     custom_settings = {
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},

@@ -9,6 +9,7 @@ whatever a crashed run left half-done, without redoing finished work.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -16,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
 from .. import signals as vd_signals
@@ -27,11 +28,12 @@ from ..laundromat import states
 from ..laundromat.archives import ArchiveLimits
 from ..laundromat.cleaning import CleanOptions
 from ..laundromat.contexts import ContextOptions
-from ..laundromat.downloads import download_key, failed_hop, hop
+from ..laundromat.downloads import body_excerpt, download_key, failed_hop, hop
+from ..laundromat.fetching import OPERATOR_META, STREAM_META
 from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
 from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
-from ..laundromat.sitemaps import SitemapError, looks_like_sitemap, parse_sitemap
+from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 from ..laundromat.steps import content_meta
 from ..store.crawler import store_for
 from .base import split_urls
@@ -52,14 +54,34 @@ ACCEPT = ", ".join(
 )
 
 
+def read_sitemap(path: Path) -> bytes:
+    """A downloaded sitemap's bytes, never more than the protocol's limit (the file may be huge)."""
+    with open(path, "rb") as f:
+        body = f.read(MAX_SITEMAP_BYTES + 1)
+    if len(body) > MAX_SITEMAP_BYTES:
+        raise SitemapError("sitemap larger than %d bytes" % MAX_SITEMAP_BYTES)
+    return body
+
+
 class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "laundromat"
     version = "1.0"
+    #: Settings naming where the spider writes besides the store (the run log reports them).
+    output_settings = ("LAUNDROMAT_OUTPUT_DIR",)
     custom_settings = {
         "ITEM_PIPELINES": {},
         "HTTPCACHE_ENABLED": False,
         "RETRY_ENABLED": False,
         "DEFAULT_REQUEST_HEADERS": {"Accept": ACCEPT},
+        # Every fetch from crawled content passes the address policy; bodies stream to disk. No
+        # Content-Encoding decoding: a gzip-encoded dump is unpacked like a .gz file.
+        "DOWNLOADER_MIDDLEWARES": {
+            "votersdaily.laundromat.fetching.AddressGuardMiddleware": 50,
+            "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+        },
+        "DOWNLOAD_HANDLERS": dict.fromkeys(
+            ("http", "https", "file"), "votersdaily.laundromat.fetching.StreamingDownloadHandler"
+        ),
     }
 
     def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
@@ -82,7 +104,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.processor = Processor(
             spider.seeds,
             spider.output_dir,
-            workers=settings.getint("LAUNDROMAT_WORKERS"),
+            workers=settings.getint("LAUNDROMAT_WORKERS") or os.cpu_count() or 1,
             limits=ArchiveLimits.from_settings(settings),
             options=CleanOptions(
                 genid_base=settings.get("LAUNDROMAT_GENID_BASE") or CleanOptions.genid_base,
@@ -115,7 +137,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             text = await self._db(Path(self.seedlist_file).read_text, "utf-8")
             given += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
         for uri in given:
-            await self.register(uri, given=True)
+            doc, created = await self.register(uri, given=True)
+            if not created and not doc.get("given"):  # found in crawled data first, now the operator's
+                await self._db(self.seeds.put, dict(doc, given=True))
         records = await self._db(lambda: list(self.seeds.all()))
         found: list[str] = []
         for doc in records:
@@ -127,9 +151,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                     continue
                 doc = stored
                 # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
-                body = await self._db(self._filed_sitemap, doc)
-                if body is not None:
-                    async for _ in self._sitemap(body, doc, download=False):
+                if await self._db(self._filed_sitemap, doc):
+                    async for _ in self._sitemap(doc, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
                 found += await self.processor.process(doc)
@@ -155,6 +178,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         hops: list | None = None,
         begin: str | None = None,
     ) -> scrapy.Request:
+        """The request of one hop; only the first hop of an operator's seed skips the address policy."""
         return scrapy.Request(
             uri or seed["uri"],
             callback=self.parse,
@@ -166,6 +190,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 "begin": begin,
                 "dont_redirect": True,
                 "handle_httpstatus_all": True,
+                "download_timeout": self.settings.getfloat("LAUNDROMAT_DOWNLOAD_TIMEOUT"),
+                OPERATOR_META: uri is None and bool(seed.get("given")),
+                STREAM_META: seed["download"],
                 START_META: start,
             },
         )
@@ -190,6 +217,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             old = await self._db(self.seeds.get, seed["download"])
             if old is not None and old.get("status") == states.DOWNLOADING:
                 docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
+                await self._db((self.output_dir / "files" / old["_id"]).unlink, True)
         seed = dict(seed, status=states.DOWNLOADING, download=key)
         await self._db(self.seeds.put, seed, *docs)
         request = self.seed_request(seed, start=start, begin=begin)
@@ -197,30 +225,33 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         return request
 
     async def parse(self, response: Response):
+        """One hop's answer, its body already streamed to ``files/<download key>``."""
         meta = response.meta
         record = meta["download"]
+        path = self.output_dir / "files" / record["_id"]
         meta["hops"].append(hop(response))
         location = response.headers.get("Location")
         if 300 <= response.status < 400 and location:
+            path.unlink(missing_ok=True)
             if len(meta["hops"]) > self.max_hops:
                 await self._fail(meta, "more than %d redirects" % self.max_hops)
                 return
             target = urljoin(response.url, location.decode("latin-1"))
+            # A redirect target is crawled content: not the operator's seed, checked by the policy.
             request = self.seed_request(meta["seed"], uri=target, hops=meta["hops"], begin=meta["begin"])
             request.meta["download"] = record
             yield request
             return
         if not 200 <= response.status < 300:
-            await self._fail(meta, "HTTP status %d" % response.status, body=response.body[:1000])
+            excerpt = await self._db(body_excerpt, path)
+            await self._fail(meta, "HTTP status %d" % response.status, excerpt=excerpt)
             return
-        async for request in self._filed(response, record):
+        async for request in self._filed(response, record, path):
             yield request
 
-    async def _filed(self, response: Response, record: dict):
+    async def _filed(self, response: Response, record: dict, path: Path):
         meta = response.meta
         seed = meta["seed"]
-        path = self.output_dir / "files" / record["_id"]
-        await self._db(self._save, path, response.body)
         content = await self._db(content_meta, path)
         name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         ctype = response.headers.get("Content-Type")
@@ -238,8 +269,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         seed = dict(seed, status=states.ADDED, processed=now_iso())
         await self._db(self.seeds.put, record, seed)
-        if looks_like_sitemap(response.body):
-            async for request in self._sitemap(response.body, record):
+        if await self._db(self._is_sitemap, path):
+            async for request in self._sitemap(record):
                 yield request
             return
         found = await self.processor.process(record)
@@ -249,30 +280,26 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 yield await self.download(doc)
 
     @staticmethod
-    def _save(path: Path, body: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
+    def _is_sitemap(path: Path) -> bool:
+        with open(path, "rb") as f:
+            return looks_like_sitemap(f.read(65536))
 
-    def _filed_sitemap(self, doc: dict) -> bytes | None:
-        """The body of a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``, else None."""
+    def _filed_sitemap(self, doc: dict) -> bool:
+        """Whether ``doc`` is a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``."""
         if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get(
             "seed"
         ):
-            return None
+            return False
         path = self.output_dir / (doc.get("file") or "")
-        if not doc.get("file") or not path.is_file():
-            return None
-        with open(path, "rb") as f:
-            head = f.read(65536)
-        return path.read_bytes() if looks_like_sitemap(head) else None
+        return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
 
-    async def _sitemap(self, body: bytes, record: dict, download: bool = True):
+    async def _sitemap(self, record: dict, download: bool = True):
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)
             await self._db(self.seeds.put, record)
         try:
-            sitemap = await self._db(parse_sitemap, body)
+            sitemap = await self._db(lambda: parse_sitemap(read_sitemap(self.output_dir / record["file"])))
         except (SitemapError, OSError, EOFError) as exc:
             await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
             return
@@ -313,7 +340,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
-    async def _fail(self, meta: dict, error: str, body: bytes | None = None) -> None:
+    async def _fail(self, meta: dict, error: str, excerpt: dict | None = None) -> None:
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -321,16 +348,13 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             error=error,
             timestamp={"begin": meta["begin"], "end": now_iso()},
         )
-        if body:
-            record["content"] = body.decode("utf-8", "replace")
+        if excerpt:
+            record["body_excerpt"] = excerpt
         seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
         await self._db(self.seeds.put, record, seed)
         self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
 
-    def download_failed(self, failure):
-        return deferred_from_coro(self._download_failed(failure))
-
-    async def _download_failed(self, failure):
+    async def download_failed(self, failure):
         request = failure.request
         request.meta["hops"].append(failed_hop(request.url, failure.value))
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))

@@ -23,6 +23,8 @@ from .revisions import next_rev, not_unicode, rev_number
 from .views import install_design, views_for
 
 MAX_KEY_PARTS = 3
+#: Keys looked up by one SQL query (3 parameters each, well under SQLite's limit).
+KEYS_PER_QUERY = 200
 #: Sorts after every string: CouchDB's ``{}`` as a high key.
 HIGH = "\U0010ffff"
 
@@ -77,7 +79,11 @@ class EmbeddedStore:
 
     @classmethod
     def from_uri(cls, uri: str) -> EmbeddedStore:
-        # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
+        return cls(cls.path_of(uri))
+
+    @staticmethod
+    def path_of(uri: str) -> str:
+        """The file of ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling)."""
         path = uri[len("sqlite:") :]
         if path.startswith("///"):
             path = path[3:]
@@ -85,7 +91,7 @@ class EmbeddedStore:
             path = path[2:]
         if not path:
             raise StoreError("sqlite store URI needs a path: %r" % uri)
-        return cls(path)
+        return path
 
     # -- databases ---------------------------------------------------------------------------
 
@@ -318,9 +324,7 @@ class EmbeddedStore:
             raise StoreError("database %r has no view %r" % (db, view))
         width = len(spec.fields)
         if keys is not None:
-            rows: list[Row] = []
-            for one in keys:
-                rows.extend(self.query(db, view, key=one, descending=descending, include_docs=include_docs))
+            rows = self._query_keys(db, view, width, keys, descending, include_docs)
             return rows[skip : None if limit is None else skip + limit]
         if key is not None:
             startkey = endkey = key
@@ -348,6 +352,36 @@ class EmbeddedStore:
             parts = [k0, k1, k2][:width]
             row_key = parts[0] if width == 1 else parts
             out.append(Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None))
+        return out
+
+    def _query_keys(
+        self, db: str, view: str, width: int, keys: list, descending: bool, include_docs: bool
+    ) -> list[Row]:
+        """Rows of each of ``keys`` in the order given (CouchDB's ``keys``), a few SQL queries for
+        all of them rather than one per key (the feeds look up 200 events' keys at a time)."""
+        wanted = [_key_parts(one, pad="") for one in keys]
+        found: dict[tuple, list[tuple]] = {}
+        unique = list(dict.fromkeys(wanted))
+        for start in range(0, len(unique), KEYS_PER_QUERY):
+            chunk = unique[start : start + KEYS_PER_QUERY]
+            sql = (
+                "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
+                "JOIN docs d ON d.db = v.db AND d.id = v.id "
+                "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
+                % ", ".join(["(?, ?, ?)"] * len(chunk))
+            )
+            with self._lock:
+                fetched = self._conn.execute(sql, [db, view, *(p for parts in chunk for p in parts)])
+                for row in fetched.fetchall():
+                    found.setdefault(tuple(row[1:4]), []).append(row)
+        out = []
+        for parts in wanted:
+            for doc_id, k0, k1, k2, rev, body in sorted(found.get(parts, ()), reverse=descending):
+                key_parts = [k0, k1, k2][:width]
+                row_key = key_parts[0] if width == 1 else key_parts
+                out.append(
+                    Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None)
+                )
         return out
 
     def install_views(self, db: str) -> bool:

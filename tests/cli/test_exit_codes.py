@@ -1,0 +1,117 @@
+"""Exit statuses that tell the truth, and usage errors that name what exists (issue 17, point 2).
+0 done, 1 the work failed, 2 a usage error or nothing there, 3 the store or a service unavailable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.services import free_port
+from votersdaily.spiders.house_votes import HouseVotesSpider
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory):
+    """An embedded store with the house_votes recordings in it."""
+    from tests.support.services import run_cli
+
+    uri = "sqlite:///%s" % (tmp_path_factory.mktemp("crawled") / "store.db")
+    proc = run_cli(["python3", "-m", "votersdaily", "crawl", "--offline", "house_votes"], uri)
+    assert proc.returncode == 0, proc.stderr
+    return uri
+
+
+def first_line(proc) -> str:
+    return proc.stderr.splitlines()[0] if proc.stderr else ""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--since", "2026-13-45"), "argument --since: not a date or datetime: '2026-13-45'"),
+        (("--until", "2026-02-30"), "argument --until: not a date or datetime: '2026-02-30'"),
+        (
+            ("--branch", "Judiciary"),
+            "argument --branch: unknown branch 'Judiciary'; known: Executive, Legislative, Judicial, Other",
+        ),
+        (("--entity", "Parliament"), "argument --entity: unknown entity 'Parliament'; known: White House, "),
+    ],
+)
+def test_export_rejects_impossible_values(cli, crawled, args, message):
+    proc = cli("export", "ics", *args, store_uri=crawled)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert first_line(proc).startswith("python -m votersdaily export: error: " + message)
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_export_names_the_known_parsers(cli, crawled):
+    proc = cli("export", "json", "--parser", "house_vote", store_uri=crawled)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert first_line(proc).startswith(
+        "votersdaily export: unknown parser 'house_vote'; known: federal_register, "
+    )
+    assert "house_votes" in first_line(proc)
+
+
+def test_branch_and_entity_are_case_insensitive(cli, crawled):
+    exact = json.loads(cli("export", "json", "--branch", "Legislative", store_uri=crawled).stdout)
+    lower = cli(
+        "export", "json", "--branch", "legislative", "--entity", "HOUSE OF REPRESENTATIVES", store_uri=crawled
+    )
+    assert lower.returncode == 0, lower.stderr
+    rolls = len(HouseVotesSpider.recordings)  # one House roll call per recording
+    assert exact["count"] == rolls and json.loads(lower.stdout)["count"] == rolls
+
+
+def test_scheduler_once_with_scrapyd_down_exits_3(cli, sqlite_uri):
+    scrapyd = "http://127.0.0.1:%d/" % free_port()
+    proc = cli("scheduler", "--scrapyd", scrapyd, "--once", "--spider", "house_votes", store_uri=sqlite_uri)
+    assert proc.returncode == 3
+    assert proc.stdout.split()[:2] == ["*", "scrapyd-unavailable"]
+
+
+def test_scheduler_names_the_known_spiders(cli, sqlite_uri):
+    proc = cli(
+        "scheduler", "--scrapyd", "http://127.0.0.1:1/", "--once", "--spider", "nope", store_uri=sqlite_uri
+    )
+    assert proc.returncode == 2
+    assert first_line(proc).startswith("votersdaily scheduler: no frequency for nope (give --hours")
+    assert "house_votes" in first_line(proc)
+
+
+def test_unknown_crawl_spider_names_the_known_ones(cli, sqlite_uri):
+    proc = cli("crawl", "house_vote", store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert first_line(proc).startswith(
+        "votersdaily crawl: unknown event spider(s): house_vote; known: federal_register, "
+    )
+
+
+def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(cli, sqlite_uri, redis_server, tmp_path):
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"base_url": "https://example.org/paper.pdf", "ingest_type": "pdf"})
+        + "\nnot json\n"
+        + json.dumps({"ingest_type": "pdf"})
+        + "\n"
+    )
+    queued = cli("enqueue", "ingest", str(requests), "--redis-url", redis_server.url, store_uri=sqlite_uri)
+    assert queued.returncode == 1
+    assert (
+        queued.stdout.strip() == "ingest:requests: 1 requests queued, 0 already seen, 0 items ignored (2 bad)"
+    )
+    assert "requests.jsonl:2: line is not JSON" in queued.stderr
+    assert "requests.jsonl:3: ingest request without a base_url" in queued.stderr
+    direct = cli("ingest", "enqueue", str(requests), store_uri=sqlite_uri)
+    assert direct.returncode == 1 and direct.stdout.rstrip().endswith("(2 bad)")
+
+
+def test_enqueue_with_redis_down_exits_3(cli, sqlite_uri, tmp_path):
+    url = "redis://127.0.0.1:%d/0" % free_port()
+    proc = cli(
+        "enqueue", "laundromat", "https://example.org/data.nt", "--redis-url", url, store_uri=sqlite_uri
+    )
+    assert proc.returncode == 3
+    assert first_line(proc).startswith("votersdaily enqueue: cannot reach Redis at %s (" % url)
+    assert len(proc.stderr.splitlines()) == 1

@@ -1,0 +1,214 @@
+"""Every ```sh block of the README runs here, so a README that drifts fails CI (issue 17, point 4).
+
+Commands run for real in a scratch folder beside a view of the checkout, on loopback only: the
+embedded store, a PouchDB Server (the README's ``127.0.0.1:5984``) and a Redis (``127.0.0.1:6379``)
+started by the test. A command that cannot run in a test (a live crawl, a long-running server) is
+marked in the README, on its line (``# not run in CI: why``) or for a whole block
+(``<!-- readme: not run — why -->`` before it); it must still be a valid invocation: the
+``python -m votersdaily`` parser accepts it, ``scrapy crawl`` names a spider, the program exists.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.services import REPO
+
+README = REPO / "README.md"
+BLOCK_RE = re.compile(r"(?:<!-- readme: not run — (?P<why>[^>]+?) -->\n)?```sh\n(?P<body>.*?)```", re.S)
+LINE_MARK = re.compile(r"#\s*not run in CI:\s*(?P<why>.+)$")
+OPERATORS = {"&&", "||", "|", ";", "&", ">", ">>", "<"}
+SCRAPY_CRAWL_OPTIONS = {"-a", "-s", "-o", "-O", "-L", "--logfile"}
+
+
+@dataclass
+class Command:
+    line: str
+    skipped_because: str | None  # None: runs in the test
+
+
+def readme_blocks(text: str) -> list[list[Command]]:
+    blocks = []
+    for match in BLOCK_RE.finditer(text):
+        block_why = match.group("why")
+        commands = []
+        for line in match.group("body").splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            mark = LINE_MARK.search(line)
+            commands.append(Command(line, block_why or (mark.group("why") if mark else None)))
+        blocks.append(commands)
+    return blocks
+
+
+def segments(line: str) -> list[list[str]]:
+    """The simple commands of a shell line: split at && | ; & and redirections (their targets dropped)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    out, current, redirect = [], [], False
+    for token in lexer:
+        if token in OPERATORS:
+            if current:
+                out.append(current)
+            current, redirect = [], token in (">", ">>", "<")
+            continue
+        if redirect:
+            redirect = False
+            continue
+        current.append(token)
+    if current:
+        out.append(current)
+    return out
+
+
+def invalid(argv: list[str]) -> str | None:
+    """Why ``argv`` is not a valid invocation of what the README means, or None."""
+    while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value prefix
+        argv = argv[1:]
+    if not argv:
+        return None
+    program, args = argv[0], argv[1:]
+    if program == "flock":
+        return invalid(args[1:]) if shutil.which("flock") else "flock is not installed"
+    if program in ("export", "echo", "head", "cd"):
+        return None
+    if program in ("python3", "python"):
+        if args[:2] == ["-m", "votersdaily"]:
+            return votersdaily_invalid(args[2:])
+        if args[:1] == ["-m"]:
+            return None if importlib.util.find_spec(args[1]) else "no module %s" % args[1]
+        return None if (REPO / args[0]).is_file() else "no script %s" % args[0]
+    if program == "scrapy":
+        return scrapy_invalid(args)
+    if program == "bash":
+        return None if (REPO / args[0]).is_file() else "no script %s" % args[0]
+    if (REPO / program).exists() or shutil.which(program):
+        return None
+    return "%s is neither a file of the checkout nor a program on PATH" % program
+
+
+def votersdaily_invalid(args: list[str]) -> str | None:
+    from votersdaily.cli import build_parser
+
+    try:
+        build_parser().parse_args(args)
+    except SystemExit as exc:
+        return "python -m votersdaily %s: rejected (exit %s)" % (" ".join(args), exc.code)
+    return None
+
+
+def scrapy_invalid(args: list[str]) -> str | None:
+    from scrapy.spiderloader import SpiderLoader
+    from scrapy.utils.project import get_project_settings
+
+    if args[:1] == ["list"]:
+        return None
+    if args[:1] != ["crawl"] or len(args) < 2:
+        return "scrapy %s: not a command the README test knows" % " ".join(args)
+    os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    if args[1] not in SpiderLoader.from_settings(get_project_settings()).list():
+        return "scrapy crawl: no spider %r" % args[1]
+    options = args[2:]
+    if len(options) % 2 or any(o not in SCRAPY_CRAWL_OPTIONS for o in options[::2]):
+        return "scrapy crawl %s: options other than %s" % (" ".join(options), sorted(SCRAPY_CRAWL_OPTIONS))
+    return None
+
+
+def test_every_readme_command_is_a_valid_invocation():
+    blocks = readme_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 8
+    problems = [
+        "%s: %s" % (command.line, why)
+        for block in blocks
+        for command in block
+        for argv in segments(command.line)
+        if (why := invalid(argv))
+    ]
+    assert problems == []
+
+
+def test_the_checker_catches_drift():
+    assert invalid(shlex.split("python3 -m votersdaily export ics --branchh Judicial"))
+    assert invalid(shlex.split("python3 -m votersdaily crawl --al"))
+    assert invalid(shlex.split("scrapy crawl house_vote"))
+    assert invalid(shlex.split("scrapy crawl house_votes --url x"))
+    assert invalid(shlex.split("node_modules/.bin/no-such-server"))
+    assert invalid(shlex.split("python3 benchmarks/no_such_benchmark.py"))
+    assert segments("echo '{\"a\": 1}' > f.jsonl && python3 -m votersdaily dump x | head  # c") == [
+        ["echo", '{"a": 1}'],
+        ["python3", "-m", "votersdaily", "dump", "x"],
+        ["head"],
+    ]
+
+
+def scratch_checkout(tmp_path: Path) -> Path:
+    """A folder that looks like the checkout (links to its files) where commands may write."""
+    work = tmp_path / "checkout"
+    work.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name not in (".git", "test-artifacts") and not entry.name.startswith(".scrapy"):
+            (work / entry.name).symlink_to(entry)
+    return work
+
+
+def test_readme_commands_run(tmp_path, pouchdb, redis_server):
+    pouchdb.reset()
+    work = scratch_checkout(tmp_path)
+    env = dict(os.environ)
+    env.update(
+        VOTERSDAILY_STORE="sqlite:///%s" % (tmp_path / "votersdaily.db"),
+        VOTERSDAILY_SPOOL_DIR=str(tmp_path / "spool"),
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+        SCRAPY_SETTINGS_MODULE="votersdaily.settings",
+    )
+    env.pop("VOTERSDAILY_REDIS_URL", None)
+    ports = {
+        "127.0.0.1:5984": "127.0.0.1:%d" % pouchdb.port,
+        "127.0.0.1:6379": "127.0.0.1:%d" % redis_server.port,
+    }
+    ran = 0
+    for block in readme_blocks(README.read_text(encoding="utf-8")):
+        lines = [c.line for c in block if c.skipped_because is None]
+        if not lines:
+            continue
+        script = "set -e\n" + "\n".join(lines) + "\n"
+        for readme_port, test_port in ports.items():
+            script = script.replace(readme_port, test_port)
+        proc = subprocess.run(
+            ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, "README block failed:\n%s\n%s" % (script, proc.stderr[-3000:])
+        ran += len(lines)
+    assert ran >= 15
+    assert (work / "site" / "index.html").is_file() and (work / "judicial.ics").read_text().startswith(
+        "BEGIN:VCALENDAR"
+    )
+
+
+def test_readme_has_the_operator_sections():
+    text = README.read_text(encoding="utf-8")
+    for heading in (
+        "### Exit codes",
+        "## Troubleshooting",
+        "### Starting scrapyd, the scheduler, Redis and the workers",
+    ):
+        assert heading in text
+    for needle in (
+        "VOTERSDAILY_REDIS_IDLE_CLOSE",
+        "--redis-url",
+        "node_modules/.bin/pouchdb-server",
+        "scrapy crawl",
+    ):
+        assert needle in text
+    # The Troubleshooting messages are the ones the code prints.
+    from votersdaily.store.check import USE
+
+    assert USE in text

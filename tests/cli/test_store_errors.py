@@ -1,0 +1,175 @@
+"""A bad or unreachable store: one line saying what is wrong and how to fix it, an honest exit status,
+the run log spooled with result StoreUnavailable, no partial output (issue 17, point 1)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.services import free_port
+from votersdaily.cli.site import replaced_dir
+
+REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
+USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store"
+
+
+def bad_stores(pouchdb) -> dict[str, tuple[str, str]]:
+    port = free_port()  # nothing listens there
+    # Its own user: CouchDB locks a user out after 5 failed logins, so no other test shares it.
+    user = "nobody-%s" % uuid.uuid4().hex[:8]
+    creds = "http://%s:wrong@127.0.0.1:%d/" % (user, pouchdb.port)
+    return {
+        "refused": ("http://127.0.0.1:%d/" % port, REFUSED % port),
+        "credentials": (
+            creds,
+            "the store at http://%s:***@127.0.0.1:%d/ refused the credentials (HTTP 401): fix the user and "
+            "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server of the README, "
+            "takes none)" % (user, pouchdb.port),
+        ),
+        "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
+        "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
+        "no host": ("http://:5984/", "store URI 'http://:5984/' names no host: " + USE),
+    }
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("case", ["refused", "credentials", "scheme", "garbage", "no host"])
+def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli, pouchdb, tmp_path, case):
+    uri, message = bad_stores(pouchdb)[case]
+    spool = tmp_path / "spool"
+    proc = cli(
+        "crawl",
+        "--offline",
+        "house_votes",
+        "senate_votes",
+        store_uri=uri,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert proc.returncode == 3
+    assert proc.stdout == ""
+    err = lines(proc.stderr)
+    assert err[0] == "votersdaily crawl: " + message
+    assert len(err) <= 3, proc.stderr  # never a wall of tracebacks
+    assert err[1] == "nothing crawled; 2 run logs (StoreUnavailable) spooled to %s" % spool
+    logs = [
+        json.loads(line)["doc"]
+        for f in sorted(spool.glob("vd_log--*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
+    assert sorted(d["parser_name"] for d in logs) == ["house_votes", "senate_votes"]
+    for doc in logs:
+        assert doc["result"] == "StoreUnavailable" and doc["parser_runtime"] == 0.0
+        assert doc["error_message"] == message and doc["store_outage"]
+        assert doc["source_url"].startswith("file://")  # the replayed recording, not robots.txt
+        assert "wrong" not in json.dumps(doc)  # no password in what is kept
+
+
+def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, sqlite_uri, tmp_path):
+    spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    port = free_port()
+    assert (
+        cli(
+            "crawl", "--offline", "house_votes", store_uri="http://127.0.0.1:%d/" % port, env=spool
+        ).returncode
+        == 3
+    )
+    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri, env=spool).returncode == 0
+    dump = cli("dump", "vd_log", store_uri=sqlite_uri)
+    results = sorted(json.loads(line)["result"] for line in dump.stdout.splitlines())
+    assert results == ["StoreUnavailable", "success"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("dump", "vd_events"),
+        ("export", "ics"),
+        ("views", "push"),
+        ("site", "build", "SITE"),
+        ("flush",),
+    ],
+)
+def test_every_store_command_on_a_refused_store_is_one_line(cli, tmp_path, command):
+    port = free_port()
+    site = tmp_path / "site"
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "vd_events--1-1-0.jsonl").write_text(
+        json.dumps({"db": "vd_events", "doc": {"_id": "x"}}) + "\n"
+    )
+    args = [str(site) if a == "SITE" else a for a in command]
+    proc = cli(
+        *args, store_uri="http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    )
+    assert proc.returncode == 3, proc.stderr
+    if command == ("flush",):
+        expected = "flush: store still unavailable, documents stay spooled in %s: " % (tmp_path / "spool")
+    else:
+        expected = "%s: " % command[0]
+    assert lines(proc.stderr) == ["votersdaily " + expected + REFUSED % port]
+    assert not site.exists() and not list(tmp_path.glob(".site.*"))  # no half-written site
+
+
+@pytest.mark.parametrize("command", [("dump", "vd_events"), ("export", "json"), ("site", "build", "SITE")])
+def test_read_commands_never_create_a_store(cli, tmp_path, command):
+    missing = tmp_path / "nothing-here.db"
+    args = [str(tmp_path / "site") if a == "SITE" else a for a in command]
+    proc = cli(*args, store_uri="sqlite:///%s" % missing)
+    assert proc.returncode == 2
+    assert lines(proc.stderr) == [
+        "votersdaily %s: no store at sqlite:///%s (the file does not exist): run a crawl first, or point "
+        "VOTERSDAILY_STORE at your store" % (command[0], missing)
+    ]
+    assert not missing.exists() and not (tmp_path / "site").exists()
+
+
+def test_a_failed_site_build_keeps_the_previous_site(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("previous")
+    with pytest.raises(RuntimeError), replaced_dir(site) as partial:
+        (partial / "index.html").write_text("half")
+        raise RuntimeError("the build failed half-way")
+    assert (site / "index.html").read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    with replaced_dir(site) as partial:
+        (partial / "index.html").write_text("new")
+    assert (site / "index.html").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_site_build_replaces_the_site(cli, sqlite_uri, tmp_path):
+    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri).returncode == 0
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "stale.html").write_text("from an older build")
+    proc = cli("site", "build", str(site), store_uri=sqlite_uri)
+    assert proc.returncode == 0, proc.stderr
+    assert (site / "index.html").is_file() and not (site / "stale.html").exists()
+    assert Path(site).stat().st_mode & 0o777 == 0o755  # served by a web server: readable
+
+
+def test_scrapy_crawl_on_a_refused_store_logs_store_unavailable(crawl, tmp_path):
+    spool = tmp_path / "spool"
+    port = free_port()
+    roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
+    crawl("house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    (line,) = [line for f in spool.glob("vd_log--*.jsonl") for line in f.read_text().splitlines()]
+    log = json.loads(line)["doc"]
+    assert log["result"] == "StoreUnavailable" and log["parser_runtime"] == 0.0
+    assert log["error_message"] == "GET http://127.0.0.1:%d/vd_log failed: ConnectionError" % port
+    assert log["source_url"] == roll.as_uri() and log["store_outage"]
+
+
+def test_a_web_server_that_is_not_couchdb(cli, site):
+    proc = cli("views", "push", store_uri=site.url + "/")
+    assert proc.returncode == 3
+    assert lines(proc.stderr) == [
+        "votersdaily views: %s/ does not answer like CouchDB (GET /_session: HTTP 404): check the URL in "
+        "$VOTERSDAILY_STORE" % site.url
+    ]

@@ -1,0 +1,290 @@
+"""What the laundromat fetches: URLs from crawled content go through the address policy (hostile
+targets are refused, never fetched); the operator's own ``file:`` seeds work, devices and FIFOs do
+not; a failed download ends as ``failed`` and the crawl finishes. Real crawls in a subprocess, on
+loopback only. The hostile documents (sitemap, VoID links, redirects) are generated here."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.laundromat.test_crawl import ok, records
+from tests.laundromat.test_resume import _start
+from tests.support.services import LocalSite
+from votersdaily.ingest.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
+from votersdaily.laundromat.fetching import DownloadTooLarge, fetch_limited
+
+MARKER = "internal-service-secret"
+SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER
+PASSWD_TOKEN = "root:"
+GOOD_NT = '<http://example.org/s> <http://example.org/p> "public" .\n'
+
+
+@pytest.fixture
+def hostile():
+    """A second local server, standing for an internal service: it must never be asked anything."""
+    s = LocalSite().start()
+    s.route("/secret.nt", SECRET_NT, content_type="application/n-triples")
+    yield s
+    s.stop()
+
+
+def _answered(handler) -> tuple:
+    """For a route that wrote its own answer: what the site then writes goes nowhere."""
+    handler.wfile = io.BytesIO()
+    handler.close_connection = True
+    return 200, {}, b""
+
+
+def _everything(out: Path, docs: dict) -> str:
+    """Every stored record and every cleaned statement, as one text."""
+    text = [repr(docs)]
+    for path in (out / "cleaned").glob("**/*.gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            text.append(f.read())
+    return "\n".join(text)
+
+
+def _downloads_of(docs: dict, uri: str) -> list[dict]:
+    return [d for d in docs.values() if d.get("uri") == uri and d.get("parent")]
+
+
+def test_derived_urls_to_hostile_targets_are_refused(crawl, site, hostile, sqlite_uri, tmp_path):
+    """A sitemap (``loc``s and semantic-sitemap dump locations), VoID ``void:dataDump`` links in a
+    cleaned dump and HTTP redirects, all pointing at loopback (another port), 169.254.169.254,
+    ``file:///etc/passwd`` and ``file:///dev/zero``: each ends as a failed download with the
+    policy's reason, the internal server records zero hits, nothing of them is stored."""
+    targets = [
+        hostile.url + "/secret.nt",
+        "http://169.254.169.254/latest/meta-data/",
+        "file:///etc/passwd",
+        "file:///dev/zero",
+    ]
+    void_links = [t.replace("/secret.nt", "/void.nt").replace("meta-data/", "void") for t in targets[:2]]
+    dump = GOOD_NT + "".join(
+        "<http://example.org/ds> <http://rdfs.org/ns/void#dataDump> <%s> .\n" % t
+        for t in [*void_links, targets[2]]
+    )
+    good = site.route("/good.nt", dump, content_type="application/n-triples")
+    redirects = [
+        site.route("/r%d.nt" % i, status=302, headers={"Location": t}) for i, t in enumerate(targets)
+    ]
+    sitemap = site.route(
+        "/sitemap.xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:sc="http://sw.deri.org/2007/07/sitemapextension/scschema.xsd">%s'
+        "<sc:dataset><sc:datasetLabel>d</sc:datasetLabel>%s%s</sc:dataset></urlset>"
+        % (
+            "".join("<url><loc>%s</loc></url>" % t for t in [*targets, *redirects]),
+            "".join(
+                "<sc:dataDumpLocation>%s</sc:dataDumpLocation>" % t.replace(".nt", "-dump.nt")
+                for t in targets
+            ),
+            "<sc:dataDumpLocation>%s</sc:dataDumpLocation>" % good,
+        ),
+        content_type="application/xml",
+    )
+    out = tmp_path / "out"
+    started = time.monotonic()
+    ok(crawl("laundromat", [sitemap], sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    assert time.monotonic() - started < 120
+    assert hostile.hits == {}, "the internal server was asked: %r" % hostile.hits
+    docs = records(sqlite_uri)
+
+    refused = [*targets, *[t.replace(".nt", "-dump.nt") for t in targets], *void_links]
+    for uri in refused:
+        (download,) = _downloads_of(docs, uri)
+        assert download["status"] == "failed", download
+        assert download["error"].startswith("PrivateAddressRefused: refusing"), download["error"]
+        assert "file" not in download
+    for uri, target in zip(redirects, targets, strict=True):
+        (download,) = _downloads_of(docs, uri)
+        assert download["status"] == "failed" and download["error"].startswith("PrivateAddressRefused")
+        assert [h["status"] for h in download["http"]] == [302, None] and download["http"][1]["uri"] == target
+    (good_download,) = _downloads_of(docs, good)
+    assert good_download["status"] == "parsed" and good_download["number_of_unique_statements"] == 4
+    stored = _everything(out, docs)
+    assert MARKER not in stored and PASSWD_TOKEN not in stored
+    assert not list((out / "files").glob("*")), "no file left behind"
+
+
+def test_operator_file_seeds_and_their_limits(crawl, sqlite_uri, tmp_path):
+    """The operator's own ``file:`` seeds are read; a device, a FIFO (no writer: opening it must not
+    hang), a file over ``LAUNDROMAT_MAX_DOWNLOAD_BYTES`` and a missing file each end as failed."""
+    good = tmp_path / "good.nt"
+    good.write_text(GOOD_NT, encoding="utf-8")
+    big = tmp_path / "big.nt"
+    big.write_text(GOOD_NT * 100, encoding="utf-8")
+    fifo = tmp_path / "pipe.nt"
+    os.mkfifo(fifo)
+    missing = tmp_path / "missing.nt"
+    seeds = [good, big, fifo, missing]
+    out = tmp_path / "out"
+    ok(
+        crawl(
+            "laundromat",
+            [*seeds, "file:///dev/zero"],
+            sqlite_uri,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            "-s",
+            "LAUNDROMAT_MAX_DOWNLOAD_BYTES=%d" % (len(GOOD_NT) * 10),
+        )
+    )
+    docs = records(sqlite_uri)
+    errors = {}
+    for uri in [*(s.resolve().as_uri() for s in seeds), "file:///dev/zero"]:
+        (download,) = _downloads_of(docs, uri)
+        errors[Path(uri).name] = (download["status"], download.get("error", "").split(":")[0])
+    assert errors == {
+        "good.nt": ("parsed", ""),
+        "big.nt": ("failed", "DownloadTooLarge"),
+        "pipe.nt": ("failed", "LocalFileRefused"),
+        "missing.nt": ("failed", "FileNotFoundError"),
+        "zero": ("failed", "LocalFileRefused"),
+    }
+    assert not list((out / "files").glob("*"))
+
+
+def test_failed_downloads_end_as_failed_and_the_crawl_finishes(crawl, sqlite_uri, tmp_path):
+    """Connection refused (a closed loopback port), a name that cannot resolve (a 64-character label:
+    refused by the resolver itself, no DNS query leaves the machine) and a missing ``file:``: each
+    download is failed with its error, and the crawl ends on its own."""
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    refused = "http://127.0.0.1:%d/dump.nt" % closed_port
+    unresolvable = "http://%s.invalid/dump.nt" % ("x" * 64)
+    missing = (tmp_path / "missing.nt").resolve().as_uri()
+    out = tmp_path / "out"
+    started = time.monotonic()
+    ok(
+        crawl(
+            "laundromat", [refused, unresolvable, missing], sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out
+        )
+    )
+    assert time.monotonic() - started < 120
+    docs = records(sqlite_uri)
+    for uri, error in [
+        (refused, "ConnectionRefusedError"),
+        (unresolvable, "DNSLookupError"),
+        (missing, "FileNotFoundError"),
+    ]:
+        (download,) = _downloads_of(docs, uri)
+        assert download["status"] == "failed" and download["error"].startswith(error), download
+        assert download["http"][-1]["status"] is None and download["http"][-1]["error"].startswith(error)
+        seed = docs[download["parent"]]
+        assert seed["status"] == "added" and seed["processed"]
+
+
+def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_path):
+    """A server that sends a few bytes and then nothing: SIGINT ends the crawl promptly."""
+
+    release = threading.Event()
+
+    def trickle(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", "1000000")
+        handler.end_headers()
+        handler.wfile.write(b"<http://example.org/s> ")
+        handler.wfile.flush()
+        release.wait(60)
+        return _answered(handler)
+
+    url = site.route("/slow.nt", trickle)
+    proc = _start(url, sqlite_uri, tmp_path / "out")
+    try:
+        deadline = time.monotonic() + 60
+        while not site.hits.get("/slow.nt") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert site.hits.get("/slow.nt") == 1
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Received SIGINT" in stderr and "Spider closed (shutdown)" in stderr, stderr[-3000:]
+    (download,) = _downloads_of(records(sqlite_uri), url)
+    assert download["status"] == "failed" and "the crawl is shutting down" in download["error"], download
+    assert not list((tmp_path / "out" / "files").glob("*")), "the partial file is removed"
+
+
+def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
+    """The blocking fetcher (JSON-LD contexts in worker processes): the allowed site is read, a
+    redirect to the internal server is refused before any connection, sizes are bounded."""
+    context = site.route("/context.jsonld", '{"@context": {"name": "http://schema.org/name"}}')
+    to_internal = site.route("/ctx-redirect", status=302, headers={"Location": hostile.url + "/secret.nt"})
+    policy = AddressPolicy(private_hosts=frozenset({"127.0.0.1:%d" % site.port}))
+    fetched = fetch_limited(context, policy, max_bytes=1000, timeout=10)
+    assert fetched.body.startswith(b'{"@context"') and fetched.url == context
+    with pytest.raises(PrivateAddressRefused):
+        fetch_limited(to_internal, policy, max_bytes=1000, timeout=10)
+    for url in (hostile.url + "/secret.nt", "file:///etc/passwd", "http://169.254.169.254/"):
+        with pytest.raises(PrivateAddressRefused):
+            fetch_limited(url, policy, max_bytes=1000, timeout=10)
+    with pytest.raises(DownloadTooLarge):
+        fetch_limited(context, policy, max_bytes=10, timeout=10)
+    with pytest.raises(HostNotAllowed):
+        fetch_limited(
+            context, AddressPolicy(allowed_hosts=frozenset({"example.org"})), max_bytes=10, timeout=10
+        )
+    assert hostile.hits == {}
+
+
+def test_http_download_over_the_size_limit_fails(crawl, site, sqlite_uri, tmp_path):
+    """Bodies stream to disk under ``LAUNDROMAT_MAX_DOWNLOAD_BYTES``: one announcing more is refused
+    before its body is read, one that does not announce its length is cut at the limit; one within
+    the limit is filed whole."""
+    small = site.route("/small.nt", GOOD_NT, content_type="application/n-triples")
+    large = site.route("/large.nt", GOOD_NT * 40, content_type="application/n-triples")
+
+    def unannounced(handler):
+        """No Content-Length: the body ends when the connection closes, so only counting stops it."""
+        handler.send_response(200)
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(40):
+                handler.wfile.write(GOOD_NT.encode())
+            handler.wfile.flush()
+        return _answered(handler)
+
+    streamed = site.route("/unannounced.nt", unannounced)
+    out = tmp_path / "out"
+    limit = len(GOOD_NT) * 20
+    ok(
+        crawl(
+            "laundromat",
+            [small, large, streamed],
+            sqlite_uri,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            "-s",
+            "LAUNDROMAT_MAX_DOWNLOAD_BYTES=%d" % limit,
+        )
+    )
+    docs = records(sqlite_uri)
+    (filed,) = _downloads_of(docs, small)
+    assert filed["status"] == "parsed" and filed["number_of_bytes"] == len(GOOD_NT)
+    (refused,) = _downloads_of(docs, large)
+    assert refused["status"] == "failed"
+    assert refused["error"] == "DownloadTooLarge: Content-Length %d exceeds %d bytes" % (
+        len(GOOD_NT) * 40,
+        limit,
+    )
+    (cut,) = _downloads_of(docs, streamed)
+    assert (cut["status"], cut["error"]) == ("failed", "DownloadTooLarge: body exceeds %d bytes" % limit)
+    assert not list((out / "files").glob("*"))

@@ -1,0 +1,415 @@
+"""How the laundromat fetches: one address policy for every URL that crawled content names, and
+downloads streamed to disk as they arrive (never a whole body in memory), bounded in size and time.
+
+* :class:`AddressGuardMiddleware` checks every request against the ingest's :class:`AddressPolicy`
+  (``LAUNDROMAT_ALLOW_PRIVATE``, ``LAUNDROMAT_PRIVATE_HOSTS``, ``LAUNDROMAT_ALLOWED_HOSTS``): sitemap
+  ``loc``s, semantic-sitemap dump locations, ``void:dataDump`` links and every redirect hop. Only the
+  operator's own seeds (``meta[OPERATOR_META]``, set for ``-a url=`` / ``-a seedlist=`` seeds) skip
+  it, and only they may be ``file:``.
+* :class:`StreamingDownloadHandler` writes the body of a request with ``meta[STREAM_META]`` into the
+  laundromat's ``files/`` folder chunk by chunk, aborting past ``LAUNDROMAT_MAX_DOWNLOAD_BYTES`` or
+  ``LAUNDROMAT_DOWNLOAD_TIMEOUT``; an operator's ``file:`` seed is copied the same way, and refused
+  unless it is a regular file (no devices, FIFOs or ``/proc`` streams).
+* :func:`fetch_limited` is the same policy for code outside the reactor (JSON-LD contexts loaded in
+  a worker process): blocking, pinned to the checked addresses, bounded.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import ssl
+import stat
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from scrapy.http import Headers, Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import defer, task, threads
+from twisted.internet.error import TimeoutError as DownloadTimeout
+from twisted.internet.protocol import Protocol
+from twisted.web.client import Agent, HTTPConnectionPool, ResponseDone
+from twisted.web.http import PotentialDataLoss
+from twisted.web.http_headers import Headers as TxHeaders
+from twisted.web.iweb import UNKNOWN_LENGTH
+from w3lib.url import file_uri_to_path
+
+from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+
+#: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
+OPERATOR_META = "laundromat_operator_seed"
+#: Request meta: stream the body to ``<LAUNDROMAT_OUTPUT_DIR>/files/<this name>``.
+STREAM_META = "laundromat_stream"
+#: Request meta set by the handler: bytes written to the file.
+STREAMED_META = "laundromat_streamed_bytes"
+
+
+class DownloadTooLarge(Exception):
+    """The body is (or announces itself) larger than ``LAUNDROMAT_MAX_DOWNLOAD_BYTES``."""
+
+
+class LocalFileRefused(Exception):
+    """A ``file:`` seed that is not a regular file, or a ``file:`` URL that is not the operator's."""
+
+
+def address_policy(settings) -> AddressPolicy:
+    """The laundromat's policy for URLs from crawled content, from its settings."""
+    return AddressPolicy(
+        allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
+        allowed_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_ALLOWED_HOSTS")),
+        private_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_PRIVATE_HOSTS")),
+        setting="LAUNDROMAT_ALLOW_PRIVATE",
+    )
+
+
+class AddressGuardMiddleware(SsrfGuardMiddleware):
+    """The ingest's guard with the laundromat's settings. The operator's seeds pass, and so does the
+    robots.txt of a host an operator's seed named (RobotsTxtMiddleware asks for it without our meta)."""
+
+    trusted_meta = OPERATOR_META
+
+    def __init__(self, policy: AddressPolicy):
+        super().__init__(policy.allow_private, sorted(policy.allowed_hosts), policy=policy)
+        self._operator_hosts: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        guard = cls(address_policy(crawler.settings))
+        guard.install()
+        return guard
+
+    async def process_request(self, request):
+        parts = urlsplit(request.url)
+        if request.meta.get(OPERATOR_META):
+            self._operator_hosts.add(parts.netloc.lower())
+            return None
+        if (
+            parts.path == "/robots.txt"
+            and request.meta.get("dont_obey_robotstxt")
+            and parts.netloc.lower() in self._operator_hosts
+        ):
+            return None
+        await self.check(request.url)
+        return None
+
+
+# -- streaming downloads ------------------------------------------------------------------------------
+
+
+class _FileSink(Protocol):
+    """Writes a response body to ``out`` as it arrives; fails past ``limit`` bytes."""
+
+    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred):
+        self.out = out
+        self.limit = limit
+        self.expected = expected
+        self.finished = finished
+        self.received = 0
+
+    def connectionMade(self) -> None:
+        if self.expected is not None and self.expected > self.limit:
+            self._fail(DownloadTooLarge("Content-Length %d exceeds %d bytes" % (self.expected, self.limit)))
+
+    def _fail(self, error: Exception) -> None:
+        if not self.finished.called:
+            self.transport.stopProducing()
+            self.finished.errback(error)
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.finished.called:
+            return
+        self.received += len(data)
+        if self.received > self.limit:
+            self._fail(DownloadTooLarge("body exceeds %d bytes" % self.limit))
+            return
+        self.out.write(data)
+
+    def connectionLost(self, reason) -> None:
+        if self.finished.called:
+            return
+        if reason.check(ResponseDone, PotentialDataLoss):
+            self.finished.callback(self.received)
+        else:
+            self.finished.errback(reason)
+
+
+#: Bytes per copy call: small enough to check the limits often, large enough to cost nothing.
+_COPY_CHUNK = 64 << 20
+
+
+def _copy_chunk(src: int, dst: int, room: int) -> int:
+    """Copy the next chunk (in the kernel where it can: no Python buffers); bytes copied, 0 at EOF."""
+    size = min(_COPY_CHUNK, max(room, 1))
+    try:
+        return os.copy_file_range(src, dst, size)
+    except (AttributeError, OSError):
+        chunk = os.read(src, min(size, 1 << 20))
+        return os.write(dst, chunk) if chunk else 0
+
+
+def copy_local_file(
+    source: str, target: Path, limit: int, timeout: float, stop: threading.Event | None = None
+) -> int:
+    """Copy an operator's ``file:`` seed to ``target``; only a regular file of at most ``limit`` bytes
+    (opened non-blocking, so a FIFO cannot hang us, and checked on the open descriptor). ``stop``:
+    the crawl is shutting down."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LocalFileRefused("refusing %s: not a regular file" % source)
+        if info.st_size > limit:
+            raise DownloadTooLarge("%s is %d bytes, more than %d" % (source, info.st_size, limit))
+        os.set_blocking(fd, True)
+        deadline = time.monotonic() + timeout
+        copied = 0
+        with open(target, "wb") as out:
+            while n := _copy_chunk(fd, out.fileno(), limit + 1 - copied):
+                copied += n
+                if copied > limit:
+                    raise DownloadTooLarge("%s grew past %d bytes" % (source, limit))
+                if time.monotonic() > deadline:
+                    raise DownloadTimeout("reading %s took longer than %s s" % (source, timeout))
+                if stop is not None and stop.is_set():
+                    raise defer.CancelledError("the crawl is shutting down")
+        return copied
+    finally:
+        os.close(fd)
+
+
+def _context_factory(crawler):
+    from scrapy.core.downloader import contextfactory
+
+    load = getattr(contextfactory, "_load_context_factory_from_settings", None)
+    if load is not None:
+        return load(crawler)
+    return contextfactory.load_context_factory_from_settings(crawler.settings, crawler)
+
+
+class StreamingDownloadHandler:
+    """``DOWNLOAD_HANDLERS`` for http, https and file in the laundromat. Requests without
+    ``meta[STREAM_META]`` (robots.txt) go to Scrapy's own HTTP handler, in memory.
+
+    Scrapy's shutdown (SIGINT) waits for the downloads in progress, which may take
+    ``LAUNDROMAT_DOWNLOAD_TIMEOUT``: a watcher cancels them as soon as the engine stops."""
+
+    lazy = False
+
+    def __init__(self, crawler):
+        from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+        from twisted.internet import reactor
+
+        settings = crawler.settings
+        self.files_dir = Path(settings.get("LAUNDROMAT_OUTPUT_DIR")).resolve() / "files"
+        self.max_bytes = settings.getint("LAUNDROMAT_MAX_DOWNLOAD_BYTES")
+        self.timeout = settings.getfloat("LAUNDROMAT_DOWNLOAD_TIMEOUT")
+        self.connect_timeout = min(self.timeout, settings.getfloat("DOWNLOAD_TIMEOUT"))
+        self.http = HTTP11DownloadHandler.from_crawler(crawler)
+        self.pool = HTTPConnectionPool(reactor, persistent=True)
+        self.pool.maxPersistentPerHost = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        self.crawler = crawler
+        self.stopping = threading.Event()
+        self._in_flight: set[defer.Deferred] = set()
+        self._watcher = task.LoopingCall(self._watch)
+        self.agent = Agent(
+            reactor,
+            contextFactory=_context_factory(crawler),
+            connectTimeout=self.connect_timeout,
+            pool=self.pool,
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def _watch(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None and not engine.running and not self.stopping.is_set():
+            self.stopping.set()
+            for pending in list(self._in_flight):
+                pending.cancel()
+
+    async def download_request(self, request, spider=None) -> Response:
+        if not self._watcher.running:
+            self._watcher.start(0.5, now=False)
+        name = request.meta.get(STREAM_META)
+        scheme = urlsplit(request.url).scheme
+        if scheme == "file" and (name is None or not request.meta.get(OPERATOR_META)):
+            raise LocalFileRefused(
+                "refusing %s: only the operator's own seeds may be file: URLs" % request.url
+            )
+        if name is None:
+            return await self.http.download_request(request)
+        self.files_dir.mkdir(parents=True, exist_ok=True)
+        target = self.files_dir / Path(name).name
+        try:
+            if scheme == "file":
+                size = await maybe_deferred_to_future(
+                    threads.deferToThread(
+                        copy_local_file,
+                        file_uri_to_path(request.url),
+                        target,
+                        self.max_bytes,
+                        self.timeout,
+                        self.stopping,
+                    )
+                )
+                response = Response(request.url, status=200, body=b"", flags=["streamed"])
+            else:
+                response, size = await self._http(request, target)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        request.meta[STREAMED_META] = size
+        return response
+
+    async def _http(self, request, target: Path) -> tuple[Response, int]:
+        from twisted.internet import reactor
+
+        timeout = self.timeout
+        headers = TxHeaders()
+        for key, values in request.headers.items():
+            headers.setRawHeaders(key, list(values))
+        started = time.monotonic()
+        pending = self.agent.request(request.method.encode(), request.url.encode("ascii"), headers, None)
+        current = [pending]
+        timer = reactor.callLater(timeout, lambda: current[0].cancel())
+        self._in_flight.add(pending)
+        try:
+            txresponse = await maybe_deferred_to_future(pending)
+            request.meta["download_latency"] = time.monotonic() - started
+            expected = None if txresponse.length == UNKNOWN_LENGTH else int(txresponse.length)
+            with open(target, "wb") as out:
+                if expected == 0:
+                    size = 0
+                else:
+                    done = defer.Deferred(lambda _: sink.transport.stopProducing())
+                    sink = _FileSink(out, self.max_bytes, expected, done)
+                    current[0] = done
+                    self._in_flight.discard(pending)
+                    self._in_flight.add(done)
+                    txresponse.deliverBody(sink)
+                    size = await maybe_deferred_to_future(done)
+        except defer.CancelledError:
+            if self.stopping.is_set():
+                raise defer.CancelledError("the crawl is shutting down") from None
+            if timer.active():
+                raise
+            raise DownloadTimeout("getting %s took longer than %s s" % (request.url, timeout)) from None
+        finally:
+            self._in_flight.difference_update((pending, current[0]))
+            if timer.active():
+                timer.cancel()
+        response_headers = Headers()
+        if expected is not None:
+            response_headers[b"Content-Length"] = str(expected).encode()
+        for key, values in txresponse.headers.getAllRawHeaders():
+            response_headers.setlist(key, values)
+        version = txresponse.version
+        response = Response(
+            request.url,
+            status=int(txresponse.code),
+            headers=response_headers,
+            body=b"",
+            flags=["streamed"],
+            protocol="%s/%d.%d" % (version[0].decode(), version[1], version[2]),
+        )
+        return response, size
+
+    async def close(self) -> None:
+        if self._watcher.running:
+            self._watcher.stop()
+        closing = self.http.close()
+        if isinstance(closing, defer.Deferred):
+            await maybe_deferred_to_future(closing)
+        elif closing is not None:
+            await closing
+        from twisted.internet import reactor
+
+        done = self.pool.closeCachedConnections()
+        call = reactor.callLater(1, done.callback, None)  # it can hang on a dead peer
+        await maybe_deferred_to_future(done)
+        if call.active():
+            call.cancel()
+
+
+# -- outside the reactor --------------------------------------------------------------------------
+
+
+@dataclass
+class Fetched:
+    url: str
+    content_type: str | None
+    body: bytes
+
+
+def fetch_limited(
+    url: str,
+    policy: AddressPolicy,
+    *,
+    max_bytes: int,
+    timeout: float,
+    accept: str = "*/*",
+    max_redirects: int = 5,
+) -> Fetched:
+    """GET ``url`` under ``policy`` (every redirect hop checked too), connecting only to the checked
+    addresses, reading at most ``max_bytes`` within ``timeout`` seconds in all. Blocking: for
+    worker processes (JSON-LD contexts). Raises PrivateAddressRefused, HostNotAllowed,
+    DownloadTooLarge, OSError/TimeoutError, or http.client errors; a non-2xx answer is an OSError."""
+    deadline = time.monotonic() + timeout
+    for _ in range(max_redirects + 1):
+        host, port, addresses = policy.resolve_sync(url)
+        parts = urlsplit(url)
+        conn = _pinned_connection(parts.scheme, host, port, addresses, max(0.1, deadline - time.monotonic()))
+        try:
+            path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+            conn.request("GET", path, headers={"Accept": accept, "Accept-Encoding": "identity"})
+            answer = conn.getresponse()
+            location = answer.getheader("Location")
+            if 300 <= answer.status < 400 and location:
+                url = urljoin(url, location)
+                continue
+            if not 200 <= answer.status < 300:
+                raise OSError("HTTP status %d for %s" % (answer.status, url))
+            length = answer.getheader("Content-Length")
+            if length and length.isdigit() and int(length) > max_bytes:
+                raise DownloadTooLarge("%s: Content-Length %s exceeds %d bytes" % (url, length, max_bytes))
+            chunks, total = [], 0
+            while chunk := answer.read(65536):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise DownloadTooLarge("%s: body exceeds %d bytes" % (url, max_bytes))
+                if time.monotonic() > deadline:
+                    raise TimeoutError("fetching %s took longer than %s s" % (url, timeout))
+                chunks.append(chunk)
+            return Fetched(url, answer.getheader("Content-Type"), b"".join(chunks))
+        finally:
+            conn.close()
+    raise PrivateAddressRefused("more than %d redirects from %s" % (max_redirects, url))
+
+
+def _pinned_connection(scheme: str, host: str, port: int, addresses: list[str] | None, timeout: float):
+    """An HTTP(S) connection to ``host`` that connects to one of ``addresses`` (not a new DNS answer)."""
+    base = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+
+    class Pinned(base):
+        def connect(self):
+            last: OSError | None = None
+            for address in addresses or [host]:
+                try:
+                    self.sock = socket.create_connection((address, port), self.timeout)
+                    break
+                except OSError as exc:
+                    last = exc
+            else:
+                raise last or OSError("no address for %s" % host)
+            if scheme == "https":
+                self.sock = self._context.wrap_socket(self.sock, server_hostname=host)
+
+    if scheme == "https":
+        return Pinned(host, port, timeout=timeout, context=ssl.create_default_context())
+    return Pinned(host, port, timeout=timeout)

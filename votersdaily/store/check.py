@@ -1,0 +1,102 @@
+"""One check of the configured store before a command does any work.
+
+A wrong password, a store that is not running or a mistyped URI would otherwise surface as a
+traceback from deep inside a crawl; :func:`checked_store` turns each into one line that says what is
+wrong and how to fix it (the Troubleshooting section of the README lists them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from . import STORE_ENV, mask_uri, open_store, store_uri
+from .base import Store, StoreError, StoreUnavailable
+
+USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
+
+
+class StoreMissing(StoreError):
+    """A command that only reads was pointed at a store that does not exist."""
+
+
+def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
+    """The store of ``uri`` (default: the configured one), after one request that proves it answers
+    and accepts the credentials. ``must_exist``: a read command, which must not create an empty
+    embedded store as a side effect. Raises :class:`StoreError` with a one-line message."""
+    uri = uri or store_uri()
+    scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
+    if scheme == "sqlite":
+        return _embedded(uri, must_exist)
+    if scheme in ("http", "https"):
+        return _couch(uri)
+    if not scheme:
+        raise StoreError("store URI %r is not a URI: %s" % (mask_uri(uri), USE))
+    raise StoreError("store URI %r has an unknown scheme %r: %s" % (mask_uri(uri), scheme, USE))
+
+
+def _embedded(uri: str, must_exist: bool) -> Store:
+    from .embedded import EmbeddedStore
+
+    path = EmbeddedStore.path_of(uri)
+    if must_exist and path != ":memory:" and not Path(path).is_file():
+        raise StoreMissing(
+            "no store at %s (the file does not exist): run a crawl first, or point %s at your store"
+            % (uri, STORE_ENV)
+        )
+    try:
+        return open_store(uri)
+    except Exception as exc:  # sqlite3.Error or OSError: not a database, a read-only folder, …
+        raise StoreError("cannot open the embedded store %s: %s" % (uri, exc)) from None
+
+
+def _couch(uri: str) -> Store:
+    shown = mask_uri(uri)
+    parts = urlsplit(uri)
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range
+        port = -1
+    if port == -1:
+        raise StoreError("store URI %r has an invalid port: %s" % (shown, USE))
+    if not parts.hostname:
+        raise StoreError("store URI %r names no host: %s" % (shown, USE))
+    store = open_store(uri)
+    try:
+        response = store.session.get(store.base + "_session", timeout=store.timeout)
+    except requests.ConnectionError as exc:
+        store.close()
+        reason = "host not found" if "resolve" in str(exc).lower() else "connection refused"
+        raise StoreUnavailable(
+            "cannot reach the store at %s (%s): start CouchDB or PouchDB Server there, "
+            "or fix host and port in $%s" % (shown, reason, STORE_ENV)
+        ) from None
+    except requests.RequestException as exc:
+        store.close()
+        raise StoreUnavailable(
+            "cannot reach the store at %s (%s): is it a CouchDB server?" % (shown, type(exc).__name__)
+        ) from None
+    if response.status_code == 401:
+        store.close()
+        raise StoreUnavailable(
+            "the store at %s refused the credentials (HTTP 401): fix the user and password in $%s "
+            "(a server in admin party, like the PouchDB Server of the README, takes none)"
+            % (shown, STORE_ENV)
+        )
+    if response.status_code != 200 or "userCtx" not in _json_or_empty(response):
+        store.close()
+        raise StoreUnavailable(
+            "%s does not answer like CouchDB (GET /_session: HTTP %d): check the URL in $%s"
+            % (shown, response.status_code, STORE_ENV)
+        )
+    return store
+
+
+def _json_or_empty(response) -> dict:
+    try:
+        answer = response.json()
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
