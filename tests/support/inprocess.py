@@ -151,6 +151,25 @@ def _captured_log(settings) -> Iterator[io.StringIO]:
         root.setLevel(level)
 
 
+def _start(runner, spider: str, spider_args: dict):
+    """In the reactor thread: what ``scrapy crawl``'s crawler process sets up on the reactor for the
+    crawl's settings (the DNS resolver, the thread pool's size), then the crawl."""
+    from scrapy.utils.misc import build_from_crawler, load_object
+    from twisted.internet import reactor
+
+    settings = runner.settings
+    # DNS_RESOLVER (deprecated) wins only when set above TWISTED_DNS_RESOLVER, as in Scrapy.
+    name = (
+        "DNS_RESOLVER"
+        if settings.getpriority("DNS_RESOLVER") > settings.getpriority("TWISTED_DNS_RESOLVER")
+        else "TWISTED_DNS_RESOLVER"
+    )
+    resolver = build_from_crawler(load_object(settings[name]), runner, reactor=reactor)
+    resolver.install_on_reactor()
+    reactor.getThreadPool().adjustPoolsize(maxthreads=settings.getint("REACTOR_THREADPOOL_MAXSIZE"))
+    return runner.crawl(spider, **spider_args)
+
+
 def crawl_in_process(
     argv: list[str], env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess:
@@ -175,7 +194,7 @@ def crawl_in_process(
             runner = CrawlerRunner(settings)
             returncode = 0
             try:
-                reactor.call(lambda: runner.crawl(spider, **opts.spargs), timeout)
+                reactor.call(lambda: _start(runner, spider, opts.spargs), timeout)
             except Exception:
                 log.write(traceback.format_exc())
                 returncode = 1
