@@ -154,16 +154,26 @@ def test_site_build_replaces_the_site(cli, sqlite_uri, tmp_path):
     assert Path(site).stat().st_mode & 0o777 == 0o755  # served by a web server: readable
 
 
-def test_scrapy_crawl_on_a_refused_store_logs_store_unavailable(crawl, tmp_path):
+def test_scrapy_crawl_on_a_refused_store_spools_everything_without_a_traceback(crawl, tmp_path):
+    """Scrapy's own command keeps Scrapy's exit convention; the run goes on, its events and run log
+    are spooled (nothing lost), and the log says what is wrong in one line instead of tracebacks."""
     spool = tmp_path / "spool"
     port = free_port()
     roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
-    crawl("house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    proc = crawl(
+        "house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    )
+    assert proc.returncode == 0
+    assert "Traceback" not in proc.stderr and "Unhandled error" not in proc.stderr
+    opened = [line for line in proc.stderr.splitlines() if "cannot be opened" in line]
+    assert len(opened) == 1 and "python -m votersdaily flush" in opened[0]
+    (event,) = [line for f in spool.glob("vd_events--*.jsonl") for line in f.read_text().splitlines()]
+    assert json.loads(event)["doc"]["unique_key"] == "119-2-314"
     (line,) = [line for f in spool.glob("vd_log--*.jsonl") for line in f.read_text().splitlines()]
     log = json.loads(line)["doc"]
-    assert log["result"] == "StoreUnavailable" and log["parser_runtime"] == 0.0
-    assert log["error_message"] == "GET http://127.0.0.1:%d/vd_log failed: ConnectionError" % port
-    assert log["source_url"] == roll.as_uri() and log["store_outage"]
+    assert log["result"] == "StoreUnavailable" and log["spooled_count"] == 1
+    assert log["error_message"] == "GET http://127.0.0.1:%d/vd_events failed: ConnectionError" % port
+    assert log["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml" and log["store_outage"]
 
 
 def test_a_web_server_that_is_not_couchdb(cli, site):

@@ -289,6 +289,8 @@ def test_decoding_order_bom_http_meta_in_head_detection():
     late = plos.replace(b"</head>", b'<meta charset="windows-1252"></head>', 1)
     assert late.index(b'<meta charset="windows-1252">') > 4096
     assert decode_html(late)[0] == "cp1252"  # then a meta anywhere in the head
+    utf16 = plos.replace(b"</head>", b'<meta charset="utf-16"></head>', 1)
+    assert decode_html(utf16)[0] == "utf-8"  # a meta readable as ASCII cannot mean UTF-16
     after_head = plos.replace(b"</body>", b'<meta charset="windows-1252"></body>', 1)
     assert decode_html(after_head)[0] == "utf-8"  # not one in the body
     # bytes that are not UTF-8 and declare nothing: Windows-1252, as browsers

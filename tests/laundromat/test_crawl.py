@@ -38,7 +38,7 @@ def cleaned_statements(out: Path, doc: dict) -> set[str]:
 def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     urls = sitedata.mount(site)
     out = tmp_path / "out"
-    ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
+    first = ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))
     docs = records(store_uri)
 
     # Seeds: the sitemap, both dumps, the VoID link, and the relative one (registered, never fetched).
@@ -95,6 +95,14 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     )
     for doc in cleaned.values():
         assert (out / doc["file"]).exists()
+    # Which cleaned file came from which URL: in the run log, and one log line each.
+    store = open_store(store_uri)
+    (log,) = [d for d in store.iter_docs("vd_log") if d["parser_name"] == "laundromat"]
+    store.close()
+    (from_a,) = [c["from"] for c in log["cleaned"] if c["file"] == clean_a["file"]]
+    assert from_a == urls["a"] + "/a.nt"  # the gzipped dump's one entry
+    assert log["cleaned_count"] == len(log["cleaned"]) >= 4
+    assert "cleaned %s from %s" % (out / clean_a["file"], from_a) in first.stderr
 
     # The same crawl again: nothing is stale, nothing is downloaded twice, nothing changes.
     ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))

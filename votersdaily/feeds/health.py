@@ -58,11 +58,12 @@ class Run:
     def note(self) -> str:
         if self.status == MANUAL:
             what = "a replayed recording" if self.input == "replay" else "documents given with -a url="
-            return "run by hand on %s (%s%s): not counted" % (
+            note = "run by hand on %s (%s%s): not counted" % (
                 what,
                 self.result,
                 ": " + self.error_message if self.error_message else "",
             )
+            return "%s [%s]" % (note, self.dropped_text) if self.dropped_reasons else note
         if self.status == BROKEN:
             note = "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
             return "%s [%s]" % (note, self.dropped_text) if self.dropped_reasons else note

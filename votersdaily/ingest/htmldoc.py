@@ -74,7 +74,8 @@ def _declared_in_head_or_guessed(body: bytes) -> str:
         if found:
             encoding = resolve_encoding(found.group(1).decode("ascii", "replace"))
             if encoding:
-                return encoding
+                # a meta that could be read is in an ASCII-compatible encoding (HTML spec)
+                return "utf-8" if encoding.startswith(("utf-16", "utf-32")) else encoding
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:

@@ -84,6 +84,8 @@ class Processor:
         self._slots = asyncio.Semaphore(self.workers)
         #: Pools killed so far: a step that lost its worker to another document's kill is run again.
         self._kills = 0
+        #: What this run cleaned: (where the document came from, the cleaned file), for the run log.
+        self.cleaned: list[tuple[str, str]] = []
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -358,6 +360,9 @@ class Processor:
             "content": {k: clean[k] for k in OUTPUT_KEYS},
         }
         await self.store(self.seedlist.put, clean_doc)
+        self.cleaned.append(
+            (doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"], clean_doc["file"])
+        )
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         for rel in {doc.get("recoded_file"), doc.get("file")}:

@@ -117,7 +117,20 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
+        crawler.signals.connect(spider.report_cleaned, signal=vd_signals.run_log_building)
         return spider
+
+    #: How many "cleaned file ← URL" pairs the run log keeps (the log lines name them all).
+    CLEANED_IN_LOG = 200
+
+    def report_cleaned(self, doc: dict, spider=None) -> None:
+        """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``."""
+        for source, file in self.processor.cleaned:
+            self.logger.info("cleaned %s from %s", self.output_dir / file, source)
+        doc["cleaned_count"] = len(self.processor.cleaned)
+        doc["cleaned"] = [
+            {"from": source, "file": file} for source, file in self.processor.cleaned[: self.CLEANED_IN_LOG]
+        ]
 
     def _count(self, result) -> None:
         for name in ("inserted", "updated", "unchanged"):

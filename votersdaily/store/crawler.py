@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from twisted.internet import defer, threads
 
 from . import open_store, store_uri
-from .base import Store
+from .base import Store, StoreError
 from .spool import Spool
 from .upsert import UpsertResult
 from .writer import BatchHook, BatchWriter
@@ -95,8 +95,21 @@ class CrawlerWriter:
         return self._opened
 
     def _open_blocking(self) -> None:
-        self.store.ensure_db(self.db)
-        self.store.install_views(self.db)
+        try:
+            self.store.ensure_db(self.db)
+            self.store.install_views(self.db)
+        except StoreError as exc:
+            # One line, not a traceback per component; the run goes on and its documents are spooled
+            # (the run log records the error as the run's result).
+            logger.error(
+                "store %s cannot be opened (%s): the run's documents for %s are spooled; "
+                "deliver them with `python -m votersdaily flush` once it works",
+                self.store.display_uri,
+                exc,
+                self.db,
+            )
+            self.batch.start_spooled(exc)
+            return
         spool = self.batch.spool
         if spool is not None and spool.pending_files(self.db):
             # Documents an earlier run could not write go first (the store is reachable again).

@@ -89,6 +89,17 @@ class BatchWriter:
         self._chain: defer.Deferred = defer.succeed(None)
         self._waiters: list[defer.Deferred] = []
         self._expect_new = False
+        #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
+        self._store_down = False
+
+    def start_spooled(self, exc: BaseException) -> None:
+        """The store could not be opened: every batch of this run goes straight to the spool (one
+        quick delivery attempt each, no retry wait) and ``exc`` is the run's store error."""
+        if self.spool is None:
+            raise exc
+        self.errors.append(exc)
+        self.outage.failed(exc)
+        self._store_down = True
 
     def add(self, doc: dict) -> defer.Deferred:
         self._buffer.append(doc)
@@ -120,6 +131,8 @@ class BatchWriter:
         self._chain.addBoth(self._batch_done)
 
     def _write(self, batch: list[dict]) -> UpsertResult:
+        if self._store_down:
+            return self._spool(batch)
         # While this writer has spooled documents, new batches queue up behind them in the spool.
         retries = 0 if self._spool_path is not None else self.retry_times
         result = UpsertResult()
@@ -138,6 +151,8 @@ class BatchWriter:
         if self._spool_path is None:
             return UpsertResult()
         try:
+            if self._store_down:  # it could not even be opened: the spool is delivered by `flush`
+                raise StoreUnavailable(self.outage.last_error)
             return self._retrying(self._deliver_spooled, self.retry_times)
         except StoreUnavailable:
             logger.error(
