@@ -42,6 +42,10 @@ SLOW = {
     "tests/test_crawl.py::test_cli_crawl_all_offline": "`crawl --all --offline` of every spider, twice",
     "tests/test_crawl.py::test_crawl_due_uses_each_spiders_frequency": "three `crawl --due` CLI runs",
     "tests/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",
+    "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
+    "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
+    "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
+    "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
 }
 
 
