@@ -164,7 +164,8 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict:
     return {
         "elapsed": elapsed,
         "format": parsed["format"],
-        "clean": dict(cleaned["content"], key=cleaned["_id"]),
+        # A document's counts live on its own record; the cleaned record describes the output only.
+        "clean": dict(cleaned["content"], **{k: v for k, v in parsed.items() if k.startswith("number_of_")}),
         "rss_tree_mb": peak[0] / 1024,
     }
 

@@ -6,9 +6,10 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import recording
-from tests.support.services import REPO, run_cli
+from tests.support.services import REPO, TEST_ARCHIVE_DIR, run_cli
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
@@ -22,13 +23,15 @@ def test_clean_crawl_prints_progress_and_where_the_data_went_and_no_warning(tmp_
     proc = run_cli(args, uri, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr.splitlines()
-    assert len(err) == 3, proc.stderr  # nothing but progress: no warning from the project's code
+    assert len(err) == 4, proc.stderr  # nothing but progress: no warning from the project's code
     assert err[0].startswith("[1/2] ") and err[1].startswith("[2/2] ")
     done = sorted(line.split()[1] for line in err[:2])
     assert done == ["house_votes:", "senate_votes:"]
     rolls = len(HouseVotesSpider.recordings)  # one event per recorded roll call
     assert ": success, %d inserted, 0 updated, %d items, " % (rolls, rolls) in "\n".join(err[:2])
     assert err[2] == "events and run logs are in %s" % uri
+    archive = Path(os.environ.get("VOTERSDAILY_ARCHIVE_DIR") or TEST_ARCHIVE_DIR).resolve()
+    assert err[3] == "the parsed source documents are archived in %s" % archive
 
 
 def test_messages_are_printed_once(tmp_path):

@@ -7,6 +7,7 @@ import sys
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import SpiderLoader
 
+from ..archive import archive_dir
 from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
 from ..store.base import StoreError
@@ -90,6 +91,11 @@ def run(args) -> int:
     print_table(rows)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
+        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
+            print(
+                "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
+                file=sys.stderr,
+            )
     counted = [r for r in rows if r["spider"] not in skipped + not_due]
     return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
 
