@@ -2,16 +2,57 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.support.services import REPO, LocalSite, PouchDBServer, run_cli
+from tests.support.inprocess import (
+    can_run_in_process,
+    crawl_in_process,
+    install_session_reactor,
+    stop_session_reactor,
+)
+from tests.support.services import REPO, LocalSite, PouchDBServer, cli_environment, run_cli
 from votersdaily.recordings import HERE as RECORDINGS
 from votersdaily.recordings import shared_dir
 
 SHARED = shared_dir()
+#: ``subprocess`` runs every ``crawl`` fixture call as ``scrapy crawl`` in a subprocess (see ``crawl``).
+CRAWL_MODE = os.environ.get("VOTERSDAILY_TEST_CRAWL", "in-process")
+
+# Before any test module can import Twisted's default reactor: the one the project's settings ask for.
+install_session_reactor()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    stop_session_reactor()
+
+
+#: The long end-to-end tests, skipped by ``pytest -m "not slow"`` (the inner loop, CONTRIBUTING.md):
+#: node id prefixes, each with why it is slow. Kept here, in one place, rather than spread over files.
+SLOW = {
+    "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
+    "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
+    "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
+    "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
+    "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
+    "tests/test_crawl.py::test_cli_crawl_all_offline": "`crawl --all --offline` of every spider, twice",
+    "tests/test_crawl.py::test_crawl_due_uses_each_spiders_frequency": "three `crawl --due` CLI runs",
+    "tests/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",
+    "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
+    "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
+    "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
+    "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.nodeid.startswith(prefix) for prefix in SLOW):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -82,16 +123,34 @@ def shared_file(rel: str) -> Path:
 
 @pytest.fixture
 def crawl():
-    """``crawl(spider, urls, store_uri, *extra)``: ``scrapy crawl`` in a subprocess, as a user runs it."""
+    """``crawl(spider, urls, store_uri, *extra)``: ``scrapy crawl`` as a user runs it, answered as a
+    ``CompletedProcess`` (the log in ``stderr``).
 
-    def _crawl(spider: str, urls, store_uri: str, *extra: str, env: dict | None = None):
-        args = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", "LOG_LEVEL=INFO"]
+    It runs inside the test process (tests/support/inprocess.py: no interpreter start-up per crawl) unless
+    ``extra`` uses an option only the command line has, it is called from a thread other than the test's
+    (concurrent crawls, each with its own environment), ``subprocess=True`` asks for a real process
+    (crash and kill tests), or ``VOTERSDAILY_TEST_CRAWL=subprocess`` sends every crawl to a subprocess
+    (to check the two agree).
+    """
+
+    def _crawl(
+        spider: str, urls, store_uri: str, *extra: str, env: dict | None = None, subprocess: bool = False
+    ):
+        argv = [spider, "-s", "LOG_LEVEL=INFO"]
         if urls:
             if isinstance(urls, (str, Path)):
                 urls = [urls]
-            args += ["-a", "url=" + ",".join(u if isinstance(u, str) else u.resolve().as_uri() for u in urls)]
-        args += list(extra)
-        return run_cli(args, store_uri, env=env)
+            argv += ["-a", "url=" + ",".join(u if isinstance(u, str) else u.resolve().as_uri() for u in urls)]
+        argv += list(extra)
+        if (
+            subprocess
+            or CRAWL_MODE == "subprocess"
+            or not can_run_in_process(argv)
+            # Concurrent crawls (tests racing two runs) each need their own process and environment.
+            or threading.current_thread() is not threading.main_thread()
+        ):
+            return run_cli([sys.executable, "-m", "scrapy", "crawl", *argv], store_uri, env=env)
+        return crawl_in_process(argv, cli_environment(store_uri, env))
 
     return _crawl
 

@@ -6,7 +6,10 @@ Loaded with ``-s SPIDER_MODULES=tests.repeating_spiders``; the pipeline benchmar
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
+
+from scrapy import signals
 
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
@@ -36,6 +39,19 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
         self.shift = timedelta(days=int(shift_days))
         #: The most responses the scraper held at once (being scraped or queued for it).
         self.peak_parked = 0
+        #: Responses that reached the engine while it was paused, per pause (the pause count's value):
+        #: only requests already handed to the downloader may land then.
+        self.landed_per_pause: Counter[int] = Counter()
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._landed, signal=signals.response_received)
+        return spider
+
+    def _landed(self, response, request, spider):
+        if self.crawler.engine.paused:
+            self.landed_per_pause[self.crawler.stats.get_value("store/engine_paused", 0)] += 1
 
     def initial_requests(self):
         for rep in range(self.rounds):
@@ -54,7 +70,11 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
         if self.report:
             with open(self.report, "w") as fh:
                 json.dump(
-                    {"peak_parked": self.peak_parked, "stats": self.crawler.stats.get_stats()},
+                    {
+                        "peak_parked": self.peak_parked,
+                        "most_landed_in_one_pause": max(self.landed_per_pause.values(), default=0),
+                        "stats": self.crawler.stats.get_stats(),
+                    },
                     fh,
                     default=str,
                 )

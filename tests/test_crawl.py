@@ -122,10 +122,14 @@ def test_reschedule_marks_the_old_document(crawl, tmp_path, store_uri):
     assert docs[new_id]["superseded_by"] == ID314
 
 
+@pytest.mark.slow
 def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
     """Back-pressure reaches the downloader: while the writer holds events back nothing new is
-    fetched, so Scrapy parks far fewer responses than when it goes on downloading (which the
-    setting allows); nothing is lost either way."""
+    fetched (only the requests already handed to the downloader land, at most CONCURRENT_REQUESTS per
+    pause), while without pausing the crawl goes on downloading and Scrapy parks more responses than
+    that (which the setting allows); nothing is lost either way. Bounds from the settings, not timing
+    ratios: how far the writer falls behind depends on the machine's load."""
+    concurrency = 8
 
     def run(name, *extra):
         report, uri = tmp_path / ("%s.json" % name), "sqlite:///%s" % (tmp_path / ("%s.db" % name))
@@ -144,6 +148,8 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
                 "VOTERSDAILY_BATCH_SIZE=50",
                 "-s",
                 "VOTERSDAILY_MAX_PENDING_BATCHES=1",
+                "-s",
+                "CONCURRENT_REQUESTS=%d" % concurrency,
                 *extra,
             )
         )
@@ -151,12 +157,13 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
         stats = result["stats"]
         assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 9600
         assert len(events(open_store(uri))) == 9600
-        return result["peak_parked"], stats.get("store/engine_paused", 0)
+        return result, stats.get("store/engine_paused", 0)
 
-    paused_peak, pauses = run("paused")
-    running_peak, no_pauses = run("running", "-s", "VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE=False")
+    paused, pauses = run("paused")
+    running, no_pauses = run("running", "-s", "VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE=False")
     assert pauses > 0 and no_pauses == 0
-    assert paused_peak * 3 <= running_peak, (paused_peak, running_peak)
+    assert paused["most_landed_in_one_pause"] <= concurrency, paused
+    assert running["peak_parked"] > concurrency, running
 
 
 def test_error_body_served_with_200_is_a_logged_failure(crawl, store_uri):

@@ -11,7 +11,8 @@ import pyoxigraph as ox
 
 from votersdaily.recordings import shared_dir
 
-ROOT = shared_dir() / "conformance" / "w3c-rdf-tests" / "rdf"
+#: Resolved, as the manifests' file IRIs are: ``../shared`` may be reached through a symlink.
+ROOT = (shared_dir() / "conformance" / "w3c-rdf-tests" / "rdf").resolve()
 MF = "http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#"
 RDFT = "http://www.w3.org/ns/rdftest#"
 SUITES = {

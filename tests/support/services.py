@@ -244,15 +244,21 @@ def run_cli(
 ) -> subprocess.CompletedProcess:
     """Run a command (``scrapy …`` or ``python -m votersdaily …``) the way a user does, in a subprocess."""
     full_env = dict(os.environ)
-    full_env["VOTERSDAILY_STORE"] = store_uri
-    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
-    # Crawls archive what they parse: into the test session's folder, never the checkout.
-    full_env.setdefault("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
-    full_env.update(env or {})
+    full_env.update(cli_environment(store_uri, env))
     return subprocess.run(
         args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout
     )
+
+
+def cli_environment(store_uri: str, env: dict | None = None) -> dict[str, str]:
+    """What a command run by the tests gets on top of the test process's environment."""
+    full_env = {"VOTERSDAILY_STORE": store_uri}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    full_env["SCRAPY_SETTINGS_MODULE"] = os.environ.get("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    # Crawls archive what they parse: into the test session's folder, never the checkout.
+    full_env["VOTERSDAILY_ARCHIVE_DIR"] = os.environ.get("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
+    full_env.update(env or {})
+    return full_env
 
 
 def which(name: str) -> str | None:
