@@ -33,8 +33,11 @@ sys.path.insert(0, str(REPO))
 
 from tests.deploy.conftest import RedisServer, process_env  # noqa: E402
 from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests  # noqa: E402
-from tests.support.services import LocalSite, PouchDBServer  # noqa: E402
-from votersdaily.recordings import shared_dir  # noqa: E402
+from tests.support.services import (  # noqa: E402
+    LocalSite,
+    PouchDBServer,
+    shared_dir,
+)
 
 INGEST = [
     "-s",

@@ -15,9 +15,8 @@ from tests.support.inprocess import (
     install_session_reactor,
     stop_session_reactor,
 )
-from tests.support.services import REPO, LocalSite, PouchDBServer, cli_environment, run_cli
+from tests.support.services import REPO, LocalSite, PouchDBServer, cli_environment, run_cli, shared_dir
 from votersdaily.recordings import HERE as RECORDINGS
-from votersdaily.recordings import shared_dir
 
 SHARED = shared_dir()
 #: ``subprocess`` runs every ``crawl`` fixture call as ``scrapy crawl`` in a subprocess (see ``crawl``).

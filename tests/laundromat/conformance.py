@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from votersdaily.recordings import shared_dir
+from tests.support.services import shared_dir
 
 #: Resolved, as the manifests' file IRIs are: ``../shared`` may be reached through a symlink.
 ROOT = (shared_dir() / "conformance" / "w3c-rdf-tests" / "rdf").resolve()

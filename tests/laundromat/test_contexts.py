@@ -11,10 +11,10 @@ import pytest
 
 from tests.laundromat.test_failures import _download
 from tests.laundromat.test_resume import _docs, _finish, _start
+from tests.support.services import shared_dir
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.contexts import ContextOptions, cache_name
 from votersdaily.laundromat.steps import launder_file
-from votersdaily.recordings import shared_dir
 
 KEY = "0123456789abcdef0123456789abcdef"
 CONTEXT = {

@@ -13,12 +13,12 @@ import pytest
 
 from tests.laundromat import sitedata
 from tests.laundromat.test_resume import _docs, _finish, _put_crashed_state, _start
+from tests.support.services import shared_dir
 from votersdaily.clock import now_iso
 from votersdaily.laundromat.cleaning import CleanOptions, DocumentLimitExceeded, clean_file
 from votersdaily.laundromat.downloads import download_key
 from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
-from votersdaily.recordings import shared_dir
 
 NT = b'<http://example.org/s> <http://example.org/p> "kept" .\n'
 CENTRAL = b"PK\x01\x02"

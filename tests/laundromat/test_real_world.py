@@ -11,11 +11,11 @@ import pyoxigraph as ox
 import pytest
 
 from tests.laundromat.conformance import ROOT, load_manifest
+from tests.support.services import shared_dir
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.steps import launder_file
 from votersdaily.laundromat.uris import remove_dot_segments
 from votersdaily.laundromat.xmlentities import MAX_EXPANSION_BYTES
-from votersdaily.recordings import shared_dir
 
 KEY = "0123456789abcdef0123456789abcdef"
 PLOS = shared_dir() / "fixtures" / "inplace" / "scholarly" / "plos_one_article.html"

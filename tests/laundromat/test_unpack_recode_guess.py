@@ -403,8 +403,8 @@ def test_large_documents_are_checked_in_two_halves(tmp_path, monkeypatch, tail, 
 def test_pdf_and_plain_text_are_not_rdf(tmp_path):
     """A real PDF and a real plain-text file (read in place from ../shared) are not RDF: no format,
     the guess's evidence recorded, nothing cleaned; N-Triples served as text/plain still is RDF."""
+    from tests.support.services import shared_dir
     from votersdaily.laundromat.steps import launder_file
-    from votersdaily.recordings import shared_dir
 
     pdf = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
     text = shared_dir() / "conformance" / "README.md"

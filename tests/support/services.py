@@ -21,6 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def shared_dir() -> Path:
+    """The ``shared`` folder beside the checkout (or ``$VOTERSDAILY_SHARED``): third-party test material
+    and conformance suites, read in place by tests and benchmarks (never by the product)."""
+    env = os.environ.get("VOTERSDAILY_SHARED")
+    if env:
+        return Path(env)
+    return REPO.parent / "shared"
+
+
 #: Where crawls run by the tests archive their documents (one folder per test session).
 TEST_ARCHIVE_DIR = tempfile.mkdtemp(prefix="votersdaily-test-archive-")
 atexit.register(shutil.rmtree, TEST_ARCHIVE_DIR, ignore_errors=True)
