@@ -19,6 +19,7 @@ from tests.spiders.congress_support import (
     spider_for,
     stored,
 )
+from votersdaily.feeds.query import EventFilter
 from votersdaily.sources.errors import ErrorPage, MalformedDocument
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
@@ -322,6 +323,8 @@ def test_events_stored_under_the_old_key_are_replaced_not_duplicated(crawl, stor
         new = live[events[old_id]["replaced_by"]]
         assert (new["unique_id"], new["datetime"]) == (doc["unique_key"], doc["datetime"])
         assert events[old_id]["replaced_at"] == "2026-10-02T19:00:00Z"
+    feed = EventFilter(parser="house_floor")
+    assert {i for i, d in events.items() if feed.matches(d)} == set(live)  # feeds skip replaced documents
     assert (
         events["2025-01-03T16:57:08Z-house_floor-51338"]["replaced_by"]
         == "2025-01-03T16:57:08Z-house_floor-118-51338"
