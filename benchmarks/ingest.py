@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.support.services import LocalSite  # noqa: E402
-from votersdaily.spiders.ingest import IngestSpider  # noqa: E402
+from votersdaily.ingest.spider import IngestSpider  # noqa: E402
 
 BARE_SPIDER = """
 import json, scrapy

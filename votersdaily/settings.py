@@ -11,7 +11,11 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from votersdaily import __version__
 
 BOT_NAME = "votersdaily"
-SPIDER_MODULES = ["votersdaily.spiders"]
+#: Event spiders in votersdaily/spiders; the ingest spider in its own package.
+SPIDER_MODULES = [
+    "votersdaily.spiders",
+    "votersdaily.ingest.spider",
+]
 NEWSPIDER_MODULE = "votersdaily.spiders"
 
 # -- identity and politeness ----------------------------------------------------------------------

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.deploy.settings import SPIDER_MODULES
 from tests.support.services import REPO, free_port, which
 
-TEST_SPIDERS = "votersdaily.spiders,tests.deploy.spiders"
+TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
 
 

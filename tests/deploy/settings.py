@@ -1,5 +1,6 @@
 """The project settings plus the deployment tests' own spiders (tests/deploy/spiders.py)."""
 
 from votersdaily.settings import *  # noqa: F403
+from votersdaily.settings import SPIDER_MODULES as PROJECT_SPIDER_MODULES
 
-SPIDER_MODULES = ["votersdaily.spiders", "tests.deploy.spiders"]
+SPIDER_MODULES = [*PROJECT_SPIDER_MODULES, "tests.deploy.spiders"]

@@ -350,7 +350,7 @@ def test_hop_body_growing_past_the_limit_is_stopped_with_its_response():
     from scrapy.exceptions import StopDownload
 
     from votersdaily.ingest.config import IngestConfig
-    from votersdaily.spiders.ingest import IngestSpider
+    from votersdaily.ingest.spider import IngestSpider
 
     spider = IngestSpider()
     spider.config = IngestConfig(max_body=10)

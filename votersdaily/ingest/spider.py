@@ -33,14 +33,14 @@ from twisted.python.failure import Failure
 from .. import signals as vd_signals
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
-from ..ingest import hops as H
-from ..ingest import requests as R
-from ..ingest.config import IngestConfig
-from ..ingest.downloads import DownloaderRoom
-from ..ingest.filemeta import ACCEPTED_MIMETYPES, sniff_mimetype
-from ..ingest.grobid import grobid_request, grobid_result
-from ..ingest.htmldoc import HtmlParseError, parse_html
-from ..ingest.membudget import (
+from . import hops as H
+from . import requests as R
+from .config import IngestConfig
+from .downloads import DownloaderRoom
+from .filemeta import ACCEPTED_MIMETYPES, sniff_mimetype
+from .grobid import grobid_request, grobid_result
+from .htmldoc import HtmlParseError, parse_html
+from .membudget import (
     STREAM_META,
     BudgetClosed,
     ByteBudget,
@@ -48,7 +48,7 @@ from ..ingest.membudget import (
     ResourceStreams,
     StreamDigest,
 )
-from ..ingest.process import (
+from .process import (
     BadGzip,
     GzipTooLarge,
     HopFacts,
@@ -57,12 +57,12 @@ from ..ingest.process import (
     process_pdf,
     xml_error,
 )
-from ..ingest.result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
-from ..ingest.scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
-from ..ingest.urls import clean_url, matches
-from ..ingest.warc import WARC_META
-from ..ingest.workers import ExtractionCrashed, ExtractPool
+from .result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
+from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
+from .ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
+from .urls import clean_url, matches
+from .warc import WARC_META
+from .workers import ExtractionCrashed, ExtractPool
 
 
 def _in_thread(func, *args):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..distributed.spider import WorkerMixin
-from .ingest import IngestSpider
+from ..ingest.spider import IngestSpider
 from .laundromat import LaundromatSpider
 
 
