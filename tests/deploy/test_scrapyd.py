@@ -206,7 +206,7 @@ def test_scrapyd_refuses_every_call_without_the_configured_credentials(scrapyd, 
 def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog):
     import socket
 
-    from votersdaily.deploy.scheduler import UNAVAILABLE, Plan, RecurringScheduler
+    from votersdaily.deploy.periodic import UNAVAILABLE, Plan, RecurringScheduler
     from votersdaily.store import open_store
 
     with socket.socket() as sock:  # a loopback port nobody listens on

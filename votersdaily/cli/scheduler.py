@@ -51,7 +51,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from ..deploy.scheduler import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
+    from ..deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
     from ..deploy.scrapyd import Scrapyd
 
     settings = get_project_settings()

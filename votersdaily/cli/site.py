@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
-    from ..deploy.scheduler import spider_frequencies
+    from ..deploy.periodic import spider_frequencies
     from ..feeds.sanitise import FeedReport
     from ..feeds.site import SiteConfig, build_site
     from .crawl import event_spiders

@@ -18,7 +18,7 @@ REDIS_ENV = "VOTERSDAILY_REDIS_URL"
 
 #: Settings that turn a spider into a Redis-fed worker (see :class:`.spider.WorkerMixin`).
 WORKER_SETTINGS = {
-    "SCHEDULER": "votersdaily.distributed.scheduler.ReliableScheduler",
+    "SCHEDULER": "votersdaily.distributed.redis_scheduler.ReliableScheduler",
     "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
 }
 
