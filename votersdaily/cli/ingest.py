@@ -13,7 +13,7 @@ import sys
 
 from scrapy.utils.project import get_project_settings
 
-from ..ingest import requests as R
+from ..ingest import ingest_requests as R
 from ..ingest.match import load_catalog_jsonl
 from ..store.check import checked_store
 from ..store.upsert import upsert

@@ -34,9 +34,9 @@ from .. import signals as vd_signals
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from . import hops as H
-from . import requests as R
+from . import ingest_requests as R
 from .config import IngestConfig
-from .downloads import DownloaderRoom
+from .downloader_room import DownloaderRoom
 from .filemeta import ACCEPTED_MIMETYPES, sniff_mimetype
 from .grobid import grobid_request, grobid_result
 from .htmldoc import HtmlParseError, parse_html
