@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..distributed.spider import WorkerMixin
 from ..ingest.spider import IngestSpider
-from .laundromat import LaundromatSpider
+from ..spiders.laundromat import LaundromatSpider
+from .worker import WorkerMixin
 
 
 class IngestWorker(WorkerMixin, IngestSpider):
