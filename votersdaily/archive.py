@@ -39,17 +39,12 @@ from warcio.warcwriter import WARCWriter
 from . import signals as vd_signals
 from .clock import now_utc
 from .ingest.warc import _reason
+from .requestmeta import ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 
 logger = logging.getLogger(__name__)
 
-#: Request meta: where the response's record went ({"warc_file", "warc_record_id", "warc_offset"}).
-ARCHIVE_META = "vd_archive"
-#: Request meta of a response replayed from the archive (it is not archived again).
-REPLAY_META = "vd_replay"
 CALLBACK_HEADER = "VotersDaily-Callback"
 META_HEADER = "VotersDaily-Meta"
-#: Only these meta keys are the spider's own (Scrapy's are download_*, depth, redirect_*, …).
-SPIDER_META_PREFIX = "vd_"
 #: File names: ``<spider>-<YYYYmmddHHMMSS>-<8 hex>.warc.gz``, so the start time orders them.
 STAMP_FORMAT = "%Y%m%d%H%M%S"
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"])

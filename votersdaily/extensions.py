@@ -25,15 +25,13 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .items import EventItem
+from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
 from .store.crawler import store_for, writers_of
 from .store.spool import Spool
 
 logger = logging.getLogger(__name__)
-
-#: Meta key marking a request as one of the run's start URLs.
-START_META = "vd_start"
 
 
 def is_robots_request(request) -> bool:
@@ -156,7 +154,7 @@ class RunLog:
             return
         # The first start document; until one arrives, the first response (a spider that marks none).
         self.source_from_start = start
-        self.source_url = request.meta.get("vd_source_url") or response.url
+        self.source_url = request.meta.get(SOURCE_URL_META) or response.url
         self.source_body = response.body
         if isinstance(response, TextResponse):
             self.source_text = response.text

@@ -37,9 +37,10 @@ from scrapy.responsetypes import responsetypes
 
 from . import schema
 from . import signals as vd_signals
-from .archive import REPLAY_META, ArchivedResponse
+from .archive import ArchivedResponse
 from .clock import now_iso
 from .feeds.query import is_live
+from .requestmeta import REPLAY_META
 from .store.crawler import store_for
 from .store.revisions import content, same_content
 

@@ -11,7 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from votersdaily.items import EventItem
 from votersdaily.pipelines import EventIdPipeline, NormaliseDatetimesPipeline, ValidateEventPipeline
-from votersdaily.spiders.base import SOURCE_URL_META
+from votersdaily.requestmeta import SOURCE_URL_META
 
 
 @dataclass

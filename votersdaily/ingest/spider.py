@@ -32,7 +32,7 @@ from twisted.python.failure import Failure
 
 from .. import signals as vd_signals
 from ..defaults import ProjectSettingsMixin
-from ..extensions import START_META
+from ..requestmeta import START_META
 from . import hops as H
 from . import ingest_requests as R
 from .config import IngestConfig

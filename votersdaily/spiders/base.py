@@ -19,22 +19,20 @@ from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
 from .. import signals as vd_signals
-from ..archive import ARCHIVE_META, REPLAY_META, ArchivedResponse, archive_dir, archived_runs, read_responses
+from ..archive import ArchivedResponse, archive_dir, archived_runs, read_responses
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
-from ..extensions import START_META
 from ..items import EventItem
 from ..pipelines import count_dropped
 from ..recordings import recording_path
 from ..reparse import Reparse, parse_date_arg
+from ..requestmeta import ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 #: What a record's parse may raise to drop that record alone: the source's own errors and the
 #: errors of reading a field that is missing or of the wrong type.
 RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError)
 
-#: Meta key carrying the upstream URL of a replayed recording.
-SOURCE_URL_META = "vd_source_url"
 #: Meta of a reparse: the callback that parsed the archived response, and when it was fetched.
 REPLAY_CALLBACK_META = "vd_replay_callback"
 ACCESS_META = "vd_access_datetime"

@@ -10,6 +10,7 @@ term; a page of another kind is an UnexpectedDocument, a row without its link is
 
 from __future__ import annotations
 
+from ..requestmeta import SOURCE_URL_META
 from ..sources.errors import UnexpectedDocument
 from ..sources.supremecourt import (
     ARGUMENT_AUDIO,
@@ -23,7 +24,7 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
-from .base import SOURCE_URL_META, EventSpider
+from .base import EventSpider
 
 CASE = "Oral Argument"
 REARGUMENT_SUFFIX = "rearg"

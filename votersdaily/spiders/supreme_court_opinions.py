@@ -16,6 +16,7 @@ with an unknown header, is an UnexpectedDocument; a row without a PDF link is dr
 
 from __future__ import annotations
 
+from ..requestmeta import SOURCE_URL_META
 from ..sources.supremecourt import (
     IN_CHAMBERS,
     POLITENESS,
@@ -29,7 +30,7 @@ from ..sources.supremecourt import (
     table_rows,
     term_of,
 )
-from .base import SOURCE_URL_META, EventSpider
+from .base import EventSpider
 
 
 class SupremeCourtOpinionsSpider(EventSpider):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ..requestmeta import SOURCE_URL_META
 from ..sources.html import enclosing_markup, fold
 from ..sources.supremecourt import (
     ORDERS,
@@ -33,7 +34,7 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
-from .base import SOURCE_URL_META, EventSpider
+from .base import EventSpider
 
 ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[contains(@href, "/orders/courtorders/")]]'
 TERM_HEADING = '//span[contains(@id, "lblTermYear")]/text()'
