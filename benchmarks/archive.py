@@ -3,7 +3,7 @@ it) with the archive on and off, in one run. Each round runs both modes into fre
 in alternating order so they share the host's conditions; the ratio is taken within a round and the
 median reported with every round's value, plus the archive's size on disk.
 
-    python benchmarks/archive.py [--repeat 5]
+    python3 -m benchmarks.archive [--repeat 5]
 
 The target of the source archive: at most 25% more wall time than the same run without it.
 """
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.services import REPO
 
 
 def main_job(workdir: Path, archive: bool) -> float:

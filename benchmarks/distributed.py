@@ -15,7 +15,7 @@ against the plain spider, and the Redis round trips per request (client commands
 script-internal commands excluded; plus INFO commandstats). The clock runs from the first request
 the site sees to the last ack (workers) or the end of the process (plain spider).
 
-    flock /tmp/bench.lock python benchmarks/distributed.py [--requests 600] [--workers 1,2,4]
+    flock /tmp/bench.lock python3 -m benchmarks.distributed [--requests 600] [--workers 1,2,4]
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.deploy.conftest import RedisServer, process_env  # noqa: E402
-from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests  # noqa: E402
-from tests.support.services import (  # noqa: E402
+from tests.deploy.conftest import RedisServer, process_env
+from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests
+from tests.support.services import (
+    REPO,
     LocalSite,
     PouchDBServer,
     shared_dir,

@@ -2,28 +2,24 @@
 static site, against the baseline of one unpaged view query returning every document, on the embedded
 store and on a real PouchDB Server, in one run. Prints seconds, events/s and the ratios.
 
-    python benchmarks/feeds_export.py [--count 5000] [--no-couch]
+    python3 -m benchmarks.feeds_export [--count 5000] [--no-couch]
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.support.services import PouchDBServer  # noqa: E402
-from votersdaily import schema  # noqa: E402
-from votersdaily.feeds.export import export  # noqa: E402
-from votersdaily.feeds.query import EventFilter, iter_events  # noqa: E402
-from votersdaily.feeds.site import SiteConfig, build_site  # noqa: E402
-from votersdaily.store import open_store  # noqa: E402
-from votersdaily.store.upsert import upsert  # noqa: E402
+from tests.support.services import PouchDBServer
+from votersdaily import schema
+from votersdaily.feeds.export import export
+from votersdaily.feeds.query import EventFilter, iter_events
+from votersdaily.feeds.site import SiteConfig, build_site
+from votersdaily.store import open_store
+from votersdaily.store.upsert import upsert
 
 KINDS = [
     ("Legislative", "House of Representatives", "b_house"),

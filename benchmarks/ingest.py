@@ -1,4 +1,4 @@
-"""Ingest throughput: ``python benchmarks/ingest.py [--n N] [--repeat R]``.
+"""Ingest throughput: ``python3 -m benchmarks.ingest [--n N] [--repeat R]``.
 
 Serves N HTML articles (5-10 sub-resources each) and N redirect → landing page → PDF chains from a
 local server. For each set it runs ``scrapy crawl ingest`` (embedded store, everything stored: results,
@@ -6,7 +6,7 @@ file table, html_meta, TEI blobs and feed; trafilatura, pypdf, libmagic, hashes 
 Scrapy spider fetching exactly the same URLs, alternating, R times each, and prints complete ingests/s,
 resources/s and the ratio to the bare fetch rate. A run only counts if every ingest ended ``success``
 with every sub-resource fetched. Traffic goes to 127.0.0.1 only. Run it under the shared lock:
-``flock /tmp/bench.lock python benchmarks/ingest.py``.
+``flock /tmp/bench.lock python3 -m benchmarks.ingest``.
 """
 
 from __future__ import annotations
@@ -21,11 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.support.services import LocalSite  # noqa: E402
-from votersdaily.ingest.spider import IngestSpider  # noqa: E402
+from tests.support.services import REPO, LocalSite, shared_dir
+from votersdaily.ingest.spider import IngestSpider
 
 BARE_SPIDER = """
 import json, scrapy
@@ -235,7 +232,7 @@ def main() -> int:
     )
     parser.add_argument("--sets", default="html,pdf", help="which sets to run (html, pdf)")
     args = parser.parse_args()
-    pdf_path = REPO.parent / "shared" / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
+    pdf_path = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
     pdf = pdf_path.read_bytes() if pdf_path.exists() else b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
     print("load average before: %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0))
     site = LocalSite()

@@ -10,7 +10,7 @@ Each PouchDB mode gets a PouchDB Server of its own, started fresh, whose CPU tim
 context the benchmark also measures PouchDB Server's own ceiling for the spider's documents (posted
 pre-built, nothing else running) and the deferred indexing of the reschedule view.
 
-    python benchmarks/pipeline.py [--count 20000] [--repeat 3] [--spiders bench_events,bench_house_floor]
+    python3 -m benchmarks.pipeline [--count 20000] [--repeat 3] [--spiders bench_events,bench_house_floor]
 """
 
 from __future__ import annotations
@@ -27,12 +27,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.support.services import PouchDBServer  # noqa: E402
-from votersdaily.store import open_store  # noqa: E402
-from votersdaily.store.views import design_document  # noqa: E402
+from tests.support.services import REPO, PouchDBServer
+from votersdaily.store import open_store
+from votersdaily.store.views import design_document
 
 FULL = (
     "votersdaily.pipelines.NormaliseDatetimesPipeline",

@@ -11,7 +11,7 @@ every event is a reschedule, the case the reschedule view is read for). Modes:
 * spool, one tracker per 500 documents (before): what a spool file naming the stateless
   ``mark_superseded`` hook still gets; the view is re-read for every chunk.
 
-    python benchmarks/spool_flush.py [--count 5000]
+    python3 -m benchmarks.spool_flush [--count 5000]
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.support.services import PouchDBServer, run_cli  # noqa: E402
-from votersdaily import schema  # noqa: E402
-from votersdaily.pipelines import RescheduleTracker, mark_superseded  # noqa: E402
-from votersdaily.settings import VOTERSDAILY_BATCH_SIZE  # noqa: E402
-from votersdaily.store import open_store  # noqa: E402
-from votersdaily.store.base import StoreUnavailable  # noqa: E402
-from votersdaily.store.spool import Spool  # noqa: E402
-from votersdaily.store.upsert import upsert  # noqa: E402
+from tests.support.services import PouchDBServer, run_cli
+from votersdaily import schema
+from votersdaily.pipelines import RescheduleTracker, mark_superseded
+from votersdaily.settings import VOTERSDAILY_BATCH_SIZE
+from votersdaily.store import open_store
+from votersdaily.store.base import StoreUnavailable
+from votersdaily.store.spool import Spool
+from votersdaily.store.upsert import upsert
 
 DB = schema.EVENTS_DB
 IGNORE = schema.VOLATILE_EVENT_KEYS
