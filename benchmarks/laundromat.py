@@ -1,6 +1,6 @@
 """Laundromat throughput against rapper, in one run, measured as a user runs it.
 
-    python benchmarks/laundromat.py [--sizes 2000000,10000000] [--repeat 3] [--gzip-level N] [--no-turtle]
+    python3 -m benchmarks.laundromat [--sizes 2000000,10000000] [--repeat 3] [--gzip-level N] [--no-turtle]
 
 For each size: generates N-Triples statements (about 5% duplicate lines; IRIs, blank nodes, plain,
 escaped, language-tagged and typed literals of many datatypes), runs ``scrapy crawl laundromat -a
@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 LANGS = ["en", "EN-gb", "fr", "de-CH", "nl", "ja"]
