@@ -7,12 +7,16 @@ import asyncio
 
 import pytest
 import scrapy
+from scrapy.exceptions import IgnoreRequest
+from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TimeoutError
 
 from votersdaily.ingest import hops as H
 from votersdaily.ingest.biblio import extract_biblio
+from votersdaily.ingest.fetch_failures import failure_status
 from votersdaily.ingest.filemeta import b32_hex, gen_file_metadata, sha1_b32
 from votersdaily.ingest.filetable import table_name
 from votersdaily.ingest.htmldoc import parse_html
+from votersdaily.ingest.result import finished
 from votersdaily.ingest.scope import guess_scope
 from votersdaily.ingest.ssrf import PrivateAddressRefused, SsrfGuardMiddleware, is_public
 from votersdaily.ingest.urls import clean_url, url_fuzzy_equal
@@ -98,6 +102,47 @@ def test_hop_rules():
     assert status == "bad-redirect"
     assert H.before_fetch("https://web.archive.org/web/2020/x") == "skip-url-blocklist"
     assert H.before_fetch("https://x.org/login?source=y") == "skip-wall"
+
+
+def test_landing_page_rules():
+    """What a landing page leads to, per ingest type, and the result of the ingest it ends."""
+    pdf = H.new_state({"base_url": "http://example.com/a", "ingest_type": "pdf"})
+    biblio = {"title": "A title"}
+    assert H.landing_hop(pdf, "http://example.com/a", biblio, {"pdf_url": "/a.pdf"}, 8) == (
+        "http://example.com/a.pdf",
+        None,
+        None,
+    )
+    assert pdf["partial"] == {"html_biblio": biblio, "extract_next_hop": {"pdf_url": "/a.pdf"}}
+    assert H.landing_hop(pdf, "http://example.com/a.pdf", {}, {}, 8)[1] == "no-pdf-link"
+    assert H.landing_hop(pdf, "https://x.org/login?source=y", {}, {}, 8)[1] == "blocked-wall"
+    html = H.new_state({"base_url": "http://example.com/a", "ingest_type": "html"})
+    assert H.landing_hop(html, "http://example.com/a", {}, {}, 8) is None  # the page is the document
+    # a link back to a page already fetched: the html ingest stops hopping on this page
+    assert H.landing_hop(html, "http://example.com/a", {}, {"next_url": "/a"}, 8) == (None, None, None)
+    assert H.terminal_refusal("https://x.org/login?source=y", "application/pdf", "pdf")[0] == "blocked-wall"
+    assert H.terminal_refusal("http://example.com/a", "text/html", "pdf")[0] == "wrong-mimetype"
+    assert H.terminal_refusal("http://example.com/a.pdf", "application/pdf", "pdf") is None
+    result = finished(pdf, "no-pdf-link", "x" * 2000, terminal=None, platform=None)
+    assert len(result["error_message"]) == 1600 and not result["hit"]
+    assert "terminal" not in result and result["platform"] is None
+    assert result["html_biblio"] == biblio
+    assert "error_message" not in finished(pdf, "success", "ignored")
+
+
+@pytest.mark.parametrize(
+    "exc, status",
+    [
+        (PrivateAddressRefused("10.0.0.1 is private"), "blocked-private-address"),
+        (DNSLookupError("no.such.host"), "invalid-host-resolution"),
+        (TimeoutError(), "read-timeout"),
+        (ConnectionRefusedError(), "connection-refused"),
+        (IgnoreRequest("Forbidden by robots.txt"), "blocked-robots"),
+        (ValueError("anything else"), "fetch-error"),
+    ],
+)
+def test_fetch_failure_statuses(exc, status):
+    assert failure_status(exc)[0] == status
 
 
 def test_table_name_must_be_a_couchdb_name():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import urljoin
 
+from .filemeta import ACCEPTED_MIMETYPES
 from .urls import Blocklists, clean_url, matches
 
 #: The default block lists (a crawl passes its own, from settings).
@@ -17,6 +18,9 @@ STATE_META = "ingest"
 #: decode (``bad-gzip-encoding``). The response still reaches the spider, with its status.
 TOO_LARGE_META = "ingest_body_too_large"
 BAD_GZIP_META = "ingest_bad_gzip"
+#: Redirect failures whose terminal is the last URL fetched, with its status code and date
+#: (sandcrawler's last CDX row); a redirect refused for its target names the target, never fetched.
+CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
 
 
 def new_state(request: dict) -> dict:
@@ -116,3 +120,37 @@ def next_hop(
 def hops_exceeded(state: dict, max_hops: int) -> bool:
     """Sandcrawler's check after its loop: ``max_hops`` recorded URLs fail even a good last fetch."""
     return len(state["hops"]) >= max_hops
+
+
+def landing_hop(
+    state: dict, url: str, biblio: dict, found: dict, max_hops: int, lists: Blocklists = DEFAULT_BLOCKLISTS
+) -> tuple[str | None, str | None, str | None] | None:
+    """Where a landing page at ``url`` leads (docs/ingest.md §4): (URL to fetch next, failing status,
+    error message), or None when the page is itself the terminal document. ``found`` is the fulltext
+    link the extractor found (``pdf_url``/``next_url``). The state keeps the first page's biblio with a
+    title and, for a PDF ingest, what the extractor found."""
+    if biblio.get("title") and "html_biblio" not in state["partial"]:
+        state["partial"]["html_biblio"] = biblio
+    itype = state["request"]["ingest_type"]
+    if itype == "pdf":
+        state["partial"]["extract_next_hop"] = found
+        link = found.get("pdf_url") or found.get("next_url")
+        if not link:
+            status = "blocked-wall" if matches(url, lists.wall) else "no-pdf-link"
+            return None, status, "no PDF link on %s" % url
+        return next_hop(state, clean_url(urljoin(url, link)), max_hops)
+    if itype in ("xml", "html", "component") and found:
+        return next_hop(state, urljoin(url, found["next_url"]), max_hops, loop_is_stop=itype == "html")
+    return None
+
+
+def terminal_refusal(
+    url: str, mimetype: str, ingest_type: str, lists: Blocklists = DEFAULT_BLOCKLISTS
+) -> tuple[str, str] | None:
+    """(status, message) refusing a fetched terminal document: a login wall, or a file type this
+    ingest type does not accept; None for an acceptable one."""
+    if matches(url, lists.wall):
+        return "blocked-wall", "terminal URL %s is a login wall" % url
+    if mimetype not in ACCEPTED_MIMETYPES[ingest_type]:
+        return "wrong-mimetype", "%s is not accepted for %s ingest" % (mimetype, ingest_type)
+    return None

@@ -167,6 +167,17 @@ def process_html(
     }
 
 
+def process_html_bytes(
+    body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool, blocked_hosts
+) -> dict:
+    """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
+    try:
+        doc = parse_html(body, url, content_type)
+    except HtmlParseError as exc:
+        return {"status": "html-selectolax-error", "error_message": str(exc)}
+    return process_html(doc, biblio, ojs_fix, blocked_hosts)
+
+
 def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict, str, bytes | None]:
     """(pdf_meta, text, page-0 thumbnail or None)."""
     return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails)

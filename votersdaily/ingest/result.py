@@ -63,6 +63,22 @@ def failed(request: dict, status: str, error_message: str | None = None, **extra
     return result
 
 
+def finished(state: dict, status: str, error_message: str | None = None, **fields) -> dict:
+    """The result of an ingest that went through the hop loop (docs/ingest.md §8): its hops, what
+    earlier hops found (``partial``), the redirects followed and ``fields``; a field given as None is
+    left out, except ``platform``, which is always written."""
+    result = {"request": state["request"], "hit": status == SUCCESS, "status": status, "hops": state["hops"]}
+    if error_message and status != SUCCESS:
+        result["error_message"] = error_message[:1600]
+    result.update(state["partial"])
+    for key, value in fields.items():
+        if value is not None or key == "platform":
+            result[key] = value
+    if state["redirect_chain"]:
+        result["redirect_chain"] = state["redirect_chain"]
+    return result
+
+
 class IngestItem(dict):
     """What the spider yields: ``result`` (the ingest_file_result document) and ``side`` (what
     goes elsewhere: TEI-XML, PDF text, GROBID TEI, file magic, the terminal file's WARC location)."""

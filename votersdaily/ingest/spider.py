@@ -15,19 +15,11 @@ import asyncio
 import hashlib
 import time
 from typing import Any
-from urllib.parse import urljoin
 
 import scrapy
-from scrapy.exceptions import (
-    CannotResolveHostError,
-    DownloadConnectionRefusedError,
-    DownloadTimeoutError,
-    IgnoreRequest,
-    StopDownload,
-)
+from scrapy.exceptions import StopDownload
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
-from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 from twisted.python.failure import Failure
 
 from .. import signals as vd_signals
@@ -37,9 +29,9 @@ from . import hops as H
 from . import ingest_requests as R
 from .config import IngestConfig
 from .downloader_room import DownloaderRoom
-from .filemeta import ACCEPTED_MIMETYPES, sniff_mimetype
+from .fetch_failures import TIMEOUTS, failure_status
+from .filemeta import sniff_mimetype
 from .grobid import grobid_request, grobid_result
-from .htmldoc import HtmlParseError, parse_html
 from .membudget import (
     STREAM_META,
     BudgetClosed,
@@ -53,31 +45,19 @@ from .process import (
     GzipTooLarge,
     HopFacts,
     examine_hop,
-    process_html,
+    process_html_bytes,
     process_pdf,
     xml_error,
 )
-from .result import IngestItem, cdx, dt14, failed, header_mimetype, iso_seconds, terminal
+from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
-from .urls import clean_url, matches
+from .ssrf import TRUSTED_META
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
 
 def _in_thread(func, *args):
     return maybe_deferred_to_future(threads.deferToThread(func, *args))
-
-
-def process_html_bytes(
-    body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool, blocked_hosts
-) -> dict:
-    """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
-    try:
-        doc = parse_html(body, url, content_type)
-    except HtmlParseError as exc:
-        return {"status": "html-selectolax-error", "error_message": str(exc)}
-    return process_html(doc, biblio, ojs_fix, blocked_hosts)
 
 
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -320,21 +300,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def _finish(
         self, state: dict, status: str, error_message: str | None = None, side: dict | None = None, **fields
     ) -> IngestItem:
-        result = {
-            "request": state["request"],
-            "hit": status == "success",
-            "status": status,
-            "hops": state["hops"],
-        }
-        if error_message and status != "success":
-            result["error_message"] = error_message[:1600]
-        result.update(state["partial"])
-        for key, value in fields.items():
-            if value is not None or key == "platform":
-                result[key] = value
-        if state["redirect_chain"]:
-            result["redirect_chain"] = state["redirect_chain"]
-        return self._item(result, side)
+        return self._item(finished(state, status, error_message, **fields), side)
 
     # -- the hop loop ------------------------------------------------------------------------------
 
@@ -378,7 +344,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if status:
                 # a failed chain stops at the last URL fetched (sandcrawler's last CDX row); a
                 # blocked target is named, never fetched
-                if status in _CHAIN_FAILURES:
+                if status in H.CHAIN_FAILURES:
                     H.add_terminal(state, url)
                     term = terminal(url, dt14(), code)
                 else:
@@ -426,30 +392,11 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return
         landing = facts.landing
         if landing is not None:
-            if landing.biblio.get("title") and "html_biblio" not in state["partial"]:
-                state["partial"]["html_biblio"] = landing.biblio
-            if itype == "pdf":
-                state["partial"]["extract_next_hop"] = landing.next_hop
-                link = landing.next_hop.get("pdf_url") or landing.next_hop.get("next_url")
-                if not link:
-                    walled = matches(url, self.config.blocklists.wall)
-                    status = "blocked-wall" if walled else "no-pdf-link"
-                    yield self._finish(state, status, "no PDF link on %s" % url, terminal=term)
-                    return
-                target, status, message = H.next_hop(
-                    state, clean_url(urljoin(url, link)), self.config.max_hops
-                )
-                if status:
-                    yield self._finish(state, status, message, terminal=term)
-                else:
-                    assert target is not None, "a next hop that does not fail has a target"
-                    yield self._hop_request(target, state)
-                return
-            if itype in ("xml", "html", "component") and landing.next_hop:
-                link = urljoin(url, landing.next_hop["next_url"])
-                target, status, message = H.next_hop(
-                    state, link, self.config.max_hops, loop_is_stop=itype == "html"
-                )
+            leads = H.landing_hop(
+                state, url, landing.biblio, landing.next_hop, self.config.max_hops, self.config.blocklists
+            )
+            if leads is not None:
+                target, status, message = leads
                 if status:
                     yield self._finish(state, status, message, terminal=term)
                     return
@@ -477,19 +424,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         common = {"terminal": term, "file_meta": meta, "cdx": row}
         if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
             common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
-        if matches(url, self.config.blocklists.wall):
-            return self._finish(
-                state, "blocked-wall", "terminal URL %s is a login wall" % url, side, **common
-            )
         mimetype = meta["mimetype"]
-        if mimetype not in ACCEPTED_MIMETYPES[itype]:
-            return self._finish(
-                state,
-                "wrong-mimetype",
-                "%s is not accepted for %s ingest" % (mimetype, itype),
-                side,
-                **common,
-            )
+        refused = H.terminal_refusal(url, mimetype, itype, self.config.blocklists)
+        if refused:
+            return self._finish(state, *refused, side, **common)
         body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
             pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config)
@@ -658,7 +596,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         """A hop could not be fetched: the failure becomes the ingest's status."""
         request = failure.request
         state = request.meta[H.STATE_META]
-        if isinstance(failure.value, _TIMEOUTS) and self._remaining(state) <= 0:
+        if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
         status, message = failure_status(failure.value)
         self.logger.info(
@@ -673,33 +611,5 @@ def content_type(response) -> str | None:
     return value.decode("latin-1") if value else None
 
 
-#: Redirect failures whose terminal is the last URL fetched, with its status code and date.
-_CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
 #: Request meta: bytes of a hop received so far.
 _RECEIVED = "ingest_bytes_received"
-
-#: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
-_TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)
-
-
-def failure_status(exc: BaseException) -> tuple[str, str]:
-    """The status for a fetch that raised ``exc`` (live-fetch equivalents of docs/ingest.md §3)."""
-    message = "%s: %s" % (type(exc).__name__, exc)
-    text = str(exc)
-    if isinstance(exc, PrivateAddressRefused):
-        return "blocked-private-address", text
-    if isinstance(exc, HostNotAllowed):
-        return "skip-host-not-allowed", text
-    if "maxsize" in text.lower() or "DOWNLOAD_MAXSIZE" in text or "max size" in text.lower():
-        return "body-too-large", text
-    if isinstance(exc, IgnoreRequest) and "robots.txt" in text:
-        return "blocked-robots", text
-    if isinstance(exc, (DNSLookupError, CannotResolveHostError)):
-        return "invalid-host-resolution", message
-    if isinstance(exc, _TIMEOUTS):
-        return "read-timeout", message
-    if isinstance(exc, (ConnectionRefusedError, DownloadConnectionRefusedError)):
-        return "connection-refused", message
-    if type(exc).__name__ in ("CancelledError", "DownloadCancelledError"):
-        return "body-too-large", message
-    return "fetch-error", message
