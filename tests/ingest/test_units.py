@@ -123,6 +123,11 @@ def test_landing_page_rules():
     assert H.terminal_refusal("https://x.org/login?source=y", "application/pdf", "pdf")[0] == "blocked-wall"
     assert H.terminal_refusal("http://example.com/a", "text/html", "pdf")[0] == "wrong-mimetype"
     assert H.terminal_refusal("http://example.com/a.pdf", "application/pdf", "pdf") is None
+    assert H.fetched_refusal("http://example.com/a", 404, 10, 100)[0] == "terminal-bad-status"
+    assert H.fetched_refusal("https://web.archive.org/web/2020/x", 200, 10, 100)[0] == "skip-url-blocklist"
+    assert H.fetched_refusal("http://example.com/a", 200, 0, 100)[0] == "empty-blob"
+    assert H.fetched_refusal("http://example.com/a", 200, 101, 100)[0] == "body-too-large"
+    assert H.fetched_refusal("http://example.com/a", 226, 100, 100) is None
     result = finished(pdf, "no-pdf-link", "x" * 2000, terminal=None, platform=None)
     assert len(result["error_message"]) == 1600 and not result["hit"]
     assert "terminal" not in result and result["platform"] is None

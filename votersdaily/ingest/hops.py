@@ -122,6 +122,23 @@ def hops_exceeded(state: dict, max_hops: int) -> bool:
     return len(state["hops"]) >= max_hops
 
 
+def fetched_refusal(
+    url: str, status_code: int, body_length: int, max_body: int, lists: Blocklists = DEFAULT_BLOCKLISTS
+) -> tuple[str, str] | None:
+    """(status, message) ending the ingest at a fetched hop that is not a redirect, before its body
+    is examined: an error status, a blocked terminal URL, an empty or too large body."""
+    if status_code not in (200, 226):
+        return "terminal-bad-status", "HTTP %d from %s" % (status_code, url)
+    status = after_fetch(url, lists)
+    if status:
+        return status, "terminal URL %s" % url
+    if not body_length:
+        return "empty-blob", "empty body from %s" % url
+    if body_length > max_body:
+        return "body-too-large", "%d bytes" % body_length
+    return None
+
+
 def landing_hop(
     state: dict, url: str, biblio: dict, found: dict, max_hops: int, lists: Blocklists = DEFAULT_BLOCKLISTS
 ) -> tuple[str | None, str | None, str | None] | None:

@@ -357,19 +357,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         dt = dt14()
         H.add_terminal(state, url)
         term = terminal(url, dt, code)
-        if code not in (200, 226):
-            yield self._finish(state, "terminal-bad-status", "HTTP %d from %s" % (code, url), terminal=term)
-            return
-        status = H.after_fetch(url, self.config.blocklists)
-        if status:
-            yield self._finish(state, status, "terminal URL %s" % url, terminal=term)
-            return
         body = response.body
-        if not body:
-            yield self._finish(state, "empty-blob", "empty body from %s" % url, terminal=term)
-            return
-        if len(body) > self.config.max_body:
-            yield self._finish(state, "body-too-large", "%d bytes" % len(body), terminal=term)
+        refused = H.fetched_refusal(url, code, len(body), self.config.max_body, self.config.blocklists)
+        if refused:
+            yield self._finish(state, *refused, terminal=term)
             return
         try:
             facts = await self.extract.run(
