@@ -8,7 +8,7 @@ import hashlib
 import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from votersdaily.distributed.worker import WorkerMixin
+from votersdaily.distributed.redis_worker import WorkerMixin
 from votersdaily.rendering import RENDER_SETTINGS
 from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for

@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 
 REDIS_ENV = "VOTERSDAILY_REDIS_URL"
 
-#: Settings that turn a spider into a Redis-fed worker (see :class:`.worker.WorkerMixin`).
+#: Settings that turn a spider into a Redis-fed worker (see :class:`.redis_worker.WorkerMixin`).
 WORKER_SETTINGS = {
     "SCHEDULER": "votersdaily.distributed.redis_scheduler.ReliableScheduler",
     "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",

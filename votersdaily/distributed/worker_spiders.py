@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..ingest.spider import IngestSpider
 from ..spiders.laundromat import LaundromatSpider
-from .worker import WorkerMixin
+from .redis_worker import WorkerMixin
 
 
 class IngestWorker(WorkerMixin, IngestSpider):
