@@ -1,4 +1,9 @@
-"""A minimal client of scrapyd's JSON API (schedule.json, listjobs.json, listspiders.json...)."""
+"""A minimal client of scrapyd's JSON API (schedule.json, listjobs.json, listspiders.json...).
+
+scrapyd-client builds and deploys the egg (``scrapyd-deploy``); its ``ScrapydClient`` is not used
+here because it does not do this job: it has no timeout (a hung scrapyd would stall the recurring
+scheduler for ever), no ``addversion.json``, no session, and falls back to ``~/.netrc`` credentials.
+"""
 
 from __future__ import annotations
 
