@@ -25,12 +25,11 @@ from scrapy.exceptions import (
     IgnoreRequest,
     StopDownload,
 )
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 from twisted.python.failure import Failure
 
 from .. import signals as vd_signals
+from ..blocking import run_in_thread
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
 from ..ingest import hops as H
@@ -63,10 +62,6 @@ from ..ingest.ssrf import TRUSTED_META, HostNotAllowed, PrivateAddressRefused
 from ..ingest.urls import clean_url, matches
 from ..ingest.warc import WARC_META
 from ..ingest.workers import ExtractionCrashed, ExtractPool
-
-
-def _in_thread(func, *args):
-    return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
 def process_html_bytes(
@@ -212,7 +207,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         source = self.requests_source
         if source and (source == "store" or source.startswith("store:")):
             db = source.split(":", 1)[1] if ":" in source else self.config.requests_db
-            found += await _in_thread(self._store_requests, db)
+            found += await run_in_thread(self._store_requests, db)
         elif source:
             try:
                 found += list(R.iter_jsonl(source))
@@ -636,7 +631,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if response.meta.get(WARC_META):
                 record.update(response.meta[WARC_META])
             info, head = await self._described(digest, response.body)
-            mimetype = await _in_thread(sniff_mimetype, head) if head else None
+            mimetype = await run_in_thread(sniff_mimetype, head) if head else None
             record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
             return record
         finally:
@@ -649,7 +644,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if digest.covers(body):
             return digest.hashes(), bytes(digest.head)
         whole = StreamDigest()
-        await _in_thread(whole.update, body)
+        await run_in_thread(whole.update, body)
         return whole.hashes(), bytes(whole.head)
 
     # -- failures ----------------------------------------------------------------------------------
