@@ -8,9 +8,10 @@ scheduler for ever), no ``addversion.json``, no session, and falls back to ``~/.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
+
+from ..rfc3986 import service_base
 
 
 class ScrapydError(RuntimeError):
@@ -35,14 +36,10 @@ class Jobs:
 
 class Scrapyd:
     def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None):
-        parts = urlsplit(url)
-        if parts.username and auth is None:
-            auth = (unquote(parts.username), unquote(parts.password or ""))
-        host = parts.hostname or ""
-        if parts.port:
-            host = "%s:%d" % (host, parts.port)
         # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
-        self.url = urlunsplit((parts.scheme, host, parts.path.rstrip("/") + "/", "", ""))
+        self.url, from_url = service_base(url)
+        if auth is None:
+            auth = from_url
         self.project = project
         self.timeout = timeout
         self.session = requests.Session()
