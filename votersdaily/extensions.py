@@ -18,11 +18,10 @@ from urllib.parse import urlsplit
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 
 from . import schema
 from . import signals as vd_signals
+from .blocking import run_in_thread
 from .clock import now_iso
 from .items import EventItem
 from .requestmeta import SOURCE_URL_META, START_META
@@ -241,7 +240,7 @@ class RunLog:
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing, its log neither
         try:
-            await maybe_deferred_to_future(threads.deferToThread(self._write, doc))
+            await run_in_thread(self._write, doc)
         except StoreUnavailable as exc:
             if self.started is None:  # the spider never opened: its store failed first
                 doc.update(

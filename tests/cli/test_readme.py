@@ -22,6 +22,8 @@ from pathlib import Path
 from tests.support.services import REPO
 
 README = REPO / "README.md"
+#: The README's operations material moved to docs/operations.md; its commands are checked alike.
+DOCUMENTS = (README, REPO / "docs" / "operations.md")
 BLOCK_RE = re.compile(r"(?:<!-- readme: not run — (?P<why>[^>]+?) -->\n)?```sh\n(?P<body>.*?)```", re.S)
 LINE_MARK = re.compile(r"#\s*not run in CI:\s*(?P<why>.+)$")
 OPERATORS = {"&&", "||", "|", ";", "&", ">", ">>", "<"}
@@ -32,6 +34,10 @@ SCRAPY_CRAWL_OPTIONS = {"-a", "-s", "-o", "-O", "-L", "--logfile"}
 class Command:
     line: str
     skipped_because: str | None  # None: runs in the test
+
+
+def documents_text() -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
 
 
 def readme_blocks(text: str) -> list[list[Command]]:
@@ -123,7 +129,7 @@ def scrapy_invalid(args: list[str]) -> str | None:
 
 
 def test_every_readme_command_is_a_valid_invocation():
-    blocks = readme_blocks(README.read_text(encoding="utf-8"))
+    blocks = readme_blocks(documents_text())
     assert len(blocks) >= 8
     problems = [
         "%s: %s" % (command.line, why)
@@ -175,7 +181,7 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
         "127.0.0.1:6379": "127.0.0.1:%d" % redis_server.port,
     }
     ran = 0
-    for block in readme_blocks(README.read_text(encoding="utf-8")):
+    for block in readme_blocks(documents_text()):
         lines = [c.line for c in block if c.skipped_because is None]
         if not lines:
             continue
@@ -194,7 +200,7 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
 
 
 def test_readme_has_the_operator_sections():
-    text = README.read_text(encoding="utf-8")
+    text = documents_text()
     for heading in (
         "### Exit codes",
         "## Troubleshooting",

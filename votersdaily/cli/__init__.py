@@ -73,6 +73,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except StoreError as exc:
-        # One line saying what is wrong and how to fix it (README: Troubleshooting), no traceback.
+        # One line saying what is wrong and how to fix it (docs/operations.md: Troubleshooting), no traceback.
         print("votersdaily %s: %s" % (args.command, exc), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, StoreMissing) else EXIT_UNAVAILABLE

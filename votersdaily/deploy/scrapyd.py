@@ -1,11 +1,17 @@
-"""A minimal client of scrapyd's JSON API (schedule.json, listjobs.json, listspiders.json...)."""
+"""A minimal client of scrapyd's JSON API (schedule.json, listjobs.json, listspiders.json...).
+
+scrapyd-client builds and deploys the egg (``scrapyd-deploy``); its ``ScrapydClient`` is not used
+here because it does not do this job: it has no timeout (a hung scrapyd would stall the recurring
+scheduler for ever), no ``addversion.json``, no session, and falls back to ``~/.netrc`` credentials.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
+
+from ..rfc3986 import service_base
 
 
 class ScrapydError(RuntimeError):
@@ -30,14 +36,10 @@ class Jobs:
 
 class Scrapyd:
     def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None):
-        parts = urlsplit(url)
-        if parts.username and auth is None:
-            auth = (unquote(parts.username), unquote(parts.password or ""))
-        host = parts.hostname or ""
-        if parts.port:
-            host = "%s:%d" % (host, parts.port)
         # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
-        self.url = urlunsplit((parts.scheme, host, parts.path.rstrip("/") + "/", "", ""))
+        self.url, from_url = service_base(url)
+        if auth is None:
+            auth = from_url
         self.project = project
         self.timeout = timeout
         self.session = requests.Session()

@@ -31,8 +31,9 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy_redis.dupefilter import RFPDupeFilter
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 
+from ..blocking import run_in_thread
 from ..store import mask_uri
 from ..store.crawler import writers_of
 from . import queue_name, redis_server, redis_url, serializer
@@ -40,10 +41,6 @@ from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue
 
 logger = logging.getLogger(__name__)
-
-
-def _in_thread(func, *args):
-    return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
 def _sleep(seconds: float):
@@ -159,7 +156,7 @@ class ReliableScheduler:
         await self._guarded(self._checkpoint)
         if self.leased and self.link.up:
             # Not done (shutdown mid-run): hand them back now rather than after the lease expires.
-            n = await self._guarded(lambda: _in_thread(self._opened_queue.release, list(self.leased)))
+            n = await self._guarded(lambda: run_in_thread(self._opened_queue.release, list(self.leased)))
             logger.info("gave %d unfinished requests back to %s", n or 0, self._opened_queue.key)
             self.leased.clear()
 
@@ -241,7 +238,7 @@ class ReliableScheduler:
         while not self._closing:
             await _sleep(self.link.next_delay())
             try:
-                await _in_thread(self.server.ping)
+                await run_in_thread(self.server.ping)
                 await self._adopt_unanswered()
                 renewed = await self._renew()  # first: our leases must not look expired
             except REDIS_DOWN:
@@ -271,7 +268,7 @@ class ReliableScheduler:
         token = self._unanswered
         if token is None:
             return
-        request = await _in_thread(self._opened_queue.leased, token)
+        request = await run_in_thread(self._opened_queue.leased, token)
         if request is not None:
             self.leased[token] = request
             self._adopted.append(token)
@@ -287,7 +284,7 @@ class ReliableScheduler:
 
     async def _renew(self):
         if self.leased:
-            return await _in_thread(self._opened_queue.renew, list(self.leased))
+            return await run_in_thread(self._opened_queue.renew, list(self.leased))
         return 0
 
     def _inprogress(self) -> set:
@@ -337,7 +334,7 @@ class ReliableScheduler:
                         entry[0] = None
             self._opened_queue.push_many(entry[0] for entry in batch if entry[0] is not None)
 
-        await _in_thread(push)
+        await run_in_thread(push)
         del self.to_push[: len(batch)]
         self.stats.inc_value("scheduler/enqueued/redis", sum(e[0] is not None for e in batch))
 
@@ -366,14 +363,14 @@ class ReliableScheduler:
             retry = [t for t in done if lost_writes or t in self.failed]
             ack = [t for t in done if not (lost_writes or t in self.failed)]
             if ack:
-                n = await _in_thread(self._opened_queue.ack, ack)
+                n = await run_in_thread(self._opened_queue.ack, ack)
                 self._forget(ack)
                 self.stats.inc_value("redis/acked", len(ack))
                 if n != len(ack):
                     # Our lease had expired and another worker took the request over (a slow worker).
                     self.stats.inc_value("redis/ack_lease_lost", len(ack) - n)
             if retry:
-                requeued, dead = await _in_thread(self._opened_queue.retry, retry)
+                requeued, dead = await run_in_thread(self._opened_queue.retry, retry)
                 self._forget(retry)
                 self.stats.inc_value("redis/retried", requeued)
                 self.stats.inc_value("redis/dead", dead)
@@ -397,7 +394,7 @@ class ReliableScheduler:
     async def _reap(self):
         if time.monotonic() < self._reap_after:
             return
-        requeued, dead = await _in_thread(self._opened_queue.reap)
+        requeued, dead = await run_in_thread(self._opened_queue.reap)
         if requeued or dead:
             self.stats.inc_value("redis/recovered", requeued)
             logger.warning(

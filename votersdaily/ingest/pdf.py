@@ -6,39 +6,31 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import re
 import shutil
 import subprocess
-from datetime import UTC, datetime
+from datetime import UTC
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
-_PDF_DATE = re.compile(r"D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?([Zz+\-])?(\d{2})?'?(\d{2})?")
+#: The information dictionary's date keys and the pypdf properties that read them.
+_DATE_PROPERTIES = {"CreationDate": "creation_date", "ModDate": "modification_date"}
 
 
-def parse_pdf_date(value: str | None) -> str | None:
-    """``D:20070223175637+02'00'`` → ``2007-02-23T15:56:37Z`` (UTC); unparseable → None."""
-    if not value:
-        return None
-    m = _PDF_DATE.match(str(value).strip())
-    if not m:
-        return None
-    year, month, day, hour, minute, second = (
-        int(g) if g else d for g, d in zip(m.groups()[:6], (0, 1, 1, 0, 0, 0), strict=True)
-    )
+def _iso_date(info, name: str, value: str) -> str:
+    """pypdf's reading of the date ``D:20070223175637+02'00'`` as ``2007-02-23T15:56:37Z`` (UTC; a
+    date without offset is taken as UTC); the raw value when pypdf cannot read it."""
     try:
-        stamp = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-    except ValueError:
-        return None
-    sign, oh, om = m.group(7), m.group(8), m.group(9)
-    if sign in ("+", "-") and oh:
-        offset = (int(oh) * 60 + int(om or 0)) * 60
-        seconds = stamp.timestamp() - offset if sign == "+" else stamp.timestamp() + offset
-        stamp = datetime.fromtimestamp(seconds, tz=UTC)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = getattr(info, _DATE_PROPERTIES[name])
+    except (ValueError, AttributeError):
+        return value
+    if stamp is None:
+        return value
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 #: pdftoppm (poppler-utils) renders the thumbnail; without it there is none.
@@ -156,7 +148,7 @@ def _pdf_info(info) -> dict:
         if value is None:
             continue
         name = str(key).lstrip("/")
-        out[name] = (parse_pdf_date(value) or value) if name in ("CreationDate", "ModDate") else value
+        out[name] = _iso_date(info, name, value) if name in _DATE_PROPERTIES else value
     return out
 
 

@@ -13,8 +13,8 @@ import logging
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 
+from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..store.crawler import store_for, writer_for
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
@@ -95,15 +95,15 @@ class IngestStorePipeline:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
-            count, errors = await maybe_deferred_to_future(
-                threads.deferToThread(load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db)
+            count, errors = await run_in_thread(
+                load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db
             )
             logger.info(
                 "loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db
             )
             for error in errors:
                 logger.error("catalog: %s", error)
-        dbs = await maybe_deferred_to_future(threads.deferToThread(self.store.list_dbs))
+        dbs = await run_in_thread(self.store.list_dbs)
         self._catalog_exists = self.catalog_db in dbs
 
     async def process_item(self, item):
@@ -117,15 +117,13 @@ class IngestStorePipeline:
         await maybe_deferred_to_future(self.results.add(result_doc(result)))
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
-            await maybe_deferred_to_future(threads.deferToThread(self._publish_tei, result, tei_xml))
+            await run_in_thread(self._publish_tei, result, tei_xml)
         thumbnail = side.get("pdf_thumbnail")
         if thumbnail and result.get("file_meta"):
             path = thumbnail_path(result["file_meta"]["sha1hex"])
-            await maybe_deferred_to_future(
-                threads.deferToThread(self.blobs.put, path, thumbnail, "image/jpeg")
-            )
+            await run_in_thread(self.blobs.put, path, thumbnail, "image/jpeg")
         if result["hit"] and result.get("file_meta"):
-            row, stored = await maybe_deferred_to_future(threads.deferToThread(self._file_row, result, side))
+            row, stored = await run_in_thread(self._file_row, result, side)
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
             row = merge_row(self._pending_rows.get(row["_id"]) or stored, row)
             self._pending_rows[row["_id"]] = row

@@ -56,7 +56,8 @@ class GzipTooLarge(BadGzip):
 
 def gunzip_limited(blob: bytes, max_size: int) -> bytes:
     """Decode every gzip member of ``blob``; more than ``max_size`` bytes out is an error
-    (decompression bombs)."""
+    (decompression bombs). Not ``scrapy.utils.gz.gunzip``: that one returns what a truncated or
+    corrupt body yields, where the ingest must report ``bad-gzip-encoding`` as sandcrawler does."""
     out = io.BytesIO()
     data = blob
     while data:

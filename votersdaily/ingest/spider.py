@@ -18,11 +18,10 @@ from typing import Any
 
 import scrapy
 from scrapy.exceptions import StopDownload
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 from twisted.python.failure import Failure
 
 from .. import signals as vd_signals
+from ..blocking import run_in_thread
 from ..defaults import ProjectSettingsMixin
 from ..requestmeta import START_META
 from . import hops as H
@@ -54,10 +53,6 @@ from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from .ssrf import TRUSTED_META
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
-
-
-def _in_thread(func, *args):
-    return maybe_deferred_to_future(threads.deferToThread(func, *args))
 
 
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -192,7 +187,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         source = self.requests_source
         if source and (source == "store" or source.startswith("store:")):
             db = source.split(":", 1)[1] if ":" in source else self.config.requests_db
-            found += await _in_thread(self._store_requests, db)
+            found += await run_in_thread(self._store_requests, db)
         elif source:
             try:
                 found += list(R.iter_jsonl(source))
@@ -565,7 +560,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if response.meta.get(WARC_META):
                 record.update(response.meta[WARC_META])
             info, head = await self._described(digest, response.body)
-            mimetype = await _in_thread(sniff_mimetype, head) if head else None
+            mimetype = await run_in_thread(sniff_mimetype, head) if head else None
             record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
             return record
         finally:
@@ -578,7 +573,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if digest.covers(body):
             return digest.hashes(), bytes(digest.head)
         whole = StreamDigest()
-        await _in_thread(whole.update, body)
+        await run_in_thread(whole.update, body)
         return whole.hashes(), bytes(whole.head)
 
     # -- failures ----------------------------------------------------------------------------------

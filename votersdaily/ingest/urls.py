@@ -9,6 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 from w3lib.url import safe_url_string
 
 from .. import settings as defaults
+from ..rfc3986 import remove_dot_segments
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
@@ -48,27 +49,6 @@ def matches(url: str, patterns: tuple[str, ...]) -> bool:
     return any(p in url for p in patterns)
 
 
-def _remove_dot_segments(path: str) -> str:
-    if "." not in path:
-        return path
-    out: list[str] = []
-    segments = path.split("/")
-    for i, seg in enumerate(segments):
-        if seg == ".":
-            if i == len(segments) - 1:
-                out.append("")
-            continue
-        if seg == "..":
-            if len(out) > 1:
-                out.pop()
-            if i == len(segments) - 1:
-                out.append("")
-            continue
-        out.append(seg)
-    result = "/".join(out)
-    return result if result.startswith("/") else "/" + result
-
-
 def clean_url(url: str) -> str:
     """WHATWG-style canonical form: lowercase scheme/host, no default or empty port, ``/`` for an
     empty path, dot segments resolved, non-ASCII percent-encoded as UTF-8, IDN → punycode; the
@@ -91,7 +71,7 @@ def clean_url(url: str) -> str:
         port = ""
     hostport = host + (":" + port if port else "")
     netloc = (userinfo + "@" if userinfo else "") + hostport
-    path = _remove_dot_segments(parts.path) or "/"
+    path = remove_dot_segments(parts.path) or "/"
     return urlunsplit((scheme, netloc, path, parts.query, parts.fragment)) + (
         "#" if url.endswith("#") and not parts.fragment else ""
     )

@@ -22,8 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
+from ..blocking import run_in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ class ExtractPool:
 
     async def run(self, func: Callable, *args) -> Any:
         if self.processes <= 0:
-            return await maybe_deferred_to_future(threads.deferToThread(func, *args))
+            return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
                 self.start()

@@ -30,7 +30,7 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 from twisted.internet.error import TimeoutError as DownloadTimeout
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
@@ -40,6 +40,7 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
+from ..blocking import run_in_thread
 from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
 from ..reactor import installed_reactor
 
@@ -256,15 +257,13 @@ class StreamingDownloadHandler:
         target = self.files_dir / Path(name).name
         try:
             if scheme == "file":
-                size = await maybe_deferred_to_future(
-                    threads.deferToThread(
-                        copy_local_file,
-                        file_uri_to_path(request.url),
-                        target,
-                        self.max_bytes,
-                        self.timeout,
-                        self.stopping,
-                    )
+                size = await run_in_thread(
+                    copy_local_file,
+                    file_uri_to_path(request.url),
+                    target,
+                    self.max_bytes,
+                    self.timeout,
+                    self.stopping,
                 )
                 response = Response(request.url, status=200, body=b"", flags=["streamed"])
             else:

@@ -18,9 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
-
+from ..blocking import run_in_thread
 from ..clock import now_iso
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -149,7 +147,7 @@ class Processor:
             self._pool = None
 
     async def store(self, fn, *args, **kwargs):
-        result = await maybe_deferred_to_future(threads.deferToThread(fn, *args, **kwargs))
+        result = await run_in_thread(fn, *args, **kwargs)
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)
         return result

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..rfc3986 import remove_dot_segments
+
 #: RFC 3986 appendix B.
 _URI_RE = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)
 _PCT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -28,39 +30,6 @@ def _normalise_percent(part: str) -> str:
         return "%" + match.group(1).upper()
 
     return _PCT_RE.sub(repl, part)
-
-
-def remove_dot_segments(path: str) -> str:
-    """RFC 3986 §5.2.4, literally."""
-    inp = path
-    out: list[str] = []
-    while inp:
-        if inp.startswith("../"):
-            inp = inp[3:]
-        elif inp.startswith("./"):
-            inp = inp[2:]
-        elif inp.startswith("/./"):
-            inp = "/" + inp[3:]
-        elif inp == "/.":
-            inp = "/"
-        elif inp.startswith("/../"):
-            inp = "/" + inp[4:]
-            if out:
-                out.pop()
-        elif inp == "/..":
-            inp = "/"
-            if out:
-                out.pop()
-        elif inp in (".", ".."):
-            inp = ""
-        else:
-            start = 1 if inp.startswith("/") else 0
-            cut = inp.find("/", start)
-            if cut < 0:
-                cut = len(inp)
-            out.append(inp[:cut])
-            inp = inp[cut:]
-    return "".join(out)
 
 
 def is_relative(uri: str) -> bool:

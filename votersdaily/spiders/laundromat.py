@@ -18,10 +18,9 @@ from urllib.parse import urljoin, urlsplit
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
 
 from .. import signals as vd_signals
+from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
@@ -147,7 +146,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 self.crawler.stats.inc_value("store/ll_seeds/%s" % name, n)
 
     async def _db(self, fn, *args):
-        return await maybe_deferred_to_future(threads.deferToThread(fn, *args))
+        return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
 

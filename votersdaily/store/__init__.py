@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..rfc3986 import mask_uri
 from .base import Row, Store, StoreError, StoreUnavailable
 
 STORE_ENV = "VOTERSDAILY_STORE"
@@ -34,20 +35,6 @@ def open_store(uri: str | None = None) -> Store:
 
         return CouchStore(uri)
     raise StoreError("unsupported store URI scheme in %r (use sqlite:/// or http(s)://)" % mask_uri(uri))
-
-
-def mask_uri(uri: str) -> str:
-    """``uri`` with any password replaced by ``***``."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    if parts.port:
-        host = "%s:%d" % (host, parts.port)
-    netloc = "%s:***@%s" % (parts.username or "", host)
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 A wrong password, a store that is not running or a mistyped URI would otherwise surface as a
 traceback from deep inside a crawl; :func:`checked_store` turns each into one line that says what is
-wrong and how to fix it (the Troubleshooting section of the README lists them).
+wrong and how to fix it (the Troubleshooting section of docs/operations.md lists them).
 """
 
 from __future__ import annotations

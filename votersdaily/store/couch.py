@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from . import mask_uri
+from ..rfc3986 import mask_uri, service_base
 from .base import Row, StoreError, StoreUnavailable
 from .revisions import not_unicode
 from .views import DESIGN_NAME, install_design
@@ -44,17 +44,12 @@ def _jsonify(params: dict) -> dict:
 
 class CouchStore:
     def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT):
-        parts = urlsplit(uri)
-        host = parts.hostname or ""
-        if parts.port:
-            host = "%s:%d" % (host, parts.port)
-        self.base = urlunsplit((parts.scheme, host, parts.path.rstrip("/") + "/", "", ""))
+        self.base, auth = service_base(uri)
         self.display_uri = mask_uri(uri)
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "Content-Type": "application/json"})
-        if parts.username:
-            self.session.auth = (parts.username, parts.password or "")
+        self.session.auth = auth
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)

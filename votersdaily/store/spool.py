@@ -10,16 +10,15 @@ taken over.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import logging
 import os
+import pkgutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .base import Store
 from .upsert import UpsertResult, upsert
@@ -62,11 +61,7 @@ def load_hook(name: str | None) -> Callable | type | None:
 
 def resolve_hook(name: str) -> Callable | type:
     """The function or class ``module:qualified.name``."""
-    module, _, attr = name.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return pkgutil.resolve_name(name)
 
 
 def delivery_hook(name: str | None, hooks: dict[str, Callable]) -> Callable | None:
