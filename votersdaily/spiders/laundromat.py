@@ -35,7 +35,6 @@ from ..laundromat.processor import Processor
 from ..laundromat.seedlist import SeedList
 from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
 from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
-from ..laundromat.steps import content_meta
 from ..store.crawler import store_for
 from .base import split_urls
 
@@ -152,6 +151,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- seeds ------------------------------------------------------------------------------------
 
     async def start(self):
+        self.processor.warm()  # its imports overlap opening the store and the first download
         await self._db(self.seeds.open)
         given = list(self.given_urls)
         if self.seedlist_file:
@@ -273,7 +273,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     async def _filed(self, response: Response, record: dict, path: Path):
         meta = response.meta
         seed = meta["seed"]
-        content = await self._db(content_meta, path)
+        # Only the size here: characters, lines and line endings are counted by the recode step, in
+        # the pass that checks the text's encoding (a second read of a large dump costs seconds).
+        content = {"number_of_bytes": path.stat().st_size}
         name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         ctype = response.headers.get("Content-Type")
         record = dict(
