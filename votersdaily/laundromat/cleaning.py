@@ -136,7 +136,7 @@ class CleanOptions:
     run_bytes: int = RUN_BYTES
     #: Buffer of each external sort (``sort -S``): fixed, so memory does not grow with the document
     #: (SORT_BATCH runs are merged in one pass: up to 4 GiB of lines per sort in one pass).
-    sort_memory: str = "16M"
+    sort_memory: str = "8M"
     max_messages: int = MAX_MESSAGES
     #: Directory for sorted runs (default: beside the output).
     tmp_dir: str | None = None
@@ -670,7 +670,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _range_worker(
+def _parse_ranges(
     path: str,
     fmt: str,
     skolem: Skolemiser,
@@ -680,38 +680,44 @@ def _range_worker(
     n_ranges: int,
     span: int,
     fd: int,
-    conn,
-) -> None:
-    try:
-        oxf = OX_FORMATS[fmt]
-        size = os.path.getsize(path)
-        done, named = [], False
-        with open(path, "rb") as f:
-            while True:
-                with counter.get_lock():
-                    index = counter.value
-                    counter.value = index + 1
-                if index >= n_ranges:
-                    break
-                data = _read_range(f, index, span, size)
-                local = CleanResult(format=fmt)
-                out = _parse_lines(data, oxf, skolem, _Messages(local, cap), 0) if data else b""
-                if out:
-                    if check_graphs and not named:
-                        named = has_named_graph(out)
-                    _write_all(fd, out)
-                done.append(
-                    (
-                        index,
-                        _line_count(data),
-                        out.count(b"\n"),
-                        local.errors,
-                        local.warnings,
-                        local.messages,
-                        named,
-                    )
+) -> list[tuple]:
+    """Parse the next untaken byte range until none is left, writing the final lines to ``fd``
+    (a sort's input); per range: its index, lines, statements, errors, warnings, messages, and
+    whether a named graph was seen so far."""
+    oxf = OX_FORMATS[fmt]
+    size = os.path.getsize(path)
+    done, named = [], False
+    with open(path, "rb") as f:
+        while True:
+            with counter.get_lock():
+                index = counter.value
+                counter.value = index + 1
+            if index >= n_ranges:
+                return done
+            data = _read_range(f, index, span, size)
+            local = CleanResult(format=fmt)
+            out = _parse_lines(data, oxf, skolem, _Messages(local, cap), 0) if data else b""
+            if out:
+                if check_graphs and not named:
+                    named = has_named_graph(out)
+                _write_all(fd, out)
+            done.append(
+                (
+                    index,
+                    _line_count(data),
+                    out.count(b"\n"),
+                    local.errors,
+                    local.warnings,
+                    local.messages,
+                    named,
                 )
-        conn.send(done)
+            )
+
+
+def _range_worker(*args, conn) -> None:
+    """:func:`_parse_ranges` in a forked process; the answer (or the error) goes back on ``conn``."""
+    try:
+        conn.send(_parse_ranges(*args))
     except BaseException as exc:  # reported to the parent, which fails the document
         conn.send(("error", "%s: %s" % (type(exc).__name__, exc)))
     finally:
@@ -735,31 +741,29 @@ def _line_based_parallel(path: Path, fmt: str, sink: _Sink, messages: _Messages,
     ctx = multiprocessing.get_context("fork")
     n_ranges = max(1, -(-path.stat().st_size // span))
     counter = ctx.Value("q", 0)
+    shared = (str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span)
     jobs = []
-    for sorter in sorters:
+    # This process parses too (with the first sort): one process fewer holding a copy of its memory.
+    for sorter in sorters[1:]:
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(
             target=_range_worker,
             daemon=True,
-            args=(
-                str(path),
-                fmt,
-                sink.skolem,
-                sink.check_graphs,
-                messages.cap,
-                counter,
-                n_ranges,
-                span,
-                _pipe(sorter.stdin).fileno(),
-                send,
-            ),
+            args=(*shared, _pipe(sorter.stdin).fileno()),
+            kwargs={"conn": send},
         )
         proc.start()
         send.close()
         jobs.append((recv, proc))
-    for sorter in sorters:
+    for sorter in sorters[1:]:
         _pipe(sorter.stdin).close()  # the workers hold it: each sort ends when the workers are done
     done, failure = [], None
+    try:
+        done.extend(_parse_ranges(*shared, _pipe(sorters[0].stdin).fileno()))
+    except Exception as exc:  # the workers are still collected below
+        failure = "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        _pipe(sorters[0].stdin).close()
     for recv, proc in jobs:
         try:
             answer = recv.recv()

@@ -2,17 +2,22 @@
 document's time limit is killed alone (parsers in Rust or C cannot be interrupted otherwise),
 through :class:`multiprocessing.Process`'s public ``kill``, while the other workers go on.
 
-Workers are started with ``spawn`` (the crawl process runs threads and a reactor, which a fork
-would copy half-way) and kept for the next step; :meth:`WorkerPool.warm` starts one while the
-crawl is still starting and downloading, so its imports are not paid after the download.
+Each worker is a fresh interpreter (``python -m votersdaily.laundromat.workers <fd>``: the crawl
+process runs threads and a reactor, which a fork would copy half-way; unlike multiprocessing's
+``spawn`` it needs no resource-tracker process beside it) that talks over a socket pair, and is
+kept for the next step; :meth:`WorkerPool.warm` starts one while the crawl is still starting and
+downloading, so its imports are not paid after the download.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
+import os
 import pickle
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -47,18 +52,25 @@ def _serve(conn: Connection) -> None:
             answer = ("error", exc)
         try:
             conn.send(answer)
+        except OSError:  # the crawl is gone
+            return
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             error = answer[1] if answer[0] == "error" else exc
             conn.send(("error", StepFailed("%s: %s" % (type(error).__name__, error))))
 
 
 class Worker:
-    def __init__(self, context: multiprocessing.context.BaseContext):
-        self.conn, child = context.Pipe()
-        # Not a daemon: a step forks helpers of its own (parallel parsing), which daemons may not.
-        self.process = context.Process(target=_serve, args=(child,), name="laundromat-worker")
-        self.process.start()
-        child.close()
+    def __init__(self):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                # The crawl's import path (a checkout run without installing the package).
+                env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)),
+            )
+            self.conn = Connection(os.dup(ours.fileno()))
 
     def call(self, fn: Callable, args: tuple) -> Any:
         """Run ``fn(*args)`` in the worker and wait for its answer (blocking: run in a thread)."""
@@ -67,7 +79,7 @@ class Worker:
             kind, value = self.conn.recv()
         except (EOFError, OSError):
             self.conn.close()
-            raise WorkerDied("the worker process ended (exit code %s)" % self.process.exitcode) from None
+            raise WorkerDied("the worker process ended (exit code %s)" % self.process.poll()) from None
         if kind == "error":
             raise value
         return value
@@ -75,37 +87,39 @@ class Worker:
     def kill(self) -> None:
         """End the worker now (the thread waiting for its answer closes the pipe)."""
         self.process.kill()
-        self.process.join()
+        self.process.wait()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Let the worker end; kill it if it does not within ``timeout``."""
         with contextlib.suppress(OSError):
             self.conn.send(None)
-        self.process.join(timeout)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
         self.conn.close()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
 
 class WorkerPool:
     """Up to ``size`` workers; a worker is busy with one step, idle ones wait for the next."""
 
-    def __init__(self, size: int, start_method: str = "spawn"):
+    def __init__(self, size: int):
         self.size = max(1, size)
-        self.context = multiprocessing.get_context(start_method)
         self.idle: list[Worker] = []
         self.busy: set[Worker] = set()
 
     def warm(self) -> None:
         """Start one worker ahead of its first step (its imports overlap the crawl's start)."""
         if not self.idle and not self.busy:
-            self.idle.append(Worker(self.context))
+            self.idle.append(Worker())
 
     async def run(self, fn: Callable, *args, timeout: float | None = None) -> Any:
         """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
         :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
-        worker = self.idle.pop() if self.idle else Worker(self.context)
+        worker = self.idle.pop() if self.idle else Worker()
         self.busy.add(worker)
         answer = asyncio.ensure_future(asyncio.to_thread(worker.call, fn, args))
         try:
@@ -122,10 +136,16 @@ class WorkerPool:
             if not answer.done():  # the crawl stopped waiting (shutting down): the step is abandoned
                 answer.add_done_callback(lambda done: done.exception())
                 worker.kill()
-            elif worker.process.is_alive():
+            elif worker.alive():
                 self.idle.append(worker)
 
     def close(self) -> None:
         for worker in [*self.idle, *self.busy]:
             worker.stop()
         self.idle, self.busy = [], set()
+
+
+if __name__ == "__main__":  # a worker: its classes come from the package, as the crawl unpickles them
+    from votersdaily.laundromat.workers import _serve as serve
+
+    serve(Connection(int(sys.argv[1])))
