@@ -11,7 +11,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from votersdaily import __version__
 
 BOT_NAME = "votersdaily"
-SPIDER_MODULES = ["votersdaily.spiders"]
+SPIDER_MODULES = ["votersdaily.spiders", "votersdaily.laundromat.spider"]
 NEWSPIDER_MODULE = "votersdaily.spiders"
 
 # -- identity and politeness ----------------------------------------------------------------------

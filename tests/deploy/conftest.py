@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.services import REPO, free_port, which
 
-TEST_SPIDERS = "votersdaily.spiders,tests.deploy.spiders"
+TEST_SPIDERS = "votersdaily.spiders,votersdaily.laundromat.spider,tests.deploy.spiders"
 TEST_SETTINGS = "tests.deploy.settings"
 
 

@@ -2,4 +2,4 @@
 
 from votersdaily.settings import *  # noqa: F403
 
-SPIDER_MODULES = ["votersdaily.spiders", "tests.deploy.spiders"]
+SPIDER_MODULES = ["votersdaily.spiders", "votersdaily.laundromat.spider", "tests.deploy.spiders"]

@@ -1,1 +1,2 @@
-"""One module per source, plus the ingest and laundromat spiders."""
+"""One module per source, plus the ingest spider and the distributed workers (the laundromat spider is
+:mod:`votersdaily.laundromat.spider`)."""

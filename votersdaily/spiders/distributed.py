@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..distributed.spider import WorkerMixin
+from ..laundromat.spider import LaundromatSpider
 from .ingest import IngestSpider
-from .laundromat import LaundromatSpider
 
 
 class IngestWorker(WorkerMixin, IngestSpider):

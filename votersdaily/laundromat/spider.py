@@ -25,18 +25,18 @@ from .. import signals as vd_signals
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..extensions import START_META
-from ..laundromat import states
-from ..laundromat.archives import ArchiveLimits
-from ..laundromat.cleaning import CleanOptions
-from ..laundromat.contexts import ContextOptions
-from ..laundromat.downloads import body_excerpt, download_key, failed_hop, hop
-from ..laundromat.fetching import OPERATOR_META, STREAM_META
-from ..laundromat.processor import Processor
-from ..laundromat.seedlist import SeedList
-from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
-from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
+from ..spiders.base import split_urls
 from ..store.crawler import store_for
-from .base import split_urls
+from . import states
+from .archives import ArchiveLimits
+from .cleaning import CleanOptions
+from .contexts import ContextOptions
+from .download_records import body_excerpt, download_key, failed_hop, hop
+from .fetching import OPERATOR_META, STREAM_META
+from .processor import Processor
+from .seedlist import SeedList
+from .seeds import interval_for, is_due, is_seed, new_seed
+from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
