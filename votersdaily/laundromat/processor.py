@@ -21,7 +21,7 @@ from twisted.internet import threads
 from ..clock import now_iso
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
-from .cleaning import CleanOptions
+from .clean_types import CleanOptions
 from .seedlist import SeedList
 from .workers import StepTimeout, WorkerPool
 

@@ -29,7 +29,7 @@ from ..spiders.base import split_urls
 from ..store.crawler import store_for
 from . import states
 from .archives import ArchiveLimits
-from .cleaning import CleanOptions
+from .clean_types import CleanOptions
 from .contexts import ContextOptions
 from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import archives
-from .cleaning import CleanOptions, clean_file
+from .clean_types import CleanOptions
+from .cleaning import clean_file
 from .encodings import SNIFF_BYTES, charset_of, recode_file
 from .formats import SNIFF_CHARS, guess_format
 from .uris import child_key
