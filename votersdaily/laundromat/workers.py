@@ -60,11 +60,12 @@ def _serve(conn: Connection) -> None:
 
 
 class Worker:
-    def __init__(self):
+    def __init__(self, preload: tuple[str, ...] = ()):
+        """``preload``: modules the worker imports before it waits for its first step."""
         ours, theirs = socket.socketpair()
         with ours, theirs:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                [sys.executable, "-m", __name__, str(theirs.fileno()), *preload],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 # The crawl's import path (a checkout run without installing the package).
@@ -106,20 +107,22 @@ class Worker:
 class WorkerPool:
     """Up to ``size`` workers; a worker is busy with one step, idle ones wait for the next."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, preload: tuple[str, ...] = ()):
         self.size = max(1, size)
+        #: Modules each worker imports as it starts (the steps' parsers), before its first step.
+        self.preload = preload
         self.idle: list[Worker] = []
         self.busy: set[Worker] = set()
 
     def warm(self) -> None:
         """Start one worker ahead of its first step (its imports overlap the crawl's start)."""
         if not self.idle and not self.busy:
-            self.idle.append(Worker())
+            self.idle.append(Worker(self.preload))
 
     async def run(self, fn: Callable, *args, timeout: float | None = None) -> Any:
         """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
         :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
-        worker = self.idle.pop() if self.idle else Worker()
+        worker = self.idle.pop() if self.idle else Worker(self.preload)
         self.busy.add(worker)
         answer = asyncio.ensure_future(asyncio.to_thread(worker.call, fn, args))
         try:
@@ -146,6 +149,10 @@ class WorkerPool:
 
 
 if __name__ == "__main__":  # a worker: its classes come from the package, as the crawl unpickles them
+    import importlib
+
     from votersdaily.laundromat.workers import _serve as serve
 
+    for module in sys.argv[2:]:
+        importlib.import_module(module)
     serve(Connection(int(sys.argv[1])))
