@@ -75,10 +75,10 @@ class Worker:
 
     def call(self, fn: Callable, args: tuple) -> Any:
         """Run ``fn(*args)`` in the worker and wait for its answer (blocking: run in a thread)."""
-        self.conn.send((fn, args))
         try:
+            self.conn.send((fn, args))
             kind, value = self.conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # it died before or while running the step (or never started)
             self.conn.close()
             raise WorkerDied("the worker process ended (exit code %s)" % self.process.poll()) from None
         if kind == "error":
