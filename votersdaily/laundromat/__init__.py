@@ -4,7 +4,7 @@ One module per concern: :mod:`.uris` (seed keys), :mod:`.seeds` (records, stalen
 :mod:`.sitemaps`, :mod:`.states` (the status machine), :mod:`.download_records`, :mod:`.spider`,
 :mod:`.archives`, :mod:`.encodings`, :mod:`.formats`, :mod:`.cleaning` (one module per job below it,
 see its docstring; the sort collects the VoID ``void:dataDump`` links), :mod:`.steps` (the per-file
-steps run off the reactor), :mod:`.workers` (the processes that run them), :mod:`.processor` (the
+steps run off the reactor), :mod:`.worker_pool` (the processes that run them), :mod:`.processor` (the
 state machine), :mod:`.fetching`, :mod:`.contexts` and :mod:`.seedlist` (the ``ll_seeds`` store).
 """
 

@@ -23,7 +23,7 @@ from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
 from .clean_types import CleanOptions
 from .seedlist import SeedList
-from .workers import StepTimeout, WorkerPool
+from .worker_pool import StepTimeout, WorkerPool
 
 logger = logging.getLogger(__name__)
 

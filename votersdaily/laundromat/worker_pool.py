@@ -2,7 +2,7 @@
 document's time limit is killed alone (parsers in Rust or C cannot be interrupted otherwise),
 through :class:`multiprocessing.Process`'s public ``kill``, while the other workers go on.
 
-Each worker is a fresh interpreter (``python -m votersdaily.laundromat.workers <fd>``: the crawl
+Each worker is a fresh interpreter (``python -m votersdaily.laundromat.worker_pool <fd>``: the crawl
 process runs threads and a reactor, which a fork would copy half-way; unlike multiprocessing's
 ``spawn`` it needs no resource-tracker process beside it) that talks over a socket pair, and is
 kept for the next step; :meth:`WorkerPool.warm` starts one while the crawl is still starting and
@@ -151,7 +151,7 @@ class WorkerPool:
 if __name__ == "__main__":  # a worker: its classes come from the package, as the crawl unpickles them
     import importlib
 
-    from votersdaily.laundromat.workers import _serve as serve
+    from votersdaily.laundromat.worker_pool import _serve as serve
 
     for module in sys.argv[2:]:
         importlib.import_module(module)

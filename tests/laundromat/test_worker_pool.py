@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from votersdaily.laundromat.workers import StepTimeout, WorkerDied, WorkerPool
+from votersdaily.laundromat.worker_pool import StepTimeout, WorkerDied, WorkerPool
 
 
 def _with_pool(size: int, scenario) -> WorkerPool:
