@@ -10,8 +10,8 @@ ntriples`` (raptor2-utils) on the same file, alternating the two ``--repeat`` ti
 of each are printed; the machine is shared). Prints statements/s, the ratio to rapper and the peak
 of the summed RSS of the crawl's whole process tree (cleaning workers and ``sort`` included),
 sampled every 50 ms. Large line-based
-documents are parsed by two forked workers (the second core) while ``sort`` runs: rapper is
-single-threaded, so the ratio compares one core against the whole machine. Then Turtle: the same
+documents are parsed by the cleaning worker and one process it forks (the second core), each into
+its own ``sort``: rapper is single-threaded, so the ratio compares one core against the whole machine. Then Turtle: the same
 statements serialised as Turtle and cleaned. Only local files; no network.
 """
 

@@ -13,8 +13,8 @@ from votersdaily import settings as project_settings
 from votersdaily.defaults import DEFAULTS, OWN_PREFIXES, ProjectDefaults
 from votersdaily.ingest.config import IngestConfig
 from votersdaily.ingest.spider import IngestSpider
+from votersdaily.laundromat.spider import LaundromatSpider
 from votersdaily.spiders.house_votes import HouseVotesSpider
-from votersdaily.spiders.laundromat import LaundromatSpider
 
 PACKAGE = Path(project_settings.__file__).resolve().parent
 GETTERS = {"get", "getint", "getfloat", "getbool", "getlist", "getdict", "getdictorlist", "getwithbase"}

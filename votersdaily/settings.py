@@ -11,10 +11,12 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from votersdaily import __version__
 
 BOT_NAME = "votersdaily"
-#: Event spiders in votersdaily/spiders; the ingest spider and the Redis-fed workers in their packages.
+#: Event spiders in votersdaily/spiders; the ingest and laundromat spiders and the Redis-fed workers in
+#: their packages.
 SPIDER_MODULES = [
     "votersdaily.spiders",
     "votersdaily.ingest.spider",
+    "votersdaily.laundromat.spider",
     "votersdaily.distributed.worker_spiders",
 ]
 NEWSPIDER_MODULE = "votersdaily.spiders"

@@ -61,8 +61,10 @@ def _document(n: int) -> tuple[bytes, list[bytes], list[int]]:
 
 def test_parallel_ranges_match_serial_and_the_document(tmp_path, monkeypatch):
     calls = []
-    parallel_path = cleaning._line_based_parallel
-    monkeypatch.setattr(cleaning, "_line_based_parallel", lambda *a: calls.append(a) or parallel_path(*a))
+    parallel_path = cleaning.parse_line_based_parallel
+    monkeypatch.setattr(
+        cleaning, "parse_line_based_parallel", lambda *a: calls.append(a) or parallel_path(*a)
+    )
     text, good, bad = _document(4000)
     assert len(bad) < 100  # every error message is kept (cap 100)
     path = tmp_path / "doc.nt"

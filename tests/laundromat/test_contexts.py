@@ -59,8 +59,8 @@ def test_remote_context_is_loaded_once_and_cached(site, tmp_path):
 def test_private_addresses_and_other_schemes_are_refused(site, tmp_path):
     url = site.route("/ctx/person.jsonld", json.dumps(CONTEXT), content_type="application/ld+json")
     for context, reason in (
-        (url, "is not a public address"),
-        ("http://169.254.169.254/latest/meta-data/", "is not a public address"),
+        (url, "is a private/loopback/link-local address"),
+        ("http://169.254.169.254/latest/meta-data/", "is a private/loopback/link-local address"),
         ("file:///etc/passwd", "refusing non-http(s) URL"),
     ):
         result = _clean(tmp_path, _doc(context), ContextOptions(), "refused")
@@ -165,8 +165,11 @@ def test_the_crawl_loads_contexts_through_its_settings(site, sqlite_uri, tmp_pat
         "/d/refused.jsonld", _doc(url.replace("person", "other")), content_type="application/ld+json"
     )
     out = tmp_path / "out"
-    _finish(_start(doc, sqlite_uri, out, "-s", "LAUNDROMAT_ALLOW_PRIVATE=True"))
-    _finish(_start(refused, sqlite_uri, out))  # the default: crawled data never reaches loopback
+    # Contexts go through the crawl's one address policy: the local site's host:port is on
+    # LAUNDROMAT_PRIVATE_HOSTS (set by _start), as for sitemap entries and dump links.
+    _finish(_start(doc, sqlite_uri, out))
+    # Without it (the default), crawled data never reaches loopback.
+    _finish(_start(refused, sqlite_uri, out, "-s", "LAUNDROMAT_PRIVATE_HOSTS="))
     docs = _docs(sqlite_uri)
     record = _download(docs, doc)
     assert record["status"] == "parsed" and record["number_of_unique_statements"] == 2
@@ -174,6 +177,6 @@ def test_the_crawl_loads_contexts_through_its_settings(site, sqlite_uri, tmp_pat
     refused_record = _download(docs, refused)
     assert (
         refused_record["number_of_statements"] == 0
-        and "not a public address" in refused_record["messages"][0]["message"]
+        and "is a private/loopback/link-local address" in refused_record["messages"][0]["message"]
     )
     assert "/ctx/other.jsonld" not in site.hits

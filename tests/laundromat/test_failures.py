@@ -16,7 +16,7 @@ from tests.laundromat.test_resume import _docs, _finish, _put_crashed_state, _st
 from tests.support.services import shared_dir
 from votersdaily.clock import now_iso
 from votersdaily.laundromat.cleaning import CleanOptions, DocumentLimitExceeded, clean_file
-from votersdaily.laundromat.downloads import download_key
+from votersdaily.laundromat.download_records import download_key
 from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
 

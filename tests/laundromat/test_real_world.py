@@ -252,7 +252,8 @@ def test_a_lossy_guess_is_recorded(tmp_path):
 def test_one_unreadable_statement_costs_only_itself():
     """RDFa's statements reach pyoxigraph as N-Triples in no fixed order: a relative IRI (a page
     without a base) in one of them used to end parsing there, dropping a random share of the rest."""
-    from votersdaily.laundromat.cleaning import CleanResult, _Messages, _quads_per_statement
+    from votersdaily.laundromat.clean_types import CleanResult, Messages
+    from votersdaily.laundromat.readers import quads_per_statement
 
     result = CleanResult(format="RDFa")
     data = (
@@ -260,7 +261,7 @@ def test_one_unreadable_statement_costs_only_itself():
         b"<relative/page> <http://example.org/p> <http://example.org/o> .\n"
         b'<http://example.org/b> <http://example.org/p> "kept" .\n'
     )
-    quads = _quads_per_statement(data, ox.RdfFormat.N_TRIPLES, _Messages(result, 10))
+    quads = quads_per_statement(data, ox.RdfFormat.N_TRIPLES, Messages(result, 10))
     assert [str(q.subject) for q in quads] == ["<http://example.org/a>", "<http://example.org/b>"]
     assert result.errors == 1 and result.messages[0]["line"] == 2
     assert "relative/page" in result.messages[0]["message"]

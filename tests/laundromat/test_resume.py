@@ -17,7 +17,7 @@ import pytest
 from tests.laundromat import sitedata
 from tests.support.services import REPO
 from votersdaily.clock import now_iso
-from votersdaily.laundromat.downloads import download_key
+from votersdaily.laundromat.download_records import download_key
 from votersdaily.laundromat.seedlist import SeedList
 from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key

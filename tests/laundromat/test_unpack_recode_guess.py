@@ -395,9 +395,28 @@ def test_large_documents_are_checked_in_two_halves(tmp_path, monkeypatch, tail, 
     assert (
         tail or path.read_bytes()[path.stat().st_size // 2] & 0xC0 == 0x80
     )  # the middle is inside a character
-    assert encodings._valid_utf8_chars(path) == chars
+    counts = encodings._valid_utf8_chars(path)
+    assert (counts.chars if counts else None) == chars
     path.write_bytes(tail + b"ab" + "é".encode() * 1000 + b"z")
-    assert encodings._valid_utf8_chars(path) == chars
+    counts = encodings._valid_utf8_chars(path)
+    assert (counts.chars if counts else None) == chars
+
+
+def test_lines_are_counted_in_the_pass_that_checks_the_encoding(tmp_path, monkeypatch):
+    """A CR LF cut by the split between the two halves is one line ending, not two; the recode
+    step's record says how many lines and which ending (no second read of the file)."""
+    from votersdaily.laundromat import encodings
+
+    monkeypatch.setattr(encodings, "PARALLEL_CHECK_BYTES", 1)
+    path = tmp_path / "doc.nt"
+    body = b"a" * 10 + b"\r\n" + b"b" * 8 + b"\r\nc"
+    path.write_bytes(body)
+    assert body[len(body) // 2 - 1 : len(body) // 2 + 1] == b"\r\n"  # the halves split the CR LF
+    record = recode_file(path, tmp_path / "out.nt").as_record()
+    assert record["newline"] == "crlf" and record["number_of_lines"] == 3
+    path.write_bytes("é\ré\n".encode("latin-1"))  # not UTF-8: counted on the recoded text
+    record = recode_file(path, tmp_path / "out.nt", http_charset="latin-1").as_record()
+    assert record["number_of_lines"] == 2 and record["newline"] in ("cr", "lf")
 
 
 def test_pdf_and_plain_text_are_not_rdf(tmp_path):

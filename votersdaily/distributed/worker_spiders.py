@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ingest.spider import IngestSpider
-from ..spiders.laundromat import LaundromatSpider
+from ..laundromat.spider import LaundromatSpider
 from .redis_worker import WorkerMixin
 
 

@@ -8,24 +8,25 @@ Before parsing, every remote context reference (``"@context": "<url>"``, in a li
 * The cache directory holds one file per context URL (:func:`cache_name`): the operator may pre-fill
   it (schema.org's context, which every JSON-LD-in-HTML page names) and then nothing is fetched;
   fetched contexts are written there too.
-* Fetching goes through :func:`fetch_guarded`: the ingest's address policy (:func:`.ingest.ssrf.is_public`:
-  no loopback, private, link-local or reserved address, after DNS; only http and https), the
-  connection made to the very address that was checked, every redirect checked again, the body
-  read up to a bound. ``allow_private`` is the operator's switch (tests on loopback).
+* Fetching goes through :func:`.fetching.fetch_limited`, the laundromat's one guarded fetch outside
+  the reactor, under the same :class:`~votersdaily.ingest.ssrf.AddressPolicy` as every other URL
+  from crawled content (``LAUNDROMAT_ALLOW_PRIVATE``, ``LAUNDROMAT_PRIVATE_HOSTS``,
+  ``LAUNDROMAT_ALLOWED_HOSTS``): only http and https, no loopback, private, link-local or reserved
+  address after DNS, the connection made to the very address that was checked, every redirect
+  checked again, the body read up to a bound within the time limit.
 """
 
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
-import socket
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urljoin, urlsplit
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urljoin
 
-from ..ingest.ssrf import is_public
+if TYPE_CHECKING:
+    from ..ingest.ssrf import AddressPolicy
 
 #: Context URLs that name one context (schema.org answers its context under all of them).
 ALIASES = {
@@ -50,13 +51,25 @@ class ContextOptions:
     max_count: int = 10
     max_bytes: int = 1 << 20
     timeout: float = 10.0
-    #: Fetch from private/loopback addresses too (the operator's switch; tests).
+    #: Fetch from private/loopback addresses too (the operator's switch; tests); used when no
+    #: ``policy`` is given.
     allow_private: bool = False
     #: Fetch at all (False: only contexts in the cache directory).
     fetch: bool = True
+    #: The crawl's address policy (:func:`.fetching.address_policy`); None: one from ``allow_private``.
+    policy: AddressPolicy | None = None
+
+    def address_policy(self) -> AddressPolicy:
+        from ..ingest.ssrf import AddressPolicy
+
+        if self.policy is not None:
+            return self.policy
+        return AddressPolicy(allow_private=self.allow_private, setting="LAUNDROMAT_ALLOW_PRIVATE")
 
     @classmethod
     def from_settings(cls, settings, output_dir: Path) -> ContextOptions:
+        from .fetching import address_policy
+
         return cls(
             cache_dir=settings.get("LAUNDROMAT_CONTEXT_CACHE_DIR") or str(Path(output_dir) / "contexts"),
             max_count=settings.getint("LAUNDROMAT_CONTEXT_MAX_COUNT"),
@@ -64,6 +77,7 @@ class ContextOptions:
             timeout=settings.getfloat("LAUNDROMAT_CONTEXT_TIMEOUT"),
             allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
             fetch=settings.getbool("LAUNDROMAT_FETCH_CONTEXTS"),
+            policy=address_policy(settings),
         )
 
 
@@ -73,78 +87,27 @@ def cache_name(url: str) -> str:
     return quote(ALIASES.get(url, url), safe="") + ".jsonld"
 
 
-def _checked_addresses(host: str, port: int, allow_private: bool) -> list[str]:
+def fetch_context(url: str, options: ContextOptions) -> bytes:
+    """The body of ``url`` through the laundromat's guarded fetch; any refusal or failure is a
+    :class:`ContextError` (recorded on the document)."""
+    from ..ingest.ssrf import HostNotAllowed, PrivateAddressRefused
+    from .fetching import DownloadTooLarge, fetch_limited
+
     try:
-        addresses = [str(ipaddress.ip_address(host))]
-    except ValueError:
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise ContextError("DNS lookup failed for %s: %s" % (host, exc)) from None
-        addresses = sorted({str(info[4][0]) for info in infos})
-    if not allow_private:
-        for address in addresses:
-            if not is_public(address):
-                raise ContextError("refusing %s: %s is not a public address" % (host, address))
-    if not addresses:
-        raise ContextError("no address for %s" % host)
-    return addresses
-
-
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    """Connects to the checked address, not to a second DNS answer (DNS rebinding)."""
-
-    def __init__(self, host: str, address: str, port: int, timeout: float):
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, address: str, port: int, timeout: float):
-        self.tls = ssl.create_default_context()
-        super().__init__(host, port, timeout=timeout, context=self.tls)
-        self.address = address
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
-
-
-def fetch_guarded(url: str, *, max_bytes: int, timeout: float, allow_private: bool = False) -> bytes:
-    """The body of ``url`` under the ingest's address policy (each redirect checked), at most
-    ``max_bytes`` of it. The one place the laundromat package fetches by itself."""
-    for _hop in range(MAX_REDIRECTS + 1):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise ContextError("refusing non-http(s) URL %s" % url)
-        host = (parts.hostname or "").strip("[]")
-        if not host:
-            raise ContextError("refusing URL without a host: %s" % url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        address = _checked_addresses(host, port, allow_private)[0]
-        kind = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
-        conn = kind(host, address, port, timeout)
-        try:
-            target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
-            conn.request("GET", target, headers={"Accept": ACCEPT, "User-Agent": "votersdaily-laundromat"})
-            response = conn.getresponse()
-            if 300 <= response.status < 400 and response.getheader("Location"):
-                url = urljoin(url, response.getheader("Location"))
-                continue
-            if response.status != 200:
-                raise ContextError("HTTP status %d for %s" % (response.status, url))
-            body = response.read(max_bytes + 1)
-        except OSError as exc:
-            raise ContextError("fetching %s failed: %s: %s" % (url, type(exc).__name__, exc)) from None
-        finally:
-            conn.close()
-        if len(body) > max_bytes:
-            raise ContextError("context %s is larger than %d bytes" % (url, max_bytes))
-        return body
-    raise ContextError("more than %d redirects for %s" % (MAX_REDIRECTS, url))
+        return fetch_limited(
+            url,
+            options.address_policy(),
+            max_bytes=options.max_bytes,
+            timeout=options.timeout,
+            accept=ACCEPT,
+            max_redirects=MAX_REDIRECTS,
+        ).body
+    except DownloadTooLarge:
+        raise ContextError("context %s is larger than %d bytes" % (url, options.max_bytes)) from None
+    except (PrivateAddressRefused, HostNotAllowed) as exc:
+        raise ContextError(str(exc)) from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise ContextError("fetching %s failed: %s: %s" % (url, type(exc).__name__, exc)) from None
 
 
 class ContextLoader:
@@ -168,12 +131,7 @@ class ContextLoader:
         if body is None:
             if not self.options.fetch:
                 raise ContextError("remote context %s is not in the context cache" % key)
-            body = fetch_guarded(
-                SOURCES.get(key, key),
-                max_bytes=self.options.max_bytes,
-                timeout=self.options.timeout,
-                allow_private=self.options.allow_private,
-            )
+            body = fetch_context(SOURCES.get(key, key), self.options)
             self._store(key, body)
         try:
             document = json.loads(body)

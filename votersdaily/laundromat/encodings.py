@@ -56,6 +56,8 @@ class Recoded:
     declarations: list[dict] = field(default_factory=list)
     #: Why the encoding may be wrong (a detector's guess for bytes that are not UTF-8), else None.
     encoding_note: str | None = None
+    #: Lines of the recoded text and their ending (counted in the pass that checks or recodes it).
+    lines: LineCounts = field(default_factory=lambda: LineCounts())
 
     def as_record(self) -> dict:
         return {
@@ -65,7 +67,56 @@ class Recoded:
             "number_of_replacements": self.number_of_replacements,
             "replacements": self.replacements,
             "declarations_rewritten": self.declarations,
+            "number_of_lines": self.lines.number_of_lines(),
+            "newline": self.lines.newline(),
         }
+
+
+@dataclass
+class LineCounts:
+    """Characters and line endings of a text seen in pieces (UTF-8 bytes or str), in the same pass
+    that validates or recodes it: no extra read of a large document."""
+
+    chars: int = 0
+    lf: int = 0
+    cr: int = 0
+    crlf: int = 0
+    #: The first and the last character seen ("" before any): a CR LF may straddle two pieces.
+    first: str = ""
+    last: str = ""
+
+    def add(self, piece: bytes | str, chars: int) -> None:
+        if not piece:
+            return
+        if isinstance(piece, bytes):
+            text_first, text_last = chr(piece[0]), chr(piece[-1])
+            lf, cr, crlf = piece.count(b"\n"), piece.count(b"\r"), piece.count(b"\r\n")
+        else:
+            text_first, text_last = piece[0], piece[-1]
+            lf, cr, crlf = piece.count("\n"), piece.count("\r"), piece.count("\r\n")
+        self.merge(LineCounts(chars, lf, cr, crlf, text_first, text_last))
+
+    def merge(self, other: LineCounts) -> None:
+        """``other`` counted the text right after this one."""
+        if not other.first:
+            return
+        joined = self.last == "\r" and other.first == "\n"
+        self.chars += other.chars
+        self.lf += other.lf
+        self.cr += other.cr
+        self.crlf += other.crlf + joined
+        self.first = self.first or other.first
+        self.last = other.last
+
+    def newline(self) -> str | None:
+        """The most common line ending (crlf, lf or cr), None without any."""
+        counts = ((self.crlf, "crlf"), (self.lf - self.crlf, "lf"), (self.cr - self.crlf, "cr"))
+        best = max(counts)
+        return best[1] if best[0] else None
+
+    def number_of_lines(self) -> int:
+        ended = self.lf + self.cr - self.crlf
+        return ended + (1 if self.last and self.last not in "\r\n" else 0)
 
 
 def _codec(name: str | None) -> str | None:
@@ -184,17 +235,21 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
     if source in ("detector", "default") and encoding not in ("utf-8", "ascii"):
         note = "not UTF-8 (byte %d); %s is the %s's guess" % (first_invalid_utf8(head) or 0, encoding, source)
     if encoding in ("utf-8", "ascii"):
-        chars = _valid_utf8_chars(src)
-        if chars is not None:
+        counts = _valid_utf8_chars(src)
+        if counts is not None:
             declared = _redeclared_copy(src, dst, head)
-            if declared is None:
-                return Recoded(path=src, encoding=encoding, source=source, number_of_chars=chars)
             return Recoded(
-                path=dst, encoding=encoding, source=source, number_of_chars=chars, declarations=declared
+                path=src if declared is None else dst,
+                encoding=encoding,
+                source=source,
+                number_of_chars=counts.chars,
+                declarations=declared or [],
+                lines=counts,
             )
         encoding = "utf-8"
     _state.count, _state.found, _state.base = 0, [], 0
-    chars = consumed = 0
+    consumed = 0
+    counts = LineCounts()
     declared = None
     with open(src, "rb") as inp, open(dst, "w", encoding="utf-8", newline="") as out:
         if encoding == "utf-8-sig":  # its decoder reports offsets past the BOM: skip the BOM here
@@ -211,7 +266,7 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
                 text, declared = declare_utf8(text)
             if text:
                 out.write(text)
-                chars += len(text)
+                counts.add(text, len(text))
             if not chunk:
                 break
             consumed += len(chunk)
@@ -221,9 +276,10 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
         source=source,
         number_of_replacements=_state.count,
         replacements=list(_state.found),
-        number_of_chars=chars,
+        number_of_chars=counts.chars,
         declarations=declared or [],
         encoding_note=note,
+        lines=counts,
     )
 
 
@@ -250,8 +306,8 @@ def _redeclared_copy(src: Path, dst: Path, head: bytes) -> list[dict] | None:
 PARALLEL_CHECK_BYTES = 64 << 20
 
 
-def _valid_utf8_chars(path: Path) -> int | None:
-    """The number of characters when ``path`` is valid UTF-8, else None. A large document is
+def _valid_utf8_chars(path: Path) -> LineCounts | None:
+    """The characters and line endings of ``path`` when it is valid UTF-8, else None. A large document is
     checked in two halves at once (split at a character boundary), the second in a forked process."""
     size = path.stat().st_size
     if size < PARALLEL_CHECK_BYTES or not _can_fork():
@@ -272,7 +328,10 @@ def _valid_utf8_chars(path: Path) -> int | None:
         second = _utf8_chars(path, mid, size)  # the child died: check the half here
     recv.close()
     child.join()
-    return None if first is None or second is None else first + second
+    if first is None or second is None:
+        return None
+    first.merge(second)
+    return first
 
 
 def _can_fork() -> bool:
@@ -284,10 +343,10 @@ def _utf8_chars_to(path: Path, start: int, end: int, conn) -> None:
     conn.close()
 
 
-def _utf8_chars(path: Path, start: int, end: int) -> int | None:
-    """The number of characters in bytes ``start``-``end`` of ``path`` when valid UTF-8, else None."""
+def _utf8_chars(path: Path, start: int, end: int) -> LineCounts | None:
+    """The characters and line endings in bytes ``start``-``end`` of ``path`` when valid UTF-8, else None."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    chars = 0
+    counts = LineCounts()
     try:
         with open(path, "rb") as f:
             f.seek(start)
@@ -295,8 +354,8 @@ def _utf8_chars(path: Path, start: int, end: int) -> int | None:
             while True:
                 chunk = f.read(min(CHUNK, left))
                 left -= len(chunk)
-                chars += len(decoder.decode(chunk, final=not chunk))
+                counts.add(chunk, len(decoder.decode(chunk, final=not chunk)))
                 if not chunk:
-                    return chars
+                    return counts
     except UnicodeDecodeError:
         return None

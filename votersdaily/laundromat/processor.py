@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +19,9 @@ from ..blocking import run_in_thread
 from ..clock import now_iso
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
-from .cleaning import CleanOptions
+from .clean_types import CleanOptions
 from .seedlist import SeedList
+from .worker_pool import StepTimeout, WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -74,77 +72,48 @@ class Processor:
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
         self.seconds_per_mb = seconds_per_mb
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool = WorkerPool(self.workers, preload=(steps.__name__,))
         #: Document key → seconds of its time limit left (spent only while its steps run).
         self._budgets: dict[str, float] = {}
         #: One step per worker at a time: a submitted step runs at once, so its time is its own
         #: (not time spent queued behind other documents' steps).
         self._slots = asyncio.Semaphore(self.workers)
-        #: Pools killed so far: a step that lost its worker to another document's kill is run again.
-        self._kills = 0
         #: What this run cleaned: (where the document came from, the cleaned file), for the run log.
         self.cleaned: list[tuple[str, str]] = []
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _run(self, fn, *args) -> asyncio.Future:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return asyncio.wrap_future(self._pool.submit(fn, *args))
+    def warm(self) -> None:
+        """Start a worker now, so its start-up overlaps the crawl's own and the first download."""
+        self._pool.warm()
 
     async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
-        interrupted otherwise) and fails with that reason."""
-        for _attempt in range(2):
-            kills = self._kills
-            budget = self._budgets.get(doc["_id"])
-            async with self._slots:
-                started = time.monotonic()
-                try:
-                    future = self._run(fn, *args)
-                    if budget is None:
-                        return await future, None
-                    return await asyncio.wait_for(future, max(0.0, budget)), None
-                except TimeoutError as exc:
-                    if budget is None or time.monotonic() - started < budget:  # the step's own (a socket's)
-                        error = error_of(exc)
-                        break
-                    self._kill_pool()
-                    error = (
-                        "DocumentTimeout: took longer than its limit of %.0f s (LAUNDROMAT_DOCUMENT_TIMEOUT)"
-                        % (self._limit(doc))
-                    )
-                except BrokenProcessPool as exc:
-                    self._reset_pool()
-                    if self._kills != kills:  # killed for another document's time limit: run it again
-                        continue
-                    error = error_of(exc)
-                except Exception as exc:
-                    error = error_of(exc)
-                finally:
-                    if budget is not None:
-                        self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
-            break
+        interrupted otherwise) and fails with that reason; other documents' steps go on."""
+        budget = self._budgets.get(doc["_id"])
+        async with self._slots:
+            started = time.monotonic()
+            try:
+                return await self._pool.run(
+                    fn, *args, timeout=None if budget is None else max(0.0, budget)
+                ), None
+            except StepTimeout:
+                error = (
+                    "DocumentTimeout: took longer than its limit of %.0f s (LAUNDROMAT_DOCUMENT_TIMEOUT)"
+                    % (self._limit(doc))
+                )
+            except Exception as exc:
+                error = error_of(exc)
+            finally:
+                if budget is not None:
+                    self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
         logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
         return None, await self.move(doc, states.FAILED, error=error)
 
     def _limit(self, doc: dict) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
-
-    def _kill_pool(self) -> None:
-        """Kill the workers (the pool keeps no handle on which one runs which step) and start afresh."""
-        if self._pool is not None:
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                process.kill()
-            self._kills += 1
-        self._reset_pool()
-
-    def _reset_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
 
     async def store(self, fn, *args, **kwargs):
         result = await run_in_thread(fn, *args, **kwargs)
@@ -159,9 +128,7 @@ class Processor:
         return new
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool.close()
 
     def path_of(self, rel: str) -> Path:
         return self.output_dir / rel

@@ -10,44 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import archives
-from .cleaning import CleanOptions, clean_file
+from .clean_types import CleanOptions
+from .cleaning import clean_file
 from .encodings import SNIFF_BYTES, charset_of, recode_file
 from .formats import SNIFF_CHARS, guess_format
 from .uris import child_key
-
-
-def content_meta(path: Path) -> dict:
-    """``number_of_bytes``, ``number_of_chars`` (UTF-8, lossy), ``number_of_lines`` and ``newline`` of a file."""
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    n_bytes = n_chars = crlf = lf = cr = 0
-    last = b""
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            n_chars += len(decoder.decode(chunk, final=not chunk))
-            if not chunk:
-                break
-            n_bytes += len(chunk)
-            joined = last + chunk
-            crlf += joined.count(b"\r\n") - last.count(b"\r\n")
-            lf += chunk.count(b"\n")
-            cr += chunk.count(b"\r")
-            last = chunk[-1:]
-    lf_only, cr_only = lf - crlf, cr - crlf
-    newline = (
-        max((crlf, "crlf"), (lf_only, "lf"), (cr_only, "cr"))[1] if (crlf or lf_only or cr_only) else None
-    )
-    lines = crlf + lf_only + cr_only
-    if n_bytes and last not in (b"\n", b"\r"):
-        lines += 1
-    return {
-        "number_of_bytes": n_bytes,
-        "number_of_chars": n_chars,
-        "number_of_lines": lines,
-        "newline": newline,
-    }
 
 
 def unpack_step(

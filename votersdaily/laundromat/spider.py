@@ -23,20 +23,19 @@ from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
-from ..extensions import START_META
-from ..laundromat import states
-from ..laundromat.archives import ArchiveLimits
-from ..laundromat.cleaning import CleanOptions
-from ..laundromat.contexts import ContextOptions
-from ..laundromat.downloads import body_excerpt, download_key, failed_hop, hop
-from ..laundromat.fetching import OPERATOR_META, STREAM_META
-from ..laundromat.processor import Processor
-from ..laundromat.seedlist import SeedList
-from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
-from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
-from ..laundromat.steps import content_meta
+from ..requestmeta import START_META
+from ..spiders.base import split_urls
 from ..store.crawler import store_for
-from .base import split_urls
+from . import states
+from .archives import ArchiveLimits
+from .clean_types import CleanOptions
+from .contexts import ContextOptions
+from .download_records import body_excerpt, download_key, failed_hop, hop
+from .fetching import OPERATOR_META, STREAM_META
+from .processor import Processor
+from .seedlist import SeedList
+from .seeds import interval_for, is_due, is_seed, new_seed
+from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
@@ -151,6 +150,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- seeds ------------------------------------------------------------------------------------
 
     async def start(self):
+        self.processor.warm()  # its imports overlap opening the store and the first download
         await self._db(self.seeds.open)
         given = list(self.given_urls)
         if self.seedlist_file:
@@ -272,7 +272,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     async def _filed(self, response: Response, record: dict, path: Path):
         meta = response.meta
         seed = meta["seed"]
-        content = await self._db(content_meta, path)
+        # Only the size here: characters, lines and line endings are counted by the recode step, in
+        # the pass that checks the text's encoding (a second read of a large dump costs seconds).
+        content = {"number_of_bytes": path.stat().st_size}
         name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         ctype = response.headers.get("Content-Type")
         record = dict(

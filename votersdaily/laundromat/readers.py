@@ -1,0 +1,259 @@
+"""The readers of the formats parsed whole or streamed to their first error: Turtle, TriG, RDF/XML
+(entities expanded first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
+bound) and RDFa in HTML (with the JSON-LD scripts it holds)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from . import formats as F
+from .clean_types import (
+    OX_FORMATS,
+    CleaningError,
+    CleanOptions,
+    DocumentLimitExceeded,
+    Messages,
+    serialize_quads,
+)
+from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
+from .external_sort import SortedSink
+from .xmlentities import EntityRefused, expand_entities
+
+#: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
+_JSONLD_SCRIPT = re.compile(
+    r"""<script\b[^>]*\btype\s*=\s*["']?application/ld\+json\b[^>]*>(.*?)</script\s*>""", re.I | re.S
+)
+
+
+def _until_error(quads: Iterator, messages: Messages) -> Iterator:
+    """The parsed quads up to the first syntax error, which is recorded and ends the document."""
+    try:
+        yield from quads
+    except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
+        messages.add("error", "a token longer than the parser's buffer: %s" % exc)
+        messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
+    except SyntaxError as exc:
+        messages.syntax(exc)
+        messages.add(
+            "warning",
+            "parsing stopped at the first error (no recovery for this format)",
+            exc.lineno,
+            exc.offset,
+        )
+
+
+def _batched(quads: Iterator, messages: Messages, size: int = 10_000) -> Iterator[bytes]:
+    """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
+    quads = _until_error(quads, messages)
+    while True:
+        block = ox.serialize(itertools.islice(quads, size), format=ox.RdfFormat.N_QUADS)
+        if not block:
+            return
+        yield block
+
+
+def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    if fmt == F.RDF_XML:
+        try:
+            path = expand_entities(path, sink.tmp / "expanded.rdf")
+        except EntityRefused as exc:
+            raise CleaningError(str(exc)) from None
+    if fmt == F.JSON_LD:
+        _check_in_memory(path, "JSON-LD", sink.options)
+        # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
+        quads = _jsonld(path.read_bytes(), base_iri, sink, messages)
+        _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
+        return
+    quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
+    for block in _batched(quads, messages):
+        sink.add_block(block)
+
+
+def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
+    """An estimate of RDFC-1.0's work on ``dataset`` (stops counting past ``bound``).
+
+    Blank nodes with a unique first-degree hash (RDFC-1.0 §4.6: their quads, with themselves as
+    ``_:a`` and other blank nodes as ``_:z``) cost nothing more. Each other one is told apart by
+    hashing every permutation of its related blank nodes that share a hash (§4.8): the product of
+    the factorials of those groups' sizes. A clique of n such nodes costs n·(n-1)!.
+    """
+    quads_of: dict[str, list] = {}
+    for quad in dataset:
+        for label in {
+            t.value for t in (quad.subject, quad.object, quad.graph_name) if isinstance(t, ox.BlankNode)
+        }:
+            quads_of.setdefault(label, []).append(quad)
+
+    def first_degree(label: str) -> int:
+        rows = []
+        for quad in quads_of[label]:
+            terms = (quad.subject, quad.predicate, quad.object, quad.graph_name)
+            rows.append(
+                " ".join(
+                    ("_:a" if t.value == label else "_:z") if isinstance(t, ox.BlankNode) else str(t)
+                    for t in terms
+                )
+            )
+        return hash(tuple(sorted(rows)))
+
+    hashes = {label: first_degree(label) for label in quads_of}
+    shared = Counter(hashes.values())
+    work = 0
+    for label, first in hashes.items():
+        if shared[first] == 1:
+            continue
+        related = {
+            t.value
+            for quad in quads_of[label]
+            for t in (quad.subject, quad.object, quad.graph_name)
+            if isinstance(t, ox.BlankNode) and t.value != label
+        }
+        permutations = 1
+        for size in Counter(hashes[r] for r in related).values():
+            permutations *= math.factorial(min(size, 20))
+        work += permutations
+        if work > bound:
+            break
+    return work
+
+
+def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messages) -> Iterator:
+    """The quads of a JSON-LD document, its remote contexts loaded first (through the cache and
+    the guarded fetch: :mod:`.contexts`)."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        document = None  # the parser says what is wrong
+    try:
+        remote = document is not None and has_remote_context(document)
+    except RecursionError:  # nested deeper than Python recurses: the parser refuses it anyway
+        remote = False
+    if remote:
+        if sink.options.contexts is None:
+            raise CleaningError("remote context not loaded: no context loader is configured")
+        loader = ContextLoader(sink.options.contexts)
+        try:
+            document = inline_contexts(document, base_iri, loader)
+        except ContextError as exc:
+            raise CleaningError("remote context not loaded: %s" % exc) from None
+        finally:
+            sink.result.contexts.extend(u for u in loader.urls if u not in sink.result.contexts)
+        data = json.dumps(document).encode("utf-8")
+    return ox.parse(data, ox.RdfFormat.JSON_LD, base_iri=base_iri)
+
+
+def _from_dataset(dataset: ox.Dataset, sink: SortedSink) -> None:
+    data = serialize_quads(dataset)
+    if b"_:" not in data:  # no blank node (a literal's "_:" at worst costs the check below)
+        sink.add_block(data)
+        return
+    bound = sink.options.max_canonicalisation_work
+    if bound:
+        work = canonicalisation_work(dataset, bound)
+        if work > bound:
+            raise DocumentLimitExceeded(
+                "blank-node canonicalisation refused: its estimated work (%d permutations) exceeds %d "
+                "(LAUNDROMAT_MAX_CANONICALISATION_WORK)" % (work, bound)
+            )
+    dataset.canonicalize(ox.CanonicalizationAlgorithm.RDFC_1_0)
+    sink.add_block(serialize_quads(dataset))
+
+
+def _check_in_memory(path: Path, kind: str, options: CleanOptions) -> None:
+    if path.stat().st_size > options.max_in_memory_bytes:
+        raise CleaningError(
+            "%s larger than %d bytes is not cleaned (it would be parsed in memory)"
+            % (kind, options.max_in_memory_bytes)
+        )
+
+
+@contextlib.contextmanager
+def _literals_as_written() -> Iterator[None]:
+    """rdflib normalises typed literals it builds (``"007"^^xsd:integer`` → ``"7"``, ``Z`` →
+    ``+00:00``) unless told not to: the laundromat keeps a document's lexical forms."""
+    import rdflib
+
+    saved = rdflib.NORMALIZE_LITERALS
+    rdflib.NORMALIZE_LITERALS = False
+    try:
+        yield
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+
+
+def quads_per_statement(data: bytes, fmt, messages: Messages) -> list:
+    """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
+    in RDFa without a base) is recorded and costs only itself."""
+    try:
+        return list(ox.parse(data, fmt))
+    except SyntaxError:
+        pass
+    quads: list = []
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            try:
+                quads.extend(ox.parse(line, fmt))
+            except SyntaxError as exc:
+                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+    return quads
+
+
+def parse_rdfa(path: Path, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    """RDFa of an HTML document: the recoded text (its declaration made true by the recoding) goes
+    to the parser as text, so no charset sniffing can take the document for another encoding."""
+    _check_in_memory(path, "HTML (RDFa)", sink.options)
+    from pyRdfa import pyRdfa
+    from pyRdfa.options import Options
+
+    options = Options(
+        vocab_expansion=False,
+        vocab_cache=False,
+        refresh_vocab_cache=False,
+        embedded_rdf=False,
+        output_processor_graph=False,
+        output_default_graph=True,
+    )
+    processor = pyRdfa(options, base=base_iri or "", media_type="text/html")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        with _literals_as_written():
+            graph = processor.graph_from_source(io.StringIO(text))
+    except Exception as exc:  # pyRdfa raises its own and html5lib's errors
+        messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
+        return
+    dataset = ox.Dataset(quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages))
+    for number, script in enumerate(_JSONLD_SCRIPT.finditer(text), start=1):
+        # JSON-LD embedded in HTML is RDF too (JSON-LD 1.1 §7.3); each script is its own document.
+        line = text.count("\n", 0, script.start(1)) + 1
+        try:
+            quads = list(_jsonld(script.group(1).encode("utf-8"), base_iri, sink, messages))
+        except (CleaningError, SyntaxError, ValueError) as exc:
+            messages.add("error", "JSON-LD script %d: %s" % (number, exc), line)
+            continue
+        for quad in quads:
+            dataset.add(quad)
+    _from_dataset(dataset, sink)
+
+
+def _n_triples(graph, messages: Messages) -> bytes:
+    """An rdflib graph as N-Triples, one statement at a time: a term rdflib cannot write (an IRI
+    with a space) costs its own statement, recorded, not the graph's."""
+    from rdflib.plugins.serializers.nt import _nt_row  # the row writer of rdflib's N-Triples serializer
+
+    rows = []
+    for triple in graph:
+        try:
+            rows.append(_nt_row(triple))
+        except Exception as exc:  # rdflib refuses terms it cannot write
+            messages.add("error", "statement dropped: %s" % exc)
+    return "".join(sorted(rows)).encode("utf-8")

@@ -1,0 +1,158 @@
+"""Worker processes the laundromat owns: each runs one step at a time, and one that passes a
+document's time limit is killed alone (parsers in Rust or C cannot be interrupted otherwise),
+through :class:`multiprocessing.Process`'s public ``kill``, while the other workers go on.
+
+Each worker is a fresh interpreter (``python -m votersdaily.laundromat.worker_pool <fd>``: the crawl
+process runs threads and a reactor, which a fork would copy half-way; unlike multiprocessing's
+``spawn`` it needs no resource-tracker process beside it) that talks over a socket pair, and is
+kept for the next step; :meth:`WorkerPool.warm` starts one while the crawl is still starting and
+downloading, so its imports are not paid after the download.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+class WorkerDied(Exception):
+    """The worker running a step ended without an answer (killed by the system, crashed)."""
+
+
+class StepTimeout(Exception):
+    """The step ran past the time it was given; its worker was killed."""
+
+
+class StepFailed(Exception):
+    """A step raised an exception that cannot travel back to the crawl (not picklable)."""
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's loop: run each ``(fn, args)`` received, answer ``("ok", result)`` or
+    ``("error", exception)``; ``None`` or a closed pipe ends it."""
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        fn, args = job
+        try:
+            answer: tuple[str, Any] = ("ok", fn(*args))
+        except BaseException as exc:  # every failure goes back to the crawl, which fails the record
+            answer = ("error", exc)
+        try:
+            conn.send(answer)
+        except OSError:  # the crawl is gone
+            return
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            error = answer[1] if answer[0] == "error" else exc
+            conn.send(("error", StepFailed("%s: %s" % (type(error).__name__, error))))
+
+
+class Worker:
+    def __init__(self, preload: tuple[str, ...] = ()):
+        """``preload``: modules the worker imports before it waits for its first step."""
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(theirs.fileno()), *preload],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                # The crawl's import path (a checkout run without installing the package).
+                env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)),
+            )
+            self.conn = Connection(os.dup(ours.fileno()))
+
+    def call(self, fn: Callable, args: tuple) -> Any:
+        """Run ``fn(*args)`` in the worker and wait for its answer (blocking: run in a thread)."""
+        try:
+            self.conn.send((fn, args))
+            kind, value = self.conn.recv()
+        except (EOFError, OSError):  # it died before or while running the step (or never started)
+            self.conn.close()
+            raise WorkerDied("the worker process ended (exit code %s)" % self.process.poll()) from None
+        if kind == "error":
+            raise value
+        return value
+
+    def kill(self) -> None:
+        """End the worker now (the thread waiting for its answer closes the pipe)."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let the worker end; kill it if it does not within ``timeout``."""
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.conn.close()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+class WorkerPool:
+    """Up to ``size`` workers; a worker is busy with one step, idle ones wait for the next."""
+
+    def __init__(self, size: int, preload: tuple[str, ...] = ()):
+        self.size = max(1, size)
+        #: Modules each worker imports as it starts (the steps' parsers), before its first step.
+        self.preload = preload
+        self.idle: list[Worker] = []
+        self.busy: set[Worker] = set()
+
+    def warm(self) -> None:
+        """Start one worker ahead of its first step (its imports overlap the crawl's start)."""
+        if not self.idle and not self.busy:
+            self.idle.append(Worker(self.preload))
+
+    async def run(self, fn: Callable, *args, timeout: float | None = None) -> Any:
+        """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
+        :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
+        worker = self.idle.pop() if self.idle else Worker(self.preload)
+        self.busy.add(worker)
+        answer = asyncio.ensure_future(asyncio.to_thread(worker.call, fn, args))
+        try:
+            try:
+                await asyncio.wait_for(asyncio.shield(answer), timeout)
+            except TimeoutError:
+                if not answer.done():  # ours: not the step's own TimeoutError (a socket's)
+                    worker.kill()  # the thread waiting for its answer gets WorkerDied and ends
+                    await asyncio.gather(answer, return_exceptions=True)
+                    raise StepTimeout("the step ran longer than %.1f s" % (timeout or 0)) from None
+            return answer.result()
+        finally:
+            self.busy.discard(worker)
+            if not answer.done():  # the crawl stopped waiting (shutting down): the step is abandoned
+                answer.add_done_callback(lambda done: done.exception())
+                worker.kill()
+            elif worker.alive():
+                self.idle.append(worker)
+
+    def close(self) -> None:
+        for worker in [*self.idle, *self.busy]:
+            worker.stop()
+        self.idle, self.busy = [], set()
+
+
+if __name__ == "__main__":  # a worker: its classes come from the package, as the crawl unpickles them
+    import importlib
+
+    from votersdaily.laundromat.worker_pool import _serve as serve
+
+    for module in sys.argv[2:]:
+        importlib.import_module(module)
+    serve(Connection(int(sys.argv[1])))
