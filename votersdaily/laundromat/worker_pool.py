@@ -80,7 +80,14 @@ class Worker:
             kind, value = self.conn.recv()
         except (EOFError, OSError):  # it died before or while running the step (or never started)
             self.conn.close()
-            raise WorkerDied("the worker process ended (exit code %s)" % self.process.poll()) from None
+            # Its pipe closes a moment before the process is reaped: wait for it, so that it is
+            # never taken for alive (and reused) and its exit code is known.
+            try:
+                code = self.process.wait(5)
+            except subprocess.TimeoutExpired:  # alive but deaf: end it
+                self.kill()
+                code = self.process.returncode
+            raise WorkerDied("the worker process ended (exit code %s)" % code) from None
         if kind == "error":
             raise value
         return value
