@@ -188,7 +188,7 @@ def _write(db, tracker, docs, *, prepare=True):
     """One batch as the BatchWriter writes it (``prepare=False``: as a spool delivery does)."""
     before = (lambda written: tracker.before_write(db, DB, written)) if prepare else None
     result = upsert(db, DB, docs, before_write=before)
-    tracker(db, DB, docs, result)
+    tracker.after_batch(db, DB, docs, result)
     return result
 
 

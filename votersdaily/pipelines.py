@@ -7,6 +7,7 @@ laundromat spiders can share a project with the event spiders.
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -120,7 +121,7 @@ class RescheduleTracker:
     """
 
     #: What a spool records for later delivery: a class, instantiated once per delivery.
-    durable = "votersdaily.pipelines:SpooledRescheduleTracker"
+    durable: ClassVar[str | None] = "votersdaily.pipelines:SpooledRescheduleTracker"
 
     def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.
@@ -138,7 +139,7 @@ class RescheduleTracker:
         """Whether this run wrote ``doc_id`` (rather than finding it as an earlier run left it)."""
         return doc_id in self._attempted
 
-    def __call__(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
         changed = set(result.inserted) | set(result.updated)
         stored = changed | set(result.unchanged)
         self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
@@ -233,7 +234,7 @@ class SpooledRescheduleTracker(RescheduleTracker):
 
 def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
     """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
-    SpooledRescheduleTracker()(store, db, batch, result)
+    SpooledRescheduleTracker().after_batch(store, db, batch, result)
 
 
 class EventStorePipeline:
@@ -242,7 +243,7 @@ class EventStorePipeline:
     def __init__(self, crawler):
         self.crawler = crawler
         self.writer = writer_for(
-            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, after_batch=RescheduleTracker()
+            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, hooks=RescheduleTracker()
         )
 
     @classmethod

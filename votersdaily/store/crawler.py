@@ -17,9 +17,10 @@ from twisted.internet import defer, threads
 
 from . import open_store, store_uri
 from .base import Store, StoreError
+from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult
-from .writer import BatchHook, BatchWriter
+from .writer import BatchWriter
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def writers_of(crawler) -> list[CrawlerWriter]:
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None):
+    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -53,7 +54,7 @@ class CrawlerWriter:
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
-            after_batch=after_batch,
+            hooks=hooks,
             on_result=self._count,
             retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
             retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
@@ -160,9 +161,9 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None
+    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
 ) -> CrawlerWriter:
-    writer = CrawlerWriter(crawler, db, ignore=ignore, after_batch=after_batch)
+    writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
     writers = getattr(crawler, _WRITERS_ATTR, None)
     if writers is None:
         writers = []

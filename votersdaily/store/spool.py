@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Store
+from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
@@ -45,15 +46,9 @@ def spool_dir(settings=None) -> Path:
     return Path(value or DEFAULT_SPOOL_DIR)
 
 
-def hook_name(hook: Callable | None) -> str | None:
-    """``module:function`` for a module-level hook (so a later delivery can call it too); a stateful
-    hook object names its stateless equivalent in ``durable``."""
-    durable = getattr(hook, "durable", None)
-    if isinstance(durable, str):
-        return durable
-    if hook is None or "<" in getattr(hook, "__qualname__", "<"):
-        return None
-    return "%s:%s" % (hook.__module__, hook.__qualname__)
+def hook_name(hooks: WriteHooks | None) -> str | None:
+    """What a spool file records for a later delivery: the hooks' ``durable`` class, if any."""
+    return None if hooks is None else hooks.durable
 
 
 def load_hook(name: str | None) -> Callable | type | None:
@@ -69,14 +64,15 @@ def resolve_hook(name: str) -> Callable | type:
     return obj
 
 
-def delivery_hook(name: str | None, hooks: dict[str, Callable]) -> Callable | None:
-    """The hook ``name`` for one delivery: a class is instantiated once per delivery, so what it
-    reads (e.g. the reschedule view) serves every chunk of every file delivered."""
+def delivery_hook(name: str | None, hooks: dict[str, WriteHooks]) -> WriteHooks | None:
+    """The hooks ``name`` for one delivery: a class is instantiated once per delivery, so what it
+    reads (e.g. the reschedule view) serves every chunk of every file delivered; a function (named
+    by spool files of earlier versions) is called after each chunk."""
     if not name:
         return None
     if name not in hooks:
         hook = resolve_hook(name)
-        hooks[name] = hook() if isinstance(hook, type) else hook
+        hooks[name] = hook() if isinstance(hook, type) else AfterBatch(hook)
     return hooks[name]
 
 
@@ -120,10 +116,10 @@ class Spool:
         db: str,
         docs: Iterable[dict],
         ignore: Iterable[str] = (),
-        after_batch: Callable | None = None,
+        hooks: WriteHooks | None = None,
     ) -> int:
         """Append ``docs`` to ``path`` and fsync; the count written."""
-        meta = {"db": db, "ignore": list(ignore), "after_batch": hook_name(after_batch)}
+        meta = {"db": db, "ignore": list(ignore), "after_batch": hook_name(hooks)}
         n = 0
         with open(path, "a", encoding="utf-8") as f:
             for doc in docs:
@@ -183,7 +179,7 @@ class Spool:
         delivered then goes back to the spool untouched.
         """
         report = DeliveryReport()
-        hooks: dict[str, Callable] = {}
+        hooks: dict[str, WriteHooks] = {}
         skip = {Path(p).name for p in exclude}
         for path in self.pending_files(db):
             if path.name in skip:
@@ -216,7 +212,7 @@ class Spool:
         return report
 
     def _deliver_file(
-        self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, Callable]
+        self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, WriteHooks]
     ) -> None:
         groups: dict[tuple, list[dict]] = {}
         for record in self._records(path):
@@ -224,12 +220,12 @@ class Spool:
             groups.setdefault(key, []).append(record["doc"])
         for (db, ignore, hook), docs in groups.items():
             store.ensure_db(db)
-            after_batch = delivery_hook(hook, hooks)
+            delivery_hooks = delivery_hook(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
                 result = upsert(store, db, chunk, ignore)
-                if after_batch is not None:
-                    after_batch(store, db, chunk, result)
+                if delivery_hooks is not None:
+                    delivery_hooks.after_batch(store, db, chunk, result)
                 report.result.merge(result)
                 report.documents += len(chunk)
         logger.info("delivered spool file %s (%d documents so far)", path.name, report.documents)
