@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.services import PouchDBServer, run_cli  # noqa: E402
 from votersdaily import schema  # noqa: E402
-from votersdaily.pipelines import RescheduleTracker, mark_superseded  # noqa: E402
 from votersdaily.settings import VOTERSDAILY_BATCH_SIZE  # noqa: E402
 from votersdaily.store import open_store  # noqa: E402
 from votersdaily.store.base import StoreUnavailable  # noqa: E402
 from votersdaily.store.hooks import AfterBatch, WriteHooks  # noqa: E402
+from votersdaily.store.reschedules import RescheduleTracker, mark_superseded  # noqa: E402
 from votersdaily.store.spool import Spool  # noqa: E402
 from votersdaily.store.upsert import upsert  # noqa: E402
 
@@ -65,7 +65,7 @@ def crawl_write_path(store, docs: list[dict], _workdir: Path) -> None:
 class MarkEachChunk(AfterBatch):
     """Hooks spooled as earlier versions did: a function, called for every delivered chunk."""
 
-    durable = "votersdaily.pipelines:mark_superseded"
+    durable = "votersdaily.store.reschedules:mark_superseded"
 
 
 def spool_delivery(hooks: WriteHooks) -> Callable:
