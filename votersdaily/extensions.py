@@ -1,6 +1,7 @@
 """The run log: one ``vd_log`` document per spider run (docs/events.md §3), written at spider close.
 
-It observes the crawl (signals and stats) and never touches the items: what was fetched from the
+It observes the crawl (signals, and what the store writers report in
+:class:`~.store.crawler.WriteTotals`) and never touches the items: what was fetched from the
 start URL, how long the run took, what the store did with the items, what was dropped and why, and
 the exception (with traceback) that made the run fail. A failed run leaves stored data untouched.
 """
@@ -25,9 +26,10 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .items import EventItem
+from .pipelines import InvalidEvent
 from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
-from .store.crawler import store_for, writers_of
+from .store.crawler import store_for, write_totals, writers_of
 from .store.spool import Spool
 
 logger = logging.getLogger(__name__)
@@ -121,6 +123,8 @@ class RunLog:
         self.kept_by_reply: Counter = Counter()
         self.dropped_by_reply: Counter = Counter()
         self.dropped_records: list[dict] = []
+        #: Events and records dropped, by reason (the run log's ``dropped``).
+        self.dropped: Counter[str] = Counter()
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -208,9 +212,12 @@ class RunLog:
     def item_dropped(self, item, response, exception, spider):
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
+        if isinstance(exception, InvalidEvent):
+            self.dropped[exception.reason] += 1
 
     def record_dropped(self, response, reason, message, spider):
         url = getattr(response, "url", "")
+        self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
@@ -272,12 +279,8 @@ class RunLog:
 
     def build(self, spider, reason: str) -> dict:
         stats = self.crawler.stats
-        counts: dict[str, Counter] = {}
-        for name, value in (stats.get_stats() or {}).items():
-            if name.startswith("store/") and name.count("/") == 2:
-                _, db, kind = name.split("/")
-                counts.setdefault(db, Counter())[kind] += value
-        total = sum(counts.values(), Counter())
+        totals = write_totals(self.crawler)
+        total = totals.total()
         outage = {w.db: vars(w.outage) for w in writers_of(self.crawler) if w.outage}
         for writer in writers_of(self.crawler):
             for exc in writer.errors:
@@ -291,11 +294,7 @@ class RunLog:
                     }
                 )
         self._all_dropped_replies()
-        dropped = {
-            name[len("events/dropped/") :]: value
-            for name, value in (stats.get_stats() or {}).items()
-            if name.startswith("events/dropped/")
-        }
+        dropped = dict(self.dropped)
         if self.failures:
             result = self.failures[0]["exception"]
         elif reason != "finished":
@@ -328,7 +327,7 @@ class RunLog:
             "responses": self.responses,
             "finish_reason": reason,
             "empty": result == "success" and items == 0 and not dropped and not not_beside,
-            "store": {db: dict(c) for db, c in counts.items()},
+            "store": {db: dict(c) for db, c in totals.by_db.items()},
             "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
         }

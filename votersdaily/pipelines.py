@@ -24,17 +24,28 @@ logger = logging.getLogger(__name__)
 
 
 def count_dropped(stats, reason: str) -> None:
-    """One event (or record) that will not be stored, counted under its reason for the run log."""
+    """One event (or record) that will not be stored, counted in the stats under its reason (for
+    operators; the run log counts the ``item_dropped`` and ``record_dropped`` signals)."""
     stats.inc_value("events/dropped")
     stats.inc_value("events/dropped/%s" % reason)
 
 
-def _drop(crawler, code: str, message: str, item) -> DropItem:
+class InvalidEvent(DropItem):
+    """An event that broke a rule: dropped, never stored. ``reason`` is its key in the run log's
+    ``dropped`` (which reads it from Scrapy's ``item_dropped`` signal)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _drop(crawler, code: str, message: str, item) -> InvalidEvent:
     count_dropped(crawler.stats, code)
     adapter = ItemAdapter(item)
-    return DropItem(
+    return InvalidEvent(
         "invalid event (%s) from %s [unique_key=%r]: %s"
-        % (code, adapter.get("source_url"), adapter.get("unique_key"), message)
+        % (code, adapter.get("source_url"), adapter.get("unique_key"), message),
+        code,
     )
 
 

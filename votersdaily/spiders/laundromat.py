@@ -36,7 +36,8 @@ from ..laundromat.seedlist import SeedList
 from ..laundromat.seeds import interval_for, is_due, is_seed, new_seed
 from ..laundromat.sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 from ..laundromat.steps import content_meta
-from ..store.crawler import store_for
+from ..store.crawler import count_writes, store_for
+from ..store.upsert import UpsertResult
 from .base import split_urls
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
@@ -140,11 +141,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             {"from": source, "file": file} for source, file in self.processor.cleaned[: self.CLEANED_IN_LOG]
         ]
 
-    def _count(self, result) -> None:
-        for name in ("inserted", "updated", "unchanged"):
-            n = len(getattr(result, name))
-            if n:
-                self.crawler.stats.inc_value("store/ll_seeds/%s" % name, n)
+    def _count(self, result: UpsertResult) -> None:
+        """Seed records the processor wrote (the laundromat writes ``ll_seeds`` itself)."""
+        counts = result.counts()
+        count_writes(
+            self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
+        )
 
     async def _db(self, fn, *args):
         return await maybe_deferred_to_future(threads.deferToThread(fn, *args))
@@ -188,7 +190,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
-            self.crawler.stats.inc_value("store/ll_seeds/inserted")
+            count_writes(self.crawler, self.seeds.db, {"inserted": 1})
         return doc, created
 
     def seed_request(
