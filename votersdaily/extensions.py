@@ -57,7 +57,7 @@ def spool_run_log(settings, doc: dict) -> Spool:
     back (the next run or ``python -m votersdaily flush`` delivers it)."""
     doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
     spool = Spool.from_settings(settings)
-    spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+    spool.keep(schema.LOG_DB, [doc])
     return spool
 
 
@@ -394,13 +394,8 @@ class RunLog:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)
-        spool = Spool.from_settings(self.crawler.settings)
-        if spool.pending_files(schema.LOG_DB):
-            # Run logs an earlier run spooled while the store was down: the store is back.
-            report = spool.deliver(store, schema.LOG_DB)
-            logger.warning(
-                "delivered %d run logs spooled by an earlier run to %s", report.documents, schema.LOG_DB
-            )
+        # Run logs an earlier run spooled while the store was down go first: the store is back.
+        Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)

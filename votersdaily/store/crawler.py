@@ -146,15 +146,10 @@ class CrawlerWriter:
             )
             self.batch.start_spooled(exc)
             return
-        spool = self.batch.spool
-        if spool is not None and spool.pending_files(self.db):
-            # Documents an earlier run could not write go first (the store is reachable again).
-            report = spool.deliver(self.store, self.db)
+        if self.batch.spool is not None:
+            report = self.batch.spool.deliver_earlier(self.store, self.db)
             self.batch.outage.delivered_from_spool += report.documents
             self._count(report.result)
-            logger.warning(
-                "delivered %d documents spooled by an earlier run to %s", report.documents, self.db
-            )
 
     @property
     def outage(self):

@@ -129,6 +129,12 @@ class Spool:
             os.fsync(f.fileno())
         return n
 
+    def keep(self, db: str, docs: Iterable[dict]) -> Path:
+        """Spool ``docs`` in a file of their own (e.g. a run log the store could not take)."""
+        path = self.new_file(db)
+        self.append(path, db, docs)
+        return path
+
     # -- reading and delivery ----------------------------------------------------------------
 
     def pending_files(self, db: str | None = None) -> list[Path]:
@@ -194,6 +200,15 @@ class Spool:
                 raise
             claimed.unlink()
             report.files += 1
+        return report
+
+    def deliver_earlier(self, store: Store, db: str) -> DeliveryReport:
+        """At the start of a write to ``db`` (the store is reachable): what earlier runs spooled
+        for it goes first."""
+        if not self.pending_files(db):
+            return DeliveryReport()
+        report = self.deliver(store, db)
+        logger.warning("delivered %d documents spooled by an earlier run to %s", report.documents, db)
         return report
 
     def deliver_path(self, store: Store, path: Path) -> DeliveryReport:
