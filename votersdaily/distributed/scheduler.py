@@ -263,7 +263,7 @@ class ReliableScheduler:
             # Other live workers renew theirs within a renewal period (plus their backoff).
             self._reap_after = time.monotonic() + self.lease / 3 + self.link.max_delay
             await self._guarded(self._checkpoint)
-            self._wake_engine()
+            # An idle engine asks for requests again at its next heartbeat (Scrapy: every 5 s).
             return
 
     async def _adopt_unanswered(self) -> None:
@@ -278,11 +278,6 @@ class ReliableScheduler:
             self.stats.inc_value("scheduler/dequeued/redis")
         self._unanswered = None
 
-    def _wake_engine(self) -> None:
-        slot = getattr(self.crawler.engine, "_slot", None)
-        if slot is not None:
-            slot.nextcall.schedule()  # an idle engine asks for requests now, not at its heartbeat
-
     # -- leases --------------------------------------------------------------------------------
 
     async def _renew(self):
@@ -290,9 +285,19 @@ class ReliableScheduler:
             return await _in_thread(self._opened_queue.renew, list(self.leased))
         return 0
 
-    def _inprogress(self) -> set:
-        slot = getattr(self.crawler.engine, "_slot", None)
-        return slot.inprogress if slot is not None else set()
+    def _inprogress(self) -> set[Request]:
+        """Requests the engine has not finished with: downloading (the downloader's ``active``), or
+        waiting for or in their callback and item pipelines (the scraper's slot). Scrapy hands a
+        request from the first to the second without a reactor turn between them."""
+        engine = self.crawler.engine
+        if engine is None:
+            return set()
+        busy = set(engine.downloader.active)
+        scraping = engine.scraper.slot
+        if scraping is not None:
+            busy.update(scraping.active)
+            busy.update(request for _result, request, _done in scraping.queue)
+        return busy
 
     def _working(self) -> int:
         """Leased requests the engine has not finished with (downloading, or in their callback)."""
@@ -409,7 +414,6 @@ class ReliableScheduler:
             )
             if dead:
                 self.stats.inc_value("redis/dead", dead)
-            self._wake_engine()
 
     # -- idle ----------------------------------------------------------------------------------
 

@@ -178,10 +178,9 @@ class CrawlerWriter:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
+                # The held item's response finishes scraping next, and the engine then asks for
+                # the next request itself (Scrapy schedules its loop when a request is done).
                 engine.unpause()
-                slot = getattr(engine, "_slot", None)  # resume now, not at the next heartbeat
-                if slot is not None:
-                    slot.nextcall.schedule()
             return result
 
         accepted.addBoth(release)
