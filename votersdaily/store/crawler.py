@@ -2,10 +2,11 @@
 
 ``writer_for(crawler, db)`` gives a component a :class:`CrawlerWriter`: a :class:`BatchWriter`
 whose results add up in the crawl's :class:`WriteTotals` (``write_totals(crawler)``, which the run
-log reads) and, for operators, in the crawl stats as ``store/<db>/<inserted|updated|…>``. While a writer holds items back (the store is behind), the
-crawl's engine is paused: Scrapy would otherwise go on downloading and parking responses (up to
-``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet
-(``VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = False`` lets it).
+log reads) and, for operators, in the crawl stats as ``store/<db>/<inserted|updated|…>``. While a
+writer holds items back (the store is behind), the crawl's engine is paused: Scrapy would otherwise
+go on downloading and parking responses (up to ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with
+its own item workers) that cannot be stored yet (``VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = False``
+lets it).
 """
 
 from __future__ import annotations
