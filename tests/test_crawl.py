@@ -246,6 +246,7 @@ def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri, stats):
     (log,) = logs(store, "partly_broken_votes")
     assert log["insert_count"] == 1 and log["dropped"] == {"missing:title": 1}
     assert log["store"] == {"vd_events": {"inserted": 1}} and log["dropped_count"] == 1
+    assert log["items_scraped"] == 1 and not log["empty"]
 
 
 def test_large_source_text_goes_to_an_attachment(crawl, store_uri):

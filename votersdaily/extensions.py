@@ -118,6 +118,8 @@ class RunLog:
         self.failures: list[dict] = []
         self.rejected: list[dict] = []
         self.responses = 0
+        #: Items the pipelines passed (every kind: an ingest's results, a reparse's events).
+        self.items_scraped = 0
         #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
         #: every record was dropped (a changed format) from one that had nothing.
         self.kept_by_reply: Counter = Counter()
@@ -206,6 +208,7 @@ class RunLog:
         self._record(failure, "download", url)
 
     def item_scraped(self, item, response, spider):
+        self.items_scraped += 1
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
@@ -301,7 +304,7 @@ class RunLog:
             result = reason
         else:
             result = "success"
-        items = stats.get_value("item_scraped_count", 0)
+        items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = int(stats.get_value("replay/not_beside", 0))
         doc = {
