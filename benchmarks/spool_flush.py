@@ -25,10 +25,11 @@ from pathlib import Path
 
 from tests.support.services import PouchDBServer, run_cli
 from votersdaily import schema
-from votersdaily.pipelines import RescheduleTracker, mark_superseded
 from votersdaily.settings import VOTERSDAILY_BATCH_SIZE
 from votersdaily.store import open_store
 from votersdaily.store.base import StoreUnavailable
+from votersdaily.store.hooks import AfterBatch, WriteHooks
+from votersdaily.store.reschedules import RescheduleTracker, mark_superseded
 from votersdaily.store.spool import Spool
 from votersdaily.store.upsert import upsert
 
@@ -55,13 +56,19 @@ def crawl_write_path(store, docs: list[dict], _workdir: Path) -> None:
     for start in range(0, len(docs), VOTERSDAILY_BATCH_SIZE):
         batch = docs[start : start + VOTERSDAILY_BATCH_SIZE]
         result = upsert(store, DB, batch, IGNORE, before_write=lambda d: tracker.before_write(store, DB, d))
-        tracker(store, DB, batch, result)
+        tracker.after_batch(store, DB, batch, result)
 
 
-def spool_delivery(hook: Callable) -> Callable:
+class MarkEachChunk(AfterBatch):
+    """Hooks spooled as earlier versions did: a function, called for every delivered chunk."""
+
+    durable = "votersdaily.store.reschedules:mark_superseded"
+
+
+def spool_delivery(hooks: WriteHooks) -> Callable:
     def deliver(store, docs: list[dict], workdir: Path) -> None:
         spool = Spool(workdir / "spool")
-        spool.append(spool.new_file(DB), DB, docs, IGNORE, hook)
+        spool.append(spool.new_file(DB), DB, docs, IGNORE, hooks)
         spool.deliver(store, DB)
 
     return deliver
@@ -81,7 +88,7 @@ def indexed(store) -> None:
 MODES = {
     "crawl write path (baseline)": crawl_write_path,
     "spool flush, view read once per delivery (now)": spool_delivery(RescheduleTracker()),
-    "spool flush, view read per 500 documents (before)": spool_delivery(mark_superseded),
+    "spool flush, view read per 500 documents (before)": spool_delivery(MarkEachChunk(mark_superseded)),
 }
 
 

@@ -224,7 +224,12 @@ def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider,
     assert log["dropped"] == {reason: 2} and log["dropped_count"] == 2 and log["insert_count"] == 0
 
 
-def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri):
+# Stats are output for operators, not the run log's channel: with Scrapy's stats switched off
+# (DummyStatsCollector keeps nothing) the run log still has the store's and the drops' counts.
+@pytest.mark.parametrize(
+    "stats", ["scrapy.statscollectors.MemoryStatsCollector", "scrapy.statscollectors.DummyStatsCollector"]
+)
+def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri, stats):
     ok(
         crawl(
             "partly_broken_votes",
@@ -232,12 +237,16 @@ def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri):
             sqlite_uri,
             "-s",
             "SPIDER_MODULES=tests.misconfigured_spiders",
+            "-s",
+            "STATS_CLASS=" + stats,
         )
     )
     store = open_store(sqlite_uri)
     assert [d["unique_key"] for d in events(store).values()] == ["119-2-314"]
     (log,) = logs(store, "partly_broken_votes")
     assert log["insert_count"] == 1 and log["dropped"] == {"missing:title": 1}
+    assert log["store"] == {"vd_events": {"inserted": 1}} and log["dropped_count"] == 1
+    assert log["items_scraped"] == 1 and not log["empty"]
 
 
 def test_large_source_text_goes_to_an_attachment(crawl, store_uri):

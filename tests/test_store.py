@@ -188,13 +188,13 @@ def _write(db, tracker, docs, *, prepare=True):
     """One batch as the BatchWriter writes it (``prepare=False``: as a spool delivery does)."""
     before = (lambda written: tracker.before_write(db, DB, written)) if prepare else None
     result = upsert(db, DB, docs, before_write=before)
-    tracker(db, DB, docs, result)
+    tracker.after_batch(db, DB, docs, result)
     return result
 
 
 def test_reschedules_within_one_run_and_across_runs(db):
     """One tracker per run: reschedules inside the run come from memory, earlier runs' from the view."""
-    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.reschedules import RescheduleTracker
 
     first = RescheduleTracker()
     _write(db, first, [event(1), event(2)])
@@ -217,7 +217,7 @@ def test_reschedules_within_one_run_and_across_runs(db):
 def test_two_live_documents_of_one_key_are_repaired_by_the_next_run_that_sees_the_key(db):
     """Two runs racing can each leave a datetime of one event live; the next run that stores the
     event, changed or not, marks the other one and counts it as repaired (not as a reschedule)."""
-    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.reschedules import RescheduleTracker
 
     upsert(db, DB, [event(3), _moved(3, 20), event(4), _moved(4, 21)])  # as if by two unaware runs
     tracker = RescheduleTracker()
@@ -241,8 +241,8 @@ def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db, prepare):
     """Reading the view fails: before the write, the batch is not written and its retry writes and
     marks it; after the write (a spool delivery), the retry finds the documents unchanged and the
     tracker still marks what they replace."""
-    from votersdaily.pipelines import RescheduleTracker
     from votersdaily.store.base import StoreUnavailable
+    from votersdaily.store.reschedules import RescheduleTracker
 
     upsert(db, DB, [event(5)])
     tracker = RescheduleTracker()
@@ -264,7 +264,7 @@ def test_a_batch_whose_marking_failed_is_marked_on_its_retry(db, prepare):
 def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
     """So the store never has to index the batch being written before answering; later batches of
     the parser are tracked in memory."""
-    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.reschedules import RescheduleTracker
 
     upsert(db, DB, [event(6)])
     calls = []
@@ -281,10 +281,12 @@ def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
 
 
 def test_spooled_batches_name_a_reschedule_tracker_made_once_per_delivery():
-    from votersdaily.pipelines import RescheduleTracker, SpooledRescheduleTracker
+    from votersdaily.store.reschedules import RescheduleTracker, SpooledRescheduleTracker
     from votersdaily.store.spool import hook_name, load_hook
 
     assert load_hook(hook_name(RescheduleTracker())) is SpooledRescheduleTracker
+    # Spool files written before the tracker moved beside the writer name it in the pipelines.
+    assert load_hook("votersdaily.pipelines:SpooledRescheduleTracker") is SpooledRescheduleTracker
 
 
 def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
@@ -303,7 +305,7 @@ def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""
-    from votersdaily.pipelines import RescheduleTracker
+    from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
     earlier = [event(i, unique_key="k%d" % i) for i in range(1200)]

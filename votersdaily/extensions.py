@@ -1,6 +1,7 @@
 """The run log: one ``vd_log`` document per spider run (docs/events.md §3), written at spider close.
 
-It observes the crawl (signals and stats) and never touches the items: what was fetched from the
+It observes the crawl (signals, and what the store writers report in
+:class:`~.store.crawler.WriteTotals`) and never touches the items: what was fetched from the
 start URL, how long the run took, what the store did with the items, what was dropped and why, and
 the exception (with traceback) that made the run fail. A failed run leaves stored data untouched.
 """
@@ -24,10 +25,11 @@ from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
 from .items import EventItem
+from .pipelines import InvalidEvent
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
-from .store.crawler import store_for, writers_of
+from .store.crawler import store_for, write_totals, writers_of
 from .store.spool import Spool
 
 logger = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ def spool_run_log(settings, doc: dict) -> Spool:
     back (the next run or ``python -m votersdaily flush`` delivers it)."""
     doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
     spool = Spool.from_settings(settings)
-    spool.append(spool.new_file(schema.LOG_DB), schema.LOG_DB, [doc])
+    spool.keep(schema.LOG_DB, [doc])
     return spool
 
 
@@ -113,11 +115,15 @@ class RunLog:
         self.failures: list[dict] = []
         self.rejected: list[dict] = []
         self.responses = 0
+        #: Items the pipelines passed (every kind: an ingest's results, a reparse's events).
+        self.items_scraped = 0
         #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
         #: every record was dropped (a changed format) from one that had nothing.
         self.kept_by_reply: Counter = Counter()
         self.dropped_by_reply: Counter = Counter()
         self.dropped_records: list[dict] = []
+        #: Events and records dropped, by reason (the run log's ``dropped``).
+        self.dropped: Counter[str] = Counter()
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -199,15 +205,19 @@ class RunLog:
         self._record(failure, "download", url)
 
     def item_scraped(self, item, response, spider):
+        self.items_scraped += 1
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
     def item_dropped(self, item, response, exception, spider):
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
+        if isinstance(exception, InvalidEvent):
+            self.dropped[exception.reason] += 1
 
     def record_dropped(self, response, reason, message, spider):
         url = getattr(response, "url", "")
+        self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
@@ -269,12 +279,8 @@ class RunLog:
 
     def build(self, spider, reason: str) -> dict:
         stats = self.crawler.stats
-        counts: dict[str, Counter] = {}
-        for name, value in (stats.get_stats() or {}).items():
-            if name.startswith("store/") and name.count("/") == 2:
-                _, db, kind = name.split("/")
-                counts.setdefault(db, Counter())[kind] += value
-        total = sum(counts.values(), Counter())
+        totals = write_totals(self.crawler)
+        total = totals.total()
         outage = {w.db: vars(w.outage) for w in writers_of(self.crawler) if w.outage}
         for writer in writers_of(self.crawler):
             for exc in writer.errors:
@@ -288,18 +294,14 @@ class RunLog:
                     }
                 )
         self._all_dropped_replies()
-        dropped = {
-            name[len("events/dropped/") :]: value
-            for name, value in (stats.get_stats() or {}).items()
-            if name.startswith("events/dropped/")
-        }
+        dropped = dict(self.dropped)
         if self.failures:
             result = self.failures[0]["exception"]
         elif reason != "finished":
             result = reason
         else:
             result = "success"
-        items = stats.get_value("item_scraped_count", 0)
+        items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = int(stats.get_value("replay/not_beside", 0))
         doc = {
@@ -325,7 +327,7 @@ class RunLog:
             "responses": self.responses,
             "finish_reason": reason,
             "empty": result == "success" and items == 0 and not dropped and not not_beside,
-            "store": {db: dict(c) for db, c in counts.items()},
+            "store": {db: dict(c) for db, c in totals.by_db.items()},
             "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
         }
@@ -392,13 +394,8 @@ class RunLog:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)
-        spool = Spool.from_settings(self.crawler.settings)
-        if spool.pending_files(schema.LOG_DB):
-            # Run logs an earlier run spooled while the store was down: the store is back.
-            report = spool.deliver(store, schema.LOG_DB)
-            logger.warning(
-                "delivered %d run logs spooled by an earlier run to %s", report.documents, schema.LOG_DB
-            )
+        # Run logs an earlier run spooled while the store was down go first: the store is back.
+        Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)

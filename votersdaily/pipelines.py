@@ -13,28 +13,39 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from . import schema
-from .clock import now_iso
 from .datetimes import normalise
 from .items import EventItem
-from .store.base import Store
 from .store.crawler import writer_for
-from .store.upsert import UpsertResult, upsert
+
+# Spool files of earlier versions name their delivery hooks here.
+from .store.reschedules import RescheduleTracker, SpooledRescheduleTracker, mark_superseded  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
 
 def count_dropped(stats, reason: str) -> None:
-    """One event (or record) that will not be stored, counted under its reason for the run log."""
+    """One event (or record) that will not be stored, counted in the stats under its reason (for
+    operators; the run log counts the ``item_dropped`` and ``record_dropped`` signals)."""
     stats.inc_value("events/dropped")
     stats.inc_value("events/dropped/%s" % reason)
 
 
-def _drop(crawler, code: str, message: str, item) -> DropItem:
+class InvalidEvent(DropItem):
+    """An event that broke a rule: dropped, never stored. ``reason`` is its key in the run log's
+    ``dropped`` (which reads it from Scrapy's ``item_dropped`` signal)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _drop(crawler, code: str, message: str, item) -> InvalidEvent:
     count_dropped(crawler.stats, code)
     adapter = ItemAdapter(item)
-    return DropItem(
+    return InvalidEvent(
         "invalid event (%s) from %s [unique_key=%r]: %s"
-        % (code, adapter.get("source_url"), adapter.get("unique_key"), message)
+        % (code, adapter.get("source_url"), adapter.get("unique_key"), message),
+        code,
     )
 
 
@@ -100,149 +111,13 @@ class EventIdPipeline:
         return item
 
 
-class RescheduleTracker:
-    """Marks an event's older documents ``superseded_by`` the current one when it reappears under
-    another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
-
-    The documents of a parser (view ``by_parser_unique_key``, which the iCal export reads too) are
-    read once per run: just before a batch first writes a new or changed event of that parser (so
-    the view need not index that batch first), or after a batch of unchanged ones; they are then
-    kept current in memory from what the run writes, so detection costs no server work per event.
-    Every stored event, changed or not, is settled: every other document of its key is marked
-    (re-pointed to it), so a key left with two live documents (a lost ``_bulk_docs`` answer, two
-    runs racing) is repaired by the next run that sees the event. Such marks are counted in
-    ``repaired``, apart from ordinary reschedules in ``superseded``.
-
-    A spider that changed its key scheme gives each event its key under the old one as
-    ``replaces_key``: when the event is stored, the stored document of that key at the same datetime
-    (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``): the same event under
-    its old id, neither a reschedule nor a second live copy (counted in ``replaced``).
-    """
-
-    #: What a spool records for later delivery: a class, instantiated once per delivery.
-    durable = "votersdaily.pipelines:SpooledRescheduleTracker"
-
-    def __init__(self) -> None:
-        #: parser_name → unique_key → ids of that key's documents that may still be live.
-        self._ids: dict[str, dict[str, set[str]]] = {}
-        #: Ids this run tried to write whose marking has not run yet: when the answer of that write
-        #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
-        self._attempted: set[str] = set()
-
-    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
-        for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
-            self._ids[parser] = self._read(store, db, parser)
-        self._attempted.update(doc["_id"] for doc in docs)
-
-    def _written(self, doc_id: str) -> bool:
-        """Whether this run wrote ``doc_id`` (rather than finding it as an earlier run left it)."""
-        return doc_id in self._attempted
-
-    def __call__(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
-        changed = set(result.inserted) | set(result.updated)
-        stored = changed | set(result.unchanged)
-        self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
-        current: dict[tuple[str, str], str] = {}
-        older: dict[tuple[str, str], set[str]] = {}
-        in_batch: set[str] = set()
-        for doc in batch:
-            doc_id, parser = doc["_id"], doc["parser_name"]
-            if doc_id not in stored:
-                continue
-            if parser not in self._ids:
-                self._ids[parser] = self._read(store, db, parser)
-            ids = self._ids[parser].setdefault(doc["unique_key"], set())
-            key = (parser, doc["unique_key"])
-            older.setdefault(key, set()).update(ids)
-            ids.clear()
-            ids.add(doc_id)
-            current[key] = doc_id
-            in_batch.add(doc_id)
-        targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
-        found = store.get_many(db, targets) if targets else {}
-        repaired: set[str] = set()
-        for key, doc_id in current.items():
-            # Live documents the batch did not write: a consistent key has at most one, the one a
-            # newly written event replaces; any other (or any at all, for an event stored
-            # unchanged by an earlier run) is a repair.
-            live = sorted(
-                old_id
-                for old_id in older[key]
-                if old_id in found and old_id not in in_batch and not found[old_id].get("superseded_by")
-            )
-            repaired.update(live[1:] if self._written(doc_id) else live)
-        marks = self._marks(found, targets, "superseded")
-        replaced = self._replaced(batch, stored)
-        retired = self._marks(store.get_many(db, replaced) if replaced else {}, replaced, "replaced")
-        if marks or retired:
-            upsert(store, db, marks + retired)
-            for doc in marks:
-                (result.repaired if doc["_id"] in repaired else result.superseded).append(doc["_id"])
-            result.replaced += [doc["_id"] for doc in retired]
-        if repaired:
-            logger.warning(
-                "marked %d documents of %s superseded: their events had two live documents "
-                "(a lost write answer or racing runs)",
-                len(repaired),
-                db,
-            )
-        self._attempted -= stored
-
-    def _replaced(self, batch: list[dict], stored: set[str]) -> dict[str, str]:
-        """Old id → new id, for the stored events whose ``replaces_key`` document is known."""
-        replaced = {}
-        for doc in batch:
-            old_key = doc.get("replaces_key")
-            if doc["_id"] not in stored or not old_key or old_key == doc["unique_key"]:
-                continue
-            old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
-            if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
-                replaced[old_id] = doc["_id"]
-        return replaced
-
-    @staticmethod
-    def _marks(found: dict[str, dict], targets: dict[str, str], how: str) -> list[dict]:
-        """Copies of the ``found`` documents marked ``<how>_by`` their target id (unless already)."""
-        marks = []
-        for old_id, old in found.items():
-            if old.get(how + "_by") != targets[old_id]:
-                marked = {k: v for k, v in old.items() if k != "_rev"}
-                marked[how + "_by"] = targets[old_id]
-                marked[how + "_at"] = now_iso()
-                marks.append(marked)
-        return marks
-
-    @staticmethod
-    def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
-        ids: dict[str, set[str]] = {}
-        for row in store.query(
-            db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}], include_docs=False
-        ):
-            ids.setdefault(row.key[1], set()).add(row.id)
-        return ids
-
-
-class SpooledRescheduleTracker(RescheduleTracker):
-    """:class:`RescheduleTracker` for a spool delivery (one per delivery, so the view is read once
-    per parser, not per chunk): a spooled batch may have been written before the outage hid the
-    answer, so an event found unchanged still counts as written by the run that spooled it."""
-
-    def _written(self, doc_id: str) -> bool:
-        return True
-
-
-def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
-    """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
-    SpooledRescheduleTracker()(store, db, batch, result)
-
-
 class EventStorePipeline:
     """Batched, revision-aware writes of events to ``vd_events``, off the reactor thread."""
 
     def __init__(self, crawler):
         self.crawler = crawler
         self.writer = writer_for(
-            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, after_batch=RescheduleTracker()
+            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, hooks=RescheduleTracker()
         )
 
     @classmethod

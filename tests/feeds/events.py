@@ -7,7 +7,7 @@ tests' expected values are the values written here.
 from __future__ import annotations
 
 from votersdaily import schema
-from votersdaily.pipelines import mark_superseded
+from votersdaily.store.reschedules import mark_superseded
 from votersdaily.store.upsert import upsert
 
 

@@ -275,11 +275,6 @@ class ReliableScheduler:
             self.stats.inc_value("scheduler/dequeued/redis")
         self._unanswered = None
 
-    def _wake_engine(self) -> None:
-        slot = getattr(self.crawler.engine, "_slot", None)
-        if slot is not None:
-            slot.nextcall.schedule()  # an idle engine asks for requests now, not at its heartbeat
-
     # -- leases --------------------------------------------------------------------------------
 
     async def _renew(self):
@@ -287,9 +282,29 @@ class ReliableScheduler:
             return await run_in_thread(self._opened_queue.renew, list(self.leased))
         return 0
 
-    def _inprogress(self) -> set:
+    def _wake_engine(self) -> None:
+        """An idle engine asks for requests now, not at its next heartbeat (Scrapy: every 5 s).
+
+        The one private Scrapy attribute left (``engine._slot``): no public call wakes an idle
+        engine, and waiting for the heartbeat costs a worker up to 5 s after every Redis reconnect
+        or reap. Off the write path; without the attribute (another Scrapy) the heartbeat does it."""
         slot = getattr(self.crawler.engine, "_slot", None)
-        return slot.inprogress if slot is not None else set()
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    def _inprogress(self) -> set[Request]:
+        """Requests the engine has not finished with: downloading (the downloader's ``active``), or
+        waiting for or in their callback and item pipelines (the scraper's slot). Scrapy hands a
+        request from the first to the second without a reactor turn between them."""
+        engine = self.crawler.engine
+        if engine is None:
+            return set()
+        busy = set(engine.downloader.active)
+        scraping = engine.scraper.slot
+        if scraping is not None:
+            busy.update(scraping.active)
+            busy.update(request for _result, request, _done in scraping.queue)
+        return busy
 
     def _working(self) -> int:
         """Leased requests the engine has not finished with (downloading, or in their callback)."""

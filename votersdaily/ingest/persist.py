@@ -17,6 +17,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..store.crawler import store_for, writer_for
+from ..store.hooks import AfterBatch
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
 from .filetable import file_row, merge_row, table_name
 from .match import load_catalog_jsonl, match_document
@@ -69,7 +70,7 @@ class IngestStorePipeline:
         self.catalog_db = settings.get("INGEST_CATALOG_DB")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
         self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
-        self.files = writer_for(crawler, self.file_table, after_batch=self._rows_written)
+        self.files = writer_for(crawler, self.file_table, hooks=AfterBatch(self._rows_written))
         #: File-table rows of this run handed to the writer and not written yet, by id: a second
         #: ingest of the same bytes merges with these, not with the (older) stored row.
         self._pending_rows: dict[str, dict] = {}

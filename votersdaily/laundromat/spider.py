@@ -25,7 +25,8 @@ from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
-from ..store.crawler import store_for
+from ..store.crawler import count_writes, store_for
+from ..store.upsert import UpsertResult
 from . import states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions
@@ -138,11 +139,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             {"from": source, "file": file} for source, file in self.processor.cleaned[: self.CLEANED_IN_LOG]
         ]
 
-    def _count(self, result) -> None:
-        for name in ("inserted", "updated", "unchanged"):
-            n = len(getattr(result, name))
-            if n:
-                self.crawler.stats.inc_value("store/ll_seeds/%s" % name, n)
+    def _count(self, result: UpsertResult) -> None:
+        """Seed records the processor wrote (the laundromat writes ``ll_seeds`` itself)."""
+        counts = result.counts()
+        count_writes(
+            self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
+        )
 
     async def _db(self, fn, *args):
         return await run_in_thread(fn, *args)
@@ -187,7 +189,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
-            self.crawler.stats.inc_value("store/ll_seeds/inserted")
+            count_writes(self.crawler, self.seeds.db, {"inserted": 1})
         return doc, created
 
     def seed_request(

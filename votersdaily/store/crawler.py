@@ -1,48 +1,103 @@
 """One store per crawler, shared by every component of that crawl (pipelines, run log, spiders).
 
 ``writer_for(crawler, db)`` gives a component a :class:`CrawlerWriter`: a :class:`BatchWriter`
-whose counts land in the crawl stats as ``store/<db>/<inserted|updated|unchanged|superseded|repaired|failed>``
-(the run log reads them from there). While a writer holds items back (the store is behind), the
-crawl's engine is paused: Scrapy would otherwise go on downloading and parking responses (up to
-``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with its own item workers) that cannot be stored yet
-(``VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = False`` lets it).
+whose results add up in the crawl's :class:`WriteTotals` (``write_totals(crawler)``, which the run
+log reads) and, for operators, in the crawl stats as ``store/<db>/<inserted|updated|…>``. While a
+writer holds items back (the store is behind), the crawl's engine is paused: Scrapy would otherwise
+go on downloading and parking responses (up to ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` of them, each with
+its own item workers) that cannot be stored yet (``VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = False``
+lets it).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from twisted.internet import defer, threads
 
 from . import open_store, store_uri
 from .base import Store, StoreError
+from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult
-from .writer import BatchHook, BatchWriter
+from .writer import BatchWriter
 
 logger = logging.getLogger(__name__)
 
-_STORE_ATTR = "_votersdaily_store"
-_WRITERS_ATTR = "_votersdaily_writers"
-_HOLD_ATTR = "_votersdaily_engine_hold"
+
+@dataclass
+class WriteTotals:
+    """What a crawl's writes did, per database: the run log's ``store`` and counts."""
+
+    by_db: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def add(self, db: str, counts: Mapping[str, int]) -> None:
+        if any(counts.values()):
+            self.by_db.setdefault(db, Counter()).update(counts)
+
+    def total(self) -> Counter[str]:
+        return sum(self.by_db.values(), Counter())
+
+
+@dataclass
+class EngineHold:
+    """Items the crawl's writers hold back, and whether the writers paused the engine for them."""
+
+    waiting: int = 0
+    paused: bool = False
+
+
+@dataclass
+class CrawlWrites:
+    """What one crawler's components share to write: its store, writers and their totals."""
+
+    store: Store | None = None
+    writers: list[CrawlerWriter] = field(default_factory=list)
+    totals: WriteTotals = field(default_factory=WriteTotals)
+    hold: EngineHold = field(default_factory=EngineHold)
+
+
+_CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
+
+
+def crawl_writes(crawler) -> CrawlWrites:
+    writes = _CRAWLS.get(crawler)
+    if writes is None:
+        writes = _CRAWLS[crawler] = CrawlWrites()
+    return writes
 
 
 def store_for(crawler) -> Store:
-    store = getattr(crawler, _STORE_ATTR, None)
-    if store is None:
-        store = open_store(store_uri(crawler.settings))
-        setattr(crawler, _STORE_ATTR, store)
-        logger.info("votersdaily store: %s", store.display_uri)
-    return store
+    writes = crawl_writes(crawler)
+    if writes.store is None:
+        writes.store = open_store(store_uri(crawler.settings))
+        logger.info("votersdaily store: %s", writes.store.display_uri)
+    return writes.store
 
 
 def writers_of(crawler) -> list[CrawlerWriter]:
-    return list(getattr(crawler, _WRITERS_ATTR, []))
+    return list(crawl_writes(crawler).writers)
+
+
+def write_totals(crawler) -> WriteTotals:
+    return crawl_writes(crawler).totals
+
+
+def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
+    """Add what a write to ``db`` did to the crawl's totals (and to the stats, for operators)."""
+    write_totals(crawler).add(db, counts)
+    for kind, n in counts.items():
+        if n:
+            crawler.stats.inc_value("store/%s/%s" % (db, kind), n)
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None):
+    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -53,7 +108,7 @@ class CrawlerWriter:
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
-            after_batch=after_batch,
+            hooks=hooks,
             on_result=self._count,
             retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
             retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
@@ -64,25 +119,7 @@ class CrawlerWriter:
         self._opened: defer.Deferred | None = None
 
     def _count(self, result: UpsertResult) -> None:
-        stats = self.crawler.stats
-        prefix = "store/%s/" % self.db
-        for name in (
-            "inserted",
-            "updated",
-            "unchanged",
-            "duplicates",
-            "superseded",
-            "replaced",
-            "repaired",
-            "spooled",
-        ):
-            n = len(getattr(result, name))
-            if n:
-                stats.inc_value(prefix + name, n)
-        if result.failed:
-            stats.inc_value(prefix + "failed", len(result.failed))
-        if result.conflicts_resolved:
-            stats.inc_value(prefix + "conflicts_resolved", result.conflicts_resolved)
+        count_writes(self.crawler, self.db, result.counts())
 
     @property
     def errors(self) -> list[BaseException]:
@@ -110,15 +147,10 @@ class CrawlerWriter:
             )
             self.batch.start_spooled(exc)
             return
-        spool = self.batch.spool
-        if spool is not None and spool.pending_files(self.db):
-            # Documents an earlier run could not write go first (the store is reachable again).
-            report = spool.deliver(self.store, self.db)
+        if self.batch.spool is not None:
+            report = self.batch.spool.deliver_earlier(self.store, self.db)
             self.batch.outage.delivered_from_spool += report.documents
             self._count(report.result)
-            logger.warning(
-                "delivered %d documents spooled by an earlier run to %s", report.documents, self.db
-            )
 
     @property
     def outage(self):
@@ -136,21 +168,20 @@ class CrawlerWriter:
         engine = getattr(self.crawler, "engine", None)
         if engine is None:
             return
-        hold = self.crawler.__dict__.setdefault(_HOLD_ATTR, {"waiting": 0, "paused": False})
-        if hold["waiting"] == 0 and not engine.paused:
+        hold = crawl_writes(self.crawler).hold
+        if hold.waiting == 0 and not engine.paused:
             engine.pause()
-            hold["paused"] = True
+            hold.paused = True
             self.crawler.stats.inc_value("store/engine_paused")
-        hold["waiting"] += 1
+        hold.waiting += 1
 
         def release(result):
-            hold["waiting"] -= 1
-            if hold["waiting"] == 0 and hold["paused"]:
-                hold["paused"] = False
+            hold.waiting -= 1
+            if hold.waiting == 0 and hold.paused:
+                hold.paused = False
+                # The held item's response finishes scraping next, and the engine then asks for
+                # the next request itself (Scrapy schedules its loop when a request is done).
                 engine.unpause()
-                slot = getattr(engine, "_slot", None)  # resume now, not at the next heartbeat
-                if slot is not None:
-                    slot.nextcall.schedule()
             return result
 
         accepted.addBoth(release)
@@ -160,12 +191,8 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), after_batch: BatchHook | None = None
+    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
 ) -> CrawlerWriter:
-    writer = CrawlerWriter(crawler, db, ignore=ignore, after_batch=after_batch)
-    writers = getattr(crawler, _WRITERS_ATTR, None)
-    if writers is None:
-        writers = []
-        setattr(crawler, _WRITERS_ATTR, writers)
-    writers.append(writer)
+    writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
+    crawl_writes(crawler).writers.append(writer)
     return writer

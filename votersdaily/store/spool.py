@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import Store
+from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
@@ -44,15 +45,9 @@ def spool_dir(settings=None) -> Path:
     return Path(value or DEFAULT_SPOOL_DIR)
 
 
-def hook_name(hook: Callable | None) -> str | None:
-    """``module:function`` for a module-level hook (so a later delivery can call it too); a stateful
-    hook object names its stateless equivalent in ``durable``."""
-    durable = getattr(hook, "durable", None)
-    if isinstance(durable, str):
-        return durable
-    if hook is None or "<" in getattr(hook, "__qualname__", "<"):
-        return None
-    return "%s:%s" % (hook.__module__, hook.__qualname__)
+def hook_name(hooks: WriteHooks | None) -> str | None:
+    """What a spool file records for a later delivery: the hooks' ``durable`` class, if any."""
+    return None if hooks is None else hooks.durable
 
 
 def load_hook(name: str | None) -> Callable | type | None:
@@ -64,14 +59,15 @@ def resolve_hook(name: str) -> Callable | type:
     return pkgutil.resolve_name(name)
 
 
-def delivery_hook(name: str | None, hooks: dict[str, Callable]) -> Callable | None:
-    """The hook ``name`` for one delivery: a class is instantiated once per delivery, so what it
-    reads (e.g. the reschedule view) serves every chunk of every file delivered."""
+def delivery_hook(name: str | None, hooks: dict[str, WriteHooks]) -> WriteHooks | None:
+    """The hooks ``name`` for one delivery: a class is instantiated once per delivery, so what it
+    reads (e.g. the reschedule view) serves every chunk of every file delivered; a function (named
+    by spool files of earlier versions) is called after each chunk."""
     if not name:
         return None
     if name not in hooks:
         hook = resolve_hook(name)
-        hooks[name] = hook() if isinstance(hook, type) else hook
+        hooks[name] = hook() if isinstance(hook, type) else AfterBatch(hook)
     return hooks[name]
 
 
@@ -115,10 +111,10 @@ class Spool:
         db: str,
         docs: Iterable[dict],
         ignore: Iterable[str] = (),
-        after_batch: Callable | None = None,
+        hooks: WriteHooks | None = None,
     ) -> int:
         """Append ``docs`` to ``path`` and fsync; the count written."""
-        meta = {"db": db, "ignore": list(ignore), "after_batch": hook_name(after_batch)}
+        meta = {"db": db, "ignore": list(ignore), "after_batch": hook_name(hooks)}
         n = 0
         with open(path, "a", encoding="utf-8") as f:
             for doc in docs:
@@ -127,6 +123,12 @@ class Spool:
             f.flush()
             os.fsync(f.fileno())
         return n
+
+    def keep(self, db: str, docs: Iterable[dict]) -> Path:
+        """Spool ``docs`` in a file of their own (e.g. a run log the store could not take)."""
+        path = self.new_file(db)
+        self.append(path, db, docs)
+        return path
 
     # -- reading and delivery ----------------------------------------------------------------
 
@@ -178,7 +180,7 @@ class Spool:
         delivered then goes back to the spool untouched.
         """
         report = DeliveryReport()
-        hooks: dict[str, Callable] = {}
+        hooks: dict[str, WriteHooks] = {}
         skip = {Path(p).name for p in exclude}
         for path in self.pending_files(db):
             if path.name in skip:
@@ -193,6 +195,15 @@ class Spool:
                 raise
             claimed.unlink()
             report.files += 1
+        return report
+
+    def deliver_earlier(self, store: Store, db: str) -> DeliveryReport:
+        """At the start of a write to ``db`` (the store is reachable): what earlier runs spooled
+        for it goes first."""
+        if not self.pending_files(db):
+            return DeliveryReport()
+        report = self.deliver(store, db)
+        logger.warning("delivered %d documents spooled by an earlier run to %s", report.documents, db)
         return report
 
     def deliver_path(self, store: Store, path: Path) -> DeliveryReport:
@@ -211,7 +222,7 @@ class Spool:
         return report
 
     def _deliver_file(
-        self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, Callable]
+        self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, WriteHooks]
     ) -> None:
         groups: dict[tuple, list[dict]] = {}
         for record in self._records(path):
@@ -219,12 +230,12 @@ class Spool:
             groups.setdefault(key, []).append(record["doc"])
         for (db, ignore, hook), docs in groups.items():
             store.ensure_db(db)
-            after_batch = delivery_hook(hook, hooks)
+            delivery_hooks = delivery_hook(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
                 result = upsert(store, db, chunk, ignore)
-                if after_batch is not None:
-                    after_batch(store, db, chunk, result)
+                if delivery_hooks is not None:
+                    delivery_hooks.after_batch(store, db, chunk, result)
                 report.result.merge(result)
                 report.documents += len(chunk)
         logger.info("delivered spool file %s (%d documents so far)", path.name, report.documents)

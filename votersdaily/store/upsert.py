@@ -40,6 +40,22 @@ class UpsertResult:
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict[str, int]:
+        """How many documents each outcome had (only those that happened): the run log's ``store``."""
+        counts = {
+            "inserted": len(self.inserted),
+            "updated": len(self.updated),
+            "unchanged": len(self.unchanged),
+            "duplicates": len(self.duplicates),
+            "superseded": len(self.superseded),
+            "replaced": len(self.replaced),
+            "repaired": len(self.repaired),
+            "spooled": len(self.spooled),
+            "failed": len(self.failed),
+            "conflicts_resolved": self.conflicts_resolved,
+        }
+        return {kind: n for kind, n in counts.items() if n}
+
     def merge(self, other: UpsertResult) -> None:
         self.inserted += other.inserted
         self.updated += other.updated

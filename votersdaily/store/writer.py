@@ -23,14 +23,11 @@ from twisted.internet import defer, threads
 
 from ..clock import now_iso
 from .base import Store, StoreUnavailable
+from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
-
-#: Called after each batch is written; a hook object with a ``before_write(store, db, docs)`` method
-#: is also called before each write of the batch's new or changed documents (see :func:`.upsert.upsert`).
-BatchHook = Callable[[Store, str, list[dict], UpsertResult], None]
 
 
 @dataclass
@@ -62,7 +59,7 @@ class BatchWriter:
         batch_size: int = 500,
         max_pending: int = 2,
         ignore: Iterable[str] = (),
-        after_batch: BatchHook | None = None,
+        hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
         retry_times: int = 0,
         retry_backoff: float = 1.0,
@@ -74,7 +71,7 @@ class BatchWriter:
         self.batch_size = batch_size
         self.max_pending = max_pending
         self.ignore = tuple(ignore)
-        self.after_batch = after_batch
+        self.hooks = hooks
         self.on_result = on_result
         self.retry_times = retry_times
         self.retry_backoff = retry_backoff
@@ -166,19 +163,21 @@ class BatchWriter:
             return UpsertResult()
 
     def _write_now(self, batch: list[dict]) -> UpsertResult:
-        prepare = getattr(self.after_batch, "before_write", None)
+        hooks = self.hooks
         result = upsert(
             self.store,
             self.db,
             batch,
             self.ignore,
             insert_first=self._expect_new,
-            before_write=None if prepare is None else lambda docs: prepare(self.store, self.db, docs),
+            before_write=None
+            if hooks is None
+            else lambda docs: hooks.before_write(self.store, self.db, docs),
         )
         # Adapt to the crawl: mostly new documents → write first; mostly known ones → read first.
         self._expect_new = len(result.inserted) * 2 > len(batch)
-        if self.after_batch is not None:
-            self.after_batch(self.store, self.db, batch, result)
+        if hooks is not None:
+            hooks.after_batch(self.store, self.db, batch, result)
         return result
 
     def _retrying(self, call: Callable, retries: int):
@@ -208,7 +207,7 @@ class BatchWriter:
         assert self.spool is not None, "a batch is spooled only when a spool is given"
         if self._spool_path is None:
             self._spool_path = self.spool.new_file(self.db)
-        n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.after_batch)
+        n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.hooks)
         self.outage.spooled += n
         logger.error(
             "store %s unavailable: %d documents for %s spooled to %s",

@@ -1,0 +1,45 @@
+"""What a writer calls around each batch it writes: the one typed seam of the write path.
+
+:class:`~.writer.BatchWriter` calls ``before_write`` with the documents of a batch about to be
+written (new or changed ones, before each ``_bulk_docs``) and ``after_batch`` once the batch is
+written, both in the writer's worker thread. Event reschedules
+(:class:`~.reschedules.RescheduleTracker`) are the main user; a spool delivery runs the hooks its
+batches were written with (``durable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar, Protocol
+
+from .base import Store
+from .upsert import UpsertResult
+
+AfterBatchCall = Callable[[Store, str, list[dict], UpsertResult], None]
+
+
+class WriteHooks(Protocol):
+    #: ``module:Class`` of the hooks a spool delivery runs for batches spooled with these (a class is
+    #: instantiated once per delivery), or None: spooled batches are delivered without hooks.
+    durable: ClassVar[str | None]
+
+    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+        """``docs`` (never unchanged ones) are about to be written to ``db``."""
+
+    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+        """``batch`` was written with ``result``; further writes add their ids to ``result``."""
+
+
+class AfterBatch:
+    """Hooks that only react to a written batch (``call(store, db, batch, result)``)."""
+
+    durable: ClassVar[str | None] = None
+
+    def __init__(self, call: AfterBatchCall):
+        self.call = call
+
+    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+        pass
+
+    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+        self.call(store, db, batch, result)

@@ -1,0 +1,161 @@
+"""Event reschedules, beside the writer that triggers them: the second write of an event batch.
+
+When :class:`~.writer.BatchWriter` writes a batch of events (``vd_events``) it calls the
+:class:`RescheduleTracker` it was given as :class:`~.hooks.WriteHooks`, in its worker thread:
+
+1. ``before_write``: the first time a parser's events are about to be written, its documents are
+   read from the view ``by_parser_unique_key`` (one read per parser and run; for a batch that
+   writes nothing, in step 3);
+2. the batch is written (:func:`~.upsert.upsert`);
+3. ``after_batch``: the older documents of each stored event's key are read (``get_many``) and
+   marked ``superseded_by``/``replaced_by`` in a second :func:`~.upsert.upsert`; the ids marked
+   join the batch's :class:`~.upsert.UpsertResult` (``superseded``, ``replaced``, ``repaired``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from .. import schema
+from ..clock import now_iso
+from .base import Store
+from .upsert import UpsertResult, upsert
+
+logger = logging.getLogger(__name__)
+
+
+class RescheduleTracker:
+    """Marks an event's older documents ``superseded_by`` the current one when it reappears under
+    another datetime (its ``_id`` holds the datetime, so a reschedule is a new document).
+
+    The documents of a parser (view ``by_parser_unique_key``, which the iCal export reads too) are
+    read once per run: just before a batch first writes a new or changed event of that parser (so
+    the view need not index that batch first), or after a batch of unchanged ones; they are then
+    kept current in memory from what the run writes, so detection costs no server work per event.
+    Every stored event, changed or not, is settled: every other document of its key is marked
+    (re-pointed to it), so a key left with two live documents (a lost ``_bulk_docs`` answer, two
+    runs racing) is repaired by the next run that sees the event. Such marks are counted in
+    ``repaired``, apart from ordinary reschedules in ``superseded``.
+
+    A spider that changed its key scheme gives each event its key under the old one as
+    ``replaces_key``: when the event is stored, the stored document of that key at the same datetime
+    (the ``_id`` the event had) is marked ``replaced_by`` (with ``replaced_at``): the same event under
+    its old id, neither a reschedule nor a second live copy (counted in ``replaced``).
+    """
+
+    #: What a spool records for later delivery: a class, instantiated once per delivery.
+    durable: ClassVar[str | None] = "votersdaily.store.reschedules:SpooledRescheduleTracker"
+
+    def __init__(self) -> None:
+        #: parser_name → unique_key → ids of that key's documents that may still be live.
+        self._ids: dict[str, dict[str, set[str]]] = {}
+        #: Ids this run tried to write whose marking has not run yet: when the answer of that write
+        #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
+        self._attempted: set[str] = set()
+
+    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+        for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
+            self._ids[parser] = self._read(store, db, parser)
+        self._attempted.update(doc["_id"] for doc in docs)
+
+    def _written(self, doc_id: str) -> bool:
+        """Whether this run wrote ``doc_id`` (rather than finding it as an earlier run left it)."""
+        return doc_id in self._attempted
+
+    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+        changed = set(result.inserted) | set(result.updated)
+        stored = changed | set(result.unchanged)
+        self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
+        current: dict[tuple[str, str], str] = {}
+        older: dict[tuple[str, str], set[str]] = {}
+        in_batch: set[str] = set()
+        for doc in batch:
+            doc_id, parser = doc["_id"], doc["parser_name"]
+            if doc_id not in stored:
+                continue
+            if parser not in self._ids:
+                self._ids[parser] = self._read(store, db, parser)
+            ids = self._ids[parser].setdefault(doc["unique_key"], set())
+            key = (parser, doc["unique_key"])
+            older.setdefault(key, set()).update(ids)
+            ids.clear()
+            ids.add(doc_id)
+            current[key] = doc_id
+            in_batch.add(doc_id)
+        targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
+        found = store.get_many(db, targets) if targets else {}
+        repaired: set[str] = set()
+        for key, doc_id in current.items():
+            # Live documents the batch did not write: a consistent key has at most one, the one a
+            # newly written event replaces; any other (or any at all, for an event stored
+            # unchanged by an earlier run) is a repair.
+            live = sorted(
+                old_id
+                for old_id in older[key]
+                if old_id in found and old_id not in in_batch and not found[old_id].get("superseded_by")
+            )
+            repaired.update(live[1:] if self._written(doc_id) else live)
+        marks = self._marks(found, targets, "superseded")
+        replaced = self._replaced(batch, stored)
+        retired = self._marks(store.get_many(db, replaced) if replaced else {}, replaced, "replaced")
+        if marks or retired:
+            upsert(store, db, marks + retired)
+            for doc in marks:
+                (result.repaired if doc["_id"] in repaired else result.superseded).append(doc["_id"])
+            result.replaced += [doc["_id"] for doc in retired]
+        if repaired:
+            logger.warning(
+                "marked %d documents of %s superseded: their events had two live documents "
+                "(a lost write answer or racing runs)",
+                len(repaired),
+                db,
+            )
+        self._attempted -= stored
+
+    def _replaced(self, batch: list[dict], stored: set[str]) -> dict[str, str]:
+        """Old id → new id, for the stored events whose ``replaces_key`` document is known."""
+        replaced = {}
+        for doc in batch:
+            old_key = doc.get("replaces_key")
+            if doc["_id"] not in stored or not old_key or old_key == doc["unique_key"]:
+                continue
+            old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
+            if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
+                replaced[old_id] = doc["_id"]
+        return replaced
+
+    @staticmethod
+    def _marks(found: dict[str, dict], targets: dict[str, str], how: str) -> list[dict]:
+        """Copies of the ``found`` documents marked ``<how>_by`` their target id (unless already)."""
+        marks = []
+        for old_id, old in found.items():
+            if old.get(how + "_by") != targets[old_id]:
+                marked = {k: v for k, v in old.items() if k != "_rev"}
+                marked[how + "_by"] = targets[old_id]
+                marked[how + "_at"] = now_iso()
+                marks.append(marked)
+        return marks
+
+    @staticmethod
+    def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
+        ids: dict[str, set[str]] = {}
+        for row in store.query(
+            db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}], include_docs=False
+        ):
+            ids.setdefault(row.key[1], set()).add(row.id)
+        return ids
+
+
+class SpooledRescheduleTracker(RescheduleTracker):
+    """:class:`RescheduleTracker` for a spool delivery (one per delivery, so the view is read once
+    per parser, not per chunk): a spooled batch may have been written before the outage hid the
+    answer, so an event found unchanged still counts as written by the run that spooled it."""
+
+    def _written(self, doc_id: str) -> bool:
+        return True
+
+
+def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
+    SpooledRescheduleTracker().after_batch(store, db, batch, result)
