@@ -76,6 +76,9 @@ class ReliableScheduler:
         self._unanswered: str | None = None
         #: Leases found again after an outage, not handed to the engine yet (so not done).
         self._adopted: list[str] = []
+        #: The leased request :meth:`_wake_engine` hands the engine through ``engine.crawl``.
+        self._waking: Request | None = None
+        self._woken: list[Request] = []
         self.queue: ReliableQueue | None = None
         self.df: RFPDupeFilter | None = None
         self._loops: list[task.LoopingCall] = []
@@ -163,7 +166,10 @@ class ReliableScheduler:
     def has_pending_requests(self) -> bool:
         return self._redis_now(lambda: len(self._opened_queue) > 0, False)
 
-    def enqueue_request(self, request) -> bool:
+    def enqueue_request(self, request: Request) -> bool:
+        if self._waking is not None and request is self._waking:  # from _wake_engine: leased, ours
+            self._woken.append(request)
+            return True
         entry = [request, request.dont_filter]
         if self.link.up and not self.to_push:
             try:
@@ -181,6 +187,8 @@ class ReliableScheduler:
         return True
 
     def next_request(self):
+        if self._woken:
+            return self._woken.pop()
         if self._adopted:
             return self.leased[self._adopted.pop()]
         if self._working() >= self.max_leases or not self.link.up:
@@ -283,14 +291,21 @@ class ReliableScheduler:
         return 0
 
     def _wake_engine(self) -> None:
-        """An idle engine asks for requests now, not at its next heartbeat (Scrapy: every 5 s).
-
-        The one private Scrapy attribute left (``engine._slot``): no public call wakes an idle
-        engine, and waiting for the heartbeat costs a worker up to 5 s after every Redis reconnect
-        or reap. Off the write path; without the attribute (another Scrapy) the heartbeat does it."""
-        slot = getattr(self.crawler.engine, "_slot", None)
-        if slot is not None:
-            slot.nextcall.schedule()
+        """An idle engine asks for requests now, not at its next heartbeat (Scrapy: every 5 s,
+        up to 5 s lost after every Redis reconnect or reap). Public API only: the next request is
+        leased and handed to the engine with ``engine.crawl``, which wakes it; ``enqueue_request``
+        knows that request and keeps it as leased instead of pushing it back to Redis."""
+        engine = self.crawler.engine
+        if engine is None or engine.spider is None or self._closing:
+            return
+        request = self.next_request()
+        if request is None:
+            return
+        self._waking = request
+        try:
+            engine.crawl(request)
+        finally:
+            self._waking = None
 
     def _inprogress(self) -> set[Request]:
         """Requests the engine has not finished with: downloading (the downloader's ``active``), or
