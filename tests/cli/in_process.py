@@ -16,23 +16,43 @@ import logging
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 
 from tests.support.services import REPO, cli_environment
 
+#: The warning filters of a fresh interpreter run without -W (Python's documented defaults).
+DEFAULT_WARNING_FILTERS = (
+    ("default", DeprecationWarning, "__main__"),
+    ("ignore", DeprecationWarning, ""),
+    ("ignore", PendingDeprecationWarning, ""),
+    ("ignore", ImportWarning, ""),
+    ("ignore", ResourceWarning, ""),
+)
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Python's own way of showing a warning: on standard error (the test runner records them)."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
 
 @contextlib.contextmanager
 def _process_state(env: dict[str, str]) -> Iterator[None]:
-    """``env`` over the environment, the checkout as working folder and a root logger without the
-    test runner's handlers (as in a fresh interpreter); all of it restored afterwards, including
-    what the command itself changed (``--store`` and ``--redis-url`` set environment variables)."""
+    """``env`` over the environment, the checkout as working folder, a root logger without the
+    test runner's handlers and warnings shown on standard error (as in a fresh interpreter); all of
+    it restored afterwards, including what the command itself changed (``--store`` and
+    ``--redis-url`` set environment variables)."""
     saved_env = dict(os.environ)
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
     root.handlers.clear()
     os.environ.update(env)
     try:
-        with contextlib.chdir(REPO):
+        with contextlib.chdir(REPO), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for action, category, module in reversed(DEFAULT_WARNING_FILTERS):
+                warnings.filterwarnings(action, category=category, module=module)
+            warnings.showwarning = _print_warning
             yield
     finally:
         for handler in root.handlers:
