@@ -141,7 +141,7 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
                 None,
                 uri,
                 "-a",
-                "count=9600",
+                "count=2400",
                 "-a",
                 "report=%s" % report,
                 "-s",
@@ -157,8 +157,8 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
         )
         result = json.loads(report.read_text())
         stats = result["stats"]
-        assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 9600
-        assert len(events(open_store(uri))) == 9600
+        assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 2400
+        assert len(events(open_store(uri))) == 2400
         return result, stats.get("store/engine_paused", 0)
 
     paused, pauses = run("paused")
