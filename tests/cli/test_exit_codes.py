@@ -13,11 +13,13 @@ from votersdaily.spiders.house_votes import HouseVotesSpider
 
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory):
-    """An embedded store with the house_votes recordings in it."""
-    from tests.support.services import run_cli
+    """An embedded store with the house_votes recordings in it (crawled in the test process)."""
+    from tests.support.inprocess import crawl_in_process
+    from tests.support.services import cli_environment
 
     uri = "sqlite:///%s" % (tmp_path_factory.mktemp("crawled") / "store.db")
-    proc = run_cli(["python3", "-m", "votersdaily", "crawl", "--offline", "house_votes"], uri)
+    urls = ",".join(HouseVotesSpider.recording_urls())
+    proc = crawl_in_process(["house_votes", "-a", "url=" + urls], cli_environment(uri))
     assert proc.returncode == 0, proc.stderr
     return uri
 

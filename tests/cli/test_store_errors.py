@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.services import free_port
 from votersdaily.cli.site import replaced_dir
+from votersdaily.spiders.house_votes import HouseVotesSpider
 
 REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store"
@@ -141,8 +142,8 @@ def test_a_failed_site_build_keeps_the_previous_site(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
 
 
-def test_site_build_replaces_the_site(cli, cli_main, sqlite_uri, tmp_path):
-    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri).returncode == 0
+def test_site_build_replaces_the_site(crawl, cli_main, sqlite_uri, tmp_path):
+    assert crawl("house_votes", HouseVotesSpider.recording_urls(), sqlite_uri).returncode == 0
     site = tmp_path / "site"
     site.mkdir()
     (site / "stale.html").write_text("from an older build")
