@@ -1,5 +1,6 @@
-"""End-to-end crawls (``scrapy crawl`` in a subprocess, as a user runs it) into real stores:
-idempotence, updates, reschedules, the run log, and bad input that loses nothing."""
+"""End-to-end crawls into real stores (``scrapy crawl`` as a user runs it, in the test process: the
+``crawl`` fixture; ``python -m votersdaily crawl`` in a subprocess): idempotence, updates,
+reschedules, the run log, and bad input that loses nothing."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 import pytest
 
+from tests.cli.in_process import run_main
 from tests.conftest import recording
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
@@ -139,7 +141,7 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
                 None,
                 uri,
                 "-a",
-                "count=9600",
+                "count=2400",
                 "-a",
                 "report=%s" % report,
                 "-s",
@@ -155,8 +157,8 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
         )
         result = json.loads(report.read_text())
         stats = result["stats"]
-        assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 9600
-        assert len(events(open_store(uri))) == 9600
+        assert stats["item_scraped_count"] == stats["store/vd_events/inserted"] == 2400
+        assert len(events(open_store(uri))) == 2400
         return result, stats.get("store/engine_paused", 0)
 
     paused, pauses = run("paused")
@@ -317,11 +319,12 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
         cells = line.split()
         if cells[1] == "success":
             assert cells[2:4] == ["0", "0"], line  # nothing inserted or updated on the second run
-    dump = cli("dump", "vd_events", store_uri=store_uri)
+    # The commands that run no crawl, in this process (tests/cli/in_process.py).
+    dump = run_main("dump", "vd_events", store_uri=store_uri)
     ids = [json.loads(line)["_id"] for line in dump.stdout.splitlines()]
     assert ID314 in ids and ID037 in ids
-    assert cli("views", "push", store_uri=store_uri).stdout.count("up to date") == 2
-    assert cli("dump", "no_such_db", store_uri=store_uri).returncode == 2
+    assert run_main("views", "push", store_uri=store_uri).stdout.count("up to date") == 2
+    assert run_main("dump", "no_such_db", store_uri=store_uri).returncode == 2
 
 
 def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
@@ -362,4 +365,4 @@ def test_crawl_takes_settings(cli, sqlite_uri):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (log,) = logs(open_store(sqlite_uri))
     assert log["source_text_truncated"] is True
-    assert cli("crawl", "house_votes", "-s", "NOEQUALS", store_uri=sqlite_uri).returncode == 2
+    assert run_main("crawl", "house_votes", "-s", "NOEQUALS", store_uri=sqlite_uri).returncode == 2

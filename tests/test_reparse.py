@@ -1,6 +1,8 @@
-"""The source archive and reparse, through the CLI as a maintainer runs them, on the real Clerk roll
-calls that house_votes replays offline: archive a crawl, change the parser (tests/reparse_spiders.py:
-a field fixed, the key changed, an event no longer emitted), reparse with and without --dry-run."""
+"""The source archive and reparse on the real Clerk roll calls that house_votes replays offline: archive
+a crawl (in the test process, every shipped recording, as ``crawl --offline`` replays them), change the
+parser (tests/reparse_spiders.py: a field fixed, the key changed, an event no longer emitted), reparse
+through the CLI as a maintainer runs it, with and without --dry-run. The reparses that write run on both
+stores; what only concerns the archive runs on the embedded one."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.in_process import run_main
 from tests.reparse_spiders import DROPPED_KEY
 from votersdaily.archive import read_responses
 from votersdaily.spiders.house_votes import HouseVotesSpider
@@ -20,17 +23,43 @@ pytestmark = pytest.mark.slow
 FIXED = ("-s", "SPIDER_MODULES=tests.reparse_spiders")
 
 
-@pytest.fixture
-def archived(cli, store_uri, tmp_path):
-    """house_votes crawled offline once into a fresh store, its documents archived under tmp_path."""
-    env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
-    proc = cli("crawl", "house_votes", "--offline", store_uri=store_uri, env=env)
+def archive_env(tmp_path: Path) -> dict[str, str]:
+    return {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
+
+
+def crawl_offline(crawl, uri: str, tmp_path: Path, *extra: str) -> None:
+    """house_votes over every shipped recording (``crawl --offline house_votes``), archived under tmp_path."""
+    proc = crawl("house_votes", HouseVotesSpider.recording_urls(), uri, *extra, env=archive_env(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
 
+
+def _archived(crawl, cli, uri: str, tmp_path: Path):
+    crawl_offline(crawl, uri, tmp_path)
+
     def run(*args: str):
-        return cli(*args, store_uri=store_uri, env=env)
+        """``python -m votersdaily reparse …`` (a subprocess: it runs Scrapy's own reactor)."""
+        return cli(*args, store_uri=uri, env=archive_env(tmp_path))
 
     return run
+
+
+@pytest.fixture
+def archived(crawl, cli, store_uri, tmp_path):
+    """house_votes crawled offline once into a fresh store of each kind, its documents archived."""
+    return _archived(crawl, cli, store_uri, tmp_path)
+
+
+@pytest.fixture
+def archived_embedded(crawl, cli, sqlite_uri, tmp_path):
+    """The same in the embedded store only: for what concerns the archive, not the store."""
+    return _archived(crawl, cli, sqlite_uri, tmp_path)
+
+
+def export_json(uri: str, tmp_path: Path):
+    """``python -m votersdaily export json`` (in the test process: it runs no reactor)."""
+    exported = run_main("export", "json", store_uri=uri, env=archive_env(tmp_path))
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    return exported
 
 
 def events(store_uri: str) -> dict[str, dict]:
@@ -49,11 +78,11 @@ def logs(store_uri: str) -> list[dict]:
         store.close()
 
 
-def test_every_event_points_at_the_archived_bytes_it_came_from(archived, store_uri, tmp_path):
-    stored = events(store_uri)
+def test_every_event_points_at_the_archived_bytes_it_came_from(archived_embedded, sqlite_uri, tmp_path):
+    stored = events(sqlite_uri)
     assert len(stored) == len(HouseVotesSpider.recordings)
     (warc,) = (tmp_path / "archive" / "house_votes").glob("house_votes-*.warc.gz")
-    assert logs(store_uri)[-1]["warc_file"] == warc.name
+    assert logs(sqlite_uri)[-1]["warc_file"] == warc.name
     for event in stored.values():
         assert event["warc_file"] == warc.name
         (record,) = [r for r in read_responses(warc) if r.warc_offset == event["warc_offset"]]
@@ -64,11 +93,10 @@ def test_every_event_points_at_the_archived_bytes_it_came_from(archived, store_u
         assert record.body == Path(event["replayed_from"].removeprefix("file://")).read_bytes()
 
 
-def test_an_unchanged_recrawl_keeps_the_first_archive_pointer(archived, store_uri):
-    before = events(store_uri)
-    proc = archived("crawl", "house_votes", "--offline")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    after = events(store_uri)
+def test_an_unchanged_recrawl_keeps_the_first_archive_pointer(archived_embedded, crawl, sqlite_uri, tmp_path):
+    before = events(sqlite_uri)
+    crawl_offline(crawl, sqlite_uri, tmp_path)
+    after = events(sqlite_uri)
     assert {i: (d["_rev"], d["warc_file"]) for i, d in after.items()} == {
         i: (d["_rev"], d["warc_file"]) for i, d in before.items()
     }
@@ -102,7 +130,7 @@ def test_dry_run_then_reparse_of_a_fixed_field(archived, store_uri):
     assert logs(store_uri)[-1]["updated_count"] == 0  # idempotent
 
 
-def test_a_key_change_replaces_each_event_once(archived, store_uri):
+def test_a_key_change_replaces_each_event_once(archived, store_uri, tmp_path):
     before = events(store_uri)
     proc = archived("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=key")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -111,14 +139,13 @@ def test_a_key_change_replaces_each_event_once(archived, store_uri):
         new_id = after[old_id]["replaced_by"]
         assert after[new_id]["unique_key"] == "roll-" + old["unique_key"]
         assert "superseded_by" not in after[old_id]  # not a false reschedule
-    exported = archived("export", "json")
-    assert exported.returncode == 0, exported.stderr[-2000:]
+    exported = export_json(store_uri, tmp_path)
     ids = [e["_id"] for e in json.loads(exported.stdout)["events"]]
     assert sorted(ids) == sorted(i for i in after if i not in before)  # each event shown once
     assert logs(store_uri)[-1]["replaced_count"] == len(before)
 
 
-def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_uri):
+def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_uri, tmp_path):
     before = events(store_uri)
     (dropped_id,) = [i for i, d in before.items() if d["unique_key"] == DROPPED_KEY]
     dry = archived("reparse", "house_votes", "--dry-run", *FIXED, "-s", "REPARSE_TEST_CHANGE=drop")
@@ -130,31 +157,30 @@ def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_
     assert after[dropped_id]["title"] == before[dropped_id]["title"]  # kept, not deleted
     kept = [i for i in after if i != dropped_id]
     assert all("withdrawn_by" not in after[i] for i in kept)
-    exported = archived("export", "json")
+    exported = export_json(store_uri, tmp_path)
     assert dropped_id not in exported.stdout
     assert logs(store_uri)[-1]["withdrawn_count"] == 1
 
 
-def test_reparse_never_fetches(cli, crawl, store_uri, site, tmp_path):
+def test_reparse_never_fetches(cli, crawl, sqlite_uri, site, tmp_path):
     """A recorded roll call served over HTTP is crawled and archived; the reparse asks the site nothing."""
-    env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
+    env = archive_env(tmp_path)
     roll = HouseVotesSpider.recording_urls()[0].removeprefix("file://")
     url = site.route("/evs/2023/roll.xml", open(roll, "rb").read(), content_type="text/xml")
-    proc = crawl("house_votes", [url], store_uri, env=env)
+    proc = crawl("house_votes", [url], sqlite_uri, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     hits = dict(site.hits)
     assert hits.get("/evs/2023/roll.xml") == 1
-    reparse = cli("reparse", "house_votes", store_uri=store_uri, env=env)
+    reparse = cli("reparse", "house_votes", store_uri=sqlite_uri, env=env)
     assert reparse.returncode == 0, reparse.stderr[-3000:]
     assert site.hits == hits
-    assert logs(store_uri)[-1]["reparse"] is True and logs(store_uri)[-1]["unchanged_count"] == 1
+    assert logs(sqlite_uri)[-1]["reparse"] is True and logs(sqlite_uri)[-1]["unchanged_count"] == 1
 
 
-def test_retention_removes_old_archive_files(archived, tmp_path):
+def test_retention_removes_old_archive_files(archived_embedded, crawl, sqlite_uri, tmp_path):
     folder = tmp_path / "archive" / "house_votes"
     (first,) = folder.glob("*.warc.gz")
-    proc = archived("crawl", "house_votes", "--offline", "-s", "VOTERSDAILY_ARCHIVE_MAX_BYTES=1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    crawl_offline(crawl, sqlite_uri, tmp_path, "-s", "VOTERSDAILY_ARCHIVE_MAX_BYTES=1")
     remaining = list(folder.glob("*.warc.gz"))
     assert len(remaining) == 1 and remaining[0] != first  # the run's own file is kept, the oldest goes
     with gzip.open(remaining[0], "rb") as handle:

@@ -12,10 +12,11 @@ import threading
 
 import pytest
 
+from tests.cli.in_process import run_main
 from tests.support.faultproxy import FaultProxy
 from votersdaily.store import open_store
 
-N = 480  # ten rounds of the 48 recorded floor actions
+N = 192  # four rounds of the 48 recorded floor actions: two batches of 100 in the lost-answer run
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
 T2 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}
 T3 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-04T18:00:00Z"}
@@ -70,15 +71,16 @@ def run_log(uri: str, env: dict) -> dict:
         store.close()
 
 
-def exported_uids(cli, uri: str) -> list[str]:
-    result = cli("export", "ics", store_uri=uri)
+def exported_uids(uri: str) -> list[str]:
+    """The UIDs of ``python -m votersdaily export ics`` (in this process: it runs no reactor)."""
+    result = run_main("export", "ics", store_uri=uri)
     assert result.returncode == 0, result.stderr
     # (The ics package's grammar recurses per character: the floor actions' long lines exceed it.)
     unfolded = result.stdout.replace("\n ", "")
     return [line[4:] for line in unfolded.splitlines() if line.startswith("UID:")]
 
 
-def test_a_lost_bulk_docs_answer_during_a_rescheduling_run(crawl, cli, pouchdb, proxy):
+def test_a_lost_bulk_docs_answer_during_a_rescheduling_run(crawl, pouchdb, proxy):
     run(crawl, pouchdb.url, 0, T1)
     first = {key: ids[0] for key, ids in live_ids_by_key(pouchdb.url).items()}
     assert len(first) == N
@@ -101,11 +103,11 @@ def test_a_lost_bulk_docs_answer_during_a_rescheduling_run(crawl, cli, pouchdb, 
     # The lost batch is found unchanged on its retry, and what it replaces is still marked.
     assert log["superseded_count"] == N and log["repaired_count"] == 0
     assert log["store_outage"]["vd_events"]["retries"] >= 1
-    uids = exported_uids(cli, pouchdb.url)
+    uids = exported_uids(pouchdb.url)
     assert len(uids) == len(set(uids)) == N
 
 
-def test_two_racing_runs_then_an_unchanged_run_repairs_every_key(crawl, cli, pouchdb, proxy):
+def test_two_racing_runs_then_an_unchanged_run_repairs_every_key(crawl, pouchdb, proxy):
     """Both runs read the store before either writes (the proxy holds their writes until both
     arrived): every key ends up with two live documents. The feeds still show each event once,
     and the next run, which changes nothing, repairs every key and says so."""
@@ -130,7 +132,7 @@ def test_two_racing_runs_then_an_unchanged_run_repairs_every_key(crawl, cli, pou
     assert not failures and proxy.held == 2
     live = live_ids_by_key(pouchdb.url)
     assert len(live) == N and all(len(ids) == 2 for ids in live.values())
-    uids = exported_uids(cli, pouchdb.url)
+    uids = exported_uids(pouchdb.url)
     assert len(uids) == len(set(uids)) == N
     newest = {max(ids) for ids in live.values()}  # shift 1: ids start with the later datetime
     run(crawl, pouchdb.url, 1, T3)

@@ -13,11 +13,13 @@ from votersdaily.spiders.house_votes import HouseVotesSpider
 
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory):
-    """An embedded store with the house_votes recordings in it."""
-    from tests.support.services import run_cli
+    """An embedded store with the house_votes recordings in it (crawled in the test process)."""
+    from tests.support.inprocess import crawl_in_process
+    from tests.support.services import cli_environment
 
     uri = "sqlite:///%s" % (tmp_path_factory.mktemp("crawled") / "store.db")
-    proc = run_cli(["python3", "-m", "votersdaily", "crawl", "--offline", "house_votes"], uri)
+    urls = ",".join(HouseVotesSpider.recording_urls())
+    proc = crawl_in_process(["house_votes", "-a", "url=" + urls], cli_environment(uri))
     assert proc.returncode == 0, proc.stderr
     return uri
 
@@ -38,14 +40,15 @@ def first_line(proc) -> str:
         (("--entity", "Parliament"), "argument --entity: unknown entity 'Parliament'; known: White House, "),
     ],
 )
-def test_export_rejects_impossible_values(cli, crawled, args, message):
-    proc = cli("export", "ics", *args, store_uri=crawled)
+def test_export_rejects_impossible_values(cli_main, crawled, args, message):
+    proc = cli_main("export", "ics", *args, store_uri=crawled)
     assert proc.returncode == 2 and proc.stdout == ""
     assert first_line(proc).startswith("python -m votersdaily export: error: " + message)
     assert len(proc.stderr.splitlines()) == 1
 
 
 def test_export_names_the_known_parsers(cli, crawled):
+    """Through the real entry point (``python -m votersdaily`` in a subprocess): its exit status."""
     proc = cli("export", "json", "--parser", "house_vote", store_uri=crawled)
     assert proc.returncode == 2 and proc.stdout == ""
     assert first_line(proc).startswith(
@@ -54,9 +57,9 @@ def test_export_names_the_known_parsers(cli, crawled):
     assert "house_votes" in first_line(proc)
 
 
-def test_branch_and_entity_are_case_insensitive(cli, crawled):
-    exact = json.loads(cli("export", "json", "--branch", "Legislative", store_uri=crawled).stdout)
-    lower = cli(
+def test_branch_and_entity_are_case_insensitive(cli_main, crawled):
+    exact = json.loads(cli_main("export", "json", "--branch", "Legislative", store_uri=crawled).stdout)
+    lower = cli_main(
         "export", "json", "--branch", "legislative", "--entity", "HOUSE OF REPRESENTATIVES", store_uri=crawled
     )
     assert lower.returncode == 0, lower.stderr
@@ -64,15 +67,17 @@ def test_branch_and_entity_are_case_insensitive(cli, crawled):
     assert exact["count"] == rolls and json.loads(lower.stdout)["count"] == rolls
 
 
-def test_scheduler_once_with_scrapyd_down_exits_3(cli, sqlite_uri):
+def test_scheduler_once_with_scrapyd_down_exits_3(cli_main, sqlite_uri):
     scrapyd = "http://127.0.0.1:%d/" % free_port()
-    proc = cli("scheduler", "--scrapyd", scrapyd, "--once", "--spider", "house_votes", store_uri=sqlite_uri)
+    proc = cli_main(
+        "scheduler", "--scrapyd", scrapyd, "--once", "--spider", "house_votes", store_uri=sqlite_uri
+    )
     assert proc.returncode == 3
     assert proc.stdout.split()[:2] == ["*", "scrapyd-unavailable"]
 
 
-def test_scheduler_names_the_known_spiders(cli, sqlite_uri):
-    proc = cli(
+def test_scheduler_names_the_known_spiders(cli_main, sqlite_uri):
+    proc = cli_main(
         "scheduler", "--scrapyd", "http://127.0.0.1:1/", "--once", "--spider", "nope", store_uri=sqlite_uri
     )
     assert proc.returncode == 2
@@ -80,15 +85,17 @@ def test_scheduler_names_the_known_spiders(cli, sqlite_uri):
     assert "house_votes" in first_line(proc)
 
 
-def test_unknown_crawl_spider_names_the_known_ones(cli, sqlite_uri):
-    proc = cli("crawl", "house_vote", store_uri=sqlite_uri)
+def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
+    proc = cli_main("crawl", "house_vote", store_uri=sqlite_uri)
     assert proc.returncode == 2
     assert first_line(proc).startswith(
         "votersdaily crawl: unknown event spider(s): house_vote; known: federal_register, "
     )
 
 
-def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(cli, sqlite_uri, redis_server, tmp_path):
+def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(
+    cli, cli_main, sqlite_uri, redis_server, tmp_path
+):
     requests = tmp_path / "requests.jsonl"
     requests.write_text(
         json.dumps({"base_url": "https://example.org/paper.pdf", "ingest_type": "pdf"})
@@ -103,7 +110,7 @@ def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(cli, sqlite_uri, re
     )
     assert "requests.jsonl:2: line is not JSON" in queued.stderr
     assert "requests.jsonl:3: ingest request without a base_url" in queued.stderr
-    direct = cli("ingest", "enqueue", str(requests), store_uri=sqlite_uri)
+    direct = cli_main("ingest", "enqueue", str(requests), store_uri=sqlite_uri)
     assert direct.returncode == 1 and direct.stdout.rstrip().endswith("(2 bad)")
 
 

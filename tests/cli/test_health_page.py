@@ -3,6 +3,7 @@ look-alike events are told apart (issue 17, point 5), through the CLI as a user 
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
@@ -10,35 +11,49 @@ import sys
 import lxml.html
 import pytest
 
+from tests.cli.in_process import run_main
 from tests.conftest import SHARED, recording, shared_file
-from tests.support.services import run_cli
+from tests.support.inprocess import crawl_in_process
+from tests.support.services import cli_environment, run_cli
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
 CHROMIUM = "/usr/bin/chromium"
 
 
+def minutes_ago(n: int) -> dict[str, str]:
+    """The framework clock ``n`` minutes before now: runs in a known order whatever they take."""
+    at = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=n)
+    return {"VOTERSDAILY_FROZEN_NOW": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def by_hand(spider: str, url: str, uri: str, minutes: int) -> None:
+    """``scrapy crawl <spider> -a url=<url>``, run by hand (in the test process)."""
+    proc = crawl_in_process([spider, "-a", "url=" + url], cli_environment(uri, minutes_ago(minutes)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The CLI's offline crawl of three spiders (a subprocess, as a user runs it), crawls by hand,
+    then ``site build`` and ``dump`` (in the test process: they run no crawl)."""
     tmp = tmp_path_factory.mktemp("health")
     uri = "sqlite:///%s" % (tmp / "store.db")
-    vd = [sys.executable, "-m", "votersdaily"]
-    for spider in ("house_votes", "senate_votes", "supreme_court_orders"):
-        proc = run_cli([*vd, "crawl", "--offline", spider], uri)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    spiders = ("house_votes", "senate_votes", "supreme_court_orders")
+    proc = run_cli(
+        [sys.executable, "-m", "votersdaily", "crawl", "--offline", *spiders], uri, env=minutes_ago(4)
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
     # By hand: one replayed recording, then a file that is not there (a failed run).
-    for url in (ROLL314.resolve().as_uri(), (tmp / "no-such-roll" / ("x" * 120 + ".xml")).as_uri()):
-        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + url], uri)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    by_hand("house_votes", ROLL314.resolve().as_uri(), uri, 3)
+    by_hand("house_votes", (tmp / "no-such-roll" / ("x" * 120 + ".xml")).as_uri(), uri, 2)
     # The 2015 "opinions relating to orders" page (read in place: the shipped 2025 page has no case
     # with two justices' opinions on one day), replayed by hand.
     relating = SHARED / "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
     if relating.exists():
-        url = "url=" + relating.resolve().as_uri()
-        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "supreme_court_orders", "-a", url], uri)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-    proc = run_cli([*vd, "site", "build", str(tmp / "site")], uri)
+        by_hand("supreme_court_orders", relating.resolve().as_uri(), uri, 1)
+    proc = run_main("site", "build", str(tmp / "site"), store_uri=uri)
     assert proc.returncode == 0, proc.stderr
-    logs = [json.loads(line) for line in run_cli([*vd, "dump", "vd_log"], uri).stdout.splitlines()]
+    logs = [json.loads(line) for line in run_main("dump", "vd_log", store_uri=uri).stdout.splitlines()]
     return tmp / "site", logs
 
 

@@ -5,26 +5,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 
+from tests.cli.in_process import run_main
 from tests.conftest import recording
-from tests.support.services import run_cli
 
 FEED = recording("gov/house_committee_rss/docshouse_sy00_live.xml")
 MEETING = recording("gov/house_committee_meeting/meeting-115955.xml")
 FIRST_ENCLOSURE = "http://docs.house.gov/Meetings/SY/SY00/20260722/119484/HHRG-119-SY00-20260722.xml"
 
 
-def crawl(spider: str, url: str, uri: str):
-    return run_cli([sys.executable, "-m", "scrapy", "crawl", spider, "-a", "url=" + url], uri)
-
-
 def dump(db: str, uri: str) -> list[dict]:
-    proc = run_cli([sys.executable, "-m", "votersdaily", "dump", db], uri)
+    proc = run_main("dump", db, store_uri=uri)
+    assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
-def test_a_recorded_feed_is_followed_to_the_documents_beside_it(tmp_path, sqlite_uri):
+def test_a_recorded_feed_is_followed_to_the_documents_beside_it(crawl, tmp_path, sqlite_uri):
     shutil.copy(FEED, tmp_path / FEED.name)
     # Derived: a real recorded meeting document, saved under the file name the feed's first item
     # encloses (the recordings hold no meeting that this feed lists); the second item is not there.
@@ -43,7 +39,7 @@ def test_a_recorded_feed_is_followed_to_the_documents_beside_it(tmp_path, sqlite
     assert log["source_url"] == (tmp_path / FEED.name).as_uri() and log["not_beside_count"] == 1
 
 
-def test_the_clerk_index_follows_its_pages_beside_it(sqlite_uri):
+def test_the_clerk_index_follows_its_pages_beside_it(crawl, sqlite_uri):
     index = recording("gov/house_clerk_index/index.asp")
     proc = crawl("house_votes", index.as_uri(), sqlite_uri)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -54,7 +50,7 @@ def test_the_clerk_index_follows_its_pages_beside_it(sqlite_uri):
     assert "roll253.xml" in proc.stderr and "ErrorPage" not in proc.stderr
 
 
-def test_the_senate_vote_menu_is_read_as_a_listing(sqlite_uri):
+def test_the_senate_vote_menu_is_read_as_a_listing(crawl, sqlite_uri):
     menu = recording("gov/senate_vote_menu/senate-vote-menu-119-1.xml")
     proc = crawl("senate_votes", menu.as_uri(), sqlite_uri)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -66,7 +62,7 @@ def test_the_senate_vote_menu_is_read_as_a_listing(sqlite_uri):
     assert log["result"] == "success" and log["not_beside_count"] == 10
 
 
-def test_a_page_that_is_neither_fails_with_the_documents_error(sqlite_uri, tmp_path):
+def test_a_page_that_is_neither_fails_with_the_documents_error(crawl, sqlite_uri, tmp_path):
     page = tmp_path / "page.html"
     page.write_text("<html><head><title>Not here</title></head><body>gone</body></html>")
     proc = crawl("house_votes", page.as_uri(), sqlite_uri)

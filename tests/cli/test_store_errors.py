@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.services import free_port
 from votersdaily.cli.site import replaced_dir
+from votersdaily.spiders.house_votes import HouseVotesSpider
 
 REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store"
@@ -40,10 +41,10 @@ def lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", ["refused", "credentials", "scheme", "garbage", "no host"])
-def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli, pouchdb, tmp_path, case):
+def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_main, pouchdb, tmp_path, case):
     uri, message = bad_stores(pouchdb)[case]
     spool = tmp_path / "spool"
-    proc = cli(
+    proc = cli_main(
         "crawl",
         "--offline",
         "house_votes",
@@ -70,17 +71,15 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli, p
         assert "wrong" not in json.dumps(doc)  # no password in what is kept
 
 
-def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, sqlite_uri, tmp_path):
+def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, cli_main, sqlite_uri, tmp_path):
     spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     port = free_port()
-    assert (
-        cli(
-            "crawl", "--offline", "house_votes", store_uri="http://127.0.0.1:%d/" % port, env=spool
-        ).returncode
-        == 3
+    refused = cli_main(
+        "crawl", "--offline", "house_votes", store_uri="http://127.0.0.1:%d/" % port, env=spool
     )
+    assert refused.returncode == 3
     assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri, env=spool).returncode == 0
-    dump = cli("dump", "vd_log", store_uri=sqlite_uri)
+    dump = cli_main("dump", "vd_log", store_uri=sqlite_uri)
     results = sorted(json.loads(line)["result"] for line in dump.stdout.splitlines())
     assert results == ["StoreUnavailable", "success"]
 
@@ -95,7 +94,7 @@ def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, sqlite_uri, tmp_
         ("flush",),
     ],
 )
-def test_every_store_command_on_a_refused_store_is_one_line(cli, tmp_path, command):
+def test_every_store_command_on_a_refused_store_is_one_line(cli_main, tmp_path, command):
     port = free_port()
     site = tmp_path / "site"
     (tmp_path / "spool").mkdir()
@@ -103,7 +102,7 @@ def test_every_store_command_on_a_refused_store_is_one_line(cli, tmp_path, comma
         json.dumps({"db": "vd_events", "doc": {"_id": "x"}}) + "\n"
     )
     args = [str(site) if a == "SITE" else a for a in command]
-    proc = cli(
+    proc = cli_main(
         *args, store_uri="http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     )
     assert proc.returncode == 3, proc.stderr
@@ -116,10 +115,10 @@ def test_every_store_command_on_a_refused_store_is_one_line(cli, tmp_path, comma
 
 
 @pytest.mark.parametrize("command", [("dump", "vd_events"), ("export", "json"), ("site", "build", "SITE")])
-def test_read_commands_never_create_a_store(cli, tmp_path, command):
+def test_read_commands_never_create_a_store(cli_main, tmp_path, command):
     missing = tmp_path / "nothing-here.db"
     args = [str(tmp_path / "site") if a == "SITE" else a for a in command]
-    proc = cli(*args, store_uri="sqlite:///%s" % missing)
+    proc = cli_main(*args, store_uri="sqlite:///%s" % missing)
     assert proc.returncode == 2
     assert lines(proc.stderr) == [
         "votersdaily %s: no store at sqlite:///%s (the file does not exist): run a crawl first, or point "
@@ -143,12 +142,12 @@ def test_a_failed_site_build_keeps_the_previous_site(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
 
 
-def test_site_build_replaces_the_site(cli, sqlite_uri, tmp_path):
-    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri).returncode == 0
+def test_site_build_replaces_the_site(crawl, cli_main, sqlite_uri, tmp_path):
+    assert crawl("house_votes", HouseVotesSpider.recording_urls(), sqlite_uri).returncode == 0
     site = tmp_path / "site"
     site.mkdir()
     (site / "stale.html").write_text("from an older build")
-    proc = cli("site", "build", str(site), store_uri=sqlite_uri)
+    proc = cli_main("site", "build", str(site), store_uri=sqlite_uri)
     assert proc.returncode == 0, proc.stderr
     assert (site / "index.html").is_file() and not (site / "stale.html").exists()
     assert Path(site).stat().st_mode & 0o777 == 0o755  # served by a web server: readable
@@ -176,8 +175,8 @@ def test_scrapy_crawl_on_a_refused_store_spools_everything_without_a_traceback(c
     assert log["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml" and log["store_outage"]
 
 
-def test_a_web_server_that_is_not_couchdb(cli, site):
-    proc = cli("views", "push", store_uri=site.url + "/")
+def test_a_web_server_that_is_not_couchdb(cli_main, site):
+    proc = cli_main("views", "push", store_uri=site.url + "/")
     assert proc.returncode == 3
     assert lines(proc.stderr) == [
         "votersdaily views: %s/ does not answer like CouchDB (GET /_session: HTTP 404): check the URL in "
@@ -185,11 +184,11 @@ def test_a_web_server_that_is_not_couchdb(cli, site):
     ]
 
 
-def test_a_live_crawl_on_an_unreachable_store_names_the_listing_it_would_have_read(cli, tmp_path):
+def test_a_live_crawl_on_an_unreachable_store_names_the_listing_it_would_have_read(cli_main, tmp_path):
     """Without --offline the run log's source is where the spider would have started: house_votes'
     listing is a property (the current year's index), read from an instance, never from the class."""
     spool = tmp_path / "spool"
-    proc = cli(
+    proc = cli_main(
         "crawl",
         "house_votes",
         store_uri="http://127.0.0.1:%d/" % free_port(),  # nothing listens there: nothing is fetched

@@ -26,10 +26,12 @@ from tests.deploy.workloads import (
     start_workers,
     wait_all,
     wait_for_hits,
+    wait_until,
     write_ingest_requests,
 )
 
-N = 300
+#: Enough documents that a fault lands mid-run (after a quarter of them), few enough to run in seconds.
+N = 120
 CLEAN_QUEUE = {"waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
 
 
@@ -40,13 +42,19 @@ def _stat(log: str, name: str) -> int:
 
 def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, tmp_path):
     docs = enqueue_documents(site, durable_redis, couch_uri, tmp_path, N)
-    # Leases (45 s) outlast the outage (10 s), the backoff and a renewal period: none is taken over.
+    # Leases (45 s) outlast the outage (seconds), the backoff and a renewal period: none is taken over.
     workers = start_workers(
         "ingest_worker", 2, couch_uri, durable_redis.url, tmp_path, *ingest_settings(tmp_path, lease=45)
     )
     wait_for_hits(site, docs, 0.25)
     durable_redis.kill()
-    time.sleep(10)
+    # Until both workers have noticed, then long enough for several reconnection attempts
+    # (0.5 s, then 1 s apart): one warning each, not one per attempt.
+    wait_until(
+        lambda: all("is unreachable" in log_path(tmp_path, i).read_text() for i in range(2)),
+        "both workers noticed that Redis is gone",
+    )
+    time.sleep(2)
     done_during_outage = sum(n > 0 for n in base_hits(site, docs).values())
     assert done_during_outage < N, "the outage came too late to matter"
     durable_redis.start()  # same port, same folder: the append-only file brings the queue back

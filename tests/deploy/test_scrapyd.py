@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
+import shutil
 import time
 import zipfile
 
 import pytest
 
+from tests.cli.in_process import run_main
 from tests.conftest import recording, shared_file
 from tests.deploy.conftest import ScrapydServer, build_egg, scrapyd_env
-from tests.support.services import run_cli
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
 
@@ -23,14 +23,29 @@ def egg(tmp_path_factory):
     return build_egg(tmp_path_factory.mktemp("egg"))
 
 
-@pytest.fixture
-def scrapyd(tmp_path, couch_uri, egg):
-    server = ScrapydServer(tmp_path / "scrapyd", scrapyd_env(couch_uri, tmp_path)).start()
+@pytest.fixture(scope="module")
+def node(tmp_path_factory, pouchdb, egg):
+    """One scrapyd for the module (a start and an upload take seconds), the egg deployed; what it
+    keeps per node (archive, spool) lives in ``workdir``."""
+    workdir = tmp_path_factory.mktemp("node")
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir)).start()
     client = Scrapyd(server.auth_url)
     client.add_version("r1", egg.read_bytes())
-    yield server, client
+    yield workdir, server, client
     client.close()
     server.stop()
+
+
+@pytest.fixture
+def scrapyd(node, couch_uri, egg):
+    """The module's scrapyd, running, on an empty store and an empty archive: each test starts as on
+    a fresh node."""
+    workdir, server, client = node
+    shutil.rmtree(workdir / "archive", ignore_errors=True)
+    if server.proc.poll() is not None:  # a test that restarts scrapyd failed half-way
+        server.start()
+        client.add_version("r1", egg.read_bytes())
+    return server, client
 
 
 def wait_finished(client: Scrapyd, jobids: list[str], timeout: float = 120.0) -> None:
@@ -100,12 +115,13 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     store.close()
 
 
-def test_a_reparse_is_a_scrapyd_job(scrapyd, couch_uri, tmp_path):
+def test_a_reparse_is_a_scrapyd_job(scrapyd, node, couch_uri):
     """The archive a job wrote on the node is reparsed by another job (spider argument reparse=archive)."""
     server, client = scrapyd
     crawl = client.schedule("house_votes", url=recording(ROLL).resolve().as_uri())
     wait_finished(client, [crawl])
-    assert list((tmp_path / "archive" / "house_votes").glob("house_votes-*.warc.gz"))
+    workdir = node[0]
+    assert list((workdir / "archive" / "house_votes").glob("house_votes-*.warc.gz"))
     reparse = client.schedule("house_votes", reparse="archive")
     wait_finished(client, [reparse])
     store = open_store(couch_uri)
@@ -118,21 +134,17 @@ def test_a_reparse_is_a_scrapyd_job(scrapyd, couch_uri, tmp_path):
 
 
 def _scheduler(url: str, couch_uri: str, *extra: str, status: int = 0):
-    out = run_cli(
-        [
-            sys.executable,
-            "-m",
-            "votersdaily",
-            "scheduler",
-            "--scrapyd",
-            url,
-            "--once",
-            "--spider",
-            "house_votes",
-            "--offline",
-            *extra,
-        ],
-        couch_uri,
+    """``python -m votersdaily scheduler --once`` (in this process: one pass runs no reactor)."""
+    out = run_main(
+        "scheduler",
+        "--scrapyd",
+        url,
+        "--once",
+        "--spider",
+        "house_votes",
+        "--offline",
+        *extra,
+        store_uri=couch_uri,
     )
     assert out.returncode == status, out.stderr
     return out.stdout

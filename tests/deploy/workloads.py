@@ -339,9 +339,18 @@ def kill_extraction_process(pid: int, timeout: float = 60) -> int:
     raise AssertionError("crawl process %d has no extraction process" % pid)
 
 
+def wait_until(predicate, what: str, timeout: float = 120) -> None:
+    """Until ``predicate()`` holds (polled every 50 ms); fails saying ``what`` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out after %.0f s: %s" % (timeout, what)
+        time.sleep(0.05)
+
+
 def wait_for_hits(site, docs, share: float, timeout: float = 120) -> None:
     """Until ``share`` of the documents have been fetched (a point well inside the run)."""
-    deadline = time.monotonic() + timeout
-    while sum(n > 0 for n in base_hits(site, docs).values()) < len(docs) * share:
-        assert time.monotonic() < deadline, "the run did not get going"
-        time.sleep(0.05)
+    wait_until(
+        lambda: sum(n > 0 for n in base_hits(site, docs).values()) >= len(docs) * share,
+        "the run did not get going",
+        timeout,
+    )

@@ -1,16 +1,18 @@
 """``python -m votersdaily ingest load-catalog|enqueue``, then ``scrapy crawl ingest -a requests=store``
-reading what was queued, with match0 against the loaded catalog; on both store backends."""
+reading what was queued, with match0 against the loaded catalog; on both store backends. The ``ingest``
+commands run no reactor: they call the CLI's ``main(argv)`` in this process (tests/cli/in_process.py)."""
 
 from __future__ import annotations
 
 import json
 
+from tests.cli.in_process import run_main
 from votersdaily.store import open_store
 
 from .conftest import read_results
 
 
-def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_path):
+def test_catalog_and_queue_feed_a_crawl(crawl, store_uri, ingest_site, tmp_path):
     site = ingest_site
     catalog = tmp_path / "works.jsonl"
     catalog.write_text(
@@ -24,7 +26,7 @@ def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_
         )
         + "\n"
     )
-    proc = cli("ingest", "load-catalog", str(catalog), store_uri=store_uri)
+    proc = run_main("ingest", "load-catalog", str(catalog), store_uri=store_uri)
     assert proc.returncode == 1, proc.stderr  # bad lines are an error, the good ones are loaded
     assert "works.jsonl:3: catalog record without a DOI" in proc.stderr
     assert "works.jsonl:4: not JSON" in proc.stderr
@@ -49,10 +51,12 @@ def test_catalog_and_queue_feed_a_crawl(cli, crawl, store_uri, ingest_site, tmp_
         )
         + "\n"
     )
-    proc = cli("ingest", "enqueue", str(queue), "--url", site.url + "/landing-nopdf", store_uri=store_uri)
+    proc = run_main(
+        "ingest", "enqueue", str(queue), "--url", site.url + "/landing-nopdf", store_uri=store_uri
+    )
     assert proc.returncode == 1 and "requests.jsonl:3: ingest request without a base_url" in proc.stderr
     assert "queued 3 ingest requests in ingest_requests" in proc.stdout and "new=3" in proc.stdout
-    again = cli("ingest", "enqueue", "--url", site.url + "/landing-nopdf", store_uri=store_uri)
+    again = run_main("ingest", "enqueue", "--url", site.url + "/landing-nopdf", store_uri=store_uri)
     assert again.returncode == 0 and "unchanged=1" in again.stdout  # queueing twice keeps one request
 
     store = open_store(store_uri)
