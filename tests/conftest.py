@@ -48,10 +48,38 @@ SLOW = {
 }
 
 
+#: Workers for a run (pyproject's ``-n auto``, pytest-xdist): most of a test's wall time is waiting on
+#: subprocesses, servers and polls, so twice the cores of a 2-core machine pays off (CONTRIBUTING.md
+#: has the figures). ``-n N`` on the command line or ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it.
+WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config):
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    if config.args and all("::" in arg for arg in config.args):
+        return 0  # named tests: starting workers (each collecting the files again) costs more than it saves
+    return WORKERS
+
+
+#: Fixture scopes whose value one worker builds once for many tests: the tests sharing one run on the
+#: same worker (``--dist loadgroup``), so a module's 15 s crawl is not repeated by every worker.
+SHARED_SCOPES = {"class", "module", "package"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.startswith(prefix) for prefix in SLOW):
             item.add_marker(pytest.mark.slow)
+        shared = sorted(
+            defs[-1].baseid or item.module.__name__
+            for defs in item._fixtureinfo.name2fixturedefs.values()
+            if defs and defs[-1].scope in SHARED_SCOPES
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
 @pytest.fixture(scope="session")
