@@ -45,6 +45,11 @@ SLOW = {
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
     "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
+    "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
+    # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the
+    # largest listings (their parsers are tested on the same recordings by the tests beside them).
+    "tests/spiders/test_supreme_court_orders.py::test_crawl_both_listings_twice": "two listings, twice",
+    "tests/spiders/test_supreme_court_opinions.py::test_crawl_twice": "every opinion listing, twice",
 }
 
 
