@@ -63,8 +63,12 @@ WORKERS = 4
 def pytest_xdist_auto_num_workers(config):
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
-    if config.args and all("::" in arg for arg in config.args):
-        return 0  # named tests: starting workers (each collecting the files again) costs more than it saves
+    files = {arg.split("::")[0] for arg in config.args}
+    if config.args and (
+        all("::" in arg for arg in config.args) or (len(files) == 1 and Path(*files).is_file())
+    ):
+        # Named tests or one file: starting workers (each collecting again) costs more than it saves.
+        return 0
     return WORKERS
 
 

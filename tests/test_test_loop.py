@@ -29,12 +29,16 @@ def test_every_slow_entry_names_a_test_file_or_test(prefix):
     ("args", "workers"),
     [
         ([], conftest.WORKERS),
+        (["tests"], conftest.WORKERS),
         (["tests/spiders"], conftest.WORKERS),
-        (["tests/test_store.py::test_bulk_of_5000", "tests/test_views.py::test_x"], 0),
         (["tests/test_store.py", "tests/test_views.py::test_x"], conftest.WORKERS),
+        (["tests/test_store.py::test_bulk_of_5000", "tests/test_views.py::test_x"], 0),
+        (["tests/test_store.py"], 0),
+        (["tests/test_store.py", "tests/test_store.py::test_bulk_of_5000"], 0),
     ],
 )
-def test_named_tests_run_without_workers(monkeypatch, args, workers):
+def test_one_file_or_named_tests_run_without_workers(monkeypatch, args, workers):
+    args = [str(REPO / arg) for arg in args]
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     assert conftest.pytest_xdist_auto_num_workers(SimpleNamespace(args=args)) == workers
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
