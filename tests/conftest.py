@@ -77,11 +77,19 @@ def pytest_xdist_auto_num_workers(config):
 SHARED_SCOPES = {"class", "module", "package"}
 
 
+#: Tests that start a cluster of crawl processes (distributed workers racing for one queue): one at a
+#: time, on one worker, so two clusters never compete for the cores and stretch each other's leases.
+ONE_CLUSTER_AT_A_TIME = ("tests/deploy/test_distributed.py", "tests/deploy/test_faults.py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.startswith(prefix) for prefix in SLOW):
             item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith(ONE_CLUSTER_AT_A_TIME):
+            item.add_marker(pytest.mark.xdist_group("crawl-clusters"))
+            continue
         shared = sorted(
             defs[-1].baseid or item.module.__name__
             for defs in item._fixtureinfo.name2fixturedefs.values()

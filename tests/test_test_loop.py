@@ -12,9 +12,9 @@ from tests import conftest
 from tests.support.services import REPO
 
 
-@pytest.mark.parametrize("prefix", sorted(conftest.SLOW))
+@pytest.mark.parametrize("prefix", sorted(conftest.SLOW) + list(conftest.ONE_CLUSTER_AT_A_TIME))
 def test_every_slow_entry_names_a_test_file_or_test(prefix):
-    """A renamed file or test would silently move back into the fast subset (entries are node id
+    """A renamed file or test would silently move back into the fast subset (or run beside the others) (entries are node id
     prefixes: ``::test_a`` covers ``test_a_and_b`` and every parameter of it)."""
     path, _, name = prefix.partition("::")
     target = REPO / path
