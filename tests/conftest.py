@@ -77,8 +77,9 @@ def pytest_xdist_auto_num_workers(config):
 SHARED_SCOPES = {"class", "module", "package"}
 
 
-#: Tests that start a cluster of crawl processes (distributed workers racing for one queue): one at a
-#: time, on one worker, so two clusters never compete for the cores and stretch each other's leases.
+#: Files whose tests start a cluster of crawl processes (distributed workers racing for one queue): a
+#: file's tests run one at a time on one worker, so at most two clusters compete for the cores and
+#: stretch each other's leases (one group for both made a 500 s queue on one worker under load).
 ONE_CLUSTER_AT_A_TIME = ("tests/deploy/test_distributed.py", "tests/deploy/test_faults.py")
 
 
@@ -87,8 +88,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.startswith(prefix) for prefix in SLOW):
             item.add_marker(pytest.mark.slow)
-        if item.nodeid.startswith(ONE_CLUSTER_AT_A_TIME):
-            item.add_marker(pytest.mark.xdist_group("crawl-clusters"))
+        cluster_file = item.nodeid.split("::")[0]
+        if cluster_file in ONE_CLUSTER_AT_A_TIME:
+            item.add_marker(pytest.mark.xdist_group(cluster_file))
             continue
         shared = sorted(
             defs[-1].baseid or item.module.__name__
