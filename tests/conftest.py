@@ -45,13 +45,60 @@ SLOW = {
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
     "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
+    "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
+    # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the
+    # largest listings (their parsers are tested on the same recordings by the tests beside them).
+    "tests/spiders/test_supreme_court_orders.py::test_crawl_both_listings_twice": "two listings, twice",
+    "tests/spiders/test_supreme_court_opinions.py::test_crawl_twice": "every opinion listing, twice",
 }
 
 
+#: Workers for a run (pyproject's ``-n auto``, pytest-xdist): most of a test's wall time is waiting on
+#: subprocesses, servers and polls, so twice the cores of a 2-core machine pays off (CONTRIBUTING.md
+#: has the figures). ``-n N`` on the command line or ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it.
+WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config):
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    files = {arg.split("::")[0] for arg in config.args}
+    if config.args and (
+        all("::" in arg for arg in config.args) or (len(files) == 1 and Path(*files).is_file())
+    ):
+        # Named tests or one file: starting workers (each collecting again) costs more than it saves.
+        return 0
+    return WORKERS
+
+
+#: Fixture scopes whose value one worker builds once for many tests: the tests sharing one run on the
+#: same worker (``--dist loadgroup``), so a module's 15 s crawl is not repeated by every worker.
+SHARED_SCOPES = {"class", "module", "package"}
+
+
+#: Files whose tests start a cluster of crawl processes (distributed workers racing for one queue): a
+#: file's tests run one at a time on one worker, so at most two clusters compete for the cores and
+#: stretch each other's leases (one group for both made a 500 s queue on one worker under load).
+ONE_CLUSTER_AT_A_TIME = ("tests/deploy/test_distributed.py", "tests/deploy/test_faults.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.startswith(prefix) for prefix in SLOW):
             item.add_marker(pytest.mark.slow)
+        cluster_file = item.nodeid.split("::")[0]
+        if cluster_file in ONE_CLUSTER_AT_A_TIME:
+            item.add_marker(pytest.mark.xdist_group(cluster_file))
+            continue
+        shared = sorted(
+            defs[-1].baseid or item.module.__name__
+            for defs in item._fixtureinfo.name2fixturedefs.values()
+            if defs and defs[-1].scope in SHARED_SCOPES
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
 @pytest.fixture(scope="session")

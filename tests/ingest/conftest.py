@@ -169,14 +169,19 @@ def build_site(site) -> None:
         '<?xml version="1.0" encoding="utf-8"?>\n<article><title>Unclosed</article>\n',
         content_type="application/xml",
     )
-    # servers that stall: before answering a hop, and on one sub-resource of a page
-    site.route("/slow-redirect", _slow(2.5), status=302, headers={"Location": "/landing-pdf"})
+    # servers that stall: before answering a hop, and on one sub-resource of a page (STALL seconds, well
+    # past the INGEST_TIMEOUT test_timeouts sets, which leaves a healthy ingest room on a loaded machine)
+    site.route("/slow-redirect", _slow(STALL), status=302, headers={"Location": "/landing-pdf"})
     site.route("/stall", _slow(4.0), content_type="application/pdf")
     site.route(
         "/slow-resources", article("Slow resources", 1500, "", '<img src="/res/slow.png">'), content_type=html
     )
-    site.route("/res/slow.png", _slow(2.5, PNG), content_type="image/png")
+    site.route("/res/slow.png", _slow(STALL, PNG), content_type="image/png")
     site.route("/res/clip.mp4", b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom", content_type="video/mp4")
+
+
+#: How long the stalling routes take to answer (test_timeouts' INGEST_TIMEOUT is below, DOWNLOAD_TIMEOUT above).
+STALL = 7.0
 
 
 def _slow(seconds: float, body: bytes = b""):

@@ -14,7 +14,7 @@ from votersdaily.ingest.filemeta import sha1_b32
 from votersdaily.ingest.warc import read_record
 from votersdaily.store import open_store
 
-from .conftest import read_results, run_ingest, scholarly, write_requests
+from .conftest import STALL, read_results, run_ingest, scholarly, write_requests
 
 TEI = "23b29ea36382680716be08fc71aa81bd226e8a85.xml"
 
@@ -279,7 +279,11 @@ def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tm
 
 def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
     """``timeout``: the ingest's own deadline (INGEST_TIMEOUT) ends it, whether a hop or a
-    sub-resource is what stalls; ``read-timeout``: one download took longer than DOWNLOAD_TIMEOUT."""
+    sub-resource is what stalls; ``read-timeout``: one download took longer than DOWNLOAD_TIMEOUT.
+
+    The deadline (5 s) is far from both sides: the stalls answer after STALL (7 s), and a healthy ingest
+    (a page, four sub-resources, an extraction in the worker pool) has room when the machine is loaded
+    (with a 1 s deadline it timed out under load)."""
     site = ingest_site
     requests = write_requests(
         tmp_path / "r.jsonl",
@@ -289,13 +293,15 @@ def test_timeouts(crawl, sqlite_uri, ingest_site, tmp_path):
             {"base_url": site.url + "/article", "ingest_type": "html"},
         ],
     )
-    run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_TIMEOUT=1", "DOWNLOAD_TIMEOUT=10")
+    deadline = 5
+    assert deadline < STALL < 10
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_TIMEOUT=%d" % deadline, "DOWNLOAD_TIMEOUT=10")
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
     slow_hop = results[site.url + "/slow-redirect"]
     assert slow_hop["status"] == "timeout" and slow_hop["hit"] is False, slow_hop.get("error_message")
-    assert "INGEST_TIMEOUT (1 s)" in slow_hop["error_message"]
+    assert "INGEST_TIMEOUT (%d s)" % deadline in slow_hop["error_message"]
     slow_res = results[site.url + "/slow-resources"]
-    # the page itself was fetched; its stalled image (2.5 s < DOWNLOAD_TIMEOUT) did not hold it up
+    # the page itself was fetched; its stalled image (STALL < DOWNLOAD_TIMEOUT) did not hold it up
     assert slow_res["status"] == "timeout", slow_res.get("error_message")
     assert "sub-resources" in slow_res["error_message"] and "html_resources" not in slow_res
     assert results[site.url + "/article"]["status"] == "success"

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -32,9 +33,12 @@ def shared_dir() -> Path:
     return REPO.parent / "shared"
 
 
-#: Where crawls run by the tests archive their documents (one folder per test session).
+#: Where crawls run by the tests archive their documents and spool what a store refused: one folder per
+#: test process (each pytest-xdist worker has its own), never the checkout that every worker shares.
 TEST_ARCHIVE_DIR = tempfile.mkdtemp(prefix="votersdaily-test-archive-")
-atexit.register(shutil.rmtree, TEST_ARCHIVE_DIR, ignore_errors=True)
+TEST_SPOOL_DIR = tempfile.mkdtemp(prefix="votersdaily-test-spool-")
+for _folder in (TEST_ARCHIVE_DIR, TEST_SPOOL_DIR):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
 
 
@@ -128,6 +132,11 @@ class _RoomyServer(http.server.ThreadingHTTPServer):
     #: socketserver's default backlog of 5 overflows under concurrent crawls; dropped SYNs are only
     #: retried after 1, 2, 4… seconds, which turns a 4 s test into minutes.
     request_queue_size = 1024
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that gave up (a timeout under test) is not an error of the site: stay quiet."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 class LocalSite:
@@ -266,8 +275,9 @@ def cli_environment(store_uri: str, env: dict | None = None) -> dict[str, str]:
     full_env = {"VOTERSDAILY_STORE": store_uri}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
     full_env["SCRAPY_SETTINGS_MODULE"] = os.environ.get("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
-    # Crawls archive what they parse: into the test session's folder, never the checkout.
+    # Crawls archive what they parse and spool what they cannot write: into the test process's folders.
     full_env["VOTERSDAILY_ARCHIVE_DIR"] = os.environ.get("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
+    full_env["VOTERSDAILY_SPOOL_DIR"] = os.environ.get("VOTERSDAILY_SPOOL_DIR", TEST_SPOOL_DIR)
     full_env.update(env or {})
     return full_env
 

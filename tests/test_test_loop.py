@@ -1,0 +1,45 @@
+"""The inner loop's configuration (CONTRIBUTING.md): the ``slow`` list names tests that exist, and a run
+names its test workers as tests/conftest.py says."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from tests import conftest
+from tests.support.services import REPO
+
+
+@pytest.mark.parametrize("prefix", sorted(conftest.SLOW) + list(conftest.ONE_CLUSTER_AT_A_TIME))
+def test_every_slow_entry_names_a_test_file_or_test(prefix):
+    """A renamed file or test would silently move back into the fast subset (or run beside the others) (entries are node id
+    prefixes: ``::test_a`` covers ``test_a_and_b`` and every parameter of it)."""
+    path, _, name = prefix.partition("::")
+    target = REPO / path
+    assert target.exists(), "%s: no such test file or folder" % path
+    if name:
+        assert re.search(r"^def %s\w*\(" % re.escape(name), target.read_text(encoding="utf-8"), re.M), (
+            "%s: no test %s" % (path, name)
+        )
+
+
+@pytest.mark.parametrize(
+    ("args", "workers"),
+    [
+        ([], conftest.WORKERS),
+        (["tests"], conftest.WORKERS),
+        (["tests/spiders"], conftest.WORKERS),
+        (["tests/test_store.py", "tests/test_views.py::test_x"], conftest.WORKERS),
+        (["tests/test_store.py::test_bulk_of_5000", "tests/test_views.py::test_x"], 0),
+        (["tests/test_store.py"], 0),
+        (["tests/test_store.py", "tests/test_store.py::test_bulk_of_5000"], 0),
+    ],
+)
+def test_one_file_or_named_tests_run_without_workers(monkeypatch, args, workers):
+    args = [str(REPO / arg) for arg in args]
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    assert conftest.pytest_xdist_auto_num_workers(SimpleNamespace(args=args)) == workers
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
+    assert conftest.pytest_xdist_auto_num_workers(SimpleNamespace(args=args)) == 3
