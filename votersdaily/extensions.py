@@ -124,6 +124,8 @@ class RunLog:
         self.dropped_records: list[dict] = []
         #: Events and records dropped, by reason (the run log's ``dropped``).
         self.dropped: Counter[str] = Counter()
+        #: Documents a replayed listing names that are not recorded beside it (skipped).
+        self.not_beside = 0
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -140,6 +142,7 @@ class RunLog:
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
+        crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -220,6 +223,9 @@ class RunLog:
         self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
+
+    def documents_not_beside(self, listing, missing, spider):
+        self.not_beside += len(missing)
 
     def _all_dropped_replies(self) -> None:
         """A reply whose every record was dropped fails the run (``AllRecordsDropped``)."""
@@ -303,7 +309,7 @@ class RunLog:
             result = "success"
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
-        not_beside = int(stats.get_value("replay/not_beside", 0))
+        not_beside = self.not_beside
         doc = {
             "parser_name": spider.name,
             "parser_version": str(getattr(spider, "version", "0")),

@@ -16,3 +16,8 @@ run_log_building = object()
 #: A record of a reply could not become an event and was dropped (the rest of the reply is kept):
 #: ``response``, ``reason`` (``record:<exception>``), ``message``, ``spider``.
 record_dropped = object()
+
+#: A replayed listing names documents that are not recorded beside it (they were skipped): ``listing``
+#: (its URL), ``missing`` (file names), ``spider``. The run log counts them (``not_beside_count``), so
+#: a replay that found nothing for that reason is not called empty.
+documents_not_beside = object()

@@ -273,6 +273,9 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             yield output.replace(url=path.resolve().as_uri(), callback=callback, meta=meta)
         if missing:
             self.crawler.stats.inc_value("replay/not_beside", len(missing))
+            self.crawler.signals.send_catch_log(
+                vd_signals.documents_not_beside, listing=response.url, missing=missing, spider=self
+            )
             self.logger.warning(
                 "%d documents listed by %s are not beside it (skipped): %s%s",
                 len(missing),
