@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.cli.in_process import run_main
 from tests.conftest import recording
+from tests.support.cli_main import run_main
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
@@ -319,7 +319,7 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
         cells = line.split()
         if cells[1] == "success":
             assert cells[2:4] == ["0", "0"], line  # nothing inserted or updated on the second run
-    # The commands that run no crawl, in this process (tests/cli/in_process.py).
+    # The commands that run no crawl, in this process (tests/support/cli_main.py).
     dump = run_main("dump", "vd_events", store_uri=store_uri)
     ids = [json.loads(line)["_id"] for line in dump.stdout.splitlines()]
     assert ID314 in ids and ID037 in ids

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.in_process import run_main
 from tests.reparse_spiders import DROPPED_KEY
+from tests.support.cli_main import run_main
 from votersdaily.archive import read_responses
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store

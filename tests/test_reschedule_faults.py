@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from tests.cli.in_process import run_main
+from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
 from votersdaily.store import open_store
 

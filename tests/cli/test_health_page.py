@@ -11,8 +11,8 @@ import sys
 import lxml.html
 import pytest
 
-from tests.cli.in_process import run_main
 from tests.conftest import SHARED, recording, shared_file
+from tests.support.cli_main import run_main
 from tests.support.inprocess import crawl_in_process
 from tests.support.services import cli_environment, run_cli
 

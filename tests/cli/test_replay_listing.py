@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from tests.cli.in_process import run_main
 from tests.conftest import recording
+from tests.support.cli_main import run_main
 
 FEED = recording("gov/house_committee_rss/docshouse_sy00_live.xml")
 MEETING = recording("gov/house_committee_meeting/meeting-115955.xml")

@@ -9,9 +9,9 @@ import zipfile
 
 import pytest
 
-from tests.cli.in_process import run_main
 from tests.conftest import recording, shared_file
 from tests.deploy.conftest import ScrapydServer, build_egg, scrapyd_env
+from tests.support.cli_main import run_main
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
 

@@ -1,12 +1,12 @@
 """``python -m votersdaily ingest load-catalog|enqueue``, then ``scrapy crawl ingest -a requests=store``
 reading what was queued, with match0 against the loaded catalog; on both store backends. The ``ingest``
-commands run no reactor: they call the CLI's ``main(argv)`` in this process (tests/cli/in_process.py)."""
+commands run no reactor: they call the CLI's ``main(argv)`` in this process (tests/support/cli_main.py)."""
 
 from __future__ import annotations
 
 import json
 
-from tests.cli.in_process import run_main
+from tests.support.cli_main import run_main
 from votersdaily.store import open_store
 
 from .conftest import read_results

@@ -116,18 +116,16 @@ def can_run_in_process(argv: list[str]) -> bool:
 
 
 @contextlib.contextmanager
-def _environment(env: dict[str, str]) -> Iterator[None]:
-    """``env`` over ``os.environ`` (what the subprocess would inherit), restored afterwards."""
-    saved = {name: os.environ.get(name) for name in env}
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` over ``os.environ`` (what a subprocess would inherit); the whole environment restored
+    afterwards, including what the code run in between set itself (``--store`` sets a variable)."""
+    saved = dict(os.environ)
     os.environ.update(env)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @contextlib.contextmanager
@@ -180,7 +178,7 @@ def crawl_in_process(
     from scrapy.utils.project import get_project_settings
 
     reactor = session_reactor()
-    with _environment(env), contextlib.chdir(REPO):
+    with environment(env), contextlib.chdir(REPO):
         settings = get_project_settings()
         command = Command()
         settings.setdict(command.default_settings, priority="command")

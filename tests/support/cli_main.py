@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
 import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
 
+from tests.support.inprocess import environment
 from tests.support.services import REPO, cli_environment
 
 #: The warning filters of a fresh interpreter run without -W (Python's documented defaults).
@@ -42,13 +42,11 @@ def _process_state(env: dict[str, str]) -> Iterator[None]:
     test runner's handlers and warnings shown on standard error (as in a fresh interpreter); all of
     it restored afterwards, including what the command itself changed (``--store`` and
     ``--redis-url`` set environment variables)."""
-    saved_env = dict(os.environ)
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
     root.handlers.clear()
-    os.environ.update(env)
     try:
-        with contextlib.chdir(REPO), warnings.catch_warnings():
+        with environment(env), contextlib.chdir(REPO), warnings.catch_warnings():
             warnings.resetwarnings()
             for action, category, module in reversed(DEFAULT_WARNING_FILTERS):
                 warnings.filterwarnings(action, category=category, module=module)
@@ -59,8 +57,6 @@ def _process_state(env: dict[str, str]) -> Iterator[None]:
             handler.close()
         root.handlers[:] = saved_handlers
         root.setLevel(saved_level)
-        os.environ.clear()
-        os.environ.update(saved_env)
 
 
 def run_main(*args: str, store_uri: str, env: dict | None = None) -> subprocess.CompletedProcess:
