@@ -17,6 +17,9 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 
+# The laundromat's compiled fast path (C; the pure-Python path is used if it cannot be built).
+python3 scripts/build_native.py || echo "setup: continuing without the compiled fast path" >&2
+
 if [ ! -x node_modules/.bin/pouchdb-server ]; then
   npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 fi

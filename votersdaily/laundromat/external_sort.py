@@ -76,11 +76,14 @@ class SortedSink:
             return
         self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
 
-    def add_lines(self, block: bytes) -> None:
-        """A block of final (skolemised) lines."""
+    def add_lines(self, block: bytes, named: bool | None = None) -> None:
+        """A block of final (skolemised) lines; ``named``: whether one has a graph label (None: not
+        known, looked for here)."""
         if not block:
             return
-        if self.check_graphs and not self.named:
+        if named:
+            self.named = True
+        elif named is None and self.check_graphs and not self.named:
             self.named = has_named_graph(block)
         self.result.statements += block.count(b"\n")
         if self.sorter is not None:

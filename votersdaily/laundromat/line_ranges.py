@@ -9,18 +9,37 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from . import native
 from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
 from .external_sort import SortedSink, pipe_of
 from .rdf11 import canonical_lines, has_named_graph
 from .skolem import Skolemiser
 
 
-def parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_offset: int) -> bytes:
-    """The final lines of a block of whole N-Triples/N-Quads lines. A block with an error is parsed
+def parse_lines(
+    data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_offset: int
+) -> tuple[bytes, bool]:
+    """The final lines of a block of whole N-Triples/N-Quads lines, and whether one has a graph label.
+    Lines already in canonical form are copied by the compiled scanner (:mod:`.native`) when it is
+    built; the others are parsed and serialised by pyoxigraph."""
+    if native.available() and not skolem.relabel:
+        quads = oxf == ox.RdfFormat.N_QUADS
+        out, slow, numbers, named = native.canonical_lines(data, quads, skolem.prefix)
+        if not slow:
+            return out, named
+        rest = _parse_pyoxigraph(slow, oxf, skolem, messages, lambda i: line_offset + numbers[i - 1] + 1)
+        return out + rest, named or (quads and has_named_graph(rest))
+    out = _parse_pyoxigraph(data, oxf, skolem, messages, lambda i: line_offset + i)
+    return out, oxf == ox.RdfFormat.N_QUADS and has_named_graph(out)
+
+
+def _parse_pyoxigraph(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_no) -> bytes:
+    """The final lines of whole N-Triples/N-Quads lines through pyoxigraph; ``line_no(i)`` is the
+    document's line number of the block's ``i``-th line (from 1). A block with an error is parsed
     again line by line, so one bad statement costs only its own line (a line longer than the
     parser's token buffer too: it raises MemoryError)."""
     try:
-        return canonical_lines(serialize_quads(ox.parse(data, oxf)), skolem, messages, line_offset + 1)
+        return canonical_lines(serialize_quads(ox.parse(data, oxf)), skolem, messages, line_no(1))
     except (SyntaxError, MemoryError):
         pass
     out = []
@@ -28,13 +47,11 @@ def parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_o
         if not line.strip():
             continue
         try:
-            out.append(
-                canonical_lines(serialize_quads(ox.parse(line, oxf)), skolem, messages, line_offset + i)
-            )
+            out.append(canonical_lines(serialize_quads(ox.parse(line, oxf)), skolem, messages, line_no(i)))
         except SyntaxError as exc:
-            messages.add("error", str(exc), line_offset + i, exc.offset)
+            messages.add("error", str(exc), line_no(i), exc.offset)
         except MemoryError as exc:
-            messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_offset + i)
+            messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_no(i))
     return b"".join(out)
 
 
@@ -59,7 +76,7 @@ def parse_line_based(path: Path, fmt: str, sink: SortedSink, messages: Messages,
             else:
                 rest = b""
             if data:
-                sink.add_lines(parse_lines(data, oxf, sink.skolem, messages, line_offset))
+                sink.add_lines(*parse_lines(data, oxf, sink.skolem, messages, line_offset))
                 line_offset += _line_count(data)
             if not chunk:
                 break
@@ -111,7 +128,6 @@ def _parse_ranges(
     path: str,
     fmt: str,
     skolem: Skolemiser,
-    check_graphs: bool,
     cap: int,
     counter,
     n_ranges: int,
@@ -134,10 +150,9 @@ def _parse_ranges(
                 return done
             data = _read_range(f, index, span, size)
             local = CleanResult(format=fmt)
-            out = parse_lines(data, oxf, skolem, Messages(local, cap), 0) if data else b""
+            out, in_graph = parse_lines(data, oxf, skolem, Messages(local, cap), 0) if data else (b"", False)
             if out:
-                if check_graphs and not named:
-                    named = has_named_graph(out)
+                named = named or in_graph
                 _write_all(fd, out)
             done.append(
                 (
@@ -181,7 +196,7 @@ def parse_line_based_parallel(
     ctx = multiprocessing.get_context("fork")
     n_ranges = max(1, -(-path.stat().st_size // span))
     counter = ctx.Value("q", 0)
-    shared = (str(path), fmt, sink.skolem, sink.check_graphs, messages.cap, counter, n_ranges, span)
+    shared = (str(path), fmt, sink.skolem, messages.cap, counter, n_ranges, span)
     jobs = []
     # This process parses too (with the first sort): one process fewer holding a copy of its memory.
     for sorter in sorters[1:]:

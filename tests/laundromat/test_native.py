@@ -1,0 +1,247 @@
+"""The compiled fast paths (votersdaily/laundromat/_ntscan.c, built by scripts/setup.sh) against the
+pure-Python paths they stand in for: the same cleaned output, counts, errors and line numbers.
+
+Inputs: every N-Triples and N-Quads file of the W3C RDF suites (../shared/conformance: positive and
+negative syntax tests, the eval results of all five RDF 1.1 suites, the RDF 1.2 c14n tests), read in
+place; variants derived from their lines by a one-byte change (each of the bytes the grammar
+turns on, at every position); the benchmark's generated statements. The UTF-8 check is compared on
+the same files and on one-byte corruptions of them, with chunk boundaries at every offset.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from benchmarks.laundromat import statement
+from tests.laundromat.conformance import ROOT
+from votersdaily.laundromat import encodings, native
+from votersdaily.laundromat.cleaning import CleanOptions, clean_file
+
+pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
+
+KEY = "0123456789abcdef0123456789abcdef"
+#: Bytes the scanner's grammar decides on: delimiters, escapes, case, controls, UTF-8 lead and
+#: continuation bytes (U+FFFE/U+FFFF are EF BF BE/BF), the characters IRIs may not hold.
+PROBES = b' \t\r"\\<>_:.@^-#?/%Aaz09{}|`\x00\x7f\x80\xbe\xbf\xc3\xef\xf0\xff' + b"'u"
+
+
+def _line_files() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*") if p.suffix in (".nt", ".nq") and p.is_file())
+
+
+def _clean(path: Path, fmt: str, out: Path, use_native: bool, monkeypatch) -> tuple:
+    with monkeypatch.context() as patch:
+        if not use_native:
+            patch.setattr(native, "_module", None)
+        options = CleanOptions(parse_workers=1, run_bytes=1 << 30)
+        result = clean_file(path, fmt, KEY, out, options=options)
+    data = Path(result.path).read_bytes() if result.path else b""
+    return (
+        data,
+        result.statements,
+        result.unique,
+        result.errors,
+        result.warnings,
+        result.messages,
+        result.named_graphs,
+    )
+
+
+def _assert_same(path: Path, tmp_path: Path, monkeypatch) -> None:
+    for fmt in ("N-Triples", "N-Quads"):
+        fast = _clean(path, fmt, tmp_path / "fast", True, monkeypatch)
+        slow = _clean(path, fmt, tmp_path / "slow", False, monkeypatch)
+        assert fast == slow, (path, fmt)
+
+
+def test_the_compiled_module_is_built():
+    """CI builds it (scripts/setup.sh): the fast path must be what the tests and benchmarks measure."""
+    assert native.available(), "votersdaily/laundromat/_ntscan.c is not built: run scripts/setup.sh"
+
+
+def test_every_w3c_line_based_file_cleans_the_same(tmp_path, monkeypatch):
+    files = _line_files()
+    assert len(files) > 500
+    copied = 0
+    for path in files:
+        _assert_same(path, tmp_path, monkeypatch)
+        out, _slow, _, _ = native.canonical_lines(path.read_bytes(), True, b"<g/")
+        copied += out.count(b"\n")
+    assert copied > 1000  # the fast path did the work for most of these statements
+
+
+def test_one_byte_variants_of_real_lines_clean_the_same(tmp_path, monkeypatch):
+    """Each real statement line with one byte replaced by one of PROBES, one byte deleted, or one of
+    PROBES inserted, at every position (derived variants): the fast path may only take a line
+    pyoxigraph parses and writes back byte for byte, else it must leave the line (and its error,
+    with its line number) to pyoxigraph."""
+    lines = set()
+    for path in _line_files():
+        for line in path.read_bytes().split(b"\n"):
+            if 20 < len(line) < 160 and line.rstrip().endswith(b"."):
+                lines.add(line)
+    rnd = random.Random(7)
+    variants = []
+    for line in sorted(lines):
+        for at in range(len(line)):
+            replaced, inserted = (bytes([PROBES[rnd.randrange(len(PROBES))]]) for _ in range(2))
+            variants.append(line[:at] + replaced + line[at + 1 :])
+            variants.append(line[:at] + line[at + 1 :])
+            variants.append(line[:at] + inserted + line[at:])
+    rnd.shuffle(variants)
+    for start in range(0, len(variants), 20_000):
+        path = tmp_path / ("variants-%d.nq" % start)
+        path.write_bytes(b"\n".join(variants[start : start + 20_000]) + b"\n")
+        _assert_same(path, tmp_path, monkeypatch)
+
+
+def test_the_benchmark_statements_clean_the_same(tmp_path, monkeypatch):
+    rnd = random.Random(3)
+    path = tmp_path / "bench.nt"
+    path.write_text("".join(statement(i, rnd) for i in range(30_000)), encoding="utf-8")
+    _assert_same(path, tmp_path, monkeypatch)
+    out, slow, numbers, _ = native.canonical_lines(path.read_bytes(), False, b"<g/")
+    assert out.count(b"\n") > 25_000 and len(numbers) == slow.count(b"\n")
+
+
+def _shapes() -> list[bytes]:
+    """Statements built from the pieces each part of the grammar turns on (language subtags, IRI
+    authorities, paths, queries, fragments, blank node labels, literal escapes), valid or not."""
+    subtags = b"en e eng engl latn gb GB 123 1234 12345 123456789 x a1 abcdefghi".split()
+    tags = [b"-".join(p) for n in (1, 2, 3) for p in itertools.product(subtags, repeat=n)]
+    authorities = (
+        b"//a // //a:80 //a: //a:x //a:8f //u@a //[::1] //a%41 //a%4 //a.b-c_d~e //a!$&'()*+,;=".split()
+    )
+    paths = [*b"/ /p //p /a/./b/../c /%7e /%G0 /a:b@c /a|b /\xc3\xa9 p :p".split(), b"", b"/a b"]
+    tails = [*b"? ?q=1&r ?q?/ #f #f/? #f#g ?q#f #".split(), b""]
+    iris = [
+        b"<" + scheme + a + p + t + b">"
+        for scheme in (b"http:", b"H+t.-p:", b"1x:", b":")
+        for a in [*authorities, b""]
+        for p in paths
+        for t in tails
+    ]
+    labels = b"_:a _:1 _:-a _:a- _:a.b _:a..b _:a. _:a:b _:\xc3\xa9 _:".split()
+    # As written in the file: escapes (canonical, or not: \' \u \U), an invalid \x, a lone backslash.
+    escapes = [rb"x", rb"\t\b\n\r\f\"\\", rb"\'", rb"\u0041", rb"\U00000041", rb"\x7f", b"\\"]
+    raw = [b"\t", b"\x7f", "\u00e9\ufffd\U0001f600".encode(), "\ufffe".encode(), "\uffff".encode()]
+    bodies = escapes + raw
+    literals = [b'"' + body + b'"' for body in [b"", *bodies]]
+    literals += [b'"x"@' + tag for tag in tags]
+    literals += [b'"x"^^' + iri for iri in iris[::7]]
+    literals += [b'"x"^^<http://www.w3.org/2001/XMLSchema#string>']
+    literals += [b'"x"^^<http://www.w3.org/1999/02/22-rdf-syntax-ns#langString>']
+    p = b"<http://example.org/p>"
+    lines = [iri + b" " + p + b" " + iri + b" ." for iri in iris]
+    lines += [label + b" " + p + b" " + label + b" " + label + b" ." for label in labels]
+    lines += [b"<http://example.org/s> " + p + b" " + literal + b" ." for literal in literals]
+    lines += [b"<http://example.org/s> " + p + b" " + literal + b" " + p + b" ." for literal in literals[::5]]
+    return lines
+
+
+def test_grammar_shapes_clean_the_same(tmp_path, monkeypatch):
+    path = tmp_path / "shapes.nq"
+    path.write_bytes(b"\n".join(_shapes()) + b"\n")
+    _assert_same(path, tmp_path, monkeypatch)
+
+
+def test_lines_the_fast_path_leaves_to_pyoxigraph(tmp_path, monkeypatch):
+    """Statements valid but not in canonical form, and a line past the parser's token buffer: the
+    scanner copies none of them; the cleaned output is pyoxigraph's."""
+    lines = [
+        b'<http://example.org/s> <http://example.org/p> "x"@EN-GB .',  # tag case
+        b'<http://example.org/s> <http://example.org/p> "caf\\u00E9" .',  # UCHAR
+        b'<http://example.org/s> <http://example.org/p> "x"^^<http://www.w3.org/2001/XMLSchema#string> .',
+        b"<http://example.org/s>  <http://example.org/p> <http://example.org/o>.",  # spacing
+        b"<http://example.org/s\\u00E9> <http://example.org/p> <http://example.org/o> .",
+        b"<http://example.org/s> <http://example.org/p> <http://example.org/o> . # comment",
+        b'<http://example.org/s> <http://example.org/p> "' + b"x" * native.MAX_FAST_LINE + b'" .',
+    ]
+    data = b"\n".join(lines) + b"\n"
+    out, slow, numbers, named = native.canonical_lines(data, False, b"<g/")
+    assert out == b"" and slow == data and list(numbers) == list(range(len(lines))) and not named
+    path = tmp_path / "doc.nt"
+    path.write_bytes(data)
+    _assert_same(path, tmp_path, monkeypatch)
+
+
+def test_blank_nodes_and_graph_labels_in_the_fast_path():
+    data = (
+        b"_:a.b <http://example.org/p> _:c <http://example.org/g> .\n<http://x/> <http://y/> <http://z/> .\n"
+    )
+    out, slow, _, named = native.canonical_lines(data, True, b"<https://g/K/")
+    assert slow == b"" and named
+    assert out == (
+        b"<https://g/K/a.b> <http://example.org/p> <https://g/K/c> <http://example.org/g> .\n"
+        b"<http://x/> <http://y/> <http://z/> .\n"
+    )
+    # As N-Triples, a fourth term is not a statement of the format: left to pyoxigraph.
+    assert native.canonical_lines(data, False, b"<g/")[1] == data.split(b"\n")[0] + b"\n"
+
+
+def _utf8_both(path: Path, monkeypatch) -> tuple:
+    fast = encodings._utf8_chars(path, 0, path.stat().st_size)
+    with monkeypatch.context() as patch:
+        patch.setattr(native, "_module", None)
+        slow = encodings._utf8_chars(path, 0, path.stat().st_size)
+    return fast, slow
+
+
+def test_the_utf8_check_agrees_with_python(tmp_path, monkeypatch):
+    """Valid files, and one-byte corruptions of them (derived variants), with chunk boundaries that
+    cut multi-byte sequences: valid or not, characters and line endings as Python's decoder says."""
+    monkeypatch.setattr(encodings, "CHUNK", 7)
+    rnd = random.Random(11)
+    multibyte = [p for p in _line_files() if any(b >= 0x80 for b in p.read_bytes())]
+    assert multibyte
+    path = tmp_path / "doc"
+    seen_invalid = 0
+    for source in multibyte[:40]:
+        data = source.read_bytes().replace(b"\n", b"\r\n", 3)
+        variants = [data] + [
+            data[:at]
+            + bytes([rnd.choice(b"\x80\xbf\xc0\xc3\xe0\xed\xef\xf0\xf4\xf5\xff\r\n")])
+            + data[at + 1 :]
+            for at in rnd.sample(range(len(data)), min(len(data), 25))
+        ]
+        for variant in variants:
+            path.write_bytes(variant)
+            fast, slow = _utf8_both(path, monkeypatch)
+            assert fast == slow, (source, variant)
+            try:
+                text = variant.decode("utf-8")
+            except UnicodeDecodeError:
+                seen_invalid += 1
+                assert fast is None
+            else:
+                assert fast is not None and fast.chars == len(text) and fast.crlf == text.count("\r\n")
+    assert seen_invalid > 50
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "\ud7ff\ue000\uffff\U00010000\U0010ffff".encode(),
+        b"\xed\xa0\x80",  # a surrogate
+        b"\xc0\xaf",  # overlong
+        b"\xf4\x90\x80\x80",  # past U+10FFFF
+        b"ok\xe2\x82",  # cut at the end
+    ],
+)
+def test_the_utf8_check_on_sequence_boundaries(data, tmp_path, monkeypatch):
+    try:
+        expected: int | None = len(codecs.decode(data, "utf-8"))
+    except UnicodeDecodeError:
+        expected = None
+    for chunk in (1, 2, 3, 5, 64):
+        monkeypatch.setattr(encodings, "CHUNK", chunk)
+        path = tmp_path / "doc"
+        path.write_bytes(data)
+        fast, slow = _utf8_both(path, monkeypatch)
+        assert fast == slow
+        assert (fast.chars if fast else None) == expected
