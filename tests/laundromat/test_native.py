@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import os
 import random
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from benchmarks.laundromat import statement
 from tests.laundromat.conformance import ROOT
-from votersdaily.laundromat import encodings, native
+from votersdaily.laundromat import encodings, external_sort, native
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 
 pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
@@ -70,7 +71,7 @@ def test_every_w3c_line_based_file_cleans_the_same(tmp_path, monkeypatch):
     copied = 0
     for path in files:
         _assert_same(path, tmp_path, monkeypatch)
-        out, _slow, _, _ = native.canonical_lines(path.read_bytes(), True, b"<g/")
+        out = native.canonical_lines(path.read_bytes(), True, b"<g/").canonical
         copied += out.count(b"\n")
     assert copied > 1000  # the fast path did the work for most of these statements
 
@@ -105,14 +106,15 @@ def test_the_benchmark_statements_clean_the_same(tmp_path, monkeypatch):
     path = tmp_path / "bench.nt"
     path.write_text("".join(statement(i, rnd) for i in range(30_000)), encoding="utf-8")
     _assert_same(path, tmp_path, monkeypatch)
-    out, slow, numbers, _ = native.canonical_lines(path.read_bytes(), False, b"<g/")
-    assert out.count(b"\n") > 25_000 and len(numbers) == slow.count(b"\n")
+    out, slow, numbers, _, lines, statements = native.canonical_lines(path.read_bytes(), False, b"<g/")
+    assert out.count(b"\n") == statements > 25_000 and len(numbers) == slow.count(b"\n")
+    assert lines == 30_000
 
 
 def _shapes() -> list[bytes]:
     """Statements built from the pieces each part of the grammar turns on (language subtags, IRI
     authorities, paths, queries, fragments, blank node labels, literal escapes), valid or not."""
-    subtags = b"en e eng engl latn gb GB 123 1234 12345 123456789 x a1 abcdefghi".split()
+    subtags = b"en e eng engl latn gb GB Zz 123 1234 12345 123456789 x a1 abcdefghi".split()
     tags = [b"-".join(p) for n in (1, 2, 3) for p in itertools.product(subtags, repeat=n)]
     authorities = (
         b"//a // //a:80 //a: //a:x //a:8f //u@a //[::1] //a%41 //a%4 //a.b-c_d~e //a!$&'()*+,;=".split()
@@ -128,7 +130,14 @@ def _shapes() -> list[bytes]:
     ]
     labels = b"_:a _:1 _:-a _:a- _:a.b _:a..b _:a. _:a:b _:\xc3\xa9 _:".split()
     # As written in the file: escapes (canonical, or not: \' \u \U), an invalid \x, a lone backslash.
-    escapes = [rb"x", rb"\t\b\n\r\f\"\\", rb"\'", rb"\u0041", rb"\U00000041", rb"\x7f", b"\\"]
+    escapes = [rb"x", rb"\t\b\n\r\f\"\\", rb"\'", rb"\x7f", b"\\", b"\r"]
+    escapes += [
+        b"\\u" + hex4
+        for hex4 in b"0041 0000 0008 000A 000B 001F 0020 0022 005C 007E 007F 0080 00e9 D800 DFFF E000 FFFD FFFE FFFF 00G1 12".split()
+    ]
+    escapes += [
+        b"\\U" + hex8 for hex8 in b"00000041 0001F600 0010FFFF 00110000 0000D800 0000FFFE 1234".split()
+    ]
     raw = [b"\t", b"\x7f", "\u00e9\ufffd\U0001f600".encode(), "\ufffe".encode(), "\uffff".encode()]
     bodies = escapes + raw
     literals = [b'"' + body + b'"' for body in [b"", *bodies]]
@@ -151,20 +160,40 @@ def test_grammar_shapes_clean_the_same(tmp_path, monkeypatch):
 
 
 def test_lines_the_fast_path_leaves_to_pyoxigraph(tmp_path, monkeypatch):
-    """Statements valid but not in canonical form, and a line past the parser's token buffer: the
-    scanner copies none of them; the cleaned output is pyoxigraph's."""
+    """Statements valid but outside the scanner's grammar, and a line past the parser's token
+    buffer: the scanner copies none of them; the cleaned output is pyoxigraph's."""
     lines = [
-        b'<http://example.org/s> <http://example.org/p> "x"@EN-GB .',  # tag case
-        b'<http://example.org/s> <http://example.org/p> "caf\\u00E9" .',  # UCHAR
         b'<http://example.org/s> <http://example.org/p> "x"^^<http://www.w3.org/2001/XMLSchema#string> .',
         b"<http://example.org/s>  <http://example.org/p> <http://example.org/o>.",  # spacing
-        b"<http://example.org/s\\u00E9> <http://example.org/p> <http://example.org/o> .",
+        b"<http://example.org/s\\u00E9> <http://example.org/p> <http://example.org/o> .",  # UCHAR in an IRI
         b"<http://example.org/s> <http://example.org/p> <http://example.org/o> . # comment",
+        b'<http://example.org/s> <http://example.org/p> "x"@en-gb-oed .',  # grandfathered
         b'<http://example.org/s> <http://example.org/p> "' + b"x" * native.MAX_FAST_LINE + b'" .',
     ]
     data = b"\n".join(lines) + b"\n"
-    out, slow, numbers, named = native.canonical_lines(data, False, b"<g/")
-    assert out == b"" and slow == data and list(numbers) == list(range(len(lines))) and not named
+    out, slow, numbers, named, _, statements = native.canonical_lines(data, False, b"<g/")
+    assert out == b"" and statements == 0 and slow == data and not named
+    assert list(numbers) == list(range(len(lines)))
+    path = tmp_path / "doc.nt"
+    path.write_bytes(data)
+    _assert_same(path, tmp_path, monkeypatch)
+
+
+def test_literals_the_scanner_writes_in_canonical_form(tmp_path, monkeypatch):
+    """Escapes decoded and re-escaped, raw controls escaped, language tags in lower case: the
+    scanner takes these lines and writes what pyoxigraph would."""
+    s, p = b"<http://example.org/s>", b"<http://example.org/p>"
+    literals = [
+        rb'"caf\u00E9 \U0001F600 \u0022 \u005C \u0009 \u0001 \u007F \uFFFE \U0000FFFF"',
+        b'"tab\tdel\x7f \xef\xbf\xbe"',
+        b'"x"@EN-gb',
+        b'"x"@de-Latn-CH',
+        rb'"\u00e9"^^<http://example.org/dt#X>',
+    ]
+    data = b"".join(s + b" " + p + b" " + literal + b" .\n" for literal in literals)
+    out, slow, *_ = native.canonical_lines(data, False, b"<g/")
+    assert slow == b"" and out != data
+    assert b'"x"@en-gb .' in out and 'café 😀 \\" \\\\ \\t \\u0001 \\u007F \\uFFFE \\uFFFF'.encode() in out
     path = tmp_path / "doc.nt"
     path.write_bytes(data)
     _assert_same(path, tmp_path, monkeypatch)
@@ -174,14 +203,14 @@ def test_blank_nodes_and_graph_labels_in_the_fast_path():
     data = (
         b"_:a.b <http://example.org/p> _:c <http://example.org/g> .\n<http://x/> <http://y/> <http://z/> .\n"
     )
-    out, slow, _, named = native.canonical_lines(data, True, b"<https://g/K/")
-    assert slow == b"" and named
+    out, slow, _, named, lines, statements = native.canonical_lines(data, True, b"<https://g/K/")
+    assert slow == b"" and named and lines == statements == 2
     assert out == (
         b"<https://g/K/a.b> <http://example.org/p> <https://g/K/c> <http://example.org/g> .\n"
         b"<http://x/> <http://y/> <http://z/> .\n"
     )
     # As N-Triples, a fourth term is not a statement of the format: left to pyoxigraph.
-    assert native.canonical_lines(data, False, b"<g/")[1] == data.split(b"\n")[0] + b"\n"
+    assert native.canonical_lines(data, False, b"<g/").slow == data.split(b"\n")[0] + b"\n"
 
 
 def _utf8_both(path: Path, monkeypatch) -> tuple:
@@ -245,3 +274,59 @@ def test_the_utf8_check_on_sequence_boundaries(data, tmp_path, monkeypatch):
         fast, slow = _utf8_both(path, monkeypatch)
         assert fast == slow
         assert (fast.chars if fast else None) == expected
+
+
+def _lines_of_suites() -> list[bytes]:
+    return [line for p in _line_files() for line in p.read_bytes().split(b"\n")]
+
+
+def test_sorted_unique_is_byte_order_each_line_once():
+    lines = _lines_of_suites()
+    random.Random(5).shuffle(lines)
+    block = b"\n".join(lines + lines[:500]) + b"\n"
+    expected = b"".join(line + b"\n" for line in sorted(set(lines)))
+    assert native.sorted_unique(block) == expected
+    assert native.sorted_unique(b"") == b""
+    assert native.sorted_unique(b"b\na\xff\na") == b"a\na\xff\nb\n"  # the last line had no newline
+
+
+def test_merge_runs_merges_any_number_of_runs_each_line_once(tmp_path):
+    """Runs with shared lines, an empty run, lines longer than the merge's read and write buffers."""
+    rnd = random.Random(9)
+    lines = [*_lines_of_suites(), b"x" * (70 << 10), b"y" * (3 << 20), b"x" * (70 << 10) + b"z"]
+    runs = []
+    for i in range(40):
+        run = tmp_path / ("run-%d" % i)
+        run.write_bytes(
+            native.sorted_unique(b"\n".join(rnd.sample(lines, len(lines) // 10)) + b"\n") if i else b""
+        )
+        runs.append(str(run))
+    read_fd, write_fd = os.pipe()
+    out = tmp_path / "merged"
+    with open(out, "wb") as f:
+        written = native.merge_runs(runs, f.fileno())
+    os.close(read_fd)
+    os.close(write_fd)
+    expected = sorted({line for run in runs for line in Path(run).read_bytes().split(b"\n")[:-1]})
+    assert out.read_bytes() == b"".join(line + b"\n" for line in expected) and written == len(expected)
+    with pytest.raises(OSError):
+        native.merge_runs([str(tmp_path / "missing")], 1)
+
+
+def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
+    """The benchmark's statements through the parallel path with small runs (more than SORT_BATCH of
+    them: a two-pass merge), against GNU sort and the pure-Python merge: the same cleaned bytes."""
+    rnd = random.Random(4)
+    path = tmp_path / "bench.nt"
+    path.write_text("".join(statement(i, rnd) for i in range(40_000)), encoding="utf-8")
+    options = CleanOptions(parse_workers=2, parse_chunk=16 << 10, run_bytes=1, sorted_run_bytes=16 << 10)
+    keys = set()
+    for mode in ("native", "gnu", "python"):
+        with monkeypatch.context() as patch:
+            if mode != "native":
+                patch.setattr(external_sort.native, "available", lambda: False)
+            if mode == "python":
+                patch.setattr(external_sort.shutil, "which", lambda name: None)
+            result = clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options)
+        keys.add((result.key, result.unique, result.statements))
+    assert len(keys) == 1 and next(iter(keys))[1] > 30_000

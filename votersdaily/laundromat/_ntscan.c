@@ -1,7 +1,7 @@
 /* Compiled fast paths of the laundromat's cleaning (see native.py, which documents the contract and
  * falls back to pure Python when this module is not built).
  *
- * canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named)
+ * canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named, lines, copied)
  *     Copies every line of `data` that already is a canonical N-Triples (N-Quads) statement, in the
  *     conservative grammar below, to `out`, with each blank node `_:label` written as
  *     `prefix + label + ">"` (skolemised). Every other line (anything outside that grammar: escapes
@@ -9,7 +9,8 @@
  *     comments, blank lines, syntax errors, lines of `max_line` bytes or more, which may hold a token
  *     past the parser's buffer) is left to pyoxigraph: such lines are returned in `slow` (each
  *     newline-terminated) with their 0-based line numbers in `slow_line_numbers` (native int64
- *     each). `named`: a statement with a graph label was copied. The grammar accepts only what pyoxigraph's N-Triples/N-Quads parser
+ *     each). `named`: a statement with a graph label was copied; `lines`: lines in `data`; `copied`:
+ *     statements in `out`. The grammar accepts only what pyoxigraph's N-Triples/N-Quads parser
  *     accepts and its serializer writes back byte for byte (tests/laundromat/test_native.py checks
  *     both paths against each other on the W3C suites and on mutated real lines).
  *
@@ -21,7 +22,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef unsigned char u8;
 
@@ -187,11 +191,42 @@ static int same(const u8 *p, const u8 *q, const char *s, size_t n)
     return (size_t)(q - p) == n && memcmp(p, s, n) == 0;
 }
 
-/* A literal as the canonical serializer writes it: unescaped except \t \b \n \r \f \" \\ (other
- * controls, U+007F, U+FFFE and U+FFFF would be \u escapes: slow path), then a lower-case language
- * tag of the plain shapes (ll[l][-ssss][-rr|-nnn]) or a datatype IRI other than xsd:string (which
- * the canonical form omits) and rdf:langString/dirLangString (errors without a tag). */
-static const u8 *scan_literal(const u8 *p, const u8 *end)
+static int hex_value(u8 c)
+{
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+}
+
+/* The code point of the UCHAR (\uXXXX or \UXXXXXXXX) at p, its length in *n; -1 when it is not one or
+ * names no character (a surrogate, past U+10FFFF): pyoxigraph refuses those. */
+static long uchar_at(const u8 *p, const u8 *end, int *n)
+{
+    int digits = p[1] == 'u' ? 4 : 8;
+    long cp = 0;
+    if (end - p < 2 + digits)
+        return -1;
+    for (int i = 0; i < digits; i++) {
+        if (!IS(p[2 + i], C_HEX))
+            return -1;
+        cp = cp * 16 + hex_value(p[2 + i]);
+    }
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return -1;
+    *n = 2 + digits;
+    return cp;
+}
+
+static int is_letter(u8 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* A literal of N-Triples. Its canonical form (what pyoxigraph's serializer writes) is what it is
+ * already unless it holds a \u or \U escape, a raw control character, U+007F, U+FFFE or U+FFFF,
+ * or an upper-case letter in its language tag: then *rewrite is set and emit_literal writes that
+ * form. Accepted language tags: ll[l][-ssss][-rr|-nnn] in any case; datatype IRIs: any but
+ * xsd:string (which the canonical form omits) and rdf:langString/dirLangString (errors without a
+ * tag). Anything else (other tag shapes, invalid escapes) is left to pyoxigraph. */
+static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
 {
     if (p >= end || *p != '"')
         return NULL;
@@ -206,29 +241,42 @@ static const u8 *scan_literal(const u8 *p, const u8 *end)
             p++;
             break;
         } else if (c == '\\') {
-            if (end - p < 2 || !strchr("tbnrf\"\\", p[1]) || !p[1])
+            int n;
+            if (end - p < 2 || !p[1])
                 return NULL;
-            p += 2;
+            if (strchr("tbnrf\"\\", p[1])) {
+                p += 2;
+            } else if ((p[1] == 'u' || p[1] == 'U') && uchar_at(p, end, &n) >= 0) {
+                *rewrite = 1;
+                p += n;
+            } else {
+                return NULL;
+            }
         } else if (c >= 0x80) {
             int n = utf8_sequence(p, end);
-            if (!n || (n == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe))
+            if (!n)
                 return NULL;
+            if (n == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
+                *rewrite = 1;
             p += n;
+        } else if (c == '\r') {
+            return NULL; /* not allowed raw in a literal */
         } else {
-            return NULL;
+            *rewrite = 1; /* a raw control character or U+007F: escaped in the canonical form */
+            p++;
         }
     }
     if (p < end && *p == '@') {
-        const u8 *q = ++p;
-        while (p < end && IS(*p, C_LOWER))
+        const u8 *tag = ++p, *q = p;
+        while (p < end && is_letter(*p))
             p++;
         if (p - q < 2 || p - q > 3)
             return NULL;
         int stage = 0; /* 1: after a script subtag, 2: after a region subtag */
         while (p < end && *p == '-') {
             int letters = 0, digits = 0;
-            for (q = ++p; p < end && (IS(*p, C_LOWER) || (*p >= '0' && *p <= '9')); p++)
-                IS(*p, C_LOWER) ? letters++ : digits++;
+            for (q = ++p; p < end && (is_letter(*p) || (*p >= '0' && *p <= '9')); p++)
+                is_letter(*p) ? letters++ : digits++;
             if (stage == 0 && letters == 4 && !digits)
                 stage = 1;
             else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
@@ -236,6 +284,9 @@ static const u8 *scan_literal(const u8 *p, const u8 *end)
             else
                 return NULL;
         }
+        for (q = tag; q < p; q++)
+            if (*q >= 'A' && *q <= 'Z')
+                *rewrite = 1;
         return p;
     }
     if (end - p >= 2 && p[0] == '^' && p[1] == '^') {
@@ -276,41 +327,125 @@ static int out_put(Out *o, const u8 *p, Py_ssize_t n)
     return 0;
 }
 
-/* A term of a statement at p: IRI, blank node (kind 1) or, with `literal`, a literal (kind 2).
- * Returns its end or NULL; *kind tells which. */
+static const char HEX[] = "0123456789ABCDEF";
+
+/* Code point `cp` as the canonical serializer writes it inside a literal. */
+static int put_char(Out *o, long cp)
+{
+    u8 b[8];
+    int n = 0;
+    if (cp == '"' || cp == '\\') {
+        b[n++] = '\\';
+        b[n++] = (u8)cp;
+    } else if (cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff) {
+        const char *short_form = cp == 8 ? "b" : cp == 9 ? "t" : cp == 10 ? "n" : cp == 12 ? "f" : cp == 13 ? "r" : NULL;
+        b[n++] = '\\';
+        if (short_form) {
+            b[n++] = short_form[0];
+        } else {
+            b[n++] = 'u';
+            for (int shift = 12; shift >= 0; shift -= 4)
+                b[n++] = HEX[(cp >> shift) & 15];
+        }
+    } else if (cp < 0x80) {
+        b[n++] = (u8)cp;
+    } else if (cp < 0x800) {
+        b[n++] = 0xc0 | (cp >> 6);
+        b[n++] = 0x80 | (cp & 0x3f);
+    } else if (cp < 0x10000) {
+        b[n++] = 0xe0 | (cp >> 12);
+        b[n++] = 0x80 | ((cp >> 6) & 0x3f);
+        b[n++] = 0x80 | (cp & 0x3f);
+    } else {
+        b[n++] = 0xf0 | (cp >> 18);
+        b[n++] = 0x80 | ((cp >> 12) & 0x3f);
+        b[n++] = 0x80 | ((cp >> 6) & 0x3f);
+        b[n++] = 0x80 | (cp & 0x3f);
+    }
+    return out_put(o, b, n);
+}
+
+/* The canonical form of a literal scan_literal accepted and flagged: escapes decoded and re-escaped
+ * as the serializer does, the language tag in lower case. */
+static int emit_literal(Out *o, const u8 *p, const u8 *end)
+{
+    if (out_put(o, p, 1) < 0) /* the opening quote */
+        return -1;
+    for (p++;;) {
+        const u8 *run = p;
+        while (IS(*p, C_LITERAL) || (*p == '\\' && strchr("tbnrf\"\\", p[1]) && p[1]))
+            p += *p == '\\' ? 2 : 1;
+        if (out_put(o, run, p - run) < 0)
+            return -1;
+        u8 c = *p;
+        long cp;
+        int n = 1;
+        if (c == '"')
+            break;
+        if (c == '\\')
+            cp = uchar_at(p, end, &n);
+        else if (c < 0x80)
+            cp = c;
+        else if ((n = utf8_sequence(p, end)) == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
+            cp = 0xfffe + (p[2] - 0xbe);
+        else {
+            if (out_put(o, p, n) < 0)
+                return -1;
+            p += n;
+            continue;
+        }
+        if (put_char(o, cp) < 0)
+            return -1;
+        p += n;
+    }
+    if (out_put(o, p, 1) < 0) /* the closing quote */
+        return -1;
+    p++;
+    if (p == end || *p != '@') /* a datatype IRI, as it is */
+        return out_put(o, p, end - p);
+    for (; p < end; p++) { /* the language tag, in lower case */
+        u8 c = *p >= 'A' && *p <= 'Z' ? *p | 0x20 : *p;
+        if (out_put(o, &c, 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+enum { T_IRI, T_BNODE, T_LITERAL, T_REWRITE };
+
+/* A term of a statement at p: IRI, blank node or, with `literal`, a literal (T_REWRITE: one that
+ * emit_literal must write). Returns its end or NULL; *kind tells which. */
 static const u8 *scan_term(const u8 *p, const u8 *end, int literal, int *kind)
 {
-    *kind = 0;
+    *kind = T_IRI;
     if (p < end && *p == '<')
         return scan_iri(p, end);
     if (p < end && *p == '_') {
-        *kind = 1;
+        *kind = T_BNODE;
         return scan_bnode(p, end);
     }
     if (literal && p < end && *p == '"') {
-        *kind = 2;
-        return scan_literal(p, end);
+        int rewrite = 0;
+        const u8 *q = scan_literal(p, end, &rewrite);
+        *kind = rewrite ? T_REWRITE : T_LITERAL;
+        return q;
     }
     return NULL;
 }
 
-/* The line [p, end) (without its newline) as a canonical statement: 0 when it is not one; else the
- * number of terms (3 or 4) with their spans in starts/ends and blank node flags in bnode. */
-static int scan_statement(const u8 *p, const u8 *end, int quads, const u8 **starts, const u8 **ends, int *bnode)
+/* The line [p, end) (without its newline) as a statement in the grammar: 0 when it is not one; else
+ * the number of terms (3 or 4) with their spans in starts/ends and their kinds. */
+static int scan_statement(const u8 *p, const u8 *end, int quads, const u8 **starts, const u8 **ends, int *kinds)
 {
-    int kind, n = 0;
+    int n = 0;
     for (;;) {
-        int literal = n == 2;
-        const u8 *q;
+        const u8 *q = n == 1 ? scan_iri(p, end) : scan_term(p, end, n == 2, &kinds[n]);
         if (n == 1)
-            q = scan_iri(p, end), kind = 0;
-        else
-            q = scan_term(p, end, literal, &kind);
-        if (!q || (n == 3 && kind == 2))
+            kinds[n] = T_IRI;
+        if (!q)
             return 0;
         starts[n] = p;
         ends[n] = q;
-        bnode[n] = kind == 1;
         n++;
         if (q >= end || *q != ' ')
             return 0;
@@ -341,22 +476,27 @@ static PyObject *canonical_lines(PyObject *Py_UNUSED(self), PyObject *args)
     if (!out.bytes || !slow.bytes || !where.bytes)
         goto done;
     int64_t line_no = 0;
+    Py_ssize_t copied = 0;
     for (const u8 *p = buf; p < stop; line_no++) {
         const u8 *nl = memchr(p, '\n', stop - p);
         const u8 *next = nl ? nl + 1 : stop;
         const u8 *starts[4], *ends[4];
-        int bnode[4], n = nl && nl - p < max_line ? scan_statement(p, nl, quads, starts, ends, bnode) : 0;
+        int kinds[4], n = nl && nl - p < max_line ? scan_statement(p, nl, quads, starts, ends, kinds) : 0;
         if (n) {
+            copied++;
             if (n == 4)
                 named = 1;
             const u8 *at = p;
             for (int i = 0; i < n; i++) {
-                if (!bnode[i])
+                if (kinds[i] != T_BNODE && kinds[i] != T_REWRITE)
                     continue;
-                /* "_:label" -> prefix "label>" */
-                if (out_put(&out, at, starts[i] - at) < 0 || out_put(&out, prefix.buf, prefix.len) < 0 ||
-                    out_put(&out, starts[i] + 2, ends[i] - starts[i] - 2) < 0 ||
-                    out_put(&out, (const u8 *)">", 1) < 0)
+                if (out_put(&out, at, starts[i] - at) < 0)
+                    goto done;
+                if (kinds[i] == T_REWRITE ? emit_literal(&out, starts[i], ends[i]) < 0
+                                          : /* "_:label" -> prefix "label>" */
+                        out_put(&out, prefix.buf, prefix.len) < 0 ||
+                            out_put(&out, starts[i] + 2, ends[i] - starts[i] - 2) < 0 ||
+                            out_put(&out, (const u8 *)">", 1) < 0)
                     goto done;
                 at = ends[i];
             }
@@ -371,7 +511,8 @@ static PyObject *canonical_lines(PyObject *Py_UNUSED(self), PyObject *args)
     if (_PyBytes_Resize(&out.bytes, out.len) < 0 || _PyBytes_Resize(&slow.bytes, slow.len) < 0 ||
         _PyBytes_Resize(&where.bytes, where.len) < 0)
         goto done;
-    result = Py_BuildValue("(OOOO)", out.bytes, slow.bytes, where.bytes, named ? Py_True : Py_False);
+    result = Py_BuildValue("(OOONnn)", out.bytes, slow.bytes, where.bytes, PyBool_FromLong(named), (Py_ssize_t)line_no,
+                           copied);
 done:
     Py_XDECREF(out.bytes);
     Py_XDECREF(slow.bytes);
@@ -431,9 +572,320 @@ static PyObject *utf8_counts(PyObject *Py_UNUSED(self), PyObject *args)
     return Py_BuildValue("(nnnnn)", valid, chars, lf, cr, crlf);
 }
 
+/* A line of a block, for sorting. */
+typedef struct {
+    const u8 *p;
+    Py_ssize_t n; /* without the newline */
+} Line;
+
+/* Byte order, as LC_ALL=C sort: unsigned bytes, a prefix before the longer line. */
+static int line_cmp(const Line *a, const Line *b)
+{
+    Py_ssize_t n = a->n < b->n ? a->n : b->n;
+    int c = memcmp(a->p, b->p, n);
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* The byte of a line at `depth`, -1 past its end (a prefix sorts first). */
+static inline int byte_at(const Line *l, Py_ssize_t depth)
+{
+    return depth < l->n ? l->p[depth] : -1;
+}
+
+static inline void swap_lines(Line *a, Line *b)
+{
+    Line t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Multikey quicksort (Bentley & Sedgewick, 1997): a three-way partition on the byte at `depth`;
+ * the equal part goes on with the next byte. Lines sharing long prefixes (IRIs of one dataset)
+ * are compared byte by byte once instead of from the start at every comparison. */
+static void multikey_sort(Line *a, Py_ssize_t n, Py_ssize_t depth)
+{
+    while (n > 1) {
+        if (n < 12) {
+            for (Py_ssize_t i = 1; i < n; i++)
+                for (Py_ssize_t j = i; j > 0; j--) {
+                    Py_ssize_t m1 = a[j - 1].n - depth, m2 = a[j].n - depth, m = m1 < m2 ? m1 : m2;
+                    int c = m > 0 ? memcmp(a[j - 1].p + depth, a[j].p + depth, m) : 0;
+                    if (c < 0 || (c == 0 && m1 <= m2))
+                        break;
+                    swap_lines(&a[j - 1], &a[j]);
+                }
+            return;
+        }
+        /* pivot: the median of three bytes */
+        int x = byte_at(&a[0], depth), y = byte_at(&a[n / 2], depth), z = byte_at(&a[n - 1], depth);
+        int pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t lt = 0, i = 0, gt = n - 1;
+        while (i <= gt) {
+            int c = byte_at(&a[i], depth);
+            if (c < pivot)
+                swap_lines(&a[lt++], &a[i++]);
+            else if (c > pivot)
+                swap_lines(&a[i], &a[gt--]);
+            else
+                i++;
+        }
+        multikey_sort(a, lt, depth);
+        multikey_sort(a + gt + 1, n - gt - 1, depth);
+        if (pivot < 0)
+            return; /* the equal part is lines that ended: all equal */
+        a += lt;
+        n = gt + 1 - lt;
+        depth++;
+    }
+}
+
+static PyObject *sorted_unique(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data))
+        return NULL;
+    const u8 *p = data.buf, *stop = p + data.len;
+    Py_ssize_t count = 0, cap = data.len / 64 + 16;
+    Line *lines = PyMem_RawMalloc(cap * sizeof(Line));
+    PyObject *result = NULL;
+    if (!lines) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (p < stop) {
+        const u8 *nl = memchr(p, '\n', stop - p);
+        const u8 *end = nl ? nl : stop;
+        if (count == cap) {
+            Line *more = PyMem_RawRealloc(lines, (cap *= 2) * sizeof(Line));
+            if (!more) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            lines = more;
+        }
+        lines[count].p = p;
+        lines[count].n = end - p;
+        count++;
+        p = nl ? nl + 1 : stop;
+    }
+    Py_ssize_t size = 0, kept = 0;
+    Py_BEGIN_ALLOW_THREADS
+    multikey_sort(lines, count, 0);
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (!kept || line_cmp(&lines[kept - 1], &lines[i]))
+            lines[kept++] = lines[i];
+    for (Py_ssize_t i = 0; i < kept; i++)
+        size += lines[i].n + 1;
+    Py_END_ALLOW_THREADS
+    result = PyBytes_FromStringAndSize(NULL, size);
+    if (!result)
+        goto done;
+    u8 *out = (u8 *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < kept; i++) {
+        memcpy(out, lines[i].p, lines[i].n);
+        out += lines[i].n;
+        *out++ = '\n';
+    }
+done:
+    PyMem_RawFree(lines);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* -- merging sorted runs ---------------------------------------------------------------------- */
+
+/* A sorted run file read line by line through its own buffer. */
+typedef struct {
+    int fd, eof;
+    u8 *buf;
+    Py_ssize_t cap, start, end;
+    Line cur;
+} Cursor;
+
+/* The next line of the run into c->cur (valid until the next call): 1, 0 at the end, -1 on error. */
+static int cursor_next(Cursor *c)
+{
+    for (;;) {
+        u8 *nl = memchr(c->buf + c->start, '\n', c->end - c->start);
+        if (nl || (c->eof && c->end > c->start)) {
+            u8 *stop = nl ? nl : c->buf + c->end;
+            c->cur.p = c->buf + c->start;
+            c->cur.n = stop - c->cur.p;
+            c->start = nl ? nl - c->buf + 1 : c->end;
+            return 1;
+        }
+        if (c->eof)
+            return 0;
+        memmove(c->buf, c->buf + c->start, c->end - c->start);
+        c->end -= c->start;
+        c->start = 0;
+        if (c->end == c->cap) { /* a line longer than the buffer */
+            u8 *more = PyMem_RawRealloc(c->buf, c->cap * 2);
+            if (!more)
+                return -1;
+            c->buf = more;
+            c->cap *= 2;
+        }
+        ssize_t got = read(c->fd, c->buf + c->end, c->cap - c->end);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            c->eof = 1;
+        c->end += got;
+    }
+}
+
+static int write_all(int fd, const u8 *p, Py_ssize_t n)
+{
+    while (n > 0) {
+        ssize_t done = write(fd, p, n);
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done < 0)
+            return -1;
+        p += done;
+        n -= done;
+    }
+    return 0;
+}
+
+/* Restore the heap order (the smallest current line at the top) from position i down. */
+static void sift_down(Cursor **heap, Py_ssize_t n, Py_ssize_t i)
+{
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && line_cmp(&heap[l]->cur, &heap[m]->cur) < 0)
+            m = l;
+        if (r < n && line_cmp(&heap[r]->cur, &heap[m]->cur) < 0)
+            m = r;
+        if (m == i)
+            return;
+        Cursor *t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+#define RUN_BUFFER (64 * 1024)
+#define OUT_BUFFER (1024 * 1024)
+
+/* Merge `k` sorted runs into `out_fd`, each line once; the number of lines written, or -1 (errno). */
+static Py_ssize_t merge_fds(const int *fds, Py_ssize_t k, int out_fd)
+{
+    Cursor *cursors = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor));
+    Cursor **heap = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor *));
+    u8 *out = PyMem_RawMalloc(OUT_BUFFER), *last = NULL;
+    Py_ssize_t n = 0, used = 0, written = 0, last_n = -1, last_cap = 0, result = -1;
+    if (!cursors || !heap || !out)
+        goto done;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        cursors[i].fd = fds[i];
+        cursors[i].cap = RUN_BUFFER;
+        if (!(cursors[i].buf = PyMem_RawMalloc(RUN_BUFFER)))
+            goto done;
+        int got = cursor_next(&cursors[i]);
+        if (got < 0)
+            goto done;
+        if (got)
+            heap[n++] = &cursors[i];
+    }
+    for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
+        sift_down(heap, n, i);
+    while (n) {
+        Cursor *top = heap[0];
+        Line *line = &top->cur;
+        if (last_n != line->n || memcmp(last, line->p, line->n)) {
+            if (used + line->n + 1 > OUT_BUFFER) {
+                if (write_all(out_fd, out, used) < 0)
+                    goto done;
+                used = 0;
+            }
+            if (line->n + 1 > OUT_BUFFER) { /* a line longer than the output buffer */
+                if (write_all(out_fd, line->p, line->n) < 0 || write_all(out_fd, (const u8 *)"\n", 1) < 0)
+                    goto done;
+            } else {
+                memcpy(out + used, line->p, line->n);
+                out[used + line->n] = '\n';
+                used += line->n + 1;
+            }
+            if (line->n > last_cap) {
+                u8 *more = PyMem_RawRealloc(last, line->n * 2);
+                if (!more)
+                    goto done;
+                last = more;
+                last_cap = line->n * 2;
+            }
+            if (line->n)
+                memcpy(last, line->p, line->n);
+            last_n = line->n;
+            written++;
+        }
+        int got = cursor_next(top);
+        if (got < 0)
+            goto done;
+        if (!got)
+            heap[0] = heap[--n];
+        sift_down(heap, n, 0);
+    }
+    if (write_all(out_fd, out, used) < 0)
+        goto done;
+    result = written;
+done:
+    if (cursors)
+        for (Py_ssize_t i = 0; i < k; i++)
+            PyMem_RawFree(cursors[i].buf);
+    PyMem_RawFree(cursors);
+    PyMem_RawFree(heap);
+    PyMem_RawFree(out);
+    PyMem_RawFree(last);
+    return result;
+}
+
+static PyObject *merge_runs(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *paths;
+    int out_fd;
+    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &paths, &out_fd))
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(paths), opened = 0, written = -1;
+    int *fds = PyMem_RawCalloc(k ? k : 1, sizeof(int)), saved = 0;
+    if (!fds)
+        return PyErr_NoMemory();
+    for (; opened < k; opened++) {
+        PyObject *encoded;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, opened), &encoded))
+            goto done;
+        fds[opened] = open(PyBytes_AS_STRING(encoded), O_RDONLY | O_CLOEXEC);
+        Py_DECREF(encoded);
+        if (fds[opened] < 0) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyList_GET_ITEM(paths, opened));
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    written = merge_fds(fds, k, out_fd);
+    saved = errno;
+    Py_END_ALLOW_THREADS
+    if (written < 0) {
+        errno = saved;
+        PyErr_SetFromErrno(saved == ENOMEM ? PyExc_MemoryError : PyExc_OSError);
+    }
+done:
+    for (Py_ssize_t i = 0; i < opened; i++)
+        close(fds[i]);
+    PyMem_RawFree(fds);
+    return written < 0 ? NULL : PyLong_FromSsize_t(written);
+}
+
 static PyMethodDef methods[] = {
     {"canonical_lines", canonical_lines, METH_VARARGS,
-     "canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named)"},
+     "canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named, lines, copied)"},
+    {"merge_runs", merge_runs, METH_VARARGS,
+     "merge_runs(paths, fd) -> lines: the sorted runs merged into fd, each line once"},
+    {"sorted_unique", sorted_unique, METH_VARARGS, "sorted_unique(block) -> the unique lines of block in byte order"},
     {"utf8_counts", utf8_counts, METH_VARARGS, "utf8_counts(data) -> (valid, chars, lf, cr, crlf)"},
     {NULL, NULL, 0, NULL},
 };

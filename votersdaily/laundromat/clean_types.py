@@ -21,6 +21,8 @@ MAX_MESSAGE_CHARS = 1000
 PARSE_CHUNK = 1 << 20
 #: Bytes of output lines sorted in memory; larger documents go through an external sort.
 RUN_BYTES = 16 << 20
+#: Bytes of lines per sorted run written by the compiled path (small enough to sort in cache).
+SORTED_RUN_BYTES = 4 << 20
 #: Largest document of a format that is parsed in memory (JSON-LD, RDFa from HTML).
 MAX_IN_MEMORY_BYTES = 32 << 20
 
@@ -54,6 +56,8 @@ class CleanOptions:
     genid_base: str = GENID_BASE
     gzip_level: int = DEFAULTS["LAUNDROMAT_GZIP_LEVEL"]
     run_bytes: int = RUN_BYTES
+    #: Lines per sorted run when the compiled path (:mod:`.native`) sorts and merges.
+    sorted_run_bytes: int = SORTED_RUN_BYTES
     #: Buffer of each external sort (``sort -S``): fixed, so memory does not grow with the document
     #: (SORT_BATCH runs are merged in one pass: up to 4 GiB of lines per sort in one pass).
     sort_memory: str = "8M"

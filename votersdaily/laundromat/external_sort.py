@@ -1,5 +1,11 @@
-"""Sorting and de-duplicating a document's lines in bounded memory (in memory, through GNU ``sort``,
-or by merging sorted runs), then writing the gzip and its content key."""
+"""Sorting and de-duplicating a document's lines in bounded memory, then writing the gzip and its
+content key.
+
+With the compiled path (:mod:`.native`): lines are sorted in runs of ``sorted_run_bytes`` (by each
+parsing worker for its own lines), written to files, and merged in one pass by a k-way merge that
+writes straight into the gzip stream (a thread; the merge runs without the GIL). Without it: in
+memory, through GNU ``sort``, or by merging Python-sorted runs. All give the same bytes: lines in
+unsigned byte order (``LC_ALL=C``), each once."""
 
 from __future__ import annotations
 
@@ -11,13 +17,15 @@ import importlib
 import os
 import shutil
 import subprocess
+import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, Protocol
 
 from . import formats as F
+from . import native
 from .clean_types import LINE_BASED, CleaningError, CleanOptions, CleanResult, Messages
 from .rdf11 import CANONICAL, canonical_lines, has_named_graph
 from .skolem import Skolemiser
@@ -29,8 +37,10 @@ except ImportError:  # optional: zlib is used instead
     isal_zlib = None
 
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
-#: Sorted runs ``sort`` merges at once: enough for one merge pass at any size we sort (a second pass
-#: would write the whole document to disk once more before the first line comes out).
+#: Bytes given to the gzip compressor per call (the same cut for any content: see ContentGzip).
+GZIP_PIECE = 1 << 20
+#: Sorted runs merged at once (by ``sort`` or the compiled merge): enough for one merge pass at any
+#: size we sort (a second pass writes the whole document to disk once more before the first line).
 SORT_BATCH = 256
 
 
@@ -39,6 +49,63 @@ def pipe_of(stream: IO[bytes] | None) -> IO[bytes]:
     if stream is None:
         raise CleaningError("sort was started without this pipe")
     return stream
+
+
+class LineWriter(Protocol):
+    """Where a parsing worker's final lines go: sorted runs, or the pipe of an external sort."""
+
+    def add(self, block: bytes) -> None: ...
+
+    def flush(self) -> list[str]:
+        """Finish; the sorted run files written (for the merge)."""
+        ...
+
+
+class PipeWriter:
+    """Final lines into a pipe (an external ``sort``'s input)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def add(self, block: bytes) -> None:
+        view = memoryview(block)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def flush(self) -> list[str]:
+        return []
+
+
+class RunWriter:
+    """Final lines in, sorted unique runs out: files of about ``size`` bytes of lines in ``folder``,
+    sorted by the compiled path. Each parsing worker has its own; so has a sink."""
+
+    def __init__(self, folder: Path, name: str, size: int):
+        self.folder, self.name, self.size = folder, name, size
+        self.blocks: list[bytes] = []
+        self.pending = 0
+        self.paths: list[str] = []
+
+    def add(self, block: bytes) -> None:
+        self.blocks.append(block)
+        self.pending += len(block)
+        if self.pending >= self.size:
+            self.flush()
+
+    def take(self) -> bytes:
+        """The lines not yet written, sorted and unique (and forgotten here)."""
+        data = native.sorted_unique(b"".join(self.blocks))
+        self.blocks, self.pending = [], 0
+        return data
+
+    def flush(self) -> list[str]:
+        """Write what is pending as a run; every run written so far."""
+        if self.blocks:
+            path = self.folder / ("%s-%05d" % (self.name, len(self.paths)))
+            with open(path, "wb") as f:
+                f.write(self.take())
+            self.paths.append(str(path))
+        return self.paths
 
 
 class SortedSink:
@@ -69,6 +136,8 @@ class SortedSink:
         self.check_graphs = result.format in (F.N_QUADS, F.TRIG, F.JSON_LD)
         #: Whether the format resolves IRIs (their dot segments are removed).
         self.dots = result.format not in LINE_BASED
+        #: With the compiled path: every line goes to sorted runs (kept in memory while small).
+        self.writer = RunWriter(tmp, "run", options.sorted_run_bytes) if native.available() else None
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
         """A block of serializer output (newline-terminated canonical lines)."""
@@ -76,16 +145,19 @@ class SortedSink:
             return
         self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
 
-    def add_lines(self, block: bytes, named: bool | None = None) -> None:
-        """A block of final (skolemised) lines; ``named``: whether one has a graph label (None: not
-        known, looked for here)."""
+    def add_lines(self, block: bytes, named: bool | None = None, statements: int | None = None) -> None:
+        """A block of final (skolemised) lines; ``named``: whether one has a graph label, and
+        ``statements``: how many lines it has (None: not known, found here)."""
         if not block:
             return
         if named:
             self.named = True
         elif named is None and self.check_graphs and not self.named:
             self.named = has_named_graph(block)
-        self.result.statements += block.count(b"\n")
+        self.result.statements += block.count(b"\n") if statements is None else statements
+        if self.writer is not None:
+            self.writer.add(block)
+            return
         if self.sorter is not None:
             pipe_of(self.sorter.stdin).write(block)
             return
@@ -167,6 +239,15 @@ class SortedSink:
 
     def merged(self) -> Iterator[bytes]:
         """Every unique line in byte order, newline-terminated, in blocks of whole lines."""
+        if self.writer is not None:
+            runs = [str(p) for p in self.runs] + (
+                self.writer.flush() if self.runs or self.writer.paths else []
+            )
+            if runs:
+                yield from self._merge_runs(runs)
+            elif data := self.writer.take():
+                yield data
+            return
         if self.sorter is not None:
             yield from self._from_sorter()
             return
@@ -179,6 +260,44 @@ class SortedSink:
         for i in range(0, len(lines), 65536):
             yield b"\n".join(lines[i : i + 65536]) + b"\n"
 
+    def _merge_runs(self, runs: list[str]) -> Iterator[bytes]:
+        """The compiled k-way merge of sorted run files, in a thread (it runs without the GIL, so
+        the caller's gzip and hash go on at the same time), more than SORT_BATCH runs in two passes."""
+        passes = 0
+        while len(runs) > SORT_BATCH:
+            passes += 1
+            merged: list[str] = []
+            for start in range(0, len(runs), SORT_BATCH):
+                path = self.tmp / ("merged-%d-%05d" % (passes, len(merged)))
+                with open(path, "wb") as out:
+                    native.merge_runs(runs[start : start + SORT_BATCH], out.fileno())
+                for done in runs[start : start + SORT_BATCH]:
+                    os.unlink(done)
+                merged.append(str(path))
+            runs = merged
+        read_fd, write_fd = os.pipe()
+        with contextlib.suppress(OSError):  # bigger pipe: fewer wake-ups of both sides
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+        failed: list[BaseException] = []
+
+        def merge() -> None:
+            try:
+                native.merge_runs(runs, write_fd)
+            except BaseException as exc:  # reported below, by the reading side
+                failed.append(exc)
+            finally:
+                os.close(write_fd)
+
+        thread = threading.Thread(target=merge, name="merge-sorted-runs", daemon=True)
+        thread.start()
+        try:
+            with open(read_fd, "rb") as stream:
+                yield from _whole_lines(stream)
+        finally:
+            thread.join()  # a reader that stopped early closed the pipe: the merge ends (EPIPE)
+        if failed:
+            raise CleaningError("merging the sorted runs failed: %s" % failed[0])
+
     def _from_sorter(self) -> Iterator[bytes]:
         proc = self.sorter
         if proc is None:
@@ -188,16 +307,7 @@ class SortedSink:
             if writer is not None and not writer.closed:
                 writer.close()
         try:
-            rest = b""
-            while True:
-                chunk = stdout.read(1 << 20)
-                if not chunk:
-                    break
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1
-                data, rest = data[:cut], data[cut:]
-                if data:
-                    yield data
+            yield from _whole_lines(stdout)
         finally:
             stdout.close()
             for sorter in [*self.parts, proc]:
@@ -213,11 +323,10 @@ class SortedSink:
     def write(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp_path = self.tmp / "clean.gz"
-        digest = hashlib.md5()
-        compressor = _gzip_compressor(self.options.gzip_level)
         unique = raw_bytes = 0
         dumps: list[str] = []
         with open(tmp_path, "wb") as out:
+            gzip = ContentGzip(out, self.options.gzip_level)
             for block in self.merged():
                 unique += block.count(b"\n")
                 raw_bytes += len(block)
@@ -225,15 +334,9 @@ class SortedSink:
                     for line in block.split(b"\n"):
                         if VOID_DATA_DUMP in line:
                             dumps.extend(_data_dump(line))
-                data = compressor.compress(block)
-                if data:
-                    digest.update(data)
-                    out.write(data)
-            tail = compressor.flush()
-            digest.update(tail)
-            out.write(tail)
+                gzip.add(block)
+            key = gzip.finish()
         named = self.named
-        key = digest.hexdigest()
         final = out_dir / ("%s.%s.gz" % (key, "nq" if named else "nt"))
         os.replace(tmp_path, final)
         r = self.result
@@ -244,6 +347,61 @@ class SortedSink:
             named,
             dumps,
         )
+
+
+class ContentGzip:
+    """The gzip of a stream of blocks, and its MD5 (the cleaned file's key). The compressor is fed
+    pieces of exactly GZIP_PIECE bytes whatever the blocks are, so the gzip bytes, and the key,
+    depend on the content only (a deflate stream depends on how its input was cut into calls)."""
+
+    def __init__(self, out: IO[bytes], level: int):
+        self.out = out
+        self.compressor = _gzip_compressor(level)
+        self.digest = hashlib.md5()
+        self.pending = bytearray()
+
+    def add(self, block: bytes) -> None:
+        view = memoryview(block)
+        if self.pending:
+            fill = GZIP_PIECE - len(self.pending)
+            self.pending += view[:fill]
+            view = view[fill:]
+            if len(self.pending) < GZIP_PIECE:
+                return
+            self._compress(self.pending)
+            self.pending = bytearray()
+        while len(view) >= GZIP_PIECE:
+            self._compress(view[:GZIP_PIECE])
+            view = view[GZIP_PIECE:]
+        self.pending += view
+
+    def _compress(self, piece: bytes | bytearray | memoryview) -> None:
+        data = self.compressor.compress(piece)
+        if data:
+            self.digest.update(data)
+            self.out.write(data)
+
+    def finish(self) -> str:
+        """Write the rest; the MD5 of the gzip stream (hex)."""
+        if self.pending:
+            self._compress(self.pending)
+        tail = self.compressor.flush()
+        self.digest.update(tail)
+        self.out.write(tail)
+        return self.digest.hexdigest()
+
+
+def _whole_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of ``stream`` in blocks of about 1 MiB, each block whole newline-terminated lines."""
+    rest = b""
+    while chunk := stream.read(1 << 20):
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        data, rest = data[:cut], data[cut:]
+        if data:
+            yield data
+    if rest:
+        yield rest + b"\n"
 
 
 def _gzip_compressor(level: int):

@@ -6,31 +6,50 @@ from __future__ import annotations
 import multiprocessing
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pyoxigraph as ox
 
 from . import native
 from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
-from .external_sort import SortedSink, pipe_of
+from .external_sort import LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
 from .rdf11 import canonical_lines, has_named_graph
 from .skolem import Skolemiser
 
 
-def parse_lines(
-    data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_offset: int
-) -> tuple[bytes, bool]:
-    """The final lines of a block of whole N-Triples/N-Quads lines, and whether one has a graph label.
-    Lines already in canonical form are copied by the compiled scanner (:mod:`.native`) when it is
-    built; the others are parsed and serialised by pyoxigraph."""
+class ParsedLines(NamedTuple):
+    """The final lines of a block of whole N-Triples/N-Quads lines, with what is known of them."""
+
+    lines: bytes
+    #: Whether one has a graph label.
+    named: bool
+    #: Lines of the input block.
+    input_lines: int
+    #: Statements in ``lines``.
+    statements: int
+
+
+def parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_offset: int) -> ParsedLines:
+    """The final lines of a block of whole N-Triples/N-Quads lines. Lines already in canonical form
+    are copied by the compiled scanner (:mod:`.native`) when it is built; the others are parsed and
+    serialised by pyoxigraph."""
+    quads = oxf == ox.RdfFormat.N_QUADS
     if native.available() and not skolem.relabel:
-        quads = oxf == ox.RdfFormat.N_QUADS
-        out, slow, numbers, named = native.canonical_lines(data, quads, skolem.prefix)
-        if not slow:
-            return out, named
-        rest = _parse_pyoxigraph(slow, oxf, skolem, messages, lambda i: line_offset + numbers[i - 1] + 1)
-        return out + rest, named or (quads and has_named_graph(rest))
+        scanned = native.canonical_lines(data, quads, skolem.prefix)
+        if not scanned.slow:
+            return ParsedLines(scanned.canonical, scanned.named, scanned.lines, scanned.statements)
+        numbers = scanned.slow_line_numbers
+        rest = _parse_pyoxigraph(
+            scanned.slow, oxf, skolem, messages, lambda i: line_offset + numbers[i - 1] + 1
+        )
+        return ParsedLines(
+            scanned.canonical + rest,
+            scanned.named or (quads and has_named_graph(rest)),
+            scanned.lines,
+            scanned.statements + rest.count(b"\n"),
+        )
     out = _parse_pyoxigraph(data, oxf, skolem, messages, lambda i: line_offset + i)
-    return out, oxf == ox.RdfFormat.N_QUADS and has_named_graph(out)
+    return ParsedLines(out, quads and has_named_graph(out), _line_count(data), out.count(b"\n"))
 
 
 def _parse_pyoxigraph(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_no) -> bytes:
@@ -76,8 +95,9 @@ def parse_line_based(path: Path, fmt: str, sink: SortedSink, messages: Messages,
             else:
                 rest = b""
             if data:
-                sink.add_lines(*parse_lines(data, oxf, sink.skolem, messages, line_offset))
-                line_offset += _line_count(data)
+                parsed = parse_lines(data, oxf, sink.skolem, messages, line_offset)
+                sink.add_lines(parsed.lines, parsed.named, parsed.statements)
+                line_offset += parsed.input_lines
             if not chunk:
                 break
 
@@ -118,12 +138,6 @@ def _read_range(f, index: int, span: int, size: int) -> bytes:
     return data
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _parse_ranges(
     path: str,
     fmt: str,
@@ -132,11 +146,11 @@ def _parse_ranges(
     counter,
     n_ranges: int,
     span: int,
-    fd: int,
-) -> list[tuple]:
-    """Parse the next untaken byte range until none is left, writing the final lines to ``fd``
-    (a sort's input); per range: its index, lines, statements, errors, warnings, messages, and
-    whether a named graph was seen so far."""
+    out: LineWriter,
+) -> tuple[list[tuple], list[str]]:
+    """Parse the next untaken byte range until none is left, writing the final lines to ``out``;
+    per range: its index, lines, statements, errors, warnings, messages, and whether a named graph
+    was seen so far; and the sorted runs written."""
     oxf = OX_FORMATS[fmt]
     size = os.path.getsize(path)
     done: list[tuple] = []
@@ -147,18 +161,22 @@ def _parse_ranges(
                 index = counter.value
                 counter.value = index + 1
             if index >= n_ranges:
-                return done
+                return done, out.flush()
             data = _read_range(f, index, span, size)
             local = CleanResult(format=fmt)
-            out, in_graph = parse_lines(data, oxf, skolem, Messages(local, cap), 0) if data else (b"", False)
-            if out:
-                named = named or in_graph
-                _write_all(fd, out)
+            parsed = (
+                parse_lines(data, oxf, skolem, Messages(local, cap), 0)
+                if data
+                else ParsedLines(b"", False, 0, 0)
+            )
+            if parsed.lines:
+                named = named or parsed.named
+                out.add(parsed.lines)
             done.append(
                 (
                     index,
-                    _line_count(data),
-                    out.count(b"\n"),
+                    parsed.input_lines,
+                    parsed.statements,
                     local.errors,
                     local.warnings,
                     local.messages,
@@ -170,7 +188,7 @@ def _parse_ranges(
 def _range_worker(*args, conn) -> None:
     """:func:`_parse_ranges` in a forked process; the answer (or the error) goes back on ``conn``."""
     try:
-        conn.send(_parse_ranges(*args))
+        conn.send(("done", *_parse_ranges(*args)))
     except BaseException as exc:  # reported to the parent, which fails the document
         conn.send(("error", "%s: %s" % (type(exc).__name__, exc)))
     finally:
@@ -188,37 +206,44 @@ def can_fork(workers: int) -> bool:
 def parse_line_based_parallel(
     path: Path, fmt: str, sink: SortedSink, messages: Messages, workers: int
 ) -> None:
+    """Each worker (this process, and ``workers - 1`` forked ones) sorts its own lines: into runs
+    of the compiled path, else into its own ``sort`` (merged by ``sort -m -u``)."""
     span = sink.options.parse_chunk
-    sorters = sink.start_sorters(workers)
-    if sorters is None:
-        parse_line_based(path, fmt, sink, messages, span)
-        return
+    sorters = None
+    outputs: list[LineWriter]
+    if sink.writer is not None:
+        span = max(span, sink.options.sorted_run_bytes)  # a range's lines: one sorted run
+        outputs = [RunWriter(sink.tmp, "w%d" % i, sink.options.sorted_run_bytes) for i in range(workers)]
+    else:
+        sorters = sink.start_sorters(workers)
+        if sorters is None:
+            parse_line_based(path, fmt, sink, messages, span)
+            return
+        outputs = [PipeWriter(pipe_of(sorter.stdin).fileno()) for sorter in sorters]
     ctx = multiprocessing.get_context("fork")
     n_ranges = max(1, -(-path.stat().st_size // span))
     counter = ctx.Value("q", 0)
     shared = (str(path), fmt, sink.skolem, messages.cap, counter, n_ranges, span)
     jobs = []
-    # This process parses too (with the first sort): one process fewer holding a copy of its memory.
-    for sorter in sorters[1:]:
+    # This process parses too (with the first output): one process fewer holding a copy of its memory.
+    for output in outputs[1:]:
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(
-            target=_range_worker,
-            daemon=True,
-            args=(*shared, pipe_of(sorter.stdin).fileno()),
-            kwargs={"conn": send},
-        )
+        proc = ctx.Process(target=_range_worker, daemon=True, args=(*shared, output), kwargs={"conn": send})
         proc.start()
         send.close()
         jobs.append((recv, proc))
-    for sorter in sorters[1:]:
+    for sorter in (sorters or [])[1:]:
         pipe_of(sorter.stdin).close()  # the workers hold it: each sort ends when the workers are done
-    done, failure = [], None
+    done, runs, failure = [], [], None
     try:
-        done.extend(_parse_ranges(*shared, pipe_of(sorters[0].stdin).fileno()))
+        ranges, written = _parse_ranges(*shared, outputs[0])
+        done.extend(ranges)
+        runs.extend(written)
     except Exception as exc:  # the workers are still collected below
         failure = "%s: %s" % (type(exc).__name__, exc)
     finally:
-        pipe_of(sorters[0].stdin).close()
+        if sorters:
+            pipe_of(sorters[0].stdin).close()
     for recv, proc in jobs:
         try:
             answer = recv.recv()
@@ -226,12 +251,14 @@ def parse_line_based_parallel(
             answer = ("error", "a parsing worker died (exit code %s)" % proc.exitcode)
         recv.close()
         proc.join()
-        if isinstance(answer, tuple):
+        if answer[0] == "error":
             failure = answer[1]
         else:
-            done.extend(answer)
+            done.extend(answer[1])
+            runs.extend(answer[2])
     if failure is not None:
         raise CleaningError("parsing failed: %s" % failure)
+    sink.runs.extend(Path(run) for run in runs)
     result, line_offset = sink.result, 0
     for _, lines, statements, errors, warnings, found, named in sorted(done):
         result.statements += statements

@@ -8,6 +8,8 @@ Python headers). An egg deployed to scrapyd does not carry it and runs the pure-
   statements, copied (blank nodes skolemised) without building a Python object per statement; the
   other lines go to pyoxigraph as before. tests/laundromat/test_native.py checks that both paths
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
+* :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
+  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``.
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import NamedTuple
 
 #: Lines this long or longer are left to pyoxigraph, which refuses a token past its 16 MiB buffer
 #: (the statement is dropped with that reason): both paths drop the same statements.
@@ -31,18 +34,49 @@ def available() -> bool:
     return _module is not None
 
 
-def canonical_lines(data: bytes, quads: bool, genid_prefix: bytes) -> tuple[bytes, bytes, memoryview, bool]:
-    """(the canonical statements of ``data``, skolemised under ``genid_prefix``; the other lines,
-    newline-terminated; their 0-based line numbers (a sequence of ints); whether a copied statement
-    has a graph label)."""
+class Scanned(NamedTuple):
+    """What :func:`canonical_lines` found in a block of lines."""
+
+    #: The canonical statements, skolemised.
+    canonical: bytes
+    #: The other lines, newline-terminated, for pyoxigraph.
+    slow: bytes
+    #: Their 0-based line numbers in the block (a sequence of ints).
+    slow_line_numbers: memoryview
+    #: Whether a canonical statement has a graph label.
+    named: bool
+    #: Lines in the block (one without a newline at its end counted).
+    lines: int
+    #: Statements in ``canonical``.
+    statements: int
+
+
+def canonical_lines(data: bytes, quads: bool, genid_prefix: bytes) -> Scanned:
+    """The lines of ``data`` that are canonical statements (skolemised under ``genid_prefix``) and
+    the others."""
+    out, slow, where, named, lines, copied = _built().canonical_lines(
+        data, quads, genid_prefix, MAX_FAST_LINE
+    )
+    return Scanned(out, slow, memoryview(where).cast("q"), named, lines, copied)
+
+
+def _built() -> ModuleType:
     if _module is None:
         raise RuntimeError("votersdaily.laundromat._ntscan is not built (run scripts/setup.sh)")
-    out, slow, where, named = _module.canonical_lines(data, quads, genid_prefix, MAX_FAST_LINE)
-    return out, slow, memoryview(where).cast("q"), named
+    return _module
+
+
+def sorted_unique(block: bytes) -> bytes:
+    """The lines of ``block`` (newline-terminated) in unsigned byte order, each once."""
+    return _built().sorted_unique(block)
+
+
+def merge_runs(paths: list[str], fd: int) -> int:
+    """Sorted unique run files merged into file descriptor ``fd``, each line once; lines written.
+    Runs without the GIL (call it from a thread to overlap the reader's work)."""
+    return _built().merge_runs(paths, fd)
 
 
 def utf8_counts(data: bytes | memoryview) -> tuple[int, int, int, int, int]:
     """(bytes that are whole valid UTF-8 sequences from the start, characters, LF, CR, CR LF in them)."""
-    if _module is None:
-        raise RuntimeError("votersdaily.laundromat._ntscan is not built (run scripts/setup.sh)")
-    return _module.utf8_counts(data)
+    return _built().utf8_counts(data)
