@@ -32,3 +32,29 @@ if [ ! -f "$JSONLD_SUITE/toRdf-manifest.jsonld" ]; then
   mkdir -p w3c-suites && rm -rf "$JSONLD_SUITE" && mv "$tmp/rdflib-7.6.0/test/jsonld/1.1" "$JSONLD_SUITE"
   rm -rf "$tmp"
 fi
+
+# The rdfa.info RDFa 1.1 test suite (XML host: manifest, inputs, SPARQL ASK queries;
+# tests/laundromat/test_conformance_rdfa.py), as the pinned Debian source package librdfa-java
+# carries it. Source packages come through apt-get with the machine's own Debian sources read as
+# deb-src, in a private apt state under a temporary folder (the system's apt setup is not changed).
+RDFA_SUITE=w3c-suites/rdfa-1.1-xml
+if [ ! -f "$RDFA_SUITE/manifest" ]; then
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/src"
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && { sed 's/^Types:.*$/Types: deb-src/' "$f"; echo; } >> "$tmp/parts/src.sources"
+  done
+  [ -f /etc/apt/sources.list ] && sed -n 's/^deb /deb-src /p' /etc/apt/sources.list > "$tmp/parts/src.list"
+  apt_src=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$tmp/parts"
+    -o Dir::State::Lists="$tmp/lists" -o Dir::Cache="$tmp/cache")
+  apt-get "${apt_src[@]}" update -qq >/dev/null 2>&1 || true
+  # Only the upstream tarball is needed (and checked); a missing Debian patch tarball is no matter.
+  (cd "$tmp/src" && apt-get "${apt_src[@]}" source --download-only -qq librdfa-java=1.0.0~BETA1-3 >/dev/null 2>&1) || true
+  orig="$tmp/src/librdfa-java_1.0.0~BETA1.orig.tar.gz"
+  echo "4c88c082de0fa26da6c6266720a6fd8a8ef6fd010c8600d56858cf6d5393c5c8  $orig" | sha256sum -c --quiet
+  suite=java-rdfa-java-rdfa-parent-1.0.0-BETA1/rdfa-module/src/test/resources/conformance2
+  tar -xzf "$orig" -C "$tmp" "$suite/rdfa1.1/xml/manifest" "$suite/test-cases/rdfa1.1/xml"
+  mkdir -p "$RDFA_SUITE"
+  mv "$tmp/$suite/rdfa1.1/xml/manifest" "$tmp/$suite"/test-cases/rdfa1.1/xml/* "$RDFA_SUITE/"
+  rm -rf "$tmp"
+fi

@@ -9,7 +9,6 @@ filled from them before the run: nothing is fetched (``fetch=False``).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from tests.laundromat.conformance import canonical_quads, deskolemise
+from tests.laundromat.conformance import canonical_quads, deskolemise, read_clean_file
 from tests.support.services import REPO
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.contexts import ContextOptions, cache_name
@@ -85,11 +84,7 @@ def _outcome(test: dict, options: CleanOptions, out: Path) -> str | None:
         expected = canonical_quads((SUITE / test["expect"]).read_bytes(), ox.RdfFormat.N_QUADS)
     except SyntaxError as exc:  # generalized RDF: not RDF 1.1
         return "expected output is not RDF 1.1: %s" % exc
-    data = b""
-    if result.path:
-        with gzip.open(result.path, "rb") as f:
-            data = f.read()
-    got = canonical_quads(deskolemise(data), ox.RdfFormat.N_QUADS)
+    got = canonical_quads(deskolemise(read_clean_file(result.path)), ox.RdfFormat.N_QUADS)
     if got != expected:
         return "not isomorphic: missing %s, extra %s" % (
             sorted(expected - got)[:2],
