@@ -119,7 +119,7 @@ def _cached_contexts(tmp_path, contexts: dict[str, object]) -> ContextOptions:
 def test_a_context_that_includes_itself_is_inlined_as_deep_as_the_document(tmp_path):
     """A scoped context naming its own context (JSON-LD 1.1 allows it) is inlined once per level of
     the document; one naming itself twice per level is refused past MAX_INLINED, not expanded
-    without end."""
+    without end; one naming itself outside a scoped context is refused at once."""
     url = "http://example.org/ctx/self.jsonld"
     options = _cached_contexts(
         tmp_path,
@@ -149,6 +149,11 @@ def test_a_context_that_includes_itself_is_inlined_as_deep_as_the_document(tmp_p
     deep["@context"] = double
     result = _clean(tmp_path, json.dumps(deep).encode(), options, "double")
     assert result.errors == 1 and "more than 1000 remote contexts inlined" in result.messages[0]["message"]
+    # With no scoped context in between, a context including itself never ends: an error.
+    loop = "http://example.org/ctx/loop.jsonld"
+    options = _cached_contexts(tmp_path, {loop: [loop, {"name": "http://example.org/name"}]})
+    result = _clean(tmp_path, json.dumps({"@context": loop, "name": "A"}).encode(), options, "loop")
+    assert result.errors == 1 and "recursive context inclusion" in result.messages[0]["message"]
 
 
 def test_a_json_literal_is_data_not_a_context_reference(tmp_path):

@@ -178,13 +178,16 @@ class _Inliner:
     a processor loads each level when the document reaches it). Each level of scoped context needs
     a level of the document's nesting, so a cycle is inlined as deep as the document is nested and
     no deeper (an empty context stands for the levels the document cannot reach), with at most
-    :data:`MAX_INLINED` contexts inlined in all. A context inlined with no cycle cut is reused.
+    :data:`MAX_INLINED` contexts inlined in all. A context inlined with no cycle cut is reused. A
+    context that includes itself with no scoped context in between never ends: it is an error.
     """
 
     def __init__(self, loader: ContextLoader, depth: int):
         self.loader = loader
         self.depth = depth
-        self.stack: list[str] = []
+        #: The remote contexts being inlined, each with the scoped-context level it was named at.
+        self.stack: list[tuple[str, int]] = []
+        self.scoped = 0
         self.inlined = 0
         self.cuts = 0
         self.reused: dict[str, object] = {}
@@ -196,7 +199,14 @@ class _Inliner:
             return [self.value(item, base, json_terms) for item in value]
         if not isinstance(value, dict):
             return value
-        context = self.context(value["@context"], base) if "@context" in value else None
+        context = None
+        if "@context" in value:
+            scoped = json_terms is None  # a term definition's (scoped) context
+            self.scoped += scoped
+            try:
+                context = self.context(value["@context"], base)
+            finally:
+                self.scoped -= scoped
         if context is not None and json_terms is not None:
             json_terms = json_terms | _json_terms(context)
         out: dict = {}
@@ -230,14 +240,17 @@ class _Inliner:
         key = ALIASES.get(url, url)
         if key in self.reused:
             return self.reused[key]
-        if self.stack.count(key) >= self.depth:
+        levels = [scoped for named, scoped in self.stack if named == key]
+        if self.scoped in levels:
+            raise ContextError("recursive context inclusion: %s includes itself" % key)
+        if len(levels) >= self.depth:
             self.cuts += 1
             return {}  # a level of a context cycle that the document cannot reach
         self.inlined += 1
         if self.inlined > MAX_INLINED:
             raise ContextError("more than %d remote contexts inlined (a context cycle)" % MAX_INLINED)
         cuts = self.cuts
-        self.stack.append(key)
+        self.stack.append((key, self.scoped))
         try:
             value = self.context(self.loader.context(key), key)
         finally:
