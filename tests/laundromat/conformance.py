@@ -96,5 +96,12 @@ def canonical_quads(data: bytes, fmt: ox.RdfFormat) -> set[str]:
 
 
 def read_cleaned(record: dict) -> bytes:
-    with gzip.open(record["clean"]["path"], "rb") as f:
+    return read_clean_file(record["clean"]["path"])
+
+
+def read_clean_file(path: str | None) -> bytes:
+    """The N-Quads of a cleaned file (nothing when the document gave no file)."""
+    if path is None:
+        return b""
+    with gzip.open(path, "rb") as f:
         return f.read()

@@ -108,6 +108,67 @@ def test_a_prefilled_cache_serves_well_known_contexts_without_fetching(tmp_path)
     assert "is not in the context cache" in missing.messages[0]["message"]
 
 
+def _cached_contexts(tmp_path, contexts: dict[str, object]) -> ContextOptions:
+    cache = tmp_path / "contexts"
+    cache.mkdir(exist_ok=True)
+    for url, context in contexts.items():
+        (cache / cache_name(url)).write_text(json.dumps({"@context": context}))
+    return ContextOptions(cache_dir=str(cache), fetch=False)
+
+
+def test_a_context_that_includes_itself_is_inlined_as_deep_as_the_document(tmp_path):
+    """A scoped context naming its own context (JSON-LD 1.1 allows it) is inlined once per level of
+    the document; one naming itself twice per level is refused past MAX_INLINED, not expanded
+    without end; one naming itself outside a scoped context is refused at once."""
+    url = "http://example.org/ctx/self.jsonld"
+    options = _cached_contexts(
+        tmp_path,
+        {
+            url: {
+                "knows": {"@id": "http://example.org/knows", "@context": url},
+                "name": "http://example.org/name",
+            }
+        },
+    )
+    doc = {"@context": url, "@id": "http://example.org/a", "knows": {"name": "B", "knows": {"name": "C"}}}
+    result = _clean(tmp_path, json.dumps(doc).encode(), options, "self")
+    assert (result.errors, result.contexts, result.statements) == (0, [url], 4)
+    double = "http://example.org/ctx/double.jsonld"
+    options = _cached_contexts(
+        tmp_path,
+        {
+            double: {
+                "a": {"@id": "http://example.org/a", "@context": double},
+                "b": {"@id": "http://example.org/b", "@context": double},
+            }
+        },
+    )
+    deep: dict = {"@id": "http://example.org/x"}
+    for _ in range(12):  # 2^12 levels of inlining would be needed
+        deep = {"a": deep, "b": deep}
+    deep["@context"] = double
+    result = _clean(tmp_path, json.dumps(deep).encode(), options, "double")
+    assert result.errors == 1 and "more than 1000 remote contexts inlined" in result.messages[0]["message"]
+    # With no scoped context in between, a context including itself never ends: an error.
+    loop = "http://example.org/ctx/loop.jsonld"
+    options = _cached_contexts(tmp_path, {loop: [loop, {"name": "http://example.org/name"}]})
+    result = _clean(tmp_path, json.dumps({"@context": loop, "name": "A"}).encode(), options, "loop")
+    assert result.errors == 1 and "recursive context inclusion" in result.messages[0]["message"]
+
+
+def test_a_json_literal_is_data_not_a_context_reference(tmp_path):
+    """An ``@json`` value holding "@context" is a literal: nothing is loaded (no loader at all)."""
+    doc = {
+        "@context": {"data": {"@id": "http://example.org/data", "@type": "@json"}},
+        "@id": "http://example.org/a",
+        "data": {"@context": "http://example.org/not-a-context", "x": 1},
+        "http://example.org/raw": {"@value": {"@context": "http://example.org/nor-this"}, "@type": "@json"},
+    }
+    result = _clean(tmp_path, json.dumps(doc).encode(), None, "json")
+    assert (result.errors, result.statements, result.contexts) == (0, 2, [])
+    assert '"{\\"@context\\":\\"http://example.org/not-a-context\\",\\"x\\":1}"' in _lines(result.path)[0]
+
+
 PLOS = shared_dir() / "fixtures" / "inplace" / "scholarly" / "plos_one_article.html"
 
 

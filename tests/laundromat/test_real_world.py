@@ -180,9 +180,55 @@ def test_hostile_entities_stay_refused(tmp_path, declarations, body, reason):
     assert result.statements == 0
 
 
+XHTML = (
+    b'<?xml version="1.0"?>\n<!DOCTYPE html [\n%s\n]>\n<html xmlns="http://www.w3.org/1999/xhtml"><body>'
+    b'<p about="http://example.org/s" property="http://example.org/p">%s</p></body></html>\n'
+)
+NOT_EXPANDED = "declares entities (not expanded): its RDFa is read as HTML"
+LAUGHS = b'<!ENTITY a0 "lol">' + b"".join(
+    b'<!ENTITY a%d "%s">' % (i, b"&a%d;" % (i - 1) * 10) for i in range(1, 10)
+)
+
+
+@pytest.mark.parametrize(
+    "declarations,body,literal,warnings",
+    [
+        (b'<!ENTITY x SYSTEM "file:///etc/passwd">', b"&x;", '"&x;"', [NOT_EXPANDED]),
+        (LAUGHS, b"&a9;", '"&a9;"', [NOT_EXPANDED]),
+    ],
+    ids=["system", "billion-laughs"],
+)
+def test_xhtml_entities_reach_no_rdfa(tmp_path, declarations, body, literal, warnings):
+    """XHTML's RDFa is read by an XML parser, but never with entities: a document declaring some
+    is read as HTML, where an entity reference is text (no file read, no expansion)."""
+    path = tmp_path / "hostile.xhtml"
+    path.write_bytes(XHTML % (declarations, body))
+    result = clean_file(path, "RDFa", KEY, tmp_path / "out")
+    assert _lines_of(result.path) == ["<http://example.org/s> <http://example.org/p> %s ." % literal]
+    assert [m["message"] for m in result.messages] == warnings
+
+
+def test_xhtml_with_html_entities_keeps_their_text(tmp_path):
+    """An XHTML+RDFa page with HTML's named entities (defined only in the DTD, which is not read): an
+    XML parser would drop them silently, so the page is read as HTML."""
+    path = tmp_path / "page.xhtml"
+    path.write_bytes(
+        XHTML.replace(b"<!DOCTYPE html [\n%s\n]>", b"%s")
+        % (
+            b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML+RDFa 1.1//EN" "http://www.w3.org/MarkUp/DTD/xhtml-rdfa-2.dtd">',
+            b"caf&eacute;&nbsp;au lait",
+        )
+    )
+    result = clean_file(path, "RDFa", KEY, tmp_path / "out")
+    assert _lines_of(result.path) == [
+        '<http://example.org/s> <http://example.org/p> "caf\u00e9\u00a0au lait" .'
+    ]
+    assert result.messages == []
+
+
 def test_dot_segments_are_removed_when_iris_are_resolved(tmp_path):
     """RFC 3986 §5.2.4, its own examples; and a Turtle document resolved against a base with dot
-    segments, holding an absolute IRI with dot segments (N-Triples keeps IRIs as written)."""
+    segments, holding an absolute IRI with dot segments (N-Triples and JSON-LD keep IRIs as written)."""
     assert remove_dot_segments("/a/b/c/./../../g") == "/a/g"
     assert remove_dot_segments("mid/content=5/../6") == "mid/6"
     assert remove_dot_segments("/a/b/..") == "/a/"
@@ -193,6 +239,12 @@ def test_dot_segments_are_removed_when_iris_are_resolved(tmp_path):
         "<http://ex.org/a/s> <http://ex.org/a/p> <%s> ." % o
         for o in ("http://ex.org/a/d", "http://ex.org/e", "http://x.org/z", "http://ex.org/a/g?x=./../y")
     )
+    # JSON-LD keeps absolute IRIs as written (JSON-LD 1.1 API §5.2.2); relative ones are resolved.
+    jsonld = tmp_path / "doc.jsonld"
+    jsonld.write_bytes(b'{"@id": "http://x.org/./y/../z", "http://ex.org/p": {"@id": "../e"}}')
+    assert _lines_of(
+        clean_file(jsonld, "JSON-LD", KEY, tmp_path / "jl", base_iri="http://ex.org/a/./b/../c").path
+    ) == ["<http://x.org/./y/../z> <http://ex.org/p> <http://ex.org/e> ."]
     nt = tmp_path / "doc.nt"
     nt.write_bytes(b"<http://x.org/./y/../z> <http://ex.org/p> <http://ex.org/o> .\n")
     assert _lines_of(clean_file(nt, "N-Triples", KEY, tmp_path / "nt").path) == [

@@ -22,8 +22,8 @@ de-duplicate, gzip); this module chooses the reader.
   :mod:`.xmlentities`).
 * The output is RDF 1.1: a literal's RDF 1.2 base direction (``"x"@ar--rtl``) is dropped, as JSON-LD
   does by default, and recorded as a warning; statements with triple terms are dropped as errors.
-* IRIs of formats that resolve them (all but N-Triples/N-Quads) have their dot segments removed
-  (RFC 3986 §5.2.4), the base IRI's too.
+* IRIs of formats that resolve them (all but N-Triples/N-Quads and JSON-LD, which keep IRIs as
+  written) have their dot segments removed (RFC 3986 §5.2.4), the base IRI's too.
 """
 
 from __future__ import annotations

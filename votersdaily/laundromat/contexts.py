@@ -37,6 +37,8 @@ ALIASES = {
 #: Where an alias's context is fetched from.
 SOURCES = {"https://schema.org/": "https://schema.org/docs/jsonldcontext.jsonld"}
 MAX_REDIRECTS = 3
+#: Remote contexts inlined into one document at most (each level of a context cycle counts).
+MAX_INLINED = 1000
 ACCEPT = "application/ld+json, application/json;q=0.9, */*;q=0.1"
 
 
@@ -111,19 +113,20 @@ def fetch_context(url: str, options: ContextOptions) -> bytes:
 
 
 class ContextLoader:
-    """Loads the remote contexts of one document (``max_count`` of them at most)."""
+    """Loads the remote contexts of one document (``max_count`` distinct ones at most)."""
 
     def __init__(self, options: ContextOptions):
         self.options = options
-        self.loaded: dict[str, object] = {}
+        #: The ``@context`` value of each loaded context document, as written (not inlined).
+        self.documents: dict[str, object] = {}
         #: Context URLs loaded for this document, in order (recorded on the document).
         self.urls: list[str] = []
 
     def context(self, url: str) -> object:
-        """The ``@context`` value of the document at ``url``."""
+        """The ``@context`` value of the document at ``url``, as written."""
         key = ALIASES.get(url, url)
-        if key in self.loaded:
-            return self.loaded[key]
+        if key in self.documents:
+            return self.documents[key]
         if len(self.urls) >= self.options.max_count:
             raise ContextError("more than %d remote contexts" % self.options.max_count)
         self.urls.append(key)
@@ -139,9 +142,8 @@ class ContextLoader:
             raise ContextError("remote context %s is not JSON: %s" % (key, exc)) from None
         if not isinstance(document, dict) or "@context" not in document:
             raise ContextError("remote context %s has no @context" % key)
-        value = _context_value(document["@context"], key, self)
-        self.loaded[key] = value
-        return value
+        self.documents[key] = document["@context"]
+        return document["@context"]
 
     def _cached(self, key: str) -> bytes | None:
         if not self.options.cache_dir:
@@ -163,52 +165,141 @@ class ContextLoader:
         tmp.replace(folder / cache_name(key))
 
 
-def inline_contexts(value: object, base: str | None, loader: ContextLoader) -> object:
-    """``value`` (a JSON-LD document or a context) with every remote context reference replaced by
-    the context it names (resolved against ``base``)."""
-    if isinstance(value, list):
-        return [inline_contexts(item, base, loader) for item in value]
-    if not isinstance(value, dict):
+def inline_contexts(document: object, base: str | None, loader: ContextLoader) -> object:
+    """``document`` with every remote context reference replaced by the context it names (resolved
+    against ``base``)."""
+    return _Inliner(loader, nesting_depth(document)).value(document, base, frozenset())
+
+
+class _Inliner:
+    """Inlines the remote contexts of one document.
+
+    A scoped context may name a context that includes it again (JSON-LD 1.1 allows such cycles:
+    a processor loads each level when the document reaches it). Each level of scoped context needs
+    a level of the document's nesting, so a cycle is inlined as deep as the document is nested and
+    no deeper (an empty context stands for the levels the document cannot reach), with at most
+    :data:`MAX_INLINED` contexts inlined in all. A context inlined with no cycle cut is reused. A
+    context that includes itself with no scoped context in between never ends: it is an error.
+    """
+
+    def __init__(self, loader: ContextLoader, depth: int):
+        self.loader = loader
+        self.depth = depth
+        #: The remote contexts being inlined, each with the scoped-context level it was named at.
+        self.stack: list[tuple[str, int]] = []
+        self.scoped = 0
+        self.inlined = 0
+        self.cuts = 0
+        self.reused: dict[str, object] = {}
+
+    def value(self, value: object, base: str | None, json_terms: frozenset[str] | None) -> object:
+        """A document's node (``json_terms``: its properties whose values are JSON literals, kept
+        as written) or, with ``json_terms`` None, a part of a context."""
+        if isinstance(value, list):
+            return [self.value(item, base, json_terms) for item in value]
+        if not isinstance(value, dict):
+            return value
+        context = None
+        if "@context" in value:
+            scoped = json_terms is None  # a term definition's (scoped) context
+            self.scoped += scoped
+            try:
+                context = self.context(value["@context"], base)
+            finally:
+                self.scoped -= scoped
+        if context is not None and json_terms is not None:
+            json_terms = json_terms | _json_terms(context)
+        out: dict = {}
+        for key, item in value.items():
+            if key == "@context":
+                out[key] = context
+            elif key == "@import" and isinstance(item, str):
+                imported = self.remote(urljoin(base or "", item))
+                if not isinstance(imported, dict):
+                    raise ContextError("@import of %s is not a context object" % item)
+                out.update({k: v for k, v in imported.items() if k not in value})
+            elif json_terms is not None and (key == "@value" or key in json_terms):
+                out[key] = item  # a literal's value: "@context" in it is data
+            else:
+                out[key] = self.value(item, base, json_terms)
+        return out
+
+    def context(self, item: object, base: str | None) -> object:
+        """A ``@context`` value with its remote references inlined."""
+        if isinstance(item, str):
+            return self.remote(urljoin(base or "", item))
+        if isinstance(item, list):
+            flat: list = []
+            for entry in item:
+                resolved = self.context(entry, base)
+                flat.extend(resolved if isinstance(resolved, list) and isinstance(entry, str) else [resolved])
+            return flat
+        return self.value(item, base, None)
+
+    def remote(self, url: str) -> object:
+        key = ALIASES.get(url, url)
+        if key in self.reused:
+            return self.reused[key]
+        levels = [scoped for named, scoped in self.stack if named == key]
+        if self.scoped in levels:
+            raise ContextError("recursive context inclusion: %s includes itself" % key)
+        if len(levels) >= self.depth:
+            self.cuts += 1
+            return {}  # a level of a context cycle that the document cannot reach
+        self.inlined += 1
+        if self.inlined > MAX_INLINED:
+            raise ContextError("more than %d remote contexts inlined (a context cycle)" % MAX_INLINED)
+        cuts = self.cuts
+        self.stack.append((key, self.scoped))
+        try:
+            value = self.context(self.loader.context(key), key)
+        finally:
+            self.stack.pop()
+        if self.cuts == cuts:
+            self.reused[key] = value
         return value
-    out = {}
-    for key, item in value.items():
-        if key == "@context":
-            out[key] = _context_value(item, base, loader)
-        elif key == "@import" and isinstance(item, str):
-            imported = loader.context(urljoin(base or "", item))
-            if not isinstance(imported, dict):
-                raise ContextError("@import of %s is not a context object" % item)
-            out.update({k: v for k, v in imported.items() if k not in value})
-        else:
-            out[key] = inline_contexts(item, base, loader)
-    return out
 
 
-def _context_value(item: object, base: str | None, loader: ContextLoader) -> object:
-    if isinstance(item, str):
-        return loader.context(urljoin(base or "", item))
-    if isinstance(item, list):
-        flat: list = []
-        for entry in item:
-            resolved = _context_value(entry, base, loader)
-            flat.extend(resolved if isinstance(resolved, list) and isinstance(entry, str) else [resolved])
-        return flat
-    return inline_contexts(item, base, loader)
+def _json_terms(context: object) -> frozenset[str]:
+    """The terms (and their IRIs) that a context types ``@json``: their values are JSON literals."""
+    terms: set[str] = set()
+    for entry in context if isinstance(context, list) else [context]:
+        if isinstance(entry, dict):
+            for term, definition in entry.items():
+                if isinstance(definition, dict) and definition.get("@type") == "@json":
+                    terms.add(term)
+                    if isinstance(definition.get("@id"), str):
+                        terms.add(definition["@id"])
+    return frozenset(terms)
 
 
-def has_remote_context(value: object) -> bool:
-    """True when a JSON-LD document names a context by URL anywhere (or imports one)."""
+def nesting_depth(value: object) -> int:
+    """How deeply JSON objects and arrays nest in ``value`` (0 for a scalar)."""
+    if isinstance(value, dict):
+        return 1 + max((nesting_depth(v) for v in value.values()), default=0)
     if isinstance(value, list):
-        return any(has_remote_context(item) for item in value)
+        return 1 + max((nesting_depth(v) for v in value), default=0)
+    return 0
+
+
+def has_remote_context(value: object, json_terms: frozenset[str] = frozenset()) -> bool:
+    """True when a JSON-LD document names a context by URL anywhere (or imports one); a JSON
+    literal's content is data, not looked into."""
+    if isinstance(value, list):
+        return any(has_remote_context(item, json_terms) for item in value)
     if not isinstance(value, dict):
         return False
+    context = value.get("@context")
+    if isinstance(context, str) or (isinstance(context, list) and any(isinstance(i, str) for i in context)):
+        return True
+    if context is not None:
+        json_terms = json_terms | _json_terms(context)
     for key, item in value.items():
-        if key == "@context" and (
-            isinstance(item, str) or (isinstance(item, list) and any(isinstance(i, str) for i in item))
-        ):
-            return True
         if key == "@import" and isinstance(item, str):
             return True
-        if has_remote_context(item):
+        if key == "@context":
+            if has_remote_context(item):
+                return True
+        elif key != "@value" and key not in json_terms and has_remote_context(item, json_terms):
             return True
     return False

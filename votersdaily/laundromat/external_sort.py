@@ -134,8 +134,10 @@ class SortedSink:
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
         self.check_graphs = result.format in (F.N_QUADS, F.TRIG, F.JSON_LD)
-        #: Whether the format resolves IRIs (their dot segments are removed).
-        self.dots = result.format not in LINE_BASED
+        #: Whether the format resolves IRIs (their dot segments are removed). Not JSON-LD: it keeps
+        #: absolute and vocabulary-relative IRIs as written (JSON-LD 1.1 API §5.2), and its parser
+        #: resolves relative ones against the base that cleaning has freed of dot segments.
+        self.dots = result.format not in LINE_BASED and result.format != F.JSON_LD
         #: With the compiled path: every line goes to sorted runs (kept in memory while small).
         self.writer = RunWriter(tmp, "run", options.sorted_run_bytes) if native.available() else None
 

@@ -191,47 +191,92 @@ def _literals_as_written() -> Iterator[None]:
         rdflib.NORMALIZE_LITERALS = saved
 
 
-def quads_per_statement(data: bytes, fmt, messages: Messages) -> list:
+def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | None = None) -> list:
     """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
-    in RDFa without a base) is recorded and costs only itself."""
+    in RDFa without a base) is recorded and costs only itself. With ``base_iri``, the lines are
+    read as Turtle, so relative IRIs are resolved against it."""
+    if base_iri:
+        fmt = ox.RdfFormat.TURTLE
     try:
-        return list(ox.parse(data, fmt))
+        return list(ox.parse(data, fmt, base_iri=base_iri))
     except SyntaxError:
         pass
     quads: list = []
     for i, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             try:
-                quads.extend(ox.parse(line, fmt))
+                quads.extend(ox.parse(line, fmt, base_iri=base_iri))
             except SyntaxError as exc:
                 messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
     return quads
 
 
+#: A document that declares itself XML: its RDFa is read with an XML parser (XHTML or XML+RDFa).
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml\s")
+#: The root of an XHTML document (the XHTML namespace declared on ``<html>``).
+_XHTML_ROOT = re.compile(r"""<html\b[^>]*\bxmlns\s*=\s*["']http://www\.w3\.org/1999/xhtml["']""", re.I)
+
+
+#: An entity declaration (in a DOCTYPE's internal subset).
+_ENTITY_DECLARATION = re.compile(r"<!ENTITY\b")
+#: A reference to an entity XML does not predefine (``&eacute;``): an XML parser without the DTD
+#: would skip it silently, HTML knows it.
+_HTML_ENTITY = re.compile(r"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z_:][\w.:-]*;")
+
+
+def rdfa_media_types(text: str) -> tuple[list[str], str | None]:
+    """The media types (so the RDFa host languages) a document is read as, in order, and why an XML
+    document is not read as XML. An XML document is read as XHTML or XML first (an HTML5 parser
+    would take ``<span/>`` for an open element, and ignore ``xml:base``), then as HTML (each
+    document, and an XML one that is not well-formed). An XML document that uses HTML's named
+    entities (``&nbsp;``) is read as HTML, which knows them; one that declares entities too, where
+    an entity reference is then text: entities are never expanded from a DTD."""
+    if _XML_DECLARATION.match(text) is None:
+        return ["text/html"], None
+    if _ENTITY_DECLARATION.search(text):
+        return ["text/html"], "declares entities (not expanded): its RDFa is read as HTML"
+    if _HTML_ENTITY.search(text):
+        return ["text/html"], None
+    return ["application/xhtml+xml" if _XHTML_ROOT.search(text) else "application/xml", "text/html"], None
+
+
 def parse_rdfa(path: Path, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
-    """RDFa of an HTML document: the recoded text (its declaration made true by the recoding) goes
-    to the parser as text, so no charset sniffing can take the document for another encoding."""
+    """RDFa of an HTML (or XHTML, or XML) document: the recoded text (its declaration made true by
+    the recoding) goes to the parser as text, so no charset sniffing can take the document for
+    another encoding."""
     _check_in_memory(path, "HTML (RDFa)", sink.options)
     from pyRdfa import pyRdfa
     from pyRdfa.options import Options
 
-    options = Options(
-        vocab_expansion=False,
-        vocab_cache=False,
-        refresh_vocab_cache=False,
-        embedded_rdf=False,
-        output_processor_graph=False,
-        output_default_graph=True,
-    )
-    processor = pyRdfa(options, base=base_iri or "", media_type="text/html")
     text = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        with _literals_as_written():
-            graph = processor.graph_from_source(io.StringIO(text))
-    except Exception as exc:  # pyRdfa raises its own and html5lib's errors
-        messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
-        return
-    dataset = ox.Dataset(quads_per_statement(_n_triples(graph, messages), ox.RdfFormat.N_TRIPLES, messages))
+    graph = None
+    media_types, not_xml = rdfa_media_types(text)
+    if not_xml:
+        messages.add("warning", not_xml)
+    for media_type in media_types:
+        # No vocabulary fetching, no processor graph; a fresh Options each time (pyRdfa sets its
+        # host language there).
+        no_fetching = dict.fromkeys(
+            ("vocab_expansion", "vocab_cache", "refresh_vocab_cache", "embedded_rdf"), False
+        )
+        options = Options(output_processor_graph=False, output_default_graph=True, **no_fetching)
+        processor = pyRdfa(options, base=base_iri or "", media_type=media_type)
+        try:
+            with _literals_as_written():
+                graph = processor.graph_from_source(io.StringIO(text))
+        except Exception as exc:  # pyRdfa raises its own and html5lib's errors
+            messages.add("error", "RDFa extraction failed: %s: %s" % (type(exc).__name__, exc))
+            return
+        if processor.http_status != 400:  # pyRdfa's answer to a document it could not parse
+            break
+        if media_type == "text/html":
+            messages.add("error", "RDFa extraction failed: the document could not be parsed")
+            return
+        messages.add("warning", "not well-formed XML: its RDFa is read as HTML")
+    # RDFa leaves IRIs from relative prefixes (``prefix="pr: relative/iri#"``, RDFa Core 1.1 §7.5
+    # step 3) as written: the document's base resolves them, as it would in the processor's output.
+    statements = _n_triples(graph, messages)
+    dataset = ox.Dataset(quads_per_statement(statements, ox.RdfFormat.N_TRIPLES, messages, base_iri))
     for number, script in enumerate(_JSONLD_SCRIPT.finditer(text), start=1):
         # JSON-LD embedded in HTML is RDF too (JSON-LD 1.1 §7.3); each script is its own document.
         line = text.count("\n", 0, script.start(1)) + 1
