@@ -20,7 +20,8 @@ from tests.laundromat.test_crawl import ok, records
 from tests.laundromat.test_resume import _start
 from tests.support.services import LocalSite
 from votersdaily.ingest.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
-from votersdaily.laundromat.fetching import DownloadTooLarge, fetch_limited
+from votersdaily.laundromat import fetching
+from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER
@@ -152,6 +153,22 @@ def test_operator_file_seeds_and_their_limits(crawl, sqlite_uri, tmp_path):
         "zero": ("failed", "LocalFileRefused"),
     }
     assert not list((out / "files").glob("*"))
+    # The operator's files were linked (same filesystem), never written to, and are theirs alone again.
+    assert good.read_text(encoding="utf-8") == GOOD_NT and good.stat().st_nlink == 1
+    assert big.read_text(encoding="utf-8") == GOOD_NT * 100 and big.stat().st_nlink == 1
+
+
+def test_an_operator_file_is_linked_on_its_filesystem_and_copied_elsewhere(tmp_path, monkeypatch):
+    source = tmp_path / "dump.nt"
+    source.write_text(GOOD_NT, encoding="utf-8")
+    alias = tmp_path / "alias.nt"
+    alias.symlink_to(source)
+    assert copy_local_file(str(alias), tmp_path / "linked", 1 << 20, 10) == len(GOOD_NT.encode())
+    assert (tmp_path / "linked").stat().st_ino == source.stat().st_ino
+    monkeypatch.setattr(fetching.os, "link", lambda *a: (_ for _ in ()).throw(OSError(18, "cross-device")))
+    assert copy_local_file(str(source), tmp_path / "copied", 1 << 20, 10) == len(GOOD_NT.encode())
+    copied = tmp_path / "copied"
+    assert copied.stat().st_ino != source.stat().st_ino and copied.read_bytes() == source.read_bytes()
 
 
 def test_failed_downloads_end_as_failed_and_the_crawl_finishes(crawl, sqlite_uri, tmp_path):

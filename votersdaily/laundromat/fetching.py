@@ -165,7 +165,12 @@ def copy_local_file(
 ) -> int:
     """Copy an operator's ``file:`` seed to ``target``; only a regular file of at most ``limit`` bytes
     (opened non-blocking, so a FIFO cannot hang us, and checked on the open descriptor). ``stop``:
-    the crawl is shutting down."""
+    the crawl is shutting down.
+
+    On the same filesystem the file is hard-linked instead (no second copy of a dump of gigabytes
+    on disk, nothing read): the laundromat never writes to a file it was given, and removing its
+    link when done leaves the operator's file as it was. A file that changes while a crawl reads
+    it is no more a sound seed with a copy than with a link."""
     fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
@@ -173,6 +178,8 @@ def copy_local_file(
             raise LocalFileRefused("refusing %s: not a regular file" % source)
         if info.st_size > limit:
             raise DownloadTooLarge("%s is %d bytes, more than %d" % (source, info.st_size, limit))
+        if _linked(source, info, target):
+            return info.st_size
         os.set_blocking(fd, True)
         deadline = time.monotonic() + timeout
         copied = 0
@@ -188,6 +195,20 @@ def copy_local_file(
         return copied
     finally:
         os.close(fd)
+
+
+def _linked(source: str, info: os.stat_result, target: Path) -> bool:
+    """Hard-link ``source`` (the open file checked: ``info``) at ``target``; False where that cannot
+    be done (another filesystem, a filesystem without links, links to others' files not allowed)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        return False
+    linked = os.stat(target)
+    if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):  # not the file that was checked
+        target.unlink()
+        return False
+    return True
 
 
 def _context_factory(crawler):
