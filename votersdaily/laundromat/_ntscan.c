@@ -222,10 +222,10 @@ static int is_letter(u8 c)
 
 /* A literal of N-Triples. Its canonical form (what pyoxigraph's serializer writes) is what it is
  * already unless it holds a \u or \U escape, a raw control character, U+007F, U+FFFE or U+FFFF,
- * or an upper-case letter in its language tag: then *rewrite is set and emit_literal writes that
- * form. Accepted language tags: ll[l][-ssss][-rr|-nnn] in any case; datatype IRIs: any but
- * xsd:string (which the canonical form omits) and rdf:langString/dirLangString (errors without a
- * tag). Anything else (other tag shapes, invalid escapes) is left to pyoxigraph. */
+ * an upper-case letter in its language tag, or the datatype xsd:string (which the canonical form
+ * omits): then *rewrite is set and emit_literal writes that form. Accepted language tags:
+ * ll[l][-ssss][-rr|-nnn] in any case; datatype IRIs: any but rdf:langString/dirLangString (errors
+ * without a tag). Anything else (other tag shapes, invalid escapes) is left to pyoxigraph. */
 static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
 {
     if (p >= end || *p != '"')
@@ -291,9 +291,10 @@ static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
     }
     if (end - p >= 2 && p[0] == '^' && p[1] == '^') {
         const u8 *q = p + 2, *r = scan_iri(q, end);
-        if (!r || same(q, r, XSD_STRING, sizeof XSD_STRING - 1) || same(q, r, RDF_LANG, sizeof RDF_LANG - 1) ||
-            same(q, r, RDF_DIRLANG, sizeof RDF_DIRLANG - 1))
+        if (!r || same(q, r, RDF_LANG, sizeof RDF_LANG - 1) || same(q, r, RDF_DIRLANG, sizeof RDF_DIRLANG - 1))
             return NULL;
+        if (same(q, r, XSD_STRING, sizeof XSD_STRING - 1))
+            *rewrite = 1; /* the canonical form omits it */
         return r;
     }
     return p;
@@ -401,6 +402,8 @@ static int emit_literal(Out *o, const u8 *p, const u8 *end)
     if (out_put(o, p, 1) < 0) /* the closing quote */
         return -1;
     p++;
+    if (end - p == 2 + sizeof XSD_STRING - 1 && same(p + 2, end, XSD_STRING, sizeof XSD_STRING - 1))
+        return 0; /* a simple literal */
     if (p == end || *p != '@') /* a datatype IRI, as it is */
         return out_put(o, p, end - p);
     for (; p < end; p++) { /* the language tag, in lower case */
