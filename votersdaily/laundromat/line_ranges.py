@@ -12,7 +12,7 @@ import pyoxigraph as ox
 
 from . import native
 from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
-from .external_sort import LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
+from .external_sort import SORT_BATCH, LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
 from .rdf11 import canonical_lines, has_named_graph
 from .skolem import Skolemiser
 
@@ -212,7 +212,9 @@ def parse_line_based_parallel(
     sorters = None
     outputs: list[LineWriter]
     if sink.writer is not None:
-        span = max(span, sink.options.sorted_run_bytes)  # a range's lines: one sorted run
+        # A range's lines make one sorted run: ranges large enough for one merge pass, bounded.
+        runs_at_most = -(-path.stat().st_size // (SORT_BATCH - workers))
+        span = max(span, min(max(sink.options.sorted_run_bytes, runs_at_most), sink.options.run_bytes * 4))
         outputs = [RunWriter(sink.tmp, "w%d" % i, sink.options.sorted_run_bytes) for i in range(workers)]
     else:
         sorters = sink.start_sorters(workers)
