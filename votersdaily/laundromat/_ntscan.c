@@ -800,7 +800,7 @@ static Py_ssize_t merge_fds(const int *fds, Py_ssize_t k, int out_fd)
     while (n) {
         Cursor *top = heap[0];
         Line *line = &top->cur;
-        if (last_n != line->n || memcmp(last, line->p, line->n)) {
+        if (last_n != line->n || (line->n && memcmp(last, line->p, line->n))) {
             if (used + line->n + 1 > OUT_BUFFER) {
                 if (write_all(out_fd, out, used) < 0)
                     goto done;
