@@ -1,14 +1,19 @@
 """Build the laundromat's compiled fast paths in place (``votersdaily/laundromat/_ntscan.c``).
 
-    python3 scripts/build_native.py
+    python3 scripts/build_native.py              # what scripts/setup.sh runs: only when the source is newer
+    python3 scripts/build_native.py --sanitize   # an AddressSanitizer + UBSan build, then:
+        LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \\
+        ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \\
+        python3 -m pytest -n 0 -p no:randomly tests/laundromat/test_native.py tests/laundromat/test_cleaning.py
+    python3 scripts/build_native.py --force      # back to the optimised build
 
-Run by scripts/setup.sh; rebuilds only when the C source is newer than the built module. Needs a C
-compiler and the Python headers; without them the laundromat runs its pure-Python paths (slower,
-same output), and this script says so and exits 1.
+Needs a C compiler and the Python headers; without them the laundromat runs its pure-Python paths
+(slower, same output), and this script says so and exits 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -17,18 +22,25 @@ from setuptools import Distribution, Extension
 from setuptools.command.build_ext import build_ext
 
 REPO = Path(__file__).resolve().parents[1]
-EXTENSION = Extension(
-    "votersdaily.laundromat._ntscan",
-    sources=["votersdaily/laundromat/_ntscan.c"],
-    extra_compile_args=["-O3", "-Wall", "-Wextra"],
-)
+SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sanitize", action="store_true", help="build with ASan and UBSan")
+    parser.add_argument("--force", action="store_true", help="build even if the module is newer")
+    args = parser.parse_args(argv)
     os.chdir(REPO)
-    command = build_ext(Distribution({"name": "votersdaily-native", "ext_modules": [EXTENSION]}))
+    extension = Extension(
+        "votersdaily.laundromat._ntscan",
+        sources=["votersdaily/laundromat/_ntscan.c"],
+        extra_compile_args=["-Wall", "-Wextra", *(SANITIZE if args.sanitize else ["-O3"])],
+        extra_link_args=SANITIZE if args.sanitize else [],
+    )
+    command = build_ext(Distribution({"name": "votersdaily-native", "ext_modules": [extension]}))
     command.inplace = True
-    command.build_temp = str(REPO / "build" / "native")
+    command.force = args.force or args.sanitize
+    command.build_temp = str(REPO / "build" / ("native-sanitize" if args.sanitize else "native"))
     command.ensure_finalized()
     try:
         command.run()
