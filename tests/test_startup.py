@@ -8,7 +8,9 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
+import pytest
 from scrapy.settings import Settings
+from scrapy.spiderloader import SpiderLoader
 
 from tests.laundromat.sitedata import NT_Z
 from tests.support.startup import (
@@ -22,6 +24,7 @@ from votersdaily.laundromat import steps
 from votersdaily.laundromat.clean_types import CleanOptions
 from votersdaily.laundromat.contexts import ContextOptions
 from votersdaily.laundromat.worker_pool import Worker
+from votersdaily.spiderloader import NamedModuleSpiderLoader
 from votersdaily.store import open_store
 from votersdaily.switched_off import LeaveOutSwitchedOff
 
@@ -33,6 +36,35 @@ def test_loading_the_spiders_imports_only_what_every_crawl_needs(sqlite_uri, tmp
     assert "votersdaily.laundromat.spider" in imported and "votersdaily.ingest.spider" in imported
     wrongly = {m: why for m, why in NOT_FOR_THE_SPIDER_LOADER.items() if m in imported}
     assert not wrongly, "loading the spiders imported what only these need: %s" % wrongly
+
+
+def test_crawling_one_spider_imports_only_its_own_module(sqlite_uri, tmp_path):
+    """``scrapy crawl <name>`` loads the module the layout names for the spider, no other spider's."""
+    spider_modules = {
+        "laundromat": "votersdaily.laundromat.spider",
+        "ingest": "votersdaily.ingest.spider",
+        "house_votes": "votersdaily.spiders.house_votes",
+    }
+    for name, own in spider_modules.items():
+        imported = set(load_spiders(sqlite_uri, tmp_path, name)["modules"])
+        others = sorted(m for m in spider_modules.values() if m != own and m in imported)
+        assert own in imported and others == [], (name, others)
+    assert "trafilatura" not in imported  # the last one, an event spider
+
+
+def test_the_named_module_loader_finds_every_spider_scrapys_loader_finds():
+    """Same class for every name (worker spiders, in no named module, through Scrapy's scan); an
+    unknown name is Scrapy's KeyError; a SPIDER_MODULES without the project's modules is respected."""
+    settings = Settings(vars(project_settings))
+    every = SpiderLoader.from_settings(settings)
+    assert len(every.list()) > 10
+    for name in every.list():
+        assert NamedModuleSpiderLoader.from_settings(settings).load(name) is every.load(name), name
+    with pytest.raises(KeyError, match="Spider not found: nope"):
+        NamedModuleSpiderLoader.from_settings(settings).load("nope")
+    only_tests = Settings(dict(vars(project_settings), SPIDER_MODULES=["tests.reparse_spiders"]))
+    fixed = NamedModuleSpiderLoader.from_settings(only_tests).load("house_votes")
+    assert fixed.__module__ == "tests.reparse_spiders"
 
 
 def test_a_laundromat_crawl_of_a_file_imports_no_http_stack_nor_extractor(sqlite_uri, tmp_path):

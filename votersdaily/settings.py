@@ -27,6 +27,9 @@ SPIDER_MODULES = [
     "votersdaily.laundromat.spider",
     "votersdaily.distributed.worker_spiders",
 ]
+#: `scrapy crawl <name>` imports the module the layout names for the spider, not every spider module
+#: (votersdaily/spiderloader.py); listing the spiders still imports them all.
+SPIDER_LOADER_CLASS = "votersdaily.spiderloader.NamedModuleSpiderLoader"
 NEWSPIDER_MODULE = "votersdaily.spiders"
 
 # -- identity and politeness ----------------------------------------------------------------------

@@ -34,27 +34,29 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "votersdaily.pipelines",
 )
 
-#: Loads the spiders as ``scrapy crawl`` does, after what every crawl imports (``scrapy.crawler``),
-#: and prints the loader's seconds, the spiders' names and every module then imported, as JSON.
+#: Loads the project's spiders after what every crawl imports (``scrapy.crawler``): one (``-c … <name>``)
+#: as ``scrapy crawl <name>`` does, or all as ``scrapy list`` does; prints the loading's seconds, the
+#: spiders' names and the modules then imported, as JSON.
 LOADER_PROBE = """
 import json, sys, time
 import scrapy.crawler
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 settings = get_project_settings()
 before = set(sys.modules)
 started = time.perf_counter()
-loader = SpiderLoader.from_settings(settings)
+loader = get_spider_loader(settings)
+spiders = [loader.load(sys.argv[1]).name] if sys.argv[1:] else sorted(loader.list())
 seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "spiders": sorted(loader.list()),
+print(json.dumps({"seconds": seconds, "spiders": spiders,
                   "imported": sorted(set(sys.modules) - before), "modules": sorted(sys.modules)}))
 """
 
 
-def fresh_python(code: str, store_uri: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``python -c code`` in a fresh interpreter, with the environment a command of the tests gets."""
+def fresh_python(code: str, store_uri: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -c code args…`` in a fresh interpreter, with the environment a command of the tests gets."""
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code, *args],
         cwd=cwd,
         env=dict(os.environ, **cli_environment(store_uri)),
         capture_output=True,
@@ -63,9 +65,9 @@ def fresh_python(code: str, store_uri: str, cwd: Path) -> subprocess.CompletedPr
     )
 
 
-def load_spiders(store_uri: str, cwd: Path) -> dict:
-    """:data:`LOADER_PROBE`'s answer from a fresh interpreter."""
-    proc = fresh_python(LOADER_PROBE, store_uri, cwd)
+def load_spiders(store_uri: str, cwd: Path, name: str | None = None) -> dict:
+    """:data:`LOADER_PROBE`'s answer from a fresh interpreter: spider ``name``, or every spider."""
+    proc = fresh_python(LOADER_PROBE, store_uri, cwd, *([name] if name else []))
     if proc.returncode != 0:
         raise RuntimeError("loading the spiders failed: %s" % proc.stderr[-3000:])
     return json.loads(proc.stdout)
