@@ -108,13 +108,15 @@ def test_switched_off_components_are_left_out_only_while_off():
     """The add-on drops the cookies middleware and the remote control from their base lists while
     their settings are False; turned on, Scrapy's own components are there as before."""
     cookies = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
-    remote = "scrapy.extensions.remote_control.RemoteControl"
+    extensions = ("scrapy.extensions.remote_control.RemoteControl", "scrapy.extensions.telnet.TelnetConsole")
+    switches = ("COOKIES_ENABLED", "REMOTE_CONTROL_ENABLED", "TELNETCONSOLE_ENABLED")
     for enabled in (False, True):
-        settings = Settings({"COOKIES_ENABLED": enabled, "REMOTE_CONTROL_ENABLED": enabled})
+        settings = Settings(dict.fromkeys(switches, enabled))
         LeaveOutSwitchedOff().update_settings(settings)
         # A component set to None is off (Scrapy's build_component_list leaves it out).
         assert (settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(cookies) is not None) is enabled
-        assert (settings.getwithbase("EXTENSIONS").get(remote) is not None) is enabled
+        for extension in extensions:
+            assert (settings.getwithbase("EXTENSIONS").get(extension) is not None) is enabled
     assert project_settings.ADDONS == {"votersdaily.switched_off.LeaveOutSwitchedOff": 0}
 
 

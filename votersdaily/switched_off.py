@@ -2,9 +2,9 @@
 are not even imported.
 
 Scrapy imports every component of ``EXTENSIONS_BASE`` and ``DOWNLOADER_MIDDLEWARES_BASE`` before
-the component itself says it is off: the remote-control extension imports aiohttp (0.1 s) and the
-cookies middleware tldextract (0.03 s) at the start of every crawl, where ``REMOTE_CONTROL_ENABLED``
-and ``COOKIES_ENABLED`` are False. Add-ons run once every other source of settings (the project,
+the component itself says it is off: the remote-control extension imports aiohttp (0.1 s), the cookies
+middleware tldextract (0.03 s) and the telnet console twisted.conch (0.01 s) at the start of every
+crawl, where ``REMOTE_CONTROL_ENABLED``, ``COOKIES_ENABLED`` and ``TELNETCONSOLE_ENABLED`` are False. Add-ons run once every other source of settings (the project,
 ``-s``, the spider's ``custom_settings``) has been applied: a component whose setting is then False
 is dropped from its base list, and one turned on is loaded as Scrapy always does.
 """
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 #: (base setting, component, the boolean setting that turns it on).
 SWITCHED: tuple[tuple[str, str, str], ...] = (
     ("EXTENSIONS_BASE", "scrapy.extensions.remote_control.RemoteControl", "REMOTE_CONTROL_ENABLED"),
+    ("EXTENSIONS_BASE", "scrapy.extensions.telnet.TelnetConsole", "TELNETCONSOLE_ENABLED"),
     (
         "DOWNLOADER_MIDDLEWARES_BASE",
         "scrapy.downloadermiddlewares.cookies.CookiesMiddleware",

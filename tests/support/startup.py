@@ -31,6 +31,7 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "tldextract",
     "scrapy.core.downloader.handlers.http11",
     "scrapy.core.downloader.contextfactory",
+    "twisted.conch",
     "votersdaily.pipelines",
 )
 
