@@ -84,6 +84,16 @@ def test_a_laundromat_crawl_of_a_file_imports_no_http_stack_nor_extractor(sqlite
     assert sorted(set(NOT_FOR_A_FILE_LAUNDROMAT) & modules) == []
 
 
+def test_the_cli_crawl_of_one_event_spider_imports_only_its_module(sqlite_uri, tmp_path):
+    proc, modules = crawl_modules(["crawl", "house_votes", "--offline"], sqlite_uri, tmp_path, "votersdaily")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "house_votes" in proc.stdout  # its summary row
+    assert "votersdaily.spiders.house_votes" in modules
+    others = ("votersdaily.spiders.white_house", "votersdaily.laundromat.spider", "votersdaily.ingest.spider")
+    assert sorted(set(others) & modules) == []
+    assert sorted({"trafilatura", "pypdf", "aiohttp", "tldextract", "redis", "icalendar"} & modules) == []
+
+
 def test_a_cleaning_worker_runs_its_steps_without_scrapy(tmp_path):
     """The worker unpickles the crawl's options (an address policy among them) and cleans a file;
     ``eval`` of a builtin is what a test can send it to read back its ``sys.modules``."""

@@ -74,16 +74,23 @@ def load_spiders(store_uri: str, cwd: Path, name: str | None = None) -> dict:
     return json.loads(proc.stdout)
 
 
-def crawl_modules(args: list[str], store_uri: str, cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
-    """``scrapy <args>`` in a fresh interpreter, as the ``scrapy`` command runs it, and the modules it
-    had imported when it exited."""
+#: How each command line starts, given its arguments (``%r``).
+ENTRY_POINTS = {
+    "scrapy": "from scrapy.cmdline import execute\nexecute(['scrapy', *%r])\n",
+    "votersdaily": "from votersdaily.cli import main\nsys.exit(main(%r))\n",
+}
+
+
+def crawl_modules(
+    args: list[str], store_uri: str, cwd: Path, command: str = "scrapy"
+) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """``scrapy <args>`` (or ``python -m votersdaily <args>``) in a fresh interpreter, as the command
+    runs it, and the modules it had imported when it exited."""
     listing = cwd / "modules.json"
     code = (
         "import atexit, json, sys\n"
-        "atexit.register(lambda: open(%r, 'w').write(json.dumps(sorted(sys.modules))))\n"
-        "from scrapy.cmdline import execute\n"
-        "execute(['scrapy', *%r])\n" % (str(listing), list(args))
-    )
+        "atexit.register(lambda: open(%r, 'w').write(json.dumps(sorted(sys.modules))))\n" % str(listing)
+    ) + ENTRY_POINTS[command] % (list(args),)
     proc = fresh_python(code, store_uri, cwd)
     modules = set(json.loads(listing.read_text())) if listing.exists() else set()
     return proc, modules
