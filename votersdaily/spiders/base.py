@@ -27,8 +27,8 @@ from ..requestmeta import ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
-    # Imported where they are used: the spider loader imports this module for every crawl, the
-    # laundromat's and the ingest's too, which need neither the archive nor the event pipelines.
+    # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
+    # module too, and need neither the archive nor the event pipelines.
     from ..archive import ArchivedResponse
     from ..reparse import Reparse
 
