@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from scrapy.settings import BaseSettings
-
 from . import settings as project_settings
+
+if TYPE_CHECKING:  # the laundromat's workers read DEFAULTS and need no Scrapy (0.2 s to import)
+    from scrapy.settings import BaseSettings
 
 #: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
 OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")

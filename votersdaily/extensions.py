@@ -25,7 +25,6 @@ from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
 from .items import EventItem
-from .pipelines import InvalidEvent
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
@@ -215,6 +214,9 @@ class RunLog:
     def item_dropped(self, item, response, exception, spider):
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
+        # Imported here: the run log is in every crawl, the event pipelines only in event spiders'.
+        from .pipelines import InvalidEvent
+
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 

@@ -28,7 +28,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -37,12 +37,13 @@ from scrapy.responsetypes import responsetypes
 
 from . import schema
 from . import signals as vd_signals
-from .archive import ArchivedResponse
 from .clock import now_iso
-from .feeds.query import is_live
 from .requestmeta import REPLAY_META
 from .store.crawler import store_for
 from .store.revisions import content, same_content
+
+if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
+    from .archive import ArchivedResponse
 
 logger = logging.getLogger(__name__)
 
@@ -240,6 +241,8 @@ class ReparseExtension:
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
         if not reparse.replayed or schema.EVENTS_DB not in store.list_dbs():
             return [], versions
+        from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
+
         produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
         marks = []
         stamp = now_iso()

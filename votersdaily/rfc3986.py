@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from scrapy.utils.url import strip_url
-
 
 def remove_dot_segments(path: str) -> str:
     """RFC 3986 §5.2.4, literally (a path where no segment starts with ``.`` has no dot segment)."""
@@ -60,6 +58,9 @@ def mask_uri(uri: str) -> str:
 def service_base(uri: str) -> tuple[str, tuple[str, str] | None]:
     """The base URL of an HTTP service (no credentials, query or fragment; the path ends in ``/``)
     and the percent-decoded ``(user, password)`` its userinfo held, for HTTP basic auth."""
+    # Imported here: the store and the laundromat's workers use this module, not Scrapy (0.2 s to import).
+    from scrapy.utils.url import strip_url
+
     parts = urlsplit(strip_url(uri, strip_credentials=True, strip_default_port=False))
     base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
     userinfo = urlsplit(uri)

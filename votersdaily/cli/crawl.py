@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 
 from ..archive import archive_dir
 from ..reactor import installed_reactor
@@ -39,9 +40,19 @@ def register(sub) -> None:
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def event_spiders(settings) -> dict[str, type[EventSpider]]:
-    loader = SpiderLoader.from_settings(settings)
-    return {name: cls for name in sorted(loader.list()) if issubclass(cls := loader.load(name), EventSpider)}
+def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
+    """Every event spider by name, or those of ``names`` (importing only their own modules: see
+    votersdaily/spiderloader.py); a name that is no event spider is left out."""
+    loader = get_spider_loader(settings)
+    found = {}
+    for name in sorted(loader.list() if names is None else names):
+        try:
+            spidercls = loader.load(name)
+        except KeyError:
+            continue
+        if issubclass(spidercls, EventSpider):
+            found[name] = spidercls
+    return found
 
 
 def run(args) -> int:
@@ -50,13 +61,13 @@ def run(args) -> int:
     except BadSetting as exc:
         print("votersdaily crawl: %s" % exc, file=sys.stderr)
         return EXIT_USAGE
-    available = event_spiders(settings)
+    available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
         print(
             "votersdaily crawl: unknown event spider(s): %s; known: %s"
-            % (", ".join(unknown) or "(none given)", ", ".join(available)),
+            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings))),
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -6,7 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-from redis.exceptions import RedisError
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
@@ -58,6 +57,10 @@ def urls_from(sources: list[str]) -> dict:
 
 
 def run(args) -> int:
+    # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
+    # command module to build its parser, and a crawl needs no Redis client (0.04 s).
+    from redis.exceptions import RedisError
+
     from ..distributed.enqueue import enqueue
 
     settings = get_project_settings()

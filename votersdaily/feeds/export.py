@@ -10,7 +10,6 @@ from typing import BinaryIO
 
 from ..clock import now_iso
 from ..store.base import Store
-from .ical import write_ics
 from .jsonfeed import write_json
 from .query import EventFilter, iter_events, siblings, superseded_by_newer
 from .sanitise import FeedReport
@@ -55,6 +54,8 @@ def write_feed(
     ``cache`` (ICS only) reuses serialised events across the feeds of one site build.
     """
     if fmt == "ics":
+        from .ical import write_ics  # icalendar (0.03 s): only an ics feed needs it
+
         return write_ics(events, out, feed_name(flt), cache)
     if fmt == "json":
         text = io.TextIOWrapper(out, encoding="utf-8", newline="\n", write_through=True)

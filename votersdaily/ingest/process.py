@@ -27,9 +27,7 @@ from .filemeta import (
     is_htmlish,
 )
 from .fulltext import extract_publisher_fulltext_url
-from .htmlbody import TeiXmlError, extract_body
 from .htmldoc import HtmlDoc, HtmlParseError, parse_html
-from .pdf import extract_pdf
 from .resources import BLOCKED_HOSTS, extract_resources
 from .result import header_mimetype
 from .scope import guess_platform, guess_scope
@@ -149,6 +147,10 @@ def process_html(
     doc: HtmlDoc, biblio: dict, ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
 ) -> dict:
     """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
+    # trafilatura and pypdf (0.1 s to import) are imported where they are called, not by loading the
+    # spiders (every `scrapy crawl`); the ingest's worker processes preload them (workers.PRELOAD).
+    from .htmlbody import TeiXmlError, extract_body
+
     try:
         body = extract_body(doc.text)
     except TeiXmlError as exc:
@@ -181,6 +183,8 @@ def process_html_bytes(
 
 def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict, str, bytes | None]:
     """(pdf_meta, text, page-0 thumbnail or None)."""
+    from .pdf import extract_pdf  # imported here: see process_html
+
     return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails)
 
 

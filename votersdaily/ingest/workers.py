@@ -14,6 +14,7 @@ spider to fail that one request with a clear status.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ from ..blocking import run_in_thread
 logger = logging.getLogger(__name__)
 
 #: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s).
-PRELOAD = ["votersdaily.ingest.process"]
+PRELOAD = ["votersdaily.ingest.process", "votersdaily.ingest.htmlbody", "votersdaily.ingest.pdf"]
 
 
 class ExtractionCrashed(RuntimeError):
@@ -39,8 +40,9 @@ def default_processes() -> int:
 
 
 def _warm() -> int:
-    import votersdaily.ingest.process  # noqa: F401 - the import is the warm-up
-
+    """The import is the warm-up (a worker the fork server did not preload)."""
+    for module in PRELOAD:
+        importlib.import_module(module)
     return os.getpid()
 
 

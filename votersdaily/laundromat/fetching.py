@@ -24,8 +24,9 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
@@ -43,6 +44,9 @@ from w3lib.url import file_uri_to_path
 from ..blocking import run_in_thread
 from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
 from ..reactor import installed_reactor
+
+if TYPE_CHECKING:
+    from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 
 #: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
 OPERATOR_META = "laundromat_operator_seed"
@@ -230,7 +234,6 @@ class StreamingDownloadHandler:
     lazy = False
 
     def __init__(self, crawler):
-        from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
         from twisted.internet import reactor
 
         settings = crawler.settings
@@ -238,16 +241,28 @@ class StreamingDownloadHandler:
         self.max_bytes = settings.getint("LAUNDROMAT_MAX_DOWNLOAD_BYTES")
         self.timeout = settings.getfloat("LAUNDROMAT_DOWNLOAD_TIMEOUT")
         self.connect_timeout = min(self.timeout, settings.getfloat("DOWNLOAD_TIMEOUT"))
-        self.http = HTTP11DownloadHandler.from_crawler(crawler)
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.maxPersistentPerHost = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.crawler = crawler
         self.stopping = threading.Event()
         self._in_flight: set[defer.Deferred] = set()
         self._watcher = task.LoopingCall(self._watch)
-        self.agent = Agent(
-            reactor,
-            contextFactory=_context_factory(crawler),
+
+    # Built at their first HTTP request: Scrapy's HTTP handler and TLS context factory import its TLS
+    # stack (0.1 s), which a crawl of file: seeds never needs.
+
+    @cached_property
+    def http(self) -> HTTP11DownloadHandler:
+        """Scrapy's own handler, for requests not streamed (robots.txt)."""
+        from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+        return HTTP11DownloadHandler.from_crawler(self.crawler)
+
+    @cached_property
+    def agent(self) -> Agent:
+        return Agent(
+            installed_reactor(),
+            contextFactory=_context_factory(self.crawler),
             connectTimeout=self.connect_timeout,
             pool=self.pool,
         )
@@ -352,7 +367,7 @@ class StreamingDownloadHandler:
     async def close(self) -> None:
         if self._watcher.running:
             self._watcher.stop()
-        closing = self.http.close()
+        closing = self.http.close() if "http" in vars(self) else None
         if isinstance(closing, defer.Deferred):
             await maybe_deferred_to_future(closing)
         elif closing is not None:

@@ -123,6 +123,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
             seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
+        # Its worker starts now, so that its start-up overlaps the crawl's (extensions, middlewares,
+        # opening the store) and the first download.
+        spider.processor.warm()
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.report_cleaned, signal=vd_signals.run_log_building)
         return spider
@@ -152,7 +155,6 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- seeds ------------------------------------------------------------------------------------
 
     async def start(self):
-        self.processor.warm()  # its imports overlap opening the store and the first download
         await self._db(self.seeds.open)
         given = list(self.given_urls)
         if self.seedlist_file:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -19,15 +19,18 @@ from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
 from .. import signals as vd_signals
-from ..archive import ArchivedResponse, archive_dir, archived_runs, read_responses
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..items import EventItem
-from ..pipelines import count_dropped
 from ..recordings import recording_path
-from ..reparse import Reparse, parse_date_arg
 from ..requestmeta import ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
+
+if TYPE_CHECKING:
+    # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
+    # module too, and need neither the archive nor the event pipelines.
+    from ..archive import ArchivedResponse
+    from ..reparse import Reparse
 
 #: What a record's parse may raise to drop that record alone: the source's own errors and the
 #: errors of reading a field that is missing or of the wrong type.
@@ -119,6 +122,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise ValueError(
                     "reparse takes 'archive' (the spider's archived documents), got %r" % reparse
                 )
+            from ..reparse import Reparse, parse_date_arg
+
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
                 until=parse_date_arg(until, end=True),
@@ -161,6 +166,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     async def archived_requests(self) -> AsyncIterator[scrapy.Request]:
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
+        from ..archive import archive_dir, archived_runs, read_responses
+
         assert self.reparse is not None
         for path in archived_runs(
             archive_dir(self.settings), self.name, self.reparse.since, self.reparse.until
@@ -346,6 +353,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def drop_record(self, response: Response, exc: Exception) -> None:
         """Count and report a record that could not become an event (the run log lists it)."""
         reason = "record:%s" % type(exc).__name__
+        from ..pipelines import count_dropped
+
         count_dropped(self.crawler.stats, reason)
         self.logger.warning("record dropped (%s) from %s: %s", reason, response.url, exc)
         self.crawler.signals.send_catch_log(

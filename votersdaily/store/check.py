@@ -10,11 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import requests
-
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
-from .couch import CouchStore
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -54,6 +51,11 @@ def _embedded(uri: str, must_exist: bool) -> Store:
 
 
 def _couch(uri: str) -> Store:
+    # Imported here: a command on the embedded store needs no HTTP client (requests: 0.06 s).
+    import requests
+
+    from .couch import CouchStore
+
     shown = mask_uri(uri)
     parts = urlsplit(uri)
     try:

@@ -1,0 +1,109 @@
+"""Which addresses untrusted data may make us fetch (:class:`AddressPolicy`), apart from the SSRF
+guard's Scrapy middleware (:mod:`.ssrf`): the laundromat's cleaning workers unpickle a policy with
+their options and must not import Scrapy for it (0.2 s of a worker's start). The exceptions a
+refusal raises (Scrapy IgnoreRequest subclasses) are defined in :mod:`.ssrf` and imported when raised.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+
+def is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_reserved
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_unspecified
+    )
+
+
+def _is_local_name(host: str) -> bool:
+    return host == "localhost" or host.endswith((".localhost", ".local", ".internal"))
+
+
+def _host_port(parts: SplitResult) -> tuple[str, int]:
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (parts.hostname or "").strip("[]").lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which URLs untrusted data may make us fetch: http(s) only, to public addresses only, unless
+    ``allow_private`` or the host (``host`` or ``host:port``) is in ``private_hosts``; with
+    ``allowed_hosts`` set, nothing else at all. Picklable, so worker processes apply the same policy.
+
+    :meth:`refusal` judges what the URL alone shows, :meth:`check_addresses` what its name resolved
+    to; :meth:`resolve_sync` does both for code outside the reactor (the connection must then use
+    exactly the returned addresses)."""
+
+    allow_private: bool = False
+    allowed_hosts: frozenset[str] = frozenset()
+    private_hosts: frozenset[str] = frozenset()
+    setting: str = "INGEST_ALLOW_PRIVATE"
+
+    def refusal(self, url: str) -> tuple[str, int] | None:
+        """Raise for a URL refused outright; ``(host, port)`` still to resolve and check, or None
+        when its addresses need no check (private addresses allowed for it)."""
+        from .ssrf import HostNotAllowed, PrivateAddressRefused
+
+        parts = urlsplit(url)
+        host, port = _host_port(parts)
+        if self.allowed_hosts and host not in self.allowed_hosts:
+            raise HostNotAllowed("refusing %s: host not in the allowed hosts" % url)
+        if parts.scheme not in ("http", "https"):
+            raise PrivateAddressRefused("refusing non-http(s) URL %s" % url)
+        if not host:
+            raise PrivateAddressRefused("refusing URL without a host: %s" % url)
+        if self.allow_private or host in self.private_hosts or "%s:%d" % (host, port) in self.private_hosts:
+            return None
+        if _is_local_name(host):
+            raise PrivateAddressRefused("refusing private host %s (%s is off)" % (host, self.setting))
+        return host, port
+
+    def check_addresses(self, url: str, addresses: list[str]) -> None:
+        from .ssrf import PrivateAddressRefused
+
+        for address in addresses:
+            if not is_public(address):
+                raise PrivateAddressRefused(
+                    "refusing %s: %s is a private/loopback/link-local address (%s is off)"
+                    % (url, address, self.setting)
+                )
+
+    def resolve_sync(self, url: str, timeout: float | None = None) -> tuple[str, int, list[str] | None]:
+        """``(host, port, addresses)`` to connect to for ``url`` (blocking DNS); addresses None: any."""
+        target = self.refusal(url)
+        if target is None:
+            return (*_host_port(urlsplit(url)), None)
+        host, port = target
+        addresses = literal_address(host)
+        if addresses is None:
+            try:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except socket.gaierror as exc:
+                from scrapy.exceptions import CannotResolveHostError
+
+                raise CannotResolveHostError("DNS lookup failed for %s: %s" % (host, exc)) from None
+            addresses = sorted({str(info[4][0]) for info in infos})
+        self.check_addresses(url, addresses)
+        return host, port, addresses
+
+
+def literal_address(host: str) -> list[str] | None:
+    """``[host]`` normalised when it is an IP address literal, else None (a name to resolve)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return None
