@@ -93,6 +93,18 @@ def test_every_event_points_at_the_archived_bytes_it_came_from(archived_embedded
         assert record.body == Path(event["replayed_from"].removeprefix("file://")).read_bytes()
 
 
+def test_the_archived_record_and_its_events_share_one_fetch_time(crawl, sqlite_uri, tmp_path):
+    """WARC-Date and access_datetime are the same moment (the clock seam, here frozen), so a reparse,
+    which takes the time from the record, gives an event the time the crawl gave it."""
+    moment = "2025-01-03T17:00:00Z"
+    env = dict(archive_env(tmp_path), VOTERSDAILY_FROZEN_NOW=moment)
+    proc = crawl("house_votes", HouseVotesSpider.recording_urls(), sqlite_uri, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (warc,) = (tmp_path / "archive" / "house_votes").glob("house_votes-*.warc.gz")
+    assert {r.date for r in read_responses(warc)} == {moment}
+    assert {e["access_datetime"] for e in events(sqlite_uri).values()} == {moment}
+
+
 def test_an_unchanged_recrawl_keeps_the_first_archive_pointer(archived_embedded, crawl, sqlite_uri, tmp_path):
     before = events(sqlite_uri)
     crawl_offline(crawl, sqlite_uri, tmp_path)

@@ -37,9 +37,9 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
 from . import signals as vd_signals
-from .clock import now_utc
+from .clock import now_iso, now_utc
 from .ingest.warc import _reason
-from .requestmeta import ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
+from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -101,10 +101,16 @@ class ArchiveMiddleware:
         if request.meta.get(REPLAY_META) or request.url.endswith("/robots.txt"):
             return response
         callback = getattr(request.callback, "__name__", None) or "parse"
+        # One moment for the record's WARC-Date and the events' access_datetime: a reparse, which
+        # takes the time from the record, gives the events the time the crawl gave them.
+        fetched = now_iso()
         location = await asyncio.wrap_future(
-            self._thread.submit(self._write, request, response, callback, recorded_meta(request.meta))
+            self._thread.submit(
+                self._write, request, response, callback, recorded_meta(request.meta), fetched
+            )
         )
         request.meta[ARCHIVE_META] = location
+        request.meta[ACCESS_META] = fetched
         return response
 
     def _open(self) -> None:
@@ -125,7 +131,7 @@ class ArchiveMiddleware:
         self._writer.write_record(self._writer.create_warcinfo_record(filename, info))
         self.crawler.stats.set_value("archive/warc_file", str(self.path))
 
-    def _write(self, request: Request, response: Response, callback: str, meta: dict) -> dict:
+    def _write(self, request: Request, response: Response, callback: str, meta: dict, fetched: str) -> dict:
         if self._writer is None:
             self._open()
         assert self._writer is not None and self._handle is not None and self.path is not None
@@ -139,11 +145,16 @@ class ArchiveMiddleware:
             http_headers=StatusAndHeaders(
                 "%s %s HTTP/1.1" % (request.method, request.url), request_headers, is_http_request=True
             ),
+            warc_headers_dict={"WARC-Date": fetched},
         )
         response_headers = [
             (k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs
         ]
-        extra = {CALLBACK_HEADER: callback, META_HEADER: json.dumps(meta, sort_keys=True)}
+        extra = {
+            "WARC-Date": fetched,
+            CALLBACK_HEADER: callback,
+            META_HEADER: json.dumps(meta, sort_keys=True),
+        }
         response_record = self._writer.create_warc_record(
             response.url,
             "response",

@@ -14,3 +14,6 @@ SOURCE_URL_META = "vd_source_url"
 ARCHIVE_META = "vd_archive"
 #: A response replayed from the archive (it is not archived again).
 REPLAY_META = "vd_replay"
+#: When the response was fetched (ISO 8601 UTC, to the second): the archive's WARC-Date when the
+#: archive is on, the record's WARC-Date when replayed from it; an event's ``access_datetime``.
+ACCESS_META = "vd_access_datetime"

@@ -23,7 +23,7 @@ from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..items import EventItem
 from ..recordings import recording_path
-from ..requestmeta import ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
+from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
@@ -36,9 +36,8 @@ if TYPE_CHECKING:
 #: errors of reading a field that is missing or of the wrong type.
 RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError)
 
-#: Meta of a reparse: the callback that parsed the archived response, and when it was fetched.
+#: Meta of a reparse: the callback that parsed the archived response.
 REPLAY_CALLBACK_META = "vd_replay_callback"
-ACCESS_META = "vd_access_datetime"
 
 
 def split_urls(value: str | Iterable[str] | None) -> list[str]:
