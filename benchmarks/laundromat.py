@@ -8,11 +8,12 @@ url=file:///…`` on it in a subprocess (download streamed to disk → recode �
 → external sort/dedup → gzip, records in a fresh embedded store), and times ``rapper -i ntriples -o
 ntriples`` (raptor2-utils) on the same file, alternating the two ``--repeat`` times (best and median
 of each are printed; the machine is shared). Prints statements/s, the ratio to rapper and the peak
-of the summed RSS of the crawl's whole process tree (cleaning workers and ``sort`` included),
-sampled every 50 ms. Large line-based
-documents are parsed by the cleaning worker and one process it forks (the second core), each into
-its own ``sort``: rapper is single-threaded, so the ratio compares one core against the whole machine. Then Turtle: the same
-statements serialised as Turtle and cleaned. Only local files; no network.
+of the summed RSS of the crawl's whole process tree (cleaning workers included), sampled every 50 ms.
+A large line-based document is cleaned by the cleaning worker and one process it forks (the second
+core): each scans its ranges with the compiled scanner (``laundromat/_ntscan.c``; built by
+scripts/setup.sh, else the pure-Python path runs) and writes them as sorted runs, which a k-way merge
+feeds into the gzip. rapper is single-threaded, so the ratio compares one core against the whole
+machine. Then Turtle: the same statements serialised as Turtle and cleaned. Only local files; no network.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from votersdaily.laundromat import native
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -212,8 +215,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("rapper is not installed (Debian raptor2-utils; scripts/setup.sh)")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(
-        "laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s)"
-        % (args.gzip_level, os.cpu_count() or 0, " ".join("%.2f" % x for x in os.getloadavg()))
+        "laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s, compiled path %s)"
+        % (
+            args.gzip_level,
+            os.cpu_count() or 0,
+            " ".join("%.2f" % x for x in os.getloadavg()),
+            "built" if native.available() else "NOT built (pure Python; run scripts/setup.sh)",
+        )
     )
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as tmp:
         tmp = Path(tmp)
