@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +44,36 @@ def test_a_step_past_its_time_is_killed_alone():
 
     pool = _with_pool(2, scenario)
     assert not pool.idle and not pool.busy
+
+
+def _start_a_process_and_sleep(pid_file: str) -> None:
+    """A step that starts a process of its own (as a large document's forked parsers and sorts)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    Path(pid_file).write_text(str(child.pid))
+    time.sleep(120)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+def test_a_killed_step_takes_the_processes_it_started_with_it(tmp_path):
+    pid_file = tmp_path / "child.pid"
+
+    async def scenario(pool: WorkerPool) -> None:
+        with pytest.raises(StepTimeout):
+            await pool.run(_start_a_process_and_sleep, str(pid_file), timeout=3)
+
+    _with_pool(1, scenario)
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), "the step's own process outlived the killed worker"
 
 
 def test_a_step_error_comes_back_as_itself_and_the_worker_is_kept():

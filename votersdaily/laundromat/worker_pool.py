@@ -1,6 +1,6 @@
 """Worker processes the laundromat owns: each runs one step at a time, and one that passes a
-document's time limit is killed alone (parsers in Rust or C cannot be interrupted otherwise),
-through :class:`multiprocessing.Process`'s public ``kill``, while the other workers go on.
+document's time limit is killed alone, with the processes its step started (parsers in Rust or C
+cannot be interrupted otherwise), while the other workers go on.
 
 Each worker is a fresh interpreter (``python -m votersdaily.laundromat.worker_pool <fd>``: the crawl
 process runs threads and a reactor, which a fork would copy half-way; unlike multiprocessing's
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -92,7 +93,14 @@ class Worker:
         return value
 
     def kill(self) -> None:
-        """End the worker now (the thread waiting for its answer closes the pipe)."""
+        """End the worker now, with the processes its step started (the forked parsers of a large
+        document, external sorts), which would otherwise go on as orphans; the thread waiting for
+        its answer closes the pipe."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGSTOP)  # no new child while its children are found
+        for pid in _descendants(self.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.kill()
         self.process.wait()
 
@@ -108,6 +116,26 @@ class Worker:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (Linux ``/proc``; none where it cannot be read)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % current)
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                    children = [int(child) for child in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            found += children
+            todo += children
+    return found
 
 
 class WorkerPool:
