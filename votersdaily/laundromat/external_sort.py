@@ -111,10 +111,13 @@ class RunWriter:
 class SortedSink:
     """Collects canonical lines; sorts and deduplicates them in bounded memory; writes the gzip.
 
-    Small documents are sorted in memory. Past ``run_bytes`` the lines stream into an external
-    ``LC_ALL=C sort -u -S <sort_memory>`` (GNU coreutils, spilling to disk itself), which sorts
-    while parsing goes on (with parallel parsing workers: one sort each, merged by ``sort -m -u``);
-    without ``sort``, sorted runs are merged in Python.
+    With the compiled path (:mod:`.native`): lines go to :class:`RunWriter` (sorted in memory while
+    they fit one run, else written as sorted runs; parallel parsing workers add runs of their own to
+    ``runs``), merged k ways into the gzip. Without it: small documents are sorted in memory; past
+    ``run_bytes`` the lines stream into an external ``LC_ALL=C sort -u -S <sort_memory>`` (GNU
+    coreutils, spilling to disk itself), which sorts while parsing goes on (with parallel parsing
+    workers: one sort each, merged by ``sort -m -u``); without ``sort``, sorted runs are merged in
+    Python.
     """
 
     def __init__(
