@@ -5,6 +5,7 @@ allowed only where a test says so); the JSON-LD documents are written for these 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 
 import pytest
@@ -154,6 +155,28 @@ def test_a_context_that_includes_itself_is_inlined_as_deep_as_the_document(tmp_p
     options = _cached_contexts(tmp_path, {loop: [loop, {"name": "http://example.org/name"}]})
     result = _clean(tmp_path, json.dumps({"@context": loop, "name": "A"}).encode(), options, "loop")
     assert result.errors == 1 and "recursive context inclusion" in result.messages[0]["message"]
+
+
+def test_contexts_naming_each_other_twice_cannot_expand_past_the_bound(tmp_path):
+    """Ten contexts of 60 KB at most, each naming the next twice: inlined, the last would be copied
+    512 times (31 MB of context, gigabytes of memory in the parser). The document fails with the
+    reason; a chain that stays within max_count × max_bytes is inlined."""
+
+    def chain(padding: int) -> ContextOptions:
+        urls = ["http://example.org/ctx/%d.jsonld" % i for i in range(10)]
+        contexts: dict[str, object] = {url: [nxt, nxt] for url, nxt in itertools.pairwise(urls)}
+        terms = {"t%d" % k: "http://example.org/vocab/term%d" % k for k in range(padding)}
+        contexts[urls[-1]] = dict(terms, name="http://example.org/name")
+        return _cached_contexts(tmp_path, contexts)
+
+    doc = json.dumps(
+        {"@context": "http://example.org/ctx/0.jsonld", "@id": "http://example.org/a", "name": "A"}
+    )
+    bomb = _clean(tmp_path, doc.encode(), chain(1500), "bomb")
+    assert bomb.statements == 0 and bomb.errors == 1
+    assert "would pass %d bytes" % ((1 << 20) * 10) in bomb.messages[0]["message"]
+    small = _clean(tmp_path, doc.encode(), chain(10), "small")
+    assert small.statements == 1 and small.errors == 0
 
 
 def test_a_json_literal_is_data_not_a_context_reference(tmp_path):

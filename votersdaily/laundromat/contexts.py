@@ -3,7 +3,8 @@
 pyoxigraph's JSON-LD parser loads no remote context, so a document naming one gave no statement.
 Before parsing, every remote context reference (``"@context": "<url>"``, in a list, or as
 ``@import``) is replaced by the context it names, recursively, with limits: at most
-``max_count`` contexts per document, ``max_bytes`` each.
+``max_count`` contexts per document, ``max_bytes`` each, and ``max_count`` × ``max_bytes`` of context
+inlined in all (a context named twice is copied twice into what the parser reads).
 
 * The cache directory holds one file per context URL (:func:`cache_name`): the operator may pre-fill
   it (schema.org's context, which every JSON-LD-in-HTML page names) and then nothing is fetched;
@@ -121,6 +122,8 @@ class ContextLoader:
         self.documents: dict[str, object] = {}
         #: Context URLs loaded for this document, in order (recorded on the document).
         self.urls: list[str] = []
+        #: The size of each loaded context document, in bytes.
+        self.sizes: dict[str, int] = {}
 
     def context(self, url: str) -> object:
         """The ``@context`` value of the document at ``url``, as written."""
@@ -143,6 +146,7 @@ class ContextLoader:
         if not isinstance(document, dict) or "@context" not in document:
             raise ContextError("remote context %s has no @context" % key)
         self.documents[key] = document["@context"]
+        self.sizes[key] = len(body)
         return document["@context"]
 
     def _cached(self, key: str) -> bytes | None:
@@ -191,6 +195,12 @@ class _Inliner:
         self.inlined = 0
         self.cuts = 0
         self.reused: dict[str, object] = {}
+        #: Bytes of context the document holds once inlined (a reused context counts each time it
+        #: is used: the parser is given one copy per use), and how many it may hold: what
+        #: ``max_count`` contexts of ``max_bytes`` would be, each used once.
+        self.inlined_bytes = 0
+        self.max_inlined_bytes = loader.options.max_bytes * loader.options.max_count
+        self.reused_bytes: dict[str, int] = {}
 
     def value(self, value: object, base: str | None, json_terms: frozenset[str] | None) -> object:
         """A document's node (``json_terms``: its properties whose values are JSON literals, kept
@@ -239,6 +249,7 @@ class _Inliner:
     def remote(self, url: str) -> object:
         key = ALIASES.get(url, url)
         if key in self.reused:
+            self._grow(self.reused_bytes[key])
             return self.reused[key]
         levels = [scoped for named, scoped in self.stack if named == key]
         if self.scoped in levels:
@@ -249,15 +260,27 @@ class _Inliner:
         self.inlined += 1
         if self.inlined > MAX_INLINED:
             raise ContextError("more than %d remote contexts inlined (a context cycle)" % MAX_INLINED)
-        cuts = self.cuts
+        cuts, before = self.cuts, self.inlined_bytes
         self.stack.append((key, self.scoped))
         try:
             value = self.context(self.loader.context(key), key)
         finally:
             self.stack.pop()
+        self._grow(self.loader.sizes[key])
         if self.cuts == cuts:
             self.reused[key] = value
+            self.reused_bytes[key] = self.inlined_bytes - before
         return value
+
+    def _grow(self, size: int) -> None:
+        """Count ``size`` more bytes of inlined context; past the bound the document fails (a few
+        small contexts that name each other twice would otherwise expand to gigabytes)."""
+        self.inlined_bytes += size
+        if self.inlined_bytes > self.max_inlined_bytes:
+            raise ContextError(
+                "remote contexts inlined into the document would pass %d bytes (contexts that name "
+                "each other more than once)" % self.max_inlined_bytes
+            )
 
 
 def _json_terms(context: object) -> frozenset[str]:
