@@ -245,13 +245,11 @@ class SortedSink:
     def merged(self) -> Iterator[bytes]:
         """Every unique line in byte order, newline-terminated, in blocks of whole lines."""
         if self.writer is not None:
-            runs = [str(p) for p in self.runs] + (
-                self.writer.flush() if self.runs or self.writer.paths else []
-            )
-            if runs:
-                yield from self._merge_runs(runs)
-            elif data := self.writer.take():
-                yield data
+            if not self.runs and not self.writer.paths:  # it fits one run: sorted in memory
+                if data := self.writer.take():
+                    yield data
+                return
+            yield from self._merge_runs([*map(str, self.runs), *self.writer.flush()])
             return
         if self.sorter is not None:
             yield from self._from_sorter()
