@@ -99,15 +99,17 @@ def write_ingest_requests(path: Path, docs: list[Document]) -> Path:
     return path
 
 
-def enqueue(spider: str, source: Path, store_uri: str, redis_url: str) -> subprocess.CompletedProcess:
-    """``python -m votersdaily enqueue <spider> <source>`` in a subprocess, as a user runs it."""
+def enqueue(
+    spider: str, source: Path, store_uri: str, redis_url: str, *options: str, returncode: int = 0
+) -> subprocess.CompletedProcess:
+    """``python -m votersdaily enqueue <spider> <source> [options]`` in a subprocess, as a user runs it."""
     env = process_env(store_uri, VOTERSDAILY_REDIS_URL=redis_url)
     out = run_cli(
-        [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)],
+        [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source), *options],
         store_uri,
         env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")},
     )
-    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert out.returncode == returncode, out.stdout + out.stderr[-3000:]
     return out
 
 
@@ -190,14 +192,17 @@ def read_db(store_uri: str, db: str) -> list[dict]:
 
 
 def queue_state(redis_server, name: str) -> dict:
+    """The queue as Redis has it: entries waiting and leased (pending), dead letters, and leases of
+    dead workers taken over (``recovered``)."""
     r = redis_server.client()
     key = "%s:requests" % name
+    length = r.xlen(key)
+    pending = r.xpending(key, "workers")["pending"] if length else 0
     return {
-        "waiting": r.zcard(key),
-        "processing": r.zcard(key + ":processing"),
-        "payloads": r.hlen(key + ":payloads"),
-        "dead": r.llen(key + ":dead"),
-        "requeued": int(r.get(key + ":requeued") or 0),
+        "waiting": length - pending,
+        "processing": pending,
+        "dead": r.xlen(key + ":dead"),
+        "recovered": int(r.hget(key + ":meta", "recovered") or 0),
     }
 
 

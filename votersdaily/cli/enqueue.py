@@ -29,6 +29,11 @@ def register(sub) -> None:
         help="spider argument, as for scrapy crawl",
     )
     parser.add_argument("--redis-url", help="Redis URL (default: the REDIS_URL setting)")
+    parser.add_argument(
+        "--allow-volatile-redis",
+        action="store_true",
+        help="queue even into a Redis without an append-only file (a restart then loses the queue)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -62,8 +67,11 @@ def run(args) -> int:
     from redis.exceptions import RedisError
 
     from ..distributed.enqueue import enqueue
+    from ..distributed.persistence import LOSS, RedisNotDurable
 
     settings = get_project_settings()
+    if args.allow_volatile_redis:
+        settings.set("VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE", False, priority="cmdline")
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
         os.environ[REDIS_ENV] = args.redis_url  # the workers' rule: the environment wins
@@ -99,6 +107,9 @@ def run(args) -> int:
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
+    except RedisNotDurable as exc:
+        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except RedisError as exc:
         print(
             "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
@@ -106,6 +117,18 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return EXIT_UNAVAILABLE
+    if report.volatile:
+        print(
+            "votersdaily enqueue: warning: %s (--allow-volatile-redis: %s)" % (report.volatile, LOSS),
+            file=sys.stderr,
+        )
+    if report.migrated:
+        print(
+            "votersdaily enqueue: moved the previous version's queue into a Redis stream: %d waiting, "
+            "%d leased by old workers (they run again), %d dead letters"
+            % (report.migrated.waiting, report.migrated.leased, report.migrated.dead),
+            file=sys.stderr,
+        )
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     print(
         "%s: %d requests queued, %d already seen, %d items ignored (%d bad)"

@@ -1,0 +1,131 @@
+"""Whether a Redis keeps the queue across a restart: asked by every worker and ``enqueue`` at start.
+
+Only the append-only file keeps a queue: without it a restart loses every waiting request, every
+lease and the duplicate filter (RDB snapshots keep what was there at the last snapshot, minutes
+old). ``CONFIG GET`` says it; a user whose ACL refuses ``CONFIG`` (managed Redis services rename or
+forbid it) is asked ``INFO persistence`` instead, which tells whether the file is on but not its
+fsync policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.exceptions import ResponseError
+from scrapy.exceptions import NotConfigured
+
+#: What each ``appendfsync`` policy keeps, for the start-up line and the refusal.
+FSYNC_GUARANTEES = {
+    "always": "a Redis crash or a power cut loses nothing Redis answered",
+    "everysec": "a Redis crash loses nothing Redis answered; a power cut or kernel crash up to the last second",
+    "no": "a Redis crash loses nothing Redis answered; a power cut or kernel crash what the kernel had not "
+    "written yet (about 30 s on Linux)",
+}
+
+REMEDY = (
+    "start it with appendonly yes (docs/operations.md, section Redis), or accept losing work on a restart "
+    "with VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False (enqueue: --allow-volatile-redis)"
+)
+
+#: What going on without persistence means, for the warning of those told to.
+LOSS = "a Redis restart loses the queue; the workers then report how many requests were lost"
+
+
+class RedisNotDurable(NotConfigured):
+    """The Redis of a queue would lose it on a restart (no append-only file), or will not say."""
+
+
+@dataclass(frozen=True)
+class Persistence:
+    #: None: Redis did not say (CONFIG and INFO both refused).
+    appendonly: bool | None
+    #: None: unknown (INFO does not say it).
+    appendfsync: str | None = None
+    #: RDB snapshot rules (``save``), when CONFIG GET answered.
+    save: str | None = None
+    #: What answered: "CONFIG GET", "INFO persistence" or "" (neither).
+    source: str = "CONFIG GET"
+    #: Why CONFIG GET (and INFO) were refused, when they were.
+    refused: str = ""
+
+    def describe(self) -> str:
+        if self.appendonly is None:
+            return "persistence unknown (%s)" % self.refused
+        if not self.appendonly:
+            snapshots = 'save "%s"' % self.save if self.save is not None else "RDB snapshots unknown"
+            return "appendonly no, %s" % snapshots
+        fsync = self.appendfsync or "unknown (%s refused: %s)" % ("CONFIG GET", self.refused)
+        return "appendonly yes, appendfsync %s" % fsync
+
+    def guarantee(self) -> str:
+        if self.appendonly and self.appendfsync in FSYNC_GUARANTEES:
+            return FSYNC_GUARANTEES[self.appendfsync]
+        if self.appendonly:
+            return "the append-only file is on; what a power cut loses depends on its fsync policy"
+        return "a restart loses the queue, its leases and the duplicate filter"
+
+    def problem(self, where: str) -> str | None:
+        """Why the queue at ``where`` is not safe here (one line, no remedy), or None."""
+        if self.appendonly:
+            return None
+        if self.appendonly is None:
+            return (
+                "Redis at %s does not say whether it keeps its data (CONFIG GET and INFO persistence refused: %s)"
+                % (
+                    where,
+                    self.refused,
+                )
+            )
+        snapshots = (
+            "no RDB snapshots either"
+            if not self.save
+            else "RDB snapshots only (save %s: a restart loses what changed since the last one)" % self.save
+        )
+        return "Redis at %s keeps no append-only file (appendonly no, %s): %s" % (
+            where,
+            snapshots,
+            self.guarantee(),
+        )
+
+    def refusal(self, where: str) -> str | None:
+        """:meth:`problem` with what to do about it."""
+        problem = self.problem(where)
+        if problem is None:
+            return None
+        if self.appendonly is None:
+            return "%s: let this user run CONFIG GET or INFO, or %s" % (problem, REMEDY.split(", or ", 1)[1])
+        return "%s; %s" % (problem, REMEDY)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read_persistence(server) -> Persistence:
+    """What ``server`` says about its persistence (CONFIG GET, else INFO persistence)."""
+    try:
+        found = server.execute_command("CONFIG", "GET", "append*")
+        save = server.execute_command("CONFIG", "GET", "save")
+    except ResponseError as exc:
+        refused = str(exc)
+    else:
+        conf = _pairs(found)
+        conf.update(_pairs(save))
+        return Persistence(
+            appendonly=conf.get("appendonly") == "yes",
+            appendfsync=conf.get("appendfsync"),
+            save=conf.get("save"),
+        )
+    try:
+        info = server.info("persistence")
+    except ResponseError as exc:
+        return Persistence(None, source="", refused="%s; %s" % (refused, exc))
+    return Persistence(bool(int(info.get("aof_enabled", 0))), source="INFO persistence", refused=refused)
+
+
+def _pairs(answer) -> dict[str, str]:
+    """CONFIG GET's answer: a flat list (RESP2) or a dict (RESP3 / redis-py's parsing)."""
+    if isinstance(answer, dict):
+        return {_text(k): _text(v) for k, v in answer.items()}
+    items = list(answer)
+    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
