@@ -67,6 +67,7 @@ class ReliableScheduler:
         self.max_attempts = s.getint("VOTERSDAILY_REDIS_MAX_ATTEMPTS")
         self.idle_close = s.getfloat("VOTERSDAILY_REDIS_IDLE_CLOSE")
         self.max_leases = s.getint("VOTERSDAILY_REDIS_MAX_LEASES") or s.getint("CONCURRENT_REQUESTS")
+        self.empty_wait = s.getfloat("VOTERSDAILY_REDIS_EMPTY_WAIT")
         self.debug = s.getbool("DUPEFILTER_DEBUG")
         self.link = RedisLink(
             mask_uri(redis_url(s)),
@@ -78,6 +79,8 @@ class ReliableScheduler:
         self.leased: dict[str, Request] = {}
         #: Leased requests whose callback or item pipeline raised: retried, never acked.
         self.failed: set[str] = set()
+        #: Leases a checkpoint is acking or handing back right now (not to be renewed meanwhile).
+        self._settling: set[str] = set()
         #: Requests yielded while Redis was away (or its queue was lost), pushed when it answers.
         self.to_push: list[Request] = []
         #: Leases found again after an outage, not handed to the engine yet (so not done).
@@ -96,6 +99,8 @@ class ReliableScheduler:
         self._checkpointing = False
         self._idle_since: float | None = None
         self._reap_after = 0.0
+        #: Until then the queue had nothing for this worker: no lease is asked (see EMPTY_WAIT).
+        self._empty_until = 0.0
         self._closing = False
 
     @classmethod
@@ -188,6 +193,8 @@ class ReliableScheduler:
         self._log_recovered()
 
     def has_pending_requests(self) -> bool:
+        if time.monotonic() < self._empty_until:
+            return False  # a lease just found nothing: the engine's idle check needs no round trip
         return self._redis_now(lambda: self._opened_queue.sizes().waiting > 0, False)
 
     def enqueue_request(self, request: Request) -> bool:
@@ -218,14 +225,16 @@ class ReliableScheduler:
             return self._woken.pop()
         if self._adopted:
             return self.leased[self._adopted.pop()]
-        if self._working() >= self.max_leases or not self.link.up:
+        now = time.monotonic()
+        if self._working() >= self.max_leases or not self.link.up or now < self._empty_until:
             return None  # the engine asks again when one of ours is done (or Redis is back)
         queue = self._opened_queue
-        lease = self._redis_now(lambda: queue.lease(reclaim=time.monotonic() >= self._reap_after), None)
+        lease = self._redis_now(lambda: queue.lease(reclaim=now >= self._reap_after), None)
         if queue.buried_last:
             self._buried += queue.buried_last
             self.stats.inc_value("redis/dead", queue.buried_last)
         if lease is None:
+            self._empty_until = now + self.empty_wait
             return None
         self.leased[lease.id] = lease.request
         if lease.recovered:
@@ -367,9 +376,18 @@ class ReliableScheduler:
     async def _renew(self, quiet: bool = False) -> Renewal:
         """Renew this worker's leases; those no longer its own are forgotten (and, unless
         ``quiet``, reported: the reconnection reports them itself)."""
-        if not self.leased:
+        ids = [t for t in self.leased if t not in self._settling]
+        if not ids:
             return Renewal(0, [], [], [])
-        renewal = await run_in_thread(self._opened_queue.renew, list(self.leased))
+        answer = await run_in_thread(self._opened_queue.renew, ids)
+
+        def still_ours(lost: list[str]) -> list[str]:
+            """A checkpoint may have acked some while the renewal ran: those are done, not lost."""
+            return [t for t in lost if t in self.leased and t not in self._settling]
+
+        renewal = Renewal(
+            answer.renewed, still_ours(answer.taken), still_ours(answer.back), still_ours(answer.gone)
+        )
         self._forget(renewal.taken + renewal.back + renewal.gone)
         if not quiet:
             self._report_renewal(renewal)
@@ -400,6 +418,7 @@ class ReliableScheduler:
         engine = self.crawler.engine
         if engine is None or engine.spider is None or self._closing:
             return
+        self._empty_until = 0.0
         request = self.next_request()
         if request is None:
             return
@@ -486,6 +505,7 @@ class ReliableScheduler:
             done = [t for t in done if t in self.leased]  # a renewal may have found some not ours
             retry = [t for t in done if lost_writes or t in self.failed]
             ack = [t for t in done if not (lost_writes or t in self.failed)]
+            self._settling.update(done)
             if ack:
                 n = await run_in_thread(self._opened_queue.ack, ack)
                 self._forget(ack)
@@ -509,6 +529,7 @@ class ReliableScheduler:
                 )
         finally:
             self._checkpointing = False
+            self._settling.clear()
 
     def _forget(self, tokens: list[str]) -> None:
         for token in tokens:
