@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.deploy.workloads import (
     enqueue_documents,
     ingest_settings,
     kill_worker,
+    leases_of,
     log_path,
     queue_state,
     rdf_datasets,
@@ -26,6 +28,7 @@ from tests.deploy.workloads import (
     start_workers,
     wait_all,
     wait_for_hits,
+    wait_until,
 )
 from votersdaily.laundromat.uris import uri_key
 
@@ -70,9 +73,8 @@ def test_a_killed_ingest_workers_requests_are_recovered(
         "ingest_worker", 3, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=3)
     )
     wait_for_hits(site, docs, 0.25)
-    in_flight = queue_state(redis_server, "ingest")["processing"]
+    wait_until(lambda: leases_of(redis_server, "ingest", workers[0].pid) > 0, "worker 0 holds leases")
     kill_worker(workers[0])  # no shutdown: its leases and unflushed writes die with it
-    assert in_flight > 0
     wait_all(workers, tmp_path, skip=(0,))
     state = queue_state(redis_server, "ingest")
     assert state["recovered"] > 0, "the dead worker's leases were taken over by the others"
@@ -82,7 +84,11 @@ def test_a_killed_ingest_workers_requests_are_recovered(
     # Only what the dead worker held (and had not acked) can have been fetched twice.
     assert sum(n - 1 for n in hits.values()) <= state["recovered"]
     check_ingest_results(couch_uri, docs)
-    assert "recovered" in log_path(tmp_path, 1).read_text() + log_path(tmp_path, 2).read_text()
+    survivors = log_path(tmp_path, 1).read_text() + log_path(tmp_path, 2).read_text()
+    assert re.search(
+        r"recovered \d+ requests of dead workers from ingest:requests \([^)]*\d+ from [^/ ]+/%d/" % workers[0].pid,
+        survivors,
+    )
 
 
 def test_laundromat_workers_process_each_seed_once(site, redis_server, couch_uri, tmp_path):

@@ -21,6 +21,7 @@ from tests.conftest import shared_file
 from tests.deploy.conftest import process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
+from votersdaily.recordings import HERE, recording_path
 from votersdaily.store import open_store
 
 #: (file in fixtures/inplace/scholarly, ingest type, Content-Type served): every kind of terminal
@@ -70,10 +71,41 @@ def _citation_doi(body: bytes) -> str | None:
 def ingest_documents(site, n: int) -> list[Document]:
     """``n`` ingest targets, the real scholarly files in turn, each under its own URL
     (``/paper/<i>/<file>``, so relative sub-resource links stay apart per page)."""
-    bodies = [
-        (name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
-        for name, itype, ctype in SCHOLARLY
-    ]
+    return serve_documents(
+        site,
+        n,
+        [
+            (name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
+            for name, itype, ctype in SCHOLARLY
+        ],
+    )
+
+
+#: The project's own recordings (votersdaily/recordings/gov, provenance in its FIXTURES.md) as
+#: ingest targets: every recorded HTML page as an html ingest and every recorded XML document as
+#: an xml ingest, except the recorded error bodies (``NEGATIVE``). Government pages, not scholarly
+#: ones: the ingest finds no full text to extract in most of them; no PDF among them.
+RECORDED = tuple(
+    (
+        path.relative_to(HERE).as_posix(),
+        "xml" if path.suffix == ".xml" else "html",
+        "application/xml" if path.suffix == ".xml" else "text/html; charset=utf-8",
+    )
+    for path in sorted((HERE / "gov").rglob("*"))
+    if path.suffix in (".html", ".asp", ".xml") and "NEGATIVE" not in path.name
+)
+
+
+def recorded_documents(site, n: int) -> list[Document]:
+    """``n`` ingest targets, the project's own recordings (:data:`RECORDED`) in turn, each under its
+    own URL; needs nothing outside the repository."""
+    return serve_documents(
+        site, n, [(name, itype, ctype, recording_path(name).read_bytes()) for name, itype, ctype in RECORDED]
+    )
+
+
+def serve_documents(site, n: int, bodies: list[tuple[str, str, str, bytes]]) -> list[Document]:
+    """Serve ``(name, ingest type, content type, body)`` in turn under ``n`` distinct URLs."""
     docs = []
     for i in range(n):
         name, itype, ctype, body = bodies[i % len(bodies)]
@@ -204,6 +236,13 @@ def queue_state(redis_server, name: str) -> dict:
         "dead": r.xlen(key + ":dead"),
         "recovered": int(r.hget(key + ":meta", "recovered") or 0),
     }
+
+
+def leases_of(redis_server, name: str, pid: int) -> int:
+    """Requests the worker process ``pid`` holds: its consumer's pending entries (consumers are
+    named ``host/pid/random``)."""
+    consumers = redis_server.client().xinfo_consumers("%s:requests" % name, "workers")
+    return sum(c["pending"] for c in consumers if c["name"].decode().split("/")[1] == str(pid))
 
 
 RDF_SUITES = (
