@@ -1,13 +1,21 @@
-"""Distributed ingest throughput: 1, 2 and 4 Redis-backed ``ingest_worker`` processes on this machine.
+"""Distributed ingest throughput: 1, 2 and 4 Redis-fed ``ingest_worker`` processes on this machine.
 
-Workload: N ingest requests for distinct URLs of a local web server, answering in turn the real
-scholarly files of ../shared/fixtures/inplace/scholarly (read in place: PLOS ONE, Genders and First
-Monday article pages as html ingests, a PDF, a GROBID TEI-XML file), the same workload as
-tests/deploy/test_distributed.py. The ingest runs with its defaults: sub-resources of the pages are
-fetched (the relative ones from the local server, which answers 404; the external ones are refused
-by INGEST_ALLOWED_HOSTS=127.0.0.1, so traffic stays on 127.0.0.1). Every result, file-table row,
-html_meta row and TEI blob is stored; the store is a PouchDB Server in memory; Redis is Debian's
-redis-server.
+Workload (``--workload``), served by a local web server under N distinct URLs:
+
+* ``recordings`` (the default; needs nothing outside the repository): the project's own recorded
+  government documents (votersdaily/recordings/gov, provenance in its FIXTURES.md), every HTML page as
+  an html ingest and every XML document as an xml ingest (tests/deploy/workloads.py ``RECORDED``).
+  These are not scholarly pages: most html ingests find no full text (``no-pdf-link``-like endings
+  after the landing page is parsed), and there is no PDF among them.
+* ``scholarly``: the real scholarly files of ../shared/fixtures/inplace/scholarly (PLOS ONE, Genders
+  and First Monday article pages as html ingests, a PDF, a GROBID TEI-XML file), the workload of
+  tests/deploy/test_distributed.py and of the figures measured before; only with ../shared present.
+
+The ingest runs with its defaults: sub-resources of the pages are fetched (the relative ones from the
+local server, which answers 404; external ones are refused by INGEST_ALLOWED_HOSTS=127.0.0.1, so
+traffic stays on 127.0.0.1). Every result, file-table row, html_meta row and TEI blob is stored; the
+store is a PouchDB Server in memory; Redis is Debian's redis-server with an append-only file
+(``--appendfsync``, everysec by default as docs/operations.md starts it).
 
 Baseline in the same run: the plain ``scrapy crawl ingest -a requests=<file>`` (one process, no Redis)
 on the same requests. Prints requests/s per worker count, the scaling ratio against 1 worker and
@@ -16,26 +24,34 @@ script-internal commands excluded; plus INFO commandstats). The clock runs from 
 the site sees to the last ack (workers) or the end of the process (plain spider).
 
     flock /tmp/bench.lock python3 -m benchmarks.distributed [--requests 600] [--workers 1,2,4]
+        [--workload recordings|scholarly] [--appendfsync everysec|always]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
+import redis
+
 from tests.deploy.conftest import RedisServer, process_env
-from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests
-from tests.support.services import (
-    REPO,
-    LocalSite,
-    PouchDBServer,
-    shared_dir,
+from tests.deploy.workloads import (
+    RECORDED,
+    SCHOLARLY,
+    ingest_documents,
+    read_db,
+    recorded_documents,
+    roomy,
+    write_ingest_requests,
 )
+from tests.support.services import LocalSite, PouchDBServer, shared_dir
 
 INGEST = [
     "-s",
@@ -46,13 +62,35 @@ INGEST = [
     "INGEST_ALLOWED_HOSTS=127.0.0.1",
 ]
 
+#: --workload: (serve n documents on a site, what it is, in one line).
+WORKLOADS = {
+    "recordings": (
+        recorded_documents,
+        "the project's own recordings: %d government documents (%s), each served under many URLs"
+        % (
+            len(RECORDED),
+            ", ".join(
+                "%d %s" % (sum(t == kind for _, t, _ in RECORDED), kind)
+                for kind in sorted({t for _, t, _ in RECORDED})
+            ),
+        ),
+    ),
+    "scholarly": (
+        ingest_documents,
+        "the scholarly files of ../shared (%s)"
+        % ", ".join("%s as %s" % (name, t) for name, t, _ in SCHOLARLY),
+    ),
+}
+
 
 def count_round_trips(redis_server, stop: threading.Event, out: dict, ignore_port: int) -> None:
-    client = redis_server.client()
+    client = redis_server.client(socket_timeout=3600)  # MONITOR waits for commands: no 5 s default
     with client.monitor() as monitor:
-        for command in monitor.listen():
-            if stop.is_set():
-                break
+        while not stop.is_set():
+            try:
+                command = monitor.next_command()
+            except redis.TimeoutError:  # a slow machine: MONITOR goes on
+                continue
             if command.get("client_type") == "lua" or int(command.get("client_port") or 0) == ignore_port:
                 continue  # commands run inside scripts, and this benchmark's own polling
             name = command["command"].split(" ", 1)[0].upper()
@@ -71,14 +109,24 @@ def first_hit(site, paths: set[str], timeout: float = 120) -> float:
     return time.monotonic()
 
 
-def run(workers: int, n: int, work: Path) -> dict:
+def queue_busy(r, key: str = "ingest:requests") -> bool:
+    """Whether requests are waiting or leased: the stream's length (entries are deleted when acked).
+    A checkout of the previous version keeps a sorted set and a ``:processing`` set instead; this
+    benchmark, copied into such a checkout, measures that queue too (for the comparison in
+    docs/scale.md)."""
+    if r.type(key) == b"zset":
+        return bool(r.zcard(key) or r.zcard(key + ":processing"))
+    return bool(r.exists(key) and r.xlen(key))
+
+
+def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | None = None) -> dict:
     """``workers`` ingest_worker processes on one Redis queue, or (``workers == 0``) the plain spider."""
     site = LocalSite().start()
     roomy(site)
     pouch = PouchDBServer(work / ("pouch%d" % workers)).start()
-    redis_server = RedisServer(work / ("redis%d" % workers)).start()
+    redis_server = RedisServer(work / ("redis%d" % workers), appendfsync=appendfsync).start()
     try:
-        docs = ingest_documents(site, n)
+        docs = serve(site, n)
         paths = {d.path for d in docs}
         requests_file = write_ingest_requests(work / ("requests%d.jsonl" % workers), docs)
         env = process_env(pouch.url, VOTERSDAILY_REDIS_URL=redis_server.url)
@@ -92,20 +140,31 @@ def run(workers: int, n: int, work: Path) -> dict:
             "VOTERSDAILY_SPOOL_DIR=" + str(work / "spool"),
         ]
         crawl = [sys.executable, "-m", "scrapy", "crawl"]
+        if logs is not None:
+            files += ["-s", "LOG_LEVEL=INFO"]
+
+        def log(name: str):
+            if logs is None:
+                return subprocess.DEVNULL
+            logs.mkdir(parents=True, exist_ok=True)
+            return open(logs / ("%s.log" % name), "wb")
+
         if workers == 0:
             launched = time.monotonic()
             proc = subprocess.Popen(
                 [*crawl, "ingest", "-a", "requests=%s" % requests_file, *INGEST, *files],
-                cwd=REPO,
+                cwd=work,
                 env=env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=log("plain"),
             )
             started = first_hit(site, paths)
             proc.wait(600)
             elapsed = time.monotonic() - started
             done = sum(1 for p in paths if p in site.hits)
+            outcomes = Counter(r["status"] for r in read_db(pouch.url, "ingest_file_result"))
             return {
+                "outcomes": dict(outcomes.most_common()),
                 "workers": 0,
                 "seconds": elapsed,
                 "startup": started - launched,
@@ -117,7 +176,7 @@ def run(workers: int, n: int, work: Path) -> dict:
             }
         subprocess.run(
             [sys.executable, "-m", "votersdaily", "enqueue", "ingest", str(requests_file)],
-            cwd=REPO,
+            cwd=work,
             env=env,
             check=True,
             capture_output=True,
@@ -144,15 +203,15 @@ def run(workers: int, n: int, work: Path) -> dict:
                     "-s",
                     "VOTERSDAILY_REDIS_ACK_INTERVAL=1",
                 ],
-                cwd=REPO,
+                cwd=work,
                 env=env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=log("%d-workers-%d" % (workers, i)),
             )
-            for _ in range(workers)
+            for i in range(workers)
         ]
         started = first_hit(site, paths)
-        while r.zcard("ingest:requests") or r.zcard("ingest:requests:processing"):
+        while queue_busy(r):
             time.sleep(0.05)
         elapsed = time.monotonic() - started
         for p in procs:
@@ -161,6 +220,11 @@ def run(workers: int, n: int, work: Path) -> dict:
         r.ping()
         stats = r.info("commandstats")
         done = sum(1 for p in paths if site.hits.get(p) == 1)
+        if done < n:
+            print(
+                "workers=%d: not fetched exactly once: %s"
+                % (workers, sorted((p, site.hits.get(p, 0)) for p in paths if site.hits.get(p) != 1)[:10])
+            )
         return {
             "workers": workers,
             "seconds": elapsed,
@@ -181,19 +245,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--workers", default="1,2,4", help="worker counts to run (comma-separated)")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="recordings")
+    parser.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec")
+    parser.add_argument("--logs", type=Path, help="keep each process's log (level INFO) in this folder")
     args = parser.parse_args()
-    folder = shared_dir() / "fixtures/inplace/scholarly"
-    if not folder.is_dir():
-        sys.exit("%s is absent: this benchmark runs on the real scholarly files only" % folder)
+    serve, what = WORKLOADS[args.workload]
+    if args.workload == "scholarly" and not (shared_dir() / "fixtures/inplace/scholarly").is_dir():
+        sys.exit(
+            "%s is absent: the scholarly workload reads it in place; the default workload "
+            "(--workload recordings) needs nothing outside the repository"
+            % (shared_dir() / "fixtures/inplace/scholarly")
+        )
+    print("workload: %d ingest requests over %s (sub-resources fetched)" % (args.requests, what))
     print(
-        "workload: %d ingest requests over %s (sub-resources fetched)"
-        % (args.requests, ", ".join("%s as %s" % (name, itype) for name, itype, _ in SCHOLARLY))
+        "Redis: appendonly yes, appendfsync %s; load average before: %.2f %.2f %.2f (%d CPUs)"
+        % (args.appendfsync, *os.getloadavg(), os.cpu_count() or 0)
     )
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for workers in [0] + [int(w) for w in args.workers.split(",")]:
-            results.append(run(workers, args.requests, Path(tmp)))
+            results.append(run(workers, args.requests, Path(tmp), serve, args.appendfsync, args.logs))
     plain = results[0]["rps"]
+    print("ingest outcomes (plain spider): %s" % results[0]["outcomes"])
     base = results[1]["rps"]
     print(
         "%-14s %9s %9s %9s %9s %9s %10s"
@@ -223,6 +296,7 @@ def main() -> None:
             "workers=%d INFO commandstats calls (incl. commands run inside scripts): %s"
             % (res["workers"], res["commandstats"])
         )
+    print("load average after: %.2f %.2f %.2f" % os.getloadavg())
     print(
         "(every request fetched, and by the workers exactly once, in every run: %s)"
         % all(r["fetched"] == args.requests for r in results)
