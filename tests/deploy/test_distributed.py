@@ -86,7 +86,8 @@ def test_a_killed_ingest_workers_requests_are_recovered(
     check_ingest_results(couch_uri, docs)
     survivors = log_path(tmp_path, 1).read_text() + log_path(tmp_path, 2).read_text()
     assert re.search(
-        r"recovered \d+ requests of dead workers from ingest:requests \([^)]*\d+ from [^/ ]+/%d/" % workers[0].pid,
+        r"recovered \d+ requests of dead workers from ingest:requests \([^)]*\d+ from [^/ ]+/%d/"
+        % workers[0].pid,
         survivors,
     )
 

@@ -148,3 +148,21 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
     # The results of everything that ran are stored: only the waiting requests are missing.
     results = read_db(couch_uri, "ingest_file_result")
     assert len(results) == N - never
+
+
+def test_a_redis_that_evicts_keys_is_refused(tmp_path):
+    """An append-only file does not help a Redis that drops keys when its memory is full."""
+    server = RedisServer(tmp_path / "evicting", extra=("--maxmemory-policy", "allkeys-lru")).start()
+    try:
+        found = read_persistence(server.client())
+        assert (found.appendonly, found.eviction) == (True, "allkeys-lru")
+        assert found.refusal("r") == (
+            "Redis at r evicts keys when its memory is full (maxmemory-policy allkeys-lru): queued requests "
+            "and leases would vanish; set maxmemory-policy noeviction (docs/operations.md, section Redis), or "
+            "accept losing work on a restart with VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False (enqueue: "
+            "--allow-volatile-redis)"
+        )
+        server.client().config_set("maxmemory-policy", "volatile-lru")  # spares keys without a TTL
+        assert read_persistence(server.client()).problem("r") is None
+    finally:
+        server.stop()

@@ -2,9 +2,11 @@
 
 Only the append-only file keeps a queue: without it a restart loses every waiting request, every
 lease and the duplicate filter (RDB snapshots keep what was there at the last snapshot, minutes
-old). ``CONFIG GET`` says it; a user whose ACL refuses ``CONFIG`` (managed Redis services rename or
-forbid it) is asked ``INFO persistence`` instead, which tells whether the file is on but not its
-fsync policy.
+old). And only a Redis that never evicts the queue's keys keeps it when memory runs out
+(``maxmemory-policy noeviction``, or a ``volatile-*`` policy, which spares keys without a TTL).
+``CONFIG GET`` says both; a user whose ACL refuses ``CONFIG`` (managed Redis services rename or
+forbid it) is asked ``INFO persistence`` and ``INFO memory`` instead, which tell whether the file
+is on and the eviction policy, but not the fsync policy.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Persistence:
     source: str = "CONFIG GET"
     #: Why CONFIG GET (and INFO) were refused, when they were.
     refused: str = ""
+    #: ``maxmemory-policy``: an ``allkeys-*`` policy evicts queued requests when memory is full.
+    eviction: str | None = None
 
     def describe(self) -> str:
         if self.appendonly is None:
@@ -66,6 +70,11 @@ class Persistence:
 
     def problem(self, where: str) -> str | None:
         """Why the queue at ``where`` is not safe here (one line, no remedy), or None."""
+        if self.appendonly and (self.eviction or "").startswith("allkeys"):
+            return (
+                "Redis at %s evicts keys when its memory is full (maxmemory-policy %s): queued requests and "
+                "leases would vanish" % (where, self.eviction)
+            )
         if self.appendonly:
             return None
         if self.appendonly is None:
@@ -94,6 +103,11 @@ class Persistence:
             return None
         if self.appendonly is None:
             return "%s: let this user run CONFIG GET or INFO, or %s" % (problem, REMEDY.split(", or ", 1)[1])
+        if self.appendonly:
+            return "%s; set maxmemory-policy noeviction (docs/operations.md, section Redis), or %s" % (
+                problem,
+                REMEDY.split(", or ", 1)[1],
+            )
         return "%s; %s" % (problem, REMEDY)
 
 
@@ -102,25 +116,31 @@ def _text(value) -> str:
 
 
 def read_persistence(server) -> Persistence:
-    """What ``server`` says about its persistence (CONFIG GET, else INFO persistence)."""
+    """What ``server`` says about its persistence (CONFIG GET, else INFO persistence and memory)."""
     try:
-        found = server.execute_command("CONFIG", "GET", "append*")
-        save = server.execute_command("CONFIG", "GET", "save")
+        conf = _pairs(server.execute_command("CONFIG", "GET", "append*"))
+        for name in ("save", "maxmemory-policy"):
+            conf.update(_pairs(server.execute_command("CONFIG", "GET", name)))
     except ResponseError as exc:
         refused = str(exc)
     else:
-        conf = _pairs(found)
-        conf.update(_pairs(save))
         return Persistence(
             appendonly=conf.get("appendonly") == "yes",
             appendfsync=conf.get("appendfsync"),
             save=conf.get("save"),
+            eviction=conf.get("maxmemory-policy"),
         )
     try:
         info = server.info("persistence")
+        memory = server.info("memory")
     except ResponseError as exc:
         return Persistence(None, source="", refused="%s; %s" % (refused, exc))
-    return Persistence(bool(int(info.get("aof_enabled", 0))), source="INFO persistence", refused=refused)
+    return Persistence(
+        bool(int(info.get("aof_enabled", 0))),
+        source="INFO persistence",
+        refused=refused,
+        eviction=_text(memory.get("maxmemory_policy", "")) or None,
+    )
 
 
 def _pairs(answer) -> dict[str, str]:
