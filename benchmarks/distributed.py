@@ -21,7 +21,9 @@ Baseline in the same run: the plain ``scrapy crawl ingest -a requests=<file>`` (
 on the same requests. Prints requests/s per worker count, the scaling ratio against 1 worker and
 against the plain spider, the Redis round trips per request (client commands seen by MONITOR,
 script-internal commands excluded; plus INFO commandstats) and the time Redis spent on them per
-request (INFO commandstats ``usec`` of those commands). With ``--repeat R`` every count runs R times,
+request (INFO commandstats ``usec`` of those commands), and the CPU time the crawl processes used
+per request (theirs and their extraction processes', from ``wait4``: the machine's load hardly
+changes it, unlike requests/s). With ``--repeat R`` every count runs R times,
 alternating, and the best run of each is shown (the machine is shared: load only slows a run). The clock runs from the first request
 the site sees to the last ack (workers) or the end of the process (plain spider).
 
@@ -111,6 +113,14 @@ def first_hit(site, paths: set[str], timeout: float = 120) -> float:
     return time.monotonic()
 
 
+def cpu_seconds(proc: subprocess.Popen) -> float:
+    """Wait for ``proc``; the CPU time (user + system) it and its extraction processes used, which
+    the machine's load does not change much (unlike the wall time)."""
+    _pid, _status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return usage.ru_utime + usage.ru_stime
+
+
 def queue_busy(r, key: str = "ingest:requests") -> bool:
     """Whether requests are waiting or leased: the stream's length (entries are deleted when acked).
     A checkout of the previous version keeps a sorted set and a ``:processing`` set instead; this
@@ -122,8 +132,41 @@ def queue_busy(r, key: str = "ingest:requests") -> bool:
     return kind == b"stream" and bool(r.xlen(key))
 
 
+def startup_cpu(work: Path, appendfsync: str) -> float:
+    """CPU seconds of one worker that starts, finds its queue empty and stops after a second idle:
+    what every process costs before its first request."""
+    work = Path(tempfile.mkdtemp(dir=work))
+    pouch = PouchDBServer(work / "pouch").start()
+    redis_server = RedisServer(work / "redis", appendfsync=appendfsync).start()
+    try:
+        env = process_env(
+            pouch.url, VOTERSDAILY_REDIS_URL=redis_server.url, SCRAPY_SETTINGS_MODULE="votersdaily.settings"
+        )
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "crawl",
+                "ingest_worker",
+                *INGEST,
+                "-s",
+                "VOTERSDAILY_REDIS_IDLE_CLOSE=1",
+            ],
+            cwd=work,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return cpu_seconds(worker)
+    finally:
+        redis_server.stop()
+        pouch.stop()
+
+
 def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | None = None) -> dict:
     """``workers`` ingest_worker processes on one Redis queue, or (``workers == 0``) the plain spider."""
+    work = Path(tempfile.mkdtemp(dir=work))  # a fresh Redis, store and files for every run
     site = LocalSite().start()
     roomy(site)
     pouch = PouchDBServer(work / ("pouch%d" % workers)).start()
@@ -162,13 +205,14 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
                 stderr=log("plain"),
             )
             started = first_hit(site, paths)
-            proc.wait(600)
+            cpu = cpu_seconds(proc)
             elapsed = time.monotonic() - started
             done = sum(1 for p in paths if p in site.hits)
             outcomes = Counter(r["status"] for r in read_db(pouch.url, "ingest_file_result"))
             return {
                 "outcomes": dict(outcomes.most_common()),
                 "workers": 0,
+                "cpu": cpu,
                 "seconds": elapsed,
                 "startup": started - launched,
                 "rps": n / elapsed,
@@ -218,8 +262,7 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
         while queue_busy(r):
             time.sleep(0.05)
         elapsed = time.monotonic() - started
-        for p in procs:
-            p.wait(120)
+        cpu = sum(cpu_seconds(p) for p in procs)
         stop.set()
         r.ping()
         stats = r.info("commandstats")
@@ -231,6 +274,7 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
             )
         return {
             "workers": workers,
+            "cpu": cpu,
             "seconds": elapsed,
             "startup": started - launched,
             "rps": n / elapsed,
@@ -275,6 +319,7 @@ def main() -> None:
     counts = [0] + [int(w) for w in args.workers.split(",")]
     runs: dict[int, list[dict]] = {count: [] for count in counts}
     with tempfile.TemporaryDirectory() as tmp:
+        idle = startup_cpu(Path(tmp), args.appendfsync)
         for _ in range(args.repeat):  # alternating, so a busy spell of the machine hits every count
             for workers in counts:
                 runs[workers].append(
@@ -284,6 +329,10 @@ def main() -> None:
     results = [max(runs[count], key=lambda res: res["rps"]) for count in counts]
     plain = results[0]["rps"]
     print("ingest outcomes (plain spider): %s" % results[0]["outcomes"])
+    print(
+        "CPU ms/req counts every process from its start: one worker that starts, finds nothing and stops "
+        "takes %.2f CPU s (its extraction processes start on first use, and cost more)" % idle
+    )
     base = results[1]["rps"]
     print(
         "%-14s %9s %9s %9s %9s %9s %10s %11s %s"
@@ -306,7 +355,7 @@ def main() -> None:
             else "%d worker%s" % (res["workers"], "s" * (res["workers"] > 1))
         )
         print(
-            "%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f %11.1f %s"
+            "%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f %12.1f %10.1f %s"
             % (
                 label,
                 res["startup"],
@@ -316,6 +365,7 @@ def main() -> None:
                 res["rps"] / plain,
                 res["round_trips"] / args.requests,
                 res["redis_usec"] / args.requests,
+                1000 * min(r["cpu"] for r in runs[res["workers"]]) / args.requests,
                 " ".join("%.1f" % r["rps"] for r in runs[res["workers"]]),
             )
         )
