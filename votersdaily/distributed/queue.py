@@ -37,11 +37,12 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from redis.exceptions import ResponseError
 from scrapy import Request
 from scrapy_redis.queue import Base
+
+from ..clock import now_iso
 
 GROUP = "workers"
 #: The consumer that holds requests given back or failed until the next lease takes them.
@@ -319,8 +320,6 @@ class Lease:
     #: The consumer that held it before ('' for a new entry; REQUEUED for one given back or failed).
     previous: str
     deliveries: int
-    #: Expired leases this call gave up on (delivered ``max_attempts`` times) into the dead stream.
-    buried: int = 0
 
     @property
     def recovered(self) -> bool:
@@ -398,7 +397,7 @@ class StreamQueue(Base):
         the one this queue knows; True when this call created the epoch (a new queue)."""
         epoch, created = self._scripts["ensure"](
             keys=[self.key, self.meta],
-            args=[uuid.uuid4().hex, GROUP, datetime.now(UTC).isoformat(timespec="seconds")],
+            args=[uuid.uuid4().hex, GROUP, now_iso()],
         )
         self.epoch = _text(epoch)
         return bool(created)
@@ -473,7 +472,7 @@ class StreamQueue(Base):
         self.buried_last = int(buried)
         if not id_:
             return None
-        return Lease(_text(id_), self._decode_request(data), _text(previous), int(deliveries), int(buried))
+        return Lease(_text(id_), self._decode_request(data), _text(previous), int(deliveries))
 
     def mine(self) -> list[tuple[str, Request]]:
         """This consumer's live leases (to find again a lease whose answer was lost)."""
