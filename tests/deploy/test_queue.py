@@ -184,3 +184,29 @@ def test_a_migration_interrupted_after_setting_aside_is_finished_by_the_next_ope
     moved = migrate(r, queue)
     assert (moved.waiting, moved.leased, moved.dead) == (3, 1, 1)
     assert [queue.lease().request.url for _ in order] == ["http://127.0.0.1/" + u for u in order]
+
+
+def test_a_request_retried_and_leased_again_by_the_same_worker_keeps_its_new_lease(redis_server):
+    """A stream entry keeps its id when it is delivered again: while a checkpoint hands a failed
+    request back, the same worker may lease it again; forgetting the old delivery must leave the
+    new lease tracked (it was forgotten, never acked, and ran a third time after its lease expired)."""
+    from scrapy.utils.test import get_crawler
+
+    from votersdaily.distributed.redis_scheduler import ReliableScheduler
+
+    crawler = get_crawler(_Spider, {"REDIS_URL": redis_server.url, "VOTERSDAILY_REDIS_MAX_ATTEMPTS": 3})
+    scheduler = ReliableScheduler(crawler, redis_server.client())
+    scheduler.queue = queue = _queue(redis_server, "worker", max_attempts=3)
+    queue.push(_request("fails-once"))
+    first = queue.lease()
+    scheduler.leased[first.id] = first.request
+    scheduler.failed.add(first.request)  # its item pipeline raised
+    held = dict(scheduler.leased)  # what the checkpoint decided on
+    assert queue.retry([first.id]) == (1, 0)
+    again = queue.lease()  # the engine asked meanwhile: the same entry, delivered again
+    assert again.id == first.id and again.request is not first.request
+    scheduler.leased[again.id] = again.request
+    scheduler._forget([first.id], held)  # the checkpoint, once the retry answered
+    assert scheduler.leased == {again.id: again.request}, "the new lease is still this worker's"
+    assert again.request not in scheduler.failed, "and starts without the old delivery's failure"
+    assert queue.ack([again.id]) == 1

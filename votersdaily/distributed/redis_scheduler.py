@@ -77,8 +77,9 @@ class ReliableScheduler:
         self.stats = crawler.stats
         #: This worker's leases: stream entry id -> request.
         self.leased: dict[str, Request] = {}
-        #: Leased requests whose callback or item pipeline raised: retried, never acked.
-        self.failed: set[str] = set()
+        #: Leased requests whose callback or item pipeline raised: retried, never acked. The request
+        #: objects, not their entry ids: a stream entry keeps its id when it is delivered again.
+        self.failed: set[Request] = set()
         #: Leases a checkpoint is acking or handing back right now (not to be renewed meanwhile).
         self._settling: set[str] = set()
         #: Requests yielded while Redis was away (or its queue was lost), pushed when it answers.
@@ -376,10 +377,10 @@ class ReliableScheduler:
     async def _renew(self, quiet: bool = False) -> Renewal:
         """Renew this worker's leases; those no longer its own are forgotten (and, unless
         ``quiet``, reported: the reconnection reports them itself)."""
-        ids = [t for t in self.leased if t not in self._settling]
-        if not ids:
+        held = {t: r for t, r in self.leased.items() if t not in self._settling}
+        if not held:
             return Renewal(0, [], [], [])
-        answer = await run_in_thread(self._opened_queue.renew, ids)
+        answer = await run_in_thread(self._opened_queue.renew, list(held))
 
         def still_ours(lost: list[str]) -> list[str]:
             """A checkpoint may have acked some while the renewal ran: those are done, not lost."""
@@ -388,7 +389,7 @@ class ReliableScheduler:
         renewal = Renewal(
             answer.renewed, still_ours(answer.taken), still_ours(answer.back), still_ours(answer.gone)
         )
-        self._forget(renewal.taken + renewal.back + renewal.gone)
+        self._forget(renewal.taken + renewal.back + renewal.gone, held)
         if not quiet:
             self._report_renewal(renewal)
         return renewal
@@ -468,9 +469,8 @@ class ReliableScheduler:
         self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
 
     def _mark_failed(self, request: Request | None) -> None:
-        token = self._token_of(request)
-        if token is not None:
-            self.failed.add(token)
+        if request is not None and self._token_of(request) is not None:
+            self.failed.add(request)
 
     async def _push_buffered(self) -> None:
         """Push the requests yielded while Redis was away (through the duplicate filter)."""
@@ -503,19 +503,20 @@ class ReliableScheduler:
             )
             lost_writes = self._write_errors() > errors
             done = [t for t in done if t in self.leased]  # a renewal may have found some not ours
-            retry = [t for t in done if lost_writes or t in self.failed]
-            ack = [t for t in done if not (lost_writes or t in self.failed)]
+            held = {t: self.leased[t] for t in done}
+            retry = [t for t in done if lost_writes or held[t] in self.failed]
+            ack = [t for t in done if not (lost_writes or held[t] in self.failed)]
             self._settling.update(done)
             if ack:
                 n = await run_in_thread(self._opened_queue.ack, ack)
-                self._forget(ack)
+                self._forget(ack, held)
                 self.stats.inc_value("redis/acked", n)
                 if n != len(ack):
                     # Our lease had expired and another worker took the request over (a slow worker).
                     self.stats.inc_value("redis/ack_lease_lost", len(ack) - n)
             if retry:
                 requeued, dead = await run_in_thread(self._opened_queue.retry, retry)
-                self._forget(retry)
+                self._forget(retry, held)
                 self.stats.inc_value("redis/retried", requeued)
                 self.stats.inc_value("redis/dead", dead)
                 logger.warning(
@@ -531,12 +532,17 @@ class ReliableScheduler:
             self._checkpointing = False
             self._settling.clear()
 
-    def _forget(self, tokens: list[str]) -> None:
+    def _forget(self, tokens: list[str], held: dict[str, Request]) -> None:
+        """Stop tracking the leases ``tokens`` as they were when ``held`` was taken: an entry
+        retried meanwhile may already be leased again by this worker, under the same id (a stream
+        entry keeps it), and that new lease stays."""
         for token in tokens:
-            self.leased.pop(token, None)
-            self.failed.discard(token)
-            if token in self._adopted:
-                self._adopted.remove(token)
+            request = held[token]
+            self.failed.discard(request)
+            if self.leased.get(token) is request:
+                del self.leased[token]
+                if token in self._adopted:
+                    self._adopted.remove(token)
 
     async def _survey(self):
         """Log the leases of dead workers taken over since the last survey, and wake the engine
