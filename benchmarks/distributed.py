@@ -21,10 +21,13 @@ Baseline in the same run: the plain ``scrapy crawl ingest -a requests=<file>`` (
 on the same requests. Prints requests/s per worker count, the scaling ratio against 1 worker and
 against the plain spider, the Redis round trips per request (client commands seen by MONITOR,
 script-internal commands excluded; plus INFO commandstats) and the time Redis spent on them per
-request (INFO commandstats ``usec`` of those commands), and the CPU time the crawl processes used
+request (INFO commandstats ``usec`` of those commands), the steady rate (requests/s between the
+moments 20 % and 80 % of the documents had been fetched: free of the start-up of the processes,
+staggered when there are several, and of the run's tail; the wall-clock rate from the first request
+to the last ack, ``req/s``, is shown too), and the CPU time the crawl processes used
 per request (theirs and their extraction processes', from ``wait4``: the machine's load hardly
 changes it, unlike requests/s). With ``--repeat R`` every count runs R times,
-alternating, and the best run of each is shown (the machine is shared: load only slows a run). The clock runs from the first request
+alternating, and the run with the best steady rate is shown (the machine is shared: load only slows a run). The clock runs from the first request
 the site sees to the last ack (workers) or the end of the process (plain spider).
 
     flock /tmp/bench.lock python3 -m benchmarks.distributed [--requests 600] [--workers 1,2,4]
@@ -111,6 +114,25 @@ def first_hit(site, paths: set[str], timeout: float = 120) -> float:
             raise RuntimeError("no request reached the site in %.0f s" % timeout)
         time.sleep(0.005)
     return time.monotonic()
+
+
+class Progress:
+    """When the site first served 20 % and 80 % of ``paths``: the rate between them is the steady
+    one, free of the processes' start-up (staggered when there are several) and of the run's tail."""
+
+    def __init__(self, site, paths: set[str]):
+        self.site, self.paths = site, paths
+        self.marks: dict[float, float] = {}
+
+    def poll(self) -> None:
+        done = sum(1 for p in list(self.site.hits) if p in self.paths)
+        for share in (0.2, 0.8):
+            if share not in self.marks and done >= share * len(self.paths):
+                self.marks[share] = time.monotonic()
+
+    def steady_rps(self) -> float:
+        self.poll()
+        return 0.6 * len(self.paths) / max(self.marks[0.8] - self.marks[0.2], 1e-6)
 
 
 def cpu_seconds(proc: subprocess.Popen) -> float:
@@ -205,13 +227,18 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
                 stderr=log("plain"),
             )
             started = first_hit(site, paths)
-            cpu = cpu_seconds(proc)
+            progress = Progress(site, paths)
+            while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                progress.poll()
+                time.sleep(0.02)
             elapsed = time.monotonic() - started
+            cpu = cpu_seconds(proc)
             done = sum(1 for p in paths if p in site.hits)
             outcomes = Counter(r["status"] for r in read_db(pouch.url, "ingest_file_result"))
             return {
                 "outcomes": dict(outcomes.most_common()),
                 "workers": 0,
+                "steady": progress.steady_rps(),
                 "cpu": cpu,
                 "seconds": elapsed,
                 "startup": started - launched,
@@ -259,8 +286,10 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
             for i in range(workers)
         ]
         started = first_hit(site, paths)
+        progress = Progress(site, paths)
         while queue_busy(r):
-            time.sleep(0.05)
+            progress.poll()
+            time.sleep(0.02)
         elapsed = time.monotonic() - started
         cpu = sum(cpu_seconds(p) for p in procs)
         stop.set()
@@ -274,6 +303,7 @@ def run(workers: int, n: int, work: Path, serve, appendfsync: str, logs: Path | 
             )
         return {
             "workers": workers,
+            "steady": progress.steady_rps(),
             "cpu": cpu,
             "seconds": elapsed,
             "startup": started - launched,
@@ -325,27 +355,29 @@ def main() -> None:
                 runs[workers].append(
                     run(workers, args.requests, Path(tmp), serve, args.appendfsync, args.logs)
                 )
-    # The best run of each count: the machine is shared, and load only ever slows a run down.
-    results = [max(runs[count], key=lambda res: res["rps"]) for count in counts]
-    plain = results[0]["rps"]
+    # The best run of each count (by its steady rate): the machine is shared, and load only slows a run.
+    results = [max(runs[count], key=lambda res: res["steady"]) for count in counts]
+    plain = results[0]["steady"]
     print("ingest outcomes (plain spider): %s" % results[0]["outcomes"])
     print(
         "CPU ms/req counts every process from its start: one worker that starts, finds nothing and stops "
         "takes %.2f CPU s (its extraction processes start on first use, and cost more)" % idle
     )
-    base = results[1]["rps"]
+    base = results[1]["steady"]
     print(
-        "%-14s %9s %9s %9s %9s %9s %10s %11s %s"
+        "%-13s %8s %8s %8s %9s %9s %9s %10s %12s %10s %s"
         % (
             "processes",
-            "startup s",
-            "seconds",
+            "start s",
+            "run s",
             "req/s",
+            "steady/s",
             "vs 1 wkr",
             "vs plain",
             "trips/req",
             "Redis us/req",
-            "req/s of every run",
+            "CPU ms/req",
+            "steady req/s of every run",
         )
     )
     for res in results:
@@ -355,18 +387,19 @@ def main() -> None:
             else "%d worker%s" % (res["workers"], "s" * (res["workers"] > 1))
         )
         print(
-            "%-14s %9.2f %9.2f %9.1f %8.2fx %8.2fx %10.2f %12.1f %10.1f %s"
+            "%-13s %8.2f %8.2f %8.1f %9.1f %8.2fx %8.2fx %10.2f %12.1f %10.1f %s"
             % (
                 label,
                 res["startup"],
                 res["seconds"],
                 res["rps"],
-                res["rps"] / base,
-                res["rps"] / plain,
+                res["steady"],
+                res["steady"] / base,
+                res["steady"] / plain,
                 res["round_trips"] / args.requests,
                 res["redis_usec"] / args.requests,
                 1000 * min(r["cpu"] for r in runs[res["workers"]]) / args.requests,
-                " ".join("%.1f" % r["rps"] for r in runs[res["workers"]]),
+                " ".join("%.1f" % r["steady"] for r in runs[res["workers"]]),
             )
         )
     for res in results[1:]:
