@@ -44,6 +44,7 @@ from .store.revisions import content, same_content
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
     from .archive import ArchivedResponse
+    from .plumbing.warc_reader import WarcDamage
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,10 @@ class Reparse:
     versions_before: dict[str, set[str]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
     events: dict[str, dict] = field(default_factory=dict)
+    #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
+    read: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: Every stretch of the archive that did not read back (named by file and offset, skipped).
+    damage: list[WarcDamage] = field(default_factory=list)
 
 
 class ReplayMiddleware:
