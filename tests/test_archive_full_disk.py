@@ -123,3 +123,26 @@ def test_an_event_first_archived_keeps_its_pointer_when_a_later_run_cannot_archi
         proc = crawl("house_votes", urls, sqlite_uri, env={"VOTERSDAILY_ARCHIVE_DIR": str(folder)})
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert {e["_id"]: e for e in stored(sqlite_uri, "vd_events")} == before
+
+
+@pytest.mark.slow
+def test_a_reparse_points_not_archived_events_at_a_later_copy(crawl, cli, sqlite_uri, tmp_path):
+    """Events stored ``archived: false`` keep that mark through an unchanged re-crawl (the mark is no
+    change of content); a reparse that reads their document in the later run's WARC points them there."""
+    urls = HouseVotesSpider.recording_urls()
+    with small_tmpfs(tmp_path / "full", size="64k") as folder:
+        fill(folder)
+        assert (
+            crawl("house_votes", urls, sqlite_uri, env={"VOTERSDAILY_ARCHIVE_DIR": str(folder)}).returncode
+            == 0
+        )
+    env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
+    assert crawl("house_votes", urls, sqlite_uri, env=env).returncode == 0
+    assert all(e["archived"] is False for e in stored(sqlite_uri, "vd_events"))
+    proc = cli("reparse", "house_votes", store_uri=sqlite_uri, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = stored(sqlite_uri, "vd_events")
+    files = assert_no_damaged_warc(tmp_path / "archive")
+    assert assert_events_point_at_their_records_or_say_not_archived(events, files) == 0
+    (log,) = [log for log in stored(sqlite_uri, "vd_log") if log.get("reparse")]
+    assert log["result"] == "success" and log["repointed_count"] == len(HouseVotesSpider.recordings)

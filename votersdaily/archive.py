@@ -220,12 +220,21 @@ def archived_runs(
     runs = []
     for path in (folder / spider).glob("%s-*.warc.gz" % spider):
         started = run_started(path)
-        if started is None:
-            continue
-        if (since and started < since) or (until and started > until):
-            continue
-        runs.append((started, path.name, path))
+        if started is not None and started_within(started, since, until):
+            runs.append((started, path.name, path))
     return [path for _, _, path in sorted(runs)]
+
+
+def started_within(started: datetime, since: datetime | None, until: datetime | None) -> bool:
+    """Whether a run started in [since, until] (either end open when None)."""
+    return (since is None or started >= since) and (until is None or started <= until)
+
+
+def run_of(warc_file: object, since: datetime | None, until: datetime | None) -> bool:
+    """Whether ``warc_file`` (an event's pointer) names an archive file of a run started in
+    [since, until]."""
+    started = run_started(Path(str(warc_file or "")))
+    return started is not None and started_within(started, since, until)
 
 
 def read_responses(path: Path) -> Iterator[ArchivedResponse | WarcDamage]:
@@ -271,9 +280,23 @@ def _archived_response(path: Path, offset: int, record) -> ArchivedResponse:
     )
 
 
+#: Names of the WARC files retention removed, one a line, in each spider's folder: a reparse counts
+#: the events that pointed into them as retired instead of failing on them.
+RETIRED_LIST = "retired.txt"
+
+
+def retired_files(folder: Path) -> set[str]:
+    """The names of the WARC files retention removed from ``folder`` (a spider's archive folder)."""
+    try:
+        return set((folder / RETIRED_LIST).read_text(encoding="utf-8").split())
+    except OSError:
+        return set()
+
+
 def apply_retention(folder: Path, *, max_age_days: float, max_bytes: int, keep: Path | None) -> list[Path]:
     """Delete WARC files older than ``max_age_days`` (0: keep all), then the oldest ones while the
-    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays."""
+    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays. The
+    names removed are added to the folder's :data:`RETIRED_LIST`."""
     files = sorted(
         folder.glob("*.warc.gz"), key=lambda p: (run_started(p) or datetime.min.replace(tzinfo=UTC), p.name)
     )
@@ -282,7 +305,6 @@ def apply_retention(folder: Path, *, max_age_days: float, max_bytes: int, keep: 
         cutoff = time.time() - max_age_days * 86400
         for path in files:
             if path != keep and path.stat().st_mtime < cutoff:
-                path.unlink()
                 removed.append(path)
     if max_bytes > 0:
         remaining = [p for p in files if p not in removed]
@@ -293,6 +315,20 @@ def apply_retention(folder: Path, *, max_age_days: float, max_bytes: int, keep: 
             if path == keep:
                 continue
             total -= path.stat().st_size
-            path.unlink()
             removed.append(path)
+    if removed:
+        # The list first: a file is never gone without its name written down.
+        try:
+            with open(folder / RETIRED_LIST, "a", encoding="utf-8") as retired:
+                retired.writelines("%s\n" % path.name for path in removed)
+        except OSError as exc:
+            logger.warning(
+                "source archive: %d old WARC files kept: cannot list them in %s (%s)",
+                len(removed),
+                folder / RETIRED_LIST,
+                exc,
+            )
+            return []
+        for path in removed:
+            path.unlink()
     return removed
