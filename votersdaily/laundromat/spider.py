@@ -19,10 +19,12 @@ import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
+from .. import locations
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
+from ..locations import LocationUnset
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
@@ -101,10 +103,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        output = settings.get("LAUNDROMAT_OUTPUT_DIR")
-        if not output:
-            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files")
-        spider.output_dir = Path(output).resolve()
+        try:
+            spider.output_dir = locations.laundromat_output_dir(settings).resolve()
+        except LocationUnset:
+            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files") from None
         spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL")
         spider.max_hops = settings.getint("REDIRECT_MAX_TIMES")
         spider.seeds = SeedList(store_for(crawler))
