@@ -169,3 +169,26 @@ def test_pip_install_of_a_clone_then_the_main_job_from_an_empty_folder(tmp_path,
         events_of(tmp_path / "main" / "votersdaily.db"),
     )
     assert len(theirs) > 300 and ours == theirs
+
+
+@pytest.mark.slow
+def test_pip_install_of_a_git_url_brings_the_command_and_the_compiled_module(tmp_path):
+    """``pip install git+<url>`` (of this repository's committed HEAD; the dependencies come from
+    this environment, the fresh-environment test above downloads them)."""
+    python = venv_python(tmp_path / "venv", system_site_packages=True)
+    install(python, "git+file://%s" % REPO, deps=False)
+    (tmp_path / "empty").mkdir()
+    env = user_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    where = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "votersdaily"), "where"],
+        cwd=tmp_path / "empty",
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "data home  %s" % (tmp_path / "data" / "votersdaily") in where.stdout, where.stderr
+    check = subprocess.run(
+        [str(python), "-c", NATIVE_CHECK], cwd=tmp_path / "empty", env=env, capture_output=True, text=True
+    )
+    available, location = check.stdout.split()
+    assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr
