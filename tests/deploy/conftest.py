@@ -14,7 +14,7 @@ import pytest
 
 from tests.deploy.settings import SPIDER_MODULES
 from tests.support.packaging import build_wheel, copy_clone, install, venv_python
-from tests.support.services import REPO, free_port, which
+from tests.support.services import REPO, TEST_HOME, free_port, which
 
 TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
@@ -25,6 +25,7 @@ def process_env(store_uri: str, **extra: str) -> dict:
     env["VOTERSDAILY_STORE"] = store_uri
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["SCRAPY_SETTINGS_MODULE"] = TEST_SETTINGS
+    env.setdefault("VOTERSDAILY_HOME", TEST_HOME)  # what a crawl does not place itself: not the checkout
     env.update(extra)
     return env
 
