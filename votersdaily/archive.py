@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,8 +30,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
+from . import locations
 from . import signals as vd_signals
 from .clock import now_iso, now_utc
+from .locations import LocationUnset
 from .plumbing.warc_reader import WarcDamage, iter_records, printable
 from .plumbing.warc_writer import WarcFileWriter, decoded_headers, request_record, response_record
 from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
@@ -48,8 +49,8 @@ STAMP_FORMAT = "%Y%m%d%H%M%S"
 
 def archive_dir(settings) -> Path:
     """The archive folder: ``$VOTERSDAILY_ARCHIVE_DIR`` first (one shared path for every job of a
-    node, and for test runs), then the setting."""
-    return Path(os.environ.get("VOTERSDAILY_ARCHIVE_DIR") or settings.get("VOTERSDAILY_ARCHIVE_DIR"))
+    node, and for test runs), then the setting; relative: under the data home (votersdaily/locations.py)."""
+    return locations.archive_dir(settings)
 
 
 def recorded_meta(meta: dict) -> dict:
@@ -98,9 +99,13 @@ class ArchiveMiddleware:
         settings = crawler.settings
         if not settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
             raise NotConfigured("the source archive is off (VOTERSDAILY_ARCHIVE_ENABLED=False)")
-        if not str(archive_dir(settings)).strip(". "):
-            raise NotConfigured("VOTERSDAILY_ARCHIVE_DIR is empty: name the folder for the source archive")
-        mw = cls(crawler, archive_dir(settings))
+        try:
+            folder = archive_dir(settings)
+        except LocationUnset:
+            raise NotConfigured(
+                "VOTERSDAILY_ARCHIVE_DIR is empty: name the folder for the source archive"
+            ) from None
+        mw = cls(crawler, folder)
         crawler.signals.connect(mw.close, signal=signals.spider_closed)
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
@@ -131,6 +136,7 @@ class ArchiveMiddleware:
     def run_log_fields(self, doc: dict, spider=None) -> None:
         if self.writer.path is not None:
             doc["warc_file"] = self.writer.path.name
+            doc["warc_path"] = str(self.writer.path)
             doc["warc_records"] = self.writer.records
         if self.writer.records or self.writer.not_written:
             doc.update(self.writer.run_log_fields())

@@ -15,6 +15,7 @@ from pathlib import Path
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from .. import locations
 from .. import signals as vd_signals
 from ..plumbing.warc_reader import read_record_at
 from ..plumbing.warc_writer import WarcFileWriter, decoded_headers, response_record
@@ -46,7 +47,7 @@ class WarcWriterMiddleware:
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
         mw = cls(
-            Path(settings.get("INGEST_WARC_DIR")),
+            locations.ingest_warc_dir(settings),
             settings.getint("INGEST_WARC_MAX_SIZE"),
             settings.get("INGEST_WARC_PREFIX"),
         )

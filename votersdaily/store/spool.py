@@ -20,14 +20,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import locations
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
-SPOOL_ENV = "VOTERSDAILY_SPOOL_DIR"
-DEFAULT_SPOOL_DIR = ".votersdaily-spool"
 SUFFIX = ".jsonl"
 CLAIM = ".delivering"
 #: Separates the database name from the rest of a spool file name (never in a CouchDB db name).
@@ -38,11 +37,9 @@ _counter = itertools.count()
 
 
 def spool_dir(settings=None) -> Path:
-    """The spool folder: environment first, then the Scrapy setting, then the default."""
-    value = os.environ.get(SPOOL_ENV)
-    if not value and settings is not None:
-        value = settings.get("VOTERSDAILY_SPOOL_DIR")
-    return Path(value or DEFAULT_SPOOL_DIR)
+    """The spool folder: environment first, then the Scrapy setting, then the default; relative:
+    under the data home (votersdaily/locations.py)."""
+    return locations.spool_dir(settings)
 
 
 def hook_name(hooks: WriteHooks | None) -> str | None:
