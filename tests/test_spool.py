@@ -323,21 +323,39 @@ def test_a_wrong_password_loses_nothing_and_flush_delivers_once_it_is_fixed(craw
 
 
 @pytest.fixture
-def full_spool(tmp_path):
-    """A spool folder on a real 64 KiB filesystem (tmpfs), unmounted afterwards."""
+def small_disk(tmp_path):
+    """``small_disk(name, size)``: a folder on a real filesystem of ``size`` (a tmpfs), unmounted
+    afterwards; ``small_disk.grow(folder, size)`` gives it room again."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a 64 KiB tmpfs (a real full filesystem) needs root")
-    folder = tmp_path / "spool"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", str(folder)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode:
-        pytest.skip("cannot mount a tmpfs here (%s)" % mounted.stderr.strip())
-    yield folder
-    subprocess.run(["umount", "-l", str(folder)], check=True)
+        pytest.skip("mounting a small tmpfs (a real full filesystem) needs root")
+    mounted: list[Path] = []
+
+    def mount(name: str, size: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=%s,mode=0755" % size, "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            pytest.skip("cannot mount a tmpfs here (%s)" % done.stderr.strip())
+        mounted.append(folder)
+        return folder
+
+    def grow(folder: Path, size: str) -> None:
+        subprocess.run(["mount", "-o", "remount,size=%s" % size, str(folder)], check=True)
+
+    mount.grow = grow  # type: ignore[attr-defined]
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+@pytest.fixture
+def full_spool(small_disk):
+    """A spool folder on a real 64 KiB filesystem."""
+    return small_disk("spool", "64k")
 
 
 def test_a_full_spool_folder_says_what_it_lost_once_and_exits_1(cli, pouchdb, full_spool, tmp_path):
@@ -421,6 +439,34 @@ def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, 
     assert again.returncode == 1
     assert sorted(line.split()[3].rstrip(":") for line in again.stderr.splitlines()) == [str(p) for p in kept]
     assert sorted(spool.iterdir()) == kept
+
+
+def test_a_full_disk_under_the_embedded_store_spools_what_it_cannot_store(crawl, small_disk, tmp_path):
+    """The embedded store's disk fills mid-crawl (SQLite: ``database or disk is full``): the store
+    refuses like an unavailable CouchDB, so what it cannot take is spooled, not lost; with room
+    again, ``flush`` stores it."""
+    disk = small_disk("store", "320k")
+    uri = "sqlite:///%s" % (disk / "store.db")
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    proc = crawl(
+        "house_floor",
+        HouseFloorSpider.recording_urls(),
+        uri,
+        "-s",
+        "VOTERSDAILY_BATCH_SIZE=20",
+        *FAST_RETRIES,
+        env=env,
+    )
+    assert proc.returncode == 0
+    assert "database or disk is full" in proc.stderr and "Traceback" not in proc.stderr
+    stored = len(docs(uri, "vd_events"))
+    spooled = [r for r in spooled_records(tmp_path / "spool") if r["db"] == "vd_events"]
+    assert spooled and stored + len(spooled) == 133
+    small_disk.grow(disk, "8m")
+    flushed = run_main("flush", store_uri=uri, env=env)
+    assert flushed.returncode == 0, flushed.stderr
+    assert len(docs(uri, "vd_events")) == 133
+    assert {d["parser_name"] for d in docs(uri, "vd_log")} == {"house_floor"}
 
 
 # -- item 9: the summary says what waits in the spool ------------------------------------------------

@@ -245,25 +245,30 @@ class BatchWriter:
 
     def _spool(self, batch: list[dict]) -> UpsertResult:
         """Keep ``batch`` in the spool for this writer's store, whole, or else in halves down to single
-        documents; a document even that fails for is lost: counted, reported once per folder, and an
-        error of the run."""
+        documents; what even that fails for is lost: counted, reported once per folder, and one error
+        of the run per batch (a Redis worker then does not ack the requests behind it)."""
         if not batch:
             return UpsertResult()
         assert self.spool is not None, "a batch is spooled only when a spool is given"
-        ids = [doc["_id"] for doc in batch]
+        result, not_spooled = self._spool_pieces(batch)
+        if not_spooled is not None:
+            self.outage.lost += len(result.lost)
+            self.errors.append(not_spooled)
+            FULL_FOLDERS.failed(not_spooled)
+        return result
+
+    def _spool_pieces(self, batch: list[dict]) -> tuple[UpsertResult, NotSpooled | None]:
+        assert self.spool is not None, "a batch is spooled only when a spool is given"
         try:
             path = self.spool.write(self.target, self.db, batch, self.ignore, self.hooks)
         except NotSpooled as exc:
-            if len(batch) > 1:  # a full disk may take part of it: as much as fits, in order
-                half = len(batch) // 2
-                result = self._spool(batch[:half])
-                result.merge(self._spool(batch[half:]))
-                return result
-            self.outage.lost += len(batch)
-            if not any(isinstance(error, NotSpooled) for error in self.errors):
-                self.errors.append(exc)
-            FULL_FOLDERS.failed(exc)
-            return UpsertResult(lost=ids)
+            if len(batch) == 1:
+                return UpsertResult(lost=[batch[0]["_id"]]), exc
+            half = len(batch) // 2  # a full disk may take part of it: as much as fits, in order
+            result, first = self._spool_pieces(batch[:half])
+            rest, second = self._spool_pieces(batch[half:])
+            result.merge(rest)
+            return result, first or second
         self._spooled.append(path)
         self.outage.spooled += len(batch)
         logger.error(
@@ -274,7 +279,7 @@ class BatchWriter:
             self.outage.last_error,
             path,
         )
-        return UpsertResult(spooled=ids)
+        return UpsertResult(spooled=[doc["_id"] for doc in batch]), None
 
     def _deliver_spooled(self) -> UpsertResult:
         """Deliver this writer's spool files in order; those not delivered stay for the next try."""
