@@ -67,6 +67,14 @@ def crawl_offline_through(cli, proxy: FaultProxy, spool: Path, *spiders: str):
         proxy.stop()
 
 
+def other_port(taken: int) -> int:
+    """A free port that is not ``taken`` (a port nothing is bound to yet may be handed out again)."""
+    port = free_port()
+    while port == taken:
+        port = free_port()
+    return port
+
+
 def docs(uri: str, db: str) -> list[dict]:
     store = open_store(uri)
     try:
@@ -196,6 +204,31 @@ def test_a_crawl_counts_what_it_delivers_from_the_spool_apart(crawl, cli, tmp_pa
         assert not list((tmp_path / "spool").iterdir())
     finally:
         pouch.stop()
+
+
+def test_the_health_page_counts_only_what_waits_for_its_own_store(crawl, tmp_path):
+    """A run whose log waits in the spool is not on the health page yet: the page says how much waits
+    for its store, and nothing of what waits for another one."""
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    pouch = PouchDBServer(tmp_path / "pouch")  # not started yet
+    for uri in (pouch.url, "http://127.0.0.1:%d/" % other_port(pouch.port)):
+        assert crawl("house_votes", ROLL, uri, env=env).returncode == 0
+    assert len(spooled_records(tmp_path / "spool")) == 4
+    pouch.start()
+    try:
+        built = run_main("site", "build", str(tmp_path / "site"), store_uri=pouch.url, env=env)
+    finally:
+        pouch.stop()
+    assert built.returncode == 0, built.stderr
+    assert (
+        "site: 2 documents for this store wait in the spool %s (not on the site until "
+        "`python -m votersdaily flush` delivers them)" % (tmp_path / "spool")
+    ) in built.stderr.splitlines()
+    page = (tmp_path / "site" / "health.html").read_text()
+    assert (
+        "Waiting in the spool for this store, not shown here until delivered: 1 documents of vd_events, 1 run logs."
+        in page
+    )
 
 
 def test_flush_leaves_what_earlier_versions_spooled_unless_told(crawl, pouchdb, tmp_path):
@@ -495,4 +528,5 @@ def test_a_crawl_whose_store_went_away_says_what_waits_in_the_spool_and_exits_4(
         in proc.stderr.splitlines()
     )
     assert len(spooled_records(spool)) == 4
-    assert Spool(spool).waiting(store_identity(proxy.url)) == 4
+    assert Spool(spool).waiting(store_identity(proxy.url)) == {"vd_events": 3, "vd_log": 1}
+    assert Spool(spool).waiting(store_identity(pouchdb.url)) == {}

@@ -309,10 +309,15 @@ class Spool:
             and (db is None or parsed[0] == db)
         )
 
-    def waiting(self, store: str, db: str | None = None) -> int:
-        """How many documents wait for the store whose identity is ``store``."""
+    def waiting(self, store: str) -> dict[str, int]:
+        """Documents waiting for the store whose identity is ``store``, by database (others' files are
+        not counted: they will never reach it)."""
         key = store_key(store)
-        return sum(_line_count(f.path) for f in self.pending(db) if f.key == key)
+        counts: dict[str, int] = {}
+        for spooled in self.pending():
+            if spooled.key == key:
+                counts[spooled.db] = counts.get(spooled.db, 0) + _line_count(spooled.path)
+        return counts
 
     # -- delivery ------------------------------------------------------------------------------
 
