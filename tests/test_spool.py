@@ -530,3 +530,23 @@ def test_a_crawl_whose_store_went_away_says_what_waits_in_the_spool_and_exits_4(
     assert len(spooled_records(spool)) == 4
     assert Spool(spool).waiting(store_identity(proxy.url)) == {"vd_events": 3, "vd_log": 1}
     assert Spool(spool).waiting(store_identity(pouchdb.url)) == {}
+
+
+def test_every_failure_row_of_the_operations_guide_names_tests_that_exist():
+    """docs/operations.md's *When something fails* names, per failure, the tests that prove it."""
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text.split("## When something fails", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "tests/" in line]
+    assert len(rows) >= 8
+    checked = 0
+    for row in rows:
+        module = None
+        for path, test in re.findall(r"`(tests/[\w/]+\.py)?::(\w+)`", row):
+            module = path or module  # `::other_test` is in the file named before it
+            assert module and re.search(r"^def %s\(" % test, (repo / module).read_text(), re.M), (
+                module,
+                test,
+            )
+            checked += 1
+    assert checked >= len(rows)
