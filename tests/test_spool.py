@@ -9,6 +9,7 @@ and a spool folder on a real full filesystem (a 64 KiB tmpfs: root only).
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -425,6 +426,36 @@ def test_a_full_spool_folder_says_what_it_lost_once_and_exits_1(cli, pouchdb, fu
     assert delivered.returncode == 0, delivered.stderr
     assert delivered.stdout.startswith("delivered %d documents" % spooled)
     assert not list(full_spool.iterdir())
+
+
+def test_a_crawl_that_cannot_even_spool_its_run_logs_says_so(small_disk, tmp_path):
+    """The store is down and the spool's disk has no room at all (filled here by the test): the
+    crawl's run logs of runs that never started are lost, and it says so."""
+    spool = small_disk("spool", "64k")
+    # The test's own file, filling the disk (unbuffered: every write reaches it, until one fails).
+    with open(spool / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"x" * 512)
+    port = free_port()  # nothing listens there
+    proc = run_main(
+        "crawl",
+        "--offline",
+        "house_votes",
+        "senate_votes",
+        store_uri="http://127.0.0.1:%d/" % port,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert proc.returncode == 3
+    err = proc.stderr.splitlines()
+    assert err[0].startswith("votersdaily crawl: cannot reach the store at http://127.0.0.1:%d/" % port)
+    assert [line for line in err if "cannot take documents" in line] == [
+        "spool folder %s cannot take documents ([Errno 28] No space left on device): what the store "
+        "does not take is lost (free space there; each run's losses are in its summary)" % spool
+    ]
+    assert (
+        err[-1] == "nothing crawled; 2 run logs (StoreUnavailable) lost: the spool could not take them either"
+    )
+    assert sorted(p.name for p in spool.iterdir()) == ["filler"]
 
 
 def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, pouchdb, tmp_path):

@@ -168,31 +168,28 @@ def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dic
     from ..extensions import first_start_url, spool_run_log, unavailable_run_log
 
     print("votersdaily crawl: %s" % exc, file=sys.stderr)
-    kept, lost = 0, None
+    kept = lost = 0
     for name, cls in spiders.items():
         # an instance: most spiders' listing URLs depend on the date or the spider's arguments
         source = (runs[name].get("url") or first_start_url(cls())).split(",")[0]
         try:
             spool_run_log(settings, unavailable_run_log(cls, source, exc))
             kept += 1
-        except NotSpooled as not_spooled:
-            lost = not_spooled
+        except NotSpooled:
+            lost += 1
     if kept:
         print(
             "nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)),
             file=sys.stderr,
         )
-    if lost is not None:
+    if lost:
+        # The folder and why were said once when it refused (the spool's own line).
         print(
-            "nothing crawled; %d run logs (StoreUnavailable) lost: %s"
-            % (len(spiders) - kept, _not_spooled_reason(lost)),
+            "nothing crawled; %d run logs (StoreUnavailable) lost: the spool could not take them either"
+            % lost,
             file=sys.stderr,
         )
     return EXIT_UNAVAILABLE
-
-
-def _not_spooled_reason(exc: NotSpooled) -> str:
-    return "the spool folder %s could not take them (%s)" % (exc.directory, exc.cause)
 
 
 class Progress:
