@@ -119,15 +119,17 @@ def test_two_stores_never_share_an_identity(one, other):
 
 
 def test_an_embedded_store_is_named_by_its_absolute_path(tmp_path, monkeypatch):
+    """Its file's absolute path, a relative one under the data home whatever the working folder."""
     (tmp_path / "data").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "data")
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VOTERSDAILY_HOME", str(tmp_path))
     absolute = "sqlite:///" + str(tmp_path.resolve() / "data" / "store.db")
-    assert store_identity("sqlite:///data/store.db") == absolute  # relative to the working folder
+    assert store_identity("sqlite:///data/store.db") == absolute
     assert store_identity("sqlite:////%s" % (tmp_path / "link" / "store.db")) == absolute
-    assert store_identity("sqlite:///data/./store.db") == absolute
+    assert store_identity("SQLITE:///data/./store.db") == absolute
     monkeypatch.chdir(tmp_path / "data")
-    assert store_identity("sqlite:///store.db") == absolute
+    assert store_identity("sqlite:///data/store.db") == absolute
+    assert store_identity("sqlite:///store.db") != absolute
 
 
 def test_an_open_store_has_the_identity_of_its_uri(store_uri):

@@ -19,7 +19,6 @@ import asyncio
 import io
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,9 +35,11 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
+from . import locations
 from . import signals as vd_signals
 from .clock import now_iso, now_utc
 from .ingest.warc import _reason
+from .locations import LocationUnset
 from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -52,8 +53,8 @@ _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"])
 
 def archive_dir(settings) -> Path:
     """The archive folder: ``$VOTERSDAILY_ARCHIVE_DIR`` first (one shared path for every job of a
-    node, and for test runs), then the setting."""
-    return Path(os.environ.get("VOTERSDAILY_ARCHIVE_DIR") or settings.get("VOTERSDAILY_ARCHIVE_DIR"))
+    node, and for test runs), then the setting; relative: under the data home (votersdaily/locations.py)."""
+    return locations.archive_dir(settings)
 
 
 def recorded_meta(meta: dict) -> dict:
@@ -90,9 +91,13 @@ class ArchiveMiddleware:
         settings = crawler.settings
         if not settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
             raise NotConfigured("the source archive is off (VOTERSDAILY_ARCHIVE_ENABLED=False)")
-        if not str(archive_dir(settings)).strip(". "):
-            raise NotConfigured("VOTERSDAILY_ARCHIVE_DIR is empty: name the folder for the source archive")
-        mw = cls(crawler, archive_dir(settings))
+        try:
+            folder = archive_dir(settings)
+        except LocationUnset:
+            raise NotConfigured(
+                "VOTERSDAILY_ARCHIVE_DIR is empty: name the folder for the source archive"
+            ) from None
+        mw = cls(crawler, folder)
         crawler.signals.connect(mw.close, signal=signals.spider_closed)
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
@@ -181,6 +186,7 @@ class ArchiveMiddleware:
     def run_log_fields(self, doc: dict, spider=None) -> None:
         if self.path is not None:
             doc["warc_file"] = self.path.name
+            doc["warc_path"] = str(self.path)
             doc["warc_records"] = self.records
 
     def close(self, spider=None) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import time
 import traceback as tb
 from collections import Counter
@@ -20,7 +19,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 
-from . import schema
+from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
@@ -384,6 +383,8 @@ class RunLog:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:
             doc["not_beside_count"] = not_beside
+        # Where this run's relative locations were resolved: any node can tell where its files are.
+        doc["data_home"] = str(locations.data_home(self.crawler.settings))
         outputs = self.outputs(spider)
         if outputs:
             doc["outputs"] = outputs
@@ -413,13 +414,9 @@ class RunLog:
         return doc
 
     def outputs(self, spider) -> dict[str, str]:
-        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
-        settings = self.crawler.settings
-        return {
-            name: os.path.abspath(settings.get(name))
-            for name in getattr(spider, "output_settings", ())
-            if settings.get(name)
-        }
+        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths
+        (votersdaily/locations.py)."""
+        return locations.locations(self.crawler.settings, tuple(getattr(spider, "output_settings", ())))
 
     def _attach_source(self, doc: dict) -> None:
         if self.source_text is not None:

@@ -18,6 +18,7 @@ from scrapy.exceptions import NotConfigured
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from .. import locations
 from .result import dt14
 from .ssrf import TRUSTED_META
 
@@ -48,7 +49,7 @@ class WarcWriterMiddleware:
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
         mw = cls(
-            Path(settings.get("INGEST_WARC_DIR")),
+            locations.ingest_warc_dir(settings),
             settings.getint("INGEST_WARC_MAX_SIZE"),
             settings.get("INGEST_WARC_PREFIX"),
         )

@@ -5,7 +5,8 @@ give one identity and two stores never the same one. The identity keeps no crede
 store reached as another user, or after a wrong password was fixed, is the same store): scheme and
 host in lower case, the port always written (``http`` 80, ``https`` 443), ``localhost``, ``::1`` and
 ``127.0.0.1`` as ``127.0.0.1``, the path with dot segments removed, unreserved characters decoded and
-one trailing ``/``; an embedded store by the absolute path of its file, symbolic links resolved.
+one trailing ``/``; an embedded store by the absolute path of its file (a relative one under the data
+home, votersdaily/locations.py, whatever folder a command runs from), symbolic links resolved.
 """
 
 from __future__ import annotations
@@ -45,11 +46,12 @@ def store_key(identity: str) -> str:
 
 
 def _embedded(text: str) -> str:
+    from ..locations import absolute_store_uri
     from .base import StoreError
     from .embedded import EmbeddedStore
 
-    try:
-        path = EmbeddedStore.path_of("sqlite" + text[len("sqlite") :])
+    try:  # a relative file is under the data home, as the store opens it
+        path = EmbeddedStore.path_of(absolute_store_uri("sqlite" + text[len("sqlite") :]))
     except StoreError:  # no path at all
         return text
     return "sqlite:///" + (path if path == ":memory:" else os.path.realpath(path))

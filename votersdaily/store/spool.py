@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import locations
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .identity import store_identity, store_key
@@ -44,8 +45,6 @@ from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
-SPOOL_ENV = "VOTERSDAILY_SPOOL_DIR"
-DEFAULT_SPOOL_DIR = ".votersdaily-spool"
 SUFFIX = ".jsonl"
 CLAIM = ".delivering"
 WRITING = ".writing"
@@ -63,12 +62,10 @@ _counter = itertools.count()
 
 
 def spool_dir(settings=None) -> Path:
-    """The spool folder: environment first, then the Scrapy setting, then the default. Every reader and
-    writer of the spool finds it here, and only here."""
-    value = os.environ.get(SPOOL_ENV)
-    if not value and settings is not None:
-        value = settings.get("VOTERSDAILY_SPOOL_DIR")
-    return Path(value or DEFAULT_SPOOL_DIR)
+    """The spool folder: environment first, then the Scrapy setting, then the default; relative:
+    under the data home (votersdaily/locations.py). Every reader and writer of the spool finds it
+    here, and only here."""
+    return locations.spool_dir(settings)
 
 
 def hook_name(hooks: WriteHooks | None) -> str | None:
