@@ -355,6 +355,42 @@ def test_a_wrong_password_loses_nothing_and_flush_delivers_once_it_is_fixed(craw
     assert log["result"] == "StoreRefused" and "answered 401" in log["error_message"]
 
 
+def test_documents_the_store_forbids_are_spooled_not_lost(crawl, pouchdb, tmp_path):
+    """A store may refuse single documents (a ``validate_doc_update`` throwing ``forbidden``; PouchDB
+    Server runs it as CouchDB does): they are spooled like a refused batch, not counted failed;
+    ``flush`` tries them again each time (exit 1 while refused) and delivers them once allowed."""
+    pouchdb.reset()
+    guard = {
+        "_id": "_design/guard",
+        "validate_doc_update": "function (doc) { if (doc.unique_key === '119-2-314') "
+        "{ throw({forbidden: 'not this roll call'}); } }",
+    }
+    store = open_store(pouchdb.url)
+    store.ensure_db(schema.EVENTS_DB)
+    [answer] = store.bulk_docs(schema.EVENTS_DB, [guard])
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    try:
+        assert crawl("house_votes", ROLL, pouchdb.url, env=env).returncode == 0
+        [log] = docs(pouchdb.url, schema.LOG_DB)
+        assert (log["result"], log["failed_writes"], log["still_spooled_count"]) == ("success", 0, 1)
+        [record] = spooled_records(tmp_path / "spool")
+        assert record["doc"]["unique_key"] == "119-2-314"
+        refused = run_main("flush", store_uri=pouchdb.url, env=env)
+        assert refused.returncode == 1
+        [path] = (tmp_path / "spool").glob("*.jsonl")
+        assert refused.stderr.splitlines() == [
+            "votersdaily flush: left %s spooled: the store refused 1 of its documents (document %s refused "
+            "by the store (forbidden: not this roll call)); the next flush tries again"
+            % (path, record["doc"]["_id"])
+        ]
+        store.bulk_docs(schema.EVENTS_DB, [dict(guard, _rev=answer["rev"], _deleted=True)])
+    finally:
+        store.close()
+    assert run_main("flush", store_uri=pouchdb.url, env=env).returncode == 0
+    assert [d["unique_key"] for d in docs(pouchdb.url, schema.EVENTS_DB)] == ["119-2-314"]
+    assert not list((tmp_path / "spool").iterdir())
+
+
 # -- item 4: a full spool folder --------------------------------------------------------------------
 
 
@@ -491,8 +527,8 @@ def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, 
     assert [p.name for p in kept] == sorted(name + ".undelivered" for name in damaged)
     for path in kept:
         assert path.read_bytes() == damaged[path.name[: -len(".undelivered")]]  # untouched
-    problems = [line for line in first.stderr.splitlines() if line.startswith("votersdaily flush: kept ")]
-    assert len(problems) == 2
+    problems = first.stderr.splitlines()  # one line per kept file, nothing else
+    assert len(problems) == 2 and all(line.startswith("votersdaily flush: kept ") for line in problems)
     assert (
         "kept %s: 1 lines could not be delivered (line 10 is not whole JSON (cut short or damaged))" % kept[0]
         in problems[0] + problems[1]

@@ -2,8 +2,9 @@
 
 Only documents spooled for the store at hand are delivered; the rest stay spooled and are named with
 the store they wait for. Exit status: 0 everything for this store delivered and nothing else waits,
-1 some lines could not be delivered (the files holding them are kept and named), 3 the store still
-does not take documents, 4 documents for another store (or for none: earlier versions) were left.
+1 some lines could not be delivered (damaged files are kept, files with refused documents stay
+spooled; each is named), 3 the store still does not take documents, 4 documents for another store
+(or for none: earlier versions) were left.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def run(args) -> int:
             "delivered %d documents from %d spool files to %s: inserted=%d updated=%d unchanged=%d failed=%d"
             % (
                 report.documents,
-                report.files + len(report.kept),
+                report.files + len(report.kept) + len(report.refused),
                 store.display_uri,
                 len(r.inserted),
                 len(r.updated),
@@ -96,9 +97,19 @@ def run(args) -> int:
                 ", …" if kept.lines > len(kept.reasons) else "",
             )
         )
+    for refused in report.refused:
+        say(
+            "left %s spooled: the store refused %d of its documents (%s%s); the next flush tries again"
+            % (
+                refused.path,
+                refused.lines,
+                "; ".join(refused.reasons),
+                ", …" if refused.lines > len(refused.reasons) else "",
+            )
+        )
     for path in earlier_kept:
         say("kept %s: lines an earlier flush could not deliver; look at it, then remove it" % path)
-    if report.kept or earlier_kept or r.failed:
+    if report.kept or report.refused or earlier_kept:
         return EXIT_FAILED
     return EXIT_SPOOLED if report.left else EXIT_OK
 

@@ -15,9 +15,10 @@ The spool folder holds (``<key>``: :func:`~.identity.store_key` of the store's i
 * ``….jsonl.<pid>.delivering``: claimed by a deliverer (renamed first, so two deliverers never send one
   file); the claim of a dead process is taken over, and so is the ``.writing`` file of a writer that
   died mid-write (its whole lines are delivered; a cut last line makes it damaged).
-* ``….jsonl.undelivered``: a file holding lines that could not be delivered (damaged: cut short or not
-  JSON; another store's; refused by the store): its other documents were delivered, the file is kept
-  for the operator, untouched, and reported until they remove it.
+* ``….jsonl.undelivered``: a file holding lines no delivery can help (cut short, not JSON, another
+  store's): its other documents were delivered, the file is kept for the operator, untouched, and
+  reported until they remove it. A file whose documents the store refused (``forbidden``) stays a
+  ``.jsonl``: the next delivery tries them again.
 * ``<db>--<time>-<pid>-<n>.jsonl``: appended by versions before spooled documents named their store;
   delivered only when ``flush --untagged`` says they belong to the store at hand.
 """
@@ -200,6 +201,16 @@ class KeptFile:
 
 
 @dataclass
+class Problems:
+    """Why lines of a spool file were not delivered."""
+
+    #: Lines no delivery can help (cut short, not JSON, for another store), by line number.
+    damaged: list[str] = field(default_factory=list)
+    #: Documents the store refused: id → its answer (its rights or rules may change).
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class LeftBehind:
     """Spool files for another store (or none named), left in the spool by a delivery."""
 
@@ -212,8 +223,17 @@ class DeliveryReport:
     files: int = 0
     documents: int = 0
     result: UpsertResult = field(default_factory=UpsertResult)
-    #: Files kept because some of their lines could not be delivered (this delivery's).
+    #: Files kept because some of their lines are damaged (this delivery's: ``.undelivered``).
     kept: list[KeptFile] = field(default_factory=list)
+    #: Files left spooled because the store refused some of their documents.
+    refused: list[KeptFile] = field(default_factory=list)
+    #: One line per kept or refused file, for a caller that does not report them itself.
+    problems: list[str] = field(default_factory=list)
+
+    def log_problems(self) -> None:
+        for line in self.problems:
+            logger.error("%s", line)
+
     #: Store identity (or :data:`NO_STORE`) → what is spooled for it and was left alone.
     left: dict[str, LeftBehind] = field(default_factory=dict)
 
@@ -373,6 +393,7 @@ class Spool:
             )
         for label, left in report.left.items():
             LEFT_NOTICES.notice(self.directory, label, left, db)
+        report.log_problems()
         return report
 
     def deliver_path(self, store: Store, path: Path) -> DeliveryReport:
@@ -387,6 +408,7 @@ class Spool:
             os.rename(claimed, path)
             raise
         self._done(claimed, problems, report)
+        report.log_problems()
         return report
 
     def _claim(self, path: Path) -> Path | None:
@@ -397,22 +419,35 @@ class Spool:
             return None
         return claimed
 
-    def _done(self, claimed: Path, problems: list[str], report: DeliveryReport) -> None:
-        """A delivered file goes; one with lines that were not delivered stays, renamed and reported."""
-        if not problems:
+    def _done(self, claimed: Path, problems: Problems, report: DeliveryReport) -> None:
+        """A delivered file goes. One with damaged lines is kept, renamed (``.undelivered``: no
+        delivery can help); one whose documents the store refused goes back to the spool as it was,
+        for the next delivery (the store's rights or rules may change). Both are reported."""
+        if not problems.damaged and not problems.refused:
             claimed.unlink()
             report.files += 1
             return
-        kept = _unused_kept_name(_ready_name(claimed))
+        reasons = problems.damaged + [
+            "document %s refused by the store (%s)" % r for r in problems.refused.items()
+        ]
+        if problems.damaged:
+            kept = _unused_kept_name(_ready_name(claimed))
+            report.kept.append(KeptFile(kept, reasons[:REASONS_SHOWN], len(reasons)))
+            what = "its other documents were delivered, the file is kept"
+        else:
+            kept = _ready_name(claimed)
+            report.refused.append(KeptFile(kept, reasons[:REASONS_SHOWN], len(reasons)))
+            what = "its other documents were delivered, the file stays spooled for the next delivery"
         os.rename(claimed, kept)
-        report.kept.append(KeptFile(kept, problems[:REASONS_SHOWN], len(problems)))
-        logger.error(
-            "spool file %s: %d lines could not be delivered (%s%s); its other documents were "
-            "delivered, the file is kept",
-            kept,
-            len(problems),
-            "; ".join(problems[:REASONS_SHOWN]),
-            ", …" if len(problems) > REASONS_SHOWN else "",
+        report.problems.append(
+            "spool file %s: %d lines could not be delivered (%s%s); %s"
+            % (
+                kept,
+                len(reasons),
+                "; ".join(reasons[:REASONS_SHOWN]),
+                ", …" if len(reasons) > REASONS_SHOWN else "",
+                what,
+            )
         )
 
     def _deliver_file(
@@ -422,20 +457,19 @@ class Spool:
         accepted: set[str | None],
         report: DeliveryReport,
         hooks: dict[str, WriteHooks],
-    ) -> list[str]:
-        """Deliver the good records of ``path``; the reasons its other lines were not delivered."""
+    ) -> Problems:
+        """Deliver the good records of ``path``; why its other lines were not delivered."""
         groups: dict[tuple, list[dict]] = {}
-        problems = []
+        problems = Problems()
         ready: set[str] = set()
         for number, record, problem in _records(path):
             if problem is None and record.get("store") not in accepted:
                 problem = "spooled for %s" % (record.get("store") or NO_STORE)
             if problem is not None:
-                problems.append("line %d %s" % (number, problem))
+                problems.damaged.append("line %d %s" % (number, problem))
                 continue
             key = (record["db"], tuple(record.get("ignore") or ()), record.get("after_batch"))
             groups.setdefault(key, []).append(record["doc"])
-        refused: dict[str, str] = {}
         for (db, ignore, hook), docs in groups.items():
             if db not in ready:  # as a crawl opens it: the delivery hooks read its views
                 store.ensure_db(db)
@@ -449,8 +483,7 @@ class Spool:
                     delivery_hooks.after_batch(store, db, chunk, result)
                 report.result.merge(result)
                 report.documents += len(chunk)
-                refused.update(result.failed)
-        problems += ["document %s refused by the store (%s)" % (i, why) for i, why in refused.items()]
+                problems.refused.update(result.failed)
         logger.info("delivered spool file %s (%d documents so far)", path.name, report.documents)
         return problems
 

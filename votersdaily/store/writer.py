@@ -289,8 +289,11 @@ class BatchWriter:
         while self._spooled:
             report = self.spool.deliver_path(self.store, self._spooled[0])
             self._spooled.pop(0)
-            delivered += report.documents
-            self.outage.delivered_from_spool += report.documents
+            # Documents the store refused stay in their spool file (for `flush`): not failed, not lost.
+            taken = report.documents - len(report.result.failed)
+            report.result.failed = {}
+            delivered += taken
+            self.outage.delivered_from_spool += taken
             result.merge(report.result)
         logger.warning(
             "store %s is back: %d spooled documents delivered to %s",
