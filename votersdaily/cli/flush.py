@@ -89,23 +89,13 @@ def run(args) -> int:
     left_behind(report, store_identity(store.display_uri))
     for kept in report.kept:
         say(
-            "kept %s: %d lines could not be delivered (%s%s); its other documents were delivered"
-            % (
-                kept.path,
-                kept.lines,
-                "; ".join(kept.reasons),
-                ", …" if kept.lines > len(kept.reasons) else "",
-            )
+            "kept %s: %d lines could not be delivered (%s); its other documents were delivered"
+            % (kept.path, kept.lines, kept.why())
         )
     for refused in report.refused:
         say(
-            "left %s spooled: the store refused %d of its documents (%s%s); the next flush tries again"
-            % (
-                refused.path,
-                refused.lines,
-                "; ".join(refused.reasons),
-                ", …" if refused.lines > len(refused.reasons) else "",
-            )
+            "left %s spooled: the store refused %d of its documents (%s); the next flush tries again"
+            % (refused.path, refused.lines, refused.why())
         )
     for path in earlier_kept:
         say("kept %s: lines an earlier flush could not deliver; look at it, then remove it" % path)

@@ -199,6 +199,10 @@ class KeptFile:
     #: How many lines could not be delivered.
     lines: int
 
+    def why(self) -> str:
+        """The reasons shown, and that there are more."""
+        return "; ".join(self.reasons) + (", …" if self.lines > len(self.reasons) else "")
+
 
 @dataclass
 class Problems:
@@ -431,23 +435,17 @@ class Spool:
             "document %s refused by the store (%s)" % r for r in problems.refused.items()
         ]
         if problems.damaged:
-            kept = _unused_kept_name(_ready_name(claimed))
-            report.kept.append(KeptFile(kept, reasons[:REASONS_SHOWN], len(reasons)))
+            kept = KeptFile(_unused_kept_name(_ready_name(claimed)), reasons[:REASONS_SHOWN], len(reasons))
+            report.kept.append(kept)
             what = "its other documents were delivered, the file is kept"
         else:
-            kept = _ready_name(claimed)
-            report.refused.append(KeptFile(kept, reasons[:REASONS_SHOWN], len(reasons)))
+            kept = KeptFile(_ready_name(claimed), reasons[:REASONS_SHOWN], len(reasons))
+            report.refused.append(kept)
             what = "its other documents were delivered, the file stays spooled for the next delivery"
-        os.rename(claimed, kept)
+        os.rename(claimed, kept.path)
         report.problems.append(
-            "spool file %s: %d lines could not be delivered (%s%s); %s"
-            % (
-                kept,
-                len(reasons),
-                "; ".join(reasons[:REASONS_SHOWN]),
-                ", …" if len(reasons) > REASONS_SHOWN else "",
-                what,
-            )
+            "spool file %s: %d lines could not be delivered (%s); %s"
+            % (kept.path, kept.lines, kept.why(), what)
         )
 
     def _deliver_file(
