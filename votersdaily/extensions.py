@@ -148,6 +148,7 @@ class RunLog:
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
+        crawler.signals.connect(ext.archive_unreadable, signal=vd_signals.archive_unreadable)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -240,17 +241,24 @@ class RunLog:
         for url, dropped in self.dropped_by_reply.items():
             if dropped and not self.kept_by_reply[url]:
                 message = "all %d records of %s were dropped (see dropped)" % (dropped, url)
-                self.failures.append(
-                    {
-                        "exception": AllRecordsDropped.__name__,
-                        "message": message,
-                        "http_status": None,
-                        "where": "spider",
-                        "url": url,
-                        "traceback": "%s.%s: %s\n"
-                        % (AllRecordsDropped.__module__, AllRecordsDropped.__name__, message),
-                    }
-                )
+                self._failed_without_traceback(AllRecordsDropped(message), "spider", url)
+
+    def archive_unreadable(self, exception: Exception, spider):
+        self._failed_without_traceback(exception, "archive", None)
+
+    def _failed_without_traceback(self, exception: Exception, where: str, url: str | None) -> None:
+        """A failure the framework found (not raised by a callback: its traceback says nothing)."""
+        cls, message = type(exception), str(exception)
+        self.failures.append(
+            {
+                "exception": cls.__name__,
+                "message": message,
+                "http_status": None,
+                "where": where,
+                "url": url,
+                "traceback": "%s.%s: %s\n" % (cls.__module__, cls.__name__, message),
+            }
+        )
 
     def input_rejected(self, failure, url, spider):
         self.rejected.append(
@@ -262,7 +270,7 @@ class RunLog:
     async def spider_closed(self, spider, reason):
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
-            return  # a dry run writes nothing, its log neither
+            return  # a dry run writes nothing (nor spools), its log neither
         try:
             await run_in_thread(self._write, doc)
         except Exception as exc:  # any refusal (down, 401/403, 5xx, an error answer): kept like events

@@ -120,19 +120,21 @@ def run(args) -> int:
     rows += [{"spider": n, "result": "not due"} for n in not_due]
     lost = sum(r["lost"] for r in counted)
     print_table(rows, columns=(*COLUMNS, "lost") if lost else COLUMNS)
+    not_archived = not_archived_runs(crawlers)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
-        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
+        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED") and not not_archived:
             print(
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    return crawl_status(counted, spool_dir(settings), mask_uri(uri))
+    return crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
 
 
-def crawl_status(rows: list[dict], spool_folder, shown_uri: str) -> int:
+def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: bool = False) -> int:
     """What the crawl's exit status says, with a line for what is not in the table: 1 when a run
-    failed or documents were lost, else 4 when documents wait in the spool, else 0."""
+    failed, documents were lost or source documents not archived, else 4 when documents wait in the
+    spool, else 0."""
     delivered = sum(r["spool_delivered"] for r in rows)
     if delivered:
         print(
@@ -155,11 +157,29 @@ def crawl_status(rows: list[dict], spool_folder, shown_uri: str) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    if any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
+    if not_archived or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
         return EXIT_FAILED
     if spooled:
         return EXIT_SPOOLED
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
+
+
+def not_archived_runs(crawlers: list) -> dict[str, str]:
+    """Runs whose source documents could not all be archived (by spider: why), said in one line: their
+    events are stored all the same (``archived: false``), but the command did not do all its job."""
+    errors = {
+        c.spidercls.name: c.stats.get_value("archive/error")
+        for c in crawlers
+        if c.stats.get_value("archive/error")
+    }
+    if errors:
+        print(
+            "votersdaily crawl: the source documents of %d runs (%s) were not all archived: %s; "
+            "their events are stored, marked archived: false"
+            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0]),
+            file=sys.stderr,
+        )
+    return errors
 
 
 def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:

@@ -187,6 +187,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
         from ..archive import archive_dir, archived_runs, read_responses
+        from ..plumbing.warc_reader import DamagedWarc, WarcDamage
 
         assert self.reparse is not None
         for path in archived_runs(
@@ -194,6 +195,14 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         ):
             self.reparse.files.append(path.name)
             for archived in read_responses(path):
+                if isinstance(archived, WarcDamage):  # named, skipped; the rest is read on
+                    self.reparse.damage.append(archived)
+                    self.logger.error("reparse of %s: %s: skipped", self.name, archived.describe())
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.archive_unreadable, exception=DamagedWarc(archived.describe()), spider=self
+                    )
+                    continue
+                self.reparse.read[(archived.warc_file, archived.warc_offset)] = archived.record_id
                 if not callable(getattr(self, archived.callback, None)):
                     self.logger.warning(
                         "reparse: %s has no callback %r (record %s of %s): skipped",
