@@ -71,19 +71,6 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
         assert "wrong" not in json.dumps(doc)  # no password in what is kept
 
 
-def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, cli_main, sqlite_uri, tmp_path):
-    spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
-    port = free_port()
-    refused = cli_main(
-        "crawl", "--offline", "house_votes", store_uri="http://127.0.0.1:%d/" % port, env=spool
-    )
-    assert refused.returncode == 3
-    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri, env=spool).returncode == 0
-    dump = cli_main("dump", "vd_log", store_uri=sqlite_uri)
-    results = sorted(json.loads(line)["result"] for line in dump.stdout.splitlines())
-    assert results == ["StoreUnavailable", "success"]
-
-
 @pytest.mark.parametrize(
     "command",
     [

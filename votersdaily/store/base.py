@@ -21,6 +21,13 @@ class StoreUnavailable(StoreError):
     """The store could not be reached or answered a server error; the write may be retried."""
 
 
+class StoreRefused(StoreUnavailable):
+    """The store answered but refused the request (HTTP 401 or 403: wrong credentials or rights).
+
+    Handled like an unavailable store (what it did not take is spooled, never lost), but never retried
+    in a loop: CouchDB 3.4+ locks a user out after 5 failed logins."""
+
+
 @dataclass(frozen=True)
 class Row:
     id: str

@@ -16,7 +16,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from ..rfc3986 import mask_uri, service_base
-from .base import Row, StoreError, StoreUnavailable
+from .base import Row, StoreError, StoreRefused, StoreUnavailable
 from .revisions import not_unicode
 from .views import DESIGN_NAME, install_design
 
@@ -72,6 +72,17 @@ class CouchStore:
         if response.status_code >= 500:
             raise StoreUnavailable(
                 "%s %s%s answered %d" % (method, self.display_uri, path, response.status_code)
+            )
+        if response.status_code in (401, 403):
+            raise StoreRefused(
+                "%s %s%s answered %d (%s)"
+                % (
+                    method,
+                    self.display_uri,
+                    path,
+                    response.status_code,
+                    "credentials refused" if response.status_code == 401 else "this user may not do that",
+                )
             )
         raise StoreError(
             "%s %s%s answered %d: %s"

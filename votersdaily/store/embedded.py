@@ -9,6 +9,7 @@ agree for the ASCII keys the views emit: ISO datetimes, branch, entity and parse
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import sqlite3
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SURROGATE_RE
-from .base import Row, StoreError
+from .base import Row, StoreError, StoreUnavailable
 from .revisions import next_rev, not_unicode, rev_number
 from .views import install_design, views_for
 
@@ -64,6 +65,20 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _unavailable_when_sqlite_cannot(method):
+    """A full disk, a read-only file, an I/O error or a lock held too long make the store unavailable
+    (:class:`StoreUnavailable`: the writers retry, then spool), as a CouchDB that cannot write would."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable("embedded store %s: %s" % (self.display_uri, exc)) from exc
+
+    return call
+
+
 class EmbeddedStore:
     def __init__(self, path: str | Path):
         self.path = str(path)
@@ -95,10 +110,12 @@ class EmbeddedStore:
 
     # -- databases ---------------------------------------------------------------------------
 
+    @_unavailable_when_sqlite_cannot
     def ensure_db(self, db: str) -> None:
         with self._lock:
             self._conn.execute("INSERT OR IGNORE INTO dbs (name) VALUES (?)", (db,))
 
+    @_unavailable_when_sqlite_cannot
     def drop_db(self, db: str) -> None:
         with self._lock, self._transaction():
             for table in ("docs", "attachments", "view_rows"):
@@ -121,7 +138,16 @@ class EmbeddedStore:
                 conn.execute("BEGIN IMMEDIATE")
 
             def __exit__(self_inner, exc_type, exc, tb):
-                conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                if exc_type is None:
+                    try:
+                        conn.execute("COMMIT")
+                        return False
+                    except sqlite3.Error:  # a full disk: the transaction stays open unless rolled back
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                if conn.in_transaction:  # SQLite may have rolled it back itself (a full disk)
+                    conn.execute("ROLLBACK")
                 return False
 
         return _Tx()
@@ -131,6 +157,7 @@ class EmbeddedStore:
     def get(self, db: str, doc_id: str) -> dict | None:
         return self.get_many(db, [doc_id]).get(doc_id)
 
+    @_unavailable_when_sqlite_cannot
     def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
         ids = list(dict.fromkeys(ids))
         found: dict[str, dict] = {}
@@ -153,6 +180,7 @@ class EmbeddedStore:
         doc["_rev"] = rev
         return doc
 
+    @_unavailable_when_sqlite_cannot
     def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
         """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
         results: list[dict] = []
