@@ -13,6 +13,7 @@ import pytest
 
 from tests.deploy.settings import SPIDER_MODULES
 from tests.support.services import REPO, free_port, which
+from votersdaily.store.names import PREFIX_ENV
 
 TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
@@ -236,6 +237,8 @@ class ScrapydServer:
 def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
     """The node's environment: the store comes from here, never from the egg; no checkout on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    if PREFIX_ENV in os.environ:  # a real CouchDB shared by the tests (tests/conftest.py)
+        env[PREFIX_ENV] = os.environ[PREFIX_ENV]
     env["PYTHONPATH"] = ""
     env["VOTERSDAILY_STORE"] = store_uri
     env["VOTERSDAILY_SPOOL_DIR"] = str(workdir / "spool")

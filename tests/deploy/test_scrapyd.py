@@ -24,11 +24,11 @@ def egg(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, pouchdb, egg):
+def node(tmp_path_factory, couchdb, egg):
     """One scrapyd for the module (a start and an upload take seconds), the egg deployed; what it
     keeps per node (archive, spool) lives in ``workdir``."""
     workdir = tmp_path_factory.mktemp("node")
-    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir)).start()
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(couchdb.url, workdir)).start()
     client = Scrapyd(server.auth_url)
     client.add_version("r1", egg.read_bytes())
     yield workdir, server, client

@@ -203,7 +203,7 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
     now = (now or now_utc()).replace(tzinfo=None)
     store = open_store()
     try:
-        if LOG_DB not in store.list_dbs():
+        if not store.has_db(LOG_DB):
             return list(spiders)
         store.install_views(LOG_DB)
         due = []

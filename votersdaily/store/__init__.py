@@ -11,6 +11,7 @@ from typing import Any
 
 from ..rfc3986 import mask_uri
 from .base import Row, Store, StoreError, StoreUnavailable
+from .names import db_prefix
 
 STORE_ENV = "VOTERSDAILY_STORE"
 DEFAULT_STORE_URI = "sqlite:///votersdaily.db"
@@ -24,16 +25,19 @@ def store_uri(settings: Any = None) -> str:
     return uri or DEFAULT_STORE_URI
 
 
-def open_store(uri: str | None = None) -> Store:
-    uri = uri or store_uri()
+def open_store(uri: str | None = None, settings: Any = None) -> Store:
+    """The store of ``uri`` (default: the configured one), its databases under the configured prefix
+    (:mod:`.names`)."""
+    uri = uri or store_uri(settings)
+    prefix = db_prefix(settings)
     if uri.startswith("sqlite:"):
         from .embedded import EmbeddedStore
 
-        return EmbeddedStore.from_uri(uri)
+        return EmbeddedStore.from_uri(uri, prefix=prefix)
     if uri.startswith(("http://", "https://")):
         from .couch import CouchStore
 
-        return CouchStore(uri)
+        return CouchStore(uri, prefix=prefix)
     raise StoreError("unsupported store URI scheme in %r (use sqlite:/// or http(s)://)" % mask_uri(uri))
 
 
