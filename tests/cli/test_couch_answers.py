@@ -4,7 +4,7 @@
 The server here is a STUB: the local test site answering, path by path, what Apache CouchDB 3.4.3
 answered (built from its source, tag 3.4.3, QuickJS engine; recorded with curl on 2026-11-26) to a
 locked-out user (``GET /_session`` after 5 failed logins; the reason is ``LOCKOUT_MSG`` of
-src/couch/src/couch_httpd_auth.erl), to a member user (``GET /_all_dbs``, ``PUT /{db}``), to a user who
+src/couch/src/couch_httpd_auth.erl), to a member user (``GET /_all_dbs``, ``PUT /{db}``, a design document in ``_bulk_docs``), to a user who
 is no member (``GET /{db}``) and for a missing database. The pinned PouchDB Server has no members and
 no lockout; tests/cli/test_couchdb_users.py runs the same cases on a real CouchDB
 ($VOTERSDAILY_TEST_COUCHDB).
@@ -36,6 +36,11 @@ NOT_A_MEMBER = (403, {"error": "forbidden", "reason": "You are not allowed to ac
 NO_USER = (401, {"error": "unauthorized", "reason": "You are not authorized to access this db."})
 NO_DATABASE = (404, {"error": "not_found", "reason": "Database does not exist."})
 EMPTY_DATABASE = (200, {"db_name": "vd_events", "doc_count": 0, "doc_del_count": 0})
+#: ``POST /{db}/_bulk_docs`` of a design document by a member.
+DESIGN_REFUSED = (
+    201,
+    [{"id": "_design/votersdaily", "error": "forbidden", "reason": "You are not a db or server admin."}],
+)
 
 
 @pytest.fixture
@@ -148,4 +153,18 @@ def test_a_request_without_a_user_is_asked_for_one(site, couch_stub):
         "the store at %s/ wants a user (GET /vd_events: HTTP 401 unauthorized: You are not authorized to "
         "access this db.): put a member's user and password in $VOTERSDAILY_STORE (docs/operations.md: "
         "Users and roles)" % site.url
+    )
+
+
+def test_a_member_meeting_views_it_may_not_write_is_told_who_may(site, couch_stub):
+    couch_stub("/vd_log", EMPTY_DATABASE)
+    couch_stub("/vd_log/_design/votersdaily", (404, {"error": "not_found", "reason": "missing"}))
+    couch_stub("/vd_log/_bulk_docs", DESIGN_REFUSED)
+    store = open_store(uri(site))
+    with pytest.raises(StoreError) as refused:
+        store.install_views("vd_log")
+    assert str(refused.value) == (
+        "the views of vd_log are missing or out of date and this user may not write them (forbidden: You "
+        "are not a db or server admin.): a server admin runs `python -m votersdaily views push` once "
+        "(docs/operations.md: Users and roles)"
     )
