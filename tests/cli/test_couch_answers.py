@@ -66,6 +66,17 @@ def shown(site, user: str = "member1") -> str:
     return site.url.replace("://", "://%s:***@" % user) + "/"
 
 
+def lockout_line(command: str, uri: str, user: str) -> str:
+    """What a command says when CouchDB has locked ``user`` out."""
+    return (
+        "votersdaily %s: the store at %s has locked user %r out after failed logins (GET /_session: HTTP 403 "
+        "forbidden: Account is temporarily locked due to multiple authentication failures): CouchDB 3.4+ "
+        "refuses it from this address until max_lifetime has passed since the first failure (default "
+        "300000 ms: 5 minutes, after threshold = 5 failures), by its [chttpd_auth_lockout] settings; fix "
+        "the password in $VOTERSDAILY_STORE, then wait" % (command, uri, user)
+    )
+
+
 def test_a_member_reads_without_asking_for_the_list_of_databases(cli_main, site, couch_stub):
     proc = cli_main("dump", "vd_events", store_uri=uri(site))
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
@@ -80,13 +91,7 @@ def test_a_locked_out_user_is_told_so_and_for_how_long(cli_main, site, couch_stu
     couch_stub("/_session", LOCKED_OUT)
     proc = cli_main("export", "ics", store_uri=uri(site))
     assert proc.returncode == 3 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [
-        "votersdaily export: the store at %s has locked user 'member1' out after failed logins (GET /_session: "
-        "HTTP 403 forbidden: Account is temporarily locked due to multiple authentication failures): "
-        "CouchDB 3.4+ refuses it from this address until max_lifetime has passed since the first failure "
-        "(default 300000 ms: 5 minutes, after threshold = 5 failures), by its [chttpd_auth_lockout] "
-        "settings; fix the password in $VOTERSDAILY_STORE, then wait" % shown(site)
-    ]
+    assert proc.stderr.splitlines() == [lockout_line("export", shown(site), "member1")]
 
 
 def test_a_member_who_may_not_create_a_database_is_told_who_may(site, couch_stub):

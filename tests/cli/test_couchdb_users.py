@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from tests.cli.test_couch_answers import lockout_line
 from tests.support.services import COUCHDB_ENV, ExternalCouchDB
 from votersdaily.defaults import DEFAULTS
 from votersdaily.store.names import database_name, project_databases
@@ -150,11 +151,4 @@ def test_a_locked_out_user_is_told_so_and_for_how_long(cli_main, deployment):
         assert proc.returncode == 3 and "refused the credentials (HTTP 401)" in proc.stderr
     proc = cli_main("dump", "vd_events", store_uri=uris["locked"])  # the right password, too late
     assert proc.returncode == 3 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [
-        "votersdaily dump: the store at %s has locked user %r out after failed logins (GET /_session: "
-        "HTTP 403 forbidden: Account is temporarily locked due to multiple authentication failures): "
-        "CouchDB 3.4+ refuses it from this address until max_lifetime has passed since the first failure "
-        "(default 300000 ms: 5 minutes, after threshold = 5 failures), by its [chttpd_auth_lockout] "
-        "settings; fix the password in $VOTERSDAILY_STORE, then wait"
-        % (uris["locked"].replace(password, "***"), name)
-    ]
+    assert proc.stderr.splitlines() == [lockout_line("dump", uris["locked"].replace(password, "***"), name)]
