@@ -118,6 +118,35 @@ def test_two_stores_never_share_an_identity(one, other):
     assert store_key(store_identity(one)) != store_key(store_identity(other))
 
 
+def test_two_deployments_on_one_server_are_two_stores():
+    """A database-name prefix (staging and production on one cluster) is part of the identity."""
+    server = "http://127.0.0.1:5984/"
+    assert store_identity(server, "staging_") != store_identity(server)
+    assert store_identity(server, "staging_") != store_identity(server, "prod_")
+    assert store_identity("http://localhost:5984", "staging_") == store_identity(server, "staging_")
+
+
+def test_a_spool_of_one_deployment_is_not_flushed_into_another(tmp_path, sqlite_uri):
+    """Documents spooled for the ``staging_`` databases wait there: a flush with another prefix on the
+    same server leaves them and says so (exit 4); with the prefix they were spooled for, it delivers."""
+    spool = tmp_path / "spool"
+    doc = {"_id": "2026-09-16T23:05:00Z-test-1", "title": "spooled for staging"}
+    Spool(spool).write(store_identity(sqlite_uri, "staging_"), schema.LOG_DB, [doc])
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    other = run_main("flush", store_uri=sqlite_uri, env=dict(env, VOTERSDAILY_DB_PREFIX="prod_"))
+    assert other.returncode == 4, other.stderr
+    assert "(databases staging_*)" in other.stderr
+    own = run_main("flush", store_uri=sqlite_uri, env=dict(env, VOTERSDAILY_DB_PREFIX="staging_"))
+    assert own.returncode == 0, own.stderr
+    store = open_store(sqlite_uri)
+    try:
+        assert not store.has_db(schema.LOG_DB)
+        store.prefix = "staging_"
+        assert store.get(schema.LOG_DB, doc["_id"])["title"] == "spooled for staging"
+    finally:
+        store.close()
+
+
 def test_an_embedded_store_is_named_by_its_absolute_path(tmp_path, monkeypatch):
     """Its file's absolute path, a relative one under the data home whatever the working folder."""
     (tmp_path / "data").mkdir()
@@ -352,7 +381,7 @@ def test_a_wrong_password_loses_nothing_and_flush_delivers_once_it_is_fixed(craw
     assert fixed.returncode == 0, fixed.stderr
     assert [d["unique_key"] for d in docs(pouchdb.url, "vd_events")] == ["119-2-314"]
     [log] = docs(pouchdb.url, "vd_log")
-    assert log["result"] == "StoreRefused" and "answered 401" in log["error_message"]
+    assert log["result"] == "StoreRefused" and "HTTP 401" in log["error_message"]
 
 
 def test_documents_the_store_forbids_are_spooled_not_lost(crawl, pouchdb, tmp_path):

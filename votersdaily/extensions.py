@@ -30,6 +30,7 @@ from .store import mask_uri, store_uri
 from .store.base import StoreError, StoreRefused, StoreUnavailable
 from .store.crawler import count_spool_delivered, crawl_writes, store_for, write_totals, writers_of
 from .store.identity import store_identity
+from .store.names import db_prefix
 from .store.spool import FULL_FOLDERS, NotSpooled, Spool
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def spool_run_log(settings, doc: dict) -> Spool:
     doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
     spool = Spool.from_settings(settings)
     try:
-        spool.write(store_identity(store_uri(settings)), schema.LOG_DB, [doc])
+        spool.write(store_identity(store_uri(settings), db_prefix(settings)), schema.LOG_DB, [doc])
     except NotSpooled as exc:
         FULL_FOLDERS.failed(exc)
         raise

@@ -168,7 +168,7 @@ class ReparseExtension:
         if reparse is None:
             return
         store = store_for(self.crawler)
-        if schema.EVENTS_DB not in store.list_dbs():
+        if not store.has_db(schema.EVENTS_DB):
             return
         for doc in self._events_of(store, spider.name):
             if doc.get("warc_record_id"):
@@ -290,9 +290,7 @@ class ReparseExtension:
     def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
         """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
         plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
-        stored = (
-            store.get_many(schema.EVENTS_DB, list(events)) if schema.EVENTS_DB in store.list_dbs() else {}
-        )
+        stored = store.get_many(schema.EVENTS_DB, list(events)) if store.has_db(schema.EVENTS_DB) else {}
         for doc_id, doc in sorted(events.items()):
             old = stored.get(doc_id)
             if old is None:
@@ -306,7 +304,7 @@ class ReparseExtension:
     def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
         """The marks to write: live events of replayed documents that no produced event matches."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
-        if not reparse.replayed or schema.EVENTS_DB not in store.list_dbs():
+        if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
             return [], versions
         from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 

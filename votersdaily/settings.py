@@ -62,6 +62,10 @@ VOTERSDAILY_HOME = None
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
 #: path is under the data home.
 VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
+#: Put before the name of every database the project creates or reads (``staging_``: ``staging_vd_events``,
+#: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
+#: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
+VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps

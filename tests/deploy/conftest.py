@@ -15,6 +15,7 @@ import pytest
 from tests.deploy.settings import SPIDER_MODULES
 from tests.support.packaging import build_wheel, copy_clone, install, venv_python
 from tests.support.services import REPO, TEST_HOME, free_port, which
+from votersdaily.store.names import PREFIX_ENV
 
 TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
@@ -244,6 +245,8 @@ def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
     """The node's environment: the store and the data home come from here, never from the egg; no
     checkout on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    if PREFIX_ENV in os.environ:  # a real CouchDB shared by the tests (tests/conftest.py)
+        env[PREFIX_ENV] = os.environ[PREFIX_ENV]
     env["PYTHONPATH"] = ""
     env["VOTERSDAILY_STORE"] = store_uri
     env["VOTERSDAILY_HOME"] = str(workdir / "home")

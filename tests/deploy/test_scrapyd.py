@@ -31,11 +31,11 @@ def egg(deployed):
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, pouchdb, deployed):
+def node(tmp_path_factory, couchdb, deployed):
     """One scrapyd for the module (a start and an upload take seconds), on a node with the package
     installed, the egg deployed; what it keeps per node (data home, archive, spool) lives in ``workdir``."""
     workdir = tmp_path_factory.mktemp("node")
-    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir), deployed.python).start()
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(couchdb.url, workdir), deployed.python).start()
     client = Scrapyd(server.auth_url)
     client.add_version("r1", deployed.egg.read_bytes())
     yield workdir, server, client

@@ -102,7 +102,7 @@ def run(args) -> int:
         return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
     not_due = []
     if args.due:
-        due = set(due_spiders({n: available[n] for n in names}))
+        due = set(due_spiders({n: available[n] for n in names}, settings=settings))
         not_due = [n for n in names if n not in due]
         runs = {n: kwargs for n, kwargs in runs.items() if n in due}
     process = CrawlerProcess(settings)
@@ -270,18 +270,19 @@ class Progress:
         self._clear_live()
 
 
-def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
-    """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran)."""
+def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) -> list[str]:
+    """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran), in the
+    store (and database prefix) of ``settings``."""
     from datetime import timedelta
 
     from ..clock import now_utc
     from ..schema import LOG_DB, parse_iso_utc
-    from ..store import open_store
+    from ..store import open_store, store_uri
 
     now = (now or now_utc()).replace(tzinfo=None)
-    store = open_store()
+    store = open_store(store_uri(settings), settings)
     try:
-        if LOG_DB not in store.list_dbs():
+        if not store.has_db(LOG_DB):
             return list(spiders)
         store.install_views(LOG_DB)
         due = []

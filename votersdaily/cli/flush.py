@@ -16,7 +16,7 @@ from scrapy.utils.project import get_project_settings
 
 from ..store.base import StoreError, StoreUnavailable
 from ..store.check import checked_store
-from ..store.identity import store_identity
+from ..store.identity import identity_of
 from ..store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE
 
@@ -86,7 +86,7 @@ def run(args) -> int:
                 len(r.failed),
             )
         )
-    left_behind(report, store_identity(store.display_uri))
+    left_behind(report, identity_of(store))
     for kept in report.kept:
         say(
             "kept %s: %d lines could not be delivered (%s); its other documents were delivered"

@@ -12,7 +12,7 @@ from pathlib import Path
 from scrapy.utils.project import get_project_settings
 
 from ..store.check import checked_store
-from ..store.identity import store_identity
+from ..store.identity import identity_of
 from ..store.spool import Spool, spool_dir
 from . import EXIT_USAGE
 
@@ -48,7 +48,7 @@ def run_build(args) -> int:
     store = checked_store(must_exist=True)
     report = FeedReport()
     # Only what was spooled for this store: another store's documents never reach it.
-    spooled = Spool(spool_dir(settings)).waiting(store_identity(store.display_uri))
+    spooled = Spool(spool_dir(settings)).waiting(identity_of(store))
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))

@@ -203,7 +203,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         from ..store.crawler import store_for
 
         store = store_for(self.crawler)
-        if db not in store.list_dbs():
+        if not store.has_db(db):
             return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 

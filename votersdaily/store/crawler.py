@@ -77,7 +77,7 @@ def crawl_writes(crawler) -> CrawlWrites:
 def store_for(crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
-        writes.store = open_store(store_uri(crawler.settings))
+        writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
 

@@ -6,7 +6,8 @@ store reached as another user, or after a wrong password was fixed, is the same 
 host in lower case, the port always written (``http`` 80, ``https`` 443), ``localhost``, ``::1`` and
 ``127.0.0.1`` as ``127.0.0.1``, the path with dot segments removed, unreserved characters decoded and
 one trailing ``/``; an embedded store by the absolute path of its file (a relative one under the data
-home, votersdaily/locations.py, whatever folder a command runs from), symbolic links resolved.
+home, votersdaily/locations.py, whatever folder a command runs from), symbolic links resolved. A
+database-name prefix (``VOTERSDAILY_DB_PREFIX``: another deployment on the same server) is part of it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ import hashlib
 import ipaddress
 import os
 import re
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..rfc3986 import mask_uri, remove_dot_segments
+
+if TYPE_CHECKING:
+    from .base import Store
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOOPBACK = "127.0.0.1"
@@ -28,16 +33,23 @@ UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
-def store_identity(uri: str) -> str:
-    """The one spelling of the store ``uri`` names, without credentials (never raises: a URI that
-    names no store is its own identity, masked)."""
+def store_identity(uri: str, prefix: str = "") -> str:
+    """The one spelling of the store ``uri`` names, its databases under ``prefix``, without credentials
+    (never raises: a URI that names no store is its own identity, masked)."""
     text = uri.strip()
     scheme = text.partition(":")[0].lower()
     if scheme == "sqlite":
-        return _embedded(text)
-    if scheme in DEFAULT_PORTS:
-        return _http(text, scheme) or mask_uri(text)
-    return mask_uri(text)
+        server = _embedded(text)
+    elif scheme in DEFAULT_PORTS:
+        server = _http(text, scheme) or mask_uri(text)
+    else:
+        server = mask_uri(text)
+    return "%s (databases %s*)" % (server, prefix) if prefix else server
+
+
+def identity_of(store: Store) -> str:
+    """The identity of an open store: its URI and the prefix its databases are under."""
+    return store_identity(store.display_uri, store.prefix)
 
 
 def store_key(identity: str) -> str:

@@ -41,7 +41,7 @@ from pathlib import Path
 from .. import locations
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
-from .identity import store_identity, store_key
+from .identity import identity_of, store_identity, store_key
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
@@ -358,8 +358,8 @@ class Spool:
         Raises what the store raises (e.g. :class:`~.base.StoreUnavailable`); the file being delivered
         then goes back to the spool untouched.
         """
-        target = store_identity(store.display_uri)
-        accepted: set[str | None] = {target, *(store_identity(uri) for uri in also_for)}
+        target = identity_of(store)
+        accepted: set[str | None] = {target, *(store_identity(uri, store.prefix) for uri in also_for)}
         if untagged:
             accepted.add(None)
         keys = {store_key(tag) if tag is not None else None for tag in accepted}
@@ -407,7 +407,7 @@ class Spool:
         if claimed is None:
             return report
         try:
-            problems = self._deliver_file(store, claimed, {store_identity(store.display_uri)}, report, {})
+            problems = self._deliver_file(store, claimed, {identity_of(store)}, report, {})
         except BaseException:
             os.rename(claimed, path)
             raise

@@ -28,7 +28,7 @@ from twisted.internet import defer, threads
 from ..clock import now_iso
 from .base import Store, StoreError, StoreRefused, StoreUnavailable
 from .hooks import WriteHooks
-from .identity import store_identity
+from .identity import identity_of
 from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult, upsert
 
@@ -93,7 +93,7 @@ class BatchWriter:
         self.outage = Outage()
         #: Where what this writer spools goes: the store's identity (no credentials), which alone
         #: may receive it.
-        self.target = store_identity(store.display_uri)
+        self.target = identity_of(store)
         #: This writer's spool files, oldest first (delivered in order once the store is back).
         self._spooled: list[Path] = []
         self.total = UpsertResult()
