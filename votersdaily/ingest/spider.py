@@ -50,7 +50,7 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .ssrf import TRUSTED_META
+from .ssrf import TRUSTED_META, check_policy_settings
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -109,8 +109,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings) -> None:
         """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
-        warning on every run without it)."""
+        warning on every run without it); a host list entry that can never match stops the crawl
+        before it starts."""
         super().update_settings(settings)
+        check_policy_settings(settings, "INGEST")
         if settings.getbool("INGEST_WARC_ENABLED"):
             middlewares = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
             middlewares.setdefault("votersdaily.ingest.warc.WarcWriterMiddleware", 650)

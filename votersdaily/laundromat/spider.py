@@ -23,6 +23,7 @@ from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
+from ..ingest.ssrf import check_policy_settings
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
@@ -96,6 +97,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         self.given_urls = split_urls(url)
         self.seedlist_file = seedlist
         self.start_urls = self.given_urls[:1]
+
+    @classmethod
+    def update_settings(cls, settings) -> None:
+        """A host list entry that can never match stops the crawl before it starts."""
+        super().update_settings(settings)
+        check_policy_settings(settings, "LAUNDROMAT")
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
