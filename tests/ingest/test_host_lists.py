@@ -11,6 +11,7 @@ import pytest
 
 from tests.ingest.conftest import read_results, scholarly, write_requests
 from tests.support.services import LocalSite, run_cli
+from votersdaily.store import open_store
 
 
 @pytest.fixture
@@ -102,3 +103,22 @@ def test_an_entry_that_can_never_match_stops_scrapy_crawl_with_exit_2(site, tmp_
     assert ": error: %s: %r " % (name, value) in last, proc.stderr[-3000:]  # prog: error: ...
     assert "Traceback" not in proc.stderr
     assert site.hits == {} and not db.exists(), "nothing fetched, nothing stored"
+
+
+def test_an_ingest_refused_for_a_private_address_is_a_warning_and_fails_the_run(
+    crawl, sqlite_uri, ingest_site, tmp_path
+):
+    """Issue 24, point 9: it used to end ``success`` with the refusal at INFO."""
+    url = ingest_site.url + "/start"
+    proc = crawl("ingest", url, sqlite_uri, "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_results(sqlite_uri)["pdf:" + url]["status"] == "blocked-private-address"
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line and "refused" in line]
+    assert len(warnings) == 1 and url in warnings[0] and "INGEST_ALLOW_PRIVATE is off" in warnings[0]
+    store = open_store(sqlite_uri)
+    (log,) = store.iter_docs("vd_log")
+    store.close()
+    assert log["result"] == "PrivateAddressRefused"
+    assert [(e["exception"], e["url"]) for e in log["errors"]] == [("PrivateAddressRefused", url)]
+    assert "127.0.0.1 is a private/loopback/link-local address" in log["error_message"]
+    assert ingest_site.hits == {}

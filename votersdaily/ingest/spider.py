@@ -50,7 +50,7 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .ssrf import TRUSTED_META, check_policy_settings
+from .ssrf import TRUSTED_META, PrivateAddressRefused, check_policy_settings
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -587,9 +587,17 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
         status, message = failure_status(failure.value)
-        self.logger.info(
-            "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
-        )
+        if isinstance(failure.value, PrivateAddressRefused):
+            # Untrusted data (or a mistyped request) tried to steer a fetch inside the network: the
+            # operator hears of it, and the run's result (PrivateAddressRefused) is not a success.
+            self.logger.warning("ingest of %s refused: %s", state["request"]["base_url"], message)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed, failure=failure, url=request.url, spider=self
+            )
+        else:
+            self.logger.info(
+                "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
+            )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
 
