@@ -5,10 +5,11 @@ other front ends (a Redis queue) can feed :meth:`IngestSpider.make_ingest_reques
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from ..plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, shown
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
@@ -29,9 +30,6 @@ MAX_TEXT = 1024
 #: Bytes of one object field as JSON, and of one line of a requests file.
 MAX_OBJECT_BYTES = 16 * 1024
 MAX_LINE_BYTES = 64 * 1024
-#: C0 and C1 control characters and lone surrogates (no UTF-8 form); objects may hold tab and newlines.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_IN_OBJECTS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class IngestRequestError(ValueError):
@@ -42,18 +40,13 @@ class RequestSourceError(IngestRequestError):
     """Where the requests come from cannot be read (missing file, no such database): the run fails."""
 
 
-def _shown(value: str) -> str:
-    """A value in a message: its start, never megabytes of it, control characters escaped."""
-    return repr(value[:80]) + ("... (%d characters)" % len(value) if len(value) > 80 else "")
-
-
 def _checked_text(key: str, value, limit: int = MAX_TEXT) -> None:
     if not isinstance(value, str):
         raise IngestRequestError("%s must be a string, got %s" % (key, type(value).__name__))
     if len(value) > limit:
-        raise IngestRequestError("%s is longer than %d characters: %s" % (key, limit, _shown(value)))
-    if _CONTROL.search(value):
-        raise IngestRequestError("%s holds a control character: %s" % (key, _shown(value)))
+        raise IngestRequestError("%s is longer than %d characters: %s" % (key, limit, shown(value)))
+    if CONTROL.search(value):
+        raise IngestRequestError("%s holds a control character: %s" % (key, shown(value)))
 
 
 def _checked_object(key: str, value) -> None:
@@ -64,8 +57,8 @@ def _checked_object(key: str, value) -> None:
         raise IngestRequestError("%s is larger than %d bytes as JSON (%d)" % (key, MAX_OBJECT_BYTES, size))
     if key == "edit_extra":  # free metadata for fatcat: any JSON, but text that is text
         for text in _strings(value):
-            if _CONTROL_IN_OBJECTS.search(text):
-                raise IngestRequestError("%s holds a control character: %s" % (key, _shown(text)))
+            if CONTROL_IN_TEXT.search(text):
+                raise IngestRequestError("%s holds a control character: %s" % (key, shown(text)))
         return
     for name, item in value.items():  # ext_ids, fatcat: identifier name -> identifier (or null)
         _checked_text("%s key" % key, name, 64)
@@ -96,11 +89,11 @@ def _checked_base_url(raw: dict) -> str:
         parts = urlsplit(base_url.strip())
         parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
     except ValueError as exc:
-        raise IngestRequestError("base_url is not a URL (%s): %s" % (exc, _shown(base_url))) from None
+        raise IngestRequestError("base_url is not a URL (%s): %s" % (exc, shown(base_url))) from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise IngestRequestError("base_url is not an http(s) URL: %s" % _shown(base_url))
+        raise IngestRequestError("base_url is not an http(s) URL: %s" % shown(base_url))
     if not parts.hostname:
-        raise IngestRequestError("base_url names no host: %s" % _shown(base_url))
+        raise IngestRequestError("base_url names no host: %s" % shown(base_url))
     return base_url
 
 
@@ -114,7 +107,7 @@ def normalize_request(raw) -> dict:
     if unknown:
         raise IngestRequestError(
             "unknown key %s; an ingest request has %s"
-            % (", ".join(_shown(key) for key in unknown[:5]), ", ".join(KNOWN_KEYS))
+            % (", ".join(shown(key) for key in unknown[:5]), ", ".join(KNOWN_KEYS))
         )
     _checked_base_url(raw)
     for key in TEXT_KEYS:
@@ -125,7 +118,7 @@ def normalize_request(raw) -> dict:
             _checked_object(key, raw[key])
     if raw.get("force_recrawl") not in (None, True, False):
         raise IngestRequestError(
-            "force_recrawl must be true or false, got %s" % _shown(str(raw["force_recrawl"]))
+            "force_recrawl must be true or false, got %s" % shown(str(raw["force_recrawl"]))
         )
     request = dict(raw)
     if request.get("ingest_type", "pdf") == "file":
@@ -133,7 +126,7 @@ def normalize_request(raw) -> dict:
     request.setdefault("ingest_type", "pdf")
     if request["ingest_type"] not in INGEST_TYPES:
         raise IngestRequestError(
-            "ingest_type %s is not one of %s" % (_shown(str(request["ingest_type"])), ", ".join(INGEST_TYPES))
+            "ingest_type %s is not one of %s" % (shown(str(request["ingest_type"])), ", ".join(INGEST_TYPES))
         )
     return request
 
@@ -148,25 +141,13 @@ def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[di
 def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
     """(where, request-or-error) per non-empty line; a bad line (not JSON, not UTF-8, longer than
     MAX_LINE_BYTES: never read whole into memory) is an error, not the end."""
-    with open(path, "rb") as handle:
-        lineno = 0
-        while True:
-            line = handle.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                return
-            lineno += 1
-            where = "%s:%d" % (path, lineno)
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
-                    pass
-                yield where, IngestRequestError("line is longer than %d bytes" % MAX_LINE_BYTES)
-                continue
-            if not line.strip():
-                continue
+    for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
+        where = "%s:%d" % (path, lineno)
+        if isinstance(line, BadLine):
+            yield where, IngestRequestError(str(line))
+        elif line.strip():
             try:
-                yield where, json.loads(line.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield where, IngestRequestError("line is not UTF-8: %s" % exc)
+                yield where, json.loads(line)
             except json.JSONDecodeError as exc:
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
 
