@@ -19,7 +19,6 @@ import asyncio
 import io
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from warcio.warcwriter import WARCWriter
 from . import signals as vd_signals
 from .clock import now_iso, now_utc
 from .ingest.warc import _reason
+from .plumbing.environment import setting_or_environment
 from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"])
 def archive_dir(settings) -> Path:
     """The archive folder: ``$VOTERSDAILY_ARCHIVE_DIR`` first (one shared path for every job of a
     node, and for test runs), then the setting."""
-    return Path(os.environ.get("VOTERSDAILY_ARCHIVE_DIR") or settings.get("VOTERSDAILY_ARCHIVE_DIR"))
+    return Path(setting_or_environment(settings, "VOTERSDAILY_ARCHIVE_DIR"))
 
 
 def recorded_meta(meta: dict) -> dict:

@@ -6,10 +6,12 @@ import os
 import sys
 from pathlib import Path
 
+from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
 from ..distributed import REDIS_ENV
+from ..plumbing.environment import setting_or_environment
 from ..store import mask_uri
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
@@ -65,9 +67,10 @@ def run(args) -> int:
 
     settings = get_project_settings()
     if args.redis_url:
-        settings.set("REDIS_URL", args.redis_url, priority="cmdline")
-        os.environ[REDIS_ENV] = args.redis_url  # the workers' rule: the environment wins
-    if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
+        # The environment wins over the setting (votersdaily.plumbing.environment): so does --redis-url.
+        os.environ[REDIS_ENV] = args.redis_url
+    redis_url = setting_or_environment(settings, "REDIS_URL")
+    if not redis_url:
         print(
             "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
             % REDIS_ENV,
@@ -99,10 +102,13 @@ def run(args) -> int:
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
+    except UsageError as exc:  # a setting the spider refuses before any work (a bad host list entry)
+        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
     except RedisError as exc:
         print(
             "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
-            % (mask_uri(os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")), exc),
+            % (mask_uri(redis_url), exc),
             file=sys.stderr,
         )
         return EXIT_UNAVAILABLE

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ..plumbing.environment import setting_or_environment
 from ..rfc3986 import mask_uri
 from .base import Row, Store, StoreError, StoreUnavailable
 
@@ -18,10 +18,7 @@ DEFAULT_STORE_URI = "sqlite:///votersdaily.db"
 
 def store_uri(settings: Any = None) -> str:
     """The configured store URI: environment first, then the Scrapy setting, then the default."""
-    uri = os.environ.get(STORE_ENV)
-    if not uri and settings is not None:
-        uri = settings.get("VOTERSDAILY_STORE")
-    return uri or DEFAULT_STORE_URI
+    return setting_or_environment(settings, STORE_ENV) or DEFAULT_STORE_URI
 
 
 def open_store(uri: str | None = None) -> Store:

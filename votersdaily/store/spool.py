@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..plumbing.environment import setting_or_environment
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
@@ -39,10 +40,7 @@ _counter = itertools.count()
 
 def spool_dir(settings=None) -> Path:
     """The spool folder: environment first, then the Scrapy setting, then the default."""
-    value = os.environ.get(SPOOL_ENV)
-    if not value and settings is not None:
-        value = settings.get("VOTERSDAILY_SPOOL_DIR")
-    return Path(value or DEFAULT_SPOOL_DIR)
+    return Path(setting_or_environment(settings, SPOOL_ENV) or DEFAULT_SPOOL_DIR)
 
 
 def hook_name(hooks: WriteHooks | None) -> str | None:
