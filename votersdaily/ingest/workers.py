@@ -58,33 +58,20 @@ def _die_with(worker_pid: int) -> None:
 
 
 def _watch(pid: int) -> None:
-    """Kill this process once process ``pid`` has exited (its pidfd turns readable; without pidfd,
-    a check each second)."""
+    """Kill this process once process ``pid`` has exited (its pidfd turns readable). Without
+    pidfd_open (Linux before 5.3) nothing is watched: the supervisor's process group is the guard."""
     import select
     import signal
-    import time
 
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         fd = None  # already gone
     except (OSError, AttributeError):
-        while _alive(pid):
-            time.sleep(1.0)
-        fd = None
+        return
     if fd is not None:
         select.select([fd], [], [])
     os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 #: prctl(2) option: the signal this process gets when its parent dies.
