@@ -8,10 +8,9 @@ from pathlib import Path
 
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
 from ..distributed import REDIS_ENV
-from ..plumbing.environment import setting_or_environment
+from ..plumbing.environment import project_settings, setting_or_environment
 from ..store import mask_uri
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
@@ -65,7 +64,7 @@ def run(args) -> int:
 
     from ..distributed.enqueue import enqueue
 
-    settings = get_project_settings()
+    settings = project_settings()
     if args.redis_url:
         # The environment wins over the setting (votersdaily.plumbing.environment): so does --redis-url.
         os.environ[REDIS_ENV] = args.redis_url

@@ -7,7 +7,8 @@ Every project setting (``VOTERSDAILY_*``, ``INGEST_*``, ``LAUNDROMAT_*``, … : 
 An empty variable counts as unset.
 
 Crawls get the environment in their settings once (:func:`apply_environment`, called with the
-project's defaults), so components read ``crawler.settings`` as usual; code outside a crawl asks
+project's defaults), so components read ``crawler.settings`` as usual; commands that read settings
+without a crawl start from :func:`project_settings`; code given no settings asks
 :func:`setting_or_environment`.
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..defaults import DEFAULTS
 
 if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
 
 #: Settings whose environment variable has another name.
 ENVIRONMENT_NAMES = {"REDIS_URL": "VOTERSDAILY_REDIS_URL"}
@@ -52,3 +53,12 @@ def apply_environment(settings: BaseSettings) -> None:
         value = environment_value(setting)
         if value is not None:
             settings.set(setting, value, priority=ENVIRONMENT_PRIORITY)
+
+
+def project_settings() -> Settings:
+    """The project's settings with the environment applied (for commands that start no crawl)."""
+    from scrapy.utils.project import get_project_settings
+
+    settings = get_project_settings()
+    apply_environment(settings)
+    return settings
