@@ -83,6 +83,17 @@ def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
     }
 
 
+def running_code() -> dict[str, str]:
+    """Which code this run is: the package's version and the folder (or egg) it was imported from,
+    so a scrapyd node that runs a checkout instead of the deployed egg shows it."""
+    import votersdaily
+
+    return {
+        "version": votersdaily.__version__,
+        "path": os.path.dirname(os.path.abspath(votersdaily.__file__)),
+    }
+
+
 def run_input(spider) -> str | None:
     """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
     shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
@@ -149,6 +160,7 @@ class RunLog:
     def spider_opened(self, spider):
         self.started = time.monotonic()
         self.access_datetime = now_iso()
+        logger.info("code: votersdaily %(version)s from %(path)s", running_code())
 
     def response_received(self, response, request, spider):
         self.responses += 1
@@ -338,6 +350,7 @@ class RunLog:
             "store": {db: dict(c) for db, c in totals.by_db.items()},
             "spooled_count": int(total.get("spooled", 0)),
             "latest_access_datetime": now_iso(),
+            "code": running_code(),
         }
         if outage:
             doc["store_outage"] = outage

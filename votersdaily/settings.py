@@ -105,6 +105,8 @@ VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
 VOTERSDAILY_SCHEDULE_HOURS = {"ingest": 24.0, "laundromat": 24.0}
+#: Decision documents vd_scheduler keeps (only decisions that change are written; the oldest go first).
+VOTERSDAILY_SCHEDULER_DECISIONS = 1000
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096

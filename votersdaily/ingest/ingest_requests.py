@@ -40,6 +40,11 @@ class RequestSourceError(IngestRequestError):
     """Where the requests come from cannot be read (missing file, no such database): the run fails."""
 
 
+class NoIngestRequests(RequestSourceError):
+    """The run was given no requests at all (no ``-a url=``, no ``-a requests=``): a job with
+    nothing to do because it was started wrong, which fails the run."""
+
+
 def _checked_text(key: str, value, limit: int = MAX_TEXT) -> None:
     if not isinstance(value, str):
         raise IngestRequestError("%s must be a string, got %s" % (key, type(value).__name__))

@@ -60,6 +60,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     version = "1.0"
     #: Settings naming where the spider writes besides the store (the run log reports them).
     output_settings = ("INGEST_BLOB_DIR", "INGEST_TEIXML_FEED", "INGEST_WARC_DIR")
+    #: What the recurring scheduler runs it with: the requests queued in the store (`ingest enqueue`).
+    schedule_arguments = {"requests": "store"}
 
     custom_settings: dict[str, Any] = {
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
@@ -195,10 +197,17 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 found += list(R.iter_jsonl(source))
             except OSError as exc:
                 found.append((source, R.RequestSourceError("cannot read requests file: %s" % exc)))
-        if not found:
-            self.logger.error(
-                "no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store"
+        if not self.given_urls and not source:
+            found.append(
+                (
+                    "arguments",
+                    R.NoIngestRequests(
+                        "no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store"
+                    ),
+                )
             )
+        elif not found:
+            self.logger.warning("nothing to ingest: %s holds no requests", source)
         return found
 
     def _store_requests(self, db: str) -> list:
