@@ -11,12 +11,12 @@ from tests.deploy.conftest import process_env
 from tests.support.services import run_cli
 
 
-def _enqueue(spider: str, source, redis_server, store_uri: str):
+def _enqueue(spider: str, source, redis_server, store_uri: str, **extra: str):
     env = process_env(store_uri, VOTERSDAILY_REDIS_URL=redis_server.url)
     return run_cli(
         [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)],
         store_uri,
-        env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")},
+        env={**{k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")}, **extra},
     )
 
 
@@ -73,3 +73,18 @@ def test_enqueue_laundromat_reports_each_seed_that_is_no_url_and_queues_the_rest
     assert sorted(bad) == [3, 4, 5, 6, 7], out.stderr[-3000:]
     assert "control character" in bad[3] and "line is longer than" in bad[4]
     assert "not a URL" in bad[5] and "not an http(s) or file: URL" in bad[6] and "not a URL" in bad[7]
+
+
+def test_enqueue_refuses_a_host_list_entry_that_can_never_match_in_one_line(
+    redis_server, sqlite_uri, tmp_path
+):
+    """The spider's start-up check of its host lists (from the environment here) is one line, exit 2."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps({"base_url": "https://example.org/paper.pdf"}) + "\n")
+    out = _enqueue("ingest", requests, redis_server, sqlite_uri, INGEST_ALLOWED_HOSTS="https://example.org/")
+    assert out.returncode == 2, out.stdout + out.stderr[-3000:]
+    assert out.stderr.strip().splitlines() == [
+        "votersdaily enqueue: INGEST_ALLOWED_HOSTS: 'https://example.org/' has a scheme; entries are host "
+        "or host:port (e.g. 127.0.0.1:8080, example.org, [::1]:8080)"
+    ]
+    assert "queued" not in out.stdout
