@@ -88,3 +88,20 @@ def test_enqueue_refuses_a_host_list_entry_that_can_never_match_in_one_line(
         "or host:port (e.g. 127.0.0.1:8080, example.org, [::1]:8080)"
     ]
     assert "queued" not in out.stdout
+
+
+def test_enqueue_of_a_url_list_reports_each_line_that_is_no_url(redis_server, sqlite_uri, tmp_path):
+    """The same for any spider's URL list (it stopped with a traceback on the first bad line)."""
+    urls = tmp_path / "urls.txt"
+    urls.write_text(
+        "https://clerk.house.gov/evs/2026/roll314.xml\n"
+        "http://[clerk.house.gov/evs/2026/roll315.xml\n"
+        "https://clerk.house.gov/evs/2026/roll316.xml\x07\n"
+        "gopher://clerk.house.gov/\n"
+    )
+    out = _enqueue("house_votes", urls, redis_server, sqlite_uri)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stdout + out.stderr[-3000:]
+    assert "1 requests queued, 0 already seen, 0 items ignored (3 bad)" in out.stdout, out.stdout
+    bad = _bad_lines(out, urls, "input")
+    assert sorted(bad) == [2, 3, 4]
+    assert "not a URL" in bad[2] and "control character" in bad[3] and "not an http(s) or file: URL" in bad[4]

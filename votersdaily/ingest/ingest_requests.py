@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from ..plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, shown
+from ..plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
@@ -89,17 +88,14 @@ def _checked_base_url(raw: dict) -> str:
         raise IngestRequestError(
             "ingest request without a base_url (keys: %s)" % ", ".join(sorted(raw))[:300]
         )
-    _checked_text("base_url", base_url, MAX_BASE_URL)
+    if len(base_url) > MAX_BASE_URL:
+        raise IngestRequestError(
+            "base_url is longer than %d characters: %s" % (MAX_BASE_URL, shown(base_url))
+        )
     try:
-        parts = urlsplit(base_url.strip())
-        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+        return checked_url(base_url, "base_url", ("http", "https"))
     except ValueError as exc:
-        raise IngestRequestError("base_url is not a URL (%s): %s" % (exc, shown(base_url))) from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise IngestRequestError("base_url is not an http(s) URL: %s" % shown(base_url))
-    if not parts.hostname:
-        raise IngestRequestError("base_url names no host: %s" % shown(base_url))
-    return base_url
+        raise IngestRequestError(str(exc)) from None
 
 
 def normalize_request(raw) -> dict:

@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..defaults import ProjectSettingsMixin
+from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from . import hops as H
 from . import ingest_requests as R
@@ -162,23 +163,15 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
-        checked: list[tuple[str, dict | None, R.IngestRequestError | None]] = []
-        for where, raw in await self.input_requests():
-            try:
-                if isinstance(raw, Exception):
-                    raise raw
-                checked.append((where, R.normalize_request(raw), None))
-            except R.IngestRequestError as exc:
-                checked.append((where, None, exc))
+        checked = list(checked_inputs(await self.input_requests(), R.normalize_request))
         # One bad request among good ones is rejected and listed, and the run still succeeds (as
         # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
         # fails the run.
-        any_valid = any(request is not None for _, request, _ in checked)
-        for where, request, error in checked:
-            if error is not None:
-                self._reject(where, error, fatal=not any_valid or isinstance(error, R.RequestSourceError))
+        any_valid = any(not isinstance(request, ValueError) for _, request in checked)
+        for where, request in checked:
+            if isinstance(request, ValueError):
+                self._reject(where, request, fatal=not any_valid or isinstance(request, R.RequestSourceError))
                 continue
-            assert request is not None, "a request without an error was normalised"
             made = self._start_request(request)
             if made is not None:
                 yield made

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ..clock import iso_utc, now_utc
 from ..defaults import DEFAULTS
-from ..plumbing.inputs import CONTROL, BadLine, bounded_lines, shown
+from ..plumbing.inputs import MAX_URL, checked_url, listed_lines
 from . import states
 from .uris import is_relative, normalise_uri, uri_key
 
@@ -34,45 +33,24 @@ CHANGEFREQ_SECONDS = {
 }
 
 
-#: What an operator's seed may be: an http(s) URL with a host, or a file: URL; at most this long.
-SEED_SCHEMES = ("http", "https", "file")
-MAX_SEED_URI = 8192
-
-
 class BadSeed(ValueError):
     """An operator's seed (``-a url=``, a seed list line) that is no URL the laundromat can fetch."""
 
 
 def checked_seed(uri: str) -> str:
     """``uri`` stripped, or :class:`BadSeed` saying why it can never be fetched (before it is
-    registered, queued or shared with other workers)."""
-    uri = uri.strip()
-    if len(uri) > MAX_SEED_URI:
-        raise BadSeed("seed longer than %d characters: %s" % (MAX_SEED_URI, shown(uri)))
-    if CONTROL.search(uri) or any(c.isspace() for c in uri):
-        raise BadSeed("seed holds a space or a control character: %s" % shown(uri))
+    registered, queued or shared with other workers): an http(s) URL with a host, or a file: URL."""
     try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+        return checked_url(uri, "seed")
     except ValueError as exc:
-        raise BadSeed("seed is not a URL (%s): %s" % (exc, shown(uri))) from None
-    if parts.scheme.lower() not in SEED_SCHEMES:
-        raise BadSeed("seed is not an http(s) or file: URL: %s" % shown(uri))
-    if parts.scheme.lower() != "file" and not parts.hostname:
-        raise BadSeed("seed names no host: %s" % shown(uri))
-    return uri
+        raise BadSeed(str(exc)) from None
 
 
 def seedlist_lines(path: str | Path) -> Iterator[tuple[str, str | Exception]]:
     """``(where, seed or error)`` for the seeds of a seed list file (one per line, ``#`` comments);
     an unreadable file is one error."""
     try:
-        for lineno, line in bounded_lines(path, MAX_SEED_URI + 2):
-            where = "%s:%d" % (path, lineno)
-            if isinstance(line, BadLine):
-                yield where, BadSeed(str(line))
-            elif line.strip() and not line.lstrip().startswith("#"):
-                yield where, line
+        yield from listed_lines(path, MAX_URL + 2)
     except OSError as exc:
         yield str(path), BadSeed("cannot read the seed list: %s" % exc)
 

@@ -25,6 +25,7 @@ from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..ingest.ssrf import check_policy_settings
+from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
@@ -37,7 +38,7 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .processor import Processor
 from .seedlist import SeedList
-from .seeds import BadSeed, checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
+from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
@@ -203,16 +204,14 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         """The seeds that can be fetched; each other one is reported with its line and left out
         (``input_rejected``: the run log's ``rejected``, ``enqueue``'s bad lines)."""
         given = []
-        for where, uri in found:
-            try:
-                if isinstance(uri, Exception):
-                    raise uri
-                given.append(checked_seed(uri))
-            except BadSeed as exc:
-                self.logger.error("bad seed at %s: %s", where, exc)
+        for where, seed in checked_inputs(found, checked_seed):
+            if isinstance(seed, ValueError):
+                self.logger.error("bad seed at %s: %s", where, seed)
                 self.crawler.signals.send_catch_log(
-                    vd_signals.input_rejected, failure=Failure(exc), url=where, spider=self
+                    vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
                 )
+            else:
+                given.append(seed)
         return given
 
     async def register(self, uri: str, **extra) -> tuple[dict, bool]:
