@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import time
 import traceback as tb
 from collections import Counter
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 
-from . import schema
+from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
@@ -90,7 +90,7 @@ def running_code() -> dict[str, str]:
 
     return {
         "version": votersdaily.__version__,
-        "path": os.path.dirname(os.path.abspath(votersdaily.__file__)),
+        "path": str(Path(votersdaily.__file__).absolute().parent),
     }
 
 
@@ -153,6 +153,7 @@ class RunLog:
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
+        crawler.signals.connect(ext.archive_unreadable, signal=vd_signals.archive_unreadable)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -246,17 +247,24 @@ class RunLog:
         for url, dropped in self.dropped_by_reply.items():
             if dropped and not self.kept_by_reply[url]:
                 message = "all %d records of %s were dropped (see dropped)" % (dropped, url)
-                self.failures.append(
-                    {
-                        "exception": AllRecordsDropped.__name__,
-                        "message": message,
-                        "http_status": None,
-                        "where": "spider",
-                        "url": url,
-                        "traceback": "%s.%s: %s\n"
-                        % (AllRecordsDropped.__module__, AllRecordsDropped.__name__, message),
-                    }
-                )
+                self._failed_without_traceback(AllRecordsDropped(message), "spider", url)
+
+    def archive_unreadable(self, exception: Exception, spider):
+        self._failed_without_traceback(exception, "archive", None)
+
+    def _failed_without_traceback(self, exception: Exception, where: str, url: str | None) -> None:
+        """A failure the framework found (not raised by a callback: its traceback says nothing)."""
+        cls, message = type(exception), str(exception)
+        self.failures.append(
+            {
+                "exception": cls.__name__,
+                "message": message,
+                "http_status": None,
+                "where": where,
+                "url": url,
+                "traceback": "%s.%s: %s\n" % (cls.__module__, cls.__name__, message),
+            }
+        )
 
     def input_rejected(self, failure, url, spider):
         self.rejected.append(
@@ -268,7 +276,7 @@ class RunLog:
     async def spider_closed(self, spider, reason):
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
-            return  # a dry run writes nothing, its log neither
+            return  # a dry run writes nothing (nor spools), its log neither
         try:
             await run_in_thread(self._write, doc)
         except StoreUnavailable as exc:
@@ -358,6 +366,8 @@ class RunLog:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:
             doc["not_beside_count"] = not_beside
+        # Where this run's relative locations were resolved: any node can tell where its files are.
+        doc["data_home"] = str(locations.data_home(self.crawler.settings))
         outputs = self.outputs(spider)
         if outputs:
             doc["outputs"] = outputs
@@ -385,13 +395,9 @@ class RunLog:
         return doc
 
     def outputs(self, spider) -> dict[str, str]:
-        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
-        settings = self.crawler.settings
-        return {
-            name: os.path.abspath(settings.get(name))
-            for name in getattr(spider, "output_settings", ())
-            if settings.get(name)
-        }
+        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths
+        (votersdaily/locations.py)."""
+        return locations.locations(self.crawler.settings, tuple(getattr(spider, "output_settings", ())))
 
     def _attach_source(self, doc: dict) -> None:
         if self.source_text is not None:

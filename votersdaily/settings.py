@@ -4,19 +4,7 @@ Spiders tune politeness (delay, concurrency) for their own source in ``custom_se
 here slows every source down to the slowest one's needs.
 """
 
-import os
-from pathlib import Path
-
 from votersdaily import __version__
-
-
-def _in_scrapy_project() -> bool:
-    """Whether a ``scrapy.cfg`` is in the working folder or above it (what Scrapy's
-    ``closest_scrapy_cfg`` finds). Written here without importing Scrapy: the laundromat's cleaning
-    workers read these defaults, and importing any part of Scrapy costs them 0.2 s of start-up."""
-    here = Path.cwd()
-    return any((folder / "scrapy.cfg").exists() for folder in (here, *here.parents))
-
 
 BOT_NAME = "votersdaily"
 #: Event spiders in votersdaily/spiders; the ingest and laundromat spiders and the Redis-fed workers in
@@ -61,14 +49,19 @@ ADDONS = {"votersdaily.switched_off.LeaveOutSwitchedOff": 0}
 
 # -- conditional requests (If-Modified-Since / ETag) for sources that support them ---------------
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
-#: Scrapy keeps a relative HTTPCACHE_DIR in the project's .scrapy folder, found through scrapy.cfg;
-#: run from elsewhere (an installed package) the cache goes to ./.scrapy instead of being disabled.
-HTTPCACHE_DIR = "httpcache" if _in_scrapy_project() else os.path.abspath(os.path.join(".scrapy", "httpcache"))
+#: Relative: under the data home's .scrapy folder (votersdaily/locations.py), from any working folder.
+HTTPCACHE_DIR = "httpcache"
 HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------
-#: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting.
-VOTERSDAILY_STORE = None
+#: Where data goes: every relative location setting below (the embedded store's file, the spool, the
+#: archive, the ingest's and the laundromat's outputs) is under this folder; the VOTERSDAILY_HOME
+#: environment variable wins. None: the Scrapy project the command runs in (closest scrapy.cfg from
+#: the working folder up), else ~/.local/share/votersdaily ($XDG_DATA_HOME). `votersdaily where` shows it.
+VOTERSDAILY_HOME = None
+#: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
+#: path is under the data home.
+VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps

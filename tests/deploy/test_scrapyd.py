@@ -1,4 +1,5 @@
-"""scrapyd deployment and the recurring scheduler, against a real scrapyd running the project egg."""
+"""scrapyd deployment and the recurring scheduler, against a real scrapyd on a node with the package
+installed and the project egg deployed."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import time
 import zipfile
 
 import pytest
 
 from tests.conftest import recording, shared_file
-from tests.deploy.conftest import ScrapydServer, build_egg, scrapyd_env
+from tests.deploy.conftest import Deployment, ScrapydServer, deployment, scrapyd_env
 from tests.support.cli_main import run_main
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
@@ -21,18 +23,23 @@ ROLL = "gov/house_roll_call/roll314.xml"
 
 
 @pytest.fixture(scope="module")
-def egg(tmp_path_factory):
-    return build_egg(tmp_path_factory.mktemp("egg"))
+def deployed(tmp_path_factory) -> Deployment:
+    return deployment(tmp_path_factory.mktemp("deploy"))
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, pouchdb, egg):
-    """One scrapyd for the module (a start and an upload take seconds), the egg deployed; what it
-    keeps per node (archive, spool) lives in ``workdir``."""
+def egg(deployed):
+    return deployed.egg
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory, pouchdb, deployed):
+    """One scrapyd for the module (a start and an upload take seconds), on a node with the package
+    installed, the egg deployed; what it keeps per node (data home, archive, spool) lives in ``workdir``."""
     workdir = tmp_path_factory.mktemp("node")
-    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir)).start()
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir), deployed.python).start()
     client = Scrapyd(server.auth_url)
-    client.add_version("r1", egg.read_bytes())
+    client.add_version("r1", deployed.egg.read_bytes())
     yield workdir, server, client
     client.close()
     server.stop()
@@ -60,20 +67,32 @@ def wait_finished(client: Scrapyd, jobids: list[str], timeout: float = 120.0) ->
     raise AssertionError("jobs did not finish: %r" % client.jobs())
 
 
-def test_egg_carries_code_recordings_and_views_but_no_store(egg):
-    names = zipfile.ZipFile(egg).namelist()
-    assert "votersdaily/spiders/house_votes.py" in names
-    assert "votersdaily/recordings/" + ROLL in names
-    assert "votersdaily/recordings/gov/FIXTURES.md" in names
-    assert "votersdaily/_couchdb_views/vd_events/views/by_parser_unique_key/map.js" in names
-    # `site build` on a node needs the templates and static files.
-    assert "votersdaily/feeds/templates/day.html" in names
-    assert "votersdaily/feeds/static/style.css" in names
-    settings = zipfile.ZipFile(egg).read("votersdaily/settings.py").decode()
-    assert "\nVOTERSDAILY_STORE = None\n" in settings, "the store comes from the node's environment"
+def test_the_egg_only_names_the_project_and_the_node_runs_its_installed_package(deployed):
+    """A thin egg (docs/operations.md): scrapyd finds the settings through its entry point; the code,
+    recordings, views, templates and compiled module are the package installed on the node."""
+    egg = zipfile.ZipFile(deployed.egg)
+    assert [n for n in egg.namelist() if not n.startswith("EGG-INFO/")] == []
+    assert "[scrapy]\nsettings = votersdaily.settings" in egg.read("EGG-INFO/entry_points.txt").decode()
+    assert b"Version: 0.1.0" in egg.read("EGG-INFO/PKG-INFO")
+    probe = (
+        "import votersdaily, votersdaily.store.views as v, votersdaily.recordings as r;"
+        "from votersdaily.laundromat import native;"
+        "print(votersdaily.__file__, native.location(), v.VIEWS_DIR, r.recording_path(%r).is_file())" % ROLL
+    )
+    found = subprocess.run(
+        [str(deployed.python), "-c", probe],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd="/",
+        capture_output=True,
+        text=True,
+    )
+    package, module, views, recording = found.stdout.split()
+    site = str(deployed.python.parent.parent)
+    assert package.startswith(site) and module.startswith(site) and views.startswith(site), found.stderr
+    assert recording == "True"
 
 
-def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, tmp_path):
+def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, deployed, site, couch_uri, tmp_path):
     server, client = scrapyd
     assert {"house_votes", "ingest", "laundromat"} <= set(client.spiders())
     page = shared_file("fixtures/inplace/scholarly/plos_one_article.html")
@@ -106,7 +125,7 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     # The roll call of the recording (congress 119, 2nd session, roll 314, 16-Sep-2026 19:05 Eastern).
     events = list(store.iter_docs("vd_events"))
     assert [e["_id"] for e in events] == ["2026-09-16T23:05:00Z-house_votes-119-2-314"]
-    # Run from the zipped egg, the recording is still known by its relative name: upstream URL kept.
+    # Given by a path outside the node's package, the recording is known by its relative name: upstream URL kept.
     assert events[0]["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
     assert events[0]["replayed_from"].startswith("file://")
     results = list(store.iter_docs("ingest_file_result"))
@@ -115,6 +134,11 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     assert len([d for d in records if d.get("uri") == ttl_url and not d.get("parent")]) == 1
     assert "Turtle" in {d.get("format") for d in records}
     store.close()
+    # The laundromat job ran the compiled path: the module of the package installed on the node,
+    # and its worker cleaned the document with it (issue 25, item 2).
+    compiled = logs["laundromat"]["compiled_path"]
+    assert compiled["module"].startswith(str(deployed.python.parent.parent)) and compiled["documents"] == 1
+    assert "'laundromat/compiled_path_documents': 1" in server.job_log("laundromat", jobs["laundromat"])
 
 
 def test_a_reparse_is_a_scrapyd_job(scrapyd, node, couch_uri):
@@ -248,8 +272,8 @@ def _run_log(couch_uri: str, spider: str) -> dict:
     return log
 
 
-def test_a_job_says_which_code_it_runs(scrapyd, couch_uri):
-    """Issue 26, point 2: a node started in a checkout ran the checkout, not the deployed egg, and
+def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
+    """Issue 26, point 2: a node started in a checkout ran the checkout, not what was deployed, and
     nothing said so. The run log names the package version and where it was imported from."""
     import votersdaily
     from tests.support.services import REPO
@@ -259,8 +283,8 @@ def test_a_job_says_which_code_it_runs(scrapyd, couch_uri):
     wait_finished(client, [jobid])
     code = _run_log(couch_uri, "house_votes")["code"]
     assert code["version"] == votersdaily.__version__
-    egg = server.workdir / "eggs" / "votersdaily"
-    assert code["path"].startswith(str(egg)) and ".egg" in code["path"], code  # the deployed egg
+    node_env = deployed.python.parent.parent  # the node's virtual environment
+    assert code["path"].startswith(str(node_env)) and "site-packages" in code["path"], code
     assert not code["path"].startswith(str(REPO))
     assert "code: votersdaily %s from %s" % (code["version"], code["path"]) in server.job_log(
         "house_votes", jobid

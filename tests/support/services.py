@@ -37,7 +37,10 @@ def shared_dir() -> Path:
 #: test process (each pytest-xdist worker has its own), never the checkout that every worker shares.
 TEST_ARCHIVE_DIR = tempfile.mkdtemp(prefix="votersdaily-test-archive-")
 TEST_SPOOL_DIR = tempfile.mkdtemp(prefix="votersdaily-test-spool-")
-for _folder in (TEST_ARCHIVE_DIR, TEST_SPOOL_DIR):
+#: The data home of the commands and crawls the tests run (votersdaily/locations.py): what a test does
+#: not place itself (ingest blobs, laundromat output) lands here, not in the checkout.
+TEST_HOME = tempfile.mkdtemp(prefix="votersdaily-test-home-")
+for _folder in (TEST_ARCHIVE_DIR, TEST_SPOOL_DIR, TEST_HOME):
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
 
@@ -278,6 +281,7 @@ def cli_environment(store_uri: str, env: dict | None = None) -> dict[str, str]:
     # Crawls archive what they parse and spool what they cannot write: into the test process's folders.
     full_env["VOTERSDAILY_ARCHIVE_DIR"] = os.environ.get("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
     full_env["VOTERSDAILY_SPOOL_DIR"] = os.environ.get("VOTERSDAILY_SPOOL_DIR", TEST_SPOOL_DIR)
+    full_env["VOTERSDAILY_HOME"] = os.environ.get("VOTERSDAILY_HOME", TEST_HOME)
     full_env.update(env or {})
     return full_env
 

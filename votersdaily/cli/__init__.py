@@ -20,7 +20,19 @@ from ..store.check import StoreMissing
 #: Exit statuses of every command (README: Exit codes).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest", "reparse")
+COMMANDS = (
+    "dump",
+    "views",
+    "crawl",
+    "export",
+    "site",
+    "flush",
+    "enqueue",
+    "scheduler",
+    "ingest",
+    "reparse",
+    "where",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -37,7 +49,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m votersdaily", description=__doc__.split("\n")[0])
-    parser.add_argument("--store", help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db)")
+    parser.add_argument(
+        "--store",
+        help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db; a relative sqlite path"
+        " is under the data home, see `where`)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module("%s.%s" % (__name__, name)).register(sub)

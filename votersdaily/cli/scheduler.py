@@ -28,7 +28,7 @@ def register(sub) -> None:
     parser.add_argument(
         "--offline",
         action="store_true",
-        help="event spiders replay their recordings (file:// URLs of this machine)",
+        help="event spiders replay the recordings shipped with the package on the node (-a offline=true)",
     )
     parser.add_argument(
         "--allow-open-scrapyd",
@@ -105,10 +105,9 @@ def run(args) -> int:
         cls = loader.load(name)
         # A spider that needs arguments to have work says which (the ingest: requests=store).
         spider_args = dict(getattr(cls, "schedule_arguments", {}))
-        if args.offline and hasattr(cls, "recording_urls"):
-            urls = cls.recording_urls()
-            if urls:
-                spider_args["url"] = ",".join(urls)
+        # The node finds its own copy of the recordings (no file:// path of this machine).
+        if args.offline and getattr(cls, "recordings", None):
+            spider_args["offline"] = "true"
         plans.append(Plan(name, hours[name], spider_args, job_settings))
     store = checked_store()
     scheduler = RecurringScheduler(

@@ -41,6 +41,7 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
+from .. import locations
 from ..blocking import run_in_thread
 from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
 from ..reactor import installed_reactor
@@ -232,7 +233,7 @@ class StreamingDownloadHandler:
         from twisted.internet import reactor
 
         settings = crawler.settings
-        self.files_dir = Path(settings.get("LAUNDROMAT_OUTPUT_DIR")).resolve() / "files"
+        self.files_dir = locations.laundromat_output_dir(settings).resolve() / "files"
         self.max_bytes = settings.getint("LAUNDROMAT_MAX_DOWNLOAD_BYTES")
         self.timeout = settings.getfloat("LAUNDROMAT_DOWNLOAD_TIMEOUT")
         self.connect_timeout = min(self.timeout, settings.getfloat("DOWNLOAD_TIMEOUT"))

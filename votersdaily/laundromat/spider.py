@@ -20,17 +20,19 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from .. import locations
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..ingest.ssrf import check_policy_settings
+from ..locations import LocationUnset
 from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
 from ..store.upsert import UpsertResult
-from . import states
+from . import native, states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions
 from .contexts import ContextOptions
@@ -110,10 +112,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        output = settings.get("LAUNDROMAT_OUTPUT_DIR")
-        if not output:
-            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files")
-        spider.output_dir = Path(output).resolve()
+        try:
+            spider.output_dir = locations.laundromat_output_dir(settings).resolve()
+        except LocationUnset:
+            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files") from None
         spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL")
         spider.max_hops = settings.getint("REDIRECT_MAX_TIMES")
         spider.seeds = SeedList(store_for(crawler))
@@ -135,6 +137,13 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         # Its worker starts now, so that its start-up overlaps the crawl's (extensions, middlewares,
         # opening the store) and the first download.
         spider.processor.warm()
+        if native.available():
+            spider.logger.info("compiled fast path: %s", native.location())
+        else:
+            spider.logger.warning(
+                "the compiled fast path is not built here: cleaning runs the pure-Python path (same output, "
+                "about half the speed); install the package with a C compiler present (docs/operations.md)"
+            )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.report_cleaned, signal=vd_signals.run_log_building)
         return spider
@@ -143,13 +152,17 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     CLEANED_IN_LOG = 200
 
     def report_cleaned(self, doc: dict, spider=None) -> None:
-        """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``."""
+        """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``;
+        whether the compiled fast path cleaned them (``compiled_path``: the module this process
+        loaded, None for the pure-Python path, and how many documents a worker cleaned with it)."""
         for source, file in self.processor.cleaned:
             self.logger.info("cleaned %s from %s", self.output_dir / file, source)
         doc["cleaned_count"] = len(self.processor.cleaned)
         doc["cleaned"] = [
             {"from": source, "file": file} for source, file in self.processor.cleaned[: self.CLEANED_IN_LOG]
         ]
+        doc["compiled_path"] = {"module": native.location(), "documents": self.processor.cleaned_compiled}
+        self.crawler.stats.set_value("laundromat/compiled_path_documents", self.processor.cleaned_compiled)
 
     def _count(self, result: UpsertResult) -> None:
         """Seed records the processor wrote (the laundromat writes ``ll_seeds`` itself)."""

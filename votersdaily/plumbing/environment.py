@@ -34,7 +34,10 @@ def environment_name(setting: str) -> str:
 
 
 def environment_value(setting: str) -> str | None:
-    """The value the environment gives ``setting`` (None when unset or empty)."""
+    """The value the environment gives ``setting`` (None when unset or empty, or when ``setting``
+    is none of the project's: Scrapy's own settings are not read from the environment)."""
+    if setting not in DEFAULTS and setting not in ENVIRONMENT_NAMES:
+        return None
     return os.environ.get(environment_name(setting)) or None
 
 

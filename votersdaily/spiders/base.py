@@ -22,6 +22,7 @@ from .. import signals as vd_signals
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..items import EventItem
+from ..locations import http_cache_dir
 from ..recordings import recording_path
 from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -46,6 +47,11 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
     if isinstance(value, str):
         value = value.split(",")
     return [u.strip() for u in value if u.strip()]
+
+
+def _yes(value: str | bool | None) -> bool:
+    """A yes/no spider argument (``-a name=true``)."""
+    return str(value).lower() in ("1", "true", "yes")
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -101,6 +107,12 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
+        # Outside a project Scrapy would keep a relative cache under ./.scrapy: the data home's instead.
+        settings.set(
+            "HTTPCACHE_DIR",
+            str(http_cache_dir(settings)),
+            priority=settings.getpriority("HTTPCACHE_DIR") or "default",
+        )
 
     def __init__(
         self,
@@ -110,10 +122,19 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         since: str | None = None,
         until: str | None = None,
         dry_run: str | bool | None = None,
+        offline: str | bool | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
+        #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
+        if _yes(offline):
+            if self.given_urls:
+                raise ValueError("give url or offline, not both")
+            self.given_urls = self.recording_urls()
+            if not self.given_urls:
+                raise ValueError("offline: %s has no recording shipped on this machine" % self.name)
         #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
         self.reparse: Reparse | None = None
         if reparse:
@@ -126,7 +147,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
                 until=parse_date_arg(until, end=True),
-                dry_run=str(dry_run).lower() in ("1", "true", "yes"),
+                dry_run=_yes(dry_run),
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}
         self._replayed: defer.Deferred | None = None
@@ -166,6 +187,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
         from ..archive import archive_dir, archived_runs, read_responses
+        from ..plumbing.warc_reader import DamagedWarc, WarcDamage
 
         assert self.reparse is not None
         for path in archived_runs(
@@ -173,6 +195,14 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         ):
             self.reparse.files.append(path.name)
             for archived in read_responses(path):
+                if isinstance(archived, WarcDamage):  # named, skipped; the rest is read on
+                    self.reparse.damage.append(archived)
+                    self.logger.error("reparse of %s: %s: skipped", self.name, archived.describe())
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.archive_unreadable, exception=DamagedWarc(archived.describe()), spider=self
+                    )
+                    continue
+                self.reparse.read[(archived.warc_file, archived.warc_offset)] = archived.record_id
                 if not callable(getattr(self, archived.callback, None)):
                     self.logger.warning(
                         "reparse: %s has no callback %r (record %s of %s): skipped",

@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plumbing.environment import setting_or_environment
+from .. import locations
+from ..locations import STORE_ENV
 from ..rfc3986 import mask_uri
 from .base import Row, Store, StoreError, StoreUnavailable
 
-STORE_ENV = "VOTERSDAILY_STORE"
-DEFAULT_STORE_URI = "sqlite:///votersdaily.db"
-
 
 def store_uri(settings: Any = None) -> str:
-    """The configured store URI: environment first, then the Scrapy setting, then the default."""
-    return setting_or_environment(settings, STORE_ENV) or DEFAULT_STORE_URI
+    """The configured store URI: environment first, then the Scrapy setting, then the default; an
+    embedded store's relative path is under the data home (votersdaily/locations.py)."""
+    return locations.store_uri(settings)
 
 
 def open_store(uri: str | None = None) -> Store:
-    uri = uri or store_uri()
+    uri = locations.absolute_store_uri(uri) if uri else store_uri()
     if uri.startswith("sqlite:"):
         from .embedded import EmbeddedStore
 
@@ -35,7 +34,6 @@ def open_store(uri: str | None = None) -> Store:
 
 
 __all__ = [
-    "DEFAULT_STORE_URI",
     "STORE_ENV",
     "Row",
     "Store",

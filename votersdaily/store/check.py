@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..locations import absolute_store_uri
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
 
@@ -24,7 +25,7 @@ def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     """The store of ``uri`` (default: the configured one), after one request that proves it answers
     and accepts the credentials. ``must_exist``: a read command, which must not create an empty
     embedded store as a side effect. Raises :class:`StoreError` with a one-line message."""
-    uri = uri or store_uri()
+    uri = absolute_store_uri(uri) if uri else store_uri()
     scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
     if scheme == "sqlite":
         return _embedded(uri, must_exist)

@@ -20,15 +20,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..plumbing.environment import setting_or_environment
+from .. import locations
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
-SPOOL_ENV = "VOTERSDAILY_SPOOL_DIR"
-DEFAULT_SPOOL_DIR = ".votersdaily-spool"
 SUFFIX = ".jsonl"
 CLAIM = ".delivering"
 #: Separates the database name from the rest of a spool file name (never in a CouchDB db name).
@@ -39,8 +37,9 @@ _counter = itertools.count()
 
 
 def spool_dir(settings=None) -> Path:
-    """The spool folder: environment first, then the Scrapy setting, then the default."""
-    return Path(setting_or_environment(settings, SPOOL_ENV) or DEFAULT_SPOOL_DIR)
+    """The spool folder: environment first, then the Scrapy setting, then the default; relative:
+    under the data home (votersdaily/locations.py)."""
+    return locations.spool_dir(settings)
 
 
 def hook_name(hooks: WriteHooks | None) -> str | None:

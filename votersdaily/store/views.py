@@ -16,8 +16,8 @@ from typing import Any
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
 
-#: Where the CouchDB design documents live: a checkout of the repository, else the copy packaged
-#: into the project egg by setup.py (scrapyd runs the egg as a zip; importlib.resources reads it).
+#: Where the CouchDB design documents live: a checkout of the repository (an editable install too),
+#: else the copy setup.py packages as votersdaily._couchdb_views (a wheel, a scrapyd node's install).
 VIEWS_DIR: Traversable = Path(__file__).resolve().parents[2] / "couchdb_views"
 if not VIEWS_DIR.is_dir():
     import importlib.resources
