@@ -22,22 +22,28 @@ def _cmdline(**values) -> Settings:
 
 
 @pytest.mark.parametrize(
-    "read, setting, variable",
+    "read, setting, variable, values",
     [
-        (store_uri, "VOTERSDAILY_STORE", "VOTERSDAILY_STORE"),
-        (lambda s: str(spool_dir(s)), "VOTERSDAILY_SPOOL_DIR", "VOTERSDAILY_SPOOL_DIR"),
-        (lambda s: str(archive_dir(s)), "VOTERSDAILY_ARCHIVE_DIR", "VOTERSDAILY_ARCHIVE_DIR"),
-        (redis_url, "REDIS_URL", "VOTERSDAILY_REDIS_URL"),
+        (store_uri, "VOTERSDAILY_STORE", "VOTERSDAILY_STORE", ("http://setting:5984/", "http://env:5984/")),
+        (lambda s: str(spool_dir(s)), "VOTERSDAILY_SPOOL_DIR", "VOTERSDAILY_SPOOL_DIR", ("/setting", "/env")),
+        (
+            lambda s: str(archive_dir(s)),
+            "VOTERSDAILY_ARCHIVE_DIR",
+            "VOTERSDAILY_ARCHIVE_DIR",
+            ("/setting", "/env"),
+        ),
+        (redis_url, "REDIS_URL", "VOTERSDAILY_REDIS_URL", ("redis://setting:6379/0", "redis://env:6379/0")),
     ],
 )
 def test_the_environment_wins_over_the_setting_and_empty_counts_as_unset(
-    monkeypatch, read, setting, variable
+    monkeypatch, read, setting, variable, values
 ):
-    settings = _cmdline(**{setting: "from-the-setting"})
-    monkeypatch.setenv(variable, "from-the-environment")
-    assert read(settings) == "from-the-environment"
+    from_setting, from_environment = values
+    settings = _cmdline(**{setting: from_setting})
+    monkeypatch.setenv(variable, from_environment)
+    assert read(settings) == from_environment
     monkeypatch.setenv(variable, "")
-    assert read(settings) == "from-the-setting"
+    assert read(settings) == from_setting
 
 
 def test_a_crawl_reads_every_project_setting_from_the_environment(monkeypatch):

@@ -26,8 +26,8 @@ class ScrapydCredentialsRefused(ScrapydError):
 def credentials_from_environment() -> tuple[str, str] | None:
     """``$SCRAPYD_USERNAME`` and ``$SCRAPYD_PASSWORD``, the variables ``scrapyd-deploy`` reads
     (scrapy.cfg): the deploy and the scheduler take the same credentials, off the command line."""
-    username = os.environ.get("SCRAPYD_USERNAME")
-    return (username, os.environ.get("SCRAPYD_PASSWORD", "")) if username else None
+    username = os.getenv("SCRAPYD_USERNAME")  # scrapyd-client's variables, not settings
+    return (username, os.getenv("SCRAPYD_PASSWORD") or "") if username else None
 
 
 @dataclass
