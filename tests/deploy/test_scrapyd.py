@@ -349,22 +349,24 @@ def test_the_scheduler_says_scrapyd_refused_the_credentials(scrapyd, couch_uri, 
     wait_finished(client, [_decisions(couch_uri)[-1]["jobid"]])
 
 
-def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(tmp_path, pouchdb, couch_uri, egg):
+def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(
+    tmp_path, pouchdb, couch_uri, deployed
+):
     """Issue 24, point 10: a scrapyd without credentials took an unauthenticated egg upload and the
     scheduler said nothing."""
     import requests
 
     open_node = ScrapydServer(
-        tmp_path / "open", scrapyd_env(pouchdb.url, tmp_path), credentials=False
+        tmp_path / "open", scrapyd_env(pouchdb.url, tmp_path), deployed.python, credentials=False
     ).start()
     try:
         upload = requests.post(
             open_node.url + "addversion.json",
             data={"project": "votersdaily", "version": "anyone"},
-            files={"egg": ("project.egg", egg.read_bytes())},
+            files={"egg": ("project.egg", deployed.egg.read_bytes())},
             timeout=30,
         )
-        assert upload.json()["status"] == "ok"  # what any local process can do to such a node
+        assert upload.json()["status"] == "ok", upload.json()  # what any local process can do to such a node
         refused = _scheduler(open_node.url, couch_uri, status=2)
         assert "scrapyd-open" in refused and "answers without credentials" in refused, refused
         assert "--allow-open-scrapyd" in refused
