@@ -13,6 +13,7 @@ import logging
 import time
 import traceback as tb
 from collections import Counter
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -90,6 +91,17 @@ def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
     }
 
 
+def running_code() -> dict[str, str]:
+    """Which code this run is: the package's version and the folder (or egg) it was imported from,
+    so a scrapyd node that runs a checkout instead of the deployed egg shows it."""
+    import votersdaily
+
+    return {
+        "version": votersdaily.__version__,
+        "path": str(Path(votersdaily.__file__).absolute().parent),
+    }
+
+
 def run_input(spider) -> str | None:
     """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
     shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
@@ -157,6 +169,7 @@ class RunLog:
     def spider_opened(self, spider):
         self.started = time.monotonic()
         self.access_datetime = now_iso()
+        logger.info("code: votersdaily %(version)s from %(path)s", running_code())
 
     def response_received(self, response, request, spider):
         self.responses += 1
@@ -385,6 +398,7 @@ class RunLog:
             "lost_count": lost,
             "spool_delivered_count": sum(crawl_writes(self.crawler).spool_delivered.values()),
             "latest_access_datetime": now_iso(),
+            "code": running_code(),
         }
         if outage:
             doc["store_outage"] = outage

@@ -187,12 +187,16 @@ class ScrapydServer:
 
     USERNAME, PASSWORD = "deployer", "deploy-s3cret"
 
-    def __init__(self, workdir: Path, env: dict, python: Path | str = sys.executable):
+    def __init__(
+        self, workdir: Path, env: dict, python: Path | str = sys.executable, credentials: bool = True
+    ):
         self.workdir = workdir
         self.port = free_port()
         self.env = env
         #: The node's Python: scrapyd runs each job with it (``python -m scrapyd.runner``).
         self.python = python
+        #: False: a scrapyd.conf without username and password (scrapyd then answers anyone).
+        self.credentials = credentials
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -208,14 +212,16 @@ class ScrapydServer:
         from tests.support.services import wait_http
 
         self.workdir.mkdir(parents=True, exist_ok=True)
+        credentials = (
+            "username = %s\npassword = %s\n" % (self.USERNAME, self.PASSWORD) if self.credentials else ""
+        )
         (self.workdir / "scrapyd.conf").write_text(
-            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\nusername = %s\npassword = %s\n"
+            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\n%s"
             "eggs_dir = %s\nlogs_dir = %s\ndbs_dir = %s\nitems_dir =\njobs_to_keep = 20\nmax_proc = 4\n"
             "poll_interval = 0.2\n"
             % (
                 self.port,
-                self.USERNAME,
-                self.PASSWORD,
+                credentials,
                 self.workdir / "eggs",
                 self.workdir / "logs",
                 self.workdir / "dbs",
@@ -228,7 +234,9 @@ class ScrapydServer:
             stdout=open(self.workdir / "scrapyd.out", "ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_http(self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD))
+        wait_http(
+            self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD) if self.credentials else None
+        )
         return self
 
     def stop(self) -> None:
