@@ -9,7 +9,6 @@ does, when they build a request or a query. Callers never see the prefix.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -21,15 +20,13 @@ _PREFIX_RE = re.compile(r"(?:[a-z][a-z0-9_$()+/-]*)?\Z")
 
 
 def db_prefix(settings: Any = None) -> str:
-    """The configured prefix: environment first, then the Scrapy setting, then the default."""
-    value = os.environ.get(PREFIX_ENV)
-    if value is None and settings is not None:
-        value = settings.get("VOTERSDAILY_DB_PREFIX")
-    if value is None:
-        from ..defaults import DEFAULTS
+    """The configured prefix: environment first (the one rule, :mod:`..plumbing.environment`), then
+    the Scrapy setting, then the default."""
+    from ..defaults import DEFAULTS
+    from ..plumbing.environment import setting_or_environment
 
-        value = DEFAULTS["VOTERSDAILY_DB_PREFIX"]
-    return checked_prefix(value)
+    value = setting_or_environment(settings, PREFIX_ENV)
+    return checked_prefix(DEFAULTS[PREFIX_ENV] if value is None else value)
 
 
 def checked_prefix(prefix: str) -> str:
