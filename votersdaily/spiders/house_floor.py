@@ -14,20 +14,37 @@ action, act-id H61000, saying "sine die") belong to the ending session; without 
 before noon belong to the ending Congress (20th amendment). The Clerk restarts ``unique-id`` with
 each Congress, so the key is ``<congress>-<unique-id>``; ``replaces_key`` is the bare unique-id
 the spider keyed events by before (version 1.0), so the store retires those documents.
+
+Ids (version 1.2): the bills an action names come from its ``action_item`` (the measure under
+consideration, often with no link in the description), the description's congress.gov bill links
+(which state their Congress) and its text ("pursuant to H. Con. Res. 1"); the roll calls it cites
+("(Roll no. 5)") are ``vote_ids`` of the action's own Congress and session, so an action before the
+sine die adjournment of 3 January cites the ending session's roll calls and names its bills.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
+from ..sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    VOTE_IDS,
+    bill_in_link,
+    bills_in_designation,
+    house_rolls_in_text,
+    id_keys,
+    named_in_text,
+)
 from ..sources.congress import (
-    congress_session,
     eastern_iso,
+    end_of_day,
     previous_session,
     session_year,
+    sitting_on,
     sitting_year,
     to_int,
 )
@@ -51,6 +68,8 @@ SENTENCE_END = re.compile(
 )
 
 
+#: The description's links to congress.gov bill pages (nested twice, at times).
+BILL_LINKS = ".//action_description//a[@rel='bill']"
 #: The Clerk's activity code of an adjournment; with "sine die" in its text it ends a session.
 ADJOURNMENT_ACT = "H61000"
 SINE_DIE = re.compile(r"\bsine\s+die\b", re.I)
@@ -70,13 +89,12 @@ class LegislativeDay(NamedTuple):
     def sitting(self, when: datetime | date) -> Sitting:
         """The (congress, session) of an action at ``when``; a date-only action counts as the end
         of its day."""
-        instant = when if isinstance(when, datetime) else datetime.combine(when, time.max)
-        return self.before if self.boundary and instant <= self.boundary else self.after
+        return self.before if self.boundary and end_of_day(when) <= self.boundary else self.after
 
 
 class HouseFloorSpider(EventSpider):
     name = "house_floor"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -154,6 +172,7 @@ class HouseFloorSpider(EventSpider):
             "session": session,
             "bills": self._parse_bills(action),
             "votes": self._parse_votes(action),
+            **self._parse_ids(action, item, description, congress, session),
         }
 
     @staticmethod
@@ -190,8 +209,8 @@ class HouseFloorSpider(EventSpider):
         """(Congress, session) before and after ``boundary``, from what the file names."""
         congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
         if not (congresses and sessions):  # unnamed: the calendar's
-            after = congress_session(sitting_year(datetime.strptime(day, "%Y%m%d") + timedelta(hours=12)))
-            return (congress_session(sitting_year(boundary)) if boundary else after), after
+            after = sitting_on(datetime.strptime(day, "%Y%m%d").date())
+            return (sitting_on(boundary) if boundary else after), after
         after = (congresses[-1], 1 if len(congresses) > 1 else sessions[-1])
         if boundary is None:
             before = after
@@ -224,11 +243,25 @@ class HouseFloorSpider(EventSpider):
     def _parse_bills(action) -> list[dict]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
         bills: dict[str, dict] = {}
-        for link in action.iterfind(".//action_description//a[@rel='bill']"):
+        for link in action.iterfind(BILL_LINKS):
             href = (link.get("href") or "").strip()
             if href and href not in bills:
                 bills[href] = {"legis_num": text_of(link), "url": href}
         return list(bills.values())
+
+    @staticmethod
+    def _parse_ids(action, item: str, description: str, congress: int, session: int) -> dict:
+        """``bill_ids``, ``public_laws`` and ``vote_ids`` of the action, with their evidence."""
+        found = bills_in_designation(item, "action_item", congress)
+        for link in action.iterfind(BILL_LINKS):
+            bill = bill_in_link(link.get("href") or "", BILL_LINKS)
+            if bill is not None:
+                found.append(bill)
+        found += named_in_text(description, "action_description", congress)
+        found += house_rolls_in_text(
+            description, "action_description", congress, session_year(congress, session)
+        )
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS, VOTE_IDS))
 
     @staticmethod
     def _parse_votes(action) -> list[dict]:

@@ -6,6 +6,13 @@ election of the Speaker gives ``totals-by-candidate`` (``candidate``, ``candidat
 "Present" and "Not Voting" as two more "candidates", and its ``vote-result`` names the candidate
 with the most votes even when nobody was elected. The Speaker is elected by a majority of the votes
 cast for a person by name (Present does not count), so a ballot can end without a winner.
+
+Ids (version 1.3): ``vote_id`` (``h314-119.2026``) takes its year from the file's own congress and
+session, never the vote's date, so a roll call of 1 or 2 January before the new session keeps the
+ending session's year; ``bill_ids`` come from ``legis-num`` (the Clerk's ``H R 21``, ``S 2403``,
+``H RES 1142``; an election or a quorum call has none) and the text of ``vote-desc``. An amendment
+vote names the bill it amends; the amendment (``amendment-num``) is no bill. Members keep the
+Clerk's ``name-id`` (the bioguide id).
 """
 
 from __future__ import annotations
@@ -14,7 +21,15 @@ import re
 
 from scrapy.http import TextResponse
 
-from ..sources.congress import to_int
+from ..sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    bills_in_designation,
+    id_keys,
+    named_in_text,
+    vote_id,
+)
+from ..sources.congress import session_year, to_int
 from ..sources.eastern import eastern_today, parse_local, parse_local_date
 from ..sources.errors import UnexpectedDocument
 from ..sources.xml import outer_xml, parse_xml, text_of
@@ -34,7 +49,7 @@ INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.2"
+    version = "1.3"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -128,6 +143,8 @@ class HouseVotesSpider(EventSpider):
             "congress": congress,
             "session": session,
             "roll_call": roll,
+            "vote_id": self._parse_vote_id(congress, session, roll),
+            **self._parse_ids(legis_num, text_of(meta, "vote-desc"), congress),
             "legis_num": legis_num,
             "vote_question": question,
             "vote_type": text_of(meta, "vote-type"),
@@ -147,6 +164,19 @@ class HouseVotesSpider(EventSpider):
             "elected": elected,
             "member_votes": self._parse_member_votes(root),
         }
+
+    @staticmethod
+    def _parse_vote_id(congress: int | None, session: int | None, roll: int | None) -> str | None:
+        if not (congress and session and roll):
+            return None
+        return vote_id("h", roll, congress, session_year(congress, session))
+
+    @staticmethod
+    def _parse_ids(legis_num: str, description: str, congress: int | None) -> dict:
+        """``bill_ids`` and ``public_laws`` the roll call names, with their evidence."""
+        found = bills_in_designation(legis_num, "legis-num", congress)
+        found += named_in_text(description, "vote-desc", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
 
     def _parse_datetime(self, meta):
         day = text_of(meta, "action-date")

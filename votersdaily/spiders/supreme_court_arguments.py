@@ -11,6 +11,7 @@ term; a page of another kind is an UnexpectedDocument, a row without its link is
 from __future__ import annotations
 
 from ..requestmeta import SOURCE_URL_META
+from ..sources.canonical_ids import docket_keys
 from ..sources.errors import UnexpectedDocument
 from ..sources.supremecourt import (
     ARGUMENT_AUDIO,
@@ -32,7 +33,7 @@ REARGUMENT_SUFFIX = "rearg"
 
 class SupremeCourtArgumentsSpider(EventSpider):
     name = "supreme_court_arguments"
-    version = "1.0"
+    version = "1.1"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 12.0  # audio is posted on the Friday of each argument week
@@ -67,6 +68,7 @@ class SupremeCourtArgumentsSpider(EventSpider):
             "event_url": absolute_url(response.meta.get(SOURCE_URL_META) or response.url, href),
             "case_name": case_name,
             "docket": docket,
+            **docket_keys(docket, "Oral Argument link"),
             "reargument": page.endswith(REARGUMENT_SUFFIX),
             "date_text": row.text("Date Argued"),
         }

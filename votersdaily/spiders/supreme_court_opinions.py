@@ -17,6 +17,7 @@ with an unknown header, is an UnexpectedDocument; a row without a PDF link is dr
 from __future__ import annotations
 
 from ..requestmeta import SOURCE_URL_META
+from ..sources.canonical_ids import docket_keys
 from ..sources.supremecourt import (
     IN_CHAMBERS,
     POLITENESS,
@@ -35,7 +36,7 @@ from .base import EventSpider
 
 class SupremeCourtOpinionsSpider(EventSpider):
     name = "supreme_court_opinions"
-    version = "1.0"
+    version = "1.1"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 6.0  # opinions are released on announced days, around 10:00 Eastern
@@ -68,6 +69,7 @@ class SupremeCourtOpinionsSpider(EventSpider):
             "opinion_type": kind,
             "term_year": term,
             **fields,
+            **docket_keys(fields["docket"], "Docket"),
         }
 
     @staticmethod

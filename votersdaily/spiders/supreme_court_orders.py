@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from ..requestmeta import SOURCE_URL_META
+from ..sources.canonical_ids import docket_keys
 from ..sources.html import enclosing_markup, fold
 from ..sources.supremecourt import (
     ORDERS,
@@ -43,7 +44,7 @@ TERM_RE = re.compile(r"(\d{4})")
 
 class SupremeCourtOrdersSpider(EventSpider):
     name = "supreme_court_orders"
-    version = "1.1"
+    version = "1.2"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 6.0
@@ -97,6 +98,7 @@ class SupremeCourtOrdersSpider(EventSpider):
             "pdf_file": file_name(href),
             "date_text": date_text,
             "term_year": year,
+            **docket_keys("", "Order list"),  # an order list names its cases only in its PDF
         }
 
     @staticmethod
@@ -119,4 +121,5 @@ class SupremeCourtOrdersSpider(EventSpider):
             "event_url": fields["pdf_url"],
             "order_type": "Opinion Relating to Orders",
             **fields,
+            **docket_keys(fields["docket"], "Docket"),
         }
