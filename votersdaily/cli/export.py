@@ -10,6 +10,7 @@ from .. import schema
 from ..feeds.export import FORMATS, export
 from ..feeds.query import EventFilter, FeedQueryError, bound
 from ..feeds.sanitise import FeedReport
+from ..sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
 from ..store.check import checked_store
 from . import EXIT_USAGE
 from .staged_output import staged_stdout
@@ -31,6 +32,16 @@ def register(sub) -> None:
     parser.add_argument("--parser", help="only events of this spider (parser_name)")
     parser.add_argument("--committee", help="only this committee (committee_code, e.g. SSFR00)")
     parser.add_argument(
+        "--bill",
+        type=bill_argument,
+        help="only the events that name this bill or resolution, across sources (e.g. hr1234-119)",
+    )
+    parser.add_argument(
+        "--docket",
+        type=docket_argument,
+        help="only the events of this Supreme Court docket (e.g. 24-123, 23A456, 22O141)",
+    )
+    parser.add_argument(
         "--since", type=date_or_datetime, help="from this date (YYYY-MM-DD, UTC) or datetime on"
     )
     parser.add_argument("--until", type=date_or_datetime, help="up to this date (inclusive) or datetime")
@@ -50,6 +61,29 @@ def one_of(names: tuple[str, ...], what: str):
             ) from None
 
     return parse
+
+
+def bill_argument(value: str) -> str:
+    """An argparse type: a canonical bill id, in any case."""
+    bill = bill_id_of(value)
+    if bill is None:
+        raise argparse.ArgumentTypeError(
+            "not a bill id: %r (expected <type><number>-<congress>, e.g. hr1234-119; types: %s)"
+            % (value, ", ".join(BILL_TYPE_NAMES))
+        )
+    return bill
+
+
+def docket_argument(value: str) -> str:
+    """An argparse type: one Supreme Court docket, as the Court writes it ("23a456", "No. 141,
+    Orig." are read as 23A456, 22O141)."""
+    docket = docket_of(value)
+    if docket is None:
+        raise argparse.ArgumentTypeError(
+            "not a Supreme Court docket: %r (expected e.g. 24-123, an application 23A456 or an original "
+            "action 22O141)" % value
+        )
+    return docket
 
 
 def date_or_datetime(value: str) -> str:
@@ -85,6 +119,8 @@ def run(args) -> int:
         entity=args.entity,
         parser=args.parser,
         committee=args.committee,
+        bill=args.bill,
+        docket=args.docket,
         since=args.since,
         until=args.until,
     )
@@ -97,9 +133,14 @@ def run(args) -> int:
     report = FeedReport()
     try:
         with staged_stdout() as out:
-            export(store, args.format, flt, out, report)
+            count = export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():
         print("export: %s" % line, file=sys.stderr)
+    if count == 0 and (args.bill or args.docket):
+        print(
+            "export: no stored event names %s: the feed is empty" % (args.bill or args.docket),
+            file=sys.stderr,
+        )
     return 0

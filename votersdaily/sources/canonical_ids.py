@@ -74,6 +74,7 @@ CONGRESS_GOV_TYPES = {
     "senate-joint-resolution": "sjres",
     "senate-concurrent-resolution": "sconres",
 }
+CONGRESS_GOV_PATHS = {bill_type: path for path, bill_type in CONGRESS_GOV_TYPES.items()}
 
 #: A designation and its number. Not glued to a word, a dot or an initial before it ("U.S. 1", "U. S.
 #: 570": Supreme Court citations), not followed by more digits, a dash and digits (a report, a law) or
@@ -238,6 +239,12 @@ def public_laws_in_text(text: str, field: str) -> list[FoundId]:
     ]
 
 
+def bill_id_of(text: str) -> str | None:
+    """``text`` as a canonical bill id, in any case (``HR1234-119`` → ``hr1234-119``), or None."""
+    value = (text or "").strip().lower()
+    return value if ID_FORMS[BILL_IDS].fullmatch(value) else None
+
+
 def named_in_text(text: str, field: str, congress: int | None, *, nominations: bool = False) -> list[FoundId]:
     """What running text names: its bills and Public Laws, and (Senate and White House text) the
     nominations it cites by number."""
@@ -254,6 +261,19 @@ def bill_label(bill: str) -> str:
         BILL_TYPE_NAMES[match.group(1)],
         match.group(2),
         ordinal(int(match.group(3))),
+    )
+
+
+def bill_url(bill: str) -> str | None:
+    """The bill's congress.gov page (``s2403-119`` → ``…/bill/119th-congress/senate-bill/2403``)."""
+    match = re.fullmatch(r"([a-z]+)([0-9]+)-([0-9]+)", bill)
+    path = CONGRESS_GOV_PATHS.get(match.group(1)) if match else None
+    if match is None or path is None:
+        return None
+    return "https://www.congress.gov/bill/%s-congress/%s/%s" % (
+        ordinal(int(match.group(3))),
+        path,
+        match.group(2),
     )
 
 
@@ -370,6 +390,11 @@ def docket_of(text: str) -> str | None:
 def docket_keys(text: str, field: str) -> dict[str, list]:
     """A Supreme Court event's ``dockets`` (and their evidence) from its docket cell or link."""
     return id_keys(dockets_in(text, field), (DOCKETS,))
+
+
+def docket_url(docket: str) -> str:
+    """The case's page on the Court's docket (``…/docketfiles/html/public/23a456.html``)."""
+    return "https://www.supremecourt.gov/docket/docketfiles/html/public/%s.html" % docket.lower()
 
 
 def docket_label(docket: str) -> str:
