@@ -20,6 +20,7 @@ from votersdaily.sources.canonical_ids import (
     FoundId,
     bill_in_link,
     bill_label,
+    bill_of_thomas_code,
     bills_in_designation,
     bills_in_text,
     docket_label,
@@ -166,6 +167,30 @@ def test_a_congress_gov_link_states_its_bill_and_congress(href, expected):
 
 
 @pytest.mark.parametrize(
+    "code, expected",
+    [("SN", "s47-119"), ("HR", "hr47-119"), ("SE", "sres47-119"), ("HE", "hres47-119")]
+    + [("SJ", "sjres47-119"), ("HJ", "hjres47-119"), ("SC", "sconres47-119"), ("HC", "hconres47-119")],
+)
+def test_thomas_type_codes_name_bills(code, expected):
+    """The Senate committee schedule's ``document_prefix`` (hearings_2026-07-30_wayback.xml: ``SN``)."""
+    found = bill_of_thomas_code(code, "47", "f", 119, "%s 47" % code)
+    assert found is not None and found.id == expected
+
+
+def test_other_type_codes_name_no_bill():
+    for code, number in (
+        ("PN", "47"),
+        ("HZ", "5"),
+        ("SP", "23"),
+        ("SR", "1"),
+        ("SN", ""),
+        ("SN", "0"),
+        ("", "5"),
+    ):
+        assert bill_of_thomas_code(code, number, "f", 119, "") is None
+
+
+@pytest.mark.parametrize(
     "href",
     [
         "https://www.congress.gov/amendment/119th-congress/house-amendment/5",
@@ -247,6 +272,8 @@ def test_a_vote_id_carries_the_year_its_session_began():
         ("No. 141, Orig.", ["22O141"]),
         ("141-Orig", ["22O141"]),
         ("141 Original", ["22O141"]),
+        ("141-orig", ["22O141"]),
+        ("No. 141, ORIG.", ["22O141"]),
         ("22O141", ["22O141"]),
         ("21-1086, 21-1087", ["21-1086", "21-1087"]),
         ("No. 22-451 and 22-1219", ["22-451", "22-1219"]),

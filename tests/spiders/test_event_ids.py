@@ -474,6 +474,27 @@ def test_senate_committee_hearings():
     check_every_id(events, ("bill_ids", "nomination_ids", "public_laws", "committee_ids"))
 
 
+def test_a_hearing_on_a_resolution():
+    """Derived from hearings_2026-07-30_wayback.xml: HELP's first bill (SN 2511) given THOMAS's code of
+    a Senate resolution, SE, and Commerce's S.737 its code of a House joint resolution, HJ."""
+    name = "gov/senate_hearings/hearings_2026-07-30_wayback.xml"
+    body = recording(name).read_bytes()
+    body = body.replace(
+        b'document_num="2511" document_prefix="SN"', b'document_num="2511" document_prefix="SE"'
+    )
+    body = body.replace(
+        b'document_num="737" document_prefix="SN"', b'document_num="737" document_prefix="HJ"'
+    )
+    events = {e["unique_key"]: e for e in derived_events(SenateCommitteeHearingsSpider, name, body)}
+    assert events["338684"]["bill_ids"][0] == "sres2511-119"
+    assert evidence(events["338684"], "sres2511-119") == (
+        "AssociatedDocument/@document_prefix @document_num",
+        "SE 2511",
+    )
+    # The matter still says "S.737": both the document's resolution and the matter's bill are named.
+    assert {"hjres737-119", "s737-119"} <= set(events["338704"]["bill_ids"])
+
+
 # -- White House, Federal Register, Senate floor schedule --------------------------------------------
 
 

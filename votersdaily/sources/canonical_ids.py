@@ -75,6 +75,18 @@ CONGRESS_GOV_TYPES = {
     "senate-concurrent-resolution": "sconres",
 }
 CONGRESS_GOV_PATHS = {bill_type: path for path, bill_type in CONGRESS_GOV_TYPES.items()}
+#: The two-letter type codes of THOMAS, which the Senate's committee schedule keeps in
+#: ``AssociatedDocument/@document_prefix`` (``SN`` 47 is S. 47); ``PN`` is a nomination.
+THOMAS_TYPES = {
+    "HR": "hr",
+    "HE": "hres",
+    "HJ": "hjres",
+    "HC": "hconres",
+    "SN": "s",
+    "SE": "sres",
+    "SJ": "sjres",
+    "SC": "sconres",
+}
 
 #: A designation and its number. Not glued to a word, a dot or an initial before it ("U.S. 1", "U. S.
 #: 570": Supreme Court citations), not followed by more digits, a dash and digits (a report, a law) or
@@ -108,11 +120,11 @@ DOCKET_RE = re.compile(
         (?P<term>[0-9]{2})-(?P<number>[0-9]{1,5})
       | (?P<application_term>[0-9]{2})\s?(?P<letter>[AaMm])\s?(?P<application>[0-9]{1,5})
       | (?P<original>[0-9]{1,4}),?\s?-?\s?Orig(?:inal)?\.?
-      | 22[Oo](?P<docketed_original>[0-9]{1,4})
+      | 22O(?P<docketed_original>[0-9]{1,4})
     )
     (?![\w-])
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.IGNORECASE,
 )
 #: The Court files every original action on its docket site under "22O" and the case's number.
 ORIGINAL_PREFIX = "22O"
@@ -214,6 +226,15 @@ def bills_in_designation(text: str, field: str, congress: int | None) -> list[Fo
         bill = _bill(match, field, congress, loose=True)
         return [bill] if bill is not None else []
     return bills_in_text(text, field, congress)
+
+
+def bill_of_thomas_code(code: str, number: str, field: str, congress: int, text: str) -> FoundId | None:
+    """A bill named by its THOMAS type code and number (``SN``, ``5038``), or None for another code."""
+    bill_type = THOMAS_TYPES.get((code or "").strip().upper())
+    digits = (number or "").strip()
+    if bill_type is None or not digits.isdigit() or int(digits) == 0:
+        return None
+    return FoundId(BILL_IDS, bill_id(bill_type, digits, congress), field, text)
 
 
 def bill_in_link(href: str, field: str) -> FoundId | None:

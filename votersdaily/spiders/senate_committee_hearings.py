@@ -14,8 +14,8 @@ whose file name carries another date than the meeting's is kept in ``video_url``
 ``video_file_date``) but is not the meeting's ``event_url``. ``committee_code`` repeats ``cmte_code`` for the
 ``by_committee_datetime`` view (per-committee feeds).
 
-Ids (version 1.2): the agenda's ``Documents/AssociatedDocument`` states its bills (prefix ``SN``:
-S.; ``HR``: H.R.; the other types in their own spelling) and nominations (``PN`` with a
+Ids (version 1.2): the agenda's ``Documents/AssociatedDocument`` states its bills (by THOMAS type
+code: ``SN`` S., ``HR`` H.R., ``SE`` S.Res., ``HJ`` H.J.Res.…) and nominations (``PN`` with a
 ``partition``: ``"03"`` → ``PN937-3-119``, ``"0 "`` → none) in its ``congress``; the ``matter``
 adds what it names in text ("S.5038", in the Congress of the meeting's date). ``committee_ids`` are
 the committee and subcommittee of ``cmte_code`` (``SSJU22`` → ``SSJU``, ``SSJU22``).
@@ -24,7 +24,6 @@ the committee and subcommittee of ``cmte_code`` (``SSJU22`` → ``SSJU``, ``SSJU
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
@@ -37,7 +36,7 @@ from ..sources.canonical_ids import (
     NOMINATION_IDS,
     PUBLIC_LAWS,
     FoundId,
-    bills_in_designation,
+    bill_of_thomas_code,
     id_keys,
     named_in_text,
     nomination_id,
@@ -56,8 +55,6 @@ LAST_UPDATE_ISO_RE = re.compile(
 )
 #: The ``MMDDYY`` date at the end of an ISVP stream's file name (``commerce073026``).
 VIDEO_FILE_DATE_RE = re.compile(r"(\d{6})$")
-#: ``AssociatedDocument/@document_prefix`` values that are not a bill type's own spelling.
-SENATE_DOCUMENT_PREFIXES = {"SN": "S."}
 #: ISVP player values the Senate leaves in before a committee sets the real stream name.
 VIDEO_PLACEHOLDERS = frozenset({"xxxx", ""})
 
@@ -210,12 +207,8 @@ class SenateCommitteeHearingsSpider(EventSpider):
                 nomination = nomination_id(number, of_congress, doc.get("partition"))
                 if nomination is not None:
                     found.append(FoundId(NOMINATION_IDS, nomination, field, text))
-            else:
-                designation = SENATE_DOCUMENT_PREFIXES.get(prefix, prefix)
-                found += [
-                    replace(bill, text=text)
-                    for bill in bills_in_designation("%s %s" % (designation, number), field, of_congress)
-                ]
+            elif (bill := bill_of_thomas_code(prefix, number, field, of_congress, text)) is not None:
+                found.append(bill)
         found += named_in_text(text_of(meeting, "matter"), "matter", congress, nominations=True)
         return id_keys(found, (BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS, COMMITTEE_IDS))
 
