@@ -168,8 +168,16 @@ def test_a_congress_gov_link_states_its_bill_and_congress(href, expected):
 
 @pytest.mark.parametrize(
     "code, expected",
-    [("SN", "s47-119"), ("HR", "hr47-119"), ("SE", "sres47-119"), ("HE", "hres47-119")]
-    + [("SJ", "sjres47-119"), ("HJ", "hjres47-119"), ("SC", "sconres47-119"), ("HC", "hconres47-119")],
+    [
+        ("SN", "s47-119"),
+        ("HR", "hr47-119"),
+        ("SE", "sres47-119"),
+        ("HE", "hres47-119"),
+        ("SJ", "sjres47-119"),
+        ("HJ", "hjres47-119"),
+        ("SC", "sconres47-119"),
+        ("HC", "hconres47-119"),
+    ],
 )
 def test_thomas_type_codes_name_bills(code, expected):
     """The Senate committee schedule's ``document_prefix`` (hearings_2026-07-30_wayback.xml: ``SN``)."""
