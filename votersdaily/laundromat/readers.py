@@ -1,5 +1,5 @@
 """The readers of the formats parsed whole or streamed to their first error: Turtle, TriG, RDF/XML
-(entities expanded first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
+(entities expanded and XML literals made canonical first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
 bound) and RDFa in HTML (with the JSON-LD scripts it holds)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .clean_types import (
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import SortedSink
 from .xmlentities import EntityRefused, expand_entities
+from .xmlliterals import LiteralStop, canonical_xml_literals
 
 #: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
 _JSONLD_SCRIPT = re.compile(
@@ -35,10 +36,23 @@ _JSONLD_SCRIPT = re.compile(
 )
 
 
-def _until_error(quads: Iterator, messages: Messages) -> Iterator:
-    """The parsed quads up to the first syntax error, which is recorded and ends the document."""
+def _until_error(quads: Iterator, messages: Messages, stop: LiteralStop | None = None) -> Iterator:
+    """The parsed quads up to the first syntax error, which is recorded and ends the document.
+    ``stop``: where rewriting the document's XML literals stopped; an error there ends the
+    document given to the parser, which is the first error unless the parser finds one before."""
+    if stop is not None and stop.kind == "warning":
+        messages.add("warning", stop.message, stop.line, stop.column)
+        stop = None
     try:
         yield from quads
+        if stop is not None:
+            messages.add("error", stop.message, stop.line, stop.column)
+            messages.add(
+                "warning",
+                "parsing stopped at the first error (no recovery for this format)",
+                stop.line,
+                stop.column,
+            )
     except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
         messages.add("error", "a token longer than the parser's buffer: %s" % exc)
         messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
@@ -52,9 +66,11 @@ def _until_error(quads: Iterator, messages: Messages) -> Iterator:
         )
 
 
-def _batched(quads: Iterator, messages: Messages, size: int = 10_000) -> Iterator[bytes]:
+def _batched(
+    quads: Iterator, messages: Messages, stop: LiteralStop | None = None, size: int = 10_000
+) -> Iterator[bytes]:
     """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
-    quads = _until_error(quads, messages)
+    quads = _until_error(quads, messages, stop)
     while True:
         block = ox.serialize(itertools.islice(quads, size), format=ox.RdfFormat.N_QUADS)
         if not block:
@@ -63,11 +79,13 @@ def _batched(quads: Iterator, messages: Messages, size: int = 10_000) -> Iterato
 
 
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    stop = None
     if fmt == F.RDF_XML:
         try:
             path = expand_entities(path, sink.tmp / "expanded.rdf")
         except EntityRefused as exc:
             raise CleaningError(str(exc)) from None
+        path, stop = canonical_xml_literals(path, sink.tmp / "literals.rdf")
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
@@ -75,7 +93,7 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
-    for block in _batched(quads, messages):
+    for block in _batched(quads, messages, stop):
         sink.add_block(block)
 
 
