@@ -334,3 +334,39 @@ def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
             result = clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options)
         keys.add((result.key, result.unique, result.statements))
     assert len(keys) == 1 and next(iter(keys))[1] > 30_000
+
+
+C14N = ROOT / "rdf12" / "rdf-n-triples" / "c14n"
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "ranges"])
+def test_messages_carry_the_line_of_their_statement(tmp_path, monkeypatch, parallel):
+    """A base direction and a triple term (RDF 1.2: the warning and the error RDF 1.1 output
+    makes) after a comment and a plain statement: each message has its own statement's line on
+    both paths, serial or by ranges (they gave the block's first line, the comment's). Derived
+    from the RDF 1.2 c14n tests dirlangtagged_string.nt and triple-term-01.nt, their lines put
+    after a comment and a statement, and repeated."""
+    direction, triple_term = (
+        next(
+            line for line in (C14N / name).read_text(encoding="utf-8").split("\n") if line and line[0] != "#"
+        )
+        for name in ("dirlangtagged_string.nt", "triple-term-01.nt")
+    )
+    head = ["# a comment", '<http://a.example/s> <http://a.example/p> "x" .']
+    lines = ([*head, direction, triple_term]) * 3
+    path = tmp_path / "doc.nt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = [("warning", 3), ("error", 4), ("warning", 7), ("error", 8), ("warning", 11), ("error", 12)]
+    options = CleanOptions(parse_workers=2, parse_chunk=64, run_bytes=1, sorted_run_bytes=64)
+    for use_native in (True, False):
+        with monkeypatch.context() as patch:
+            if not use_native:
+                patch.setattr(native, "_module", None)
+            result = clean_file(
+                path,
+                "N-Triples",
+                KEY,
+                tmp_path / str(use_native),
+                options=options if parallel else CleanOptions(parse_workers=1),
+            )
+        assert sorted((m["kind"], m["line"]) for m in result.messages) == sorted(expected), use_native
