@@ -14,12 +14,16 @@ import codecs
 import itertools
 import os
 import random
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from benchmarks.laundromat import statement
 from tests.laundromat.conformance import ROOT
+from tests.support.services import REPO
 from votersdaily.laundromat import encodings, external_sort, native
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 
@@ -370,3 +374,68 @@ def test_messages_carry_the_line_of_their_statement(tmp_path, monkeypatch, paral
                 options=options if parallel else CleanOptions(parse_workers=1),
             )
         assert sorted((m["kind"], m["line"]) for m in result.messages) == sorted(expected), use_native
+
+
+def _in_a_subprocess(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter in the checkout (a crash of the compiled module ends
+    that process, not the test run)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_crafted_order_sorts_in_a_small_stack():
+    """What the fuzzer found: the sort recursed into both the lesser and the greater part, so a
+    crafted order (tests/laundromat/sort_adversary.py: 2,000 canonical lines that nested 660
+    frames) overflowed a 32 KiB thread stack (and cost quadratic time). Now at most log2 n frames
+    are nested, and a part whose pivots keep failing is heapsorted."""
+    answer = _in_a_subprocess(
+        """
+        import threading
+        from tests.laundromat.sort_adversary import crafted_lines
+        from votersdaily.laundromat import native
+        lines, nesting = crafted_lines(2000)
+        assert nesting > 600, nesting
+        block = b"\\n".join(lines) + b"\\n"
+        threading.stack_size(32 << 10)
+        got = []
+        worker = threading.Thread(target=lambda: got.append(native.sorted_unique(block)))
+        worker.start()
+        worker.join()
+        assert got == [b"".join(line + b"\\n" for line in sorted(set(lines)))]
+        print("sorted")
+        """
+    )
+    assert answer.returncode == 0 and answer.stdout == "sorted\n", (answer.returncode, answer.stderr[-2000:])
+
+
+def test_merge_runs_takes_its_list_once(tmp_path):
+    """What the fuzzer found: merge_runs read the list again after each path's ``__fspath__`` (Python
+    code), so a list emptied meanwhile was read past its end. It takes a copy first: the paths it
+    was given are merged."""
+    answer = _in_a_subprocess(
+        """
+        import os, sys
+        from votersdaily.laundromat import native
+        folder = sys.argv[1] if len(sys.argv) > 1 else %r
+        runs = []
+        class Shrinking:
+            def __init__(self, path):
+                self.path = path
+            def __fspath__(self):
+                runs.clear()  # the caller's list, emptied while merge_runs goes through it
+                return self.path
+        for i in range(4):
+            path = os.path.join(folder, "run-%%d" %% i)
+            with open(path, "wb") as f:
+                f.write(b"line %%d\\nz\\n" %% i)
+            runs.append(Shrinking(path))
+        out = os.path.join(folder, "merged")
+        with open(out, "wb") as f:
+            written = native.merge_runs(runs, f.fileno())
+        print(written, open(out, "rb").read())
+        """
+        % str(tmp_path)
+    )
+    assert answer.returncode == 0, (answer.returncode, answer.stderr[-2000:])
+    assert answer.stdout == "5 %r\n" % b"line 0\nline 1\nline 2\nline 3\nz\n"
