@@ -34,7 +34,7 @@ OX_FORMATS = {
     F.RDF_XML: ox.RdfFormat.RDF_XML,
     F.JSON_LD: ox.RdfFormat.JSON_LD,
 }
-LINE_BASED = (F.N_TRIPLES, F.N_QUADS)
+LINE_BASED = F.LINE_BASED
 
 
 def serialize_quads(quads) -> bytes:
