@@ -71,7 +71,7 @@ def _parse_pyoxigraph(data: bytes, oxf, skolem: Skolemiser, messages: Messages, 
         try:
             out.append(canonical_lines(serialize_quads(ox.parse(line, oxf)), skolem, messages, line_no(i)))
         except SyntaxError as exc:
-            messages.add("error", str(exc), line_no(i), exc.offset)
+            messages.syntax(exc, line_no(i))
         except MemoryError as exc:
             messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_no(i))
     return b"".join(out)

@@ -24,6 +24,7 @@ from .clean_types import (
     DocumentLimitExceeded,
     Messages,
     serialize_quads,
+    syntax_message,
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import SortedSink
@@ -225,7 +226,9 @@ def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | No
             try:
                 quads.extend(ox.parse(line, fmt, base_iri=base_iri))
             except SyntaxError as exc:
-                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+                messages.add(
+                    "error", "%s: %s" % (syntax_message(exc), line.decode("utf-8", "replace")[:200]), i
+                )
     return quads
 
 
