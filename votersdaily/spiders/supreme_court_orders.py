@@ -8,10 +8,11 @@ upstream URL, also when a recording is replayed from a file.
 
 Opinions relating to orders: one event per table row, keyed by the PDF file name plus its
 ``#page=`` fragment when two opinions share one PDF. The table looks like the slip-opinion table and
-its columns changed over the years (``Date | Docket | Name | J. | Citation`` in 2025, ``Date | Docket
-| Name | Revised | J. | Pt.`` in 2015, an ``R-`` column in some terms): cells are read by column name
-(:mod:`votersdaily.sources.supremecourt`), and a slip-opinion or argument page given to this spider is
-an UnexpectedDocument, never a crash. Dates mix ``1/21/16`` and ``10/29/2015`` in one column.
+its columns changed over the years (``Date | Docket | Name | J. | Pt.`` in 2012, ``Date | Docket |
+Name | Revised | J. | Pt.`` in 2015 and 2020, ``Date | Docket | Name | J. | Citation`` in 2025): cells
+are read by what their column means (:mod:`votersdaily.sources.supremecourt`), and a slip-opinion or
+argument page given to this spider is an UnexpectedDocument, never a crash. Dates mix ``1/21/16`` and
+``10/29/2015`` in one column.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 from ..requestmeta import SOURCE_URL_META
 from ..sources.html import enclosing_markup, fold
 from ..sources.supremecourt import (
+    DATE,
     ORDERS,
     POLITENESS,
     RELATING,
@@ -66,7 +68,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         """("order", row div, term) for an orders listing, ("relating", table row) for the opinions
         relating to orders; any other page is refused."""
         if listing_kind(response, (ORDERS, RELATING)) == RELATING:
-            return [(RELATING, row) for row in table_rows(response, RELATING)]
+            return [(RELATING, row) for row in table_rows(response)]
         term = TERM_RE.search(fold(response.xpath(TERM_HEADING).get()))
         year = int(term.group(1)) if term else None
         seen: dict[str, int] = {}
@@ -111,7 +113,7 @@ class SupremeCourtOrdersSpider(EventSpider):
     def _relating(self, row, response, base: str) -> dict:
         fields = opinion_fields(row, base, response.url)
         return {
-            "datetime": parse_date(row.text("Date"), response.url),
+            "datetime": parse_date(row.text(DATE), response.url),
             "title": "%s (No. %s): opinion relating to orders" % (fields["case_name"], fields["docket"]),
             "description": opinion_description(fields),
             "unique_key": fields["pdf_file"],
