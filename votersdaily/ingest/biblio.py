@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from dateutil import parser as dateparser
-
+from ..datetimes import PartialDate, parse_partial_date
 from .fulltext import COMPONENT_PATTERNS, HTML_PATTERNS, PDF_PATTERNS, XML_PATTERNS, match_fulltext_url
 from .htmldoc import HtmlDoc
 
@@ -215,17 +214,21 @@ def _list(doc: HtmlDoc, selectors) -> list[str] | None:
     return None
 
 
-def parse_release_date(raw: str | None) -> date | None:
-    """'Apr 22, 2019', '2020/09/10', '2019-04-18' → a date; unparseable → None."""
-    if not raw:
+def parse_release_date(raw: str | None) -> PartialDate | None:
+    """'Apr 22, 2019', '2020/09/10', '2019-04-18', '2017/01', '2017' → the date at the precision the
+    page gives (never completed from today); unparseable or without a year → None."""
+    if not raw or not raw.strip():
         return None
     raw = raw.strip()
-    m = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[T ].*)?", raw)
+    m = re.fullmatch(r"(\d{4})(?:[-/](\d{1,2})(?:[-/](\d{1,2})(?:[T ]\d.*)?)?)?", raw)
     try:
         if m:
-            return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        return dateparser.parse(raw, default=None).date()
-    except (ValueError, OverflowError, TypeError, AttributeError):
+            year, month, day = (int(g) if g else None for g in m.groups())
+            assert year is not None  # the pattern requires it
+            date(year, month or 1, day or 1)  # a real year, month and day, or ValueError
+            return PartialDate(year, month, day)
+        return parse_partial_date(raw)
+    except (ValueError, OverflowError, TypeError):
         return None
 
 
@@ -242,7 +245,8 @@ def clean_doi(value: str | None) -> str | None:
 
 
 def extract_biblio(doc: HtmlDoc) -> dict:
-    """BiblioMetadata as a dict, null fields omitted, ``release_date`` as ``YYYY-MM-DD``."""
+    """BiblioMetadata as a dict, null fields omitted, ``release_date`` at the page's precision
+    (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one."""
     if not doc.has_head:
         return {}
     meta: dict = {}
@@ -263,11 +267,13 @@ def extract_biblio(doc: HtmlDoc) -> dict:
             meta["doi"] = clean_doi(ident)
     released = parse_release_date(meta.pop("raw_date", None))
     if released:
-        meta["release_date"] = released.isoformat()
+        meta["release_date"] = released.iso()
     if "release_year" in meta:
         year = meta.pop("release_year")
         if year.isdigit():
             meta["release_year"] = int(year)
+    if released and "release_year" not in meta:
+        meta["release_year"] = released.year
     raw_type = meta.pop("raw_release_type", None)
     if raw_type and raw_type.strip().lower() in RELEASE_TYPES:
         meta["release_type"] = RELEASE_TYPES[raw_type.strip().lower()]
