@@ -161,6 +161,18 @@ def test_a_row_with_a_bad_date_is_dropped_alone():
     assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 1
 
 
+def test_order_links_outside_the_known_rows_are_dropped_with_a_reason():
+    """Derived: the link <span> of the first two order rows renamed <em> (another layout): those two
+    links are dropped with their reason, the other 67 orders kept; no order is lost silently."""
+    body = ORDERS.read_bytes()
+    cell = b'<span style="display:inline-block;"><a href=\'/orders/courtorders/'
+    assert body.count(cell) == 69
+    body = body.replace(cell, b'<em style="display:inline-block;"><a href=\'/orders/courtorders/', 2)
+    parsed = parse(Spider, body, ORDERS_URL, HtmlResponse)
+    assert len(parsed.events) == 67
+    assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 2
+
+
 def test_term_year():
     assert term_year(date(2026, 10, 2)) == 2026
     assert term_year(date(2026, 9, 30)) == 2025

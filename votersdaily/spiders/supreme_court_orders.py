@@ -4,7 +4,9 @@
 Orders: one all-day event per order list or miscellaneous order, on the date the listing gives
 (``MM/DD/YY``, a two-digit year, Eastern date), keyed by the order PDF's file name
 (``032524zor_4h25.pdf``). Links are relative and single-quoted; they are resolved against the page's
-upstream URL, also when a recording is replayed from a file.
+upstream URL, also when a recording is replayed from a file. Each order is a ``<div>`` of a date
+``<span>`` and a link ``<span>``; an order link outside such a row (another layout) is a record that
+fails with its reason, so a listing the spider cannot read is never a silent empty success.
 
 Opinions relating to orders: one event per table row, keyed by the PDF file name plus its
 ``#page=`` fragment when two opinions share one PDF. The table looks like the slip-opinion table and
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 
 from ..requestmeta import SOURCE_URL_META
+from ..sources.errors import UnexpectedDocument
 from ..sources.html import enclosing_markup, fold
 from ..sources.supremecourt import (
     DATE,
@@ -38,7 +41,11 @@ from ..sources.supremecourt import (
 )
 from .base import EventSpider
 
-ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[contains(@href, "/orders/courtorders/")]]'
+ORDER_LINK = 'contains(@href, "/orders/courtorders/")'
+ORDER_LINKS = "//a[%s]" % ORDER_LINK
+ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[%s]]' % ORDER_LINK
+#: An order link the rows do not hold: a record of its own that fails (never a silent loss).
+STRAY = "order link outside the rows"
 TERM_HEADING = '//span[contains(@id, "lblTermYear")]/text()'
 TERM_RE = re.compile(r"(\d{4})")
 
@@ -72,10 +79,16 @@ class SupremeCourtOrdersSpider(EventSpider):
         term = TERM_RE.search(fold(response.xpath(TERM_HEADING).get()))
         year = int(term.group(1)) if term else None
         seen: dict[str, int] = {}
-        return [(ORDERS, row, year, seen) for row in response.xpath(ORDER_ROWS)]
+        rows = response.xpath(ORDER_ROWS)
+        stray = len(response.xpath(ORDER_LINKS)) - len(rows.xpath("span/a[%s]" % ORDER_LINK))
+        return [(ORDERS, row, year, seen) for row in rows] + [(STRAY, response.url)] * max(stray, 0)
 
     def parse_record(self, record, response):
         base = response.meta.get(SOURCE_URL_META) or response.url
+        if record[0] == STRAY:
+            raise UnexpectedDocument(
+                "%s links an order PDF outside the rows of the listing's known layout" % record[1]
+            )
         if record[0] == ORDERS:
             _, row, year, seen = record
             return self._order(row, year, seen, response, base)
