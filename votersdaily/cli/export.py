@@ -12,6 +12,7 @@ from ..feeds.query import EventFilter, FeedQueryError, bound
 from ..feeds.sanitise import FeedReport
 from ..store.check import checked_store
 from . import EXIT_USAGE
+from .staged_output import staged_stdout
 
 
 def register(sub) -> None:
@@ -95,9 +96,8 @@ def run(args) -> int:
     store = checked_store(must_exist=True)
     report = FeedReport()
     try:
-        sys.stdout.flush()
-        export(store, args.format, flt, sys.stdout.buffer, report)
-        sys.stdout.buffer.flush()
+        with staged_stdout() as out:
+            export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():

@@ -105,8 +105,7 @@ class IngestStorePipeline:
             )
             for error in errors:
                 logger.error("catalog: %s", error)
-        dbs = await run_in_thread(self.store.list_dbs)
-        self._catalog_exists = self.catalog_db in dbs
+        self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
 
     async def process_item(self, item):
         if not isinstance(item, IngestItem):

@@ -67,12 +67,7 @@ class LocalFileRefused(Exception):
 
 def address_policy(settings) -> AddressPolicy:
     """The laundromat's policy for URLs from crawled content, from its settings."""
-    return AddressPolicy(
-        allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
-        allowed_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_ALLOWED_HOSTS")),
-        private_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_PRIVATE_HOSTS")),
-        setting="LAUNDROMAT_ALLOW_PRIVATE",
-    )
+    return AddressPolicy.from_settings(settings, "LAUNDROMAT")
 
 
 class AddressGuardMiddleware(SsrfGuardMiddleware):
@@ -82,7 +77,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
     trusted_meta = OPERATOR_META
 
     def __init__(self, policy: AddressPolicy):
-        super().__init__(policy.allow_private, sorted(policy.allowed_hosts), policy=policy)
+        super().__init__(policy=policy)
         self._operator_hosts: set[str] = set()
 
     @classmethod

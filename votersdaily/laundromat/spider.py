@@ -18,13 +18,16 @@ from urllib.parse import urljoin, urlsplit
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
 from .. import locations
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
+from ..ingest.ssrf import check_policy_settings
 from ..locations import LocationUnset
+from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
@@ -37,7 +40,7 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .processor import Processor
 from .seedlist import SeedList
-from .seeds import interval_for, is_due, is_seed, new_seed
+from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
@@ -98,6 +101,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         self.given_urls = split_urls(url)
         self.seedlist_file = seedlist
         self.start_urls = self.given_urls[:1]
+
+    @classmethod
+    def update_settings(cls, settings) -> None:
+        """A host list entry that can never match stops the crawl before it starts."""
+        super().update_settings(settings)
+        check_policy_settings(settings, "LAUNDROMAT")
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
@@ -169,10 +178,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     async def start(self):
         await self._db(self.seeds.open)
-        given = list(self.given_urls)
-        if self.seedlist_file:
-            text = await self._db(Path(self.seedlist_file).read_text, "utf-8")
-            given += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
             doc, created = await self.register(uri, given=True)
             if not created and not doc.get("given"):  # found in crawled data first, now the operator's
@@ -199,6 +205,27 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         for doc in records:
             if is_seed(doc) and is_due(doc):
                 yield await self.download(doc, start=doc["uri"] in given)
+
+    def _given_seeds(self) -> list[tuple[str, str | Exception]]:
+        """``(where, seed or error)`` for the operator's seeds (``-a url=``, ``-a seedlist=``)."""
+        found: list[tuple[str, str | Exception]] = [("-a url", uri) for uri in self.given_urls]
+        if self.seedlist_file:
+            found += list(seedlist_lines(self.seedlist_file))
+        return found
+
+    def _checked_seeds(self, found: list[tuple[str, str | Exception]]) -> list[str]:
+        """The seeds that can be fetched; each other one is reported with its line and left out
+        (``input_rejected``: the run log's ``rejected``, ``enqueue``'s bad lines)."""
+        given = []
+        for where, seed in checked_inputs(found, checked_seed):
+            if isinstance(seed, ValueError):
+                self.logger.error("bad seed at %s: %s", where, seed)
+                self.crawler.signals.send_catch_log(
+                    vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
+                )
+            else:
+                given.append(seed)
+        return given
 
     async def register(self, uri: str, **extra) -> tuple[dict, bool]:
         extra.setdefault("interval", self.default_interval)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import scrapy
+from scrapy.extensions.httpcache import FilesystemCacheStorage
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -28,6 +29,8 @@ from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_MET
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
     # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
     # module too, and need neither the archive nor the event pipelines.
     from ..archive import ArchivedResponse
@@ -52,6 +55,18 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
 def _yes(value: str | bool | None) -> bool:
     """A yes/no spider argument (``-a name=true``)."""
     return str(value).lower() in ("1", "true", "yes")
+
+
+class HomeCacheStorage(FilesystemCacheStorage):
+    """Scrapy's filesystem HTTP cache with a relative ``HTTPCACHE_DIR`` under the data home
+    (``locations.http_cache_dir``): Scrapy would put it under the project's ``.scrapy`` and, run
+    outside a project (the installed command), switch the cache off with a warning."""
+
+    def __init__(self, settings: BaseSettings):
+        resolved = settings.copy()
+        resolved.frozen = False  # a copy of the crawler's frozen settings, for this storage alone
+        resolved.set("HTTPCACHE_DIR", str(http_cache_dir(settings)), priority=99)
+        super().__init__(resolved)
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -90,6 +105,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         "AUTOTHROTTLE_ENABLED": True,
         "AUTOTHROTTLE_START_DELAY": 1.0,
         "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_STORAGE": "votersdaily.spiders.base.HomeCacheStorage",
         # The event pipelines are synchronous; with asyncio Scrapy starts CONCURRENT_ITEMS worker
         # tasks per response (100 by default), which cost more than the items of a small document.
         "CONCURRENT_ITEMS": 8,
@@ -107,12 +123,6 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
-        # Outside a project Scrapy would keep a relative cache under ./.scrapy: the data home's instead.
-        settings.set(
-            "HTTPCACHE_DIR",
-            str(http_cache_dir(settings)),
-            priority=settings.getpriority("HTTPCACHE_DIR") or "default",
-        )
 
     def __init__(
         self,
@@ -187,6 +197,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
         from ..archive import archive_dir, archived_runs, read_responses
+        from ..plumbing.warc_reader import DamagedWarc, WarcDamage
 
         assert self.reparse is not None
         for path in archived_runs(
@@ -194,6 +205,14 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         ):
             self.reparse.files.append(path.name)
             for archived in read_responses(path):
+                if isinstance(archived, WarcDamage):  # named, skipped; the rest is read on
+                    self.reparse.damage.append(archived)
+                    self.logger.error("reparse of %s: %s: skipped", self.name, archived.describe())
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.archive_unreadable, exception=DamagedWarc(archived.describe()), spider=self
+                    )
+                    continue
+                self.reparse.read[(archived.warc_file, archived.warc_offset)] = archived.record_id
                 if not callable(getattr(self, archived.callback, None)):
                     self.logger.warning(
                         "reparse: %s has no callback %r (record %s of %s): skipped",

@@ -83,19 +83,9 @@ def _couch(uri: str) -> Store:
         raise StoreUnavailable(
             "cannot reach the store at %s (%s): is it a CouchDB server?" % (shown, type(exc).__name__)
         ) from None
-    if response.status_code == 401:
-        store.close()
-        raise StoreUnavailable(
-            "the store at %s refused the credentials (HTTP 401): fix the user and password in $%s "
-            "(a server in admin party, like the PouchDB Server of the README, takes none)"
-            % (shown, STORE_ENV)
-        )
     if response.status_code != 200 or "userCtx" not in _json_or_empty(response):
         store.close()
-        raise StoreUnavailable(
-            "%s does not answer like CouchDB (GET /_session: HTTP %d): check the URL in $%s"
-            % (shown, response.status_code, STORE_ENV)
-        )
+        raise store.refusal(response, "GET", "_session")
     return store
 
 

@@ -109,6 +109,12 @@ def install_design(store, db: str, attempts: int = 5) -> bool:
         answer = store.bulk_docs(db, [dict(design)])[0]
         if "error" not in answer:
             return True
+        if answer["error"] in ("forbidden", "unauthorized"):  # CouchDB: a member may not write designs
+            raise StoreError(
+                "the views of %s are missing or out of date and this user may not write them (%s: %s): a "
+                "server admin runs `python -m votersdaily views push` once (docs/operations.md: Users and "
+                "roles)" % (db, answer["error"], answer.get("reason"))
+            )
         if answer["error"] != "conflict":
             raise StoreError("could not install views in %s: %s" % (db, answer))
     raise StoreError("could not install views in %s: conflicts kept coming" % db)
