@@ -213,8 +213,9 @@ _META_SEL = re.compile(r"^(?:head )?meta\[(name|property|http-equiv)='([^']+)'\]
 
 def _first(doc: HtmlDoc, selector: str):
     m = _META_SEL.match(selector)
-    if m:  # meta selectors: case-insensitive, head only (our meta index)
-        found = doc.meta_elements(m.group(1), m.group(2))
+    if m:  # meta selectors: any key attribute, any case, head only (our meta index)
+        attr, key = m.groups()
+        found = doc.pragma_elements(key) if attr == "http-equiv" else doc.meta_elements(key)
         return found[0] if found else None
     found = doc.select(selector)
     return found[0] if found else None
@@ -377,7 +378,7 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
         for a in doc.select("a[href]"):
             if (a.text_content() or "").strip() == "download PDF file":
                 yield {"pdf_url": urljoin(url, a.get("href")), "technique": "physchemaspects-href"}
-    generator = doc.meta_contents("name", "generator")
+    generator = doc.meta_contents("generator")
     if generator and generator[0].startswith("Open Journal Systems"):
         for a in doc.select("a.obj_galley_link.file"):
             if "pdf" in (a.text_content() or "").lower() and a.get("href"):

@@ -18,7 +18,7 @@ ACCEPTED_SCOPES = ("article-fulltext", "unknown")
 
 def guess_platform(doc: HtmlDoc) -> str | None:
     generator = ""
-    metas = doc.meta_contents("name", "generator")
+    metas = doc.meta_contents("generator")
     if metas:
         generator = metas[0].lower()
     else:
@@ -44,7 +44,7 @@ def guess_platform(doc: HtmlDoc) -> str | None:
         return "pubpub"
     if 'Powered by <a target="_blank" href="http://arphahub.com">' in text:
         return "arpha"
-    if "<meta property='og:image' content='http://cms.galenos.com.tr' />" in text:
+    if "http://cms.galenos.com.tr" in (c.strip() for c in doc.meta_contents("og:image")):
         return "galenos"
     for icon in doc.select("link[type='image/x-icon']"):
         href = icon.get("href") or ""
