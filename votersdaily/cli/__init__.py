@@ -14,8 +14,8 @@ import logging
 import os
 import sys
 
-from ..store.base import StoreError
-from ..store.check import StoreMissing
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMissing
 
 #: Exit statuses of every command (README: Exit codes).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3

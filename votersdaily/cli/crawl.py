@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
-from ..archive import archive_dir
-from ..reactor import installed_reactor
-from ..spiders.base import EventSpider
-from ..store import mask_uri, store_uri
-from ..store.base import StoreError
-from ..store.check import checked_store
+from votersdaily.archive import archive_dir
+from votersdaily.reactor import installed_reactor
+from votersdaily.spiders.base import EventSpider
+from votersdaily.store import mask_uri, store_uri
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import checked_store
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 
@@ -119,7 +120,7 @@ def run(args) -> int:
 def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
-    from ..extensions import first_start_url, spool_run_log, unavailable_run_log
+    from votersdaily.extensions import first_start_url, spool_run_log, unavailable_run_log
 
     print("votersdaily crawl: %s" % exc, file=sys.stderr)
     spool = None
@@ -196,9 +197,9 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
     """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran)."""
     from datetime import timedelta
 
-    from ..clock import now_utc
-    from ..schema import LOG_DB, parse_iso_utc
-    from ..store import open_store
+    from votersdaily.clock import now_utc
+    from votersdaily.schema import LOG_DB, parse_iso_utc
+    from votersdaily.store import open_store
 
     now = (now or now_utc()).replace(tzinfo=None)
     store = open_store()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..schema import SURROGATE_RE, clean_text, clean_value
-from ..store.check import checked_store
+from votersdaily.schema import SURROGATE_RE, clean_text, clean_value
+from votersdaily.store.check import checked_store
+
 from . import EXIT_USAGE
 
 

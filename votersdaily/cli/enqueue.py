@@ -9,8 +9,9 @@ from pathlib import Path
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
-from ..distributed import REDIS_ENV
-from ..store import mask_uri
+from votersdaily.distributed import REDIS_ENV
+from votersdaily.store import mask_uri
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
@@ -61,7 +62,7 @@ def run(args) -> int:
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError
 
-    from ..distributed.enqueue import enqueue
+    from votersdaily.distributed.enqueue import enqueue
 
     settings = get_project_settings()
     if args.redis_url:

@@ -6,11 +6,12 @@ import argparse
 import sys
 from datetime import date
 
-from .. import schema
-from ..feeds.export import FORMATS, export
-from ..feeds.query import EventFilter, FeedQueryError, bound
-from ..feeds.sanitise import FeedReport
-from ..store.check import checked_store
+from votersdaily import schema
+from votersdaily.feeds.export import FORMATS, export
+from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
+from votersdaily.feeds.sanitise import FeedReport
+from votersdaily.store.check import checked_store
+
 from . import EXIT_USAGE
 
 

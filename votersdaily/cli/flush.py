@@ -7,9 +7,10 @@ from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.base import StoreError, StoreUnavailable
-from ..store.check import checked_store
-from ..store.spool import Spool, spool_dir
+from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.check import checked_store
+from votersdaily.store.spool import Spool, spool_dir
+
 from . import EXIT_UNAVAILABLE
 
 

@@ -13,10 +13,10 @@ import sys
 
 from scrapy.utils.project import get_project_settings
 
-from ..ingest import ingest_requests as R
-from ..ingest.match import load_catalog_jsonl
-from ..store.check import checked_store
-from ..store.upsert import upsert
+from votersdaily.ingest import ingest_requests as R
+from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.store.check import checked_store
+from votersdaily.store.upsert import upsert
 
 
 def register(sub) -> None:

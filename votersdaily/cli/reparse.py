@@ -9,8 +9,9 @@ from pathlib import Path
 
 from scrapy.crawler import CrawlerProcess
 
-from ..archive import archive_dir, archived_runs
-from ..reparse import parse_date_arg, summarise_plan
+from votersdaily.archive import archive_dir, archived_runs
+from votersdaily.reparse import parse_date_arg, summarise_plan
+
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 

@@ -7,7 +7,8 @@ import sys
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
+from votersdaily.store.check import checked_store
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
@@ -51,8 +52,8 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from ..deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
-    from ..deploy.scrapyd import Scrapyd
+    from votersdaily.deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
+    from votersdaily.deploy.scrapyd import Scrapyd
 
     settings = get_project_settings()
     hours = spider_frequencies(settings)

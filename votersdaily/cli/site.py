@@ -11,7 +11,8 @@ from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
+from votersdaily.store.check import checked_store
+
 from . import EXIT_USAGE
 
 
@@ -32,9 +33,10 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
-    from ..deploy.periodic import spider_frequencies
-    from ..feeds.sanitise import FeedReport
-    from ..feeds.site import SiteConfig, build_site
+    from votersdaily.deploy.periodic import spider_frequencies
+    from votersdaily.feeds.sanitise import FeedReport
+    from votersdaily.feeds.site import SiteConfig, build_site
+
     from .crawl import event_spiders
 
     settings = get_project_settings()

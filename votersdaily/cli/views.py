@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..store.check import checked_store
-from ..store.views import VIEWS
+from votersdaily.store.check import checked_store
+from votersdaily.store.views import VIEWS
 
 
 def register(sub) -> None:

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from ..clock import iso_utc, now_utc
-from ..store.base import Store, StoreError
-from ..store.upsert import upsert
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.store.base import Store, StoreError
+from votersdaily.store.upsert import upsert
+
 from .scrapyd import Scrapyd, ScrapydError
 
 logger = logging.getLogger(__name__)

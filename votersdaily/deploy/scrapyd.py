@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import requests
 
-from ..rfc3986 import service_base
+from votersdaily.rfc3986 import service_base
 
 
 class ScrapydError(RuntimeError):

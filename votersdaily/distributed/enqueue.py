@@ -20,7 +20,8 @@ from scrapy.utils.reactor import install_reactor
 from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.python.failure import Failure
 
-from ..reactor import installed_reactor
+from votersdaily.reactor import installed_reactor
+
 from . import queue_name, redis_server, serializer
 from .queue import ReliableQueue
 
@@ -54,7 +55,7 @@ def start_requests(
     install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
     reactor = installed_reactor()
 
-    from .. import signals as vd_signals
+    from votersdaily import signals as vd_signals
 
     crawler = Crawler(spidercls, settings)
     # Not a crawl (no engine), but start() may count in the stats (the laundromat does).

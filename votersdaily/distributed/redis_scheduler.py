@@ -33,9 +33,10 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.internet import defer, task
 
-from ..blocking import run_in_thread
-from ..store import mask_uri
-from ..store.crawler import writers_of
+from votersdaily.blocking import run_in_thread
+from votersdaily.store import mask_uri
+from votersdaily.store.crawler import writers_of
+
 from . import queue_name, redis_server, redis_url, serializer
 from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ingest.spider import IngestSpider
-from ..laundromat.spider import LaundromatSpider
+from votersdaily.ingest.spider import IngestSpider
+from votersdaily.laundromat.spider import LaundromatSpider
+
 from .redis_worker import WorkerMixin
 
 

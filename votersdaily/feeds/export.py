@@ -8,8 +8,9 @@ from dataclasses import asdict
 from itertools import islice
 from typing import BinaryIO
 
-from ..clock import now_iso
-from ..store.base import Store
+from votersdaily.clock import now_iso
+from votersdaily.store.base import Store
+
 from .jsonfeed import write_json
 from .query import EventFilter, iter_events, siblings, superseded_by_newer
 from .sanitise import FeedReport

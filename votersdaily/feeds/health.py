@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
-from .. import schema
-from ..store.base import Store
+from votersdaily import schema
+from votersdaily.store.base import Store
+
 from .query import HIGH, distinct_leading_keys, has_db
 
 OK, EMPTY, DROP, BROKEN, NEVER, MANUAL = "ok", "empty", "drop", "broken", "never run", "manual"

@@ -14,7 +14,8 @@ from urllib.parse import quote
 
 from icalendar import Calendar, Event
 
-from .. import __version__
+from votersdaily import __version__
+
 from .query import is_cancelled
 
 PRODID = "-//votersdaily//votersdaily %s//EN" % __version__

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import schema
-from ..store.base import Store, StoreError
+from votersdaily import schema
+from votersdaily.store.base import Store, StoreError
+
 from .sanitise import FeedReport, feed_event, newest
 
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
@@ -35,7 +36,7 @@ def bound(value: str | None, *, end: bool) -> str | None:
     value = value.strip()
     if DATE_RE.match(value):
         return value + ("T23:59:59Z" if end else "T00:00:00Z")
-    from ..datetimes import normalise
+    from votersdaily.datetimes import normalise
 
     try:
         return normalise(value, "UTC").iso

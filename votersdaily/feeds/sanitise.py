@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import schema
+from votersdaily import schema
 
 #: Examples of each kind of problem the report names.
 REPORT_EXAMPLES = 5

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
-from ..store.base import Store
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.store.base import Store
+
 from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report

@@ -10,7 +10,7 @@ import re
 import threading
 from pathlib import Path
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
 
 _SAFE_PATH = re.compile(r"^[a-z0-9]+/[0-9a-f]{40}\.[a-z.]+$")
 

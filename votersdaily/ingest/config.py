@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
 from .resources import BLOCKED_HOSTS
 from .urls import Blocklists, configured_list
 from .workers import default_processes

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
 
 
 def norm_title(title: str) -> str:

@@ -14,10 +14,11 @@ import logging
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..store.crawler import store_for, writer_for
-from ..store.hooks import AfterBatch
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.store.crawler import store_for, writer_for
+from votersdaily.store.hooks import AfterBatch
+
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
 from .filetable import file_row, merge_row, table_name
 from .match import load_catalog_jsonl, match_document

@@ -16,7 +16,8 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
-from ..sources.xml import safe_parser
+from votersdaily.sources.xml import safe_parser
+
 from .biblio import extract_biblio
 from .config import IngestConfig
 from .filemeta import (

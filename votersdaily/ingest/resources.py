@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin, urlsplit
 
-from .. import settings as defaults
+from votersdaily import settings as defaults
+
 from .htmldoc import HtmlDoc
 
 #: (tag, attribute, resource_type, extra condition) in upstream's vocabulary.

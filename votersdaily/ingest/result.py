@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..clock import now_utc
+from votersdaily.clock import now_utc
+
 from .filemeta import sha1_b32
 from .urls import surt
 

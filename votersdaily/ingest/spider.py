@@ -20,10 +20,11 @@ import scrapy
 from scrapy.exceptions import StopDownload
 from twisted.python.failure import Failure
 
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..defaults import ProjectSettingsMixin
-from ..requestmeta import START_META
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.requestmeta import START_META
+
 from . import hops as H
 from . import ingest_requests as R
 from .config import IngestConfig
@@ -200,7 +201,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return found
 
     def _store_requests(self, db: str) -> list:
-        from ..store.crawler import store_for
+        from votersdaily.store.crawler import store_for
 
         store = store_for(self.crawler)
         if db not in store.list_dbs():

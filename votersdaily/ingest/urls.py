@@ -8,8 +8,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
-from .. import settings as defaults
-from ..rfc3986 import remove_dot_segments
+from votersdaily import settings as defaults
+from votersdaily.rfc3986 import remove_dot_segments
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ..blocking import run_in_thread
+from votersdaily.blocking import run_in_thread
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
 
 CHUNK = 1 << 20
 

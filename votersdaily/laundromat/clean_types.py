@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
 from . import formats as F
 
 if TYPE_CHECKING:

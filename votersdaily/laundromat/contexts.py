@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin
 
 if TYPE_CHECKING:
-    from ..ingest.ssrf import AddressPolicy
+    from votersdaily.ingest.ssrf import AddressPolicy
 
 #: Context URLs that name one context (schema.org answers its context under all of them).
 ALIASES = {
@@ -63,7 +63,7 @@ class ContextOptions:
     policy: AddressPolicy | None = None
 
     def address_policy(self) -> AddressPolicy:
-        from ..ingest.ssrf import AddressPolicy
+        from votersdaily.ingest.ssrf import AddressPolicy
 
         if self.policy is not None:
             return self.policy
@@ -93,7 +93,8 @@ def cache_name(url: str) -> str:
 def fetch_context(url: str, options: ContextOptions) -> bytes:
     """The body of ``url`` through the laundromat's guarded fetch; any refusal or failure is a
     :class:`ContextError` (recorded on the document)."""
-    from ..ingest.ssrf import HostNotAllowed, PrivateAddressRefused
+    from votersdaily.ingest.ssrf import HostNotAllowed, PrivateAddressRefused
+
     from .fetching import DownloadTooLarge, fetch_limited
 
     try:

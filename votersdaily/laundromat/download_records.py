@@ -9,7 +9,8 @@ from pathlib import Path
 
 from scrapy.http import Response
 
-from ..store import mask_uri
+from votersdaily.store import mask_uri
+
 from .uris import child_key
 
 #: Headers never written to records (credentials).

@@ -41,9 +41,9 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from ..blocking import run_in_thread
-from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
-from ..reactor import installed_reactor
+from votersdaily.blocking import run_in_thread
+from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..blocking import run_in_thread
-from ..clock import now_iso
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
 from .clean_types import CleanOptions

@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-from ..store.base import Store
-from ..store.upsert import UpsertResult, upsert
+from votersdaily.store.base import Store
+from votersdaily.store.upsert import UpsertResult, upsert
+
 from . import DB, states
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+
 from . import states
 from .uris import is_relative, normalise_uri, uri_key
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 from scrapy.utils.gz import gunzip
 
-from ..sources.xml import safe_parser
+from votersdaily.sources.xml import safe_parser
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 SC_NS = "http://sw.deri.org/2007/07/sitemapextension/scschema.xsd"

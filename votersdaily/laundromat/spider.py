@@ -19,14 +19,15 @@ import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..defaults import ProjectSettingsMixin
-from ..requestmeta import START_META
-from ..spiders.base import split_urls
-from ..store.crawler import count_writes, store_for
-from ..store.upsert import UpsertResult
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.requestmeta import START_META
+from votersdaily.spiders.base import split_urls
+from votersdaily.store.crawler import count_writes, store_for
+from votersdaily.store.upsert import UpsertResult
+
 from . import states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions

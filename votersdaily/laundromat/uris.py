@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..rfc3986 import remove_dot_segments
+from votersdaily.rfc3986 import remove_dot_segments
 
 #: RFC 3986 appendix B.
 _URI_RE = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)

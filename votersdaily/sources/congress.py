@@ -13,7 +13,8 @@ from typing import overload
 from lxml import etree
 from w3lib.url import safe_url_string
 
-from ..datetimes import normalise
+from votersdaily.datetimes import normalise
+
 from .eastern import EASTERN, parse_local
 from .xml import text_of
 

@@ -19,7 +19,8 @@ from urllib.parse import urljoin, urlsplit
 from parsel import Selector
 from scrapy.http import Response
 
-from ..clock import now_utc
+from votersdaily.clock import now_utc
+
 from .eastern import parse_local_date
 from .errors import UnexpectedDocument
 from .html import enclosing_markup, fold, raise_if_error_page, require_complete_page

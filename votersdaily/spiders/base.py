@@ -18,19 +18,19 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
-from .. import signals as vd_signals
-from ..clock import now_iso
-from ..defaults import ProjectSettingsMixin
-from ..items import EventItem
-from ..recordings import recording_path
-from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
-from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
+from votersdaily import signals as vd_signals
+from votersdaily.clock import now_iso
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.items import EventItem
+from votersdaily.recordings import recording_path
+from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
+from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
     # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
     # module too, and need neither the archive nor the event pipelines.
-    from ..archive import ArchivedResponse
-    from ..reparse import Reparse
+    from votersdaily.archive import ArchivedResponse
+    from votersdaily.reparse import Reparse
 
 #: What a record's parse may raise to drop that record alone: the source's own errors and the
 #: errors of reading a field that is missing or of the wrong type.
@@ -121,7 +121,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise ValueError(
                     "reparse takes 'archive' (the spider's archived documents), got %r" % reparse
                 )
-            from ..reparse import Reparse, parse_date_arg
+            from votersdaily.reparse import Reparse, parse_date_arg
 
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
@@ -165,7 +165,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     async def archived_requests(self) -> AsyncIterator[scrapy.Request]:
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
-        from ..archive import archive_dir, archived_runs, read_responses
+        from votersdaily.archive import archive_dir, archived_runs, read_responses
 
         assert self.reparse is not None
         for path in archived_runs(
@@ -352,7 +352,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def drop_record(self, response: Response, exc: Exception) -> None:
         """Count and report a record that could not become an event (the run log lists it)."""
         reason = "record:%s" % type(exc).__name__
-        from ..pipelines import count_dropped
+        from votersdaily.pipelines import count_dropped
 
         count_dropped(self.crawler.stats, reason)
         self.logger.warning("record dropped (%s) from %s: %s", reason, response.url, exc)

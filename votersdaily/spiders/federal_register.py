@@ -21,8 +21,9 @@ from datetime import date
 from html.entities import name2codepoint
 from urllib.parse import urlencode
 
-from ..sources.errors import UnexpectedDocument
-from ..sources.json_text import JsonText, load_with_text, require
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.json_text import JsonText, load_with_text, require
+
 from .base import EventSpider
 
 PRESIDENTIAL = "Presidential Document"

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 
-from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
-from ..sources.eastern import parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.rss import parse_rss
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.rss import parse_rss
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
 
 FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"

@@ -23,7 +23,7 @@ from datetime import date, datetime, time, timedelta
 from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.congress import (
+from votersdaily.sources.congress import (
     congress_session,
     eastern_iso,
     previous_session,
@@ -31,9 +31,10 @@ from ..sources.congress import (
     sitting_year,
     to_int,
 )
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"

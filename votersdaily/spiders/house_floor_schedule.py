@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, docs_house_updates, eastern_iso, to_int
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, required_attribute, text_of
+from votersdaily.sources.congress import (
+    DOCS_HOUSE_STAMPS,
+    docs_house_files,
+    docs_house_updates,
+    eastern_iso,
+    to_int,
+)
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, required_attribute, text_of
+
 from .base import EventSpider
 
 WEEK_URL = "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/{day:%Y%m%d}/{day:%Y%m%d}.xml"

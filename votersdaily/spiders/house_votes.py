@@ -14,10 +14,11 @@ import re
 
 from scrapy.http import TextResponse
 
-from ..sources.congress import to_int
-from ..sources.eastern import eastern_today, parse_local, parse_local_date
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.congress import to_int
+from votersdaily.sources.eastern import eastern_today, parse_local, parse_local_date
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
 
 ROLL_LINK_RE = re.compile(r"rollnumber=(\d+)", re.I)

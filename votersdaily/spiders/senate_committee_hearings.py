@@ -23,12 +23,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
 
-from ..clock import iso_utc
-from ..sources.congress import stored_utc
-from ..sources.eastern import parse_local
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
-from ..sources.xml_text import element_texts
+from votersdaily.clock import iso_utc
+from votersdaily.sources.congress import stored_utc
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.xml_text import element_texts
+
 from .base import EventSpider
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.

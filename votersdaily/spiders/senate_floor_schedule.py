@@ -16,9 +16,10 @@ import re
 from datetime import datetime
 from urllib.parse import urljoin
 
-from ..sources.congress import stored_utc
-from ..sources.errors import UnexpectedDocument
-from ..sources.json_text import JsonText, load_with_text, require
+from votersdaily.sources.congress import stored_utc
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.json_text import JsonText, load_with_text, require
+
 from .base import EventSpider
 
 CONVENE_KEYS = ("conveneYear", "conveneMonth", "conveneDay", "conveneHour", "conveneMinutes")

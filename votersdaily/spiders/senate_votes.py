@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..sources.congress import congress_session, eastern_iso, to_int
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.congress import congress_session, eastern_iso, to_int
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
 
 MENU_URL = "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_{congress}_{session}.xml"

@@ -10,9 +10,9 @@ term; a page of another kind is an UnexpectedDocument, a row without its link is
 
 from __future__ import annotations
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.errors import UnexpectedDocument
-from ..sources.supremecourt import (
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.supremecourt import (
     ARGUMENT_AUDIO,
     POLITENESS,
     SITE,
@@ -24,6 +24,7 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
+
 from .base import EventSpider
 
 CASE = "Oral Argument"

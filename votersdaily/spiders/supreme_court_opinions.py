@@ -16,8 +16,8 @@ with an unknown header, is an UnexpectedDocument; a row without a PDF link is dr
 
 from __future__ import annotations
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.supremecourt import (
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.supremecourt import (
     IN_CHAMBERS,
     POLITENESS,
     SITE,
@@ -30,6 +30,7 @@ from ..sources.supremecourt import (
     table_rows,
     term_of,
 )
+
 from .base import EventSpider
 
 

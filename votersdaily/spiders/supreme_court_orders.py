@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.html import enclosing_markup, fold
-from ..sources.supremecourt import (
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.html import enclosing_markup, fold
+from votersdaily.sources.supremecourt import (
     ORDERS,
     POLITENESS,
     RELATING,
@@ -34,6 +34,7 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
+
 from .base import EventSpider
 
 ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[contains(@href, "/orders/courtorders/")]]'

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.errors import UnexpectedDocument
-from ..sources.html import link_urls
-from ..sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.html import link_urls
+from votersdaily.sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+
 from .base import EventSpider
 
 #: Every feed item is filed under this category besides its specific kind.

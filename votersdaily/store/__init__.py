@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..rfc3986 import mask_uri
+from votersdaily.rfc3986 import mask_uri
+
 from .base import Row, Store, StoreError, StoreUnavailable
 
 STORE_ENV = "VOTERSDAILY_STORE"

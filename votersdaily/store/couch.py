@@ -15,7 +15,8 @@ from urllib.parse import quote
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..rfc3986 import mask_uri, service_base
+from votersdaily.rfc3986 import mask_uri, service_base
+
 from .base import Row, StoreError, StoreUnavailable
 from .revisions import not_unicode
 from .views import DESIGN_NAME, install_design

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..schema import SURROGATE_RE
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Row, StoreError
 from .revisions import next_rev, not_unicode, rev_number
 from .views import install_design, views_for

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-from .. import schema
-from ..clock import now_iso
+from votersdaily import schema
+from votersdaily.clock import now_iso
+
 from .base import Store
 from .upsert import UpsertResult, upsert
 

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..schema import SURROGATE_RE
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Store, StoreError
 from .revisions import same_content
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from twisted.internet import defer, threads
 
-from ..clock import now_iso
+from votersdaily.clock import now_iso
+
 from .base import Store, StoreUnavailable
 from .hooks import WriteHooks
 from .spool import Spool
