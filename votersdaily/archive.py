@@ -134,7 +134,7 @@ class ArchiveMiddleware:
     def _write(self, request: Request, response: Response, callback: str, meta: dict, fetched: str) -> dict:
         if self._writer is None:
             self._open()
-        assert self._writer is not None and self._handle is not None and self.path is not None
+        assert self._writer is not None and self._handle is not None and self.path is not None  # noqa: S101 - invariant
         request_headers = [
             (k.decode("latin-1"), v.decode("latin-1")) for k, vs in request.headers.items() for v in vs
         ]

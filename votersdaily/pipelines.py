@@ -65,7 +65,7 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
         if not isinstance(item, EventItem):
             return item
         zone = item.get("source_timezone") or getattr(self.crawler.spider, "source_timezone", "UTC")
-        assert isinstance(zone, str), "source_timezone is a zone name"  # the spiders' contract
+        assert isinstance(zone, str), "source_timezone is a zone name"  # noqa: S101 - the spiders' contract
         for key in ("datetime", "end_datetime"):
             value = item.get(key)
             if value is None or (key == "datetime" and value == ""):

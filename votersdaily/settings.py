@@ -63,7 +63,7 @@ ADDONS = {"votersdaily.switched_off.LeaveOutSwitchedOff": 0}
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
 #: Scrapy keeps a relative HTTPCACHE_DIR in the project's .scrapy folder, found through scrapy.cfg;
 #: run from elsewhere (an installed package) the cache goes to ./.scrapy instead of being disabled.
-HTTPCACHE_DIR = "httpcache" if _in_scrapy_project() else os.path.abspath(os.path.join(".scrapy", "httpcache"))
+HTTPCACHE_DIR = "httpcache" if _in_scrapy_project() else os.path.abspath(Path(".scrapy", "httpcache"))
 HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------

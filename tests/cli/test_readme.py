@@ -189,7 +189,13 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
         for readme_port, test_port in ports.items():
             script = script.replace(readme_port, test_port)
         proc = subprocess.run(
-            ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600
+            ["bash", "-c", script],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         assert proc.returncode == 0, "README block failed:\n%s\n%s" % (script, proc.stderr[-3000:])
         ran += len(lines)

@@ -37,7 +37,7 @@ class FolderBlobs:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
         tmp.write_bytes(data)
-        os.replace(tmp, target)
+        tmp.replace(target)
         return str(target)
 
     def get(self, path: str) -> bytes | None:

@@ -42,9 +42,9 @@ def describe(blob: bytes) -> str:
 
 def hashes(blob: bytes) -> dict:
     return {
-        "sha1hex": hashlib.sha1(blob).hexdigest(),
+        "sha1hex": hashlib.sha1(blob, usedforsecurity=False).hexdigest(),
         "sha256hex": hashlib.sha256(blob).hexdigest(),
-        "md5hex": hashlib.md5(blob).hexdigest(),
+        "md5hex": hashlib.md5(blob, usedforsecurity=False).hexdigest(),
     }
 
 

@@ -285,7 +285,7 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     return {}
 
 
-def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
+def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:  # noqa: PLR0912, PLR0915 - one rule a branch
     """Every link the publisher rules find, in the rules' order."""
     html = doc.text
     if "researchsquare.com/article/" in url:
@@ -307,7 +307,7 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
             try:
                 meta = json.loads(found[0].text_content())["article"]["pdfDownload"]["urlMetadata"]
                 pdf = "%s/%s%s?md5=%s&pid=%s" % (
-                    url.split("?")[0].rstrip("/"),
+                    url.split("?", maxsplit=1)[0].rstrip("/"),
                     meta["pii"],
                     meta["pdfExtension"],
                     meta["queryParams"]["md5"],

@@ -105,7 +105,7 @@ class StreamDigest:
     """SHA-1, SHA-256 and size of a body from its chunks, and its first bytes for libmagic."""
 
     def __init__(self):
-        self.sha1 = hashlib.sha1()
+        self.sha1 = hashlib.sha1(usedforsecurity=False)
         self.sha256 = hashlib.sha256()
         self.size = 0
         self.head = bytearray()

@@ -57,7 +57,7 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
     if PDFTOPPM is None:
         return None
     try:
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 - a fixed program and arguments; the PDF goes to stdin
             [PDFTOPPM, *_PDFTOPPM_ARGS],
             input=blob,
             capture_output=True,
@@ -80,7 +80,7 @@ def extract_pdf(
     version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
     ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
     ``max_pages`` pages."""
-    sha1hex = hashlib.sha1(blob).hexdigest()
+    sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:

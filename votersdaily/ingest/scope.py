@@ -57,7 +57,7 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     return None
 
 
-def guess_scope(
+def guess_scope(  # noqa: PLR0911 - one answer a rule
     url: str,
     doc: HtmlDoc,
     biblio: dict,

@@ -175,7 +175,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if error is not None:
                 self._reject(where, error, fatal=not any_valid or isinstance(error, R.RequestSourceError))
                 continue
-            assert request is not None, "a request without an error was normalised"
+            assert request is not None, "a request without an error was normalised"  # noqa: S101 - invariant
             made = self._start_request(request)
             if made is not None:
                 yield made
@@ -240,7 +240,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if not state or not request.meta.get(START_META) or state["request"].get("force_recrawl"):
             return None
         key = "%s %s" % (state["request"]["ingest_type"], state["request"]["base_url"])
-        return hashlib.sha1(key.encode("utf-8")).hexdigest()
+        return hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest()
 
     def _hop_request(self, url: str, state: dict, first: bool = False):
         blocked = H.before_fetch(url, self.config.blocklists)
@@ -347,7 +347,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                     term = terminal(target or state["redirect_chain"][-1]["location"], None, None)
                 yield self._finish(state, status, message, terminal=term)
             else:
-                assert target is not None, "a redirect that does not fail has a target"
+                assert target is not None, "a redirect that does not fail has a target"  # noqa: S101 - invariant
                 yield self._hop_request(target, state)
             return
         dt = dt14()

@@ -87,7 +87,7 @@ class WarcWriterMiddleware:
             self._close_file()
             self._open()
         handle, path = self._handle, self._path
-        assert handle is not None and path is not None, "_open() made the file"
+        assert handle is not None and path is not None, "_open() made the file"  # noqa: S101 - invariant
         http_headers = StatusAndHeaders("%d %s" % (status, _reason(status)), headers, protocol="HTTP/1.1")
         record = self._writer.create_warc_record(
             url,

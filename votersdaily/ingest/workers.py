@@ -73,7 +73,7 @@ class ExtractPool:
             if self._executor is None:
                 self.start()
             executor = self._executor
-            assert executor is not None, "start() makes the pool when there are processes"
+            assert executor is not None, "start() makes the pool when there are processes"  # noqa: S101 - invariant
             try:
                 return await asyncio.wrap_future(executor.submit(func, *args))
             except BrokenProcessPool:

@@ -59,7 +59,7 @@ class Recoded:
     #: Why the encoding may be wrong (a detector's guess for bytes that are not UTF-8), else None.
     encoding_note: str | None = None
     #: Lines of the recoded text and their ending (counted in the pass that checks or recodes it).
-    lines: LineCounts = field(default_factory=lambda: LineCounts())
+    lines: LineCounts = field(default_factory=lambda: LineCounts())  # noqa: PLW0108 - defined below
 
     def as_record(self) -> dict:
         return {

@@ -177,7 +177,7 @@ class SortedSink:
         return lines
 
     def _sort_process(self, args: list[str], **popen) -> subprocess.Popen:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)  # noqa: S603 - sort(1) with fixed options
         for pipe in (proc.stdin, proc.stdout):
             if pipe is None:  # stdin not piped (the merging sort)
                 continue
@@ -275,7 +275,7 @@ class SortedSink:
                 with open(path, "wb") as out:
                     native.merge_runs(runs[start : start + SORT_BATCH], out.fileno())
                 for done in runs[start : start + SORT_BATCH]:
-                    os.unlink(done)
+                    Path(done).unlink()
                 merged.append(str(path))
             runs = merged
         read_fd, write_fd = os.pipe()
@@ -341,7 +341,7 @@ class SortedSink:
             key = gzip.finish()
         named = self.named
         final = out_dir / ("%s.%s.gz" % (key, "nq" if named else "nt"))
-        os.replace(tmp_path, final)
+        tmp_path.replace(final)
         r = self.result
         r.key, r.path, r.unique, r.duplicates = key, str(final), unique, r.statements - unique
         r.bytes, r.uncompressed_bytes, r.named_graphs, r.void_data_dumps = (
@@ -360,7 +360,7 @@ class ContentGzip:
     def __init__(self, out: IO[bytes], level: int):
         self.out = out
         self.compressor = _gzip_compressor(level)
-        self.digest = hashlib.md5()
+        self.digest = hashlib.md5(usedforsecurity=False)
         self.pending = bytearray()
 
     def add(self, block: bytes) -> None:

@@ -208,7 +208,7 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
         os.link(source, target)
     except OSError:
         return False
-    linked = os.stat(target)
+    linked = target.stat()
     if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):  # not the file that was checked
         target.unlink()
         return False
@@ -320,7 +320,7 @@ class StreamingDownloadHandler:
         started = time.monotonic()
         pending = self.agent.request(request.method.encode(), request.url.encode("ascii"), headers, None)
         current: list[defer.Deferred[Any]] = [pending]
-        timer = reactor.callLater(timeout, lambda: current[0].cancel())
+        timer = reactor.callLater(timeout, lambda: current[0].cancel())  # noqa: PLW0108 - the Deferred in flight then
         self._in_flight.add(pending)
         try:
             txresponse = await maybe_deferred_to_future(pending)

@@ -4,7 +4,6 @@ a large document is parsed by ranges in parallel (forked workers, each into its 
 from __future__ import annotations
 
 import multiprocessing
-import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -152,7 +151,7 @@ def _parse_ranges(
     per range: its index, lines, statements, errors, warnings, messages, and whether a named graph
     was seen so far; and the sorted runs written."""
     oxf = OX_FORMATS[fmt]
-    size = os.path.getsize(path)
+    size = Path(path).stat().st_size
     done: list[tuple] = []
     named = False
     with open(path, "rb") as f:

@@ -137,8 +137,8 @@ def parse_sitemap(body: bytes) -> Sitemap:
     stripped = body.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not stripped.startswith(b"<"):
         urls = []
-        for line in stripped.decode("utf-8", "replace").splitlines():
-            line = line.strip()
+        for raw_line in stripped.decode("utf-8", "replace").splitlines():
+            line = raw_line.strip()
             if line and not line.startswith("#"):
                 urls.append(SitemapUrl(loc=line))
         return Sitemap(kind="text", urls=urls)

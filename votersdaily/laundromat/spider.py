@@ -174,13 +174,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 stored = await self._db(self.seeds.get, doc["_id"])
                 if stored is None or stored.get("status") != doc.get("status"):
                     continue
-                doc = stored
                 # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
-                if await self._db(self._filed_sitemap, doc):
-                    async for _ in self._sitemap(doc, download=False):
+                if await self._db(self._filed_sitemap, stored):
+                    async for _ in self._sitemap(stored, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
-                found += await self.processor.process(doc)
+                found += await self.processor.process(stored)
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))

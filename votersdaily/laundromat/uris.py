@@ -42,7 +42,7 @@ def is_relative(uri: str) -> bool:
 def normalise_uri(uri: str) -> str:
     """The RFC 3986 §6.2.2 (+ §6.2.3 for well-known schemes) normal form of ``uri``."""
     match = _URI_RE.match(uri.strip())
-    assert match is not None, "every component of the RFC 3986 appendix B pattern is optional"
+    assert match is not None, "every component of the RFC 3986 appendix B pattern is optional"  # noqa: S101 - invariant
     scheme, authority, path, query, fragment = match.groups()
     if scheme is not None and not _SCHEME_RE.match(scheme):
         # Not a scheme after all (e.g. "a b:c"): treat the whole as a path.
@@ -86,7 +86,7 @@ def normalise_uri(uri: str) -> str:
 
 
 def md5_hex(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def uri_key(uri: str) -> str:

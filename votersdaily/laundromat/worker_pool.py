@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 
@@ -64,7 +65,7 @@ class Worker:
         """``preload``: modules the worker imports before it waits for its first step."""
         ours, theirs = socket.socketpair()
         with ours, theirs:
-            self.process = subprocess.Popen(
+            self.process = subprocess.Popen(  # noqa: S603 - this interpreter running this module
                 [sys.executable, "-m", __name__, str(theirs.fileno()), *preload],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -124,12 +125,12 @@ def _descendants(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         try:
-            tasks = os.listdir("/proc/%d/task" % current)
+            tasks = list(Path("/proc/%d/task" % current).iterdir())
         except OSError:
             continue
         for task in tasks:
             try:
-                with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                with open(task / "children") as f:
                     children = [int(child) for child in f.read().split()]
             except (OSError, ValueError):
                 continue

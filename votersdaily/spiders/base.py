@@ -167,7 +167,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         (so a reschedule across runs is seen in the order it happened)."""
         from votersdaily.archive import archive_dir, archived_runs, read_responses
 
-        assert self.reparse is not None
+        assert self.reparse is not None  # noqa: S101 - invariant
         for path in archived_runs(
             archive_dir(self.settings), self.name, self.reparse.since, self.reparse.until
         ):
@@ -211,7 +211,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def _parse_archived(self, response: Response):
         """The recorded callback over the archived response; the requests it makes are not followed
         (what they led to was archived and is replayed on its own)."""
-        assert self.reparse is not None
+        assert self.reparse is not None  # noqa: S101 - invariant
         self.reparse.replayed.add(response.meta[ARCHIVE_META]["warc_record_id"])
         try:
             output = getattr(self, response.meta[REPLAY_CALLBACK_META])(response)

@@ -57,7 +57,7 @@ class SenateFloorScheduleSpider(EventSpider):
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         proceedings = require(doc, ("floorProceedings",), list, response.url).members
-        assert isinstance(proceedings, list), "an array's members are a list"
+        assert isinstance(proceedings, list), "an array's members are a list"  # noqa: S101 - invariant
         return [self._event(entry, response.url) for entry in proceedings]
 
     def _event(self, entry: JsonText, url: str) -> dict:

@@ -67,7 +67,7 @@ def _couch(uri: str) -> Store:
     if not parts.hostname:
         raise StoreError("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
-    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"
+    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
     except requests.ConnectionError as exc:

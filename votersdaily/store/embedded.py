@@ -103,7 +103,7 @@ class EmbeddedStore:
     def drop_db(self, db: str) -> None:
         with self._lock, self._transaction():
             for table in ("docs", "attachments", "view_rows"):
-                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (db,))
+                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (db,))  # noqa: S608 - placeholders and fixed SQL fragments only
             self._conn.execute("DELETE FROM dbs WHERE name = ?", (db,))
 
     def list_dbs(self) -> list[str]:
@@ -141,7 +141,8 @@ class EmbeddedStore:
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
-                    "SELECT id, rev, body FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+                    "SELECT id, rev, body FROM docs WHERE db = ? AND id IN (%s)" % marks,  # noqa: S608 - placeholders and fixed SQL fragments only
+                    (db, *chunk),
                 )
                 for doc_id, rev, body in rows:
                     found[doc_id] = self._materialise(doc_id, rev, body)
@@ -192,7 +193,8 @@ class EmbeddedStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for doc_id, rev in self._conn.execute(
-                "SELECT id, rev FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+                "SELECT id, rev FROM docs WHERE db = ? AND id IN (%s)" % marks,  # noqa: S608 - placeholders and fixed SQL fragments only
+                (db, *chunk),
             ):
                 revs[doc_id] = rev
         return revs
@@ -201,7 +203,7 @@ class EmbeddedStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))
+            self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))  # noqa: S608 - placeholders and fixed SQL fragments only
 
     def _prepare(self, db: str, doc: dict, revs: dict[str, str]):
         """Check one document against the current revision; returns (answer, row to write or None)."""
@@ -217,7 +219,7 @@ class EmbeddedStore:
             if current is None:
                 return {"id": doc_id, "error": "not_found", "reason": "missing"}, None
             for table in ("docs", "attachments", "view_rows"):
-                self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))
+                self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))  # noqa: S608 - placeholders and fixed SQL fragments only
             revs.pop(doc_id, None)
             return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
         body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
@@ -232,7 +234,7 @@ class EmbeddedStore:
                 body["_attachments"] = stubs
                 text = json.dumps(body, ensure_ascii=False)
                 data = text.encode("utf-8")
-        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data).hexdigest())
+        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data, usedforsecurity=False).hexdigest())
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
     def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
@@ -251,7 +253,9 @@ class EmbeddedStore:
                 keep.add(name)
                 continue
             data = base64.b64decode(att.get("data", ""))
-            digest = "md5-" + base64.b64encode(hashlib.md5(data).digest()).decode("ascii")
+            digest = "md5-" + base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode(
+                "ascii"
+            )
             content_type = att.get("content_type", "application/octet-stream")
             self._conn.execute(
                 "INSERT OR REPLACE INTO attachments (db, id, name, content_type, digest, data) VALUES (?,?,?,?,?,?)",
@@ -340,7 +344,7 @@ class EmbeddedStore:
             params.extend(_key_parts(high, pad=""))
         order = "DESC" if descending else "ASC"
         sql = (
-            "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
+            "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "  # noqa: S608 - placeholders and fixed SQL fragments only
             "JOIN docs d ON d.db = v.db AND d.id = v.id WHERE %s "
             "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
             % (" AND ".join(where), order, order, order, order)
@@ -366,7 +370,7 @@ class EmbeddedStore:
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]
             sql = (
-                "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
+                "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "  # noqa: S608 - placeholders and fixed SQL fragments only
                 "JOIN docs d ON d.db = v.db AND d.id = v.id "
                 "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
                 % ", ".join(["(?, ?, ?)"] * len(chunk))

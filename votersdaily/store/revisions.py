@@ -48,5 +48,5 @@ def rev_number(rev: str | None) -> int:
 
 
 def next_rev(old_rev: str | None, doc: Mapping[str, Any]) -> str:
-    digest = hashlib.md5(canonical_json(content(doc)).encode("utf-8")).hexdigest()
+    digest = hashlib.md5(canonical_json(content(doc)).encode("utf-8"), usedforsecurity=False).hexdigest()
     return "%d-%s" % (rev_number(old_rev) + 1, digest)

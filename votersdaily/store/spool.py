@@ -168,7 +168,7 @@ class Spool:
         base = path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name.split(SUFFIX)[0]
         claimed = path.with_name("%s%s.%d%s" % (base, SUFFIX, os.getpid(), CLAIM))
         try:
-            os.rename(path, claimed)
+            path.rename(claimed)
         except FileNotFoundError:  # another deliverer got it first
             return None
         return claimed
@@ -191,7 +191,7 @@ class Spool:
             try:
                 self._deliver_file(store, claimed, report, hooks)
             except BaseException:
-                os.rename(claimed, path.with_name(claimed.name.split(SUFFIX)[0] + SUFFIX))
+                claimed.rename(path.with_name(claimed.name.split(SUFFIX)[0] + SUFFIX))
                 raise
             claimed.unlink()
             report.files += 1
@@ -215,7 +215,7 @@ class Spool:
         try:
             self._deliver_file(store, claimed, report, {})
         except BaseException:
-            os.rename(claimed, path)
+            claimed.rename(path)
             raise
         claimed.unlink()
         report.files = 1

@@ -113,7 +113,7 @@ def upsert(
         if not pending:
             break
         if round_:
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
         existing = store.get_many(db, pending)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

@@ -205,7 +205,7 @@ class BatchWriter:
     def _spool(self, batch: list[dict]) -> UpsertResult:
         if not batch:
             return UpsertResult()
-        assert self.spool is not None, "a batch is spooled only when a spool is given"
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
         if self._spool_path is None:
             self._spool_path = self.spool.new_file(self.db)
         n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.hooks)
@@ -220,7 +220,7 @@ class BatchWriter:
         return UpsertResult(spooled=[doc["_id"] for doc in batch])
 
     def _deliver_spooled(self) -> UpsertResult:
-        assert self.spool is not None and self._spool_path is not None, "only a spooling writer delivers"
+        assert self.spool is not None and self._spool_path is not None, "only a spooling writer delivers"  # noqa: S101 - invariant
         path, self._spool_path = self._spool_path, None
         try:
             report = self.spool.deliver_path(self.store, path)
@@ -259,4 +259,3 @@ class BatchWriter:
                 self.on_result(result)
         while self._waiters and self._pending < self.max_pending:
             self._waiters.pop(0).callback(None)
-        return None
