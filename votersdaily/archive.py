@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -41,6 +41,11 @@ from .clock import now_iso, now_utc
 from .ingest.warc import _reason
 from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
 logger = logging.getLogger(__name__)
 
 CALLBACK_HEADER = "VotersDaily-Callback"
@@ -50,13 +55,13 @@ STAMP_FORMAT = "%Y%m%d%H%M%S"
 _HTTP_PARSER = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"])
 
 
-def archive_dir(settings) -> Path:
+def archive_dir(settings: BaseSettings) -> Path:
     """The archive folder: ``$VOTERSDAILY_ARCHIVE_DIR`` first (one shared path for every job of a
     node, and for test runs), then the setting."""
     return Path(os.environ.get("VOTERSDAILY_ARCHIVE_DIR") or settings.get("VOTERSDAILY_ARCHIVE_DIR"))
 
 
-def recorded_meta(meta: dict) -> dict:
+def recorded_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """The request's own ``vd_*`` meta that survives JSON (what a replay needs to parse the same way)."""
     kept = {}
     for key, value in meta.items():
@@ -76,7 +81,7 @@ class ArchiveMiddleware:
     Records are built, gzipped and written by one thread, in the order responses arrive, so offsets
     stay exact and the reactor never compresses a body."""
 
-    def __init__(self, crawler, folder: Path):
+    def __init__(self, crawler: Crawler, folder: Path) -> None:
         self.crawler = crawler
         self.folder = folder
         self.path: Path | None = None
@@ -86,7 +91,7 @@ class ArchiveMiddleware:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-writer")
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         settings = crawler.settings
         if not settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
             raise NotConfigured("the source archive is off (VOTERSDAILY_ARCHIVE_ENABLED=False)")
@@ -97,7 +102,7 @@ class ArchiveMiddleware:
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
 
-    async def process_response(self, request: Request, response: Response, spider=None):
+    async def process_response(self, request: Request, response: Response, spider: Spider | None = None):
         if request.meta.get(REPLAY_META) or request.url.endswith("/robots.txt"):
             return response
         callback = getattr(request.callback, "__name__", None) or "parse"
@@ -114,7 +119,9 @@ class ArchiveMiddleware:
         return response
 
     def _open(self) -> None:
-        name = self.crawler.spider.name
+        spider = self.crawler.spider
+        assert spider is not None, "the archive opens in a crawl"  # noqa: S101 - invariant
+        name = spider.name
         folder = self.folder / name
         folder.mkdir(parents=True, exist_ok=True)
         filename = "%s-%s-%s.warc.gz" % (name, now_utc().strftime(STAMP_FORMAT), uuid.uuid4().hex[:8])
@@ -131,7 +138,9 @@ class ArchiveMiddleware:
         self._writer.write_record(self._writer.create_warcinfo_record(filename, info))
         self.crawler.stats.set_value("archive/warc_file", str(self.path))
 
-    def _write(self, request: Request, response: Response, callback: str, meta: dict, fetched: str) -> dict:
+    def _write(
+        self, request: Request, response: Response, callback: str, meta: dict[str, Any], fetched: str
+    ) -> dict[str, Any]:
         if self._writer is None:
             self._open()
         assert self._writer is not None and self._handle is not None and self.path is not None  # noqa: S101 - invariant
@@ -178,13 +187,15 @@ class ArchiveMiddleware:
             "warc_offset": offset,
         }
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.path is not None:
             doc["warc_file"] = self.path.name
             doc["warc_records"] = self.records
 
-    def close(self, spider=None) -> None:
+    def close(self, spider: Spider | None = None) -> None:
         """At spider close: every queued record written, the file closed, retention applied."""
+        spider = spider or self.crawler.spider
+        assert spider is not None, "closed at the end of a crawl"  # noqa: S101 - invariant
         self._thread.shutdown(wait=True)
         if self._handle is not None:
             self._handle.close()
@@ -193,7 +204,7 @@ class ArchiveMiddleware:
             self.crawler.stats.set_value("archive/bytes", self.path.stat().st_size if self.path else 0)
         settings = self.crawler.settings
         removed = apply_retention(
-            self.folder / self.crawler.spider.name,
+            self.folder / spider.name,
             max_age_days=settings.getfloat("VOTERSDAILY_ARCHIVE_RETENTION_DAYS"),
             max_bytes=settings.getint("VOTERSDAILY_ARCHIVE_MAX_BYTES"),
             keep=self.path,

@@ -14,6 +14,7 @@ import os
 import time
 import traceback as tb
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -31,15 +32,22 @@ from .store.base import StoreUnavailable
 from .store.crawler import store_for, write_totals, writers_of
 from .store.spool import Spool
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
 logger = logging.getLogger(__name__)
 
 
-def is_robots_request(request) -> bool:
+def is_robots_request(request: Request) -> bool:
     """A robots.txt request of Scrapy's RobotsTxtMiddleware."""
     return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
 
 
-def first_start_url(spider) -> str:
+def first_start_url(spider: Spider) -> str:
     """Where the run meant to start (for a run that fetched nothing): given, listing or start URL."""
     for attr in ("given_urls", "listing_urls", "start_urls"):
         urls = getattr(spider, attr, None)
@@ -48,7 +56,7 @@ def first_start_url(spider) -> str:
     return ""
 
 
-def spool_run_log(settings, doc: dict) -> Spool:
+def spool_run_log(settings: BaseSettings, doc: dict[str, Any]) -> Spool:
     """Keep a run log the store cannot take like any other document: spooled until the store is
     back (the next run or ``python -m votersdaily flush`` delivers it)."""
     doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
@@ -57,7 +65,7 @@ def spool_run_log(settings, doc: dict) -> Spool:
     return spool
 
 
-def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
+def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseException) -> dict[str, Any]:
     """The run log of a run that did not start because its store was unavailable."""
     now = now_iso()
     message = str(exc)
@@ -83,7 +91,7 @@ def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
     }
 
 
-def run_input(spider) -> str | None:
+def run_input(spider: Spider) -> str | None:
     """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
     shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
     or ``given`` (other documents given with ``-a url=``). The health page counts only the first two."""
@@ -99,7 +107,7 @@ def run_input(spider) -> str | None:
 
 
 class RunLog:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT")
@@ -111,8 +119,8 @@ class RunLog:
         self.source_body: bytes | None = None
         self.source_text: str | None = None
         self.source_type = "text/plain"
-        self.failures: list[dict] = []
-        self.rejected: list[dict] = []
+        self.failures: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
         self.responses = 0
         #: Items the pipelines passed (every kind: an ingest's results, a reparse's events).
         self.items_scraped = 0
@@ -120,14 +128,14 @@ class RunLog:
         #: every record was dropped (a changed format) from one that had nothing.
         self.kept_by_reply: Counter = Counter()
         self.dropped_by_reply: Counter = Counter()
-        self.dropped_records: list[dict] = []
+        self.dropped_records: list[dict[str, Any]] = []
         #: Events and records dropped, by reason (the run log's ``dropped``).
         self.dropped: Counter[str] = Counter()
         #: Documents a replayed listing names that are not recorded beside it (skipped).
         self.not_beside = 0
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED"):
             raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
         ext = cls(crawler)
@@ -146,11 +154,11 @@ class RunLog:
 
     # -- observation ---------------------------------------------------------------------------
 
-    def spider_opened(self, spider):
+    def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
         self.access_datetime = now_iso()
 
-    def response_received(self, response, request, spider):
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         self.responses += 1
         if is_robots_request(request):
             return  # never the run's source: Scrapy fetches it before the start document
@@ -174,11 +182,12 @@ class RunLog:
             )
         else:
             self.source_text = None
-            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(
+            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(  # type: ignore[union-attr]  # a default is given
                 "latin-1"
             )
 
-    def _record(self, failure, where: str, url: str | None = None) -> None:
+    def _record(self, failure: Failure, where: str, url: str | None = None) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         message = failure.getErrorMessage()
         response = getattr(failure.value, "response", None)
         if response is not None and getattr(response, "status", None):
@@ -197,21 +206,21 @@ class RunLog:
             }
         )
 
-    def spider_error(self, failure, response, spider):
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         self._record(failure, "spider", getattr(response, "url", None))
 
-    def item_error(self, item, response, spider, failure):
+    def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
-    def source_failed(self, failure, url, spider):
+    def source_failed(self, failure: Failure, url, spider: Spider) -> None:
         self._record(failure, "download", url)
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         self.items_scraped += 1
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
-    def item_dropped(self, item, response, exception, spider):
+    def item_dropped(self, item: Any, response: Response, exception, spider: Spider) -> None:
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
         # Imported here: the run log is in every crawl, the event pipelines only in event spiders'.
@@ -220,13 +229,13 @@ class RunLog:
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 
-    def record_dropped(self, response, reason, message, spider):
+    def record_dropped(self, response: Response, reason, message, spider: Spider) -> None:
         url = getattr(response, "url", "")
         self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
-    def documents_not_beside(self, listing, missing, spider):
+    def documents_not_beside(self, listing, missing, spider: Spider) -> None:
         self.not_beside += len(missing)
 
     def _all_dropped_replies(self) -> None:
@@ -246,14 +255,15 @@ class RunLog:
                     }
                 )
 
-    def input_rejected(self, failure, url, spider):
+    def input_rejected(self, failure: Failure, url: str, spider: Spider) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.rejected.append(
             {"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url}
         )
 
     # -- the log document ------------------------------------------------------------------------
 
-    async def spider_closed(self, spider, reason):
+    async def spider_closed(self, spider: Spider, reason) -> None:
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing, its log neither
@@ -285,7 +295,7 @@ class RunLog:
                 exc,
             )
 
-    def build(self, spider, reason: str) -> dict:
+    def build(self, spider: Spider, reason: str) -> dict[str, Any]:
         stats = self.crawler.stats
         totals = write_totals(self.crawler)
         total = totals.total()
@@ -371,7 +381,7 @@ class RunLog:
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
 
-    def outputs(self, spider) -> dict[str, str]:
+    def outputs(self, spider: Spider) -> dict[str, str]:
         """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
         settings = self.crawler.settings
         return {
@@ -380,7 +390,7 @@ class RunLog:
             if settings.get(name)
         }
 
-    def _attach_source(self, doc: dict) -> None:
+    def _attach_source(self, doc: dict[str, Any]) -> None:
         if self.source_text is not None:
             data = self.source_text.encode("utf-8")
             if len(data) <= self.inline_limit:
@@ -398,7 +408,7 @@ class RunLog:
             "source_text": {"content_type": self.source_type, "data": base64.b64encode(data).decode("ascii")}
         }
 
-    def _write(self, doc: dict) -> None:
+    def _write(self, doc: dict[str, Any]) -> None:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)

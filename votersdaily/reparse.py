@@ -28,7 +28,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -43,7 +43,14 @@ from .store.crawler import store_for
 from .store.revisions import content, same_content
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    from votersdaily.store.base import Store
+
     from .archive import ArchivedResponse
+    from .spiders.base import EventSpider
 
 logger = logging.getLogger(__name__)
 
@@ -78,27 +85,27 @@ class Reparse:
     dry_run: bool = False
     #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
     replayed: set[str] = field(default_factory=set)
-    produced: dict[str, list[dict]] = field(default_factory=dict)
+    produced: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
-    events: dict[str, dict] = field(default_factory=dict)
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class ReplayMiddleware:
     """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
     archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         return cls(crawler)
 
-    def process_request(self, request, spider=None):
-        spider = self.crawler.spider
+    def process_request(self, request: Request, spider: Spider | None = None):
+        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         if getattr(spider, "reparse", None) is None:
             return None
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
@@ -119,12 +126,12 @@ class ReparseExtension:
     """At the end of a reparse: marks the events the current parser no longer produces (or, in a dry
     run, says what it would do) and adds the reparse's figures to the run log."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.report: dict[str, Any] = {}
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
@@ -132,10 +139,10 @@ class ReparseExtension:
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
 
-    def _reparse(self, spider) -> Reparse | None:
+    def _reparse(self, spider: Spider) -> Reparse | None:
         return getattr(spider, "reparse", None)
 
-    def spider_opened(self, spider):
+    def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
         reparse = self._reparse(spider)
         if reparse is None:
@@ -150,7 +157,7 @@ class ReparseExtension:
                 )
 
     @staticmethod
-    def _events_of(store, parser_name: str) -> list[dict]:
+    def _events_of(store: Store, parser_name: str) -> list[dict[str, Any]]:
         rows = store.query(
             schema.EVENTS_DB,
             "by_parser_unique_key",
@@ -160,7 +167,7 @@ class ReparseExtension:
         )
         return [row.doc for row in rows if row.doc]
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse(spider)
         if reparse is None or "_id" not in item:
             return
@@ -172,7 +179,7 @@ class ReparseExtension:
                 {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
             )
 
-    def spider_closed(self, spider, reason):
+    def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
         reparse = self._reparse(spider)
         if reparse is None:
@@ -209,7 +216,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            self.crawler.reparse_plan = {
+            self.crawler.reparse_plan = {  # type: ignore[attr-defined]  # issue 30 item 3 types this
                 "spider": spider.name,
                 "parser": current,
                 "plan": plan,
@@ -220,7 +227,7 @@ class ReparseExtension:
             }
 
     @staticmethod
-    def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
+    def _plan(store: Store, events: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
         plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
         stored = (
@@ -236,7 +243,9 @@ class ReparseExtension:
                 plan["update"].append(doc_id)
         return plan
 
-    def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
+    def _marks(
+        self, store: Store, spider: EventSpider, reparse: Reparse
+    ) -> tuple[list[dict[str, Any]], set[str]]:
         """The marks to write: live events of replayed documents that no produced event matches."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
         if not reparse.replayed or schema.EVENTS_DB not in store.list_dbs():
@@ -268,17 +277,17 @@ class ReparseExtension:
             marks.append(mark)
         return marks, versions
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.report:
             doc.update(self.report)
 
 
-def _changed_keys(old: dict, new: dict) -> list[str]:
+def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     keys = set(content(old, schema.VOLATILE_EVENT_KEYS)) | set(content(new, schema.VOLATILE_EVENT_KEYS))
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict, out) -> None:
+def summarise_plan(plan: dict[str, Any], out) -> None:
     """The dry run's plan of one spider as a person reads it."""
     counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
     print(

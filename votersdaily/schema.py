@@ -74,7 +74,7 @@ URL_BAD_RE = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")
 class InvalidEvent(ValueError):
     """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
 

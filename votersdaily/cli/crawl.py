@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
@@ -20,6 +20,8 @@ from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
 
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
@@ -41,7 +43,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
+def event_spiders(settings: BaseSettings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
     """Every event spider by name, or those of ``names`` (importing only their own modules: see
     votersdaily/spiderloader.py); a name that is no event spider is left out."""
     loader = get_spider_loader(settings)
@@ -117,7 +119,9 @@ def run(args) -> int:
     return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
 
 
-def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
+def store_unavailable(
+    settings: BaseSettings, spiders: dict[str, type[EventSpider]], runs: dict[str, Any], exc: StoreError
+) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
     from votersdaily.extensions import first_start_url, spool_run_log, unavailable_run_log
@@ -140,13 +144,13 @@ class Progress:
     """One line per spider as it finishes (on standard error, so the summary table stays clean on
     standard output); on a terminal also a live count of finished spiders and scraped items."""
 
-    def __init__(self, total: int, out=None):
+    def __init__(self, total: int, out=None) -> None:
         self.total = total
         self.done = 0
         self.out = out or sys.stderr
         self.live: LoopingCall | None = None
 
-    def finished(self, result, crawler):
+    def finished(self, result, crawler: Crawler):
         self.done += 1
         row = summary_row(crawler)
         self._clear_live()
@@ -174,7 +178,7 @@ class Progress:
 
         reactor = installed_reactor()
 
-        def show():
+        def show() -> None:
             items = sum(c.stats.get_value("item_scraped_count", 0) for c in crawlers if c.stats)
             self.out.write("\r%d of %d spiders finished, %d items so far " % (self.done, self.total, items))
             self.out.flush()
@@ -225,7 +229,7 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
         store.close()
 
 
-def summary_row(crawler) -> dict:
+def summary_row(crawler: Crawler) -> dict[str, Any]:
     stats = crawler.stats.get_stats()
     return {
         "spider": crawler.spidercls.name,
@@ -240,7 +244,7 @@ def summary_row(crawler) -> dict:
     }
 
 
-def print_table(rows: list[dict], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
+def print_table(rows: list[dict[str, Any]], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
     out = out or sys.stdout
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
@@ -13,6 +14,9 @@ from votersdaily.distributed import REDIS_ENV
 from votersdaily.store import mask_uri
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from scrapy import Spider
 
 
 def register(sub) -> None:
@@ -33,7 +37,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def spider_arguments(spidercls, sources: list[str]) -> dict:
+def spider_arguments(spidercls: type[Spider], sources: list[str]) -> dict[str, Any]:
     """What to build the spider with: its own ``enqueue_arguments(sources)`` if it has one, else
     ``url=`` with the given URLs and the URLs listed in the given files."""
     own = getattr(spidercls, "enqueue_arguments", None)
@@ -42,7 +46,7 @@ def spider_arguments(spidercls, sources: list[str]) -> dict:
     return urls_from(sources)
 
 
-def urls_from(sources: list[str]) -> dict:
+def urls_from(sources: list[str]) -> dict[str, Any]:
     urls = []
     for source in sources:
         path = Path(source)

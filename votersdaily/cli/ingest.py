@@ -10,6 +10,7 @@ lines are reported with their line number and skipped; the good ones are still w
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from scrapy.utils.project import get_project_settings
 
@@ -61,7 +62,9 @@ def enqueue_requests(args) -> int:
         print("give a JSON-lines file of requests or --url", file=sys.stderr)
         return 2
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
-    found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    found: list[tuple[str, dict[str, Any] | Exception]] = [
+        ("--url", raw) for raw in R.from_args(args.url, args.type)
+    ]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))

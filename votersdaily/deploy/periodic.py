@@ -16,12 +16,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from votersdaily.clock import iso_utc, now_utc
 from votersdaily.store.base import Store, StoreError
 from votersdaily.store.upsert import upsert
 
 from .scrapyd import Scrapyd, ScrapydError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +42,11 @@ FAILED = "failed"
 class Plan:
     spider: str
     hours: float
-    args: dict
-    settings: dict
+    args: dict[str, Any]
+    settings: dict[str, Any]
 
 
-def spider_frequencies(settings) -> dict[str, float]:
+def spider_frequencies(settings: BaseSettings) -> dict[str, float]:
     """Hours between runs per spider: ``frequency_hours`` of the spider class, overridden (or given,
     for spiders without one, such as ingest and laundromat) by VOTERSDAILY_SCHEDULE_HOURS."""
     from scrapy.spiderloader import SpiderLoader
@@ -68,17 +72,17 @@ def _parse(value: str | None) -> datetime | None:
 class RecurringScheduler:
     def __init__(
         self, scrapyd: Scrapyd, store: Store, plans: list[Plan], now: Callable[[], datetime] = now_utc
-    ):
+    ) -> None:
         self.scrapyd = scrapyd
         self.store = store
         self.plans = plans
         self.now = now
         store.ensure_db(SCHEDULER_DB)
 
-    def state(self, spider: str) -> dict:
+    def state(self, spider: str) -> dict[str, Any]:
         return self.store.get(SCHEDULER_DB, "state:" + spider) or {"_id": "state:" + spider, "spider": spider}
 
-    def run_once(self) -> list[dict]:
+    def run_once(self) -> list[dict[str, Any]]:
         """One pass over every spider; the decisions taken."""
         now = self.now()
         try:
@@ -101,7 +105,9 @@ class RecurringScheduler:
         upsert(self.store, SCHEDULER_DB, states + [d for d in decisions if d["decision"] != NOT_DUE])
         return decisions
 
-    def _decide(self, plan: Plan, state: dict, jobs, deployed: set, now: datetime) -> dict:
+    def _decide(
+        self, plan: Plan, state: dict[str, Any], jobs, deployed: set, now: datetime
+    ) -> dict[str, Any]:
         spider = plan.spider
         if spider not in deployed:
             return self._decision(now, spider, FAILED, reason="not deployed on %s" % self.scrapyd.url)
@@ -139,7 +145,7 @@ class RecurringScheduler:
     @staticmethod
     def _decision(
         now: datetime, spider: str, decision: str, jobid: str | None = None, reason: str = ""
-    ) -> dict:
+    ) -> dict[str, Any]:
         stamp = iso_utc(now)
         logger.info("scheduler: %s %s %s", spider, decision, reason)
         return {

@@ -8,6 +8,7 @@ scheduler for ever), no ``addversion.json``, no session, and falls back to ``~/.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 
@@ -20,11 +21,11 @@ class ScrapydError(RuntimeError):
 
 @dataclass
 class Jobs:
-    pending: list[dict] = field(default_factory=list)
-    running: list[dict] = field(default_factory=list)
-    finished: list[dict] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    running: list[dict[str, Any]] = field(default_factory=list)
+    finished: list[dict[str, Any]] = field(default_factory=list)
 
-    def active(self) -> list[dict]:
+    def active(self) -> list[dict[str, Any]]:
         return self.pending + self.running
 
     def state_of(self, jobid: str) -> str | None:
@@ -35,7 +36,7 @@ class Jobs:
 
 
 class Scrapyd:
-    def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None):
+    def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None) -> None:
         # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
         self.url, from_url = service_base(url)
         if auth is None:
@@ -45,7 +46,7 @@ class Scrapyd:
         self.session = requests.Session()
         self.session.auth = auth
 
-    def _call(self, method: str, endpoint: str, **kwargs) -> dict:
+    def _call(self, method: str, endpoint: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self.session.request(method, self.url + endpoint, timeout=self.timeout, **kwargs)
             answer = response.json()
@@ -55,10 +56,10 @@ class Scrapyd:
             raise ScrapydError("scrapyd %s%s: %s" % (self.url, endpoint, answer.get("message", answer)))
         return answer
 
-    def daemonstatus(self) -> dict:
+    def daemonstatus(self) -> dict[str, Any]:
         return self._call("GET", "daemonstatus.json")
 
-    def add_version(self, version: str, egg: bytes) -> dict:
+    def add_version(self, version: str, egg: bytes) -> dict[str, Any]:
         return self._call(
             "POST",
             "addversion.json",
@@ -69,7 +70,7 @@ class Scrapyd:
     def spiders(self) -> list[str]:
         return self._call("GET", "listspiders.json", params={"project": self.project})["spiders"]
 
-    def schedule(self, spider: str, settings: dict | None = None, **args: str) -> str:
+    def schedule(self, spider: str, settings: dict[str, Any] | None = None, **args: str) -> str:
         data = [("project", self.project), ("spider", spider)]
         data += [("setting", "%s=%s" % item) for item in (settings or {}).items()]
         data += list(args.items())

@@ -11,8 +11,12 @@ once after a crash, never zero times; the store's revision-aware upserts make a 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 REDIS_ENV = "VOTERSDAILY_REDIS_URL"
 
@@ -28,7 +32,7 @@ def queue_name(spider_or_cls) -> str:
     return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
 
 
-def redis_url(settings) -> str:
+def redis_url(settings: BaseSettings) -> str:
     """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
     url = os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")
     if not url:
@@ -38,7 +42,7 @@ def redis_url(settings) -> str:
     return url
 
 
-def redis_server(settings):
+def redis_server(settings: BaseSettings):
     from scrapy.settings import Settings
     from scrapy_redis import connection
 

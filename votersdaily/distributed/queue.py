@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from scrapy import Request
 from scrapy_redis.queue import Base
+
+if TYPE_CHECKING:
+    from scrapy import Spider
 
 _NOW_MS = """
 local t = redis.call('TIME')
@@ -107,7 +111,9 @@ return {requeued, dead}
 class ReliableQueue(Base):
     """Priority queue whose pops are leases (see the module docstring)."""
 
-    def __init__(self, server, spider, key, serializer=None, lease: float = 60.0, max_attempts: int = 5):
+    def __init__(
+        self, server, spider: Spider, key, serializer=None, lease: float = 60.0, max_attempts: int = 5
+    ) -> None:
         super().__init__(server, spider, key, serializer)
         self.lease_ms = int(lease * 1000)
         self.max_attempts = max_attempts

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -41,6 +42,11 @@ from . import queue_name, redis_server, redis_url, serializer
 from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
+
 logger = logging.getLogger(__name__)
 
 
@@ -51,7 +57,7 @@ def _sleep(seconds: float):
 
 
 class ReliableScheduler:
-    def __init__(self, crawler, server):
+    def __init__(self, crawler: Crawler, server) -> None:
         self.crawler = crawler
         self.server = server
         s = crawler.settings
@@ -89,7 +95,7 @@ class ReliableScheduler:
         self._closing = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         scheduler = cls(crawler, redis_server(crawler.settings))
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)
@@ -111,7 +117,7 @@ class ReliableScheduler:
 
     # -- Scrapy's scheduler interface ----------------------------------------------------------
 
-    def open(self, spider):
+    def open(self, spider: Spider) -> None:
         name = queue_name(spider)
         self.spider = spider
         self.queue = ReliableQueue(
@@ -141,7 +147,7 @@ class ReliableScheduler:
     def close(self, reason):
         return deferred_from_coro(self._close())
 
-    async def _close(self):
+    async def _close(self) -> None:
         self._closing = True
         for loop in self._loops:
             if loop.running:
@@ -243,7 +249,7 @@ class ReliableScheduler:
             self.stats.inc_value("redis/outages")
             deferred_from_coro(self._reconnect())
 
-    async def _reconnect(self):
+    async def _reconnect(self) -> None:
         while not self._closing:
             await _sleep(self.link.next_delay())
             try:
@@ -339,11 +345,11 @@ class ReliableScheduler:
                 return token
         return None
 
-    def _callback_failed(self, failure, response, spider):
+    def _callback_failed(self, failure: Failure, response: Response, spider: Spider) -> None:
         """``spider_error``: the callback (or errback) of a leased request raised."""
         self._mark_failed(getattr(response, "request", None))
 
-    def _item_failed(self, item, response, spider, failure):
+    def _item_failed(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         """``item_error``: an item of a leased request was not stored."""
         self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
 
@@ -372,7 +378,7 @@ class ReliableScheduler:
     def _write_errors(self) -> int:
         return sum(len(w.errors) for w in writers_of(self.crawler))
 
-    async def _checkpoint(self):
+    async def _checkpoint(self) -> None:
         """Push what was yielded, flush the store writers, then ack the requests that were done
         before the flush (and hand back for a retry those whose results were not stored)."""
         if self._checkpointing or self.queue is None:
@@ -422,7 +428,7 @@ class ReliableScheduler:
             self.leased.pop(token, None)
             self.failed.discard(token)
 
-    async def _reap(self):
+    async def _reap(self) -> None:
         if time.monotonic() < self._reap_after:
             return
         requeued, dead = await run_in_thread(self._opened_queue.reap)
@@ -441,7 +447,7 @@ class ReliableScheduler:
 
     # -- idle ----------------------------------------------------------------------------------
 
-    def spider_idle(self, spider):
+    def spider_idle(self, spider: Spider):
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
         they stop once the queue and every worker's processing set have been empty that long."""
         busy = (

@@ -7,7 +7,7 @@ base spider's callbacks, items and pipelines; requests in the queue name callbac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import WORKER_SETTINGS
 
@@ -21,7 +21,7 @@ class WorkerMixin(_MixedIntoSpider):
     #: The base spider's name: its queue and duplicate filter (``<queue_name>:requests``).
     queue_name: str = ""
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         base = dict(getattr(cls, "custom_settings", None) or {})
         cls.custom_settings = {**base, **WORKER_SETTINGS}

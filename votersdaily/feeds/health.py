@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
+from typing import Any
 
 from votersdaily import schema
 from votersdaily.store.base import Store
@@ -49,7 +50,7 @@ class Run:
     finish_reason: str = ""
     error_message: str = ""
     #: reason → count of the records and events the run dropped (the run log's ``dropped``).
-    dropped_reasons: dict = field(default_factory=dict)
+    dropped_reasons: dict[str, Any] = field(default_factory=dict)
     #: Where the run's documents came from: listing, offline (every recording), replay, given.
     input: str = "listing"
     status: str = OK
@@ -112,7 +113,7 @@ def _int(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def run_from_log(doc: dict) -> Run:
+def run_from_log(doc: dict[str, Any]) -> Run:
     items = doc.get("items_scraped")
     if not isinstance(items, int):
         items = sum(_int(doc.get(k)) for k in ("insert_count", "updated_count", "unchanged_count"))

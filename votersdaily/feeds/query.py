@@ -18,7 +18,7 @@ from votersdaily.store.base import Store, StoreError
 from .sanitise import FeedReport, feed_event, newest
 
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
-HIGH: dict = {}
+HIGH: dict[str, Any] = {}
 PAGE_SIZE = 500
 
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -88,19 +88,19 @@ class EventFilter:
             return since, until
         return [prefix, since or ""], [prefix, until or HIGH]
 
-    def matches(self, doc: dict) -> bool:
+    def matches(self, doc: dict[str, Any]) -> bool:
         if not self.include_superseded and not is_live(doc):
             return False
         return all(doc.get(key) == value for key, value in self.values().items())
 
 
-def is_live(doc: dict) -> bool:
+def is_live(doc: dict[str, Any]) -> bool:
     """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
     :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
     return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))
 
 
-def is_cancelled(doc: dict) -> bool:
+def is_cancelled(doc: dict[str, Any]) -> bool:
     """The source itself says the event was cancelled (ad hoc ``cancelled`` or a status key)."""
     if doc.get("cancelled") is True:
         return True
@@ -155,7 +155,7 @@ def iter_rows(
 
 def iter_events(
     store: Store, flt: EventFilter = EventFilter(), report: FeedReport | None = None
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Event documents matching ``flt`` in datetime order (the order of every datetime view), as
     a feed may show them (see :func:`.sanitise.feed_event`; ``report`` collects what was not)."""
     report = FeedReport() if report is None else report
@@ -184,7 +184,7 @@ def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
         startkey = [value, HIGH]
 
 
-def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
+def siblings(store: Store, docs: list[dict[str, Any]]) -> dict[str, set[str]]:
     """For each doc id, the ids of the other documents of its parser_name and unique_key."""
     keyed: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
@@ -202,7 +202,7 @@ def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
     return found
 
 
-def superseded_by_newer(store: Store, docs: list[dict], others: dict[str, set[str]]) -> set[str]:
+def superseded_by_newer(store: Store, docs: list[dict[str, Any]], others: dict[str, set[str]]) -> set[str]:
     """Ids of ``docs`` that a newer live document of the same event replaces (a key two racing
     runs or a lost write answer left with two live documents, until a crawl repairs it)."""
     wanted = {other for ids in others.values() for other in ids}

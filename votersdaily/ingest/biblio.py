@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Any
 
 from dateutil import parser as dateparser
 
@@ -241,11 +242,11 @@ def clean_doi(value: str | None) -> str | None:
     return value if value.startswith("10.") and "/" in value else None
 
 
-def extract_biblio(doc: HtmlDoc) -> dict:
+def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
     """BiblioMetadata as a dict, null fields omitted, ``release_date`` as ``YYYY-MM-DD``."""
     if not doc.has_head:
         return {}
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     for name, selectors in SCALAR_SELECTORS.items():
         value = _scalar(doc, selectors)
         if value:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from .htmldoc import HtmlDoc
@@ -273,7 +273,7 @@ _OSF = (
 )
 
 
-def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
+def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict[str, Any]:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
     Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``. A rule whose link is the page itself
     (an American Archivist ``/doi/abs/`` page under the ``/doi/10.`` rewrite) falls through to the
@@ -285,7 +285,7 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     return {}
 
 
-def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:  # noqa: PLR0912, PLR0915 - one rule a branch
+def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict[str, Any]]:  # noqa: PLR0912, PLR0915 - one rule a branch
     """Every link the publisher rules find, in the rules' order."""
     html = doc.text
     if "researchsquare.com/article/" in url:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
@@ -27,7 +28,7 @@ class RequestSourceError(IngestRequestError):
     """Where the requests come from cannot be read (missing file, no such database): the run fails."""
 
 
-def normalize_request(raw) -> dict:
+def normalize_request(raw) -> dict[str, Any]:
     """Validate a request; the legacy type ``file`` is rewritten to ``pdf`` inside the request (as
     upstream), everything else is kept verbatim."""
     if not isinstance(raw, dict):
@@ -50,14 +51,14 @@ def normalize_request(raw) -> dict:
     return request
 
 
-def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[dict]:
+def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[dict[str, Any]]:
     for url in urls:
         request = {"base_url": url, "ingest_type": ingest_type}
         request.update({k: v for k, v in extra.items() if v is not None})
         yield request
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
     """(where, request-or-error) per non-empty line; a bad line is an error, not the end."""
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
@@ -70,12 +71,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
 
 
-def from_store_doc(doc: dict) -> dict:
+def from_store_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """An ``ingest_requests`` document → the request (without CouchDB's keys)."""
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
 
-def request_doc_id(request: dict) -> str:
+def request_doc_id(request: dict[str, Any]) -> str:
     """Id of a request in the ``ingest_requests`` database (link_source, link_source_id, type, url)."""
     return "%s|%s|%s|%s" % (
         request.get("link_source") or "",

@@ -9,6 +9,7 @@ import logging
 import shutil
 import subprocess
 from datetime import UTC
+from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
@@ -73,7 +74,7 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
 
 def extract_pdf(
     blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000, thumbnail: bool = True
-) -> tuple[dict, str, bytes | None]:
+) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
@@ -123,7 +124,7 @@ def extract_pdf(
     return meta, text, thumb
 
 
-def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
+def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:
     return {
         "key": sha1hex,
         "sha1hex": sha1hex,
@@ -139,7 +140,7 @@ def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
     }
 
 
-def _pdf_info(info) -> dict:
+def _pdf_info(info) -> dict[str, Any]:
     """The information dictionary with poppler's key names (``Title``, ``CreationDate``, ...);
     dates as ISO 8601 (UTC)."""
     out = {}

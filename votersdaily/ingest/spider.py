@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy.exceptions import StopDownload
@@ -55,6 +55,12 @@ from .ssrf import TRUSTED_META
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
+
 
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     name = "ingest"
@@ -84,7 +90,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def __init__(
         self,
-        *args,
+        *args: Any,
         url: str | None = None,
         ingest_type: str = "pdf",
         requests: str | None = None,
@@ -93,8 +99,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         ingest_request_source: str | None = None,
         release_stage: str | None = None,
         force_recrawl: str | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
         self.ingest_type = ingest_type
@@ -108,7 +114,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         }
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
         warning on every run without it)."""
         super().update_settings(settings)
@@ -118,7 +124,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler)
@@ -136,14 +142,16 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
 
-    def _stop_if_too_large(self, headers, body_length, request, spider=None) -> None:
+    def _stop_if_too_large(
+        self, headers, body_length, request: Request, spider: Spider | None = None
+    ) -> None:
         """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
         its response kept, so ``body-too-large`` names the URL, status and date that were fetched
         (DOWNLOAD_MAXSIZE would fail the request without them)."""
         if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
             self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
 
-    def _count_bytes(self, data: bytes, request, spider=None) -> None:
+    def _count_bytes(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
         """``bytes_received``: the same for a hop whose body grows past the limit unannounced."""
         if H.STATE_META not in request.meta:
             return
@@ -152,14 +160,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             self._too_large(request, "more than %d bytes (limit)" % self.config.max_body)
 
     @staticmethod
-    def _too_large(request, message: str) -> None:
+    def _too_large(request: Request, message: str) -> None:
         request.meta[H.TOO_LARGE_META] = message
         raise StopDownload(fail=False)
 
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
-        checked: list[tuple[str, dict | None, R.IngestRequestError | None]] = []
+        checked: list[tuple[str, dict[str, Any] | None, R.IngestRequestError | None]] = []
         for where, raw in await self.input_requests():
             try:
                 if isinstance(raw, Exception):
@@ -226,7 +234,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         signal = vd_signals.source_failed if fatal else vd_signals.input_rejected
         self.crawler.signals.send_catch_log(signal, failure=Failure(exc), url=where, spider=self)
 
-    def _start_request(self, request: dict):
+    def _start_request(self, request: dict[str, Any]):
         state = H.new_state(request)
         base = state["hops"][0]
         if H.before_fetch(base, self.config.blocklists) == "skip-url-blocklist":
@@ -242,7 +250,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         key = "%s %s" % (state["request"]["ingest_type"], state["request"]["base_url"])
         return hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest()
 
-    def _hop_request(self, url: str, state: dict, first: bool = False):
+    def _hop_request(self, url: str, state: dict[str, Any], first: bool = False):
         blocked = H.before_fetch(url, self.config.blocklists)
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
@@ -269,19 +277,19 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- results -----------------------------------------------------------------------------------
 
-    def _remaining(self, state: dict) -> float:
+    def _remaining(self, state: dict[str, Any]) -> float:
         """Seconds left before this ingest ends as ``timeout`` (INGEST_TIMEOUT, sandcrawler's 300 s)."""
         if state.get("started") is None:
             return self.config.timeout
         return self.config.timeout - (time.time() - state["started"])
 
-    def _start_clock(self, request, spider=None) -> None:
+    def _start_clock(self, request: Request, spider: Spider | None = None) -> None:
         """``request_reached_downloader``: an ingest's INGEST_TIMEOUT runs from its first fetch."""
         state = request.meta.get(H.STATE_META)
         if state is not None and state.get("started") is None:
             state["started"] = time.time()
 
-    def _timeout(self, state: dict, where: str = "") -> IngestItem:
+    def _timeout(self, state: dict[str, Any], where: str = "") -> IngestItem:
         return self._finish(
             state,
             "timeout",
@@ -289,18 +297,23 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             % (self.config.timeout, " " + where if where else ""),
         )
 
-    def _item(self, result: dict, side: dict | None = None) -> IngestItem:
+    def _item(self, result: dict[str, Any], side: dict[str, Any] | None = None) -> IngestItem:
         self.crawler.stats.inc_value("ingest/status/%s" % result["status"])
         return IngestItem(result=result, side=side or {})
 
     def _finish(
-        self, state: dict, status: str, error_message: str | None = None, side: dict | None = None, **fields
+        self,
+        state: dict[str, Any],
+        status: str,
+        error_message: str | None = None,
+        side: dict[str, Any] | None = None,
+        **fields,
     ) -> IngestItem:
         return self._item(finished(state, status, error_message, **fields), side)
 
     # -- the hop loop ------------------------------------------------------------------------------
 
-    async def parse_hop(self, response):
+    async def parse_hop(self, response: Response):
         """One fetched hop; an extraction process that died twice on it fails this ingest only."""
         try:
             async for output in self._parse_hop(response):
@@ -310,7 +323,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             term = terminal(response.url, dt14(), response.status)
             yield self._finish(state, "extract-process-died", str(exc), terminal=term)
 
-    async def _parse_hop(self, response):
+    async def _parse_hop(self, response: Response):
         state = response.meta[H.STATE_META]
         itype = state["request"]["ingest_type"]
         url = response.url
@@ -397,7 +410,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return
         yield await self._terminal(state, response, facts, term)
 
-    async def _terminal(self, state, response, facts: HopFacts, term) -> IngestItem:
+    async def _terminal(self, state, response: Response, facts: HopFacts, term) -> IngestItem:
         """The accepted terminal document: hashes, CDX row, mimetype check, type processing
         (already done by :func:`examine_hop` in the worker)."""
         itype = state["request"]["ingest_type"]
@@ -433,7 +446,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **common)
 
     async def _terminal_pdf(
-        self, state, body: bytes, pdf: tuple[dict, str, bytes | None], side, common
+        self, state, body: bytes, pdf: tuple[dict[str, Any], str, bytes | None], side, common
     ) -> IngestItem:
         pdf_meta, text, thumbnail = pdf
         side["pdf_text"] = text
@@ -514,7 +527,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
         return self._finish(state, "success", None, side, **fields)
 
-    async def _fetch_resources(self, resources: list[dict], within: float) -> list[dict] | None:
+    async def _fetch_resources(
+        self, resources: list[dict[str, Any]], within: float
+    ) -> list[dict[str, Any]] | None:
         """Fetch every sub-resource of a page concurrently, within the page's and the worker's
         byte budgets, each hashed as it streams and dropped once described; None if they are not
         all fetched ``within`` seconds (downloads under way are left to finish under
@@ -528,7 +543,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 return None
         return [task.result() for task in tasks]
 
-    async def _fetch_resource(self, resource: dict, page: ByteBudget) -> dict:
+    async def _fetch_resource(self, resource: dict[str, Any], page: ByteBudget) -> dict[str, Any]:
         """Fetch and describe one sub-resource; a failure is recorded on the record, never raised."""
         cap = self.config.resource_cap
         request = scrapy.Request(
@@ -568,7 +583,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             reservation.release()
 
     @staticmethod
-    async def _described(digest: StreamDigest, body: bytes) -> tuple[dict, bytes]:
+    async def _described(digest: StreamDigest, body: bytes) -> tuple[dict[str, Any], bytes]:
         """(hashes, first bytes for libmagic) of a body: from its stream, or (content-encoded
         bodies, which Scrapy decodes after the stream) from the decoded body, in a thread."""
         if digest.covers(body):
@@ -579,9 +594,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ----------------------------------------------------------------------------------
 
-    def hop_failed(self, failure):
+    def hop_failed(self, failure: Failure):
         """A hop could not be fetched: the failure becomes the ingest's status."""
-        request = failure.request
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        assert failure.value is not None  # noqa: S101 - a Failure wraps an exception
         state = request.meta[H.STATE_META]
         if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
@@ -592,7 +608,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
 
-def content_type(response) -> str | None:
+def content_type(response: Response) -> str | None:
     """The response's ``Content-Type`` header as text (its charset decodes HTML)."""
     value = response.headers.get("Content-Type")
     return value.decode("latin-1") if value else None

@@ -20,6 +20,7 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -30,6 +31,10 @@ from zope.interface import implementer
 from .address_policy import AddressPolicy as AddressPolicy
 from .address_policy import is_public as is_public
 from .address_policy import literal_address
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
 
 #: Meta key for requests to operator-configured services (GROBID), exempt from the guard.
 TRUSTED_META = "ingest_trusted"
@@ -64,7 +69,7 @@ def pinned(host: str) -> list[str] | None:
 
 @implementer(IHostResolution)
 class _Resolution:
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
 
     def cancel(self) -> None:
@@ -76,11 +81,16 @@ class PinnedNameResolver:
     """The reactor's name resolver while the guard is on: checked names get their checked addresses,
     every other name goes to the resolver that was installed before (Scrapy's DNS cache)."""
 
-    def __init__(self, fallback):
+    def __init__(self, fallback) -> None:
         self.fallback = fallback
 
     def resolveHostName(
-        self, resolutionReceiver, hostName, portNumber=0, addressTypes=None, transportSemantics="TCP"
+        self,
+        resolutionReceiver,
+        hostName,
+        portNumber: int = 0,
+        addressTypes=None,
+        transportSemantics: str = "TCP",
     ):
         name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
         addresses = pinned(name)
@@ -110,7 +120,7 @@ class SsrfGuardMiddleware:
 
     trusted_meta = TRUSTED_META
 
-    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None):
+    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None) -> None:
         self.allow_private = allow_private
         self.policy = policy or AddressPolicy(
             allow_private=allow_private, allowed_hosts=frozenset(h.lower() for h in allowed_hosts or ())
@@ -118,7 +128,7 @@ class SsrfGuardMiddleware:
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         settings = crawler.settings
         guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
         guard.install()
@@ -145,7 +155,7 @@ class SsrfGuardMiddleware:
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request):
         if request.meta.get(self.trusted_meta):
             return None
         await self.check(request.url)

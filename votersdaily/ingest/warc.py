@@ -11,7 +11,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -20,6 +20,11 @@ from warcio.warcwriter import WARCWriter
 
 from .result import dt14
 from .ssrf import TRUSTED_META
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
 
 logger = logging.getLogger(__name__)
 WARC_META = "ingest_warc"
@@ -32,7 +37,7 @@ class WarcWriterMiddleware:
     the reactor never compresses a body, and offsets stay exact because only that thread touches
     the file."""
 
-    def __init__(self, folder: Path, max_size: int, prefix: str):
+    def __init__(self, folder: Path, max_size: int, prefix: str) -> None:
         self.folder = folder
         self.max_size = max_size
         self.prefix = prefix
@@ -43,7 +48,7 @@ class WarcWriterMiddleware:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         settings = crawler.settings
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
@@ -67,7 +72,7 @@ class WarcWriterMiddleware:
         )
         self._writer.write_record(warcinfo)
 
-    async def process_response(self, request, response):
+    async def process_response(self, request: Request, response: Response):
         if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
             return response
         headers = [
@@ -81,7 +86,7 @@ class WarcWriterMiddleware:
 
     def write(
         self, url: str, status: int, headers: list[tuple[str, str]], body: bytes, ip: str | None
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Append one response record (in the writer thread); its ``warc_path/offset/csize``."""
         if self._handle is None or self._handle.tell() > self.max_size:
             self._close_file()
@@ -113,7 +118,7 @@ class WarcWriterMiddleware:
             self._handle = None
             logger.info("closed WARC file %s", self._path)
 
-    def close(self, spider=None) -> None:
+    def close(self, spider: Spider | None = None) -> None:
         """At spider close: every queued record written, then the file closed."""
         self._thread.shutdown(wait=True)
         self._close_file()

@@ -22,9 +22,12 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from votersdaily.defaults import DEFAULTS
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 CHUNK = 1 << 20
 
@@ -47,7 +50,7 @@ class ArchiveLimits:
     max_depth: int = DEFAULTS["LAUNDROMAT_MAX_DEPTH"]
 
     @classmethod
-    def from_settings(cls, settings) -> ArchiveLimits:
+    def from_settings(cls, settings: BaseSettings) -> ArchiveLimits:
         return cls(
             max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES"),
             max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO"),
@@ -80,7 +83,7 @@ class Entry:
 class Unpacked:
     kind: str | None  # None: not an archive (data)
     entries: list[Entry] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def unpacked_bytes(self) -> int:
@@ -114,7 +117,7 @@ def safe_name(raw: str) -> str:
 
 
 class _Budget:
-    def __init__(self, limits: ArchiveLimits, compressed: int, used: TreeUsage = TreeUsage()):
+    def __init__(self, limits: ArchiveLimits, compressed: int, used: TreeUsage = TreeUsage()) -> None:
         self.limits = limits
         self.compressed = max(compressed, 1)
         self.total = used.unpacked_bytes

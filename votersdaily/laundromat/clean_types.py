@@ -4,7 +4,7 @@ messages, the errors that end a document, and the serialisations pyoxigraph pars
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
@@ -89,7 +89,7 @@ class CleanResult:
     duplicates: int = 0
     errors: int = 0
     warnings: int = 0
-    messages: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
     uncompressed_bytes: int = 0
     named_graphs: bool = False
@@ -97,7 +97,7 @@ class CleanResult:
     #: Remote JSON-LD contexts the document named (loaded from the cache or fetched).
     contexts: list[str] = field(default_factory=list)
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["number_of_statements"] = doc.pop("statements")
         doc["number_of_unique_statements"] = doc.pop("unique")
@@ -109,7 +109,7 @@ class CleanResult:
 
 
 class Messages:
-    def __init__(self, result: CleanResult, cap: int):
+    def __init__(self, result: CleanResult, cap: int) -> None:
         self.result = result
         self.cap = cap
 

@@ -23,10 +23,12 @@ import http.client
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
     from votersdaily.ingest.ssrf import AddressPolicy
 
 #: Context URLs that name one context (schema.org answers its context under all of them).
@@ -70,7 +72,7 @@ class ContextOptions:
         return AddressPolicy(allow_private=self.allow_private, setting="LAUNDROMAT_ALLOW_PRIVATE")
 
     @classmethod
-    def from_settings(cls, settings, output_dir: Path) -> ContextOptions:
+    def from_settings(cls, settings: BaseSettings, output_dir: Path) -> ContextOptions:
         from .fetching import address_policy
 
         return cls(
@@ -117,7 +119,7 @@ def fetch_context(url: str, options: ContextOptions) -> bytes:
 class ContextLoader:
     """Loads the remote contexts of one document (``max_count`` distinct ones at most)."""
 
-    def __init__(self, options: ContextOptions):
+    def __init__(self, options: ContextOptions) -> None:
         self.options = options
         #: The ``@context`` value of each loaded context document, as written (not inlined).
         self.documents: dict[str, object] = {}
@@ -187,7 +189,7 @@ class _Inliner:
     context that includes itself with no scoped context in between never ends: it is an error.
     """
 
-    def __init__(self, loader: ContextLoader, depth: int):
+    def __init__(self, loader: ContextLoader, depth: int) -> None:
         self.loader = loader
         self.depth = depth
         #: The remote contexts being inlined, each with the scoped-context level it was named at.
@@ -220,7 +222,7 @@ class _Inliner:
                 self.scoped -= scoped
         if context is not None and json_terms is not None:
             json_terms = json_terms | _json_terms(context)
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if key == "@context":
                 out[key] = context

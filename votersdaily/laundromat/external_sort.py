@@ -64,7 +64,7 @@ class LineWriter(Protocol):
 class PipeWriter:
     """Final lines into a pipe (an external ``sort``'s input)."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int) -> None:
         self.fd = fd
 
     def add(self, block: bytes) -> None:
@@ -80,7 +80,7 @@ class RunWriter:
     """Final lines in, sorted unique runs out: files of about ``size`` bytes of lines in ``folder``,
     sorted by the compiled path. Each parsing worker has its own; so has a sink."""
 
-    def __init__(self, folder: Path, name: str, size: int):
+    def __init__(self, folder: Path, name: str, size: int) -> None:
         self.folder, self.name, self.size = folder, name, size
         self.blocks: list[bytes] = []
         self.pending = 0
@@ -122,7 +122,7 @@ class SortedSink:
 
     def __init__(
         self, result: CleanResult, skolem: Skolemiser, messages: Messages, options: CleanOptions, tmp: Path
-    ):
+    ) -> None:
         self.result = result
         self.skolem = skolem
         self.messages = messages
@@ -357,7 +357,7 @@ class ContentGzip:
     pieces of exactly GZIP_PIECE bytes whatever the blocks are, so the gzip bytes, and the key,
     depend on the content only (a deflate stream depends on how its input was cut into calls)."""
 
-    def __init__(self, out: IO[bytes], level: int):
+    def __init__(self, out: IO[bytes], level: int) -> None:
         self.out = out
         self.compressor = _gzip_compressor(level)
         self.digest = hashlib.md5(usedforsecurity=False)

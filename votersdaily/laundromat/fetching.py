@@ -46,7 +46,11 @@ from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGu
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 
 #: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
 OPERATOR_META = "laundromat_operator_seed"
@@ -64,7 +68,7 @@ class LocalFileRefused(Exception):
     """A ``file:`` seed that is not a regular file, or a ``file:`` URL that is not the operator's."""
 
 
-def address_policy(settings) -> AddressPolicy:
+def address_policy(settings: BaseSettings) -> AddressPolicy:
     """The laundromat's policy for URLs from crawled content, from its settings."""
     return AddressPolicy(
         allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
@@ -80,17 +84,17 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 
     trusted_meta = OPERATOR_META
 
-    def __init__(self, policy: AddressPolicy):
+    def __init__(self, policy: AddressPolicy) -> None:
         super().__init__(policy.allow_private, sorted(policy.allowed_hosts), policy=policy)
         self._operator_hosts: set[str] = set()
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         guard = cls(address_policy(crawler.settings))
         guard.install()
         return guard
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request):
         parts = urlsplit(request.url)
         if request.meta.get(OPERATOR_META):
             self._operator_hosts.add(parts.netloc.lower())
@@ -111,7 +115,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 class _FileSink(Protocol):
     """Writes a response body to ``out`` as it arrives; fails past ``limit`` bytes."""
 
-    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred):
+    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred) -> None:
         self.out = out
         self.limit = limit
         self.expected = expected
@@ -215,7 +219,7 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
     return True
 
 
-def _context_factory(crawler):
+def _context_factory(crawler: Crawler):
     from scrapy.core.downloader import contextfactory
 
     load = getattr(contextfactory, "_load_context_factory_from_settings", None)
@@ -233,7 +237,7 @@ class StreamingDownloadHandler:
 
     lazy = False
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         from twisted.internet import reactor
 
         settings = crawler.settings
@@ -268,7 +272,7 @@ class StreamingDownloadHandler:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler):
         return cls(crawler)
 
     def _watch(self) -> None:
@@ -278,7 +282,7 @@ class StreamingDownloadHandler:
             for pending in list(self._in_flight):
                 pending.cancel()
 
-    async def download_request(self, request, spider=None) -> Response:
+    async def download_request(self, request: Request, spider: Spider | None = None) -> Response:
         if not self._watcher.running:
             self._watcher.start(0.5, now=False)
         name = request.meta.get(STREAM_META)
@@ -310,7 +314,7 @@ class StreamingDownloadHandler:
         request.meta[STREAMED_META] = size
         return response
 
-    async def _http(self, request, target: Path) -> tuple[Response, int]:
+    async def _http(self, request: Request, target: Path) -> tuple[Response, int]:
         reactor = installed_reactor()
 
         timeout = self.timeout
@@ -456,7 +460,7 @@ def _connect_first(host: str, addresses: list[str], port: int, timeout: float | 
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
 
@@ -465,7 +469,7 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         self.tls = ssl.create_default_context()
         super().__init__(host, port, timeout=timeout, context=self.tls)
         self.addresses = addresses

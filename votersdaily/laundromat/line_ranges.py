@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 
@@ -184,7 +184,7 @@ def _parse_ranges(
             )
 
 
-def _range_worker(*args, conn) -> None:
+def _range_worker(*args: Any, conn) -> None:
     """:func:`_parse_ranges` in a forked process; the answer (or the error) goes back on ``conn``."""
     try:
         conn.send(("done", *_parse_ranges(*args)))

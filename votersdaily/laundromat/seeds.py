@@ -9,6 +9,7 @@ a never processed seed is due at once. Relative URIs are registered but never fe
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from votersdaily.clock import iso_utc, now_utc
 from votersdaily.defaults import DEFAULTS
@@ -38,7 +39,9 @@ def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> f
     return CHANGEFREQ_SECONDS.get(changefreq.strip().lower(), default)
 
 
-def new_seed(uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra) -> dict:
+def new_seed(
+    uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra
+) -> dict[str, Any]:
     """A fresh seed record for ``uri`` (status ``added``); ``extra`` keys (sitemap metadata) are kept."""
     uri = uri.strip()
     doc = {
@@ -59,7 +62,7 @@ def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def is_stale(seed: dict, now: datetime | None = None) -> bool:
+def is_stale(seed: dict[str, Any], now: datetime | None = None) -> bool:
     """``processed + interval < now``; a seed never processed is stale; relative seeds never are."""
     if seed.get("relative"):
         return False
@@ -70,12 +73,12 @@ def is_stale(seed: dict, now: datetime | None = None) -> bool:
     return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0)) < now
 
 
-def is_seed(doc: dict) -> bool:
+def is_seed(doc: dict[str, Any]) -> bool:
     """Seed records have a ``uri`` and no ``parent`` (downloads, entries and cleaned files have one)."""
     return "uri" in doc and "parent" not in doc and "dirty" not in doc
 
 
-def is_due(seed: dict, now: datetime | None = None) -> bool:
+def is_due(seed: dict[str, Any], now: datetime | None = None) -> bool:
     """A seed to fetch now: waiting (``added``) or interrupted (``downloading``), and stale."""
     if seed.get("status") == states.DOWNLOADING:
         return not seed.get("relative")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -38,6 +38,11 @@ from .processor import Processor
 from .seedlist import SeedList
 from .seeds import interval_for, is_due, is_seed, new_seed
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
@@ -92,14 +97,16 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     seeds: SeedList
     processor: Processor
 
-    def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, url: str | None = None, seedlist: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
         self.seedlist_file = seedlist
         self.start_urls = self.given_urls[:1]
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         output = settings.get("LAUNDROMAT_OUTPUT_DIR")
@@ -134,7 +141,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     #: How many "cleaned file ← URL" pairs the run log keeps (the log lines name them all).
     CLEANED_IN_LOG = 200
 
-    def report_cleaned(self, doc: dict, spider=None) -> None:
+    def report_cleaned(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``."""
         for source, file in self.processor.cleaned:
             self.logger.info("cleaned %s from %s", self.output_dir / file, source)
@@ -150,7 +157,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
         )
 
-    async def _db(self, fn, *args):
+    async def _db(self, fn, *args: Any):
         return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
@@ -187,7 +194,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if is_seed(doc) and is_due(doc):
                 yield await self.download(doc, start=doc["uri"] in given)
 
-    async def register(self, uri: str, **extra) -> tuple[dict, bool]:
+    async def register(self, uri: str, **extra) -> tuple[dict[str, Any], bool]:
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
@@ -196,7 +203,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def seed_request(
         self,
-        seed: dict,
+        seed: dict[str, Any],
         start: bool = False,
         uri: str | None = None,
         hops: list | None = None,
@@ -223,7 +230,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- downloads --------------------------------------------------------------------------------
 
-    async def download(self, seed: dict, start: bool = False) -> scrapy.Request:
+    async def download(self, seed: dict[str, Any], start: bool = False) -> scrapy.Request:
         """The request for ``seed``, after its download record is persisted (seed: downloading)."""
         begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
@@ -273,7 +280,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         async for request in self._filed(response, record, path):
             yield request
 
-    async def _filed(self, response: Response, record: dict, path: Path):
+    async def _filed(self, response: Response, record: dict[str, Any], path: Path):
         meta = response.meta
         seed = meta["seed"]
         # Only the size here: characters, lines and line endings are counted by the recode step, in
@@ -310,7 +317,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         with open(path, "rb") as f:
             return looks_like_sitemap(f.read(65536))
 
-    def _filed_sitemap(self, doc: dict) -> bool:
+    def _filed_sitemap(self, doc: dict[str, Any]) -> bool:
         """Whether ``doc`` is a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``."""
         if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get(
             "seed"
@@ -319,7 +326,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         path = self.output_dir / (doc.get("file") or "")
         return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
 
-    async def _sitemap(self, record: dict, download: bool = True):
+    async def _sitemap(self, record: dict[str, Any], download: bool = True):
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)
@@ -366,7 +373,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
-    async def _fail(self, meta: dict, error: str, excerpt: dict | None = None) -> None:
+    async def _fail(self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None) -> None:
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -380,8 +387,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         await self._db(self.seeds.put, record, seed)
         self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
 
-    async def download_failed(self, failure):
-        request = failure.request
+    async def download_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
         self.crawler.signals.send_catch_log(

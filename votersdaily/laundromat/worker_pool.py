@@ -61,7 +61,7 @@ def _serve(conn: Connection) -> None:
 
 
 class Worker:
-    def __init__(self, preload: tuple[str, ...] = ()):
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
         """``preload``: modules the worker imports before it waits for its first step."""
         ours, theirs = socket.socketpair()
         with ours, theirs:
@@ -142,7 +142,7 @@ def _descendants(pid: int) -> list[int]:
 class WorkerPool:
     """Up to ``size`` workers; a worker is busy with one step, idle ones wait for the next."""
 
-    def __init__(self, size: int, preload: tuple[str, ...] = ()):
+    def __init__(self, size: int, preload: tuple[str, ...] = ()) -> None:
         self.size = max(1, size)
         #: Modules each worker imports as it starts (the steps' parsers), before its first step.
         self.preload = preload
@@ -154,7 +154,7 @@ class WorkerPool:
         if not self.idle and not self.busy:
             self.idle.append(Worker(self.preload))
 
-    async def run(self, fn: Callable, *args, timeout: float | None = None) -> Any:
+    async def run(self, fn: Callable, *args: Any, timeout: float | None = None) -> Any:
         """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
         :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
         import asyncio  # the crawl's side only: a worker runs this module without it (0.03 s)

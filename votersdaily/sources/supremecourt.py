@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from parsel import Selector
@@ -205,7 +206,7 @@ def file_name(href: str) -> str:
     return "%s#%s" % (name, parts.fragment) if parts.fragment else name
 
 
-def opinion_fields(row: Row, base: str, url: str = "") -> dict:
+def opinion_fields(row: Row, base: str, url: str = "") -> dict[str, Any]:
     """The ad hoc keys of one opinion row: case, docket, author, citation, PDF and revisions.
 
     The case name links the opinion PDF; later links in the Name cell ("Revisions: 10/24/25") or a
@@ -231,6 +232,6 @@ def opinion_fields(row: Row, base: str, url: str = "") -> dict:
     }
 
 
-def opinion_description(fields: dict) -> str:
+def opinion_description(fields: dict[str, Any]) -> str:
     """Who wrote the opinion and where it is reported ("Sonia Sotomayor; 607/1")."""
     return "; ".join(p for p in (fields["justice"] or fields["justice_initials"], fields["citation"]) if p)

@@ -27,6 +27,9 @@ from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOUR
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
     # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
     # module too, and need neither the archive nor the event pipelines.
     from votersdaily.archive import ArchivedResponse
@@ -96,22 +99,22 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     }
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
-        if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
+        if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
 
     def __init__(
         self,
-        *args,
+        *args: Any,
         url: str | None = None,
         reparse: str | None = None,
         since: str | None = None,
         until: str | None = None,
         dry_run: str | bool | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
         #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
@@ -221,7 +224,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         finally:
             self._archived_done()
 
-    def _archived_failed(self, failure):
+    def _archived_failed(self, failure: Failure):
         self._archived_done()
         return self.source_error(failure)
 
@@ -229,7 +232,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if self._replayed is not None and not self._replayed.called:
             self._replayed.callback(None)
 
-    def document_request(self, url: str, meta: dict | None = None, **kwargs) -> scrapy.Request:
+    def document_request(self, url: str, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
         kwargs.setdefault("callback", self.parse_document)
         return scrapy.Request(url, errback=self.source_error, meta=meta or {}, **kwargs)
@@ -324,7 +327,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)
 
-    def parse_events(self, response: Response) -> Iterator[dict]:
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         """One event per record of :meth:`parse_records`; a record that cannot become one is
         dropped with its reason, never the page."""
         for record in self.parse_records(response):
@@ -344,7 +347,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             "or parse_events(response)" % type(self).__name__
         )
 
-    def parse_record(self, record: Any, response: Response) -> dict | None:
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         """One record → one event dict, or None for a record that is legitimately no event (a
         placeholder); raise for a record that should be one and cannot."""
         raise NotImplementedError("%s must implement parse_record(record, response)" % type(self).__name__)
@@ -360,7 +363,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             vd_signals.record_dropped, response=response, reason=reason, message=str(exc), spider=self
         )
 
-    def build_event(self, raw: dict, response: Response, access_datetime: str) -> EventItem:
+    def build_event(self, raw: dict[str, Any], response: Response, access_datetime: str) -> EventItem:
         event = EventItem(
             description=None,
             end_datetime=None,
@@ -383,7 +386,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ------------------------------------------------------------------------------
 
-    def source_error(self, failure):
+    def source_error(self, failure: Failure) -> None:
         """A download failed (DNS, refused, timeout, HTTP error status): log it for the run log."""
         url = getattr(getattr(failure, "request", None), "url", None)
         self.logger.error("could not fetch %s: %s", url, failure.getErrorMessage())

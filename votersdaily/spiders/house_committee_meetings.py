@@ -11,6 +11,7 @@ gives its place as ``meeting-location/capitol-complex/{room, building}``; a fiel
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from votersdaily.sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
 from votersdaily.sources.eastern import parse_local
@@ -19,6 +20,9 @@ from votersdaily.sources.rss import parse_rss
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"
 EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={event_id}"
@@ -67,7 +71,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
     }
 
-    def __init__(self, *args, committees: str | None = None, **kwargs):
+    def __init__(self, *args: Any, committees: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a committees=RU00,SY00`` limits discovery to those committees' feeds.
         self.committees = (
@@ -80,7 +84,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
 
     # -- discovery: committee RSS → meeting XML -----------------------------------------------
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response):
         """Request the meeting XML each feed item encloses; the feeds end with an empty stub item
         (``<guid>0</guid>``, no title) that is no meeting and is skipped."""
         for item in parse_rss(response.body, response.url).items:
@@ -96,14 +100,14 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             yield self.document_request(response.urljoin(url), meta={"vd_event_id": event_id})
 
     @staticmethod
-    def _parse_feed_event_id(item) -> str:
+    def _parse_feed_event_id(item: Any) -> str:
         match = EVENT_ID_RE.search(item.link)
         event_id = match.group(1) if match else item.guid
         return event_id if to_int(event_id) else ""
 
     # -- one meeting XML → one event -----------------------------------------------------------
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response):
         root = parse_xml(response.body, ("committee-meeting",), response.url)
         details = root.find("meeting-details")
         event_id = self._parse_event_id(root)
@@ -165,7 +169,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_title(details, main: dict, meeting_type: str) -> str:
+    def _parse_title(details, main: dict[str, Any], meeting_type: str) -> str:
         title = text_of(details, "meeting-title")
         return title or "%s %s" % (
             main.get("name", "House committee"),
@@ -173,7 +177,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_description(committees: list[dict], location: str) -> str:
+    def _parse_description(committees: list[dict[str, Any]], location: str) -> str:
         names = [
             "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"]
             for c in committees
@@ -184,7 +188,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return ", ".join(parts)
 
     @staticmethod
-    def _parse_location(details) -> dict:
+    def _parse_location(details) -> dict[str, Any]:
         """Where the meeting is: a room of the Capitol complex (``capitol-complex/{room, building}``:
         "1324 LHOB"), or, for a field hearing, a place outside Washington
         (``field/{building-name, city, state/@postal-code}``: "City Hall, Sonora, CA")."""
@@ -211,7 +215,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_committees(details) -> list[dict]:
+    def _parse_committees(details) -> list[dict[str, Any]]:
         """Full committees and subcommittees holding the meeting (joint meetings list several)."""
         return [
             {
@@ -223,7 +227,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             for name in details.xpath("committees/committee-name | subcommittees/committee-name")
         ]
 
-    def _parse_rescheduled(self, details) -> list[dict]:
+    def _parse_rescheduled(self, details) -> list[dict[str, Any]]:
         return [
             {
                 "datetime": stored_utc(self._parse_start(dates)),
@@ -233,7 +237,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_witnesses(root) -> list[dict]:
+    def _parse_witnesses(root) -> list[dict[str, Any]]:
         """Witnesses, where the XML carries them (the witness-list schema of the meeting package)."""
         return [
             {
@@ -247,7 +251,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_documents(root) -> list[dict]:
+    def _parse_documents(root) -> list[dict[str, Any]]:
         return [
             {
                 "type": doc.get("type") or "",

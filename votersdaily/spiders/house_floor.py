@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 from votersdaily.sources.congress import (
@@ -36,6 +36,9 @@ from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
 EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
@@ -100,7 +103,7 @@ class HouseFloorSpider(EventSpider):
         today = eastern_today()
         return tuple(DAY_URL.format(day=day) for day in (today - timedelta(days=1), today))
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response):
         if response.status == 404:
             self.logger.info("no floor summary at %s: the House did not sit that day", response.url)
             return
@@ -108,7 +111,7 @@ class HouseFloorSpider(EventSpider):
 
     # -- one legislative day → one event per floor action --------------------------------------------
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response):
         """Each ``floor_action`` with its day; which Congress and session an action belongs to
         depends on the whole file (the Congresses it names, its sine die adjournment)."""
         root = parse_xml(response.body, ("legislative_activity",), response.url)
@@ -123,7 +126,7 @@ class HouseFloorSpider(EventSpider):
         legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
         return [(action, legislative_day) for action in records]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record, response: Response):
         action, legislative_day = record
         day = legislative_day.day
         unique_id = (action.get("unique-id") or "").strip()
@@ -222,9 +225,9 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action) -> list[dict]:
+    def _parse_bills(action) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
-        bills: dict[str, dict] = {}
+        bills: dict[str, dict[str, Any]] = {}
         for link in action.iterfind(".//action_description//a[@rel='bill']"):
             href = (link.get("href") or "").strip()
             if href and href not in bills:
@@ -232,7 +235,7 @@ class HouseFloorSpider(EventSpider):
         return list(bills.values())
 
     @staticmethod
-    def _parse_votes(action) -> list[dict]:
+    def _parse_votes(action) -> list[dict[str, Any]]:
         votes = []
         for link in action.iterfind(".//action_description//a[@rel='vote']"):
             href = (link.get("href") or "").strip()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
@@ -31,6 +32,9 @@ from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from votersdaily.sources.xml_text import element_texts
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
 LAST_UPDATE_ISO_RE = re.compile(
@@ -60,7 +64,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response):
         """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
@@ -69,7 +73,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             texts = [outer_xml(m) for m in meetings]
         return zip(meetings, texts, strict=True)
 
-    def parse_record(self, record, response):
+    def parse_record(self, record, response: Response):
         meeting, text = record
         if self._is_placeholder(meeting):
             self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
@@ -84,7 +88,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             and not text_of(meeting, "committee")
         )
 
-    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
+    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict[str, Any]:
         cmte_code = text_of(meeting, "cmte_code")
         when = self._parse_datetime(meeting, url)
         identifier = text_of(meeting, "identifier")
@@ -175,7 +179,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             return ""
 
     @staticmethod
-    def _parse_documents(meeting: etree._Element) -> list[dict]:
+    def _parse_documents(meeting: etree._Element) -> list[dict[str, Any]]:
         """Nominations (PN) and bills (SN) on the agenda."""
         return [
             {

@@ -9,6 +9,7 @@ empty element (``<present/>``), which is 0, not unknown; a member who gives a li
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from votersdaily.sources.congress import congress_session, eastern_iso, to_int
 from votersdaily.sources.eastern import eastern_today, parse_local
@@ -16,6 +17,9 @@ from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 MENU_URL = "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_{congress}_{session}.xml"
 VOTE_URL = (
@@ -50,7 +54,9 @@ class SenateVotesSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def __init__(self, *args, congress: str | None = None, session: str | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, congress: str | None = None, session: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a congress=119 -a session=1`` discovers that session's votes instead of the current one's.
         self.congress = int(congress) if congress else None
@@ -63,7 +69,7 @@ class SenateVotesSpider(EventSpider):
 
     # -- discovery: vote_menu_CC_S.xml → vote_CC_S_NNNNN.xml ------------------------------------
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response):
         menu = parse_xml(response.body, ("vote_summary",), response.url)
         congress, session = to_int(text_of(menu, "congress")), to_int(text_of(menu, "session"))
         for number in menu.iterfind("votes/vote/vote_number"):
@@ -77,7 +83,7 @@ class SenateVotesSpider(EventSpider):
 
     # -- one vote document → one event -----------------------------------------------------------
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response):
         root = parse_xml(response.body, ("roll_call_vote",), response.url)
         congress = to_int(text_of(root, "congress"))
         session = to_int(text_of(root, "session"))
@@ -120,7 +126,7 @@ class SenateVotesSpider(EventSpider):
         return eastern_iso(text_of(root, "modify_date"), "%B %d, %Y, %I:%M %p")
 
     @staticmethod
-    def _parse_block(block, prefix: str) -> dict | None:
+    def _parse_block(block, prefix: str) -> dict[str, Any] | None:
         """``<document>``/``<amendment>``/``<tie_breaker>`` children as keys, prefix dropped."""
         if block is None:
             return None
@@ -131,7 +137,7 @@ class SenateVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_counts(root) -> dict:
+    def _parse_counts(root) -> dict[str, Any]:
         """The four totals; an empty element (``<present/>``) is 0, a missing one unknown (None)."""
         count = root.find("count")
         totals = {}
@@ -142,7 +148,7 @@ class SenateVotesSpider(EventSpider):
         return totals
 
     @staticmethod
-    def _parse_counts_by_party(members: list[dict]) -> dict:
+    def _parse_counts_by_party(members: list[dict[str, Any]]) -> dict[str, Any]:
         counts: dict[str, Counter] = {}
         for member in members:
             counts.setdefault(member["party"], Counter())[position_of(member["vote"])] += 1
@@ -159,7 +165,7 @@ class SenateVotesSpider(EventSpider):
         return pair or None
 
     @staticmethod
-    def _parse_member_votes(root) -> list[dict]:
+    def _parse_member_votes(root) -> list[dict[str, Any]]:
         return [
             {
                 "lis_member_id": text_of(member, "lis_member_id"),

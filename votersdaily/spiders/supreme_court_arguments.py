@@ -10,6 +10,8 @@ term; a page of another kind is an UnexpectedDocument, a row without its link is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from votersdaily.requestmeta import SOURCE_URL_META
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.supremecourt import (
@@ -26,6 +28,9 @@ from votersdaily.sources.supremecourt import (
 )
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 CASE = "Oral Argument"
 REARGUMENT_SUFFIX = "rearg"
@@ -47,10 +52,10 @@ class SupremeCourtArgumentsSpider(EventSpider):
     def listing_urls(self):
         return ("%s/oral_arguments/argument_audio/%d" % (SITE, current_term()),)
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response):
         return table_rows(response, listing_kind(response, (ARGUMENT_AUDIO,)))
 
-    def parse_record(self, row: Row, response):
+    def parse_record(self, row: Row, response: Response):
         links = row.links(CASE)
         if not links or not links[0][0]:
             raise UnexpectedDocument(

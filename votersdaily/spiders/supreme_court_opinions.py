@@ -16,6 +16,8 @@ with an unknown header, is an UnexpectedDocument; a row without a PDF link is dr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from votersdaily.requestmeta import SOURCE_URL_META
 from votersdaily.sources.supremecourt import (
     IN_CHAMBERS,
@@ -32,6 +34,9 @@ from votersdaily.sources.supremecourt import (
 )
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 
 class SupremeCourtOpinionsSpider(EventSpider):
@@ -51,12 +56,12 @@ class SupremeCourtOpinionsSpider(EventSpider):
         yy = "%02d" % (current_term() % 100)
         return ("%s/opinions/slipopinion/%s" % (SITE, yy), "%s/opinions/in-chambers.aspx" % SITE)
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response):
         kind = listing_kind(response, (SLIP, IN_CHAMBERS))
         term = term_of(response)
         return [(kind, term, row) for row in table_rows(response, kind)]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record, response: Response):
         kind, term, row = record
         fields = opinion_fields(row, response.meta.get(SOURCE_URL_META) or response.url, response.url)
         return {
@@ -72,7 +77,7 @@ class SupremeCourtOpinionsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_title(kind: str, fields: dict) -> str:
+    def _parse_title(kind: str, fields: dict[str, Any]) -> str:
         """``303 Creative LLC v. Elenis (No. 21-476): opinion of the Court``."""
         what = "opinion of the Court" if kind == SLIP else "in-chambers opinion"
         return "%s (No. %s): %s" % (fields["case_name"], fields["docket"], what)

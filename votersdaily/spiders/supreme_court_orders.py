@@ -17,6 +17,7 @@ an UnexpectedDocument, never a crash. Dates mix ``1/21/16`` and ``10/29/2015`` i
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from votersdaily.requestmeta import SOURCE_URL_META
 from votersdaily.sources.html import enclosing_markup, fold
@@ -36,6 +37,9 @@ from votersdaily.sources.supremecourt import (
 )
 
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[contains(@href, "/orders/courtorders/")]]'
 TERM_HEADING = '//span[contains(@id, "lblTermYear")]/text()'
@@ -63,7 +67,7 @@ class SupremeCourtOrdersSpider(EventSpider):
             "%s/opinions/relatingtoorders/%s" % (SITE, yy),
         )
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response):
         """("order", row div, term) for an orders listing, ("relating", table row) for the opinions
         relating to orders; any other page is refused."""
         if listing_kind(response, (ORDERS, RELATING)) == RELATING:
@@ -73,7 +77,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         seen: dict[str, int] = {}
         return [(ORDERS, row, year, seen) for row in response.xpath(ORDER_ROWS)]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record, response: Response):
         base = response.meta.get(SOURCE_URL_META) or response.url
         if record[0] == ORDERS:
             _, row, year, seen = record
@@ -82,7 +86,7 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Orders of the Court: Term Year 2023" -----------------------------------------------------
 
-    def _order(self, row, year, seen, response, base: str) -> dict:
+    def _order(self, row, year, seen, response: Response, base: str) -> dict[str, Any]:
         href = row.xpath("span/a/@href").get("").strip()
         kind = fold(row.xpath("span/a//text()").get())
         date_text = fold(row.xpath("span[1]/text()").get())
@@ -101,7 +105,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_source_text(page: str, href: str, seen: dict) -> str | None:
+    def _parse_source_text(page: str, href: str, seen: dict[str, Any]) -> str | None:
         """The row div exactly as published; ``seen`` counts repeated links to the same PDF."""
         index = seen.get(href, 0)
         seen[href] = index + 1
@@ -109,7 +113,7 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Opinions Relating to Orders" (a table, read by column name) -------------------------------
 
-    def _relating(self, row, response, base: str) -> dict:
+    def _relating(self, row, response: Response, base: str) -> dict[str, Any]:
         fields = opinion_fields(row, base, response.url)
         return {
             "datetime": parse_date(row.text("Date"), response.url),

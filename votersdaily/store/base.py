@@ -25,7 +25,7 @@ class StoreUnavailable(StoreError):
 class Row:
     id: str
     key: Any
-    doc: dict | None = None
+    doc: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -39,17 +39,17 @@ class Store(Protocol):
 
     def list_dbs(self) -> list[str]: ...
 
-    def get(self, db: str, doc_id: str) -> dict | None: ...
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None: ...
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The current documents among ``ids`` (missing and deleted ones are left out)."""
         ...
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write ``docs``; one result per doc: ``{"id", "rev"}`` or ``{"id", "error", "reason"}``."""
         ...
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]: ...
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]: ...
 
     def count(self, db: str) -> int: ...
 

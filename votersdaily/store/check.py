@@ -8,10 +8,14 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import requests
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -98,7 +102,7 @@ def _couch(uri: str) -> Store:
     return store
 
 
-def _json_or_empty(response) -> dict:
+def _json_or_empty(response: requests.Response) -> dict[str, Any]:
     try:
         answer = response.json()
     except ValueError:

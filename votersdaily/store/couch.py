@@ -31,7 +31,7 @@ def _doc_path(doc_id: str) -> str:
     return quote(doc_id, safe="")
 
 
-def _jsonify(params: dict) -> dict:
+def _jsonify(params: dict[str, Any]) -> dict[str, Any]:
     """CouchDB view parameters are JSON values in the query string."""
     out = {}
     for name, value in params.items():
@@ -44,7 +44,7 @@ def _jsonify(params: dict) -> dict:
 
 
 class CouchStore:
-    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT):
+    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT) -> None:
         self.base, auth = service_base(uri)
         self.display_uri = mask_uri(uri)
         self.timeout = timeout
@@ -58,7 +58,7 @@ class CouchStore:
     # -- HTTP ------------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs
+        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs: Any
     ) -> requests.Response:
         url = self.base + path
         try:
@@ -79,7 +79,7 @@ class CouchStore:
             % (method, self.display_uri, path, response.status_code, response.text[:300])
         )
 
-    def _json(self, method: str, path: str, **kwargs) -> Any:
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)
         try:
             return response.json()
@@ -104,13 +104,13 @@ class CouchStore:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         response = self._request("GET", "%s/%s" % (quote(db, safe=""), _doc_path(doc_id)), allow=(404,))
         return None if response.status_code == 404 else response.json()
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = self._json(
@@ -125,7 +125,7 @@ class CouchStore:
                     found[row["id"]] = doc
         return found
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not docs:
             return []
         try:
@@ -146,7 +146,7 @@ class CouchStore:
         response = self._request("GET", path, allow=(404,), headers={"Accept": "*/*"})
         return None if response.status_code == 404 else response.content
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         startkey = None
         while True:
             params = {"include_docs": "true", "limit": PAGE_SIZE + 1}
@@ -182,10 +182,10 @@ class CouchStore:
         keys=None,
         startkey=None,
         endkey=None,
-        descending=False,
+        descending: bool = False,
         limit=None,
-        skip=0,
-        include_docs=True,
+        skip: int = 0,
+        include_docs: bool = True,
     ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (quote(db, safe=""), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(

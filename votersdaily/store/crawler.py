@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from twisted.internet import defer, threads
@@ -26,6 +26,9 @@ from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult
 from .writer import BatchWriter
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -65,14 +68,14 @@ class CrawlWrites:
 _CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
 
 
-def crawl_writes(crawler) -> CrawlWrites:
+def crawl_writes(crawler: Crawler) -> CrawlWrites:
     writes = _CRAWLS.get(crawler)
     if writes is None:
         writes = _CRAWLS[crawler] = CrawlWrites()
     return writes
 
 
-def store_for(crawler) -> Store:
+def store_for(crawler: Crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
         writes.store = open_store(store_uri(crawler.settings))
@@ -80,15 +83,15 @@ def store_for(crawler) -> Store:
     return writes.store
 
 
-def writers_of(crawler) -> list[CrawlerWriter]:
+def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
     return list(crawl_writes(crawler).writers)
 
 
-def write_totals(crawler) -> WriteTotals:
+def write_totals(crawler: Crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
 
 
-def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
+def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
     """Add what a write to ``db`` did to the crawl's totals (and to the stats, for operators)."""
     write_totals(crawler).add(db, counts)
     for kind, n in counts.items():
@@ -97,7 +100,9 @@ def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
+    def __init__(
+        self, crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    ) -> None:
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -156,7 +161,7 @@ class CrawlerWriter:
     def outage(self):
         return self.batch.outage
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred:
         accepted = self.batch.add(doc)
         if not accepted.called and self.pause_engine:
             self._hold_engine(accepted)
@@ -191,7 +196,7 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
 ) -> CrawlerWriter:
     writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
     crawl_writes(crawler).writers.append(writer)

@@ -15,7 +15,8 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 from votersdaily.schema import SURROGATE_RE
 
@@ -66,7 +67,7 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
 
 
 class EmbeddedStore:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.display_uri = "sqlite:///" + self.path
         if self.path != ":memory:":
@@ -118,10 +119,15 @@ class EmbeddedStore:
         conn = self._conn
 
         class _Tx:
-            def __enter__(self_inner):
+            def __enter__(self_inner) -> None:
                 conn.execute("BEGIN IMMEDIATE")
 
-            def __exit__(self_inner, exc_type, exc, tb):
+            def __exit__(
+                self_inner,
+                exc_type: type[BaseException] | None,
+                exc: BaseException | None,
+                tb: TracebackType | None,
+            ) -> Literal[False]:
                 conn.execute("ROLLBACK" if exc_type else "COMMIT")
                 return False
 
@@ -129,12 +135,12 @@ class EmbeddedStore:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         return self.get_many(db, [doc_id]).get(doc_id)
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         with self._lock:
             self._require(db)
             for start in range(0, len(ids), 500):
@@ -149,15 +155,15 @@ class EmbeddedStore:
         return found
 
     @staticmethod
-    def _materialise(doc_id: str, rev: str, body: str) -> dict:
+    def _materialise(doc_id: str, rev: str, body: str) -> dict[str, Any]:
         doc = json.loads(body)
         doc["_id"] = doc_id
         doc["_rev"] = rev
         return doc
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
-        results: list[dict] = []
+        results: list[dict[str, Any]] = []
         with self._lock:
             self._require(db)
             specs = views_for(db)
@@ -205,7 +211,7 @@ class EmbeddedStore:
             marks = ",".join("?" * len(chunk))
             self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))  # noqa: S608 - placeholders and fixed SQL fragments only
 
-    def _prepare(self, db: str, doc: dict, revs: dict[str, str]):
+    def _prepare(self, db: str, doc: dict[str, Any], revs: dict[str, str]):
         """Check one document against the current revision; returns (answer, row to write or None)."""
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
@@ -237,7 +243,9 @@ class EmbeddedStore:
         rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data, usedforsecurity=False).hexdigest())
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
-    def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
+    def _write_attachments(
+        self, db: str, doc_id: str, given: dict[str, Any] | None, current: str | None
+    ) -> dict[str, Any]:
         given = given or {}
         keep = set()
         stubs = {}
@@ -284,7 +292,7 @@ class EmbeddedStore:
             ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         last = ""
         while True:
             with self._lock:
@@ -319,10 +327,10 @@ class EmbeddedStore:
         keys=None,
         startkey=None,
         endkey=None,
-        descending=False,
+        descending: bool = False,
         limit=None,
-        skip=0,
-        include_docs=True,
+        skip: int = 0,
+        include_docs: bool = True,
     ) -> list[Row]:
         spec = views_for(db).get(view)
         if spec is None:

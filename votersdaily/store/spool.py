@@ -19,10 +19,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +41,7 @@ DELIVERY_CHUNK = 500
 _counter = itertools.count()
 
 
-def spool_dir(settings=None) -> Path:
+def spool_dir(settings: BaseSettings | None = None) -> Path:
     """The spool folder: environment first, then the Scrapy setting, then the default."""
     value = os.environ.get(SPOOL_ENV)
     if not value and settings is not None:
@@ -91,11 +95,11 @@ class DeliveryReport:
 class Spool:
     """Append-only spool files under ``directory``; one file per (database, writer)."""
 
-    def __init__(self, directory: Path | str):
+    def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
 
     @classmethod
-    def from_settings(cls, settings) -> Spool:
+    def from_settings(cls, settings: BaseSettings) -> Spool:
         return cls(spool_dir(settings))
 
     # -- writing -------------------------------------------------------------------------------
@@ -109,7 +113,7 @@ class Spool:
     def append(
         path: Path,
         db: str,
-        docs: Iterable[dict],
+        docs: Iterable[dict[str, Any]],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
     ) -> int:
@@ -124,7 +128,7 @@ class Spool:
             os.fsync(f.fileno())
         return n
 
-    def keep(self, db: str, docs: Iterable[dict]) -> Path:
+    def keep(self, db: str, docs: Iterable[dict[str, Any]]) -> Path:
         """Spool ``docs`` in a file of their own (e.g. a run log the store could not take)."""
         path = self.new_file(db)
         self.append(path, db, docs)
@@ -153,7 +157,7 @@ class Spool:
         return sum(1 for path in self.pending_files(db) for _ in self._records(path))
 
     @staticmethod
-    def _records(path: Path) -> Iterator[dict]:
+    def _records(path: Path) -> Iterator[dict[str, Any]]:
         with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
@@ -224,7 +228,7 @@ class Spool:
     def _deliver_file(
         self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, WriteHooks]
     ) -> None:
-        groups: dict[tuple, list[dict]] = {}
+        groups: dict[tuple, list[dict[str, Any]]] = {}
         for record in self._records(path):
             key = (record["db"], tuple(record.get("ignore") or ()), record.get("after_batch"))
             groups.setdefault(key, []).append(record["doc"])

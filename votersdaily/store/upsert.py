@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from votersdaily.schema import SURROGATE_RE
 
@@ -73,10 +74,10 @@ class UpsertResult:
 def upsert(
     store: Store,
     db: str,
-    docs: Iterable[dict],
+    docs: Iterable[dict[str, Any]],
     ignore: Iterable[str] = (),
     insert_first: bool = False,
-    before_write: Callable[[list[dict]], None] | None = None,
+    before_write: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -88,7 +89,7 @@ def upsert(
     """
     ignore = tuple(ignore)
     result = UpsertResult()
-    pending: dict[str, dict] = {}
+    pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
             result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
@@ -27,6 +28,9 @@ from .base import Store, StoreUnavailable
 from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ class BatchWriter:
         retry_backoff: float = 1.0,
         retry_max_delay: float = 30.0,
         spool: Spool | None = None,
-    ):
+    ) -> None:
         self.store = store
         self.db = db
         self.batch_size = batch_size
@@ -82,7 +86,7 @@ class BatchWriter:
         self._spool_path: Path | None = None
         self.total = UpsertResult()
         self.errors: list[BaseException] = []
-        self._buffer: list[dict] = []
+        self._buffer: list[dict[str, Any]] = []
         self._pending = 0
         self._chain: defer.Deferred = defer.succeed(None)
         self._waiters: list[defer.Deferred] = []
@@ -99,7 +103,7 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred:
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
@@ -128,7 +132,7 @@ class BatchWriter:
         self._chain.addErrback(self._failed, batch)
         self._chain.addBoth(self._batch_done)
 
-    def _write(self, batch: list[dict]) -> UpsertResult:
+    def _write(self, batch: list[dict[str, Any]]) -> UpsertResult:
         if self._store_down:
             return self._spool(batch)
         # While this writer has spooled documents, new batches queue up behind them in the spool.
@@ -144,7 +148,7 @@ class BatchWriter:
             result.merge(self._spool(batch))
         return result
 
-    def _drain(self, _batch: list[dict]) -> UpsertResult:
+    def _drain(self, _batch: list[dict[str, Any]]) -> UpsertResult:
         """At flush: one more (retried) attempt to deliver what this writer spooled."""
         if self._spool_path is None:
             return UpsertResult()
@@ -163,7 +167,7 @@ class BatchWriter:
             )
             return UpsertResult()
 
-    def _write_now(self, batch: list[dict]) -> UpsertResult:
+    def _write_now(self, batch: list[dict[str, Any]]) -> UpsertResult:
         hooks = self.hooks
         result = upsert(
             self.store,
@@ -202,7 +206,7 @@ class BatchWriter:
                 )
                 time.sleep(delay)
 
-    def _spool(self, batch: list[dict]) -> UpsertResult:
+    def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
         if not batch:
             return UpsertResult()
         assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
@@ -236,7 +240,8 @@ class BatchWriter:
         )
         return report.result
 
-    def _failed(self, failure, batch: list[dict]):
+    def _failed(self, failure: Failure, batch: list[dict[str, Any]]) -> UpsertResult:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.errors.append(failure.value)
         logger.error(
             "writing %d documents to %s in %s failed: %s",
@@ -251,7 +256,7 @@ class BatchWriter:
             result.failed[doc["_id"]] = "%s: %s" % (failure.type.__name__, failure.getErrorMessage())
         return result
 
-    def _batch_done(self, result):
+    def _batch_done(self, result) -> None:
         self._pending -= 1
         if isinstance(result, UpsertResult):
             self.total.merge(result)
