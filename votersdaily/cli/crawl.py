@@ -20,6 +20,8 @@ from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 
 if TYPE_CHECKING:
+    import argparse
+
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("crawl", help="run event spiders and print a per-spider summary")
     parser.add_argument("--all", action="store_true", help="every event spider")
     parser.add_argument(
@@ -58,7 +60,7 @@ def event_spiders(settings: BaseSettings, names: Iterable[str] | None = None) ->
     return found
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:

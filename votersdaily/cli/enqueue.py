@@ -16,10 +16,12 @@ from votersdaily.store import mask_uri
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
+    import argparse
+
     from scrapy import Spider
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("enqueue", help="push a spider's requests into the shared Redis queue")
     parser.add_argument("spider", help="spider name (e.g. ingest, laundromat)")
     parser.add_argument(
@@ -61,7 +63,7 @@ def urls_from(sources: list[str]) -> dict[str, Any]:
     return {"url": ",".join(urls)}
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError

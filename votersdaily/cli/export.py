@@ -15,7 +15,7 @@ from votersdaily.store.check import checked_store
 from . import EXIT_USAGE
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("export", help="write an iCalendar or JSON feed of events to standard output")
     parser.add_argument("format", choices=FORMATS)
     parser.add_argument(
@@ -73,7 +73,7 @@ def known_parsers() -> list[str]:
     return sorted(event_spiders(get_project_settings()))
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
         print(
             "votersdaily export: unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
@@ -13,8 +14,11 @@ from votersdaily.store.spool import Spool, spool_dir
 
 from . import EXIT_UNAVAILABLE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("flush", help="deliver documents spooled while the store was unavailable")
     parser.add_argument(
         "--spool-dir",
@@ -34,7 +38,7 @@ def still_spooled(spool: Spool, exc: StoreError) -> int:
     return EXIT_UNAVAILABLE
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     pending = spool.pending_files(args.db)
     if not pending:

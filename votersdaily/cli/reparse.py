@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
 
@@ -15,8 +16,11 @@ from votersdaily.reparse import parse_date_arg, summarise_plan
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, scrapy_settings
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "reparse", help="run the current parsers over the archived documents (history correction)"
     )
@@ -35,7 +39,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
@@ -11,8 +12,11 @@ from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
     parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
@@ -51,7 +55,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from votersdaily.deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
     from votersdaily.deploy.scrapyd import Scrapyd
 

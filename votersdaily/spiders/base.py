@@ -293,7 +293,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 ", …" if len(missing) > 5 else "",
             )
 
-    def parse_listing(self, response: Response):
+    def parse_listing(self, response: Response) -> Iterator[scrapy.Request | EventItem]:
         """Default: the listing is itself the document (feeds, single-file sources)."""
         return self.parse_document(response)
 
@@ -327,7 +327,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)
 
-    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
+    def parse_events(self, response: Response) -> Iterable[dict[str, Any]]:
         """One event per record of :meth:`parse_records`; a record that cannot become one is
         dropped with its reason, never the page."""
         for record in self.parse_records(response):

@@ -22,7 +22,10 @@ from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from .base import EventSpider
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from collections.abc import Iterator
+
+    from lxml import etree
+    from scrapy.http import Request, Response
 
 FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"
 EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={event_id}"
@@ -79,12 +82,12 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return tuple(FEED_URL.format(code=code) for code in self.committees)
 
     # -- discovery: committee RSS → meeting XML -----------------------------------------------
 
-    def parse_listing(self, response: Response):
+    def parse_listing(self, response: Response) -> Iterator[Request]:
         """Request the meeting XML each feed item encloses; the feeds end with an empty stub item
         (``<guid>0</guid>``, no title) that is no meeting and is skipped."""
         for item in parse_rss(response.body, response.url).items:
@@ -107,7 +110,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
 
     # -- one meeting XML → one event -----------------------------------------------------------
 
-    def parse_events(self, response: Response):
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         root = parse_xml(response.body, ("committee-meeting",), response.url)
         details = root.find("meeting-details")
         event_id = self._parse_event_id(root)
@@ -146,7 +149,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_event_id(root) -> str:
+    def _parse_event_id(root: etree._Element) -> str:
         """``meeting-id="HHRG115955"`` → ``115955`` (the EventID of the calendar and the feeds)."""
         digits = re.sub(r"^\D+", "", root.get("meeting-id") or "")
         return digits if digits.isdigit() else ""
@@ -237,7 +240,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_witnesses(root) -> list[dict[str, Any]]:
+    def _parse_witnesses(root: etree._Element) -> list[dict[str, Any]]:
         """Witnesses, where the XML carries them (the witness-list schema of the meeting package)."""
         return [
             {
@@ -251,7 +254,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_documents(root) -> list[dict[str, Any]]:
+    def _parse_documents(root: etree._Element) -> list[dict[str, Any]]:
         return [
             {
                 "type": doc.get("type") or "",

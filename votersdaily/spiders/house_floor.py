@@ -38,7 +38,12 @@ from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from .base import EventSpider
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from collections.abc import Iterator
+
+    from lxml import etree
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
 EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
@@ -99,11 +104,11 @@ class HouseFloorSpider(EventSpider):
     }
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         today = eastern_today()
         return tuple(DAY_URL.format(day=day) for day in (today - timedelta(days=1), today))
 
-    def parse_listing(self, response: Response):
+    def parse_listing(self, response: Response) -> Iterator[Request | EventItem]:
         if response.status == 404:
             self.logger.info("no floor summary at %s: the House did not sit that day", response.url)
             return
@@ -161,13 +166,13 @@ class HouseFloorSpider(EventSpider):
         }
 
     @staticmethod
-    def _numbers(element, name: str) -> list[int]:
+    def _numbers(element: etree._Element, name: str) -> list[int]:
         """``congress="119:118"`` → [118, 119]."""
         text = element.get(name, "") if element is not None else ""
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, actions, congress_el, day: str, url: str) -> datetime | None:
+    def _parse_boundary(cls, actions, congress_el: etree._Element, day: str, url: str) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
         two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
         adjournment whose time cannot be read fails the page: it decides every action's session."""
@@ -190,7 +195,9 @@ class HouseFloorSpider(EventSpider):
         return None
 
     @classmethod
-    def _parse_sittings(cls, congress_el, boundary: datetime | None, day: str) -> tuple[Sitting, Sitting]:
+    def _parse_sittings(
+        cls, congress_el: etree._Element, boundary: datetime | None, day: str
+    ) -> tuple[Sitting, Sitting]:
         """(Congress, session) before and after ``boundary``, from what the file names."""
         congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
         if not (congresses and sessions):  # unnamed: the calendar's

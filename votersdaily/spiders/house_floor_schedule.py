@@ -48,7 +48,7 @@ class HouseFloorScheduleSpider(EventSpider):
     }
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         today = eastern_today()
         return (WEEK_URL.format(day=today - timedelta(days=today.weekday())),)
 

@@ -23,8 +23,10 @@ from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from lxml import etree
-    from scrapy.http import Response
+    from scrapy.http import Request, Response
 
 ROLL_LINK_RE = re.compile(r"rollnumber=(\d+)", re.I)
 PAGE_LINK_RE = re.compile(r"ROLL_\d+\.asp$", re.I)
@@ -62,12 +64,12 @@ class HouseVotesSpider(EventSpider):
         self.year = int(year) if year else None
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return (INDEX_URL.format(year=self.year or eastern_today().year),)
 
     # -- discovery: the year's index.asp → its ROLL_nnn.asp pages → rollNNN.xml ------------------
 
-    def parse_listing(self, response: Response):
+    def parse_listing(self, response: Response) -> Iterator[Request]:
         """Follow the index's ROLL_nnn.asp pages and request every listed roll's XML.
 
         The legacy EVS pages link each roll to ``cgi-bin/vote.asp?year=Y&rollnumber=N`` and give
@@ -105,7 +107,7 @@ class HouseVotesSpider(EventSpider):
 
     # -- one roll-call document → one event -----------------------------------------------------
 
-    def parse_events(self, response: Response):
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         root = parse_xml(response.body, ("rollcall-vote",), response.url)
         meta = root.find("vote-metadata")
         if meta is None:
@@ -250,7 +252,7 @@ class HouseVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_member_votes(root):
+    def _parse_member_votes(root: etree._Element):
         votes = []
         for row in root.iterfind("vote-data/recorded-vote"):
             member = row.find("legislator")

@@ -57,7 +57,7 @@ class SenateFloorScheduleSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_events(self, response: Response):
+    def parse_events(self, response: Response) -> list[dict[str, Any]]:
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         proceedings = require(doc, ("floorProceedings",), list, response.url).members

@@ -49,7 +49,7 @@ class SupremeCourtArgumentsSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return ("%s/oral_arguments/argument_audio/%d" % (SITE, current_term()),)
 
     def parse_records(self, response: Response):

@@ -52,7 +52,7 @@ class SupremeCourtOpinionsSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         yy = "%02d" % (current_term() % 100)
         return ("%s/opinions/slipopinion/%s" % (SITE, yy), "%s/opinions/in-chambers.aspx" % SITE)
 

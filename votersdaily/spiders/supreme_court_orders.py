@@ -60,7 +60,7 @@ class SupremeCourtOrdersSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         yy = "%02d" % (current_term() % 100)
         return (
             "%s/orders/ordersofthecourt/%s" % (SITE, yy),
