@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -91,7 +91,7 @@ class ArchiveMiddleware:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-writer")
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         if not settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
             raise NotConfigured("the source archive is off (VOTERSDAILY_ARCHIVE_ENABLED=False)")

@@ -14,7 +14,7 @@ import os
 import time
 import traceback as tb
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -135,7 +135,7 @@ class RunLog:
         self.not_beside = 0
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED"):
             raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
         ext = cls(crawler)

@@ -7,7 +7,7 @@ thousands of items a second that costs more than some pipelines. Dropped items s
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import logformatter
 
@@ -25,7 +25,7 @@ class LogFormatter(logformatter.LogFormatter):
         self.level = level
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         level = crawler.settings.get("LOG_LEVEL")
         return cls(level if isinstance(level, int) else logging.getLevelName(str(level).upper()))
 

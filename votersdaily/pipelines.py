@@ -7,7 +7,7 @@ laundromat spiders can share a project with the event spiders.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -59,7 +59,7 @@ class _CrawlerPipeline:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
 
@@ -126,7 +126,7 @@ class EventStorePipeline:
         )
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     async def open_spider(self) -> None:

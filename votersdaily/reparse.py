@@ -28,7 +28,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -101,7 +101,7 @@ class ReplayMiddleware:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None):
@@ -131,7 +131,7 @@ class ReparseExtension:
         self.report: dict[str, Any] = {}
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)

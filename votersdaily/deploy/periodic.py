@@ -27,6 +27,8 @@ from .scrapyd import Scrapyd, ScrapydError
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from .scrapyd import Jobs
+
 logger = logging.getLogger(__name__)
 
 SCHEDULER_DB = "vd_scheduler"
@@ -106,7 +108,7 @@ class RecurringScheduler:
         return decisions
 
     def _decide(
-        self, plan: Plan, state: dict[str, Any], jobs, deployed: set, now: datetime
+        self, plan: Plan, state: dict[str, Any], jobs: Jobs, deployed: set[str], now: datetime
     ) -> dict[str, Any]:
         spider = plan.spider
         if spider not in deployed:

@@ -28,7 +28,7 @@ class Jobs:
     def active(self) -> list[dict[str, Any]]:
         return self.pending + self.running
 
-    def state_of(self, jobid: str) -> str | None:
+    def state_of(self, jobid: str | None) -> str | None:
         for state in ("pending", "running", "finished"):
             if any(job.get("id") == jobid for job in getattr(self, state)):
                 return state
@@ -36,7 +36,13 @@ class Jobs:
 
 
 class Scrapyd:
-    def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None) -> None:
+    def __init__(
+        self,
+        url: str,
+        project: str = "votersdaily",
+        timeout: float = 30.0,
+        auth: tuple[str, str] | None = None,
+    ) -> None:
         # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
         self.url, from_url = service_base(url)
         if auth is None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -95,7 +95,7 @@ class ReliableScheduler:
         self._closing = False
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, redis_server(crawler.settings))
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)

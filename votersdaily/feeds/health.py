@@ -109,7 +109,7 @@ class SpiderHealth:
         return LABELS[self.status]
 
 
-def _int(value) -> int:
+def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from votersdaily import schema
 from votersdaily.store.base import Store, StoreError
 
 from .sanitise import FeedReport, feed_event, newest
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Row
 
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
 HIGH: dict[str, Any] = {}
@@ -123,7 +126,7 @@ def iter_rows(
     descending: bool = False,
     include_docs: bool = True,
     page: int = PAGE_SIZE,
-):
+) -> Iterator[Row]:
     """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
     if not has_db(store, db):
         return

@@ -13,7 +13,7 @@ import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,7 +104,7 @@ class DayEvent:
         return vote_tally(self.doc)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str]:
         return (self.doc.get("entity") or "", self.doc["datetime"], self.doc.get("title") or "")
 
 
@@ -137,7 +137,7 @@ def clock_label(local: datetime) -> str:
     )
 
 
-def day_event(doc: dict[str, Any], zone) -> DayEvent:
+def day_event(doc: dict[str, Any], zone: tzinfo) -> DayEvent:
     """Where an event goes: all-day events on their own date, others on their date in ``zone``."""
     if doc.get("all_day"):
         day = date.fromisoformat(doc["datetime"][:10])
@@ -299,7 +299,7 @@ def build_site(
         "feeds": feeds,
     }
 
-    def render(template: str, path: Path, root: str, **context) -> None:
+    def render(template: str, path: Path, root: str, **context: Any) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
         path.write_text(html, encoding="utf-8")
 

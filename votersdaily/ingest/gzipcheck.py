@@ -10,7 +10,7 @@ Sub-resources are left to Scrapy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from scrapy.http import Response
 
@@ -30,7 +30,7 @@ class HopGzipMiddleware:
         self.max_body = max_body
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler.settings.getint("INGEST_MAX_BODY_BYTES"))
 
     def process_response(

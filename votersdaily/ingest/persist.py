@@ -10,7 +10,7 @@ through the foundation's writers, blocking work (reads, files) in worker threads
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -96,7 +96,7 @@ class IngestStorePipeline:
         self.feed = JsonLinesFeed(feed) if feed else None
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     async def open_spider(self) -> None:

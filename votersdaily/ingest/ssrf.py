@@ -20,7 +20,7 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -128,7 +128,7 @@ class SsrfGuardMiddleware:
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
         guard.install()

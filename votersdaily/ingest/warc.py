@@ -11,7 +11,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -48,7 +48,7 @@ class WarcWriterMiddleware:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
@@ -89,7 +89,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
         self._operator_hosts: set[str] = set()
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(address_policy(crawler.settings))
         guard.install()
         return guard
@@ -272,7 +272,7 @@ class StreamingDownloadHandler:
         )
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def _watch(self) -> None:

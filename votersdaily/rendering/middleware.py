@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlencode
 
 from scrapy.http import HtmlResponse
@@ -35,7 +35,7 @@ class RenderMiddleware:
         self.splash_timeout = s.getfloat("SPLASH_TIMEOUT")
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None):

@@ -26,7 +26,7 @@ class JsonText:
     text: str
     members: dict[str, JsonText] | list[JsonText] = field(default_factory=dict)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> JsonText:
         return self.members[key]
 
 

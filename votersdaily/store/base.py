@@ -59,7 +59,7 @@ class Store(Protocol):
         view: str,
         *,
         key: Any = None,
-        keys: list | None = None,
+        keys: list[Any] | None = None,
         startkey: Any = None,
         endkey: Any = None,
         descending: bool = False,

@@ -58,7 +58,13 @@ class CouchStore:
     # -- HTTP ------------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        ok: tuple[int, ...] = (200, 201, 202),
+        allow: tuple[int, ...] = (),
+        **kwargs: Any,
     ) -> requests.Response:
         url = self.base + path
         try:
@@ -175,15 +181,15 @@ class CouchStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
         descending: bool = False,
-        limit=None,
+        limit: int | None = None,
         skip: int = 0,
         include_docs: bool = True,
     ) -> list[Row]:

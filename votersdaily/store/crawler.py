@@ -25,7 +25,7 @@ from .base import Store, StoreError
 from .hooks import WriteHooks
 from .spool import Spool
 from .upsert import UpsertResult
-from .writer import BatchWriter
+from .writer import BatchWriter, Outage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -121,7 +121,7 @@ class CrawlerWriter:
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
-        self._opened: defer.Deferred | None = None
+        self._opened: defer.Deferred[None] | None = None
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
@@ -130,7 +130,7 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
-    def open(self) -> defer.Deferred:
+    def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
             self._opened = threads.deferToThread(self._open_blocking)
@@ -158,16 +158,16 @@ class CrawlerWriter:
             self._count(report.result)
 
     @property
-    def outage(self):
+    def outage(self) -> Outage:
         return self.batch.outage
 
-    def add(self, doc: dict[str, Any]) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
         accepted = self.batch.add(doc)
         if not accepted.called and self.pause_engine:
             self._hold_engine(accepted)
         return accepted
 
-    def _hold_engine(self, accepted: defer.Deferred) -> None:
+    def _hold_engine(self, accepted: defer.Deferred[None]) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an
         engine someone else paused is left to them)."""
         engine = getattr(self.crawler, "engine", None)
@@ -180,7 +180,7 @@ class CrawlerWriter:
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
-        def release(result):
+        def release(result: Any) -> Any:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
@@ -191,7 +191,7 @@ class CrawlerWriter:
 
         accepted.addBoth(release)
 
-    def close(self) -> defer.Deferred:
+    def close(self) -> defer.Deferred[None]:
         return self.batch.flush()
 
 

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -115,7 +116,7 @@ class EmbeddedStore:
         if not self._conn.execute("SELECT 1 FROM dbs WHERE name = ?", (db,)).fetchone():
             raise StoreError("database %r does not exist in %s" % (db, self.display_uri))
 
-    def _transaction(self):
+    def _transaction(self) -> AbstractContextManager[None]:
         conn = self._conn
 
         class _Tx:
@@ -211,13 +212,17 @@ class EmbeddedStore:
             marks = ",".join("?" * len(chunk))
             self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))  # noqa: S608 - placeholders and fixed SQL fragments only
 
-    def _prepare(self, db: str, doc: dict[str, Any], revs: dict[str, str]):
+    def _prepare(
+        self, db: str, doc: dict[str, Any], revs: dict[str, str]
+    ) -> tuple[dict[str, Any], tuple[str, str, dict[str, Any], str] | None]:
         """Check one document against the current revision; returns (answer, row to write or None)."""
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
             return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
         if SURROGATE_RE.search(doc_id):
-            return not_unicode(doc), None
+            refused = not_unicode(doc)
+            assert refused is not None, "a lone surrogate never encodes"  # noqa: S101 - invariant
+            return refused, None
         current = revs.get(doc_id)
         if current != doc.get("_rev"):
             return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}, None
@@ -233,7 +238,9 @@ class EmbeddedStore:
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written
-            return not_unicode(doc), None
+            refused = not_unicode(doc)
+            assert refused is not None, "the same encoding fails there"  # noqa: S101 - invariant
+            return refused, None
         if "_attachments" in doc or current is not None:
             stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
             if stubs:
@@ -320,15 +327,15 @@ class EmbeddedStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
         descending: bool = False,
-        limit=None,
+        limit: int | None = None,
         skip: int = 0,
         include_docs: bool = True,
     ) -> list[Row]:
@@ -368,12 +375,12 @@ class EmbeddedStore:
         return out
 
     def _query_keys(
-        self, db: str, view: str, width: int, keys: list, descending: bool, include_docs: bool
+        self, db: str, view: str, width: int, keys: list[Any], descending: bool, include_docs: bool
     ) -> list[Row]:
         """Rows of each of ``keys`` in the order given (CouchDB's ``keys``), a few SQL queries for
         all of them rather than one per key (the feeds look up 200 events' keys at a time)."""
         wanted = [_key_parts(one, pad="") for one in keys]
-        found: dict[tuple, list[tuple]] = {}
+        found: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         unique = list(dict.fromkeys(wanted))
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol
 from .base import Store
 from .upsert import UpsertResult
 
-AfterBatchCall = Callable[[Store, str, list[dict], UpsertResult], None]
+AfterBatchCall = Callable[[Store, str, list[dict[str, Any]], UpsertResult], None]
 
 
 class WriteHooks(Protocol):

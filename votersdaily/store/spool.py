@@ -54,11 +54,11 @@ def hook_name(hooks: WriteHooks | None) -> str | None:
     return None if hooks is None else hooks.durable
 
 
-def load_hook(name: str | None) -> Callable | type | None:
+def load_hook(name: str | None) -> Callable[..., Any] | None:
     return resolve_hook(name) if name else None
 
 
-def resolve_hook(name: str) -> Callable | type:
+def resolve_hook(name: str) -> Callable[..., Any]:
     """The function or class ``module:qualified.name``."""
     return pkgutil.resolve_name(name)
 
@@ -228,7 +228,7 @@ class Spool:
     def _deliver_file(
         self, store: Store, path: Path, report: DeliveryReport, hooks: dict[str, WriteHooks]
     ) -> None:
-        groups: dict[tuple, list[dict[str, Any]]] = {}
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for record in self._records(path):
             key = (record["db"], tuple(record.get("ignore") or ()), record.get("after_batch"))
             groups.setdefault(key, []).append(record["doc"])

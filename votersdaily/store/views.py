@@ -35,7 +35,7 @@ class ViewSpec:
     #: Extra condition on the document (mirrors the ``if`` of the JS map function).
     where: Callable[[Mapping[str, Any]], bool] | None = None
 
-    def key(self, doc: Mapping[str, Any]) -> tuple | None:
+    def key(self, doc: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The emitted key as a tuple of components, or None when the document is not emitted."""
         values = tuple(doc.get(field) for field in self.fields)
         if any(not isinstance(value, str) for value in values):
@@ -66,7 +66,7 @@ def views_for(db: str) -> dict[str, ViewSpec]:
     return VIEWS.get(db, {})
 
 
-def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
+def view_key(spec: ViewSpec, doc: Mapping[str, Any]) -> Any:
     """The key as CouchDB would return it: a scalar for one field, a list for several."""
     key = spec.key(doc)
     if key is None:

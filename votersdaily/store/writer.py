@@ -88,8 +88,8 @@ class BatchWriter:
         self.errors: list[BaseException] = []
         self._buffer: list[dict[str, Any]] = []
         self._pending = 0
-        self._chain: defer.Deferred = defer.succeed(None)
-        self._waiters: list[defer.Deferred] = []
+        self._chain: defer.Deferred[Any] = defer.succeed(None)
+        self._waiters: list[defer.Deferred[None]] = []
         self._expect_new = False
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
@@ -103,24 +103,24 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict[str, Any]) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
         if self._pending >= self.max_pending:
-            waiter: defer.Deferred = defer.Deferred()
+            waiter: defer.Deferred[None] = defer.Deferred()
             self._waiters.append(waiter)
             return waiter
         return defer.succeed(None)
 
-    def flush(self) -> defer.Deferred:
+    def flush(self) -> defer.Deferred[None]:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
         every submitted batch is done."""
         if self._buffer:
             self._submit()
         if self.spool is not None:
             self._submit(drain=True)
-        done: defer.Deferred = defer.Deferred()
+        done: defer.Deferred[None] = defer.Deferred()
         self._chain.addBoth(lambda _: done.callback(None))
         return done
 
@@ -185,7 +185,7 @@ class BatchWriter:
             hooks.after_batch(self.store, self.db, batch, result)
         return result
 
-    def _retrying(self, call: Callable, retries: int):
+    def _retrying(self, call: Callable[[], UpsertResult], retries: int) -> UpsertResult:
         """``call()``, retried with exponential backoff while the store is unavailable (in a thread)."""
         for attempt in range(retries + 1):
             try:
@@ -205,6 +205,7 @@ class BatchWriter:
                     delay,
                 )
                 time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
         if not batch:
@@ -256,7 +257,7 @@ class BatchWriter:
             result.failed[doc["_id"]] = "%s: %s" % (failure.type.__name__, failure.getErrorMessage())
         return result
 
-    def _batch_done(self, result) -> None:
+    def _batch_done(self, result: UpsertResult | Failure) -> None:
         self._pending -= 1
         if isinstance(result, UpsertResult):
             self.total.merge(result)
