@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
@@ -21,6 +21,7 @@ from .options import BadSetting, add_scrapy_options, scrapy_settings
 
 if TYPE_CHECKING:
     import argparse
+    from datetime import datetime
 
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
@@ -146,13 +147,13 @@ class Progress:
     """One line per spider as it finishes (on standard error, so the summary table stays clean on
     standard output); on a terminal also a live count of finished spiders and scraped items."""
 
-    def __init__(self, total: int, out=None) -> None:
+    def __init__(self, total: int, out: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
         self.out = out or sys.stderr
         self.live: LoopingCall | None = None
 
-    def finished(self, result, crawler: Crawler):
+    def finished(self, result: Any, crawler: Crawler) -> Any:
         self.done += 1
         row = summary_row(crawler)
         self._clear_live()
@@ -173,7 +174,7 @@ class Progress:
         )
         return result
 
-    def start_live(self, crawlers: list) -> None:
+    def start_live(self, crawlers: list[Crawler]) -> None:
         if not self.out.isatty():
             return
         from twisted.internet import task
@@ -199,7 +200,7 @@ class Progress:
         self._clear_live()
 
 
-def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
+def due_spiders(spiders: dict[str, type[EventSpider]], now: datetime | None = None) -> list[str]:
     """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran)."""
     from datetime import timedelta
 
@@ -246,7 +247,9 @@ def summary_row(crawler: Crawler) -> dict[str, Any]:
     }
 
 
-def print_table(rows: list[dict[str, Any]], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
+def print_table(
+    rows: list[dict[str, Any]], out: TextIO | None = None, columns: tuple[str, ...] = COLUMNS
+) -> None:
     out = out or sys.stdout
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

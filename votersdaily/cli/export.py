@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import date
+from typing import TYPE_CHECKING
 
 from votersdaily import schema
 from votersdaily.feeds.export import FORMATS, export
@@ -13,6 +14,9 @@ from votersdaily.feeds.sanitise import FeedReport
 from votersdaily.store.check import checked_store
 
 from . import EXIT_USAGE
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
-def one_of(names: tuple[str, ...], what: str):
+def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
     canonical = {name.casefold(): name for name in names}
 

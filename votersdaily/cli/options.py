@@ -15,7 +15,7 @@ class BadSetting(ValueError):
     """A ``-s`` option that is not ``NAME=VALUE``."""
 
 
-def add_scrapy_options(parser, what: str) -> None:
+def add_scrapy_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "-s",
         "--set",

@@ -132,11 +132,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 dry_run=str(dry_run).lower() in ("1", "true", "yes"),
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}
-        self._replayed: defer.Deferred | None = None
+        self._replayed: defer.Deferred[None] | None = None
 
     # -- where documents come from -----------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         if self.reparse is not None:
             async for request in self.archived_requests():
                 yield request
@@ -207,11 +207,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 )
                 await maybe_deferred_to_future(self._replayed)
 
-    def take_archived(self, key) -> ArchivedResponse | None:
+    def take_archived(self, key: Iterable[Any] | None) -> ArchivedResponse | None:
         """The archived response a replay request stands for (given to the replay middleware once)."""
         return self._archived.pop(tuple(key), None) if key else None
 
-    def _parse_archived(self, response: Response):
+    def _parse_archived(self, response: Response) -> Iterator[Any]:
         """The recorded callback over the archived response; the requests it makes are not followed
         (what they led to was archived and is replayed on its own)."""
         assert self.reparse is not None  # noqa: S101 - invariant
@@ -224,7 +224,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         finally:
             self._archived_done()
 
-    def _archived_failed(self, failure: Failure):
+    def _archived_failed(self, failure: Failure) -> None:
         self._archived_done()
         return self.source_error(failure)
 
@@ -237,7 +237,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         kwargs.setdefault("callback", self.parse_document)
         return scrapy.Request(url, errback=self.source_error, meta=meta or {}, **kwargs)
 
-    def parse_given(self, response: Response):
+    def parse_given(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         """A ``-a url=`` document, or a listing (a Clerk index, a vote menu, a feed) followed like the
         live one: what the spider cannot read as one of its documents it reads as its listing; a page
         that is neither fails with the document's error."""
@@ -255,7 +255,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise not_a_document from None
             yield from listing
 
-    def listing_beside(self, response: Response):
+    def listing_beside(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         """:meth:`parse_listing` of a given listing; when the listing is a file (a recording), what it
         lists is read from the files beside it (named as the URL's last segment) and keeps its
         upstream URL as ``source_url``; listed documents that are not there are skipped and named."""
@@ -322,7 +322,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- documents into events --------------------------------------------------------------
 
-    def parse_document(self, response: Response) -> Iterator[EventItem]:
+    def parse_document(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         access = response.meta.get(ACCESS_META) or now_iso()
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)

@@ -28,7 +28,11 @@ from votersdaily.sources.json_text import JsonText, load_with_text, require
 from .base import EventSpider
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from collections.abc import Iterable, Iterator
+
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 PRESIDENTIAL = "Presidential Document"
 API = "https://www.federalregister.gov/api/v1/documents.json"
@@ -96,7 +100,7 @@ class FederalRegisterSpider(EventSpider):
 
     # -- pages ---------------------------------------------------------------------------------
 
-    def parse_document(self, response: Response):
+    def parse_document(self, response: Response) -> Iterator[EventItem | Request]:
         yield from super().parse_document(response)
         next_url = response.meta.get(NEXT_PAGE_META)
         page = response.meta.get(PAGE_META, 1)
@@ -109,7 +113,7 @@ class FederalRegisterSpider(EventSpider):
             return
         yield self.document_request(next_url, meta={PAGE_META: page + 1})
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         if "errors" in doc.value and "results" not in doc.value:

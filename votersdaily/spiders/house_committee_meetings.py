@@ -23,6 +23,7 @@ from .base import EventSpider
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from datetime import date, datetime
 
     from lxml import etree
     from scrapy.http import Request, Response
@@ -155,7 +156,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return digits if digits.isdigit() else ""
 
     @staticmethod
-    def _parse_start(when):
+    def _parse_start(when: etree._Element) -> datetime | date:
         day = text_of(when, "calendar-date")
         start = text_of(when, "start-time")
         if start:
@@ -163,7 +164,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return parse_local(day, "%Y-%m-%d").date()
 
     @staticmethod
-    def _parse_end(when):
+    def _parse_end(when: etree._Element) -> datetime | None:
         end = text_of(when, "end-time")
         if not end:
             return None
@@ -172,7 +173,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_title(details, main: dict[str, Any], meeting_type: str) -> str:
+    def _parse_title(details: etree._Element, main: dict[str, Any], meeting_type: str) -> str:
         title = text_of(details, "meeting-title")
         return title or "%s %s" % (
             main.get("name", "House committee"),
@@ -191,7 +192,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return ", ".join(parts)
 
     @staticmethod
-    def _parse_location(details) -> dict[str, Any]:
+    def _parse_location(details: etree._Element) -> dict[str, Any]:
         """Where the meeting is: a room of the Capitol complex (``capitol-complex/{room, building}``:
         "1324 LHOB"), or, for a field hearing, a place outside Washington
         (``field/{building-name, city, state/@postal-code}``: "City Hall, Sonora, CA")."""
@@ -218,7 +219,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_committees(details) -> list[dict[str, Any]]:
+    def _parse_committees(details: etree._Element) -> list[dict[str, Any]]:
         """Full committees and subcommittees holding the meeting (joint meetings list several)."""
         return [
             {
@@ -230,7 +231,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             for name in details.xpath("committees/committee-name | subcommittees/committee-name")
         ]
 
-    def _parse_rescheduled(self, details) -> list[dict[str, Any]]:
+    def _parse_rescheduled(self, details: etree._Element) -> list[dict[str, Any]]:
         return [
             {
                 "datetime": stored_utc(self._parse_start(dates)),

@@ -38,7 +38,7 @@ from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from .base import EventSpider
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
     from lxml import etree
     from scrapy.http import Request, Response
@@ -116,7 +116,7 @@ class HouseFloorSpider(EventSpider):
 
     # -- one legislative day → one event per floor action --------------------------------------------
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``floor_action`` with its day; which Congress and session an action belongs to
         depends on the whole file (the Congresses it names, its sine die adjournment)."""
         root = parse_xml(response.body, ("legislative_activity",), response.url)
@@ -131,7 +131,7 @@ class HouseFloorSpider(EventSpider):
         legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
         return [(action, legislative_day) for action in records]
 
-    def parse_record(self, record, response: Response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         action, legislative_day = record
         day = legislative_day.day
         unique_id = (action.get("unique-id") or "").strip()
@@ -172,7 +172,9 @@ class HouseFloorSpider(EventSpider):
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, actions, congress_el: etree._Element, day: str, url: str) -> datetime | None:
+    def _parse_boundary(
+        cls, actions: etree._Element, congress_el: etree._Element, day: str, url: str
+    ) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
         two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
         adjournment whose time cannot be read fails the page: it decides every action's session."""
@@ -217,7 +219,7 @@ class HouseFloorSpider(EventSpider):
         return before, after
 
     @staticmethod
-    def _parse_datetime(action, day: str):
+    def _parse_datetime(action: etree._Element, day: str) -> datetime | date:
         time_el = action.find("action_time")
         stamp = time_el.get("for-search", "") if time_el is not None else ""
         if stamp.strip():
@@ -232,7 +234,7 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action) -> list[dict[str, Any]]:
+    def _parse_bills(action: etree._Element) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
         bills: dict[str, dict[str, Any]] = {}
         for link in action.iterfind(".//action_description//a[@rel='bill']"):
@@ -242,7 +244,7 @@ class HouseFloorSpider(EventSpider):
         return list(bills.values())
 
     @staticmethod
-    def _parse_votes(action) -> list[dict[str, Any]]:
+    def _parse_votes(action: etree._Element) -> list[dict[str, Any]]:
         votes = []
         for link in action.iterfind(".//action_description//a[@rel='vote']"):
             href = (link.get("href") or "").strip()

@@ -25,6 +25,8 @@ from votersdaily.sources.xml import outer_xml, parse_xml, required_attribute, te
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.http import Response
 
 WEEK_URL = "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/{day:%Y%m%d}/{day:%Y%m%d}.xml"
@@ -54,7 +56,7 @@ class HouseFloorScheduleSpider(EventSpider):
 
     # -- one week's schedule → one all-day event per floor item ---------------------------------------
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``floor-item`` with its category and the week of the document."""
         root = parse_xml(response.body, ("floorschedule",), response.url)
         try:
@@ -68,7 +70,7 @@ class HouseFloorScheduleSpider(EventSpider):
             for item in category.iterfind("floor-items/floor-item"):
                 yield item, category, week, congress
 
-    def parse_record(self, record, response: Response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         item, category, week, congress = record
         item_id = required_attribute(item, "id", response.url)
         legis_num = text_of(item, "legis-num")

@@ -24,6 +24,7 @@ from .base import EventSpider
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from datetime import date, datetime
 
     from lxml import etree
     from scrapy.http import Request, Response
@@ -156,7 +157,7 @@ class HouseVotesSpider(EventSpider):
             "member_votes": self._parse_member_votes(root),
         }
 
-    def _parse_datetime(self, meta: etree._Element):
+    def _parse_datetime(self, meta: etree._Element) -> datetime | date:
         day = text_of(meta, "action-date")
         time_el = meta.find("action-time")
         etz = time_el.get("time-etz") if time_el is not None else None
@@ -167,7 +168,7 @@ class HouseVotesSpider(EventSpider):
         return parse_local_date(day, "%d-%b-%Y")
 
     @staticmethod
-    def _parse_title(roll, question, legis_num, desc):
+    def _parse_title(roll: int | None, question: str, legis_num: str, desc: str) -> str:
         title = "Roll Call %s: %s" % (roll, question)
         if legis_num:
             title += " — %s" % legis_num
@@ -191,7 +192,7 @@ class HouseVotesSpider(EventSpider):
         return "%s — no majority: %s" % (title, tally) if tally else title
 
     @staticmethod
-    def _candidate_rows(meta: etree._Element):
+    def _candidate_rows(meta: etree._Element) -> Iterator[tuple[str, int | None]]:
         for row in meta.iterfind("vote-totals/totals-by-candidate"):
             yield text_of(row, "candidate"), to_int(text_of(row, "candidate-total"))
 
@@ -226,7 +227,7 @@ class HouseVotesSpider(EventSpider):
         return None
 
     @staticmethod
-    def _parse_event_url(meta: etree._Element, roll) -> str:
+    def _parse_event_url(meta: etree._Element, roll: int | None) -> str:
         day = text_of(meta, "action-date")
         year = day[-4:] if day[-4:].isdigit() else None
         if not (year and roll):
@@ -234,7 +235,7 @@ class HouseVotesSpider(EventSpider):
         return "https://clerk.house.gov/Votes/%s%d" % (year, roll)
 
     @staticmethod
-    def _parse_totals(row):
+    def _parse_totals(row: etree._Element | None) -> dict[str, int | None]:
         if row is None:
             return {}
         return {
@@ -243,7 +244,7 @@ class HouseVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_labels(header):
+    def _parse_labels(header: etree._Element | None) -> dict[str, str]:
         if header is None:
             return {}
         return {
@@ -252,7 +253,7 @@ class HouseVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_member_votes(root: etree._Element):
+    def _parse_member_votes(root: etree._Element) -> list[dict[str, Any]]:
         votes = []
         for row in root.iterfind("vote-data/recorded-vote"):
             member = row.find("legislator")

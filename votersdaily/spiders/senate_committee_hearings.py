@@ -34,6 +34,8 @@ from votersdaily.sources.xml_text import element_texts
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.http import Response
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
@@ -64,7 +66,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
@@ -73,7 +75,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             texts = [outer_xml(m) for m in meetings]
         return zip(meetings, texts, strict=True)
 
-    def parse_record(self, record, response: Response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         meeting, text = record
         if self._is_placeholder(meeting):
             self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))

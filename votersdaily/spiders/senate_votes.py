@@ -125,7 +125,7 @@ class SenateVotesSpider(EventSpider):
         return text_of(root, "vote_question_text") or text_of(root, "question") or text_of(root, "vote_title")
 
     @staticmethod
-    def _parse_modify_datetime(root: etree._Element):
+    def _parse_modify_datetime(root: etree._Element) -> str | None:
         return eastern_iso(text_of(root, "modify_date"), "%B %d, %Y, %I:%M %p")
 
     @staticmethod
@@ -152,7 +152,7 @@ class SenateVotesSpider(EventSpider):
 
     @staticmethod
     def _parse_counts_by_party(members: list[dict[str, Any]]) -> dict[str, Any]:
-        counts: dict[str, Counter] = {}
+        counts: dict[str, Counter[str]] = {}
         for member in members:
             counts.setdefault(member["party"], Counter())[position_of(member["vote"])] += 1
         return {

@@ -10,7 +10,7 @@ term; a page of another kind is an UnexpectedDocument, a row without its link is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from votersdaily.requestmeta import SOURCE_URL_META
 from votersdaily.sources.errors import UnexpectedDocument
@@ -30,6 +30,8 @@ from votersdaily.sources.supremecourt import (
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.http import Response
 
 CASE = "Oral Argument"
@@ -52,10 +54,10 @@ class SupremeCourtArgumentsSpider(EventSpider):
     def listing_urls(self) -> tuple[str, ...]:
         return ("%s/oral_arguments/argument_audio/%d" % (SITE, current_term()),)
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         return table_rows(response, listing_kind(response, (ARGUMENT_AUDIO,)))
 
-    def parse_record(self, row: Row, response: Response):
+    def parse_record(self, row: Row, response: Response) -> dict[str, Any] | None:
         links = row.links(CASE)
         if not links or not links[0][0]:
             raise UnexpectedDocument(

@@ -36,6 +36,8 @@ from votersdaily.sources.supremecourt import (
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.http import Response
 
 
@@ -56,12 +58,12 @@ class SupremeCourtOpinionsSpider(EventSpider):
         yy = "%02d" % (current_term() % 100)
         return ("%s/opinions/slipopinion/%s" % (SITE, yy), "%s/opinions/in-chambers.aspx" % SITE)
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         kind = listing_kind(response, (SLIP, IN_CHAMBERS))
         term = term_of(response)
         return [(kind, term, row) for row in table_rows(response, kind)]
 
-    def parse_record(self, record, response: Response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         kind, term, row = record
         fields = opinion_fields(row, response.meta.get(SOURCE_URL_META) or response.url, response.url)
         return {

@@ -39,7 +39,12 @@ from votersdaily.sources.supremecourt import (
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy import Selector
     from scrapy.http import Response
+
+    from votersdaily.sources.supremecourt import Row
 
 ORDER_ROWS = '//div[contains(@class, "column2")]//div[span/a[contains(@href, "/orders/courtorders/")]]'
 TERM_HEADING = '//span[contains(@id, "lblTermYear")]/text()'
@@ -67,7 +72,7 @@ class SupremeCourtOrdersSpider(EventSpider):
             "%s/opinions/relatingtoorders/%s" % (SITE, yy),
         )
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """("order", row div, term) for an orders listing, ("relating", table row) for the opinions
         relating to orders; any other page is refused."""
         if listing_kind(response, (ORDERS, RELATING)) == RELATING:
@@ -77,7 +82,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         seen: dict[str, int] = {}
         return [(ORDERS, row, year, seen) for row in response.xpath(ORDER_ROWS)]
 
-    def parse_record(self, record, response: Response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         base = response.meta.get(SOURCE_URL_META) or response.url
         if record[0] == ORDERS:
             _, row, year, seen = record
@@ -86,7 +91,9 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Orders of the Court: Term Year 2023" -----------------------------------------------------
 
-    def _order(self, row, year, seen, response: Response, base: str) -> dict[str, Any]:
+    def _order(
+        self, row: Selector, year: int | None, seen: dict[str, int], response: Response, base: str
+    ) -> dict[str, Any]:
         href = row.xpath("span/a/@href").get("").strip()
         kind = fold(row.xpath("span/a//text()").get())
         date_text = fold(row.xpath("span[1]/text()").get())
@@ -113,7 +120,7 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Opinions Relating to Orders" (a table, read by column name) -------------------------------
 
-    def _relating(self, row, response: Response, base: str) -> dict[str, Any]:
+    def _relating(self, row: Row, response: Response, base: str) -> dict[str, Any]:
         fields = opinion_fields(row, base, response.url)
         return {
             "datetime": parse_date(row.text("Date"), response.url),

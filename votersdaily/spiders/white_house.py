@@ -19,6 +19,8 @@ from votersdaily.sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
 from .base import EventSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.http import Response
 
 #: Every feed item is filed under this category besides its specific kind.
@@ -48,7 +50,7 @@ class WhiteHouseSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response: Response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         feed = parse_rss(response.body, response.url)
         return ((item, feed.title) for item in feed.items)
 
