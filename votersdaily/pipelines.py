@@ -66,7 +66,7 @@ class _CrawlerPipeline:
 class NormaliseDatetimesPipeline(_CrawlerPipeline):
     """Source-local, aware or date-only values → ``YYYY-MM-DDTHH:MM:SSZ`` (plus ``all_day``)."""
 
-    def process_item(self, item: Any):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
         zone = item.get("source_timezone") or getattr(self.crawler.spider, "source_timezone", "UTC")
@@ -95,7 +95,7 @@ class ValidateEventPipeline(_CrawlerPipeline):
     ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch.
     """
 
-    def process_item(self, item: Any):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
         for key in schema.clean_event(item):
@@ -110,7 +110,7 @@ class ValidateEventPipeline(_CrawlerPipeline):
 class EventIdPipeline:
     """``_id`` = ``<datetime>-<parser_name>-<unique_key>``."""
 
-    def process_item(self, item: Any):
+    def process_item(self, item: Any) -> Any:
         if isinstance(item, EventItem):
             item["_id"] = schema.event_id(item["datetime"], item["parser_name"], item["unique_key"])
         return item
@@ -132,7 +132,7 @@ class EventStorePipeline:
     async def open_spider(self) -> None:
         await maybe_deferred_to_future(self.writer.open())
 
-    def process_item(self, item: Any):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
         reparse = getattr(self.crawler.spider, "reparse", None)

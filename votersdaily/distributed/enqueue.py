@@ -54,7 +54,7 @@ async def _collect(crawler: Crawler) -> list[Any]:
 
 
 def start_requests(
-    spidercls: type[Spider], settings: Settings, rejected: list[str] | None = None, **spider_args
+    spidercls: type[Spider], settings: Settings, rejected: list[str] | None = None, **spider_args: Any
 ) -> tuple[list[Any], Any]:
     """The spider's start() output, run on the project's reactor (spiders may use threads/the store);
     inputs the spider rejects are appended to ``rejected``."""
@@ -85,7 +85,7 @@ def start_requests(
     return outcome[0], crawler.spider
 
 
-def enqueue(spider_name: str, settings: Settings, **spider_args) -> EnqueueReport:
+def enqueue(spider_name: str, settings: Settings, **spider_args: Any) -> EnqueueReport:
     spidercls = SpiderLoader.from_settings(settings).load(spider_name)
     bad: list[str] = []
     outputs, spider = start_requests(spidercls, settings, bad, **spider_args)

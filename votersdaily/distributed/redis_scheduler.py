@@ -43,6 +43,8 @@ from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
@@ -216,7 +218,7 @@ class ReliableScheduler:
 
     # -- Redis going away and coming back ------------------------------------------------------
 
-    def _redis_now(self, call, otherwise):
+    def _redis_now(self, call: Callable[..., Any], otherwise):
         """``call()`` on the reactor thread, or ``otherwise`` while (or as soon as) Redis is away."""
         if not self.link.up:
             return otherwise
@@ -226,7 +228,7 @@ class ReliableScheduler:
             self._lost(exc)
             return otherwise
 
-    async def _guarded(self, step):
+    async def _guarded(self, step: Callable[..., Any]):
         """One run of a periodic step: skipped while Redis is away; a Redis error starts the
         reconnection, any other error is logged, and the loop goes on either way."""
         if not self.link.up:

@@ -192,7 +192,7 @@ LIST_SELECTORS: dict[str, tuple[tuple[str, str], ...]] = {
 RELEASE_TYPES = {"research article": "article-journal", "text.serial.journal": "article-journal"}
 
 
-def _scalar(doc: HtmlDoc, selectors) -> str | None:
+def _scalar(doc: HtmlDoc, selectors: tuple[tuple[str, str], ...]) -> str | None:
     for attr, value in selectors:
         if attr == "scheme=doi":
             for meta in doc.meta_elements(N, value):
@@ -205,7 +205,7 @@ def _scalar(doc: HtmlDoc, selectors) -> str | None:
     return None
 
 
-def _list(doc: HtmlDoc, selectors) -> list[str] | None:
+def _list(doc: HtmlDoc, selectors: tuple[tuple[str, str], ...]) -> list[str] | None:
     for attr, value in selectors:
         elements = doc.meta_elements(attr, value)
         if elements:

@@ -31,7 +31,7 @@ def thumbnail_path(sha1hex: str) -> str:
 class FolderBlobs:
     """Blobs as files under a local folder."""
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
@@ -78,7 +78,7 @@ class StoreBlobs:
 class JsonLinesFeed:
     """An append-only JSON-lines topic (one message per line), safe to call from worker threads."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
 

@@ -36,7 +36,7 @@ class DownloaderRoom:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        self._queues: dict[str, deque[asyncio.Future]] = {}
+        self._queues: dict[str, deque[asyncio.Future[None]]] = {}
         self._entering: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
         crawler.signals.connect(self._request_reached, signal=signals.request_reached_downloader)

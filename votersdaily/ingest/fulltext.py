@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class Pattern(NamedTuple):
@@ -211,7 +214,7 @@ _SKIP_IN = ("://onlinelibrary.wiley.com/doi/pdf/", "://doi.org/", "://dx.doi.org
 _META_SEL = re.compile(r"^(?:head )?meta\[(name|property|http-equiv)='([^']+)'\]$")
 
 
-def _first(doc: HtmlDoc, selector: str):
+def _first(doc: HtmlDoc, selector: str) -> Any:
     m = _META_SEL.match(selector)
     if m:  # meta selectors: case-insensitive, head only (our meta index)
         found = doc.meta_elements(m.group(1), m.group(2))
@@ -220,7 +223,7 @@ def _first(doc: HtmlDoc, selector: str):
     return found[0] if found else None
 
 
-def match_fulltext_url(doc: HtmlDoc, patterns) -> tuple[str, str] | None:
+def match_fulltext_url(doc: HtmlDoc, patterns: Iterable[Pattern]) -> tuple[str, str] | None:
     """(url, technique) of the first surviving pattern match; a link to the page itself only as a
     last resort."""
     self_match = None

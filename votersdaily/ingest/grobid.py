@@ -44,14 +44,14 @@ def grobid_request(base_url: str, pdf: bytes, **kwargs: Any) -> scrapy.Request:
     )
 
 
-def _text(node) -> str | None:
+def _text(node: etree._Element | None) -> str | None:
     if node is None:
         return None
     value = " ".join("".join(node.itertext()).split())
     return value or None
 
 
-def _person(pers) -> str | None:
+def _person(pers: etree._Element) -> str | None:
     parts = [_text(n) for n in pers.xpath("./tei:forename|./tei:surname", namespaces=NS)]
     return " ".join(p for p in parts if p) or None
 

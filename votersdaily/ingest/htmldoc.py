@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import lxml.html
 from cssselect import GenericTranslator
@@ -36,17 +37,17 @@ class HtmlDoc:
     #: The encoding it was decoded from.
     encoding: str = "utf-8"
     #: (attribute, lowercased value) → [meta elements in document order], head only.
-    metas: dict[tuple[str, str], list] = field(default_factory=dict)
+    metas: dict[tuple[str, str], list[lxml.html.HtmlElement]] = field(default_factory=dict)
     has_head: bool = True
 
     def meta_contents(self, attr: str, value: str) -> list[str]:
         """Non-empty ``content`` of every head meta whose ``attr`` equals ``value`` (any case)."""
         return [c for c in (m.get("content") for m in self.metas.get((attr, value.lower()), ())) if c]
 
-    def meta_elements(self, attr: str, value: str) -> list:
+    def meta_elements(self, attr: str, value: str) -> list[lxml.html.HtmlElement]:
         return self.metas.get((attr, value.lower()), [])
 
-    def select(self, css: str) -> list:
+    def select(self, css: str) -> list[Any]:
         return self.root.xpath(css_xpath(css))
 
 

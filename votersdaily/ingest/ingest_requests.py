@@ -28,7 +28,7 @@ class RequestSourceError(IngestRequestError):
     """Where the requests come from cannot be read (missing file, no such database): the run fails."""
 
 
-def normalize_request(raw) -> dict[str, Any]:
+def normalize_request(raw: Any) -> dict[str, Any]:
     """Validate a request; the legacy type ``file`` is rewritten to ``pdf`` inside the request (as
     upstream), everything else is kept verbatim."""
     if not isinstance(raw, dict):
@@ -51,7 +51,7 @@ def normalize_request(raw) -> dict[str, Any]:
     return request
 
 
-def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[dict[str, Any]]:
+def from_args(urls: list[str], ingest_type: str = "pdf", **extra: Any) -> Iterator[dict[str, Any]]:
     for url in urls:
         request = {"base_url": url, "ingest_type": ingest_type}
         request.update({k: v for k, v in extra.items() if v is not None})

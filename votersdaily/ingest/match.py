@@ -25,7 +25,7 @@ def norm_title(title: str) -> str:
 def catalog_docs(works: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Catalog documents: ``doi:<doi>`` per work, plus ``title:<normalised title>`` → DOIs."""
     docs: dict[str, dict[str, Any]] = {}
-    titles: dict[str, set] = {}
+    titles: dict[str, set[str]] = {}
     for work in works:
         doi = (work.get("doi") or "").strip().lower()
         if not doi.startswith("10."):

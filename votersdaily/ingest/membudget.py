@@ -23,7 +23,7 @@ from .filemeta import SNIFF_BYTES
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from scrapy.http import Request
+    from scrapy.http import Headers, Request
 
 #: request.meta key of a sub-resource download's :class:`Reservation` and :class:`StreamDigest`.
 STREAM_META = "ingest_resource_stream"
@@ -40,7 +40,7 @@ class ByteBudget:
         self.limit = limit
         self.used = 0
         self.closed = False
-        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
     def close(self) -> None:
         """Fail every waiter and every later :meth:`take` with :class:`BudgetClosed`."""
@@ -145,7 +145,7 @@ class ResourceStreams:
         crawler.signals.connect(self._headers, signal=signals.headers_received)
         crawler.signals.connect(self._bytes, signal=signals.bytes_received)
 
-    def _headers(self, headers, body_length, request: Request, spider: Spider) -> None:
+    def _headers(self, headers: Headers, body_length: int, request: Request, spider: Spider) -> None:
         stream = _stream_of(request)
         if stream is None:
             return
@@ -155,7 +155,7 @@ class ResourceStreams:
         if isinstance(body_length, int):  # not Twisted's UNKNOWN_LENGTH
             reservation.shrink(body_length)
 
-    def _bytes(self, data, request: Request, spider: Spider) -> None:
+    def _bytes(self, data: bytes, request: Request, spider: Spider) -> None:
         stream = _stream_of(request)
         if stream is not None and not stream[1].encoded:
             stream[1].update(data)

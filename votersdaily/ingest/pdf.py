@@ -9,10 +9,13 @@ import logging
 import shutil
 import subprocess
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -20,7 +23,7 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)
 _DATE_PROPERTIES = {"CreationDate": "creation_date", "ModDate": "modification_date"}
 
 
-def _iso_date(info, name: str, value: str) -> str:
+def _iso_date(info: Mapping[str, Any], name: str, value: str) -> str:
     """pypdf's reading of the date ``D:20070223175637+02'00'`` as ``2007-02-23T15:56:37Z`` (UTC; a
     date without offset is taken as UTC); the raw value when pypdf cannot read it."""
     try:
@@ -140,7 +143,7 @@ def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any
     }
 
 
-def _pdf_info(info) -> dict[str, Any]:
+def _pdf_info(info: Mapping[str, Any]) -> dict[str, Any]:
     """The information dictionary with poppler's key names (``Title``, ``CreationDate``, ...);
     dates as ISO 8601 (UTC)."""
     out = {}
@@ -153,7 +156,7 @@ def _pdf_info(info) -> dict[str, Any]:
     return out
 
 
-def _trailer_ids(reader) -> tuple[str | None, str | None]:
+def _trailer_ids(reader: PdfReader) -> tuple[str | None, str | None]:
     """The trailer's /ID pair as hex (poppler's ``permanent_id`` and ``update_id``)."""
     try:
         ids = reader.trailer.get("/ID")
@@ -164,17 +167,17 @@ def _trailer_ids(reader) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _meta_xml(reader) -> str | None:
+def _meta_xml(reader: PdfReader) -> str | None:
     """The catalog's XMP metadata stream as text (poppler's ``metadata``), or None."""
     try:
-        stream = reader.trailer["/Root"].get("/Metadata")
+        stream = reader.trailer["/Root"].get("/Metadata")  # type: ignore[attr-defined]  # pypdf types it PdfObject; /Root is a dictionary
         data = stream.get_object().get_data() if stream is not None else None
     except (KeyError, TypeError, ValueError, AttributeError, PdfReadError):
         return None
     return data.decode("utf-8", "replace") if data else None
 
 
-def _info(info, key: str) -> str | None:
+def _info(info: Mapping[str, Any], key: str) -> str | None:
     try:
         value = info.get(key)
     except Exception:

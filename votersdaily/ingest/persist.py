@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from votersdaily.store.base import Store
+    from votersdaily.store.upsert import UpsertResult
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class IngestStorePipeline:
         dbs = await run_in_thread(self.store.list_dbs)
         self._catalog_exists = self.catalog_db in dbs
 
-    async def process_item(self, item: Any):
+    async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
             return item
         result, side = item["result"], item["side"]
@@ -155,7 +156,9 @@ class IngestStorePipeline:
                 }
             )
 
-    def _rows_written(self, store: Store, db: str, batch: list[dict[str, Any]], outcome) -> None:
+    def _rows_written(
+        self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult
+    ) -> None:
         """BatchWriter hook (writer thread): rows now in the store leave the pending map."""
         from twisted.internet import reactor
 

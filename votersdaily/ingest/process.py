@@ -173,7 +173,12 @@ def process_html(
 
 
 def process_html_bytes(
-    body: bytes, url: str, content_type: str | None, biblio: dict[str, Any], ojs_fix: bool, blocked_hosts
+    body: bytes,
+    url: str,
+    content_type: str | None,
+    biblio: dict[str, Any],
+    ojs_fix: bool,
+    blocked_hosts: tuple[str, ...],
 ) -> dict[str, Any]:
     """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
     try:

@@ -59,7 +59,9 @@ def cdx(
     return row
 
 
-def failed(request: dict[str, Any], status: str, error_message: str | None = None, **extra) -> dict[str, Any]:
+def failed(
+    request: dict[str, Any], status: str, error_message: str | None = None, **extra: Any
+) -> dict[str, Any]:
     result = {"request": request, "hit": False, "status": status}
     if error_message:
         result["error_message"] = error_message[:1600]
@@ -68,7 +70,7 @@ def failed(request: dict[str, Any], status: str, error_message: str | None = Non
 
 
 def finished(
-    state: dict[str, Any], status: str, error_message: str | None = None, **fields
+    state: dict[str, Any], status: str, error_message: str | None = None, **fields: Any
 ) -> dict[str, Any]:
     """The result of an ingest that went through the hop loop (docs/ingest.md §8): its hops, what
     earlier hops found (``partial``), the redirects followed and ``fields``; a field given as None is
@@ -85,7 +87,7 @@ def finished(
     return result
 
 
-class IngestItem(dict):
+class IngestItem(dict[str, Any]):
     """What the spider yields: ``result`` (the ingest_file_result document) and ``side`` (what
     goes elsewhere: TEI-XML, PDF text, GROBID TEI, file magic, the terminal file's WARC location)."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import scrapy
 from scrapy.exceptions import StopDownload
@@ -56,9 +56,11 @@ from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from scrapy.http import Request, Response
+    from scrapy.http import Headers, Request, Response
     from scrapy.settings import BaseSettings
 
 
@@ -124,7 +126,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler)
@@ -143,7 +145,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
 
     def _stop_if_too_large(
-        self, headers, body_length, request: Request, spider: Spider | None = None
+        self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
     ) -> None:
         """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
         its response kept, so ``body-too-large`` names the URL, status and date that were fetched
@@ -166,7 +168,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- input -----------------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request | IngestItem]:
         checked: list[tuple[str, dict[str, Any] | None, R.IngestRequestError | None]] = []
         for where, raw in await self.input_requests():
             try:
@@ -188,9 +190,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if made is not None:
                 yield made
 
-    async def input_requests(self) -> list:
+    async def input_requests(self) -> list[tuple[str, Any]]:
         """(where, request dict or error) from the arguments, a JSON-lines file or the store."""
-        found: list = [
+        found: list[tuple[str, Any]] = [
             ("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)
         ]
         source = self.requests_source
@@ -208,7 +210,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             )
         return found
 
-    def _store_requests(self, db: str) -> list:
+    def _store_requests(self, db: str) -> list[tuple[str, Any]]:
         from votersdaily.store.crawler import store_for
 
         store = store_for(self.crawler)
@@ -216,7 +218,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 
-    def make_ingest_request(self, raw, where: str = "request"):
+    def make_ingest_request(self, raw: Any, where: str = "request") -> scrapy.Request | IngestItem | None:
         """A scrapy Request starting the hop loop for one ingest request, an early result, or None
         for invalid input (logged, and listed in the run log's ``rejected``)."""
         try:
@@ -234,7 +236,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         signal = vd_signals.source_failed if fatal else vd_signals.input_rejected
         self.crawler.signals.send_catch_log(signal, failure=Failure(exc), url=where, spider=self)
 
-    def _start_request(self, request: dict[str, Any]):
+    def _start_request(self, request: dict[str, Any]) -> scrapy.Request | IngestItem:
         state = H.new_state(request)
         base = state["hops"][0]
         if H.before_fetch(base, self.config.blocklists) == "skip-url-blocklist":
@@ -250,7 +252,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         key = "%s %s" % (state["request"]["ingest_type"], state["request"]["base_url"])
         return hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest()
 
-    def _hop_request(self, url: str, state: dict[str, Any], first: bool = False):
+    def _hop_request(
+        self, url: str, state: dict[str, Any], first: bool = False
+    ) -> scrapy.Request | IngestItem:
         blocked = H.before_fetch(url, self.config.blocklists)
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
@@ -307,13 +311,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         status: str,
         error_message: str | None = None,
         side: dict[str, Any] | None = None,
-        **fields,
+        **fields: Any,
     ) -> IngestItem:
         return self._item(finished(state, status, error_message, **fields), side)
 
     # -- the hop loop ------------------------------------------------------------------------------
 
-    async def parse_hop(self, response: Response):
+    async def parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
         """One fetched hop; an extraction process that died twice on it fails this ingest only."""
         try:
             async for output in self._parse_hop(response):
@@ -323,7 +327,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             term = terminal(response.url, dt14(), response.status)
             yield self._finish(state, "extract-process-died", str(exc), terminal=term)
 
-    async def _parse_hop(self, response: Response):
+    async def _parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
         state = response.meta[H.STATE_META]
         itype = state["request"]["ingest_type"]
         url = response.url
@@ -410,7 +414,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return
         yield await self._terminal(state, response, facts, term)
 
-    async def _terminal(self, state, response: Response, facts: HopFacts, term) -> IngestItem:
+    async def _terminal(
+        self, state: dict[str, Any], response: Response, facts: HopFacts, term: dict[str, Any]
+    ) -> IngestItem:
         """The accepted terminal document: hashes, CDX row, mimetype check, type processing
         (already done by :func:`examine_hop` in the worker)."""
         itype = state["request"]["ingest_type"]
@@ -421,7 +427,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         header_mime = header_mimetype(response.headers.get("Content-Type")) or meta["mimetype"]
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
         side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
-        common = {"terminal": term, "file_meta": meta, "cdx": row}
+        common: dict[str, Any] = {"terminal": term, "file_meta": meta, "cdx": row}
         if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
             common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
         mimetype = meta["mimetype"]
@@ -446,7 +452,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **common)
 
     async def _terminal_pdf(
-        self, state, body: bytes, pdf: tuple[dict[str, Any], str, bytes | None], side, common
+        self,
+        state: dict[str, Any],
+        body: bytes,
+        pdf: tuple[dict[str, Any], str, bytes | None],
+        side: dict[str, Any],
+        common: dict[str, Any],
     ) -> IngestItem:
         pdf_meta, text, thumbnail = pdf
         side["pdf_text"] = text
@@ -469,7 +480,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **fields)
 
     async def _terminal_html(
-        self, state, facts: HopFacts, body: bytes, ctype: str | None, side, common
+        self,
+        state: dict[str, Any],
+        facts: HopFacts,
+        body: bytes,
+        ctype: str | None,
+        side: dict[str, Any],
+        common: dict[str, Any],
     ) -> IngestItem:
         landing = facts.landing
         if landing is None or landing.parse_error:
@@ -594,7 +611,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ----------------------------------------------------------------------------------
 
-    def hop_failed(self, failure: Failure):
+    def hop_failed(self, failure: Failure) -> IngestItem:
         """A hop could not be fetched: the failure becomes the ingest's status."""
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         assert failure.value is not None  # noqa: S101 - a Failure wraps an exception

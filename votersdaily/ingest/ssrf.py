@@ -20,7 +20,7 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -33,6 +33,8 @@ from .address_policy import is_public as is_public
 from .address_policy import literal_address
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from scrapy.crawler import Crawler
     from scrapy.http import Request
 
@@ -81,17 +83,18 @@ class PinnedNameResolver:
     """The reactor's name resolver while the guard is on: checked names get their checked addresses,
     every other name goes to the resolver that was installed before (Scrapy's DNS cache)."""
 
-    def __init__(self, fallback) -> None:
+    # zope interfaces do not type their methods for mypy: the resolver's parts are Any.
+    def __init__(self, fallback: Any) -> None:
         self.fallback = fallback
 
     def resolveHostName(
         self,
-        resolutionReceiver,
-        hostName,
+        resolutionReceiver: Any,
+        hostName: str | bytes,
         portNumber: int = 0,
-        addressTypes=None,
+        addressTypes: Sequence[type[Any]] | None = None,
         transportSemantics: str = "TCP",
-    ):
+    ) -> Any:
         name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
         addresses = pinned(name)
         if addresses is None:
@@ -108,7 +111,7 @@ class PinnedNameResolver:
         return resolution
 
 
-def install_pinning(reactor) -> None:
+def install_pinning(reactor: Any) -> None:
     """Put :class:`PinnedNameResolver` in front of the reactor's resolver (once per process)."""
     if not isinstance(reactor.nameResolver, PinnedNameResolver):
         reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
@@ -120,7 +123,9 @@ class SsrfGuardMiddleware:
 
     trusted_meta = TRUSTED_META
 
-    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None) -> None:
+    def __init__(
+        self, allow_private: bool, allowed_hosts: list[str] | None = None, policy: AddressPolicy | None = None
+    ) -> None:
         self.allow_private = allow_private
         self.policy = policy or AddressPolicy(
             allow_private=allow_private, allowed_hosts=frozenset(h.lower() for h in allowed_hosts or ())
@@ -155,7 +160,7 @@ class SsrfGuardMiddleware:
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
 
-    async def process_request(self, request: Request):
+    async def process_request(self, request: Request) -> None:
         if request.meta.get(self.trusted_meta):
             return None
         await self.check(request.url)

@@ -72,7 +72,7 @@ class WarcWriterMiddleware:
         )
         self._writer.write_record(warcinfo)
 
-    async def process_response(self, request: Request, response: Response):
+    async def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
             return response
         headers = [
@@ -133,7 +133,7 @@ def _reason(status: int) -> str:
         return ""
 
 
-def read_record(folder: str | os.PathLike, warc_path: str, offset: int):
+def read_record(folder: str | os.PathLike[str], warc_path: str, offset: int) -> tuple[str, str, bytes] | None:
     """The (url, http status, payload bytes) of the record at ``offset`` (for checks and tools)."""
     from warcio.archiveiterator import ArchiveIterator
 

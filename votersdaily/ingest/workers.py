@@ -69,7 +69,7 @@ class ExtractPool:
         for _ in range(self.processes):
             self._executor.submit(_warm)
 
-    async def run(self, func: Callable, *args: Any) -> Any:
+    async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             return await run_in_thread(func, *args)
         for attempt in (1, 2):

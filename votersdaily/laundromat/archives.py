@@ -238,7 +238,7 @@ def unpack(
     return result
 
 
-def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+def _unzip(path: Path, out_dir: Path, key_of: Callable[..., Any], budget: _Budget, result: Unpacked) -> None:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -262,7 +262,7 @@ def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
             result.entries.append(Entry(info.filename, safe_name(info.filename), dst, size))
 
 
-def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+def _untar(path: Path, out_dir: Path, key_of: Callable[..., Any], budget: _Budget, result: Unpacked) -> None:
     try:
         archive = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as exc:

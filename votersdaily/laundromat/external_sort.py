@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from . import formats as F
 from . import native
@@ -176,7 +176,7 @@ class SortedSink:
         self.blocks, self.size = [], 0
         return lines
 
-    def _sort_process(self, args: list[str], **popen) -> subprocess.Popen:
+    def _sort_process(self, args: list[str], **popen: Any) -> subprocess.Popen:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)  # noqa: S603 - sort(1) with fixed options
         for pipe in (proc.stdin, proc.stdout):
             if pipe is None:  # stdin not piped (the merging sort)

@@ -88,7 +88,9 @@ class Processor:
         """Start a worker now, so its start-up overlaps the crawl's own and the first download."""
         self._pool.warm()
 
-    async def _attempt(self, doc: dict[str, Any], fn, *args: Any) -> tuple[Any, dict[str, Any] | None]:
+    async def _attempt(
+        self, doc: dict[str, Any], fn: Callable[..., Any], *args: Any
+    ) -> tuple[Any, dict[str, Any] | None]:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
@@ -116,13 +118,13 @@ class Processor:
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
 
-    async def store(self, fn, *args: Any, **kwargs: Any):
+    async def store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
         result = await run_in_thread(fn, *args, **kwargs)
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)
         return result
 
-    async def move(self, doc: dict[str, Any], status: str, **changes) -> dict[str, Any]:
+    async def move(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         states.check_transition(doc["status"], status)
         new = dict(doc, status=status, **changes)
         await self.store(self.seedlist.put, new)

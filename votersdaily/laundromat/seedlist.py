@@ -56,7 +56,7 @@ class SeedList:
         for doc in docs:
             yield {k: v for k, v in doc.items() if k != "_rev"}
 
-    def transition(self, doc: dict[str, Any], status: str, **changes) -> dict[str, Any]:
+    def transition(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         """Move ``doc`` to ``status`` (checked against the state machine) with ``changes``; persisted."""
         states.check_transition(doc["status"], status)
         new = dict(doc, status=status, **changes)

@@ -40,7 +40,7 @@ def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> f
 
 
 def new_seed(
-    uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra
+    uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra: Any
 ) -> dict[str, Any]:
     """A fresh seed record for ``uri`` (status ``added``); ``extra`` keys (sitemap metadata) are kept."""
     uri = uri.strip()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -40,6 +40,8 @@ from .seeds import interval_for, is_due, is_seed, new_seed
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
@@ -106,7 +108,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         self.start_urls = self.given_urls[:1]
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         output = settings.get("LAUNDROMAT_OUTPUT_DIR")
@@ -157,7 +159,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
         )
 
-    async def _db(self, fn, *args: Any):
+    async def _db(self, fn: Callable[..., Any], *args: Any):
         return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
@@ -194,7 +196,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if is_seed(doc) and is_due(doc):
                 yield await self.download(doc, start=doc["uri"] in given)
 
-    async def register(self, uri: str, **extra) -> tuple[dict[str, Any], bool]:
+    async def register(self, uri: str, **extra: Any) -> tuple[dict[str, Any], bool]:
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
