@@ -13,6 +13,8 @@ from votersdaily.defaults import DEFAULTS
 from . import formats as F
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .contexts import ContextOptions
 
 GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
@@ -38,7 +40,7 @@ OX_FORMATS = {
 LINE_BASED = (F.N_TRIPLES, F.N_QUADS)
 
 
-def serialize_quads(quads) -> bytes:
+def serialize_quads(quads: Iterable[ox.Quad]) -> bytes:
     """Canonical N-Quads of ``quads`` (pyoxigraph's serializer writes canonical terms)."""
     return ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
 

@@ -242,7 +242,7 @@ class _Inliner:
         if isinstance(item, str):
             return self.remote(urljoin(base or "", item))
         if isinstance(item, list):
-            flat: list = []
+            flat: list[Any] = []
             for entry in item:
                 resolved = self.context(entry, base)
                 flat.extend(resolved if isinstance(resolved, list) and isinstance(entry, str) else [resolved])

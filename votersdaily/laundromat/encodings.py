@@ -21,9 +21,13 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import native
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from multiprocessing.connection import Connection
 
 CHUNK = 1 << 20
 SNIFF_BYTES = 65536
@@ -182,8 +186,8 @@ def declare_utf8(text: str) -> tuple[str, list[dict[str, Any]]]:
     UTF-8; the declarations that said otherwise."""
     changed: list[dict[str, Any]] = []
 
-    def rewrite(kind: str):
-        def sub(match: re.Match) -> str:
+    def rewrite(kind: str) -> Callable[[re.Match[str]], str]:
+        def sub(match: re.Match[str]) -> str:
             if _codec(match.group(2)) in ("utf-8", "ascii") or len(changed) >= MAX_RECORDED:
                 return match.group(0)
             changed.append({"declaration": kind, "was": match.group(2)})
@@ -341,7 +345,7 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
 
 
-def _utf8_chars_to(path: Path, start: int, end: int, conn) -> None:
+def _utf8_chars_to(path: Path, start: int, end: int, conn: Connection) -> None:
     conn.send(_utf8_chars(path, start, end))
     conn.close()
 

@@ -130,9 +130,9 @@ class SortedSink:
         self.tmp = tmp
         self.blocks: list[bytes] = []
         self.size = 0
-        self.sorter: subprocess.Popen | None = None
+        self.sorter: subprocess.Popen[bytes] | None = None
         #: The sorts feeding ``sorter`` (``sort -m``) when parsing workers each have their own.
-        self.parts: list[subprocess.Popen] = []
+        self.parts: list[subprocess.Popen[bytes]] = []
         self.runs: list[Path] = []
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
@@ -176,7 +176,7 @@ class SortedSink:
         self.blocks, self.size = [], 0
         return lines
 
-    def _sort_process(self, args: list[str], **popen: Any) -> subprocess.Popen:
+    def _sort_process(self, args: list[str], **popen: Any) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)  # noqa: S603 - sort(1) with fixed options
         for pipe in (proc.stdin, proc.stdout):
             if pipe is None:  # stdin not piped (the merging sort)
@@ -214,7 +214,7 @@ class SortedSink:
         self.blocks, self.size = [], 0
         return True
 
-    def start_sorters(self, n: int) -> list[subprocess.Popen] | None:
+    def start_sorters(self, n: int) -> list[subprocess.Popen[bytes]] | None:
         """``n`` sorts, one per parsing worker, whose outputs ``sort -m -u`` merges: the final merges
         run in parallel and no worker waits for another's write. None when there is no ``sort``."""
         args = self._sort_args()
@@ -407,7 +407,7 @@ def _whole_lines(stream: IO[bytes]) -> Iterator[bytes]:
         yield rest + b"\n"
 
 
-def _gzip_compressor(level: int):
+def _gzip_compressor(level: int) -> Any:
     """A gzip stream compressor: ISA-L (``isal``, several times faster than zlib at levels 0-3) when
     installed, else zlib. Either way the output is ordinary gzip."""
     if isal_zlib is not None and level <= isal_zlib.ISAL_BEST_COMPRESSION:

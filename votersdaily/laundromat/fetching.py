@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
@@ -94,7 +94,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
         guard.install()
         return guard
 
-    async def process_request(self, request: Request):
+    async def process_request(self, request: Request) -> None:
         parts = urlsplit(request.url)
         if request.meta.get(OPERATOR_META):
             self._operator_hosts.add(parts.netloc.lower())
@@ -115,7 +115,9 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 class _FileSink(Protocol):
     """Writes a response body to ``out`` as it arrives; fails past ``limit`` bytes."""
 
-    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred) -> None:
+    def __init__(
+        self, out: BinaryIO, limit: int, expected: int | None, finished: defer.Deferred[int]
+    ) -> None:
         self.out = out
         self.limit = limit
         self.expected = expected
@@ -219,7 +221,7 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
     return True
 
 
-def _context_factory(crawler: Crawler):
+def _context_factory(crawler: Crawler) -> Any:
     from scrapy.core.downloader import contextfactory
 
     load = getattr(contextfactory, "_load_context_factory_from_settings", None)
@@ -249,7 +251,7 @@ class StreamingDownloadHandler:
         self.pool.maxPersistentPerHost = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.crawler = crawler
         self.stopping = threading.Event()
-        self._in_flight: set[defer.Deferred] = set()
+        self._in_flight: set[defer.Deferred[Any]] = set()
         self._watcher = task.LoopingCall(self._watch)
 
     # Built at their first HTTP request: Scrapy's HTTP handler and TLS context factory import its TLS

@@ -118,7 +118,7 @@ class Processor:
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
 
-    async def store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
+    async def store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         result = await run_in_thread(fn, *args, **kwargs)
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)

@@ -78,21 +78,21 @@ def looks_like_sitemap(body: bytes) -> bool:
     )
 
 
-def _text(element, tag: str) -> str | None:
+def _text(element: etree._Element, tag: str) -> str | None:
     found = element.find(tag)
     if found is None or found.text is None:
         return None
     return found.text.strip() or None
 
 
-def _texts(element, tags: tuple[str, ...]) -> list[str]:
+def _texts(element: etree._Element, tags: tuple[str, ...]) -> list[str]:
     out = []
     for tag in tags:
         out += [e.text.strip() for e in element.iter(tag) if e.text and e.text.strip()]
     return out
 
 
-def _url(element) -> SitemapUrl | None:
+def _url(element: etree._Element) -> SitemapUrl | None:
     loc = _text(element, "{%s}loc" % SITEMAP_NS)
     if not loc:
         return None
@@ -109,7 +109,7 @@ def _url(element) -> SitemapUrl | None:
     )
 
 
-def _dataset(element) -> Dataset:
+def _dataset(element: etree._Element) -> Dataset:
     def sc(local: str) -> tuple[str, ...]:
         return tuple("{%s}%s" % (ns, local) for ns in SC_NAMESPACES)
 

@@ -40,7 +40,7 @@ from .seeds import interval_for, is_due, is_seed, new_seed
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
@@ -159,12 +159,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
         )
 
-    async def _db(self, fn: Callable[..., Any], *args: Any):
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         await self._db(self.seeds.open)
         given = list(self.given_urls)
         if self.seedlist_file:
@@ -208,7 +208,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         seed: dict[str, Any],
         start: bool = False,
         uri: str | None = None,
-        hops: list | None = None,
+        hops: list[dict[str, Any]] | None = None,
         begin: str | None = None,
     ) -> scrapy.Request:
         """The request of one hop; only the first hop of an operator's seed skips the address policy."""
@@ -257,7 +257,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         request.meta["download"] = record
         return request
 
-    async def parse(self, response: Response):
+    async def parse(self, response: Response) -> AsyncIterator[scrapy.Request]:
         """One hop's answer, its body already streamed to ``files/<download key>``."""
         meta = response.meta
         record = meta["download"]
@@ -282,7 +282,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         async for request in self._filed(response, record, path):
             yield request
 
-    async def _filed(self, response: Response, record: dict[str, Any], path: Path):
+    async def _filed(
+        self, response: Response, record: dict[str, Any], path: Path
+    ) -> AsyncIterator[scrapy.Request]:
         meta = response.meta
         seed = meta["seed"]
         # Only the size here: characters, lines and line endings are counted by the recode step, in
@@ -328,7 +330,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         path = self.output_dir / (doc.get("file") or "")
         return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
 
-    async def _sitemap(self, record: dict[str, Any], download: bool = True):
+    async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)

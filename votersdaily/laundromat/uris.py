@@ -23,7 +23,7 @@ DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "ws": "80", "wss": "
 
 
 def _normalise_percent(part: str) -> str:
-    def repl(match: re.Match) -> str:
+    def repl(match: re.Match[str]) -> str:
         octet = int(match.group(1), 16)
         if octet in _UNRESERVED:
             return chr(octet)

@@ -74,7 +74,7 @@ class Worker:
             )
             self.conn = Connection(os.dup(ours.fileno()))
 
-    def call(self, fn: Callable, args: tuple) -> Any:
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """Run ``fn(*args)`` in the worker and wait for its answer (blocking: run in a thread)."""
         try:
             self.conn.send((fn, args))
@@ -154,7 +154,7 @@ class WorkerPool:
         if not self.idle and not self.busy:
             self.idle.append(Worker(self.preload))
 
-    async def run(self, fn: Callable, *args: Any, timeout: float | None = None) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
         """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
         :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
         import asyncio  # the crawl's side only: a worker runs this module without it (0.03 s)
