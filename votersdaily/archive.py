@@ -102,7 +102,9 @@ class ArchiveMiddleware:
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
 
-    async def process_response(self, request: Request, response: Response, spider: Spider | None = None):
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         if request.meta.get(REPLAY_META) or request.url.endswith("/robots.txt"):
             return response
         callback = getattr(request.callback, "__name__", None) or "parse"

@@ -126,8 +126,8 @@ class RunLog:
         self.items_scraped = 0
         #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
         #: every record was dropped (a changed format) from one that had nothing.
-        self.kept_by_reply: Counter = Counter()
-        self.dropped_by_reply: Counter = Counter()
+        self.kept_by_reply: Counter[str] = Counter()
+        self.dropped_by_reply: Counter[str] = Counter()
         self.dropped_records: list[dict[str, Any]] = []
         #: Events and records dropped, by reason (the run log's ``dropped``).
         self.dropped: Counter[str] = Counter()
@@ -212,7 +212,7 @@ class RunLog:
     def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
-    def source_failed(self, failure: Failure, url, spider: Spider) -> None:
+    def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
         self._record(failure, "download", url)
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
@@ -220,7 +220,7 @@ class RunLog:
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
-    def item_dropped(self, item: Any, response: Response, exception, spider: Spider) -> None:
+    def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
         # Imported here: the run log is in every crawl, the event pipelines only in event spiders'.
@@ -229,13 +229,13 @@ class RunLog:
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 
-    def record_dropped(self, response: Response, reason, message, spider: Spider) -> None:
+    def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
         url = getattr(response, "url", "")
         self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
-    def documents_not_beside(self, listing, missing, spider: Spider) -> None:
+    def documents_not_beside(self, listing: str, missing: list[str], spider: Spider) -> None:
         self.not_beside += len(missing)
 
     def _all_dropped_replies(self) -> None:
@@ -263,7 +263,7 @@ class RunLog:
 
     # -- the log document ------------------------------------------------------------------------
 
-    async def spider_closed(self, spider: Spider, reason) -> None:
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing, its log neither

@@ -24,6 +24,7 @@ from .store.reschedules import RescheduleTracker, SpooledRescheduleTracker, mark
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class EventStorePipeline:
         return self._after(accepted, item)
 
     @staticmethod
-    async def _after(accepted, item: Any):
+    async def _after(accepted: Deferred[None], item: Any) -> Any:
         await maybe_deferred_to_future(accepted)
         return item
 

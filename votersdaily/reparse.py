@@ -28,7 +28,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, TextIO, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -104,7 +104,7 @@ class ReplayMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request: Request, spider: Spider | None = None):
+    def process_request(self, request: Request, spider: Spider | None = None) -> Response | None:
         spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         if getattr(spider, "reparse", None) is None:
             return None
@@ -287,7 +287,7 @@ def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict[str, Any], out) -> None:
+def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
     """The dry run's plan of one spider as a person reads it."""
     counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
     print(

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 if TYPE_CHECKING:
+    import redis
+    from scrapy import Spider
     from scrapy.settings import BaseSettings
 
 REDIS_ENV = "VOTERSDAILY_REDIS_URL"
@@ -27,7 +29,7 @@ WORKER_SETTINGS = {
 }
 
 
-def queue_name(spider_or_cls) -> str:
+def queue_name(spider_or_cls: Spider | type[Spider]) -> str:
     """The Redis key prefix a spider's requests live under (workers share their base spider's)."""
     return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
 
@@ -42,7 +44,7 @@ def redis_url(settings: BaseSettings) -> str:
     return url
 
 
-def redis_server(settings: BaseSettings):
+def redis_server(settings: BaseSettings) -> redis.Redis:
     from scrapy.settings import Settings
     from scrapy_redis import connection
 

@@ -69,12 +69,12 @@ def start_requests(
     crawler.spider = spidercls.from_crawler(crawler, **spider_args)
     if rejected is not None:
 
-        def reject(failure: Failure, url, spider: Spider) -> None:
+        def reject(failure: Failure, url: str, spider: Spider) -> None:
             rejected.append("%s: %s" % (url, failure.getErrorMessage()))
 
         for signal in (vd_signals.input_rejected, vd_signals.source_failed):
             crawler.signals.connect(reject, signal=signal, weak=False)
-    outcome: list = []
+    outcome: list[Any] = []
     d = deferred_from_coro(_collect(crawler))
     d.addBoth(outcome.append)
     d.addBoth(lambda _: reactor.stop())

@@ -43,23 +43,26 @@ from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue
 
 if TYPE_CHECKING:
+    from asyncio import Future
     from collections.abc import Callable
 
+    import redis
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
 
-def _sleep(seconds: float):
+def _sleep(seconds: float) -> Deferred[None] | Future[None]:
     from twisted.internet import reactor
 
     return maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class ReliableScheduler:
-    def __init__(self, crawler: Crawler, server) -> None:
+    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
         self.crawler = crawler
         self.server = server
         s = crawler.settings
@@ -80,7 +83,7 @@ class ReliableScheduler:
         #: Leased requests whose callback or item pipeline raised: retried, never acked.
         self.failed: set[str] = set()
         #: Requests yielded while Redis was away: [request, duplicate filter already asked].
-        self.to_push: list[list] = []
+        self.to_push: list[list[Any]] = []
         #: The token of a lease asked for when Redis went away (its answer may have been lost).
         self._unanswered: str | None = None
         #: Leases found again after an outage, not handed to the engine yet (so not done).
@@ -146,7 +149,7 @@ class ReliableScheduler:
             loop.start(interval, now=False)
             self._loops.append(loop)
 
-    def close(self, reason):
+    def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close())
 
     async def _close(self) -> None:
@@ -195,7 +198,7 @@ class ReliableScheduler:
         self.stats.inc_value("redis/buffered")
         return True
 
-    def next_request(self):
+    def next_request(self) -> Request | None:
         if self._woken:
             return self._woken.pop()
         if self._adopted:
@@ -218,7 +221,7 @@ class ReliableScheduler:
 
     # -- Redis going away and coming back ------------------------------------------------------
 
-    def _redis_now(self, call: Callable[..., Any], otherwise):
+    def _redis_now(self, call: Callable[..., Any], otherwise: Any) -> Any:
         """``call()`` on the reactor thread, or ``otherwise`` while (or as soon as) Redis is away."""
         if not self.link.up:
             return otherwise
@@ -228,7 +231,7 @@ class ReliableScheduler:
             self._lost(exc)
             return otherwise
 
-    async def _guarded(self, step: Callable[..., Any]):
+    async def _guarded(self, step: Callable[..., Any]) -> Any:
         """One run of a periodic step: skipped while Redis is away; a Redis error starts the
         reconnection, any other error is logged, and the loop goes on either way."""
         if not self.link.up:
@@ -294,7 +297,7 @@ class ReliableScheduler:
 
     # -- leases --------------------------------------------------------------------------------
 
-    async def _renew(self):
+    async def _renew(self) -> int:
         if self.leased:
             return await run_in_thread(self._opened_queue.renew, list(self.leased))
         return 0
@@ -449,7 +452,7 @@ class ReliableScheduler:
 
     # -- idle ----------------------------------------------------------------------------------
 
-    def spider_idle(self, spider: Spider):
+    def spider_idle(self, spider: Spider) -> None:
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
         they stop once the queue and every worker's processing set have been empty that long."""
         busy = (

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 from . import WORKER_SETTINGS
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from scrapy import Spider as _MixedIntoSpider
+    from scrapy.http import Request
 else:
     _MixedIntoSpider = object
 
@@ -26,7 +29,7 @@ class WorkerMixin(_MixedIntoSpider):
         base = dict(getattr(cls, "custom_settings", None) or {})
         cls.custom_settings = {**base, **WORKER_SETTINGS}
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[Request]:
         """No start requests of its own: the work comes from the Redis queue."""
         return
         yield  # an async generator

@@ -38,7 +38,7 @@ class RenderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request: Request, spider: Spider | None = None):
+    def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
         spider = self.crawler.spider
         if request.meta.get(SPLASH_META) or not wants_rendering(request, spider):
             return None
@@ -57,7 +57,9 @@ class RenderMiddleware:
             dont_filter=True,
         )
 
-    def process_response(self, request: Request, response: Response, spider: Spider | None = None):
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         original = request.meta.get(SPLASH_META)
         if original:
             # The spider sees the page at its own URL, rendered.
