@@ -14,6 +14,7 @@ from votersdaily.feeds.sanitise import FeedReport
 from votersdaily.store.check import checked_store
 
 from . import EXIT_USAGE
+from .staged_output import staged_stdout
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -100,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
     store = checked_store(must_exist=True)
     report = FeedReport()
     try:
-        sys.stdout.flush()
-        export(store, args.format, flt, sys.stdout.buffer, report)
-        sys.stdout.buffer.flush()
+        with staged_stdout() as out:
+            export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from scrapy.utils.project import get_project_settings
 
 from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import Spool, spool_dir
 
 from . import EXIT_USAGE
 
@@ -51,15 +53,23 @@ def run_build(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = checked_store(must_exist=True)
     report = FeedReport()
+    # Only what was spooled for this store: another store's documents never reach it.
+    spooled = Spool(spool_dir(settings)).waiting(identity_of(store))
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
         with replaced_dir(args.dir) as partial:
-            summary = build_site(store, partial, config, spiders=spiders, report=report)
+            summary = build_site(store, partial, config, spiders=spiders, report=report, spooled=spooled)
     finally:
         store.close()
     for line in report.lines():
         print("site: %s" % line, file=sys.stderr)
+    if spooled:
+        print(
+            "site: %d documents for this store wait in the spool %s (not on the site until "
+            "`python -m votersdaily flush` delivers them)" % (sum(spooled.values()), spool_dir(settings)),
+            file=sys.stderr,
+        )
     print(
         "site: %d day pages, %d feeds, %d spiders on the health page in %s"
         % (summary.days, summary.feeds, summary.spiders, args.dir),

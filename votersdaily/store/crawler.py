@@ -62,6 +62,8 @@ class CrawlWrites:
     store: Store | None = None
     writers: list[CrawlerWriter] = field(default_factory=list)
     totals: WriteTotals = field(default_factory=WriteTotals)
+    #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
+    spool_delivered: Counter[str] = field(default_factory=Counter)
     hold: EngineHold = field(default_factory=EngineHold)
 
 
@@ -78,7 +80,7 @@ def crawl_writes(crawler: Crawler) -> CrawlWrites:
 def store_for(crawler: Crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
-        writes.store = open_store(store_uri(crawler.settings))
+        writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
 
@@ -89,6 +91,14 @@ def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
 
 def write_totals(crawler: Crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
+
+
+def count_spool_delivered(crawler: Crawler, db: str, documents: int) -> None:
+    """Documents an earlier run spooled for this store, delivered by this crawl: counted apart from
+    its own writes (the run log's ``spool_delivered_count``; ``spool/<db>/delivered`` in the stats)."""
+    if documents:
+        crawl_writes(crawler).spool_delivered[db] += documents
+        crawler.stats.inc_value("spool/%s/delivered" % db, documents)
 
 
 def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
@@ -153,9 +163,14 @@ class CrawlerWriter:
             self.batch.start_spooled(exc)
             return
         if self.batch.spool is not None:
-            report = self.batch.spool.deliver_earlier(self.store, self.db)
-            self.batch.outage.delivered_from_spool += report.documents
-            self._count(report.result)
+            try:
+                report = self.batch.spool.deliver_earlier(self.store, self.db)
+            except StoreError as exc:  # what is left stays spooled; this run's batches handle the store
+                logger.warning(
+                    "could not deliver what earlier runs spooled for %s (%s): it stays spooled", self.db, exc
+                )
+                return
+            count_spool_delivered(self.crawler, self.db, report.documents)
 
     @property
     def outage(self) -> Outage:
