@@ -184,7 +184,7 @@ def _case(name: str) -> str:
 
 
 def _surname(justice: str) -> str:
-    return justice.split(",")[0].split()[-1] if justice else ""
+    return justice.split(",", maxsplit=1)[0].rsplit(maxsplit=1)[-1] if justice else ""
 
 
 def opinion_oracle_mismatches(events: list[dict], oracle_path: str) -> list:

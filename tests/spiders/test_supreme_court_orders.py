@@ -139,8 +139,8 @@ def test_opinions_relating_to_orders_2015_layout():
     "make, exception",
     [
         (lambda: truncate(ORDERS.read_bytes()), MalformedDocument),
-        (lambda: NOT_FOUND.read_bytes(), ErrorPage),
-        (lambda: CLERK_INDEX.read_bytes(), UnexpectedDocument),
+        (NOT_FOUND.read_bytes, ErrorPage),
+        (CLERK_INDEX.read_bytes, UnexpectedDocument),
         (
             lambda: recording("gov/supreme_court/scotus_slip_example.html").read_bytes(),
             UnexpectedDocument,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Any
 
-from ..datetimes import PartialDate, parse_partial_date
+from votersdaily.datetimes import PartialDate, parse_partial_date
+
 from .fulltext import COMPONENT_PATTERNS, HTML_PATTERNS, PDF_PATTERNS, XML_PATTERNS, match_fulltext_url
 from .htmldoc import HtmlDoc
 
@@ -195,13 +197,14 @@ RELEASE_TYPES = {"research article": "article-journal", "text.serial.journal": "
 _PROFILE_URL = re.compile(r"^https?://", re.I)
 
 
-def _scalar(doc: HtmlDoc, selectors) -> str | None:
+def _scalar(doc: HtmlDoc, selectors: tuple[str | tuple[str, str], ...]) -> str | None:
     for selector in selectors:
         if isinstance(selector, tuple):
             key, scheme = selector
             for meta in doc.meta_elements(key):
-                if (meta.get("scheme") or "").lower() == scheme and (meta.get("content") or "").strip():
-                    return meta.get("content").strip()
+                content = (meta.get("content") or "").strip()
+                if (meta.get("scheme") or "").lower() == scheme and content:
+                    return content
             continue
         contents = [c.strip() for c in doc.meta_contents(selector) if c.strip()]
         if contents:
@@ -209,7 +212,7 @@ def _scalar(doc: HtmlDoc, selectors) -> str | None:
     return None
 
 
-def _list(doc: HtmlDoc, name: str, selectors) -> list[str] | None:
+def _list(doc: HtmlDoc, name: str, selectors: tuple[str, ...]) -> list[str] | None:
     """Every value of the first selector with a usable one. A contributor is a name: OpenGraph's
     ``article:author`` is a profile URL, which names no one."""
     for key in selectors:
@@ -231,7 +234,7 @@ def parse_release_date(raw: str | None) -> PartialDate | None:
     try:
         if m:
             year, month, day = (int(g) if g else None for g in m.groups())
-            assert year is not None  # the pattern requires it
+            assert year is not None  # noqa: S101 - the pattern requires it
             date(year, month or 1, day or 1)  # a real year, month and day, or ValueError
             return PartialDate(year, month, day)
         return parse_partial_date(raw)
@@ -251,12 +254,12 @@ def clean_doi(value: str | None) -> str | None:
     return value if value.startswith("10.") and "/" in value else None
 
 
-def extract_biblio(doc: HtmlDoc) -> dict:
+def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
     """BiblioMetadata as a dict, null fields omitted, ``release_date`` at the page's precision
     (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one."""
     if not doc.has_head:
         return {}
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     for name, selectors in SCALAR_SELECTORS.items():
         value = _scalar(doc, selectors)
         if value:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import lxml.html
 from cssselect import GenericTranslator
@@ -42,12 +43,12 @@ class HtmlDoc:
     #: The encoding it was decoded from.
     encoding: str = "utf-8"
     #: Lowercased key (in any of :data:`META_KEY_ATTRS`) → [meta elements in document order], head only.
-    metas: dict[str, list] = field(default_factory=dict)
+    metas: dict[str, list[etree._Element]] = field(default_factory=dict)
     #: Lowercased ``http-equiv`` → [meta elements in document order], head only.
-    pragmas: dict[str, list] = field(default_factory=dict)
+    pragmas: dict[str, list[etree._Element]] = field(default_factory=dict)
     has_head: bool = True
 
-    def meta_elements(self, key: str) -> list:
+    def meta_elements(self, key: str) -> list[etree._Element]:
         """Every head meta whose key is ``key``, in any case and any key attribute (``name``,
         ``property``, ``itemprop``, ``id``): the one way every meta of a page is read."""
         return self.metas.get(key.strip().lower(), [])
@@ -56,11 +57,11 @@ class HtmlDoc:
         """Non-empty ``content`` of every head meta whose key is ``key`` (:meth:`meta_elements`)."""
         return [c for c in (m.get("content") for m in self.meta_elements(key)) if c]
 
-    def pragma_elements(self, name: str) -> list:
+    def pragma_elements(self, name: str) -> list[etree._Element]:
         """Head metas whose ``http-equiv`` is ``name`` (``refresh``), any case."""
         return self.pragmas.get(name.strip().lower(), [])
 
-    def select(self, css: str) -> list:
+    def select(self, css: str) -> list[Any]:
         return self.root.xpath(css_xpath(css))
 
 

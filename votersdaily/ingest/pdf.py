@@ -10,11 +10,15 @@ import re
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-from ..datetimes import PartialDate
+from votersdaily.datetimes import PartialDate
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -82,7 +86,7 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
     if PDFTOPPM is None:
         return None
     try:
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 - a fixed program and arguments; the PDF goes to stdin
             [PDFTOPPM, *_PDFTOPPM_ARGS],
             input=blob,
             capture_output=True,
@@ -98,14 +102,14 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
 
 def extract_pdf(
     blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000, thumbnail: bool = True
-) -> tuple[dict, str, bytes | None]:
+) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
     version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
     ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
     ``max_pages`` pages."""
-    sha1hex = hashlib.sha1(blob).hexdigest()
+    sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:
@@ -148,7 +152,7 @@ def extract_pdf(
     return meta, text, thumb
 
 
-def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
+def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:
     return {
         "key": sha1hex,
         "sha1hex": sha1hex,
@@ -164,10 +168,10 @@ def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
     }
 
 
-def _pdf_info(info) -> dict:
+def _pdf_info(info: Mapping[str, Any]) -> dict[str, Any]:
     """The information dictionary with poppler's key names (``Title``, ``CreationDate``, ...);
     dates as ISO 8601 at their own precision (:func:`pdf_date_iso`), the raw value when unreadable."""
-    out = {}
+    out: dict[str, Any] = {}
     for key in list(info.keys()):
         value = _info(info, key)
         if value is None:
@@ -177,7 +181,7 @@ def _pdf_info(info) -> dict:
     return out
 
 
-def _trailer_ids(reader) -> tuple[str | None, str | None]:
+def _trailer_ids(reader: PdfReader) -> tuple[str | None, str | None]:
     """The trailer's /ID pair as hex (poppler's ``permanent_id`` and ``update_id``)."""
     try:
         ids = reader.trailer.get("/ID")
@@ -188,17 +192,17 @@ def _trailer_ids(reader) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _meta_xml(reader) -> str | None:
+def _meta_xml(reader: PdfReader) -> str | None:
     """The catalog's XMP metadata stream as text (poppler's ``metadata``), or None."""
     try:
-        stream = reader.trailer["/Root"].get("/Metadata")
+        stream = reader.trailer["/Root"].get("/Metadata")  # type: ignore[attr-defined]  # pypdf types it PdfObject; /Root is a dictionary
         data = stream.get_object().get_data() if stream is not None else None
     except (KeyError, TypeError, ValueError, AttributeError, PdfReadError):
         return None
     return data.decode("utf-8", "replace") if data else None
 
 
-def _info(info, key: str) -> str | None:
+def _info(info: Mapping[str, Any], key: str) -> str | None:
     try:
         value = info.get(key)
     except Exception:

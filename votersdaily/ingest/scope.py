@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
@@ -57,10 +58,10 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     return None
 
 
-def guess_scope(
+def guess_scope(  # noqa: PLR0911 - one answer a rule
     url: str,
     doc: HtmlDoc,
-    biblio: dict,
+    biblio: dict[str, Any],
     word_count: int | None,
     platform: str | None,
     ojs_fulltext_fix: bool = True,

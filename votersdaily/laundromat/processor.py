@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..blocking import run_in_thread
-from ..clock import now_iso
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
 from .clean_types import CleanOptions
@@ -60,7 +61,7 @@ class Processor:
         on_write: Callable[[Any], None] | None = None,
         timeout: float = 0.0,
         seconds_per_mb: float = 0.0,
-    ):
+    ) -> None:
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)
         self.files_dir = self.output_dir / "files"
@@ -89,7 +90,9 @@ class Processor:
         """Start a worker now, so its start-up overlaps the crawl's own and the first download."""
         self._pool.warm()
 
-    async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
+    async def _attempt(
+        self, doc: dict[str, Any], fn: Callable[..., Any], *args: Any
+    ) -> tuple[Any, dict[str, Any] | None]:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
@@ -114,16 +117,16 @@ class Processor:
         logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
         return None, await self.move(doc, states.FAILED, error=error)
 
-    def _limit(self, doc: dict) -> float:
+    def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
 
-    async def store(self, fn, *args, **kwargs):
+    async def store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         result = await run_in_thread(fn, *args, **kwargs)
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)
         return result
 
-    async def move(self, doc: dict, status: str, **changes) -> dict:
+    async def move(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         states.check_transition(doc["status"], status)
         new = dict(doc, status=status, **changes)
         await self.store(self.seedlist.put, new)
@@ -140,7 +143,7 @@ class Processor:
 
     # -- the state machine ------------------------------------------------------------------------
 
-    async def process(self, doc: dict) -> list[str]:
+    async def process(self, doc: dict[str, Any]) -> list[str]:
         """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found.
         An unexpected error ends the record as failed (with the error) instead of leaving it half-done."""
         try:
@@ -152,7 +155,7 @@ class Processor:
                 await self.store(self.seedlist.put, dict(stored, status=states.FAILED, error=error_of(exc)))
             return []
 
-    async def _process(self, doc: dict) -> list[str]:
+    async def _process(self, doc: dict[str, Any]) -> list[str]:
         if self.timeout > 0:
             self._budgets[doc["_id"]] = self._limit(doc)
         try:
@@ -160,7 +163,7 @@ class Processor:
         finally:
             self._budgets.pop(doc["_id"], None)
 
-    async def _steps(self, doc: dict) -> list[str]:
+    async def _steps(self, doc: dict[str, Any]) -> list[str]:
         status = doc["status"]
         resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:
@@ -192,19 +195,21 @@ class Processor:
             found += dumps
         return found
 
-    async def _requeue_seed(self, doc: dict) -> None:
+    async def _requeue_seed(self, doc: dict[str, Any]) -> None:
         seed = await self.store(self.seedlist.get, doc.get("seed") or "")
         if seed is not None and seed.get("status") == states.ADDED:
             await self.store(self.seedlist.put, dict(seed, processed=None))
 
-    async def _tree_root(self, doc: dict) -> dict:
+    async def _tree_root(self, doc: dict[str, Any]) -> dict[str, Any]:
         """The download record at the root of ``doc``'s archive tree (it keeps the tree's usage)."""
         root_key = doc.get("root") or doc["_id"]
         if root_key == doc["_id"]:
             return doc
         return await self.store(self.seedlist.get, root_key) or doc
 
-    async def _unarchive(self, doc: dict, resumed: bool = False) -> tuple[dict, list[dict]]:
+    async def _unarchive(
+        self, doc: dict[str, Any], resumed: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Unpack one layer; ``resumed``: a run died while unpacking it, maybe after writing its children."""
         doc = await self.move(doc, states.UNARCHIVING)
         path = self.path_of(doc["file"])
@@ -285,7 +290,7 @@ class Processor:
         path.unlink(missing_ok=True)
         return doc, children
 
-    async def _guess(self, doc: dict) -> dict:
+    async def _guess(self, doc: dict[str, Any]) -> dict[str, Any]:
         doc = await self.move(doc, states.GUESSING)
         meta, failed = await self._attempt(
             doc,
@@ -300,7 +305,7 @@ class Processor:
             return await self.move(doc, states.FAILED, error="not RDF: %s" % meta["not_rdf"], **meta)
         return await self.move(doc, states.GUESSED, **meta)
 
-    async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
+    async def _parse(self, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         doc = await self.move(doc, states.PARSING)
         clean, failed = await self._attempt(
             doc,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -20,18 +20,19 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from .. import locations
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..defaults import ProjectSettingsMixin
-from ..ingest.ssrf import check_policy_settings
-from ..locations import LocationUnset
-from ..plumbing.inputs import checked_inputs
-from ..requestmeta import START_META
-from ..spiders.base import split_urls
-from ..store.crawler import count_writes, store_for
-from ..store.upsert import UpsertResult
+from votersdaily import locations
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.ingest.ssrf import check_policy_settings
+from votersdaily.locations import LocationUnset
+from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.requestmeta import START_META
+from votersdaily.spiders.base import split_urls
+from votersdaily.store.crawler import count_writes, store_for
+from votersdaily.store.upsert import UpsertResult
+
 from . import native, states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions
@@ -42,6 +43,14 @@ from .processor import Processor
 from .seedlist import SeedList
 from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
@@ -96,20 +105,22 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     seeds: SeedList
     processor: Processor
 
-    def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, url: str | None = None, seedlist: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
         self.seedlist_file = seedlist
         self.start_urls = self.given_urls[:1]
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         """A host list entry that can never match stops the crawl before it starts."""
         super().update_settings(settings)
         check_policy_settings(settings, "LAUNDROMAT")
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         try:
@@ -151,7 +162,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     #: How many "cleaned file ← URL" pairs the run log keeps (the log lines name them all).
     CLEANED_IN_LOG = 200
 
-    def report_cleaned(self, doc: dict, spider=None) -> None:
+    def report_cleaned(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``;
         whether the compiled fast path cleaned them (``compiled_path``: the module this process
         loaded, None for the pure-Python path, and how many documents a worker cleaned with it)."""
@@ -171,12 +182,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
         )
 
-    async def _db(self, fn, *args):
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         await self._db(self.seeds.open)
         given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
@@ -192,13 +203,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 stored = await self._db(self.seeds.get, doc["_id"])
                 if stored is None or stored.get("status") != doc.get("status"):
                     continue
-                doc = stored
                 # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
-                if await self._db(self._filed_sitemap, doc):
-                    async for _ in self._sitemap(doc, download=False):
+                if await self._db(self._filed_sitemap, stored):
+                    async for _ in self._sitemap(stored, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
-                found += await self.processor.process(doc)
+                found += await self.processor.process(stored)
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
@@ -227,7 +237,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 given.append(seed)
         return given
 
-    async def register(self, uri: str, **extra) -> tuple[dict, bool]:
+    async def register(self, uri: str, **extra: Any) -> tuple[dict[str, Any], bool]:
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
@@ -236,10 +246,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def seed_request(
         self,
-        seed: dict,
+        seed: dict[str, Any],
         start: bool = False,
         uri: str | None = None,
-        hops: list | None = None,
+        hops: list[dict[str, Any]] | None = None,
         begin: str | None = None,
     ) -> scrapy.Request:
         """The request of one hop; only the first hop of an operator's seed skips the address policy."""
@@ -263,7 +273,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- downloads --------------------------------------------------------------------------------
 
-    async def download(self, seed: dict, start: bool = False) -> scrapy.Request:
+    async def download(self, seed: dict[str, Any], start: bool = False) -> scrapy.Request:
         """The request for ``seed``, after its download record is persisted (seed: downloading)."""
         begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
@@ -288,7 +298,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         request.meta["download"] = record
         return request
 
-    async def parse(self, response: Response):
+    async def parse(self, response: Response) -> AsyncIterator[scrapy.Request]:
         """One hop's answer, its body already streamed to ``files/<download key>``."""
         meta = response.meta
         record = meta["download"]
@@ -313,7 +323,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         async for request in self._filed(response, record, path):
             yield request
 
-    async def _filed(self, response: Response, record: dict, path: Path):
+    async def _filed(
+        self, response: Response, record: dict[str, Any], path: Path
+    ) -> AsyncIterator[scrapy.Request]:
         meta = response.meta
         seed = meta["seed"]
         # Only the size here: characters, lines and line endings are counted by the recode step, in
@@ -350,7 +362,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         with open(path, "rb") as f:
             return looks_like_sitemap(f.read(65536))
 
-    def _filed_sitemap(self, doc: dict) -> bool:
+    def _filed_sitemap(self, doc: dict[str, Any]) -> bool:
         """Whether ``doc`` is a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``."""
         if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get(
             "seed"
@@ -359,7 +371,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         path = self.output_dir / (doc.get("file") or "")
         return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
 
-    async def _sitemap(self, record: dict, download: bool = True):
+    async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)
@@ -406,7 +418,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
-    async def _fail(self, meta: dict, error: str, excerpt: dict | None = None) -> None:
+    async def _fail(self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None) -> None:
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -420,8 +432,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         await self._db(self.seeds.put, record, seed)
         self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
 
-    async def download_failed(self, failure):
-        request = failure.request
+    async def download_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
         self.crawler.signals.send_catch_log(

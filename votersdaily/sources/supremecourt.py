@@ -21,13 +21,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 from parsel import Selector
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
-from ..clock import now_utc
+from votersdaily.clock import now_utc
+
 from .eastern import parse_local_date
 from .errors import UnexpectedDocument
 from .html import enclosing_markup, fold, raise_if_error_page, require_complete_page
@@ -324,7 +326,7 @@ def file_name(href: str) -> str:
     return "%s#%s" % (name, parts.fragment) if parts.fragment else name
 
 
-def opinion_fields(row: Row, base: str, url: str = "") -> dict:
+def opinion_fields(row: Row, base: str, url: str = "") -> dict[str, Any]:
     """The ad hoc keys of one opinion row: case, docket, author, citation, PDF and revisions.
 
     The case name links the opinion PDF; later links in the case cell ("Revisions: 10/24/25") or in
@@ -352,6 +354,6 @@ def opinion_fields(row: Row, base: str, url: str = "") -> dict:
     }
 
 
-def opinion_description(fields: dict) -> str:
+def opinion_description(fields: dict[str, Any]) -> str:
     """Who wrote the opinion and where it is reported ("Sonia Sotomayor; 607/1")."""
     return "; ".join(p for p in (fields["justice"] or fields["justice_initials"], fields["citation"]) if p)

@@ -15,11 +15,12 @@ alone.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.errors import UnexpectedDocument
-from ..sources.supremecourt import (
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.supremecourt import (
     ARGUMENT_AUDIO,
     AUDIO,
     CASE,
@@ -35,7 +36,13 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 REARGUMENT_SUFFIX = "rearg"
 #: The query parameter naming the case on the 2014 site's audio pages (``?argument=12-842&TY=2013``).
@@ -55,14 +62,14 @@ class SupremeCourtArgumentsSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return ("%s/oral_arguments/argument_audio/%d" % (SITE, current_term()),)
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         listing_kind(response, (ARGUMENT_AUDIO,))
         return table_rows(response)
 
-    def parse_record(self, row: Row, response):
+    def parse_record(self, row: Row, response: Response) -> dict[str, Any] | None:
         href, docket = self._parse_audio_link(row, response.url)
         key = self._parse_unique_key(href)
         case_name = self._parse_case_name(row.text(CASE), docket)

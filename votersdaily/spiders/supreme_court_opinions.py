@@ -19,8 +19,10 @@ is empty; a row without a PDF link, or not lined up with its header, is dropped 
 
 from __future__ import annotations
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.supremecourt import (
+from typing import TYPE_CHECKING, Any
+
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.supremecourt import (
     DATE,
     IN_CHAMBERS,
     POLITENESS,
@@ -36,7 +38,13 @@ from ..sources.supremecourt import (
     table_rows,
     term_of,
 )
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 
 class SupremeCourtOpinionsSpider(EventSpider):
@@ -52,16 +60,16 @@ class SupremeCourtOpinionsSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         yy = "%02d" % (current_term() % 100)
         return ("%s/opinions/slipopinion/%s" % (SITE, yy), "%s/opinions/in-chambers.aspx" % SITE)
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         kind = listing_kind(response, (SLIP, IN_CHAMBERS))
         term = term_of(response)
         return [(kind, term, row) for row in table_rows(response)]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         kind, term, row = record
         fields = opinion_fields(row, response.meta.get(SOURCE_URL_META) or response.url, response.url)
         return {
@@ -83,7 +91,7 @@ class SupremeCourtOpinionsSpider(EventSpider):
         return int(text) if text.isdigit() else page_term
 
     @staticmethod
-    def _parse_title(kind: str, fields: dict) -> str:
+    def _parse_title(kind: str, fields: dict[str, Any]) -> str:
         """``303 Creative LLC v. Elenis (No. 21-476): opinion of the Court``."""
         what = "opinion of the Court" if kind == SLIP else "in-chambers opinion"
         return "%s (No. %s): %s" % (fields["case_name"], fields["docket"], what)

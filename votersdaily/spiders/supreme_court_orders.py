@@ -20,11 +20,12 @@ argument page given to this spider is an UnexpectedDocument, never a crash. Date
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.errors import UnexpectedDocument
-from ..sources.html import enclosing_markup, fold
-from ..sources.supremecourt import (
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.html import enclosing_markup, fold
+from votersdaily.sources.supremecourt import (
     DATE,
     ORDERS,
     POLITENESS,
@@ -39,7 +40,16 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy import Selector
+    from scrapy.http import Response
+
+    from votersdaily.sources.supremecourt import Row
 
 ORDER_LINK = 'contains(@href, "/orders/courtorders/")'
 ORDER_LINKS = "//a[%s]" % ORDER_LINK
@@ -64,14 +74,14 @@ class SupremeCourtOrdersSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         yy = "%02d" % (current_term() % 100)
         return (
             "%s/orders/ordersofthecourt/%s" % (SITE, yy),
             "%s/opinions/relatingtoorders/%s" % (SITE, yy),
         )
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """("order", row div, term) for an orders listing, ("relating", table row) for the opinions
         relating to orders; any other page is refused."""
         if listing_kind(response, (ORDERS, RELATING)) == RELATING:
@@ -83,7 +93,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         stray = len(response.xpath(ORDER_LINKS)) - len(rows.xpath("span/a[%s]" % ORDER_LINK))
         return [(ORDERS, row, year, seen) for row in rows] + [(STRAY, response.url)] * max(stray, 0)
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         base = response.meta.get(SOURCE_URL_META) or response.url
         if record[0] == STRAY:
             raise UnexpectedDocument(
@@ -96,7 +106,9 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Orders of the Court: Term Year 2023" -----------------------------------------------------
 
-    def _order(self, row, year, seen, response, base: str) -> dict:
+    def _order(
+        self, row: Selector, year: int | None, seen: dict[str, int], response: Response, base: str
+    ) -> dict[str, Any]:
         href = row.xpath("span/a/@href").get("").strip()
         kind = fold(row.xpath("span/a//text()").get())
         date_text = fold(row.xpath("span[1]/text()").get())
@@ -115,7 +127,7 @@ class SupremeCourtOrdersSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_source_text(page: str, href: str, seen: dict) -> str | None:
+    def _parse_source_text(page: str, href: str, seen: dict[str, int]) -> str | None:
         """The row div exactly as published; ``seen`` counts repeated links to the same PDF."""
         index = seen.get(href, 0)
         seen[href] = index + 1
@@ -123,7 +135,7 @@ class SupremeCourtOrdersSpider(EventSpider):
 
     # -- "Opinions Relating to Orders" (a table, read by column name) -------------------------------
 
-    def _relating(self, row, response, base: str) -> dict:
+    def _relating(self, row: Row, response: Response, base: str) -> dict[str, Any]:
         fields = opinion_fields(row, base, response.url)
         return {
             "datetime": parse_date(row.text(DATE), response.url),
