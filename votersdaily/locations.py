@@ -9,7 +9,8 @@ One *data home* anchors them all, found in this order (``python -m votersdaily w
 3. else the platform's per-user data folder (``$XDG_DATA_HOME/votersdaily``, by default
    ``~/.local/share/votersdaily``), so the installed command writes to one place from anywhere.
 
-Each location below is a setting (some also an environment variable, which wins). An absolute value
+Each location below is a setting, which an environment variable of its name overrides (as every
+project setting: votersdaily/plumbing/environment.py). An absolute value
 is used as it is; a relative one is under the data home, never under the working folder. One
 function per location; the components that write call it, so the rule lives here alone.
 
@@ -24,6 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
+
+from .plumbing.environment import environment_value
 
 HOME_ENV = "VOTERSDAILY_HOME"
 STORE_ENV = "VOTERSDAILY_STORE"
@@ -53,9 +56,10 @@ def _default(name: str) -> Any:
     return getattr(project_settings, name, None)
 
 
-def _configured(settings: Any, name: str, env: str | None = None) -> str:
-    """The raw value of a location: its environment variable first, then the setting ('' if unset)."""
-    value = (os.environ.get(env) if env else None) or _setting(settings, name)
+def _configured(settings: Any, name: str) -> str:
+    """The raw value of a location: the environment variable of a project setting first (the one
+    rule of votersdaily/plumbing/environment.py), then the setting ('' if unset)."""
+    value = environment_value(name) or _setting(settings, name)
     return str(value).strip() if value is not None else ""
 
 
@@ -82,7 +86,7 @@ def platform_data_dir() -> Path:
 
 def home_and_reason(settings: Any = None) -> tuple[Path, str]:
     """The data home and why it is that folder (what ``where`` prints)."""
-    env = os.environ.get(HOME_ENV, "").strip()
+    env = (environment_value(HOME_ENV) or "").strip()
     if env:
         return Path(env).expanduser().absolute(), "$%s" % HOME_ENV
     value = settings.get("VOTERSDAILY_HOME") if settings is not None else None
@@ -99,14 +103,14 @@ def data_home(settings: Any = None) -> Path:
     return home_and_reason(settings)[0]
 
 
-def under_home(value: str | os.PathLike, settings: Any = None) -> Path:
+def under_home(value: str | os.PathLike[str], settings: Any = None) -> Path:
     """``value`` as an absolute path: itself if absolute (``~`` expanded), else under the data home."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else data_home(settings) / path
 
 
-def _folder(settings: Any, name: str, env: str | None = None) -> Path:
-    value = _configured(settings, name, env)
+def _folder(settings: Any, name: str) -> Path:
+    value = _configured(settings, name)
     if not value:
         raise LocationUnset("%s is empty: name the folder to write to" % name)
     return under_home(value, settings)
@@ -129,7 +133,7 @@ def absolute_store_uri(uri: str, settings: Any = None) -> str:
 def store_uri(settings: Any = None) -> str:
     """The store: ``$VOTERSDAILY_STORE``, else the ``VOTERSDAILY_STORE`` setting; an embedded store's
     file is under the data home unless its path is absolute."""
-    uri = _configured(settings, "VOTERSDAILY_STORE", STORE_ENV) or _default("VOTERSDAILY_STORE")
+    uri = _configured(settings, STORE_ENV) or _default("VOTERSDAILY_STORE")
     return absolute_store_uri(uri, settings)
 
 
@@ -138,12 +142,12 @@ def store_uri(settings: Any = None) -> str:
 
 def spool_dir(settings: Any = None) -> Path:
     """Documents the store could not take (``$VOTERSDAILY_SPOOL_DIR``, ``VOTERSDAILY_SPOOL_DIR``)."""
-    return _folder(settings, "VOTERSDAILY_SPOOL_DIR", SPOOL_ENV)
+    return _folder(settings, SPOOL_ENV)
 
 
 def archive_dir(settings: Any = None) -> Path:
     """The source archive of the event spiders (``$VOTERSDAILY_ARCHIVE_DIR``, ``VOTERSDAILY_ARCHIVE_DIR``)."""
-    return _folder(settings, "VOTERSDAILY_ARCHIVE_DIR", ARCHIVE_ENV)
+    return _folder(settings, ARCHIVE_ENV)
 
 
 def ingest_blob_dir(settings: Any = None) -> Path:

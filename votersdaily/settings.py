@@ -62,6 +62,10 @@ VOTERSDAILY_HOME = None
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
 #: path is under the data home.
 VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
+#: Put before the name of every database the project creates or reads (``staging_``: ``staging_vd_events``,
+#: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
+#: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
+VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
@@ -98,6 +102,8 @@ VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
 VOTERSDAILY_SCHEDULE_HOURS = {"ingest": 24.0, "laundromat": 24.0}
+#: Decision documents vd_scheduler keeps (only decisions that change are written; the oldest go first).
+VOTERSDAILY_SCHEDULER_DECISIONS = 1000
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096
@@ -126,7 +132,10 @@ VOTERSDAILY_HEALTH_HISTORY = 10
 # -- the ingest spider (votersdaily/ingest/) ------------------------------------------------------
 #: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
 INGEST_ALLOW_PRIVATE = False
-#: If set, only these hosts are fetched at all (e.g. ["127.0.0.1"] for an offline test site).
+#: Hosts ("host": every port, or "host:port") whose private addresses the ingest may reach, e.g.
+#: ["127.0.0.1:8080"] for a local test site; every other private address stays refused.
+INGEST_PRIVATE_HOSTS: list[str] = []
+#: If set, only these hosts ("host" or "host:port", as above) are fetched at all.
 INGEST_ALLOWED_HOSTS: list[str] = []
 #: Substrings of a URL never ingested, checked before every fetch and on every terminal URL
 #: (sandcrawler's base-URL blocklist). Setting a list replaces the defaults; ``*_EXTRA`` adds to them.
@@ -340,7 +349,7 @@ LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
 LAUNDROMAT_ALLOW_PRIVATE = False
 #: Hosts ("host" or "host:port") whose private addresses derived URLs may reach, e.g. ["127.0.0.1:8080"].
 LAUNDROMAT_PRIVATE_HOSTS: list[str] = []
-#: If set, derived URLs may name only these hosts.
+#: If set, derived URLs may name only these hosts ("host" or "host:port").
 LAUNDROMAT_ALLOWED_HOSTS: list[str] = []
 #: Every download is streamed to disk; one larger than this (or a file: seed) ends as failed.
 LAUNDROMAT_MAX_DOWNLOAD_BYTES = 8 * 1024**3

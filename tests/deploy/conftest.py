@@ -15,6 +15,7 @@ import pytest
 from tests.deploy.settings import SPIDER_MODULES
 from tests.support.packaging import build_wheel, copy_clone, install, venv_python
 from tests.support.services import REPO, TEST_HOME, free_port, which
+from votersdaily.store.names import PREFIX_ENV
 
 TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
@@ -186,12 +187,16 @@ class ScrapydServer:
 
     USERNAME, PASSWORD = "deployer", "deploy-s3cret"
 
-    def __init__(self, workdir: Path, env: dict, python: Path | str = sys.executable):
+    def __init__(
+        self, workdir: Path, env: dict, python: Path | str = sys.executable, credentials: bool = True
+    ):
         self.workdir = workdir
         self.port = free_port()
         self.env = env
         #: The node's Python: scrapyd runs each job with it (``python -m scrapyd.runner``).
         self.python = python
+        #: False: a scrapyd.conf without username and password (scrapyd then answers anyone).
+        self.credentials = credentials
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -207,14 +212,16 @@ class ScrapydServer:
         from tests.support.services import wait_http
 
         self.workdir.mkdir(parents=True, exist_ok=True)
+        credentials = (
+            "username = %s\npassword = %s\n" % (self.USERNAME, self.PASSWORD) if self.credentials else ""
+        )
         (self.workdir / "scrapyd.conf").write_text(
-            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\nusername = %s\npassword = %s\n"
+            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\n%s"
             "eggs_dir = %s\nlogs_dir = %s\ndbs_dir = %s\nitems_dir =\njobs_to_keep = 20\nmax_proc = 4\n"
             "poll_interval = 0.2\n"
             % (
                 self.port,
-                self.USERNAME,
-                self.PASSWORD,
+                credentials,
                 self.workdir / "eggs",
                 self.workdir / "logs",
                 self.workdir / "dbs",
@@ -227,7 +234,9 @@ class ScrapydServer:
             stdout=open(self.workdir / "scrapyd.out", "ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_http(self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD))
+        wait_http(
+            self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD) if self.credentials else None
+        )
         return self
 
     def stop(self) -> None:
@@ -244,6 +253,8 @@ def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
     """The node's environment: the store and the data home come from here, never from the egg; no
     checkout on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    if PREFIX_ENV in os.environ:  # a real CouchDB shared by the tests (tests/conftest.py)
+        env[PREFIX_ENV] = os.environ[PREFIX_ENV]
     env["PYTHONPATH"] = ""
     env["VOTERSDAILY_STORE"] = store_uri
     env["VOTERSDAILY_HOME"] = str(workdir / "home")

@@ -3,7 +3,9 @@ installed and the project egg deployed."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -31,11 +33,11 @@ def egg(deployed):
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, pouchdb, deployed):
+def node(tmp_path_factory, couchdb, deployed):
     """One scrapyd for the module (a start and an upload take seconds), on a node with the package
     installed, the egg deployed; what it keeps per node (data home, archive, spool) lives in ``workdir``."""
     workdir = tmp_path_factory.mktemp("node")
-    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir), deployed.python).start()
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(couchdb.url, workdir), deployed.python).start()
     client = Scrapyd(server.auth_url)
     client.add_version("r1", deployed.egg.read_bytes())
     yield workdir, server, client
@@ -259,3 +261,180 @@ def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog
     stored = list(store.iter_docs("vd_scheduler"))
     assert stored and all("s3cret" not in json.dumps(doc) for doc in stored)
     assert "s3cret" not in caplog.text and "127.0.0.1:%d" % port in caplog.text
+
+
+def _run_log(couch_uri: str, spider: str) -> dict:
+    store = open_store(couch_uri)
+    try:
+        (log,) = [d for d in store.iter_docs("vd_log") if d["parser_name"] == spider]
+    finally:
+        store.close()
+    return log
+
+
+def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
+    """Issue 26, point 2: a node started in a checkout ran the checkout, not what was deployed, and
+    nothing said so. The run log names the package version and where it was imported from."""
+    import votersdaily
+    from tests.support.services import REPO
+
+    server, client = scrapyd
+    jobid = client.schedule("house_votes", url=recording(ROLL).resolve().as_uri())
+    wait_finished(client, [jobid])
+    code = _run_log(couch_uri, "house_votes")["code"]
+    assert code["version"] == votersdaily.__version__
+    node_env = deployed.python.parent.parent  # the node's virtual environment
+    assert code["path"].startswith(str(node_env)) and "site-packages" in code["path"], code
+    assert not code["path"].startswith(str(REPO))
+    assert "code: votersdaily %s from %s" % (code["version"], code["path"]) in server.job_log(
+        "house_votes", jobid
+    )
+
+
+def test_an_ingest_job_without_requests_fails_and_the_scheduler_gives_it_the_store(scrapyd, couch_uri, site):
+    """Issue 26, point 4: the scheduler scheduled `ingest` with no arguments, and the job logged
+    `ERROR: no ingest requests` and recorded `success`."""
+    server, client = scrapyd
+    bare = client.schedule("ingest")
+    wait_finished(client, [bare])
+    log = _run_log(couch_uri, "ingest")
+    assert log["result"] == "NoIngestRequests", server.job_log("ingest", bare)[-3000:]
+    assert "give -a url=" in log["error_message"]
+
+    page = shared_file("fixtures/inplace/scholarly/plos_one_article.html")
+    url = site.route("/article.html", page.read_bytes(), content_type="text/html; charset=utf-8")
+    queued = run_main("ingest", "enqueue", "--url", url, "--type", "html", store_uri=couch_uri)
+    assert queued.returncode == 0, queued.stderr
+    out = run_main(
+        "scheduler",
+        "--scrapyd",
+        server.auth_url,
+        "--once",
+        "--spider",
+        "ingest",
+        "--setting",
+        "INGEST_PRIVATE_HOSTS=127.0.0.1:%d" % site.port,
+        "--setting",
+        "INGEST_FETCH_RESOURCES=False",
+        store_uri=couch_uri,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    jobid = _decisions(couch_uri)[-1]["jobid"]
+    wait_finished(client, [jobid])
+    store = open_store(couch_uri)
+    try:
+        logs = sorted(
+            (d for d in store.iter_docs("vd_log") if d["parser_name"] == "ingest"), key=lambda d: d["_id"]
+        )
+        results = list(store.iter_docs("ingest_file_result"))
+    finally:
+        store.close()
+    assert logs[-1]["result"] == "success", server.job_log("ingest", jobid)[-3000:]
+    assert [(r["request"]["base_url"], r["status"]) for r in results] == [(url, "success")]
+
+
+def test_the_scheduler_says_scrapyd_refused_the_credentials(scrapyd, couch_uri, monkeypatch):
+    """Issue 26, point 5: without credentials it reported `scrapyd-unavailable ... JSONDecodeError`
+    (scrapyd had answered 401)."""
+    server, client = scrapyd
+    refused = _scheduler(server.url, couch_uri, status=3)
+    assert "refused the credentials (HTTP 401)" in refused and "$SCRAPYD_USERNAME" in refused, refused
+    assert "JSONDecodeError" not in refused
+    wrong = _scheduler(server.url.replace("//", "//deployer:wrong@"), couch_uri, status=3)
+    assert "refused the credentials (HTTP 401): the username and password given are not" in wrong
+    # The variables scrapyd-deploy reads (scrapy.cfg) serve the scheduler too, off the command line.
+    monkeypatch.setenv("SCRAPYD_USERNAME", server.USERNAME)
+    monkeypatch.setenv("SCRAPYD_PASSWORD", server.PASSWORD)
+    assert "scheduled" in _scheduler(server.url, couch_uri)
+    wait_finished(client, [_decisions(couch_uri)[-1]["jobid"]])
+
+
+def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(
+    tmp_path, pouchdb, couch_uri, deployed
+):
+    """Issue 24, point 10: a scrapyd without credentials took an unauthenticated egg upload and the
+    scheduler said nothing."""
+    import requests
+
+    open_node = ScrapydServer(
+        tmp_path / "open", scrapyd_env(pouchdb.url, tmp_path), deployed.python, credentials=False
+    ).start()
+    try:
+        upload = requests.post(
+            open_node.url + "addversion.json",
+            data={"project": "votersdaily", "version": "anyone"},
+            files={"egg": ("project.egg", deployed.egg.read_bytes())},
+            timeout=30,
+        )
+        assert upload.json()["status"] == "ok", upload.json()  # what any local process can do to such a node
+        refused = _scheduler(open_node.url, couch_uri, status=2)
+        assert "scrapyd-open" in refused and "answers without credentials" in refused, refused
+        assert "--allow-open-scrapyd" in refused
+        client = Scrapyd(open_node.url)
+        assert client.jobs().active() == [], "nothing scheduled"
+        allowed = run_main(
+            "scheduler",
+            "--scrapyd",
+            open_node.url,
+            "--once",
+            "--spider",
+            "house_votes",
+            "--offline",
+            "--allow-open-scrapyd",
+            store_uri=couch_uri,
+        )
+        assert allowed.returncode == 0 and "scheduled" in allowed.stdout, allowed.stdout + allowed.stderr
+        assert (
+            "answers without credentials" in allowed.stderr
+            and "allowed by --allow-open-scrapyd" in allowed.stderr
+        )
+        wait_finished(client, [_decisions(couch_uri)[-1]["jobid"]])
+        client.close()
+    finally:
+        open_node.stop()
+
+
+def test_the_scheduler_loop_shows_each_change_and_stores_only_changes(scrapyd, couch_uri, tmp_path):
+    """Issue 26, point 5: in loop mode it printed nothing and wrote a decision document every pass,
+    due or not (53 in 4 minutes). Now each change is a line of its output and a document (at most
+    VOTERSDAILY_SCHEDULER_DECISIONS are kept); passes that change nothing write nothing."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.services import REPO, cli_environment
+
+    server, client = scrapyd
+    out = tmp_path / "scheduler.out"
+    env = dict(os.environ, **cli_environment(couch_uri, {"VOTERSDAILY_SCHEDULER_DECISIONS": "2"}))
+    loop = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", server.auth_url),
+            *("--interval", "0.3", "--spider", "house_votes", "--offline"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=open(out, "wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and " scheduled " not in out.read_text():
+            time.sleep(0.2)
+        jobid = _decisions(couch_uri)[0]["jobid"]
+        wait_finished(client, [jobid])
+        while time.monotonic() < deadline and "not-due" not in out.read_text():
+            time.sleep(0.2)
+        time.sleep(1.5)  # a few more passes, each with nothing new
+    finally:
+        loop.send_signal(signal.SIGINT)
+        assert loop.wait(20) == 0, out.read_text()[-3000:]
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("votersdaily scheduler: a pass every 0.3 s on %s" % server.url), lines
+    shown = [line.split()[1:4] for line in lines[1:] if "house_votes" in line]
+    assert shown[0][1] == "scheduled" and shown[-1][1] == "not-due", lines
+    assert all(a != b for a, b in itertools.pairwise(shown)), "a change is shown once"
+    assert len(shown) <= 4, lines  # scheduled, pending, running, not-due: not one per pass
+    decisions = _decisions(couch_uri)
+    assert 1 <= len(decisions) <= 2, decisions  # at most VOTERSDAILY_SCHEDULER_DECISIONS kept
+    assert decisions[-1]["decision"] in ("scheduled", "skipped-running") and decisions[-1]["jobid"] == jobid

@@ -22,6 +22,7 @@ from tests.support.services import LocalSite
 from votersdaily.ingest.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.laundromat import fetching
 from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
+from votersdaily.plumbing.hosts import HostList
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER
@@ -244,7 +245,7 @@ def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
     redirect to the internal server is refused before any connection, sizes are bounded."""
     context = site.route("/context.jsonld", '{"@context": {"name": "http://schema.org/name"}}')
     to_internal = site.route("/ctx-redirect", status=302, headers={"Location": hostile.url + "/secret.nt"})
-    policy = AddressPolicy(private_hosts=frozenset({"127.0.0.1:%d" % site.port}))
+    policy = AddressPolicy(private_hosts=HostList.parse(["127.0.0.1:%d" % site.port], "test"))
     fetched = fetch_limited(context, policy, max_bytes=1000, timeout=10)
     assert fetched.body.startswith(b'{"@context"') and fetched.url == context
     with pytest.raises(PrivateAddressRefused):
@@ -256,7 +257,10 @@ def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
         fetch_limited(context, policy, max_bytes=10, timeout=10)
     with pytest.raises(HostNotAllowed):
         fetch_limited(
-            context, AddressPolicy(allowed_hosts=frozenset({"example.org"})), max_bytes=10, timeout=10
+            context,
+            AddressPolicy(allowed_hosts=HostList.parse(["example.org"], "test")),
+            max_bytes=10,
+            timeout=10,
         )
     assert hostile.hits == {}
 
@@ -314,7 +318,7 @@ def _sysfs_file() -> str | None:
         "/sys/kernel/uevent_seqnum",
         "/sys/power/state",
     ):
-        if os.path.isfile(path) and os.access(path, os.R_OK):
+        if Path(path).is_file() and os.access(path, os.R_OK):
             return path
     return None
 

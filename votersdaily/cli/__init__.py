@@ -3,7 +3,8 @@
 Each command module has ``register(subparsers)``, which adds its parser and sets ``func`` (called with
 the parsed arguments; it returns the exit status). Add a command by adding its module to COMMANDS.
 Exit statuses: 0 done, 1 the work failed (a run, bad input lines, refused writes), 2 a usage error or
-what was asked for does not exist, 3 the store or a service (scrapyd, Redis) is unavailable.
+what was asked for does not exist, 3 the store or a service (scrapyd, Redis) is unavailable, 4 done,
+but documents wait in the spool (the store did not take them: ``flush`` delivers them).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import importlib
 import logging
 import os
 import sys
+from typing import Any, NoReturn
 
-from ..store.base import StoreError
-from ..store.check import StoreMissing
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMissing
 
 #: Exit statuses of every command (README: Exit codes).
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
 
 COMMANDS = (
     "dump",
@@ -39,11 +41,11 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2; options are
     spelled out (an abbreviation that works today breaks when an option is added)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, "%s: error: %s (see --help)\n" % (self.prog, message))
 
 

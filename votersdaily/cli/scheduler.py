@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
     parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
@@ -29,6 +34,11 @@ def register(sub) -> None:
         "--offline",
         action="store_true",
         help="event spiders replay the recordings shipped with the package on the node (-a offline=true)",
+    )
+    parser.add_argument(
+        "--allow-open-scrapyd",
+        action="store_true",
+        help="schedule on a scrapyd that answers without credentials (refused by default)",
     )
     parser.add_argument(
         "--setting",
@@ -50,11 +60,34 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def run(args) -> int:
-    from ..deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
-    from ..deploy.scrapyd import Scrapyd
+def show(decision: dict[str, Any], stamp: bool = False) -> None:
+    """One decision as a line of standard output (the loop prefixes the time)."""
+    print(
+        "%s%-28s %-20s %s %s"
+        % (
+            decision["datetime"] + " " if stamp else "",
+            decision["spider"],
+            decision["decision"],
+            decision.get("jobid") or "",
+            decision["reason"],
+        ),
+        flush=True,
+    )
 
-    settings = get_project_settings()
+
+def run(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import (
+        FAILED,
+        OPEN,
+        SCHEDULER_DB,
+        UNAVAILABLE,
+        Plan,
+        RecurringScheduler,
+        spider_frequencies,
+    )
+    from votersdaily.deploy.scrapyd import Scrapyd
+
+    settings = project_settings()
     hours = spider_frequencies(settings)
     try:
         hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
@@ -74,20 +107,40 @@ def run(args) -> int:
     loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:
-        spider_args = {}
+        cls = loader.load(name)
+        # A spider that needs arguments to have work says which (the ingest: requests=store).
+        spider_args = dict(getattr(cls, "schedule_arguments", {}))
         # The node finds its own copy of the recordings (no file:// path of this machine).
-        if args.offline and getattr(loader.load(name), "recordings", None):
+        if args.offline and getattr(cls, "recordings", None):
             spider_args["offline"] = "true"
         plans.append(Plan(name, hours[name], spider_args, job_settings))
     store = checked_store()
-    scheduler = RecurringScheduler(Scrapyd(args.scrapyd, args.project), store, plans)
+    scheduler = RecurringScheduler(
+        Scrapyd(args.scrapyd, args.project),
+        store,
+        plans,
+        allow_open=args.allow_open_scrapyd,
+        keep=settings.getint("VOTERSDAILY_SCHEDULER_DECISIONS"),
+    )
     if args.once:
         decisions = scheduler.run_once()
         for d in decisions:
-            print("%-28s %-20s %s %s" % (d["spider"], d["decision"], d.get("jobid") or "", d["reason"]))
-        # The exit status tells cron what the pass achieved: scrapyd down, or a spider not scheduled.
+            show(d)
+        # The exit status tells cron what the pass achieved: scrapyd down (or refusing the
+        # credentials), open to anyone, or a spider not scheduled.
         if any(d["decision"] == UNAVAILABLE for d in decisions):
             return EXIT_UNAVAILABLE
+        if any(d["decision"] == OPEN for d in decisions):
+            return EXIT_USAGE
         return EXIT_FAILED if any(d["decision"] == FAILED for d in decisions) else EXIT_OK
-    scheduler.run_forever(args.interval)
-    return 0
+    print(
+        "votersdaily scheduler: a pass every %g s on %s for %s; each decision that changes is shown "
+        "here and stored in %s (Ctrl-C stops)"
+        % (args.interval, scheduler.scrapyd.url, ", ".join(names), SCHEDULER_DB),
+        flush=True,
+    )
+    try:
+        scheduler.run_forever(args.interval, report=lambda decision: show(decision, stamp=True))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK

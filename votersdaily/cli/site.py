@@ -8,14 +8,21 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import Spool, spool_dir
+
 from . import EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("site", help="build the static calendar site")
     actions = parser.add_subparsers(dest="action", required=True)
     build = actions.add_parser("build", help="write the site into a folder (created if missing)")
@@ -31,10 +38,11 @@ def register(sub) -> None:
     build.set_defaults(func=run_build)
 
 
-def run_build(args) -> int:
-    from ..deploy.periodic import spider_frequencies
-    from ..feeds.sanitise import FeedReport
-    from ..feeds.site import SiteConfig, build_site
+def run_build(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import spider_frequencies
+    from votersdaily.feeds.sanitise import FeedReport
+    from votersdaily.feeds.site import SiteConfig, build_site
+
     from .crawl import event_spiders
 
     settings = get_project_settings()
@@ -45,15 +53,23 @@ def run_build(args) -> int:
         return EXIT_USAGE
     store = checked_store(must_exist=True)
     report = FeedReport()
+    # Only what was spooled for this store: another store's documents never reach it.
+    spooled = Spool(spool_dir(settings)).waiting(identity_of(store))
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
         with replaced_dir(args.dir) as partial:
-            summary = build_site(store, partial, config, spiders=spiders, report=report)
+            summary = build_site(store, partial, config, spiders=spiders, report=report, spooled=spooled)
     finally:
         store.close()
     for line in report.lines():
         print("site: %s" % line, file=sys.stderr)
+    if spooled:
+        print(
+            "site: %d documents for this store wait in the spool %s (not on the site until "
+            "`python -m votersdaily flush` delivers them)" % (sum(spooled.values()), spool_dir(settings)),
+            file=sys.stderr,
+        )
     print(
         "site: %d day pages, %d feeds, %d spiders on the health page in %s"
         % (summary.days, summary.feeds, summary.spiders, args.dir),

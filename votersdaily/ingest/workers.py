@@ -14,6 +14,7 @@ spider to fail that one request with a clear status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -21,9 +22,12 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..blocking import run_in_thread
+from votersdaily.blocking import run_in_thread
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +43,44 @@ def default_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def _die_with(worker_pid: int) -> None:
+    """Initialiser of every extraction process: it ends when its worker ends, even by SIGKILL.
+
+    Its parent is the fork server, not the worker, and it holds the write ends of its call queue, so
+    left alone it would wait on that queue for ever (and keep the fork server and the resource
+    tracker alive with it). Two guards: ``PR_SET_PDEATHSIG`` kills it when the fork server dies, and
+    a thread waiting on the worker's pidfd kills it when the worker dies (the fork server and the
+    resource tracker then see their last client gone and exit)."""
+    import ctypes
+    import signal
+    import threading
+
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the watcher below still ends it
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    threading.Thread(target=_watch, args=(worker_pid,), name="die-with-worker", daemon=True).start()
+
+
+def _watch(pid: int) -> None:
+    """Kill this process once process ``pid`` has exited (its pidfd turns readable). Without
+    pidfd_open (Linux before 5.3) nothing is watched: the supervisor's process group is the guard."""
+    import select
+    import signal
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        fd = None  # already gone
+    except (OSError, AttributeError):
+        return
+    if fd is not None:
+        select.select([fd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: prctl(2) option: the signal this process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
 def _warm() -> int:
     """The import is the warm-up (a worker the fork server did not preload)."""
     for module in PRELOAD:
@@ -50,30 +92,32 @@ class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int, crawler=None):
+    def __init__(self, processes: int, crawler: Crawler | None = None) -> None:
         self.processes = processes
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
 
-    def start(self, *args, **kwargs) -> None:
+    def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._executor is not None:
             return
         # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+        self._executor = ProcessPoolExecutor(
+            self.processes, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
+        )
         for _ in range(self.processes):
             self._executor.submit(_warm)
 
-    async def run(self, func: Callable, *args) -> Any:
+    async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
                 self.start()
             executor = self._executor
-            assert executor is not None, "start() makes the pool when there are processes"
+            assert executor is not None, "start() makes the pool when there are processes"  # noqa: S101 - invariant
             try:
                 return await asyncio.wrap_future(executor.submit(func, *args))
             except BrokenProcessPool:
@@ -105,7 +149,7 @@ class ExtractPool:
         if self.crawler is not None:
             self.crawler.stats.inc_value(key)
 
-    def close(self, *args, **kwargs) -> None:
+    def close(self, *args: Any, **kwargs: Any) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
 from . import formats as F
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .contexts import ContextOptions
 
 GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
@@ -38,7 +41,7 @@ OX_FORMATS = {
 LINE_BASED = F.LINE_BASED
 
 
-def serialize_quads(quads) -> bytes:
+def serialize_quads(quads: Iterable[ox.Quad]) -> bytes:
     """Canonical N-Quads of ``quads`` (pyoxigraph's serializer writes canonical terms)."""
     return ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
 
@@ -89,7 +92,7 @@ class CleanResult:
     duplicates: int = 0
     errors: int = 0
     warnings: int = 0
-    messages: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
     uncompressed_bytes: int = 0
     named_graphs: bool = False
@@ -99,7 +102,7 @@ class CleanResult:
     #: Whether the process that cleaned it had the compiled fast path (:mod:`.native`).
     compiled_path: bool = False
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["number_of_statements"] = doc.pop("statements")
         doc["number_of_unique_statements"] = doc.pop("unique")
@@ -111,7 +114,7 @@ class CleanResult:
 
 
 class Messages:
-    def __init__(self, result: CleanResult, cap: int):
+    def __init__(self, result: CleanResult, cap: int) -> None:
         self.result = result
         self.cap = cap
 

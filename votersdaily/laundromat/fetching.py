@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
@@ -42,13 +42,17 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from .. import locations
-from ..blocking import run_in_thread
-from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
-from ..reactor import installed_reactor
+from votersdaily import locations
+from votersdaily.blocking import run_in_thread
+from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 
 #: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
 OPERATOR_META = "laundromat_operator_seed"
@@ -66,14 +70,9 @@ class LocalFileRefused(Exception):
     """A ``file:`` seed that is not a regular file, or a ``file:`` URL that is not the operator's."""
 
 
-def address_policy(settings) -> AddressPolicy:
+def address_policy(settings: BaseSettings) -> AddressPolicy:
     """The laundromat's policy for URLs from crawled content, from its settings."""
-    return AddressPolicy(
-        allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
-        allowed_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_ALLOWED_HOSTS")),
-        private_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_PRIVATE_HOSTS")),
-        setting="LAUNDROMAT_ALLOW_PRIVATE",
-    )
+    return AddressPolicy.from_settings(settings, "LAUNDROMAT")
 
 
 class AddressGuardMiddleware(SsrfGuardMiddleware):
@@ -82,17 +81,17 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 
     trusted_meta = OPERATOR_META
 
-    def __init__(self, policy: AddressPolicy):
-        super().__init__(policy.allow_private, sorted(policy.allowed_hosts), policy=policy)
+    def __init__(self, policy: AddressPolicy) -> None:
+        super().__init__(policy=policy)
         self._operator_hosts: set[str] = set()
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(address_policy(crawler.settings))
         guard.install()
         return guard
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request) -> None:
         parts = urlsplit(request.url)
         if request.meta.get(OPERATOR_META):
             self._operator_hosts.add(parts.netloc.lower())
@@ -113,7 +112,9 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 class _FileSink(Protocol):
     """Writes a response body to ``out`` as it arrives; fails past ``limit`` bytes."""
 
-    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred):
+    def __init__(
+        self, out: BinaryIO, limit: int, expected: int | None, finished: defer.Deferred[int]
+    ) -> None:
         self.out = out
         self.limit = limit
         self.expected = expected
@@ -247,7 +248,7 @@ def copy_local_file(
     on disk, nothing read): the laundromat never writes to a file it was given, and removing its
     link when done leaves the operator's file as it was. A file that changes while a crawl reads
     it is no more a sound seed with a copy than with a link."""
-    _refuse_special(source, os.stat(source))
+    _refuse_special(source, Path(source).stat())
     fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
@@ -280,14 +281,14 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
         os.link(source, target)
     except OSError:
         return False
-    linked = os.stat(target)
+    linked = target.stat()
     if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):  # not the file that was checked
         target.unlink()
         return False
     return True
 
 
-def _context_factory(crawler):
+def _context_factory(crawler: Crawler) -> Any:
     from scrapy.core.downloader import contextfactory
 
     load = getattr(contextfactory, "_load_context_factory_from_settings", None)
@@ -305,7 +306,7 @@ class StreamingDownloadHandler:
 
     lazy = False
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         from twisted.internet import reactor
 
         settings = crawler.settings
@@ -317,7 +318,7 @@ class StreamingDownloadHandler:
         self.pool.maxPersistentPerHost = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.crawler = crawler
         self.stopping = threading.Event()
-        self._in_flight: set[defer.Deferred] = set()
+        self._in_flight: set[defer.Deferred[Any]] = set()
         self._watcher = task.LoopingCall(self._watch)
 
     # Built at their first HTTP request: Scrapy's HTTP handler and TLS context factory import its TLS
@@ -340,7 +341,7 @@ class StreamingDownloadHandler:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def _watch(self) -> None:
@@ -350,7 +351,7 @@ class StreamingDownloadHandler:
             for pending in list(self._in_flight):
                 pending.cancel()
 
-    async def download_request(self, request, spider=None) -> Response:
+    async def download_request(self, request: Request, spider: Spider | None = None) -> Response:
         if not self._watcher.running:
             self._watcher.start(0.5, now=False)
         name = request.meta.get(STREAM_META)
@@ -382,7 +383,7 @@ class StreamingDownloadHandler:
         request.meta[STREAMED_META] = size
         return response
 
-    async def _http(self, request, target: Path) -> tuple[Response, int]:
+    async def _http(self, request: Request, target: Path) -> tuple[Response, int]:
         reactor = installed_reactor()
 
         timeout = self.timeout
@@ -392,7 +393,7 @@ class StreamingDownloadHandler:
         started = time.monotonic()
         pending = self.agent.request(request.method.encode(), request.url.encode("ascii"), headers, None)
         current: list[defer.Deferred[Any]] = [pending]
-        timer = reactor.callLater(timeout, lambda: current[0].cancel())
+        timer = reactor.callLater(timeout, lambda: current[0].cancel())  # noqa: PLW0108 - the Deferred in flight then
         self._in_flight.add(pending)
         try:
             txresponse = await maybe_deferred_to_future(pending)
@@ -528,7 +529,7 @@ def _connect_first(host: str, addresses: list[str], port: int, timeout: float | 
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
 
@@ -537,7 +538,7 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         self.tls = ssl.create_default_context()
         super().__init__(host, port, timeout=timeout, context=self.tls)
         self.addresses = addresses

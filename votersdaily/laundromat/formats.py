@@ -19,6 +19,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -104,7 +105,7 @@ class Guess:
     #: extension showed.
     not_rdf: str | None = None
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {
             "format": self.format,
             "not_rdf": self.not_rdf,

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
@@ -31,13 +32,18 @@ from .external_sort import SortedSink
 from .xmlentities import EntityRefused, expand_entities
 from .xmlliterals import LiteralStop, canonical_xml_literals
 
+if TYPE_CHECKING:
+    pass
+
 #: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
 _JSONLD_SCRIPT = re.compile(
     r"""<script\b[^>]*\btype\s*=\s*["']?application/ld\+json\b[^>]*>(.*?)</script\s*>""", re.I | re.S
 )
 
 
-def _until_error(quads: Iterator, messages: Messages, stop: LiteralStop | None = None) -> Iterator:
+def _until_error(
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None
+) -> Iterator[ox.Quad]:
     """The parsed quads up to the first syntax error, which is recorded and ends the document.
     ``stop``: where rewriting the document's XML literals stopped; an error there ends the
     document given to the parser, which is the first error unless the parser finds one before."""
@@ -68,7 +74,7 @@ def _until_error(quads: Iterator, messages: Messages, stop: LiteralStop | None =
 
 
 def _batched(
-    quads: Iterator, messages: Messages, stop: LiteralStop | None = None, size: int = 10_000
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None, size: int = 10_000
 ) -> Iterator[bytes]:
     """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
     quads = _until_error(quads, messages, stop)
@@ -106,7 +112,7 @@ def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
     hashing every permutation of its related blank nodes that share a hash (§4.8): the product of
     the factorials of those groups' sizes. A clique of n such nodes costs n·(n-1)!.
     """
-    quads_of: dict[str, list] = {}
+    quads_of: dict[str, list[ox.Quad]] = {}
     for quad in dataset:
         for label in {
             t.value for t in (quad.subject, quad.object, quad.graph_name) if isinstance(t, ox.BlankNode)
@@ -146,7 +152,7 @@ def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
     return work
 
 
-def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messages) -> Iterator:
+def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messages) -> Iterator[ox.Quad]:
     """The quads of a JSON-LD document, its remote contexts loaded first (through the cache and
     the guarded fetch: :mod:`.contexts`)."""
     try:
@@ -210,7 +216,9 @@ def _literals_as_written() -> Iterator[None]:
         rdflib.NORMALIZE_LITERALS = saved
 
 
-def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | None = None) -> list:
+def quads_per_statement(
+    data: bytes, fmt: ox.RdfFormat, messages: Messages, base_iri: str | None = None
+) -> list[ox.Quad]:
     """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
     in RDFa without a base) is recorded and costs only itself. With ``base_iri``, the lines are
     read as Turtle, so relative IRIs are resolved against it."""
@@ -220,7 +228,7 @@ def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | No
         return list(ox.parse(data, fmt, base_iri=base_iri))
     except SyntaxError:
         pass
-    quads: list = []
+    quads: list[ox.Quad] = []
     for i, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             try:
@@ -311,7 +319,7 @@ def parse_rdfa(path: Path, base_iri: str | None, sink: SortedSink, messages: Mes
     _from_dataset(dataset, sink)
 
 
-def _n_triples(graph, messages: Messages) -> bytes:
+def _n_triples(graph: Any, messages: Messages) -> bytes:  # pyRdfa (untyped) made the rdflib graph
     """An rdflib graph as N-Triples, one statement at a time: a term rdflib cannot write (an IRI
     with a space) costs its own statement, recorded, not the graph's."""
     from rdflib.plugins.serializers.nt import _nt_row  # the row writer of rdflib's N-Triples serializer

@@ -47,7 +47,7 @@ class Skolemiser:
     distinct labels distinct.
     """
 
-    def __init__(self, genid_base: str, doc_key: str, relabel: bool):
+    def __init__(self, genid_base: str, doc_key: str, relabel: bool) -> None:
         self.prefix = ("<%s%s/" % (genid_base, doc_key)).encode("utf-8")
         self.relabel = relabel
         self.labels: dict[bytes, bytes] = {}

@@ -85,7 +85,7 @@ def _has_literal(path: Path) -> bool:
     return False
 
 
-def _tag_end(data, start: int) -> int:
+def _tag_end(data: mmap.mmap, start: int) -> int:
     """The offset just past the start tag that begins at ``start`` (quoted values may hold ``>``)."""
     quote = 0
     i = start + 1
@@ -144,7 +144,7 @@ class _Rewriter:
     """One pass of expat over the document, writing the copy as it goes (nothing is written until
     the first XML literal ends: a document without one is not copied)."""
 
-    def __init__(self, dst: Path, data):
+    def __init__(self, dst: Path, data: mmap.mmap) -> None:
         self.dst, self.data = dst, data
         self.out: BinaryIO | None = None
         self.copied = 0  # bytes of the source accounted for in the copy so far

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import locations
-from ..locations import STORE_ENV
-from ..rfc3986 import mask_uri
+from votersdaily import locations
+from votersdaily.locations import STORE_ENV
+from votersdaily.rfc3986 import mask_uri
+
 from .base import Row, Store, StoreError, StoreUnavailable
+from .names import db_prefix
 
 
 def store_uri(settings: Any = None) -> str:
@@ -20,16 +22,19 @@ def store_uri(settings: Any = None) -> str:
     return locations.store_uri(settings)
 
 
-def open_store(uri: str | None = None) -> Store:
-    uri = locations.absolute_store_uri(uri) if uri else store_uri()
+def open_store(uri: str | None = None, settings: Any = None) -> Store:
+    """The store of ``uri`` (default: the configured one; an embedded store's relative path is under
+    the data home), its databases under the configured prefix (:mod:`.names`)."""
+    uri = locations.absolute_store_uri(uri, settings) if uri else store_uri(settings)
+    prefix = db_prefix(settings)
     if uri.startswith("sqlite:"):
         from .embedded import EmbeddedStore
 
-        return EmbeddedStore.from_uri(uri)
+        return EmbeddedStore.from_uri(uri, prefix=prefix)
     if uri.startswith(("http://", "https://")):
         from .couch import CouchStore
 
-        return CouchStore(uri)
+        return CouchStore(uri, prefix=prefix)
     raise StoreError("unsupported store URI scheme in %r (use sqlite:/// or http(s)://)" % mask_uri(uri))
 
 

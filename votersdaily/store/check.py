@@ -8,11 +8,16 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..locations import absolute_store_uri
+from votersdaily.locations import absolute_store_uri
+
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import requests
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -68,7 +73,7 @@ def _couch(uri: str) -> Store:
     if not parts.hostname:
         raise StoreError("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
-    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"
+    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
     except requests.ConnectionError as exc:
@@ -83,23 +88,13 @@ def _couch(uri: str) -> Store:
         raise StoreUnavailable(
             "cannot reach the store at %s (%s): is it a CouchDB server?" % (shown, type(exc).__name__)
         ) from None
-    if response.status_code == 401:
-        store.close()
-        raise StoreUnavailable(
-            "the store at %s refused the credentials (HTTP 401): fix the user and password in $%s "
-            "(a server in admin party, like the PouchDB Server of the README, takes none)"
-            % (shown, STORE_ENV)
-        )
     if response.status_code != 200 or "userCtx" not in _json_or_empty(response):
         store.close()
-        raise StoreUnavailable(
-            "%s does not answer like CouchDB (GET /_session: HTTP %d): check the URL in $%s"
-            % (shown, response.status_code, STORE_ENV)
-        )
+        raise store.refusal(response, "GET", "_session")
     return store
 
 
-def _json_or_empty(response) -> dict:
+def _json_or_empty(response: requests.Response) -> dict[str, Any]:
     try:
         answer = response.json()
     except ValueError:
