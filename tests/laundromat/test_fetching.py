@@ -375,7 +375,7 @@ def test_failed_and_skipped_seeds_are_said_and_leave_no_file(crawl, sqlite_uri, 
     )
     for uri in [sock_path.resolve().as_uri(), *special]:
         assert "WARNING: download of %s failed: LocalFileRefused: refusing" % uri in log
-    assert "5 of 5 seeds due" in log or "%d of %d seeds due" % (len(seeds), len(seeds)) in log
+    assert "%d of %d seeds due" % (len(seeds), len(seeds)) in log
 
     second = ok(crawl("laundromat", seeds, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out)).stderr
     for uri in seeds:
