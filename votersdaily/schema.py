@@ -78,7 +78,7 @@ URL_BAD_RE = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")
 #: The canonical ids an event may carry (docs/events.md §2, "Ids"): each key a list of whole strings of
 #: these forms, built by :mod:`votersdaily.sources.canonical_ids` and read by the views ``by_bill``,
 #: ``by_docket`` and ``by_vote``.
-ID_FORMS: dict[str, re.Pattern] = {
+ID_FORMS: dict[str, re.Pattern[str]] = {
     "bill_ids": re.compile(r"(?:hr|hres|hjres|hconres|s|sres|sjres|sconres)[1-9][0-9]*-[1-9][0-9]*"),
     "public_laws": re.compile(r"[1-9][0-9]*-[1-9][0-9]*"),
     "vote_ids": re.compile(r"[hs][1-9][0-9]*-[1-9][0-9]*\.[0-9]{4}"),
@@ -93,7 +93,7 @@ ID_FORMS_SINGLE = {"vote_id": ID_FORMS["vote_ids"]}
 class InvalidEvent(ValueError):
     """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -115,7 +115,7 @@ def is_absolute_url(value: str) -> bool:
     return bool(parts.hostname)
 
 
-def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
+def needs_cleaning(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> bool:
     """Whether ``value`` holds what ``pattern`` forbids (printable or ASCII text, the common case,
     is told apart without a regex)."""
     if value.isascii() if pattern is SURROGATE_RE else value.isprintable():
@@ -123,7 +123,7 @@ def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
     return pattern.search(value) is not None
 
 
-def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
+def clean_text(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> str:
     """``value`` without what :data:`BAD_TEXT_RE` forbids: CR/LF and lone CR become a newline, a
     lone surrogate U+FFFD (as a decoder would replace it), other controls are removed."""
     if not needs_cleaning(value, pattern):
@@ -133,7 +133,7 @@ def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
     return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
 
 
-def clean_value(value: Any, pattern: re.Pattern = BAD_TEXT_RE) -> Any:
+def clean_value(value: Any, pattern: re.Pattern[str] = BAD_TEXT_RE) -> Any:
     """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
     object when nothing needed cleaning."""
     kind = type(value)

@@ -564,6 +564,38 @@ def test_supreme_court_dockets():
         check_every_id(events, ("dockets",))
 
 
+#: The docket cells of the Court's listings of earlier terms (tests/fixtures/supreme_court/, with the
+#: shipped ones: tests/spiders/supreme_court_pages.py) that are more than one docket, read by eye;
+#: every other cell is one docket as the Court writes it ("11-1175", "13A1003").
+DOCKET_CELLS = {
+    "141, Orig.": ["22O141"],  # slip_2017.html: Texas v. New Mexico
+    "137, Orig": ["22O137"],  # slip_2017.html, no full stop
+    "156, Orig.": ["22O156"],
+    "145, Orig.": ["22O145"],
+    "137-Orig": ["22O137"],  # audio_2010_2013.html
+    "126-Orig": ["22O126"],  # audio_2014.html
+    "20A34(1)": ["20A34"],  # relating_2020.html: the first opinion on the application
+    "13A1003 (13-854)": ["13A1003", "13-854"],  # chambers_2013.html: an application and its petition
+    "10-1491 (Reargued)": ["10-1491"],  # audio_2010_2013.html
+    "11-398-Monday": ["11-398"],  # audio_2010_2013.html: the health-care case, argued three days
+    "11-398-Tuesday": ["11-398"],
+}
+
+
+def test_every_supreme_court_listing_names_its_dockets():
+    from tests.spiders.supreme_court_pages import PAGES
+
+    seen = set()
+    for page in PAGES:
+        for event in parse(page.spider, page.path, page.url, HtmlResponse).events:
+            cell = event["docket"]
+            expected = DOCKET_CELLS.get(cell, [cell])
+            assert event["dockets"] == expected, (page.name, cell)
+            assert all(ID_FORMS["dockets"].fullmatch(d) for d in expected), (page.name, cell)
+            seen.add(cell)
+    assert set(DOCKET_CELLS) <= seen
+
+
 def test_an_original_action_in_the_argument_listing():
     """Derived from the 2017 argument listing: its first case's link text made an original action as
     the listings write one ("141-Orig", Texas v. New Mexico's number)."""

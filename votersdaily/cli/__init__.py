@@ -14,9 +14,10 @@ import importlib
 import logging
 import os
 import sys
+from typing import Any, NoReturn
 
-from ..store.base import StoreError
-from ..store.check import StoreMissing
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMissing
 
 #: Exit statuses of every command (README: Exit codes).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
@@ -40,11 +41,11 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2; options are
     spelled out (an abbreviation that works today breaks when an option is added)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, "%s: error: %s (see --help)\n" % (self.prog, message))
 
 

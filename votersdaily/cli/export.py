@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import date
+from typing import TYPE_CHECKING
 
-from .. import schema
-from ..feeds.export import FORMATS, export
-from ..feeds.query import EventFilter, FeedQueryError, bound
-from ..feeds.sanitise import FeedReport
-from ..sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
-from ..store.check import checked_store
+from votersdaily import schema
+from votersdaily.feeds.export import FORMATS, export
+from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
+from votersdaily.feeds.sanitise import FeedReport
+from votersdaily.sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
+from votersdaily.store.check import checked_store
+
 from . import EXIT_USAGE
 from .staged_output import staged_stdout
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("export", help="write an iCalendar or JSON feed of events to standard output")
     parser.add_argument("format", choices=FORMATS)
     parser.add_argument(
@@ -48,7 +53,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def one_of(names: tuple[str, ...], what: str):
+def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
     canonical = {name.casefold(): name for name in names}
 
@@ -107,7 +112,7 @@ def known_parsers() -> list[str]:
     return sorted(event_spiders(get_project_settings()))
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
         print(
             "votersdaily export: unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)),

@@ -10,16 +10,20 @@ lines are reported with their line number and skipped; the good ones are still w
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.project import get_project_settings
 
-from ..ingest import ingest_requests as R
-from ..ingest.match import load_catalog_jsonl
-from ..store.check import checked_store
-from ..store.upsert import upsert
+from votersdaily.ingest import ingest_requests as R
+from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.store.check import checked_store
+from votersdaily.store.upsert import upsert
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("ingest", help="load the ingest match catalog, queue ingest requests")
     commands = parser.add_subparsers(dest="ingest_command", required=True)
     catalog = commands.add_parser(
@@ -40,7 +44,7 @@ def register(sub) -> None:
     enqueue.set_defaults(func=enqueue_requests)
 
 
-def load_catalog(args) -> int:
+def load_catalog(args: argparse.Namespace) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
     store = checked_store()
     try:
@@ -56,12 +60,14 @@ def load_catalog(args) -> int:
     return 1 if errors else 0
 
 
-def enqueue_requests(args) -> int:
+def enqueue_requests(args: argparse.Namespace) -> int:
     if not args.path and not args.url:
         print("give a JSON-lines file of requests or --url", file=sys.stderr)
         return 2
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
-    found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    found: list[tuple[str, dict[str, Any] | Exception]] = [
+        ("--url", raw) for raw in R.from_args(args.url, args.type)
+    ]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))

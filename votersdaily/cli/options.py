@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class BadSetting(ValueError):
     """A ``-s`` option that is not ``NAME=VALUE``."""
 
 
-def add_scrapy_options(parser, what: str) -> None:
+def add_scrapy_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "-s",
         "--set",
@@ -22,7 +27,7 @@ def add_scrapy_options(parser, what: str) -> None:
     parser.add_argument("--log-level", default="WARNING", help="Scrapy log level (default WARNING)")
 
 
-def scrapy_settings(args) -> Settings:
+def scrapy_settings(args: argparse.Namespace) -> Settings:
     """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top."""
     settings = get_project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")

@@ -8,16 +8,21 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
-from ..store.identity import identity_of
-from ..store.spool import Spool, spool_dir
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import Spool, spool_dir
+
 from . import EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("site", help="build the static calendar site")
     actions = parser.add_subparsers(dest="action", required=True)
     build = actions.add_parser("build", help="write the site into a folder (created if missing)")
@@ -33,10 +38,11 @@ def register(sub) -> None:
     build.set_defaults(func=run_build)
 
 
-def run_build(args) -> int:
-    from ..deploy.periodic import spider_frequencies
-    from ..feeds.sanitise import FeedReport
-    from ..feeds.site import SiteConfig, build_site
+def run_build(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import spider_frequencies
+    from votersdaily.feeds.sanitise import FeedReport
+    from votersdaily.feeds.site import SiteConfig, build_site
+
     from .crawl import event_spiders
 
     settings = get_project_settings()

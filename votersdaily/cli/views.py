@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from ..store.check import checked_store
-from ..store.views import VIEWS
+from typing import TYPE_CHECKING
+
+from votersdaily.store.check import checked_store
+from votersdaily.store.views import VIEWS
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("views", help="manage the CouchDB design documents")
     actions = parser.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
@@ -14,7 +19,7 @@ def register(sub) -> None:
     push.set_defaults(func=run_push)
 
 
-def run_push(args) -> int:
+def run_push(args: argparse.Namespace) -> int:
     store = checked_store()
     for db in args.dbs or sorted(VIEWS):
         store.ensure_db(db)

@@ -12,24 +12,31 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
-from ..schema import ID_FORMS
-from ..sources.canonical_ids import EVIDENCE, bill_label, bill_url, docket_label, docket_url
-from ..store.base import Store
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.schema import ID_FORMS
+from votersdaily.sources.canonical_ids import EVIDENCE, bill_label, bill_url, docket_label, docket_url
+from votersdaily.store.base import Store
+
 from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report
 from .query import EventFilter, iter_events
 from .sanitise import FeedReport
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .ical import VeventCache
 
 HERE = Path(__file__).resolve().parent
 #: Columns of a day page, in the order of the original front end; "Other" shows only when used.
@@ -54,7 +61,9 @@ class SiteConfig:
     history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"]
 
     @classmethod
-    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> SiteConfig:
+    def from_settings(
+        cls, settings: BaseSettings, timezone: str | None = None, runs: int | None = None
+    ) -> SiteConfig:
         zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE")
         if zone not in pytz.all_timezones_set:
             raise ValueError("unknown IANA time zone %r for the site" % zone)
@@ -102,7 +111,7 @@ class Timeline:
 
 @dataclass
 class DayEvent:
-    doc: dict
+    doc: dict[str, Any]
     day: date
     time: str  # "" for all-day events
     end: str
@@ -122,7 +131,7 @@ class DayEvent:
         return vote_tally(self.doc)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str]:
         return (self.doc.get("entity") or "", self.doc["datetime"], self.doc.get("title") or "")
 
 
@@ -155,7 +164,7 @@ def clock_label(local: datetime) -> str:
     )
 
 
-def day_event(doc: dict, zone) -> DayEvent:
+def day_event(doc: dict[str, Any], zone: tzinfo) -> DayEvent:
     """Where an event goes: all-day events on their own date, others on their date in ``zone``."""
     if doc.get("all_day"):
         day = date.fromisoformat(doc["datetime"][:10])
@@ -184,7 +193,7 @@ SENATE_COUNTS = (("yeas", "Yea"), ("nays", "Nay"), ("present", "Present"), ("abs
 HOUSE_TOTALS = (("yea", "Yea"), ("nay", "Nay"), ("present", "Present"), ("not_voting", "Not voting"))
 
 
-def vote_tally(doc: dict) -> str:
+def vote_tally(doc: dict[str, Any]) -> str:
     """A roll-call vote's result and tally, as the chamber's clerk states them ("Failed · Ayes 205 ·
     Noes 220 · …"); "" for other events. Only integer counts are shown."""
     result = doc.get("vote_result")
@@ -241,7 +250,7 @@ def environment() -> Environment:
     return env
 
 
-def ids_of(doc: dict, key: str) -> list[str]:
+def ids_of(doc: dict[str, Any], key: str) -> list[str]:
     """The canonical ids a document lists under ``key`` (what is no such id is no page's name)."""
     value = doc.get(key)
     if type(value) is not list:
@@ -249,9 +258,13 @@ def ids_of(doc: dict, key: str) -> list[str]:
     return [one for one in dict.fromkeys(value) if type(one) is str and ID_FORMS[key].fullmatch(one)]
 
 
-def by_id(events: list[tuple[dict, int]]) -> dict[tuple[str, str], list[tuple[dict, int]]]:
+#: An event with its number of earlier versions, as the feeds take it.
+Pair = tuple[dict[str, Any], int]
+
+
+def by_id(events: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
     """(timeline kind, id) → the events that name it, in the order given (one pass)."""
-    grouped: dict[tuple[str, str], list[tuple[dict, int]]] = defaultdict(list)
+    grouped: dict[tuple[str, str], list[Pair]] = defaultdict(list)
     for pair in events:
         for kind, key, _ in TIMELINE_KINDS:
             for one in ids_of(pair[0], key):
@@ -260,10 +273,10 @@ def by_id(events: list[tuple[dict, int]]) -> dict[tuple[str, str], list[tuple[di
 
 
 def write_feeds(
-    events: list[tuple[dict, int]],
+    events: list[Pair],
     out: Path,
     generated: str,
-    grouped: Mapping[tuple[str, str], list[tuple[dict, int]]] | None = None,
+    grouped: Mapping[tuple[str, str], list[Pair]] | None = None,
 ) -> dict[tuple[str, str], Feed]:
     """Every feed: all events, then one per branch, entity, spider and committee, and one per bill
     and case of ``grouped`` (ICS and JSON).
@@ -273,7 +286,7 @@ def write_feeds(
     from its group, made in one pass).
     """
     feeds: dict[tuple[str, str], Feed] = {}
-    targets: list[tuple[str, str, EventFilter, str, list | None]] = [
+    targets: list[tuple[str, str, EventFilter, str, list[Pair] | None]] = [
         ("all", "", EventFilter(), "feeds/all", None)
     ]
     for kind, key, attr, _ in FEED_KINDS:
@@ -284,7 +297,7 @@ def write_feeds(
     for (kind, one), pairs in sorted((grouped or {}).items()):
         flt = EventFilter(bill=one) if kind == "bill" else EventFilter(docket=one)
         targets.append((kind, one, flt, "feeds/%s/%s" % (kind, one), pairs))
-    vevents: dict = {}  # each event is in several feeds: serialise it once
+    vevents: VeventCache = {}  # each event is in several feeds: serialise it once
     for kind, value, flt, rel, group in targets:
         selected = group if group is not None else [pair for pair in events if flt.matches(pair[0])]
         path = out / rel
@@ -354,7 +367,7 @@ def build_site(
         "feeds": feeds,
     }
 
-    def render(template: str, path: Path, root: str, **context) -> None:
+    def render(template: str, path: Path, root: str, **context: Any) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
         path.write_text(html, encoding="utf-8")
 
@@ -399,11 +412,14 @@ class Step:
     """One event on a bill's or case's timeline, with where the source named the id."""
 
     event: DayEvent
-    evidence: list[dict]
+    evidence: list[dict[str, Any]]
 
 
 def write_timelines(
-    grouped: Mapping[tuple[str, str], list[tuple[dict, int]]], outdir: Path, zone, render
+    grouped: Mapping[tuple[str, str], list[Pair]],
+    outdir: Path,
+    zone: tzinfo,
+    render: Callable[..., None],
 ) -> list[tuple[Timeline, int, list[str]]]:
     """A page per bill and per case: its events in time order, across sources and branches. Returns
     (timeline, event count, sources) of each, for the index page."""
@@ -423,7 +439,7 @@ def write_timelines(
     return written
 
 
-def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict:
+def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict[str, Any]:
     distinguish(events)
     columns = {b: Column(b, feed=feeds.get(("branch", b))) for b in COLUMNS}
     for event in sorted(events, key=lambda e: e.sort_key):

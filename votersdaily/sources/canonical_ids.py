@@ -25,9 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..schema import ID_FORMS
+from votersdaily.schema import ID_FORMS
 
 #: The event keys of ids, in the order an event lists them.
 BILL_IDS, PUBLIC_LAWS, VOTE_IDS, NOMINATION_IDS, DOCKETS, COMMITTEE_IDS = (
@@ -112,7 +113,8 @@ CONGRESS_GOV_BILL_RE = re.compile(
     r"/bill/(?P<congress>[1-9][0-9]{0,2})(?:st|nd|rd|th)?(?:-congress)?/(?P<type>[a-z-]+)/(?P<number>[1-9][0-9]{0,4})(?:/|$)"
 )
 #: A Supreme Court docket as the listings write it: "24-123", "No. 24-123", "23A456", "25a319",
-#: "156, Orig.", "141-Orig", and the docket site's own "22O141".
+#: "156, Orig.", "141-Orig", and the docket site's own "22O141"; what follows it may be a note
+#: ("10-1491 (Reargued)", "20A34(1)", "11-398-Monday": a case argued over three days), not more digits.
 DOCKET_RE = re.compile(
     r"""
     (?<![\w-])(?:No\.\s?)?
@@ -122,7 +124,7 @@ DOCKET_RE = re.compile(
       | (?P<original>[0-9]{1,4}),?\s?-?\s?Orig(?:inal)?\.?
       | 22O(?P<docketed_original>[0-9]{1,4})
     )
-    (?![\w-])
+    (?!\w|-[0-9])
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -171,7 +173,7 @@ class FoundId:
     explicit: bool = True
 
     @property
-    def evidence(self) -> dict:
+    def evidence(self) -> dict[str, str]:
         return {"key": self.key, "id": self.id, "field": self.field, "text": self.text}
 
 
@@ -187,7 +189,7 @@ def bill_type_of(designation: str) -> str | None:
     return BILL_TYPES.get(re.sub(r"[.\s]", "", designation).upper())
 
 
-def _bill(match: re.Match, field: str, congress: int | None, *, loose: bool) -> FoundId | None:
+def _bill(match: re.Match[str], field: str, congress: int | None, *, loose: bool) -> FoundId | None:
     designation = match.group("designation")
     bill_type = bill_type_of(designation)
     if bill_type is None or (bill_type == "s" and "." not in designation and not loose):
@@ -379,7 +381,7 @@ def senate_committee_ids(code: str, field: str) -> list[FoundId]:
 # -- Supreme Court dockets -------------------------------------------------------------------------
 
 
-def _docket(match: re.Match) -> str:
+def _docket(match: re.Match[str]) -> str:
     if match.group("term"):
         return "%s-%d" % (match.group("term"), int(match.group("number")))
     if match.group("application_term"):
@@ -408,7 +410,7 @@ def docket_of(text: str) -> str | None:
     return found[0].id if len(found) == 1 and found[0].text.strip() == " ".join(text.split()) else None
 
 
-def docket_keys(text: str, field: str) -> dict[str, list]:
+def docket_keys(text: str, field: str) -> dict[str, list[Any]]:
     """A Supreme Court event's ``dockets`` (and their evidence) from its docket cell or link."""
     return id_keys(dockets_in(text, field), (DOCKETS,))
 
@@ -428,7 +430,7 @@ def docket_label(docket: str) -> str:
 # -- an event's id keys ----------------------------------------------------------------------------
 
 
-def id_keys(found: Iterable[FoundId], keys: Iterable[str]) -> dict[str, list]:
+def id_keys(found: Iterable[FoundId], keys: Iterable[str]) -> dict[str, list[Any]]:
     """The event's id keys: each of ``keys`` (``[]`` when nothing was found), every id once in the
     order found, and :data:`EVIDENCE`, where each id was first named.
 
@@ -437,7 +439,7 @@ def id_keys(found: Iterable[FoundId], keys: Iterable[str]) -> dict[str, list]:
     that bill, not the 119th's)."""
     found = list(found)
     stated = {_bill_stem(f.id): f.id for f in found if f.key == BILL_IDS and f.explicit}
-    out: dict[str, list] = {key: [] for key in keys}
+    out: dict[str, list[Any]] = {key: [] for key in keys}
     evidence = []
     seen = set()
     for f in found:

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
 
-from ..clock import iso_utc
-from ..sources.canonical_ids import (
+from votersdaily.clock import iso_utc
+from votersdaily.sources.canonical_ids import (
     BILL_IDS,
     COMMITTEE_IDS,
     NOMINATION_IDS,
@@ -42,12 +43,18 @@ from ..sources.canonical_ids import (
     nomination_id,
     senate_committee_ids,
 )
-from ..sources.congress import sitting_on, stored_utc, to_int
-from ..sources.eastern import parse_local
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
-from ..sources.xml_text import element_texts
+from votersdaily.sources.congress import sitting_on, stored_utc, to_int
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.xml_text import element_texts
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
 LAST_UPDATE_ISO_RE = re.compile(
@@ -77,7 +84,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
@@ -86,7 +93,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             texts = [outer_xml(m) for m in meetings]
         return zip(meetings, texts, strict=True)
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         meeting, text = record
         if self._is_placeholder(meeting):
             self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
@@ -101,7 +108,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             and not text_of(meeting, "committee")
         )
 
-    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
+    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict[str, Any]:
         cmte_code = text_of(meeting, "cmte_code")
         when = self._parse_datetime(meeting, url)
         identifier = text_of(meeting, "identifier")
@@ -193,7 +200,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             return ""
 
     @staticmethod
-    def _parse_ids(meeting: etree._Element, cmte_code: str, congress: int) -> dict:
+    def _parse_ids(meeting: etree._Element, cmte_code: str, congress: int) -> dict[str, list[Any]]:
         """``bill_ids``, ``nomination_ids``, ``public_laws`` and ``committee_ids`` of the meeting."""
         found: list[FoundId] = senate_committee_ids(cmte_code, "cmte_code")
         for doc in meeting.iterfind("Documents/AssociatedDocument"):
@@ -213,7 +220,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         return id_keys(found, (BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS, COMMITTEE_IDS))
 
     @staticmethod
-    def _parse_documents(meeting: etree._Element) -> list[dict]:
+    def _parse_documents(meeting: etree._Element) -> list[dict[str, Any]]:
         """Nominations (PN) and bills (SN) on the agenda."""
         return [
             {

@@ -15,14 +15,22 @@ Congress's by that rule unless the text says "118th Congress"). Statutes citatio
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.canonical_ids import BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS, id_keys, named_in_text
-from ..sources.congress import sitting_on
-from ..sources.errors import UnexpectedDocument
-from ..sources.html import html_text, link_urls
-from ..sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+from votersdaily.sources.canonical_ids import BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS, id_keys, named_in_text
+from votersdaily.sources.congress import sitting_on
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.html import html_text, link_urls
+from votersdaily.sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import datetime
+
+    from scrapy.http import Response
 
 #: Every feed item is filed under this category besides its specific kind.
 FEED_CATEGORIES = frozenset({"Presidential Actions", "News"})
@@ -51,11 +59,11 @@ class WhiteHouseSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         feed = parse_rss(response.body, response.url)
         return ((item, feed.title) for item in feed.items)
 
-    def parse_record(self, record: tuple[FeedItem, str], response) -> dict:
+    def parse_record(self, record: tuple[FeedItem, str], response: Response) -> dict[str, Any]:
         item, feed_title = record
         if item.published is None:
             raise UnexpectedDocument("%s: item %r has no pubDate" % (response.url, item.guid or item.title))
@@ -76,7 +84,7 @@ class WhiteHouseSpider(EventSpider):
             "creator": item.creator,
             "pdf_urls": self._parse_pdf_urls(item),
             "feed_title": feed_title,
-            **self._parse_ids(item, description),
+            **self._parse_ids(item, item.published, description),
         }
 
     @staticmethod
@@ -90,10 +98,9 @@ class WhiteHouseSpider(EventSpider):
         raise UnexpectedDocument("feed item %r has no guid" % item.title)
 
     @staticmethod
-    def _parse_ids(item: FeedItem, description: str) -> dict:
+    def _parse_ids(item: FeedItem, published: datetime, description: str) -> dict[str, list[Any]]:
         """``bill_ids``, ``public_laws`` and ``nomination_ids`` the post names, with their evidence."""
-        assert item.published is not None, "parse_record refuses an item without pubDate"
-        congress = sitting_on(item.published)[0]
+        congress = sitting_on(published)[0]
         found = named_in_text(item.title, "title", congress, nominations=True)
         found += named_in_text(description, "description", congress, nominations=True)
         found += named_in_text(html_text(item.content_html), "content:encoded", congress, nominations=True)

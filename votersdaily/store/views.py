@@ -11,7 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
@@ -41,7 +44,7 @@ class ViewSpec:
         """How many components a key has."""
         return len(self.fields) + (1 if self.ids else 0)
 
-    def keys(self, doc: Mapping[str, Any]) -> list[tuple]:
+    def keys(self, doc: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """The keys the document emits, each a tuple of components: none, one, or one per id."""
         values = tuple(doc.get(field) for field in self.fields)
         if any(not isinstance(value, str) for value in values):
@@ -91,12 +94,12 @@ def views_for(db: str) -> dict[str, ViewSpec]:
     return VIEWS.get(db, {})
 
 
-def view_keys(spec: ViewSpec, doc: Mapping[str, Any]) -> list:
+def view_keys(spec: ViewSpec, doc: Mapping[str, Any]) -> list[Any]:
     """The keys as CouchDB would return them: a scalar for one component, a list for several."""
     return [key[0] if len(key) == 1 else list(key) for key in spec.keys(doc)]
 
 
-def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
+def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict[str, Any] | None:
     """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
     folder = views_dir / db / "views"
     if not folder.is_dir():
@@ -111,7 +114,7 @@ def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
     return {"_id": DESIGN_ID, "language": "javascript", "views": views}
 
 
-def install_design(store, db: str, attempts: int = 5) -> bool:
+def install_design(store: Store, db: str, attempts: int = 5) -> bool:
     """Create or update the design document of ``db``; True when something changed.
 
     Several crawlers of one process (``crawl --all``) or several workers may install at once: a
