@@ -162,6 +162,10 @@ def test_the_bill_page_in_chromium(embedded, site, tmp_path):
     out = tmp_path / "site"
     built = run_main("site", "build", str(out), store_uri=embedded)
     assert built.returncode == 0, built.stderr
+    pages = len(list((out / "bills").glob("*.html"))) + len(list((out / "cases").glob("*.html")))
+    events, _ = stored(embedded)
+    named = {i for doc in events.values() for i in (doc.get("bill_ids") or []) + (doc.get("dockets") or [])}
+    assert pages == len(named) and " %d bill and case pages, " % pages in built.stderr
 
     # The day page of the vote links the bill's page; the bills index lists it with its sources.
     day = lxml.html.parse(str(out / "days" / "2026-09-16.html")).getroot()

@@ -222,6 +222,7 @@ def test_other_links_name_no_bill(href):
         ("Pub.L. 119-21", "119-21"),
         ("P.L. 119-21", "119-21"),
         ("P. L. 119–21", "119-21"),
+        ("Public Laws 119-21 and", "119-21"),
     ],
 )
 def test_public_laws_are_kept_apart_from_bills(text, expected):
@@ -256,6 +257,7 @@ def test_nominations_keep_the_senates_partition():
 def test_roll_calls_a_floor_action_cites():
     text = "Agreed to by the Yeas and Nays: 215 - 209 (Roll no. 5). Roll call 2 - Election of the Speaker."
     assert ids(house_rolls_in_text(text, "d", 119, 2025)) == ["h5-119.2025", "h2-119.2025"]
+    assert ids(house_rolls_in_text("(Rollcall 17)", "d", 119, 2025)) == ["h17-119.2025"]
     for text in ("Roll Call for Election of Speaker", "Rolls 5", "enrolled bills 5"):
         assert house_rolls_in_text(text, "d", 119, 2025) == []
 

@@ -1,4 +1,5 @@
-"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health."""
+"""``site build <dir>``: the static site: day pages, bill and case timelines, feeds per
+branch/entity/parser/committee/bill/case, health."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ def run_build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(
-        "site: %d day pages, %d feeds, %d spiders on the health page in %s"
-        % (summary.days, summary.feeds, summary.spiders, args.dir),
+        "site: %d day pages, %d bill and case pages, %d feeds, %d spiders on the health page in %s"
+        % (summary.days, summary.timelines, summary.feeds, summary.spiders, args.dir),
         file=sys.stderr,
     )
     return 0

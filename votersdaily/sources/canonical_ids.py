@@ -94,7 +94,7 @@ THOMAS_TYPES = {
 #: an ordinal; "S. Con. Res. 1, 119th Congress" states its Congress.
 DESIGNATION_RE = re.compile(
     r"""
-    (?<![\w.&'’/-])(?<![A-Z]\.\s)
+    (?<![\w.&'’-])(?<![A-Z]\.\s)
     (?P<designation>[HS](?:\.?\s?(?:Con|CON|Res|RES|J|R))*\.?)
     \s?(?P<number>[1-9][0-9]{0,4})
     (?![0-9]|[-–.][0-9]|\s?(?:st|nd|rd|th)\b)
@@ -103,12 +103,12 @@ DESIGNATION_RE = re.compile(
     re.VERBOSE,
 )
 PUBLIC_LAW_RE = re.compile(
-    r"(?<![\w.])(?:Public\s+Law|Pub\.\s?L\.|P\.\s?L\.)(?:\s+No\.)?\s?"
+    r"(?<![\w.])(?:Public\s+Laws?|Pub\.\s?L\.|P\.\s?L\.)(?:\s+No\.)?\s?"
     r"(?P<congress>[1-9][0-9]{0,2})[-–](?P<number>[1-9][0-9]{0,3})(?![0-9])"
 )
 NOMINATION_RE = re.compile(r"(?<![\w-])PN\s?(?P<number>[1-9][0-9]{0,4})(?:-(?P<part>[0-9]{1,3}))?(?![0-9])")
 #: "(Roll no. 414)", "Roll call 2 - Election of the Speaker" in the House floor summary.
-HOUSE_ROLL_RE = re.compile(r"\bRoll\s+(?:no\.?|call)\s+(?:No\.\s?)?(?P<roll>[1-9][0-9]{0,3})(?![0-9])", re.I)
+HOUSE_ROLL_RE = re.compile(r"\bRoll\s*(?:no\.?|call)\s+(?:No\.\s?)?(?P<roll>[1-9][0-9]{0,3})(?![0-9])", re.I)
 CONGRESS_GOV_BILL_RE = re.compile(
     r"/bill/(?P<congress>[1-9][0-9]{0,2})(?:st|nd|rd|th)?(?:-congress)?/(?P<type>[a-z-]+)/(?P<number>[1-9][0-9]{0,4})(?:/|$)"
 )
