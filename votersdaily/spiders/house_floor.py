@@ -162,6 +162,7 @@ class HouseFloorSpider(EventSpider):
         congress, session = legislative_day.sitting(when)
         description = text_of(action, "action_description")
         item = text_of(action, "action_item")
+        links = action.findall(BILL_LINKS)
         return {
             "datetime": when,
             "title": self._parse_title(item, description),
@@ -180,9 +181,9 @@ class HouseFloorSpider(EventSpider):
             "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
             "congress": congress,
             "session": session,
-            "bills": self._parse_bills(action),
+            "bills": self._parse_bills(links),
             "votes": self._parse_votes(action),
-            **self._parse_ids(action, item, description, congress, session),
+            **self._parse_ids(links, item, description, congress, session),
         }
 
     @staticmethod
@@ -254,10 +255,10 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action: etree._Element) -> list[dict[str, Any]]:
+    def _parse_bills(links: list[etree._Element]) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
         bills: dict[str, dict[str, Any]] = {}
-        for link in action.iterfind(BILL_LINKS):
+        for link in links:
             href = (link.get("href") or "").strip()
             if href and href not in bills:
                 bills[href] = {"legis_num": text_of(link), "url": href}
@@ -265,11 +266,11 @@ class HouseFloorSpider(EventSpider):
 
     @staticmethod
     def _parse_ids(
-        action: etree._Element, item: str, description: str, congress: int, session: int
+        links: list[etree._Element], item: str, description: str, congress: int, session: int
     ) -> dict[str, list[Any]]:
         """``bill_ids``, ``public_laws`` and ``vote_ids`` of the action, with their evidence."""
         found: list[FoundId] = bills_in_designation(item, "action_item", congress)
-        for link in action.iterfind(BILL_LINKS):
+        for link in links:
             bill = bill_in_link(link.get("href") or "", BILL_LINKS)
             if bill is not None:
                 found.append(bill)
