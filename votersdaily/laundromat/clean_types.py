@@ -3,6 +3,7 @@ messages, the errors that end a document, and the serialisations pyoxigraph pars
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ OX_FORMATS = {
     F.RDF_XML: ox.RdfFormat.RDF_XML,
     F.JSON_LD: ox.RdfFormat.JSON_LD,
 }
-LINE_BASED = (F.N_TRIPLES, F.N_QUADS)
+LINE_BASED = F.LINE_BASED
 
 
 def serialize_quads(quads: Iterable[ox.Quad]) -> bytes:
@@ -130,6 +131,20 @@ class Messages:
                 entry["column"] = column
             self.result.messages.append(entry)
 
-    def syntax(self, exc: SyntaxError, line_offset: int = 0) -> None:
-        line = exc.lineno + line_offset if exc.lineno else None
-        self.add("error", str(exc), line, exc.offset)
+    def syntax(self, exc: SyntaxError, line: int | None = None) -> None:
+        """A parser's syntax error; its position goes in the fields alone: ``line`` is the
+        document's line of the text the parser was given (else the parser's own line)."""
+        self.add("error", syntax_message(exc), line if line is not None else exc.lineno, exc.offset)
+
+
+#: The position pyoxigraph writes before its message; the record keeps it in ``line``/``column``.
+_POSITION = re.compile(
+    r"^Parser error (?:at line \d+(?: between columns \d+ and \d+| column \d+)?"
+    r"|between line \d+ column \d+ and line \d+ column \d+): "
+)
+
+
+def syntax_message(exc: SyntaxError) -> str:
+    """A parser's message without the position it writes in its text (which, for a line parsed on
+    its own, is always line 1)."""
+    return _POSITION.sub("", exc.msg or str(exc))

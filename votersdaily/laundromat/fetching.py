@@ -9,7 +9,8 @@ downloads streamed to disk as they arrive (never a whole body in memory), bounde
 * :class:`StreamingDownloadHandler` writes the body of a request with ``meta[STREAM_META]`` into the
   laundromat's ``files/`` folder chunk by chunk, aborting past ``LAUNDROMAT_MAX_DOWNLOAD_BYTES`` or
   ``LAUNDROMAT_DOWNLOAD_TIMEOUT``; an operator's ``file:`` seed is copied the same way, and refused
-  unless it is a regular file (no devices, FIFOs or ``/proc`` streams).
+  unless it is a regular file on a filesystem of data (no devices, FIFOs, sockets, ``/proc`` or
+  ``/sys`` files).
 * :func:`fetch_limited` is the same policy for code outside the reactor (JSON-LD contexts loaded in
   a worker process): blocking, pinned to the checked addresses, bounded.
 """
@@ -166,22 +167,92 @@ def _copy_chunk(src: int, dst: int, room: int) -> int:
         return os.write(dst, chunk) if chunk else 0
 
 
+#: Filesystems whose files are kernel state or devices, not data (their sizes say 0 and reading
+#: them can block or never end): an operator's ``file:`` seed there is refused.
+SPECIAL_FILESYSTEMS = frozenset(
+    [
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "cgroup",
+        "cgroup2",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "mqueue",
+        "efivarfs",
+        "binfmt_misc",
+        "autofs",
+        "rpc_pipefs",
+        "nsfs",
+        "hugetlbfs",
+        "selinuxfs",
+    ]
+)
+_MOUNTINFO = "/proc/self/mountinfo"
+
+
+def special_filesystem(device: int) -> str | None:
+    """The type of the filesystem of ``device`` (an ``st_dev``) when it is one of
+    SPECIAL_FILESYSTEMS, from the mount table (Linux); None otherwise, or without one."""
+    wanted = "%d:%d" % (os.major(device), os.minor(device))
+    try:
+        with open(_MOUNTINFO, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == wanted and " - " in line:
+                    fstype = line.split(" - ", 1)[1].split()[0]
+                    return fstype if fstype in SPECIAL_FILESYSTEMS else None
+    except OSError:
+        return None
+    return None
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _refuse_special(source: str, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise LocalFileRefused("refusing %s: not a regular file (%s)" % (source, _file_kind(info.st_mode)))
+    fstype = special_filesystem(info.st_dev)
+    if fstype is not None:
+        raise LocalFileRefused(
+            "refusing %s: a file of the %s filesystem (kernel state, not data)" % (source, fstype)
+        )
+
+
 def copy_local_file(
     source: str, target: Path, limit: int, timeout: float, stop: threading.Event | None = None
 ) -> int:
     """Copy an operator's ``file:`` seed to ``target``; only a regular file of at most ``limit`` bytes
-    (opened non-blocking, so a FIFO cannot hang us, and checked on the open descriptor). ``stop``:
-    the crawl is shutting down.
+    on a filesystem of data (not ``/proc``, ``/sys``, ``/dev``: SPECIAL_FILESYSTEMS), checked before
+    it is opened (a socket cannot be) and again on the open descriptor (opened non-blocking, so a
+    FIFO cannot hang us). ``stop``: the crawl is shutting down.
 
     On the same filesystem the file is hard-linked instead (no second copy of a dump of gigabytes
     on disk, nothing read): the laundromat never writes to a file it was given, and removing its
     link when done leaves the operator's file as it was. A file that changes while a crawl reads
     it is no more a sound seed with a copy than with a link."""
+    _refuse_special(source, Path(source).stat())
     fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise LocalFileRefused("refusing %s: not a regular file" % source)
+        _refuse_special(source, info)
         if info.st_size > limit:
             raise DownloadTooLarge("%s is %d bytes, more than %d" % (source, info.st_size, limit))
         if _linked(source, info, target):

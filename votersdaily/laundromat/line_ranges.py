@@ -12,7 +12,7 @@ import pyoxigraph as ox
 from . import native
 from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
 from .external_sort import SORT_BATCH, LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
-from .rdf11 import canonical_lines, has_named_graph
+from .rdf11 import canonical_lines, has_named_graph, records_messages
 from .skolem import Skolemiser
 
 if TYPE_CHECKING:
@@ -63,9 +63,12 @@ def _parse_pyoxigraph(
     """The final lines of whole N-Triples/N-Quads lines through pyoxigraph; ``line_no(i)`` is the
     document's line number of the block's ``i``-th line (from 1). A block with an error is parsed
     again line by line, so one bad statement costs only its own line (a line longer than the
-    parser's token buffer too: it raises MemoryError)."""
+    parser's token buffer too: it raises MemoryError); so is a block with a statement that makes a
+    message (a triple term, a base direction), so the message has that statement's line."""
     try:
-        return canonical_lines(serialize_quads(ox.parse(data, oxf)), skolem, messages, line_no(1))
+        block = serialize_quads(ox.parse(data, oxf))
+        if not records_messages(block):
+            return canonical_lines(block, skolem, messages, None)
     except (SyntaxError, MemoryError):
         pass
     out = []
@@ -75,7 +78,7 @@ def _parse_pyoxigraph(
         try:
             out.append(canonical_lines(serialize_quads(ox.parse(line, oxf)), skolem, messages, line_no(i)))
         except SyntaxError as exc:
-            messages.add("error", str(exc), line_no(i), exc.offset)
+            messages.syntax(exc, line_no(i))
         except MemoryError as exc:
             messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_no(i))
     return b"".join(out)

@@ -45,6 +45,12 @@ DOCUMENT_KEYS = (
 )
 
 
+def describe(doc: dict[str, Any]) -> str:
+    """Where a record's document came from, for a log line: its URL (or an archive entry's), else
+    its name, else its key."""
+    return doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"]
+
+
 def error_of(exc: BaseException) -> str:
     """A record's ``error`` for an exception: its type and message, bounded."""
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
@@ -115,8 +121,7 @@ class Processor:
             finally:
                 if budget is not None:
                     self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
-        logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
-        return None, await self.move(doc, states.FAILED, error=error)
+        return None, await self.fail(doc, error)
 
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
@@ -126,6 +131,27 @@ class Processor:
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)
         return result
+
+    async def fail(self, doc: dict[str, Any], error: str, **changes: Any) -> dict[str, Any]:
+        """``doc`` ends as failed with ``error``: said once at WARNING, naming where the document
+        came from, and the files the laundromat made for it (its download, its link to or copy of
+        an operator's file, its entry, its recoded text) removed: a failed input is not kept."""
+        logger.warning("%s failed (%s): %s", describe(doc), doc["status"], error)
+        self.remove_files(doc)
+        return await self.move(doc, states.FAILED, error=error, **changes)
+
+    def remove_files(self, doc: dict[str, Any]) -> None:
+        """The files of ``doc`` under ``files/`` (never anything outside it: a record names them)."""
+        for rel in {doc.get("file"), doc.get("recoded_file")}:
+            if not rel:
+                continue
+            path = self.path_of(rel)
+            if path.resolve().parent != self.files_dir.resolve():
+                continue
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:  # not a file of ours (a directory in its place): left, and said
+                logger.warning("could not remove %s: %s", path, exc)
 
     async def move(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         states.check_transition(doc["status"], status)
@@ -150,9 +176,10 @@ class Processor:
         try:
             return await self._process(doc)
         except Exception as exc:
-            logger.error("processing %s failed: %s", doc["_id"], exc, exc_info=True)
+            logger.error("processing %s failed: %s", describe(doc), exc, exc_info=True)
             stored = await self.store(self.seedlist.get, doc["_id"]) or doc
             if stored.get("status") not in states.TERMINAL:
+                self.remove_files(stored)
                 await self.store(self.seedlist.put, dict(stored, status=states.FAILED, error=error_of(exc)))
             return []
 
@@ -176,10 +203,10 @@ class Processor:
             doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
         )
         if not file_rel or not self.path_of(file_rel).exists():
-            await self.store(
-                self.seedlist.put,
-                dict(doc, status=states.FAILED, error="file lost (run interrupted); seed re-queued"),
-            )
+            error = "file lost (run interrupted); seed re-queued"
+            logger.warning("%s failed (%s): %s", describe(doc), status, error)
+            self.remove_files(doc)
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED, error=error))
             await self._requeue_seed(doc)
             return []
         found: list[str] = []
@@ -303,7 +330,7 @@ class Processor:
         if failed is not None:
             return failed
         if meta["format"] is None:  # a PDF, plain text: not RDF is not success
-            return await self.move(doc, states.FAILED, error="not RDF: %s" % meta["not_rdf"], **meta)
+            return await self.fail(doc, "not RDF: %s" % meta["not_rdf"], **meta)
         return await self.move(doc, states.GUESSED, **meta)
 
     async def _parse(self, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -333,9 +360,7 @@ class Processor:
             "content": {k: clean[k] for k in OUTPUT_KEYS},
         }
         await self.store(self.seedlist.put, clean_doc)
-        self.cleaned.append(
-            (doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"], clean_doc["file"])
-        )
+        self.cleaned.append((describe(doc), clean_doc["file"]))
         self.cleaned_compiled += bool(clean.get("compiled_path"))
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)

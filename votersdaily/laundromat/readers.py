@@ -1,5 +1,5 @@
 """The readers of the formats parsed whole or streamed to their first error: Turtle, TriG, RDF/XML
-(entities expanded first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
+(entities expanded and XML literals made canonical first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
 bound) and RDFa in HTML (with the JSON-LD scripts it holds)."""
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from .clean_types import (
     DocumentLimitExceeded,
     Messages,
     serialize_quads,
+    syntax_message,
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import SortedSink
 from .xmlentities import EntityRefused, expand_entities
+from .xmlliterals import LiteralStop, canonical_xml_literals
 
 if TYPE_CHECKING:
     pass
@@ -39,10 +41,25 @@ _JSONLD_SCRIPT = re.compile(
 )
 
 
-def _until_error(quads: Iterator[ox.Quad], messages: Messages) -> Iterator[ox.Quad]:
-    """The parsed quads up to the first syntax error, which is recorded and ends the document."""
+def _until_error(
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None
+) -> Iterator[ox.Quad]:
+    """The parsed quads up to the first syntax error, which is recorded and ends the document.
+    ``stop``: where rewriting the document's XML literals stopped; an error there ends the
+    document given to the parser, which is the first error unless the parser finds one before."""
+    if stop is not None and stop.kind == "warning":
+        messages.add("warning", stop.message, stop.line, stop.column)
+        stop = None
     try:
         yield from quads
+        if stop is not None:
+            messages.add("error", stop.message, stop.line, stop.column)
+            messages.add(
+                "warning",
+                "parsing stopped at the first error (no recovery for this format)",
+                stop.line,
+                stop.column,
+            )
     except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
         messages.add("error", "a token longer than the parser's buffer: %s" % exc)
         messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
@@ -56,9 +73,11 @@ def _until_error(quads: Iterator[ox.Quad], messages: Messages) -> Iterator[ox.Qu
         )
 
 
-def _batched(quads: Iterator[ox.Quad], messages: Messages, size: int = 10_000) -> Iterator[bytes]:
+def _batched(
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None, size: int = 10_000
+) -> Iterator[bytes]:
     """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
-    quads = _until_error(quads, messages)
+    quads = _until_error(quads, messages, stop)
     while True:
         block = ox.serialize(itertools.islice(quads, size), format=ox.RdfFormat.N_QUADS)
         if not block:
@@ -67,11 +86,13 @@ def _batched(quads: Iterator[ox.Quad], messages: Messages, size: int = 10_000) -
 
 
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    stop = None
     if fmt == F.RDF_XML:
         try:
             path = expand_entities(path, sink.tmp / "expanded.rdf")
         except EntityRefused as exc:
             raise CleaningError(str(exc)) from None
+        path, stop = canonical_xml_literals(path, sink.tmp / "literals.rdf")
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
@@ -79,7 +100,7 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
-    for block in _batched(quads, messages):
+    for block in _batched(quads, messages, stop):
         sink.add_block(block)
 
 
@@ -213,7 +234,9 @@ def quads_per_statement(
             try:
                 quads.extend(ox.parse(line, fmt, base_iri=base_iri))
             except SyntaxError as exc:
-                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+                messages.add(
+                    "error", "%s: %s" % (syntax_message(exc), line.decode("utf-8", "replace")[:200]), i
+                )
     return quads
 
 

@@ -87,15 +87,20 @@ def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def stale_after(seed: dict[str, Any]) -> datetime | None:
+    """When a processed seed becomes stale (``processed + interval``); None when never processed."""
+    processed = seed.get("processed")
+    if not processed:
+        return None
+    return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0))
+
+
 def is_stale(seed: dict[str, Any], now: datetime | None = None) -> bool:
     """``processed + interval < now``; a seed never processed is stale; relative seeds never are."""
     if seed.get("relative"):
         return False
-    processed = seed.get("processed")
-    if not processed:
-        return True
-    now = now or now_utc()
-    return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0)) < now
+    after = stale_after(seed)
+    return after is None or after < (now or now_utc())
 
 
 def is_seed(doc: dict[str, Any]) -> bool:

@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 from votersdaily import locations
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
-from votersdaily.clock import now_iso
+from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.ingest.ssrf import check_policy_settings
 from votersdaily.locations import LocationUnset
@@ -41,7 +41,7 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .processor import Processor
 from .seedlist import SeedList
-from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
+from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines, stale_after
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 if TYPE_CHECKING:
@@ -212,9 +212,47 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
-        for doc in records:
-            if is_seed(doc) and is_due(doc):
-                yield await self.download(doc, start=doc["uri"] in given)
+        seeds = [doc for doc in records if is_seed(doc)]
+        due = [doc for doc in seeds if is_due(doc)]
+        self._report_not_stale(seeds, due, given)
+        for doc in due:
+            yield await self.download(doc, start=doc["uri"] in given)
+
+    #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
+    #: first); the summary line counts them all.
+    NOT_STALE_LOGGED = 20
+
+    def _report_not_stale(
+        self, seeds: list[dict[str, Any]], due: list[dict[str, Any]], given: list[str]
+    ) -> None:
+        """Say which seeds are not downloaded because they are not stale, and when they will be: a
+        second run within the interval otherwise ends with nothing done and nothing said."""
+        due_ids = {doc["_id"] for doc in due}
+        # (A seed that is not due and not relative was processed: it has a stale_after.)
+        waiting = [
+            (stale_after(doc) or now_utc(), doc)
+            for doc in seeds
+            if doc["_id"] not in due_ids and not doc.get("relative")
+        ]
+        waiting.sort(key=lambda pair: (pair[1]["uri"] not in given, pair[0]))
+        for after, doc in waiting[: self.NOT_STALE_LOGGED]:
+            self.logger.info(
+                "%s not downloaded: not stale (processed %s, stale after %s)",
+                doc["uri"],
+                doc["processed"],
+                iso_utc(after),
+            )
+        relative = sum(1 for doc in seeds if doc.get("relative"))
+        self.logger.info(
+            "%d of %d seeds due%s%s",
+            len(due),
+            len(seeds),
+            "; %d not stale, the first stale after %s (LAUNDROMAT_DEFAULT_INTERVAL or the sitemap's changefreq)"
+            % (len(waiting), iso_utc(min(after for after, _ in waiting)))
+            if waiting
+            else "",
+            "; %d relative URIs, never fetched" % relative if relative else "",
+        )
 
     def _given_seeds(self) -> list[tuple[str, str | Exception]]:
         """``(where, seed or error)`` for the operator's seeds (``-a url=``, ``-a seedlist=``)."""
@@ -379,7 +417,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         try:
             sitemap = await self._db(lambda: parse_sitemap(read_sitemap(self.output_dir / record["file"])))
         except (SitemapError, OSError, EOFError) as exc:
+            self.logger.warning("%s failed (sitemap): %s", record.get("uri") or record["_id"], exc)
             await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
+            (self.output_dir / record["file"]).unlink(missing_ok=True)
             return
         entries = []
         for url in sitemap.urls + sitemap.sitemaps:
@@ -430,6 +470,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             record["body_excerpt"] = excerpt
         seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
         await self._db(self.seeds.put, record, seed)
+        # What was received (an error page) is not kept: the record has its excerpt.
+        await self._db((self.output_dir / "files" / record["_id"]).unlink, True)
         self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
 
     async def download_failed(self, failure: Failure) -> None:
