@@ -14,6 +14,7 @@ import os
 import time
 import traceback as tb
 from collections import Counter
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -24,7 +25,9 @@ from . import schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
+from .interrupts import FORCED_STOP, GRACEFUL_STOP, INTERRUPTED, NOT_FETCHED_STAT, CrawlInterrupted
 from .items import EventItem
+from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store.base import StoreUnavailable
@@ -125,6 +128,12 @@ class RunLog:
         self.dropped: Counter[str] = Counter()
         #: Documents a replayed listing names that are not recorded beside it (skipped).
         self.not_beside = 0
+        #: The log is being (or was) written: a forced stop leaves it to that write.
+        self.closing = False
+        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
+        self.result: str | None = None
+        #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
+        self._forced_stop_trigger: Any = None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -149,6 +158,10 @@ class RunLog:
     def spider_opened(self, spider):
         self.started = time.monotonic()
         self.access_datetime = now_iso()
+        # A second Ctrl-C stops the reactor with this spider still open: its log is spooled then.
+        self._forced_stop_trigger = installed_reactor().addSystemEventTrigger(
+            "before", "shutdown", self.forced_stop, spider
+        )
 
     def response_received(self, response, request, spider):
         self.responses += 1
@@ -204,6 +217,8 @@ class RunLog:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
     def source_failed(self, failure, url, spider):
+        if failure.check(CrawlInterrupted):
+            return  # never fetched because the person stopped the crawl: counted in not_fetched_count
         self._record(failure, "download", url)
 
     def item_scraped(self, item, response, spider):
@@ -253,7 +268,35 @@ class RunLog:
 
     # -- the log document ------------------------------------------------------------------------
 
+    def _stop_watching_shutdown(self) -> None:
+        self.closing = True
+        if self._forced_stop_trigger is not None:
+            installed_reactor().removeSystemEventTrigger(self._forced_stop_trigger)
+            self._forced_stop_trigger = None
+
+    def forced_stop(self, spider) -> None:
+        """The reactor is stopping with this spider open (a second Ctrl-C): the documents its writers
+        held and its run log (result ``interrupted``, ``finish_reason`` "forced stop") go to the
+        spool, synchronously: the store may be slow or gone, the person wants out."""
+        if self.closing:
+            return  # spider_closed is writing the log (the reactor's thread pool finishes that write)
+        self._stop_watching_shutdown()  # and spider_closed, should it still come, writes nothing
+        for writer in writers_of(self.crawler):
+            writer.spool_unwritten()
+        doc = self.build(spider, FORCED_STOP)
+        spool = spool_run_log(self.crawler.settings, doc)
+        self.crawler.stats.set_value("votersdaily/run_log_spooled", str(spool.directory))
+        logger.error(
+            "%s stopped before it finished: its run log (%d items scraped) spooled to %s",
+            spider.name,
+            doc["items_scraped"],
+            spool.directory,
+        )
+
     async def spider_closed(self, spider, reason):
+        if self.closing:
+            return  # a forced stop spooled this run's log already
+        self._stop_watching_shutdown()
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing, its log neither
@@ -303,12 +346,18 @@ class RunLog:
                 )
         self._all_dropped_replies()
         dropped = dict(self.dropped)
+        # Stopped by the person (Ctrl-C, scrapyd's cancel), or ended with requests left unfetched.
+        not_fetched = int(stats.get_value(NOT_FETCHED_STAT, 0))
+        interrupted = reason in (GRACEFUL_STOP, FORCED_STOP) or bool(not_fetched)
         if self.failures:
             result = self.failures[0]["exception"]
+        elif interrupted:  # not broken, not complete either
+            result = INTERRUPTED
         elif reason != "finished":
             result = reason
         else:
             result = "success"
+        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
@@ -341,6 +390,9 @@ class RunLog:
         }
         if outage:
             doc["store_outage"] = outage
+        if interrupted:
+            doc["interrupted"] = "forced" if reason == FORCED_STOP else "graceful"
+            doc["not_fetched_count"] = not_fetched
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:

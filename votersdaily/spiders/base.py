@@ -21,6 +21,7 @@ from twisted.internet import defer
 from .. import signals as vd_signals
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
+from ..interrupts import CrawlInterrupted
 from ..items import EventItem
 from ..recordings import recording_path
 from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
@@ -386,5 +387,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def source_error(self, failure):
         """A download failed (DNS, refused, timeout, HTTP error status): log it for the run log."""
         url = getattr(getattr(failure, "request", None), "url", None)
+        if failure.check(CrawlInterrupted):  # the person stopped the crawl: the source is fine
+            self.logger.debug("not fetched: %s", failure.getErrorMessage())
+            return
         self.logger.error("could not fetch %s: %s", url, failure.getErrorMessage())
         self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=url, spider=self)

@@ -189,6 +189,33 @@ class CrawlerWriter:
     def close(self) -> defer.Deferred:
         return self.batch.flush()
 
+    def spool_unwritten(self) -> int:
+        """The reactor is stopping before this writer was closed (a forced stop): spool the
+        documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
+        batch already handed to a thread finishes there. How many were spooled."""
+        batch = self.batch
+        unwritten, batch._buffer = batch._buffer, []
+        if not unwritten:
+            return 0
+        if batch.spool is None:
+            logger.error(
+                "%d documents for %s were not written: the crawl was stopped and the spool is off "
+                "(VOTERSDAILY_SPOOL_ENABLED=False)",
+                len(unwritten),
+                self.db,
+            )
+            return 0
+        path = batch.spool.new_file(self.db)
+        spooled = batch.spool.append(path, self.db, unwritten, batch.ignore, batch.hooks)
+        self._count(UpsertResult(spooled=[doc["_id"] for doc in unwritten]))
+        logger.error(
+            "the crawl was stopped before %d documents for %s were written: spooled to %s",
+            spooled,
+            self.db,
+            path,
+        )
+        return spooled
+
 
 def writer_for(
     crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
