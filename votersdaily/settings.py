@@ -6,8 +6,14 @@ here slows every source down to the slowest one's needs.
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 from votersdaily import __version__
+from votersdaily.setting_rules import LOG_LEVELS as log_levels
+from votersdaily.setting_rules import AtLeast, AtMost, OneOf
+
+# A setting takes what its default's type allows; an annotation declares more (a type where the
+# default is None, a range, a choice): votersdaily/setting_rules.py checks each before a crawl starts.
 
 
 def _in_scrapy_project() -> bool:
@@ -31,6 +37,9 @@ SPIDER_MODULES = [
 #: (votersdaily/spiderloader.py); listing the spiders still imports them all.
 SPIDER_LOADER_CLASS = "votersdaily.spiderloader.NamedModuleSpiderLoader"
 NEWSPIDER_MODULE = "votersdaily.spiders"
+#: `scrapy crawl` is the project's (votersdaily/commands/crawl.py): settings checked before any work,
+#: Ctrl-C handled, and an exit status that says how the run went.
+COMMANDS_MODULE = "votersdaily.commands"
 
 # -- identity and politeness ----------------------------------------------------------------------
 USER_AGENT = (
@@ -38,9 +47,9 @@ USER_AGENT = (
     "+https://github.com/votersdaily/votersdaily)" % __version__
 )
 ROBOTSTXT_OBEY = True
-CONCURRENT_REQUESTS = 32
-CONCURRENT_REQUESTS_PER_DOMAIN = 8
-DOWNLOAD_TIMEOUT = 60
+CONCURRENT_REQUESTS: Annotated[int, AtLeast(1)] = 32
+CONCURRENT_REQUESTS_PER_DOMAIN: Annotated[int, AtLeast(1)] = 8
+DOWNLOAD_TIMEOUT: float = 60
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 10
 #: Body size limits (Scrapy aborts larger downloads).
@@ -68,9 +77,9 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting.
-VOTERSDAILY_STORE = None
-VOTERSDAILY_BATCH_SIZE = 1000
-VOTERSDAILY_MAX_PENDING_BATCHES = 2
+VOTERSDAILY_STORE: str | None = None
+VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
+VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
 #: downloading (overlap with slow sources), and Scrapy parks the responses up to SCRAPER_SLOT_MAX_ACTIVE_SIZE.
 VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = True
@@ -86,7 +95,7 @@ VOTERSDAILY_RUN_LOG_ENABLED = True
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
-REDIS_URL = None
+REDIS_URL: str | None = None
 #: A worker renews its leases every third of this; a dead worker's requests come back after it.
 VOTERSDAILY_REDIS_LEASE = 60.0
 #: How often finished requests are acked (after the store writers have flushed).
@@ -115,7 +124,7 @@ FEDERAL_REGISTER_MAX_PAGES = 3
 
 # -- JavaScript rendering (votersdaily/rendering): a Splash server, else Playwright ----------------
 #: Splash endpoint; unset: pages that need rendering go through scrapy-playwright.
-SPLASH_URL = None
+SPLASH_URL: str | None = None
 #: Seconds Splash waits after load, and its render timeout.
 SPLASH_WAIT = 0.5
 SPLASH_TIMEOUT = 30.0
@@ -124,11 +133,11 @@ SPLASH_TIMEOUT = 30.0
 #: Zone the day pages group and show times in (all-day events keep their own date).
 VOTERSDAILY_SITE_TIMEZONE = "America/New_York"
 #: Runs per spider shown on the health page.
-VOTERSDAILY_HEALTH_RUNS = 20
+VOTERSDAILY_HEALTH_RUNS: Annotated[int, AtLeast(1)] = 20
 #: A run is flagged when its item count falls below this share of the median of the spider's
 #: previous successful runs (over at most VOTERSDAILY_HEALTH_HISTORY runs).
-VOTERSDAILY_HEALTH_DROP_RATIO = 0.5
-VOTERSDAILY_HEALTH_HISTORY = 10
+VOTERSDAILY_HEALTH_DROP_RATIO: Annotated[float, AtMost(1)] = 0.5
+VOTERSDAILY_HEALTH_HISTORY: Annotated[int, AtLeast(1)] = 10
 
 # -- the ingest spider (votersdaily/ingest/) ------------------------------------------------------
 #: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
@@ -248,7 +257,7 @@ INGEST_FETCH_RESOURCES = True
 #: True: one failed sub-resource fails the page (sandcrawler's html-resource-no-capture policy).
 INGEST_STRICT_RESOURCES = False
 #: Seconds one ingest (all its hops) may take before it ends as ``timeout``.
-INGEST_TIMEOUT = 300
+INGEST_TIMEOUT: float = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
@@ -259,16 +268,16 @@ INGEST_PDF_THUMBNAILS = True
 #: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
 INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
-INGEST_EXTRACT_PROCESSES = None
+INGEST_EXTRACT_PROCESSES: Annotated[int | None, AtLeast(1)] = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
-GROBID_URL = None
-GROBID_TIMEOUT = 180
+GROBID_URL: str | None = None
+GROBID_TIMEOUT: float = 180
 INGEST_FILE_TABLE_VERSION = "0"
 INGEST_FILE_TABLE_ENV = "dev"
 INGEST_REQUESTS_DB = "ingest_requests"
 INGEST_CATALOG_DB = "ingest_catalog"
 #: JSON-lines file of catalog works ({"doi", "title", ...}) loaded into INGEST_CATALOG_DB at start.
-INGEST_CATALOG_JSONL = None
+INGEST_CATALOG_JSONL: str | None = None
 #: "folder" (INGEST_BLOB_DIR) or "store" (attachments in INGEST_BLOB_DB of the store).
 INGEST_BLOB_BACKEND = "folder"
 INGEST_BLOB_DIR = "ingest-blobs"
@@ -304,7 +313,7 @@ VOTERSDAILY_ARCHIVE_RETENTION_DAYS = 0.0
 #: ... and then the oldest while a spider's folder holds more than this many bytes (0: no limit).
 VOTERSDAILY_ARCHIVE_MAX_BYTES = 0
 
-LOG_LEVEL = "INFO"
+LOG_LEVEL: Annotated[str, OneOf(*log_levels)] = "INFO"
 LOG_FORMATTER = "votersdaily.logformatter.LogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
@@ -315,8 +324,8 @@ LAUNDROMAT_OUTPUT_DIR = "laundromat"
 #: Seconds before a processed seed is stale (re-downloaded); sitemap changefreq overrides it.
 LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
 #: Worker processes that unpack, recode, guess and clean (CPU work off the reactor); None: one per CPU.
-LAUNDROMAT_WORKERS = None
-LAUNDROMAT_GZIP_LEVEL = 1
+LAUNDROMAT_WORKERS: Annotated[int | None, AtLeast(1)] = None
+LAUNDROMAT_GZIP_LEVEL: Annotated[int, AtMost(9)] = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
 LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3

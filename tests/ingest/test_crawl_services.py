@@ -237,8 +237,8 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
 
 def test_run_fails_when_no_request_is_usable(crawl, sqlite_uri, ingest_site, tmp_path):
     requests = write_requests(tmp_path / "r.jsonl", [{"ingest_type": "pdf"}, "not an object"])
-    run_ingest(crawl, sqlite_uri, requests, tmp_path)
-    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path)
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, status=1)
+    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path, status=1)
     store = open_store(sqlite_uri)
     try:
         logs = sorted(store.iter_docs("vd_log"), key=lambda d: d["access_datetime"])

@@ -1,0 +1,83 @@
+"""``scrapy crawl``: Scrapy's own command, with the project's checks, interrupts and exit status.
+
+Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one differs from Scrapy's
+``crawl`` in three ways, each where a person would otherwise be misled:
+
+* settings (``-s NAME=VALUE``, ``-L LEVEL``) are checked before anything starts
+  (votersdaily/setting_rules.py): one line naming the setting and what it takes, exit status 2
+  (Scrapy's for a usage error), instead of a Twisted traceback and no run log;
+* Ctrl-C stops after the current requests and says so, a second one now (votersdaily/interrupts.py);
+* the exit status says how the run went: 0 when its run log says ``success``, 1 when the spider
+  could not start or its run failed (the run log in ``vd_log`` says why), 2 for an unknown spider or
+  a bad setting, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
+
+scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.commands import crawl
+
+from ..interrupts import EXIT_INTERRUPTED, Interrupts
+from ..setting_rules import LOG_LEVELS, bad_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PREFIX = "scrapy crawl"
+
+
+def say(message: str) -> None:
+    """A line for the person, in the shape of ``python -m votersdaily``'s (``scrapy crawl: …``)."""
+    print("%s: %s" % (PREFIX, message), file=sys.stderr, flush=True)
+
+
+def run_status(crawlers, interrupted: bool = False) -> int:
+    """The exit status of a finished ``scrapy crawl``: 130 interrupted, 1 when a run did not end
+    ``success`` (its run log says why), else 0. A crawler without a run log (the run log switched
+    off) counts as a success, as in Scrapy."""
+    from ..extensions import RunLog
+
+    if interrupted:
+        return EXIT_INTERRUPTED
+    logs = [c.get_extension(RunLog) for c in crawlers if c.extensions is not None]
+    return EXIT_FAILED if any(log.result not in (None, "success") for log in logs if log) else EXIT_OK
+
+
+class Command(crawl.Command):
+    def short_desc(self) -> str:
+        return "Run a spider of the current project, by name (exit status: how the run went)"
+
+    def process_options(self, args, opts) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None, "Scrapy sets a command's settings before its options"
+        level = self.settings.get("LOG_LEVEL")
+        if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
+            priority = self.settings.getpriority("LOG_LEVEL") or "cmdline"
+            self.settings.set("LOG_LEVEL", level.strip().upper(), priority)
+        for problem in bad_settings(self.settings):
+            say(problem)
+            raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
+
+    def run(self, args: list[str], opts) -> None:
+        if len(args) != 1:
+            super().run(args, opts)  # Scrapy's usage errors
+            return
+        assert self.crawler_process is not None, "Scrapy gives a crawl command its crawler process"
+        try:
+            crawler = self._create_crawler(args[0])
+        except KeyError:
+            say(
+                "unknown spider %r; known: %s"
+                % (args[0], ", ".join(sorted(self.crawler_process.spider_loader.list())))
+            )
+            self.exitcode = EXIT_USAGE
+            return
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        interrupts = Interrupts(self.crawler_process, say)
+        interrupts.install()
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = EXIT_FAILED
+        else:
+            self.exitcode = run_status([crawler], interrupted=interrupts.stop is not None)
