@@ -12,16 +12,8 @@ from votersdaily.spiders.house_votes import HouseVotesSpider
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory):
-    """An embedded store with the house_votes recordings in it (crawled in the test process)."""
-    from tests.support.inprocess import crawl_in_process
-    from tests.support.services import cli_environment
-
-    uri = "sqlite:///%s" % (tmp_path_factory.mktemp("crawled") / "store.db")
-    urls = ",".join(HouseVotesSpider.recording_urls())
-    proc = crawl_in_process(["house_votes", "-a", "url=" + urls], cli_environment(uri))
-    assert proc.returncode == 0, proc.stderr
-    return uri
+def crawled(house_votes_store):
+    return house_votes_store
 
 
 def first_line(proc) -> str:
@@ -43,7 +35,7 @@ def first_line(proc) -> str:
 def test_export_rejects_impossible_values(cli_main, crawled, args, message):
     proc = cli_main("export", "ics", *args, store_uri=crawled)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert first_line(proc).startswith("python -m votersdaily export: error: " + message)
+    assert first_line(proc).startswith("votersdaily export: " + message)
     assert len(proc.stderr.splitlines()) == 1
 
 

@@ -1,4 +1,10 @@
-"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary."""
+"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary.
+
+``-a NAME=VALUE`` gives every spider of the run that argument (``crawl house_votes -a url=file://…``),
+``-s NAME=VALUE`` a setting; both, and the store URI, are checked before anything starts (exit 2).
+Ctrl-C stops after the current requests, a second one now (votersdaily/interrupts.py); an
+interrupted crawl exits 130.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,14 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from ..archive import archive_dir
+from ..interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from ..reactor import installed_reactor
 from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
 from ..store.base import StoreError
-from ..store.check import checked_store
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from ..store.check import StoreMisconfigured, checked_store
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
+from .options import BadSetting, add_scrapy_options, add_spider_arguments, scrapy_settings
 
 if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
@@ -36,6 +43,7 @@ def register(sub) -> None:
         help="only spiders whose last run (in vd_log) is older than their frequency_hours",
     )
     add_scrapy_options(parser, "run")
+    add_spider_arguments(parser)
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run, scrapy_logging=True)
 
@@ -59,21 +67,21 @@ def run(args) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("votersdaily crawl: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
-        print(
-            "votersdaily crawl: unknown event spider(s): %s; known: %s"
-            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings))),
-            file=sys.stderr,
+        return fail(
+            "unknown event spider(s): %s; known: %s"
+            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings)))
         )
-        return EXIT_USAGE
+    spider_args = dict(args.spider_args)
+    if args.offline and "url" in spider_args:
+        return fail("-a url= and --offline both say which documents to read: give one")
     runs, skipped = {}, []
     for name in names:
-        kwargs = {}
+        kwargs = dict(spider_args)
         if args.offline:
             urls = available[name].recording_urls()
             if not urls:
@@ -84,6 +92,8 @@ def run(args) -> int:
     uri = store_uri(settings)
     try:
         checked_store(uri).close()
+    except StoreMisconfigured as exc:
+        return fail(str(exc))  # a typo: nothing to spool, nothing was tried
     except StoreError as exc:
         return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
     not_due = []
@@ -98,8 +108,10 @@ def run(args) -> int:
         crawler = process.create_crawler(available[name])
         crawlers.append(crawler)
         process.crawl(crawler, **kwargs).addBoth(progress.finished, crawler)
+    interrupts = Interrupts(process, say)
     if crawlers:
         progress.start_live(crawlers)
+        interrupts.install()
         process.start()
     rows = [summary_row(c) for c in crawlers]
     rows += [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
@@ -112,8 +124,28 @@ def run(args) -> int:
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
+    if interrupts.stop:
+        return interrupted(interrupts.stop, rows, settings)
     counted = [r for r in rows if r["spider"] not in skipped + not_due]
     return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
+
+
+def interrupted(stop: str, rows: list[dict], settings) -> int:
+    """The last line of an interrupted crawl: which spiders finished and what became of the others."""
+    from ..store.spool import spool_dir
+
+    stopped = [r["spider"] for r in rows if r.get("result") == INTERRUPTED]
+    finished = [r["spider"] for r in rows if r.get("result") not in (INTERRUPTED, "no run log")]
+    where = (
+        "their run logs and unwritten documents are spooled in %s" % spool_dir(settings).resolve()
+        if stop == FORCED_STOP
+        else "their run logs say what they stored"
+    )
+    say(
+        "interrupted: %d spiders finished, %d stopped before they finished (%s)%s"
+        % (len(finished), len(stopped), ", ".join(stopped) or "none", "; " + where if stopped else "")
+    )
+    return EXIT_INTERRUPTED
 
 
 def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
@@ -121,17 +153,14 @@ def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dic
     run log (result StoreUnavailable) spooled for when the store is back."""
     from ..extensions import first_start_url, spool_run_log, unavailable_run_log
 
-    print("votersdaily crawl: %s" % exc, file=sys.stderr)
+    say(str(exc))
     spool = None
     for name, cls in spiders.items():
         # an instance: most spiders' listing URLs depend on the date or the spider's arguments
         source = (runs[name].get("url") or first_start_url(cls())).split(",")[0]
         spool = spool_run_log(settings, unavailable_run_log(cls, source, exc))
     if spool is not None:
-        print(
-            "nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (len(spiders), spool.directory),
-            file=sys.stderr,
-        )
+        say("nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (len(spiders), spool.directory))
     return EXIT_UNAVAILABLE
 
 

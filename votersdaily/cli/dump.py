@@ -7,7 +7,7 @@ import sys
 
 from ..schema import SURROGATE_RE, clean_text, clean_value
 from ..store.check import checked_store
-from . import EXIT_USAGE
+from . import fail, say
 
 
 def register(sub) -> None:
@@ -20,8 +20,8 @@ def register(sub) -> None:
 def run(args) -> int:
     store = checked_store(must_exist=True)
     if args.db not in store.list_dbs():
-        print("votersdaily dump: no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
-        return EXIT_USAGE
+        known = ", ".join(sorted(store.list_dbs())) or "none"
+        return fail("no database %r in %s; databases: %s" % (args.db, store.display_uri, known))
     sys.stdout.flush()
     out = sys.stdout.buffer
     cleaned = []
@@ -36,9 +36,8 @@ def run(args) -> int:
         out.write(data + b"\n")
     out.flush()
     if cleaned:
-        print(
-            "dump: %d documents held lone surrogates, written as U+FFFD: %s"
-            % (len(cleaned), ", ".join(repr(clean_text(str(i), SURROGATE_RE)) for i in cleaned[:5])),
-            file=sys.stderr,
+        say(
+            "%d documents held lone surrogates, written as U+FFFD: %s"
+            % (len(cleaned), ", ".join(repr(clean_text(str(i), SURROGATE_RE)) for i in cleaned[:5]))
         )
     return 0

@@ -11,7 +11,7 @@ from scrapy.utils.project import get_project_settings
 
 from ..distributed import REDIS_ENV
 from ..store import mask_uri
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
 
 def register(sub) -> None:
@@ -56,11 +56,20 @@ def urls_from(sources: list[str]) -> dict:
     return {"url": ",".join(urls)}
 
 
+def redis_unreachable(settings, exc: Exception) -> int:
+    return fail(
+        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
+        % (mask_uri(os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")), exc),
+        EXIT_UNAVAILABLE,
+    )
+
+
 def run(args) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError
 
+    from ..distributed import redis_server
     from ..distributed.enqueue import enqueue
 
     settings = get_project_settings()
@@ -82,6 +91,10 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    try:
+        redis_server(settings)  # the service first: the inputs matter only once they can be queued
+    except RedisError as exc:
+        return redis_unreachable(settings, exc)
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
     try:
@@ -100,12 +113,7 @@ def run(args) -> int:
     try:
         report = enqueue(args.spider, settings, **kwargs)
     except RedisError as exc:
-        print(
-            "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
-            % (mask_uri(os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")), exc),
-            file=sys.stderr,
-        )
-        return EXIT_UNAVAILABLE
+        return redis_unreachable(settings, exc)
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     print(
         "%s: %d requests queued, %d already seen, %d items ignored (%d bad)"

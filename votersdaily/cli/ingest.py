@@ -9,14 +9,13 @@ lines are reported with their line number and skipped; the good ones are still w
 
 from __future__ import annotations
 
-import sys
-
 from scrapy.utils.project import get_project_settings
 
 from ..ingest import ingest_requests as R
 from ..ingest.match import load_catalog_jsonl
 from ..store.check import checked_store
 from ..store.upsert import upsert
+from . import EXIT_FAILED, fail, say
 
 
 def register(sub) -> None:
@@ -46,28 +45,25 @@ def load_catalog(args) -> int:
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)
     except OSError as exc:
-        print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
-        return 1
+        return fail("cannot read %s: %s" % (args.path, exc), EXIT_FAILED)
     finally:
         store.close()
     for error in errors:
-        print(error, file=sys.stderr)
+        say(error)
     print("loaded %d works into %s of %s (%d bad lines)" % (count, db, store.display_uri, len(errors)))
     return 1 if errors else 0
 
 
 def enqueue_requests(args) -> int:
     if not args.path and not args.url:
-        print("give a JSON-lines file of requests or --url", file=sys.stderr)
-        return 2
+        return fail("give a JSON-lines file of requests or --url")
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
     found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))
         except OSError as exc:
-            print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
-            return 1
+            return fail("cannot read %s: %s" % (args.path, exc), EXIT_FAILED)
     docs, errors = {}, []
     for where, raw in found:
         try:
@@ -85,7 +81,7 @@ def enqueue_requests(args) -> int:
     finally:
         store.close()
     for error in errors:
-        print(error, file=sys.stderr)
+        say(error)
     print(
         "queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
         % (

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from scrapy.crawler import CrawlerProcess
 
 from ..archive import archive_dir, archived_runs
 from ..reparse import parse_date_arg, summarise_plan
 from .crawl import event_spiders, print_table, summary_row
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
 
 
 def register(sub) -> None:
@@ -27,7 +26,7 @@ def register(sub) -> None:
         help="print what would be inserted, updated and withdrawn; write nothing",
     )
     parser.add_argument(
-        "--archive-dir", type=Path, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
+        "--archive-dir", type=existing_folder, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
     )
     add_scrapy_options(parser, "reparse")
     parser.add_argument("spiders", nargs="*", help="spider names (default: every spider with an archive)")

@@ -1,31 +1,40 @@
-"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health."""
+"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health.
+
+It replaces only what an earlier build wrote (votersdaily/feeds/site_folder.py): another folder is
+refused in one line (exit 2) unless ``--force``, and some are never replaced.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from scrapy.utils.project import get_project_settings
 
 from ..store.check import checked_store
-from . import EXIT_USAGE
+from . import EXIT_FAILED, fail, say
+from .options import positive_int
 
 
 def register(sub) -> None:
     parser = sub.add_parser("site", help="build the static calendar site")
     actions = parser.add_subparsers(dest="action", required=True)
-    build = actions.add_parser("build", help="write the site into a folder (created if missing)")
+    build = actions.add_parser(
+        "build",
+        help="write the site into a folder: a new or empty one, or a site an earlier build wrote",
+    )
     build.add_argument("dir", type=Path, help="output folder")
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the folder even if it is not a site an earlier build wrote, or was changed since "
+        "(never the root, home, working or package folders, nor the checkout's own)",
+    )
     build.add_argument(
         "--timezone", help="zone the day pages are shown in (default: setting VOTERSDAILY_SITE_TIMEZONE)"
     )
     build.add_argument(
         "--runs",
-        type=int,
+        type=positive_int,
         help="runs per spider on the health page (default: setting VOTERSDAILY_HEALTH_RUNS)",
     )
     build.set_defaults(func=run_build)
@@ -35,50 +44,32 @@ def run_build(args) -> int:
     from ..deploy.periodic import spider_frequencies
     from ..feeds.sanitise import FeedReport
     from ..feeds.site import SiteConfig, build_site
+    from ..feeds.site_folder import RefusedTarget, check_target, replaced_site
     from .crawl import event_spiders
 
     settings = get_project_settings()
     try:
         config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
-    except ValueError as exc:
-        print("votersdaily site: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        check_target(args.dir, args.force)  # before any work: a refusal costs nothing
+    except (ValueError, OSError) as exc:
+        return fail(str(exc))
     store = checked_store(must_exist=True)
     report = FeedReport()
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        with replaced_dir(args.dir) as partial:
+        with replaced_site(args.dir, args.force) as partial:
             summary = build_site(store, partial, config, spiders=spiders, report=report)
+    except RefusedTarget as exc:
+        return fail(str(exc))
+    except OSError as exc:  # a full disk, a folder it may not write: nothing was replaced
+        return fail("cannot write the site to %s: %s (nothing was replaced)" % (args.dir, exc), EXIT_FAILED)
     finally:
         store.close()
     for line in report.lines():
-        print("site: %s" % line, file=sys.stderr)
-    print(
-        "site: %d day pages, %d feeds, %d spiders on the health page in %s"
-        % (summary.days, summary.feeds, summary.spiders, args.dir),
-        file=sys.stderr,
+        say(line)
+    say(
+        "%d day pages, %d feeds, %d spiders on the health page in %s"
+        % (summary.days, summary.feeds, summary.spiders, args.dir)
     )
     return 0
-
-
-@contextlib.contextmanager
-def replaced_dir(target: Path) -> Iterator[Path]:
-    """A fresh folder beside ``target`` that replaces it only when the block succeeds: a failed
-    build leaves the previous site (or nothing) in place, never a half-written one."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=".%s.partial-" % target.name, dir=target.parent))
-    try:
-        yield partial
-        partial.chmod(0o755)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=".%s.old-" % target.name, dir=target.parent))
-            target.rename(old / target.name)
-            partial.rename(target)
-            shutil.rmtree(old)
-        else:
-            partial.rename(target)
-    finally:
-        if partial.exists():
-            shutil.rmtree(partial)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from ..store.check import checked_store
 from ..store.views import VIEWS
+from .options import one_of
 
 
 def register(sub) -> None:
     parser = sub.add_parser("views", help="manage the CouchDB design documents")
     actions = parser.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
-    push.add_argument("dbs", nargs="*", help="databases (default: all with views)")
+    # Only the databases it has views for: a mistyped name must not create a database.
+    push.add_argument(
+        "dbs",
+        nargs="*",
+        type=one_of(tuple(sorted(VIEWS)), "database"),
+        help="databases (default: all): %s" % ", ".join(sorted(VIEWS)),
+    )
     push.set_defaults(func=run_push)
 
 
