@@ -201,6 +201,20 @@ def bad_settings(settings, rules: Mapping[str, Rule] | None = None) -> Iterator[
             yield "setting %s takes %s, not %r" % (name, rule.describe(), value)
 
 
+def assign(settings, name: str, value: str, priority: str = "cmdline") -> None:
+    """``settings[name] = value`` from a command line (``-s NAME=VALUE``), checked: a value Scrapy
+    cannot even store (text for a component dict) or its readers cannot use is
+    :class:`BadSettingValue`, naming the setting and what it takes."""
+    rule = all_rules().get(name)
+    try:
+        settings.set(name, value, priority=priority)
+    except (TypeError, ValueError):
+        takes = rule.describe() if rule is not None else "another kind of value"
+        raise BadSettingValue("setting %s takes %s, not %r" % (name, takes, value)) from None
+    if rule is not None and not rule.accepts(settings.get(name)):
+        raise BadSettingValue("setting %s takes %s, not %r" % (name, rule.describe(), value))
+
+
 def check_settings(settings) -> None:
     """Raise :class:`BadSettingValue` naming the first setting its readers could not use."""
     for problem in bad_settings(settings):

@@ -9,7 +9,7 @@ from pathlib import Path
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
-from ..setting_rules import LOG_LEVELS, BadSettingValue, check_settings
+from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, check_settings
 
 
 class BadSetting(ValueError):
@@ -104,12 +104,12 @@ def scrapy_settings(args) -> Settings:
     the first one that cannot be used."""
     settings = get_project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
-    for assignment in args.set:
-        name, sep, value = assignment.partition("=")
-        if not sep:
-            raise BadSetting("-s takes NAME=VALUE, got %r" % assignment)
-        settings.set(name, value, priority="cmdline")
     try:
+        for assignment in args.set:
+            name, sep, value = assignment.partition("=")
+            if not sep:
+                raise BadSetting("-s takes NAME=VALUE, got %r" % assignment)
+            assign(settings, name.strip(), value)
         check_settings(settings)
     except BadSettingValue as exc:
         raise BadSetting(str(exc)) from None

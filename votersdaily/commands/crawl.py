@@ -21,7 +21,7 @@ import sys
 from scrapy.commands import crawl
 
 from ..interrupts import EXIT_INTERRUPTED, Interrupts
-from ..setting_rules import LOG_LEVELS, bad_settings
+from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PREFIX = "scrapy crawl"
@@ -49,8 +49,16 @@ class Command(crawl.Command):
         return "Run a spider of the current project, by name (exit status: how the run went)"
 
     def process_options(self, args, opts) -> None:
-        super().process_options(args, opts)
         assert self.settings is not None, "Scrapy sets a command's settings before its options"
+        for pair in opts.set:  # before Scrapy stores them: some values it cannot even store
+            name, sep, value = pair.partition("=")
+            if sep:
+                try:
+                    assign(self.settings.copy(), name.strip(), value)
+                except BadSettingValue as exc:
+                    say(str(exc))
+                    raise SystemExit(EXIT_USAGE) from None
+        super().process_options(args, opts)
         level = self.settings.get("LOG_LEVEL")
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = self.settings.getpriority("LOG_LEVEL") or "cmdline"
@@ -58,6 +66,22 @@ class Command(crawl.Command):
         for problem in bad_settings(self.settings):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
+        if len(args) == 1 and not self._spider_exists(args[0]):
+            raise SystemExit(EXIT_USAGE)
+
+    def _spider_exists(self, name: str) -> bool:
+        """Whether ``name`` is a spider of the project; if not, says so with the known ones (before
+        Scrapy's crawler process logs its start-up)."""
+        from scrapy.spiderloader import get_spider_loader
+
+        assert self.settings is not None, "Scrapy sets a command's settings before its options"
+        loader = get_spider_loader(self.settings)
+        try:
+            loader.load(name)
+        except KeyError:
+            say("unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list()))))
+            return False
+        return True
 
     def run(self, args: list[str], opts) -> None:
         if len(args) != 1:
