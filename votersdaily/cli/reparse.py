@@ -10,6 +10,7 @@ from scrapy.crawler import CrawlerProcess
 
 from ..archive import archive_dir, archived_runs
 from ..reparse import parse_date_arg, summarise_plan
+from . import fail
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
 
@@ -37,24 +38,18 @@ def run(args) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return 2
+        return fail(str(exc))
     if args.archive_dir:
         os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
     try:
         since = parse_date_arg(args.since, end=False)
         until = parse_date_arg(args.until, end=True)
     except ValueError as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return 2
+        return fail(str(exc))
     available = event_spiders(settings)
     unknown = [n for n in args.spiders if n not in available]
     if unknown:
-        print(
-            "reparse: unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)),
-            file=sys.stderr,
-        )
-        return 2
+        return fail("unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)))
     folder = archive_dir(settings)
     names = args.spiders or sorted(available)
     names = [n for n in names if archived_runs(folder, n, since, until)]
