@@ -6,7 +6,8 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
 * lose the answer: the server gets and applies the request, then the client's connection is closed
   before a byte of the answer reaches it (a network failure after the write);
 * hold requests until ``parties`` of them have arrived, then let them all through (two crawls
-  racing: each has read what the store held before either writes).
+  racing: each has read what the store held before either writes);
+* delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped).
 
 The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
 request line starts a request.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 from tests.support.services import free_port
 
@@ -31,6 +33,7 @@ class FaultProxy:
         self.held = 0
         self._lose: dict[bytes, int] = {}
         self._barrier: tuple[bytes, threading.Barrier] | None = None
+        self._delays: dict[bytes, float] = {}
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
@@ -47,6 +50,10 @@ class FaultProxy:
     def hold_until(self, fragment: bytes, parties: int) -> None:
         """Hold the first ``parties`` requests whose request line holds ``fragment`` until all arrived."""
         self._barrier = (fragment, threading.Barrier(parties, timeout=120))
+
+    def delay(self, fragment: bytes, seconds: float) -> None:
+        """Pass every request whose request line holds ``fragment`` on after ``seconds``."""
+        self._delays[fragment] = seconds
 
     def start(self) -> FaultProxy:
         self._listener = socket.create_server(("127.0.0.1", self.port))
@@ -82,6 +89,9 @@ class FaultProxy:
                     if self.held >= barrier.parties:
                         self._barrier = None
                 barrier.wait()
+            for fragment, seconds in self._delays.items():
+                if fragment in line:
+                    time.sleep(seconds)
             with self._lock:
                 for fragment, times in self._lose.items():
                     if times and fragment in line:
