@@ -15,6 +15,7 @@ floats). Imported by ``settings.py``, so it imports nothing but the standard lib
 
 from __future__ import annotations
 
+import difflib
 import json
 import types
 import typing
@@ -187,6 +188,12 @@ def scrapy_rules() -> dict[str, Rule]:
     return rules
 
 
+def _project_names() -> list[str]:
+    from . import settings as module
+
+    return [name for name in dir(module) if name.isupper()]
+
+
 def all_rules() -> dict[str, Rule]:
     return {**scrapy_rules(), **project_rules()}
 
@@ -205,7 +212,14 @@ def assign(settings, name: str, value: str, priority: str = "cmdline") -> None:
     """``settings[name] = value`` from a command line (``-s NAME=VALUE``), checked: a value Scrapy
     cannot even store (text for a component dict) or its readers cannot use is
     :class:`BadSettingValue`, naming the setting and what it takes."""
-    rule = all_rules().get(name)
+    rules = all_rules()
+    rule = rules.get(name)
+    if rule is None and name.startswith(OWN_PREFIXES) and name not in _project_names():
+        # A mistyped name of ours would be ignored without a word: the run would use the default.
+        close = difflib.get_close_matches(name, _project_names(), n=1, cutoff=0.8)
+        raise BadSettingValue(
+            "unknown setting %s%s" % (name, "; did you mean %s?" % close[0] if close else "")
+        )
     try:
         settings.set(name, value, priority=priority)
     except (TypeError, ValueError):

@@ -177,3 +177,28 @@ def test_a_second_ctrl_c_stops_now_and_still_leaves_every_run_log(couch_uri, pou
     # What a spider had scraped is stored or was spooled with its log (counted there), not lost.
     events = run_main("dump", "vd_events", store_uri=couch_uri).stdout.splitlines()
     assert len(events) >= sum(log["insert_count"] + log["spooled_count"] for log in forced)
+
+
+def test_ctrl_c_outside_a_crawl_is_one_line_and_exit_130(tmp_path):
+    """A command that runs no crawl (here the scheduler, waiting between two passes) stops with one
+    line instead of a KeyboardInterrupt traceback."""
+    store = tmp_path / "store.db"
+    env = dict(os.environ)
+    env.update(cli_environment("sqlite:///%s" % store))
+    args = ["scheduler", "--scrapyd", "http://127.0.0.1:1/", "--spider", "house_votes", "--interval", "60"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "votersdaily", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not store.exists() and time.monotonic() < deadline:  # it opened its store: it is running
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "votersdaily scheduler: interrupted" and "Traceback" not in err

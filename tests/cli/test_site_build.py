@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import recording
 from tests.support.services import REPO
 from votersdaily.feeds.site_folder import MARKER, _exchange, replaced_site
 
@@ -21,6 +22,9 @@ from votersdaily.feeds.site_folder import MARKER, _exchange, replaced_site
 @pytest.fixture(scope="module")
 def store(house_votes_store):
     return house_votes_store
+
+
+ROLL314 = recording("gov/house_roll_call/roll314.xml")
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -144,3 +148,33 @@ def test_the_swap_is_one_step_where_the_kernel_can(tmp_path):
     if not _exchange(new, old):
         pytest.skip("this kernel or filesystem cannot exchange two paths in one step")
     assert (old / "page").read_text() == "new" and (new / "page").read_text() == "old"
+
+
+def test_a_folder_holding_the_projects_data_is_never_replaced(cli_main, tmp_path):
+    """The embedded store's folder, the spool, the archive: forced or not."""
+    data = tmp_path / "data"
+    data.mkdir()
+    uri = "sqlite:///%s" % (data / "store.db")
+    from tests.support.inprocess import crawl_in_process
+    from tests.support.services import cli_environment
+
+    crawled = crawl_in_process(["house_votes", "-a", "url=" + ROLL314.as_uri()], cli_environment(uri))
+    assert crawled.returncode == 0, crawled.stderr
+    before = tree(data)
+    line = assert_refused(cli_main("site", "build", str(data), "--force", store_uri=uri), forceable=False)
+    assert "a folder that holds the store" in line and tree(data) == before
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "vd_events--1-1-0.jsonl").write_text("{}\n")
+    proc = cli_main(
+        "site", "build", str(spool), "--force", store_uri=uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    )
+    assert "it is the spool" in assert_refused(proc, forceable=False)
+
+
+def test_a_folder_added_to_a_built_site_is_not_removed_unasked(cli_main, store, tmp_path):
+    site = tmp_path / "site"
+    assert cli_main("site", "build", str(site), store_uri=store).returncode == 0
+    (site / "drafts").mkdir()
+    assert "(drafts)" in assert_refused(cli_main("site", "build", str(site), store_uri=store), forceable=True)
+    assert (site / "drafts").is_dir()

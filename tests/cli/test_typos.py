@@ -217,3 +217,20 @@ def test_settings_import_nothing_but_the_standard_library():
         [sys.executable, "-c", "import json; " + code], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out) == []
+
+
+def test_a_mistyped_setting_of_the_project_is_named_not_ignored(cli_main, sqlite_uri):
+    """``-s VOTERSDAILY_BATCH_SIZ=10`` used to run with the default, without a word."""
+    line = one_line(cli_main("crawl", "house_votes", "-s", "VOTERSDAILY_BATCH_SIZ=10", store_uri=sqlite_uri))
+    assert (
+        line
+        == "votersdaily crawl: unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
+    )
+
+
+def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
+    store = tmp_path / "store.db"
+    for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):
+        proc = cli_main(*command, str(tmp_path / "works.jsonl"), store_uri="sqlite:///%s" % store)
+        assert one_line(proc).startswith("votersdaily ingest: cannot read %s" % (tmp_path / "works.jsonl"))
+    assert not store.exists()

@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `dump vd_events | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C outside a crawl (a crawl handles its own: votersdaily/interrupts.py)
+        return fail("interrupted", EXIT_INTERRUPTED)
     except StoreError as exc:
         # One line saying what is wrong and how to fix it (docs/operations.md: Troubleshooting), no traceback.
         return fail(str(exc), store_error_status(exc))

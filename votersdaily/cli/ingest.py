@@ -9,13 +9,15 @@ lines are reported with their line number and skipped; the good ones are still w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from scrapy.utils.project import get_project_settings
 
 from ..ingest import ingest_requests as R
 from ..ingest.match import load_catalog_jsonl
 from ..store.check import checked_store
 from ..store.upsert import upsert
-from . import EXIT_FAILED, fail, say
+from . import EXIT_FAILED, EXIT_USAGE, fail, say
 
 
 def register(sub) -> None:
@@ -39,13 +41,20 @@ def register(sub) -> None:
     enqueue.set_defaults(func=enqueue_requests)
 
 
+def input_status(exc: OSError) -> int:
+    """An input file that is not there is a usage error (2); one that cannot be read, a failure (1)."""
+    return EXIT_USAGE if isinstance(exc, (FileNotFoundError, IsADirectoryError)) else EXIT_FAILED
+
+
 def load_catalog(args) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
+    if not Path(args.path).is_file():  # before the store: a typo creates nothing
+        return fail("cannot read %s: no such file" % args.path)
     store = checked_store()
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)
     except OSError as exc:
-        return fail("cannot read %s: %s" % (args.path, exc), EXIT_FAILED)
+        return fail("cannot read %s: %s" % (args.path, exc), input_status(exc))
     finally:
         store.close()
     for error in errors:
@@ -63,7 +72,7 @@ def enqueue_requests(args) -> int:
         try:
             found += list(R.iter_jsonl(args.path))
         except OSError as exc:
-            return fail("cannot read %s: %s" % (args.path, exc), EXIT_FAILED)
+            return fail("cannot read %s: %s" % (args.path, exc), input_status(exc))
     docs, errors = {}, []
     for where, raw in found:
         try:

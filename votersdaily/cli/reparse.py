@@ -9,8 +9,9 @@ import sys
 from scrapy.crawler import CrawlerProcess
 
 from ..archive import archive_dir, archived_runs
+from ..interrupts import Interrupts
 from ..reparse import parse_date_arg, summarise_plan
-from . import fail
+from . import EXIT_INTERRUPTED, fail, say
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
 
@@ -68,7 +69,11 @@ def run(args) -> int:
             until=args.until,
             dry_run="1" if args.dry_run else None,
         )
+    interrupts = Interrupts(process, say)  # Ctrl-C as in crawl: said, recorded interrupted, exit 130
+    interrupts.install()
     process.start()
+    if interrupts.stop:
+        return EXIT_INTERRUPTED
     if args.dry_run:
         for crawler in crawlers:
             plan = getattr(crawler, "reparse_plan", None)

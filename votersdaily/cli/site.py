@@ -50,7 +50,8 @@ def run_build(args) -> int:
     settings = get_project_settings()
     try:
         config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
-        check_target(args.dir, args.force)  # before any work: a refusal costs nothing
+        data = data_places(settings)
+        check_target(args.dir, args.force, data)  # before any work: a refusal costs nothing
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     store = checked_store(must_exist=True)
@@ -58,7 +59,7 @@ def run_build(args) -> int:
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        with replaced_site(args.dir, args.force) as partial:
+        with replaced_site(args.dir, args.force, data) as partial:
             summary = build_site(store, partial, config, spiders=spiders, report=report)
     except RefusedTarget as exc:
         return fail(str(exc))
@@ -73,3 +74,25 @@ def run_build(args) -> int:
         % (summary.days, summary.feeds, summary.spiders, args.dir)
     )
     return 0
+
+
+def data_places(settings) -> dict[str, Path]:
+    """Where the project keeps data a site build must never replace: the embedded store's file,
+    the spool, the source archive and the ingest's and laundromat's outputs."""
+    from ..archive import archive_dir
+    from ..store import store_uri
+    from ..store.spool import spool_dir
+
+    places = {
+        "the spool": spool_dir(settings),
+        "the source archive": archive_dir(settings),
+        "the laundromat's output": Path(settings.get("LAUNDROMAT_OUTPUT_DIR")),
+        "the ingest's blobs": Path(settings.get("INGEST_BLOB_DIR")),
+        "the ingest's WARCs": Path(settings.get("INGEST_WARC_DIR")),
+    }
+    uri = store_uri(settings)
+    if uri.startswith("sqlite:") and ":memory:" not in uri:
+        from ..store.embedded import EmbeddedStore
+
+        places["the store"] = Path(EmbeddedStore.path_of(uri))
+    return places

@@ -55,8 +55,9 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def never_replaced(target: Path) -> str | None:
-    """Why ``target`` (resolved) is never replaced, forced or not; None when it may be."""
+def never_replaced(target: Path, data: dict[str, Path] | None = None) -> str | None:
+    """Why ``target`` (resolved) is never replaced, forced or not; None when it may be. ``data``:
+    where the project keeps data (what → path: the store file, the spool, the archive, …)."""
     if target == Path(target.anchor):
         return "the root folder"
     if len(target.parts) == 2:
@@ -67,6 +68,7 @@ def never_replaced(target: Path) -> str | None:
         ("the working folder", Path.cwd().resolve()),
         ("your home folder", Path.home().resolve()),
         ("the votersdaily package", PACKAGE),
+        *((what, Path(os.path.abspath(path)).resolve()) for what, path in (data or {}).items()),
     ):
         if _within(folder, target):
             return what if folder == target else "a folder that holds %s" % what
@@ -98,13 +100,15 @@ def read_marker(folder: Path) -> dict | None:
 
 
 def _files(folder: Path) -> dict[str, list[int]]:
-    """Every file and link under ``folder`` (links not followed): relative path → [size, mtime_ns]."""
+    """Every file, link and folder under ``folder`` (links not followed): relative path → [size,
+    mtime_ns] (a folder's are [-1, 0]: its files say whether it changed)."""
     found = {}
     for dirpath, dirnames, filenames in os.walk(folder):
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+        for name in filenames + dirnames:
             path = os.path.join(dirpath, name)
             info = os.lstat(path)
-            found[os.path.relpath(path, folder)] = [info.st_size, info.st_mtime_ns]
+            real_dir = name in dirnames and not os.path.islink(path)
+            found[os.path.relpath(path, folder)] = [-1, 0] if real_dir else [info.st_size, info.st_mtime_ns]
     found.pop(MARKER, None)
     return found
 
@@ -113,11 +117,12 @@ def _listed(names: list[str]) -> str:
     return ", ".join(sorted(names)[:3]) + (", …" if len(names) > 3 else "")
 
 
-def check_target(target: Path, force: bool = False) -> Path:
-    """The resolved folder a build may replace, or :class:`RefusedTarget` saying why not."""
+def check_target(target: Path, force: bool = False, data: dict[str, Path] | None = None) -> Path:
+    """The resolved folder a build may replace, or :class:`RefusedTarget` saying why not (``data``:
+    see :func:`never_replaced`)."""
     resolved = Path(os.path.abspath(target)).resolve()
     shown = str(target)
-    why = never_replaced(resolved)
+    why = never_replaced(resolved, data)
     if why:
         raise RefusedTarget(
             "refusing to write the site to %s: it is %s, which site build never replaces; "
@@ -219,10 +224,10 @@ def _swap_in_two_steps(new: Path, target: Path) -> None:
 
 
 @contextlib.contextmanager
-def replaced_site(target: Path, force: bool = False) -> Iterator[Path]:
+def replaced_site(target: Path, force: bool = False, data: dict[str, Path] | None = None) -> Iterator[Path]:
     """A fresh folder beside ``target`` (checked with :func:`check_target` first) that replaces it
     when the block succeeds, marked as this build's; nothing is left beside it either way."""
-    resolved = check_target(target, force)
+    resolved = check_target(target, force, data)
     parent = resolved.parent
     parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=".%s.partial-" % resolved.name, dir=parent))
@@ -230,7 +235,7 @@ def replaced_site(target: Path, force: bool = False) -> Iterator[Path]:
         yield partial
         write_marker(partial)
         partial.chmod(0o755)
-        check_target(target, force)  # again: a file may have appeared while the site was built
+        check_target(target, force, data)  # again: a file may have appeared while the site was built
         if not os.path.lexists(resolved):
             partial.rename(resolved)
         elif not _exchange(partial, resolved):
