@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tests.support.services import REPO, LocalSite, shared_dir
 from votersdaily.ingest.spider import IngestSpider
@@ -163,9 +164,8 @@ class Runner:
                 "-a",
                 "requests=%s" % (work / "requests.jsonl"),
                 "-s",
-                "INGEST_ALLOW_PRIVATE=True",
-                "-s",
-                "INGEST_ALLOWED_HOSTS=127.0.0.1",
+                # the local site's port only (a bare 127.0.0.1 would open every port of the host)
+                "INGEST_PRIVATE_HOSTS=%s" % urlsplit(requests[0]["base_url"]).netloc,
                 "-s",
                 "INGEST_BLOB_DIR=%s" % (work / "blobs"),
                 "-s",

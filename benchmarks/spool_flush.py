@@ -29,6 +29,7 @@ from votersdaily.settings import VOTERSDAILY_BATCH_SIZE
 from votersdaily.store import open_store
 from votersdaily.store.base import StoreUnavailable
 from votersdaily.store.hooks import AfterBatch, WriteHooks
+from votersdaily.store.identity import store_identity
 from votersdaily.store.reschedules import RescheduleTracker, mark_superseded
 from votersdaily.store.spool import Spool
 from votersdaily.store.upsert import upsert
@@ -68,7 +69,7 @@ class MarkEachChunk(AfterBatch):
 def spool_delivery(hooks: WriteHooks) -> Callable:
     def deliver(store, docs: list[dict], workdir: Path) -> None:
         spool = Spool(workdir / "spool")
-        spool.append(spool.new_file(DB), DB, docs, IGNORE, hooks)
+        spool.write(store_identity(store.display_uri), DB, docs, IGNORE, hooks)
         spool.deliver(store, DB)
 
     return deliver

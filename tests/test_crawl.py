@@ -310,6 +310,7 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
         "duplicate",
         "dropped",
         "items",
+        "spooled",
         "seconds",
     ]
     table = {line.split()[0]: line.split() for line in rows}

@@ -305,6 +305,7 @@ def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""
+    from votersdaily.store.identity import store_identity
     from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
@@ -319,7 +320,7 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
         for doc in earlier
     ]
     spool = Spool(tmp_path / "spool")
-    spool.append(spool.new_file(DB), DB, moved, (), RescheduleTracker())
+    spool.write(store_identity(db.display_uri), DB, moved, (), RescheduleTracker())
     reads = []
     real_query = db.query
     db.query = lambda *a, **k: (reads.append(a[1]), real_query(*a, **k))[1]

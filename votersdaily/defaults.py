@@ -26,9 +26,13 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
 
 
 def set_defaults(settings: BaseSettings) -> None:
-    """Give every project setting ``settings`` lacks its default, at Scrapy's ``default`` priority."""
+    """Give every project setting ``settings`` lacks its default, at Scrapy's ``default`` priority,
+    and every setting the environment gives its value (see :mod:`votersdaily.plumbing.environment`)."""
+    from .plumbing.environment import apply_environment  # that module reads DEFAULTS
+
     for name, value in DEFAULTS.items():
         settings.setdefault(name, value, priority="default")
+    apply_environment(settings)
 
 
 class ProjectDefaults:

@@ -8,10 +8,11 @@ run log for the spiders still open. Here:
 * the first interrupt says "stopping after the current requests; Ctrl-C again to stop now". From then
   on no request is sent that was not in flight: those waiting for the downloader (a download delay, a
   concurrency limit) and those scheduled later fail with :class:`CrawlInterrupted`, counted in the
-  stat ``interrupt/not_fetched``. A spider whose work is done, or all in flight, ends as it would have
-  (``finished``) and keeps its own result when nothing was left out; the others stop after the
-  requests in flight (Scrapy's graceful ``shutdown``). Either way a run that left something out is
-  recorded ``interrupted`` (see :class:`votersdaily.extensions.RunLog`), not as a failure;
+  stat ``interrupt/not_fetched``. A spider whose work is done closes as ``finished``; the others stop
+  after the requests in flight (Scrapy's graceful ``shutdown``, which components such as the
+  laundromat's downloads watch for). A run that left nothing out (all its work was in flight and
+  finished) keeps its own result; one that did is recorded ``interrupted`` (see
+  :class:`votersdaily.extensions.RunLog`), not as a failure;
 * the second stops now: the reactor stops, and each spider still open spools its run log and the
   documents its writers held (``RunLog.forced_stop``), delivered by the next run or ``flush``. A
   store write already in flight in a thread still finishes (or times out) before the process ends;
@@ -43,6 +44,8 @@ GRACEFUL_STOP = "shutdown"
 #: The run log's ``result`` of a run stopped by either.
 INTERRUPTED = "interrupted"
 NOT_FETCHED_STAT = "interrupt/not_fetched"
+#: Whether the first interrupt found work of the spider not yet in flight (False: all in flight).
+WORK_LEFT_STAT = "interrupt/work_left"
 #: The exit status of an interrupted crawl (the shell's for a process ended by SIGINT).
 EXIT_INTERRUPTED = 130
 
@@ -156,8 +159,9 @@ class Interrupts:
                 continue
             refuse_new_requests(crawler)
             dropped = drop_waiting_requests(crawler)
-            if crawler.engine is not None and not dropped and only_in_flight(crawler):
-                continue  # it ends by itself once its requests in flight are scraped
+            # All that was left in flight (nothing dropped, nothing scheduled): once those requests
+            # are scraped the run has done its work, and its run log says so (see RunLog.build).
+            crawler.stats.set_value(WORK_LEFT_STAT, bool(dropped) or not only_in_flight(crawler))
             deferred_from_coro(crawler.stop_async())
 
     def stop_now(self, signum: int = signal.SIGINT) -> None:

@@ -124,14 +124,17 @@ class EventStorePipeline:
     def from_crawler(cls, crawler):
         return cls(crawler)
 
+    def _dry_run(self) -> bool:
+        """A reparse's dry run writes nothing, spools nothing, delivers no spool (votersdaily.reparse)."""
+        reparse = getattr(self.crawler.spider, "reparse", None)
+        return reparse is not None and reparse.dry_run
+
     async def open_spider(self):
-        await maybe_deferred_to_future(self.writer.open())
+        if not self._dry_run():
+            await maybe_deferred_to_future(self.writer.open())
 
     def process_item(self, item):
-        if not isinstance(item, EventItem):
-            return item
-        reparse = getattr(self.crawler.spider, "reparse", None)
-        if reparse is not None and reparse.dry_run:  # a dry run writes nothing (votersdaily.reparse)
+        if not isinstance(item, EventItem) or self._dry_run():
             return item
         accepted = self.writer.add(dict(item))
         if accepted.called:  # no back-pressure: skip the per-item Future
@@ -144,4 +147,5 @@ class EventStorePipeline:
         return item
 
     async def close_spider(self):
-        await maybe_deferred_to_future(self.writer.close())
+        if not self._dry_run():
+            await maybe_deferred_to_future(self.writer.close())

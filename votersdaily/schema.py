@@ -48,10 +48,14 @@ EVENT_KEYS: dict[str, bool] = {
 #: Keys that may hold an empty string ("normally provided, missing for this item").
 MAY_BE_EMPTY = frozenset({"description", "event_url"})
 
+#: ``"archived": false`` on an event whose document could not be archived (the archive's disk was
+#: full): it has no ``warc_*`` pointer (votersdaily.archive).
+NOT_ARCHIVED = "archived"
+
 #: Keys ignored when deciding whether a re-scraped event changed.
-#: The archive pointer (``warc_*``) is one of them: an unchanged event keeps pointing at the first
-#: archived document it came from.
-VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset")
+#: The archive pointer (``warc_*``, or the mark that there is none) is one of them: an unchanged event
+#: keeps pointing at the first archived document it came from, also when a later run could not archive.
+VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset", NOT_ARCHIVED)
 
 DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 

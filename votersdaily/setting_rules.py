@@ -229,7 +229,27 @@ def assign(settings, name: str, value: str, priority: str = "cmdline") -> None:
         raise BadSettingValue("setting %s takes %s, not %r" % (name, rule.describe(), value))
 
 
+def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
+    """One line for each project setting given in the environment (which wins over ``-s``:
+    votersdaily/plumbing/environment.py) whose value its rule refuses."""
+    # Imported here: the resolver reads votersdaily/defaults.py, which reads settings.py, which
+    # imports this module.
+    from .defaults import DEFAULTS
+    from .plumbing.environment import ENVIRONMENT_NAMES, environment_name, environment_value
+
+    rules = all_rules() if rules is None else rules
+    for name in (*DEFAULTS, *ENVIRONMENT_NAMES):
+        value, rule = environment_value(name), rules.get(name)
+        if value is not None and rule is not None and not rule.accepts(value):
+            yield "environment variable %s takes %s, not %r" % (
+                environment_name(name),
+                rule.describe(),
+                value,
+            )
+
+
 def check_settings(settings) -> None:
-    """Raise :class:`BadSettingValue` naming the first setting its readers could not use."""
-    for problem in bad_settings(settings):
+    """Raise :class:`BadSettingValue` naming the first setting (given or from the environment) its
+    readers could not use."""
+    for problem in (*bad_environment(), *bad_settings(settings)):
         raise BadSettingValue(problem)

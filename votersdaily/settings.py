@@ -4,8 +4,6 @@ Spiders tune politeness (delay, concurrency) for their own source in ``custom_se
 here slows every source down to the slowest one's needs.
 """
 
-import os
-from pathlib import Path
 from typing import Annotated
 
 from votersdaily import __version__
@@ -14,15 +12,6 @@ from votersdaily.setting_rules import AtLeast, AtMost, OneOf
 
 # A setting takes what its default's type allows; an annotation declares more (a type where the
 # default is None, a range, a choice): votersdaily/setting_rules.py checks each before a crawl starts.
-
-
-def _in_scrapy_project() -> bool:
-    """Whether a ``scrapy.cfg`` is in the working folder or above it (what Scrapy's
-    ``closest_scrapy_cfg`` finds). Written here without importing Scrapy: the laundromat's cleaning
-    workers read these defaults, and importing any part of Scrapy costs them 0.2 s of start-up."""
-    here = Path.cwd()
-    return any((folder / "scrapy.cfg").exists() for folder in (here, *here.parents))
-
 
 BOT_NAME = "votersdaily"
 #: Event spiders in votersdaily/spiders; the ingest and laundromat spiders and the Redis-fed workers in
@@ -70,14 +59,23 @@ ADDONS = {"votersdaily.switched_off.LeaveOutSwitchedOff": 0}
 
 # -- conditional requests (If-Modified-Since / ETag) for sources that support them ---------------
 HTTPCACHE_POLICY = "scrapy.extensions.httpcache.RFC2616Policy"
-#: Scrapy keeps a relative HTTPCACHE_DIR in the project's .scrapy folder, found through scrapy.cfg;
-#: run from elsewhere (an installed package) the cache goes to ./.scrapy instead of being disabled.
-HTTPCACHE_DIR = "httpcache" if _in_scrapy_project() else os.path.abspath(os.path.join(".scrapy", "httpcache"))
+#: Relative: under the data home's .scrapy folder (votersdaily/locations.py), from any working folder.
+HTTPCACHE_DIR = "httpcache"
 HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 
 # -- the votersdaily foundation -------------------------------------------------------------------
-#: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting.
-VOTERSDAILY_STORE: str | None = None
+#: Where data goes: every relative location setting below (the embedded store's file, the spool, the
+#: archive, the ingest's and the laundromat's outputs) is under this folder; the VOTERSDAILY_HOME
+#: environment variable wins. None: the Scrapy project the command runs in (closest scrapy.cfg from
+#: the working folder up), else ~/.local/share/votersdaily ($XDG_DATA_HOME). `votersdaily where` shows it.
+VOTERSDAILY_HOME: str | None = None
+#: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
+#: path is under the data home.
+VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
+#: Put before the name of every database the project creates or reads (``staging_``: ``staging_vd_events``,
+#: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
+#: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
+VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
@@ -114,6 +112,8 @@ VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0
 # -- recurring schedules on scrapyd (python -m votersdaily scheduler) -------------------------------
 #: Hours between runs for spiders without frequency_hours (ingest, laundromat); 0 removes a spider.
 VOTERSDAILY_SCHEDULE_HOURS = {"ingest": 24.0, "laundromat": 24.0}
+#: Decision documents vd_scheduler keeps (only decisions that change are written; the oldest go first).
+VOTERSDAILY_SCHEDULER_DECISIONS = 1000
 #: Start-URL text larger than this goes to the run log as an attachment.
 VOTERSDAILY_LOG_INLINE_LIMIT = 256 * 1024
 VOTERSDAILY_LOG_PREVIEW_CHARS = 4096
@@ -142,7 +142,10 @@ VOTERSDAILY_HEALTH_HISTORY: Annotated[int, AtLeast(1)] = 10
 # -- the ingest spider (votersdaily/ingest/) ------------------------------------------------------
 #: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
 INGEST_ALLOW_PRIVATE = False
-#: If set, only these hosts are fetched at all (e.g. ["127.0.0.1"] for an offline test site).
+#: Hosts ("host": every port, or "host:port") whose private addresses the ingest may reach, e.g.
+#: ["127.0.0.1:8080"] for a local test site; every other private address stays refused.
+INGEST_PRIVATE_HOSTS: list[str] = []
+#: If set, only these hosts ("host" or "host:port", as above) are fetched at all.
 INGEST_ALLOWED_HOSTS: list[str] = []
 #: Substrings of a URL never ingested, checked before every fetch and on every terminal URL
 #: (sandcrawler's base-URL blocklist). Setting a list replaces the defaults; ``*_EXTRA`` adds to them.
@@ -356,7 +359,7 @@ LAUNDROMAT_CONTEXT_TIMEOUT = 10.0
 LAUNDROMAT_ALLOW_PRIVATE = False
 #: Hosts ("host" or "host:port") whose private addresses derived URLs may reach, e.g. ["127.0.0.1:8080"].
 LAUNDROMAT_PRIVATE_HOSTS: list[str] = []
-#: If set, derived URLs may name only these hosts.
+#: If set, derived URLs may name only these hosts ("host" or "host:port").
 LAUNDROMAT_ALLOWED_HOSTS: list[str] = []
 #: Every download is streamed to disk; one larger than this (or a file: seed) ends as failed.
 LAUNDROMAT_MAX_DOWNLOAD_BYTES = 8 * 1024**3

@@ -87,7 +87,11 @@ def invalid(argv: list[str]) -> str | None:
         return invalid(args[1:]) if shutil.which("flock") else "flock is not installed"
     if program in ("export", "echo", "head", "cd"):
         return None
+    if program == "votersdaily":  # the installed command (scripts/setup.sh installs it)
+        return votersdaily_invalid(args)
     if program in ("python3", "python"):
+        if args[:1] == ["-c"]:
+            return None
         if args[:2] == ["-m", "votersdaily"]:
             return votersdaily_invalid(args[2:])
         if args[:1] == ["-m"]:
@@ -216,6 +220,16 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
     assert (work / "site" / "index.html").is_file() and (work / "judicial.ics").read_text().startswith(
         "BEGIN:VCALENDAR"
     )
+    # What the commands wrote into the checkout is git-ignored: a `git status` after them is clean.
+    written = sorted(p.name + ("/" if p.is_dir() else "") for p in work.iterdir() if not p.is_symlink())
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(written),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert {"site/", "judicial.ics"} <= set(written) and sorted(ignored) == written
 
 
 #: ``scrapy crawl``'s last log line at INFO: what the run did with the events it scraped.
@@ -282,7 +296,7 @@ def test_readme_has_the_operator_sections():
     for needle in (
         "VOTERSDAILY_REDIS_IDLE_CLOSE",
         "--redis-url",
-        "node_modules/.bin/pouchdb-server",
+        "scripts/pouchdb_server.py",
         "scrapy crawl",
     ):
         assert needle in text

@@ -9,24 +9,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.feeds.events import load_events
+from tests.support.faultproxy import FaultProxy
 from tests.support.services import free_port
+from votersdaily.store import open_store
 
 REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store"
 
 
-def bad_stores(pouchdb) -> dict[str, tuple[str, str]]:
+def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
     port = free_port()  # nothing listens there
     # Its own user: CouchDB locks a user out after 5 failed logins, so no other test shares it.
     user = "nobody-%s" % uuid.uuid4().hex[:8]
-    creds = "http://%s:wrong@127.0.0.1:%d/" % (user, pouchdb.port)
+    creds = "http://%s:wrong@%s:%d/" % (user, couchdb.host, couchdb.port)
     return {
         "refused": ("http://127.0.0.1:%d/" % port, REFUSED % port),
         "credentials": (
             creds,
             "the store at http://%s:***@127.0.0.1:%d/ refused the credentials (HTTP 401): fix the user and "
             "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server of the README, "
-            "takes none)" % (user, pouchdb.port),
+            "takes none)" % (user, couchdb.port),
         ),
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
@@ -39,8 +42,8 @@ def lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", ["refused", "credentials"])
-def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_main, pouchdb, tmp_path, case):
-    uri, message = bad_stores(pouchdb)[case]
+def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_main, couchdb, tmp_path, case):
+    uri, message = bad_stores(couchdb)[case]
     spool = tmp_path / "spool"
     proc = cli_main(
         "crawl",
@@ -73,28 +76,15 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
 @pytest.mark.parametrize(
     "command", [("crawl", "--offline", "house_votes"), ("dump", "vd_events"), ("views", "push")]
 )
-def test_a_malformed_store_uri_is_a_usage_error(cli_main, pouchdb, tmp_path, case, command):
+def test_a_malformed_store_uri_is_a_usage_error(cli_main, couchdb, tmp_path, case, command):
     """A URI that cannot name a store is the user's typo (exit 2, README: Exit codes), not an
     unavailable store (3): one line, and nothing spooled for a store that cannot exist."""
-    uri, message = bad_stores(pouchdb)[case]
+    uri, message = bad_stores(couchdb)[case]
     spool = tmp_path / "spool"
     proc = cli_main(*command, store_uri=uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
     assert proc.returncode == 2, proc.stderr
     assert lines(proc.stderr) == ["votersdaily %s: %s" % (command[0], message)]
     assert not spool.exists()
-
-
-def test_spooled_run_log_reaches_the_store_when_it_is_back(cli, cli_main, sqlite_uri, tmp_path):
-    spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
-    port = free_port()
-    refused = cli_main(
-        "crawl", "--offline", "house_votes", store_uri="http://127.0.0.1:%d/" % port, env=spool
-    )
-    assert refused.returncode == 3
-    assert cli("crawl", "--offline", "house_votes", store_uri=sqlite_uri, env=spool).returncode == 0
-    dump = cli_main("dump", "vd_log", store_uri=sqlite_uri)
-    results = sorted(json.loads(line)["result"] for line in dump.stdout.splitlines())
-    assert results == ["StoreUnavailable", "success"]
 
 
 @pytest.mark.parametrize(
@@ -190,3 +180,23 @@ def test_a_live_crawl_on_an_unreachable_store_names_the_listing_it_would_have_re
     assert doc["result"] == "StoreUnavailable"
     assert doc["source_url"].startswith("https://clerk.house.gov/evs/"), doc["source_url"]
     assert doc["source_url"].endswith("/index.asp"), doc["source_url"]
+
+
+@pytest.mark.parametrize("fmt", ["ics", "json"])
+def test_a_store_failing_half_way_through_an_export_leaves_no_partial_feed(cli_main, couchdb, fmt):
+    """The feed's head is written before its events are read: a store that stops answering then (here
+    a proxy that loses the answer of the first view query) must not leave a truncated feed behind."""
+    couchdb.reset()
+    store = open_store(couchdb.url)
+    load_events(store)
+    store.close()
+    proxy = FaultProxy(couchdb.port, couchdb.host).start()
+    try:
+        proxy.lose_answer(b"/_view/")
+        proc = cli_main("export", fmt, store_uri=couchdb.url_at(proxy.port))
+    finally:
+        proxy.stop()
+    assert proxy.lost == 1
+    assert proc.returncode == 3 and proc.stdout == ""
+    (line,) = lines(proc.stderr)
+    assert line.startswith("votersdaily export: GET ") and line.endswith("failed: ConnectionError")

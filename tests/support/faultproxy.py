@@ -7,6 +7,9 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
   before a byte of the answer reaches it (a network failure after the write);
 * hold requests until ``parties`` of them have arrived, then let them all through (two crawls
   racing: each has read what the store held before either writes);
+* stop at the first such request: nothing of it is forwarded, every connection is closed and the
+  port stops listening (connections are refused from then on), as when the server is stopped just
+  before it: a store that answered the command's check and then went away;
 * delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped).
 
 The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
@@ -34,6 +37,9 @@ class FaultProxy:
         self._lose: dict[bytes, int] = {}
         self._barrier: tuple[bytes, threading.Barrier] | None = None
         self._delays: dict[bytes, float] = {}
+        self._stop_at: bytes | None = None
+        #: Set once the proxy stopped at the request named by :meth:`stop_at`.
+        self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
@@ -55,6 +61,10 @@ class FaultProxy:
         """Pass every request whose request line holds ``fragment`` on after ``seconds``."""
         self._delays[fragment] = seconds
 
+    def stop_at(self, fragment: bytes) -> None:
+        """Stop (as a stopped server: refused connections) when a request line holds ``fragment``."""
+        self._stop_at = fragment
+
     def start(self) -> FaultProxy:
         self._listener = socket.create_server(("127.0.0.1", self.port))
         threading.Thread(target=self._accept, daemon=True).start()
@@ -73,6 +83,9 @@ class FaultProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self.stopped.is_set():  # accepted while it stopped: refused after all
+                self._close(client)
+                continue
             upstream = socket.create_connection(self.target)
             self._sockets += [client, upstream]
             state = {"lose": False}
@@ -82,6 +95,12 @@ class FaultProxy:
     def _requests(self, client: socket.socket, upstream: socket.socket, state: dict) -> None:
         while data := self._recv(client):
             line = data.split(b"\r\n", 1)[0]
+            if self.stopped.is_set():
+                break
+            if self._stop_at is not None and self._stop_at in line:
+                self.stopped.set()
+                self.stop()
+                break
             if self._barrier is not None and self._barrier[0] in line:
                 fragment, barrier = self._barrier
                 with self._lock:

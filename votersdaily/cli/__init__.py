@@ -3,8 +3,9 @@
 Each command module has ``register(subparsers)``, which adds its parser and sets ``func`` (called with
 the parsed arguments; it returns the exit status). Add a command by adding its module to COMMANDS.
 Exit statuses: 0 done, 1 the work failed (a run, bad input lines, refused writes), 2 a usage error or
-what was asked for does not exist, 3 the store or a service (scrapyd, Redis) is unavailable, 130 a
-crawl stopped by Ctrl-C (SIGINT or SIGTERM).
+what was asked for does not exist, 3 the store or a service (scrapyd, Redis) is unavailable, 4 done,
+but documents wait in the spool (the store did not take them: ``flush`` delivers them), 130 a crawl
+stopped by Ctrl-C (SIGINT or SIGTERM).
 
 Every message a command writes to standard error starts with the same prefix, ``votersdaily
 <command>: ``: usage errors, one-line failures (:func:`fail`), notes (:func:`say`) and log records
@@ -24,7 +25,7 @@ from ..store.base import StoreError
 from ..store.check import StoreMisconfigured, StoreMissing
 
 #: Exit statuses of every command (README: Exit codes), and EXIT_INTERRUPTED above.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
 
 #: The command being run (set by :func:`main`): the prefix of its messages.
 _running = {"command": ""}
@@ -56,7 +57,19 @@ class CommandLogFormatter(logging.Formatter):
         return "%s: %s%s" % (prefix(), level, text)
 
 
-COMMANDS = ("dump", "views", "crawl", "export", "site", "flush", "enqueue", "scheduler", "ingest", "reparse")
+COMMANDS = (
+    "dump",
+    "views",
+    "crawl",
+    "export",
+    "site",
+    "flush",
+    "enqueue",
+    "scheduler",
+    "ingest",
+    "reparse",
+    "where",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -81,7 +94,11 @@ def command_prefix(prog: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m votersdaily", description=__doc__.split("\n")[0])
-    parser.add_argument("--store", help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db)")
+    parser.add_argument(
+        "--store",
+        help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db; a relative sqlite path"
+        " is under the data home, see `where`)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module("%s.%s" % (__name__, name)).register(sub)

@@ -22,13 +22,27 @@ from ..spiders.base import EventSpider
 from ..store import mask_uri, store_uri
 from ..store.base import StoreError
 from ..store.check import StoreMisconfigured, checked_store
-from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
+from ..store.spool import NotSpooled, spool_dir
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
 from .options import BadSetting, add_scrapy_options, add_spider_arguments, scrapy_settings
 
 if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
-COLUMNS = ("spider", "result", "inserted", "updated", "unchanged", "duplicate", "dropped", "items", "seconds")
+COLUMNS = (
+    "spider",
+    "result",
+    "inserted",
+    "updated",
+    "unchanged",
+    "duplicate",
+    "dropped",
+    "items",
+    "spooled",
+    "seconds",
+)
+#: Results of runs that failed only because the store did not take their documents (then spooled).
+STORE_RESULTS = ("StoreUnavailable", "StoreRefused", "StoreError")
 
 
 def register(sub) -> None:
@@ -98,7 +112,7 @@ def run(args) -> int:
         return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
     not_due = []
     if args.due:
-        due = set(due_spiders({n: available[n] for n in names}))
+        due = set(due_spiders({n: available[n] for n in names}, settings=settings))
         not_due = [n for n in names if n not in due]
         runs = {n: kwargs for n, kwargs in runs.items() if n in due}
     process = CrawlerProcess(settings)
@@ -113,27 +127,74 @@ def run(args) -> int:
         progress.start_live(crawlers)
         interrupts.install()
         process.start()
-    rows = [summary_row(c) for c in crawlers]
-    rows += [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
+    counted = [summary_row(c) for c in crawlers]
+    rows = counted + [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
     rows += [{"spider": n, "result": "not due"} for n in not_due]
-    print_table(rows)
+    lost = sum(r["lost"] for r in counted)
+    print_table(rows, columns=(*COLUMNS, "lost") if lost else COLUMNS)
+    not_archived = not_archived_runs(crawlers)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
-        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
+        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED") and not not_archived:
             print(
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    if interrupts.stop:
-        return interrupted(interrupts.stop, rows, settings)
-    counted = [r for r in rows if r["spider"] not in skipped + not_due]
-    return EXIT_OK if all(r.get("result") == "success" for r in counted) else EXIT_FAILED
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
+
+
+def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: bool = False) -> int:
+    """What the crawl's exit status says, with a line for what is not in the table: 1 when a run
+    failed, documents were lost or source documents not archived, else 4 when documents wait in the
+    spool, else 0."""
+    delivered = sum(r["spool_delivered"] for r in rows)
+    if delivered:
+        print(
+            "%d documents spooled by earlier runs were delivered to %s (not counted above)"
+            % (delivered, shown_uri),
+            file=sys.stderr,
+        )
+    lost = sum(r["lost"] for r in rows)
+    spooled = sum(r["spooled"] for r in rows)
+    if spooled:
+        print(
+            "%d documents wait in the spool %s for %s: `python -m votersdaily flush` delivers them "
+            "once it takes them" % (spooled, spool_folder, shown_uri),
+            file=sys.stderr,
+        )
+    if lost:
+        say(
+            "%d documents were lost: neither the store nor the spool folder %s took them"
+            % (lost, spool_folder)
+        )
+        return EXIT_FAILED
+    if not_archived or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
+        return EXIT_FAILED
+    if spooled:
+        return EXIT_SPOOLED
+    return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
+
+
+def not_archived_runs(crawlers: list) -> dict[str, str]:
+    """Runs whose source documents could not all be archived (by spider: why), said in one line: their
+    events are stored all the same (``archived: false``), but the command did not do all its job."""
+    errors = {
+        c.spidercls.name: c.stats.get_value("archive/error")
+        for c in crawlers
+        if c.stats.get_value("archive/error")
+    }
+    if errors:
+        say(
+            "the source documents of %d runs (%s) were not all archived: %s; "
+            "their events are stored, marked archived: false"
+            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
+        )
+    return errors
 
 
 def interrupted(stop: str, rows: list[dict], settings) -> int:
     """The last line of an interrupted crawl: which spiders finished and what became of the others."""
-    from ..store.spool import spool_dir
-
     stopped = [r["spider"] for r in rows if r.get("result") == INTERRUPTED]
     finished = [r["spider"] for r in rows if r.get("result") not in (INTERRUPTED, "no run log")]
     where = (
@@ -154,13 +215,23 @@ def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dic
     from ..extensions import first_start_url, spool_run_log, unavailable_run_log
 
     say(str(exc))
-    spool = None
+    kept = lost = 0
     for name, cls in spiders.items():
         # an instance: most spiders' listing URLs depend on the date or the spider's arguments
         source = (runs[name].get("url") or first_start_url(cls())).split(",")[0]
-        spool = spool_run_log(settings, unavailable_run_log(cls, source, exc))
-    if spool is not None:
-        say("nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (len(spiders), spool.directory))
+        try:
+            spool_run_log(settings, unavailable_run_log(cls, source, exc))
+            kept += 1
+        except NotSpooled:
+            lost += 1
+    if kept:
+        say("nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)))
+    if lost:
+        # The folder and why were said once when it refused (the spool's own line).
+        say(
+            "nothing crawled; %d run logs (StoreUnavailable) lost: the spool could not take them either"
+            % lost
+        )
     return EXIT_UNAVAILABLE
 
 
@@ -179,7 +250,7 @@ class Progress:
         row = summary_row(crawler)
         self._clear_live()
         print(
-            "[%d/%d] %s: %s, %s inserted, %s updated, %s items, %ss"
+            "[%d/%d] %s: %s, %s inserted, %s updated, %s items, %s%ss"
             % (
                 self.done,
                 self.total,
@@ -188,6 +259,7 @@ class Progress:
                 row["inserted"],
                 row["updated"],
                 row["items"],
+                "%s spooled, " % row["spooled"] if row["spooled"] else "",
                 row["seconds"],
             ),
             file=self.out,
@@ -221,18 +293,19 @@ class Progress:
         self._clear_live()
 
 
-def due_spiders(spiders: dict[str, type[EventSpider]], now=None) -> list[str]:
-    """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran)."""
+def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) -> list[str]:
+    """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran), in the
+    store (and database prefix) of ``settings``."""
     from datetime import timedelta
 
     from ..clock import now_utc
     from ..schema import LOG_DB, parse_iso_utc
-    from ..store import open_store
+    from ..store import open_store, store_uri
 
     now = (now or now_utc()).replace(tzinfo=None)
-    store = open_store()
+    store = open_store(store_uri(settings), settings)
     try:
-        if LOG_DB not in store.list_dbs():
+        if not store.has_db(LOG_DB):
             return list(spiders)
         store.install_views(LOG_DB)
         due = []
@@ -264,6 +337,12 @@ def summary_row(crawler) -> dict:
         "duplicate": stats.get("store/vd_events/duplicates", 0),
         "dropped": stats.get("events/dropped", 0),
         "items": stats.get("item_scraped_count", 0),
+        # Of this run's documents (its run log included), those waiting in the spool at its end.
+        "spooled": stats.get("votersdaily/spooled", 0),
+        "lost": stats.get("votersdaily/lost", 0),
+        "spool_delivered": sum(
+            v for k, v in stats.items() if k.startswith("spool/") and k.endswith("/delivered")
+        ),
         "seconds": stats.get("votersdaily/runtime", ""),
     }
 

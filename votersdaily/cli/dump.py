@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from ..schema import SURROGATE_RE, clean_text, clean_value
 from ..store.check import checked_store
 from . import fail, say
+from .staged_output import staged_stdout
 
 
 def register(sub) -> None:
@@ -19,22 +19,19 @@ def register(sub) -> None:
 
 def run(args) -> int:
     store = checked_store(must_exist=True)
-    if args.db not in store.list_dbs():
-        known = ", ".join(sorted(store.list_dbs())) or "none"
-        return fail("no database %r in %s; databases: %s" % (args.db, store.display_uri, known))
-    sys.stdout.flush()
-    out = sys.stdout.buffer
+    if not store.has_db(args.db):
+        return fail("no database %r in %s" % (args.db, store.display_uri))
     cleaned = []
-    for doc in store.iter_docs(args.db, include_design=args.design):
-        line = json.dumps(doc, ensure_ascii=False, sort_keys=True)
-        try:
-            data = line.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate (written past validation) cannot be UTF-8: U+FFFD, as a decoder does.
-            cleaned.append(doc.get("_id"))
-            data = json.dumps(clean_value(doc, SURROGATE_RE), ensure_ascii=False, sort_keys=True).encode()
-        out.write(data + b"\n")
-    out.flush()
+    with staged_stdout() as out:
+        for doc in store.iter_docs(args.db, include_design=args.design):
+            line = json.dumps(doc, ensure_ascii=False, sort_keys=True)
+            try:
+                data = line.encode("utf-8")
+            except UnicodeEncodeError:
+                # A lone surrogate (written past validation) cannot be UTF-8: U+FFFD, as a decoder does.
+                cleaned.append(doc.get("_id"))
+                data = json.dumps(clean_value(doc, SURROGATE_RE), ensure_ascii=False, sort_keys=True).encode()
+            out.write(data + b"\n")
     if cleaned:
         say(
             "%d documents held lone surrogates, written as U+FFFD: %s"

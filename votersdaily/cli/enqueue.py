@@ -6,10 +6,12 @@ import os
 import sys
 from pathlib import Path
 
+from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
 from ..distributed import REDIS_ENV
+from ..plumbing.environment import project_settings, setting_or_environment
+from ..plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
 from ..store import mask_uri
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
@@ -32,34 +34,35 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def spider_arguments(spidercls, sources: list[str]) -> dict:
+def spider_arguments(spidercls, sources: list[str], bad: list[str]) -> dict:
     """What to build the spider with: its own ``enqueue_arguments(sources)`` if it has one, else
-    ``url=`` with the given URLs and the URLs listed in the given files."""
+    ``url=`` with the given URLs and the URLs listed in the given files (each one that is no URL
+    is appended to ``bad`` as "where: why" and left out)."""
     own = getattr(spidercls, "enqueue_arguments", None)
     if own is not None:
         return own(sources)
-    return urls_from(sources)
+    return urls_from(sources, bad)
 
 
-def urls_from(sources: list[str]) -> dict:
-    urls = []
+def urls_from(sources: list[str], bad: list[str]) -> dict:
+    found: list[tuple[str, str | Exception]] = []
     for source in sources:
-        path = Path(source)
-        if "://" not in source and path.is_file():
-            urls += [
-                line.strip()
-                for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and not line.lstrip().startswith("#")
-            ]
+        if "://" not in source and Path(source).is_file():
+            found += listed_lines(source, MAX_URL + 2)
         else:
-            urls.append(source)
+            found.append(("argument", source))
+    urls = []
+    for where, url in checked_inputs(found, checked_url):
+        if isinstance(url, ValueError):
+            bad.append("%s: %s" % (where, url))
+        else:
+            urls.append(url)
     return {"url": ",".join(urls)}
 
 
-def redis_unreachable(settings, exc: Exception) -> int:
+def redis_unreachable(redis_url: str, exc: Exception) -> int:
     return fail(
-        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
-        % (mask_uri(os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")), exc),
+        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url" % (mask_uri(redis_url), exc),
         EXIT_UNAVAILABLE,
     )
 
@@ -72,11 +75,12 @@ def run(args) -> int:
     from ..distributed import redis_server
     from ..distributed.enqueue import enqueue
 
-    settings = get_project_settings()
+    settings = project_settings()
     if args.redis_url:
-        settings.set("REDIS_URL", args.redis_url, priority="cmdline")
-        os.environ[REDIS_ENV] = args.redis_url  # the workers' rule: the environment wins
-    if not (settings.get("REDIS_URL") or os.environ.get(REDIS_ENV)):
+        # The environment wins over the setting (votersdaily.plumbing.environment): so does --redis-url.
+        os.environ[REDIS_ENV] = args.redis_url
+    redis_url = setting_or_environment(settings, "REDIS_URL")
+    if not redis_url:
         print(
             "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
             % REDIS_ENV,
@@ -94,16 +98,19 @@ def run(args) -> int:
     try:
         redis_server(settings)  # the service first: the inputs matter only once they can be queued
     except RedisError as exc:
-        return redis_unreachable(settings, exc)
+        return redis_unreachable(redis_url, exc)
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
+    bad_inputs: list[str] = []
     try:
         kwargs = spider_arguments(
-            loader.load(worker if worker in loader.list() else args.spider), args.sources
+            loader.load(worker if worker in loader.list() else args.spider), args.sources, bad_inputs
         )
     except ValueError as exc:
         print("votersdaily enqueue: %s" % exc, file=sys.stderr)
         return EXIT_USAGE
+    for line in bad_inputs:
+        print("votersdaily enqueue: bad input at %s" % line, file=sys.stderr)
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:
@@ -112,11 +119,15 @@ def run(args) -> int:
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
+    except UsageError as exc:  # a setting the spider refuses before any work (a bad host list entry)
+        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
+        return EXIT_USAGE
     except RedisError as exc:
-        return redis_unreachable(settings, exc)
+        return redis_unreachable(redis_url, exc)
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
+    bad = len(report.bad) + len(bad_inputs)
     print(
         "%s: %d requests queued, %d already seen, %d items ignored (%d bad)"
-        % (report.queue, report.pushed, report.duplicates, report.skipped_items, len(report.bad))
+        % (report.queue, report.pushed, report.duplicates, report.skipped_items, bad)
     )
-    return EXIT_FAILED if report.bad else EXIT_OK
+    return EXIT_FAILED if bad else EXIT_OK

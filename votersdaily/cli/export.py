@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import date
 
 from .. import schema
@@ -13,6 +12,7 @@ from ..feeds.sanitise import FeedReport
 from ..store.check import checked_store
 from . import fail, say
 from .options import one_of
+from .staged_output import staged_stdout
 
 
 def register(sub) -> None:
@@ -97,9 +97,8 @@ def run(args) -> int:
         except FeedQueryError as exc:
             return fail(str(exc))
         report = FeedReport()
-        sys.stdout.flush()
-        export(store, args.format, flt, sys.stdout.buffer, report)
-        sys.stdout.buffer.flush()
+        with staged_stdout() as out:
+            export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():

@@ -10,8 +10,9 @@ from scrapy.crawler import CrawlerProcess
 
 from ..archive import archive_dir, archived_runs
 from ..interrupts import Interrupts
-from ..reparse import parse_date_arg, summarise_plan
-from . import EXIT_INTERRUPTED, fail, say
+from ..reparse import parse_date_arg, points_into_archive, summarise_plan
+from ..store.check import checked_store
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, say
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
 
@@ -32,7 +33,8 @@ def register(sub) -> None:
     )
     add_scrapy_options(parser, "reparse")
     parser.add_argument("spiders", nargs="*", help="spider names (default: every spider with an archive)")
-    parser.set_defaults(func=run)
+    # Scrapy's log handler only (the command's own would print every message a second time).
+    parser.set_defaults(func=run, scrapy_logging=True)
 
 
 def run(args) -> int:
@@ -40,7 +42,7 @@ def run(args) -> int:
         settings = scrapy_settings(args)
     except BadSetting as exc:
         return fail(str(exc))
-    if args.archive_dir:
+    if args.archive_dir:  # a folder that exists (argparse type existing_folder)
         os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
     try:
         since = parse_date_arg(args.since, end=False)
@@ -51,12 +53,21 @@ def run(args) -> int:
     unknown = [n for n in args.spiders if n not in available]
     if unknown:
         return fail("unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)))
+    # One line and exit 3 (the command's StoreError handler) when the store does not answer; a dry
+    # run only reads, so it never creates an empty embedded store either.
+    store = checked_store(must_exist=args.dry_run)
     folder = archive_dir(settings)
-    names = args.spiders or sorted(available)
-    names = [n for n in names if archived_runs(folder, n, since, until)]
+    try:
+        names = [
+            n
+            for n in args.spiders or sorted(available)
+            if archived_runs(folder, n, since, until) or points_into_archive(store, n, folder, since, until)
+        ]
+    finally:
+        store.close()
     if not names:
         print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
-        return 0
+        return EXIT_OK
     process = CrawlerProcess(settings)
     crawlers = []
     for name in names:
@@ -74,6 +85,16 @@ def run(args) -> int:
     process.start()
     if interrupts.stop:
         return EXIT_INTERRUPTED
+    # The dry run and the real run end alike: a run whose archive could not all be read back (or whose
+    # store writes failed) is not a success, and exits 1 either way.
+    rows = []
+    for crawler in crawlers:
+        row = summary_row(crawler)
+        stats = crawler.stats.get_stats()
+        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
+        row["replaced"] = stats.get("reparse/replaced", 0)
+        rows.append(row)
+    ok = all(r.get("result") == "success" for r in rows)
     if args.dry_run:
         for crawler in crawlers:
             plan = getattr(crawler, "reparse_plan", None)
@@ -84,16 +105,9 @@ def run(args) -> int:
                 )
             else:
                 summarise_plan(plan, sys.stdout)
-        return 0 if all(getattr(c, "reparse_plan", None) for c in crawlers) else 1
-    rows = []
-    for crawler in crawlers:
-        row = summary_row(crawler)
-        stats = crawler.stats.get_stats()
-        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
-        row["replaced"] = stats.get("reparse/replaced", 0)
-        rows.append(row)
+        return EXIT_OK if ok and all(getattr(c, "reparse_plan", None) for c in crawlers) else EXIT_FAILED
     print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced"))
-    return 0 if all(r.get("result") == "success" for r in rows) else 1
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 COLUMNS_BASE = ("spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
+from ..plumbing.environment import project_settings
 from ..store.check import checked_store
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
@@ -28,7 +28,12 @@ def register(sub) -> None:
     parser.add_argument(
         "--offline",
         action="store_true",
-        help="event spiders replay their recordings (file:// URLs of this machine)",
+        help="event spiders replay the recordings shipped with the package on the node (-a offline=true)",
+    )
+    parser.add_argument(
+        "--allow-open-scrapyd",
+        action="store_true",
+        help="schedule on a scrapyd that answers without credentials (refused by default)",
     )
     parser.add_argument(
         "--setting",
@@ -50,11 +55,34 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
+def show(decision: dict, stamp: bool = False) -> None:
+    """One decision as a line of standard output (the loop prefixes the time)."""
+    print(
+        "%s%-28s %-20s %s %s"
+        % (
+            decision["datetime"] + " " if stamp else "",
+            decision["spider"],
+            decision["decision"],
+            decision.get("jobid") or "",
+            decision["reason"],
+        ),
+        flush=True,
+    )
+
+
 def run(args) -> int:
-    from ..deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
+    from ..deploy.periodic import (
+        FAILED,
+        OPEN,
+        SCHEDULER_DB,
+        UNAVAILABLE,
+        Plan,
+        RecurringScheduler,
+        spider_frequencies,
+    )
     from ..deploy.scrapyd import Scrapyd
 
-    settings = get_project_settings()
+    settings = project_settings()
     hours = spider_frequencies(settings)
     try:
         hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
@@ -74,21 +102,40 @@ def run(args) -> int:
     loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:
-        spider_args = {}
-        if args.offline and hasattr(cls := loader.load(name), "recording_urls"):
-            urls = cls.recording_urls()
-            if urls:
-                spider_args["url"] = ",".join(urls)
+        cls = loader.load(name)
+        # A spider that needs arguments to have work says which (the ingest: requests=store).
+        spider_args = dict(getattr(cls, "schedule_arguments", {}))
+        # The node finds its own copy of the recordings (no file:// path of this machine).
+        if args.offline and getattr(cls, "recordings", None):
+            spider_args["offline"] = "true"
         plans.append(Plan(name, hours[name], spider_args, job_settings))
     store = checked_store()
-    scheduler = RecurringScheduler(Scrapyd(args.scrapyd, args.project), store, plans)
+    scheduler = RecurringScheduler(
+        Scrapyd(args.scrapyd, args.project),
+        store,
+        plans,
+        allow_open=args.allow_open_scrapyd,
+        keep=settings.getint("VOTERSDAILY_SCHEDULER_DECISIONS"),
+    )
     if args.once:
         decisions = scheduler.run_once()
         for d in decisions:
-            print("%-28s %-20s %s %s" % (d["spider"], d["decision"], d.get("jobid") or "", d["reason"]))
-        # The exit status tells cron what the pass achieved: scrapyd down, or a spider not scheduled.
+            show(d)
+        # The exit status tells cron what the pass achieved: scrapyd down (or refusing the
+        # credentials), open to anyone, or a spider not scheduled.
         if any(d["decision"] == UNAVAILABLE for d in decisions):
             return EXIT_UNAVAILABLE
+        if any(d["decision"] == OPEN for d in decisions):
+            return EXIT_USAGE
         return EXIT_FAILED if any(d["decision"] == FAILED for d in decisions) else EXIT_OK
-    scheduler.run_forever(args.interval)
-    return 0
+    print(
+        "votersdaily scheduler: a pass every %g s on %s for %s; each decision that changes is shown "
+        "here and stored in %s (Ctrl-C stops)"
+        % (args.interval, scheduler.scrapyd.url, ", ".join(names), SCHEDULER_DB),
+        flush=True,
+    )
+    try:
+        scheduler.run_forever(args.interval, report=lambda decision: show(decision, stamp=True))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK

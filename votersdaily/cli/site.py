@@ -11,6 +11,8 @@ from pathlib import Path
 from scrapy.utils.project import get_project_settings
 
 from ..store.check import checked_store
+from ..store.identity import identity_of
+from ..store.spool import Spool, spool_dir
 from . import EXIT_FAILED, fail, say
 from .options import positive_int
 
@@ -56,11 +58,13 @@ def run_build(args) -> int:
         return fail(str(exc))
     store = checked_store(must_exist=True)
     report = FeedReport()
+    # Only what was spooled for this store: another store's documents never reach it.
+    spooled = Spool(spool_dir(settings)).waiting(identity_of(store))
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
         with replaced_site(args.dir, args.force, data) as partial:
-            summary = build_site(store, partial, config, spiders=spiders, report=report)
+            summary = build_site(store, partial, config, spiders=spiders, report=report, spooled=spooled)
     except RefusedTarget as exc:
         return fail(str(exc))
     except OSError as exc:  # a full disk, a folder it may not write: nothing was replaced
@@ -69,6 +73,11 @@ def run_build(args) -> int:
         store.close()
     for line in report.lines():
         say(line)
+    if spooled:
+        say(
+            "%d documents for this store wait in the spool %s (not on the site until "
+            "`python -m votersdaily flush` delivers them)" % (sum(spooled.values()), spool_dir(settings))
+        )
     say(
         "%d day pages, %d feeds, %d spiders on the health page in %s"
         % (summary.days, summary.feeds, summary.spiders, args.dir)
@@ -77,22 +86,25 @@ def run_build(args) -> int:
 
 
 def data_places(settings) -> dict[str, Path]:
-    """Where the project keeps data a site build must never replace: the embedded store's file,
-    the spool, the source archive and the ingest's and laundromat's outputs."""
-    from ..archive import archive_dir
-    from ..store import store_uri
-    from ..store.spool import spool_dir
+    """Where the project keeps data a site build must never replace: the data home, the embedded
+    store's file, the spool, the source archive, the HTTP cache and the ingest's and laundromat's
+    outputs (votersdaily/locations.py)."""
+    from .. import locations
 
-    places = {
-        "the spool": spool_dir(settings),
-        "the source archive": archive_dir(settings),
-        "the laundromat's output": Path(settings.get("LAUNDROMAT_OUTPUT_DIR")),
-        "the ingest's blobs": Path(settings.get("INGEST_BLOB_DIR")),
-        "the ingest's WARCs": Path(settings.get("INGEST_WARC_DIR")),
-    }
-    uri = store_uri(settings)
-    if uri.startswith("sqlite:") and ":memory:" not in uri:
-        from ..store.embedded import EmbeddedStore
-
-        places["the store"] = Path(EmbeddedStore.path_of(uri))
+    places = {"the data home": locations.data_home(settings)}
+    for what, where in (
+        ("the spool", locations.spool_dir),
+        ("the source archive", locations.archive_dir),
+        ("the HTTP cache", locations.http_cache_dir),
+        ("the laundromat's output", locations.laundromat_output_dir),
+        ("the ingest's blobs", locations.ingest_blob_dir),
+        ("the ingest's WARCs", locations.ingest_warc_dir),
+    ):
+        try:
+            places[what] = where(settings)
+        except locations.LocationUnset:
+            continue  # not configured: nothing there to protect
+    uri = locations.store_uri(settings)
+    if uri.startswith(locations.SQLITE_PREFIX) and ":memory:" not in uri:
+        places["the store"] = Path(uri[len(locations.SQLITE_PREFIX) :])
     return places

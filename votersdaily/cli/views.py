@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+from ..plumbing.environment import project_settings
 from ..store.check import checked_store
+from ..store.names import project_databases
 from ..store.views import VIEWS
-from .options import one_of
+from . import fail
 
 
 def register(sub) -> None:
     parser = sub.add_parser("views", help="manage the CouchDB design documents")
     actions = parser.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
-    # Only the databases it has views for: a mistyped name must not create a database.
     push.add_argument(
         "dbs",
         nargs="*",
-        type=one_of(tuple(sorted(VIEWS)), "database"),
-        help="databases (default: all): %s" % ", ".join(sorted(VIEWS)),
+        help="the project's databases to create (default: those with views: %s)" % ", ".join(sorted(VIEWS)),
     )
     push.set_defaults(func=run_push)
 
 
 def run_push(args) -> int:
+    # Only the project's databases (before any prefix): a mistyped name must not create a database.
+    known = project_databases(project_settings())
+    unknown = [db for db in args.dbs if db not in known]
+    if unknown:
+        return fail("unknown database(s) %s; known: %s" % (", ".join(map(repr, unknown)), ", ".join(known)))
     store = checked_store()
     for db in args.dbs or sorted(VIEWS):
         store.ensure_db(db)

@@ -7,9 +7,10 @@ Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one di
   (votersdaily/setting_rules.py): one line naming the setting and what it takes, exit status 2
   (Scrapy's for a usage error), instead of a Twisted traceback and no run log;
 * Ctrl-C stops after the current requests and says so, a second one now (votersdaily/interrupts.py);
-* the exit status says how the run went: 0 when its run log says ``success``, 1 when the spider
-  could not start or its run failed (the run log in ``vd_log`` says why), 2 for an unknown spider or
-  a bad setting, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
+* the exit status says how the run went, as ``python -m votersdaily crawl``'s does: 0 when its run
+  log says ``success``, 1 when the spider could not start, its run failed (the run log in ``vd_log``
+  says why) or documents were lost, 2 for an unknown spider or a bad setting, 4 when documents wait
+  in the spool, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
 
 scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
 """
@@ -19,11 +20,12 @@ from __future__ import annotations
 import sys
 
 from scrapy.commands import crawl
+from scrapy.exceptions import UsageError
 
 from ..interrupts import EXIT_INTERRUPTED, Interrupts
-from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_settings
+from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
 PREFIX = "scrapy crawl"
 
 
@@ -33,15 +35,27 @@ def say(message: str) -> None:
 
 
 def run_status(crawlers, interrupted: bool = False) -> int:
-    """The exit status of a finished ``scrapy crawl``: 130 interrupted, 1 when a run did not end
-    ``success`` (its run log says why), else 0. A crawler without a run log (the run log switched
-    off) counts as a success, as in Scrapy."""
+    """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
+    (README: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
+    were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
+    A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
+    from ..cli.crawl import STORE_RESULTS
     from ..extensions import RunLog
 
     if interrupted:
         return EXIT_INTERRUPTED
-    logs = [c.get_extension(RunLog) for c in crawlers if c.extensions is not None]
-    return EXIT_FAILED if any(log.result not in (None, "success") for log in logs if log) else EXIT_OK
+    status = EXIT_OK
+    for crawler in crawlers:
+        log = crawler.get_extension(RunLog) if crawler.extensions is not None else None
+        result = log.result if log is not None else None
+        stats = crawler.stats
+        if stats.get_value("votersdaily/lost", 0) or result not in (None, "success", *STORE_RESULTS):
+            return EXIT_FAILED
+        if stats.get_value("votersdaily/spooled", 0):
+            status = EXIT_SPOOLED
+        elif result in STORE_RESULTS:
+            return EXIT_FAILED
+    return status
 
 
 class Command(crawl.Command):
@@ -63,23 +77,29 @@ class Command(crawl.Command):
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = self.settings.getpriority("LOG_LEVEL") or "cmdline"
             self.settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in bad_settings(self.settings):
+        for problem in (*bad_environment(), *bad_settings(self.settings)):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
-        if len(args) == 1 and not self._spider_exists(args[0]):
+        if len(args) == 1 and not self._spider_ready(args[0]):
             raise SystemExit(EXIT_USAGE)
 
-    def _spider_exists(self, name: str) -> bool:
-        """Whether ``name`` is a spider of the project; if not, says so with the known ones (before
-        Scrapy's crawler process logs its start-up)."""
+    def _spider_ready(self, name: str) -> bool:
+        """Whether ``name`` is a spider of the project whose own settings checks pass (a host list
+        entry that can never match, …); if not, says why in one line, before Scrapy's crawler
+        process logs its start-up."""
         from scrapy.spiderloader import get_spider_loader
 
         assert self.settings is not None, "Scrapy sets a command's settings before its options"
         loader = get_spider_loader(self.settings)
         try:
-            loader.load(name)
+            spidercls = loader.load(name)
         except KeyError:
             say("unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list()))))
+            return False
+        try:
+            spidercls.update_settings(self.settings.copy())  # what building its crawler checks
+        except UsageError as exc:
+            say(str(exc))
             return False
         return True
 

@@ -10,11 +10,11 @@ once after a crash, never zero times; the store's revision-aware upserts make a 
 
 from __future__ import annotations
 
-import os
-
 from scrapy.exceptions import NotConfigured
 
-REDIS_ENV = "VOTERSDAILY_REDIS_URL"
+from ..plumbing.environment import environment_name, setting_or_environment
+
+REDIS_ENV = environment_name("REDIS_URL")
 
 #: Settings that turn a spider into a Redis-fed worker (see :class:`.redis_worker.WorkerMixin`).
 WORKER_SETTINGS = {
@@ -30,7 +30,7 @@ def queue_name(spider_or_cls) -> str:
 
 def redis_url(settings) -> str:
     """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
-    url = os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")
+    url = setting_or_environment(settings, "REDIS_URL")
     if not url:
         raise NotConfigured(
             "distributed workers need Redis: set REDIS_URL or $%s (redis://host:6379/0)" % REDIS_ENV

@@ -20,7 +20,7 @@ from statistics import median
 from .. import schema
 from ..interrupts import INTERRUPTED as INTERRUPTED_RESULT
 from ..store.base import Store
-from .query import HIGH, distinct_leading_keys, has_db
+from .query import HIGH, distinct_leading_keys
 
 OK, EMPTY, DROP, BROKEN, NEVER, MANUAL = "ok", "empty", "drop", "broken", "never run", "manual"
 INTERRUPTED = "interrupted"
@@ -170,7 +170,7 @@ def spider_health(
 ) -> SpiderHealth:
     """The last ``runs`` runs of ``name``, classified against up to ``history`` earlier ones."""
     health = SpiderHealth(name)
-    if not has_db(store, schema.LOG_DB):
+    if not store.has_db(schema.LOG_DB):
         return health
     rows = store.query(
         schema.LOG_DB,

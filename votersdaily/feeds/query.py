@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import schema
-from ..store.base import Store, StoreError
+from ..store.base import Store, StoreError, StoreUnavailable
 from .sanitise import FeedReport, feed_event, newest
 
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
@@ -108,10 +108,6 @@ def is_cancelled(doc: dict) -> bool:
     )
 
 
-def has_db(store: Store, db: str) -> bool:
-    return db in store.list_dbs()
-
-
 def iter_rows(
     store: Store,
     db: str,
@@ -124,7 +120,7 @@ def iter_rows(
     page: int = PAGE_SIZE,
 ):
     """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
-    if not has_db(store, db):
+    if not store.has_db(db):
         return
     skip = 0
     while True:
@@ -139,6 +135,8 @@ def iter_rows(
                 skip=skip,
                 include_docs=include_docs,
             )
+        except StoreUnavailable:
+            raise
         except StoreError as exc:
             raise StoreError(
                 "%s (are the views installed? `python -m votersdaily views push`)" % exc
@@ -170,7 +168,7 @@ def iter_events(
 
 def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
     """The distinct first key components of a compound-key view, one short query per value."""
-    if not has_db(store, db):
+    if not store.has_db(db):
         return []
     found: list[str] = []
     startkey: Any = None

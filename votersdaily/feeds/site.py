@@ -11,7 +11,7 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -252,8 +252,11 @@ def build_site(
     config: SiteConfig = SiteConfig(),
     spiders: Sequence[str] = (),
     report: FeedReport | None = None,
+    spooled: Mapping[str, int] | None = None,
 ) -> BuildSummary:
-    """Write the site; stored events that had to be cleaned or left out are listed in ``report``."""
+    """Write the site; stored events that had to be cleaned or left out are listed in ``report``;
+    ``spooled``: documents for this store still in the spool, by database (the health page says so:
+    their runs are not in the log yet)."""
     report = FeedReport() if report is None else report
     outdir = Path(outdir)
     (outdir / "days").mkdir(parents=True, exist_ok=True)
@@ -318,6 +321,7 @@ def build_site(
         "",
         report=health,
         counts={s: sum(1 for h in health if h.status == s) for s in LABELS},
+        spooled=dict(spooled or {}),
     )
     summary.spiders = len(health)
     return summary

@@ -73,9 +73,9 @@ def match_document(
     store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
 ) -> dict:
     """``{mstatus, doi, minfo}`` (minfo a JSON string, as in the file table). ``catalog_exists``:
-    what the caller already knows about ``db`` (saves a database listing per document)."""
+    what the caller already knows about ``db`` (saves a request per document)."""
     if catalog_exists is None:
-        catalog_exists = db in store.list_dbs()
+        catalog_exists = store.has_db(db)
     if not catalog_exists:
         return {"mstatus": "not-matched", "doi": None, "minfo": json.dumps({"reason": "no catalog"})}
     candidates = [d.strip().lower() for d in dois if d]

@@ -14,6 +14,7 @@ import logging
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from .. import locations
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..store.crawler import store_for, writer_for
@@ -80,12 +81,12 @@ class IngestStorePipeline:
         backend = settings.get("INGEST_BLOB_BACKEND")
         self.blobs: FolderBlobs | StoreBlobs
         if backend == "folder":
-            self.blobs = FolderBlobs(settings.get("INGEST_BLOB_DIR"))
+            self.blobs = FolderBlobs(locations.ingest_blob_dir(settings))
         elif backend == "store":
             self.blobs = StoreBlobs(self.store, settings.get("INGEST_BLOB_DB"))
         else:
             raise NotConfigured("INGEST_BLOB_BACKEND must be 'folder' or 'store', not %r" % backend)
-        feed = settings.get("INGEST_TEIXML_FEED")
+        feed = locations.ingest_teixml_feed(settings)
         self.feed = JsonLinesFeed(feed) if feed else None
 
     @classmethod
@@ -104,8 +105,7 @@ class IngestStorePipeline:
             )
             for error in errors:
                 logger.error("catalog: %s", error)
-        dbs = await run_in_thread(self.store.list_dbs)
-        self._catalog_exists = self.catalog_db in dbs
+        self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
 
     async def process_item(self, item):
         if not isinstance(item, IngestItem):

@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..defaults import ProjectSettingsMixin
+from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from . import hops as H
 from . import ingest_requests as R
@@ -50,7 +51,7 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .ssrf import TRUSTED_META
+from .ssrf import TRUSTED_META, PrivateAddressRefused, check_policy_settings
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -60,6 +61,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     version = "1.0"
     #: Settings naming where the spider writes besides the store (the run log reports them).
     output_settings = ("INGEST_BLOB_DIR", "INGEST_TEIXML_FEED", "INGEST_WARC_DIR")
+    #: What the recurring scheduler runs it with: the requests queued in the store (`ingest enqueue`).
+    schedule_arguments = {"requests": "store"}
 
     custom_settings: dict[str, Any] = {
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
@@ -109,8 +112,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings) -> None:
         """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
-        warning on every run without it)."""
+        warning on every run without it); a host list entry that can never match stops the crawl
+        before it starts."""
         super().update_settings(settings)
+        check_policy_settings(settings, "INGEST")
         if settings.getbool("INGEST_WARC_ENABLED"):
             middlewares = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
             middlewares.setdefault("votersdaily.ingest.warc.WarcWriterMiddleware", 650)
@@ -158,23 +163,15 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self):
-        checked: list[tuple[str, dict | None, R.IngestRequestError | None]] = []
-        for where, raw in await self.input_requests():
-            try:
-                if isinstance(raw, Exception):
-                    raise raw
-                checked.append((where, R.normalize_request(raw), None))
-            except R.IngestRequestError as exc:
-                checked.append((where, None, exc))
+        checked = list(checked_inputs(await self.input_requests(), R.normalize_request))
         # One bad request among good ones is rejected and listed, and the run still succeeds (as
         # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
         # fails the run.
-        any_valid = any(request is not None for _, request, _ in checked)
-        for where, request, error in checked:
-            if error is not None:
-                self._reject(where, error, fatal=not any_valid or isinstance(error, R.RequestSourceError))
+        any_valid = any(not isinstance(request, ValueError) for _, request in checked)
+        for where, request in checked:
+            if isinstance(request, ValueError):
+                self._reject(where, request, fatal=not any_valid or isinstance(request, R.RequestSourceError))
                 continue
-            assert request is not None, "a request without an error was normalised"
             made = self._start_request(request)
             if made is not None:
                 yield made
@@ -193,17 +190,24 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 found += list(R.iter_jsonl(source))
             except OSError as exc:
                 found.append((source, R.RequestSourceError("cannot read requests file: %s" % exc)))
-        if not found:
-            self.logger.error(
-                "no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store"
+        if not self.given_urls and not source:
+            found.append(
+                (
+                    "arguments",
+                    R.NoIngestRequests(
+                        "no ingest requests: give -a url=..., -a requests=<file.jsonl> or -a requests=store"
+                    ),
+                )
             )
+        elif not found:
+            self.logger.warning("nothing to ingest: %s holds no requests", source)
         return found
 
     def _store_requests(self, db: str) -> list:
         from ..store.crawler import store_for
 
         store = store_for(self.crawler)
-        if db not in store.list_dbs():
+        if not store.has_db(db):
             return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 
@@ -585,9 +589,17 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
         status, message = failure_status(failure.value)
-        self.logger.info(
-            "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
-        )
+        if isinstance(failure.value, PrivateAddressRefused):
+            # Untrusted data (or a mistyped request) tried to steer a fetch inside the network: the
+            # operator hears of it, and the run's result (PrivateAddressRefused) is not a success.
+            self.logger.warning("ingest of %s refused: %s", state["request"]["base_url"], message)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed, failure=failure, url=request.url, spider=self
+            )
+        else:
+            self.logger.info(
+                "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
+            )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
 

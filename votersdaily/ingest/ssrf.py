@@ -21,10 +21,12 @@ import socket
 import time
 from collections import OrderedDict
 
-from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, UsageError
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
+
+from ..plumbing.hosts import BadHostEntry
 
 # The policy lives apart (no Scrapy there, for the laundromat's workers); importable from here too.
 from .address_policy import AddressPolicy as AddressPolicy
@@ -42,6 +44,16 @@ class PrivateAddressRefused(IgnoreRequest):
 
 class HostNotAllowed(IgnoreRequest):
     """``INGEST_ALLOWED_HOSTS`` is set and the URL's host is not on it."""
+
+
+def check_policy_settings(settings, prefix: str) -> None:
+    """Refuse before any work a host list entry that can never match (``scrapy crawl`` then exits 2
+    with one line naming the setting): kept, it would refuse everything, or let through more than
+    the operator meant (see :mod:`votersdaily.plumbing.hosts`)."""
+    try:
+        AddressPolicy.from_settings(settings, prefix)
+    except BadHostEntry as exc:
+        raise UsageError(str(exc), print_help=False) from None
 
 
 #: host name → the addresses the guard checked (most recent last); shared by the middleware and
@@ -110,17 +122,14 @@ class SsrfGuardMiddleware:
 
     trusted_meta = TRUSTED_META
 
-    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None):
-        self.allow_private = allow_private
-        self.policy = policy or AddressPolicy(
-            allow_private=allow_private, allowed_hosts=frozenset(h.lower() for h in allowed_hosts or ())
-        )
+    def __init__(self, allow_private: bool = False, policy: AddressPolicy | None = None):
+        self.policy = policy or AddressPolicy(allow_private=allow_private)
+        self.allow_private = self.policy.allow_private
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler):
-        settings = crawler.settings
-        guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
+        guard = cls(policy=AddressPolicy.from_settings(crawler.settings, "INGEST"))
         guard.install()
         return guard
 

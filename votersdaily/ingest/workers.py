@@ -14,6 +14,7 @@ spider to fail that one request with a clear status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import multiprocessing
@@ -39,6 +40,44 @@ def default_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def _die_with(worker_pid: int) -> None:
+    """Initialiser of every extraction process: it ends when its worker ends, even by SIGKILL.
+
+    Its parent is the fork server, not the worker, and it holds the write ends of its call queue, so
+    left alone it would wait on that queue for ever (and keep the fork server and the resource
+    tracker alive with it). Two guards: ``PR_SET_PDEATHSIG`` kills it when the fork server dies, and
+    a thread waiting on the worker's pidfd kills it when the worker dies (the fork server and the
+    resource tracker then see their last client gone and exit)."""
+    import ctypes
+    import signal
+    import threading
+
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the watcher below still ends it
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    threading.Thread(target=_watch, args=(worker_pid,), name="die-with-worker", daemon=True).start()
+
+
+def _watch(pid: int) -> None:
+    """Kill this process once process ``pid`` has exited (its pidfd turns readable). Without
+    pidfd_open (Linux before 5.3) nothing is watched: the supervisor's process group is the guard."""
+    import select
+    import signal
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        fd = None  # already gone
+    except (OSError, AttributeError):
+        return
+    if fd is not None:
+        select.select([fd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: prctl(2) option: the signal this process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
 def _warm() -> int:
     """The import is the warm-up (a worker the fork server did not preload)."""
     for module in PRELOAD:
@@ -62,7 +101,9 @@ class ExtractPool:
         # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+        self._executor = ProcessPoolExecutor(
+            self.processes, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
+        )
         for _ in range(self.processes):
             self._executor.submit(_warm)
 

@@ -95,6 +95,8 @@ class CleanResult:
     void_data_dumps: list[str] = field(default_factory=list)
     #: Remote JSON-LD contexts the document named (loaded from the cache or fetched).
     contexts: list[str] = field(default_factory=list)
+    #: Whether the process that cleaned it had the compiled fast path (:mod:`.native`).
+    compiled_path: bool = False
 
     def as_record(self) -> dict:
         doc = asdict(self)

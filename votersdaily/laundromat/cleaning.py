@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from . import formats as F
+from . import native
 from .clean_types import (
     LINE_BASED,
     CleaningError,
@@ -64,7 +65,7 @@ def clean_file(
         base_iri = without_dot_segments(base_iri)
     if fmt not in F.FORMATS:
         raise CleaningError("unsupported format %r" % fmt)
-    result = CleanResult(format=fmt)
+    result = CleanResult(format=fmt, compiled_path=native.available())
     messages = Messages(result, options.max_messages)
     skolem = Skolemiser(options.genid_base, doc_key, relabel=fmt not in LINE_BASED)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin
 
+from .. import locations
+
 if TYPE_CHECKING:
     from ..ingest.ssrf import AddressPolicy
 
@@ -73,8 +75,11 @@ class ContextOptions:
     def from_settings(cls, settings, output_dir: Path) -> ContextOptions:
         from .fetching import address_policy
 
+        configured = settings.get("LAUNDROMAT_CONTEXT_CACHE_DIR")
         return cls(
-            cache_dir=settings.get("LAUNDROMAT_CONTEXT_CACHE_DIR") or str(Path(output_dir) / "contexts"),
+            cache_dir=str(
+                locations.under_home(configured, settings) if configured else Path(output_dir) / "contexts"
+            ),
             max_count=settings.getint("LAUNDROMAT_CONTEXT_MAX_COUNT"),
             max_bytes=settings.getint("LAUNDROMAT_CONTEXT_MAX_BYTES"),
             timeout=settings.getfloat("LAUNDROMAT_CONTEXT_TIMEOUT"),

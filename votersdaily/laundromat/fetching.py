@@ -41,6 +41,7 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
+from .. import locations
 from ..blocking import run_in_thread
 from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
 from ..reactor import installed_reactor
@@ -66,12 +67,7 @@ class LocalFileRefused(Exception):
 
 def address_policy(settings) -> AddressPolicy:
     """The laundromat's policy for URLs from crawled content, from its settings."""
-    return AddressPolicy(
-        allow_private=settings.getbool("LAUNDROMAT_ALLOW_PRIVATE"),
-        allowed_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_ALLOWED_HOSTS")),
-        private_hosts=frozenset(h.lower() for h in settings.getlist("LAUNDROMAT_PRIVATE_HOSTS")),
-        setting="LAUNDROMAT_ALLOW_PRIVATE",
-    )
+    return AddressPolicy.from_settings(settings, "LAUNDROMAT")
 
 
 class AddressGuardMiddleware(SsrfGuardMiddleware):
@@ -81,7 +77,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
     trusted_meta = OPERATOR_META
 
     def __init__(self, policy: AddressPolicy):
-        super().__init__(policy.allow_private, sorted(policy.allowed_hosts), policy=policy)
+        super().__init__(policy=policy)
         self._operator_hosts: set[str] = set()
 
     @classmethod
@@ -237,7 +233,7 @@ class StreamingDownloadHandler:
         from twisted.internet import reactor
 
         settings = crawler.settings
-        self.files_dir = Path(settings.get("LAUNDROMAT_OUTPUT_DIR")).resolve() / "files"
+        self.files_dir = locations.laundromat_output_dir(settings).resolve() / "files"
         self.max_bytes = settings.getint("LAUNDROMAT_MAX_DOWNLOAD_BYTES")
         self.timeout = settings.getfloat("LAUNDROMAT_DOWNLOAD_TIMEOUT")
         self.connect_timeout = min(self.timeout, settings.getfloat("DOWNLOAD_TIMEOUT"))

@@ -1,8 +1,12 @@
 """The laundromat's compiled fast paths (``_ntscan.c``), when built, else None: every caller has a
 pure-Python path that gives the same result, only slower.
 
-``scripts/setup.sh`` builds the module in place (``python3 scripts/build_native.py``; gcc and the
-Python headers). An egg deployed to scrapyd does not carry it and runs the pure-Python paths.
+The build backend compiles it when the package is installed (``pip install``, a wheel of
+``python -m build``; setup.py's optional extension: without a C compiler the install goes on without
+it); ``python3 scripts/build_native.py`` rebuilds it in place in a checkout. A scrapyd job runs the
+package installed on its node, compiled module included (docs/operations.md). Whether it is there:
+``python -c "from votersdaily.laundromat import native; print(native.available(), native.location())"``;
+the laundromat's run log says it as ``compiled_path``.
 
 * :func:`canonical_lines`: the lines of an N-Triples/N-Quads block that already are canonical
   statements, copied (blank nodes skolemised) without building a Python object per statement; the
@@ -32,6 +36,11 @@ except ImportError:  # not built: the pure-Python paths are used
 
 def available() -> bool:
     return _module is not None
+
+
+def location() -> str | None:
+    """The file the compiled module was loaded from; None when the pure-Python paths run."""
+    return getattr(_module, "__file__", None)
 
 
 class Scanned(NamedTuple):

@@ -80,6 +80,8 @@ class Processor:
         self._slots = asyncio.Semaphore(self.workers)
         #: What this run cleaned: (where the document came from, the cleaned file), for the run log.
         self.cleaned: list[tuple[str, str]] = []
+        #: How many of them a worker with the compiled fast path cleaned (the run log's compiled_path).
+        self.cleaned_compiled = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -328,6 +330,7 @@ class Processor:
         self.cleaned.append(
             (doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"], clean_doc["file"])
         )
+        self.cleaned_compiled += bool(clean.get("compiled_path"))
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         for rel in {doc.get("recoded_file"), doc.get("file")}:

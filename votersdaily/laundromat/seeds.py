@@ -8,10 +8,13 @@ a never processed seed is due at once. Relative URIs are registered but never fe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from ..clock import iso_utc, now_utc
 from ..defaults import DEFAULTS
+from ..plumbing.inputs import MAX_URL, checked_url, listed_lines
 from . import states
 from .uris import is_relative, normalise_uri, uri_key
 
@@ -28,6 +31,28 @@ CHANGEFREQ_SECONDS = {
     "yearly": 365 * DAY,
     "never": 36500 * DAY,
 }
+
+
+class BadSeed(ValueError):
+    """An operator's seed (``-a url=``, a seed list line) that is no URL the laundromat can fetch."""
+
+
+def checked_seed(uri: str) -> str:
+    """``uri`` stripped, or :class:`BadSeed` saying why it can never be fetched (before it is
+    registered, queued or shared with other workers): an http(s) URL with a host, or a file: URL."""
+    try:
+        return checked_url(uri, "seed")
+    except ValueError as exc:
+        raise BadSeed(str(exc)) from None
+
+
+def seedlist_lines(path: str | Path) -> Iterator[tuple[str, str | Exception]]:
+    """``(where, seed or error)`` for the seeds of a seed list file (one per line, ``#`` comments);
+    an unreadable file is one error."""
+    try:
+        yield from listed_lines(path, MAX_URL + 2)
+    except OSError as exc:
+        yield str(path), BadSeed("cannot read the seed list: %s" % exc)
 
 
 def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> float:

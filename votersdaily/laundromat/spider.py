@@ -18,16 +18,21 @@ from urllib.parse import urljoin, urlsplit
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
+from .. import locations
 from .. import signals as vd_signals
 from ..blocking import run_in_thread
 from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
+from ..ingest.ssrf import check_policy_settings
+from ..locations import LocationUnset
+from ..plumbing.inputs import checked_inputs
 from ..requestmeta import START_META
 from ..spiders.base import split_urls
 from ..store.crawler import count_writes, store_for
 from ..store.upsert import UpsertResult
-from . import states
+from . import native, states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions
 from .contexts import ContextOptions
@@ -35,7 +40,7 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .processor import Processor
 from .seedlist import SeedList
-from .seeds import interval_for, is_due, is_seed, new_seed
+from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
@@ -98,13 +103,19 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         self.start_urls = self.given_urls[:1]
 
     @classmethod
+    def update_settings(cls, settings) -> None:
+        """A host list entry that can never match stops the crawl before it starts."""
+        super().update_settings(settings)
+        check_policy_settings(settings, "LAUNDROMAT")
+
+    @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        output = settings.get("LAUNDROMAT_OUTPUT_DIR")
-        if not output:
-            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files")
-        spider.output_dir = Path(output).resolve()
+        try:
+            spider.output_dir = locations.laundromat_output_dir(settings).resolve()
+        except LocationUnset:
+            raise NotConfigured("LAUNDROMAT_OUTPUT_DIR is empty: set the folder for cleaned files") from None
         spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL")
         spider.max_hops = settings.getint("REDIRECT_MAX_TIMES")
         spider.seeds = SeedList(store_for(crawler))
@@ -126,6 +137,13 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         # Its worker starts now, so that its start-up overlaps the crawl's (extensions, middlewares,
         # opening the store) and the first download.
         spider.processor.warm()
+        if native.available():
+            spider.logger.info("compiled fast path: %s", native.location())
+        else:
+            spider.logger.warning(
+                "the compiled fast path is not built here: cleaning runs the pure-Python path (same output, "
+                "about half the speed); install the package with a C compiler present (docs/operations.md)"
+            )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.report_cleaned, signal=vd_signals.run_log_building)
         return spider
@@ -134,13 +152,17 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     CLEANED_IN_LOG = 200
 
     def report_cleaned(self, doc: dict, spider=None) -> None:
-        """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``."""
+        """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``;
+        whether the compiled fast path cleaned them (``compiled_path``: the module this process
+        loaded, None for the pure-Python path, and how many documents a worker cleaned with it)."""
         for source, file in self.processor.cleaned:
             self.logger.info("cleaned %s from %s", self.output_dir / file, source)
         doc["cleaned_count"] = len(self.processor.cleaned)
         doc["cleaned"] = [
             {"from": source, "file": file} for source, file in self.processor.cleaned[: self.CLEANED_IN_LOG]
         ]
+        doc["compiled_path"] = {"module": native.location(), "documents": self.processor.cleaned_compiled}
+        self.crawler.stats.set_value("laundromat/compiled_path_documents", self.processor.cleaned_compiled)
 
     def _count(self, result: UpsertResult) -> None:
         """Seed records the processor wrote (the laundromat writes ``ll_seeds`` itself)."""
@@ -156,10 +178,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     async def start(self):
         await self._db(self.seeds.open)
-        given = list(self.given_urls)
-        if self.seedlist_file:
-            text = await self._db(Path(self.seedlist_file).read_text, "utf-8")
-            given += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
             doc, created = await self.register(uri, given=True)
             if not created and not doc.get("given"):  # found in crawled data first, now the operator's
@@ -186,6 +205,27 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         for doc in records:
             if is_seed(doc) and is_due(doc):
                 yield await self.download(doc, start=doc["uri"] in given)
+
+    def _given_seeds(self) -> list[tuple[str, str | Exception]]:
+        """``(where, seed or error)`` for the operator's seeds (``-a url=``, ``-a seedlist=``)."""
+        found: list[tuple[str, str | Exception]] = [("-a url", uri) for uri in self.given_urls]
+        if self.seedlist_file:
+            found += list(seedlist_lines(self.seedlist_file))
+        return found
+
+    def _checked_seeds(self, found: list[tuple[str, str | Exception]]) -> list[str]:
+        """The seeds that can be fetched; each other one is reported with its line and left out
+        (``input_rejected``: the run log's ``rejected``, ``enqueue``'s bad lines)."""
+        given = []
+        for where, seed in checked_inputs(found, checked_seed):
+            if isinstance(seed, ValueError):
+                self.logger.error("bad seed at %s: %s", where, seed)
+                self.crawler.signals.send_catch_log(
+                    vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
+                )
+            else:
+                given.append(seed)
+        return given
 
     async def register(self, uri: str, **extra) -> tuple[dict, bool]:
         extra.setdefault("interval", self.default_interval)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import scrapy
+from scrapy.extensions.httpcache import FilesystemCacheStorage
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -23,11 +24,14 @@ from ..clock import now_iso
 from ..defaults import ProjectSettingsMixin
 from ..interrupts import CrawlInterrupted
 from ..items import EventItem
+from ..locations import http_cache_dir
 from ..recordings import recording_path
 from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
     # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
     # module too, and need neither the archive nor the event pipelines.
     from ..archive import ArchivedResponse
@@ -47,6 +51,23 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
     if isinstance(value, str):
         value = value.split(",")
     return [u.strip() for u in value if u.strip()]
+
+
+def _yes(value: str | bool | None) -> bool:
+    """A yes/no spider argument (``-a name=true``)."""
+    return str(value).lower() in ("1", "true", "yes")
+
+
+class HomeCacheStorage(FilesystemCacheStorage):
+    """Scrapy's filesystem HTTP cache with a relative ``HTTPCACHE_DIR`` under the data home
+    (``locations.http_cache_dir``): Scrapy would put it under the project's ``.scrapy`` and, run
+    outside a project (the installed command), switch the cache off with a warning."""
+
+    def __init__(self, settings: BaseSettings):
+        resolved = settings.copy()
+        resolved.frozen = False  # a copy of the crawler's frozen settings, for this storage alone
+        resolved.set("HTTPCACHE_DIR", str(http_cache_dir(settings)), priority=99)
+        super().__init__(resolved)
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -85,6 +106,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         "AUTOTHROTTLE_ENABLED": True,
         "AUTOTHROTTLE_START_DELAY": 1.0,
         "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_STORAGE": "votersdaily.spiders.base.HomeCacheStorage",
         # The event pipelines are synchronous; with asyncio Scrapy starts CONCURRENT_ITEMS worker
         # tasks per response (100 by default), which cost more than the items of a small document.
         "CONCURRENT_ITEMS": 8,
@@ -111,10 +133,19 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         since: str | None = None,
         until: str | None = None,
         dry_run: str | bool | None = None,
+        offline: str | bool | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
+        #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
+        if _yes(offline):
+            if self.given_urls:
+                raise ValueError("give url or offline, not both")
+            self.given_urls = self.recording_urls()
+            if not self.given_urls:
+                raise ValueError("offline: %s has no recording shipped on this machine" % self.name)
         #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
         self.reparse: Reparse | None = None
         if reparse:
@@ -127,7 +158,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
                 until=parse_date_arg(until, end=True),
-                dry_run=str(dry_run).lower() in ("1", "true", "yes"),
+                dry_run=_yes(dry_run),
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}
         self._replayed: defer.Deferred | None = None
@@ -167,6 +198,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
         from ..archive import archive_dir, archived_runs, read_responses
+        from ..plumbing.warc_reader import DamagedWarc, WarcDamage
 
         assert self.reparse is not None
         for path in archived_runs(
@@ -174,6 +206,14 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         ):
             self.reparse.files.append(path.name)
             for archived in read_responses(path):
+                if isinstance(archived, WarcDamage):  # named, skipped; the rest is read on
+                    self.reparse.damage.append(archived)
+                    self.logger.error("reparse of %s: %s: skipped", self.name, archived.describe())
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.archive_unreadable, exception=DamagedWarc(archived.describe()), spider=self
+                    )
+                    continue
+                self.reparse.read[(archived.warc_file, archived.warc_offset)] = archived.record_id
                 if not callable(getattr(self, archived.callback, None)):
                     self.logger.warning(
                         "reparse: %s has no callback %r (record %s of %s): skipped",

@@ -21,6 +21,13 @@ class StoreUnavailable(StoreError):
     """The store could not be reached or answered a server error; the write may be retried."""
 
 
+class StoreRefused(StoreUnavailable):
+    """The store answered but refused the request (HTTP 401 or 403: wrong credentials or rights).
+
+    Handled like an unavailable store (what it did not take is spooled, never lost), but never retried
+    in a loop: CouchDB 3.4+ locks a user out after 5 failed logins."""
+
+
 @dataclass(frozen=True)
 class Row:
     id: str
@@ -32,12 +39,20 @@ class Row:
 class Store(Protocol):
     #: The store's URI with any password masked: the only form that may be logged.
     display_uri: str
+    #: Put before every database name (``VOTERSDAILY_DB_PREFIX``, :mod:`.names`).
+    prefix: str
 
     def ensure_db(self, db: str) -> None: ...
 
     def drop_db(self, db: str) -> None: ...
 
-    def list_dbs(self) -> list[str]: ...
+    def has_db(self, db: str) -> bool:
+        """Whether ``db`` exists: what every command asks (a member of the database may)."""
+        ...
+
+    def list_dbs(self) -> list[str]:
+        """The project's databases; on CouchDB 3 only a server admin may ask (tests, admin tools)."""
+        ...
 
     def get(self, db: str, doc_id: str) -> dict | None: ...
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..locations import absolute_store_uri
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
 
@@ -29,7 +30,7 @@ def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     """The store of ``uri`` (default: the configured one), after one request that proves it answers
     and accepts the credentials. ``must_exist``: a read command, which must not create an empty
     embedded store as a side effect. Raises :class:`StoreError` with a one-line message."""
-    uri = uri or store_uri()
+    uri = absolute_store_uri(uri) if uri else store_uri()
     scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
     if scheme == "sqlite":
         return _embedded(uri, must_exist)
@@ -87,19 +88,9 @@ def _couch(uri: str) -> Store:
         raise StoreUnavailable(
             "cannot reach the store at %s (%s): is it a CouchDB server?" % (shown, type(exc).__name__)
         ) from None
-    if response.status_code == 401:
-        store.close()
-        raise StoreUnavailable(
-            "the store at %s refused the credentials (HTTP 401): fix the user and password in $%s "
-            "(a server in admin party, like the PouchDB Server of the README, takes none)"
-            % (shown, STORE_ENV)
-        )
     if response.status_code != 200 or "userCtx" not in _json_or_empty(response):
         store.close()
-        raise StoreUnavailable(
-            "%s does not answer like CouchDB (GET /_session: HTTP %d): check the URL in $%s"
-            % (shown, response.status_code, STORE_ENV)
-        )
+        raise store.refusal(response, "GET", "_session")
     return store
 
 

@@ -23,7 +23,7 @@ from twisted.internet import defer, threads
 from . import open_store, store_uri
 from .base import Store, StoreError
 from .hooks import WriteHooks
-from .spool import Spool
+from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
 from .writer import BatchWriter
 
@@ -59,6 +59,8 @@ class CrawlWrites:
     store: Store | None = None
     writers: list[CrawlerWriter] = field(default_factory=list)
     totals: WriteTotals = field(default_factory=WriteTotals)
+    #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
+    spool_delivered: Counter[str] = field(default_factory=Counter)
     hold: EngineHold = field(default_factory=EngineHold)
 
 
@@ -75,7 +77,7 @@ def crawl_writes(crawler) -> CrawlWrites:
 def store_for(crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
-        writes.store = open_store(store_uri(crawler.settings))
+        writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
 
@@ -86,6 +88,14 @@ def writers_of(crawler) -> list[CrawlerWriter]:
 
 def write_totals(crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
+
+
+def count_spool_delivered(crawler, db: str, documents: int) -> None:
+    """Documents an earlier run spooled for this store, delivered by this crawl: counted apart from
+    its own writes (the run log's ``spool_delivered_count``; ``spool/<db>/delivered`` in the stats)."""
+    if documents:
+        crawl_writes(crawler).spool_delivered[db] += documents
+        crawler.stats.inc_value("spool/%s/delivered" % db, documents)
 
 
 def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
@@ -148,9 +158,14 @@ class CrawlerWriter:
             self.batch.start_spooled(exc)
             return
         if self.batch.spool is not None:
-            report = self.batch.spool.deliver_earlier(self.store, self.db)
-            self.batch.outage.delivered_from_spool += report.documents
-            self._count(report.result)
+            try:
+                report = self.batch.spool.deliver_earlier(self.store, self.db)
+            except StoreError as exc:  # what is left stays spooled; this run's batches handle the store
+                logger.warning(
+                    "could not deliver what earlier runs spooled for %s (%s): it stays spooled", self.db, exc
+                )
+                return
+            count_spool_delivered(self.crawler, self.db, report.documents)
 
     @property
     def outage(self):
@@ -205,16 +220,21 @@ class CrawlerWriter:
                 self.db,
             )
             return 0
-        path = batch.spool.new_file(self.db)
-        spooled = batch.spool.append(path, self.db, unwritten, batch.ignore, batch.hooks)
-        self._count(UpsertResult(spooled=[doc["_id"] for doc in unwritten]))
+        ids = [doc["_id"] for doc in unwritten]
+        try:
+            path = batch.spool.write(batch.target, self.db, unwritten, batch.ignore, batch.hooks)
+        except NotSpooled as exc:
+            FULL_FOLDERS.failed(exc)  # the folder and why, said once
+            self._count(UpsertResult(lost=ids))
+            return 0
+        self._count(UpsertResult(spooled=ids))
         logger.error(
             "the crawl was stopped before %d documents for %s were written: spooled to %s",
-            spooled,
+            len(ids),
             self.db,
             path,
         )
-        return spooled
+        return len(ids)
 
 
 def writer_for(

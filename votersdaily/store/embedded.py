@@ -9,6 +9,7 @@ agree for the ASCII keys the views emit: ISO datetimes, branch, entity and parse
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import sqlite3
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SURROGATE_RE
-from .base import Row, StoreError
+from .base import Row, StoreError, StoreUnavailable
+from .names import checked_prefix, database_name, project_name
 from .revisions import next_rev, not_unicode, rev_number
 from .views import install_design, views_for
 
@@ -64,9 +66,25 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _unavailable_when_sqlite_cannot(method):
+    """A full disk, a read-only file, an I/O error or a lock held too long make the store unavailable
+    (:class:`StoreUnavailable`: the writers retry, then spool), as a CouchDB that cannot write would."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable("embedded store %s: %s" % (self.display_uri, exc)) from exc
+
+    return call
+
+
 class EmbeddedStore:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, prefix: str = ""):
         self.path = str(path)
+        #: Put before every database name (:mod:`.names`), as on CouchDB.
+        self.prefix = checked_prefix(prefix)
         self.display_uri = "sqlite:///" + self.path
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -78,8 +96,8 @@ class EmbeddedStore:
         self._conn.executescript(SCHEMA)
 
     @classmethod
-    def from_uri(cls, uri: str) -> EmbeddedStore:
-        return cls(cls.path_of(uri))
+    def from_uri(cls, uri: str, prefix: str = "") -> EmbeddedStore:
+        return cls(cls.path_of(uri), prefix)
 
     @staticmethod
     def path_of(uri: str) -> str:
@@ -95,23 +113,37 @@ class EmbeddedStore:
 
     # -- databases ---------------------------------------------------------------------------
 
+    def _name(self, db: str) -> str:
+        return database_name(self.prefix, db)
+
+    @_unavailable_when_sqlite_cannot
     def ensure_db(self, db: str) -> None:
         with self._lock:
-            self._conn.execute("INSERT OR IGNORE INTO dbs (name) VALUES (?)", (db,))
+            self._conn.execute("INSERT OR IGNORE INTO dbs (name) VALUES (?)", (self._name(db),))
 
+    @_unavailable_when_sqlite_cannot
     def drop_db(self, db: str) -> None:
+        name = self._name(db)
         with self._lock, self._transaction():
             for table in ("docs", "attachments", "view_rows"):
-                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (db,))
-            self._conn.execute("DELETE FROM dbs WHERE name = ?", (db,))
+                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (name,))
+            self._conn.execute("DELETE FROM dbs WHERE name = ?", (name,))
 
     def list_dbs(self) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT name FROM dbs ORDER BY name")]
+            names = [r[0] for r in self._conn.execute("SELECT name FROM dbs ORDER BY name")]
+        return [db for db in (project_name(self.prefix, name) for name in names) if db is not None]
 
-    def _require(self, db: str) -> None:
-        if not self._conn.execute("SELECT 1 FROM dbs WHERE name = ?", (db,)).fetchone():
-            raise StoreError("database %r does not exist in %s" % (db, self.display_uri))
+    def has_db(self, db: str) -> bool:
+        with self._lock:
+            return self._exists(self._name(db))
+
+    def _exists(self, name: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM dbs WHERE name = ?", (name,)).fetchone() is not None
+
+    def _require(self, name: str) -> None:
+        if not self._exists(name):
+            raise StoreError("database %r does not exist in %s" % (name, self.display_uri))
 
     def _transaction(self):
         conn = self._conn
@@ -121,7 +153,16 @@ class EmbeddedStore:
                 conn.execute("BEGIN IMMEDIATE")
 
             def __exit__(self_inner, exc_type, exc, tb):
-                conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                if exc_type is None:
+                    try:
+                        conn.execute("COMMIT")
+                        return False
+                    except sqlite3.Error:  # a full disk: the transaction stays open unless rolled back
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                if conn.in_transaction:  # SQLite may have rolled it back itself (a full disk)
+                    conn.execute("ROLLBACK")
                 return False
 
         return _Tx()
@@ -131,9 +172,11 @@ class EmbeddedStore:
     def get(self, db: str, doc_id: str) -> dict | None:
         return self.get_many(db, [doc_id]).get(doc_id)
 
+    @_unavailable_when_sqlite_cannot
     def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
         ids = list(dict.fromkeys(ids))
         found: dict[str, dict] = {}
+        db = self._name(db)
         with self._lock:
             self._require(db)
             for start in range(0, len(ids), 500):
@@ -153,12 +196,14 @@ class EmbeddedStore:
         doc["_rev"] = rev
         return doc
 
+    @_unavailable_when_sqlite_cannot
     def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
         """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
         results: list[dict] = []
+        specs = views_for(db)
+        db = self._name(db)
         with self._lock:
             self._require(db)
-            specs = views_for(db)
             with self._transaction():
                 ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
@@ -275,12 +320,13 @@ class EmbeddedStore:
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT data FROM attachments WHERE db=? AND id=? AND name=?", (db, doc_id, name)
+                "SELECT data FROM attachments WHERE db=? AND id=? AND name=?", (self._name(db), doc_id, name)
             ).fetchone()
         return None if row is None else bytes(row[0])
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
         last = ""
+        db = self._name(db)
         while True:
             with self._lock:
                 self._require(db)
@@ -296,6 +342,7 @@ class EmbeddedStore:
             last = rows[-1][0]
 
     def count(self, db: str) -> int:
+        db = self._name(db)
         with self._lock:
             self._require(db)
             (n,) = self._conn.execute(
@@ -323,6 +370,7 @@ class EmbeddedStore:
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))
         width = len(spec.fields)
+        db = self._name(db)
         if keys is not None:
             rows = self._query_keys(db, view, width, keys, descending, include_docs)
             return rows[skip : None if limit is None else skip + limit]

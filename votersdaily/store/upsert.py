@@ -39,6 +39,8 @@ class UpsertResult:
     duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)
+    #: Ids neither written nor spooled: the store did not take them and the spool could not.
+    lost: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many documents each outcome had (only those that happened): the run log's ``store``."""
@@ -51,6 +53,7 @@ class UpsertResult:
             "replaced": len(self.replaced),
             "repaired": len(self.repaired),
             "spooled": len(self.spooled),
+            "lost": len(self.lost),
             "failed": len(self.failed),
             "conflicts_resolved": self.conflicts_resolved,
         }
@@ -67,6 +70,7 @@ class UpsertResult:
         self.replaced += other.replaced
         self.repaired += other.repaired
         self.spooled += other.spooled
+        self.lost += other.lost
 
 
 def upsert(

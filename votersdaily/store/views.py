@@ -16,8 +16,8 @@ from typing import Any
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
 
-#: Where the CouchDB design documents live: a checkout of the repository, else the copy packaged
-#: into the project egg by setup.py (scrapyd runs the egg as a zip; importlib.resources reads it).
+#: Where the CouchDB design documents live: a checkout of the repository (an editable install too),
+#: else the copy setup.py packages as votersdaily._couchdb_views (a wheel, a scrapyd node's install).
 VIEWS_DIR: Traversable = Path(__file__).resolve().parents[2] / "couchdb_views"
 if not VIEWS_DIR.is_dir():
     import importlib.resources
@@ -109,6 +109,12 @@ def install_design(store, db: str, attempts: int = 5) -> bool:
         answer = store.bulk_docs(db, [dict(design)])[0]
         if "error" not in answer:
             return True
+        if answer["error"] in ("forbidden", "unauthorized"):  # CouchDB: a member may not write designs
+            raise StoreError(
+                "the views of %s are missing or out of date and this user may not write them (%s: %s): a "
+                "server admin runs `python -m votersdaily views push` once (docs/operations.md: Users and "
+                "roles)" % (db, answer["error"], answer.get("reason"))
+            )
         if answer["error"] != "conflict":
             raise StoreError("could not install views in %s: %s" % (db, answer))
     raise StoreError("could not install views in %s: conflicts kept coming" % db)
