@@ -165,7 +165,10 @@ def test_a_second_ctrl_c_stops_now_and_still_leaves_every_run_log(couch_uri, pou
     assert {log["result"] for log in spooled_logs} == {"interrupted"}
     assert {log["interrupted"] for log in spooled_logs} == {"forced"}
 
-    flushed = run_main("flush", store_uri=couch_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    # Spooled for the store the crawl was given (the proxy's address): delivered to the same store.
+    flushed = run_main(
+        "flush", "--from", proxy.url, store_uri=couch_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    )
     assert flushed.returncode == 0, flushed.stderr
     logs = run_logs(couch_uri)
     # Every spider has its run log, exactly one: stored as it closed, or spooled by the forced stop.
@@ -179,26 +182,33 @@ def test_a_second_ctrl_c_stops_now_and_still_leaves_every_run_log(couch_uri, pou
     assert len(events) >= sum(log["insert_count"] + log["spooled_count"] for log in forced)
 
 
-def test_ctrl_c_outside_a_crawl_is_one_line_and_exit_130(tmp_path):
-    """A command that runs no crawl (here the scheduler, waiting between two passes) stops with one
-    line instead of a KeyboardInterrupt traceback."""
-    store = tmp_path / "store.db"
+def test_ctrl_c_outside_a_crawl_is_one_line_and_exit_130(couch_uri, pouchdb, sqlite_uri, tmp_path):
+    """A command that runs no crawl (an export waiting on a slow store) stops with one line instead
+    of a KeyboardInterrupt traceback."""
+    from tests.support.inprocess import crawl_in_process
+    from votersdaily.spiders.house_votes import HouseVotesSpider
+
+    urls = ",".join(HouseVotesSpider.recording_urls())
+    assert crawl_in_process(["house_votes", "-a", "url=" + urls], cli_environment(couch_uri)).returncode == 0
+    proxy = FaultProxy(pouchdb.port).start()
+    proxy.delay(b"/_design/", 30.0)  # every view read: the export waits
     env = dict(os.environ)
-    env.update(cli_environment("sqlite:///%s" % store))
-    args = ["scheduler", "--scrapyd", "http://127.0.0.1:1/", "--spider", "house_votes", "--interval", "60"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "votersdaily", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not store.exists() and time.monotonic() < deadline:  # it opened its store: it is running
-        time.sleep(0.1)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    env.update(cli_environment(proxy.url))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "votersdaily", "export", "json"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while proxy.delayed == 0 and time.monotonic() < deadline:  # it is waiting on the store
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proxy.stop()
     assert proc.returncode == 130, err
-    assert err.splitlines()[-1] == "votersdaily scheduler: interrupted" and "Traceback" not in err
+    assert err.splitlines() == ["votersdaily export: interrupted"] and out == ""

@@ -37,6 +37,8 @@ class FaultProxy:
         self._lose: dict[bytes, int] = {}
         self._barrier: tuple[bytes, threading.Barrier] | None = None
         self._delays: dict[bytes, float] = {}
+        #: Requests delayed so far (a test waits for the first).
+        self.delayed = 0
         self._stop_at: bytes | None = None
         #: Set once the proxy stopped at the request named by :meth:`stop_at`.
         self.stopped = threading.Event()
@@ -110,6 +112,8 @@ class FaultProxy:
                 barrier.wait()
             for fragment, seconds in self._delays.items():
                 if fragment in line:
+                    with self._lock:
+                        self.delayed += 1
                     time.sleep(seconds)
             with self._lock:
                 for fragment, times in self._lose.items():

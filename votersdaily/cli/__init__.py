@@ -53,6 +53,9 @@ class CommandLogFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
+        command = _running["command"]
+        if command and text.startswith(command + ": "):  # a component that names the command itself
+            text = text[len(command) + 2 :]
         level = "" if record.levelno >= logging.ERROR else "%s: " % record.levelname.lower()
         return "%s: %s%s" % (prefix(), level, text)
 
