@@ -186,6 +186,27 @@ def frozen_now(monkeypatch):
     return value
 
 
+@pytest.fixture
+def dateutil_today(monkeypatch):
+    """Set the day dateutil completes a date from when it is given no default: its own clock
+    (``datetime.now``, not the framework's). A reading that depends on the day changes with it."""
+    import datetime as real
+    import types
+
+    import dateutil.parser._parser as dateutil_internals
+
+    def set_today(day: real.datetime) -> None:
+        class Today(real.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return day
+
+        view = types.SimpleNamespace(**{**vars(real), "datetime": Today})
+        monkeypatch.setattr(dateutil_internals, "datetime", view)
+
+    return set_today
+
+
 def recording(name: str) -> Path:
     """A recorded response shipped with the project (votersdaily/recordings/<name>)."""
     return RECORDINGS / name

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
@@ -35,7 +35,11 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from twisted.python.failure import Failure
 
-from .reactor import installed_reactor
+from votersdaily.reactor import installed_reactor
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler, CrawlerProcessBase
 
 #: ``finish_reason`` of a spider still open when a second interrupt stopped the reactor.
 FORCED_STOP = "forced stop"
@@ -55,7 +59,7 @@ class CrawlInterrupted(IgnoreRequest):
     and no failure of its source."""
 
 
-def work_done(crawler) -> bool:
+def work_done(crawler: Crawler) -> bool:
     """Whether the crawler's spider has nothing left to do (Scrapy would close it as finished at its
     next idle check): nothing scheduled, downloading or being scraped, and no ``spider_idle``
     receiver (a Redis worker waiting for requests) keeps it open."""
@@ -70,7 +74,7 @@ def work_done(crawler) -> bool:
     return engine.spider_is_idle()
 
 
-def only_in_flight(crawler) -> bool:
+def only_in_flight(crawler: Crawler) -> bool:
     """Whether all that is left of the spider's work is in flight (downloading, waiting for the
     downloader, being scraped): every start request is out and nothing waits in its scheduler. (Scrapy
     has no public question for that; without the engine's attributes the answer is no.)"""
@@ -81,22 +85,22 @@ def only_in_flight(crawler) -> bool:
     return not scheduler.has_pending_requests()
 
 
-def not_fetched(crawler, request) -> CrawlInterrupted:
+def not_fetched(crawler: Crawler, request: Request) -> CrawlInterrupted:
     crawler.stats.inc_value(NOT_FETCHED_STAT)
     return CrawlInterrupted("the crawl was interrupted before %s was fetched" % request.url)
 
 
-def refuse_new_requests(crawler) -> None:
+def refuse_new_requests(crawler: Crawler) -> None:
     """Every request scheduled from now on is dropped (a ``request_scheduled`` receiver raising
     :class:`CrawlInterrupted`, which Scrapy's engine takes as "do not schedule"), and counted."""
 
-    def refuse(request, spider):
+    def refuse(request: Request, spider: Spider) -> None:
         raise not_fetched(crawler, request)
 
     crawler.signals.connect(refuse, signal=signals.request_scheduled, weak=False)
 
 
-def drop_waiting_requests(crawler) -> int:
+def drop_waiting_requests(crawler: Crawler) -> int:
     """Fail every request still queued in the downloader's slots (waiting out a download delay or
     a concurrency limit) with :class:`CrawlInterrupted`; how many."""
     engine = crawler.engine
@@ -115,7 +119,7 @@ class Interrupts:
     """Replaces Scrapy's shutdown signal handlers of ``process`` (a ``CrawlerProcess`` or
     ``AsyncCrawlerProcess``) with the two steps above; ``say`` shows a line to the person."""
 
-    def __init__(self, process, say: Callable[[str], None]):
+    def __init__(self, process: CrawlerProcessBase, say: Callable[[str], None]) -> None:
         self.process = process
         self.say = say
         #: None, GRACEFUL_STOP or FORCED_STOP: what the person asked for.

@@ -14,18 +14,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import logformatter
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.logformatter import LogFormatterResult
+    from twisted.python.failure import Failure
+
 
 class LogFormatter(logformatter.LogFormatter):
-    def __init__(self, level: int = logging.DEBUG):
+    def __init__(self, level: int = logging.DEBUG) -> None:
         super().__init__()
         self.level = level
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         level = crawler.settings.get("LOG_LEVEL")
         formatter = cls(level if isinstance(level, int) else logging.getLevelName(str(level).upper()))
         # By name, not imported: a file: crawl must not load the HTTP stack (tests/test_startup.py).
@@ -36,7 +43,10 @@ class LogFormatter(logformatter.LogFormatter):
         network_errors_in_one_line(errors, formatter.level > logging.DEBUG)
         return formatter
 
-    def scraped(self, item, response, spider):
+    # Scrapy's LogFormatter documents None as "do not log" but types the result as always present.
+    def scraped(  # type: ignore[override]
+        self, item: Any, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult | None:
         if self.level > logging.DEBUG:
             return None
         return super().scraped(item, response, spider)

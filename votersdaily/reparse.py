@@ -39,7 +39,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TextIO, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -54,6 +54,15 @@ from .store.crawler import store_for
 from .store.revisions import content, same_content
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
+    from pathlib import Path
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    from votersdaily.spiders.base import EventSpider
+    from votersdaily.store.base import Store
+
     from .archive import ArchivedResponse
     from .plumbing.warc_reader import WarcDamage
 
@@ -99,12 +108,12 @@ class Reparse:
     dry_run: bool = False
     #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
     replayed: set[str] = field(default_factory=set)
-    produced: dict[str, list[dict]] = field(default_factory=dict)
+    produced: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
-    events: dict[str, dict] = field(default_factory=dict)
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
     read: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Every stretch of the archive that did not read back (named by file and offset, skipped).
@@ -117,15 +126,15 @@ class ReplayMiddleware:
     """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
     archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request, spider=None):
-        spider = self.crawler.spider
+    def process_request(self, request: Request, spider: Spider | None = None) -> Response | None:
+        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         if getattr(spider, "reparse", None) is None:
             return None
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
@@ -146,12 +155,12 @@ class ReparseExtension:
     """At the end of a reparse: marks the events the current parser no longer produces (or, in a dry
     run, says what it would do) and adds the reparse's figures to the run log."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.report: dict[str, Any] = {}
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
@@ -159,10 +168,10 @@ class ReparseExtension:
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
 
-    def _reparse(self, spider) -> Reparse | None:
+    def _reparse(self, spider: Spider) -> Reparse | None:
         return getattr(spider, "reparse", None)
 
-    def spider_opened(self, spider):
+    def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
         reparse = self._reparse(spider)
         if reparse is None:
@@ -177,7 +186,7 @@ class ReparseExtension:
                 )
 
     @staticmethod
-    def _events_of(store, parser_name: str) -> list[dict]:
+    def _events_of(store: Store, parser_name: str) -> list[dict[str, Any]]:
         rows = store.query(
             schema.EVENTS_DB,
             "by_parser_unique_key",
@@ -187,7 +196,7 @@ class ReparseExtension:
         )
         return [row.doc for row in rows if row.doc]
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse(spider)
         if reparse is None or "_id" not in item:
             return
@@ -200,7 +209,7 @@ class ReparseExtension:
                 {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
             )
 
-    def spider_closed(self, spider, reason):
+    def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
         reparse = self._reparse(spider)
         if reparse is None:
@@ -244,7 +253,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            self.crawler.reparse_plan = {
+            self.crawler.reparse_plan = {  # type: ignore[attr-defined]  # issue 30 item 3 types this
                 "spider": spider.name,
                 "parser": current,
                 "plan": plan,
@@ -259,7 +268,7 @@ class ReparseExtension:
                 },
             }
 
-    def _verify(self, store, spider, reparse: Reparse) -> ArchiveCheck:
+    def _verify(self, store: Store, spider: Spider, reparse: Reparse) -> ArchiveCheck:
         """Every stored event of the spider that points into the reparsed period, against the records
         read back; those that could not be checked fail the run (``UnverifiedEvents``)."""
         from .archive import archive_dir, retired_files
@@ -287,7 +296,7 @@ class ReparseExtension:
         return checked
 
     @staticmethod
-    def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
+    def _plan(store: Store, events: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
         plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
         stored = store.get_many(schema.EVENTS_DB, list(events)) if store.has_db(schema.EVENTS_DB) else {}
@@ -301,7 +310,9 @@ class ReparseExtension:
                 plan["update"].append(doc_id)
         return plan
 
-    def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
+    def _marks(
+        self, store: Store, spider: EventSpider, reparse: Reparse
+    ) -> tuple[list[dict[str, Any]], set[str]]:
         """The marks to write: live events of replayed documents that no produced event matches."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
         if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
@@ -333,7 +344,7 @@ class ReparseExtension:
             marks.append(mark)
         return marks, versions
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.report:
             doc.update(self.report)
 
@@ -343,17 +354,17 @@ class ArchiveCheck:
     """Stored events' archive pointers against what a reparse read back."""
 
     #: Events whose record was not read whole: {_id, warc_file, warc_offset, reason}.
-    unverified: list[dict] = field(default_factory=list)
+    unverified: list[dict[str, Any]] = field(default_factory=list)
     verified: int = 0
     #: Events whose pointer was bad or missing, produced again from a record read whole: the event
     #: with its pointer moved there (a dry run only counts them).
-    repointed: list[dict] = field(default_factory=list)
+    repointed: list[dict[str, Any]] = field(default_factory=list)
     #: Events a crawl could not archive (``archived: false``, no pointer), and events whose file the
     #: archive's retention removed: nothing to check, counted.
     not_archived: int = 0
     retired: int = 0
 
-    def check(self, events: list[dict], reparse: Reparse, retired: set[str]) -> None:
+    def check(self, events: list[dict[str, Any]], reparse: Reparse, retired: set[str]) -> None:
         from .archive import run_of
 
         read_files = set(reparse.files)
@@ -386,7 +397,7 @@ class ArchiveCheck:
                     }
                 )
 
-    def _repoint(self, doc: dict, source: dict[str, Any]) -> None:
+    def _repoint(self, doc: dict[str, Any], source: dict[str, Any]) -> None:
         moved = {k: v for k, v in doc.items() if k not in ("_rev", schema.NOT_ARCHIVED)}
         self.repointed.append({**moved, **source})
 
@@ -425,7 +436,9 @@ class ArchiveCheck:
         return fields
 
 
-def points_into_archive(store, spider: str, folder, since: datetime | None, until: datetime | None) -> bool:
+def points_into_archive(
+    store: Store, spider: str, folder: Path, since: datetime | None, until: datetime | None
+) -> bool:
     """Whether a stored event of ``spider`` points at a WARC file of a run started in [since, until]
     that retention did not remove (a reparse must then look for it, also when the folder is gone)."""
     from pathlib import Path
@@ -441,12 +454,12 @@ def points_into_archive(store, spider: str, folder, since: datetime | None, unti
     )
 
 
-def _changed_keys(old: dict, new: dict) -> list[str]:
+def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     keys = set(content(old, schema.VOLATILE_EVENT_KEYS)) | set(content(new, schema.VOLATILE_EVENT_KEYS))
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict, out) -> None:
+def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
     """The dry run's plan of one spider as a person reads it."""
     counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
     print(

@@ -78,7 +78,7 @@ URL_BAD_RE = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")
 class InvalidEvent(ValueError):
     """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -100,7 +100,7 @@ def is_absolute_url(value: str) -> bool:
     return bool(parts.hostname)
 
 
-def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
+def needs_cleaning(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> bool:
     """Whether ``value`` holds what ``pattern`` forbids (printable or ASCII text, the common case,
     is told apart without a regex)."""
     if value.isascii() if pattern is SURROGATE_RE else value.isprintable():
@@ -108,7 +108,7 @@ def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
     return pattern.search(value) is not None
 
 
-def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
+def clean_text(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> str:
     """``value`` without what :data:`BAD_TEXT_RE` forbids: CR/LF and lone CR become a newline, a
     lone surrogate U+FFFD (as a decoder would replace it), other controls are removed."""
     if not needs_cleaning(value, pattern):
@@ -118,7 +118,7 @@ def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
     return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
 
 
-def clean_value(value: Any, pattern: re.Pattern = BAD_TEXT_RE) -> Any:
+def clean_value(value: Any, pattern: re.Pattern[str] = BAD_TEXT_RE) -> Any:
     """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
     object when nothing needed cleaning."""
     kind = type(value)

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # settings.py imports this module: nothing from Scrapy at run time
+    from scrapy.settings import BaseSettings
 
 #: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
 OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")
@@ -109,7 +113,7 @@ class Rule:
             return False
         if self.kind is int and isinstance(value, float) and not value.is_integer():
             return False
-        if number != number:  # NaN
+        if math.isnan(number):
             return False
         if self.minimum is not None and number < self.minimum:
             return False
@@ -198,7 +202,7 @@ def all_rules() -> dict[str, Rule]:
     return {**scrapy_rules(), **project_rules()}
 
 
-def bad_settings(settings, rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
+def bad_settings(settings: BaseSettings, rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
     """One line for each setting of ``settings`` (a Scrapy ``Settings``) whose value its rule refuses."""
     for name, rule in (all_rules() if rules is None else rules).items():
         if name not in settings:
@@ -208,7 +212,7 @@ def bad_settings(settings, rules: Mapping[str, Rule] | None = None) -> Iterator[
             yield "setting %s takes %s, not %r" % (name, rule.describe(), value)
 
 
-def assign(settings, name: str, value: str, priority: str = "cmdline") -> None:
+def assign(settings: BaseSettings, name: str, value: str, priority: str = "cmdline") -> None:
     """``settings[name] = value`` from a command line (``-s NAME=VALUE``), checked: a value Scrapy
     cannot even store (text for a component dict) or its readers cannot use is
     :class:`BadSettingValue`, naming the setting and what it takes."""
@@ -248,7 +252,7 @@ def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
             )
 
 
-def check_settings(settings) -> None:
+def check_settings(settings: BaseSettings) -> None:
     """Raise :class:`BadSettingValue` naming the first setting (given or from the environment) its
     readers could not use."""
     for problem in (*bad_environment(), *bad_settings(settings)):

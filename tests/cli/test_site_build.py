@@ -9,7 +9,6 @@ not build is gone, that the answer is one line and exit status 2, and that nothi
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -86,7 +85,7 @@ def test_folders_it_never_replaces_even_with_force(cli_main, store, tmp_path, wh
     home.mkdir()
     (home / ".profile").write_text("kept")
     target = {"HOME": str(home), "PARENT": str(REPO.parent)}.get(where, where)
-    resolved = (REPO / target).resolve() if not os.path.isabs(target) else Path(target)
+    resolved = Path(target) if Path(target).is_absolute() else (REPO / target).resolve()
     before = sorted(p.name for p in resolved.parent.iterdir())
     for force in ((), ("--force",)):
         proc = cli_main("site", "build", target, *force, store_uri=store, env={"HOME": str(home)})

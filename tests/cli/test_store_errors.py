@@ -132,14 +132,15 @@ def test_read_commands_never_create_a_store(cli_main, tmp_path, command):
 
 def test_scrapy_crawl_on_a_refused_store_spools_everything_without_a_traceback(crawl, tmp_path):
     """The run goes on, its events and run log are spooled (nothing lost), the log says what is wrong
-    in one line instead of tracebacks, and the exit status says the run failed (StoreUnavailable)."""
+    in one line instead of tracebacks, and the exit status says so: 4, what it scraped waits in the
+    spool (as for `python -m votersdaily crawl`)."""
     spool = tmp_path / "spool"
     port = free_port()
     roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
     proc = crawl(
         "house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 4
     assert "Traceback" not in proc.stderr and "Unhandled error" not in proc.stderr
     opened = [line for line in proc.stderr.splitlines() if "cannot be opened" in line]
     assert len(opened) == 1 and "python -m votersdaily flush" in opened[0]

@@ -42,7 +42,8 @@ def events_of(spider: EventSpider, resp: Response) -> list[dict]:
     crawler = spider.crawler
     stages = [NormaliseDatetimesPipeline(crawler), ValidateEventPipeline(crawler), EventIdPipeline()]
     out = []
-    for item in spider.parse_document(resp):
+    for parsed in spider.parse_document(resp):
+        item = parsed
         for stage in stages:
             item = stage.process_item(item)
         out.append(dict(item))

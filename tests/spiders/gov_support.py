@@ -48,7 +48,8 @@ def parse(
     out = list(spider.parse_document(response))
     pipes = [NormaliseDatetimesPipeline(crawler), ValidateEventPipeline(crawler), EventIdPipeline()]
     events = []
-    for item in (x for x in out if isinstance(x, EventItem)):
+    for parsed in (x for x in out if isinstance(x, EventItem)):
+        item = parsed
         for pipe in pipes:
             item = pipe.process_item(item)
         events.append(item)

@@ -94,7 +94,7 @@ _reactor_lock = threading.Lock()
 
 
 def session_reactor() -> ParkedReactor:
-    global _reactor
+    global _reactor  # noqa: PLW0603 - one parked reactor for the test session
     with _reactor_lock:
         if _reactor is None:
             from scrapy.utils.log import configure_logging

@@ -19,10 +19,11 @@ import importlib
 import logging
 import os
 import sys
+from typing import Any, NoReturn
 
-from ..interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: the shell's status for SIGINT
-from ..store.base import StoreError
-from ..store.check import StoreMisconfigured, StoreMissing
+from votersdaily.interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: the shell's status for SIGINT
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMisconfigured, StoreMissing
 
 #: Exit statuses of every command (README: Exit codes), and EXIT_INTERRUPTED above.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
@@ -79,11 +80,11 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line (the usage itself is one ``--help`` away), exit status 2; options are
     spelled out (an abbreviation that works today breaks when an option is added)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, "%s: %s (see --help)\n" % (command_prefix(self.prog), message))
 
 

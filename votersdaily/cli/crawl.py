@@ -10,23 +10,30 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
-from ..archive import archive_dir
-from ..interrupts import FORCED_STOP, INTERRUPTED, Interrupts
-from ..reactor import installed_reactor
-from ..spiders.base import EventSpider
-from ..store import mask_uri, store_uri
-from ..store.base import StoreError
-from ..store.check import StoreMisconfigured, checked_store
-from ..store.spool import NotSpooled, spool_dir
+from votersdaily.archive import archive_dir
+from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
+from votersdaily.reactor import installed_reactor
+from votersdaily.spiders.base import EventSpider
+from votersdaily.store import mask_uri, store_uri
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMisconfigured, checked_store
+from votersdaily.store.spool import NotSpooled, spool_dir
+
 from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
 from .options import BadSetting, add_scrapy_options, add_spider_arguments, scrapy_settings
 
 if TYPE_CHECKING:
+    import argparse
+    from datetime import datetime
+    from pathlib import Path
+
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
 
 COLUMNS = (
@@ -45,7 +52,7 @@ COLUMNS = (
 STORE_RESULTS = ("StoreUnavailable", "StoreRefused", "StoreError")
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("crawl", help="run event spiders and print a per-spider summary")
     parser.add_argument("--all", action="store_true", help="every event spider")
     parser.add_argument(
@@ -62,7 +69,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
+def event_spiders(settings: BaseSettings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
     """Every event spider by name, or those of ``names`` (importing only their own modules: see
     votersdaily/spiderloader.py); a name that is no event spider is left out."""
     loader = get_spider_loader(settings)
@@ -77,7 +84,7 @@ def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, typ
     return found
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
@@ -144,7 +151,9 @@ def run(args) -> int:
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
 
 
-def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: bool = False) -> int:
+def crawl_status(
+    rows: list[dict[str, Any]], spool_folder: Path | str, shown_uri: str, not_archived: bool = False
+) -> int:
     """What the crawl's exit status says, with a line for what is not in the table: 1 when a run
     failed, documents were lost or source documents not archived, else 4 when documents wait in the
     spool, else 0."""
@@ -176,7 +185,7 @@ def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: b
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
 
 
-def not_archived_runs(crawlers: list) -> dict[str, str]:
+def not_archived_runs(crawlers: list[Crawler]) -> dict[str, str]:
     """Runs whose source documents could not all be archived (by spider: why), said in one line: their
     events are stored all the same (``archived: false``), but the command did not do all its job."""
     errors = {
@@ -193,7 +202,7 @@ def not_archived_runs(crawlers: list) -> dict[str, str]:
     return errors
 
 
-def interrupted(stop: str, rows: list[dict], settings) -> int:
+def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:
     """The last line of an interrupted crawl: which spiders finished and what became of the others."""
     stopped = [r["spider"] for r in rows if r.get("result") == INTERRUPTED]
     finished = [r["spider"] for r in rows if r.get("result") not in (INTERRUPTED, "no run log")]
@@ -209,10 +218,12 @@ def interrupted(stop: str, rows: list[dict], settings) -> int:
     return EXIT_INTERRUPTED
 
 
-def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
+def store_unavailable(
+    settings: BaseSettings, spiders: dict[str, type[EventSpider]], runs: dict[str, Any], exc: StoreError
+) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
-    from ..extensions import first_start_url, spool_run_log, unavailable_run_log
+    from votersdaily.extensions import first_start_url, spool_run_log, unavailable_run_log
 
     say(str(exc))
     kept = lost = 0
@@ -239,13 +250,13 @@ class Progress:
     """One line per spider as it finishes (on standard error, so the summary table stays clean on
     standard output); on a terminal also a live count of finished spiders and scraped items."""
 
-    def __init__(self, total: int, out=None):
+    def __init__(self, total: int, out: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
         self.out = out or sys.stderr
         self.live: LoopingCall | None = None
 
-    def finished(self, result, crawler):
+    def finished(self, result: Any, crawler: Crawler) -> Any:
         self.done += 1
         row = summary_row(crawler)
         self._clear_live()
@@ -267,14 +278,14 @@ class Progress:
         )
         return result
 
-    def start_live(self, crawlers: list) -> None:
+    def start_live(self, crawlers: list[Crawler]) -> None:
         if not self.out.isatty():
             return
         from twisted.internet import task
 
         reactor = installed_reactor()
 
-        def show():
+        def show() -> None:
             items = sum(c.stats.get_value("item_scraped_count", 0) for c in crawlers if c.stats)
             self.out.write("\r%d of %d spiders finished, %d items so far " % (self.done, self.total, items))
             self.out.flush()
@@ -293,14 +304,16 @@ class Progress:
         self._clear_live()
 
 
-def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) -> list[str]:
+def due_spiders(
+    spiders: dict[str, type[EventSpider]], now: datetime | None = None, settings: BaseSettings | None = None
+) -> list[str]:
     """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran), in the
     store (and database prefix) of ``settings``."""
     from datetime import timedelta
 
-    from ..clock import now_utc
-    from ..schema import LOG_DB, parse_iso_utc
-    from ..store import open_store, store_uri
+    from votersdaily.clock import now_utc
+    from votersdaily.schema import LOG_DB, parse_iso_utc
+    from votersdaily.store import open_store, store_uri
 
     now = (now or now_utc()).replace(tzinfo=None)
     store = open_store(store_uri(settings), settings)
@@ -326,7 +339,7 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) 
         store.close()
 
 
-def summary_row(crawler) -> dict:
+def summary_row(crawler: Crawler) -> dict[str, Any]:
     stats = crawler.stats.get_stats()
     return {
         "spider": crawler.spidercls.name,
@@ -347,7 +360,9 @@ def summary_row(crawler) -> dict:
     }
 
 
-def print_table(rows: list[dict], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
+def print_table(
+    rows: list[dict[str, Any]], out: TextIO | None = None, columns: tuple[str, ...] = COLUMNS
+) -> None:
     out = out or sys.stdout
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

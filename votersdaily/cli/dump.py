@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from ..schema import SURROGATE_RE, clean_text, clean_value
-from ..store.check import checked_store
+from votersdaily.schema import SURROGATE_RE, clean_text, clean_value
+from votersdaily.store.check import checked_store
+
 from . import fail, say
 from .staged_output import staged_stdout
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("dump", help="print every document of a database as JSON lines")
     parser.add_argument("db", help="database name, e.g. vd_events or vd_log")
     parser.add_argument("--design", action="store_true", help="include design documents")
     parser.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     store = checked_store(must_exist=True)
     if not store.has_db(args.db):
         return fail("no database %r in %s" % (args.db, store.display_uri))

@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
 
-from ..distributed import REDIS_ENV
-from ..plumbing.environment import project_settings, setting_or_environment
-from ..plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
-from ..store import mask_uri
+from votersdaily.distributed import REDIS_ENV
+from votersdaily.plumbing.environment import project_settings, setting_or_environment
+from votersdaily.plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
+from votersdaily.store import mask_uri
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+    from scrapy import Spider
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("enqueue", help="push a spider's requests into the shared Redis queue")
     parser.add_argument("spider", help="spider name (e.g. ingest, laundromat)")
     parser.add_argument(
@@ -34,7 +41,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def spider_arguments(spidercls, sources: list[str], bad: list[str]) -> dict:
+def spider_arguments(spidercls: type[Spider], sources: list[str], bad: list[str]) -> dict[str, Any]:
     """What to build the spider with: its own ``enqueue_arguments(sources)`` if it has one, else
     ``url=`` with the given URLs and the URLs listed in the given files (each one that is no URL
     is appended to ``bad`` as "where: why" and left out)."""
@@ -44,7 +51,7 @@ def spider_arguments(spidercls, sources: list[str], bad: list[str]) -> dict:
     return urls_from(sources, bad)
 
 
-def urls_from(sources: list[str], bad: list[str]) -> dict:
+def urls_from(sources: list[str], bad: list[str]) -> dict[str, Any]:
     found: list[tuple[str, str | Exception]] = []
     for source in sources:
         if "://" not in source and Path(source).is_file():
@@ -67,13 +74,13 @@ def redis_unreachable(redis_url: str, exc: Exception) -> int:
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError
 
-    from ..distributed import redis_server
-    from ..distributed.enqueue import enqueue
+    from votersdaily.distributed import redis_server
+    from votersdaily.distributed.enqueue import enqueue
 
     settings = project_settings()
     if args.redis_url:

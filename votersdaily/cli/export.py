@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 from datetime import date
+from typing import TYPE_CHECKING
 
-from .. import schema
-from ..feeds.export import FORMATS, export
-from ..feeds.query import EventFilter, FeedQueryError, bound
-from ..feeds.sanitise import FeedReport
-from ..store.check import checked_store
+from votersdaily import schema
+from votersdaily.feeds.export import FORMATS, export
+from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
+from votersdaily.feeds.sanitise import FeedReport
+from votersdaily.store.check import checked_store
+
 from . import fail, say
 from .options import one_of
 from .staged_output import staged_stdout
 
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("export", help="write an iCalendar or JSON feed of events to standard output")
     parser.add_argument("format", choices=FORMATS)
     parser.add_argument(
@@ -58,9 +63,9 @@ def known_parsers() -> list[str]:
     return sorted(event_spiders(get_project_settings()))
 
 
-def stored_committees(store) -> list[str]:
+def stored_committees(store: Store) -> list[str]:
     """The committee codes stored events carry (the ``by_committee_datetime`` view's keys)."""
-    from ..feeds.query import distinct_leading_keys
+    from votersdaily.feeds.query import distinct_leading_keys
 
     return sorted(
         str(code)
@@ -69,7 +74,7 @@ def stored_committees(store) -> list[str]:
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
         return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.base import StoreError, StoreUnavailable
-from ..store.check import checked_store
-from ..store.identity import identity_of
-from ..store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
+from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "flush", help="deliver documents spooled while their store was unavailable or refused them"
     )
@@ -56,7 +61,7 @@ def still_spooled(spool: Spool, exc: StoreError) -> int:
     return EXIT_UNAVAILABLE
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     if not spool.pending(args.db) and not spool.kept(args.db):
         print("nothing spooled in %s" % spool.directory)

@@ -10,17 +10,22 @@ lines are reported with their line number and skipped; the good ones are still w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.project import get_project_settings
 
-from ..ingest import ingest_requests as R
-from ..ingest.match import load_catalog_jsonl
-from ..store.check import checked_store
-from ..store.upsert import upsert
+from votersdaily.ingest import ingest_requests as R
+from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.store.check import checked_store
+from votersdaily.store.upsert import upsert
+
 from . import EXIT_FAILED, EXIT_USAGE, fail, say
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("ingest", help="load the ingest match catalog, queue ingest requests")
     commands = parser.add_subparsers(dest="ingest_command", required=True)
     catalog = commands.add_parser(
@@ -46,7 +51,7 @@ def input_status(exc: OSError) -> int:
     return EXIT_USAGE if isinstance(exc, (FileNotFoundError, IsADirectoryError)) else EXIT_FAILED
 
 
-def load_catalog(args) -> int:
+def load_catalog(args: argparse.Namespace) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
     if not Path(args.path).is_file():  # before the store: a typo creates nothing
         return fail("cannot read %s: no such file" % args.path)
@@ -63,11 +68,13 @@ def load_catalog(args) -> int:
     return 1 if errors else 0
 
 
-def enqueue_requests(args) -> int:
+def enqueue_requests(args: argparse.Namespace) -> int:
     if not args.path and not args.url:
         return fail("give a JSON-lines file of requests or --url")
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
-    found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    found: list[tuple[str, dict[str, Any] | Exception]] = [
+        ("--url", raw) for raw in R.from_args(args.url, args.type)
+    ]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))

@@ -4,19 +4,20 @@ level, spider arguments; and argparse types shared by every command."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
-from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, check_settings
+from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, check_settings
 
 
 class BadSetting(ValueError):
     """A ``-s`` option that is not ``NAME=VALUE``, or a setting whose value its readers cannot use."""
 
 
-def one_of(names: tuple[str, ...], what: str):
+def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
     """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
     canonical = {name.casefold(): name for name in names}
 
@@ -69,7 +70,7 @@ def existing_folder(value: str) -> Path:
     return path
 
 
-def add_scrapy_options(parser, what: str) -> None:
+def add_scrapy_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "-s",
         "--set",
@@ -86,7 +87,7 @@ def add_scrapy_options(parser, what: str) -> None:
     )
 
 
-def add_spider_arguments(parser) -> None:
+def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-a",
         dest="spider_args",
@@ -98,7 +99,7 @@ def add_spider_arguments(parser) -> None:
     )
 
 
-def scrapy_settings(args) -> Settings:
+def scrapy_settings(args: argparse.Namespace) -> Settings:
     """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top,
     each setting checked (votersdaily/setting_rules.py) before any work: :class:`BadSetting` names
     the first one that cannot be used."""

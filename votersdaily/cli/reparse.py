@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
 
-from ..archive import archive_dir, archived_runs
-from ..interrupts import Interrupts
-from ..reparse import parse_date_arg, points_into_archive, summarise_plan
-from ..store.check import checked_store
+from votersdaily.archive import archive_dir, archived_runs
+from votersdaily.interrupts import Interrupts
+from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
+from votersdaily.store.check import checked_store
+
 from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, say
 from .crawl import event_spiders, print_table, summary_row
 from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "reparse", help="run the current parsers over the archived documents (history correction)"
     )
@@ -37,7 +42,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 from scrapy.spiderloader import SpiderLoader
 
-from ..plumbing.environment import project_settings
-from ..store.check import checked_store
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
     parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
@@ -55,7 +60,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def show(decision: dict, stamp: bool = False) -> None:
+def show(decision: dict[str, Any], stamp: bool = False) -> None:
     """One decision as a line of standard output (the loop prefixes the time)."""
     print(
         "%s%-28s %-20s %s %s"
@@ -70,8 +75,8 @@ def show(decision: dict, stamp: bool = False) -> None:
     )
 
 
-def run(args) -> int:
-    from ..deploy.periodic import (
+def run(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import (
         FAILED,
         OPEN,
         SCHEDULER_DB,
@@ -80,7 +85,7 @@ def run(args) -> int:
         RecurringScheduler,
         spider_frequencies,
     )
-    from ..deploy.scrapyd import Scrapyd
+    from votersdaily.deploy.scrapyd import Scrapyd
 
     settings = project_settings()
     hours = spider_frequencies(settings)

@@ -7,17 +7,24 @@ refused in one line (exit 2) unless ``--force``, and some are never replaced.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
-from ..store.identity import identity_of
-from ..store.spool import Spool, spool_dir
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import Spool, spool_dir
+
 from . import EXIT_FAILED, fail, say
 from .options import positive_int
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+    from scrapy.settings import BaseSettings
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("site", help="build the static calendar site")
     actions = parser.add_subparsers(dest="action", required=True)
     build = actions.add_parser(
@@ -42,11 +49,12 @@ def register(sub) -> None:
     build.set_defaults(func=run_build)
 
 
-def run_build(args) -> int:
-    from ..deploy.periodic import spider_frequencies
-    from ..feeds.sanitise import FeedReport
-    from ..feeds.site import SiteConfig, build_site
-    from ..feeds.site_folder import RefusedTarget, check_target, replaced_site
+def run_build(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import spider_frequencies
+    from votersdaily.feeds.sanitise import FeedReport
+    from votersdaily.feeds.site import SiteConfig, build_site
+    from votersdaily.feeds.site_folder import RefusedTarget, check_target, replaced_site
+
     from .crawl import event_spiders
 
     settings = get_project_settings()
@@ -85,11 +93,11 @@ def run_build(args) -> int:
     return 0
 
 
-def data_places(settings) -> dict[str, Path]:
+def data_places(settings: BaseSettings) -> dict[str, Path]:
     """Where the project keeps data a site build must never replace: the data home, the embedded
     store's file, the spool, the source archive, the HTTP cache and the ingest's and laundromat's
     outputs (votersdaily/locations.py)."""
-    from .. import locations
+    from votersdaily import locations
 
     places = {"the data home": locations.data_home(settings)}
     for what, where in (

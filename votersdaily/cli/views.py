@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from ..plumbing.environment import project_settings
-from ..store.check import checked_store
-from ..store.names import project_databases
-from ..store.views import VIEWS
-from . import fail
+from typing import TYPE_CHECKING
+
+from votersdaily.cli import fail
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+from votersdaily.store.names import project_databases
+from votersdaily.store.views import VIEWS
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("views", help="manage the CouchDB design documents")
     actions = parser.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
@@ -21,7 +26,7 @@ def register(sub) -> None:
     push.set_defaults(func=run_push)
 
 
-def run_push(args) -> int:
+def run_push(args: argparse.Namespace) -> int:
     # Only the project's databases (before any prefix): a mistyped name must not create a database.
     known = project_databases(project_settings())
     unknown = [db for db in args.dbs if db not in known]

@@ -18,12 +18,18 @@ scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
-from ..interrupts import EXIT_INTERRUPTED, Interrupts
-from ..setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
+from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
+from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.crawler import Crawler
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
 PREFIX = "scrapy crawl"
@@ -34,13 +40,13 @@ def say(message: str) -> None:
     print("%s: %s" % (PREFIX, message), file=sys.stderr, flush=True)
 
 
-def run_status(crawlers, interrupted: bool = False) -> int:
+def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
     (README: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
     were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
-    from ..cli.crawl import STORE_RESULTS
-    from ..extensions import RunLog
+    from votersdaily.cli.crawl import STORE_RESULTS
+    from votersdaily.extensions import RunLog
 
     if interrupted:
         return EXIT_INTERRUPTED
@@ -62,22 +68,24 @@ class Command(crawl.Command):
     def short_desc(self) -> str:
         return "Run a spider of the current project, by name (exit status: how the run went)"
 
-    def process_options(self, args, opts) -> None:
-        assert self.settings is not None, "Scrapy sets a command's settings before its options"
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        settings = self.settings
+        if settings is None:
+            raise RuntimeError("Scrapy sets a command's settings before its options")
         for pair in opts.set:  # before Scrapy stores them: some values it cannot even store
             name, sep, value = pair.partition("=")
             if sep:
                 try:
-                    assign(self.settings.copy(), name.strip(), value)
+                    assign(settings.copy(), name.strip(), value)
                 except BadSettingValue as exc:
                     say(str(exc))
                     raise SystemExit(EXIT_USAGE) from None
         super().process_options(args, opts)
-        level = self.settings.get("LOG_LEVEL")
+        level = settings.get("LOG_LEVEL")
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
-            priority = self.settings.getpriority("LOG_LEVEL") or "cmdline"
-            self.settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(self.settings)):
+            priority = settings.getpriority("LOG_LEVEL") or "cmdline"
+            settings.set("LOG_LEVEL", level.strip().upper(), priority)
+        for problem in (*bad_environment(), *bad_settings(settings)):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
         if len(args) == 1 and not self._spider_ready(args[0]):
@@ -89,7 +97,8 @@ class Command(crawl.Command):
         process logs its start-up."""
         from scrapy.spiderloader import get_spider_loader
 
-        assert self.settings is not None, "Scrapy sets a command's settings before its options"
+        if self.settings is None:
+            raise RuntimeError("Scrapy sets a command's settings before its options")
         loader = get_spider_loader(self.settings)
         try:
             spidercls = loader.load(name)
@@ -103,11 +112,12 @@ class Command(crawl.Command):
             return False
         return True
 
-    def run(self, args: list[str], opts) -> None:
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             super().run(args, opts)  # Scrapy's usage errors
             return
-        assert self.crawler_process is not None, "Scrapy gives a crawl command its crawler process"
+        if self.crawler_process is None:
+            raise RuntimeError("Scrapy gives a crawl command its crawler process")
         try:
             crawler = self._create_crawler(args[0])
         except KeyError:

@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
+from typing import Any
 
-from .. import schema
-from ..interrupts import INTERRUPTED as INTERRUPTED_RESULT
-from ..store.base import Store
+from votersdaily import schema
+from votersdaily.interrupts import INTERRUPTED as INTERRUPTED_RESULT
+from votersdaily.store.base import Store
+
 from .query import HIGH, distinct_leading_keys
 
 OK, EMPTY, DROP, BROKEN, NEVER, MANUAL = "ok", "empty", "drop", "broken", "never run", "manual"
@@ -53,7 +55,7 @@ class Run:
     finish_reason: str = ""
     error_message: str = ""
     #: reason → count of the records and events the run dropped (the run log's ``dropped``).
-    dropped_reasons: dict = field(default_factory=dict)
+    dropped_reasons: dict[str, Any] = field(default_factory=dict)
     #: Where the run's documents came from: listing, offline (every recording), replay, given.
     input: str = "listing"
     status: str = OK
@@ -115,11 +117,11 @@ class SpiderHealth:
         return LABELS[self.status]
 
 
-def _int(value) -> int:
+def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def run_from_log(doc: dict) -> Run:
+def run_from_log(doc: dict[str, Any]) -> Run:
     items = doc.get("items_scraped")
     if not isinstance(items, int):
         items = sum(_int(doc.get(k)) for k in ("insert_count", "updated_count", "unchanged_count"))

@@ -10,14 +10,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import schema
-from ..store.base import Store, StoreError, StoreUnavailable
+from votersdaily import schema
+from votersdaily.store.base import Store, StoreError, StoreUnavailable
+
 from .sanitise import FeedReport, feed_event, newest
 
+if TYPE_CHECKING:
+    from votersdaily.store.base import Row
+
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
-HIGH: dict = {}
+HIGH: dict[str, Any] = {}
 PAGE_SIZE = 500
 
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -35,7 +39,7 @@ def bound(value: str | None, *, end: bool) -> str | None:
     value = value.strip()
     if DATE_RE.match(value):
         return value + ("T23:59:59Z" if end else "T00:00:00Z")
-    from ..datetimes import normalise
+    from votersdaily.datetimes import normalise
 
     try:
         return normalise(value, "UTC").iso
@@ -87,19 +91,19 @@ class EventFilter:
             return since, until
         return [prefix, since or ""], [prefix, until or HIGH]
 
-    def matches(self, doc: dict) -> bool:
+    def matches(self, doc: dict[str, Any]) -> bool:
         if not self.include_superseded and not is_live(doc):
             return False
         return all(doc.get(key) == value for key, value in self.values().items())
 
 
-def is_live(doc: dict) -> bool:
+def is_live(doc: dict[str, Any]) -> bool:
     """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
     :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
     return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))
 
 
-def is_cancelled(doc: dict) -> bool:
+def is_cancelled(doc: dict[str, Any]) -> bool:
     """The source itself says the event was cancelled (ad hoc ``cancelled`` or a status key)."""
     if doc.get("cancelled") is True:
         return True
@@ -118,7 +122,7 @@ def iter_rows(
     descending: bool = False,
     include_docs: bool = True,
     page: int = PAGE_SIZE,
-):
+) -> Iterator[Row]:
     """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
     if not store.has_db(db):
         return
@@ -152,7 +156,7 @@ def iter_rows(
 
 def iter_events(
     store: Store, flt: EventFilter = EventFilter(), report: FeedReport | None = None
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Event documents matching ``flt`` in datetime order (the order of every datetime view), as
     a feed may show them (see :func:`.sanitise.feed_event`; ``report`` collects what was not)."""
     report = FeedReport() if report is None else report
@@ -181,7 +185,7 @@ def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
         startkey = [value, HIGH]
 
 
-def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
+def siblings(store: Store, docs: list[dict[str, Any]]) -> dict[str, set[str]]:
     """For each doc id, the ids of the other documents of its parser_name and unique_key."""
     keyed: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
@@ -199,7 +203,7 @@ def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
     return found
 
 
-def superseded_by_newer(store: Store, docs: list[dict], others: dict[str, set[str]]) -> set[str]:
+def superseded_by_newer(store: Store, docs: list[dict[str, Any]], others: dict[str, set[str]]) -> set[str]:
     """Ids of ``docs`` that a newer live document of the same event replaces (a key two racing
     runs or a lost write answer left with two live documents, until a crawl repairs it)."""
     wanted = {other for ids in others.values() for other in ids}

@@ -13,20 +13,27 @@ import shutil
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
-from ..store.base import Store
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.store.base import Store
+
 from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report
 from .query import EventFilter, iter_events
 from .sanitise import FeedReport
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .ical import VeventCache
 
 HERE = Path(__file__).resolve().parent
 #: Columns of a day page, in the order of the original front end; "Other" shows only when used.
@@ -48,7 +55,9 @@ class SiteConfig:
     history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"]
 
     @classmethod
-    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> SiteConfig:
+    def from_settings(
+        cls, settings: BaseSettings, timezone: str | None = None, runs: int | None = None
+    ) -> SiteConfig:
         zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE")
         if zone not in pytz.all_timezones_set:
             raise ValueError("unknown IANA time zone %r for the site" % zone)
@@ -77,7 +86,7 @@ class Feed:
 
 @dataclass
 class DayEvent:
-    doc: dict
+    doc: dict[str, Any]
     day: date
     time: str  # "" for all-day events
     end: str
@@ -95,7 +104,7 @@ class DayEvent:
         return vote_tally(self.doc)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str]:
         return (self.doc.get("entity") or "", self.doc["datetime"], self.doc.get("title") or "")
 
 
@@ -128,7 +137,7 @@ def clock_label(local: datetime) -> str:
     )
 
 
-def day_event(doc: dict, zone) -> DayEvent:
+def day_event(doc: dict[str, Any], zone: tzinfo) -> DayEvent:
     """Where an event goes: all-day events on their own date, others on their date in ``zone``."""
     if doc.get("all_day"):
         day = date.fromisoformat(doc["datetime"][:10])
@@ -157,7 +166,7 @@ SENATE_COUNTS = (("yeas", "Yea"), ("nays", "Nay"), ("present", "Present"), ("abs
 HOUSE_TOTALS = (("yea", "Yea"), ("nay", "Nay"), ("present", "Present"), ("not_voting", "Not voting"))
 
 
-def vote_tally(doc: dict) -> str:
+def vote_tally(doc: dict[str, Any]) -> str:
     """A roll-call vote's result and tally, as the chamber's clerk states them ("Failed · Ayes 205 ·
     Noes 220 · …"); "" for other events. Only integer counts are shown."""
     result = doc.get("vote_result")
@@ -214,7 +223,9 @@ def environment() -> Environment:
     return env
 
 
-def write_feeds(events: list[tuple[dict, int]], out: Path, generated: str) -> dict[tuple[str, str], Feed]:
+def write_feeds(
+    events: list[tuple[dict[str, Any], int]], out: Path, generated: str
+) -> dict[tuple[str, str], Feed]:
     """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON).
 
     ``events`` are the live events with their earlier-version counts, read once for the whole site;
@@ -225,7 +236,7 @@ def write_feeds(events: list[tuple[dict, int]], out: Path, generated: str) -> di
     for kind, key, attr, _ in FEED_KINDS:
         values = sorted({doc[key] for doc, _ in events if isinstance(doc.get(key), str) and doc[key]})
         targets += [(kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v))) for v in values]
-    vevents: dict = {}  # each event is in several feeds: serialise it once
+    vevents: VeventCache = {}  # each event is in several feeds: serialise it once
     for kind, value, flt, rel in targets:
         selected = [pair for pair in events if flt.matches(pair[0])]
         path = out / rel
@@ -291,7 +302,7 @@ def build_site(
         "feeds": feeds,
     }
 
-    def render(template: str, path: Path, root: str, **context) -> None:
+    def render(template: str, path: Path, root: str, **context: Any) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
         path.write_text(html, encoding="utf-8")
 
@@ -327,7 +338,7 @@ def build_site(
     return summary
 
 
-def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict:
+def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict[str, Any]:
     distinguish(events)
     columns = {b: Column(b, feed=feeds.get(("branch", b))) for b in COLUMNS}
     for event in sorted(events, key=lambda e: e.sort_key):

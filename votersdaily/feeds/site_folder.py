@@ -25,9 +25,10 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from .. import __version__
-from ..clock import now_iso
+from votersdaily import __version__
+from votersdaily.clock import now_iso
 
 #: The file in a built site that says which build wrote it and what it wrote.
 MARKER = ".votersdaily-site"
@@ -88,7 +89,7 @@ def _non_empty_dir(path: Path) -> bool:
         return True  # cannot tell: treat as holding something
 
 
-def read_marker(folder: Path) -> dict | None:
+def read_marker(folder: Path) -> dict[str, Any] | None:
     """The marker of a site an earlier build wrote in ``folder``, or None."""
     try:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
@@ -105,10 +106,10 @@ def _files(folder: Path) -> dict[str, list[int]]:
     found = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in filenames + dirnames:
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            real_dir = name in dirnames and not os.path.islink(path)
-            found[os.path.relpath(path, folder)] = [-1, 0] if real_dir else [info.st_size, info.st_mtime_ns]
+            path = Path(dirpath) / name
+            info = path.lstat()
+            real_dir = name in dirnames and not path.is_symlink()
+            found[str(path.relative_to(folder))] = [-1, 0] if real_dir else [info.st_size, info.st_mtime_ns]
     found.pop(MARKER, None)
     return found
 

@@ -9,8 +9,12 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 _SAFE_PATH = re.compile(r"^[a-z0-9]+/[0-9a-f]{40}\.[a-z.]+$")
 
@@ -27,7 +31,7 @@ def thumbnail_path(sha1hex: str) -> str:
 class FolderBlobs:
     """Blobs as files under a local folder."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
@@ -37,7 +41,7 @@ class FolderBlobs:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
         tmp.write_bytes(data)
-        os.replace(tmp, target)
+        tmp.replace(target)
         return str(target)
 
     def get(self, path: str) -> bytes | None:
@@ -48,7 +52,7 @@ class FolderBlobs:
 class StoreBlobs:
     """Blobs as CouchDB attachments: document ``<path>`` in database ``db``, attachment ``blob``."""
 
-    def __init__(self, store, db: str):
+    def __init__(self, store: Store, db: str) -> None:
         self.store = store
         self.db = db
         self._ready = False
@@ -74,11 +78,11 @@ class StoreBlobs:
 class JsonLinesFeed:
     """An append-only JSON-lines topic (one message per line), safe to call from worker threads."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
 
-    def publish(self, message: dict) -> None:
+    def publish(self, message: dict[str, Any]) -> None:
         line = json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)

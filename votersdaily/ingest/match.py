@@ -9,8 +9,12 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 
 def norm_title(title: str) -> str:
@@ -18,10 +22,10 @@ def norm_title(title: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
 
-def catalog_docs(works: Iterable[dict]) -> list[dict]:
+def catalog_docs(works: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Catalog documents: ``doi:<doi>`` per work, plus ``title:<normalised title>`` → DOIs."""
-    docs: dict[str, dict] = {}
-    titles: dict[str, set] = {}
+    docs: dict[str, dict[str, Any]] = {}
+    titles: dict[str, set[str]] = {}
     for work in works:
         doi = (work.get("doi") or "").strip().lower()
         if not doi.startswith("10."):
@@ -34,7 +38,7 @@ def catalog_docs(works: Iterable[dict]) -> list[dict]:
     return list(docs.values())
 
 
-def read_catalog_jsonl(path: str | Path) -> tuple[list[dict], list[str]]:
+def read_catalog_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(works, errors): a line that is not a JSON object with a DOI is an error naming its line,
     never the end of the file."""
     works, errors = [], []
@@ -54,7 +58,7 @@ def read_catalog_jsonl(path: str | Path) -> tuple[list[dict], list[str]]:
     return works, errors
 
 
-def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]]:
+def load_catalog_jsonl(store: Store, path: str | Path, db: str) -> tuple[int, list[str]]:
     """Load the works of a JSON-lines file into ``db``: (works loaded, errors of the bad lines)."""
     works, errors = read_catalog_jsonl(path)
     store.ensure_db(db)
@@ -70,8 +74,8 @@ def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]
 
 
 def match_document(
-    store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
-) -> dict:
+    store: Store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
+) -> dict[str, Any]:
     """``{mstatus, doi, minfo}`` (minfo a JSON string, as in the file table). ``catalog_exists``:
     what the caller already knows about ``db`` (saves a request per document)."""
     if catalog_exists is None:

@@ -10,19 +10,27 @@ through the foundation's writers, blocking work (reads, files) in worker threads
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from .. import locations
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..store.crawler import store_for, writer_for
-from ..store.hooks import AfterBatch
+from votersdaily import locations
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.store.crawler import store_for, writer_for
+from votersdaily.store.hooks import AfterBatch
+
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
 from .filetable import file_row, merge_row, table_name
 from .match import load_catalog_jsonl, match_document
 from .result import IngestItem
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from votersdaily.store.base import Store
+    from votersdaily.store.upsert import UpsertResult
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +40,12 @@ HTML_META_DB = "html_meta"
 MAX_TERMINAL_URL = 2048
 
 
-def result_id(result: dict) -> str:
+def result_id(result: dict[str, Any]) -> str:
     request = result["request"]
     return "%s:%s" % (request["ingest_type"], request["base_url"])
 
 
-def result_doc(result: dict) -> dict:
+def result_doc(result: dict[str, Any]) -> dict[str, Any]:
     doc = dict(result, _id=result_id(result))
     doc["ingest_type"] = result["request"]["ingest_type"]
     doc["base_url"] = result["request"]["base_url"]
@@ -45,7 +53,7 @@ def result_doc(result: dict) -> dict:
     return doc
 
 
-def html_meta_doc(result: dict, has_teixml: bool) -> dict:
+def html_meta_doc(result: dict[str, Any], has_teixml: bool) -> dict[str, Any]:
     body = result.get("html_body") or {}
     return {
         "_id": result["file_meta"]["sha1hex"],
@@ -62,7 +70,7 @@ def html_meta_doc(result: dict, has_teixml: bool) -> dict:
 
 
 class IngestStorePipeline:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.file_table = table_name(
@@ -74,7 +82,7 @@ class IngestStorePipeline:
         self.files = writer_for(crawler, self.file_table, hooks=AfterBatch(self._rows_written))
         #: File-table rows of this run handed to the writer and not written yet, by id: a second
         #: ingest of the same bytes merges with these, not with the (older) stored row.
-        self._pending_rows: dict[str, dict] = {}
+        self._pending_rows: dict[str, dict[str, Any]] = {}
         self._catalog_exists = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
@@ -90,10 +98,10 @@ class IngestStorePipeline:
         self.feed = JsonLinesFeed(feed) if feed else None
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    async def open_spider(self):
+    async def open_spider(self) -> None:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
@@ -107,7 +115,7 @@ class IngestStorePipeline:
                 logger.error("catalog: %s", error)
         self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
 
-    async def process_item(self, item):
+    async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
             return item
         result, side = item["result"], item["side"]
@@ -133,7 +141,7 @@ class IngestStorePipeline:
                 await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
         return item
 
-    def _publish_tei(self, result: dict, tei_xml: str) -> None:
+    def _publish_tei(self, result: dict[str, Any], tei_xml: str) -> None:
         sha1hex = result["file_meta"]["sha1hex"]
         self.blobs.put(tei_path(sha1hex), tei_xml.encode("utf-8"))
         if self.feed is not None:
@@ -148,18 +156,22 @@ class IngestStorePipeline:
                 }
             )
 
-    def _rows_written(self, store, db: str, batch: list[dict], outcome) -> None:
+    def _rows_written(
+        self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult
+    ) -> None:
         """BatchWriter hook (writer thread): rows now in the store leave the pending map."""
         from twisted.internet import reactor
 
         reactor.callFromThread(self._forget_rows, batch)
 
-    def _forget_rows(self, batch: list[dict]) -> None:
+    def _forget_rows(self, batch: list[dict[str, Any]]) -> None:
         for row in batch:
             if self._pending_rows.get(row["_id"]) is row:
                 del self._pending_rows[row["_id"]]
 
-    def _file_row(self, result: dict, side: dict) -> tuple[dict, dict | None]:
+    def _file_row(
+        self, result: dict[str, Any], side: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(the new row, the stored row of the same file or None), in a worker thread."""
         biblio = result.get("html_biblio") or {}
         grobid_meta = ((side.get("grobid") or {}).get("metadata") or {}).get("biblio") or {}
@@ -172,6 +184,6 @@ class IngestStorePipeline:
         row = file_row(result, side, match0)
         return row, self.store.get(self.file_table, row["_id"])
 
-    async def close_spider(self):
+    async def close_spider(self) -> None:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.close())

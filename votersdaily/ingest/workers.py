@@ -22,9 +22,12 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..blocking import run_in_thread
+from votersdaily.blocking import run_in_thread
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -89,12 +92,12 @@ class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int, crawler=None):
+    def __init__(self, processes: int, crawler: Crawler | None = None) -> None:
         self.processes = processes
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
 
-    def start(self, *args, **kwargs) -> None:
+    def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._executor is not None:
             return
@@ -107,14 +110,14 @@ class ExtractPool:
         for _ in range(self.processes):
             self._executor.submit(_warm)
 
-    async def run(self, func: Callable, *args) -> Any:
+    async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
                 self.start()
             executor = self._executor
-            assert executor is not None, "start() makes the pool when there are processes"
+            assert executor is not None, "start() makes the pool when there are processes"  # noqa: S101 - invariant
             try:
                 return await asyncio.wrap_future(executor.submit(func, *args))
             except BrokenProcessPool:
@@ -146,7 +149,7 @@ class ExtractPool:
         if self.crawler is not None:
             self.crawler.stats.inc_value(key)
 
-    def close(self, *args, **kwargs) -> None:
+    def close(self, *args: Any, **kwargs: Any) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -138,7 +138,7 @@ class WarcFileWriter:
         max_size: int = 0,
         what: str = "the WARC output",
         thread_name: str = "warc-writer",
-    ):
+    ) -> None:
         self.folder = Path(os.path.abspath(folder))
         self.file_name = file_name
         self.warcinfo = dict(warcinfo)
@@ -203,7 +203,7 @@ class WarcFileWriter:
         try:
             if self._fd is None or (self.max_size and self._size > self.max_size):
                 self._next_file()
-            assert self._fd is not None and self.path is not None, "_next_file() opened one"
+            assert self._fd is not None and self.path is not None, "_next_file() opened one"  # noqa: S101 - invariant
             offset = self._size
             self._write_all(unit)
         except OSError as exc:
@@ -227,7 +227,7 @@ class WarcFileWriter:
         return buffer.getvalue(), first_length
 
     def _write_all(self, data: bytes) -> None:
-        assert self._fd is not None
+        assert self._fd is not None  # noqa: S101 - invariant
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]

@@ -8,12 +8,13 @@ fields, Eastern timestamps turned into stored datetimes, and the docs.house.gov
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import overload
+from typing import Any, overload
 
 from lxml import etree
 from w3lib.url import safe_url_string
 
-from ..datetimes import normalise
+from votersdaily.datetimes import normalise
+
 from .eastern import EASTERN, parse_local
 from .xml import text_of
 
@@ -77,7 +78,7 @@ def document_url(raw: str | None) -> str:
     return safe_url_string(raw) if raw else ""
 
 
-def docs_house_files(element: etree._Element | None) -> list[dict]:
+def docs_house_files(element: etree._Element | None) -> list[dict[str, Any]]:
     """The ``<files><file doc-url doc-type …/>`` links of a docs.house.gov item."""
     if element is None:
         return []
@@ -96,7 +97,7 @@ def docs_house_files(element: etree._Element | None) -> list[dict]:
 DOCS_HOUSE_STAMPS = ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S")
 
 
-def docs_house_updates(element: etree._Element) -> list[dict]:
+def docs_house_updates(element: etree._Element) -> list[dict[str, Any]]:
     """The ``<updates><update-date>`` history of a docs.house.gov item, with its notes."""
     updates = []
     for update in element.iterfind("updates/update-date"):

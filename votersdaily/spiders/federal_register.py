@@ -19,11 +19,20 @@ from __future__ import annotations
 import re
 from datetime import date
 from html.entities import name2codepoint
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from ..sources.errors import UnexpectedDocument
-from ..sources.json_text import JsonText, load_with_text, require
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.json_text import JsonText, load_with_text, require
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 PRESIDENTIAL = "Presidential Document"
 API = "https://www.federalregister.gov/api/v1/documents.json"
@@ -76,7 +85,9 @@ class FederalRegisterSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def __init__(self, *args, max_pages: str | int | None = None, follow: str | bool | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, max_pages: str | int | None = None, follow: str | bool | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.max_pages_arg = int(max_pages) if max_pages not in (None, "") else None
         self.follow_given = str(follow).strip().lower() in TRUE_WORDS if follow is not None else False
@@ -89,7 +100,7 @@ class FederalRegisterSpider(EventSpider):
 
     # -- pages ---------------------------------------------------------------------------------
 
-    def parse_document(self, response):
+    def parse_document(self, response: Response) -> Iterator[EventItem | Request]:
         yield from super().parse_document(response)
         next_url = response.meta.get(NEXT_PAGE_META)
         page = response.meta.get(PAGE_META, 1)
@@ -102,7 +113,7 @@ class FederalRegisterSpider(EventSpider):
             return
         yield self.document_request(next_url, meta={PAGE_META: page + 1})
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         if "errors" in doc.value and "results" not in doc.value:
@@ -116,7 +127,7 @@ class FederalRegisterSpider(EventSpider):
 
     # -- one document → one event --------------------------------------------------------------
 
-    def parse_record(self, result: JsonText, response) -> dict:
+    def parse_record(self, result: JsonText, response: Response) -> dict[str, Any]:
         url = response.url
         data = result.value
         if not isinstance(data, dict) or not data.get("document_number"):
@@ -146,7 +157,7 @@ class FederalRegisterSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_publication_date(data: dict, url: str) -> date:
+    def _parse_publication_date(data: dict[str, Any], url: str) -> date:
         try:
             return date.fromisoformat(str(data.get("publication_date") or ""))
         except ValueError:
@@ -156,12 +167,12 @@ class FederalRegisterSpider(EventSpider):
             ) from None
 
     @staticmethod
-    def _parse_abstract(data: dict) -> str:
+    def _parse_abstract(data: dict[str, Any]) -> str:
         """The abstract, SGML entities left in by the API decoded; "" when the document has none."""
         return _unsgml(" ".join(str(data.get("abstract") or "").split()))
 
     @staticmethod
-    def _parse_agencies(data: dict) -> list[dict]:
+    def _parse_agencies(data: dict[str, Any]) -> list[dict[str, Any]]:
         agencies = data.get("agencies") or []
         return [
             {

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.congress import (
+from votersdaily.sources.congress import (
     congress_session,
     eastern_iso,
     previous_session,
@@ -31,10 +31,19 @@ from ..sources.congress import (
     sitting_year,
     to_int,
 )
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from lxml import etree
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
 EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
@@ -95,11 +104,11 @@ class HouseFloorSpider(EventSpider):
     }
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         today = eastern_today()
         return tuple(DAY_URL.format(day=day) for day in (today - timedelta(days=1), today))
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response) -> Iterator[Request | EventItem]:
         if response.status == 404:
             self.logger.info("no floor summary at %s: the House did not sit that day", response.url)
             return
@@ -107,7 +116,7 @@ class HouseFloorSpider(EventSpider):
 
     # -- one legislative day → one event per floor action --------------------------------------------
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``floor_action`` with its day; which Congress and session an action belongs to
         depends on the whole file (the Congresses it names, its sine die adjournment)."""
         root = parse_xml(response.body, ("legislative_activity",), response.url)
@@ -122,7 +131,7 @@ class HouseFloorSpider(EventSpider):
         legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
         return [(action, legislative_day) for action in records]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         action, legislative_day = record
         day = legislative_day.day
         unique_id = (action.get("unique-id") or "").strip()
@@ -157,13 +166,15 @@ class HouseFloorSpider(EventSpider):
         }
 
     @staticmethod
-    def _numbers(element, name: str) -> list[int]:
+    def _numbers(element: etree._Element, name: str) -> list[int]:
         """``congress="119:118"`` → [118, 119]."""
         text = element.get(name, "") if element is not None else ""
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, actions, congress_el, day: str, url: str) -> datetime | None:
+    def _parse_boundary(
+        cls, actions: etree._Element, congress_el: etree._Element, day: str, url: str
+    ) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
         two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
         adjournment whose time cannot be read fails the page: it decides every action's session."""
@@ -186,7 +197,9 @@ class HouseFloorSpider(EventSpider):
         return None
 
     @classmethod
-    def _parse_sittings(cls, congress_el, boundary: datetime | None, day: str) -> tuple[Sitting, Sitting]:
+    def _parse_sittings(
+        cls, congress_el: etree._Element, boundary: datetime | None, day: str
+    ) -> tuple[Sitting, Sitting]:
         """(Congress, session) before and after ``boundary``, from what the file names."""
         congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
         if not (congresses and sessions):  # unnamed: the calendar's
@@ -206,7 +219,7 @@ class HouseFloorSpider(EventSpider):
         return before, after
 
     @staticmethod
-    def _parse_datetime(action, day: str):
+    def _parse_datetime(action: etree._Element, day: str) -> datetime | date:
         time_el = action.find("action_time")
         stamp = time_el.get("for-search", "") if time_el is not None else ""
         if stamp.strip():
@@ -221,9 +234,9 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action) -> list[dict]:
+    def _parse_bills(action: etree._Element) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
-        bills: dict[str, dict] = {}
+        bills: dict[str, dict[str, Any]] = {}
         for link in action.iterfind(".//action_description//a[@rel='bill']"):
             href = (link.get("href") or "").strip()
             if href and href not in bills:
@@ -231,7 +244,7 @@ class HouseFloorSpider(EventSpider):
         return list(bills.values())
 
     @staticmethod
-    def _parse_votes(action) -> list[dict]:
+    def _parse_votes(action: etree._Element) -> list[dict[str, Any]]:
         votes = []
         for link in action.iterfind(".//action_description//a[@rel='vote']"):
             href = (link.get("href") or "").strip()

@@ -9,12 +9,25 @@ is reported as :class:`~votersdaily.sources.errors.ErrorPage`, never stored.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, docs_house_updates, eastern_iso, to_int
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, required_attribute, text_of
+from votersdaily.sources.congress import (
+    DOCS_HOUSE_STAMPS,
+    docs_house_files,
+    docs_house_updates,
+    eastern_iso,
+    to_int,
+)
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, required_attribute, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 WEEK_URL = "https://docs.house.gov/floor/Download.aspx?file=/billsthisweek/{day:%Y%m%d}/{day:%Y%m%d}.xml"
 WEEK_PAGE_URL = "https://docs.house.gov/floor/Default.aspx?date={day:%Y-%m-%d}"
@@ -37,13 +50,13 @@ class HouseFloorScheduleSpider(EventSpider):
     }
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         today = eastern_today()
         return (WEEK_URL.format(day=today - timedelta(days=today.weekday())),)
 
     # -- one week's schedule → one all-day event per floor item ---------------------------------------
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``floor-item`` with its category and the week of the document."""
         root = parse_xml(response.body, ("floorschedule",), response.url)
         try:
@@ -57,7 +70,7 @@ class HouseFloorScheduleSpider(EventSpider):
             for item in category.iterfind("floor-items/floor-item"):
                 yield item, category, week, congress
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         item, category, week, congress = record
         item_id = required_attribute(item, "id", response.url)
         legis_num = text_of(item, "legis-num")
@@ -90,7 +103,7 @@ class HouseFloorScheduleSpider(EventSpider):
         return "%s: %s" % (legis_num, floor_text) if legis_num and floor_text else legis_num or floor_text
 
     @staticmethod
-    def _parse_item_dates(item) -> dict:
+    def _parse_item_dates(item: Any) -> dict[str, Any]:
         """When the item was added to, published in and (if so) removed from the schedule."""
         return {
             "%s_datetime" % key: eastern_iso(item.get("%s-date" % key) or "", *DOCS_HOUSE_STAMPS)
@@ -98,7 +111,7 @@ class HouseFloorScheduleSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_subitems(item) -> list[dict]:
+    def _parse_subitems(item: Any) -> list[dict[str, Any]]:
         """Rules Committee prints, reports and other papers that accompany the item."""
         return [
             {

@@ -19,17 +19,24 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
 
-from ..clock import iso_utc
-from ..sources.congress import stored_utc
-from ..sources.eastern import parse_local
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
-from ..sources.xml_text import element_texts
+from votersdaily.clock import iso_utc
+from votersdaily.sources.congress import stored_utc
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.xml_text import element_texts
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
 LAST_UPDATE_ISO_RE = re.compile(
@@ -59,7 +66,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
@@ -68,7 +75,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             texts = [outer_xml(m) for m in meetings]
         return zip(meetings, texts, strict=True)
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         meeting, text = record
         if self._is_placeholder(meeting):
             self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
@@ -83,7 +90,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             and not text_of(meeting, "committee")
         )
 
-    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
+    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict[str, Any]:
         cmte_code = text_of(meeting, "cmte_code")
         when = self._parse_datetime(meeting, url)
         identifier = text_of(meeting, "identifier")
@@ -174,7 +181,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             return ""
 
     @staticmethod
-    def _parse_documents(meeting: etree._Element) -> list[dict]:
+    def _parse_documents(meeting: etree._Element) -> list[dict[str, Any]]:
         """Nominations (PN) and bills (SN) on the agenda."""
         return [
             {

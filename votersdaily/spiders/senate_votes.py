@@ -9,12 +9,20 @@ empty element (``<present/>``), which is 0, not unknown; a member who gives a li
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
-from ..sources.congress import congress_session, eastern_iso, to_int
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.congress import congress_session, eastern_iso, to_int
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from lxml import etree
+    from scrapy.http import Request, Response
 
 MENU_URL = "https://www.senate.gov/legislative/LIS/roll_call_lists/vote_menu_{congress}_{session}.xml"
 VOTE_URL = (
@@ -49,20 +57,22 @@ class SenateVotesSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def __init__(self, *args, congress: str | None = None, session: str | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, congress: str | None = None, session: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a congress=119 -a session=1`` discovers that session's votes instead of the current one's.
         self.congress = int(congress) if congress else None
         self.session = int(session) if session else None
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         congress, session = congress_session(eastern_today().year)
         return (MENU_URL.format(congress=self.congress or congress, session=self.session or session),)
 
     # -- discovery: vote_menu_CC_S.xml → vote_CC_S_NNNNN.xml ------------------------------------
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response) -> Iterator[Request]:
         menu = parse_xml(response.body, ("vote_summary",), response.url)
         congress, session = to_int(text_of(menu, "congress")), to_int(text_of(menu, "session"))
         for number in menu.iterfind("votes/vote/vote_number"):
@@ -76,7 +86,7 @@ class SenateVotesSpider(EventSpider):
 
     # -- one vote document → one event -----------------------------------------------------------
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         root = parse_xml(response.body, ("roll_call_vote",), response.url)
         congress = to_int(text_of(root, "congress"))
         session = to_int(text_of(root, "session"))
@@ -111,15 +121,15 @@ class SenateVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_title(root) -> str:
+    def _parse_title(root: etree._Element) -> str:
         return text_of(root, "vote_question_text") or text_of(root, "question") or text_of(root, "vote_title")
 
     @staticmethod
-    def _parse_modify_datetime(root):
+    def _parse_modify_datetime(root: etree._Element) -> str | None:
         return eastern_iso(text_of(root, "modify_date"), "%B %d, %Y, %I:%M %p")
 
     @staticmethod
-    def _parse_block(block, prefix: str) -> dict | None:
+    def _parse_block(block: etree._Element, prefix: str) -> dict[str, Any] | None:
         """``<document>``/``<amendment>``/``<tie_breaker>`` children as keys, prefix dropped."""
         if block is None:
             return None
@@ -130,7 +140,7 @@ class SenateVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_counts(root) -> dict:
+    def _parse_counts(root: etree._Element) -> dict[str, Any]:
         """The four totals; an empty element (``<present/>``) is 0, a missing one unknown (None)."""
         count = root.find("count")
         totals = {}
@@ -141,8 +151,8 @@ class SenateVotesSpider(EventSpider):
         return totals
 
     @staticmethod
-    def _parse_counts_by_party(members: list[dict]) -> dict:
-        counts: dict[str, Counter] = {}
+    def _parse_counts_by_party(members: list[dict[str, Any]]) -> dict[str, Any]:
+        counts: dict[str, Counter[str]] = {}
         for member in members:
             counts.setdefault(member["party"], Counter())[position_of(member["vote"])] += 1
         return {
@@ -151,14 +161,14 @@ class SenateVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_pair(member) -> str | None:
+    def _parse_pair(member: etree._Element) -> str | None:
         """The LIS id of the absent senator a live pair was given to (``vote_cast/@pair``)."""
         cast = member.find("vote_cast")
         pair = (cast.get("pair") or "").strip() if cast is not None else ""
         return pair or None
 
     @staticmethod
-    def _parse_member_votes(root) -> list[dict]:
+    def _parse_member_votes(root: etree._Element) -> list[dict[str, Any]]:
         return [
             {
                 "lis_member_id": text_of(member, "lis_member_id"),

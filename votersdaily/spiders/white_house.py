@@ -9,12 +9,19 @@ site-wide, so conditional GETs save bandwidth but never stand in for de-duplicat
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.errors import UnexpectedDocument
-from ..sources.html import link_urls
-from ..sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.html import link_urls
+from votersdaily.sources.rss import FeedItem, parse_rss, wordpress_excerpt_text
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 #: Every feed item is filed under this category besides its specific kind.
 FEED_CATEGORIES = frozenset({"Presidential Actions", "News"})
@@ -43,11 +50,11 @@ class WhiteHouseSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         feed = parse_rss(response.body, response.url)
         return ((item, feed.title) for item in feed.items)
 
-    def parse_record(self, record: tuple[FeedItem, str], response) -> dict:
+    def parse_record(self, record: tuple[FeedItem, str], response: Response) -> dict[str, Any]:
         item, feed_title = record
         if item.published is None:
             raise UnexpectedDocument("%s: item %r has no pubDate" % (response.url, item.guid or item.title))

@@ -8,11 +8,16 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..locations import absolute_store_uri
+from votersdaily.locations import absolute_store_uri
+
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import requests
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -73,7 +78,7 @@ def _couch(uri: str) -> Store:
     if not parts.hostname:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
-    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"
+    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
     except requests.ConnectionError as exc:
@@ -94,7 +99,7 @@ def _couch(uri: str) -> Store:
     return store
 
 
-def _json_or_empty(response) -> dict:
+def _json_or_empty(response: requests.Response) -> dict[str, Any]:
     try:
         answer = response.json()
     except ValueError:

@@ -20,7 +20,8 @@ from urllib.parse import quote, unquote
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..rfc3986 import mask_uri, service_base
+from votersdaily.rfc3986 import mask_uri, service_base
+
 from .base import Row, StoreError, StoreRefused, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
 from .revisions import not_unicode
@@ -48,7 +49,7 @@ def _doc_path(doc_id: str) -> str:
     return quote(doc_id, safe="")
 
 
-def _jsonify(params: dict) -> dict:
+def _jsonify(params: dict[str, Any]) -> dict[str, Any]:
     """CouchDB view parameters are JSON values in the query string."""
     out = {}
     for name, value in params.items():
@@ -134,7 +135,7 @@ def refusal(
 
 
 class CouchStore:
-    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = ""):
+    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = "") -> None:
         self.base, auth = service_base(uri)
         self.user = auth[0] if auth else None
         self.display_uri = mask_uri(uri)
@@ -151,7 +152,13 @@ class CouchStore:
     # -- HTTP ------------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs
+        self,
+        method: str,
+        path: str,
+        *,
+        ok: tuple[int, ...] = (200, 201, 202),
+        allow: tuple[int, ...] = (),
+        **kwargs: Any,
     ) -> requests.Response:
         url = self.base + path
         try:
@@ -174,7 +181,7 @@ class CouchStore:
         """The path of the project's database ``db`` (its name on the server: :mod:`.names`)."""
         return quote(database_name(self.prefix, db), safe="")
 
-    def _json(self, method: str, path: str, **kwargs) -> Any:
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)
         try:
             return response.json()
@@ -205,13 +212,13 @@ class CouchStore:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         response = self._request("GET", "%s/%s" % (self._db(db), _doc_path(doc_id)), allow=(404,))
         return None if response.status_code == 404 else response.json()
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = self._json(
@@ -226,7 +233,7 @@ class CouchStore:
                     found[row["id"]] = doc
         return found
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not docs:
             return []
         try:
@@ -247,7 +254,7 @@ class CouchStore:
         response = self._request("GET", path, allow=(404,), headers={"Accept": "*/*"})
         return None if response.status_code == 404 else response.content
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         startkey = None
         while True:
             params = {"include_docs": "true", "limit": PAGE_SIZE + 1}
@@ -276,17 +283,17 @@ class CouchStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
-        descending=False,
-        limit=None,
-        skip=0,
-        include_docs=True,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
+        descending: bool = False,
+        limit: int | None = None,
+        skip: int = 0,
+        include_docs: bool = True,
     ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (self._db(db), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(

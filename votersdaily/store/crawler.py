@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from twisted.internet import defer, threads
@@ -25,7 +25,10 @@ from .base import Store, StoreError
 from .hooks import WriteHooks
 from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
-from .writer import BatchWriter
+from .writer import BatchWriter, Outage
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +70,14 @@ class CrawlWrites:
 _CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
 
 
-def crawl_writes(crawler) -> CrawlWrites:
+def crawl_writes(crawler: Crawler) -> CrawlWrites:
     writes = _CRAWLS.get(crawler)
     if writes is None:
         writes = _CRAWLS[crawler] = CrawlWrites()
     return writes
 
 
-def store_for(crawler) -> Store:
+def store_for(crawler: Crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
         writes.store = open_store(store_uri(crawler.settings), crawler.settings)
@@ -82,15 +85,15 @@ def store_for(crawler) -> Store:
     return writes.store
 
 
-def writers_of(crawler) -> list[CrawlerWriter]:
+def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
     return list(crawl_writes(crawler).writers)
 
 
-def write_totals(crawler) -> WriteTotals:
+def write_totals(crawler: Crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
 
 
-def count_spool_delivered(crawler, db: str, documents: int) -> None:
+def count_spool_delivered(crawler: Crawler, db: str, documents: int) -> None:
     """Documents an earlier run spooled for this store, delivered by this crawl: counted apart from
     its own writes (the run log's ``spool_delivered_count``; ``spool/<db>/delivered`` in the stats)."""
     if documents:
@@ -98,7 +101,7 @@ def count_spool_delivered(crawler, db: str, documents: int) -> None:
         crawler.stats.inc_value("spool/%s/delivered" % db, documents)
 
 
-def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
+def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
     """Add what a write to ``db`` did to the crawl's totals (and to the stats, for operators)."""
     write_totals(crawler).add(db, counts)
     for kind, n in counts.items():
@@ -107,7 +110,9 @@ def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
+    def __init__(
+        self, crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    ) -> None:
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -126,7 +131,7 @@ class CrawlerWriter:
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
-        self._opened: defer.Deferred | None = None
+        self._opened: defer.Deferred[None] | None = None
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
@@ -135,7 +140,7 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
-    def open(self) -> defer.Deferred:
+    def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
             self._opened = threads.deferToThread(self._open_blocking)
@@ -168,16 +173,16 @@ class CrawlerWriter:
             count_spool_delivered(self.crawler, self.db, report.documents)
 
     @property
-    def outage(self):
+    def outage(self) -> Outage:
         return self.batch.outage
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
         accepted = self.batch.add(doc)
         if not accepted.called and self.pause_engine:
             self._hold_engine(accepted)
         return accepted
 
-    def _hold_engine(self, accepted: defer.Deferred) -> None:
+    def _hold_engine(self, accepted: defer.Deferred[None]) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an
         engine someone else paused is left to them)."""
         engine = getattr(self.crawler, "engine", None)
@@ -190,7 +195,7 @@ class CrawlerWriter:
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
-        def release(result):
+        def release(result: Any) -> Any:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
@@ -201,7 +206,7 @@ class CrawlerWriter:
 
         accepted.addBoth(release)
 
-    def close(self) -> defer.Deferred:
+    def close(self) -> defer.Deferred[None]:
         return self.batch.flush()
 
     def spool_unwritten(self) -> int:
@@ -238,7 +243,7 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
 ) -> CrawlerWriter:
     writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
     crawl_writes(crawler).writers.append(writer)

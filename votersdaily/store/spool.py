@@ -37,12 +37,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .. import locations
+from votersdaily import locations
+
 from .base import Store
 from .hooks import AfterBatch, WriteHooks
 from .identity import identity_of, store_identity, store_key
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +67,7 @@ NO_STORE = "no store (spooled by an earlier version)"
 _counter = itertools.count()
 
 
-def spool_dir(settings=None) -> Path:
+def spool_dir(settings: BaseSettings | None = None) -> Path:
     """The spool folder: environment first, then the Scrapy setting, then the default; relative:
     under the data home (votersdaily/locations.py). Every reader and writer of the spool finds it
     here, and only here."""
@@ -74,11 +79,11 @@ def hook_name(hooks: WriteHooks | None) -> str | None:
     return None if hooks is None else hooks.durable
 
 
-def load_hook(name: str | None) -> Callable | type | None:
+def load_hook(name: str | None) -> Callable[..., Any] | None:
     return resolve_hook(name) if name else None
 
 
-def resolve_hook(name: str) -> Callable | type:
+def resolve_hook(name: str) -> Callable[..., Any]:
     """The function or class ``module:qualified.name``."""
     return pkgutil.resolve_name(name)
 
@@ -109,7 +114,7 @@ class NotSpooled(Exception):
     """Documents could not be spooled (the folder is full, read-only or cannot be made): unless the
     store takes them after all, they are lost, and whoever spooled them must say so."""
 
-    def __init__(self, directory: Path, db: str, count: int, cause: BaseException):
+    def __init__(self, directory: Path, db: str, count: int, cause: BaseException) -> None:
         self.directory = directory
         self.db = db
         self.count = count
@@ -150,7 +155,7 @@ class _FullFolders:
 FULL_FOLDERS = _FullFolders()
 
 
-def _line(record: dict) -> bytes:
+def _line(record: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         return (text + "\n").encode("utf-8")
@@ -245,11 +250,11 @@ class DeliveryReport:
 class Spool:
     """The spool folder ``directory``: one file per spooled batch, each for one store and database."""
 
-    def __init__(self, directory: Path | str):
+    def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
 
     @classmethod
-    def from_settings(cls, settings) -> Spool:
+    def from_settings(cls, settings: BaseSettings) -> Spool:
         return cls(spool_dir(settings))
 
     # -- writing -------------------------------------------------------------------------------
@@ -258,7 +263,7 @@ class Spool:
         self,
         store: str,
         db: str,
-        docs: Iterable[dict],
+        docs: Iterable[dict[str, Any]],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
     ) -> Path:
@@ -292,7 +297,7 @@ class Spool:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.rename(partial, final)
+            partial.rename(final)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 partial.unlink()
@@ -377,7 +382,7 @@ class Spool:
             try:
                 problems = self._deliver_file(store, claimed, accepted, report, hooks)
             except BaseException:
-                os.rename(claimed, _ready_name(claimed))
+                claimed.rename(_ready_name(claimed))
                 raise
             self._done(claimed, problems, report)
         return report
@@ -409,7 +414,7 @@ class Spool:
         try:
             problems = self._deliver_file(store, claimed, {identity_of(store)}, report, {})
         except BaseException:
-            os.rename(claimed, path)
+            claimed.rename(path)
             raise
         self._done(claimed, problems, report)
         report.log_problems()
@@ -418,7 +423,7 @@ class Spool:
     def _claim(self, path: Path) -> Path | None:
         claimed = path.with_name("%s.%d%s" % (_ready_name(path).name, os.getpid(), CLAIM))
         try:
-            os.rename(path, claimed)
+            path.rename(claimed)
         except FileNotFoundError:  # another deliverer got it first
             return None
         return claimed
@@ -442,7 +447,7 @@ class Spool:
             kept = KeptFile(_ready_name(claimed), reasons[:REASONS_SHOWN], len(reasons))
             report.refused.append(kept)
             what = "its other documents were delivered, the file stays spooled for the next delivery"
-        os.rename(claimed, kept.path)
+        claimed.rename(kept.path)
         report.problems.append(
             "spool file %s: %d lines could not be delivered (%s); %s"
             % (kept.path, kept.lines, kept.why(), what)
@@ -457,10 +462,11 @@ class Spool:
         hooks: dict[str, WriteHooks],
     ) -> Problems:
         """Deliver the good records of ``path``; why its other lines were not delivered."""
-        groups: dict[tuple, list[dict]] = {}
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         problems = Problems()
         ready: set[str] = set()
-        for number, record, problem in _records(path):
+        for number, record, unreadable in _records(path):
+            problem = unreadable
             if problem is None and record.get("store") not in accepted:
                 problem = "spooled for %s" % (record.get("store") or NO_STORE)
             if problem is not None:
@@ -531,7 +537,7 @@ def _unused_kept_name(ready: Path) -> Path:
     return candidate
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict, str | None]]:
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
     """``(line number, record, None)`` per good line, ``(line number, {}, what is wrong)`` per other."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):

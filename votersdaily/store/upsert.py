@@ -11,8 +11,10 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..schema import SURROGATE_RE
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Store, StoreError
 from .revisions import same_content
 
@@ -76,10 +78,10 @@ class UpsertResult:
 def upsert(
     store: Store,
     db: str,
-    docs: Iterable[dict],
+    docs: Iterable[dict[str, Any]],
     ignore: Iterable[str] = (),
     insert_first: bool = False,
-    before_write: Callable[[list[dict]], None] | None = None,
+    before_write: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -91,7 +93,7 @@ def upsert(
     """
     ignore = tuple(ignore)
     result = UpsertResult()
-    pending: dict[str, dict] = {}
+    pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
             result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
@@ -116,7 +118,7 @@ def upsert(
         if not pending:
             break
         if round_:
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
         existing = store.get_many(db, pending)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

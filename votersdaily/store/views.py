@@ -11,7 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
@@ -32,7 +35,7 @@ class ViewSpec:
     #: Extra condition on the document (mirrors the ``if`` of the JS map function).
     where: Callable[[Mapping[str, Any]], bool] | None = None
 
-    def key(self, doc: Mapping[str, Any]) -> tuple | None:
+    def key(self, doc: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The emitted key as a tuple of components, or None when the document is not emitted."""
         values = tuple(doc.get(field) for field in self.fields)
         if any(not isinstance(value, str) for value in values):
@@ -63,7 +66,7 @@ def views_for(db: str) -> dict[str, ViewSpec]:
     return VIEWS.get(db, {})
 
 
-def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
+def view_key(spec: ViewSpec, doc: Mapping[str, Any]) -> Any:
     """The key as CouchDB would return it: a scalar for one field, a list for several."""
     key = spec.key(doc)
     if key is None:
@@ -71,7 +74,7 @@ def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
     return key[0] if len(key) == 1 else list(key)
 
 
-def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
+def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict[str, Any] | None:
     """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
     folder = views_dir / db / "views"
     if not folder.is_dir():
@@ -86,7 +89,7 @@ def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
     return {"_id": DESIGN_ID, "language": "javascript", "views": views}
 
 
-def install_design(store, db: str, attempts: int = 5) -> bool:
+def install_design(store: Store, db: str, attempts: int = 5) -> bool:
     """Create or update the design document of ``db``; True when something changed.
 
     Several crawlers of one process (``crawl --all``) or several workers may install at once: a
