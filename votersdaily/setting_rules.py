@@ -6,7 +6,7 @@ the first such setting and what it takes, in one line, before anything starts.
 
 What a setting takes comes from ``votersdaily/settings.py``: the type of its default (``int``,
 ``float``, ``bool``, ``str``, ``list``, ``dict``), or its annotation where the default says too little
-(``LAUNDROMAT_WORKERS: Annotated[int | None, AtLeast(1)] = None``), with :class:`AtLeast`,
+(``LAUNDROMAT_WORKERS: int | None = None``, ``VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000``), with :class:`AtLeast`,
 :class:`AtMost` and :class:`OneOf` for ranges and choices; the project's own numbers
 (``VOTERSDAILY_*``, ``INGEST_*``, …) are never negative. Scrapy's own settings take the type of
 Scrapy's default (any number where that is a number: Scrapy reads some whole-number defaults as

@@ -36,7 +36,7 @@ USER_AGENT = (
     "+https://github.com/votersdaily/votersdaily)" % __version__
 )
 ROBOTSTXT_OBEY = True
-CONCURRENT_REQUESTS: Annotated[int, AtLeast(1)] = 32
+CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN: Annotated[int, AtLeast(1)] = 8
 DOWNLOAD_TIMEOUT: float = 60
 RETRY_TIMES = 2
@@ -271,7 +271,7 @@ INGEST_PDF_THUMBNAILS = True
 #: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
 INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
-INGEST_EXTRACT_PROCESSES: Annotated[int | None, AtLeast(1)] = None
+INGEST_EXTRACT_PROCESSES: int | None = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
 GROBID_URL: str | None = None
 GROBID_TIMEOUT: float = 180
@@ -327,7 +327,7 @@ LAUNDROMAT_OUTPUT_DIR = "laundromat"
 #: Seconds before a processed seed is stale (re-downloaded); sitemap changefreq overrides it.
 LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
 #: Worker processes that unpack, recode, guess and clean (CPU work off the reactor); None: one per CPU.
-LAUNDROMAT_WORKERS: Annotated[int | None, AtLeast(1)] = None
+LAUNDROMAT_WORKERS: int | None = None
 LAUNDROMAT_GZIP_LEVEL: Annotated[int, AtMost(9)] = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
