@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -577,6 +578,56 @@ def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, 
     assert again.returncode == 1
     assert sorted(line.split()[3].rstrip(":") for line in again.stderr.splitlines()) == [str(p) for p in kept]
     assert sorted(spool.iterdir()) == kept
+
+
+def test_a_spool_file_naming_code_is_refused_kept_and_runs_nothing(crawl, pouchdb, tmp_path, monkeypatch):
+    """A spool file names its delivery hooks by a registered name; one naming code (``os:system``, a
+    module on the path, a real class left out of the registry) is refused line by line: nothing it
+    names is imported or called, the file is kept untouched and named, and the rest of the spool is
+    delivered. The files are a real spooled batch (roll 314 under a wrong password), copied and
+    their ``after_batch`` rewritten here."""
+    pouchdb.reset()
+    spool = tmp_path / "spool"
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    wrong = "http://nobody-%s:wrong@127.0.0.1:%d/" % (uuid.uuid4().hex[:8], pouchdb.port)
+    assert (
+        crawl("house_votes", ROLL, wrong, env=env).returncode == 4
+    )  # scrapy crawl: documents wait in the spool
+    (events,) = spool.glob("vd_events--*.jsonl")
+    record = json.loads(events.read_text())
+    assert record["after_batch"] == "reschedules"
+    tripwire = tmp_path / "modules"
+    tripwire.mkdir()
+    (tripwire / "spool_tripwire.py").write_text(
+        "from pathlib import Path\nPath(%r).touch()\ndef boom(*args):\n    raise SystemExit(9)\n"
+        % str(tmp_path / "imported")
+    )
+    monkeypatch.syspath_prepend(str(tripwire))
+    called = []
+    monkeypatch.setattr(os, "system", lambda *args: called.append(args) or 0)
+    hostile = {}
+    for n, name in enumerate(
+        ["os:system", "spool_tripwire:boom", "votersdaily.store.reschedules:RescheduleTracker"]
+    ):
+        path = events.with_name(events.name.replace(".jsonl", "%d.jsonl" % n))
+        path.write_text(json.dumps(dict(record, after_batch=name)) + "\n")
+        hostile[path] = (name, path.read_bytes())
+    events.unlink()
+
+    flushed = run_main("flush", store_uri=pouchdb.url, env=env)
+    assert flushed.returncode == 1
+    assert not (tmp_path / "imported").exists() and "spool_tripwire" not in sys.modules
+    assert called == []
+    for path, (name, data) in hostile.items():
+        kept = path.with_name(path.name + ".undelivered")
+        assert kept.read_bytes() == data  # untouched
+        assert (
+            'kept %s: 1 lines could not be delivered (line 1 names delivery hooks "%s", which are not '
+            "among those a spool delivery runs (reschedules))" % (kept, name) in flushed.stderr
+        )
+    assert docs(pouchdb.url, "vd_events") == []
+    assert [log["parser_name"] for log in docs(pouchdb.url, "vd_log")] == ["house_votes"]
+    assert sorted(spool.iterdir()) == sorted(p.with_name(p.name + ".undelivered") for p in hostile)
 
 
 def test_a_full_disk_under_the_embedded_store_spools_what_it_cannot_store(crawl, small_disk, tmp_path):

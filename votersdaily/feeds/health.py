@@ -19,6 +19,7 @@ from statistics import median
 from typing import Any
 
 from votersdaily import schema
+from votersdaily.defaults import DEFAULTS
 from votersdaily.interrupts import INTERRUPTED as INTERRUPTED_RESULT
 from votersdaily.store.base import Store
 
@@ -168,7 +169,11 @@ def classify(runs: list[Run], ratio: float, history: int) -> None:
 
 
 def spider_health(
-    store: Store, name: str, runs: int = 20, ratio: float = 0.5, history: int = 10
+    store: Store,
+    name: str,
+    runs: int = DEFAULTS["VOTERSDAILY_HEALTH_RUNS"],
+    ratio: float = DEFAULTS["VOTERSDAILY_HEALTH_DROP_RATIO"],
+    history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"],
 ) -> SpiderHealth:
     """The last ``runs`` runs of ``name``, classified against up to ``history`` earlier ones."""
     health = SpiderHealth(name)
@@ -190,7 +195,11 @@ def spider_health(
 
 
 def health_report(
-    store: Store, spiders: Sequence[str] = (), runs: int = 20, ratio: float = 0.5, history: int = 10
+    store: Store,
+    spiders: Sequence[str] = (),
+    runs: int = DEFAULTS["VOTERSDAILY_HEALTH_RUNS"],
+    ratio: float = DEFAULTS["VOTERSDAILY_HEALTH_DROP_RATIO"],
+    history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"],
 ) -> list[SpiderHealth]:
     """Every known spider plus every parser with runs in the log, worst status first, then by name."""
     names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))
