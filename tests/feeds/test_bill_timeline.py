@@ -149,7 +149,9 @@ def test_a_well_formed_id_without_events_is_an_empty_feed_and_a_note(crawled):
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["count"] == 0
         named = "hr99999-119" if option == "--bill" else "22O141"
-        assert result.stderr.strip() == "export: no stored event names %s: the feed is empty" % named
+        assert (
+            result.stderr.strip() == "votersdaily export: no stored event names %s: the feed is empty" % named
+        )
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -14,11 +13,12 @@ from votersdaily.feeds.sanitise import FeedReport
 from votersdaily.sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
 from votersdaily.store.check import checked_store
 
-from . import EXIT_USAGE
+from . import fail, say
+from .options import one_of
 from .staged_output import staged_stdout
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from votersdaily.store.base import Store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,21 +51,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--until", type=date_or_datetime, help="up to this date (inclusive) or datetime")
     parser.set_defaults(func=run)
-
-
-def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
-    """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
-    canonical = {name.casefold(): name for name in names}
-
-    def parse(value: str) -> str:
-        try:
-            return canonical[value.strip().casefold()]
-        except KeyError:
-            raise argparse.ArgumentTypeError(
-                "unknown %s %r; known: %s" % (what, value, ", ".join(names))
-            ) from None
-
-    return parse
 
 
 def bill_argument(value: str) -> str:
@@ -112,40 +97,53 @@ def known_parsers() -> list[str]:
     return sorted(event_spiders(get_project_settings()))
 
 
+def stored_committees(store: Store) -> list[str]:
+    """The committee codes stored events carry (the ``by_committee_datetime`` view's keys)."""
+    from votersdaily.feeds.query import distinct_leading_keys
+
+    return sorted(
+        str(code)
+        for code in distinct_leading_keys(store, schema.EVENTS_DB, "by_committee_datetime")
+        if isinstance(code, str)
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
-        print(
-            "votersdaily export: unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)),
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    flt = EventFilter(
-        branch=args.branch,
-        entity=args.entity,
-        parser=args.parser,
-        committee=args.committee,
-        bill=args.bill,
-        docket=args.docket,
-        since=args.since,
-        until=args.until,
-    )
-    try:
-        flt.key_range()
-    except FeedQueryError as exc:
-        print("votersdaily export: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
-    report = FeedReport()
     try:
+        committee = args.committee
+        if committee is not None:
+            # Committees are whatever the sources name: known ones are those stored events carry.
+            codes = stored_committees(store)
+            committee = {c.casefold(): c for c in codes}.get(committee.strip().casefold())
+            if committee is None:
+                return fail(
+                    "no events of committee %r in %s; committees with events: %s"
+                    % (args.committee, store.display_uri, ", ".join(codes) or "none")
+                )
+        flt = EventFilter(
+            branch=args.branch,
+            entity=args.entity,
+            parser=args.parser,
+            committee=committee,
+            bill=args.bill,
+            docket=args.docket,
+            since=args.since,
+            until=args.until,
+        )
+        try:
+            flt.key_range()
+        except FeedQueryError as exc:
+            return fail(str(exc))
+        report = FeedReport()
         with staged_stdout() as out:
             count = export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():
-        print("export: %s" % line, file=sys.stderr)
+        say(line)
     if count == 0 and (args.bill or args.docket):
-        print(
-            "export: no stored event names %s: the feed is empty" % (args.bill or args.docket),
-            file=sys.stderr,
-        )
+        say("no stored event names %s: the feed is empty" % (args.bill or args.docket))
     return 0
