@@ -10,6 +10,7 @@ from votersdaily import schema
 from votersdaily.feeds.export import FORMATS, export
 from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
 from votersdaily.feeds.sanitise import FeedReport
+from votersdaily.sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
 from votersdaily.store.check import checked_store
 
 from . import fail, say
@@ -36,10 +37,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--parser", help="only events of this spider (parser_name)")
     parser.add_argument("--committee", help="only this committee (committee_code, e.g. SSFR00)")
     parser.add_argument(
+        "--bill",
+        type=bill_argument,
+        help="only the events that name this bill or resolution, across sources (e.g. hr1234-119)",
+    )
+    parser.add_argument(
+        "--docket",
+        type=docket_argument,
+        help="only the events of this Supreme Court docket (e.g. 24-123, 23A456, 22O141)",
+    )
+    parser.add_argument(
         "--since", type=date_or_datetime, help="from this date (YYYY-MM-DD, UTC) or datetime on"
     )
     parser.add_argument("--until", type=date_or_datetime, help="up to this date (inclusive) or datetime")
     parser.set_defaults(func=run)
+
+
+def bill_argument(value: str) -> str:
+    """An argparse type: a canonical bill id, in any case."""
+    bill = bill_id_of(value)
+    if bill is None:
+        raise argparse.ArgumentTypeError(
+            "not a bill id: %r (expected <type><number>-<congress>, e.g. hr1234-119; types: %s)"
+            % (value, ", ".join(BILL_TYPE_NAMES))
+        )
+    return bill
+
+
+def docket_argument(value: str) -> str:
+    """An argparse type: one Supreme Court docket, as the Court writes it ("23a456", "No. 141,
+    Orig." are read as 23A456, 22O141)."""
+    docket = docket_of(value)
+    if docket is None:
+        raise argparse.ArgumentTypeError(
+            "not a Supreme Court docket: %r (expected e.g. 24-123, an application 23A456 or an original "
+            "action 22O141)" % value
+        )
+    return docket
 
 
 def date_or_datetime(value: str) -> str:
@@ -94,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
             entity=args.entity,
             parser=args.parser,
             committee=committee,
+            bill=args.bill,
+            docket=args.docket,
             since=args.since,
             until=args.until,
         )
@@ -103,9 +139,11 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(exc))
         report = FeedReport()
         with staged_stdout() as out:
-            export(store, args.format, flt, out, report)
+            count = export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():
         say(line)
+    if count == 0 and (args.bill or args.docket):
+        say("no stored event names %s: the feed is empty" % (args.bill or args.docket))
     return 0

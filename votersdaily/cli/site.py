@@ -1,4 +1,5 @@
-"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health.
+"""``site build <dir>``: the static site: day pages, bill and case timelines, feeds per
+branch/entity/parser/committee/bill/case, health.
 
 It replaces only what an earlier build wrote (votersdaily/feeds/site_folder.py): another folder is
 refused in one line (exit 2) unless ``--force``, and some are never replaced.
@@ -87,8 +88,8 @@ def run_build(args: argparse.Namespace) -> int:
             "`python -m votersdaily flush` delivers them)" % (sum(spooled.values()), spool_dir(settings))
         )
     say(
-        "%d day pages, %d feeds, %d spiders on the health page in %s"
-        % (summary.days, summary.feeds, summary.spiders, args.dir)
+        "%d day pages, %d bill and case pages, %d feeds, %d spiders on the health page in %s"
+        % (summary.days, summary.timelines, summary.feeds, summary.spiders, args.dir)
     )
     return 0
 
