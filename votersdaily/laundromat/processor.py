@@ -18,6 +18,7 @@ from typing import Any
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.warc_writer import FULL_DISK_ERRORS
 
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -51,6 +52,22 @@ def describe(doc: dict[str, Any]) -> str:
     return doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"]
 
 
+class OutputFolderFull(OSError):
+    """The laundromat's output folder has no room (ENOSPC, EDQUOT): the folder's fault, not the
+    document's. The run log's result; the documents it stopped wait for the next run."""
+
+
+def full_disk(exc: BaseException, folder: Path) -> OutputFolderFull | None:
+    """``exc`` as :class:`OutputFolderFull` naming ``folder`` when it says the disk is full, else None."""
+    if not isinstance(exc, OSError) or exc.errno not in FULL_DISK_ERRORS:
+        return None
+    return OutputFolderFull(
+        exc.errno,
+        "the laundromat's output folder %s is full (%s): what did not fit waits for the next run "
+        "with room (LAUNDROMAT_OUTPUT_DIR)" % (folder, exc.strerror),
+    )
+
+
 def error_of(exc: BaseException) -> str:
     """A record's ``error`` for an exception: its type and message, bounded."""
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
@@ -66,6 +83,7 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
+        on_full: Callable[[OutputFolderFull], None] | None = None,
         timeout: float = DEFAULTS["LAUNDROMAT_DOCUMENT_TIMEOUT"],
         seconds_per_mb: float = DEFAULTS["LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"],
     ) -> None:
@@ -76,6 +94,9 @@ class Processor:
         self.limits = limits
         self.options = options
         self.on_write = on_write
+        #: Called with the first :class:`OutputFolderFull` of the run (the spider fails the run with it).
+        self.on_full = on_full
+        self.full: OutputFolderFull | None = None
         self.workers = max(1, workers)
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
@@ -103,7 +124,9 @@ class Processor:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
-        interrupted otherwise) and fails with that reason; other documents' steps go on."""
+        interrupted otherwise) and fails with that reason; other documents' steps go on. A full
+        output folder is no fault of the document: ``doc`` is left in its step, with its files, for
+        the next run to resume (as after a crash), and the folder is said once."""
         budget = self._budgets.get(doc["_id"])
         async with self._slots:
             started = time.monotonic()
@@ -117,11 +140,23 @@ class Processor:
                     % (self._limit(doc))
                 )
             except Exception as exc:
+                full = full_disk(exc, self.output_dir)
+                if full is not None:
+                    self.output_full(full)
+                    return None, doc
                 error = error_of(exc)
             finally:
                 if budget is not None:
                     self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
         return None, await self.fail(doc, error)
+
+    def output_full(self, full: OutputFolderFull) -> None:
+        """Say once a run that the output folder is full (and tell the spider, which fails the run)."""
+        if self.full is None:
+            self.full = full
+            logger.error("%s", full.strerror)
+            if self.on_full is not None:
+                self.on_full(full)
 
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
