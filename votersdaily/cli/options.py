@@ -4,6 +4,7 @@ level, spider arguments; and argparse types shared by every command."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,11 +62,12 @@ def positive_int(value: str) -> int:
 
 def existing_folder(value: str) -> Path:
     """An argparse type: a folder that exists (a command reading from it must not find "nothing" in
-    a mistyped path)."""
-    path = Path(value)
+    a mistyped path), as an absolute path: a relative one is under the working folder, as the shell
+    means it, whatever the command hands it to (a setting's relative value is under the data home)."""
+    path = Path(os.path.abspath(Path(value).expanduser()))
     if not path.is_dir():
         raise argparse.ArgumentTypeError(
-            "%s: %s" % (value, "not a folder" if path.exists() else "no such folder")
+            "%s: %s" % (path, "not a folder" if path.exists() else "no such folder")
         )
     return path
 

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if not names:
-        print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
+        say("no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
         return EXIT_OK
     process = CrawlerProcess(settings)
     crawlers = []

@@ -6,6 +6,7 @@ refused in one line (exit 2) unless ``--force``, and some are never replaced.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,10 +59,11 @@ def run_build(args: argparse.Namespace) -> int:
     from .crawl import event_spiders
 
     settings = get_project_settings()
+    target = Path(os.path.abspath(args.dir))  # said as the absolute folder it is
     try:
         config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
         data = data_places(settings)
-        check_target(args.dir, args.force, data)  # before any work: a refusal costs nothing
+        check_target(target, args.force, data)  # before any work: a refusal costs nothing
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     store = checked_store(must_exist=True)
@@ -71,12 +73,12 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        with replaced_site(args.dir, args.force, data) as partial:
+        with replaced_site(target, args.force, data) as partial:
             summary = build_site(store, partial, config, spiders=spiders, report=report, spooled=spooled)
     except RefusedTarget as exc:
         return fail(str(exc))
     except OSError as exc:  # a full disk, a folder it may not write: nothing was replaced
-        return fail("cannot write the site to %s: %s (nothing was replaced)" % (args.dir, exc), EXIT_FAILED)
+        return fail("cannot write the site to %s: %s (nothing was replaced)" % (target, exc), EXIT_FAILED)
     finally:
         store.close()
     for line in report.lines():
@@ -88,7 +90,7 @@ def run_build(args: argparse.Namespace) -> int:
         )
     say(
         "%d day pages, %d feeds, %d spiders on the health page in %s"
-        % (summary.days, summary.feeds, summary.spiders, args.dir)
+        % (summary.days, summary.feeds, summary.spiders, target)
     )
     return 0
 
