@@ -10,7 +10,7 @@ from votersdaily import schema
 from votersdaily.feeds.export import FORMATS, export
 from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
 from votersdaily.feeds.sanitise import FeedReport
-from votersdaily.store.check import checked_store
+from votersdaily.store.check import checked_store, require_database
 
 from . import fail, say
 from .options import one_of
@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
         return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
+    require_database(store, schema.EVENTS_DB)
     try:
         committee = args.committee
         if committee is not None:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from votersdaily.store.check import checked_store
+from votersdaily.schema import EVENTS_DB, LOG_DB
+from votersdaily.store.check import checked_store, require_database
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import Spool, spool_dir
 
@@ -67,6 +68,7 @@ def run_build(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     store = checked_store(must_exist=True)
+    require_database(store, EVENTS_DB, LOG_DB)
     report = FeedReport()
     # Only what was spooled for this store: another store's documents never reach it.
     spooled = Spool(spool_dir(settings)).waiting(identity_of(store))

@@ -26,6 +26,19 @@ class StoreMissing(StoreError):
     """A command that only reads was pointed at a store that does not exist."""
 
 
+def require_database(store: Store, *names: str) -> None:
+    """:class:`StoreMissing` (the store closed) unless one of the databases ``names`` exists: a read
+    command on a store nothing was crawled into (another store, another database prefix) says so,
+    instead of an empty calendar or site and exit 0."""
+    if any(store.has_db(name) for name in names):
+        return
+    store.close()
+    raise StoreMissing(
+        "no database %s in %s: nothing was crawled into this store; run a crawl first, or check "
+        "$%s and $VOTERSDAILY_DB_PREFIX" % (" or ".join(repr(n) for n in names), store.display_uri, STORE_ENV)
+    )
+
+
 class StoreMisconfigured(StoreError):
     """The store URI cannot name a store (not a URI, an unknown scheme, no host, a bad port): the
     user's to fix, nothing was tried."""
