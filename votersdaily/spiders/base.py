@@ -115,6 +115,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # instead of fetching (votersdaily.reparse).
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.reparse.ReplayMiddleware": 1,
+            # After the replay (a reparse fetches nothing), before anything connects.
+            "votersdaily.spiders.address_guard.EventAddressGuard": 10,
             "votersdaily.archive.ArchiveMiddleware": 50,
         },
     }
@@ -122,6 +124,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
+        from votersdaily.ingest.ssrf import check_policy_settings
+
+        from .address_guard import PREFIX
+
+        check_policy_settings(settings, PREFIX)  # a host entry that can never match stops it here
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
@@ -309,8 +316,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 yield output
                 continue
             parts = urlsplit(output.url)
-            if parts.scheme == "file":  # a relative link: beside the listing already
+            if parts.scheme == "file":  # a relative link: beside the listing already (or not beside at all)
                 path, upstream = Path(url2pathname(parts.path)), output.meta.get(SOURCE_URL_META)
+                if folder.resolve() not in path.resolve().parents:  # file:///etc/… in a listing
+                    missing.append(str(path))
+                    continue
             else:
                 path, upstream = folder / (parts.path.rstrip("/").rsplit("/", 1)[-1] or "index"), output.url
             if not path.is_file():
