@@ -243,3 +243,46 @@ def test_a_bad_value_from_the_environment_is_one_line_too(cli_main, tmp_path):
         "votersdaily crawl: environment variable VOTERSDAILY_REDIS_LEASE takes a number of at least 0, not 'a minute'"
     )
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("senate_votes", "-a", "congress=abc"),
+            "senate_votes cannot start with -a congress=abc: invalid literal for int() with base 10: 'abc'",
+        ),
+        (
+            ("house_votes", "-a", "ulr=" + ROLL314.as_uri()),
+            "house_votes takes no argument 'ulr'; it takes: dry_run, offline, reparse, since, until, url, year",
+        ),
+        (
+            ("house_votes", "-a", "url=roll314.xml"),
+            "house_votes cannot start with -a url=roll314.xml: url is not an http(s) or file: URL: 'roll314.xml'",
+        ),
+        (
+            ("house_votes", "-a", "url="),
+            "house_votes: -a url= is empty; give a URL, or leave it out for the live source",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_path, command, args, message):
+    """Before: a value a spider's __init__ cannot read was a 49-line traceback (Crawler.stats not set,
+    "Unhandled error in Deferred"); a mistyped name (``ulr=``) or an empty url was ignored and the
+    live source crawled instead; a URL without a scheme was a failed run in vd_log."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    if command == "scrapy crawl":
+        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], uri)
+    else:
+        proc = cli("crawl", *args, store_uri=uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "%s: %s\n" % (command, message)
+    assert not (tmp_path / "store.db").exists()
+
+
+def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
+    """``crawl --all house_votse`` ignored the name and crawled every live source."""
+    proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "votersdaily crawl: give --all or spider names, not both (house_votse)\n"

@@ -18,7 +18,7 @@ scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
@@ -88,14 +88,16 @@ class Command(crawl.Command):
         for problem in (*bad_environment(), *bad_settings(settings)):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
-        if len(args) == 1 and not self._spider_ready(args[0]):
+        if len(args) == 1 and not self._spider_ready(args[0], opts.spargs):
             raise SystemExit(EXIT_USAGE)
 
-    def _spider_ready(self, name: str) -> bool:
+    def _spider_ready(self, name: str, spider_args: dict[str, Any]) -> bool:
         """Whether ``name`` is a spider of the project whose own settings checks pass (a host list
-        entry that can never match, …); if not, says why in one line, before Scrapy's crawler
-        process logs its start-up."""
+        entry that can never match, …) and that takes ``spider_args``; if not, says why in one
+        line, before Scrapy's crawler process logs its start-up."""
         from scrapy.spiderloader import get_spider_loader
+
+        from votersdaily.cli.crawl import bad_spider_arguments
 
         if self.settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
@@ -109,6 +111,10 @@ class Command(crawl.Command):
             spidercls.update_settings(self.settings.copy())  # what building its crawler checks
         except UsageError as exc:
             say(str(exc))
+            return False
+        problem = bad_spider_arguments(spidercls, spider_args)
+        if problem:
+            say(problem)
             return False
         return True
 

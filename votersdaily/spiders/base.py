@@ -5,6 +5,7 @@ framework's job.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
+from votersdaily.plumbing.inputs import checked_url
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -44,6 +46,11 @@ RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError
 
 #: Meta of a reparse: the callback that parsed the archived response.
 REPLAY_CALLBACK_META = "vd_replay_callback"
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
 
 
 def split_urls(value: str | Iterable[str] | None) -> list[str]:
@@ -133,6 +140,22 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
 
+    @classmethod
+    def argument_names(cls) -> set[str]:
+        """The spider arguments (``-a NAME=VALUE``) this spider takes: the keyword parameters of its
+        classes' ``__init__``."""
+        names = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None or klass is scrapy.Spider or not issubclass(klass, EventSpider):
+                continue
+            names |= {
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+            }
+        return names
+
     def __init__(
         self,
         *args: Any,
@@ -144,8 +167,20 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         offline: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
+        unknown = sorted(k for k in kwargs if k != "name" and not k.startswith("_"))  # scrapyd's _job
+        if unknown:
+            raise BadSpiderArgument(
+                "%s takes no argument %s; it takes: %s"
+                % (self.name, ", ".join(map(repr, unknown)), ", ".join(sorted(self.argument_names())))
+            )
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        if url is not None and not self.given_urls:  # `-a url=$UNSET`: not a live crawl of everything
+            raise BadSpiderArgument(
+                "%s: -a url= is empty; give a URL, or leave it out for the live source" % self.name
+            )
+        for given in self.given_urls:
+            checked_url(given, "url")  # a typo is said now, not as a failed run
         #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
         #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
         if _yes(offline):
