@@ -286,3 +286,34 @@ def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
     assert proc.returncode == 2
     assert proc.stderr == "votersdaily crawl: give --all or spider names, not both (house_votse)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "localhost:6379"),
+            "votersdaily enqueue: localhost:6379 is not a Redis URL (Redis URL must specify one of the following "
+            "schemes (redis://, rediss://, unix://)): e.g. redis://127.0.0.1:6379/0",
+        ),
+        (
+            ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
+            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--interval", "-5"),
+            "votersdaily scheduler: argument --interval: not a number above 0: '-5' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--hours", "house_votes=abc", "--once"),
+            "votersdaily scheduler: --hours house_votes=abc: not a number above 0: 'abc'",
+        ),
+    ],
+)
+def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, sqlite_uri, args, message):
+    """Before: a Redis URL without its scheme and a negative interval were tracebacks (exit 1); a
+    scrapyd URL without its scheme was "scrapyd-unavailable" (exit 3); --hours said only "could not
+    convert string to float"."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == message + "\n"

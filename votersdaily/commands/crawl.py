@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import argparse
 
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
 PREFIX = "scrapy crawl"
@@ -64,6 +65,19 @@ def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     return status
 
 
+def bad_store_uri(settings: BaseSettings) -> list[str]:
+    """The line saying why the store URI cannot name a store (``ftp://…``, ``http://[::1``, no host),
+    if it cannot: before, the crawl's pipelines met it and Scrapy printed a traceback, exit 1."""
+    from votersdaily.locations import store_uri
+    from votersdaily.store.check import StoreMisconfigured, uri_scheme
+
+    try:
+        uri_scheme(store_uri(settings))
+    except StoreMisconfigured as exc:
+        return [str(exc)]
+    return []
+
+
 class Command(crawl.Command):
     def short_desc(self) -> str:
         return "Run a spider of the current project, by name (exit status: how the run went)"
@@ -85,7 +99,7 @@ class Command(crawl.Command):
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = settings.getpriority("LOG_LEVEL") or "cmdline"
             settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(settings)):
+        for problem in (*bad_environment(), *bad_settings(settings), *bad_store_uri(settings)):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
         if len(args) == 1 and not self._spider_ready(args[0], opts.spargs):
