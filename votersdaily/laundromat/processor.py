@@ -18,7 +18,7 @@ from typing import Any
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
-from votersdaily.plumbing.warc_writer import FULL_DISK_ERRORS
+from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
 
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -52,19 +52,13 @@ def describe(doc: dict[str, Any]) -> str:
     return doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"]
 
 
-class OutputFolderFull(OSError):
-    """The laundromat's output folder has no room (ENOSPC, EDQUOT): the folder's fault, not the
-    document's. The run log's result; the documents it stopped wait for the next run."""
-
-
 def full_disk(exc: BaseException, folder: Path) -> OutputFolderFull | None:
-    """``exc`` as :class:`OutputFolderFull` naming ``folder`` when it says the disk is full, else None."""
-    if not isinstance(exc, OSError) or exc.errno not in FULL_DISK_ERRORS:
-        return None
-    return OutputFolderFull(
-        exc.errno,
-        "the laundromat's output folder %s is full (%s): what did not fit waits for the next run "
-        "with room (LAUNDROMAT_OUTPUT_DIR)" % (folder, exc.strerror),
+    """``exc`` as :class:`OutputFolderFull` naming the output folder when it says the disk is full."""
+    return full_folder(
+        exc,
+        "the laundromat's output folder",
+        folder,
+        "what did not fit waits for the next run with room (LAUNDROMAT_OUTPUT_DIR)",
     )
 
 
