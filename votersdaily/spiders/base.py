@@ -6,9 +6,11 @@ framework's job.
 from __future__ import annotations
 
 import inspect
+import logging
+import shutil
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -48,6 +50,9 @@ RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError
 REPLAY_CALLBACK_META = "vd_replay_callback"
 
 
+logger = logging.getLogger(__name__)
+
+
 class BadSpiderArgument(ValueError):
     """A spider argument the spider does not take, or a value it cannot use: a usage error, said
     before the crawl starts (both crawl commands build the spider first)."""
@@ -76,6 +81,26 @@ class HomeCacheStorage(FilesystemCacheStorage):
         resolved.frozen = False  # a copy of the crawler's frozen settings, for this storage alone
         resolved.set("HTTPCACHE_DIR", str(http_cache_dir(settings)), priority=99)
         super().__init__(resolved)
+
+    #: Cache folders whose failure to take a response was said (once per folder and process).
+    _said: ClassVar[set[str]] = set()
+
+    def store_response(self, spider: scrapy.Spider, request: scrapy.Request, response: Response) -> None:
+        """The cache is a copy: a response it cannot take (a full disk, a folder it may not write)
+        never costs the response (before: "could not fetch …: [Errno 28]", the run's events lost).
+        The entry it was writing is removed, so that no half-written entry is served later."""
+        try:
+            super().store_response(spider, request, response)
+        except OSError as exc:
+            shutil.rmtree(self._get_request_path(spider, request), ignore_errors=True)
+            if self.cachedir not in self._said:
+                self._said.add(self.cachedir)
+                logger.error(
+                    "the HTTP cache %s cannot take responses (%s): they are parsed without being cached "
+                    "(HTTPCACHE_DIR)",
+                    self.cachedir,
+                    exc.strerror or exc,
+                )
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
