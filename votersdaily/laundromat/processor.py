@@ -172,10 +172,8 @@ class Processor:
     def remove_files(self, doc: dict[str, Any]) -> None:
         """The files of ``doc`` under ``files/`` (never anything outside it: a record names them)."""
         for rel in {doc.get("file"), doc.get("recoded_file")}:
-            if not rel:
-                continue
-            path = self.path_of(rel)
-            if path.resolve().parent != self.files_dir.resolve():
+            path = self.own_file(rel)
+            if path is None:
                 continue
             try:
                 path.unlink(missing_ok=True)
@@ -193,6 +191,15 @@ class Processor:
 
     def path_of(self, rel: str) -> Path:
         return self.output_dir / rel
+
+    def own_file(self, rel: str | None) -> Path | None:
+        """The file ``rel`` (as a record names it) when it is one of the laundromat's own, directly
+        in ``files/``; None for anything else a stored record may name (``../…``, another folder):
+        never read as a document, never removed."""
+        if not rel:
+            return None
+        path = self.path_of(rel)
+        return path if path.resolve().parent == self.files_dir.resolve() else None
 
     def rel(self, path: Path | str) -> str:
         return os.path.relpath(path, self.output_dir)
@@ -231,6 +238,13 @@ class Processor:
         file_rel = (
             doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
         )
+        foreign = file_rel and self.own_file(file_rel) is None
+        if foreign:  # a stored record naming a file not the laundromat's own: never read nor removed
+            error = "names %s, which is not a file of %s: not read, not removed" % (file_rel, self.files_dir)
+            logger.warning("%s failed (%s): %s", describe(doc), status, error)
+            self.remove_files(doc)
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED, error=error))
+            return []
         if not file_rel or not self.path_of(file_rel).exists():
             error = "file lost (run interrupted); seed re-queued"
             logger.warning("%s failed (%s): %s", describe(doc), status, error)
@@ -393,7 +407,5 @@ class Processor:
         self.cleaned_compiled += bool(clean.get("compiled_path"))
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
-        for rel in {doc.get("recoded_file"), doc.get("file")}:
-            if rel:
-                self.path_of(rel).unlink(missing_ok=True)
+        self.remove_files(doc)  # its download and recoded copy (only files of files/: own_file)
         return doc, list(clean["void_data_dumps"])

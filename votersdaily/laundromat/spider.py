@@ -337,7 +337,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             old = await self._db(self.seeds.get, seed["download"])
             if old is not None and old.get("status") == states.DOWNLOADING:
                 docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
-                await self._db((self.output_dir / "files" / old["_id"]).unlink, True)
+                await self._db(self.processor.remove_files, {"file": "files/" + old["_id"]})
         seed = dict(seed, status=states.DOWNLOADING, download=key)
         await self._db(self.seeds.put, seed, *docs)
         request = self.seed_request(seed, start=start, begin=begin)
@@ -414,8 +414,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "seed"
         ):
             return False
-        path = self.output_dir / (doc.get("file") or "")
-        return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
+        path = self.processor.own_file(doc.get("file"))  # a stored record may name any path
+        return path is not None and path.is_file() and self._is_sitemap(path)
 
     async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
@@ -485,7 +485,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             seed["processed"] = now_iso()
         await self._db(self.seeds.put, record, seed)
         # What was received (an error page) is not kept: the record has its excerpt.
-        await self._db((self.output_dir / "files" / record["_id"]).unlink, True)
+        await self._db(self.processor.remove_files, {"file": "files/" + record["_id"]})
         log = self.logger.info if again else self.logger.warning  # the folder is said once, at ERROR
         log("download of %s failed: %s", meta["seed"]["uri"], error)
 
