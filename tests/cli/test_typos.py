@@ -317,3 +317,25 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2
     assert proc.stderr == message + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("export", "ics", "--since="),
+            "votersdaily export: argument --since: not a date or datetime: '' (YYYY-MM-DD or ISO 8601) (see --help)",
+        ),
+        (("export", "json", "--parser="), "votersdaily export: unknown parser ''; known: "),
+        (
+            ("dump", "vd_events", "--store="),
+            "votersdaily dump: --store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE",
+        ),
+    ],
+)
+def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
+    """``--since "$FROM"``, ``--parser "$P"``, ``--store "$STORE"`` with the variable unset: before,
+    every event, every spider's events, the default store, exit 0."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1

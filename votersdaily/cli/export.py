@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def date_or_datetime(value: str) -> str:
     """An argparse type: a real calendar date (``2026-02-30`` is not one) or an ISO datetime."""
     try:
+        if not value.strip():  # `--since "$FROM"` with FROM unset: not "every date"
+            raise ValueError(value)
         if len(value.strip()) == 10:
             date.fromisoformat(value.strip())
         bound(value, end=False)
@@ -75,7 +77,7 @@ def stored_committees(store: Store) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.parser and args.parser not in (parsers := known_parsers()):
+    if args.parser is not None and args.parser not in (parsers := known_parsers()):
         return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
     require_database(store, schema.EVENTS_DB)
