@@ -11,7 +11,7 @@ from votersdaily.feeds.export import FORMATS, export
 from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
 from votersdaily.feeds.sanitise import FeedReport
 from votersdaily.sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
-from votersdaily.store.check import checked_store
+from votersdaily.store.check import checked_store, require_database
 
 from . import fail, say
 from .options import one_of
@@ -79,6 +79,8 @@ def docket_argument(value: str) -> str:
 def date_or_datetime(value: str) -> str:
     """An argparse type: a real calendar date (``2026-02-30`` is not one) or an ISO datetime."""
     try:
+        if not value.strip():  # `--since "$FROM"` with FROM unset: not "every date"
+            raise ValueError(value)
         if len(value.strip()) == 10:
             date.fromisoformat(value.strip())
         bound(value, end=False)
@@ -109,9 +111,10 @@ def stored_committees(store: Store) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.parser and args.parser not in (parsers := known_parsers()):
+    if args.parser is not None and args.parser not in (parsers := known_parsers()):
         return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
+    require_database(store, schema.EVENTS_DB)
     try:
         committee = args.committee
         if committee is not None:
