@@ -1,22 +1,65 @@
-"""Packaging for scrapyd: ``scrapyd-deploy`` builds an egg of the project from this file.
+"""What pyproject.toml cannot say: the compiled laundromat module, the package data, and the egg
+``scrapyd-deploy`` builds.
 
-The egg carries the code, the recorded responses (offline replay) and the CouchDB design documents;
-it never carries a store URI or credentials: scrapyd nodes set VOTERSDAILY_STORE in their environment.
+* ``pip install .`` / ``python -m build``: the package with its recordings, templates, CouchDB design
+  documents (``couchdb_views/`` becomes ``votersdaily._couchdb_views``) and the laundromat's compiled
+  fast path ``votersdaily.laundromat._ntscan``. The extension is optional: without a C compiler or the
+  Python headers the build warns and goes on, and the laundromat runs its pure-Python path (slower,
+  same output). ``scripts/build_native.py`` builds the same extension in place for development.
+* ``scrapyd-deploy`` (``setup.py bdist_egg``): a thin egg, the project's name, version and ``scrapy``
+  settings entry point only. The code runs from the package installed on the scrapyd node (with its
+  compiled module, which a zipped egg cannot load for another platform); docs/operations.md.
 """
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_namespace_packages, setup
+from setuptools.command.bdist_egg import bdist_egg
 
-from votersdaily import __version__
+NTSCAN = "votersdaily.laundromat._ntscan"
+VIEWS = "votersdaily._couchdb_views"
+#: Folders of data (recordings, templates, views) are packages too, so every file in them is package
+#: data without a list of suffixes to keep up to date.
+NOT_PACKAGES = ["*.__pycache__", "*.egg-info"]
 
-setup(
-    name="votersdaily",
-    version=__version__,
-    packages=[*find_packages(include=["votersdaily", "votersdaily.*"]), "votersdaily._couchdb_views"],
-    package_dir={"votersdaily._couchdb_views": "couchdb_views"},
-    package_data={
-        "votersdaily": ["recordings/**/*", "recordings/*", "feeds/templates/*.html", "feeds/static/*"],
-        "votersdaily._couchdb_views": ["*/views/*/*.js"],
-    },
-    entry_points={"scrapy": ["settings = votersdaily.settings"]},
-    zip_safe=False,
-)
+
+def ntscan_extension(
+    *, compile_args: list[str] | None = None, link_args: list[str] | None = None
+) -> Extension:
+    """The laundromat's compiled module (C, no dependencies beyond the Python headers)."""
+    return Extension(
+        NTSCAN,
+        sources=["votersdaily/laundromat/_ntscan.c"],
+        extra_compile_args=["-Wall", "-Wextra", *(compile_args if compile_args is not None else ["-O3"])],
+        extra_link_args=link_args or [],
+        optional=True,
+    )
+
+
+class ProjectEgg(bdist_egg):
+    """The egg scrapyd-deploy uploads: metadata and the settings entry point, no code (the node's
+    installed package runs; an egg's copy would be shadowed by it anyway, site-packages coming first)."""
+
+    def run(self):
+        dist = self.distribution
+        dist.packages, dist.py_modules, dist.ext_modules, dist.package_data = [], [], [], {}
+        dist.package_dir = {}
+        super().run()
+
+
+if __name__ == "__main__":
+    setup(
+        packages=[
+            *find_namespace_packages(include=["votersdaily", "votersdaily.*"], exclude=NOT_PACKAGES),
+            VIEWS,
+            *(
+                "%s.%s" % (VIEWS, name)
+                for name in find_namespace_packages(where="couchdb_views", exclude=NOT_PACKAGES)
+            ),
+        ],
+        package_dir={VIEWS: "couchdb_views"},
+        package_data={"": ["*"]},
+        # the C source is built, not shipped; a module built in place is rebuilt, not copied
+        exclude_package_data={"": ["*.c", "*.so", "*.pyd", "*.pyc"]},
+        ext_modules=[ntscan_extension()],
+        cmdclass={"bdist_egg": ProjectEgg},
+        zip_safe=False,
+    )

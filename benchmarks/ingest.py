@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tests.support.services import REPO, LocalSite, shared_dir
 from votersdaily.ingest.spider import IngestSpider
@@ -123,7 +124,9 @@ class Runner:
         self.runs = 0
 
     def _run(self, args: list[str], env: dict) -> str:
-        proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
         if proc.returncode:
             raise RuntimeError("crawl failed:\n" + proc.stderr[-3000:])
         return proc.stderr
@@ -163,9 +166,8 @@ class Runner:
                 "-a",
                 "requests=%s" % (work / "requests.jsonl"),
                 "-s",
-                "INGEST_ALLOW_PRIVATE=True",
-                "-s",
-                "INGEST_ALLOWED_HOSTS=127.0.0.1",
+                # the local site's port only (a bare 127.0.0.1 would open every port of the host)
+                "INGEST_PRIVATE_HOSTS=%s" % urlsplit(requests[0]["base_url"]).netloc,
                 "-s",
                 "INGEST_BLOB_DIR=%s" % (work / "blobs"),
                 "-s",

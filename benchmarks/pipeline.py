@@ -99,7 +99,7 @@ def run_mode(
         "LOG_LEVEL=WARNING",
     ]
     server_cpu = cpu_seconds(server.proc.pid) if server else 0.0
-    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True)
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not result_file.exists():
         raise SystemExit("mode %s failed:\n%s" % (name, proc.stderr[-3000:]))
     result = json.loads(result_file.read_text())
@@ -164,7 +164,7 @@ def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ce
         "%-26s %9s %17s %8s %9s %11s"
         % ("mode", "items/s", "(min - max)", "vs none", "vs naive", "server CPU")
     )
-    median = lambda values: statistics.median(values)  # noqa: E731
+    median = statistics.median
     for mode in rounds[0]:
         rates = [r[mode]["rate"] for r in rounds]
         vs_none = median([r[mode]["rate"] / r[NONE]["rate"] for r in rounds])

@@ -8,17 +8,20 @@
     python3 scripts/build_native.py --force      # back to the optimised build
 
 Needs a C compiler and the Python headers; without them the laundromat runs its pure-Python paths
-(slower, same output), and this script says so and exits 1.
+(slower, same output), and this script says so and exits 1. The extension is the one ``pip install``
+builds (``ntscan_extension`` in setup.py); an editable install (``pip install -e .``) builds it in
+place too.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-from setuptools import Distribution, Extension
+from setuptools import Distribution
 from setuptools.command.build_ext import build_ext
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,12 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="build even if the module is newer")
     args = parser.parse_args(argv)
     os.chdir(REPO)
-    extension = Extension(
-        "votersdaily.laundromat._ntscan",
-        sources=["votersdaily/laundromat/_ntscan.c"],
-        extra_compile_args=["-Wall", "-Wextra", *(SANITIZE if args.sanitize else ["-O3"])],
-        extra_link_args=SANITIZE if args.sanitize else [],
+    extension = setup_module().ntscan_extension(
+        compile_args=SANITIZE if args.sanitize else None, link_args=SANITIZE if args.sanitize else None
     )
+    extension.optional = False  # here a failed build is an error the caller sees (exit 1)
     command = build_ext(Distribution({"name": "votersdaily-native", "ext_modules": [extension]}))
     command.inplace = True
     command.force = args.force or args.sanitize
@@ -48,6 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         print("the laundromat's compiled fast path was not built: %s" % exc, file=sys.stderr)
         return 1
     return 0
+
+
+def setup_module():
+    """The checkout's setup.py as a module (its ``setup()`` runs only as a script)."""
+    spec = importlib.util.spec_from_file_location("votersdaily_setup", REPO / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

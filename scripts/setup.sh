@@ -15,9 +15,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+# The package itself, editable (its dependencies from pyproject.toml, a `votersdaily` command, and the
+# laundromat's compiled fast path built in place; without a C compiler the pure-Python path runs).
+# Again only when pyproject.toml or setup.py changed, or the package is not this checkout's.
+stamp=build/setup-installed
+wanted="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16) $(command -v python3)"
+installed_from=$(cd / && python3 -c "import votersdaily, os; print(os.path.dirname(os.path.dirname(votersdaily.__file__)))" 2>/dev/null || true)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || [ "$installed_from" != "$PWD" ]; then
+  python3 -m pip install -q --disable-pip-version-check -e ".[dev]"
+  mkdir -p build && echo "$wanted" > "$stamp"
+fi
 
-# The laundromat's compiled fast path (C; the pure-Python path is used if it cannot be built).
+# Rebuilds the compiled module when its C source is newer than the build (after a pull).
 python3 scripts/build_native.py || echo "setup: continuing without the compiled fast path" >&2
 
 if [ ! -x node_modules/.bin/pouchdb-server ]; then

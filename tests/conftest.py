@@ -1,4 +1,5 @@
-"""Shared fixtures: real stores (embedded SQLite and PouchDB Server), a local site, crawl runners."""
+"""Shared fixtures: real stores (embedded SQLite and PouchDB Server, or a real CouchDB: ``couchdb``), a
+local site, crawl runners."""
 
 from __future__ import annotations
 
@@ -15,8 +16,19 @@ from tests.support.inprocess import (
     install_session_reactor,
     stop_session_reactor,
 )
-from tests.support.services import REPO, LocalSite, PouchDBServer, cli_environment, run_cli, shared_dir
+from tests.support.services import (
+    COUCHDB_ENV,
+    REPO,
+    ExternalCouchDB,
+    LocalSite,
+    PouchDBServer,
+    cli_environment,
+    run_cli,
+    shared_dir,
+    worker_db_prefix,
+)
 from votersdaily.recordings import HERE as RECORDINGS
+from votersdaily.store.names import PREFIX_ENV
 
 SHARED = shared_dir()
 #: ``subprocess`` runs every ``crawl`` fixture call as ``scrapy crawl`` in a subprocess (see ``crawl``).
@@ -24,6 +36,12 @@ CRAWL_MODE = os.environ.get("VOTERSDAILY_TEST_CRAWL", "in-process")
 
 # Before any test module can import Twisted's default reactor: the one the project's settings ask for.
 install_session_reactor()
+
+#: The switch to a real CouchDB (CONTRIBUTING.md): every store the tests open, in this process and in the
+#: commands and crawls it starts, names its databases under this process's prefix on that server.
+EXTERNAL_COUCHDB = os.environ.get(COUCHDB_ENV) or None
+if EXTERNAL_COUCHDB is not None:
+    os.environ[PREFIX_ENV] = worker_db_prefix()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -35,6 +53,7 @@ def pytest_sessionfinish(session, exitstatus):
 SLOW = {
     "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
     "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
+    "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
     "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
     "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
     "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
@@ -44,6 +63,7 @@ SLOW = {
     "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
+    "tests/cli/test_interrupts.py": "real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store",
     "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
     "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
     # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the
@@ -93,6 +113,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.startswith(prefix) for prefix in SLOW):
             item.add_marker(pytest.mark.slow)
+        if "couchdb" in item.fixturenames:  # `-m couchdb`: the tests the real-CouchDB switch concerns
+            item.add_marker(pytest.mark.couchdb)
         cluster_file = item.nodeid.split("::")[0]
         if cluster_file in ONE_CLUSTER_AT_A_TIME:
             item.add_marker(pytest.mark.xdist_group(cluster_file))
@@ -114,10 +136,23 @@ def pouchdb(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def couchdb(request):
+    """The CouchDB-compatible server of the store, view, crawl, reparse, reschedule, feed and CLI tests:
+    the session's PouchDB Server, or with ``$VOTERSDAILY_TEST_COUCHDB`` the real CouchDB it names (this
+    process's databases under its own prefix, dropped at the end)."""
+    if EXTERNAL_COUCHDB is None:
+        yield request.getfixturevalue("pouchdb")
+        return
+    server = ExternalCouchDB(EXTERNAL_COUCHDB, os.environ[PREFIX_ENV]).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def couch_uri(pouchdb):
-    pouchdb.reset()
-    return pouchdb.url
+def couch_uri(couchdb):
+    couchdb.reset()
+    return couchdb.url
 
 
 @pytest.fixture
@@ -125,14 +160,12 @@ def sqlite_uri(tmp_path):
     return "sqlite:///%s" % (tmp_path / "store.db")
 
 
-@pytest.fixture(params=["embedded", "couchdb"])
+@pytest.fixture(params=["embedded", pytest.param("couchdb", marks=pytest.mark.couchdb)])
 def store_uri(request, tmp_path):
     """A fresh, empty store of each backend (the same behaviour suite runs on both)."""
     if request.param == "embedded":
         return "sqlite:///%s" % (tmp_path / "store.db")
-    server = request.getfixturevalue("pouchdb")
-    server.reset()
-    return server.url
+    return request.getfixturevalue("couch_uri")
 
 
 @pytest.fixture
@@ -157,6 +190,27 @@ def frozen_now(monkeypatch):
     value = "2026-10-02T18:00:00Z"
     monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", value)
     return value
+
+
+@pytest.fixture
+def dateutil_today(monkeypatch):
+    """Set the day dateutil completes a date from when it is given no default: its own clock
+    (``datetime.now``, not the framework's). A reading that depends on the day changes with it."""
+    import datetime as real
+    import types
+
+    import dateutil.parser._parser as dateutil_internals
+
+    def set_today(day: real.datetime) -> None:
+        class Today(real.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return day
+
+        view = types.SimpleNamespace(**{**vars(real), "datetime": Today})
+        monkeypatch.setattr(dateutil_internals, "datetime", view)
+
+    return set_today
 
 
 def recording(name: str) -> Path:

@@ -130,11 +130,14 @@ def test_switched_off_components_are_left_out_only_while_off():
     assert project_settings.ADDONS == {"votersdaily.switched_off.LeaveOutSwitchedOff": 0}
 
 
-def test_the_settings_module_finds_scrapy_cfg_as_scrapy_does(tmp_path, monkeypatch):
-    """settings.py looks for scrapy.cfg itself (it must not import Scrapy): the same answer as
-    Scrapy's ``closest_scrapy_cfg`` in the checkout and outside any project."""
+def test_the_data_home_finds_scrapy_cfg_as_scrapy_does(tmp_path, monkeypatch):
+    """votersdaily/locations.py looks for scrapy.cfg itself (the cleaning workers must not import
+    Scrapy): the same answer as Scrapy's ``closest_scrapy_cfg`` in the checkout and outside any project."""
     from scrapy.utils.conf import closest_scrapy_cfg
+
+    from votersdaily.locations import project_root
 
     for folder in (Path(project_settings.__file__).parent, tmp_path):
         monkeypatch.chdir(folder)
-        assert project_settings._in_scrapy_project() is bool(closest_scrapy_cfg())
+        found = closest_scrapy_cfg()
+        assert project_root() == (Path(found).parent if found else None)

@@ -10,36 +10,56 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import time
 import traceback as tb
 from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 
-from . import schema
+from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
+from .interrupts import (
+    FORCED_STOP,
+    GRACEFUL_STOP,
+    INTERRUPTED,
+    NOT_FETCHED_STAT,
+    WORK_LEFT_STAT,
+    CrawlInterrupted,
+)
 from .items import EventItem
+from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
-from .store.base import StoreUnavailable
-from .store.crawler import store_for, write_totals, writers_of
-from .store.spool import Spool
+from .store import mask_uri, store_uri
+from .store.base import StoreError, StoreRefused, StoreUnavailable
+from .store.crawler import count_spool_delivered, crawl_writes, store_for, write_totals, writers_of
+from .store.identity import store_identity
+from .store.names import db_prefix
+from .store.spool import FULL_FOLDERS, NotSpooled, Spool
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
 
-def is_robots_request(request) -> bool:
+def is_robots_request(request: Request) -> bool:
     """A robots.txt request of Scrapy's RobotsTxtMiddleware."""
     return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
 
 
-def first_start_url(spider) -> str:
+def first_start_url(spider: Spider) -> str:
     """Where the run meant to start (for a run that fetched nothing): given, listing or start URL."""
     for attr in ("given_urls", "listing_urls", "start_urls"):
         urls = getattr(spider, attr, None)
@@ -48,16 +68,21 @@ def first_start_url(spider) -> str:
     return ""
 
 
-def spool_run_log(settings, doc: dict) -> Spool:
-    """Keep a run log the store cannot take like any other document: spooled until the store is
-    back (the next run or ``python -m votersdaily flush`` delivers it)."""
+def spool_run_log(settings: BaseSettings, doc: dict[str, Any]) -> Spool:
+    """Keep a run log its store did not take like any other document: spooled for that store until it
+    takes it (the next run or ``python -m votersdaily flush`` delivers it). Raises
+    :class:`~.store.spool.NotSpooled` when the spool cannot take it either (reported once per folder)."""
     doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
     spool = Spool.from_settings(settings)
-    spool.keep(schema.LOG_DB, [doc])
+    try:
+        spool.write(store_identity(store_uri(settings), db_prefix(settings)), schema.LOG_DB, [doc])
+    except NotSpooled as exc:
+        FULL_FOLDERS.failed(exc)
+        raise
     return spool
 
 
-def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
+def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseException) -> dict[str, Any]:
     """The run log of a run that did not start because its store was unavailable."""
     now = now_iso()
     message = str(exc)
@@ -83,7 +108,18 @@ def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
     }
 
 
-def run_input(spider) -> str | None:
+def running_code() -> dict[str, str]:
+    """Which code this run is: the package's version and the folder (or egg) it was imported from,
+    so a scrapyd node that runs a checkout instead of the deployed egg shows it."""
+    import votersdaily
+
+    return {
+        "version": votersdaily.__version__,
+        "path": str(Path(votersdaily.__file__).absolute().parent),
+    }
+
+
+def run_input(spider: Spider) -> str | None:
     """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
     shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
     or ``given`` (other documents given with ``-a url=``). The health page counts only the first two."""
@@ -99,7 +135,7 @@ def run_input(spider) -> str | None:
 
 
 class RunLog:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT")
@@ -111,23 +147,29 @@ class RunLog:
         self.source_body: bytes | None = None
         self.source_text: str | None = None
         self.source_type = "text/plain"
-        self.failures: list[dict] = []
-        self.rejected: list[dict] = []
+        self.failures: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
         self.responses = 0
         #: Items the pipelines passed (every kind: an ingest's results, a reparse's events).
         self.items_scraped = 0
         #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
         #: every record was dropped (a changed format) from one that had nothing.
-        self.kept_by_reply: Counter = Counter()
-        self.dropped_by_reply: Counter = Counter()
-        self.dropped_records: list[dict] = []
+        self.kept_by_reply: Counter[str] = Counter()
+        self.dropped_by_reply: Counter[str] = Counter()
+        self.dropped_records: list[dict[str, Any]] = []
         #: Events and records dropped, by reason (the run log's ``dropped``).
         self.dropped: Counter[str] = Counter()
         #: Documents a replayed listing names that are not recorded beside it (skipped).
         self.not_beside = 0
+        #: The log is being (or was) written: a forced stop leaves it to that write.
+        self.closing = False
+        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
+        self.result: str | None = None
+        #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
+        self._forced_stop_trigger: Any = None
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED"):
             raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
         ext = cls(crawler)
@@ -142,15 +184,21 @@ class RunLog:
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
+        crawler.signals.connect(ext.archive_unreadable, signal=vd_signals.archive_unreadable)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
 
-    def spider_opened(self, spider):
+    def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
         self.access_datetime = now_iso()
+        logger.info("code: votersdaily %(version)s from %(path)s", running_code())
+        # A second Ctrl-C stops the reactor with this spider still open: its log is spooled then.
+        self._forced_stop_trigger = installed_reactor().addSystemEventTrigger(
+            "before", "shutdown", self.forced_stop, spider
+        )
 
-    def response_received(self, response, request, spider):
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         self.responses += 1
         if is_robots_request(request):
             return  # never the run's source: Scrapy fetches it before the start document
@@ -174,11 +222,12 @@ class RunLog:
             )
         else:
             self.source_text = None
-            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(
+            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(  # type: ignore[union-attr]  # a default is given
                 "latin-1"
             )
 
-    def _record(self, failure, where: str, url: str | None = None) -> None:
+    def _record(self, failure: Failure, where: str, url: str | None = None) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         message = failure.getErrorMessage()
         response = getattr(failure.value, "response", None)
         if response is not None and getattr(response, "status", None):
@@ -197,21 +246,23 @@ class RunLog:
             }
         )
 
-    def spider_error(self, failure, response, spider):
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         self._record(failure, "spider", getattr(response, "url", None))
 
-    def item_error(self, item, response, spider, failure):
+    def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
-    def source_failed(self, failure, url, spider):
+    def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
+        if failure.check(CrawlInterrupted):
+            return  # never fetched because the person stopped the crawl: counted in not_fetched_count
         self._record(failure, "download", url)
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         self.items_scraped += 1
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
-    def item_dropped(self, item, response, exception, spider):
+    def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
         # Imported here: the run log is in every crawl, the event pipelines only in event spiders'.
@@ -220,13 +271,13 @@ class RunLog:
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 
-    def record_dropped(self, response, reason, message, spider):
+    def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
         url = getattr(response, "url", "")
         self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
-    def documents_not_beside(self, listing, missing, spider):
+    def documents_not_beside(self, listing: str, missing: list[str], spider: Spider) -> None:
         self.not_beside += len(missing)
 
     def _all_dropped_replies(self) -> None:
@@ -234,62 +285,131 @@ class RunLog:
         for url, dropped in self.dropped_by_reply.items():
             if dropped and not self.kept_by_reply[url]:
                 message = "all %d records of %s were dropped (see dropped)" % (dropped, url)
-                self.failures.append(
-                    {
-                        "exception": AllRecordsDropped.__name__,
-                        "message": message,
-                        "http_status": None,
-                        "where": "spider",
-                        "url": url,
-                        "traceback": "%s.%s: %s\n"
-                        % (AllRecordsDropped.__module__, AllRecordsDropped.__name__, message),
-                    }
-                )
+                self._failed_without_traceback(AllRecordsDropped(message), "spider", url)
 
-    def input_rejected(self, failure, url, spider):
+    def archive_unreadable(self, exception: Exception, spider: Spider) -> None:
+        self._failed_without_traceback(exception, "archive", None)
+
+    def _failed_without_traceback(self, exception: Exception, where: str, url: str | None) -> None:
+        """A failure the framework found (not raised by a callback: its traceback says nothing)."""
+        cls, message = type(exception), str(exception)
+        self.failures.append(
+            {
+                "exception": cls.__name__,
+                "message": message,
+                "http_status": None,
+                "where": where,
+                "url": url,
+                "traceback": "%s.%s: %s\n" % (cls.__module__, cls.__name__, message),
+            }
+        )
+
+    def input_rejected(self, failure: Failure, url: str, spider: Spider) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.rejected.append(
             {"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url}
         )
 
     # -- the log document ------------------------------------------------------------------------
 
-    async def spider_closed(self, spider, reason):
+    def _stop_watching_shutdown(self) -> None:
+        self.closing = True
+        if self._forced_stop_trigger is not None:
+            installed_reactor().removeSystemEventTrigger(self._forced_stop_trigger)
+            self._forced_stop_trigger = None
+
+    def forced_stop(self, spider: Spider) -> None:
+        """The reactor is stopping with this spider open (a second Ctrl-C): the documents its writers
+        held and its run log (result ``interrupted``, ``finish_reason`` "forced stop") go to the
+        spool, synchronously: the store may be slow or gone, the person wants out."""
+        if self.closing:
+            return  # spider_closed is writing the log (the reactor's thread pool finishes that write)
+        self._stop_watching_shutdown()  # and spider_closed, should it still come, writes nothing
+        for writer in writers_of(self.crawler):
+            writer.spool_unwritten()
+        doc = self.build(spider, FORCED_STOP)
+        try:
+            spool = spool_run_log(self.crawler.settings, doc)
+        except NotSpooled:  # the spool said why, once for its folder
+            logger.error("%s stopped before it finished: its run log is lost", spider.name)
+            return
+        self.crawler.stats.set_value("votersdaily/run_log_spooled", str(spool.directory))
+        logger.error(
+            "%s stopped before it finished: its run log (%d items scraped) spooled to %s",
+            spider.name,
+            doc["items_scraped"],
+            spool.directory,
+        )
+
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.closing:
+            return  # a forced stop spooled this run's log already
+        self._stop_watching_shutdown()
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
-            return  # a dry run writes nothing, its log neither
+            return  # a dry run writes nothing (nor spools), its log neither
         try:
             await run_in_thread(self._write, doc)
-        except StoreUnavailable as exc:
-            if self.started is None:  # the spider never opened: its store failed first
-                doc.update(
-                    {
-                        k: v
-                        for k, v in unavailable_run_log(type(spider), doc["source_url"], exc).items()
-                        if k != "_id"
-                    },
-                    access_datetime=doc["access_datetime"],
-                )
-            spool = spool_run_log(self.crawler.settings, doc)
-            logger.error(
-                "store %s unavailable (%s): run log of %s spooled to %s",
-                store_for(self.crawler).display_uri,
-                exc,
-                spider.name,
-                spool.directory,
+        except Exception as exc:  # any refusal (down, 401/403, 5xx, an error answer): kept like events
+            self._keep(spider, doc, exc)
+        self._say_lost(spider)
+
+    def _keep(self, spider: Spider, doc: dict[str, Any], exc: Exception) -> None:
+        """The store did not take the run log: spool it, or (the spool cannot take it either) count it lost."""
+        if self.started is None and isinstance(exc, StoreError):  # never opened: its store failed first
+            doc.update(
+                {
+                    k: v
+                    for k, v in unavailable_run_log(type(spider), doc["source_url"], exc).items()
+                    if k != "_id"
+                },
+                access_datetime=doc["access_datetime"],
             )
-        except Exception as exc:  # the run must end even when its log cannot be written
+        stats = self.crawler.stats
+        shown = mask_uri(store_uri(self.crawler.settings))
+        try:
+            spool = spool_run_log(self.crawler.settings, doc)
+        except NotSpooled:
+            stats.set_value("votersdaily/run_log", "lost")
+            stats.inc_value("votersdaily/lost")
             logger.error(
-                "could not write the run log of %s to %s: %s",
+                "store %s did not take the run log of %s (%s) and the spool could not",
+                shown,
                 spider.name,
-                store_for(self.crawler).display_uri,
                 exc,
+            )
+            return
+        stats.set_value("votersdaily/run_log", "spooled")
+        stats.inc_value("votersdaily/spooled")
+        logger.error(
+            "store %s did not take the run log of %s (%s): spooled to %s",
+            shown,
+            spider.name,
+            exc,
+            spool.directory,
+        )
+
+    def _say_lost(self, spider: Spider) -> None:
+        """One line per run that lost documents (its run log may be among them, and may be the only
+        record of the others): what was lost. The full folder was named when it first refused."""
+        lost = self.crawler.stats.get_value("votersdaily/lost", 0)
+        if lost:
+            logger.error(
+                "%s lost %d documents%s: neither the store nor the spool took them",
+                spider.name,
+                lost,
+                " (its run log among them)"
+                if self.crawler.stats.get_value("votersdaily/run_log") == "lost"
+                else "",
             )
 
-    def build(self, spider, reason: str) -> dict:
+    def build(self, spider: Spider, reason: str) -> dict[str, Any]:
         stats = self.crawler.stats
         totals = write_totals(self.crawler)
         total = totals.total()
-        outage = {w.db: vars(w.outage) for w in writers_of(self.crawler) if w.outage}
+        outage = {w.db: dict(vars(w.outage)) for w in writers_of(self.crawler) if w.outage}
+        still_spooled = sum(w.outage.still_spooled for w in writers_of(self.crawler))
+        lost = sum(w.outage.lost for w in writers_of(self.crawler))
         for writer in writers_of(self.crawler):
             for exc in writer.errors:
                 self.failures.append(
@@ -303,12 +423,21 @@ class RunLog:
                 )
         self._all_dropped_replies()
         dropped = dict(self.dropped)
+        # Stopped by the person (Ctrl-C, scrapyd's cancel), or ended with requests left unfetched;
+        # a stop that found all the work in flight, which then finished, left nothing out.
+        not_fetched = int(stats.get_value(NOT_FETCHED_STAT, 0))
+        if reason == GRACEFUL_STOP and stats.get_value(WORK_LEFT_STAT) is False and not not_fetched:
+            reason = "finished"
+        interrupted = reason in (GRACEFUL_STOP, FORCED_STOP) or bool(not_fetched)
         if self.failures:
             result = self.failures[0]["exception"]
+        elif interrupted:  # not broken, not complete either
+            result = INTERRUPTED
         elif reason != "finished":
             result = reason
         else:
             result = "success"
+        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
@@ -337,14 +466,23 @@ class RunLog:
             "empty": result == "success" and items == 0 and not dropped and not not_beside,
             "store": {db: dict(c) for db, c in totals.by_db.items()},
             "spooled_count": int(total.get("spooled", 0)),
+            "still_spooled_count": still_spooled,
+            "lost_count": lost,
+            "spool_delivered_count": sum(crawl_writes(self.crawler).spool_delivered.values()),
             "latest_access_datetime": now_iso(),
+            "code": running_code(),
         }
         if outage:
             doc["store_outage"] = outage
+        if interrupted:
+            doc["interrupted"] = "forced" if reason == FORCED_STOP else "graceful"
+            doc["not_fetched_count"] = not_fetched
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:
             doc["not_beside_count"] = not_beside
+        # Where this run's relative locations were resolved: any node can tell where its files are.
+        doc["data_home"] = str(locations.data_home(self.crawler.settings))
         outputs = self.outputs(spider)
         if outputs:
             doc["outputs"] = outputs
@@ -361,6 +499,8 @@ class RunLog:
             doc["error_count"] = len(self.failures)
         self.crawler.signals.send_catch_log(vd_signals.run_log_building, doc=doc, spider=spider)
         self._attach_source(doc)
+        stats.set_value("votersdaily/spooled", still_spooled)
+        stats.set_value("votersdaily/lost", lost)
         for key in ("result", "insert_count", "updated_count", "unchanged_count", "parser_runtime"):
             name = {
                 "insert_count": "inserted",
@@ -371,16 +511,12 @@ class RunLog:
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
 
-    def outputs(self, spider) -> dict[str, str]:
-        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths."""
-        settings = self.crawler.settings
-        return {
-            name: os.path.abspath(settings.get(name))
-            for name in getattr(spider, "output_settings", ())
-            if settings.get(name)
-        }
+    def outputs(self, spider: Spider) -> dict[str, str]:
+        """Where the spider wrote besides the store: its ``output_settings`` as absolute paths
+        (votersdaily/locations.py)."""
+        return locations.locations(self.crawler.settings, tuple(getattr(spider, "output_settings", ())))
 
-    def _attach_source(self, doc: dict) -> None:
+    def _attach_source(self, doc: dict[str, Any]) -> None:
         if self.source_text is not None:
             data = self.source_text.encode("utf-8")
             if len(data) <= self.inline_limit:
@@ -398,20 +534,25 @@ class RunLog:
             "source_text": {"content_type": self.source_type, "data": base64.b64encode(data).decode("ascii")}
         }
 
-    def _write(self, doc: dict) -> None:
+    def _write(self, doc: dict[str, Any]) -> None:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)
-        # Run logs an earlier run spooled while the store was down go first: the store is back.
-        Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
+        # Run logs an earlier run spooled for this store go first: it takes documents again. They
+        # are that run's; this one only counts them apart.
+        earlier = Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
+        count_spool_delivered(self.crawler, schema.LOG_DB, earlier.documents)
+        doc["spool_delivered_count"] = sum(crawl_writes(self.crawler).spool_delivered.values())
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)
             answer = store.bulk_docs(schema.LOG_DB, [doc])[0]
             if answer.get("error") != "conflict":
                 break
+        if answer.get("error") in ("unauthorized", "forbidden"):
+            raise StoreRefused("the run log was refused: %s: %s" % (answer["error"], answer.get("reason")))
         if "error" in answer:
-            raise RuntimeError("run log write refused: %s" % (answer,))
+            raise StoreError("run log write refused: %s" % (answer,))
         logger.info(
             "run log %s: result=%s inserted=%d updated=%d unchanged=%d dropped=%d; data in %s%s",
             doc["_id"],

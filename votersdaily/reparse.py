@@ -17,9 +17,20 @@ What the store then holds:
   old one is marked ``replaced_by: <new id>`` instead, so the change is one event, not a reschedule;
 * the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
 
-With ``dry_run`` nothing is written (the store pipeline and the run log stand aside): the plan, what
-would be inserted, updated, withdrawn or replaced, with examples, is kept on the crawler and in the
-crawl stats for ``python -m votersdaily reparse --dry-run`` to print.
+With ``dry_run`` nothing is written or spooled (the store pipeline and the run log stand aside): the
+plan, what would be inserted, updated, withdrawn or replaced, with examples, is kept on the crawler and
+in the crawl stats for ``python -m votersdaily reparse --dry-run`` to print.
+
+A damaged archive costs only what is damaged: a record that does not read back whole (a flipped byte,
+a file cut short) is named by file and offset, skipped, and reading goes on with the next one
+(:mod:`votersdaily.plumbing.warc_reader`). At the end every stored event of the spider whose pointer
+(``warc_file``, ``warc_offset``) falls in the reparsed period is checked against what was read; those
+whose record was not read whole (damaged, missing, past the end of a cut file) but that the reparse
+produced again from another copy of their document are pointed at that copy (``repointed_count``); the
+others are listed in the run log (``unverified``) and keep their old parser version. Damage or an
+unverified event ends the run ``DamagedWarc`` or ``UnverifiedEvents``, in the dry run as in the real
+one. Events a crawl could not archive (``archived: false``) and events whose file the retention removed
+(listed in the folder's ``retired.txt``) are counted, not failed.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TextIO, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -39,11 +50,22 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .requestmeta import REPLAY_META
+from .store.base import StoreError
 from .store.crawler import store_for
 from .store.revisions import content, same_content
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
+    from pathlib import Path
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    from votersdaily.spiders.base import EventSpider
+    from votersdaily.store.base import Store
+
     from .archive import ArchivedResponse
+    from .plumbing.warc_reader import WarcDamage
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +74,15 @@ WITHDRAWN_BY = "withdrawn_by"
 REPLACED_BY = "replaced_by"
 #: How many example ids a dry run shows per kind of change.
 EXAMPLES = 5
+#: How many unverified events and damaged stretches the run log lists (all are counted).
+LISTED = 50
+#: An event's pointer into the archive (votersdaily.archive).
+ARCHIVE_POINTER = ("warc_file", "warc_offset", "warc_record_id")
+
+
+class UnverifiedEvents(Exception):
+    """Stored events point at archived records that a reparse could not read back (the run log's
+    ``unverified`` lists them with the reason)."""
 
 
 def parse_date_arg(value: str | None, *, end: bool) -> datetime | None:
@@ -78,27 +109,33 @@ class Reparse:
     dry_run: bool = False
     #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
     replayed: set[str] = field(default_factory=set)
-    produced: dict[str, list[dict]] = field(default_factory=dict)
+    produced: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
-    events: dict[str, dict] = field(default_factory=dict)
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
+    read: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: Every stretch of the archive that did not read back (named by file and offset, skipped).
+    damage: list[WarcDamage] = field(default_factory=list)
+    #: Event id → the archive pointer of the (latest) record read back whole that produced it.
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class ReplayMiddleware:
     """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
     archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request, spider=None):
-        spider = self.crawler.spider
+    def process_request(self, request: Request, spider: Spider | None = None) -> Response | None:
+        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         if getattr(spider, "reparse", None) is None:
             return None
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
@@ -119,12 +156,14 @@ class ReparseExtension:
     """At the end of a reparse: marks the events the current parser no longer produces (or, in a dry
     run, says what it would do) and adds the reparse's figures to the run log."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.report: dict[str, Any] = {}
+        #: The store failed under the reparse (said once): nothing is marked at its end.
+        self.store_failed = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
@@ -132,16 +171,34 @@ class ReparseExtension:
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
 
-    def _reparse(self, spider) -> Reparse | None:
+    def _reparse(self, spider: Spider) -> Reparse | None:
         return getattr(spider, "reparse", None)
 
-    def spider_opened(self, spider):
+    def _store_failed(self, spider: Spider, exc: StoreError) -> None:
+        """The store stopped answering (or refused) while the reparse read it: one line, and the run
+        fails with it (the run log's result), instead of a traceback per signal handler."""
+        from twisted.python.failure import Failure
+
+        self.store_failed = True
+        self.report = {"reparse": True, "reparse_dry_run": getattr(self._reparse(spider), "dry_run", None)}
+        logger.error("reparse of %s: %s", spider.name, exc)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
+        )
+
+    def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
         reparse = self._reparse(spider)
         if reparse is None:
             return
+        try:
+            self._versions_before(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
-        if schema.EVENTS_DB not in store.list_dbs():
+        if not store.has_db(schema.EVENTS_DB):
             return
         for doc in self._events_of(store, spider.name):
             if doc.get("warc_record_id"):
@@ -150,7 +207,7 @@ class ReparseExtension:
                 )
 
     @staticmethod
-    def _events_of(store, parser_name: str) -> list[dict]:
+    def _events_of(store: Store, parser_name: str) -> list[dict[str, Any]]:
         rows = store.query(
             schema.EVENTS_DB,
             "by_parser_unique_key",
@@ -160,7 +217,7 @@ class ReparseExtension:
         )
         return [row.doc for row in rows if row.doc]
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse(spider)
         if reparse is None or "_id" not in item:
             return
@@ -168,19 +225,33 @@ class ReparseExtension:
             reparse.events[item["_id"]] = dict(item)
         record = item.get("warc_record_id")
         if record:
+            reparse.sources[item["_id"]] = {key: item.get(key) for key in ARCHIVE_POINTER}
             reparse.produced.setdefault(record, []).append(
                 {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
             )
 
-    def spider_closed(self, spider, reason):
+    def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
         reparse = self._reparse(spider)
         if reparse is None:
             return
         if reason != "finished":
             logger.error("reparse of %s ended early (%s): nothing marked withdrawn", spider.name, reason)
-            self.report = {"reparse": True, "withdrawn_count": 0, "replaced_count": 0}
+            self.report = {
+                "reparse": True,
+                "reparse_dry_run": reparse.dry_run,
+                "withdrawn_count": 0,
+                "replaced_count": 0,
+            }
             return
+        if self.store_failed:
+            return
+        try:
+            self._finish(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _finish(self, spider: EventSpider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
         marks, versions = self._marks(store, spider, reparse)
         current = "%s %s" % (spider.name, spider.version)
@@ -190,6 +261,7 @@ class ReparseExtension:
             from .store.upsert import upsert
 
             upsert(store, schema.EVENTS_DB, marks)
+        checked = self._verify(store, spider, reparse)
         self.report = {
             "reparse": True,
             "reparse_dry_run": reparse.dry_run,
@@ -198,6 +270,7 @@ class ReparseExtension:
             "replayed_documents": len(reparse.replayed),
             "withdrawn_count": len(withdrawn),
             "replaced_count": len(replaced),
+            **checked.report(reparse.damage),
         }
         stats = self.crawler.stats
         stats.set_value("reparse/withdrawn", len(withdrawn))
@@ -209,7 +282,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            self.crawler.reparse_plan = {
+            self.crawler.reparse_plan = {  # type: ignore[attr-defined]  # issue 30 item 3 types this
                 "spider": spider.name,
                 "parser": current,
                 "plan": plan,
@@ -217,15 +290,45 @@ class ReparseExtension:
                     doc_id: _changed_keys(store.get(schema.EVENTS_DB, doc_id) or {}, reparse.events[doc_id])
                     for doc_id in plan["update"][:EXAMPLES]
                 },
+                "archive": {
+                    "damaged stretches of the archive skipped": len(reparse.damage),
+                    "stored events not verified": len(checked.unverified),
+                    "events would point at another copy of their document": len(checked.repointed),
+                },
             }
 
+    def _verify(self, store: Store, spider: Spider, reparse: Reparse) -> ArchiveCheck:
+        """Every stored event of the spider that points into the reparsed period, against the records
+        read back; those that could not be checked fail the run (``UnverifiedEvents``)."""
+        from .archive import archive_dir, retired_files
+
+        checked = ArchiveCheck()
+        folder = archive_dir(self.crawler.settings).absolute() / spider.name
+        if store.has_db(schema.EVENTS_DB):  # what a member may ask (_all_dbs needs a server admin)
+            checked.check(self._events_of(store, spider.name), reparse, retired_files(folder))
+        if checked.repointed and not reparse.dry_run:
+            from .store.upsert import upsert
+
+            upsert(store, schema.EVENTS_DB, checked.repointed)
+        if checked.unverified:
+            first = checked.unverified[0]
+            message = "%d stored events point at records of %s that were not read back, e.g. %s (%s)" % (
+                len(checked.unverified),
+                folder,
+                first["_id"],
+                first["reason"],
+            )
+            logger.error("reparse of %s: %s", spider.name, message)
+            self.crawler.signals.send_catch_log(
+                vd_signals.archive_unreadable, exception=UnverifiedEvents(message), spider=spider
+            )
+        return checked
+
     @staticmethod
-    def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
+    def _plan(store: Store, events: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
         plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
-        stored = (
-            store.get_many(schema.EVENTS_DB, list(events)) if schema.EVENTS_DB in store.list_dbs() else {}
-        )
+        stored = store.get_many(schema.EVENTS_DB, list(events)) if store.has_db(schema.EVENTS_DB) else {}
         for doc_id, doc in sorted(events.items()):
             old = stored.get(doc_id)
             if old is None:
@@ -236,10 +339,12 @@ class ReparseExtension:
                 plan["update"].append(doc_id)
         return plan
 
-    def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
+    def _marks(
+        self, store: Store, spider: EventSpider, reparse: Reparse
+    ) -> tuple[list[dict[str, Any]], set[str]]:
         """The marks to write: live events of replayed documents that no produced event matches."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
-        if not reparse.replayed or schema.EVENTS_DB not in store.list_dbs():
+        if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
             return [], versions
         from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 
@@ -268,17 +373,122 @@ class ReparseExtension:
             marks.append(mark)
         return marks, versions
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.report:
             doc.update(self.report)
 
 
-def _changed_keys(old: dict, new: dict) -> list[str]:
+@dataclass
+class ArchiveCheck:
+    """Stored events' archive pointers against what a reparse read back."""
+
+    #: Events whose record was not read whole: {_id, warc_file, warc_offset, reason}.
+    unverified: list[dict[str, Any]] = field(default_factory=list)
+    verified: int = 0
+    #: Events whose pointer was bad or missing, produced again from a record read whole: the event
+    #: with its pointer moved there (a dry run only counts them).
+    repointed: list[dict[str, Any]] = field(default_factory=list)
+    #: Events a crawl could not archive (``archived: false``, no pointer), and events whose file the
+    #: archive's retention removed: nothing to check, counted.
+    not_archived: int = 0
+    retired: int = 0
+
+    def check(self, events: list[dict[str, Any]], reparse: Reparse, retired: set[str]) -> None:
+        from .archive import run_of
+
+        read_files = set(reparse.files)
+        for doc in events:
+            warc_file = doc.get("warc_file")
+            if not warc_file:
+                if doc.get(schema.NOT_ARCHIVED) is False:  # its crawl could not archive it
+                    if doc["_id"] in reparse.sources:
+                        self._repoint(doc, reparse.sources[doc["_id"]])
+                    else:
+                        self.not_archived += 1
+                continue
+            if not run_of(warc_file, reparse.since, reparse.until):
+                continue
+            offset = doc.get("warc_offset")
+            found = reparse.read.get((warc_file, offset)) if isinstance(offset, int) else None
+            if found is not None and found == doc.get("warc_record_id"):
+                self.verified += 1
+            elif doc["_id"] in reparse.sources:
+                self._repoint(doc, reparse.sources[doc["_id"]])
+            elif warc_file in retired:
+                self.retired += 1
+            else:
+                self.unverified.append(
+                    {
+                        "_id": doc["_id"],
+                        "warc_file": warc_file,
+                        "warc_offset": offset,
+                        "reason": self._reason(warc_file, offset, read_files, reparse),
+                    }
+                )
+
+    def _repoint(self, doc: dict[str, Any], source: dict[str, Any]) -> None:
+        moved = {k: v for k, v in doc.items() if k not in ("_rev", schema.NOT_ARCHIVED)}
+        self.repointed.append({**moved, **source})
+
+    @staticmethod
+    def _reason(warc_file: str, offset: Any, read_files: set[str], reparse: Reparse) -> str:
+        if warc_file not in read_files:
+            return "its WARC file is not in the archive folder"
+        if any(
+            d.path.name == warc_file and isinstance(offset, int) and d.covers(offset) for d in reparse.damage
+        ):
+            return "its record is damaged"
+        if (warc_file, offset) in reparse.read:
+            return "another record is at its offset"
+        return "no response record starts at its offset (the file was cut short or rewritten)"
+
+    def report(self, damage: list[WarcDamage]) -> dict[str, Any]:
+        """The run log's fields: counts, and the first unverified events and damaged stretches."""
+        fields: dict[str, Any] = {
+            "verified_count": self.verified,
+            "unverified_count": len(self.unverified),
+            "damaged_count": len(damage),
+        }
+        if self.unverified:
+            fields["unverified"] = self.unverified[:LISTED]
+        if damage:
+            fields["damaged"] = [
+                {"warc_file": d.path.name, "offset": d.offset, "resumed_at": d.resumed_at, "reason": d.reason}
+                for d in damage[:LISTED]
+            ]
+        if self.repointed:
+            fields["repointed_count"] = len(self.repointed)
+        if self.not_archived:
+            fields["not_archived_count"] = self.not_archived
+        if self.retired:
+            fields["retired_count"] = self.retired
+        return fields
+
+
+def points_into_archive(
+    store: Store, spider: str, folder: Path, since: datetime | None, until: datetime | None
+) -> bool:
+    """Whether a stored event of ``spider`` points at a WARC file of a run started in [since, until]
+    that retention did not remove (a reparse must then look for it, also when the folder is gone)."""
+    from pathlib import Path
+
+    from .archive import retired_files, run_of
+
+    if not store.has_db(schema.EVENTS_DB):
+        return False
+    retired = retired_files(Path(folder) / spider)
+    return any(
+        run_of(doc.get("warc_file"), since, until) and doc["warc_file"] not in retired
+        for doc in ReparseExtension._events_of(store, spider)
+    )
+
+
+def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     keys = set(content(old, schema.VOLATILE_EVENT_KEYS)) | set(content(new, schema.VOLATILE_EVENT_KEYS))
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict, out) -> None:
+def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
     """The dry run's plan of one spider as a person reads it."""
     counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
     print(
@@ -294,6 +504,9 @@ def summarise_plan(plan: dict, out) -> None:
         ),
         file=out,
     )
+    archive = ["%d %s" % (n, what) for what, n in plan["archive"].items() if n]
+    if archive:
+        print("  %s (see the log above)" % "; ".join(archive), file=out)
     for kind in ("insert", "update", "withdraw", "replace"):
         for example in plan["plan"][kind][:EXAMPLES]:
             changed = plan["changes"].get(example)

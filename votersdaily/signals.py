@@ -21,3 +21,10 @@ record_dropped = object()
 #: (its URL), ``missing`` (file names), ``spider``. The run log counts them (``not_beside_count``), so
 #: a replay that found nothing for that reason is not called empty.
 documents_not_beside = object()
+
+#: Part of the source archive could not be read back, or stored events could not be checked against it
+#: (a reparse skips what it cannot read and reads on): ``exception`` (a
+#: :class:`~votersdaily.plumbing.warc_reader.DamagedWarc` naming the file and offset, or
+#: :class:`~votersdaily.reparse.UnverifiedEvents`), ``spider``. The run log lists it among its errors
+#: (``where: archive``), so the run does not end ``success``.
+archive_unreadable = object()

@@ -7,12 +7,15 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.deploy.settings import SPIDER_MODULES
-from tests.support.services import REPO, free_port, which
+from tests.support.packaging import build_wheel, copy_clone, install, venv_python
+from tests.support.services import REPO, TEST_HOME, free_port, which
+from votersdaily.store.names import PREFIX_ENV
 
 TEST_SPIDERS = ",".join(SPIDER_MODULES)
 TEST_SETTINGS = "tests.deploy.settings"
@@ -23,6 +26,7 @@ def process_env(store_uri: str, **extra: str) -> dict:
     env["VOTERSDAILY_STORE"] = store_uri
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["SCRAPY_SETTINGS_MODULE"] = TEST_SETTINGS
+    env.setdefault("VOTERSDAILY_HOME", TEST_HOME)  # what a crawl does not place itself: not the checkout
     env.update(extra)
     return env
 
@@ -166,30 +170,32 @@ def volatile_redis(tmp_path):
     server.stop()
 
 
-DEPLOYED = ("votersdaily", "couchdb_views", "setup.py", "scrapy.cfg")
+@dataclass(frozen=True)
+class Deployment:
+    """What an operator puts on a scrapyd node (docs/operations.md): the package installed in the
+    node's Python (here a virtual environment over this one's dependencies), and the egg
+    ``scrapyd-deploy`` uploads."""
+
+    python: Path
+    egg: Path
 
 
-def build_egg(workdir: Path) -> Path:
-    """The project egg exactly as ``scrapyd-deploy --build-egg`` makes it, built in a copy of the
-    project (setuptools leaves build/ and *.egg-info behind in the folder it runs in)."""
-    import shutil
-
-    src = workdir / "project"
-    for name in DEPLOYED:
-        origin = REPO / name
-        if origin.is_dir():
-            shutil.copytree(origin, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(origin, src / name)
+def deployment(workdir: Path) -> Deployment:
+    """The wheel and the egg built from a copy of the clone (builds leave build/ and *.egg-info
+    where they run), the wheel installed into the node's environment."""
+    source = copy_clone(workdir / "project")
+    wheel = build_wheel(source, workdir / "dist")
+    python = venv_python(workdir / "node-env", system_site_packages=True)
+    install(python, str(wheel), deps=False)
     egg = workdir / "votersdaily.egg"
     subprocess.run(
-        [str(Path(sys.executable).with_name("scrapyd-deploy")), "--build-egg", str(egg)],
-        cwd=src,
+        [sys.executable, "-m", "scrapyd_client.deploy", "--build-egg", str(egg)],  # scrapyd-deploy
+        cwd=source,
         check=True,
         capture_output=True,
         env=dict(os.environ, PYTHONPATH=""),
     )
-    return egg
+    return Deployment(python, egg)
 
 
 class ScrapydServer:
@@ -198,10 +204,16 @@ class ScrapydServer:
 
     USERNAME, PASSWORD = "deployer", "deploy-s3cret"
 
-    def __init__(self, workdir: Path, env: dict):
+    def __init__(
+        self, workdir: Path, env: dict, python: Path | str = sys.executable, credentials: bool = True
+    ):
         self.workdir = workdir
         self.port = free_port()
         self.env = env
+        #: The node's Python: scrapyd runs each job with it (``python -m scrapyd.runner``).
+        self.python = python
+        #: False: a scrapyd.conf without username and password (scrapyd then answers anyone).
+        self.credentials = credentials
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -217,27 +229,31 @@ class ScrapydServer:
         from tests.support.services import wait_http
 
         self.workdir.mkdir(parents=True, exist_ok=True)
+        credentials = (
+            "username = %s\npassword = %s\n" % (self.USERNAME, self.PASSWORD) if self.credentials else ""
+        )
         (self.workdir / "scrapyd.conf").write_text(
-            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\nusername = %s\npassword = %s\n"
+            "[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = %d\n%s"
             "eggs_dir = %s\nlogs_dir = %s\ndbs_dir = %s\nitems_dir =\njobs_to_keep = 20\nmax_proc = 4\n"
             "poll_interval = 0.2\n"
             % (
                 self.port,
-                self.USERNAME,
-                self.PASSWORD,
+                credentials,
                 self.workdir / "eggs",
                 self.workdir / "logs",
                 self.workdir / "dbs",
             )
         )
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("scrapyd"))],
+            [str(self.python), "-m", "scrapyd"],
             cwd=self.workdir,
             env=self.env,
             stdout=open(self.workdir / "scrapyd.out", "ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_http(self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD))
+        wait_http(
+            self.url + "daemonstatus.json", auth=(self.USERNAME, self.PASSWORD) if self.credentials else None
+        )
         return self
 
     def stop(self) -> None:
@@ -251,10 +267,14 @@ class ScrapydServer:
 
 
 def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
-    """The node's environment: the store comes from here, never from the egg; no checkout on the path."""
+    """The node's environment: the store and the data home come from here, never from the egg; no
+    checkout on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    if PREFIX_ENV in os.environ:  # a real CouchDB shared by the tests (tests/conftest.py)
+        env[PREFIX_ENV] = os.environ[PREFIX_ENV]
     env["PYTHONPATH"] = ""
     env["VOTERSDAILY_STORE"] = store_uri
+    env["VOTERSDAILY_HOME"] = str(workdir / "home")
     env["VOTERSDAILY_SPOOL_DIR"] = str(workdir / "spool")
     env["VOTERSDAILY_ARCHIVE_DIR"] = str(workdir / "archive")
     env.update(extra)

@@ -120,7 +120,7 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
     never = sum(n == 0 for n in base_hits(site, docs).values())
     assert never > 0, "the kill came too late to matter"
     volatile_redis.start()  # same port, empty: no append-only file
-    wait_all(workers, tmp_path)
+    wait_all(workers, tmp_path, status=1)  # their runs failed: work was lost
     fetched = base_hits(site, docs)
     assert sum(n == 0 for n in fetched.values()) == never, (
         "what was waiting is lost, what was leased finished"

@@ -1,16 +1,20 @@
-"""scrapyd deployment and the recurring scheduler, against a real scrapyd running the project egg."""
+"""scrapyd deployment and the recurring scheduler, against a real scrapyd on a node with the package
+installed and the project egg deployed."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import shutil
+import subprocess
 import time
 import zipfile
 
 import pytest
 
 from tests.conftest import recording, shared_file
-from tests.deploy.conftest import ScrapydServer, build_egg, scrapyd_env
+from tests.deploy.conftest import Deployment, ScrapydServer, deployment, scrapyd_env
 from tests.support.cli_main import run_main
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
@@ -19,18 +23,23 @@ ROLL = "gov/house_roll_call/roll314.xml"
 
 
 @pytest.fixture(scope="module")
-def egg(tmp_path_factory):
-    return build_egg(tmp_path_factory.mktemp("egg"))
+def deployed(tmp_path_factory) -> Deployment:
+    return deployment(tmp_path_factory.mktemp("deploy"))
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, pouchdb, egg):
-    """One scrapyd for the module (a start and an upload take seconds), the egg deployed; what it
-    keeps per node (archive, spool) lives in ``workdir``."""
+def egg(deployed):
+    return deployed.egg
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory, couchdb, deployed):
+    """One scrapyd for the module (a start and an upload take seconds), on a node with the package
+    installed, the egg deployed; what it keeps per node (data home, archive, spool) lives in ``workdir``."""
     workdir = tmp_path_factory.mktemp("node")
-    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(pouchdb.url, workdir)).start()
+    server = ScrapydServer(workdir / "scrapyd", scrapyd_env(couchdb.url, workdir), deployed.python).start()
     client = Scrapyd(server.auth_url)
-    client.add_version("r1", egg.read_bytes())
+    client.add_version("r1", deployed.egg.read_bytes())
     yield workdir, server, client
     client.close()
     server.stop()
@@ -58,20 +67,32 @@ def wait_finished(client: Scrapyd, jobids: list[str], timeout: float = 120.0) ->
     raise AssertionError("jobs did not finish: %r" % client.jobs())
 
 
-def test_egg_carries_code_recordings_and_views_but_no_store(egg):
-    names = zipfile.ZipFile(egg).namelist()
-    assert "votersdaily/spiders/house_votes.py" in names
-    assert "votersdaily/recordings/" + ROLL in names
-    assert "votersdaily/recordings/gov/FIXTURES.md" in names
-    assert "votersdaily/_couchdb_views/vd_events/views/by_parser_unique_key/map.js" in names
-    # `site build` on a node needs the templates and static files.
-    assert "votersdaily/feeds/templates/day.html" in names
-    assert "votersdaily/feeds/static/style.css" in names
-    settings = zipfile.ZipFile(egg).read("votersdaily/settings.py").decode()
-    assert "\nVOTERSDAILY_STORE = None\n" in settings, "the store comes from the node's environment"
+def test_the_egg_only_names_the_project_and_the_node_runs_its_installed_package(deployed):
+    """A thin egg (docs/operations.md): scrapyd finds the settings through its entry point; the code,
+    recordings, views, templates and compiled module are the package installed on the node."""
+    egg = zipfile.ZipFile(deployed.egg)
+    assert [n for n in egg.namelist() if not n.startswith("EGG-INFO/")] == []
+    assert "[scrapy]\nsettings = votersdaily.settings" in egg.read("EGG-INFO/entry_points.txt").decode()
+    assert b"Version: 0.1.0" in egg.read("EGG-INFO/PKG-INFO")
+    probe = (
+        "import votersdaily, votersdaily.store.views as v, votersdaily.recordings as r;"
+        "from votersdaily.laundromat import native;"
+        "print(votersdaily.__file__, native.location(), v.VIEWS_DIR, r.recording_path(%r).is_file())" % ROLL
+    )
+    found = subprocess.run(
+        [str(deployed.python), "-c", probe],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd="/",
+        capture_output=True,
+        text=True,
+    )
+    package, module, views, recording = found.stdout.split()
+    site = str(deployed.python.parent.parent)
+    assert package.startswith(site) and module.startswith(site) and views.startswith(site), found.stderr
+    assert recording == "True"
 
 
-def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, tmp_path):
+def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, deployed, site, couch_uri, tmp_path):
     server, client = scrapyd
     assert {"house_votes", "ingest", "laundromat"} <= set(client.spiders())
     page = shared_file("fixtures/inplace/scholarly/plos_one_article.html")
@@ -104,7 +125,7 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     # The roll call of the recording (congress 119, 2nd session, roll 314, 16-Sep-2026 19:05 Eastern).
     events = list(store.iter_docs("vd_events"))
     assert [e["_id"] for e in events] == ["2026-09-16T23:05:00Z-house_votes-119-2-314"]
-    # Run from the zipped egg, the recording is still known by its relative name: upstream URL kept.
+    # Given by a path outside the node's package, the recording is known by its relative name: upstream URL kept.
     assert events[0]["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
     assert events[0]["replayed_from"].startswith("file://")
     results = list(store.iter_docs("ingest_file_result"))
@@ -113,6 +134,11 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, site, couch_uri, t
     assert len([d for d in records if d.get("uri") == ttl_url and not d.get("parent")]) == 1
     assert "Turtle" in {d.get("format") for d in records}
     store.close()
+    # The laundromat job ran the compiled path: the module of the package installed on the node,
+    # and its worker cleaned the document with it (issue 25, item 2).
+    compiled = logs["laundromat"]["compiled_path"]
+    assert compiled["module"].startswith(str(deployed.python.parent.parent)) and compiled["documents"] == 1
+    assert "'laundromat/compiled_path_documents': 1" in server.job_log("laundromat", jobs["laundromat"])
 
 
 def test_a_reparse_is_a_scrapyd_job(scrapyd, node, couch_uri):
@@ -235,3 +261,180 @@ def test_scrapyd_credentials_stay_out_of_messages_and_decisions(tmp_path, caplog
     stored = list(store.iter_docs("vd_scheduler"))
     assert stored and all("s3cret" not in json.dumps(doc) for doc in stored)
     assert "s3cret" not in caplog.text and "127.0.0.1:%d" % port in caplog.text
+
+
+def _run_log(couch_uri: str, spider: str) -> dict:
+    store = open_store(couch_uri)
+    try:
+        (log,) = [d for d in store.iter_docs("vd_log") if d["parser_name"] == spider]
+    finally:
+        store.close()
+    return log
+
+
+def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
+    """Issue 26, point 2: a node started in a checkout ran the checkout, not what was deployed, and
+    nothing said so. The run log names the package version and where it was imported from."""
+    import votersdaily
+    from tests.support.services import REPO
+
+    server, client = scrapyd
+    jobid = client.schedule("house_votes", url=recording(ROLL).resolve().as_uri())
+    wait_finished(client, [jobid])
+    code = _run_log(couch_uri, "house_votes")["code"]
+    assert code["version"] == votersdaily.__version__
+    node_env = deployed.python.parent.parent  # the node's virtual environment
+    assert code["path"].startswith(str(node_env)) and "site-packages" in code["path"], code
+    assert not code["path"].startswith(str(REPO))
+    assert "code: votersdaily %s from %s" % (code["version"], code["path"]) in server.job_log(
+        "house_votes", jobid
+    )
+
+
+def test_an_ingest_job_without_requests_fails_and_the_scheduler_gives_it_the_store(scrapyd, couch_uri, site):
+    """Issue 26, point 4: the scheduler scheduled `ingest` with no arguments, and the job logged
+    `ERROR: no ingest requests` and recorded `success`."""
+    server, client = scrapyd
+    bare = client.schedule("ingest")
+    wait_finished(client, [bare])
+    log = _run_log(couch_uri, "ingest")
+    assert log["result"] == "NoIngestRequests", server.job_log("ingest", bare)[-3000:]
+    assert "give -a url=" in log["error_message"]
+
+    page = shared_file("fixtures/inplace/scholarly/plos_one_article.html")
+    url = site.route("/article.html", page.read_bytes(), content_type="text/html; charset=utf-8")
+    queued = run_main("ingest", "enqueue", "--url", url, "--type", "html", store_uri=couch_uri)
+    assert queued.returncode == 0, queued.stderr
+    out = run_main(
+        "scheduler",
+        "--scrapyd",
+        server.auth_url,
+        "--once",
+        "--spider",
+        "ingest",
+        "--setting",
+        "INGEST_PRIVATE_HOSTS=127.0.0.1:%d" % site.port,
+        "--setting",
+        "INGEST_FETCH_RESOURCES=False",
+        store_uri=couch_uri,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    jobid = _decisions(couch_uri)[-1]["jobid"]
+    wait_finished(client, [jobid])
+    store = open_store(couch_uri)
+    try:
+        logs = sorted(
+            (d for d in store.iter_docs("vd_log") if d["parser_name"] == "ingest"), key=lambda d: d["_id"]
+        )
+        results = list(store.iter_docs("ingest_file_result"))
+    finally:
+        store.close()
+    assert logs[-1]["result"] == "success", server.job_log("ingest", jobid)[-3000:]
+    assert [(r["request"]["base_url"], r["status"]) for r in results] == [(url, "success")]
+
+
+def test_the_scheduler_says_scrapyd_refused_the_credentials(scrapyd, couch_uri, monkeypatch):
+    """Issue 26, point 5: without credentials it reported `scrapyd-unavailable ... JSONDecodeError`
+    (scrapyd had answered 401)."""
+    server, client = scrapyd
+    refused = _scheduler(server.url, couch_uri, status=3)
+    assert "refused the credentials (HTTP 401)" in refused and "$SCRAPYD_USERNAME" in refused, refused
+    assert "JSONDecodeError" not in refused
+    wrong = _scheduler(server.url.replace("//", "//deployer:wrong@"), couch_uri, status=3)
+    assert "refused the credentials (HTTP 401): the username and password given are not" in wrong
+    # The variables scrapyd-deploy reads (scrapy.cfg) serve the scheduler too, off the command line.
+    monkeypatch.setenv("SCRAPYD_USERNAME", server.USERNAME)
+    monkeypatch.setenv("SCRAPYD_PASSWORD", server.PASSWORD)
+    assert "scheduled" in _scheduler(server.url, couch_uri)
+    wait_finished(client, [_decisions(couch_uri)[-1]["jobid"]])
+
+
+def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(
+    tmp_path, pouchdb, couch_uri, deployed
+):
+    """Issue 24, point 10: a scrapyd without credentials took an unauthenticated egg upload and the
+    scheduler said nothing."""
+    import requests
+
+    open_node = ScrapydServer(
+        tmp_path / "open", scrapyd_env(pouchdb.url, tmp_path), deployed.python, credentials=False
+    ).start()
+    try:
+        upload = requests.post(
+            open_node.url + "addversion.json",
+            data={"project": "votersdaily", "version": "anyone"},
+            files={"egg": ("project.egg", deployed.egg.read_bytes())},
+            timeout=30,
+        )
+        assert upload.json()["status"] == "ok", upload.json()  # what any local process can do to such a node
+        refused = _scheduler(open_node.url, couch_uri, status=2)
+        assert "scrapyd-open" in refused and "answers without credentials" in refused, refused
+        assert "--allow-open-scrapyd" in refused
+        client = Scrapyd(open_node.url)
+        assert client.jobs().active() == [], "nothing scheduled"
+        allowed = run_main(
+            "scheduler",
+            "--scrapyd",
+            open_node.url,
+            "--once",
+            "--spider",
+            "house_votes",
+            "--offline",
+            "--allow-open-scrapyd",
+            store_uri=couch_uri,
+        )
+        assert allowed.returncode == 0 and "scheduled" in allowed.stdout, allowed.stdout + allowed.stderr
+        assert (
+            "answers without credentials" in allowed.stderr
+            and "allowed by --allow-open-scrapyd" in allowed.stderr
+        )
+        wait_finished(client, [_decisions(couch_uri)[-1]["jobid"]])
+        client.close()
+    finally:
+        open_node.stop()
+
+
+def test_the_scheduler_loop_shows_each_change_and_stores_only_changes(scrapyd, couch_uri, tmp_path):
+    """Issue 26, point 5: in loop mode it printed nothing and wrote a decision document every pass,
+    due or not (53 in 4 minutes). Now each change is a line of its output and a document (at most
+    VOTERSDAILY_SCHEDULER_DECISIONS are kept); passes that change nothing write nothing."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.services import REPO, cli_environment
+
+    server, client = scrapyd
+    out = tmp_path / "scheduler.out"
+    env = dict(os.environ, **cli_environment(couch_uri, {"VOTERSDAILY_SCHEDULER_DECISIONS": "2"}))
+    loop = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", server.auth_url),
+            *("--interval", "0.3", "--spider", "house_votes", "--offline"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=open(out, "wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and " scheduled " not in out.read_text():
+            time.sleep(0.2)
+        jobid = _decisions(couch_uri)[0]["jobid"]
+        wait_finished(client, [jobid])
+        while time.monotonic() < deadline and "not-due" not in out.read_text():
+            time.sleep(0.2)
+        time.sleep(1.5)  # a few more passes, each with nothing new
+    finally:
+        loop.send_signal(signal.SIGINT)
+        assert loop.wait(20) == 0, out.read_text()[-3000:]
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("votersdaily scheduler: a pass every 0.3 s on %s" % server.url), lines
+    shown = [line.split()[1:4] for line in lines[1:] if "house_votes" in line]
+    assert shown[0][1] == "scheduled" and shown[-1][1] == "not-due", lines
+    assert all(a != b for a, b in itertools.pairwise(shown)), "a change is shown once"
+    assert len(shown) <= 4, lines  # scheduled, pending, running, not-due: not one per pass
+    decisions = _decisions(couch_uri)
+    assert 1 <= len(decisions) <= 2, decisions  # at most VOTERSDAILY_SCHEDULER_DECISIONS kept
+    assert decisions[-1]["decision"] in ("scheduled", "skipped-running") and decisions[-1]["jobid"] == jobid

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from tests.laundromat import sitedata
+from votersdaily.laundromat import native
 from votersdaily.laundromat.uris import uri_key
 from votersdaily.store import open_store
 
@@ -17,6 +18,12 @@ GENID = re.compile(r"<https://lodlaundromat\.org/\.well-known/genid/[0-9a-f]{32}
 
 def ok(proc):
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def failed(proc):
+    """`scrapy crawl` of a run whose result is a failure (a refused or failed download): exit 1."""
+    assert proc.returncode == 1, proc.stderr[-4000:]
     return proc
 
 
@@ -103,6 +110,11 @@ def test_semantic_sitemap_to_cleaned_files(crawl, site, store_uri, tmp_path):
     assert from_a == urls["a"] + "/a.nt"  # the gzipped dump's one entry
     assert log["cleaned_count"] == len(log["cleaned"]) >= 4
     assert "cleaned %s from %s" % (out / clean_a["file"], from_a) in first.stderr
+    # Which path cleaned them: the checkout's in-place build when it is there, and every document.
+    assert log["compiled_path"] == {
+        "module": native.location(),
+        "documents": log["cleaned_count"] if native.available() else 0,
+    }
 
     # The same crawl again: nothing is stale, nothing is downloaded twice, nothing changes.
     ok(crawl("laundromat", [urls["sitemap"]], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out))

@@ -1,4 +1,5 @@
-"""Real services for the tests, started on free loopback ports: PouchDB Server and a local web site."""
+"""Real services for the tests, started on free loopback ports: PouchDB Server and a local web site;
+or, with ``$VOTERSDAILY_TEST_COUCHDB``, a real CouchDB the user runs (:class:`ExternalCouchDB`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +39,10 @@ def shared_dir() -> Path:
 #: test process (each pytest-xdist worker has its own), never the checkout that every worker shares.
 TEST_ARCHIVE_DIR = tempfile.mkdtemp(prefix="votersdaily-test-archive-")
 TEST_SPOOL_DIR = tempfile.mkdtemp(prefix="votersdaily-test-spool-")
-for _folder in (TEST_ARCHIVE_DIR, TEST_SPOOL_DIR):
+#: The data home of the commands and crawls the tests run (votersdaily/locations.py): what a test does
+#: not place itself (ingest blobs, laundromat output) lands here, not in the checkout.
+TEST_HOME = tempfile.mkdtemp(prefix="votersdaily-test-home-")
+for _folder in (TEST_ARCHIVE_DIR, TEST_SPOOL_DIR, TEST_HOME):
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 POUCHDB_BIN = REPO / "node_modules" / ".bin" / "pouchdb-server"
 
@@ -77,9 +82,17 @@ class PouchDBServer:
         self.in_memory = in_memory
         self.proc: subprocess.Popen | None = None
 
+    #: No database prefix: each test process has a server of its own.
+    prefix = ""
+    host = "127.0.0.1"
+
     @property
     def url(self) -> str:
         return "http://127.0.0.1:%d/" % self.port
+
+    def url_at(self, port: int) -> str:
+        """The server's URI at another port (a proxy in front of it)."""
+        return "http://127.0.0.1:%d/" % port
 
     def start(self) -> PouchDBServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -118,6 +131,80 @@ class PouchDBServer:
                 self.url + name, method="DELETE", headers={"Accept": "application/json"}
             )
             urllib.request.urlopen(req).close()
+
+
+#: The switch that points the store tests at a real CouchDB: its URI with a server admin's credentials,
+#: e.g. ``http://admin:pw@127.0.0.1:5984/`` (CONTRIBUTING.md: Tests on a real CouchDB).
+COUCHDB_ENV = "VOTERSDAILY_TEST_COUCHDB"
+
+
+def worker_db_prefix() -> str:
+    """This test process's database-name prefix on a shared CouchDB: one per pytest-xdist worker and run,
+    so two workers (or two runs) never meet in one database."""
+    return "vdtest_%s_%d_" % (os.environ.get("PYTEST_XDIST_WORKER", "main"), os.getpid())
+
+
+class ExternalCouchDB:
+    """A CouchDB server the user runs, given by ``$VOTERSDAILY_TEST_COUCHDB``; shared by every test
+    process, each under its own database prefix (the product's ``VOTERSDAILY_DB_PREFIX``), which the
+    test session sets for the whole process and its subprocesses. :meth:`reset` and :meth:`stop` drop
+    the databases under that prefix, and only those."""
+
+    def __init__(self, uri: str, prefix: str):
+        parts = urlsplit(uri)
+        if not parts.username or parts.port is None:
+            raise RuntimeError(
+                "$%s must name a server admin and the port: http://admin:password@127.0.0.1:5984/"
+                % COUCHDB_ENV
+            )
+        self.url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port
+        self.prefix = prefix
+        self.auth = (urllib.request.unquote(parts.username), urllib.request.unquote(parts.password or ""))
+        self.base = urlunsplit(
+            (parts.scheme, "%s:%d" % (parts.hostname, parts.port), parts.path.rstrip("/") + "/", "", "")
+        )
+
+    def url_at(self, port: int) -> str:
+        """The server's URI with its credentials, at another port (a proxy in front of it)."""
+        user, password = (urllib.request.quote(part, safe="") for part in self.auth)
+        return "http://%s:%s@127.0.0.1:%d/" % (user, password, port)
+
+    def url_as(self, user: str, password: str) -> str:
+        """The server's URI with another user's credentials."""
+        quoted = (urllib.request.quote(part, safe="") for part in (user, password))
+        return self.base.replace("://", "://%s:%s@" % tuple(quoted), 1)
+
+    def start(self) -> ExternalCouchDB:
+        session = self.request("GET", "_session")
+        if "_admin" not in (session.get("userCtx") or {}).get("roles", []):
+            raise RuntimeError("$%s must hold a server admin's credentials: %r" % (COUCHDB_ENV, session))
+        return self
+
+    def request(self, method: str, path: str, body: dict | None = None):
+        """The server's JSON answer to ``method path`` as its admin (raises HTTPError on a refusal)."""
+        token = base64.b64encode(("%s:%s" % self.auth).encode()).decode()
+        request = urllib.request.Request(
+            self.base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+                "Authorization": "Basic " + token,
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.load(answer)
+
+    def reset(self) -> None:
+        """Drop this test process's databases (its prefix), never another's."""
+        for name in self.request("GET", "_all_dbs"):
+            if name.startswith(self.prefix):
+                self.request("DELETE", urllib.request.quote(name, safe=""))
+
+    def stop(self) -> None:
+        self.reset()
 
 
 @dataclass
@@ -169,6 +256,9 @@ class LocalSite:
             def do_POST(self):
                 site._serve(self)
 
+            def do_PUT(self):
+                site._serve(self)
+
         self.server = _RoomyServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
@@ -212,7 +302,7 @@ class LocalSite:
         with self._lock:
             self.hits[path] = self.hits.get(path, 0) + 1
             self.requests.append((handler.command, path, dict(handler.headers)))
-        if handler.command == "POST":
+        if handler.command in ("POST", "PUT"):
             length = int(handler.headers.get("Content-Length") or 0)
             handler.request_body = handler.rfile.read(length) if length else b""
         route = self.routes.get(path) or self.routes.get(path.split("?", 1)[0])
@@ -266,7 +356,7 @@ def run_cli(
     full_env = dict(os.environ)
     full_env.update(cli_environment(store_uri, env))
     return subprocess.run(
-        args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout
+        args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -278,6 +368,7 @@ def cli_environment(store_uri: str, env: dict | None = None) -> dict[str, str]:
     # Crawls archive what they parse and spool what they cannot write: into the test process's folders.
     full_env["VOTERSDAILY_ARCHIVE_DIR"] = os.environ.get("VOTERSDAILY_ARCHIVE_DIR", TEST_ARCHIVE_DIR)
     full_env["VOTERSDAILY_SPOOL_DIR"] = os.environ.get("VOTERSDAILY_SPOOL_DIR", TEST_SPOOL_DIR)
+    full_env["VOTERSDAILY_HOME"] = os.environ.get("VOTERSDAILY_HOME", TEST_HOME)
     full_env.update(env or {})
     return full_env
 

@@ -1,65 +1,121 @@
-"""``flush``: deliver documents spooled during a store outage (see :mod:`votersdaily.store.spool`)."""
+"""``flush``: deliver documents spooled while their store did not take them (see :mod:`votersdaily.store.spool`).
+
+Only documents spooled for the store at hand are delivered; the rest stay spooled and are named with
+the store they wait for. Exit status: 0 everything for this store delivered and nothing else waits,
+1 some lines could not be delivered (damaged files are kept, files with refused documents stay
+spooled; each is named), 3 the store still does not take documents, 4 documents for another store
+(or for none: earlier versions) were left.
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.base import StoreError, StoreUnavailable
-from ..store.check import checked_store
-from ..store.spool import Spool, spool_dir
-from . import EXIT_UNAVAILABLE
+from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
+
+from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
+from .options import existing_folder
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
-    parser = sub.add_parser("flush", help="deliver documents spooled while the store was unavailable")
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "flush", help="deliver documents spooled while their store was unavailable or refused them"
+    )
     parser.add_argument(
         "--spool-dir",
-        type=Path,
-        help="spool folder (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR setting)",
+        type=existing_folder,
+        help="spool folder, which must exist (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR "
+        "setting)",
     )
     parser.add_argument("--db", help="only this database")
+    parser.add_argument(
+        "--from",
+        dest="also_for",
+        metavar="STORE_URI",
+        action="append",
+        default=[],
+        help="also deliver here what was spooled for this other store (e.g. the store moved); repeatable",
+    )
+    parser.add_argument(
+        "--untagged",
+        action="store_true",
+        help="also deliver here what earlier versions spooled, which names no store",
+    )
     parser.set_defaults(func=run)
 
 
 def still_spooled(spool: Spool, exc: StoreError) -> int:
-    print(
-        "votersdaily flush: store still unavailable, documents stay spooled in %s: %s"
-        % (spool.directory, exc),
-        file=sys.stderr,
-    )
+    say("store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc))
     return EXIT_UNAVAILABLE
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
-    pending = spool.pending_files(args.db)
-    if not pending:
+    if not spool.pending(args.db) and not spool.kept(args.db):
         print("nothing spooled in %s" % spool.directory)
-        return 0
+        return EXIT_OK
     try:
         store = checked_store()
     except StoreError as exc:
         return still_spooled(spool, exc)
+    earlier_kept = spool.kept(args.db)
     try:
-        report = spool.deliver(store, args.db)
+        report = spool.deliver(store, args.db, also_for=args.also_for, untagged=args.untagged)
     except StoreUnavailable as exc:
         return still_spooled(spool, exc)
     finally:
         store.close()
     r = report.result
-    print(
-        "delivered %d documents from %d spool files to %s: inserted=%d updated=%d unchanged=%d failed=%d"
-        % (
-            report.documents,
-            report.files,
-            store.display_uri,
-            len(r.inserted),
-            len(r.updated),
-            len(r.unchanged),
-            len(r.failed),
+    if report.documents or not report.left:
+        print(
+            "delivered %d documents from %d spool files to %s: inserted=%d updated=%d unchanged=%d failed=%d"
+            % (
+                report.documents,
+                report.files + len(report.kept) + len(report.refused),
+                store.display_uri,
+                len(r.inserted),
+                len(r.updated),
+                len(r.unchanged),
+                len(r.failed),
+            )
         )
-    )
-    return 1 if r.failed else 0
+    left_behind(report, identity_of(store))
+    for kept in report.kept:
+        say(
+            "kept %s: %d lines could not be delivered (%s); its other documents were delivered"
+            % (kept.path, kept.lines, kept.why())
+        )
+    for refused in report.refused:
+        say(
+            "left %s spooled: the store refused %d of its documents (%s); the next flush tries again"
+            % (refused.path, refused.lines, refused.why())
+        )
+    for path in earlier_kept:
+        say("kept %s: lines an earlier flush could not deliver; look at it, then remove it" % path)
+    if report.kept or report.refused or earlier_kept:
+        return EXIT_FAILED
+    return EXIT_SPOOLED if report.left else EXIT_OK
+
+
+def left_behind(report: DeliveryReport, here: str) -> None:
+    """Say what waits for another store (or names none), and how to deliver it."""
+    for label, left in sorted(report.left.items()):
+        if label == NO_STORE:
+            how = "`flush --untagged` delivers them to this store"
+        else:
+            how = "they are delivered only there (`flush --store %s`), or here with `flush --from %s`" % (
+                label,
+                label,
+            )
+        say(
+            "left %d documents in %d spool files spooled for %s, not for this store (%s): %s"
+            % (left.documents, left.files, label, here, how)
+        )

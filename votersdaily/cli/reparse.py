@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
 
-from ..archive import archive_dir, archived_runs
-from ..reparse import parse_date_arg, summarise_plan
+from votersdaily.archive import archive_dir, archived_runs
+from votersdaily.interrupts import Interrupts
+from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
+from votersdaily.schema import EVENTS_DB
+from votersdaily.store.check import checked_store
+
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, say
 from .crawl import event_spiders, print_table, summary_row
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "reparse", help="run the current parsers over the archived documents (history correction)"
     )
@@ -27,41 +35,48 @@ def register(sub) -> None:
         help="print what would be inserted, updated and withdrawn; write nothing",
     )
     parser.add_argument(
-        "--archive-dir", type=Path, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
+        "--archive-dir", type=existing_folder, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
     )
     add_scrapy_options(parser, "reparse")
     parser.add_argument("spiders", nargs="*", help="spider names (default: every spider with an archive)")
-    parser.set_defaults(func=run)
+    # Scrapy's log handler only (the command's own would print every message a second time).
+    parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return 2
-    if args.archive_dir:
+        return fail(str(exc))
+    if args.archive_dir:  # a folder that exists (argparse type existing_folder)
         os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
     try:
         since = parse_date_arg(args.since, end=False)
         until = parse_date_arg(args.until, end=True)
     except ValueError as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return 2
+        return fail(str(exc))
     available = event_spiders(settings)
     unknown = [n for n in args.spiders if n not in available]
     if unknown:
-        print(
-            "reparse: unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)),
-            file=sys.stderr,
-        )
-        return 2
+        return fail("unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)))
+    # One line and exit 3 (the command's StoreError handler) when the store does not answer; a dry
+    # run only reads, so it never creates an empty embedded store either.
+    store = checked_store(must_exist=args.dry_run)
     folder = archive_dir(settings)
-    names = args.spiders or sorted(available)
-    names = [n for n in names if archived_runs(folder, n, since, until)]
+    try:
+        # The events the reparse reads, asked once before any work: a store that answers the check and
+        # then refuses or fails is one line (exit 3), not a traceback from every spider's run.
+        store.has_db(EVENTS_DB)
+        names = [
+            n
+            for n in args.spiders or sorted(available)
+            if archived_runs(folder, n, since, until) or points_into_archive(store, n, folder, since, until)
+        ]
+    finally:
+        store.close()
     if not names:
-        print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
-        return 0
+        say("no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
+        return EXIT_OK
     process = CrawlerProcess(settings)
     crawlers = []
     for name in names:
@@ -74,7 +89,21 @@ def run(args) -> int:
             until=args.until,
             dry_run="1" if args.dry_run else None,
         )
+    interrupts = Interrupts(process, say)  # Ctrl-C as in crawl: said, recorded interrupted, exit 130
+    interrupts.install()
     process.start()
+    if interrupts.stop:
+        return EXIT_INTERRUPTED
+    # The dry run and the real run end alike: a run whose archive could not all be read back (or whose
+    # store writes failed) is not a success, and exits 1 either way.
+    rows = []
+    for crawler in crawlers:
+        row = summary_row(crawler)
+        stats = crawler.stats.get_stats()
+        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
+        row["replaced"] = stats.get("reparse/replaced", 0)
+        rows.append(row)
+    ok = all(r.get("result") == "success" for r in rows)
     if args.dry_run:
         for crawler in crawlers:
             plan = getattr(crawler, "reparse_plan", None)
@@ -85,16 +114,9 @@ def run(args) -> int:
                 )
             else:
                 summarise_plan(plan, sys.stdout)
-        return 0 if all(getattr(c, "reparse_plan", None) for c in crawlers) else 1
-    rows = []
-    for crawler in crawlers:
-        row = summary_row(crawler)
-        stats = crawler.stats.get_stats()
-        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
-        row["replaced"] = stats.get("reparse/replaced", 0)
-        rows.append(row)
+        return EXIT_OK if ok and all(getattr(c, "reparse_plan", None) for c in crawlers) else EXIT_FAILED
     print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced"))
-    return 0 if all(r.get("result") == "success" for r in rows) else 1
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 COLUMNS_BASE = ("spider", "result", "inserted", "updated", "unchanged", "dropped", "items", "seconds")

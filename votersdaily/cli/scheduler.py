@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
+from typing import Any
 
 from scrapy.spiderloader import SpiderLoader
-from scrapy.utils.project import get_project_settings
 
-from ..store.check import checked_store
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
+from .options import http_url, positive_number
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
-    parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
+    parser.add_argument(
+        "--scrapyd", required=True, type=http_url, help="scrapyd URL, e.g. http://127.0.0.1:6800/"
+    )
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between passes (default 60)")
+    parser.add_argument(
+        "--interval", type=positive_number, default=60.0, help="seconds between passes (default 60)"
+    )
     parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
     parser.add_argument(
         "--hours",
@@ -28,7 +35,12 @@ def register(sub) -> None:
     parser.add_argument(
         "--offline",
         action="store_true",
-        help="event spiders replay their recordings (file:// URLs of this machine)",
+        help="event spiders replay the recordings shipped with the package on the node (-a offline=true)",
+    )
+    parser.add_argument(
+        "--allow-open-scrapyd",
+        action="store_true",
+        help="schedule on a scrapyd that answers without credentials (refused by default)",
     )
     parser.add_argument(
         "--setting",
@@ -50,45 +62,88 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def run(args) -> int:
-    from ..deploy.periodic import FAILED, UNAVAILABLE, Plan, RecurringScheduler, spider_frequencies
-    from ..deploy.scrapyd import Scrapyd
+def show(decision: dict[str, Any], stamp: bool = False) -> None:
+    """One decision as a line of standard output (the loop prefixes the time)."""
+    print(
+        "%s%-28s %-20s %s %s"
+        % (
+            decision["datetime"] + " " if stamp else "",
+            decision["spider"],
+            decision["decision"],
+            decision.get("jobid") or "",
+            decision["reason"],
+        ),
+        flush=True,
+    )
 
-    settings = get_project_settings()
+
+def run(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import (
+        FAILED,
+        OPEN,
+        SCHEDULER_DB,
+        UNAVAILABLE,
+        Plan,
+        RecurringScheduler,
+        spider_frequencies,
+    )
+    from votersdaily.deploy.scrapyd import Scrapyd
+
+    settings = project_settings()
     hours = spider_frequencies(settings)
     try:
-        hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
+        for name, value in _pairs(args.hours, "--hours").items():
+            try:
+                hours[name] = positive_number(value)
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError("--hours %s=%s: %s" % (name, value, exc)) from None
         job_settings = _pairs(args.setting, "--setting")
     except ValueError as exc:
-        print("votersdaily scheduler: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
-        print(
-            "votersdaily scheduler: no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS);"
-            " known: %s" % (", ".join(unknown), ", ".join(sorted(hours))),
-            file=sys.stderr,
+        return fail(
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
+            % (", ".join(unknown), ", ".join(sorted(hours)))
         )
-        return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:
-        spider_args = {}
-        if args.offline and hasattr(cls := loader.load(name), "recording_urls"):
-            urls = cls.recording_urls()
-            if urls:
-                spider_args["url"] = ",".join(urls)
+        cls = loader.load(name)
+        # A spider that needs arguments to have work says which (the ingest: requests=store).
+        spider_args = dict(getattr(cls, "schedule_arguments", {}))
+        # The node finds its own copy of the recordings (no file:// path of this machine).
+        if args.offline and getattr(cls, "recordings", None):
+            spider_args["offline"] = "true"
         plans.append(Plan(name, hours[name], spider_args, job_settings))
     store = checked_store()
-    scheduler = RecurringScheduler(Scrapyd(args.scrapyd, args.project), store, plans)
+    scheduler = RecurringScheduler(
+        Scrapyd(args.scrapyd, args.project),
+        store,
+        plans,
+        allow_open=args.allow_open_scrapyd,
+        keep=settings.getint("VOTERSDAILY_SCHEDULER_DECISIONS"),
+    )
     if args.once:
         decisions = scheduler.run_once()
         for d in decisions:
-            print("%-28s %-20s %s %s" % (d["spider"], d["decision"], d.get("jobid") or "", d["reason"]))
-        # The exit status tells cron what the pass achieved: scrapyd down, or a spider not scheduled.
+            show(d)
+        # The exit status tells cron what the pass achieved: scrapyd down (or refusing the
+        # credentials), open to anyone, or a spider not scheduled.
         if any(d["decision"] == UNAVAILABLE for d in decisions):
             return EXIT_UNAVAILABLE
+        if any(d["decision"] == OPEN for d in decisions):
+            return EXIT_USAGE
         return EXIT_FAILED if any(d["decision"] == FAILED for d in decisions) else EXIT_OK
-    scheduler.run_forever(args.interval)
-    return 0
+    print(
+        "votersdaily scheduler: a pass every %g s on %s for %s; each decision that changes is shown "
+        "here and stored in %s (Ctrl-C stops)"
+        % (args.interval, scheduler.scrapyd.url, ", ".join(names), SCHEDULER_DB),
+        flush=True,
+    )
+    try:
+        scheduler.run_forever(args.interval, report=lambda decision: show(decision, stamp=True))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK

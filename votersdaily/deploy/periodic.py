@@ -2,11 +2,16 @@
 
 One pass looks at every scheduled spider: if scrapyd still has a pending or running job of it, the
 spider is skipped; if its frequency has elapsed since it was last scheduled, a job is scheduled.
-State lives in the store (database ``vd_scheduler``: one ``state:<spider>`` document per spider),
-so neither a scheduler restart nor a scrapyd restart loses it: jobs scrapyd no longer knows (it was
-restarted) count as ended, and a running job the state does not know (the scheduler lost its
-state) is found by spider name in ``listjobs.json``. Every decision that acts or refuses to act
-(scheduled, skipped because running, scrapyd unavailable, failed) is a document of its own.
+State lives in the store (database ``vd_scheduler``: one ``state:<spider>`` document per spider,
+and ``state:*`` for scrapyd itself), so neither a scheduler restart nor a scrapyd restart loses it:
+jobs scrapyd no longer knows (it was restarted) count as ended, and a running job the state does
+not know (the scheduler lost its state) is found by spider name in ``listjobs.json``.
+
+Every decision is logged; a decision that differs from the spider's last one (scheduled, now
+running, scrapyd unavailable, failed) is also a document of its own, and at most
+``VOTERSDAILY_SCHEDULER_DECISIONS`` of those are kept (the oldest go first): a scheduler that passes
+every minute writes only when something changes. A scrapyd that answers without credentials gets no
+jobs unless the operator allows it (``allow_open``).
 """
 
 from __future__ import annotations
@@ -16,11 +21,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from ..clock import iso_utc, now_utc
-from ..store.base import Store, StoreError
-from ..store.upsert import upsert
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.store.base import Store, StoreError
+from votersdaily.store.upsert import upsert
+
 from .scrapyd import Scrapyd, ScrapydError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .scrapyd import Jobs
 
 logger = logging.getLogger(__name__)
 
@@ -30,18 +43,21 @@ SCHEDULED = "scheduled"
 RUNNING = "skipped-running"
 NOT_DUE = "not-due"
 UNAVAILABLE = "scrapyd-unavailable"
+OPEN = "scrapyd-open"
 FAILED = "failed"
+#: The state document of scrapyd itself (its decisions are about no one spider).
+EVERY_SPIDER = "*"
 
 
 @dataclass(frozen=True)
 class Plan:
     spider: str
     hours: float
-    args: dict
-    settings: dict
+    args: dict[str, Any]
+    settings: dict[str, Any]
 
 
-def spider_frequencies(settings) -> dict[str, float]:
+def spider_frequencies(settings: BaseSettings) -> dict[str, float]:
     """Hours between runs per spider: ``frequency_hours`` of the spider class, overridden (or given,
     for spiders without one, such as ingest and laundromat) by VOTERSDAILY_SCHEDULE_HOURS."""
     from scrapy.spiderloader import SpiderLoader
@@ -65,42 +81,120 @@ def _parse(value: str | None) -> datetime | None:
 
 
 class RecurringScheduler:
+    #: The decisions of the last pass that differ from their spider's previous one.
+    changed: list[dict[str, Any]]
+
     def __init__(
-        self, scrapyd: Scrapyd, store: Store, plans: list[Plan], now: Callable[[], datetime] = now_utc
-    ):
+        self,
+        scrapyd: Scrapyd,
+        store: Store,
+        plans: list[Plan],
+        now: Callable[[], datetime] = now_utc,
+        allow_open: bool = False,
+        keep: int = DEFAULTS["VOTERSDAILY_SCHEDULER_DECISIONS"],
+    ) -> None:
         self.scrapyd = scrapyd
         self.store = store
         self.plans = plans
         self.now = now
+        self.allow_open = allow_open
+        self.keep = keep
+        self.changed = []
         store.ensure_db(SCHEDULER_DB)
 
-    def state(self, spider: str) -> dict:
+    def state(self, spider: str) -> dict[str, Any]:
         return self.store.get(SCHEDULER_DB, "state:" + spider) or {"_id": "state:" + spider, "spider": spider}
 
-    def run_once(self) -> list[dict]:
-        """One pass over every spider; the decisions taken."""
+    def run_once(self) -> list[dict[str, Any]]:
+        """One pass over every spider: the decisions taken. Those that changed are logged, stored,
+        and listed in :attr:`changed`."""
         now = self.now()
+        self.changed = []
+        refused = self._refusal(now)
+        if refused is not None:
+            return [refused]
         try:
             jobs = self.scrapyd.jobs()
             deployed = set(self.scrapyd.spiders())
         except ScrapydError as exc:
-            decision = self._decision(now, "*", UNAVAILABLE, reason=str(exc))
-            upsert(self.store, SCHEDULER_DB, [decision])
-            logger.error("scheduler: %s", exc)
-            return [decision]
-        decisions, states = [], []
+            down = self._decision(now, EVERY_SPIDER, UNAVAILABLE, reason=str(exc))
+            self._about_scrapyd(down)
+            return [down]
+        self._about_scrapyd(None)
+        taken = []
         for plan in self.plans:
             state = self.state(plan.spider)
-            decision = self._decide(plan, state, jobs, deployed, now)
-            decisions.append(decision)
-            state.pop("_rev", None)
-            state["last_checked"] = iso_utc(now)
-            state["last_decision"] = decision["decision"]
-            states.append(state)
-        upsert(self.store, SCHEDULER_DB, states + [d for d in decisions if d["decision"] != NOT_DUE])
-        return decisions
+            taken.append((self._decide(plan, state, jobs, deployed, now), state))
+        self._keep(taken)
+        return [decision for decision, _ in taken]
 
-    def _decide(self, plan: Plan, state: dict, jobs, deployed: set, now: datetime) -> dict:
+    def _refusal(self, now: datetime) -> dict[str, Any] | None:
+        """A scrapyd open to anyone gets no jobs, unless ``allow_open``: then a warning each pass."""
+        if not self.scrapyd.answers_without_credentials():
+            return None
+        why = (
+            "scrapyd %s answers without credentials: any local process can upload an egg and run "
+            "code with this node's store and Redis passwords" % self.scrapyd.url
+        )
+        if self.allow_open:
+            logger.warning("scheduler: %s (allowed by --allow-open-scrapyd)", why)
+            return None
+        refused = self._decision(
+            now,
+            EVERY_SPIDER,
+            OPEN,
+            reason="%s; set username and password in its scrapyd.conf (docs/operations.md), "
+            "or pass --allow-open-scrapyd" % why,
+        )
+        self._about_scrapyd(refused)
+        return refused
+
+    def _about_scrapyd(self, decision: dict[str, Any] | None) -> None:
+        """Keep a decision about scrapyd itself; None: it answered as it should (after an outage,
+        its state says so once)."""
+        self._keep([(decision or {"decision": "ok", "jobid": None, "reason": ""}, self.state(EVERY_SPIDER))])
+
+    def _keep(self, taken: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Each decision that differs from its spider's last one is logged and stored with the
+        spider's state (not-due ones only in the state); unchanged states are not rewritten; the
+        oldest decisions beyond ``keep`` are dropped."""
+        states, changed = [], []
+        for decision, state in taken:
+            last = {k: decision.get(k) for k in ("decision", "jobid", "reason")}
+            if state.get("last") == last:
+                logger.debug(
+                    "scheduler: %s %s %s", decision.get("spider"), decision["decision"], decision["reason"]
+                )
+                continue
+            state.pop("_rev", None)
+            state["last"] = last
+            states.append(state)
+            if "_id" in decision:  # scrapyd answering again is a state, not a decision
+                level = logging.ERROR if decision["decision"] in (UNAVAILABLE, OPEN, FAILED) else logging.INFO
+                logger.log(
+                    level, "scheduler: %s %s %s", decision["spider"], decision["decision"], decision["reason"]
+                )
+                self.changed.append(decision)
+                if decision["decision"] != NOT_DUE:
+                    changed.append(decision)
+        if states:
+            upsert(self.store, SCHEDULER_DB, states + changed)
+        if changed and self.store.count(SCHEDULER_DB) > self.keep + len(self.plans) + 1:
+            self._prune()
+
+    def _prune(self) -> None:
+        kept = sorted(
+            (doc["_id"], doc["_rev"])
+            for doc in self.store.iter_docs(SCHEDULER_DB)
+            if doc.get("type") == "decision"
+        )
+        old = kept[: max(0, len(kept) - self.keep)]
+        if old:
+            self.store.bulk_docs(SCHEDULER_DB, [{"_id": i, "_rev": r, "_deleted": True} for i, r in old])
+
+    def _decide(
+        self, plan: Plan, state: dict[str, Any], jobs: Jobs, deployed: set[str], now: datetime
+    ) -> dict[str, Any]:
         spider = plan.spider
         if spider not in deployed:
             return self._decision(now, spider, FAILED, reason="not deployed on %s" % self.scrapyd.url)
@@ -138,9 +232,8 @@ class RecurringScheduler:
     @staticmethod
     def _decision(
         now: datetime, spider: str, decision: str, jobid: str | None = None, reason: str = ""
-    ) -> dict:
+    ) -> dict[str, Any]:
         stamp = iso_utc(now)
-        logger.info("scheduler: %s %s %s", spider, decision, reason)
         return {
             "_id": "decision:%s-%s-%s-%d" % (stamp, spider, decision, time.monotonic_ns() % 10**9),
             "type": "decision",
@@ -151,10 +244,15 @@ class RecurringScheduler:
             "reason": reason,
         }
 
-    def run_forever(self, interval: float) -> None:
+    def run_forever(
+        self, interval: float, report: Callable[[dict[str, Any]], None] = lambda decision: None
+    ) -> None:
+        """A pass every ``interval`` seconds; ``report`` is called with each decision that changed."""
         while True:
             try:
                 self.run_once()
+                for decision in self.changed:
+                    report(decision)
             except (StoreError, ScrapydError) as exc:
                 # The store (or scrapyd) is down for this pass: the next pass tries again.
                 logger.error("scheduler pass failed: %s", exc)

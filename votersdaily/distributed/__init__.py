@@ -12,11 +12,18 @@ queue it lost anyway is reported as lost (:class:`.queue.RedisQueueLost`).
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-REDIS_ENV = "VOTERSDAILY_REDIS_URL"
+from votersdaily.plumbing.environment import environment_name, setting_or_environment
+
+if TYPE_CHECKING:
+    import redis
+    from scrapy import Spider
+    from scrapy.settings import BaseSettings
+
+REDIS_ENV = environment_name("REDIS_URL")
 
 #: Settings that turn a spider into a Redis-fed worker (see :class:`.redis_worker.WorkerMixin`).
 WORKER_SETTINGS = {
@@ -25,14 +32,19 @@ WORKER_SETTINGS = {
 }
 
 
-def queue_name(spider_or_cls) -> str:
+def as_text(value: bytes | str | float) -> str:
+    """A Redis answer's value as text (redis-py gives bytes unless decode_responses is set)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def queue_name(spider_or_cls: Spider | type[Spider]) -> str:
     """The Redis key prefix a spider's requests live under (workers share their base spider's)."""
     return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
 
 
-def redis_url(settings) -> str:
+def redis_url(settings: BaseSettings) -> str:
     """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
-    url = os.environ.get(REDIS_ENV) or settings.get("REDIS_URL")
+    url = setting_or_environment(settings, "REDIS_URL")
     if not url:
         raise NotConfigured(
             "distributed workers need Redis: set REDIS_URL or $%s (redis://host:6379/0)" % REDIS_ENV
@@ -40,7 +52,7 @@ def redis_url(settings) -> str:
     return url
 
 
-def redis_server(settings):
+def redis_server(settings: BaseSettings) -> redis.Redis:
     from scrapy.settings import Settings
     from scrapy_redis import connection
 

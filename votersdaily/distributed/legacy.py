@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
+
+    from .queue import StreamQueue
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +104,7 @@ def aside_keys(key: str) -> tuple[str, str, str]:
     return key + ":legacy-waiting", key + ":legacy-leased", key + ":legacy-dead"
 
 
-def set_aside(server, key: str) -> bool:
+def set_aside(server: redis.Redis, key: str) -> bool:
     """Rename the previous format's keys of queue ``key`` aside (one atomic step); whether any."""
     return bool(
         server.eval(
@@ -113,7 +119,7 @@ def set_aside(server, key: str) -> bool:
     )
 
 
-def move_aside_keys(server, key: str, meta: str, batch: int = 500) -> Migration:
+def move_aside_keys(server: redis.Redis, key: str, meta: str, batch: int = 500) -> Migration:
     """Move what :func:`set_aside` put aside into the stream (which must exist: ``ensure()`` first)."""
     done = Migration()
     script = server.register_script(MOVE)
@@ -129,7 +135,7 @@ def move_aside_keys(server, key: str, meta: str, batch: int = 500) -> Migration:
             return done
 
 
-def migrate(server, queue) -> Migration:
+def migrate(server: redis.Redis, queue: StreamQueue) -> Migration:
     """Bring a queue of the previous format into ``queue`` (a :class:`StreamQueue`), then ensure it;
     what was moved (logged)."""
     set_aside(server, queue.key)

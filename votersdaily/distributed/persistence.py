@@ -12,9 +12,15 @@ is on and the eviction policy, but not the fsync policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 from scrapy.exceptions import NotConfigured
+
+from . import as_text
+
+if TYPE_CHECKING:
+    import redis
 
 #: What each ``appendfsync`` policy keeps, for the start-up line and the refusal.
 FSYNC_GUARANTEES = {
@@ -111,11 +117,7 @@ class Persistence:
         return "%s; %s" % (problem, REMEDY)
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def read_persistence(server) -> Persistence:
+def read_persistence(server: redis.Redis) -> Persistence:
     """What ``server`` says about its persistence (CONFIG GET, else INFO persistence and memory)."""
     try:
         conf = _pairs(server.execute_command("CONFIG", "GET", "append*"))
@@ -139,13 +141,13 @@ def read_persistence(server) -> Persistence:
         bool(int(info.get("aof_enabled", 0))),
         source="INFO persistence",
         refused=refused,
-        eviction=_text(memory.get("maxmemory_policy", "")) or None,
+        eviction=as_text(memory.get("maxmemory_policy", "")) or None,
     )
 
 
-def _pairs(answer) -> dict[str, str]:
+def _pairs(answer: Any) -> dict[str, str]:
     """CONFIG GET's answer: a flat list (RESP2) or a dict (RESP3 / redis-py's parsing)."""
     if isinstance(answer, dict):
-        return {_text(k): _text(v) for k, v in answer.items()}
+        return {as_text(k): as_text(v) for k, v in answer.items()}
     items = list(answer)
-    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
+    return {as_text(items[i]): as_text(items[i + 1]) for i in range(0, len(items) - 1, 2)}

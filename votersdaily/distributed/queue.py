@@ -37,12 +37,21 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 from scrapy import Request
 from scrapy_redis.queue import Base
 
-from ..clock import now_iso
+from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
+
+from . import as_text
+
+if TYPE_CHECKING:
+    import redis
+    from scrapy import Spider
+
 
 GROUP = "workers"
 #: The consumer that holds requests given back or failed until the next lease takes them.
@@ -294,7 +303,7 @@ class RedisQueueLost(Exception):
     """The queue's epoch is gone or changed: Redis restarted without its data, or the keys were
     deleted. ``found`` is the epoch Redis has now (None: none)."""
 
-    def __init__(self, key: str, known: str, found: str | None):
+    def __init__(self, key: str, known: str, found: str | None) -> None:
         super().__init__("the queue %s of epoch %s is gone (Redis has %s)" % (key, known, found or "none"))
         self.key = key
         self.known = known
@@ -343,25 +352,21 @@ def consumer_name() -> str:
     return "%s/%d/%s" % (socket.gethostname(), os.getpid(), uuid.uuid4().hex[:8])
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class StreamQueue(Base):
     """The shared queue of one spider (see the module docstring). Its methods raise
     :class:`RedisQueueLost` when the queue's epoch changed since :meth:`ensure`."""
 
     def __init__(
         self,
-        server,
-        spider,
-        key,
-        serializer=None,
-        lease: float = 60.0,
-        max_attempts: int = 5,
+        server: redis.Redis,
+        spider: Spider,
+        key: str,
+        serializer: Any = None,
+        lease: float = DEFAULTS["VOTERSDAILY_REDIS_LEASE"],
+        max_attempts: int = DEFAULTS["VOTERSDAILY_REDIS_MAX_ATTEMPTS"],
         consumer: str | None = None,
         dupefilter_key: str | None = None,
-    ):
+    ) -> None:
         super().__init__(server, spider, key, serializer)
         self.lease_ms = int(lease * 1000)
         self.max_attempts = max_attempts
@@ -399,10 +404,10 @@ class StreamQueue(Base):
             keys=[self.key, self.meta],
             args=[uuid.uuid4().hex, GROUP, now_iso()],
         )
-        self.epoch = _text(epoch)
+        self.epoch = as_text(epoch)
         return bool(created)
 
-    def _run(self, name: str, keys: list[str], args: Sequence) -> list:
+    def _run(self, name: str, keys: list[str], args: Sequence[Any]) -> Any:
         if self.epoch is None:
             raise RuntimeError("StreamQueue.ensure() first: the queue's epoch is not known")
         try:
@@ -414,7 +419,7 @@ class StreamQueue(Base):
                 raise RedisQueueLost(self.key, self.epoch, None if found == "-" else found) from None
             raise
 
-    def _seen(self, length, pending) -> Sizes:
+    def _seen(self, length: int | bytes, pending: int | bytes) -> Sizes:
         self.last_sizes = Sizes(int(length), int(pending))
         self.last_sizes_at = time.monotonic()
         return self.last_sizes
@@ -432,7 +437,7 @@ class StreamQueue(Base):
         return self.sizes().pending
 
     def counters(self) -> dict[str, str]:
-        return {_text(k): _text(v) for k, v in self.server.hgetall(self.meta).items()}
+        return {as_text(k): as_text(v) for k, v in self.server.hgetall(self.meta).items()}
 
     # -- producing -----------------------------------------------------------------------------
 
@@ -472,12 +477,12 @@ class StreamQueue(Base):
         self.buried_last = int(buried)
         if not id_:
             return None
-        return Lease(_text(id_), self._decode_request(data), _text(previous), int(deliveries))
+        return Lease(as_text(id_), self._decode_request(data), as_text(previous), int(deliveries))
 
     def mine(self) -> list[tuple[str, Request]]:
         """This consumer's live leases (to find again a lease whose answer was lost)."""
         flat = self._run("mine", [self.key, self.meta], [self.consumer, self.lease_ms])
-        return [(_text(flat[i]), self._decode_request(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return [(as_text(flat[i]), self._decode_request(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     def renew(self, ids: Iterable[str]) -> Renewal:
         ids = list(ids)
@@ -486,7 +491,7 @@ class StreamQueue(Base):
         )
         self._seen(length, pending)
         return Renewal(
-            int(renewed), [_text(i) for i in taken], [_text(i) for i in back], [_text(i) for i in gone]
+            int(renewed), [as_text(i) for i in taken], [as_text(i) for i in back], [as_text(i) for i in gone]
         )
 
     def ack(self, ids: Iterable[str]) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -38,26 +39,36 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..store import mask_uri
-from ..store.crawler import writers_of
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.store import mask_uri
+from votersdaily.store.crawler import writers_of
+
 from . import queue_name, redis_server, redis_url, serializer
 from .legacy import migrate
 from .link import REDIS_DOWN, RedisLink
 from .queue import RedisQueueLost, Renewal, StreamQueue
 
+if TYPE_CHECKING:
+    from asyncio import Future
+    from collections.abc import Callable
+
+    import redis
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+
 logger = logging.getLogger(__name__)
 
 
-def _sleep(seconds: float):
+def _sleep(seconds: float) -> Deferred[None] | Future[None]:
     from twisted.internet import reactor
 
     return maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class ReliableScheduler:
-    def __init__(self, crawler, server):
+    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
         self.crawler = crawler
         self.server = server
         s = crawler.settings
@@ -105,7 +116,7 @@ class ReliableScheduler:
         self._closing = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, redis_server(crawler.settings))
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)
@@ -127,7 +138,7 @@ class ReliableScheduler:
 
     # -- Scrapy's scheduler interface ----------------------------------------------------------
 
-    def open(self, spider):
+    def open(self, spider: Spider) -> None:
         name = queue_name(spider)
         self.spider = spider
         self.df = RFPDupeFilter(self.server, key="%s:dupefilter" % name, debug=self.debug)
@@ -165,10 +176,10 @@ class ReliableScheduler:
             loop.start(interval, now=False)
             self._loops.append(loop)
 
-    def close(self, reason):
+    def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close())
 
-    async def _close(self):
+    async def _close(self) -> None:
         self._closing = True
         for loop in self._loops:
             if loop.running:
@@ -221,7 +232,7 @@ class ReliableScheduler:
         """The duplicate filter's key for ``request``; '' for one that must not be filtered."""
         return "" if request.dont_filter else self._opened_dupefilter.request_fingerprint(request)
 
-    def next_request(self):
+    def next_request(self) -> Request | None:
         if self._woken:
             return self._woken.pop()
         if self._adopted:
@@ -249,7 +260,7 @@ class ReliableScheduler:
 
     # -- Redis going away and coming back ------------------------------------------------------
 
-    def _redis_now(self, call, otherwise):
+    def _redis_now(self, call: Callable[..., Any], otherwise: Any) -> Any:
         """``call()`` on the reactor thread, or ``otherwise`` while (or as soon as) Redis is away."""
         if not self.link.up:
             return otherwise
@@ -261,7 +272,7 @@ class ReliableScheduler:
             self._on_queue_lost(exc)
         return otherwise
 
-    async def _guarded(self, step):
+    async def _guarded(self, step: Callable[..., Any]) -> Any:
         """One run of a periodic step: skipped while Redis is away; a Redis error starts the
         reconnection, a lost queue is reported, any other error is logged, and the loop goes on."""
         if not self.link.up:
@@ -286,7 +297,7 @@ class ReliableScheduler:
             self.stats.inc_value("redis/outages")
             deferred_from_coro(self._reconnect())
 
-    async def _reconnect(self):
+    async def _reconnect(self) -> None:
         while not self._closing:
             await _sleep(self.link.next_delay())
             try:
@@ -460,11 +471,11 @@ class ReliableScheduler:
                 return token
         return None
 
-    def _callback_failed(self, failure, response, spider):
+    def _callback_failed(self, failure: Failure, response: Response, spider: Spider) -> None:
         """``spider_error``: the callback (or errback) of a leased request raised."""
         self._mark_failed(getattr(response, "request", None))
 
-    def _item_failed(self, item, response, spider, failure):
+    def _item_failed(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         """``item_error``: an item of a leased request was not stored."""
         self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
 
@@ -483,7 +494,7 @@ class ReliableScheduler:
     def _write_errors(self) -> int:
         return sum(len(w.errors) for w in writers_of(self.crawler))
 
-    async def _checkpoint(self):
+    async def _checkpoint(self) -> None:
         """Push what was yielded, flush the store writers, then ack the requests that were done
         before the flush (and hand back for a retry those whose results were not stored)."""
         if self._checkpointing or self.queue is None:
@@ -544,7 +555,7 @@ class ReliableScheduler:
                 if token in self._adopted:
                     self._adopted.remove(token)
 
-    async def _survey(self):
+    async def _survey(self) -> None:
         """Log the leases of dead workers taken over since the last survey, and wake the engine
         when an expired lease (or a requeued request) waits and this worker has room."""
         self._log_recovered()
@@ -570,7 +581,7 @@ class ReliableScheduler:
 
     # -- idle ----------------------------------------------------------------------------------
 
-    def spider_idle(self, spider):
+    def spider_idle(self, spider: Spider) -> None:
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
         they stop once the queue (waiting and leased, by any worker) has been empty that long."""
         busy = (

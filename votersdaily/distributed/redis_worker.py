@@ -8,17 +8,23 @@ base spider's callbacks, items and pipelines; requests in the queue name callbac
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import NotConfigured
 
-from ..store import mask_uri
+from votersdaily.store import mask_uri
+
 from . import WORKER_SETTINGS, redis_server, redis_url
 from .link import REDIS_DOWN
 from .persistence import LOSS, RedisNotDurable, read_persistence
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from scrapy import Spider as _MixedIntoSpider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 else:
     _MixedIntoSpider = object
 
@@ -29,23 +35,23 @@ class WorkerMixin(_MixedIntoSpider):
     #: The base spider's name: its queue and duplicate filter (``<queue_name>:requests``).
     queue_name: str = ""
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         base = dict(getattr(cls, "custom_settings", None) or {})
         cls.custom_settings = {**base, **WORKER_SETTINGS}
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         check_redis(crawler.settings)
         return super().from_crawler(crawler, *args, **kwargs)
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[Request]:
         """No start requests of its own: the work comes from the Redis queue."""
         return
         yield  # an async generator
 
 
-def check_redis(settings) -> None:
+def check_redis(settings: BaseSettings) -> None:
     """Before a worker starts: its Redis answers and keeps its data (an append-only file), or it is
     told to go on without (VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False, loudly)."""
     where = mask_uri(redis_url(settings))

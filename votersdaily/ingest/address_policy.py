@@ -9,7 +9,13 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
+
+from votersdaily.plumbing.hosts import NO_HOSTS, HostList
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 
 def is_public(address: str) -> bool:
@@ -41,17 +47,34 @@ def _host_port(parts: SplitResult) -> tuple[str, int]:
 @dataclass(frozen=True)
 class AddressPolicy:
     """Which URLs untrusted data may make us fetch: http(s) only, to public addresses only, unless
-    ``allow_private`` or the host (``host`` or ``host:port``) is in ``private_hosts``; with
-    ``allowed_hosts`` set, nothing else at all. Picklable, so worker processes apply the same policy.
+    ``allow_private`` or the host (every port of a ``host`` entry, or that ``host:port``) is in
+    ``private_hosts``; with ``allowed_hosts`` set (same entries), nothing else at all. Picklable, so
+    worker processes apply the same policy.
 
     :meth:`refusal` judges what the URL alone shows, :meth:`check_addresses` what its name resolved
     to; :meth:`resolve_sync` does both for code outside the reactor (the connection must then use
     exactly the returned addresses)."""
 
     allow_private: bool = False
-    allowed_hosts: frozenset[str] = frozenset()
-    private_hosts: frozenset[str] = frozenset()
+    allowed_hosts: HostList = NO_HOSTS
+    private_hosts: HostList = NO_HOSTS
     setting: str = "INGEST_ALLOW_PRIVATE"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, prefix: str) -> AddressPolicy:
+        """The policy of ``<prefix>_ALLOW_PRIVATE``, ``<prefix>_ALLOWED_HOSTS`` and
+        ``<prefix>_PRIVATE_HOSTS`` (the ingest's and the laundromat's settings have one shape);
+        :class:`~votersdaily.plumbing.hosts.BadHostEntry` for an entry that can never match."""
+        return cls(
+            allow_private=settings.getbool(prefix + "_ALLOW_PRIVATE"),
+            allowed_hosts=HostList.parse(
+                settings.getlist(prefix + "_ALLOWED_HOSTS"), prefix + "_ALLOWED_HOSTS"
+            ),
+            private_hosts=HostList.parse(
+                settings.getlist(prefix + "_PRIVATE_HOSTS"), prefix + "_PRIVATE_HOSTS"
+            ),
+            setting=prefix + "_ALLOW_PRIVATE",
+        )
 
     def refusal(self, url: str) -> tuple[str, int] | None:
         """Raise for a URL refused outright; ``(host, port)`` still to resolve and check, or None
@@ -60,13 +83,13 @@ class AddressPolicy:
 
         parts = urlsplit(url)
         host, port = _host_port(parts)
-        if self.allowed_hosts and host not in self.allowed_hosts:
-            raise HostNotAllowed("refusing %s: host not in the allowed hosts" % url)
+        if self.allowed_hosts and not self.allowed_hosts.matches(host, port):
+            raise HostNotAllowed("refusing %s: %s:%d is not in the allowed hosts" % (url, host, port))
         if parts.scheme not in ("http", "https"):
             raise PrivateAddressRefused("refusing non-http(s) URL %s" % url)
         if not host:
             raise PrivateAddressRefused("refusing URL without a host: %s" % url)
-        if self.allow_private or host in self.private_hosts or "%s:%d" % (host, port) in self.private_hosts:
+        if self.allow_private or self.private_hosts.matches(host, port):
             return None
         if _is_local_name(host):
             raise PrivateAddressRefused("refusing private host %s (%s is off)" % (host, self.setting))

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from votersdaily.plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
@@ -17,6 +20,16 @@ PREFERRED_MIMETYPE = {
     "src": "application/gzip",
 }
 MAX_BASE_URL = 8192
+#: Sandcrawler's request keys (docs/ingest.md §1): short texts (slugs, identifiers), objects carried
+#: along to the result (``ext_ids`` and ``fatcat`` map names to texts), and ``force_recrawl``.
+TEXT_KEYS = ("link_source", "link_source_id", "ingest_request_source", "release_stage", "rel", "oa_status")
+OBJECT_KEYS = ("ext_ids", "fatcat", "edit_extra")
+KNOWN_KEYS = ("base_url", "ingest_type", *TEXT_KEYS, "force_recrawl", *OBJECT_KEYS)
+#: Characters of a text field (a DOI is at most a few hundred).
+MAX_TEXT = 1024
+#: Bytes of one object field as JSON, and of one line of a requests file.
+MAX_OBJECT_BYTES = 16 * 1024
+MAX_LINE_BYTES = 64 * 1024
 
 
 class IngestRequestError(ValueError):
@@ -27,55 +40,126 @@ class RequestSourceError(IngestRequestError):
     """Where the requests come from cannot be read (missing file, no such database): the run fails."""
 
 
-def normalize_request(raw) -> dict:
-    """Validate a request; the legacy type ``file`` is rewritten to ``pdf`` inside the request (as
-    upstream), everything else is kept verbatim."""
-    if not isinstance(raw, dict):
-        raise IngestRequestError("an ingest request must be a JSON object, got %s" % type(raw).__name__)
+class NoIngestRequests(RequestSourceError):
+    """The run was given no requests at all (no ``-a url=``, no ``-a requests=``): a job with
+    nothing to do because it was started wrong, which fails the run."""
+
+
+def _checked_text(key: str, value: Any, limit: int = MAX_TEXT) -> None:
+    if not isinstance(value, str):
+        raise IngestRequestError("%s must be a string, got %s" % (key, type(value).__name__))
+    if len(value) > limit:
+        raise IngestRequestError("%s is longer than %d characters: %s" % (key, limit, shown(value)))
+    if CONTROL.search(value):
+        raise IngestRequestError("%s holds a control character: %s" % (key, shown(value)))
+
+
+def _checked_object(key: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise IngestRequestError("%s must be a JSON object, got %s" % (key, type(value).__name__))
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_OBJECT_BYTES:
+        raise IngestRequestError("%s is larger than %d bytes as JSON (%d)" % (key, MAX_OBJECT_BYTES, size))
+    if key == "edit_extra":  # free metadata for fatcat: any JSON, but text that is text
+        for text in _strings(value):
+            if CONTROL_IN_TEXT.search(text):
+                raise IngestRequestError("%s holds a control character: %s" % (key, shown(text)))
+        return
+    for name, item in value.items():  # ext_ids, fatcat: identifier name -> identifier (or null)
+        _checked_text("%s key" % key, name, 64)
+        if item is not None:
+            _checked_text("%s.%s" % (key, name), item)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield name
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _checked_base_url(raw: dict[str, Any]) -> str:
     base_url = raw.get("base_url")
     if not isinstance(base_url, str) or not base_url.strip():
-        raise IngestRequestError("ingest request without a base_url: %s" % json.dumps(raw)[:300])
+        raise IngestRequestError(
+            "ingest request without a base_url (keys: %s)" % ", ".join(sorted(raw))[:300]
+        )
     if len(base_url) > MAX_BASE_URL:
-        raise IngestRequestError("base_url longer than %d characters" % MAX_BASE_URL)
-    if not base_url.strip().lower().startswith(("http://", "https://")):
-        raise IngestRequestError("base_url is not an http(s) URL: %r" % base_url[:300])
+        raise IngestRequestError(
+            "base_url is longer than %d characters: %s" % (MAX_BASE_URL, shown(base_url))
+        )
+    try:
+        return checked_url(base_url, "base_url", ("http", "https"))
+    except ValueError as exc:
+        raise IngestRequestError(str(exc)) from None
+
+
+def normalize_request(raw: Any) -> dict[str, Any]:
+    """Validate a request: known keys only, each of its shape and bounded (a text field's length, an
+    object's size, no control characters), base_url an http(s) URL with a host. The legacy type
+    ``file`` is rewritten to ``pdf`` inside the request (as upstream); everything else is kept verbatim."""
+    if not isinstance(raw, dict):
+        raise IngestRequestError("an ingest request must be a JSON object, got %s" % type(raw).__name__)
+    unknown = sorted(str(key) for key in raw if key not in KNOWN_KEYS)
+    if unknown:
+        raise IngestRequestError(
+            "unknown key %s; an ingest request has %s"
+            % (", ".join(shown(key) for key in unknown[:5]), ", ".join(KNOWN_KEYS))
+        )
+    _checked_base_url(raw)
+    for key in TEXT_KEYS:
+        if raw.get(key) is not None:
+            _checked_text(key, raw[key])
+    for key in OBJECT_KEYS:
+        if raw.get(key) is not None:
+            _checked_object(key, raw[key])
+    if raw.get("force_recrawl") not in (None, True, False):
+        raise IngestRequestError(
+            "force_recrawl must be true or false, got %s" % shown(str(raw["force_recrawl"]))
+        )
     request = dict(raw)
     if request.get("ingest_type", "pdf") == "file":
         request["ingest_type"] = "pdf"
     request.setdefault("ingest_type", "pdf")
     if request["ingest_type"] not in INGEST_TYPES:
         raise IngestRequestError(
-            "ingest_type %r is not one of %s" % (request["ingest_type"], ", ".join(INGEST_TYPES))
+            "ingest_type %s is not one of %s" % (shown(str(request["ingest_type"])), ", ".join(INGEST_TYPES))
         )
     return request
 
 
-def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[dict]:
+def from_args(urls: list[str], ingest_type: str = "pdf", **extra: Any) -> Iterator[dict[str, Any]]:
     for url in urls:
         request = {"base_url": url, "ingest_type": ingest_type}
         request.update({k: v for k, v in extra.items() if v is not None})
         yield request
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
-    """(where, request-or-error) per non-empty line; a bad line is an error, not the end."""
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = "%s:%d" % (path, lineno)
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
+    """(where, request-or-error) per non-empty line; a bad line (not JSON, not UTF-8, longer than
+    MAX_LINE_BYTES: never read whole into memory) is an error, not the end."""
+    for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
+        where = "%s:%d" % (path, lineno)
+        if isinstance(line, BadLine):
+            yield where, IngestRequestError(str(line))
+        elif line.strip():
             try:
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
 
 
-def from_store_doc(doc: dict) -> dict:
+def from_store_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """An ``ingest_requests`` document → the request (without CouchDB's keys)."""
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
 
-def request_doc_id(request: dict) -> str:
+def request_doc_id(request: dict[str, Any]) -> str:
     """Id of a request in the ``ingest_requests`` database (link_source, link_source_id, type, url)."""
     return "%s|%s|%s|%s" % (
         request.get("link_source") or "",

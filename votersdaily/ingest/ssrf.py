@@ -20,16 +20,26 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Self
 
-from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, UsageError
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
+
+from votersdaily.plumbing.hosts import BadHostEntry
 
 # The policy lives apart (no Scrapy there, for the laundromat's workers); importable from here too.
 from .address_policy import AddressPolicy as AddressPolicy
 from .address_policy import is_public as is_public
 from .address_policy import literal_address
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 
 #: Meta key for requests to operator-configured services (GROBID), exempt from the guard.
 TRUSTED_META = "ingest_trusted"
@@ -42,6 +52,16 @@ class PrivateAddressRefused(IgnoreRequest):
 
 class HostNotAllowed(IgnoreRequest):
     """``INGEST_ALLOWED_HOSTS`` is set and the URL's host is not on it."""
+
+
+def check_policy_settings(settings: BaseSettings, prefix: str) -> None:
+    """Refuse before any work a host list entry that can never match (``scrapy crawl`` then exits 2
+    with one line naming the setting): kept, it would refuse everything, or let through more than
+    the operator meant (see :mod:`votersdaily.plumbing.hosts`)."""
+    try:
+        AddressPolicy.from_settings(settings, prefix)
+    except BadHostEntry as exc:
+        raise UsageError(str(exc), print_help=False) from None
 
 
 #: host name → the addresses the guard checked (most recent last); shared by the middleware and
@@ -64,7 +84,7 @@ def pinned(host: str) -> list[str] | None:
 
 @implementer(IHostResolution)
 class _Resolution:
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
 
     def cancel(self) -> None:
@@ -76,12 +96,18 @@ class PinnedNameResolver:
     """The reactor's name resolver while the guard is on: checked names get their checked addresses,
     every other name goes to the resolver that was installed before (Scrapy's DNS cache)."""
 
-    def __init__(self, fallback):
+    # zope interfaces do not type their methods for mypy: the resolver's parts are Any.
+    def __init__(self, fallback: Any) -> None:
         self.fallback = fallback
 
     def resolveHostName(
-        self, resolutionReceiver, hostName, portNumber=0, addressTypes=None, transportSemantics="TCP"
-    ):
+        self,
+        resolutionReceiver: Any,
+        hostName: str | bytes,
+        portNumber: int = 0,
+        addressTypes: Sequence[type[Any]] | None = None,
+        transportSemantics: str = "TCP",
+    ) -> Any:
         name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
         addresses = pinned(name)
         if addresses is None:
@@ -98,7 +124,7 @@ class PinnedNameResolver:
         return resolution
 
 
-def install_pinning(reactor) -> None:
+def install_pinning(reactor: Any) -> None:
     """Put :class:`PinnedNameResolver` in front of the reactor's resolver (once per process)."""
     if not isinstance(reactor.nameResolver, PinnedNameResolver):
         reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
@@ -110,17 +136,14 @@ class SsrfGuardMiddleware:
 
     trusted_meta = TRUSTED_META
 
-    def __init__(self, allow_private: bool, allowed_hosts: list[str] | None = None, policy=None):
-        self.allow_private = allow_private
-        self.policy = policy or AddressPolicy(
-            allow_private=allow_private, allowed_hosts=frozenset(h.lower() for h in allowed_hosts or ())
-        )
+    def __init__(self, allow_private: bool = False, policy: AddressPolicy | None = None) -> None:
+        self.policy = policy or AddressPolicy(allow_private=allow_private)
+        self.allow_private = self.policy.allow_private
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
-    def from_crawler(cls, crawler):
-        settings = crawler.settings
-        guard = cls(settings.getbool("INGEST_ALLOW_PRIVATE"), settings.getlist("INGEST_ALLOWED_HOSTS"))
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        guard = cls(policy=AddressPolicy.from_settings(crawler.settings, "INGEST"))
         guard.install()
         return guard
 
@@ -145,7 +168,7 @@ class SsrfGuardMiddleware:
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request) -> None:
         if request.meta.get(self.trusted_meta):
             return None
         await self.check(request.url)

@@ -1,143 +1,103 @@
 """WARC output: every response as it came off the wire (before decompression and redirect
-handling) written with warcio, and its location put in ``request.meta`` for ``cdx`` and the file
-table."""
+handling) written by the shared WARC writer (:mod:`votersdaily.plumbing.warc_writer`), and its
+location put in ``request.meta`` for ``cdx`` and the file table. A response whose record could not be
+written (the folder's disk is full) keeps its result, without ``warc_*`` keys; the run log says why
+(``archived: false``)."""
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import os
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+
+from votersdaily import locations
+from votersdaily import signals as vd_signals
+from votersdaily.plumbing.warc_reader import read_record_at
+from votersdaily.plumbing.warc_writer import WarcFileWriter, decoded_headers, response_record
 
 from .result import dt14
 from .ssrf import TRUSTED_META
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
 
 logger = logging.getLogger(__name__)
 WARC_META = "ingest_warc"
 
 
 class WarcWriterMiddleware:
-    """Downloader middleware (order 650: above redirects and decompression).
+    """Downloader middleware (order 650: above redirects and decompression), a thin user of
+    :class:`~votersdaily.plumbing.warc_writer.WarcFileWriter` (one thread, rotation at
+    ``INGEST_WARC_MAX_SIZE``, what a full disk does)."""
 
-    Records are built, gzipped and written by one dedicated thread, in the order responses arrive:
-    the reactor never compresses a body, and offsets stay exact because only that thread touches
-    the file."""
-
-    def __init__(self, folder: Path, max_size: int, prefix: str):
-        self.folder = folder
-        self.max_size = max_size
-        self.prefix = prefix
-        self._handle: IO[bytes] | None = None
-        self._path: Path | None = None
-        self._serial = 0
-        self.records = 0
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
+    def __init__(self, folder: Path, max_size: int, prefix: str) -> None:
+        self.writer = WarcFileWriter(
+            folder,
+            lambda serial: "%s-%s-%05d-%s.warc.gz" % (prefix, dt14(), serial, uuid.uuid4().hex[:8]),
+            {"software": "votersdaily ingest", "format": "WARC/1.1"},
+            max_size=max_size,
+            what="the ingest's WARC output",
+            thread_name="warc-writer",
+        )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
         mw = cls(
-            Path(settings.get("INGEST_WARC_DIR")),
+            locations.ingest_warc_dir(settings),
             settings.getint("INGEST_WARC_MAX_SIZE"),
             settings.get("INGEST_WARC_PREFIX"),
         )
         crawler.signals.connect(mw.close, signal=signals.spider_closed)
+        crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
 
-    def _open(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._serial += 1
-        name = "%s-%s-%05d-%s.warc.gz" % (self.prefix, dt14(), self._serial, uuid.uuid4().hex[:8])
-        self._path = self.folder / name
-        self._handle = open(self._path, "wb")
-        self._writer = WARCWriter(self._handle, gzip=True)
-        warcinfo = self._writer.create_warcinfo_record(
-            name, {"software": "votersdaily ingest", "format": "WARC/1.1"}
-        )
-        self._writer.write_record(warcinfo)
-
-    async def process_response(self, request, response):
+    async def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
             return response
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs
-        ]
-        ip = str(response.ip_address) if response.ip_address else None
-        request.meta[WARC_META] = await asyncio.wrap_future(
-            self._thread.submit(self.write, response.url, response.status, headers, response.body, ip)
+        headers = decoded_headers(response.headers)
+        warc_headers = {"WARC-IP-Address": str(response.ip_address)} if response.ip_address else None
+        url, status, body = response.url, response.status, response.body
+        location = await asyncio.wrap_future(
+            self.writer.submit(
+                lambda builder: [response_record(builder, url, status, headers, body, warc_headers)]
+            )
         )
+        if location is not None:
+            request.meta[WARC_META] = {
+                "warc_path": location.path.name,
+                "warc_offset": location.offset,
+                "warc_csize": location.length,
+                "warc_record_id": location.record_id,
+            }
         return response
 
-    def write(
-        self, url: str, status: int, headers: list[tuple[str, str]], body: bytes, ip: str | None
-    ) -> dict:
-        """Append one response record (in the writer thread); its ``warc_path/offset/csize``."""
-        if self._handle is None or self._handle.tell() > self.max_size:
-            self._close_file()
-            self._open()
-        handle, path = self._handle, self._path
-        assert handle is not None and path is not None, "_open() made the file"
-        http_headers = StatusAndHeaders("%d %s" % (status, _reason(status)), headers, protocol="HTTP/1.1")
-        record = self._writer.create_warc_record(
-            url,
-            "response",
-            payload=io.BytesIO(body),
-            http_headers=http_headers,
-            warc_headers_dict={"WARC-IP-Address": ip} if ip else None,
-        )
-        offset = handle.tell()
-        self._writer.write_record(record)
-        handle.flush()
-        self.records += 1
-        return {
-            "warc_path": path.name,
-            "warc_offset": offset,
-            "warc_csize": handle.tell() - offset,
-            "warc_record_id": record.rec_headers.get_header("WARC-Record-ID"),
-        }
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
+        if self.writer.records or self.writer.not_written:
+            doc.update(self.writer.run_log_fields())
 
-    def _close_file(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-            logger.info("closed WARC file %s", self._path)
-
-    def close(self, spider=None) -> None:
+    def close(self, spider: Spider | None = None) -> None:
         """At spider close: every queued record written, then the file closed."""
-        self._thread.shutdown(wait=True)
-        self._close_file()
+        self.writer.close()
 
 
-def _reason(status: int) -> str:
-    from http import HTTPStatus
-
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-def read_record(folder: str | os.PathLike, warc_path: str, offset: int):
-    """The (url, http status, payload bytes) of the record at ``offset`` (for checks and tools)."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    with open(Path(folder) / warc_path, "rb") as handle:
-        handle.seek(offset)
-        for record in ArchiveIterator(handle):
-            return (
-                record.rec_headers.get_header("WARC-Target-URI"),
-                record.http_headers.get_statuscode(),
-                record.content_stream().read(),
-            )
-    return None
+def read_record(folder: str | os.PathLike[str], warc_path: str, offset: int) -> tuple[str, str, bytes]:
+    """The (url, http status, payload bytes) of the record at ``offset`` (for checks and tools);
+    raises :class:`~votersdaily.plumbing.warc_reader.DamagedWarc` naming the file and offset when it
+    does not read back whole."""
+    record = read_record_at(Path(folder) / warc_path, offset)
+    return (
+        record.rec_headers.get_header("WARC-Target-URI"),
+        record.http_headers.get_statuscode(),
+        record.content_stream().read(),
+    )

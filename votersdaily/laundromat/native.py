@@ -1,21 +1,29 @@
 """The laundromat's compiled fast paths (``_ntscan.c``), when built, else None: every caller has a
 pure-Python path that gives the same result, only slower.
 
-``scripts/setup.sh`` builds the module in place (``python3 scripts/build_native.py``; gcc and the
-Python headers). An egg deployed to scrapyd does not carry it and runs the pure-Python paths.
+The build backend compiles it when the package is installed (``pip install``, a wheel of
+``python -m build``; setup.py's optional extension: without a C compiler the install goes on without
+it); ``python3 scripts/build_native.py`` rebuilds it in place in a checkout. A scrapyd job runs the
+package installed on its node, compiled module included (docs/operations.md). Whether it is there:
+``python -c "from votersdaily.laundromat import native; print(native.available(), native.location())"``;
+the laundromat's run log says it as ``compiled_path``.
 
 * :func:`canonical_lines`: the lines of an N-Triples/N-Quads block that already are canonical
   statements, copied (blank nodes skolemised) without building a Python object per statement; the
   other lines go to pyoxigraph as before. tests/laundromat/test_native.py checks that both paths
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
 * :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
-  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``.
+  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort
+  nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
+  its pivots (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple
 
@@ -32,6 +40,11 @@ except ImportError:  # not built: the pure-Python paths are used
 
 def available() -> bool:
     return _module is not None
+
+
+def location() -> str | None:
+    """The file the compiled module was loaded from; None when the pure-Python paths run."""
+    return getattr(_module, "__file__", None)
 
 
 class Scanned(NamedTuple):
@@ -71,9 +84,10 @@ def sorted_unique(block: bytes) -> bytes:
     return _built().sorted_unique(block)
 
 
-def merge_runs(paths: list[str], fd: int) -> int:
+def merge_runs(paths: Sequence[str | os.PathLike[str]], fd: int) -> int:
     """Sorted unique run files merged into file descriptor ``fd``, each line once; lines written.
-    Runs without the GIL (call it from a thread to overlap the reader's work)."""
+    ``paths`` is copied before any is opened. Runs without the GIL (call it from a thread to
+    overlap the reader's work)."""
     return _built().merge_runs(paths, fd)
 
 

@@ -2,7 +2,7 @@
 
 Files under ``gov/`` are byte-for-byte copies of recordings published by other public projects
 (provenance in ``gov/FIXTURES.md``). Every recording a spider replays ships here, inside the package: offline replay
-works from a clone, an egg or a scrapyd node with no ``shared`` folder anywhere.
+works from a clone, an installed wheel or a scrapyd node with no ``shared`` folder anywhere.
 """
 
 from __future__ import annotations

@@ -6,39 +6,39 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ..rfc3986 import mask_uri
-from .base import Row, Store, StoreError, StoreUnavailable
+from votersdaily import locations
+from votersdaily.locations import STORE_ENV
+from votersdaily.rfc3986 import mask_uri
 
-STORE_ENV = "VOTERSDAILY_STORE"
-DEFAULT_STORE_URI = "sqlite:///votersdaily.db"
+from .base import Row, Store, StoreError, StoreUnavailable
+from .names import db_prefix
 
 
 def store_uri(settings: Any = None) -> str:
-    """The configured store URI: environment first, then the Scrapy setting, then the default."""
-    uri = os.environ.get(STORE_ENV)
-    if not uri and settings is not None:
-        uri = settings.get("VOTERSDAILY_STORE")
-    return uri or DEFAULT_STORE_URI
+    """The configured store URI: environment first, then the Scrapy setting, then the default; an
+    embedded store's relative path is under the data home (votersdaily/locations.py)."""
+    return locations.store_uri(settings)
 
 
-def open_store(uri: str | None = None) -> Store:
-    uri = uri or store_uri()
+def open_store(uri: str | None = None, settings: Any = None) -> Store:
+    """The store of ``uri`` (default: the configured one; an embedded store's relative path is under
+    the data home), its databases under the configured prefix (:mod:`.names`)."""
+    uri = locations.absolute_store_uri(uri, settings) if uri else store_uri(settings)
+    prefix = db_prefix(settings)
     if uri.startswith("sqlite:"):
         from .embedded import EmbeddedStore
 
-        return EmbeddedStore.from_uri(uri)
+        return EmbeddedStore.from_uri(uri, prefix=prefix)
     if uri.startswith(("http://", "https://")):
         from .couch import CouchStore
 
-        return CouchStore(uri)
+        return CouchStore(uri, prefix=prefix)
     raise StoreError("unsupported store URI scheme in %r (use sqlite:/// or http(s)://)" % mask_uri(uri))
 
 
 __all__ = [
-    "DEFAULT_STORE_URI",
     "STORE_ENV",
     "Row",
     "Store",

@@ -21,35 +21,50 @@ class StoreUnavailable(StoreError):
     """The store could not be reached or answered a server error; the write may be retried."""
 
 
+class StoreRefused(StoreUnavailable):
+    """The store answered but refused the request (HTTP 401 or 403: wrong credentials or rights).
+
+    Handled like an unavailable store (what it did not take is spooled, never lost), but never retried
+    in a loop: CouchDB 3.4+ locks a user out after 5 failed logins."""
+
+
 @dataclass(frozen=True)
 class Row:
     id: str
     key: Any
-    doc: dict | None = None
+    doc: dict[str, Any] | None = None
 
 
 @runtime_checkable
 class Store(Protocol):
     #: The store's URI with any password masked: the only form that may be logged.
     display_uri: str
+    #: Put before every database name (``VOTERSDAILY_DB_PREFIX``, :mod:`.names`).
+    prefix: str
 
     def ensure_db(self, db: str) -> None: ...
 
     def drop_db(self, db: str) -> None: ...
 
-    def list_dbs(self) -> list[str]: ...
+    def has_db(self, db: str) -> bool:
+        """Whether ``db`` exists: what every command asks (a member of the database may)."""
+        ...
 
-    def get(self, db: str, doc_id: str) -> dict | None: ...
+    def list_dbs(self) -> list[str]:
+        """The project's databases; on CouchDB 3 only a server admin may ask (tests, admin tools)."""
+        ...
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None: ...
+
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The current documents among ``ids`` (missing and deleted ones are left out)."""
         ...
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write ``docs``; one result per doc: ``{"id", "rev"}`` or ``{"id", "error", "reason"}``."""
         ...
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]: ...
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]: ...
 
     def count(self, db: str) -> int: ...
 
@@ -59,7 +74,7 @@ class Store(Protocol):
         view: str,
         *,
         key: Any = None,
-        keys: list | None = None,
+        keys: list[Any] | None = None,
         startkey: Any = None,
         endkey: Any = None,
         descending: bool = False,

@@ -3,6 +3,11 @@
 Works with Apache CouchDB 3.x and PouchDB Server (used by the tests). Every request asks for JSON
 explicitly (PouchDB Server answers ``text/plain`` otherwise), paging uses unique ``_id`` start keys or
 ``skip`` (PouchDB Server ignores ``startkey_docid``), and credentials stay out of every message.
+
+Only what a database member may do is asked of the server for reading and writing (``GET /{db}`` to
+learn whether a database exists: ``_all_dbs`` is for server admins on CouchDB 3), so a least-privilege
+user can crawl and read (docs/operations.md: Users and roles). A refusal is told apart by CouchDB's
+``{"error", "reason"}`` answer, not by its status alone (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -10,18 +15,32 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..rfc3986 import mask_uri, service_base
-from .base import Row, StoreError, StoreUnavailable
+from votersdaily.rfc3986 import mask_uri, service_base
+
+from .base import Row, StoreError, StoreRefused, StoreUnavailable
+from .names import checked_prefix, database_name, project_name
 from .revisions import not_unicode
 from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
 TIMEOUT = (10, 120)
+STORE_ENV = "VOTERSDAILY_STORE"
+
+#: CouchDB 3.4+'s reason (HTTP 403) once a user is locked out after failed logins (couch_httpd_auth.erl).
+LOCKOUT_REASON = "Account is temporarily locked due to multiple authentication failures"
+#: What CouchDB's ``[chttpd_auth_lockout]`` settings (3.4+) do by default (default.ini): ``threshold``
+#: failed logins of one user from one address lock it out (``mode = enforce``) until ``max_lifetime``
+#: milliseconds have passed since the first failure.
+LOCKOUT_DEFAULTS = (
+    "until max_lifetime has passed since the first failure (default 300000 ms: 5 minutes, "
+    "after threshold = 5 failures)"
+)
+ROLES_DOC = "docs/operations.md: Users and roles"
 
 
 def _doc_path(doc_id: str) -> str:
@@ -30,7 +49,7 @@ def _doc_path(doc_id: str) -> str:
     return quote(doc_id, safe="")
 
 
-def _jsonify(params: dict) -> dict:
+def _jsonify(params: dict[str, Any]) -> dict[str, Any]:
     """CouchDB view parameters are JSON values in the query string."""
     out = {}
     for name, value in params.items():
@@ -42,10 +61,86 @@ def _jsonify(params: dict) -> dict:
     return out
 
 
+def couch_error(response: requests.Response) -> tuple[str, str] | None:
+    """CouchDB's ``(error, reason)`` of an answer; None when the body is not CouchDB's (a proxy's page,
+    another service, an empty body)."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or not isinstance(answer.get("error"), str):
+        return None
+    return answer["error"], str(answer.get("reason") or "")
+
+
+def refusal(
+    response: requests.Response, request: str, display_uri: str, user: str | None, db: str | None = None
+) -> StoreError:
+    """The one-line error for a refused ``request`` (``"GET /vd_events"``) of the server's database
+    ``db``, told by CouchDB's answer: a 401 may be wrong credentials or a task for a server admin, a 403
+    a locked-out user or one who is not a member, a 404 of a proxy is no missing database.
+
+    :class:`~.base.StoreUnavailable` for what passes (server errors, a locked-out user): a writer
+    retries and spools it. A refusal of the credentials or the rights is :class:`~.base.StoreRefused`:
+    spooled like an outage, never retried (retrying would only bring CouchDB's lockout sooner). An
+    answer that is not CouchDB's (a wrong URL) is a plain :class:`~.base.StoreError`.
+    """
+    status = response.status_code
+    at = "the store at %s" % display_uri
+    answer = couch_error(response)
+    if answer is None:
+        if status >= 500:
+            return StoreUnavailable(
+                "%s answered %s with HTTP %d, not CouchDB's error" % (at, request, status)
+            )
+        return StoreError(
+            "%s does not answer like CouchDB (%s: HTTP %d): check the URL in $%s"
+            % (display_uri, request, status, STORE_ENV)
+        )
+    error, reason = answer
+    said = "%s: HTTP %d %s%s" % (request, status, error, ": " + reason if reason else "")
+    who = "user %r" % user if user else "a request without a user"
+    if error == "forbidden" and reason == LOCKOUT_REASON:
+        return StoreUnavailable(
+            "%s has locked %s out after failed logins (%s): CouchDB 3.4+ refuses it from this address "
+            "%s, by its [chttpd_auth_lockout] settings; fix the password in $%s, then wait"
+            % (at, who, said, LOCKOUT_DEFAULTS, STORE_ENV)
+        )
+    if error == "unauthorized" and user and "password" in reason.lower():
+        return StoreRefused(
+            "%s refused the credentials (HTTP 401): fix the user and password in $%s (a server in admin "
+            "party, like the PouchDB Server of the README, takes none)" % (at, STORE_ENV)
+        )
+    if error in ("unauthorized", "forbidden") and "admin" in reason.lower():
+        if db and request.startswith("PUT /") and "/" not in request[5:]:
+            return StoreRefused(
+                "database %r does not exist in %s and %s may not create it (%s): a server admin creates "
+                "the databases once, e.g. with `python -m votersdaily views push` (%s)"
+                % (db, at, who, said, ROLES_DOC)
+            )
+        return StoreRefused("%s: %s is not a server admin (%s; %s)" % (at, who, said, ROLES_DOC))
+    if error in ("unauthorized", "forbidden"):
+        if not user:
+            return StoreRefused(
+                "%s wants a user (%s): put a member's user and password in $%s (%s)"
+                % (at, said, STORE_ENV, ROLES_DOC)
+            )
+        return StoreRefused(
+            "%s may not use %s in %s (%s): a server admin makes it a member there (%s)"
+            % (who, "database %r" % db if db else "this", at, said, ROLES_DOC)
+        )
+    if status >= 500:
+        return StoreUnavailable("%s answered %s" % (at, said))
+    return StoreError("%s answered %s" % (at, said))
+
+
 class CouchStore:
-    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT):
+    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = "") -> None:
         self.base, auth = service_base(uri)
+        self.user = auth[0] if auth else None
         self.display_uri = mask_uri(uri)
+        #: Put before every database name (:mod:`.names`).
+        self.prefix = checked_prefix(prefix)
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "Content-Type": "application/json"})
@@ -57,7 +152,13 @@ class CouchStore:
     # -- HTTP ------------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs
+        self,
+        method: str,
+        path: str,
+        *,
+        ok: tuple[int, ...] = (200, 201, 202),
+        allow: tuple[int, ...] = (),
+        **kwargs: Any,
     ) -> requests.Response:
         url = self.base + path
         try:
@@ -67,54 +168,80 @@ class CouchStore:
             raise StoreUnavailable(
                 "%s %s%s failed: %s" % (method, self.display_uri, path, type(exc).__name__)
             ) from None
-        if response.status_code in ok or response.status_code in allow:
+        if response.status_code in ok or (response.status_code in allow and couch_error(response)):
             return response
-        if response.status_code >= 500:
-            raise StoreUnavailable(
-                "%s %s%s answered %d" % (method, self.display_uri, path, response.status_code)
-            )
-        raise StoreError(
-            "%s %s%s answered %d: %s"
-            % (method, self.display_uri, path, response.status_code, response.text[:300])
-        )
+        raise self.refusal(response, method, path)
 
-    def _json(self, method: str, path: str, **kwargs) -> Any:
-        response = self._request(method, path, **kwargs)
+    def refusal(self, response: requests.Response, method: str, path: str) -> StoreError:
+        first = unquote(path.split("/", 1)[0])
+        db = first if first and not first.startswith("_") else None
+        return refusal(response, "%s /%s" % (method, path), self.display_uri, self.user, db)
+
+    def _db(self, db: str) -> str:
+        """The path of the project's database ``db`` (its name on the server: :mod:`.names`)."""
+        return quote(database_name(self.prefix, db), safe="")
+
+    def _json(self, method: str, path: str, expect: type = dict, **kwargs: Any) -> Any:
+        return self._decoded(self._request(method, path, **kwargs), method, path, expect)
+
+    def _decoded(self, response: requests.Response, method: str, path: str, expect: type = dict) -> Any:
+        """The JSON ``expect`` (an object, or a list) an answer holds; StoreError when it holds
+        something else (a proxy's HTML page, a maintenance notice), never a traceback later."""
         try:
-            return response.json()
+            answer = response.json()
         except ValueError:
             raise StoreError(
                 "%s %s%s answered non-JSON: %r" % (method, self.display_uri, path, response.text[:200])
             ) from None
+        if not isinstance(answer, expect):
+            raise StoreError(
+                "%s %s%s answered %s, not a JSON %s: %r"
+                % (
+                    method,
+                    self.display_uri,
+                    path,
+                    type(answer).__name__,
+                    "list" if expect is list else "object",
+                    response.text[:200],
+                )
+            )
+        return answer
 
     # -- databases -----------------------------------------------------------------------------
 
     def ensure_db(self, db: str) -> None:
-        response = self._request("GET", quote(db, safe=""), allow=(404,))
-        if response.status_code == 404:
-            # 412: created meanwhile by another writer.
-            self._request("PUT", quote(db, safe=""), allow=(412,))
+        if not self.has_db(db):
+            # 412: created meanwhile by another writer. Creating needs a server admin.
+            self._request("PUT", self._db(db), allow=(412,))
+
+    def has_db(self, db: str) -> bool:
+        """``GET /{db}``, which a member of the database may do (``_all_dbs`` needs a server admin)."""
+        return self._request("GET", self._db(db), allow=(404,)).status_code != 404
 
     def drop_db(self, db: str) -> None:
-        self._request("DELETE", quote(db, safe=""), allow=(404,))
+        self._request("DELETE", self._db(db), allow=(404,))
 
     def list_dbs(self) -> list[str]:
-        return [name for name in self._json("GET", "_all_dbs") if not name.startswith("_")]
+        """The project's databases (under its prefix). CouchDB 3 answers ``_all_dbs`` to server admins
+        only: the commands ask :meth:`has_db` instead."""
+        names = (project_name(self.prefix, name) for name in self._json("GET", "_all_dbs", expect=list))
+        return [name for name in names if name is not None]
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
-        response = self._request("GET", "%s/%s" % (quote(db, safe=""), _doc_path(doc_id)), allow=(404,))
-        return None if response.status_code == 404 else response.json()
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
+        path = "%s/%s" % (self._db(db), _doc_path(doc_id))
+        response = self._request("GET", path, allow=(404,))
+        return None if response.status_code == 404 else self._decoded(response, "GET", path)
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = self._json(
                 "POST",
-                "%s/_all_docs" % quote(db, safe=""),
+                "%s/_all_docs" % self._db(db),
                 params={"include_docs": "true"},
                 data=json.dumps({"keys": chunk}),
             )
@@ -124,7 +251,7 @@ class CouchStore:
                     found[row["id"]] = doc
         return found
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not docs:
             return []
         try:
@@ -135,23 +262,23 @@ class CouchStore:
             sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
             answers = iter(self.bulk_docs(db, sendable))
             return [answer or next(answers) for answer in refused]
-        answer = self._json("POST", "%s/_bulk_docs" % quote(db, safe=""), data=body)
-        if not isinstance(answer, list):
-            raise StoreError("_bulk_docs on %s answered %r" % (db, answer))
+        answer: list[dict[str, Any]] = self._json(
+            "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
+        )
         return answer
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
-        path = "%s/%s/%s" % (quote(db, safe=""), _doc_path(doc_id), quote(name, safe=""))
+        path = "%s/%s/%s" % (self._db(db), _doc_path(doc_id), quote(name, safe=""))
         response = self._request("GET", path, allow=(404,), headers={"Accept": "*/*"})
         return None if response.status_code == 404 else response.content
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         startkey = None
         while True:
             params = {"include_docs": "true", "limit": PAGE_SIZE + 1}
             if startkey is not None:
                 params["startkey"] = json.dumps(startkey)
-            rows = self._json("GET", "%s/_all_docs" % quote(db, safe=""), params=params).get("rows", [])
+            rows = self._json("GET", "%s/_all_docs" % self._db(db), params=params).get("rows", [])
             page = rows[:PAGE_SIZE]
             for row in page:
                 if row.get("doc") is None or (row["id"].startswith("_design/") and not include_design):
@@ -162,10 +289,10 @@ class CouchStore:
             startkey = rows[PAGE_SIZE]["id"]
 
     def count(self, db: str) -> int:
-        info = self._json("GET", quote(db, safe=""))
+        info = self._json("GET", self._db(db))
         designs = self._json(
             "GET",
-            "%s/_all_docs" % quote(db, safe=""),
+            "%s/_all_docs" % self._db(db),
             params={"startkey": json.dumps("_design/"), "endkey": json.dumps("_design0")},
         ).get("rows", [])
         return int(info.get("doc_count", 0)) - len(designs)
@@ -174,19 +301,19 @@ class CouchStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
-        descending=False,
-        limit=None,
-        skip=0,
-        include_docs=True,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
+        descending: bool = False,
+        limit: int | None = None,
+        skip: int = 0,
+        include_docs: bool = True,
     ) -> list[Row]:
-        path = "%s/_design/%s/_view/%s" % (quote(db, safe=""), DESIGN_NAME, quote(view, safe=""))
+        path = "%s/_design/%s/_view/%s" % (self._db(db), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(
             {
                 "key": key,

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from twisted.internet import defer, threads
@@ -23,9 +23,12 @@ from twisted.internet import defer, threads
 from . import open_store, store_uri
 from .base import Store, StoreError
 from .hooks import WriteHooks
-from .spool import Spool
+from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
-from .writer import BatchWriter
+from .writer import BatchWriter, Outage
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -59,36 +62,46 @@ class CrawlWrites:
     store: Store | None = None
     writers: list[CrawlerWriter] = field(default_factory=list)
     totals: WriteTotals = field(default_factory=WriteTotals)
+    #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
+    spool_delivered: Counter[str] = field(default_factory=Counter)
     hold: EngineHold = field(default_factory=EngineHold)
 
 
 _CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
 
 
-def crawl_writes(crawler) -> CrawlWrites:
+def crawl_writes(crawler: Crawler) -> CrawlWrites:
     writes = _CRAWLS.get(crawler)
     if writes is None:
         writes = _CRAWLS[crawler] = CrawlWrites()
     return writes
 
 
-def store_for(crawler) -> Store:
+def store_for(crawler: Crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
-        writes.store = open_store(store_uri(crawler.settings))
+        writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
 
 
-def writers_of(crawler) -> list[CrawlerWriter]:
+def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
     return list(crawl_writes(crawler).writers)
 
 
-def write_totals(crawler) -> WriteTotals:
+def write_totals(crawler: Crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
 
 
-def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
+def count_spool_delivered(crawler: Crawler, db: str, documents: int) -> None:
+    """Documents an earlier run spooled for this store, delivered by this crawl: counted apart from
+    its own writes (the run log's ``spool_delivered_count``; ``spool/<db>/delivered`` in the stats)."""
+    if documents:
+        crawl_writes(crawler).spool_delivered[db] += documents
+        crawler.stats.inc_value("spool/%s/delivered" % db, documents)
+
+
+def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
     """Add what a write to ``db`` did to the crawl's totals (and to the stats, for operators)."""
     write_totals(crawler).add(db, counts)
     for kind, n in counts.items():
@@ -97,7 +110,9 @@ def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
+    def __init__(
+        self, crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    ) -> None:
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -116,7 +131,7 @@ class CrawlerWriter:
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
-        self._opened: defer.Deferred | None = None
+        self._opened: defer.Deferred[None] | None = None
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
@@ -125,7 +140,7 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
-    def open(self) -> defer.Deferred:
+    def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
             self._opened = threads.deferToThread(self._open_blocking)
@@ -148,21 +163,26 @@ class CrawlerWriter:
             self.batch.start_spooled(exc)
             return
         if self.batch.spool is not None:
-            report = self.batch.spool.deliver_earlier(self.store, self.db)
-            self.batch.outage.delivered_from_spool += report.documents
-            self._count(report.result)
+            try:
+                report = self.batch.spool.deliver_earlier(self.store, self.db)
+            except StoreError as exc:  # what is left stays spooled; this run's batches handle the store
+                logger.warning(
+                    "could not deliver what earlier runs spooled for %s (%s): it stays spooled", self.db, exc
+                )
+                return
+            count_spool_delivered(self.crawler, self.db, report.documents)
 
     @property
-    def outage(self):
+    def outage(self) -> Outage:
         return self.batch.outage
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
         accepted = self.batch.add(doc)
         if not accepted.called and self.pause_engine:
             self._hold_engine(accepted)
         return accepted
 
-    def _hold_engine(self, accepted: defer.Deferred) -> None:
+    def _hold_engine(self, accepted: defer.Deferred[None]) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an
         engine someone else paused is left to them)."""
         engine = getattr(self.crawler, "engine", None)
@@ -175,7 +195,7 @@ class CrawlerWriter:
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
-        def release(result):
+        def release(result: Any) -> Any:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
@@ -186,12 +206,44 @@ class CrawlerWriter:
 
         accepted.addBoth(release)
 
-    def close(self) -> defer.Deferred:
+    def close(self) -> defer.Deferred[None]:
         return self.batch.flush()
+
+    def spool_unwritten(self) -> int:
+        """The reactor is stopping before this writer was closed (a forced stop): spool the
+        documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
+        batch already handed to a thread finishes there. How many were spooled."""
+        batch = self.batch
+        unwritten, batch._buffer = batch._buffer, []
+        if not unwritten:
+            return 0
+        if batch.spool is None:
+            logger.error(
+                "%d documents for %s were not written: the crawl was stopped and the spool is off "
+                "(VOTERSDAILY_SPOOL_ENABLED=False)",
+                len(unwritten),
+                self.db,
+            )
+            return 0
+        ids = [doc["_id"] for doc in unwritten]
+        try:
+            path = batch.spool.write(batch.target, self.db, unwritten, batch.ignore, batch.hooks)
+        except NotSpooled as exc:
+            FULL_FOLDERS.failed(exc)  # the folder and why, said once
+            self._count(UpsertResult(lost=ids))
+            return 0
+        self._count(UpsertResult(spooled=ids))
+        logger.error(
+            "the crawl was stopped before %d documents for %s were written: spooled to %s",
+            len(ids),
+            self.db,
+            path,
+        )
+        return len(ids)
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
 ) -> CrawlerWriter:
     writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
     crawl_writes(crawler).writers.append(writer)

@@ -11,8 +11,10 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..schema import SURROGATE_RE
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Store, StoreError
 from .revisions import same_content
 
@@ -39,6 +41,8 @@ class UpsertResult:
     duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)
+    #: Ids neither written nor spooled: the store did not take them and the spool could not.
+    lost: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many documents each outcome had (only those that happened): the run log's ``store``."""
@@ -51,6 +55,7 @@ class UpsertResult:
             "replaced": len(self.replaced),
             "repaired": len(self.repaired),
             "spooled": len(self.spooled),
+            "lost": len(self.lost),
             "failed": len(self.failed),
             "conflicts_resolved": self.conflicts_resolved,
         }
@@ -67,15 +72,16 @@ class UpsertResult:
         self.replaced += other.replaced
         self.repaired += other.repaired
         self.spooled += other.spooled
+        self.lost += other.lost
 
 
 def upsert(
     store: Store,
     db: str,
-    docs: Iterable[dict],
+    docs: Iterable[dict[str, Any]],
     ignore: Iterable[str] = (),
     insert_first: bool = False,
-    before_write: Callable[[list[dict]], None] | None = None,
+    before_write: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -87,7 +93,7 @@ def upsert(
     """
     ignore = tuple(ignore)
     result = UpsertResult()
-    pending: dict[str, dict] = {}
+    pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
             result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
@@ -112,7 +118,7 @@ def upsert(
         if not pending:
             break
         if round_:
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
         existing = store.get_many(db, pending)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

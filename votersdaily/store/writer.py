@@ -5,10 +5,14 @@ thread; batches run one after another (so a later version of a document never ov
 one), and :meth:`BatchWriter.add` returns a Deferred that applies back-pressure when ``max_pending``
 batches are already in flight.
 
-When the store is unavailable (unreachable or 5xx) a batch is retried with exponential backoff
-(``retry_times``); if it still fails and a :class:`~.spool.Spool` is given, the batch is spooled to a
-local file instead of being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the
-spooled documents first, so a later version of a document still never overtakes an earlier one.
+Every way a store can fail to take a batch is handled alike: unreachable, timing out or answering a
+server error (:class:`~.base.StoreUnavailable`: retried with exponential backoff, ``retry_times``),
+refusing the credentials or the rights (:class:`~.base.StoreRefused`, also per document: never retried,
+a locked-out user stays locked out), or failing otherwise (:class:`~.base.StoreError`). If a
+:class:`~.spool.Spool` is given, what the store did not take is spooled for that store instead of
+being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the spooled documents first, so
+a later version of a document still never overtakes an earlier one. A batch the spool cannot take
+either (a full disk) is counted ``lost``, reported once per folder, and fails the run.
 """
 
 from __future__ import annotations
@@ -18,14 +22,21 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
-from ..clock import now_iso
-from .base import Store, StoreUnavailable
+from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
+
+from .base import Store, StoreError, StoreRefused, StoreUnavailable
 from .hooks import WriteHooks
-from .spool import Spool
+from .identity import identity_of
+from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +46,22 @@ class Outage:
     """What a writer went through while the store was unavailable (for the run log)."""
 
     retries: int = 0
+    #: Documents of this run spooled, and of those, delivered before it ended.
     spooled: int = 0
     delivered_from_spool: int = 0
+    #: Documents of this run neither stored nor spooled (the spool could not take them).
+    lost: int = 0
     first_failure: str | None = None
     last_failure: str | None = None
     last_error: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.retries or self.spooled or self.delivered_from_spool)
+        return bool(self.retries or self.spooled or self.delivered_from_spool or self.lost)
+
+    @property
+    def still_spooled(self) -> int:
+        """Documents of this run waiting in the spool."""
+        return self.spooled - self.delivered_from_spool
 
     def failed(self, exc: BaseException) -> None:
         self.first_failure = self.first_failure or now_iso()
@@ -56,16 +75,16 @@ class BatchWriter:
         store: Store,
         db: str,
         *,
-        batch_size: int = 500,
-        max_pending: int = 2,
+        batch_size: int = DEFAULTS["VOTERSDAILY_BATCH_SIZE"],
+        max_pending: int = DEFAULTS["VOTERSDAILY_MAX_PENDING_BATCHES"],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
-        retry_times: int = 0,
-        retry_backoff: float = 1.0,
-        retry_max_delay: float = 30.0,
+        retry_times: int = DEFAULTS["VOTERSDAILY_STORE_RETRY_TIMES"],
+        retry_backoff: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_BACKOFF"],
+        retry_max_delay: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_MAX_DELAY"],
         spool: Spool | None = None,
-    ):
+    ) -> None:
         self.store = store
         self.db = db
         self.batch_size = batch_size
@@ -78,13 +97,17 @@ class BatchWriter:
         self.retry_max_delay = retry_max_delay
         self.spool = spool
         self.outage = Outage()
-        self._spool_path: Path | None = None
+        #: Where what this writer spools goes: the store's identity (no credentials), which alone
+        #: may receive it.
+        self.target = identity_of(store)
+        #: This writer's spool files, oldest first (delivered in order once the store is back).
+        self._spooled: list[Path] = []
         self.total = UpsertResult()
         self.errors: list[BaseException] = []
-        self._buffer: list[dict] = []
+        self._buffer: list[dict[str, Any]] = []
         self._pending = 0
-        self._chain: defer.Deferred = defer.succeed(None)
-        self._waiters: list[defer.Deferred] = []
+        self._chain: defer.Deferred[Any] = defer.succeed(None)
+        self._waiters: list[defer.Deferred[None]] = []
         self._expect_new = False
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
@@ -98,24 +121,24 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
         if self._pending >= self.max_pending:
-            waiter: defer.Deferred = defer.Deferred()
+            waiter: defer.Deferred[None] = defer.Deferred()
             self._waiters.append(waiter)
             return waiter
         return defer.succeed(None)
 
-    def flush(self) -> defer.Deferred:
+    def flush(self) -> defer.Deferred[None]:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
         every submitted batch is done."""
         if self._buffer:
             self._submit()
         if self.spool is not None:
             self._submit(drain=True)
-        done: defer.Deferred = defer.Deferred()
+        done: defer.Deferred[None] = defer.Deferred()
         self._chain.addBoth(lambda _: done.callback(None))
         return done
 
@@ -127,42 +150,42 @@ class BatchWriter:
         self._chain.addErrback(self._failed, batch)
         self._chain.addBoth(self._batch_done)
 
-    def _write(self, batch: list[dict]) -> UpsertResult:
+    def _write(self, batch: list[dict[str, Any]]) -> UpsertResult:
         if self._store_down:
             return self._spool(batch)
         # While this writer has spooled documents, new batches queue up behind them in the spool.
-        retries = 0 if self._spool_path is not None else self.retry_times
+        retries = 0 if self._spooled else self.retry_times
         result = UpsertResult()
         try:
-            if self._spool_path is not None:
+            if self._spooled:
                 result.merge(self._retrying(self._deliver_spooled, retries))
             result.merge(self._retrying(lambda: self._write_now(batch), retries))
-        except StoreUnavailable:
+        except StoreError:
             if self.spool is None:
                 raise
             result.merge(self._spool(batch))
         return result
 
-    def _drain(self, _batch: list[dict]) -> UpsertResult:
+    def _drain(self, _batch: list[dict[str, Any]]) -> UpsertResult:
         """At flush: one more (retried) attempt to deliver what this writer spooled."""
-        if self._spool_path is None:
+        if not self._spooled:
             return UpsertResult()
         try:
             if self._store_down:  # it could not even be opened: the spool is delivered by `flush`
                 raise StoreUnavailable(self.outage.last_error)
             return self._retrying(self._deliver_spooled, self.retry_times)
-        except StoreUnavailable:
+        except StoreError:
             logger.error(
-                "store %s still unavailable: %d documents for %s stay spooled in %s; "
-                "deliver them with `python -m votersdaily flush`",
+                "store %s still does not take documents: %d documents for %s stay spooled in %s; "
+                "deliver them with `python -m votersdaily flush` once it does",
                 self.store.display_uri,
-                self.outage.spooled,
+                self.outage.still_spooled,
                 self.db,
-                self._spool_path,
+                self.spool.directory if self.spool is not None else "",
             )
             return UpsertResult()
 
-    def _write_now(self, batch: list[dict]) -> UpsertResult:
+    def _write_now(self, batch: list[dict[str, Any]]) -> UpsertResult:
         hooks = self.hooks
         result = upsert(
             self.store,
@@ -178,16 +201,41 @@ class BatchWriter:
         self._expect_new = len(result.inserted) * 2 > len(batch)
         if hooks is not None:
             hooks.after_batch(self.store, self.db, batch, result)
+        if self.spool is not None:
+            self._spool_refused(batch, result)
         return result
 
-    def _retrying(self, call: Callable, retries: int):
-        """``call()``, retried with exponential backoff while the store is unavailable (in a thread)."""
+    def _spool_refused(self, batch: list[dict[str, Any]], result: UpsertResult) -> None:
+        """Documents the store answered ``unauthorized`` or ``forbidden`` for (its rights, e.g. a
+        ``validate_doc_update``) are refused like a batch is: spooled, not lost."""
+        refused = {
+            doc_id
+            for doc_id, reason in result.failed.items()
+            if reason.startswith(("unauthorized:", "forbidden:"))
+        }
+        if not refused:
+            return
+        self.outage.failed(
+            StoreRefused("%s refused %d documents: %s" % (self.db, len(refused), result.failed[min(refused)]))
+        )
+        kept = self._spool([doc for doc in batch if doc["_id"] in refused])
+        for doc_id in refused:
+            del result.failed[doc_id]
+        result.merge(kept)
+
+    def _retrying(self, call: Callable[[], UpsertResult], retries: int) -> UpsertResult:
+        """``call()``, retried with exponential backoff while the store is unavailable (in a thread);
+        a refusal or another store error is not retried."""
         for attempt in range(retries + 1):
             try:
                 return call()
-            except StoreUnavailable as exc:
+            except StoreError as exc:
                 self.outage.failed(exc)
-                if attempt == retries:
+                if (
+                    attempt == retries
+                    or not isinstance(exc, StoreUnavailable)
+                    or isinstance(exc, StoreRefused)
+                ):
                     raise
                 delay = min(self.retry_max_delay, self.retry_backoff * 2**attempt)
                 self.outage.retries += 1
@@ -200,42 +248,70 @@ class BatchWriter:
                     delay,
                 )
                 time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _spool(self, batch: list[dict]) -> UpsertResult:
+    def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
+        """Keep ``batch`` in the spool for this writer's store, whole, or else in halves down to single
+        documents; what even that fails for is lost: counted, reported once per folder, and one error
+        of the run per batch (a Redis worker then does not ack the requests behind it)."""
         if not batch:
             return UpsertResult()
-        assert self.spool is not None, "a batch is spooled only when a spool is given"
-        if self._spool_path is None:
-            self._spool_path = self.spool.new_file(self.db)
-        n = self.spool.append(self._spool_path, self.db, batch, self.ignore, self.hooks)
-        self.outage.spooled += n
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
+        result, not_spooled = self._spool_pieces(batch)
+        if not_spooled is not None:
+            self.outage.lost += len(result.lost)
+            self.errors.append(not_spooled)
+            FULL_FOLDERS.failed(not_spooled)
+        return result
+
+    def _spool_pieces(self, batch: list[dict[str, Any]]) -> tuple[UpsertResult, NotSpooled | None]:
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
+        try:
+            path = self.spool.write(self.target, self.db, batch, self.ignore, self.hooks)
+        except NotSpooled as exc:
+            if len(batch) == 1:
+                return UpsertResult(lost=[batch[0]["_id"]]), exc
+            half = len(batch) // 2  # a full disk may take part of it: as much as fits, in order
+            result, first = self._spool_pieces(batch[:half])
+            rest, second = self._spool_pieces(batch[half:])
+            result.merge(rest)
+            return result, first or second
+        self._spooled.append(path)
+        self.outage.spooled += len(batch)
         logger.error(
-            "store %s unavailable: %d documents for %s spooled to %s",
+            "store %s did not take %d documents for %s (%s): spooled to %s",
             self.store.display_uri,
-            n,
+            len(batch),
             self.db,
-            self._spool_path,
+            self.outage.last_error,
+            path,
         )
-        return UpsertResult(spooled=[doc["_id"] for doc in batch])
+        return UpsertResult(spooled=[doc["_id"] for doc in batch]), None
 
     def _deliver_spooled(self) -> UpsertResult:
-        assert self.spool is not None and self._spool_path is not None, "only a spooling writer delivers"
-        path, self._spool_path = self._spool_path, None
-        try:
-            report = self.spool.deliver_path(self.store, path)
-        except BaseException:
-            self._spool_path = path
-            raise
-        self.outage.delivered_from_spool += report.documents
+        """Deliver this writer's spool files in order; those not delivered stay for the next try."""
+        assert self.spool is not None and self._spooled, "only a spooling writer delivers"  # noqa: S101 - invariant
+        result = UpsertResult()
+        delivered = 0
+        while self._spooled:
+            report = self.spool.deliver_path(self.store, self._spooled[0])
+            self._spooled.pop(0)
+            # Documents the store refused stay in their spool file (for `flush`): not failed, not lost.
+            taken = report.documents - len(report.result.failed)
+            report.result.failed = {}
+            delivered += taken
+            self.outage.delivered_from_spool += taken
+            result.merge(report.result)
         logger.warning(
             "store %s is back: %d spooled documents delivered to %s",
             self.store.display_uri,
-            report.documents,
+            delivered,
             self.db,
         )
-        return report.result
+        return result
 
-    def _failed(self, failure, batch: list[dict]):
+    def _failed(self, failure: Failure, batch: list[dict[str, Any]]) -> UpsertResult:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.errors.append(failure.value)
         logger.error(
             "writing %d documents to %s in %s failed: %s",
@@ -250,7 +326,7 @@ class BatchWriter:
             result.failed[doc["_id"]] = "%s: %s" % (failure.type.__name__, failure.getErrorMessage())
         return result
 
-    def _batch_done(self, result):
+    def _batch_done(self, result: UpsertResult | Failure) -> None:
         self._pending -= 1
         if isinstance(result, UpsertResult):
             self.total.merge(result)
@@ -258,4 +334,3 @@ class BatchWriter:
                 self.on_result(result)
         while self._waiters and self._pending < self.max_pending:
             self._waiters.pop(0).callback(None)
-        return None

@@ -1,0 +1,194 @@
+"""An installable product: ``pip install`` of a clone or of a wheel brings the dependencies, the
+``votersdaily`` command, the CouchDB views, the recordings and the compiled laundromat module, and
+the installed command works from an empty folder anywhere (issue 25, item 1).
+
+The wheel and fresh-environment tests are slow (a build and an install each; the fresh environment
+downloads the dependencies, or takes them from pip's cache)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.packaging import build_wheel, copy_clone, install, user_env, venv_python
+from tests.support.services import REPO
+from votersdaily.schema import VOLATILE_EVENT_KEYS
+from votersdaily.store import open_store
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+NATIVE_CHECK = "from votersdaily.laundromat import native; print(native.available(), native.location())"
+
+
+def requirement_lines(path: Path) -> set[str]:
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines())
+    return {line for line in lines if line}
+
+
+def test_requirement_files_repeat_the_package_metadata():
+    """pyproject.toml is the one list; the requirement files are copies that must not drift."""
+    project = PYPROJECT["project"]
+    extras = project["optional-dependencies"]
+    assert requirement_lines(REPO / "requirements.txt") == set(project["dependencies"])
+    dev = {r for r in extras["test"] + extras["dev"] if not r.startswith("votersdaily")}
+    assert requirement_lines(REPO / "requirements-dev.txt") == dev
+    assert "votersdaily[test]" in extras["dev"]
+
+
+def test_the_metadata_names_the_command_and_scrapy_settings():
+    project = PYPROJECT["project"]
+    assert project["scripts"] == {"votersdaily": "votersdaily.cli:main"}
+    assert project["entry-points"]["scrapy"] == {"settings": "votersdaily.settings"}
+    assert PYPROJECT["build-system"]["build-backend"] == "setuptools.build_meta"
+
+
+def shipped_data() -> set[str]:
+    """Where the checkout's views and recordings land in an installed package."""
+    views = {
+        "votersdaily/_couchdb_views/%s" % p.relative_to(REPO / "couchdb_views").as_posix()
+        for p in (REPO / "couchdb_views").rglob("*.js")
+    }
+    recordings = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "votersdaily" / "recordings").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert len(views) >= 9 and len(recordings) >= 30
+    return views | recordings
+
+
+@pytest.mark.slow
+def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_recordings(tmp_path):
+    """``python -m build`` (isolated: the build backend from the registry or pip's cache, the wheel
+    built from the sdist, as a release is)."""
+    source = copy_clone(tmp_path / "clone")
+    subprocess.run(
+        [sys.executable, "-m", "build", "-o", str(tmp_path / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
+    (wheel,) = (tmp_path / "dist").glob("votersdaily-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert [n for n in names if re.fullmatch(r"votersdaily/laundromat/_ntscan\..*\.so", n)], sorted(names)
+    assert shipped_data() <= names
+    assert "votersdaily/feeds/templates/day.html" in names and "votersdaily/cli/where.py" in names
+    assert not [n for n in names if n.startswith(("tests/", "benchmarks/")) or n.endswith((".c", ".pyc"))]
+    entry_points = zipfile.ZipFile(wheel).read("votersdaily-0.1.0.dist-info/entry_points.txt").decode()
+    assert (
+        "votersdaily = votersdaily.cli:main" in entry_points
+        and "settings = votersdaily.settings" in entry_points
+    )
+
+
+@pytest.mark.slow
+def test_without_a_compiler_the_build_goes_on_and_the_pure_python_path_runs(tmp_path):
+    source = copy_clone(tmp_path / "clone")
+    wheel = build_wheel(source, tmp_path / "dist", env={"CC": str(tmp_path / "no-such-compiler")})
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "_ntscan" in n]
+    python = venv_python(tmp_path / "venv", system_site_packages=True)
+    install(python, str(wheel), deps=False)
+    (tmp_path / "empty").mkdir()
+    check = subprocess.run(
+        [str(python), "-c", NATIVE_CHECK],
+        cwd=tmp_path / "empty",
+        env=user_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert check.stdout.split() == ["False", "None"], check.stderr
+
+
+def events_of(db: Path) -> dict[str, dict]:
+    """The stored events, without what differs between two machines' runs of the same documents
+    (revisions, the archive pointer, the replayed file's own path)."""
+    store = open_store("sqlite:///%s" % db)
+    try:
+        return {
+            doc["_id"]: {
+                k: v for k, v in doc.items() if k not in ("_rev", "replayed_from", *VOLATILE_EVENT_KEYS)
+            }
+            for doc in store.iter_docs("vd_events")
+        }
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_pip_install_of_a_clone_then_the_main_job_from_an_empty_folder(tmp_path, frozen_now):
+    """The issue's "done when": a fresh virtual environment, ``pip install <clone>``, then
+    ``votersdaily crawl --all --offline`` from an empty folder elsewhere stores the events the main
+    job stores, with the compiled path; nothing is written where the command ran."""
+    clone = copy_clone(tmp_path / "clone")
+    python = venv_python(tmp_path / "venv", system_site_packages=False)
+    install(python, str(clone))
+    empty, home = tmp_path / "empty", tmp_path / "data"
+    empty.mkdir()
+    env = user_env(XDG_DATA_HOME=str(home), VOTERSDAILY_FROZEN_NOW=frozen_now)
+    check = subprocess.run(
+        [str(python), "-c", NATIVE_CHECK], cwd=empty, env=env, capture_output=True, text=True
+    )
+    available, location = check.stdout.split()
+    assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr
+    installed = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "votersdaily"), "crawl", "--all", "--offline"],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert (
+        "events and run logs are in sqlite:///%s" % (home / "votersdaily" / "votersdaily.db")
+        in installed.stderr
+    )
+    assert list(empty.iterdir()) == []
+
+    # The main job as the README runs it: from the checkout, with its own store.
+    main = subprocess.run(
+        [sys.executable, "-m", "votersdaily", "crawl", "--all", "--offline"],
+        cwd=REPO,
+        env=user_env(
+            PYTHONPATH=str(REPO),
+            VOTERSDAILY_FROZEN_NOW=frozen_now,
+            VOTERSDAILY_HOME=str(tmp_path / "main"),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert main.returncode == 0, main.stderr[-3000:]
+    ours, theirs = (
+        events_of(home / "votersdaily" / "votersdaily.db"),
+        events_of(tmp_path / "main" / "votersdaily.db"),
+    )
+    assert len(theirs) > 300 and ours == theirs
+
+
+@pytest.mark.slow
+def test_pip_install_of_a_git_url_brings_the_command_and_the_compiled_module(tmp_path):
+    """``pip install git+<url>`` (of this repository's committed HEAD; the dependencies come from
+    this environment, the fresh-environment test above downloads them)."""
+    python = venv_python(tmp_path / "venv", system_site_packages=True)
+    install(python, "git+file://%s" % REPO, deps=False)
+    (tmp_path / "empty").mkdir()
+    env = user_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    where = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "votersdaily"), "where"],
+        cwd=tmp_path / "empty",
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "data home  %s" % (tmp_path / "data" / "votersdaily") in where.stdout, where.stderr
+    check = subprocess.run(
+        [str(python), "-c", NATIVE_CHECK], cwd=tmp_path / "empty", env=env, capture_output=True, text=True
+    )
+    available, location = check.stdout.split()
+    assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr

@@ -1,0 +1,67 @@
+"""scripts/pouchdb_server.py, the README's way to start PouchDB Server by hand (issue 25, item 7):
+its state stays in its own folder, a taken port is refused before anything starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from tests.support.services import POUCHDB_BIN, REPO, free_port
+
+SCRIPT = REPO / "scripts" / "pouchdb_server.py"
+
+
+def run(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_server_keeps_its_files_to_its_folder_and_a_taken_port_is_refused(tmp_path):
+    if not POUCHDB_BIN.exists():
+        pytest.skip("PouchDB Server is not installed (scripts/setup.sh runs npm ci)")
+    work, state = tmp_path / "work", tmp_path / "state"
+    work.mkdir()
+    port = str(free_port())
+    started = run("--port", port, "--dir", str(state), cwd=work)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "PouchDB Server at http://127.0.0.1:%s/" % port in started.stdout
+        with urllib.request.urlopen("http://127.0.0.1:%s/" % port, timeout=5) as answer:
+            assert b"Welcome" in answer.read()
+        assert list(work.iterdir()) == [], "nothing in the working folder"
+        assert {"config.json", "log.txt", "pid"} <= {p.name for p in state.iterdir()}
+        # The port is taken: refused at once, saying by what, and the running server is untouched.
+        again = run("--port", port, "--dir", str(tmp_path / "second"), cwd=work)
+        assert again.returncode == 1
+        assert "127.0.0.1:%s is in use by a CouchDB-compatible server" % port in again.stderr
+        assert not (tmp_path / "second").exists()
+    finally:
+        stopped = run("--stop", "--dir", str(state), cwd=work)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (state / "pid").exists()
+
+
+def test_stop_never_kills_what_a_stale_pid_file_names(tmp_path):
+    """A pid file outlives its server (a reboot, a kill -9) and its number is given to another
+    program: before, ``--stop`` sent SIGTERM to that program's whole process group."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )  # another program, the leader of its own group (as the server was)
+    try:
+        state = tmp_path / "state"
+        state.mkdir()
+        (state / "pid").write_text("%d 5984\n" % other.pid)
+        stopped = run("--stop", "--dir", str(state), cwd=tmp_path)
+        assert stopped.returncode == 1
+        assert stopped.stderr.startswith(
+            "pouchdb_server: the server started from %s is not running (pid %d is " % (state, other.pid)
+        )
+        assert other.poll() is None, "the other program is still running"
+        assert not (state / "pid").exists()
+    finally:
+        other.kill()
+        other.wait()

@@ -1,0 +1,102 @@
+"""Operators' input files (ingest request files, laundromat seed lists, URL lists), read line by line
+within a bound, so one huge line never fills memory and one bad line never stops the file; the
+characters no input field may hold; and the one check of a URL an operator gives."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+#: C0 and C1 control characters and lone surrogates (which have no UTF-8 form).
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: Characters of a URL an operator gives.
+MAX_URL = 8192
+#: The same, but tab, line feed and carriage return allowed (free text).
+CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+class BadLine(ValueError):
+    """A line of an input file that cannot be read: longer than the bound, or not UTF-8."""
+
+
+def bounded_lines(path: str | Path, max_bytes: int) -> Iterator[tuple[int, str | BadLine]]:
+    """``(line number, text without its line end)`` for every line of ``path``, or a :class:`BadLine`
+    for one longer than ``max_bytes`` (skipped without being held whole) or not UTF-8."""
+    with open(path, "rb") as handle:
+        lineno = 0
+        while line := handle.readline(max_bytes + 1):
+            lineno += 1
+            if len(line) > max_bytes and not line.endswith(b"\n"):
+                while (rest := handle.readline(max_bytes)) and not rest.endswith(b"\n"):
+                    pass
+                yield lineno, BadLine("line is longer than %d bytes" % max_bytes)
+                continue
+            try:
+                yield lineno, line.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                yield lineno, BadLine("line is not UTF-8: %s" % exc)
+
+
+def listed_lines(path: str | Path, max_bytes: int) -> Iterator[tuple[str, str | BadLine]]:
+    """``("<path>:<line>", text or BadLine)`` for the entries of a list file: one per line, blank
+    lines and ``#`` comments skipped."""
+    for lineno, line in bounded_lines(path, max_bytes):
+        if isinstance(line, BadLine) or (line.strip() and not line.lstrip().startswith("#")):
+            yield "%s:%d" % (path, lineno), line
+
+
+Raw = TypeVar("Raw")
+Checked = TypeVar("Checked")
+
+
+def checked_inputs(
+    found: Iterable[tuple[str, Raw | Exception]], check: Callable[[Raw], Checked]
+) -> Iterator[tuple[str, Checked | ValueError]]:
+    """``(where, checked value, or the ValueError why not)`` for each input: an error found while
+    reading it (a bad line) is passed on, a value ``check`` refuses becomes its error."""
+    for where, value in found:
+        if isinstance(value, Exception):
+            yield where, value if isinstance(value, ValueError) else ValueError(str(value))
+            continue
+        try:
+            yield where, check(value)
+        except ValueError as exc:
+            yield where, exc
+
+
+def shown(value: str, chars: int = 80) -> str:
+    """A value in a message: its start, never megabytes of it, control characters escaped."""
+    return repr(value[:chars]) + ("... (%d characters)" % len(value) if len(value) > chars else "")
+
+
+def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file")) -> str:
+    """``value`` stripped, or ValueError (its message starts with ``what``) when it can never be
+    fetched: longer than MAX_URL, a control character in it, not a URL (a bad port or IPv6 literal),
+    another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)"""
+    value = value.strip()
+    if len(value) > MAX_URL:
+        raise ValueError("%s is longer than %d characters: %s" % (what, MAX_URL, shown(value)))
+    if CONTROL.search(value):
+        raise ValueError("%s holds a control character: %s" % (what, shown(value)))
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+    except ValueError as exc:
+        raise ValueError("%s is not a URL (%s): %s" % (what, exc, shown(value))) from None
+    scheme = parts.scheme.lower()
+    if scheme not in schemes:
+        raise ValueError("%s is not an %s URL: %s" % (what, _schemes(schemes), shown(value)))
+    if scheme != "file" and not parts.hostname:
+        raise ValueError("%s names no host: %s" % (what, shown(value)))
+    return value
+
+
+def _schemes(schemes: tuple[str, ...]) -> str:
+    """``http(s) or file:`` for ``("http", "https", "file")``."""
+    names = [s + ":" for s in schemes if s not in ("http", "https")]
+    if "http" in schemes and "https" in schemes:
+        names.insert(0, "http(s)")
+    return " or ".join(names)
