@@ -51,12 +51,14 @@ def start_crawl(
 class Gate:
     """A site route that answers once the test opens the gate (to act at a known point of a crawl)."""
 
-    def __init__(self):
+    def __init__(self, timeout: float = 60):
         self.event = threading.Event()
+        #: How long an answer waits at most (a safety valve: a test waits for its own event first).
+        self.timeout = timeout
 
     def body(self, payload: bytes):
         def _body(handler):
-            self.event.wait(60)
+            self.event.wait(self.timeout)
             return payload
 
         return _body

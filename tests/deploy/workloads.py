@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
-from tests.deploy.conftest import process_env, start_crawl
+from tests.deploy.conftest import Gate, process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
 from votersdaily.recordings import HERE, recording_path
@@ -239,6 +239,65 @@ def queue_state(redis_server, name: str) -> dict:
         "dead": r.xlen(key + ":dead"),
         "recovered": int(r.hget(key + ":meta", "recovered") or 0),
     }
+
+
+def consumer_of(redis_server, name: str, pid: int) -> str | None:
+    """The consumer name of worker process ``pid`` in queue ``name`` (``host/pid/random``)."""
+    for consumer in redis_server.client().xinfo_consumers("%s:requests" % name, "workers"):
+        if consumer["name"].decode().split("/")[1] == str(pid):
+            return consumer["name"].decode()
+    return None
+
+
+def held_by(redis_server, name: str, consumer: str) -> list[str]:
+    """The stream entries ``consumer`` holds (its pending entries)."""
+    pending = redis_server.client().xpending_range(
+        "%s:requests" % name, "workers", min="-", max="+", count=10_000, consumername=consumer
+    )
+    return [p["message_id"].decode() for p in pending]
+
+
+def _stopped(pid: int) -> bool:
+    stat = Path("/proc/%d/stat" % pid).read_text()
+    return stat[stat.rindex(")") + 2] in "tT"
+
+
+def frozen_with_leases(
+    worker: subprocess.Popen, redis_server, name: str, timeout: float = 120
+) -> tuple[str, list[str]]:
+    """Stop ``worker`` (SIGSTOP) at a moment it holds leases; its consumer and the entries it holds.
+    A stopped process neither acks nor renews, so these are exactly the leases that die with it when
+    it is killed next: no race between looking and killing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        os.kill(worker.pid, signal.SIGSTOP)
+        wait_until(lambda: _stopped(worker.pid), "worker %d stopped" % worker.pid, 30)
+        consumer = consumer_of(redis_server, name, worker.pid)
+        held = held_by(redis_server, name, consumer) if consumer else []
+        if held:
+            return consumer, held
+        os.kill(worker.pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, "worker %d never held a lease" % worker.pid
+        time.sleep(0.1)
+
+
+def recovered_from(log: str, consumer: str) -> int:
+    """How many of ``consumer``'s requests a worker's log says it took over (the lines
+    ``recovered N requests of dead workers from <queue> (n from <consumer>, ...)``)."""
+    total = 0
+    for listing in re.findall(r"recovered \d+ requests of dead workers from \S+ \(([^)]*)\)", log):
+        total += sum(int(n) for n, who in re.findall(r"(\d+) from ([^,\s]+)", listing) if who == consumer)
+    return total
+
+
+def hold_documents(site, docs, timeout: float = 600) -> Gate:
+    """The documents' answers wait until the returned gate opens (``gate.event.set()``): requests
+    leased meanwhile stay leased."""
+    gate = Gate(timeout)
+    for d in docs:
+        route = site.routes[d.path]
+        site.route(d.path, gate.body(route.body), route.status, route.headers, gzip=route.gzip)
+    return gate
 
 
 def leases_of(redis_server, name: str, pid: int) -> int:
