@@ -1,7 +1,8 @@
 """The Redis of docs/operations.md ("Redis"), started from the two files as written there (the
 addresses, paths and secret swapped for the test's), with its TLS lines: ``enqueue`` and a worker
 reach it as the documented ACL user over TLS, pass the persistence check without a warning, and
-process every request once; the user cannot touch other keys or flush the server."""
+process every request once; the user cannot touch other keys or flush the server; killed with
+SIGKILL and started again, Redis still has the queue (its append-only file replayed in full)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tests.deploy.workloads import (
 from tests.support.services import REPO, free_port
 
 SECRET = "test-s3cret-for-the-acl-user"
+ADMIN_SECRET = "test-s3cret-of-the-administrator"
 
 
 def documented_conf_blocks() -> dict[str, list[str]]:
@@ -103,16 +105,22 @@ def documented_redis(tmp_path):
         pytest.skip("redis-server and openssl are needed (scripts/setup.sh installs them)")
     blocks = documented_conf_blocks()
     conf = blocks["# /etc/redis/votersdaily.conf (redis-server /etc/redis/votersdaily.conf)"]
-    (acl_user,) = [
-        line for line in blocks["# /etc/redis/votersdaily.acl"] if line.startswith("user votersdaily ")
-    ]
+    acl_users = [line for line in blocks["# /etc/redis/votersdaily.acl"] if line.startswith("user ")]
     tls = blocks["port 0"]
     certs = _certificates(tmp_path / "tls")
     port = free_port()
     data = tmp_path / "redis-data"
     data.mkdir()
     acl = tmp_path / "votersdaily.acl"
-    acl.write_text("user default off\n%s\n" % acl_user.replace("CHANGE-ME-a-long-random-secret", SECRET))
+    acl.write_text(
+        "".join(
+            line.replace("CHANGE-ME-a-long-random-secret", SECRET).replace(
+                "CHANGE-ME-the-administrators-secret", ADMIN_SECRET
+            )
+            + "\n"
+            for line in acl_users
+        )
+    )
     swapped = {
         "bind": "bind 127.0.0.1",
         "port": None,  # replaced by the TLS lines
@@ -129,28 +137,41 @@ def documented_redis(tmp_path):
     lines += [tls_lines.get(line.split()[0], line) for line in tls]
     config = tmp_path / "votersdaily.conf"
     config.write_text("".join(line + "\n" for line in lines if line))
-    proc = subprocess.Popen(
-        ["redis-server", str(config)], stdout=open(tmp_path / "redis.log", "wb"), stderr=subprocess.STDOUT
-    )
     url = "rediss://votersdaily:%s@127.0.0.1:%d/0?ssl_ca_certs=%s" % (SECRET, port, certs["ca.pem"])
     client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "redis.log").read_text()
-            time.sleep(0.1)
-    yield url, client
-    proc.terminate()
-    proc.wait(10)
+    running = []
+
+    def start() -> None:
+        log = open(tmp_path / "redis.log", "ab")
+        running.append(subprocess.Popen(["redis-server", str(config)], stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                assert running[-1].poll() is None and time.monotonic() < deadline, (
+                    tmp_path / "redis.log"
+                ).read_text()
+                time.sleep(0.1)
+
+    def crash_and_restart() -> None:
+        """kill -9, then the same line again: what its append-only file kept is what is left."""
+        running[-1].kill()
+        running[-1].wait(10)
+        client.connection_pool.disconnect()
+        start()
+
+    start()
+    yield url, client, crash_and_restart
+    running[-1].terminate()
+    running[-1].wait(10)
 
 
 def test_the_documented_redis_runs_the_queue_over_tls_as_the_acl_user(
     documented_redis, site, couch_uri, tmp_path
 ):
-    url, client = documented_redis
+    url, client, crash_and_restart = documented_redis
     with pytest.raises(redis.exceptions.NoPermissionError):
         client.set("somebody-elses-key", 1)
     with pytest.raises(redis.exceptions.NoPermissionError):
@@ -170,3 +191,9 @@ def test_the_documented_redis_runs_the_queue_over_tls_as_the_acl_user(
     assert set(base_hits(site, docs).values()) == {1}
     assert len(read_db(couch_uri, "ingest_file_result")) == 21
     assert client.xlen("ingest:requests") == 0 and client.hget("ingest:requests:meta", "acked") == b"21"
+    # Killed and started again, it replays its append-only file as its default user: the queue's
+    # scripts (transactions in the file) are all there (with `user default off`, none was).
+    crash_and_restart()
+    assert client.hget("ingest:requests:meta", "acked") == b"21" and client.scard("ingest:dupefilter") == 21
+    again = enqueue("ingest", requests, couch_uri, url)
+    assert "ingest:requests: 0 requests queued, 21 already seen" in again.stdout, again.stdout
