@@ -268,3 +268,20 @@ def test_the_checker_finds_what_drifted():
         "couchdb-users-and-roles-and-several-deployments-on-one-cluster"
     )
     assert slug("2. Event documents (`vd_events`)") == "2-event-documents-vd_events"
+
+
+#: "issue 15", "Issue 24, point 10", "part-B": labels of a tracker a reader of the checkout cannot open.
+ISSUE_CITATION = re.compile(r"\b[Ii]ssues? ?#?\d+|\b[Pp]art[- ]B\b")
+
+
+def test_no_page_test_or_benchmark_cites_an_issue_number():
+    """A comment, docstring or page says what it means; an issue number sends the reader elsewhere."""
+    files = [*documents(), *(REPO / "scripts").glob("*.py"), *(REPO / "benchmarks").glob("*.py")]
+    files += [p for p in (REPO / "tests").rglob("*.py") if "fixtures" not in p.parts and p != Path(__file__)]
+    citations = [
+        "%s:%d: %s" % (shown(path), number, line.strip())
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ISSUE_CITATION.search(line)
+    ]
+    assert citations == [], "issue numbers cited:\n" + "\n".join(citations)
