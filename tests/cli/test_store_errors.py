@@ -29,8 +29,8 @@ def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
         "credentials": (
             creds,
             "the store at http://%s:***@127.0.0.1:%d/ refused the credentials (HTTP 401): fix the user and "
-            "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server of the README, "
-            "takes none)" % (user, couchdb.port),
+            "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server "
+            "scripts/pouchdb_server.py starts, takes none)" % (user, couchdb.port),
         ),
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
