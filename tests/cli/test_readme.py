@@ -1,7 +1,7 @@
 """Every ```sh block of the README and of docs/ runs here, so a command that drifts fails CI.
 
 Commands run for real in a scratch folder beside a view of the checkout, on loopback only: the
-embedded store, a PouchDB Server (the README's ``127.0.0.1:5984``) and a Redis (``127.0.0.1:6379``)
+embedded store, a PouchDB Server (the pages' ``127.0.0.1:5984``) and a Redis (``127.0.0.1:6379``)
 started by the test. A command that cannot run in a test (a live crawl, a long-running server) is
 marked in the README, on its line (``# not run in CI: why``) or for a whole block
 (``<!-- readme: not run — why -->`` before it); it must still be a valid invocation: the
