@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from twisted.internet import defer, threads
+
+from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
 from .base import Store, StoreError
@@ -67,14 +68,7 @@ class CrawlWrites:
     hold: EngineHold = field(default_factory=EngineHold)
 
 
-_CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
-
-
-def crawl_writes(crawler: Crawler) -> CrawlWrites:
-    writes = _CRAWLS.get(crawler)
-    if writes is None:
-        writes = _CRAWLS[crawler] = CrawlWrites()
-    return writes
+crawl_writes = PerCrawl(CrawlWrites)
 
 
 def store_for(crawler: Crawler) -> Store:
