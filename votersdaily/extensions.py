@@ -164,8 +164,6 @@ class RunLog:
         self.not_beside = 0
         #: The log is being (or was) written: a forced stop leaves it to that write.
         self.closing = False
-        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
-        self.result: str | None = None
         #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
         self._forced_stop_trigger: Any = None
 
@@ -441,7 +439,6 @@ class RunLog:
             result = reason
         else:
             result = "success"
-        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
