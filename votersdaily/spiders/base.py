@@ -22,6 +22,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
+from votersdaily import scrapy_internals
 from votersdaily import signals as vd_signals
 from votersdaily.clock import now_iso
 from votersdaily.crawlcontext import SOURCE_TIMEZONE, crawl_context
@@ -94,7 +95,7 @@ class HomeCacheStorage(FilesystemCacheStorage):
         try:
             super().store_response(spider, request, response)
         except OSError as exc:
-            shutil.rmtree(self._get_request_path(spider, request), ignore_errors=True)
+            shutil.rmtree(scrapy_internals.cache_entry_path(self, spider, request), ignore_errors=True)
             if self.cachedir not in self._said:
                 self._said.add(self.cachedir)
                 logger.error(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
+from votersdaily import scrapy_internals
 from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
@@ -183,7 +184,7 @@ class CrawlerWriter:
         if engine is None:
             return
         hold = crawl_writes(self.crawler).hold
-        if hold.waiting == 0 and not engine.paused:
+        if hold.waiting == 0 and not scrapy_internals.engine_paused(self.crawler):
             engine.pause()
             hold.paused = True
             self.crawler.stats.inc_value("store/engine_paused")
@@ -208,7 +209,7 @@ class CrawlerWriter:
         documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
         batch already handed to a thread finishes there. How many were spooled."""
         batch = self.batch
-        unwritten, batch._buffer = batch._buffer, []
+        unwritten = batch.take_unwritten()
         if not unwritten:
             return 0
         if batch.spool is None:
