@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import scrapy
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import recording
 from tests.support.inprocess import crawler_in_process
 from tests.support.services import cli_environment
+from votersdaily import crawlcontext
 from votersdaily.cli.crawl import summary_row
 from votersdaily.commands.crawl import run_status
 from votersdaily.crawlcontext import SOURCE_TIMEZONE, CrawlContext, RunRecord, crawl_context
@@ -118,3 +122,24 @@ def test_a_crawl_without_a_run_record_says_so():
         "",
     )
     assert run_status([crawler]) == 0  # the run log switched off: a success, as in Scrapy
+
+
+#: How the state the context carries travelled before: read from the spider with getattr, pinned on
+#: the Crawler, or read back from the run log's stats by name.
+OLD_WAYS = re.compile(
+    r"getattr\([^)]*[\"'](reparse|source_timezone|reparse_plan)[\"']"
+    r"|crawler\.reparse_plan"
+    r"|(get_value|get)\([\"'](votersdaily|reparse)/"
+)
+
+
+def test_no_module_reads_that_state_another_way():
+    package = Path(crawlcontext.__file__).parent
+    found = [
+        "%s:%d: %s" % (path.relative_to(package), number, line.strip())
+        for path in sorted(package.rglob("*.py"))
+        if "recordings" not in path.parts
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if OLD_WAYS.search(line)
+    ]
+    assert found == []

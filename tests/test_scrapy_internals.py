@@ -10,6 +10,7 @@ times) records what each function answered at the moments the package asks it.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,25 @@ def test_shutdown_signal_handlers_and_names():
             signal.signal(signum, old)
     assert scrapy_internals.signal_name(signal.SIGTERM) == "SIGTERM"
     assert scrapy_internals.signal_name(999) == "signal 999"
+
+
+#: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
+INTERNALS = re.compile(
+    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running)\b|crawler\)?\.crawling\b"
+    r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
+    r"|scrapy\.utils\.ossignal"
+)
+
+
+def test_no_module_but_the_adapter_touches_scrapys_internals():
+    """The fence: every such read goes through votersdaily/scrapy_internals.py, so that the tests
+    above cover them all."""
+    package = Path(scrapy_internals.__file__).parent
+    found = [
+        "%s:%d: %s" % (path.relative_to(package), number, line.strip())
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "scrapy_internals.py" and "recordings" not in path.parts
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if INTERNALS.search(line.split("#", 1)[0])
+    ]
+    assert found == []
