@@ -1,4 +1,4 @@
-"""Issue 26's rehearsal: three nodes stood up as docs/operations.md ("Three nodes, step by step")
+"""The rehearsal of a three-node cluster: stood up as docs/operations.md ("Three nodes, step by step")
 says, on one machine.
 
 Three network namespaces joined by a bridge, with the documented addresses (node A ``10.0.0.5``: Redis
