@@ -215,10 +215,21 @@ def skip_unless_namespaces() -> None:
     if not (REPO / "node_modules" / ".bin" / "pouchdb-server").exists():
         pytest.skip("PouchDB Server (node_modules, scripts/setup.sh) is needed")
     probe = "vdprobe%d" % os.getpid()
-    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if made.returncode:
-        pytest.skip("this machine gives no network namespaces: %s" % made.stderr.strip())
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    steps = (
+        ["ip", "netns", "add", probe],
+        ["ip", "-n", probe, "link", "add", "probe0", "type", "veth", "peer", "name", "probe1"],
+        ["ip", "netns", "exec", probe, "true"],
+    )
+    try:
+        for step in steps:
+            made = subprocess.run(step, capture_output=True, text=True, timeout=30)
+            if made.returncode:
+                pytest.skip(
+                    "this machine gives no network namespaces (%s: %s)"
+                    % (" ".join(step), made.stderr.strip())
+                )
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)
 
 
 # -- a node ---------------------------------------------------------------------------------------
