@@ -18,8 +18,8 @@ from votersdaily.ingest.filetable import table_name
 from votersdaily.ingest.htmldoc import parse_html
 from votersdaily.ingest.result import finished
 from votersdaily.ingest.scope import guess_scope
-from votersdaily.ingest.ssrf import PrivateAddressRefused, SsrfGuardMiddleware, is_public
 from votersdaily.ingest.urls import clean_url, url_fuzzy_equal
+from votersdaily.plumbing.ssrf import PrivateAddressRefused, SsrfGuardMiddleware, is_public
 
 from .conftest import scholarly
 
@@ -220,7 +220,7 @@ def test_checked_addresses_are_pinned_for_the_connection():
 
     from twisted.internet.address import IPv4Address
 
-    from votersdaily.ingest.ssrf import PinnedNameResolver, pinned
+    from votersdaily.plumbing.ssrf import PinnedNameResolver, pinned
 
     guard = SsrfGuardMiddleware(allow_private=False)
     guard._cache["paper.example.org"] = (time.monotonic() + 60, ["93.184.216.34"])

@@ -19,10 +19,10 @@ import pytest
 from tests.laundromat.test_crawl import failed, ok, records
 from tests.laundromat.test_resume import _start
 from tests.support.services import LocalSite
-from votersdaily.ingest.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.laundromat import fetching
 from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
 from votersdaily.plumbing.hosts import HostList
+from votersdaily.plumbing.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER

@@ -44,7 +44,7 @@ from w3lib.url import file_uri_to_path
 
 from votersdaily import locations
 from votersdaily.blocking import run_in_thread
-from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.plumbing.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:

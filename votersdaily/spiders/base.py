@@ -156,7 +156,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        from votersdaily.ingest.ssrf import check_policy_settings
+        from votersdaily.plumbing.ssrf import check_policy_settings
 
         from .address_guard import PREFIX
 
