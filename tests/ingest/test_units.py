@@ -19,7 +19,8 @@ from votersdaily.ingest.htmldoc import parse_html
 from votersdaily.ingest.result import finished
 from votersdaily.ingest.scope import guess_scope
 from votersdaily.ingest.urls import clean_url, url_fuzzy_equal
-from votersdaily.plumbing.ssrf import PrivateAddressRefused, SsrfGuardMiddleware, is_public
+from votersdaily.plumbing.address_policy import is_public
+from votersdaily.plumbing.ssrf import PrivateAddressRefused, SsrfGuardMiddleware
 
 from .conftest import scholarly
 

@@ -21,8 +21,8 @@ from tests.laundromat.test_resume import _start
 from tests.support.services import LocalSite
 from votersdaily.laundromat import fetching
 from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
+from votersdaily.plumbing.address_policy import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.plumbing.hosts import HostList
-from votersdaily.plumbing.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER

@@ -13,9 +13,8 @@ from scrapy.settings import Settings
 from votersdaily.defaults import set_defaults
 from votersdaily.ingest.spider import IngestSpider
 from votersdaily.laundromat.spider import LaundromatSpider
-from votersdaily.plumbing.address_policy import AddressPolicy
+from votersdaily.plumbing.address_policy import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.plumbing.hosts import BadHostEntry, HostList, parse_entry
-from votersdaily.plumbing.ssrf import HostNotAllowed, PrivateAddressRefused
 
 
 @pytest.mark.parametrize(

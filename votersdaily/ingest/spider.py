@@ -23,8 +23,9 @@ from twisted.python.failure import Failure
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
-from votersdaily.plumbing.ssrf import TRUSTED_META, PrivateAddressRefused, check_policy_settings
+from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
 
 from . import hops as H

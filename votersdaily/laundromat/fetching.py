@@ -44,7 +44,8 @@ from w3lib.url import file_uri_to_path
 
 from votersdaily import locations
 from votersdaily.blocking import run_in_thread
-from votersdaily.plumbing.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.plumbing.address_policy import AddressPolicy, PrivateAddressRefused
+from votersdaily.plumbing.ssrf import SsrfGuardMiddleware
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
