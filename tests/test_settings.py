@@ -119,6 +119,10 @@ NOT_SETTINGS = {
         "setting's default becomes"
     ),
     ("plumbing/ssrf.py", "allow_private"): "the same safe default, for the middleware built in code",
+    ("plumbing/pinned_fetch.py", "max_redirects"): (
+        "the blocking fetch's own bound, not the ingest's INGEST_MAX_REDIRECTS (the ingest never "
+        "uses it); its one caller, the laundromat's JSON-LD contexts, passes its MAX_REDIRECTS"
+    ),
     ("plumbing/warc_writer.py", "max_size"): (
         "0: one file, never rotated (the event archive: one file per run); the ingest passes "
         "INGEST_WARC_MAX_SIZE"

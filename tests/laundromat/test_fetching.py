@@ -20,9 +20,10 @@ from tests.laundromat.test_crawl import failed, ok, records
 from tests.laundromat.test_resume import _start
 from tests.support.services import LocalSite
 from votersdaily.laundromat import fetching
-from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
+from votersdaily.laundromat.fetching import copy_local_file
 from votersdaily.plumbing.address_policy import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.plumbing.hosts import HostList
+from votersdaily.plumbing.pinned_fetch import DownloadTooLarge, fetch_limited
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER

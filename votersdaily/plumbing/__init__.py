@@ -12,6 +12,8 @@ a module here imports nothing from ``votersdaily.spiders``, ``votersdaily.ingest
 * :mod:`.address_policy`: which addresses untrusted data may make us fetch (no Scrapy: the
   laundromat's cleaning workers unpickle it), and its refusals;
 * :mod:`.ssrf`: the policy as a Scrapy downloader middleware, with the reactor's pinned name resolver;
+* :mod:`.pinned_fetch`: the policy for a blocking fetch outside the reactor (the laundromat's JSON-LD
+  contexts in its cleaning workers), connecting only to the checked addresses;
 * :mod:`.environment`: settings an operator gives in the environment, one resolver for all of them;
 * :mod:`.full_disk`: an output folder whose disk is full, said as the folder's fault, not a document's.
 """
