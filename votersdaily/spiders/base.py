@@ -28,7 +28,7 @@ from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
-from votersdaily.plumbing.inputs import checked_url
+from votersdaily.plumbing.inputs import checked_url, split_urls
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-    # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
-    # module too, and need neither the archive nor the event pipelines.
+    # Imported where they are used: listing the spiders imports this module too, and needs neither
+    # the archive nor the event pipelines.
     from votersdaily.archive import ArchivedResponse
     from votersdaily.reparse import Reparse
 
@@ -56,14 +56,6 @@ logger = logging.getLogger(__name__)
 class BadSpiderArgument(ValueError):
     """A spider argument the spider does not take, or a value it cannot use: a usage error, said
     before the crawl starts (both crawl commands build the spider first)."""
-
-
-def split_urls(value: str | Iterable[str] | None) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    return [u.strip() for u in value if u.strip()]
 
 
 def _yes(value: str | bool | None) -> bool:
