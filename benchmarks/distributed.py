@@ -3,7 +3,7 @@
 Workload: N ingest requests for distinct URLs of a local web server, answering in turn the real
 scholarly files of ../shared/fixtures/inplace/scholarly (read in place: PLOS ONE, Genders and First
 Monday article pages as html ingests, a PDF, a GROBID TEI-XML file), the same workload as
-tests/deploy/test_distributed.py. The ingest runs with its defaults: sub-resources of the pages are
+tests/distributed/test_distributed.py. The ingest runs with its defaults: sub-resources of the pages are
 fetched (the relative ones from the local server, which answers 404; the external ones are refused
 by INGEST_ALLOWED_HOSTS=127.0.0.1, so traffic stays on 127.0.0.1). Every result, file-table row,
 html_meta row and TEI blob is stored; the store is a PouchDB Server in memory; Redis is Debian's
@@ -28,8 +28,8 @@ import threading
 import time
 from pathlib import Path
 
-from tests.deploy.conftest import RedisServer, process_env
-from tests.deploy.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests
+from tests.distributed.workloads import SCHOLARLY, ingest_documents, roomy, write_ingest_requests
+from tests.support.processes import RedisServer, process_env
 from tests.support.services import (
     REPO,
     LocalSite,

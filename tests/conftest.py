@@ -51,7 +51,9 @@ def pytest_sessionfinish(session, exitstatus):
 #: The long end-to-end tests, skipped by ``pytest -m "not slow"`` (the inner loop, CONTRIBUTING.md):
 #: node id prefixes, each with why it is slow. Kept here, in one place, rather than spread over files.
 SLOW = {
-    "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
+    "tests/deploy/": "separate processes: scrapyd, Chromium",
+    "tests/distributed/": "separate processes: Redis, workers, killed and restarted services",
+    "tests/store/test_outage.py": "a PouchDB Server stopped and restarted under crawl subprocesses",
     "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
     "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
     "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
@@ -59,7 +61,7 @@ SLOW = {
     "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
     "tests/test_crawl.py::test_cli_crawl_all_offline": "`crawl --all --offline` of every spider, twice",
     "tests/test_crawl.py::test_crawl_due_uses_each_spiders_frequency": "three `crawl --due` CLI runs",
-    "tests/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",
+    "tests/store/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",
     "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
@@ -100,7 +102,7 @@ SHARED_SCOPES = {"class", "module", "package"}
 #: Files whose tests start a cluster of crawl processes (distributed workers racing for one queue): a
 #: file's tests run one at a time on one worker, so at most two clusters compete for the cores and
 #: stretch each other's leases (one group for both made a 500 s queue on one worker under load).
-ONE_CLUSTER_AT_A_TIME = ("tests/deploy/test_distributed.py", "tests/deploy/test_faults.py")
+ONE_CLUSTER_AT_A_TIME = ("tests/distributed/test_distributed.py", "tests/distributed/test_faults.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups

@@ -31,10 +31,10 @@ def test_every_slow_entry_names_a_test_file_or_test(prefix):
         ([], conftest.WORKERS),
         (["tests"], conftest.WORKERS),
         (["tests/spiders"], conftest.WORKERS),
-        (["tests/test_store.py", "tests/test_views.py::test_x"], conftest.WORKERS),
-        (["tests/test_store.py::test_bulk_of_5000", "tests/test_views.py::test_x"], 0),
-        (["tests/test_store.py"], 0),
-        (["tests/test_store.py", "tests/test_store.py::test_bulk_of_5000"], 0),
+        (["tests/store/test_store.py", "tests/store/test_views.py::test_x"], conftest.WORKERS),
+        (["tests/store/test_store.py::test_bulk_of_5000", "tests/store/test_views.py::test_x"], 0),
+        (["tests/store/test_store.py"], 0),
+        (["tests/store/test_store.py", "tests/store/test_store.py::test_bulk_of_5000"], 0),
     ],
 )
 def test_one_file_or_named_tests_run_without_workers(monkeypatch, args, workers):

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.deploy.conftest import start_crawl
+from tests.support.processes import start_crawl
 from votersdaily.rendering import CHROMIUM
 from votersdaily.store import open_store
 

@@ -14,8 +14,8 @@ import zipfile
 import pytest
 
 from tests.conftest import recording, shared_file
-from tests.deploy.conftest import Deployment, ScrapydServer, deployment, scrapyd_env
 from tests.support.cli_main import run_main
+from tests.support.processes import Deployment, ScrapydServer, deployment, scrapyd_env
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     QUEUE_SETTINGS,
     acked,
     base_hits,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.deploy.conftest import process_env
+from tests.support.processes import process_env
 from tests.support.services import run_cli
 
 

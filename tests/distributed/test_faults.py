@@ -8,8 +8,7 @@ import itertools
 import re
 import time
 
-from tests.deploy.conftest import start_crawl
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
     base_hits,
@@ -29,6 +28,7 @@ from tests.deploy.workloads import (
     wait_until,
     write_ingest_requests,
 )
+from tests.support.processes import start_crawl
 
 #: Enough documents that a fault lands mid-run (after a quarter of them), few enough to run in seconds.
 N = 120

@@ -10,8 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.deploy.conftest import start_crawl
-from tests.deploy.workloads import descendants
+from tests.distributed.workloads import descendants
+from tests.support.processes import start_crawl
 
 
 def _worker(tmp_path: Path, store_uri: str, redis_url: str, *settings: str, **env: str) -> subprocess.Popen:

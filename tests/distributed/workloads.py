@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
-from tests.deploy.conftest import process_env, start_crawl
+from tests.support.processes import process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
 from votersdaily.store import open_store
