@@ -297,6 +297,7 @@ def test_robots_txt_and_user_agent(crawl, site, sqlite_uri):
     del forbidden
 
 
+@pytest.mark.slow  # `crawl --all --offline` of every spider, twice
 def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     first = cli("crawl", "--all", "--offline", store_uri=store_uri)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -334,6 +335,7 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     assert run_main("dump", "no_such_db", store_uri=store_uri).returncode == 2
 
 
+@pytest.mark.slow  # three `crawl --due` CLI runs
 def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
     from scrapy.utils.project import get_project_settings
 

@@ -1,5 +1,6 @@
-"""The inner loop's configuration (CONTRIBUTING.md): the ``slow`` list names tests that exist, and a run
-names its test workers as tests/conftest.py says."""
+"""The inner loop's configuration (CONTRIBUTING.md): the files run one at a time exist, and a run names
+its test workers as tests/conftest.py says. (Slow tests carry ``pytest.mark.slow`` beside them, so a
+renamed test keeps its mark.)"""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from tests import conftest
 from tests.support.services import REPO
 
 
-@pytest.mark.parametrize("prefix", sorted(conftest.SLOW) + list(conftest.ONE_CLUSTER_AT_A_TIME))
-def test_every_slow_entry_names_a_test_file_or_test(prefix):
-    """A renamed file or test would silently move back into the fast subset (or run beside the others) (entries are node id
-    prefixes: ``::test_a`` covers ``test_a_and_b`` and every parameter of it)."""
+@pytest.mark.parametrize("prefix", conftest.ONE_CLUSTER_AT_A_TIME)
+def test_every_one_cluster_entry_names_a_test_file_or_test(prefix):
+    """A renamed file would silently run beside the others (entries are node id prefixes: ``::test_a``
+    covers ``test_a_and_b`` and every parameter of it)."""
     path, _, name = prefix.partition("::")
     target = REPO / path
     assert target.exists(), "%s: no such test file or folder" % path

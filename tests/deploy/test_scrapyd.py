@@ -19,6 +19,8 @@ from tests.support.processes import Deployment, ScrapydServer, deployment, scrap
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
 
+pytestmark = pytest.mark.slow  # a scrapyd node: a wheel and an egg built, crawls as scrapyd jobs
+
 ROLL = "gov/house_roll_call/roll314.xml"
 
 

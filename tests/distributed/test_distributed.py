@@ -29,6 +29,8 @@ from tests.distributed.workloads import (
 )
 from votersdaily.laundromat.uris import uri_key
 
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
+
 #: Enough documents that every worker takes a share and a kill lands mid-run, few enough to run in seconds.
 N = 180
 

@@ -8,6 +8,8 @@ import itertools
 import re
 import time
 
+import pytest
+
 from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
@@ -29,6 +31,8 @@ from tests.distributed.workloads import (
     write_ingest_requests,
 )
 from tests.support.processes import start_crawl
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 #: Enough documents that a fault lands mid-run (after a quarter of them), few enough to run in seconds.
 N = 120

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
 import scrapy
 
 from votersdaily.distributed import serializer
 from votersdaily.distributed.queue import ReliableQueue
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 
 class _Spider(scrapy.Spider):

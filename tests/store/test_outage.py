@@ -14,6 +14,8 @@ from tests.support.services import PouchDBServer
 from votersdaily.store import open_store
 from votersdaily.store.upsert import upsert
 
+pytestmark = pytest.mark.slow  # a PouchDB Server stopped and restarted under crawl subprocesses
+
 N_FAST, N_GATED = 60, 60
 FAST_SETTINGS = (
     "TEST_DB=vd_fetch",
