@@ -75,7 +75,12 @@ SHARED_SCOPES = {"class", "module", "package"}
 #: Files whose tests start a cluster of crawl processes (distributed workers racing for one queue): a
 #: file's tests run one at a time on one worker, so at most two clusters compete for the cores and
 #: stretch each other's leases (one group for both made a 500 s queue on one worker under load).
-ONE_CLUSTER_AT_A_TIME = ("tests/distributed/test_distributed.py", "tests/distributed/test_faults.py")
+ONE_CLUSTER_AT_A_TIME = (
+    "tests/distributed/test_distributed.py",
+    "tests/distributed/test_faults.py",
+    "tests/deploy/test_persistence.py",
+    "tests/deploy/test_benchmark.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
