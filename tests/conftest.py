@@ -78,8 +78,8 @@ SHARED_SCOPES = {"class", "module", "package"}
 ONE_CLUSTER_AT_A_TIME = (
     "tests/distributed/test_distributed.py",
     "tests/distributed/test_faults.py",
-    "tests/deploy/test_persistence.py",
-    "tests/deploy/test_benchmark.py",
+    "tests/distributed/test_persistence.py",
+    "tests/distributed/test_benchmark.py",
 )
 
 
