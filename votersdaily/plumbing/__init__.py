@@ -15,5 +15,7 @@ a module here imports nothing from ``votersdaily.spiders``, ``votersdaily.ingest
 * :mod:`.pinned_fetch`: the policy for a blocking fetch outside the reactor (the laundromat's JSON-LD
   contexts in its cleaning workers), connecting only to the checked addresses;
 * :mod:`.environment`: settings an operator gives in the environment, one resolver for all of them;
+* :mod:`.inputs`: operators' input files read within a bound, the one check of a URL an operator
+  gives, the URLs of a ``-a url=`` argument;
 * :mod:`.full_disk`: an output folder whose disk is full, said as the folder's fault, not a document's.
 """
