@@ -130,7 +130,7 @@ def test_reschedule_marks_the_old_document(crawl, tmp_path, store_uri):
     assert docs[new_id]["superseded_by"] == ID314
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # two crawls held back by a slow store
 def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
     """Back-pressure reaches the downloader: while the writer holds events back nothing new is
     fetched (only the requests already handed to the downloader land, at most CONCURRENT_REQUESTS per

@@ -26,6 +26,22 @@ def test_every_one_cluster_entry_names_a_test_file_or_test(prefix):
         )
 
 
+#: A slow mark: a decorator, a module's ``pytestmark``, or one mark of a ``pytestmark`` list.
+SLOW_MARK = re.compile(r"^\s*(@pytest\.mark\.slow\b|pytestmark = pytest\.mark\.slow\b|pytest\.mark\.slow,)")
+
+
+def test_every_slow_mark_says_why():
+    """What the slow list gave each entry: a reason, here a comment on the mark's line or above it."""
+    unexplained = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            explained = "#" in line or lines[number - 1].lstrip().startswith("#")
+            if SLOW_MARK.search(line) and not explained:
+                unexplained.append("%s:%d" % (path.relative_to(REPO), number + 1))
+    assert unexplained == []
+
+
 @pytest.mark.parametrize(
     ("args", "workers"),
     [

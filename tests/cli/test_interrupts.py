@@ -24,9 +24,8 @@ from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
 from tests.support.services import REPO, cli_environment
 
-pytestmark = (
-    pytest.mark.slow
-)  # real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store
+# real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store
+pytestmark = pytest.mark.slow
 
 FIRST = "votersdaily crawl: interrupted: stopping after the current requests; Ctrl-C again to stop now"
 SECOND = "votersdaily crawl: interrupted again: stopping now;"
