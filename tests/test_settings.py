@@ -131,10 +131,11 @@ NOT_SETTINGS = {
         "LAUNDROMAT_WORKERS' None means one per CPU, which the spider resolves and passes; the "
         "number a Processor built in code starts with"
     ),
-    ("spiders/base.py", "source_timezone"): (
+    ("crawlcontext.py", "SOURCE_TIMEZONE"): (
         "the zone a source writes its times in (most federal sources: Eastern), not the zone the "
         "site shows them in (VOTERSDAILY_SITE_TIMEZONE), though both are New York's"
     ),
+    ("crawlcontext.py", "source_timezone"): "the crawl context's copy of the spider's zone, as above",
     ("spiders/white_house.py", "source_timezone"): "the zone of the White House's times, as above",
     ("ingest/config.py", "extract_processes"): (
         "INGEST_EXTRACT_PROCESSES' None means one per CPU, which from_settings resolves; a config "

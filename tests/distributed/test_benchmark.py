@@ -1,4 +1,4 @@
-"""``python3 -m benchmarks.distributed`` runs from the repository alone (issue 26, item 8): with no
+"""``python3 -m benchmarks.distributed`` runs from the repository alone: with no
 ``shared`` folder anywhere it serves the project's own recordings. A small run, checked for what it
 prints, not for its speed (speed is the benchmark's own business)."""
 

@@ -1,7 +1,7 @@
 """A Redis that would lose the queue on a restart is refused (or, when told to go on, its loss is
 reported as one): the workers and ``enqueue`` ask it at start, through ``CONFIG GET`` or, when an
 ACL refuses that, ``INFO persistence``; a worker whose Redis came back empty says how many requests
-were lost and how many leases vanished (issue 26, item 1)."""
+were lost and how many leases vanished."""
 
 from __future__ import annotations
 

@@ -47,18 +47,19 @@ def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
     from votersdaily.cli.crawl import STORE_RESULTS
-    from votersdaily.extensions import RunLog
+    from votersdaily.crawlcontext import crawl_context
 
     if interrupted:
         return EXIT_INTERRUPTED
     status = EXIT_OK
     for crawler in crawlers:
-        log = crawler.get_extension(RunLog) if crawler.extensions is not None else None
-        result = log.result if log is not None else None
-        stats = crawler.stats
-        if stats.get_value("votersdaily/lost", 0) or result not in (None, "success", *STORE_RESULTS):
+        record = crawl_context(crawler).run
+        if record is None:
+            continue
+        result = record.result
+        if record.lost or result not in ("success", *STORE_RESULTS):
             return EXIT_FAILED
-        if stats.get_value("votersdaily/spooled", 0):
+        if record.spooled:
             status = EXIT_SPOOLED
         elif result in STORE_RESULTS:
             return EXIT_FAILED

@@ -39,6 +39,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
+from votersdaily import scrapy_internals
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.store import mask_uri
@@ -444,15 +445,9 @@ class ReliableScheduler:
         """Requests the engine has not finished with: downloading (the downloader's ``active``), or
         waiting for or in their callback and item pipelines (the scraper's slot). Scrapy hands a
         request from the first to the second without a reactor turn between them."""
-        engine = self.crawler.engine
-        if engine is None:
+        if self.crawler.engine is None:
             return set()
-        busy = set(engine.downloader.active)
-        scraping = engine.scraper.slot
-        if scraping is not None:
-            busy.update(scraping.active)
-            busy.update(request for _result, request, _done in scraping.queue)
-        return busy
+        return scrapy_internals.downloading(self.crawler) | scrapy_internals.scraping(self.crawler)
 
     def _working(self) -> int:
         """Leased requests the engine has not finished with (downloading, or in their callback)."""

@@ -39,7 +39,7 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from votersdaily import locations
+from votersdaily import locations, scrapy_internals
 from votersdaily.blocking import run_in_thread
 from votersdaily.plumbing.address_policy import AddressPolicy
 from votersdaily.plumbing.pinned_fetch import DownloadTooLarge
@@ -291,15 +291,6 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
     return True
 
 
-def _context_factory(crawler: Crawler) -> Any:
-    from scrapy.core.downloader import contextfactory
-
-    load = getattr(contextfactory, "_load_context_factory_from_settings", None)
-    if load is not None:
-        return load(crawler)
-    return contextfactory.load_context_factory_from_settings(crawler.settings, crawler)
-
-
 class StreamingDownloadHandler:
     """``DOWNLOAD_HANDLERS`` for http, https and file in the laundromat. Requests without
     ``meta[STREAM_META]`` (robots.txt) go to Scrapy's own HTTP handler, in memory.
@@ -338,7 +329,7 @@ class StreamingDownloadHandler:
     def agent(self) -> Agent:
         return Agent(
             installed_reactor(),
-            contextFactory=_context_factory(self.crawler),
+            contextFactory=scrapy_internals.tls_context_factory(self.crawler),
             connectTimeout=self.connect_timeout,
             pool=self.pool,
         )
@@ -349,7 +340,11 @@ class StreamingDownloadHandler:
 
     def _watch(self) -> None:
         engine = self.crawler.engine
-        if engine is not None and not engine.running and not self.stopping.is_set():
+        if (
+            engine is not None
+            and not scrapy_internals.engine_running(self.crawler)
+            and not self.stopping.is_set()
+        ):
             self.stopping.set()
             for pending in list(self._in_flight):
                 pending.cancel()
