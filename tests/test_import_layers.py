@@ -41,14 +41,7 @@ NEUTRAL = "plumbing"
 MAX_FLOORS = 7
 #: Circles between modules the package still has, each with its reason. An entry that no longer
 #: matches a circle fails the test (take it out); a circle not listed here fails it too.
-KNOWN_CIRCLES = {
-    frozenset({"settings", "setting_rules", "defaults", "plumbing.environment"}): (
-        "settings.py imports setting_rules' annotation marks (AtLeast, OneOf) while the rules read "
-        "settings.py; defaults.set_defaults applies the environment, whose resolver reads DEFAULTS "
-        "(function-local imports both ways). Untangling it moves the marks and DEFAULTS into modules "
-        "of their own, in the files every settings change touches: a step of its own"
-    ),
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 @cache

@@ -16,12 +16,13 @@ from scrapy.settings import Settings, default_settings
 from scrapy.utils.test import get_crawler
 
 from votersdaily import settings as project_settings
-from votersdaily.defaults import DEFAULTS, OWN_PREFIXES, ProjectDefaults
+from votersdaily.defaults import DEFAULTS, ProjectDefaults
 from votersdaily.ingest.config import IngestConfig
 from votersdaily.ingest.spider import IngestSpider
 from votersdaily.laundromat.contexts import ContextOptions
 from votersdaily.laundromat.spider import LaundromatSpider
 from votersdaily.plumbing.environment import ENVIRONMENT_NAMES
+from votersdaily.setting_marks import OWN_PREFIXES
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store.writer import BatchWriter
 
