@@ -4,12 +4,12 @@ Workload (``--workload``), served by a local web server under N distinct URLs:
 
 * ``recordings`` (the default; needs nothing outside the repository): the project's own recorded
   government documents (votersdaily/recordings/gov, provenance in its FIXTURES.md), every HTML page as
-  an html ingest and every XML document as an xml ingest (tests/deploy/workloads.py ``RECORDED``).
+  an html ingest and every XML document as an xml ingest (tests/distributed/workloads.py ``RECORDED``).
   These are not scholarly pages: most html ingests find no full text (``no-pdf-link``-like endings
   after the landing page is parsed), and there is no PDF among them.
 * ``scholarly``: the real scholarly files of ../shared/fixtures/inplace/scholarly (PLOS ONE, Genders
   and First Monday article pages as html ingests, a PDF, a GROBID TEI-XML file), the workload of
-  tests/deploy/test_distributed.py and of the figures measured before; only with ../shared present.
+  tests/distributed/test_distributed.py and of the figures measured before; only with ../shared present.
 
 The ingest runs with its defaults: sub-resources of the pages are fetched (the relative ones from the
 local server, which answers 404; external ones are refused by INGEST_ALLOWED_HOSTS=127.0.0.1, so
@@ -48,8 +48,7 @@ from pathlib import Path
 
 import redis
 
-from tests.deploy.conftest import RedisServer, process_env
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     RECORDED,
     SCHOLARLY,
     ingest_documents,
@@ -58,6 +57,7 @@ from tests.deploy.workloads import (
     roomy,
     write_ingest_requests,
 )
+from tests.support.processes import RedisServer, process_env
 from tests.support.services import LocalSite, PouchDBServer, shared_dir
 
 INGEST = [

@@ -3,7 +3,7 @@
 README.md, CONTRIBUTING.md and docs/*.md name repository paths (``votersdaily/store/couch.py``,
 ``tests/...``, ``benchmarks/...``), paths inside the package the way docs/write-path.md writes them
 (``store/writer.py:BatchWriter.add``), bare file names (``native.py``), modules and their names
-(``votersdaily.store.names.project_databases``), tests (``file::test``, ``test_name``) and links to
+(``votersdaily.cli.views.project_databases``), tests (``file::test``, ``test_name``) and links to
 other pages with their anchors. Each must exist: a path as a file or folder, a module as something
 that imports, a name as an attribute (a function, class, method or constant), a test as a ``def``, an
 anchor as a heading. docs/README.md indexes every page of docs/. Each test lists every broken
@@ -257,7 +257,7 @@ def test_the_checker_finds_what_drifted():
         "defines no test_nothing_like_this",
     ):
         assert any(needle in p for p in problems), (needle, problems)
-    fine = "`store/upsert.py:upsert` `votersdaily.store.names.project_databases` `native.py` `docs/events.md`"
+    fine = "`store/upsert.py:upsert` `votersdaily.cli.views.project_databases` `native.py` `docs/events.md`"
     assert path_problems(fine) + module_problems(fine) == []
     page = REPO / "README.md"
     assert link_problems(page, "[a](docs/events.md#no-such-heading) [b](docs/nothing.md)") == [

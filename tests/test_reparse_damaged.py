@@ -19,7 +19,7 @@ from votersdaily.plumbing.warc_reader import WarcRecordAt, iter_records, read_re
 from votersdaily.spiders.house_floor import HouseFloorSpider
 from votersdaily.spiders.house_votes import HouseVotesSpider
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # offline crawls, then reparses of damaged archives through the CLI
 
 
 def warcs(tmp_path: Path, spider: str) -> list[Path]:

@@ -16,12 +16,13 @@ from scrapy.settings import Settings, default_settings
 from scrapy.utils.test import get_crawler
 
 from votersdaily import settings as project_settings
-from votersdaily.defaults import DEFAULTS, OWN_PREFIXES, ProjectDefaults
+from votersdaily.defaults import DEFAULTS, ProjectDefaults
 from votersdaily.ingest.config import IngestConfig
 from votersdaily.ingest.spider import IngestSpider
 from votersdaily.laundromat.contexts import ContextOptions
 from votersdaily.laundromat.spider import LaundromatSpider
 from votersdaily.plumbing.environment import ENVIRONMENT_NAMES
+from votersdaily.setting_marks import OWN_PREFIXES
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store.writer import BatchWriter
 
@@ -113,12 +114,16 @@ BOUND_WORDS = {"max", "min"}
 #: Defaults the rules flag that do not stand for the setting they resemble, each with its reason.
 #: Keyed by (file under votersdaily/, name); an entry that no longer matches anything fails the test.
 NOT_SETTINGS = {
-    ("ingest/address_policy.py", "allow_private"): (
+    ("plumbing/address_policy.py", "allow_private"): (
         "the address policy of both products, built from INGEST_* or LAUNDROMAT_* settings by "
         "from_settings; built without settings it refuses private addresses, whatever either "
         "setting's default becomes"
     ),
-    ("ingest/ssrf.py", "allow_private"): "the same safe default, for the middleware built in code",
+    ("plumbing/ssrf.py", "allow_private"): "the same safe default, for the middleware built in code",
+    ("plumbing/pinned_fetch.py", "max_redirects"): (
+        "the blocking fetch's own bound, not the ingest's INGEST_MAX_REDIRECTS (the ingest never "
+        "uses it); its one caller, the laundromat's JSON-LD contexts, passes its MAX_REDIRECTS"
+    ),
     ("plumbing/warc_writer.py", "max_size"): (
         "0: one file, never rotated (the event archive: one file per run); the ingest passes "
         "INGEST_WARC_MAX_SIZE"

@@ -363,14 +363,13 @@ class ReparseExtension:
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
         if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
             return [], versions
-        from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 
         produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
         marks = []
         stamp = now_iso()
         for doc in self._events_of(store, spider.name):
             record = doc.get("warc_record_id")
-            if record not in reparse.replayed or doc["_id"] in produced_ids or not is_live(doc):
+            if record not in reparse.replayed or doc["_id"] in produced_ids or not schema.is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             successor = next(

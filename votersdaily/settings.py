@@ -7,8 +7,8 @@ here slows every source down to the slowest one's needs.
 from typing import Annotated
 
 from votersdaily import __version__
-from votersdaily.setting_rules import LOG_LEVELS as log_levels
-from votersdaily.setting_rules import AtLeast, AtMost, OneOf
+from votersdaily.setting_marks import LOG_LEVELS as log_levels
+from votersdaily.setting_marks import AtLeast, AtMost, OneOf
 
 # A setting takes what its default's type allows; an annotation declares more (a type where the
 # default is None, a range, a choice): votersdaily/setting_rules.py checks each before a crawl starts.

@@ -19,8 +19,9 @@ import pytest
 
 from tests.cli.test_couch_answers import lockout_line
 from tests.support.services import COUCHDB_ENV, ExternalCouchDB
+from votersdaily.cli.views import project_databases
 from votersdaily.defaults import DEFAULTS
-from votersdaily.store.names import database_name, project_databases
+from votersdaily.store.names import database_name
 
 NO_COUCHDB = (
     "needs a real CouchDB 3 ($%s, CONTRIBUTING.md): the pinned PouchDB Server has no database members "

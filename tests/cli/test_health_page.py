@@ -17,6 +17,8 @@ from tests.support.cli_main import run_main
 from tests.support.inprocess import crawl_in_process
 from tests.support.services import cli_environment, run_cli
 
+pytestmark = pytest.mark.slow  # `crawl --all --offline` and `site build` as CLI subprocesses
+
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
 CHROMIUM = "/usr/bin/chromium"
 

@@ -18,10 +18,14 @@ import threading
 import time
 
 import lxml.html
+import pytest
 
 from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
 from tests.support.services import REPO, cli_environment
+
+# real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store
+pytestmark = pytest.mark.slow
 
 FIRST = "votersdaily crawl: interrupted: stopping after the current requests; Ctrl-C again to stop now"
 SECOND = "votersdaily crawl: interrupted again: stopping now;"

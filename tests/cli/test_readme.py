@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.support.services import REPO
 
 README = REPO / "README.md"
@@ -174,6 +176,7 @@ def scratch_checkout(tmp_path: Path) -> Path:
     return work
 
 
+@pytest.mark.slow  # every README command, with PouchDB and Redis
 def test_readme_commands_run(tmp_path, pouchdb, redis_server):
     pouchdb.reset()
     work = scratch_checkout(tmp_path)

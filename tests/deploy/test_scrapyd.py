@@ -14,10 +14,12 @@ import zipfile
 import pytest
 
 from tests.conftest import recording, shared_file
-from tests.deploy.conftest import Deployment, ScrapydServer, deployment, scrapyd_env
 from tests.support.cli_main import run_main
+from tests.support.processes import Deployment, ScrapydServer, deployment, scrapyd_env
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
+
+pytestmark = pytest.mark.slow  # a scrapyd node: a wheel and an egg built, crawls as scrapyd jobs
 
 ROLL = "gov/house_roll_call/roll314.xml"
 

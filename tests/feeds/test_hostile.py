@@ -21,6 +21,8 @@ from votersdaily import schema
 from votersdaily.store import open_store
 from votersdaily.store.names import database_name
 
+pytestmark = pytest.mark.slow  # a crawl, then every exporter and the site as CLI subprocesses
+
 FR = recording("gov/federal_register/documents_executive_orders.json")
 
 

@@ -189,3 +189,19 @@ def test_release_date_parser():
         "2019-04-18",
     ]
     assert [parse_release_date(t) for t in ("2017/13", "2017-02-30", "26 January", "", None)] == [None] * 5
+
+
+def test_meta_matching_is_case_insensitive():
+    doc = parse_html(
+        b'<html><head><meta name="DC.Citation.Issue" content="7"><meta name="DC.Title" content="T">'
+        b'<meta name="citation_doi" content="doi:10.123/ABC"><meta name="citation_title" content="">'
+        b"</head><body></body></html>",
+        "http://example.com/a",
+    )
+    biblio = extract_biblio(doc)
+    assert biblio == {"issue": "7", "title": "T", "doi": "10.123/ABC"}
+
+
+def test_first_monday_has_only_a_title_element():
+    doc = parse_html(scholarly("first_monday_ojs3_fulltext.html").read_bytes(), "http://example.com/a/b")
+    assert extract_biblio(doc) == {}  # the head has a <title> and no meta biblio (FIXTURES.md)

@@ -24,7 +24,8 @@ from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
-from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
+from votersdaily.setting_marks import LOG_LEVELS
+from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
 
 if TYPE_CHECKING:
     import argparse

@@ -30,7 +30,7 @@ from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
-from votersdaily.plumbing.inputs import checked_url
+from votersdaily.plumbing.inputs import checked_url, split_urls
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-    # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
-    # module too, and need neither the archive nor the event pipelines.
+    # Imported where they are used: listing the spiders imports this module too, and needs neither
+    # the archive nor the event pipelines.
     from votersdaily.archive import ArchivedResponse
     from votersdaily.reparse import Reparse
 
@@ -59,14 +59,6 @@ logger = logging.getLogger(__name__)
 class BadSpiderArgument(ValueError):
     """A spider argument the spider does not take, or a value it cannot use: a usage error, said
     before the crawl starts (both crawl commands build the spider first)."""
-
-
-def split_urls(value: str | Iterable[str] | None) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    return [u.strip() for u in value if u.strip()]
 
 
 def _yes(value: str | bool | None) -> bool:
@@ -159,7 +151,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        from votersdaily.ingest.ssrf import check_policy_settings
+        from votersdaily.plumbing.ssrf import check_policy_settings
 
         from .address_guard import PREFIX
 

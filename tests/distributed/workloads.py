@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
-from tests.deploy.conftest import Gate, process_env, start_crawl
+from tests.support.processes import Gate, process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
 from votersdaily.recordings import HERE, recording_path

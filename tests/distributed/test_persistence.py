@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import redis
 
-from tests.deploy.conftest import RedisServer, start_crawl
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     base_hits,
     enqueue,
     ingest_documents,
@@ -24,7 +24,10 @@ from tests.deploy.workloads import (
     wait_until,
     write_ingest_requests,
 )
+from tests.support.processes import RedisServer, start_crawl
 from votersdaily.distributed.persistence import read_persistence
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 #: Enough documents that the kill lands mid-run with requests still waiting.
 N = 150

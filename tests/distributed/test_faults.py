@@ -8,8 +8,9 @@ import itertools
 import re
 import time
 
-from tests.deploy.conftest import start_crawl
-from tests.deploy.workloads import (
+import pytest
+
+from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
     base_hits,
@@ -29,6 +30,9 @@ from tests.deploy.workloads import (
     wait_until,
     write_ingest_requests,
 )
+from tests.support.processes import start_crawl
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 #: Enough documents that a fault lands mid-run (after a quarter of them), few enough to run in seconds.
 N = 120

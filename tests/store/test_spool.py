@@ -690,7 +690,7 @@ def test_a_crawl_whose_store_went_away_says_what_waits_in_the_spool_and_exits_4(
 
 def test_every_failure_row_of_the_operations_guide_names_tests_that_exist():
     """docs/operations.md's *When something fails* names, per failure, the tests that prove it."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     text = (repo / "docs" / "operations.md").read_text(encoding="utf-8")
     section = text.split("## When something fails", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "tests/" in line]

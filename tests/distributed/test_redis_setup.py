@@ -14,7 +14,7 @@ import time
 import pytest
 import redis
 
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     base_hits,
     enqueue,
     ingest_settings,
@@ -27,6 +27,8 @@ from tests.deploy.workloads import (
     write_ingest_requests,
 )
 from tests.support.services import REPO, free_port
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 SECRET = "test-s3cret-for-the-acl-user"
 ADMIN_SECRET = "test-s3cret-of-the-administrator"

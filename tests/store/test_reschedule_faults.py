@@ -17,6 +17,8 @@ from tests.support.faultproxy import FaultProxy
 from votersdaily.store import open_store
 from votersdaily.store.names import database_name
 
+pytestmark = pytest.mark.slow  # crawls through a fault-injecting proxy, two of them racing
+
 N = 192  # four rounds of the 48 recorded floor actions: two batches of 100 in the lost-answer run
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
 T2 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-03T18:00:00Z"}

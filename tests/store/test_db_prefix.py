@@ -13,11 +13,12 @@ import pytest
 
 from tests.conftest import REPO, recording
 from tests.support.cli_main import run_main
+from votersdaily.cli.views import project_databases
 from votersdaily.defaults import DEFAULTS
 from votersdaily.store import StoreError, open_store
 from votersdaily.store.couch import CouchStore
 from votersdaily.store.embedded import EmbeddedStore
-from votersdaily.store.names import PREFIX_ENV, db_prefix, project_databases
+from votersdaily.store.names import PREFIX_ENV, db_prefix
 
 #: Under $VOTERSDAILY_TEST_COUCHDB this test process already has a prefix (tests/conftest.py).
 OWN = os.environ.get(PREFIX_ENV, "")

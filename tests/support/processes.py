@@ -1,4 +1,5 @@
-"""Helpers for the deployment tests: background processes started the way a user starts them."""
+"""Background processes started the way a user starts them: crawls with the deployment tests' settings
+(tests/deploy/settings.py), a gate to stop one at a known point, Redis, scrapyd and a scrapyd node."""
 
 from __future__ import annotations
 

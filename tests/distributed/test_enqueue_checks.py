@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.deploy.conftest import process_env
+import pytest
+
+from tests.support.processes import process_env
 from tests.support.services import run_cli
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 
 def _enqueue(spider: str, source, redis_server, store_uri: str, **extra: str):

@@ -12,6 +12,8 @@ import scrapy
 from votersdaily.distributed import serializer
 from votersdaily.distributed.queue import GROUP, REQUEUED, RedisQueueLost, StreamQueue
 
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
+
 
 class _Spider(scrapy.Spider):
     name = "queue_test"

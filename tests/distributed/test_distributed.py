@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.deploy.workloads import (
+from tests.distributed.workloads import (
     QUEUE_SETTINGS,
     acked,
     base_hits,
@@ -34,6 +34,8 @@ from tests.deploy.workloads import (
     wait_until,
 )
 from votersdaily.laundromat.uris import uri_key
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 #: Enough documents that every worker takes a share and a kill lands mid-run, few enough to run in seconds.
 N = 180

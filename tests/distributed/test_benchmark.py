@@ -10,7 +10,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.services import REPO
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 
 def test_the_distributed_benchmark_runs_without_the_shared_folder(tmp_path):
