@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.test_redis_setup import documented_conf_blocks
-from tests.deploy.workloads import (
+from tests.distributed.test_redis_setup import documented_conf_blocks
+from tests.distributed.workloads import (
     frozen_with_leases,
     hold_documents,
     rdf_datasets,
@@ -414,6 +414,7 @@ class Reach:
 # -- the rehearsal ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # three nodes in network namespaces: Redis, a store, scrapyd, workers, kills
 def test_three_nodes_from_the_docs(tmp_path):  # noqa: PLR0915 - one rehearsal, step by step
     skip_unless_namespaces()
     started = time.monotonic()
