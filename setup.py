@@ -28,6 +28,7 @@ def ntscan_extension(
     return Extension(
         NTSCAN,
         sources=["votersdaily/laundromat/_ntscan.c"],
+        depends=["votersdaily/laundromat/_ntscan.h"],
         extra_compile_args=["-Wall", "-Wextra", *(compile_args if compile_args is not None else ["-O3"])],
         extra_link_args=link_args or [],
         optional=True,

@@ -145,10 +145,19 @@ class SortedSink:
         self.writer = RunWriter(tmp, "run", options.sorted_run_bytes) if native.available() else None
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
-        """A block of serializer output (newline-terminated canonical lines)."""
+        """A block of serializer output (newline-terminated canonical lines). With the compiled
+        path, the lines that are final already but for their blank nodes are copied in C; the others
+        (and the messages they make) go through :func:`.rdf11.canonical_lines` in order."""
         if not block:
             return
-        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
+        if not native.available():
+            self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
+            return
+        skolem = self.skolem
+        scanned = native.canonical_lines(block, True, skolem.prefix, relabel=skolem.relabel, dots=self.dots)
+        self.add_lines(scanned.canonical, scanned.named, scanned.statements)
+        if scanned.slow:
+            self.add_lines(canonical_lines(scanned.slow, skolem, self.messages, line_no, self.dots))
 
     def add_lines(self, block: bytes, named: bool | None = None, statements: int | None = None) -> None:
         """A block of final (skolemised) lines; ``named``: whether one has a graph label, and

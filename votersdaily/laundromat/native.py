@@ -12,6 +12,8 @@ the laundromat's run log says it as ``compiled_path``.
   statements, copied (blank nodes skolemised) without building a Python object per statement; the
   other lines go to pyoxigraph as before. tests/laundromat/test_native.py checks that both paths
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
+  The same scanner takes the lines pyoxigraph's serializer writes from the other formats (Turtle,
+  RDF/XML, JSON-LD): their canonical lines are copied, the rest go through :mod:`.rdf11` in Python.
 * :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
   by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort
   nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
@@ -64,11 +66,20 @@ class Scanned(NamedTuple):
     statements: int
 
 
-def canonical_lines(data: bytes, quads: bool, genid_prefix: bytes) -> Scanned:
+#: canonical_lines flags (_ntscan.c's F_RELABEL, F_DOTS).
+_RELABEL, _DOTS = 1, 2
+
+
+def canonical_lines(
+    data: bytes, quads: bool, genid_prefix: bytes, *, relabel: bool = False, dots: bool = False
+) -> Scanned:
     """The lines of ``data`` that are canonical statements (skolemised under ``genid_prefix``) and
-    the others."""
+    the others. With ``relabel``, a line with a blank node label a parser may have invented (which
+    :class:`.skolem.Skolemiser` numbers in order) is one of the others; with ``dots``, a line with a
+    dot segment pattern (which :mod:`.rdf11` removes from IRIs) is too."""
+    flags = (_RELABEL if relabel else 0) | (_DOTS if dots else 0)
     out, slow, where, named, lines, copied = _built().canonical_lines(
-        data, quads, genid_prefix, MAX_FAST_LINE
+        data, quads, genid_prefix, MAX_FAST_LINE, flags
     )
     return Scanned(out, slow, memoryview(where).cast("q"), named, lines, copied)
 
