@@ -6,6 +6,13 @@ negative syntax tests, the eval results of all five RDF 1.1 suites, the RDF 1.2 
 place; variants derived from their lines by a one-byte change (each of the bytes the grammar
 turns on, at every position); the benchmark's generated statements. The UTF-8 check is compared on
 the same files and on one-byte corruptions of them, with chunk boundaries at every offset.
+
+The compiled Turtle and TriG reader (_turtle.c) against pyoxigraph with rdf11.py and skolem.py: the
+W3C Turtle and TriG documents (with and without their base) and variants of them with bytes
+replaced, deleted or inserted, documents generated from the constructs that decide the order of
+statements (nested blank nodes, collections, graphs), the grammar shapes above, the benchmark's
+statements as Turtle and TriG. The other formats' serializer lines through the scanner: every W3C
+Turtle, TriG, RDF/XML and JSON-LD (toRdf) document.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from benchmarks.laundromat import statement
+from benchmarks.laundromat import XSD, statement
 from tests.laundromat.conformance import ROOT, load_manifest
 from tests.support.services import REPO
-from votersdaily.laundromat import encodings, external_sort, native
+from votersdaily.laundromat import encodings, external_sort, native, rdf11
+from votersdaily.laundromat.clean_types import GENID_BASE, CleanResult, Messages
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
+from votersdaily.laundromat.skolem import Skolemiser
 
 pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
 
@@ -604,3 +613,230 @@ def test_fuzzed_documents_clean_sort_and_merge_the_same_on_both_paths(tmp_path, 
             break
     assert rounds >= 5
     print("%d fuzzed documents checked" % rounds)
+
+
+# -- the compiled Turtle and TriG reader ----------------------------------------------------------
+
+TURTLE_FORMATS = {"Turtle": ox.RdfFormat.TURTLE, "TriG": ox.RdfFormat.TRIG}
+
+
+def _turtle_both(data: bytes, fmt: str, base_iri: str | None, tmp_path: Path) -> tuple:
+    """The final lines of a Turtle or TriG document from the compiled reader (None when it gives
+    up) and from pyoxigraph, rdf11.py and skolem.py (None when pyoxigraph finds an error), sorted,
+    with the messages the Python path made (the compiled reader reads only what makes none)."""
+    path = tmp_path / "doc"
+    path.write_bytes(data)
+    skolem = Skolemiser(GENID_BASE, KEY, relabel=True)
+    try:
+        lines = native.TurtleLines(path, fmt == "TriG", base_iri, skolem.prefix, 1 << 12)
+        compiled = b"".join(sorted(b"".join(lines).splitlines(keepends=True)))
+        named = lines.named
+    except native.TurtleUnsupported:
+        compiled = named = None
+    messages = Messages(CleanResult(format=fmt), 100)
+    try:
+        block = ox.serialize(
+            ox.parse(data, TURTLE_FORMATS[fmt], base_iri=base_iri), format=ox.RdfFormat.N_QUADS
+        )
+    except (SyntaxError, ValueError):
+        return compiled, None
+    python = rdf11.canonical_lines(block or b"", skolem, messages, None, dots=True)
+    python = b"".join(sorted(python.splitlines(keepends=True)))
+    if compiled is None:
+        return None, python
+    return (compiled, named, []), (python, rdf11.has_named_graph(python), messages.result.messages)
+
+
+def _assert_turtle_twins(documents, tmp_path: Path) -> int:
+    """Each (data, format, base) read alike by both paths when the compiled reader reads it; how many
+    it read."""
+    read = 0
+    for data, fmt, base_iri in documents:
+        compiled, python = _turtle_both(data, fmt, base_iri, tmp_path)
+        if compiled is not None:
+            read += 1
+            assert compiled == python, (data, fmt, base_iri)
+    return read
+
+
+def test_the_turtle_reader_reads_the_grammar_shapes_as_pyoxigraph(tmp_path):
+    """Each statement of the N-Triples grammar shapes (IRIs of every part, labels, escapes, language
+    tags, datatypes; valid or not) as a Turtle and a TriG document, with and without a base."""
+    documents = [
+        (line + b"\n", fmt, base)
+        for line in _shapes()[::6]
+        for fmt, base in (("Turtle", "http://example.org/base/doc.ttl"), ("TriG", None))
+    ]
+    assert _assert_turtle_twins(documents, tmp_path) > 350
+
+
+#: Pieces of Turtle the generated documents are made of: relative and prefixed IRIs (escapes,
+#: percent-encodings, dots), literals of every form, labels that look generated, and the
+#: constructs whose order of statements decides the numbers of anonymous blank nodes.
+_IRIS = [
+    *[
+        "<http://ex.org/a>",
+        "<b>",
+        "<#c>",
+        "ex:d",
+        ":e",
+        "ex:",
+        "<//h/p>",
+        "<?q>",
+        "<>",
+        "ex:a.b",
+        "<g;x>",
+        "<http://ex.org/p/q?r#s>",
+    ],
+    r"ex:x\.y",
+    "ex:%41b",
+    "<a:b>",
+    "<../up>",
+    "ex:a.",
+]
+_LITERALS = [
+    *['"a"', "'b'", '"""c\nd"""', "'''e''f'''", '"x"@en', '"y"@EN-gb', '"x"@en-latn-us', '"z"^^xsd:integer'],
+    *[
+        '"w"^^<http://ex.org/dt>',
+        '"s"^^xsd:string',
+        "1",
+        "-2.5",
+        "3e4",
+        "1.e5",
+        "+.5",
+        "true",
+        "false",
+        '""',
+        "''",
+    ],
+    r'"\u00e9\t"',
+    r'"\U0001F600"',
+    r'"q\"r"',
+    '"\x01\x7f"',
+    '"""a""b"""',
+    '"lang"@en-',
+]
+_LABELS = ["_:a", "_:b1", "_:b2", "_:x.y", "_:0123456789abcdef0", "_:fedcba9876543210", "_:B1"]
+
+
+def _turtle_document(rnd: random.Random, trig: bool) -> bytes:
+    def obj(depth: int) -> str:
+        r = rnd.random()
+        if depth < 4 and r < 0.2:
+            return "[ " + po(depth + 1) + " ]"
+        if depth < 4 and r < 0.3:
+            return "( " + " ".join(obj(depth + 1) for _ in range(rnd.randrange(4))) + " )"
+        if r < 0.35:
+            return "[]"
+        return rnd.choice(_LITERALS if r < 0.6 else _LABELS if r < 0.75 else _IRIS)
+
+    def po(depth: int) -> str:
+        parts = [
+            rnd.choice(["a", *_IRIS]) + " " + " , ".join(obj(depth) for _ in range(rnd.randrange(1, 3)))
+            for _ in range(rnd.randrange(1, 3))
+        ]
+        return " ; ".join(parts) + rnd.choice(["", " ;"])
+
+    def triples() -> str:
+        r = rnd.random()
+        if r < 0.2:
+            return "[ " + po(1) + " ]" + rnd.choice(["", " " + po(0)])
+        if r < 0.3:
+            return "( " + " ".join(obj(1) for _ in range(rnd.randrange(1, 3))) + " ) " + po(0)
+        return rnd.choice(["[]", *_LABELS, *_IRIS]) + " " + po(0)
+
+    out = ["@prefix ex: <http://ex.org/ns#> .", "PREFIX : <http://ex.org/e/>"]
+    out += ["@prefix xsd: <http://www.w3.org/2001/XMLSchema#> ."]
+    if rnd.random() < 0.3:
+        out.append("@base <http://base.org/x/y> .")
+    for _ in range(rnd.randrange(1, 6)):
+        if trig and rnd.random() < 0.5:
+            label = rnd.choice(["", "<g1> ", "GRAPH ex:g ", "[] ", "_:g ", "GRAPH [] "])
+            body = " . ".join(triples() for _ in range(rnd.randrange(3)))
+            out.append(label + "{ " + body + rnd.choice(["", " ."]) + " }")
+        else:
+            out.append(triples() + " .")
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+def test_generated_turtle_documents_read_as_pyoxigraph_reads_them(tmp_path):
+    """Documents made of nested blank node property lists, collections and graphs: the statements
+    and the numbers of their anonymous blank nodes (the order pyoxigraph gives them in) alike."""
+    rnd = random.Random(11)
+    documents = []
+    for _ in range(2000):
+        fmt = rnd.choice(list(TURTLE_FORMATS))
+        base = rnd.choice(["http://base.org/dir/file.ttl", None, "file:///tmp/a.ttl"])
+        documents.append((_turtle_document(rnd, fmt == "TriG"), fmt, base))
+    assert _assert_turtle_twins(documents, tmp_path) > 250
+
+
+def test_variants_of_w3c_turtle_documents_read_as_pyoxigraph_reads_them(tmp_path):
+    """The W3C Turtle and TriG documents with one to three bytes replaced, deleted or inserted
+    (derived variants): the compiled reader reads only what pyoxigraph reads, to the same lines."""
+    probes = PROBES + b"\n()[],;eE+"
+    documents = [
+        (t.action.read_bytes(), fmt, t.base)
+        for suite, fmt in (("rdf11/rdf-turtle", "Turtle"), ("rdf11/rdf-trig", "TriG"))
+        for t in load_manifest(suite)
+        if t.action.suffix != ".nt"
+    ]
+    rnd = random.Random(5)
+    variants = []
+    for _ in range(6000):
+        data, fmt, base = rnd.choice(documents)
+        data = bytearray(data)
+        for _ in range(rnd.choice([1, 1, 2, 3])):
+            at, probe = rnd.randrange(len(data) + 1), probes[rnd.randrange(len(probes))]
+            op = rnd.randrange(3) if at < len(data) else 2
+            if op == 0:
+                data[at] = probe
+            elif op == 1:
+                del data[at]
+            else:
+                data.insert(at, probe)
+        variants.append((bytes(data), fmt, base))
+    assert _assert_turtle_twins(variants, tmp_path) > 600
+
+
+def test_the_benchmark_statements_as_turtle_clean_the_same(tmp_path, monkeypatch):
+    """The benchmark's statements written as Turtle (prefixes, abbreviations) and as TriG: read by
+    the compiled reader, cleaned to the same bytes as by pyoxigraph."""
+    rnd = random.Random(4)
+    nt = "".join(statement(i, rnd) for i in range(20_000)).encode("utf-8")
+    prefixes = {"r": "http://example.org/resource/", "v": "http://example.org/vocab#", "xsd": XSD}
+    for fmt, oxf in TURTLE_FORMATS.items():
+        path = tmp_path / ("bench." + fmt.lower())
+        quads = ox.parse(nt, ox.RdfFormat.N_TRIPLES)
+        if fmt == "TriG":
+            quads = (
+                ox.Quad(q.subject, q.predicate, q.object, ox.NamedNode("http://example.org/g")) for q in quads
+            )
+        path.write_bytes(ox.serialize(quads, format=oxf, prefixes=prefixes))
+        lines = native.TurtleLines(path, fmt == "TriG", None, b"<g/", 1 << 20)
+        assert sum(block.count(b"\n") for block in lines) == lines.statements == 20_000
+        _assert_same_document(path, fmt, tmp_path, monkeypatch, None)
+
+
+def test_the_turtle_reader_gives_up_where_serd_would_read_on(tmp_path):
+    """What a lenient reader (serd 0.30, Debian's libserd) takes without a word is an error here, so
+    pyoxigraph reports it: an empty anonymous subject without properties, a surrogate escape, a NUL."""
+    for data, fmt in [
+        (b"[] .\n", "Turtle"),
+        (b"<g> { [] . <a> <b> <c> }\n", "TriG"),
+        (b'<http://a/s> <http://a/p> "\\ud800" .\n', "Turtle"),
+        (b"<http://a/s> <http://a/p> <http://a/o> .\x00\n", "Turtle"),
+        (b"<http://a/s> <http://a/p> [ = <http://a/x> ] .\n", "Turtle"),
+    ]:
+        compiled, python = _turtle_both(data, fmt, None, tmp_path)
+        assert compiled is None and python is None, data
+
+
+def test_the_turtle_reader_leaves_long_lines_to_pyoxigraph(tmp_path):
+    """pyoxigraph holds a token's line in a 16 MiB buffer and refuses a token past it: a line of
+    8 MiB or more is left to it (which reads this one), a shorter one is read."""
+    for size, read in ((9 << 20, False), (1 << 20, True)):
+        data = b'<http://a/s> <http://a/p> """' + b"x\ny" * (size // 3) + b'""" .\n'
+        compiled, python = _turtle_both(data, "Turtle", None, tmp_path)
+        assert (compiled is not None) == read and python is not None
+        assert compiled is None or compiled == python

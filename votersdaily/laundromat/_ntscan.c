@@ -17,6 +17,8 @@
  *     line the slow path would change further (a parser-invented blank node label, a dot segment)
  *     is left to it too.
  *
+ * TurtleReader(path, trig, base_iri, prefix): _turtle.c.
+ *
  * utf8_counts(data) -> (valid, chars, lf, cr, crlf)
  *     Validates UTF-8 (strictly: no overlongs, surrogates or code points past U+10FFFF) and counts, in
  *     the same pass, characters and line endings. `valid` is the length of the longest prefix made of
@@ -1019,5 +1021,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ntscan", NULL, -1, 
 PyMODINIT_FUNC PyInit__ntscan(void)
 {
     init_classes();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && nt_add_turtle(m) < 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -47,4 +47,7 @@ long nt_uchar_at(const u8 *p, const u8 *end, int *n);
 /* Code point `cp` as the canonical serializer writes it inside a literal. */
 int nt_put_char(Out *o, long cp);
 
+/* The TurtleReader type and its TurtleUnsupported error added to the module (_turtle.c). */
+int nt_add_turtle(PyObject *module);
+
 #endif

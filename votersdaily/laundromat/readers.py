@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from . import formats as F
+from . import native
 from .clean_types import (
     OX_FORMATS,
     CleaningError,
@@ -28,7 +29,7 @@ from .clean_types import (
     syntax_message,
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
-from .external_sort import SortedSink
+from .external_sort import RunWriter, SortedSink
 from .xmlentities import EntityRefused, expand_entities
 from .xmlliterals import LiteralStop, canonical_xml_literals
 
@@ -85,7 +86,31 @@ def _batched(
         yield block
 
 
+#: Bytes of final lines the compiled Turtle reader gives at a time.
+TURTLE_BLOCK = 1 << 20
+
+
+def _turtle_compiled(path: Path, fmt: str, base_iri: str | None, sink: SortedSink) -> bool:
+    """The document's final lines from the compiled Turtle reader (:class:`.native.TurtleLines`)
+    into sorted runs (a thread sorts each while the reader goes on): True; False, with nothing added
+    to ``sink``, when the reader gives up (the document is then parsed by pyoxigraph)."""
+    writer = RunWriter(sink.tmp, "turtle", sink.options.sorted_run_bytes, background=True)
+    try:
+        lines = native.TurtleLines(path, fmt == F.TRIG, base_iri, sink.skolem.prefix, TURTLE_BLOCK)
+        for block in lines:
+            writer.add(block)
+        sink.add_runs(writer.flush(), lines.statements, lines.named)
+        return True
+    except native.TurtleUnsupported:
+        writer.discard()
+        return False
+    finally:
+        writer.close()
+
+
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    if fmt in (F.TURTLE, F.TRIG) and native.available() and _turtle_compiled(path, fmt, base_iri, sink):
+        return
     stop = None
     if fmt == F.RDF_XML:
         try:
