@@ -126,7 +126,8 @@ def _refuse_late_entities(path: Path, start: int, seen_doctype: bool, chunk_byte
             if not chunk:
                 return
             data = tail + chunk
-            match = pattern.search(data)
+            # Both strings hold a "!", which most chunks lack: those are skipped at memchr's speed.
+            match = pattern.search(data) if b"!" in data else None
             while match is not None:
                 if pattern is _ENTITY:
                     raise EntityRefused(
