@@ -34,7 +34,7 @@ import pytest
 from benchmarks.laundromat import XSD, statement
 from tests.laundromat.conformance import ROOT, load_manifest
 from tests.support.services import REPO
-from votersdaily.laundromat import encodings, external_sort, native, rdf11
+from votersdaily.laundromat import encodings, external_sort, native, rdf11, xml_ranges
 from votersdaily.laundromat.clean_types import GENID_BASE, CleanResult, Messages
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.skolem import Skolemiser
@@ -52,12 +52,18 @@ def _line_files() -> list[Path]:
 
 
 def _clean(
-    path: Path, fmt: str, out: Path, use_native: bool, monkeypatch, base_iri: str | None = None
+    path: Path,
+    fmt: str,
+    out: Path,
+    use_native: bool,
+    monkeypatch,
+    base_iri: str | None = None,
+    options: CleanOptions | None = None,
 ) -> tuple:
     with monkeypatch.context() as patch:
         if not use_native:
             patch.setattr(native, "_module", None)
-        options = CleanOptions(parse_workers=1, run_bytes=1 << 30)
+        options = options or CleanOptions(parse_workers=1, run_bytes=1 << 30)
         result = clean_file(path, fmt, KEY, out, options=options, base_iri=base_iri)
     data = Path(result.path).read_bytes() if result.path else b""
     return (
@@ -840,3 +846,69 @@ def test_the_turtle_reader_leaves_long_lines_to_pyoxigraph(tmp_path):
         compiled, python = _turtle_both(data, "Turtle", None, tmp_path)
         assert (compiled is not None) == read and python is not None
         assert compiled is None or compiled == python
+
+
+# -- RDF/XML in ranges ----------------------------------------------------------------------------
+
+#: Ranges cut at every top-level element of any document (the sizes that decide it made tiny).
+IN_RANGES = CleanOptions(parse_workers=2, run_bytes=1, parse_chunk=1)
+
+
+def test_w3c_rdf_xml_documents_cut_at_every_element_clean_the_same(tmp_path, monkeypatch):
+    """Each W3C RDF/XML document cut at each of its top-level elements (when it can be), the ranges
+    parsed by two processes, cleans as the whole document parsed by pyoxigraph in Python does: the
+    same statements, blank node numbers, errors and messages (a range with an error gives the
+    document back whole)."""
+    cut = 0
+    for test in load_manifest("rdf11/rdf-xml"):
+        if test.action.suffix != ".rdf":
+            continue
+        fast = _clean(test.action, "RDF/XML", tmp_path / "fast", True, monkeypatch, test.base, IN_RANGES)
+        slow = _clean(test.action, "RDF/XML", tmp_path / "slow", False, monkeypatch, test.base)
+        assert fast == slow, test
+        root = xml_ranges._root(test.action.read_bytes()[: xml_ranges.HEAD_BYTES])
+        cut += bool(root is not None and native.xml_cuts(test.action, root.end(), 1))
+    assert cut > 30
+
+
+def _benchmark_rdf_xml(path: Path, count: int) -> None:
+    rnd = random.Random(6)
+    nt = "".join(statement(i, rnd) for i in range(count)).encode("utf-8")
+    prefixes = {"r": "http://example.org/resource/", "v": "http://example.org/vocab#"}
+    path.write_bytes(
+        ox.serialize(ox.parse(nt, ox.RdfFormat.N_TRIPLES), format=ox.RdfFormat.RDF_XML, prefixes=prefixes)
+    )
+
+
+def test_the_benchmark_statements_as_rdf_xml_in_ranges_clean_the_same(tmp_path, monkeypatch):
+    path = tmp_path / "bench.rdf"
+    _benchmark_rdf_xml(path, 20_000)
+    options = CleanOptions(parse_workers=2, run_bytes=1 << 16, parse_chunk=1 << 12)
+    fast = _clean(path, "RDF/XML", tmp_path / "fast", True, monkeypatch, None, options)
+    slow = _clean(path, "RDF/XML", tmp_path / "slow", False, monkeypatch)
+    assert fast == slow and fast[1] == 20_000
+    root = xml_ranges._root(path.read_bytes()[: xml_ranges.HEAD_BYTES])
+    assert root is not None and len(native.xml_cuts(path, root.end(), 1 << 16) or []) > 20
+
+
+def test_rdf_xml_ranges_give_the_document_back_on_an_error_or_an_id(tmp_path, monkeypatch):
+    """An element with an error in a middle range (derived from the benchmark's document): the
+    whole document is parsed, so what is kept and said is what one parse keeps and says. An rdf:ID
+    (unique in a document) keeps the document whole."""
+    path = tmp_path / "bench.rdf"
+    _benchmark_rdf_xml(path, 5_000)
+    data = path.read_bytes()
+    middle = data.index(b"<rdf:Description", len(data) // 2)
+    options = CleanOptions(parse_workers=2, run_bytes=1 << 12, parse_chunk=1 << 10)
+    for variant in (
+        data[:middle] + b"<rdf:Description><broken>" + data[middle:],
+        data[:middle] + b'<rdf:Description rdf:ID="x"><v:p>1</v:p></rdf:Description>' + data[middle:],
+    ):
+        path.write_bytes(variant)
+        fast = _clean(
+            path, "RDF/XML", tmp_path / "fast", True, monkeypatch, "http://example.org/doc", options
+        )
+        slow = _clean(path, "RDF/XML", tmp_path / "slow", False, monkeypatch, "http://example.org/doc")
+        assert fast == slow
+    assert native.xml_cuts(path, data.index(b">", data.index(b"<rdf:RDF")) + 1, 1) is None
+    assert fast[3] == 0 and slow[1] == 5_001

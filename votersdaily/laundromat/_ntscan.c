@@ -19,6 +19,9 @@
  *
  * TurtleReader(path, trig, base_iri, prefix): _turtle.c.
  *
+ * xml_cuts(path, start, span) -> [offset, ...] or None
+ *     Where an RDF/XML document can be cut into ranges parsed apart (xml_ranges.py): see xml_cuts_of.
+ *
  * utf8_counts(data) -> (valid, chars, lf, cr, crlf)
  *     Validates UTF-8 (strictly: no overlongs, surrogates or code points past U+10FFFF) and counts, in
  *     the same pass, characters and line endings. `valid` is the length of the longest prefix made of
@@ -30,6 +33,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 unsigned char nt_cls[256];
@@ -1006,7 +1011,182 @@ done:
     return written < 0 ? NULL : PyLong_FromSsize_t(written);
 }
 
+/* -- RDF/XML: where top-level node elements start ------------------------------------------------ */
+
+/* memmem for a short needle. */
+static const u8 *find(const u8 *p, const u8 *end, const char *needle)
+{
+    size_t n = strlen(needle);
+    while (end - p >= (Py_ssize_t)n) {
+        const u8 *q = memchr(p, needle[0], end - p - n + 1);
+        if (!q)
+            return NULL;
+        if (!memcmp(q, needle, n))
+            return q;
+        p = q + 1;
+    }
+    return NULL;
+}
+
+static int is_xml_space(u8 c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The start tag at p ('<' and a name): the position past its '>', *empty when it ends "/>"; NULL
+ * when it is not one this scanner reads or has an attribute named ID (rdf:ID values must be unique
+ * in the document: ranges parsed apart could not tell). */
+static const u8 *start_tag(const u8 *p, const u8 *end, int *empty)
+{
+    p++;
+    while (p < end && !is_xml_space(*p) && *p != '/' && *p != '>' && *p != '<')
+        p++;
+    for (;;) {
+        while (p < end && is_xml_space(*p))
+            p++;
+        if (p >= end || *p == '<')
+            return NULL;
+        if (*p == '>' || (*p == '/' && end - p >= 2 && p[1] == '>')) {
+            *empty = *p == '/';
+            return p + (*empty ? 2 : 1);
+        }
+        const u8 *name = p;
+        while (p < end && !is_xml_space(*p) && *p != '=' && *p != '>' && *p != '/' && *p != '<')
+            p++;
+        if ((p - name == 2 || (p - name > 2 && p[-3] == ':')) && p[-2] == 'I' && p[-1] == 'D')
+            return NULL;
+        while (p < end && is_xml_space(*p))
+            p++;
+        if (p >= end || *p != '=')
+            return NULL;
+        for (p++; p < end && is_xml_space(*p);)
+            p++;
+        if (p >= end || (*p != '"' && *p != '\''))
+            return NULL;
+        const u8 *close = memchr(p + 1, *p, end - p - 1);
+        if (!close || memchr(p + 1, '<', close - p - 1))
+            return NULL;
+        p = close + 1;
+    }
+}
+
+/* Cut points of the content of an RDF/XML root element, from `start` (past its start tag): the
+ * starts of lines on which a top-level element starts after white space only, one each `span`
+ * bytes or more; None when the content is not plain markup this scanner follows (text, CDATA or a
+ * DOCTYPE at the top level, an attribute named ID, a tag it cannot read). */
+static int xml_cuts_of(const u8 *buf, const u8 *end, const u8 *start, Py_ssize_t span, Out *cuts)
+{
+    const u8 *p = start, *last = start, *released = buf;
+    int depth = 1;
+    while (depth > 0) {
+        if (p - released >= (16 << 20)) { /* the pages read are not needed again: out of the RSS */
+            Py_ssize_t page = sysconf(_SC_PAGESIZE), n = ((p - released) / page) * page;
+            madvise((void *)released, n, MADV_DONTNEED);
+            released += n;
+        }
+        const u8 *q = memchr(p, '<', end - p);
+        if (!q)
+            return -1;
+        if (depth == 1)
+            for (const u8 *c = p; c < q; c++)
+                if (!is_xml_space(*c))
+                    return -1;
+        if (end - q < 2)
+            return -1;
+        if (q[1] == '/') {
+            const u8 *close = memchr(q, '>', end - q);
+            if (!close)
+                return -1;
+            depth--;
+            p = close + 1;
+        } else if (q[1] == '!') {
+            const u8 *close = NULL;
+            if (end - q >= 4 && !memcmp(q, "<!--", 4))
+                close = find(q + 4, end, "-->");
+            else if (depth > 1 && end - q >= 9 && !memcmp(q, "<![CDATA[", 9))
+                close = find(q + 9, end, "]]>");
+            if (!close)
+                return -1;
+            p = close + 3;
+        } else if (q[1] == '?') {
+            const u8 *close = find(q + 2, end, "?>");
+            if (!close)
+                return -1;
+            p = close + 2;
+        } else {
+            if (depth == 1) {
+                const u8 *line = q;
+                while (line > buf && (line[-1] == ' ' || line[-1] == '\t'))
+                    line--;
+                if (line > buf && line[-1] == '\n' && line - last >= span) {
+                    int64_t at = line - buf;
+                    if (out_put(cuts, (const u8 *)&at, sizeof at) < 0)
+                        return -2;
+                    last = line;
+                }
+            }
+            int empty;
+            if (!(p = start_tag(q, end, &empty)))
+                return -1;
+            depth += !empty;
+        }
+    }
+    return 0;
+}
+
+static PyObject *xml_cuts(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *path;
+    Py_ssize_t start, span;
+    if (!PyArg_ParseTuple(args, "O&nn", PyUnicode_FSConverter, &path, &start, &span))
+        return NULL;
+    Out cuts = {NULL, 0, 0};
+    PyObject *result = NULL;
+    struct stat st;
+    int r = -1, fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+        goto done;
+    }
+    if (start >= 0 && start < st.st_size) {
+        u8 *map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        madvise(map, st.st_size, MADV_SEQUENTIAL);
+        r = xml_cuts_of(map, map + st.st_size, map + start, span, &cuts);
+        munmap(map, st.st_size);
+        Py_END_ALLOW_THREADS
+    }
+    if (r == -2) {
+        PyErr_NoMemory();
+    } else if (r < 0) {
+        result = Py_NewRef(Py_None);
+    } else if ((result = PyList_New(cuts.len / 8))) {
+        for (Py_ssize_t i = 0; i < cuts.len / 8; i++) {
+            int64_t at;
+            memcpy(&at, cuts.p + 8 * i, 8);
+            PyObject *n = PyLong_FromLongLong(at);
+            if (!n) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, i, n);
+        }
+    }
+done:
+    if (fd >= 0)
+        close(fd);
+    Py_DECREF(path);
+    out_free(&cuts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"xml_cuts", xml_cuts, METH_VARARGS,
+     "xml_cuts(path, start, span) -> line starts where top-level elements of an RDF/XML root start, or None"},
     {"canonical_lines", canonical_lines, METH_VARARGS,
      "canonical_lines(data, quads, prefix, max_line[, flags]) -> (out, slow, slow_line_numbers, named, lines, copied)"},
     {"merge_runs", merge_runs, METH_VARARGS,

@@ -19,6 +19,8 @@ the laundromat's run log says it as ``compiled_path``.
   nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
   its pivots (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
+* :func:`xml_cuts`: where a large RDF/XML document can be cut between its top-level elements, so
+  that :mod:`.xml_ranges` parses its ranges at once.
 * :class:`TurtleLines` (``_turtle.c``): the final lines of a Turtle or TriG document, read by a
   strict reader of a subset of the grammar (ASCII IRIs, names and labels, no escapes in IRIs, no
   RDF 1.2 syntax, no dot segments) that writes what pyoxigraph, :mod:`.rdf11` and :mod:`.skolem`
@@ -143,6 +145,15 @@ class TurtleLines:
     def named(self) -> bool:
         """Whether a line given has a graph label."""
         return bool(self._reader.named)
+
+
+def xml_cuts(path: str | os.PathLike[str], start: int, span: int) -> list[int] | None:
+    """Where the RDF/XML document at ``path``, whose root's start tag ends at ``start``, can be cut
+    into ranges of
+    about ``span`` bytes or more (:mod:`.xml_ranges`): the starts of lines on which a top-level
+    element starts; None when the root's content is not plain markup the scanner follows (text,
+    CDATA or a DOCTYPE at the top level, an attribute named ID, a tag it cannot read)."""
+    return _built().xml_cuts(path, start, span)
 
 
 def utf8_counts(data: bytes | memoryview) -> tuple[int, int, int, int, int]:

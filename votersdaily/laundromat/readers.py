@@ -30,6 +30,7 @@ from .clean_types import (
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import RunWriter, SortedSink
+from .xml_ranges import parse_rdfxml_in_ranges
 from .xmlentities import EntityRefused, expand_entities
 from .xmlliterals import LiteralStop, canonical_xml_literals
 
@@ -118,6 +119,10 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         except EntityRefused as exc:
             raise CleaningError(str(exc)) from None
         path, stop = canonical_xml_literals(path, sink.tmp / "literals.rdf")
+        if stop is None and parse_rdfxml_in_ranges(
+            path, base_iri, sink, messages, sink.options.parse_workers
+        ):
+            return
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
