@@ -62,6 +62,7 @@ SLOW = {
     "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
+    "tests/cli/test_interrupts.py": "real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store",
     "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
     "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
     # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the

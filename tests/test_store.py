@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -282,11 +283,28 @@ def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
 
 def test_spooled_batches_name_a_reschedule_tracker_made_once_per_delivery():
     from votersdaily.store.reschedules import RescheduleTracker, SpooledRescheduleTracker
-    from votersdaily.store.spool import hook_name, load_hook
+    from votersdaily.store.spool import DELIVERY_HOOKS, delivery_name, hook_name
 
-    assert load_hook(hook_name(RescheduleTracker())) is SpooledRescheduleTracker
-    # Spool files written before the tracker moved beside the writer name it in the pipelines.
-    assert load_hook("votersdaily.pipelines:SpooledRescheduleTracker") is SpooledRescheduleTracker
+    assert hook_name(RescheduleTracker()) == "reschedules"
+    assert DELIVERY_HOOKS[delivery_name("reschedules")] is SpooledRescheduleTracker
+    # What earlier versions recorded: the import path of the hooks, read as the name it meant.
+    for path in ("votersdaily.pipelines:SpooledRescheduleTracker", "votersdaily.pipelines:mark_superseded"):
+        assert delivery_name(path) == "reschedules"
+    # The ingest's file-table bookkeeping served only the run that spooled the batch: no hooks now.
+    assert delivery_name("votersdaily.ingest.persist:IngestStorePipeline._rows_written") is None
+
+
+def test_a_batch_whose_hooks_no_delivery_could_run_is_not_spooled(tmp_path):
+    """Hooks must be registered to be spooled with: a batch naming others would wait for nothing."""
+    from votersdaily.store.hooks import AfterBatch
+    from votersdaily.store.spool import Spool
+
+    class Unregistered(AfterBatch):
+        durable = "somewhere:else"
+
+    with pytest.raises(ValueError, match="no delivery could run"):
+        Spool(tmp_path / "spool").write("sqlite:///x.db", DB, [event(1)], (), Unregistered(print))
+    assert not (tmp_path / "spool").exists()
 
 
 def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
@@ -330,3 +348,32 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     assert len(report.result.superseded) == 1200 and not report.result.repaired
     live = [d["_id"] for d in db.iter_docs(DB) if "superseded_by" not in d]
     assert sorted(live) == sorted(d["_id"] for d in moved)
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        "votersdaily.pipelines:mark_superseded",
+        "votersdaily.pipelines:SpooledRescheduleTracker",
+        "votersdaily.store.reschedules:SpooledRescheduleTracker",
+    ],
+)
+def test_spool_files_of_earlier_versions_are_delivered_with_the_hooks_they_meant(db, tmp_path, recorded):
+    """Their lines name the hooks by import path (as versions before the registry wrote them): the
+    delivery runs the reschedule tracker they meant, found by name, and marks what they replace."""
+    from votersdaily.store.identity import store_identity
+    from votersdaily.store.reschedules import RescheduleTracker
+    from votersdaily.store.spool import Spool
+
+    upsert(db, DB, [event(11), event(12)])
+    spool = Spool(tmp_path / "spool")
+    path = spool.write(
+        store_identity(db.display_uri), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker()
+    )
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {line["after_batch"] for line in lines} == {"reschedules"}
+    path.write_text("".join(json.dumps(dict(line, after_batch=recorded)) + "\n" for line in lines))
+    report = spool.deliver(db, DB)
+    assert report.documents == 2 and not report.kept and not report.problems
+    assert sorted(report.result.superseded) == sorted([event(11)["_id"], event(12)["_id"]])
+    assert not list(spool.directory.iterdir())

@@ -316,11 +316,13 @@ def retired_files(folder: Path) -> set[str]:
 
 def apply_retention(folder: Path, *, max_age_days: float, max_bytes: int, keep: Path | None) -> list[Path]:
     """Delete WARC files older than ``max_age_days`` (0: keep all), then the oldest ones while the
-    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays. The
+    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays, and
+    so does every file the archive did not write (not named ``<spider>-<start>-<id>.warc.gz``). The
     names removed are added to the folder's :data:`RETIRED_LIST`."""
-    files = sorted(
-        folder.glob("*.warc.gz"), key=lambda p: (run_started(p) or datetime.min.replace(tzinfo=UTC), p.name)
-    )
+    ours = [
+        p for p in folder.glob("%s-*.warc.gz" % folder.name) if run_started(p) is not None and p.is_file()
+    ]
+    files = sorted(ours, key=lambda p: (run_started(p), p.name))
     removed: list[Path] = []
     if max_age_days > 0:
         cutoff = time.time() - max_age_days * 86400

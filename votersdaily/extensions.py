@@ -25,7 +25,16 @@ from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
+from .interrupts import (
+    FORCED_STOP,
+    GRACEFUL_STOP,
+    INTERRUPTED,
+    NOT_FETCHED_STAT,
+    WORK_LEFT_STAT,
+    CrawlInterrupted,
+)
 from .items import EventItem
+from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store import mask_uri, store_uri
@@ -152,6 +161,12 @@ class RunLog:
         self.dropped: Counter[str] = Counter()
         #: Documents a replayed listing names that are not recorded beside it (skipped).
         self.not_beside = 0
+        #: The log is being (or was) written: a forced stop leaves it to that write.
+        self.closing = False
+        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
+        self.result: str | None = None
+        #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
+        self._forced_stop_trigger: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -178,6 +193,10 @@ class RunLog:
         self.started = time.monotonic()
         self.access_datetime = now_iso()
         logger.info("code: votersdaily %(version)s from %(path)s", running_code())
+        # A second Ctrl-C stops the reactor with this spider still open: its log is spooled then.
+        self._forced_stop_trigger = installed_reactor().addSystemEventTrigger(
+            "before", "shutdown", self.forced_stop, spider
+        )
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         self.responses += 1
@@ -234,6 +253,8 @@ class RunLog:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
     def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
+        if failure.check(CrawlInterrupted):
+            return  # never fetched because the person stopped the crawl: counted in not_fetched_count
         self._record(failure, "download", url)
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
@@ -291,7 +312,39 @@ class RunLog:
 
     # -- the log document ------------------------------------------------------------------------
 
+    def _stop_watching_shutdown(self) -> None:
+        self.closing = True
+        if self._forced_stop_trigger is not None:
+            installed_reactor().removeSystemEventTrigger(self._forced_stop_trigger)
+            self._forced_stop_trigger = None
+
+    def forced_stop(self, spider: Spider) -> None:
+        """The reactor is stopping with this spider open (a second Ctrl-C): the documents its writers
+        held and its run log (result ``interrupted``, ``finish_reason`` "forced stop") go to the
+        spool, synchronously: the store may be slow or gone, the person wants out."""
+        if self.closing:
+            return  # spider_closed is writing the log (the reactor's thread pool finishes that write)
+        self._stop_watching_shutdown()  # and spider_closed, should it still come, writes nothing
+        for writer in writers_of(self.crawler):
+            writer.spool_unwritten()
+        doc = self.build(spider, FORCED_STOP)
+        try:
+            spool = spool_run_log(self.crawler.settings, doc)
+        except NotSpooled:  # the spool said why, once for its folder
+            logger.error("%s stopped before it finished: its run log is lost", spider.name)
+            return
+        self.crawler.stats.set_value("votersdaily/run_log_spooled", str(spool.directory))
+        logger.error(
+            "%s stopped before it finished: its run log (%d items scraped) spooled to %s",
+            spider.name,
+            doc["items_scraped"],
+            spool.directory,
+        )
+
     async def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.closing:
+            return  # a forced stop spooled this run's log already
+        self._stop_watching_shutdown()
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing (nor spools), its log neither
@@ -370,12 +423,21 @@ class RunLog:
                 )
         self._all_dropped_replies()
         dropped = dict(self.dropped)
+        # Stopped by the person (Ctrl-C, scrapyd's cancel), or ended with requests left unfetched;
+        # a stop that found all the work in flight, which then finished, left nothing out.
+        not_fetched = int(stats.get_value(NOT_FETCHED_STAT, 0))
+        if reason == GRACEFUL_STOP and stats.get_value(WORK_LEFT_STAT) is False and not not_fetched:
+            reason = "finished"
+        interrupted = reason in (GRACEFUL_STOP, FORCED_STOP) or bool(not_fetched)
         if self.failures:
             result = self.failures[0]["exception"]
+        elif interrupted:  # not broken, not complete either
+            result = INTERRUPTED
         elif reason != "finished":
             result = reason
         else:
             result = "success"
+        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
@@ -412,6 +474,9 @@ class RunLog:
         }
         if outage:
             doc["store_outage"] = outage
+        if interrupted:
+            doc["interrupted"] = "forced" if reason == FORCED_STOP else "graceful"
+            doc["not_fetched_count"] = not_fetched
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:

@@ -17,9 +17,7 @@ from . import schema
 from .datetimes import normalise
 from .items import EventItem
 from .store.crawler import writer_for
-
-# Spool files of earlier versions name their delivery hooks here.
-from .store.reschedules import RescheduleTracker, SpooledRescheduleTracker, mark_superseded  # noqa: F401
+from .store.reschedules import RescheduleTracker
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

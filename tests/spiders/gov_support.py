@@ -61,6 +61,12 @@ def ok(proc):
     return proc
 
 
+def failed(proc):
+    """`scrapy crawl` of a run that failed: exit status 1 (the project's command), its run log says why."""
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    return proc
+
+
 def stored_events(store, parser: str) -> dict[str, dict]:
     if "vd_events" not in store.list_dbs():
         return {}
@@ -110,7 +116,7 @@ def crawl_bad(crawl, spider: str, path: Path, body: bytes, store_uri: str, excep
     from votersdaily.store import open_store
 
     path.write_bytes(body)
-    ok(crawl(spider, [path], store_uri))
+    failed(crawl(spider, [path], store_uri))
     store = open_store(store_uri)
     assert stored_events(store, spider) == {}
     (log,) = run_logs(store, spider)

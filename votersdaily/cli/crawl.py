@@ -1,4 +1,10 @@
-"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary."""
+"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary.
+
+``-a NAME=VALUE`` gives every spider of the run that argument (``crawl house_votes -a url=file://…``),
+``-s NAME=VALUE`` a setting; both, and the store URI, are checked before anything starts (exit 2).
+Ctrl-C stops after the current requests, a second one now (votersdaily/interrupts.py); an
+interrupted crawl exits 130.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +16,16 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
+from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import EventSpider
 from votersdaily.store import mask_uri, store_uri
 from votersdaily.store.base import StoreError
-from votersdaily.store.check import checked_store
+from votersdaily.store.check import StoreMisconfigured, checked_store
 from votersdaily.store.spool import NotSpooled, spool_dir
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, EXIT_USAGE
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
+from .options import BadSetting, add_scrapy_options, add_spider_arguments, scrapy_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -57,6 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only spiders whose last run (in vd_log) is older than their frequency_hours",
     )
     add_scrapy_options(parser, "run")
+    add_spider_arguments(parser)
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run, scrapy_logging=True)
 
@@ -80,21 +88,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("votersdaily crawl: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
-        print(
-            "votersdaily crawl: unknown event spider(s): %s; known: %s"
-            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings))),
-            file=sys.stderr,
+        return fail(
+            "unknown event spider(s): %s; known: %s"
+            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings)))
         )
-        return EXIT_USAGE
+    spider_args = dict(args.spider_args)
+    if args.offline and "url" in spider_args:
+        return fail("-a url= and --offline both say which documents to read: give one")
     runs, skipped = {}, []
     for name in names:
-        kwargs = {}
+        kwargs = dict(spider_args)
         if args.offline:
             urls = available[name].recording_urls()
             if not urls:
@@ -105,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     uri = store_uri(settings)
     try:
         checked_store(uri).close()
+    except StoreMisconfigured as exc:
+        return fail(str(exc))  # a typo: nothing to spool, nothing was tried
     except StoreError as exc:
         return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
     not_due = []
@@ -119,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
         crawler = process.create_crawler(available[name])
         crawlers.append(crawler)
         process.crawl(crawler, **kwargs).addBoth(progress.finished, crawler)
+    interrupts = Interrupts(process, say)
     if crawlers:
         progress.start_live(crawlers)
+        interrupts.install()
         process.start()
     counted = [summary_row(c) for c in crawlers]
     rows = counted + [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
@@ -135,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    return crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
 
 
 def crawl_status(
@@ -160,10 +173,9 @@ def crawl_status(
             file=sys.stderr,
         )
     if lost:
-        print(
+        say(
             "%d documents were lost: neither the store nor the spool folder %s took them"
-            % (lost, spool_folder),
-            file=sys.stderr,
+            % (lost, spool_folder)
         )
         return EXIT_FAILED
     if not_archived or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
@@ -182,13 +194,28 @@ def not_archived_runs(crawlers: list[Crawler]) -> dict[str, str]:
         if c.stats.get_value("archive/error")
     }
     if errors:
-        print(
-            "votersdaily crawl: the source documents of %d runs (%s) were not all archived: %s; "
+        say(
+            "the source documents of %d runs (%s) were not all archived: %s; "
             "their events are stored, marked archived: false"
-            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0]),
-            file=sys.stderr,
+            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
         )
     return errors
+
+
+def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:
+    """The last line of an interrupted crawl: which spiders finished and what became of the others."""
+    stopped = [r["spider"] for r in rows if r.get("result") == INTERRUPTED]
+    finished = [r["spider"] for r in rows if r.get("result") not in (INTERRUPTED, "no run log")]
+    where = (
+        "their run logs and unwritten documents are spooled in %s" % spool_dir(settings).resolve()
+        if stop == FORCED_STOP
+        else "their run logs say what they stored"
+    )
+    say(
+        "interrupted: %d spiders finished, %d stopped before they finished (%s)%s"
+        % (len(finished), len(stopped), ", ".join(stopped) or "none", "; " + where if stopped else "")
+    )
+    return EXIT_INTERRUPTED
 
 
 def store_unavailable(
@@ -198,7 +225,7 @@ def store_unavailable(
     run log (result StoreUnavailable) spooled for when the store is back."""
     from votersdaily.extensions import first_start_url, spool_run_log, unavailable_run_log
 
-    print("votersdaily crawl: %s" % exc, file=sys.stderr)
+    say(str(exc))
     kept = lost = 0
     for name, cls in spiders.items():
         # an instance: most spiders' listing URLs depend on the date or the spider's arguments
@@ -209,16 +236,12 @@ def store_unavailable(
         except NotSpooled:
             lost += 1
     if kept:
-        print(
-            "nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)),
-            file=sys.stderr,
-        )
+        say("nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)))
     if lost:
         # The folder and why were said once when it refused (the spool's own line).
-        print(
+        say(
             "nothing crawled; %d run logs (StoreUnavailable) lost: the spool could not take them either"
-            % lost,
-            file=sys.stderr,
+            % lost
         )
     return EXIT_UNAVAILABLE
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from votersdaily.plumbing.environment import project_settings, setting_or_enviro
 from votersdaily.plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
 from votersdaily.store import mask_uri
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
 
 if TYPE_CHECKING:
     import argparse
@@ -67,11 +66,19 @@ def urls_from(sources: list[str], bad: list[str]) -> dict[str, Any]:
     return {"url": ",".join(urls)}
 
 
+def redis_unreachable(redis_url: str, exc: Exception) -> int:
+    return fail(
+        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url" % (mask_uri(redis_url), exc),
+        EXIT_UNAVAILABLE,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError
 
+    from votersdaily.distributed import redis_server
     from votersdaily.distributed.enqueue import enqueue
 
     settings = project_settings()
@@ -80,20 +87,14 @@ def run(args: argparse.Namespace) -> int:
         os.environ[REDIS_ENV] = args.redis_url
     redis_url = setting_or_environment(settings, "REDIS_URL")
     if not redis_url:
-        print(
-            "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
-            % REDIS_ENV,
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return fail("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV)
     loader = SpiderLoader.from_settings(settings)
     if args.spider not in loader.list():
-        print(
-            "votersdaily enqueue: unknown spider %r; known: %s"
-            % (args.spider, ", ".join(sorted(loader.list()))),
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return fail("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))))
+    try:
+        redis_server(settings)  # the service first: the inputs matter only once they can be queued
+    except RedisError as exc:
+        return redis_unreachable(redis_url, exc)
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
     bad_inputs: list[str] = []
@@ -102,28 +103,20 @@ def run(args: argparse.Namespace) -> int:
             loader.load(worker if worker in loader.list() else args.spider), args.sources, bad_inputs
         )
     except ValueError as exc:
-        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     for line in bad_inputs:
-        print("votersdaily enqueue: bad input at %s" % line, file=sys.stderr)
+        say("bad input at %s" % line)
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:
-            print("votersdaily enqueue: spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
-            return EXIT_USAGE
+            return fail("spider argument %r is not NAME=VALUE" % item)
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
     except UsageError as exc:  # a setting the spider refuses before any work (a bad host list entry)
-        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     except RedisError as exc:
-        print(
-            "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
-            % (mask_uri(redis_url), exc),
-            file=sys.stderr,
-        )
-        return EXIT_UNAVAILABLE
+        return redis_unreachable(redis_url, exc)
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     bad = len(report.bad) + len(bad_inputs)
     print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -13,11 +12,12 @@ from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
 from votersdaily.feeds.sanitise import FeedReport
 from votersdaily.store.check import checked_store
 
-from . import EXIT_USAGE
+from . import fail, say
+from .options import one_of
 from .staged_output import staged_stdout
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from votersdaily.store.base import Store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,21 +42,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
-def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
-    """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
-    canonical = {name.casefold(): name for name in names}
-
-    def parse(value: str) -> str:
-        try:
-            return canonical[value.strip().casefold()]
-        except KeyError:
-            raise argparse.ArgumentTypeError(
-                "unknown %s %r; known: %s" % (what, value, ", ".join(names))
-            ) from None
-
-    return parse
-
-
 def date_or_datetime(value: str) -> str:
     """An argparse type: a real calendar date (``2026-02-30`` is not one) or an ISO datetime."""
     try:
@@ -78,33 +63,49 @@ def known_parsers() -> list[str]:
     return sorted(event_spiders(get_project_settings()))
 
 
+def stored_committees(store: Store) -> list[str]:
+    """The committee codes stored events carry (the ``by_committee_datetime`` view's keys)."""
+    from votersdaily.feeds.query import distinct_leading_keys
+
+    return sorted(
+        str(code)
+        for code in distinct_leading_keys(store, schema.EVENTS_DB, "by_committee_datetime")
+        if isinstance(code, str)
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.parser and args.parser not in (parsers := known_parsers()):
-        print(
-            "votersdaily export: unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)),
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    flt = EventFilter(
-        branch=args.branch,
-        entity=args.entity,
-        parser=args.parser,
-        committee=args.committee,
-        since=args.since,
-        until=args.until,
-    )
-    try:
-        flt.key_range()
-    except FeedQueryError as exc:
-        print("votersdaily export: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
-    report = FeedReport()
     try:
+        committee = args.committee
+        if committee is not None:
+            # Committees are whatever the sources name: known ones are those stored events carry.
+            codes = stored_committees(store)
+            committee = {c.casefold(): c for c in codes}.get(committee.strip().casefold())
+            if committee is None:
+                return fail(
+                    "no events of committee %r in %s; committees with events: %s"
+                    % (args.committee, store.display_uri, ", ".join(codes) or "none")
+                )
+        flt = EventFilter(
+            branch=args.branch,
+            entity=args.entity,
+            parser=args.parser,
+            committee=committee,
+            since=args.since,
+            until=args.until,
+        )
+        try:
+            flt.key_range()
+        except FeedQueryError as exc:
+            return fail(str(exc))
+        report = FeedReport()
         with staged_stdout() as out:
             export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():
-        print("export: %s" % line, file=sys.stderr)
+        say(line)
     return 0

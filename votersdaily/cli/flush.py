@@ -9,7 +9,6 @@ spooled; each is named), 3 the store still does not take documents, 4 documents 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from votersdaily.store.check import checked_store
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE
+from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
 
 if TYPE_CHECKING:
     import argparse
@@ -50,10 +49,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also deliver here what earlier versions spooled, which names no store",
     )
     parser.set_defaults(func=run)
-
-
-def say(message: str) -> None:
-    print("votersdaily flush: %s" % message, file=sys.stderr)
 
 
 def still_spooled(spool: Spool, exc: StoreError) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 from scrapy.spiderloader import SpiderLoader
@@ -10,7 +9,7 @@ from scrapy.spiderloader import SpiderLoader
 from votersdaily.plumbing.environment import project_settings
 from votersdaily.store.check import checked_store
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     import argparse
@@ -93,17 +92,14 @@ def run(args: argparse.Namespace) -> int:
         hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
         job_settings = _pairs(args.setting, "--setting")
     except ValueError as exc:
-        print("votersdaily scheduler: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
-        print(
-            "votersdaily scheduler: no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS);"
-            " known: %s" % (", ".join(unknown), ", ".join(sorted(hours))),
-            file=sys.stderr,
+        return fail(
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
+            % (", ".join(unknown), ", ".join(sorted(hours)))
         )
-        return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
 from votersdaily.store.base import Store, StoreError
 from votersdaily.store.upsert import upsert
 
@@ -90,7 +91,7 @@ class RecurringScheduler:
         plans: list[Plan],
         now: Callable[[], datetime] = now_utc,
         allow_open: bool = False,
-        keep: int = 1000,
+        keep: int = DEFAULTS["VOTERSDAILY_SCHEDULER_DECISIONS"],
     ) -> None:
         self.scrapyd = scrapyd
         self.store = store

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy_redis.queue import Base
 
+from votersdaily.defaults import DEFAULTS
+
 if TYPE_CHECKING:
     import redis
     from scrapy import Spider
@@ -118,8 +120,8 @@ class ReliableQueue(Base):
         spider: Spider,
         key: str,
         serializer: Any = None,
-        lease: float = 60.0,
-        max_attempts: int = 5,
+        lease: float = DEFAULTS["VOTERSDAILY_REDIS_LEASE"],
+        max_attempts: int = DEFAULTS["VOTERSDAILY_REDIS_MAX_ATTEMPTS"],
     ) -> None:
         super().__init__(server, spider, key, serializer)
         self.lease_ms = int(lease * 1000)

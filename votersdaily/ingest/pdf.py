@@ -16,6 +16,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from votersdaily.datetimes import PartialDate
+from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -101,7 +102,10 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
 
 
 def extract_pdf(
-    blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000, thumbnail: bool = True
+    blob: bytes,
+    max_pages: int = DEFAULTS["INGEST_PDF_MAX_PAGES"],
+    max_text_chars: int = 5_000_000,
+    thumbnail: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"],
 ) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,

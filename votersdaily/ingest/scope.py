@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from votersdaily.defaults import DEFAULTS
+
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
 
@@ -64,7 +66,7 @@ def guess_scope(  # noqa: PLR0911 - one answer a rule
     biblio: dict[str, Any],
     word_count: int | None,
     platform: str | None,
-    ojs_fulltext_fix: bool = True,
+    ojs_fulltext_fix: bool = DEFAULTS["INGEST_OJS_FULLTEXT_FIX"],
 ) -> str:
     """First matching rule wins. With ``ojs_fulltext_fix`` the OJS branch answers
     ``article-fulltext`` instead of upstream's bare ``fulltext`` (which it then rejected)."""

@@ -77,7 +77,7 @@ class CleanOptions:
     #: Bytes of input parsed per call (keeps each GIL-holding call short; the parallel work unit).
     parse_chunk: int = PARSE_CHUNK
     #: Bound on blank-node canonicalisation, in estimated permutations (0: none).
-    max_canonicalisation_work: int = 20000
+    max_canonicalisation_work: int = DEFAULTS["LAUNDROMAT_MAX_CANONICALISATION_WORK"]
     #: Loading remote JSON-LD contexts (None: a document naming one is an error).
     contexts: ContextOptions | None = None
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin
 
 from votersdaily import locations
+from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -55,14 +56,14 @@ class ContextError(Exception):
 class ContextOptions:
     #: Folder of cached (and operator-provided) contexts; None: no cache on disk.
     cache_dir: str | None = None
-    max_count: int = 10
-    max_bytes: int = 1 << 20
-    timeout: float = 10.0
+    max_count: int = DEFAULTS["LAUNDROMAT_CONTEXT_MAX_COUNT"]
+    max_bytes: int = DEFAULTS["LAUNDROMAT_CONTEXT_MAX_BYTES"]
+    timeout: float = DEFAULTS["LAUNDROMAT_CONTEXT_TIMEOUT"]
     #: Fetch from private/loopback addresses too (the operator's switch; tests); used when no
     #: ``policy`` is given.
-    allow_private: bool = False
+    allow_private: bool = DEFAULTS["LAUNDROMAT_ALLOW_PRIVATE"]
     #: Fetch at all (False: only contexts in the cache directory).
-    fetch: bool = True
+    fetch: bool = DEFAULTS["LAUNDROMAT_FETCH_CONTEXTS"]
     #: The crawl's address policy (:func:`.fetching.address_policy`); None: one from ``allow_private``.
     policy: AddressPolicy | None = None
 

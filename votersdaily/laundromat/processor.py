@@ -17,6 +17,7 @@ from typing import Any
 
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
 
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -65,8 +66,8 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
-        timeout: float = 0.0,
-        seconds_per_mb: float = 0.0,
+        timeout: float = DEFAULTS["LAUNDROMAT_DOCUMENT_TIMEOUT"],
+        seconds_per_mb: float = DEFAULTS["LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"],
     ) -> None:
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)

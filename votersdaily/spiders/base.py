@@ -22,6 +22,7 @@ from twisted.internet import defer
 from votersdaily import signals as vd_signals
 from votersdaily.clock import now_iso
 from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
 from votersdaily.recordings import recording_path
@@ -427,5 +428,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def source_error(self, failure: Failure) -> None:
         """A download failed (DNS, refused, timeout, HTTP error status): log it for the run log."""
         url = getattr(getattr(failure, "request", None), "url", None)
+        if failure.check(CrawlInterrupted):  # the person stopped the crawl: the source is fine
+            self.logger.debug("not fetched: %s", failure.getErrorMessage())
+            return
         self.logger.error("could not fetch %s: %s", url, failure.getErrorMessage())
         self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=url, spider=self)

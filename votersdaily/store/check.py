@@ -26,6 +26,11 @@ class StoreMissing(StoreError):
     """A command that only reads was pointed at a store that does not exist."""
 
 
+class StoreMisconfigured(StoreError):
+    """The store URI cannot name a store (not a URI, an unknown scheme, no host, a bad port): the
+    user's to fix, nothing was tried."""
+
+
 def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     """The store of ``uri`` (default: the configured one), after one request that proves it answers
     and accepts the credentials. ``must_exist``: a read command, which must not create an empty
@@ -37,8 +42,8 @@ def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     if scheme in ("http", "https"):
         return _couch(uri)
     if not scheme:
-        raise StoreError("store URI %r is not a URI: %s" % (mask_uri(uri), USE))
-    raise StoreError("store URI %r has an unknown scheme %r: %s" % (mask_uri(uri), scheme, USE))
+        raise StoreMisconfigured("store URI %r is not a URI: %s" % (mask_uri(uri), USE))
+    raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (mask_uri(uri), scheme, USE))
 
 
 def _embedded(uri: str, must_exist: bool) -> Store:
@@ -69,9 +74,9 @@ def _couch(uri: str) -> Store:
     except ValueError:  # not a number, or out of range
         port = -1
     if port == -1:
-        raise StoreError("store URI %r has an invalid port: %s" % (shown, USE))
+        raise StoreMisconfigured("store URI %r has an invalid port: %s" % (shown, USE))
     if not parts.hostname:
-        raise StoreError("store URI %r names no host: %s" % (shown, USE))
+        raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
     assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:

@@ -23,7 +23,7 @@ from twisted.internet import defer, threads
 from . import open_store, store_uri
 from .base import Store, StoreError
 from .hooks import WriteHooks
-from .spool import Spool
+from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
 from .writer import BatchWriter, Outage
 
@@ -208,6 +208,38 @@ class CrawlerWriter:
 
     def close(self) -> defer.Deferred[None]:
         return self.batch.flush()
+
+    def spool_unwritten(self) -> int:
+        """The reactor is stopping before this writer was closed (a forced stop): spool the
+        documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
+        batch already handed to a thread finishes there. How many were spooled."""
+        batch = self.batch
+        unwritten, batch._buffer = batch._buffer, []
+        if not unwritten:
+            return 0
+        if batch.spool is None:
+            logger.error(
+                "%d documents for %s were not written: the crawl was stopped and the spool is off "
+                "(VOTERSDAILY_SPOOL_ENABLED=False)",
+                len(unwritten),
+                self.db,
+            )
+            return 0
+        ids = [doc["_id"] for doc in unwritten]
+        try:
+            path = batch.spool.write(batch.target, self.db, unwritten, batch.ignore, batch.hooks)
+        except NotSpooled as exc:
+            FULL_FOLDERS.failed(exc)  # the folder and why, said once
+            self._count(UpsertResult(lost=ids))
+            return 0
+        self._count(UpsertResult(spooled=ids))
+        logger.error(
+            "the crawl was stopped before %d documents for %s were written: spooled to %s",
+            len(ids),
+            self.db,
+            path,
+        )
+        return len(ids)
 
 
 def writer_for(

@@ -4,7 +4,8 @@
 written (new or changed ones, before each ``_bulk_docs``) and ``after_batch`` once the batch is
 written, both in the writer's worker thread. Event reschedules
 (:class:`~.reschedules.RescheduleTracker`) are the main user; a spool delivery runs the hooks its
-batches were written with (``durable``).
+batches were written with, which the spool file names (``durable``, a name of
+:data:`~.spool.DELIVERY_HOOKS`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ AfterBatchCall = Callable[[Store, str, list[dict[str, Any]], UpsertResult], None
 
 
 class WriteHooks(Protocol):
-    #: ``module:Class`` of the hooks a spool delivery runs for batches spooled with these (a class is
-    #: instantiated once per delivery), or None: spooled batches are delivered without hooks.
+    #: The name (in :data:`~.spool.DELIVERY_HOOKS`) of the hooks a spool delivery runs for batches
+    #: spooled with these, or None: spooled batches are delivered without hooks.
     durable: ClassVar[str | None]
 
     def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:

@@ -45,8 +45,8 @@ class RescheduleTracker:
     its old id, neither a reschedule nor a second live copy (counted in ``replaced``).
     """
 
-    #: What a spool records for later delivery: a class, instantiated once per delivery.
-    durable: ClassVar[str | None] = "votersdaily.store.reschedules:SpooledRescheduleTracker"
+    #: What a spool records for later delivery: :class:`SpooledRescheduleTracker`, by its name there.
+    durable: ClassVar[str | None] = "reschedules"
 
     def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.
@@ -158,5 +158,5 @@ class SpooledRescheduleTracker(RescheduleTracker):
 
 
 def mark_superseded(store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
-    """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
+    """One batch on its own, its view read for it alone (tools; the spool delivery of earlier versions)."""
     SpooledRescheduleTracker().after_batch(store, db, batch, result)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import defer, threads
 
 from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
 
 from .base import Store, StoreError, StoreRefused, StoreUnavailable
 from .hooks import WriteHooks
@@ -74,14 +75,14 @@ class BatchWriter:
         store: Store,
         db: str,
         *,
-        batch_size: int = 500,
-        max_pending: int = 2,
+        batch_size: int = DEFAULTS["VOTERSDAILY_BATCH_SIZE"],
+        max_pending: int = DEFAULTS["VOTERSDAILY_MAX_PENDING_BATCHES"],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
-        retry_times: int = 0,
-        retry_backoff: float = 1.0,
-        retry_max_delay: float = 30.0,
+        retry_times: int = DEFAULTS["VOTERSDAILY_STORE_RETRY_TIMES"],
+        retry_backoff: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_BACKOFF"],
+        retry_max_delay: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_MAX_DELAY"],
         spool: Spool | None = None,
     ) -> None:
         self.store = store
