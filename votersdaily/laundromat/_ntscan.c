@@ -215,6 +215,28 @@ static int is_letter(u8 c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+const u8 *nt_scan_language(const u8 *p, const u8 *end)
+{
+    const u8 *q = p;
+    while (p < end && is_letter(*p))
+        p++;
+    if (p - q < 2 || p - q > 3)
+        return NULL;
+    int stage = 0; /* 1: after a script subtag, 2: after a region subtag */
+    while (p < end && *p == '-') {
+        int letters = 0, digits = 0;
+        for (++p; p < end && (is_letter(*p) || (*p >= '0' && *p <= '9')); p++)
+            is_letter(*p) ? letters++ : digits++;
+        if (stage == 0 && letters == 4 && !digits)
+            stage = 1;
+        else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
+            stage = 2;
+        else
+            return NULL;
+    }
+    return p;
+}
+
 /* A literal of N-Triples. Its canonical form (what pyoxigraph's serializer writes) is what it is
  * already unless it holds a \u or \U escape, a raw control character, U+007F, U+FFFE or U+FFFF,
  * an upper-case letter in its language tag, or the datatype xsd:string (which the canonical form
@@ -262,24 +284,10 @@ static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
         }
     }
     if (p < end && *p == '@') {
-        const u8 *tag = ++p, *q = p;
-        while (p < end && is_letter(*p))
-            p++;
-        if (p - q < 2 || p - q > 3)
+        const u8 *tag = ++p;
+        if (!(p = nt_scan_language(p, end)))
             return NULL;
-        int stage = 0; /* 1: after a script subtag, 2: after a region subtag */
-        while (p < end && *p == '-') {
-            int letters = 0, digits = 0;
-            for (q = ++p; p < end && (is_letter(*p) || (*p >= '0' && *p <= '9')); p++)
-                is_letter(*p) ? letters++ : digits++;
-            if (stage == 0 && letters == 4 && !digits)
-                stage = 1;
-            else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
-                stage = 2;
-            else
-                return NULL;
-        }
-        for (q = tag; q < p; q++)
+        for (const u8 *q = tag; q < p; q++)
             if (*q >= 'A' && *q <= 'Z')
                 *rewrite = 1;
         return p;
@@ -484,8 +492,7 @@ static int generated_label(const u8 *p, const u8 *end)
     return 1;
 }
 
-/* "/." or "/.." followed by "/", ">", "?" or "#" anywhere in [p, end). */
-static int has_dot_segment(const u8 *p, const u8 *end)
+int nt_dotted(const u8 *p, const u8 *end)
 {
     for (; (p = memchr(p, '/', end - p)) != NULL; p++) {
         const u8 *q = p + 1;
@@ -518,7 +525,7 @@ static int scan_lines(Scan *r, const u8 *buf, const u8 *stop, int quads, const u
         const u8 *next = nl ? nl + 1 : stop;
         const u8 *starts[4], *ends[4];
         int kinds[4], n = nl && nl - p < max_line ? scan_statement(p, nl, quads, starts, ends, kinds) : 0;
-        if (n && (flags & F_DOTS) && has_dot_segment(p, nl))
+        if (n && (flags & F_DOTS) && nt_dotted(p, nl))
             n = 0;
         for (int i = 0; n && (flags & F_RELABEL) && i < n; i++)
             if (kinds[i] == T_BNODE && generated_label(starts[i] + 2, ends[i]))

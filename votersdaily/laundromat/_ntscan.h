@@ -46,6 +46,12 @@ int nt_hex_value(u8 c);
 long nt_uchar_at(const u8 *p, const u8 *end, int *n);
 /* Code point `cp` as the canonical serializer writes it inside a literal. */
 int nt_put_char(Out *o, long cp);
+/* Whether [p, end) holds "/." or "/.." followed by "/", ">", "?" or "#": rdf11.py's dot segment
+ * patterns (_DOTTED), which send a line to its slow path. */
+int nt_dotted(const u8 *p, const u8 *end);
+/* A language tag at p (after its '@') of the shapes both fast paths take, ll[l][-ssss][-rr|-nnn] in
+ * any case: the position past it, or NULL (other shapes are left to pyoxigraph). */
+const u8 *nt_scan_language(const u8 *p, const u8 *end);
 
 /* The TurtleReader type and its TurtleUnsupported error added to the module (_turtle.c). */
 int nt_add_turtle(PyObject *module);

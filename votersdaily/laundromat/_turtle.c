@@ -190,22 +190,6 @@ static int at_delimiter(Reader *t)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#' || (c && strchr("<[(\"'.,;)]}", c));
 }
 
-/* "/." or "/.." followed by "/", ">", "?" or "#": rdf11.py's dot segment patterns. */
-static int dotted(const u8 *p, const u8 *end)
-{
-    for (; (p = memchr(p, '/', end - p)) != NULL; p++) {
-        const u8 *q = p + 1;
-        if (q < end && *q == '.') {
-            q++;
-            if (q < end && *q == '.')
-                q++;
-            if (q < end && (*q == '/' || *q == '>' || *q == '?' || *q == '#'))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 /* A path segment "." or ".." in [p, end) (a path, query and fragment). */
 static int has_dot_segment(const u8 *p, const u8 *end)
 {
@@ -251,16 +235,24 @@ static Term constant(Reader *t, const char *s, Py_ssize_t n, int *failed)
             NOMEM(t);                                                                                                  \
     } while (0)
 
+/* Room for one more item of `size` bytes in the array *items of *cap (n used): 0, or -1. */
+static int grow(void **items, Py_ssize_t *cap, Py_ssize_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    Py_ssize_t more = *cap ? *cap * 2 : 16;
+    void *p = PyMem_RawRealloc(*items, more * size);
+    if (!p)
+        return -1;
+    *items = p;
+    *cap = more;
+    return 0;
+}
+
 static int new_anon(Reader *t, Term *x)
 {
-    if (t->n_anon == t->cap_anon) {
-        Py_ssize_t cap = t->cap_anon ? t->cap_anon * 2 : 64;
-        long *more = PyMem_RawRealloc(t->anon, cap * sizeof(long));
-        if (!more)
-            NOMEM(t);
-        t->anon = more;
-        t->cap_anon = cap;
-    }
+    if (grow((void **)&t->anon, &t->cap_anon, t->n_anon, sizeof(long)) < 0)
+        NOMEM(t);
     t->anon[t->n_anon] = -1;
     Term term = {K_ANON, 0, 0, 0, t->n_anon++};
     *x = term;
@@ -277,14 +269,8 @@ static int hex_label(Reader *t, const u8 *p, const u8 *q, Term *x)
     if (i == t->n_hex) {
         if (t->n_hex == 4096)
             GIVE_UP(t, "too many blank node labels that look generated");
-        if (t->n_hex == t->cap_hex) {
-            Py_ssize_t cap = t->cap_hex ? t->cap_hex * 2 : 16;
-            HexLabel *more = PyMem_RawRealloc(t->hex, cap * sizeof(HexLabel));
-            if (!more)
-                NOMEM(t);
-            t->hex = more;
-            t->cap_hex = cap;
-        }
+        if (grow((void **)&t->hex, &t->cap_hex, t->n_hex, sizeof(HexLabel)) < 0)
+            NOMEM(t);
         memcpy(t->hex[i].label, p, q - p);
         t->hex[i].len = (int)(q - p);
         t->hex[i].number = -1;
@@ -336,7 +322,7 @@ static int check_iri(Reader *t, Py_ssize_t start, Term *x)
     const u8 *s = t->arena.p + start, *e = t->arena.p + t->arena.len;
     if (nt_scan_iri(s, e) != e)
         GIVE_UP(t, "an IRI outside the ASCII grammar");
-    if (dotted(s, e))
+    if (nt_dotted(s, e))
         GIVE_UP(t, "an IRI with a dot segment");
     Term term = {K_TEXT, W_ARENA, start, e - s, 0};
     *x = term;
@@ -408,7 +394,7 @@ static int read_iriref(Reader *t, Term *x)
     if (has_scheme(p, q)) { /* absolute: as written */
         if (nt_scan_iri(p - 1, q + 1) != q + 1)
             GIVE_UP(t, "an IRI outside the ASCII grammar");
-        if (dotted(p - 1, q + 1))
+        if (nt_dotted(p - 1, q + 1))
             GIVE_UP(t, "an IRI with a dot segment");
         *x = doc_text(t, p - 1, q + 1);
         return 0;
@@ -590,23 +576,9 @@ static int read_string(Reader *t)
 /* "@tag" at '@': ll[l][-ssss][-rr|-nnn] in any case, written in lower case. */
 static int read_language(Reader *t)
 {
-    const u8 *p = t->p + 1, *q = p;
-    while (q < t->end && is_alpha(*q))
-        q++;
-    if (q - p < 2 || q - p > 3)
+    const u8 *p = t->p + 1, *q = nt_scan_language(p, t->end);
+    if (!q)
         GIVE_UP(t, "a language tag of another shape");
-    int stage = 0;
-    while (q < t->end && *q == '-') {
-        int letters = 0, digits = 0;
-        for (q++; q < t->end && (is_alpha(*q) || is_digit(*q)); q++)
-            is_alpha(*q) ? letters++ : digits++;
-        if (stage == 0 && letters == 4 && !digits)
-            stage = 1;
-        else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
-            stage = 2;
-        else
-            GIVE_UP(t, "a language tag of another shape");
-    }
     if (q < t->end && (*q >= 0x80 || *q == '_' || *q == ':'))
         GIVE_UP(t, "a language tag of another shape");
     TRY(put(t, &t->arena, "@", 1));
@@ -761,14 +733,8 @@ static int emit(Reader *t, const Term *s, const Term *p, const Term *o, const Te
 {
     if (t->n_group && t->group_at != at - t->doc)
         TRY(flush_group(t));
-    if (t->n_group == t->cap_group) {
-        Py_ssize_t cap = t->cap_group ? t->cap_group * 2 : 16;
-        Quad *more = PyMem_RawRealloc(t->group, cap * sizeof(Quad));
-        if (!more)
-            NOMEM(t);
-        t->group = more;
-        t->cap_group = cap;
-    }
+    if (grow((void **)&t->group, &t->cap_group, t->n_group, sizeof(Quad)) < 0)
+        NOMEM(t);
     Quad *q = &t->group[t->n_group++];
     q->s = *s;
     q->p = *p;
@@ -1265,7 +1231,7 @@ static int reader_init(Reader *t, PyObject *args, PyObject *kwds)
             goto done;
         }
         int ok = nt_scan_iri(given.p, given.p + given.len) == given.p + given.len &&
-                 !dotted(given.p, given.p + given.len);
+                 !nt_dotted(given.p, given.p + given.len);
         if (ok && out_put(&t->base, given.p + 1, given.len - 2) < 0) {
             out_free(&given);
             PyErr_NoMemory();
