@@ -39,7 +39,8 @@ _ROOT = re.compile(
 _RDF_NAMESPACE = rb"""\s%s\s*=\s*(["'])http://www\.w3\.org/1999/02/22-rdf-syntax-ns#\1"""
 #: Bytes of the document the prolog and root start tag are looked for in.
 HEAD_BYTES = 1 << 16
-#: Ranges a document is cut into at most ``run_bytes`` each, else about this many.
+#: Ranges a document is cut into, or more of ``sorted_run_bytes`` each (each worker holds its range,
+#: its statements and their run at once: the memory of the tree does not grow with the document).
 RANGES = 16
 #: Statements serialised at a time.
 BATCH = 10_000
@@ -120,7 +121,7 @@ def parse_rdfxml_in_ranges(
     options, size = sink.options, path.stat().st_size
     if not native.available() or size < options.run_bytes or size == 0 or not can_fork(workers):
         return False
-    span = min(max(size // RANGES, options.parse_chunk), options.run_bytes)
+    span = min(max(size // RANGES, options.parse_chunk), options.sorted_run_bytes)
     with open(path, "rb") as f:
         root = _root(f.read(HEAD_BYTES))
     cuts = native.xml_cuts(path, root.end(), span) if root is not None else None
