@@ -15,7 +15,9 @@ prints; it reads N-Triples, Turtle and TriG). rapper reads no JSON-LD: its neare
 of the same statements (written here), is its reference. The runs alternate ``--repeat`` times (the
 machine is shared); best and median of each are printed, the ratios as the reference's time over
 the crawl's, and the peak of the summed RSS of the crawl's whole process tree (cleaning workers
-included), sampled every 50 ms. Load averages are printed before each format. A large
+included), sampled every 50 ms. The CPU time (user and system) of each, the crawl's whole tree
+included, is printed too: on a shared machine it is what the load disturbs least (the crawl uses
+both cores, the references one). Load averages are printed before each format. A large
 N-Triples/N-Quads document is cleaned by the cleaning worker and one process it forks (the second
 core); Turtle and TriG by the compiled reader (``laundromat/_turtle.c``; built by scripts/setup.sh,
 else pyoxigraph) with a thread sorting runs; rapper and serdi use one core. Only local files.
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,6 +106,13 @@ def generate(path: Path, n: int, seed: int = 42) -> None:
         f.write("".join(batch))
 
 
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the children this process has waited for, theirs included:
+    a run's share of the machine, less disturbed than its time when others load it."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _tree_rss_kb(pid: int) -> int:
     """Summed RSS of ``pid`` and all its descendants (Linux /proc)."""
     total, todo = 0, [pid]
@@ -145,7 +155,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict[str, Any]:
         "LAUNDROMAT_GZIP_LEVEL=%d" % gzip_level,
     ]
     command += ["-s", "LOG_LEVEL=WARNING"]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak, done = [0], threading.Event()
 
@@ -157,7 +167,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict[str, Any]:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     _, stderr = proc.communicate()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
     done.set()
     sampler.join()
     if proc.returncode != 0:
@@ -172,6 +182,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     return {
         "elapsed": elapsed,
+        "cpu": cpu,
         "format": parsed["format"],
         # A document's counts live on its own record; the cleaned record describes the output only.
         "clean": dict(cleaned["content"], **{k: v for k, v in parsed.items() if k.startswith("number_of_")}),
@@ -181,7 +192,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict[str, Any]:
 
 def reference(command: list[str]) -> dict[str, Any]:
     """A reference parser's run (output discarded): seconds and its peak RSS."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(
         ["/usr/bin/time", "-f", "%M", *command],
         stdout=subprocess.DEVNULL,
@@ -189,10 +200,10 @@ def reference(command: list[str]) -> dict[str, Any]:
         text=True,
         check=False,
     )
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit("%s failed: %s" % (command[0], proc.stderr[-500:]))
-    return {"elapsed": elapsed, "rss_mb": int(proc.stderr.strip().splitlines()[-1]) / 1024}
+    return {"elapsed": elapsed, "cpu": cpu, "rss_mb": int(proc.stderr.strip().splitlines()[-1]) / 1024}
 
 
 def to_turtle(nt: Path, ttl: Path) -> None:
@@ -276,8 +287,8 @@ FORMATS = {
 }
 
 
-def _seconds(runs: list[dict[str, Any]]) -> tuple[float, float]:
-    times = [r["elapsed"] for r in runs]
+def _seconds(runs: list[dict[str, Any]], key: str = "elapsed") -> tuple[float, float]:
+    times = [r[key] for r in runs]
     return min(times), statistics.median(times)
 
 
@@ -324,10 +335,11 @@ def measure(
     assert c["number_of_statements"] == n and c["number_of_errors"] == 0, c
     assert len({r["clean"]["number_of_unique_statements"] for r in runs}) == 1
     best, median = _seconds(runs)
+    cpu = _seconds(runs, "cpu")[0]
     print(
-        "  scrapy crawl laundromat (subprocess, end to end): best %.2f s, median %.2f s; %9.0f statements/s (best); "
-        "%d unique, %d duplicates"
-        % (best, median, n / best, c["number_of_unique_statements"], c["number_of_duplicates"])
+        "  scrapy crawl laundromat (subprocess, end to end): best %.2f s, median %.2f s (CPU of the tree, best: "
+        "%.2f s); %9.0f statements/s (best); %d unique, %d duplicates"
+        % (best, median, cpu, n / best, c["number_of_unique_statements"], c["number_of_duplicates"])
     )
     print(
         "    peak RSS of the whole process tree (crawl + cleaning workers): %.0f MB"
@@ -335,16 +347,19 @@ def measure(
     )
     for key, results in theirs.items():
         their_best, their_median = _seconds(results)
+        their_cpu = _seconds(results, "cpu")[0]
         print(
-            "  %s: best %.2f s, median %.2f s; peak RSS %.0f MB; ratio (its time / the crawl's) best/best %.2fx, "
-            "median/median %.2fx"
+            "  %s: best %.2f s, median %.2f s (CPU %.2f s); peak RSS %.0f MB; ratio (its time / the crawl's) "
+            "best/best %.2fx, median/median %.2fx (CPU %.2fx)"
             % (
                 key,
                 their_best,
                 their_median,
+                their_cpu,
                 max(r["rss_mb"] for r in results),
                 their_best / best,
                 their_median / median,
+                their_cpu / cpu,
             )
         )
 

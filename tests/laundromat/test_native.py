@@ -912,3 +912,13 @@ def test_rdf_xml_ranges_give_the_document_back_on_an_error_or_an_id(tmp_path, mo
         assert fast == slow
     assert native.xml_cuts(path, data.index(b">", data.index(b"<rdf:RDF")) + 1, 1) is None
     assert fast[3] == 0 and slow[1] == 5_001
+
+
+def test_the_turtle_reader_leaves_a_huge_statement_to_pyoxigraph(tmp_path):
+    """The reader holds a statement whole (pyoxigraph streams it): one statement of more than 64 MiB
+    (one subject, many objects) is left to pyoxigraph, so the reader's memory stays bounded."""
+    objects = b", ".join([b'"%d ' % i + b"y" * 200 + b'"' for i in range(330_000)])
+    compiled, python = _turtle_both(
+        b"<http://a/s> <http://a/p> " + objects + b" .\n", "Turtle", None, tmp_path
+    )
+    assert compiled is None and python is not None and python.count(b"\n") == 330_000

@@ -36,6 +36,9 @@
  * refuses a token it cannot hold (the statement is lost with that reason), so such documents are
  * left to it (tests/laundromat/test_contexts.py, a statement past the token buffer). */
 #define MAX_LINE (1 << 23)
+/* A statement whose lines or scratch space grow past this gives up: the reader holds a statement
+ * whole (pyoxigraph streams it), so its memory stays bounded whatever one statement holds. */
+#define MAX_STATEMENT (1 << 26)
 
 #define RDF "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 #define XSD "http://www.w3.org/2001/XMLSchema#"
@@ -725,6 +728,9 @@ static int flush_group(Reader *t)
 {
     while (t->n_group)
         TRY(write_quad(t, &t->group[--t->n_group]));
+    if (t->out.len > MAX_STATEMENT || t->arena.len > MAX_STATEMENT ||
+        t->n_anon > MAX_STATEMENT / (Py_ssize_t)sizeof(long))
+        GIVE_UP(t, "a statement of 64 MiB or more");
     return 0;
 }
 
