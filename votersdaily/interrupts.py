@@ -115,6 +115,14 @@ def drop_waiting_requests(crawler: Crawler) -> int:
     return dropped
 
 
+def _closed_meanwhile(failure: Failure) -> None:
+    """A spider Scrapy closed between the question and the close (its engine says "Spider not
+    opened"): it finished on its own, which is what was asked."""
+    failure.trap(RuntimeError)
+    if "not opened" not in str(failure.value):
+        failure.raiseException()
+
+
 class Interrupts:
     """Replaces Scrapy's shutdown signal handlers of ``process`` (a ``CrawlerProcess`` or
     ``AsyncCrawlerProcess``) with the two steps above; ``say`` shows a line to the person."""
@@ -158,8 +166,11 @@ class Interrupts:
         what, again = self._named(signum)
         self.say("%s: stopping after the current requests; %s again to stop now" % (what, again))
         for crawler in list(self.process.crawlers):
+            if not crawler.crawling:  # finished, or stopping already
+                continue
             if work_done(crawler):
-                deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
+                closing = deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
+                closing.addErrback(_closed_meanwhile)
                 continue
             refuse_new_requests(crawler)
             dropped = drop_waiting_requests(crawler)

@@ -84,11 +84,16 @@ def test_folders_it_never_replaces_even_with_force(cli_main, store, tmp_path, wh
     home = tmp_path / "home"
     home.mkdir()
     (home / ".profile").write_text("kept")
-    target = {"HOME": str(home), "PARENT": str(REPO.parent)}.get(where, where)
+    # The folder above the working one (run from a folder of its own: the checkout's parent may be a
+    # top-level folder, refused for that reason first).
+    work = tmp_path / "outer" / "work"
+    work.mkdir(parents=True)
+    target = {"HOME": str(home), "PARENT": str(work.parent)}.get(where, where)
     resolved = Path(target) if Path(target).is_absolute() else (REPO / target).resolve()
     before = sorted(p.name for p in resolved.parent.iterdir())
     for force in ((), ("--force",)):
-        proc = cli_main("site", "build", target, *force, store_uri=store, env={"HOME": str(home)})
+        cwd = work if where == "PARENT" else REPO
+        proc = cli_main("site", "build", target, *force, store_uri=store, env={"HOME": str(home)}, cwd=cwd)
         line = assert_refused(proc, forceable=False)
         assert why in line and "never replaces" in line
     assert sorted(p.name for p in resolved.parent.iterdir()) == before  # nothing beside it either
