@@ -53,6 +53,7 @@ def pytest_sessionfinish(session, exitstatus):
 SLOW = {
     "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
     "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
+    "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
     "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
     "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
     "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",

@@ -115,6 +115,45 @@ def test_views_follow_updates(db):
     ] == [event(1)["_id"]]
 
 
+def test_id_views_emit_a_row_per_id_and_follow_updates(db):
+    bills = [["hr1-119"], ["hr1-119", "s2-119"], [], ["s2-119"]]
+    upsert(db, DB, [event(i, bill_ids=b, dockets=["24-%d" % (i % 2 + 1)]) for i, b in enumerate(bills)])
+    upsert(db, DB, [event(4, vote_id="h5-119.2025"), event(5, vote_ids=["h5-119.2025", "s9-119.2025"])])
+
+    def ids(view, one):
+        return [(r.id, r.key) for r in db.query(DB, view, startkey=[one], endkey=[one, {}])]
+
+    assert ids("by_bill", "hr1-119") == [(event(i)["_id"], ["hr1-119", event(i)["datetime"]]) for i in (0, 1)]
+    assert [i for i, _ in ids("by_bill", "s2-119")] == [event(1)["_id"], event(3)["_id"]]
+    assert [i for i, _ in ids("by_docket", "24-1")] == [event(0)["_id"], event(2)["_id"]]
+    assert [i for i, _ in ids("by_vote", "h5-119.2025")] == [event(4)["_id"], event(5)["_id"]]
+    # A reparse that names another bill moves the event from one id's rows to the other's.
+    upsert(db, DB, [event(0, bill_ids=["hr7-119"], dockets=[])])
+    assert [i for i, _ in ids("by_bill", "hr1-119")] == [event(1)["_id"]]
+    assert [i for i, _ in ids("by_bill", "hr7-119")] == [event(0)["_id"]]
+    assert [i for i, _ in ids("by_docket", "24-1")] == [event(2)["_id"]]
+
+
+def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):
+    """An embedded store written before the id views existed: its design document lacks them and its
+    documents have no rows in them (made here by taking both out of a store written today). The
+    upgraded code's install_views rebuilds the rows, as CouchDB indexes a changed design."""
+    store = open_store("sqlite:///%s" % (tmp_path / "old.db"))
+    store.install_views(DB)
+    upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(30)])
+    design = store.get(DB, DESIGN_ID)
+    del design["views"]["by_bill"]
+    store.bulk_docs(DB, [design])
+    store._conn.execute("DELETE FROM view_rows WHERE view = 'by_bill'")
+    assert store.query(DB, "by_bill") == []
+    assert store.install_views(DB) is True
+    rows = store.query(DB, "by_bill", startkey=["hr1-119"], endkey=["hr1-119", {}])
+    assert sorted(r.id for r in rows) == sorted(event(i)["_id"] for i in range(0, 30, 3))
+    assert len(store.query(DB, "by_datetime")) == 30  # every other view rebuilt as it was
+    assert store.install_views(DB) is False
+    store.close()
+
+
 def test_log_views(store):
     store.ensure_db("vd_log")
     store.install_views("vd_log")

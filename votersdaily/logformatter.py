@@ -8,6 +8,10 @@ Scrapy logs some download failures with their traceback (robots.txt: "Error down
 host that does not resolve, 70 lines of Twisted frames before the one line that says what happened.
 Above DEBUG, a record of Scrapy's own about a network error (Scrapy's ``RETRY_EXCEPTIONS``: DNS,
 refused, timeout, lost connection, …) keeps its message and loses the traceback; at DEBUG it is whole.
+So does a source that answered with something its spider cannot read (a
+:class:`~votersdaily.sources.errors.SourceError`: an empty or malformed document, an error page):
+60 lines of Scrapy's frames said less than its one line, which names the exception and the document
+(the run log keeps the traceback).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from scrapy import logformatter
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
+    from scrapy.http import Request, Response
     from scrapy.logformatter import LogFormatterResult
     from twisted.python.failure import Failure
+
+
+#: What a source did wrong (votersdaily/sources/errors.py), by name: this module imports no spider code.
+SOURCE_ERROR = "votersdaily.sources.errors.SourceError"
 
 
 class LogFormatter(logformatter.LogFormatter):
@@ -39,9 +47,23 @@ class LogFormatter(logformatter.LogFormatter):
         errors = frozenset(
             e if isinstance(e, str) else "%s.%s" % (e.__module__, e.__qualname__)
             for e in crawler.settings.getlist("RETRY_EXCEPTIONS")
-        )
+        ) | {SOURCE_ERROR}
         network_errors_in_one_line(errors, formatter.level > logging.DEBUG)
         return formatter
+
+    def spider_error(
+        self, failure: Failure, request: Request, response: Response | Failure, spider: Spider
+    ) -> LogFormatterResult:
+        """Scrapy's "Spider error processing <request>", with the source's error in the line when its
+        traceback is left out (above DEBUG, for a SourceError)."""
+        result = super().spider_error(failure, request, response, spider)
+        error = failure.value
+        if self.level > logging.DEBUG and any(
+            "%s.%s" % (cls.__module__, cls.__qualname__) == SOURCE_ERROR for cls in type(error).__mro__
+        ):
+            result["msg"] = "%s: %%(exception)s: %%(error)s" % result["msg"]
+            result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
+        return result
 
     # Scrapy's LogFormatter documents None as "do not log" but types the result as always present.
     def scraped(  # type: ignore[override]

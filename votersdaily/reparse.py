@@ -50,6 +50,7 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .requestmeta import REPLAY_META
+from .store.base import StoreError
 from .store.crawler import store_for
 from .store.revisions import content, same_content
 
@@ -158,6 +159,8 @@ class ReparseExtension:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.report: dict[str, Any] = {}
+        #: The store failed under the reparse (said once): nothing is marked at its end.
+        self.store_failed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -171,11 +174,29 @@ class ReparseExtension:
     def _reparse(self, spider: Spider) -> Reparse | None:
         return getattr(spider, "reparse", None)
 
+    def _store_failed(self, spider: Spider, exc: StoreError) -> None:
+        """The store stopped answering (or refused) while the reparse read it: one line, and the run
+        fails with it (the run log's result), instead of a traceback per signal handler."""
+        from twisted.python.failure import Failure
+
+        self.store_failed = True
+        self.report = {"reparse": True, "reparse_dry_run": getattr(self._reparse(spider), "dry_run", None)}
+        logger.error("reparse of %s: %s", spider.name, exc)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
+        )
+
     def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
         reparse = self._reparse(spider)
         if reparse is None:
             return
+        try:
+            self._versions_before(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
@@ -223,6 +244,14 @@ class ReparseExtension:
                 "replaced_count": 0,
             }
             return
+        if self.store_failed:
+            return
+        try:
+            self._finish(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _finish(self, spider: EventSpider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
         marks, versions = self._marks(store, spider, reparse)
         current = "%s %s" % (spider.name, spider.version)
@@ -275,7 +304,7 @@ class ReparseExtension:
 
         checked = ArchiveCheck()
         folder = archive_dir(self.crawler.settings).absolute() / spider.name
-        if schema.EVENTS_DB in store.list_dbs():
+        if store.has_db(schema.EVENTS_DB):  # what a member may ask (_all_dbs needs a server admin)
             checked.check(self._events_of(store, spider.name), reparse, retired_files(folder))
         if checked.repointed and not reparse.dry_run:
             from .store.upsert import upsert
@@ -445,7 +474,7 @@ def points_into_archive(
 
     from .archive import retired_files, run_of
 
-    if schema.EVENTS_DB not in store.list_dbs():
+    if not store.has_db(schema.EVENTS_DB):
         return False
     retired = retired_files(Path(folder) / spider)
     return any(

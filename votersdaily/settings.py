@@ -47,6 +47,14 @@ DOWNLOAD_WARNSIZE = 64 * 1024 * 1024
 #: Event documents are small (the largest recorded is a few MB): an event spider refuses a larger
 #: response (run log result DownloadCancelledError) instead of parsing it in GBs of memory.
 VOTERSDAILY_EVENT_MAXSIZE = 64 * 1024 * 1024
+#: URLs an event spider finds in what it reads (a listing's links, a feed's enclosures, an API's
+#: next page, a redirect) go through the ingest's address policy (votersdaily/spiders/address_guard.py):
+#: http(s) to public addresses only, unless on the host of a start URL. True lets them reach
+#: private/loopback addresses (never file:); the hosts ("host" or "host:port") whose private
+#: addresses they may reach; if set, the only hosts they may name.
+VOTERSDAILY_EVENT_ALLOW_PRIVATE = False
+VOTERSDAILY_EVENT_PRIVATE_HOSTS: list[str] = []
+VOTERSDAILY_EVENT_ALLOWED_HOSTS: list[str] = []
 COOKIES_ENABLED = False
 #: No way into a running crawl: Scrapy's telnet console and its remote-control HTTP endpoint (which
 #: runs Python code sent to it) are off; a job's secrets stay in its process.

@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.services import free_port
 from votersdaily.spiders.house_votes import HouseVotesSpider
+from votersdaily.store import open_store
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +209,21 @@ def test_a_network_error_is_one_line_at_the_default_level(cli, sqlite_uri):
         store_uri=sqlite_uri,
     )
     assert "Traceback (most recent call last)" in debug.stderr  # all of it when asked for
+
+
+def test_a_document_its_spider_cannot_read_is_one_line_at_the_default_level(cli, sqlite_uri, tmp_path):
+    """A real roll-call recording cut to nothing (derived: an empty file, what a failed transfer
+    leaves): Scrapy logged "Spider error processing" with 60 lines of its own frames, which said less
+    than the one line naming the exception and the document. The run log keeps the traceback."""
+    empty = tmp_path / "roll314.xml"
+    empty.write_bytes(b"")
+    proc = cli("crawl", "house_votes", "-a", "url=" + empty.as_uri(), store_uri=sqlite_uri)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert (
+        "ERROR: Spider error processing <GET %s> (referer: None): MalformedDocument: empty document at %s"
+        % (empty.as_uri(), empty.as_uri())
+        in proc.stderr
+    )
+    (log,) = open_store(sqlite_uri).iter_docs("vd_log")
+    assert log["result"] == "MalformedDocument" and log["traceback"].startswith("Traceback")

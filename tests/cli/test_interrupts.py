@@ -28,7 +28,9 @@ SECOND = "votersdaily crawl: interrupted again: stopping now;"
 PROGRESS = re.compile(r"^\[\d+/\d+\] (\w+): (\S+), ")
 #: Politeness the offline replay does not need, here so that the spiders with several documents are
 #: still running (waiting out the delay) when the first spider finishes and the interrupt comes.
-SLOW = ("-s", "DOWNLOAD_DELAY=2")
+# Long enough that spiders with more than one document are still running when the interrupt comes,
+# however loaded the machine is (a graceful stop drops what waits, so the test does not wait it out).
+SLOW = ("-s", "DOWNLOAD_DELAY=10")
 
 
 class Crawl:

@@ -4,6 +4,7 @@ the run log spooled with result StoreUnavailable, no partial output (issue 17, p
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.feeds.events import load_events
 from tests.support.faultproxy import FaultProxy
-from tests.support.services import free_port
+from tests.support.services import free_port, run_cli
 from votersdaily.store import open_store
 
 REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
@@ -34,6 +35,10 @@ def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
         "no host": ("http://:5984/", "store URI 'http://:5984/' names no host: " + USE),
+        "ipv6": (
+            "http://admin:secret@[::1:5984/",
+            "store URI 'http://admin:***@[::1:5984/' is not a URI (Invalid IPv6 URL): " + USE,
+        ),
     }
 
 
@@ -72,7 +77,7 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
         assert "wrong" not in json.dumps(doc)  # no password in what is kept
 
 
-@pytest.mark.parametrize("case", ["scheme", "garbage", "no host"])
+@pytest.mark.parametrize("case", ["scheme", "garbage", "no host", "ipv6"])
 @pytest.mark.parametrize(
     "command", [("crawl", "--offline", "house_votes"), ("dump", "vd_events"), ("views", "push")]
 )
@@ -201,3 +206,19 @@ def test_a_store_failing_half_way_through_an_export_leaves_no_partial_feed(cli_m
     assert proc.returncode == 3 and proc.stdout == ""
     (line,) = lines(proc.stderr)
     assert line.startswith("votersdaily export: GET ") and line.endswith("failed: ConnectionError")
+
+
+@pytest.mark.parametrize("case", ["scheme", "garbage", "no host", "ipv6"])
+def test_scrapy_crawl_with_a_malformed_store_uri_is_one_line_before_any_work(couchdb, tmp_path, case):
+    """Before: the pipelines met the URI once the crawl had started: Scrapy's "Task exception was
+    never retrieved" traceback, exit 1 (a bad IPv6 literal printed the password)."""
+    uri, message = bad_stores(couchdb)[case]
+    roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + roll.as_uri()],
+        uri,
+        env={"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "scrapy crawl: %s\n" % message
+    assert not (tmp_path / "spool").exists()

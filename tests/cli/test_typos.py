@@ -243,3 +243,99 @@ def test_a_bad_value_from_the_environment_is_one_line_too(cli_main, tmp_path):
         "votersdaily crawl: environment variable VOTERSDAILY_REDIS_LEASE takes a number of at least 0, not 'a minute'"
     )
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("senate_votes", "-a", "congress=abc"),
+            "senate_votes cannot start with -a congress=abc: invalid literal for int() with base 10: 'abc'",
+        ),
+        (
+            ("house_votes", "-a", "ulr=" + ROLL314.as_uri()),
+            "house_votes takes no argument 'ulr'; it takes: dry_run, offline, reparse, since, until, url, year",
+        ),
+        (
+            ("house_votes", "-a", "url=roll314.xml"),
+            "house_votes cannot start with -a url=roll314.xml: url is not an http(s) or file: URL: 'roll314.xml'",
+        ),
+        (
+            ("house_votes", "-a", "url="),
+            "house_votes: -a url= is empty; give a URL, or leave it out for the live source",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_path, command, args, message):
+    """Before: a value a spider's __init__ cannot read was a 49-line traceback (Crawler.stats not set,
+    "Unhandled error in Deferred"); a mistyped name (``ulr=``) or an empty url was ignored and the
+    live source crawled instead; a URL without a scheme was a failed run in vd_log."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    if command == "scrapy crawl":
+        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], uri)
+    else:
+        proc = cli("crawl", *args, store_uri=uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "%s: %s\n" % (command, message)
+    assert not (tmp_path / "store.db").exists()
+
+
+def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
+    """``crawl --all house_votse`` ignored the name and crawled every live source."""
+    proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "votersdaily crawl: give --all or spider names, not both (house_votse)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "localhost:6379"),
+            "votersdaily enqueue: localhost:6379 is not a Redis URL (Redis URL must specify one of the following "
+            "schemes (redis://, rediss://, unix://)): e.g. redis://127.0.0.1:6379/0",
+        ),
+        (
+            ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
+            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--interval", "-5"),
+            "votersdaily scheduler: argument --interval: not a number above 0: '-5' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--hours", "house_votes=abc", "--once"),
+            "votersdaily scheduler: --hours house_votes=abc: not a number above 0: 'abc'",
+        ),
+    ],
+)
+def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, sqlite_uri, args, message):
+    """Before: a Redis URL without its scheme and a negative interval were tracebacks (exit 1); a
+    scrapyd URL without its scheme was "scrapyd-unavailable" (exit 3); --hours said only "could not
+    convert string to float"."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == message + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("export", "ics", "--since="),
+            "votersdaily export: argument --since: not a date or datetime: '' (YYYY-MM-DD or ISO 8601) (see --help)",
+        ),
+        (("export", "json", "--parser="), "votersdaily export: unknown parser ''; known: "),
+        (
+            ("dump", "vd_events", "--store="),
+            "votersdaily dump: --store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE",
+        ),
+    ],
+)
+def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
+    """``--since "$FROM"``, ``--parser "$P"``, ``--store "$STORE"`` with the variable unset: before,
+    every event, every spider's events, the default store, exit 0."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1

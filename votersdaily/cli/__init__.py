@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     _running["command"] = ""
     args = build_parser().parse_args(argv)
     _running["command"] = args.command
+    if args.store is not None and not args.store.strip():  # `--store "$STORE"` unset: not the default store
+        return fail("--store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE")
     if args.store:
         os.environ["VOTERSDAILY_STORE"] = args.store
     # A command that runs Scrapy (crawl) gets Scrapy's log handler; a second one here would print

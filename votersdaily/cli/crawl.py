@@ -18,7 +18,7 @@ from scrapy.spiderloader import get_spider_loader
 from votersdaily.archive import archive_dir
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.reactor import installed_reactor
-from votersdaily.spiders.base import EventSpider
+from votersdaily.spiders.base import BadSpiderArgument, EventSpider
 from votersdaily.store import mask_uri, store_uri
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import StoreMisconfigured, checked_store
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
@@ -89,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         settings = scrapy_settings(args)
     except BadSetting as exc:
         return fail(str(exc))
+    if args.all and args.spiders:  # `crawl --all house_votse`: the names were ignored and everything crawled
+        return fail("give --all or spider names, not both (%s)" % ", ".join(args.spiders))
     available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
@@ -110,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
                 continue
             kwargs["url"] = ",".join(urls)
         runs[name] = kwargs
+    for name, kwargs in runs.items():
+        problem = bad_spider_arguments(available[name], kwargs)
+        if problem:
+            return fail(problem)  # before the store is touched: a typo is not a failed run
     uri = store_uri(settings)
     try:
         checked_store(uri).close()
@@ -149,6 +156,22 @@ def run(args: argparse.Namespace) -> int:
             )
     status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
+
+
+def bad_spider_arguments(spidercls: type[Spider], kwargs: dict[str, Any]) -> str | None:
+    """Why the event spider ``spidercls`` cannot start with the spider arguments ``kwargs`` (one it
+    does not take, a value it cannot use), or None; the spider is built to find out, as a crawl
+    would (without a crawler: its ``__init__`` reads arguments only)."""
+    if not issubclass(spidercls, EventSpider):
+        return None
+    try:
+        spidercls(**kwargs)
+    except BadSpiderArgument as exc:
+        return str(exc)
+    except (ValueError, TypeError) as exc:
+        given = " ".join("-a %s=%s" % (k, v) for k, v in sorted(kwargs.items()) if k != "url" or len(v) < 200)
+        return "%s cannot start with %s: %s" % (spidercls.name, given or "these arguments", exc)
+    return None
 
 
 def crawl_status(

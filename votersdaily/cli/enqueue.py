@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         redis_server(settings)  # the service first: the inputs matter only once they can be queued
     except RedisError as exc:
         return redis_unreachable(redis_url, exc)
+    except ValueError as exc:  # redis-py's parse_url: no redis://, a bad port or database
+        return fail("%s is not a Redis URL (%s): e.g. redis://127.0.0.1:6379/0" % (mask_uri(redis_url), exc))
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
     bad_inputs: list[str] = []

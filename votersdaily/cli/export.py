@@ -10,7 +10,8 @@ from votersdaily import schema
 from votersdaily.feeds.export import FORMATS, export
 from votersdaily.feeds.query import EventFilter, FeedQueryError, bound
 from votersdaily.feeds.sanitise import FeedReport
-from votersdaily.store.check import checked_store
+from votersdaily.sources.canonical_ids import BILL_TYPE_NAMES, bill_id_of, docket_of
+from votersdaily.store.check import checked_store, require_database
 
 from . import fail, say
 from .options import one_of
@@ -36,15 +37,50 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--parser", help="only events of this spider (parser_name)")
     parser.add_argument("--committee", help="only this committee (committee_code, e.g. SSFR00)")
     parser.add_argument(
+        "--bill",
+        type=bill_argument,
+        help="only the events that name this bill or resolution, across sources (e.g. hr1234-119)",
+    )
+    parser.add_argument(
+        "--docket",
+        type=docket_argument,
+        help="only the events of this Supreme Court docket (e.g. 24-123, 23A456, 22O141)",
+    )
+    parser.add_argument(
         "--since", type=date_or_datetime, help="from this date (YYYY-MM-DD, UTC) or datetime on"
     )
     parser.add_argument("--until", type=date_or_datetime, help="up to this date (inclusive) or datetime")
     parser.set_defaults(func=run)
 
 
+def bill_argument(value: str) -> str:
+    """An argparse type: a canonical bill id, in any case."""
+    bill = bill_id_of(value)
+    if bill is None:
+        raise argparse.ArgumentTypeError(
+            "not a bill id: %r (expected <type><number>-<congress>, e.g. hr1234-119; types: %s)"
+            % (value, ", ".join(BILL_TYPE_NAMES))
+        )
+    return bill
+
+
+def docket_argument(value: str) -> str:
+    """An argparse type: one Supreme Court docket, as the Court writes it ("23a456", "No. 141,
+    Orig." are read as 23A456, 22O141)."""
+    docket = docket_of(value)
+    if docket is None:
+        raise argparse.ArgumentTypeError(
+            "not a Supreme Court docket: %r (expected e.g. 24-123, an application 23A456 or an original "
+            "action 22O141)" % value
+        )
+    return docket
+
+
 def date_or_datetime(value: str) -> str:
     """An argparse type: a real calendar date (``2026-02-30`` is not one) or an ISO datetime."""
     try:
+        if not value.strip():  # `--since "$FROM"` with FROM unset: not "every date"
+            raise ValueError(value)
         if len(value.strip()) == 10:
             date.fromisoformat(value.strip())
         bound(value, end=False)
@@ -75,9 +111,10 @@ def stored_committees(store: Store) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.parser and args.parser not in (parsers := known_parsers()):
+    if args.parser is not None and args.parser not in (parsers := known_parsers()):
         return fail("unknown parser %r; known: %s" % (args.parser, ", ".join(parsers)))
     store = checked_store(must_exist=True)
+    require_database(store, schema.EVENTS_DB)
     try:
         committee = args.committee
         if committee is not None:
@@ -94,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
             entity=args.entity,
             parser=args.parser,
             committee=committee,
+            bill=args.bill,
+            docket=args.docket,
             since=args.since,
             until=args.until,
         )
@@ -103,9 +142,11 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(exc))
         report = FeedReport()
         with staged_stdout() as out:
-            export(store, args.format, flt, out, report)
+            count = export(store, args.format, flt, out, report)
     finally:
         store.close()
     for line in report.lines():
         say(line)
+    if count == 0 and (args.bill or args.docket):
+        say("no stored event names %s: the feed is empty" % (args.bill or args.docket))
     return 0

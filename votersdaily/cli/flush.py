@@ -9,7 +9,6 @@ spooled; each is named), 3 the store still does not take documents, 4 documents 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
@@ -20,6 +19,7 @@ from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
+from .options import existing_folder
 
 if TYPE_CHECKING:
     import argparse
@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--spool-dir",
-        type=Path,
-        help="spool folder (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR setting)",
+        type=existing_folder,
+        help="spool folder, which must exist (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR "
+        "setting)",
     )
     parser.add_argument("--db", help="only this database")
     parser.add_argument(

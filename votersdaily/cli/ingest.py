@@ -53,8 +53,11 @@ def input_status(exc: OSError) -> int:
 
 def load_catalog(args: argparse.Namespace) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
-    if not Path(args.path).is_file():  # before the store: a typo creates nothing
-        return fail("cannot read %s: no such file" % args.path)
+    path = Path(args.path)
+    if not path.is_file():  # before the store: a typo creates nothing
+        return fail(
+            "cannot read %s: %s" % (path.absolute(), "not a file" if path.exists() else "no such file")
+        )
     store = checked_store()
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)

@@ -4,6 +4,7 @@ level, spider arguments; and argparse types shared by every command."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,13 +60,35 @@ def positive_int(value: str) -> int:
     return number
 
 
+def positive_number(value: str) -> float:
+    """An argparse type: a number above 0 (seconds, hours)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError("not a number above 0: %r" % value)
+    return number
+
+
+def http_url(value: str) -> str:
+    """An argparse type: an http(s) URL of a service (one URL check: votersdaily/plumbing/inputs.py)."""
+    from votersdaily.plumbing.inputs import checked_url
+
+    try:
+        return checked_url(value, "the URL", schemes=("http", "https"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def existing_folder(value: str) -> Path:
     """An argparse type: a folder that exists (a command reading from it must not find "nothing" in
-    a mistyped path)."""
-    path = Path(value)
+    a mistyped path), as an absolute path: a relative one is under the working folder, as the shell
+    means it, whatever the command hands it to (a setting's relative value is under the data home)."""
+    path = Path(os.path.abspath(Path(value).expanduser()))
     if not path.is_dir():
         raise argparse.ArgumentTypeError(
-            "%s: %s" % (value, "not a folder" if path.exists() else "no such folder")
+            "%s: %s" % (path, "not a folder" if path.exists() else "no such folder")
         )
     return path
 

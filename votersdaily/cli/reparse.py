@@ -12,6 +12,7 @@ from scrapy.crawler import CrawlerProcess
 from votersdaily.archive import archive_dir, archived_runs
 from votersdaily.interrupts import Interrupts
 from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
+from votersdaily.schema import EVENTS_DB
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, say
@@ -63,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     store = checked_store(must_exist=args.dry_run)
     folder = archive_dir(settings)
     try:
+        # The events the reparse reads, asked once before any work: a store that answers the check and
+        # then refuses or fails is one line (exit 3), not a traceback from every spider's run.
+        store.has_db(EVENTS_DB)
         names = [
             n
             for n in args.spiders or sorted(available)
@@ -71,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if not names:
-        print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
+        say("no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
         return EXIT_OK
     process = CrawlerProcess(settings)
     crawlers = []

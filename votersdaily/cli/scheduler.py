@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import argparse
+from typing import Any
 
 from scrapy.spiderloader import SpiderLoader
 
@@ -10,17 +11,19 @@ from votersdaily.plumbing.environment import project_settings
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
-
-if TYPE_CHECKING:
-    import argparse
+from .options import http_url, positive_number
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
-    parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
+    parser.add_argument(
+        "--scrapyd", required=True, type=http_url, help="scrapyd URL, e.g. http://127.0.0.1:6800/"
+    )
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between passes (default 60)")
+    parser.add_argument(
+        "--interval", type=positive_number, default=60.0, help="seconds between passes (default 60)"
+    )
     parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
     parser.add_argument(
         "--hours",
@@ -89,7 +92,11 @@ def run(args: argparse.Namespace) -> int:
     settings = project_settings()
     hours = spider_frequencies(settings)
     try:
-        hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
+        for name, value in _pairs(args.hours, "--hours").items():
+            try:
+                hours[name] = positive_number(value)
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError("--hours %s=%s: %s" % (name, value, exc)) from None
         job_settings = _pairs(args.setting, "--setting")
     except ValueError as exc:
         return fail(str(exc))

@@ -1,4 +1,5 @@
-"""``site build <dir>``: the static site: day pages, feeds per branch/entity/parser/committee, health.
+"""``site build <dir>``: the static site: day pages, bill and case timelines, feeds per
+branch/entity/parser/committee/bill/case, health.
 
 It replaces only what an earlier build wrote (votersdaily/feeds/site_folder.py): another folder is
 refused in one line (exit 2) unless ``--force``, and some are never replaced.
@@ -6,12 +7,14 @@ refused in one line (exit 2) unless ``--force``, and some are never replaced.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from votersdaily.store.check import checked_store
+from votersdaily.schema import EVENTS_DB, LOG_DB
+from votersdaily.store.check import checked_store, require_database
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import Spool, spool_dir
 
@@ -58,25 +61,28 @@ def run_build(args: argparse.Namespace) -> int:
     from .crawl import event_spiders
 
     settings = get_project_settings()
+    target = Path(os.path.abspath(args.dir))  # said as the absolute folder it is
     try:
         config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)
         data = data_places(settings)
-        check_target(args.dir, args.force, data)  # before any work: a refusal costs nothing
+        check_target(target, args.force, data)  # before any work: a refusal costs nothing
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     store = checked_store(must_exist=True)
-    report = FeedReport()
     # Only what was spooled for this store: another store's documents never reach it.
     spooled = Spool(spool_dir(settings)).waiting(identity_of(store))
+    if not spooled:  # runs whose documents all wait in the spool still get their health page
+        require_database(store, EVENTS_DB, LOG_DB)
+    report = FeedReport()
     try:
         # Every spider that runs on a schedule (ingest and laundromat too), so one that never ran shows.
         spiders = sorted(set(event_spiders(settings)) | set(spider_frequencies(settings)))
-        with replaced_site(args.dir, args.force, data) as partial:
+        with replaced_site(target, args.force, data) as partial:
             summary = build_site(store, partial, config, spiders=spiders, report=report, spooled=spooled)
     except RefusedTarget as exc:
         return fail(str(exc))
     except OSError as exc:  # a full disk, a folder it may not write: nothing was replaced
-        return fail("cannot write the site to %s: %s (nothing was replaced)" % (args.dir, exc), EXIT_FAILED)
+        return fail("cannot write the site to %s: %s (nothing was replaced)" % (target, exc), EXIT_FAILED)
     finally:
         store.close()
     for line in report.lines():
@@ -87,8 +93,8 @@ def run_build(args: argparse.Namespace) -> int:
             "`python -m votersdaily flush` delivers them)" % (sum(spooled.values()), spool_dir(settings))
         )
     say(
-        "%d day pages, %d feeds, %d spiders on the health page in %s"
-        % (summary.days, summary.feeds, summary.spiders, args.dir)
+        "%d day pages, %d bill and case pages, %d feeds, %d spiders on the health page in %s"
+        % (summary.days, summary.timelines, summary.feeds, summary.spiders, target)
     )
     return 0
 

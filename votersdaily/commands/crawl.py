@@ -18,7 +18,7 @@ scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import argparse
 
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
 PREFIX = "scrapy crawl"
@@ -64,6 +65,19 @@ def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     return status
 
 
+def bad_store_uri(settings: BaseSettings) -> list[str]:
+    """The line saying why the store URI cannot name a store (``ftp://…``, ``http://[::1``, no host),
+    if it cannot: before, the crawl's pipelines met it and Scrapy printed a traceback, exit 1."""
+    from votersdaily.locations import store_uri
+    from votersdaily.store.check import StoreMisconfigured, uri_scheme
+
+    try:
+        uri_scheme(store_uri(settings))
+    except StoreMisconfigured as exc:
+        return [str(exc)]
+    return []
+
+
 class Command(crawl.Command):
     def short_desc(self) -> str:
         return "Run a spider of the current project, by name (exit status: how the run went)"
@@ -85,17 +99,19 @@ class Command(crawl.Command):
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = settings.getpriority("LOG_LEVEL") or "cmdline"
             settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(settings)):
+        for problem in (*bad_environment(), *bad_settings(settings), *bad_store_uri(settings)):
             say(problem)
             raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
-        if len(args) == 1 and not self._spider_ready(args[0]):
+        if len(args) == 1 and not self._spider_ready(args[0], opts.spargs):
             raise SystemExit(EXIT_USAGE)
 
-    def _spider_ready(self, name: str) -> bool:
+    def _spider_ready(self, name: str, spider_args: dict[str, Any]) -> bool:
         """Whether ``name`` is a spider of the project whose own settings checks pass (a host list
-        entry that can never match, …); if not, says why in one line, before Scrapy's crawler
-        process logs its start-up."""
+        entry that can never match, …) and that takes ``spider_args``; if not, says why in one
+        line, before Scrapy's crawler process logs its start-up."""
         from scrapy.spiderloader import get_spider_loader
+
+        from votersdaily.cli.crawl import bad_spider_arguments
 
         if self.settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
@@ -109,6 +125,10 @@ class Command(crawl.Command):
             spidercls.update_settings(self.settings.copy())  # what building its crawler checks
         except UsageError as exc:
             say(str(exc))
+            return False
+        problem = bad_spider_arguments(spidercls, spider_args)
+        if problem:
+            say(problem)
             return False
         return True
 

@@ -9,6 +9,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from votersdaily.clock import now_iso
+from votersdaily.sources.canonical_ids import bill_label, docket_label
 from votersdaily.store.base import Store
 
 from .jsonfeed import write_json
@@ -42,6 +43,10 @@ def with_earlier_versions(
 
 def feed_name(flt: EventFilter) -> str:
     parts = [v for v in (flt.branch, flt.entity, flt.parser, flt.committee) if v]
+    if flt.bill:
+        parts.append(bill_label(flt.bill))
+    if flt.docket:
+        parts.append("Supreme Court %s" % docket_label(flt.docket))
     return "votersdaily: " + (" / ".join(parts) if parts else "all events")
 
 

@@ -47,6 +47,21 @@ def bound(value: str | None, *, end: bool) -> str | None:
         raise FeedQueryError("not a date or datetime: %r (%s)" % (value, exc)) from None
 
 
+#: Each filter: (EventFilter field, document key, view keyed by it), most selective first. A key
+#: that holds a list (``bill_ids``, ``dockets``) matches when the value is one of its members.
+FILTERS = (
+    ("bill", "bill_ids", "by_bill"),
+    ("docket", "dockets", "by_docket"),
+    ("committee", "committee_code", "by_committee_datetime"),
+    ("parser", "parser_name", "by_parser_datetime"),
+    ("entity", "entity", "by_entity_datetime"),
+    ("branch", "branch", "by_branch_datetime"),
+)
+
+#: The views of the list keys, which emit a row per member.
+LIST_VIEWS = frozenset({"by_bill", "by_docket"})
+
+
 @dataclass(frozen=True)
 class EventFilter:
     """The filters of ``export``; every one set must match."""
@@ -55,6 +70,10 @@ class EventFilter:
     entity: str | None = None
     parser: str | None = None
     committee: str | None = None
+    #: One bill or resolution (``hr1234-119``) or Supreme Court docket (``24-123``): its events
+    #: across sources and branches.
+    bill: str | None = None
+    docket: str | None = None
     since: str | None = None
     until: str | None = None
     #: Keep events an event of the same parser and unique key has replaced (reschedules).
@@ -62,24 +81,13 @@ class EventFilter:
 
     def values(self) -> dict[str, str]:
         """Document key → wanted value, most selective first."""
-        wanted = {
-            "committee_code": self.committee,
-            "parser_name": self.parser,
-            "entity": self.entity,
-            "branch": self.branch,
-        }
-        return {k: v for k, v in wanted.items() if v}
+        return {key: getattr(self, name) for name, key, _ in FILTERS if getattr(self, name)}
 
     def view(self) -> tuple[str, str | None]:
         """The view to read and the value of its leading key component (None: ``by_datetime``)."""
-        views = {
-            "committee_code": "by_committee_datetime",
-            "parser_name": "by_parser_datetime",
-            "entity": "by_entity_datetime",
-            "branch": "by_branch_datetime",
-        }
-        for key, value in self.values().items():
-            return views[key], value
+        for name, _, view in FILTERS:
+            if getattr(self, name):
+                return view, getattr(self, name)
         return "by_datetime", None
 
     def key_range(self) -> tuple[Any, Any]:
@@ -94,7 +102,11 @@ class EventFilter:
     def matches(self, doc: dict[str, Any]) -> bool:
         if not self.include_superseded and not is_live(doc):
             return False
-        return all(doc.get(key) == value for key, value in self.values().items())
+        for key, value in self.values().items():
+            found = doc.get(key)
+            if not (found == value or (type(found) is list and value in found)):
+                return False
+        return True
 
 
 def is_live(doc: dict[str, Any]) -> bool:
@@ -162,9 +174,13 @@ def iter_events(
     report = FeedReport() if report is None else report
     view, _ = flt.view()
     low, high = flt.key_range()
+    # A list key may name one id twice: the event is shown once (one bill's events: a small set).
+    seen: set[str] = set()
     for row in iter_rows(store, schema.EVENTS_DB, view, low, high):
-        if row.doc is None:
+        if row.doc is None or row.id in seen:
             continue
+        if view in LIST_VIEWS:
+            seen.add(row.id)
         doc = feed_event(row.doc, report)
         if doc is not None and flt.matches(doc):
             yield doc

@@ -1,4 +1,5 @@
-"""The static site: one page per day with events in branch columns, the feeds, the spider health page.
+"""The static site: one page per day with events in branch columns, a timeline page per bill and per
+Supreme Court case (its events across sources and branches), the feeds, the spider health page.
 
 Pages are plain HTML from Jinja2 templates (autoescaped) with one stylesheet and a few lines of
 script for the date picker; every feed linked from the pages is written beside them as .ics and
@@ -11,7 +12,7 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
@@ -22,6 +23,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from votersdaily.clock import iso_utc, now_utc
 from votersdaily.defaults import DEFAULTS
+from votersdaily.schema import ID_FORMS
+from votersdaily.sources.canonical_ids import EVIDENCE, bill_label, bill_url, docket_label, docket_url
 from votersdaily.store.base import Store
 
 from .chart import runs_chart
@@ -45,6 +48,9 @@ FEED_KINDS = (
     ("parser", "parser_name", "parser", "Spiders"),
     ("committee", "committee_code", "committee", "Committees"),
 )
+
+#: A timeline page per id of these keys: (feed kind, document key, folder).
+TIMELINE_KINDS = (("bill", "bill_ids", "bills"), ("docket", "dockets", "cases"))
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class BuildSummary:
     days: int = 0
     feeds: int = 0
     spiders: int = 0
+    timelines: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,24 @@ class Feed:
     value: str
     path: str  # without extension, relative to the site root
     count: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One bill or case: its page (relative to the site root), its label and its page elsewhere."""
+
+    kind: str
+    id: str
+    label: str
+    path: str
+    external: str | None
+
+    @classmethod
+    def of(cls, kind: str, one: str) -> Timeline:
+        folder = next(folder for k, _, folder in TIMELINE_KINDS if k == kind)
+        if kind == "bill":
+            return cls(kind, one, bill_label(one), "%s/%s.html" % (folder, one), bill_url(one))
+        return cls(kind, one, docket_label(one), "%s/%s.html" % (folder, one), docket_url(one))
 
 
 @dataclass
@@ -93,6 +118,8 @@ class DayEvent:
     iso: str
     #: What tells this event apart from others of the same title that day ("justice SS").
     distinction: str = ""
+    #: The bills and cases it names, each with a page of its own.
+    timelines: list[Timeline] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -223,22 +250,56 @@ def environment() -> Environment:
     return env
 
 
+def ids_of(doc: dict[str, Any], key: str) -> list[str]:
+    """The canonical ids a document lists under ``key`` (what is no such id is no page's name)."""
+    value = doc.get(key)
+    if type(value) is not list:
+        return []
+    return [one for one in dict.fromkeys(value) if type(one) is str and ID_FORMS[key].fullmatch(one)]
+
+
+#: An event with its number of earlier versions, as the feeds take it.
+Pair = tuple[dict[str, Any], int]
+
+
+def by_id(events: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
+    """(timeline kind, id) → the events that name it, in the order given (one pass)."""
+    grouped: dict[tuple[str, str], list[Pair]] = defaultdict(list)
+    for pair in events:
+        for kind, key, _ in TIMELINE_KINDS:
+            for one in ids_of(pair[0], key):
+                grouped[(kind, one)].append(pair)
+    return grouped
+
+
 def write_feeds(
-    events: list[tuple[dict[str, Any], int]], out: Path, generated: str
+    events: list[Pair],
+    out: Path,
+    generated: str,
+    grouped: Mapping[tuple[str, str], list[Pair]] | None = None,
 ) -> dict[tuple[str, str], Feed]:
-    """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON).
+    """Every feed: all events, then one per branch, entity, spider and committee, and one per bill
+    and case of ``grouped`` (ICS and JSON).
 
     ``events`` are the live events with their earlier-version counts, read once for the whole site;
-    each feed selects from them with the same :class:`EventFilter` as ``export``.
+    each feed selects from them with the same :class:`EventFilter` as ``export`` (a bill's or case's
+    from its group, made in one pass).
     """
     feeds: dict[tuple[str, str], Feed] = {}
-    targets = [("all", "", EventFilter(), "feeds/all")]
+    targets: list[tuple[str, str, EventFilter, str, list[Pair] | None]] = [
+        ("all", "", EventFilter(), "feeds/all", None)
+    ]
     for kind, key, attr, _ in FEED_KINDS:
         values = sorted({doc[key] for doc, _ in events if isinstance(doc.get(key), str) and doc[key]})
-        targets += [(kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v))) for v in values]
+        targets += [
+            (kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v)), None) for v in values
+        ]
+    for (kind, one), pairs in sorted((grouped or {}).items()):
+        flt = EventFilter(bill=one) if kind == "bill" else EventFilter(docket=one)
+        targets.append((kind, one, flt, "feeds/%s/%s" % (kind, one), pairs))
     vevents: VeventCache = {}  # each event is in several feeds: serialise it once
-    for kind, value, flt, rel in targets:
-        selected = [pair for pair in events if flt.matches(pair[0])]
+    for kind, value, flt, rel, group in targets:
+        selected = group if group is not None else [pair for pair in events if flt.matches(pair[0])]
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".ics"), "wb") as fh:
@@ -283,11 +344,15 @@ def build_site(
     pairs = list(with_earlier_versions(store, iter_events(store, report=report), report))
     docs = [doc for doc, _ in pairs]
     generated = now_utc()
-    feeds = write_feeds(pairs, outdir, iso_utc(generated))
+    grouped = by_id(pairs)
+    feeds = write_feeds(pairs, outdir, iso_utc(generated), grouped)
     summary.feeds = len(feeds)
     by_day: dict[date, list[DayEvent]] = defaultdict(list)
     for doc in docs:
         event = day_event(doc, zone)
+        event.timelines = [
+            Timeline.of(kind, one) for kind, key, _ in TIMELINE_KINDS for one in ids_of(doc, key)
+        ]
         by_day[event.day].append(event)
     days = sorted(by_day)
     (static / "dates.js").write_text(
@@ -316,6 +381,10 @@ def build_site(
         render("empty.html", outdir / "index.html", "")
     summary.days = len(days)
 
+    timelines = write_timelines(grouped, outdir, zone, render)
+    summary.timelines = len(timelines)
+    render("bills.html", outdir / "bills.html", "", timelines=timelines)
+
     months: dict[str, list[tuple[date, int]]] = defaultdict(list)
     for day in days:
         months[day.strftime("%B %Y")].append((day, len(by_day[day])))
@@ -336,6 +405,38 @@ def build_site(
     )
     summary.spiders = len(health)
     return summary
+
+
+@dataclass
+class Step:
+    """One event on a bill's or case's timeline, with where the source named the id."""
+
+    event: DayEvent
+    evidence: list[dict[str, Any]]
+
+
+def write_timelines(
+    grouped: Mapping[tuple[str, str], list[Pair]],
+    outdir: Path,
+    zone: tzinfo,
+    render: Callable[..., None],
+) -> list[tuple[Timeline, int, list[str]]]:
+    """A page per bill and per case: its events in time order, across sources and branches. Returns
+    (timeline, event count, sources) of each, for the index page."""
+    written = []
+    for (kind, one), pairs in sorted(grouped.items()):
+        timeline = Timeline.of(kind, one)
+        steps = []
+        for doc, _ in sorted(pairs, key=lambda pair: pair[0]["datetime"]):
+            named = [e for e in doc.get(EVIDENCE) or () if isinstance(e, dict) and e.get("id") == one]
+            steps.append(Step(day_event(doc, zone), named))
+        sources = sorted({str(doc.get("parser_name")) for doc, _ in pairs})
+        names = sorted({doc["case_name"] for doc, _ in pairs if isinstance(doc.get("case_name"), str)})
+        path = outdir / timeline.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        render("timeline.html", path, "../", timeline=timeline, steps=steps, sources=sources, names=names)
+        written.append((timeline, len(steps), sources))
+    return written
 
 
 def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict[str, Any]:

@@ -40,8 +40,12 @@ class FolderBlobs:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
-        tmp.write_bytes(data)
-        tmp.replace(target)
+        try:
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        except OSError:  # a full disk: no half-written file left beside the blobs
+            tmp.unlink(missing_ok=True)
+            raise
         return str(target)
 
     def get(self, path: str) -> bytes | None:
@@ -83,8 +87,19 @@ class JsonLinesFeed:
         self._lock = threading.Lock()
 
     def publish(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n"
+        """Append one message as a whole line, or nothing: a write the disk takes only part of is cut
+        back (a cut line would also swallow the next message appended after it)."""
+        line = memoryview((json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(line)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                start = os.fstat(fd).st_size
+                try:
+                    while line:
+                        line = line[os.write(fd, line) :]
+                except OSError:
+                    os.ftruncate(fd, start)
+                    raise
+            finally:
+                os.close(fd)

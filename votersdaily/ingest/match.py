@@ -39,22 +39,36 @@ def catalog_docs(works: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_catalog_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """(works, errors): a line that is not a JSON object with a DOI is an error naming its line,
-    never the end of the file."""
+    """(works, errors): a line that is not a JSON object with a DOI (and, if any, a text title), not
+    UTF-8, or longer than the ingest's request lines may be (never read whole) is an error naming its
+    line, never the end of the file."""
+    from votersdaily.plumbing.inputs import BadLine, bounded_lines, shown
+
+    from .ingest_requests import MAX_LINE_BYTES
+
     works, errors = [], []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                work = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append("%s:%d: not JSON: %s" % (path, lineno, exc))
-                continue
-            if not isinstance(work, dict) or not str(work.get("doi") or "").strip().lower().startswith("10."):
-                errors.append("%s:%d: catalog record without a DOI: %s" % (path, lineno, line.strip()[:200]))
-                continue
-            works.append(work)
+    for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
+        where = "%s:%d" % (path, lineno)
+        if isinstance(line, BadLine):
+            errors.append("%s: %s" % (where, line))
+            continue
+        if not line.strip():
+            continue
+        try:
+            work = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append("%s: not JSON: %s" % (where, exc))
+            continue
+        doi = work.get("doi") if isinstance(work, dict) else None
+        if not isinstance(doi, str) or not doi.strip().lower().startswith("10."):
+            errors.append("%s: catalog record without a DOI: %s" % (where, line.strip()[:200]))
+            continue
+        if work.get("title") is not None and not isinstance(work["title"], str):
+            errors.append(
+                "%s: catalog record whose title is not text: %s" % (where, shown(json.dumps(work["title"])))
+            )
+            continue
+        works.append(work)
     return works, errors
 
 

@@ -10,14 +10,19 @@ through the foundation's writers, blocking work (reads, files) in worker threads
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.python.failure import Failure
 
 from votersdaily import locations
+from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
+from votersdaily.plumbing.full_disk import full_folder
 from votersdaily.store.crawler import store_for, writer_for
 from votersdaily.store.hooks import AfterBatch
 
@@ -84,6 +89,8 @@ class IngestStorePipeline:
         #: ingest of the same bytes merges with these, not with the (older) stored row.
         self._pending_rows: dict[str, dict[str, Any]] = {}
         self._catalog_exists = False
+        #: A full blob folder or feed has been said (once a run).
+        self._full_said = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND")
@@ -126,11 +133,16 @@ class IngestStorePipeline:
         await maybe_deferred_to_future(self.results.add(result_doc(result)))
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
-            await run_in_thread(self._publish_tei, result, tei_xml)
+            sha1hex = result["file_meta"]["sha1hex"]
+            tei_xml = (
+                tei_xml if await self._kept(self.blobs.put, tei_path(sha1hex), tei_xml.encode()) else None
+            )
+            if tei_xml and self.feed is not None:
+                await self._kept(self.feed.publish, self._tei_message(result, tei_xml))
         thumbnail = side.get("pdf_thumbnail")
         if thumbnail and result.get("file_meta"):
             path = thumbnail_path(result["file_meta"]["sha1hex"])
-            await run_in_thread(self.blobs.put, path, thumbnail, "image/jpeg")
+            await self._kept(self.blobs.put, path, thumbnail, "image/jpeg")
         if result["hit"] and result.get("file_meta"):
             row, stored = await run_in_thread(self._file_row, result, side)
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
@@ -141,20 +153,46 @@ class IngestStorePipeline:
                 await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
         return item
 
-    def _publish_tei(self, result: dict[str, Any], tei_xml: str) -> None:
+    @staticmethod
+    def _tei_message(result: dict[str, Any], tei_xml: str) -> dict[str, Any]:
         sha1hex = result["file_meta"]["sha1hex"]
-        self.blobs.put(tei_path(sha1hex), tei_xml.encode("utf-8"))
-        if self.feed is not None:
-            body = result.get("html_body") or {}
-            self.feed.publish(
-                {
-                    "key": sha1hex,
-                    "sha1hex": sha1hex,
-                    "status": body.get("status", "success"),
-                    "tei_xml": tei_xml,
-                    "word_count": body.get("word_count"),
-                }
+        body = result.get("html_body") or {}
+        return {
+            "key": sha1hex,
+            "sha1hex": sha1hex,
+            "status": body.get("status", "success"),
+            "tei_xml": tei_xml,
+            "word_count": body.get("word_count"),
+        }
+
+    async def _kept(self, write: Callable[..., Any], *args: Any) -> bool:
+        """Whether ``write`` (a blob, a feed line) was kept. A full disk under the blob folder or the
+        feed costs the result nothing (its result, file row and ``html_meta``, ``has_teixml: false``,
+        are stored all the same): the folder is said once and fails the run (``OutputFolderFull``)."""
+        try:
+            await run_in_thread(write, *args)
+        except OSError as exc:
+            feed = self.feed is not None and write == self.feed.publish
+            place = self.feed.path if feed and self.feed is not None else getattr(self.blobs, "root", "")
+            full = full_folder(
+                exc,
+                "the ingest's TEI feed" if feed else "the ingest's blob folder",
+                Path(place),
+                "the TEI and thumbnails that do not fit are not kept; the results are stored",
             )
+            if full is None:
+                raise
+            if not self._full_said:
+                self._full_said = True
+                logger.error("%s", full.strerror)
+                self.crawler.signals.send_catch_log(
+                    vd_signals.source_failed,
+                    failure=Failure(full),
+                    url=str(place),
+                    spider=self.crawler.spider,
+                )
+            return False
+        return True
 
     def _rows_written(
         self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult

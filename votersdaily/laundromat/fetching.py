@@ -142,7 +142,10 @@ class _FileSink(Protocol):
         if self.received > self.limit:
             self._fail(DownloadTooLarge("body exceeds %d bytes" % self.limit))
             return
-        self.out.write(data)
+        try:
+            self.out.write(data)
+        except OSError as exc:  # a full disk: the download fails with it (not Twisted's "Unhandled Error")
+            self._fail(exc)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self.finished.called:
@@ -158,13 +161,18 @@ _COPY_CHUNK = 64 << 20
 
 
 def _copy_chunk(src: int, dst: int, room: int) -> int:
-    """Copy the next chunk (in the kernel where it can: no Python buffers); bytes copied, 0 at EOF."""
+    """Copy the next chunk (in the kernel where it can: no Python buffers); bytes copied, 0 at EOF.
+    A chunk read is written whole or not at all: a full disk takes part of a write without an error
+    (the next write says ENOSPC), and the rest of the chunk, already read, would be lost silently."""
     size = min(_COPY_CHUNK, max(room, 1))
     try:
         return os.copy_file_range(src, dst, size)
     except (AttributeError, OSError):
-        chunk = os.read(src, min(size, 1 << 20))
-        return os.write(dst, chunk) if chunk else 0
+        chunk = memoryview(os.read(src, min(size, 1 << 20)))
+        written = 0
+        while written < len(chunk):
+            written += os.write(dst, chunk[written:])
+        return written
 
 
 #: Filesystems whose files are kernel state or devices, not data (their sizes say 0 and reading

@@ -18,6 +18,7 @@ from typing import Any
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
 
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -51,6 +52,16 @@ def describe(doc: dict[str, Any]) -> str:
     return doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"]
 
 
+def full_disk(exc: BaseException, folder: Path) -> OutputFolderFull | None:
+    """``exc`` as :class:`OutputFolderFull` naming the output folder when it says the disk is full."""
+    return full_folder(
+        exc,
+        "the laundromat's output folder",
+        folder,
+        "what did not fit waits for the next run with room (LAUNDROMAT_OUTPUT_DIR)",
+    )
+
+
 def error_of(exc: BaseException) -> str:
     """A record's ``error`` for an exception: its type and message, bounded."""
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
@@ -66,6 +77,7 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
+        on_full: Callable[[OutputFolderFull], None] | None = None,
         timeout: float = DEFAULTS["LAUNDROMAT_DOCUMENT_TIMEOUT"],
         seconds_per_mb: float = DEFAULTS["LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"],
     ) -> None:
@@ -76,6 +88,9 @@ class Processor:
         self.limits = limits
         self.options = options
         self.on_write = on_write
+        #: Called with the first :class:`OutputFolderFull` of the run (the spider fails the run with it).
+        self.on_full = on_full
+        self.full: OutputFolderFull | None = None
         self.workers = max(1, workers)
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
@@ -103,7 +118,9 @@ class Processor:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
-        interrupted otherwise) and fails with that reason; other documents' steps go on."""
+        interrupted otherwise) and fails with that reason; other documents' steps go on. A full
+        output folder is no fault of the document: ``doc`` is left in its step, with its files, for
+        the next run to resume (as after a crash), and the folder is said once."""
         budget = self._budgets.get(doc["_id"])
         async with self._slots:
             started = time.monotonic()
@@ -117,11 +134,23 @@ class Processor:
                     % (self._limit(doc))
                 )
             except Exception as exc:
+                full = full_disk(exc, self.output_dir)
+                if full is not None:
+                    self.output_full(full)
+                    return None, doc
                 error = error_of(exc)
             finally:
                 if budget is not None:
                     self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
         return None, await self.fail(doc, error)
+
+    def output_full(self, full: OutputFolderFull) -> None:
+        """Say once a run that the output folder is full (and tell the spider, which fails the run)."""
+        if self.full is None:
+            self.full = full
+            logger.error("%s", full.strerror)
+            if self.on_full is not None:
+                self.on_full(full)
 
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
@@ -143,10 +172,8 @@ class Processor:
     def remove_files(self, doc: dict[str, Any]) -> None:
         """The files of ``doc`` under ``files/`` (never anything outside it: a record names them)."""
         for rel in {doc.get("file"), doc.get("recoded_file")}:
-            if not rel:
-                continue
-            path = self.path_of(rel)
-            if path.resolve().parent != self.files_dir.resolve():
+            path = self.own_file(rel)
+            if path is None:
                 continue
             try:
                 path.unlink(missing_ok=True)
@@ -164,6 +191,15 @@ class Processor:
 
     def path_of(self, rel: str) -> Path:
         return self.output_dir / rel
+
+    def own_file(self, rel: str | None) -> Path | None:
+        """The file ``rel`` (as a record names it) when it is one of the laundromat's own, directly
+        in ``files/``; None for anything else a stored record may name (``../…``, another folder):
+        never read as a document, never removed."""
+        if not rel:
+            return None
+        path = self.path_of(rel)
+        return path if path.resolve().parent == self.files_dir.resolve() else None
 
     def rel(self, path: Path | str) -> str:
         return os.path.relpath(path, self.output_dir)
@@ -202,6 +238,13 @@ class Processor:
         file_rel = (
             doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
         )
+        foreign = file_rel and self.own_file(file_rel) is None
+        if foreign:  # a stored record naming a file not the laundromat's own: never read nor removed
+            error = "names %s, which is not a file of %s: not read, not removed" % (file_rel, self.files_dir)
+            logger.warning("%s failed (%s): %s", describe(doc), status, error)
+            self.remove_files(doc)
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED, error=error))
+            return []
         if not file_rel or not self.path_of(file_rel).exists():
             error = "file lost (run interrupted); seed re-queued"
             logger.warning("%s failed (%s): %s", describe(doc), status, error)
@@ -364,7 +407,5 @@ class Processor:
         self.cleaned_compiled += bool(clean.get("compiled_path"))
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
-        for rel in {doc.get("recoded_file"), doc.get("file")}:
-            if rel:
-                self.path_of(rel).unlink(missing_ok=True)
+        self.remove_files(doc)  # its download and recoded copy (only files of files/: own_file)
         return doc, list(clean["void_data_dumps"])

@@ -39,7 +39,7 @@ from .clean_types import CleanOptions
 from .contexts import ContextOptions
 from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
-from .processor import Processor
+from .processor import OutputFolderFull, Processor, full_disk
 from .seedlist import SeedList
 from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines, stale_after
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
@@ -142,6 +142,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 contexts=ContextOptions.from_settings(settings, spider.output_dir),
             ),
             on_write=spider._count,
+            on_full=spider._output_full,
             timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
             seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
@@ -180,6 +181,13 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         counts = result.counts()
         count_writes(
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
+        )
+
+    def _output_full(self, full: OutputFolderFull) -> None:
+        """The run fails with the full output folder (said once, by the processor): its result is
+        ``OutputFolderFull``, and what did not fit waits for the next run."""
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(full), url=str(self.output_dir), spider=self
         )
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -329,7 +337,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             old = await self._db(self.seeds.get, seed["download"])
             if old is not None and old.get("status") == states.DOWNLOADING:
                 docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
-                await self._db((self.output_dir / "files" / old["_id"]).unlink, True)
+                await self._db(self.processor.remove_files, {"file": "files/" + old["_id"]})
         seed = dict(seed, status=states.DOWNLOADING, download=key)
         await self._db(self.seeds.put, seed, *docs)
         request = self.seed_request(seed, start=start, begin=begin)
@@ -406,8 +414,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "seed"
         ):
             return False
-        path = self.output_dir / (doc.get("file") or "")
-        return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
+        path = self.processor.own_file(doc.get("file"))  # a stored record may name any path
+        return path is not None and path.is_file() and self._is_sitemap(path)
 
     async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
@@ -458,7 +466,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
-    async def _fail(self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None) -> None:
+    async def _fail(
+        self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None, again: bool = False
+    ) -> None:
+        """The download failed with ``error``; ``again``: not the seed's fault (a full output folder),
+        so the seed stays due for the next run instead of waiting out its interval."""
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -468,16 +480,24 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         if excerpt:
             record["body_excerpt"] = excerpt
-        seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
+        seed = dict(meta["seed"], status=states.ADDED)
+        if not again:
+            seed["processed"] = now_iso()
         await self._db(self.seeds.put, record, seed)
         # What was received (an error page) is not kept: the record has its excerpt.
-        await self._db((self.output_dir / "files" / record["_id"]).unlink, True)
-        self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
+        await self._db(self.processor.remove_files, {"file": "files/" + record["_id"]})
+        log = self.logger.info if again else self.logger.warning  # the folder is said once, at ERROR
+        log("download of %s failed: %s", meta["seed"]["uri"], error)
 
     async def download_failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))
+        full = full_disk(failure.value, self.output_dir)
+        if full is not None:
+            self.processor.output_full(full)
+            await self._fail(request.meta, "OutputFolderFull: %s" % failure.getErrorMessage(), again=True)
+            return
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=failure, url=request.url, spider=self

@@ -22,7 +22,6 @@ A WARC file is a copy of what was fetched: failing to write it never costs what 
 
 from __future__ import annotations
 
-import errno
 import io
 import logging
 import os
@@ -38,14 +37,14 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from .full_disk import FULL_DISK_ERRORS
+
 logger = logging.getLogger(__name__)
 
 #: HTTP headers as Scrapy's requests and responses give them, decoded (name, value) pairs.
 HeaderPairs = Sequence[tuple[str, str]]
 #: Builds the records of one unit with the writer's record builder (in the writer's thread).
 BuildRecords = Callable[[RecordBuilder], Sequence[Any]]
-#: ``OSError`` numbers that mean the folder's filesystem is full (or its quota is).
-FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def reason_phrase(status: int) -> str:

@@ -5,9 +5,12 @@ framework's job.
 
 from __future__ import annotations
 
+import inspect
+import logging
+import shutil
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -25,6 +28,7 @@ from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
+from votersdaily.plumbing.inputs import checked_url
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -44,6 +48,14 @@ RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError
 
 #: Meta of a reparse: the callback that parsed the archived response.
 REPLAY_CALLBACK_META = "vd_replay_callback"
+
+
+logger = logging.getLogger(__name__)
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
 
 
 def split_urls(value: str | Iterable[str] | None) -> list[str]:
@@ -69,6 +81,26 @@ class HomeCacheStorage(FilesystemCacheStorage):
         resolved.frozen = False  # a copy of the crawler's frozen settings, for this storage alone
         resolved.set("HTTPCACHE_DIR", str(http_cache_dir(settings)), priority=99)
         super().__init__(resolved)
+
+    #: Cache folders whose failure to take a response was said (once per folder and process).
+    _said: ClassVar[set[str]] = set()
+
+    def store_response(self, spider: scrapy.Spider, request: scrapy.Request, response: Response) -> None:
+        """The cache is a copy: a response it cannot take (a full disk, a folder it may not write)
+        never costs the response (before: "could not fetch …: [Errno 28]", the run's events lost).
+        The entry it was writing is removed, so that no half-written entry is served later."""
+        try:
+            super().store_response(spider, request, response)
+        except OSError as exc:
+            shutil.rmtree(self._get_request_path(spider, request), ignore_errors=True)
+            if self.cachedir not in self._said:
+                self._said.add(self.cachedir)
+                logger.error(
+                    "the HTTP cache %s cannot take responses (%s): they are parsed without being cached "
+                    "(HTTPCACHE_DIR)",
+                    self.cachedir,
+                    exc.strerror or exc,
+                )
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -115,6 +147,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # instead of fetching (votersdaily.reparse).
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.reparse.ReplayMiddleware": 1,
+            # After the replay (a reparse fetches nothing), before anything connects.
+            "votersdaily.spiders.address_guard.EventAddressGuard": 10,
             "votersdaily.archive.ArchiveMiddleware": 50,
         },
     }
@@ -122,9 +156,30 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
+        from votersdaily.ingest.ssrf import check_policy_settings
+
+        from .address_guard import PREFIX
+
+        check_policy_settings(settings, PREFIX)  # a host entry that can never match stops it here
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
+
+    @classmethod
+    def argument_names(cls) -> set[str]:
+        """The spider arguments (``-a NAME=VALUE``) this spider takes: the keyword parameters of its
+        classes' ``__init__``."""
+        names = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None or klass is scrapy.Spider or not issubclass(klass, EventSpider):
+                continue
+            names |= {
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+            }
+        return names
 
     def __init__(
         self,
@@ -137,8 +192,20 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         offline: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
+        unknown = sorted(k for k in kwargs if k != "name" and not k.startswith("_"))  # scrapyd's _job
+        if unknown:
+            raise BadSpiderArgument(
+                "%s takes no argument %s; it takes: %s"
+                % (self.name, ", ".join(map(repr, unknown)), ", ".join(sorted(self.argument_names())))
+            )
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        if url is not None and not self.given_urls:  # `-a url=$UNSET`: not a live crawl of everything
+            raise BadSpiderArgument(
+                "%s: -a url= is empty; give a URL, or leave it out for the live source" % self.name
+            )
+        for given in self.given_urls:
+            checked_url(given, "url")  # a typo is said now, not as a failed run
         #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
         #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
         if _yes(offline):
@@ -309,8 +376,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 yield output
                 continue
             parts = urlsplit(output.url)
-            if parts.scheme == "file":  # a relative link: beside the listing already
+            if parts.scheme == "file":  # a relative link: beside the listing already (or not beside at all)
                 path, upstream = Path(url2pathname(parts.path)), output.meta.get(SOURCE_URL_META)
+                if folder.resolve() not in path.resolve().parents:  # file:///etc/… in a listing
+                    missing.append(str(path))
+                    continue
             else:
                 path, upstream = folder / (parts.path.rstrip("/").rsplit("/", 1)[-1] or "index"), output.url
             if not path.is_file():

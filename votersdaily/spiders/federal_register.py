@@ -12,6 +12,10 @@ Branch and entity: every document is an Executive-branch publication. Presidenti
 (executive orders, proclamations, memoranda, determinations) are the President's own acts and are
 filed under the entity "White House", like the White House's own feed; every other document (rules,
 proposed rules, notices of the agencies) under "Federal Register", with its agencies in ad hoc keys.
+
+Ids (version 1.1): the bills and Public Laws a document's title or abstract names, a bill in the
+Congress sitting on its publication date. An agency's own docket numbers are no Supreme Court
+dockets and are not read.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from html.entities import name2codepoint
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from votersdaily.sources.canonical_ids import BILL_IDS, PUBLIC_LAWS, id_keys, named_in_text
+from votersdaily.sources.congress import sitting_on
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.json_text import JsonText, load_with_text, require
 
@@ -67,7 +73,7 @@ def _unsgml(text: str) -> str:
 
 class FederalRegisterSpider(EventSpider):
     name = "federal_register"
-    version = "1.0"
+    version = "1.1"
     branch = "Executive"
     entity = "Federal Register"
     frequency_hours = 6.0  # published once per business day, early morning Eastern
@@ -133,10 +139,13 @@ class FederalRegisterSpider(EventSpider):
         if not isinstance(data, dict) or not data.get("document_number"):
             raise UnexpectedDocument("%s: a result without a document_number" % url)
         agencies = self._parse_agencies(data)
+        published = self._parse_publication_date(data, url)
+        title = " ".join(str(data.get("title") or "").split())
+        abstract = self._parse_abstract(data)
         return {
-            "datetime": self._parse_publication_date(data, url),
-            "title": " ".join(str(data.get("title") or "").split()),
-            "description": self._parse_abstract(data),
+            "datetime": published,
+            "title": title,
+            "description": abstract,
             "unique_key": data["document_number"],
             "source_text": result.text,
             "event_url": data.get("html_url") or "",
@@ -144,7 +153,7 @@ class FederalRegisterSpider(EventSpider):
             "document_number": data["document_number"],
             "document_type": data.get("type") or "",
             "publication_date": data.get("publication_date"),
-            "abstract": self._parse_abstract(data),
+            "abstract": abstract,
             "html_url": data.get("html_url") or "",
             "pdf_url": data.get("pdf_url") or "",
             "public_inspection_pdf_url": data.get("public_inspection_pdf_url") or "",
@@ -154,6 +163,7 @@ class FederalRegisterSpider(EventSpider):
             "presidential_document_type": data.get("presidential_document_type"),
             "executive_order_number": data.get("executive_order_number"),
             "signing_date": data.get("signing_date"),
+            **self._parse_ids(title, abstract, sitting_on(published)[0]),
         }
 
     @staticmethod
@@ -165,6 +175,12 @@ class FederalRegisterSpider(EventSpider):
                 "%s: document %s has publication_date %r"
                 % (url, data.get("document_number"), data.get("publication_date"))
             ) from None
+
+    @staticmethod
+    def _parse_ids(title: str, abstract: str, congress: int) -> dict[str, list[Any]]:
+        """``bill_ids`` and ``public_laws`` the title and abstract name, with their evidence."""
+        found = named_in_text(title, "title", congress) + named_in_text(abstract, "abstract", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
 
     @staticmethod
     def _parse_abstract(data: dict[str, Any]) -> str:

@@ -6,6 +6,12 @@ another date supersedes its earlier document instead of appearing twice. A meeti
 gives its place as ``meeting-location/capitol-complex/{room, building}``; a field hearing as
 ``meeting-location/field/{building-name, city, state/@postal-code}``, kept in ``building``,
 ``city``, ``state`` and ``location`` (``room`` is empty: the source names none).
+
+Ids (version 1.2): ``bill_ids`` from each meeting document's ``legis-num`` (``HR 188``), its
+description and the meeting title ("• H.R. 934 (Rep. McClintock)…"; a placeholder ``H.R. _____``
+names none), in the meeting's ``congress-num``; ``committee_ids`` are congress-legislators' ids of
+the committees and subcommittees holding it (``II00`` → ``HSII``, ``II10`` → ``HSII10``), while
+``committee_code`` keeps the feed's code.
 """
 
 from __future__ import annotations
@@ -13,7 +19,25 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    COMMITTEE_IDS,
+    HOUSE_COMMITTEES,
+    PUBLIC_LAWS,
+    FoundId,
+    bills_in_designation,
+    house_committee_ids,
+    id_keys,
+    named_in_text,
+)
+from votersdaily.sources.congress import (
+    DOCS_HOUSE_STAMPS,
+    docs_house_files,
+    eastern_iso,
+    sitting_on,
+    stored_utc,
+    to_int,
+)
 from votersdaily.sources.eastern import parse_local
 from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.rss import parse_rss
@@ -32,35 +56,13 @@ FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"
 EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={event_id}"
 EVENT_ID_RE = re.compile(r"EventID=(\d+)", re.I)
 #: The standing committees (plus Intelligence) that publish a docs.house.gov meeting feed.
-COMMITTEES = (
-    "AG00",
-    "AP00",
-    "AS00",
-    "BA00",
-    "BU00",
-    "ED00",
-    "FA00",
-    "GO00",
-    "HA00",
-    "HM00",
-    "IF00",
-    "IG00",
-    "II00",
-    "JU00",
-    "PW00",
-    "RU00",
-    "SM00",
-    "SO00",
-    "SY00",
-    "VR00",
-    "WM00",
-)
+COMMITTEES = tuple("%s00" % letters for letters in HOUSE_COMMITTEES)
 MEETING_TYPES = {"HHRG": "Hearing", "HMKP": "Markup", "HMTG": "Meeting"}
 
 
 class HouseCommitteeMeetingsSpider(EventSpider):
     name = "house_committee_meetings"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 6.0
@@ -122,8 +124,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         place = self._parse_location(details)
         meeting_type = root.get("meeting-type") or ""
         when = details.find("meeting-date")
+        start = self._parse_start(when)
         yield {
-            "datetime": self._parse_start(when),
+            "datetime": start,
             "end_datetime": self._parse_end(when),
             "title": self._parse_title(details, main, meeting_type),
             "description": self._parse_description(committees, place["location"]),
@@ -142,12 +145,32 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             "subcommittee_code": main.get("code", "") if main.get("parent_code") else "",
             "subcommittee_name": main.get("name", "") if main.get("parent_code") else "",
             "committees": committees,
+            **self._parse_ids(
+                root, details, committees, to_int(root.get("congress-num")) or sitting_on(start)[0]
+            ),
             **place,
             "rescheduled_dates": self._parse_rescheduled(details),
             "witnesses": self._parse_witnesses(root),
             "documents": self._parse_documents(root),
             "update_datetime": eastern_iso(root.get("update-date") or "", *DOCS_HOUSE_STAMPS),
         }
+
+    @staticmethod
+    def _parse_ids(
+        root: etree._Element, details: etree._Element, committees: list[dict[str, Any]], congress: int
+    ) -> dict[str, list[Any]]:
+        """``bill_ids``, ``public_laws`` and ``committee_ids`` of the meeting, with their evidence."""
+        found: list[FoundId] = []
+        for committee in committees:
+            found += house_committee_ids(committee["parent_code"], "committee-name/@parent-id")
+            found += house_committee_ids(committee["code"], "committee-name/@id")
+        documents = root.findall("meeting-documents/meeting-document")
+        for doc in documents:
+            found += bills_in_designation(text_of(doc, "legis-num"), "meeting-document/legis-num", congress)
+        found += named_in_text(text_of(details, "meeting-title"), "meeting-title", congress)
+        for doc in documents:
+            found += named_in_text(text_of(doc, "description"), "meeting-document/description", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS, COMMITTEE_IDS))
 
     @staticmethod
     def _parse_event_id(root: etree._Element) -> str:

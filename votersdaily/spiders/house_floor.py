@@ -14,20 +14,38 @@ action, act-id H61000, saying "sine die") belong to the ending session; without 
 before noon belong to the ending Congress (20th amendment). The Clerk restarts ``unique-id`` with
 each Congress, so the key is ``<congress>-<unique-id>``; ``replaces_key`` is the bare unique-id
 the spider keyed events by before (version 1.0), so the store retires those documents.
+
+Ids (version 1.2): the bills an action names come from its ``action_item`` (the measure under
+consideration, often with no link in the description), the description's congress.gov bill links
+(which state their Congress) and its text ("pursuant to H. Con. Res. 1"); the roll calls it cites
+("(Roll no. 5)") are ``vote_ids`` of the action's own Congress and session, so an action before the
+sine die adjournment of 3 January cites the ending session's roll calls and names its bills.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    VOTE_IDS,
+    FoundId,
+    bill_in_link,
+    bills_in_designation,
+    house_rolls_in_text,
+    id_keys,
+    named_in_text,
+)
 from votersdaily.sources.congress import (
-    congress_session,
     eastern_iso,
+    end_of_day,
     previous_session,
     session_year,
+    sitting_on,
     sitting_year,
     to_int,
 )
@@ -60,6 +78,8 @@ SENTENCE_END = re.compile(
 )
 
 
+#: The description's links to congress.gov bill pages (nested twice, at times).
+BILL_LINKS = ".//action_description//a[@rel='bill']"
 #: The Clerk's activity code of an adjournment; with "sine die" in its text it ends a session.
 ADJOURNMENT_ACT = "H61000"
 SINE_DIE = re.compile(r"\bsine\s+die\b", re.I)
@@ -79,13 +99,12 @@ class LegislativeDay(NamedTuple):
     def sitting(self, when: datetime | date) -> Sitting:
         """The (congress, session) of an action at ``when``; a date-only action counts as the end
         of its day."""
-        instant = when if isinstance(when, datetime) else datetime.combine(when, time.max)
-        return self.before if self.boundary and instant <= self.boundary else self.after
+        return self.before if self.boundary and end_of_day(when) <= self.boundary else self.after
 
 
 class HouseFloorSpider(EventSpider):
     name = "house_floor"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -143,6 +162,7 @@ class HouseFloorSpider(EventSpider):
         congress, session = legislative_day.sitting(when)
         description = text_of(action, "action_description")
         item = text_of(action, "action_item")
+        links = action.findall(BILL_LINKS)
         return {
             "datetime": when,
             "title": self._parse_title(item, description),
@@ -161,8 +181,9 @@ class HouseFloorSpider(EventSpider):
             "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
             "congress": congress,
             "session": session,
-            "bills": self._parse_bills(action),
+            "bills": self._parse_bills(links),
             "votes": self._parse_votes(action),
+            **self._parse_ids(links, item, description, congress, session),
         }
 
     @staticmethod
@@ -203,8 +224,8 @@ class HouseFloorSpider(EventSpider):
         """(Congress, session) before and after ``boundary``, from what the file names."""
         congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
         if not (congresses and sessions):  # unnamed: the calendar's
-            after = congress_session(sitting_year(datetime.strptime(day, "%Y%m%d") + timedelta(hours=12)))
-            return (congress_session(sitting_year(boundary)) if boundary else after), after
+            after = sitting_on(datetime.strptime(day, "%Y%m%d").date())
+            return (sitting_on(boundary) if boundary else after), after
         after = (congresses[-1], 1 if len(congresses) > 1 else sessions[-1])
         if boundary is None:
             before = after
@@ -234,14 +255,30 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action: etree._Element) -> list[dict[str, Any]]:
+    def _parse_bills(links: list[etree._Element]) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
         bills: dict[str, dict[str, Any]] = {}
-        for link in action.iterfind(".//action_description//a[@rel='bill']"):
+        for link in links:
             href = (link.get("href") or "").strip()
             if href and href not in bills:
                 bills[href] = {"legis_num": text_of(link), "url": href}
         return list(bills.values())
+
+    @staticmethod
+    def _parse_ids(
+        links: list[etree._Element], item: str, description: str, congress: int, session: int
+    ) -> dict[str, list[Any]]:
+        """``bill_ids``, ``public_laws`` and ``vote_ids`` of the action, with their evidence."""
+        found: list[FoundId] = bills_in_designation(item, "action_item", congress)
+        for link in links:
+            bill = bill_in_link(link.get("href") or "", BILL_LINKS)
+            if bill is not None:
+                found.append(bill)
+        found += named_in_text(description, "action_description", congress)
+        found += house_rolls_in_text(
+            description, "action_description", congress, session_year(congress, session)
+        )
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS, VOTE_IDS))
 
     @staticmethod
     def _parse_votes(action: etree._Element) -> list[dict[str, Any]]:

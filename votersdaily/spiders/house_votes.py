@@ -6,6 +6,13 @@ election of the Speaker gives ``totals-by-candidate`` (``candidate``, ``candidat
 "Present" and "Not Voting" as two more "candidates", and its ``vote-result`` names the candidate
 with the most votes even when nobody was elected. The Speaker is elected by a majority of the votes
 cast for a person by name (Present does not count), so a ballot can end without a winner.
+
+Ids (version 1.3): ``vote_id`` (``h314-119.2026``) takes its year from the file's own congress and
+session, never the vote's date, so a roll call of 1 or 2 January before the new session keeps the
+ending session's year; ``bill_ids`` come from ``legis-num`` (the Clerk's ``H R 21``, ``S 2403``,
+``H RES 1142``; an election or a quorum call has none) and the text of ``vote-desc``. An amendment
+vote names the bill it amends; the amendment (``amendment-num``) is no bill. Members keep the
+Clerk's ``name-id`` (the bioguide id).
 """
 
 from __future__ import annotations
@@ -15,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
-from votersdaily.sources.congress import to_int
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    bills_in_designation,
+    id_keys,
+    named_in_text,
+    vote_id,
+)
+from votersdaily.sources.congress import session_year, to_int
 from votersdaily.sources.eastern import eastern_today, parse_local, parse_local_date
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
@@ -43,7 +58,7 @@ INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.2"
+    version = "1.3"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -137,6 +152,8 @@ class HouseVotesSpider(EventSpider):
             "congress": congress,
             "session": session,
             "roll_call": roll,
+            "vote_id": self._parse_vote_id(congress, session, roll),
+            **self._parse_ids(legis_num, text_of(meta, "vote-desc"), congress),
             "legis_num": legis_num,
             "vote_question": question,
             "vote_type": text_of(meta, "vote-type"),
@@ -156,6 +173,19 @@ class HouseVotesSpider(EventSpider):
             "elected": elected,
             "member_votes": self._parse_member_votes(root),
         }
+
+    @staticmethod
+    def _parse_vote_id(congress: int | None, session: int | None, roll: int | None) -> str | None:
+        if not (congress and session and roll):
+            return None
+        return vote_id("h", roll, congress, session_year(congress, session))
+
+    @staticmethod
+    def _parse_ids(legis_num: str, description: str, congress: int | None) -> dict[str, list[Any]]:
+        """``bill_ids`` and ``public_laws`` the roll call names, with their evidence."""
+        found = bills_in_designation(legis_num, "legis-num", congress)
+        found += named_in_text(description, "vote-desc", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
 
     def _parse_datetime(self, meta: etree._Element) -> datetime | date:
         day = text_of(meta, "action-date")

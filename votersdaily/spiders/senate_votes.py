@@ -4,6 +4,13 @@ Quirks: ``vote_date`` has two spaces before the time; a ``<count>`` position nob
 empty element (``<present/>``), which is 0, not unknown; a member who gives a live pair votes
 "Present, Giving Live Pair" and, in newer files, names the absent partner's LIS id in
 ``vote_cast/@pair`` (``<vote_cast crp=" " pair="S375">``), which is kept as the member's ``pair``.
+
+Ids (version 1.2): ``vote_id`` (``s213-108.2004``) takes its year from the file's ``congress_year``
+(the year the session began, also for a vote cast on 1 or 2 January before the next session), else
+from its congress and session. What the vote is on comes from ``<document>`` (``document_type``
+``S.``, ``H.J.Res.``… and ``document_number``, in ``document_congress``; ``PN`` with ``373`` or
+``615-2`` is a nomination; an en bloc vote repeats the element) and the question and title texts;
+an amendment (``Coons Amdt. No. 23``) is no bill. Members keep the Senate's ``lis_member_id``.
 """
 
 from __future__ import annotations
@@ -11,7 +18,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.sources.congress import congress_session, eastern_iso, to_int
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    NOMINATION_IDS,
+    PUBLIC_LAWS,
+    FoundId,
+    bills_in_designation,
+    id_keys,
+    named_in_text,
+    nominations_in_text,
+    vote_id,
+)
+from votersdaily.sources.congress import congress_session, eastern_iso, session_year, to_int
 from votersdaily.sources.eastern import eastern_today, parse_local
 from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
@@ -43,7 +61,7 @@ def position_of(vote_cast: str) -> str:
 
 class SenateVotesSpider(EventSpider):
     name = "senate_votes"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "Senate"
     frequency_hours = 2.0
@@ -105,6 +123,8 @@ class SenateVotesSpider(EventSpider):
             "congress": congress,
             "session": session,
             "vote_number": number,
+            "vote_id": self._parse_vote_id(root, congress, session, number),
+            **self._parse_ids(root, congress),
             "question": text_of(root, "question"),
             "vote_question_text": text_of(root, "vote_question_text"),
             "vote_title": text_of(root, "vote_title"),
@@ -119,6 +139,26 @@ class SenateVotesSpider(EventSpider):
             "counts_by_party": self._parse_counts_by_party(members),
             "member_votes": members,
         }
+
+    @staticmethod
+    def _parse_vote_id(root: etree._Element, congress: int, session: int, number: int) -> str:
+        year = to_int(text_of(root, "congress_year")) or session_year(congress, session)
+        return vote_id("s", number, congress, year)
+
+    @staticmethod
+    def _parse_ids(root: etree._Element, congress: int) -> dict[str, list[Any]]:
+        """``bill_ids``, ``nomination_ids`` and ``public_laws`` the vote is on, with their evidence."""
+        found: list[FoundId] = []
+        for document in root.iterfind("document"):
+            of_congress = to_int(text_of(document, "document_congress")) or congress
+            kind, number = text_of(document, "document_type"), text_of(document, "document_number")
+            if kind.upper() == "PN":
+                found += nominations_in_text("PN" + number, "document", of_congress)
+            elif kind and number:
+                found += bills_in_designation("%s %s" % (kind, number), "document", of_congress)
+        for field in ("vote_question_text", "vote_title", "vote_document_text"):
+            found += named_in_text(text_of(root, field), field, congress, nominations=True)
+        return id_keys(found, (BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS))
 
     @staticmethod
     def _parse_title(root: etree._Element) -> str:

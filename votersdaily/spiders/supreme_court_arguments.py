@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.canonical_ids import docket_keys
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.supremecourt import (
     ARGUMENT_AUDIO,
@@ -51,7 +52,7 @@ ARGUMENT_PARAM = "argument"
 
 class SupremeCourtArgumentsSpider(EventSpider):
     name = "supreme_court_arguments"
-    version = "1.0"
+    version = "1.1"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 12.0  # audio is posted on the Friday of each argument week
@@ -82,6 +83,7 @@ class SupremeCourtArgumentsSpider(EventSpider):
             "event_url": absolute_url(response.meta.get(SOURCE_URL_META) or response.url, href),
             "case_name": case_name,
             "docket": docket,
+            **docket_keys(docket, DOCKET if row.text(DOCKET) else "%s link" % CASE),
             "reargument": key.endswith(REARGUMENT_SUFFIX),
             "date_text": row.text(DATE),
         }

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.canonical_ids import docket_keys
 from votersdaily.sources.supremecourt import (
     DATE,
     IN_CHAMBERS,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 class SupremeCourtOpinionsSpider(EventSpider):
     name = "supreme_court_opinions"
-    version = "1.0"
+    version = "1.1"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 6.0  # opinions are released on announced days, around 10:00 Eastern
@@ -82,6 +83,7 @@ class SupremeCourtOpinionsSpider(EventSpider):
             "opinion_type": kind,
             "term_year": self._parse_term_year(row, term),
             **fields,
+            **docket_keys(fields["docket"], "Docket"),
         }
 
     @staticmethod

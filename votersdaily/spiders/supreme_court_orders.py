@@ -23,6 +23,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.canonical_ids import docket_keys
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.html import enclosing_markup, fold
 from votersdaily.sources.supremecourt import (
@@ -62,7 +63,7 @@ TERM_RE = re.compile(r"(\d{4})")
 
 class SupremeCourtOrdersSpider(EventSpider):
     name = "supreme_court_orders"
-    version = "1.1"
+    version = "1.2"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 6.0
@@ -124,6 +125,7 @@ class SupremeCourtOrdersSpider(EventSpider):
             "pdf_file": file_name(href),
             "date_text": date_text,
             "term_year": year,
+            **docket_keys("", "Order list"),  # an order list names its cases only in its PDF
         }
 
     @staticmethod
@@ -146,4 +148,5 @@ class SupremeCourtOrdersSpider(EventSpider):
             "event_url": fields["pdf_url"],
             "order_type": "Opinion Relating to Orders",
             **fields,
+            **docket_keys(fields["docket"], "Docket"),
         }

@@ -181,14 +181,31 @@ class CouchStore:
         """The path of the project's database ``db`` (its name on the server: :mod:`.names`)."""
         return quote(database_name(self.prefix, db), safe="")
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._request(method, path, **kwargs)
+    def _json(self, method: str, path: str, expect: type = dict, **kwargs: Any) -> Any:
+        return self._decoded(self._request(method, path, **kwargs), method, path, expect)
+
+    def _decoded(self, response: requests.Response, method: str, path: str, expect: type = dict) -> Any:
+        """The JSON ``expect`` (an object, or a list) an answer holds; StoreError when it holds
+        something else (a proxy's HTML page, a maintenance notice), never a traceback later."""
         try:
-            return response.json()
+            answer = response.json()
         except ValueError:
             raise StoreError(
                 "%s %s%s answered non-JSON: %r" % (method, self.display_uri, path, response.text[:200])
             ) from None
+        if not isinstance(answer, expect):
+            raise StoreError(
+                "%s %s%s answered %s, not a JSON %s: %r"
+                % (
+                    method,
+                    self.display_uri,
+                    path,
+                    type(answer).__name__,
+                    "list" if expect is list else "object",
+                    response.text[:200],
+                )
+            )
+        return answer
 
     # -- databases -----------------------------------------------------------------------------
 
@@ -207,14 +224,15 @@ class CouchStore:
     def list_dbs(self) -> list[str]:
         """The project's databases (under its prefix). CouchDB 3 answers ``_all_dbs`` to server admins
         only: the commands ask :meth:`has_db` instead."""
-        names = (project_name(self.prefix, name) for name in self._json("GET", "_all_dbs"))
+        names = (project_name(self.prefix, name) for name in self._json("GET", "_all_dbs", expect=list))
         return [name for name in names if name is not None]
 
     # -- documents ---------------------------------------------------------------------------
 
     def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
-        response = self._request("GET", "%s/%s" % (self._db(db), _doc_path(doc_id)), allow=(404,))
-        return None if response.status_code == 404 else response.json()
+        path = "%s/%s" % (self._db(db), _doc_path(doc_id))
+        response = self._request("GET", path, allow=(404,))
+        return None if response.status_code == 404 else self._decoded(response, "GET", path)
 
     def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
@@ -244,9 +262,9 @@ class CouchStore:
             sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
             answers = iter(self.bulk_docs(db, sendable))
             return [answer or next(answers) for answer in refused]
-        answer = self._json("POST", "%s/_bulk_docs" % self._db(db), data=body)
-        if not isinstance(answer, list):
-            raise StoreError("_bulk_docs on %s answered %r" % (db, answer))
+        answer: list[dict[str, Any]] = self._json(
+            "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
+        )
         return answer
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:

@@ -25,7 +25,7 @@ from votersdaily.schema import SURROGATE_RE
 from .base import Row, StoreError, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
 from .revisions import next_rev, not_unicode, rev_number
-from .views import install_design, views_for
+from .views import ViewSpec, install_design, views_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,6 +72,17 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
     while len(out) < MAX_KEY_PARTS:
         out.append(pad)
     return tuple(out)
+
+
+def _view_rows(
+    db: str, doc_id: str, body: dict[str, Any], specs: dict[str, ViewSpec]
+) -> list[tuple[str, ...]]:
+    """The ``view_rows`` of one document: a row per key each view emits for it."""
+    return [
+        (db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id)
+        for view, spec in specs.items()
+        for key in spec.keys(body)
+    ]
 
 
 def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T]:
@@ -231,10 +242,7 @@ class EmbeddedStore:
                     revs[doc_id] = rev
                     rows.append((db, doc_id, rev, text))
                     touched.append(doc_id)
-                    for view, spec in specs.items():
-                        key = spec.key(body)
-                        if key is not None:
-                            view_rows.append((db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id))
+                    view_rows += _view_rows(db, doc_id, body, specs)
                 self._delete_view_rows(db, touched)
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows
@@ -394,7 +402,7 @@ class EmbeddedStore:
         spec = views_for(db).get(view)
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))
-        width = len(spec.fields)
+        width = spec.width
         db = self._name(db)
         if keys is not None:
             rows = self._query_keys(db, view, width, keys, descending, include_docs)
@@ -458,8 +466,32 @@ class EmbeddedStore:
         return out
 
     def install_views(self, db: str) -> bool:
-        """Store the design document too, so a dump shows what CouchDB would hold."""
-        return install_design(self, db)
+        """Store the design document too, so a dump shows what CouchDB would hold. When it changed
+        (an upgrade added or altered a view), the view rows are built again from the stored
+        documents, as CouchDB builds the index of a changed design document."""
+        changed = install_design(self, db)
+        if changed:
+            self._rebuild_view_rows(db)
+        return changed
+
+    @_unavailable_when_sqlite_cannot
+    def _rebuild_view_rows(self, db: str) -> None:
+        specs = views_for(db)
+        name = self._name(db)
+        with self._lock, self._transaction():
+            self._conn.execute("DELETE FROM view_rows WHERE db = ?", (name,))
+            rows = self._conn.execute(
+                "SELECT id, body FROM docs WHERE db = ? AND id NOT LIKE '\\_design/%' ESCAPE '\\'", (name,)
+            )
+            for batch in iter(lambda: rows.fetchmany(1000), []):
+                self._conn.executemany(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        row
+                        for doc_id, body in batch
+                        for row in _view_rows(name, doc_id, json.loads(body), specs)
+                    ],
+                )
 
     def close(self) -> None:
         with self._lock:
