@@ -99,7 +99,11 @@ class RunWriter:
 
     def take(self) -> bytes:
         """The lines not yet written, sorted and unique (and forgotten here)."""
-        data = native.sorted_unique(b"".join(self.blocks))
+        return native.sorted_unique(self.take_unsorted())
+
+    def take_unsorted(self) -> bytes:
+        """The lines not yet written, as added (and forgotten here)."""
+        data = b"".join(self.blocks)
         self.blocks, self.pending = [], 0
         return data
 

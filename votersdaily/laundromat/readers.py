@@ -100,7 +100,10 @@ def _turtle_compiled(path: Path, fmt: str, base_iri: str | None, sink: SortedSin
         lines = native.TurtleLines(path, fmt == F.TRIG, base_iri, sink.skolem.prefix, TURTLE_BLOCK)
         for block in lines:
             writer.add(block)
-        sink.add_runs(writer.flush(), lines.statements, lines.named)
+        if writer.paths:
+            sink.add_runs(writer.flush(), lines.statements, lines.named)
+        else:  # it fits one run: kept in memory, like the sink's own (no run file needs room on disk)
+            sink.add_lines(writer.take_unsorted(), lines.named, lines.statements)
         return True
     except native.TurtleUnsupported:
         writer.discard()
