@@ -1192,6 +1192,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"rdfxml_lines", nt_rdfxml_lines, METH_VARARGS,
+     "rdfxml_lines(document) -> the N-Quads pyoxigraph writes for plain RDF/XML, or None (_rdfxml.c)"},
     {"xml_cuts", xml_cuts, METH_VARARGS,
      "xml_cuts(path, start, span) -> line starts where top-level elements of an RDF/XML root start, or None"},
     {"canonical_lines", canonical_lines, METH_VARARGS,

@@ -10,6 +10,14 @@
 
 typedef unsigned char u8;
 
+/* Evaluate x, a reader's step: a non-zero result (giving up, out of memory) is returned at once. */
+#define TRY(x)                                                                                                         \
+    do {                                                                                                               \
+        int _r = (x);                                                                                                  \
+        if (_r)                                                                                                        \
+            return _r;                                                                                                 \
+    } while (0)
+
 /* Character classes of the conservative grammar, one bit each. */
 enum {
     C_UNRESERVED = 1, /* A-Z a-z 0-9 - . _ ~ */
@@ -52,6 +60,9 @@ int nt_dotted(const u8 *p, const u8 *end);
 /* A language tag at p (after its '@') of the shapes both fast paths take, ll[l][-ssss][-rr|-nnn] in
  * any case: the position past it, or NULL (other shapes are left to pyoxigraph). */
 const u8 *nt_scan_language(const u8 *p, const u8 *end);
+
+/* rdfxml_lines(document) (_rdfxml.c): the N-Quads pyoxigraph gives for plain RDF/XML, or None. */
+PyObject *nt_rdfxml_lines(PyObject *self, PyObject *args);
 
 /* The TurtleReader type and its TurtleUnsupported error added to the module (_turtle.c). */
 int nt_add_turtle(PyObject *module);

@@ -120,12 +120,6 @@ typedef struct {
 
 #define GIVE_UP(t, reason) return ((t)->why = (reason), (t)->why_at = (t)->p - (t)->doc, -1)
 #define NOMEM(t) return ((t)->why = NULL, -2)
-#define TRY(x)                                                                                                         \
-    do {                                                                                                               \
-        int _r = (x);                                                                                                  \
-        if (_r)                                                                                                        \
-            return _r;                                                                                                 \
-    } while (0)
 
 static int put(Reader *t, Out *o, const void *p, Py_ssize_t n)
 {

@@ -28,6 +28,11 @@ the laundromat's run log says it as ``compiled_path``.
   the subset, or with any syntax error, raises :class:`TurtleUnsupported` (the caller cleans it with
   pyoxigraph, which reports the error). tests/laundromat/test_native.py holds both paths to the same
   output on the W3C Turtle and TriG suites, variants of their documents and the benchmark's file.
+* :func:`rdfxml_lines` (``_rdfxml.c``): the N-Quads pyoxigraph gives for plain RDF/XML (the flat
+  shape of rapper's and most dumps), without a Python object per statement; None for anything
+  else (nesting, ``rdf:parseType``, relative IRIs, any error), which pyoxigraph then parses.
+  tests/laundromat/test_native.py holds it to pyoxigraph's bytes on the W3C RDF/XML suite, variants
+  of its documents and of the benchmark's, and generated shapes.
 """
 
 from __future__ import annotations
@@ -154,6 +159,15 @@ def xml_cuts(path: str | os.PathLike[str], start: int, span: int) -> list[int] |
     element starts; None when the root's content is not plain markup the scanner follows (text,
     CDATA or a DOCTYPE at the top level, an attribute named ID, a tag it cannot read)."""
     return _built().xml_cuts(path, start, span)
+
+
+def rdfxml_lines(document: bytes) -> bytes | None:
+    """The N-Quads pyoxigraph's RDF/XML parser and serializer give for ``document``, byte for byte and
+    in order, when it is plain RDF/XML the compiled reader (``_rdfxml.c``) reads: flat node elements
+    with an absolute ``rdf:about`` or an ``rdf:nodeID``, property elements with a resource, a node
+    or text (with a datatype or a language tag). None for anything else and on any error: the
+    caller parses the document with pyoxigraph, which reads the rest and reports the errors."""
+    return _built().rdfxml_lines(document)
 
 
 def utf8_counts(data: bytes | memoryview) -> tuple[int, int, int, int, int]:

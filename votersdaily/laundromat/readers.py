@@ -112,6 +112,19 @@ def _turtle_compiled(path: Path, fmt: str, base_iri: str | None, sink: SortedSin
         writer.close()
 
 
+def _rdfxml_compiled(path: Path, sink: SortedSink) -> bool:
+    """A document smaller than ``run_bytes`` (it is read whole) that the compiled reader reads
+    (:func:`.native.rdfxml_lines`): its N-Quads, the bytes pyoxigraph's would be, into ``sink``;
+    True. False, with nothing added, otherwise."""
+    if not native.available() or path.stat().st_size >= sink.options.run_bytes:
+        return False
+    lines = native.rdfxml_lines(path.read_bytes())
+    if lines is None:
+        return False
+    sink.add_block(lines)
+    return True
+
+
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
     if fmt in (F.TURTLE, F.TRIG) and native.available() and _turtle_compiled(path, fmt, base_iri, sink):
         return
@@ -125,6 +138,8 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         if stop is None and parse_rdfxml_in_ranges(
             path, base_iri, sink, messages, sink.options.parse_workers
         ):
+            return
+        if stop is None and _rdfxml_compiled(path, sink):
             return
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)

@@ -19,6 +19,7 @@ import itertools
 import multiprocessing
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -95,8 +96,7 @@ def _parse_ranges(
             )
             statements, others = 0, []
             try:
-                quads = ox.parse(document, ox.RdfFormat.RDF_XML, base_iri=base_iri)
-                while block := ox.serialize(itertools.islice(quads, BATCH), format=ox.RdfFormat.N_QUADS):
+                for block in _serialized(document, base_iri):
                     scanned = native.canonical_lines(block, True, prefix, relabel=True, dots=True)
                     output.add(scanned.canonical)
                     statements += scanned.statements
@@ -110,6 +110,18 @@ def _parse_ranges(
                 other_path = str(tmp / ("xml-others-%05d" % index))
                 Path(other_path).write_bytes(b"".join(others))
             done.append((index, statements, other_path, False))
+
+
+def _serialized(document: bytes, base_iri: str | None) -> Iterator[bytes]:
+    """Blocks of the N-Quads pyoxigraph gives for a range: the compiled reader's when the range is
+    plain RDF/XML it reads (the same bytes, without a Python object per statement), else pyoxigraph's."""
+    lines = native.rdfxml_lines(document)
+    if lines is not None:
+        yield lines
+        return
+    quads = ox.parse(document, ox.RdfFormat.RDF_XML, base_iri=base_iri)
+    while block := ox.serialize(itertools.islice(quads, BATCH), format=ox.RdfFormat.N_QUADS):
+        yield block
 
 
 def parse_rdfxml_in_ranges(
