@@ -56,7 +56,7 @@ SLOW = {
     "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
     "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
     "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
-    "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
+    "tests/spiders/test_offline_crawl.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
     "tests/test_crawl.py::test_cli_crawl_all_offline": "`crawl --all --offline` of every spider, twice",
     "tests/test_crawl.py::test_crawl_due_uses_each_spiders_frequency": "three `crawl --due` CLI runs",
     "tests/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",

@@ -1,4 +1,4 @@
-"""Issue 24, item 3: the archive's disk fills during a crawl. The archive is a copy: every event is
+"""The archive's disk fills during a crawl. The archive is a copy: every event is
 stored (marked ``archived: false`` where its document could not be archived), the run log says
 ``archived: false`` with the reason, the folder is named once, and no WARC file is left holding half a
 record. The disk is a real one: a small tmpfs mounted by the test (root only, skipped otherwise); the

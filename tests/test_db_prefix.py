@@ -1,6 +1,6 @@
 """``VOTERSDAILY_DB_PREFIX``: every database the project creates or reads carries the deployment's
 prefix on the server, on both backends, and two deployments on one server never see each other's
-data (issue 25, item 6). Every database reaches the server through a store's methods; the backends
+data. Every database reaches the server through a store's methods; the backends
 name it through ``votersdaily.store.names.database_name``.
 """
 

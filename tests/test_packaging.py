@@ -1,6 +1,6 @@
 """An installable product: ``pip install`` of a clone or of a wheel brings the dependencies, the
 ``votersdaily`` command, the CouchDB views, the recordings and the compiled laundromat module, and
-the installed command works from an empty folder anywhere (issue 25, item 1).
+the installed command works from an empty folder anywhere.
 
 The wheel and fresh-environment tests are slow (a build and an install each; the fresh environment
 downloads the dependencies, or takes them from pip's cache)."""

@@ -1,4 +1,4 @@
-"""Reschedules under store faults (issue 15): a lost ``_bulk_docs`` answer and two racing runs.
+"""Reschedules under store faults: a lost ``_bulk_docs`` answer and two racing runs.
 
 The crawls are real ``scrapy crawl`` runs of the house_floor spider on its recordings, repeated (see
 ``tests/repeating_spiders.py``); ``shift_days`` moves every event (a derived variant of the real

@@ -358,7 +358,7 @@ def flagged_defaults() -> dict[CodeDefault, list[str]]:
 
 
 def test_no_keyword_or_field_default_writes_a_setting_again():
-    """The defaults item 4 of issue 30 found (``ContextOptions.max_bytes`` 1 MiB against 4 MiB,
+    """The defaults once written twice (``ContextOptions.max_bytes`` 1 MiB against 4 MiB,
     ``BatchWriter(batch_size=500, retry_times=0)`` against 1000 and 5, a spool folder written twice)
     come from DEFAULTS now; this is what keeps the next one out."""
     flagged = flagged_defaults()
@@ -403,7 +403,7 @@ def test_every_default_that_is_not_a_setting_says_why_and_is_still_there():
     ],
 )
 def test_the_guard_sees_defaults_written_again(tmp_path, monkeypatch, source, expected):
-    """Each kind of default issue 30 item 4 listed, written again in a module of the package's layout
+    """Each kind of default once written twice (above), written again in a module of the package's layout
     (store/ for the shared settings, laundromat/ for the laundromat's), is flagged."""
     folder = tmp_path / ("laundromat" if "Context" in source else "store")
     folder.mkdir()

@@ -1,5 +1,5 @@
 """The spool keeps what a store did not take, for that store only, whole, and says what it could not
-keep (issue 24: items 2, 4, 5 and the spooled column and exit status of item 9).
+keep, and the crawl summary's ``spooled`` column and exit status 4 that say so.
 
 Every failure is real: a store port where nothing listens yet, a store that answers the command's
 check and then stops (a loopback proxy that closes its port, ``tests/support/faultproxy.py``), a real

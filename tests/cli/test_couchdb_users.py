@@ -1,5 +1,5 @@
-"""A least-privilege deployment on a real CouchDB 3, set up as docs/operations.md says (issue 25, items
-4 and 5): a server admin creates the databases and views once (the README's path with credentials), a
+"""A least-privilege deployment on a real CouchDB 3, set up as docs/operations.md says: a server
+admin creates the databases and views once (docs/events.md's path with credentials), a
 member user crawls and runs every read command, and a user who is no member, a user who may not create
 a database and a locked-out user are each told so in one line, with nothing on standard output.
 

@@ -1,5 +1,5 @@
 """The health page tells manual runs from real ones, notes wrap, roll calls show their tally, and
-look-alike events are told apart (issue 17, point 5), through the CLI as a user builds the site."""
+look-alike events are told apart, through the CLI as a user builds the site."""
 
 from __future__ import annotations
 

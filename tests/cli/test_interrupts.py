@@ -1,4 +1,4 @@
-"""Ctrl-C during ``crawl --all --offline`` (issue 24, item 7), with a real SIGINT to a real process.
+"""Ctrl-C during ``crawl --all --offline``, with a real SIGINT to a real process.
 
 Before: one Ctrl-C printed nothing and the crawl went on for seconds (requests waiting out a download
 delay were still fetched); spiders that had done their work were recorded ``shutdown`` like the

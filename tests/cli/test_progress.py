@@ -1,4 +1,4 @@
-"""Progress and quiet (issue 17, point 3) and the run log's source (point 7)."""
+"""Progress and quiet, and the run log's source (its ``input``: listing, offline, replay or given)."""
 
 from __future__ import annotations
 

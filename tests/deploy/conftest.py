@@ -182,7 +182,7 @@ def deployment(workdir: Path) -> Deployment:
 
 
 class ScrapydServer:
-    """A real scrapyd on a free loopback port, configured as the README documents it (HTTP basic
+    """A real scrapyd on a free loopback port, configured as docs/operations.md documents it (HTTP basic
     auth on every endpoint); everything it keeps lives in ``workdir``."""
 
     USERNAME, PASSWORD = "deployer", "deploy-s3cret"

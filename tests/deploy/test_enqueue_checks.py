@@ -1,5 +1,5 @@
 """``enqueue`` checks every field of every request before it reaches the shared queue, and names each
-bad line by its number (issue 24, point 10: a 10 MB ``link_source_id`` and a NUL inside ``base_url``
+bad line by its number (before: a 10 MB ``link_source_id`` and a NUL inside ``base_url``
 were queued; a seed list line that was no URL stopped ``enqueue laundromat`` with a traceback)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A Redis-fed ingest worker's life as an operator runs it: told by its environment when to stop, and
-killed with its whole process tree (issue 26, points 3 and 5)."""
+killed with its whole process tree."""
 
 from __future__ import annotations
 

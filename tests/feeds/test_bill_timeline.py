@@ -1,4 +1,4 @@
-"""One bill followed across sources, end to end from the recordings the project ships (issue 28).
+"""One bill followed across sources, end to end from the recordings the project ships.
 
 The spiders crawl their recordings into a real store (embedded SQLite, and PouchDB Server); grouping
 the stored events by id finds the bills that two sources name: S. 2403 of the 119th Congress is on

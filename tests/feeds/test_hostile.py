@@ -1,4 +1,4 @@
-"""One hostile value never breaks a batch or a feed (issue 15).
+"""One hostile value never breaks a batch or a feed.
 
 Lone surrogates (valid JSON, not Unicode), control characters (NUL, BEL, ESC, DEL, C1) and CR/LF in
 URLs, through the pipeline and written straight to the store: every exporter still exits 0 and its

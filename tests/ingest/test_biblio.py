@@ -1,7 +1,6 @@
 """Bibliographic metadata of real publisher pages (sandcrawler's, read in place from ../shared):
 every meta key read in every spelling (``name``, OpenGraph's ``property``, ``itemprop``, ``id``;
-any case), and dates kept at the precision the page gives, never completed with today (issue 27
-items 2 and 3). Each variant derived from a real page says how it was derived."""
+any case), and dates kept at the precision the page gives, never completed with today. Each variant derived from a real page says how it was derived."""
 
 from __future__ import annotations
 
@@ -151,7 +150,7 @@ def test_real_pages_give_their_whole_dates():
 @pytest.mark.parametrize(
     "stated, release_date",
     [
-        (b"2017/01", "2017-01"),  # the issue's page: it said 2017-01-26, the day of the run
+        (b"2017/01", "2017-01"),  # a page that once came out as 2017-01-26, the day of the run
         (b"2017-01", "2017-01"),
         (b"January 2017", "2017-01"),
         (b"2017", "2017"),

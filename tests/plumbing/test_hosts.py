@@ -1,5 +1,5 @@
 """The host lists of the fetch policies: one ``host`` / ``host:port`` shape for the ingest and the
-laundromat, entries that can never match refused when the setting is read (issue 24, point 10)."""
+laundromat, entries that can never match refused when the setting is read."""
 
 from __future__ import annotations
 

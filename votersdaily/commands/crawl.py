@@ -43,7 +43,7 @@ def say(message: str) -> None:
 
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
-    (README: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
+    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
     were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
     from votersdaily.cli.crawl import STORE_RESULTS

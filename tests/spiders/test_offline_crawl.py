@@ -1,5 +1,5 @@
-"""``python -m votersdaily crawl --offline`` replays the shipped recordings of the part-B government
-spiders into a fresh embedded store, prints the summary table, and a second run inserts nothing."""
+"""``python -m votersdaily crawl --offline`` replays the shipped recordings of the ten government
+spiders below into a fresh embedded store, prints the summary table, and a second run inserts nothing."""
 
 from __future__ import annotations
 
