@@ -34,7 +34,15 @@ import pytest
 from benchmarks.laundromat import XSD, statement
 from tests.laundromat.conformance import ROOT, load_manifest
 from tests.support.services import REPO
-from votersdaily.laundromat import encodings, external_sort, native, rdf11, xml_ranges
+from votersdaily.laundromat import (
+    encodings,
+    external_sort,
+    native,
+    rdf11,
+    xml_ranges,
+    xmlentities,
+    xmlliterals,
+)
 from votersdaily.laundromat.clean_types import GENID_BASE, CleanResult, Messages
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.skolem import Skolemiser
@@ -1125,3 +1133,58 @@ def test_the_benchmark_statements_as_rdf_xml_are_read_by_the_compiled_reader(tmp
     assert lines is not None and lines.count(b"\n") == 20_000
     assert _assert_rdfxml_twins([path.read_bytes()]) == 1
     _assert_same_document(path, "RDF/XML", tmp_path, monkeypatch, "http://example.org/doc.rdf")
+
+
+def test_file_contains_finds_what_python_finds(tmp_path):
+    """The one-pass search the RDF/XML checks use: at, before and after each start, at the file's
+    end, in an empty file, past the end."""
+    path = tmp_path / "doc"
+    for data in (b"", b"!", b"ab!cd", b"x" * 5000 + b"parseType", b"parseTyp", b"<!ENTITY" + b"y" * 70_000):
+        path.write_bytes(data)
+        for needle in (b"!", b"parseType", b"y"):
+            for start in sorted({0, 1, 2, len(data) - 1, len(data), len(data) + 3, len(data) // 2}):
+                expected = needle in data[max(start, 0) :]
+                assert native.file_contains(path, start, needle) is expected, (data[:20], needle, start)
+
+
+def test_the_rdf_xml_checks_decide_alike_with_the_compiled_search(tmp_path, monkeypatch):
+    """The late-entity check and the XML-literal check skip their pass when the compiled search finds
+    no "!" or "parseType": on every W3C RDF/XML document and variants of them with a DOCTYPE, an
+    entity declaration or a parseType put at random places (derived variants), they decide as their
+    pure-Python passes do."""
+    rnd = random.Random(9)
+    documents = _rdfxml_documents()
+    pieces = [
+        b"<!ENTITY e 'v'>",
+        b"<!DOCTYPE rdf:RDF>",
+        b"<!doctype x [<!entity y 'z'>]>",
+        b" rdf:parseType='Literal'",
+    ]
+    variants = list(documents)
+    for _ in range(300):
+        data = rnd.choice(documents)
+        at = rnd.randrange(len(data) + 1)
+        variants.append(data[:at] + rnd.choice(pieces) + data[at:])
+    path = tmp_path / "doc.rdf"
+
+    def decisions() -> tuple:
+        late = []
+        for start, seen in ((0, False), (len(data) // 2, True), (len(data), False)):
+            try:
+                xmlentities._refuse_late_entities(path, start, seen_doctype=seen)
+                late.append(None)
+            except xmlentities.EntityRefused as exc:
+                late.append(str(exc))
+        return xmlliterals._has_literal(path), late
+
+    refused = literal = 0
+    for data in variants:
+        path.write_bytes(data)
+        compiled = decisions()
+        with monkeypatch.context() as patch:
+            patch.setattr(native, "_module", None)
+            python = decisions()
+        assert compiled == python, data
+        literal += compiled[0]
+        refused += any(compiled[1])
+    assert literal > 50 and refused > 50

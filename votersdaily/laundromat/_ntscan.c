@@ -1141,32 +1141,78 @@ static int xml_cuts_of(const u8 *buf, const u8 *end, const u8 *start, Py_ssize_t
     return 0;
 }
 
+/* The file at `path` mapped read-only for a sequential pass (*map NULL when it is empty; unmap it with
+ * munmap(*map, *size)): 0, or -1 with OSError set. */
+static int map_file(PyObject *path, u8 **map, Py_ssize_t *size)
+{
+    struct stat st;
+    int fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_CLOEXEC);
+    *map = NULL;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        goto failed;
+    *size = st.st_size;
+    if (st.st_size > 0) {
+        u8 *m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            goto failed;
+        madvise(m, st.st_size, MADV_SEQUENTIAL);
+        *map = m;
+    }
+    close(fd); /* the mapping stays */
+    return 0;
+failed:
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Whether the file at `path` holds `needle` at or after byte `start`: one pass at memmem's speed over
+ * the mapped file, without copying it (the RDF/XML checks skip their own pass when it does not). */
+static PyObject *file_contains(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *path;
+    Py_ssize_t start, size;
+    Py_buffer needle;
+    u8 *map;
+    if (!PyArg_ParseTuple(args, "O&ny*", PyUnicode_FSConverter, &path, &start, &needle))
+        return NULL;
+    PyObject *result = NULL;
+    if (map_file(path, &map, &size) == 0) {
+        int found = 0;
+        if (start < 0)
+            start = 0;
+        Py_BEGIN_ALLOW_THREADS
+        if (map && needle.len > 0 && start < size)
+            found = memmem(map + start, size - start, needle.buf, needle.len) != NULL;
+        if (map)
+            munmap(map, size);
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(found);
+    }
+    Py_DECREF(path);
+    PyBuffer_Release(&needle);
+    return result;
+}
+
 static PyObject *xml_cuts(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *path;
-    Py_ssize_t start, span;
+    Py_ssize_t start, span, size;
+    u8 *map;
     if (!PyArg_ParseTuple(args, "O&nn", PyUnicode_FSConverter, &path, &start, &span))
         return NULL;
     Out cuts = {NULL, 0, 0};
     PyObject *result = NULL;
-    struct stat st;
-    int r = -1, fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    int r = -1;
+    if (map_file(path, &map, &size) < 0)
         goto done;
-    }
-    if (start >= 0 && start < st.st_size) {
-        u8 *map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-            goto done;
-        }
-        Py_BEGIN_ALLOW_THREADS
-        madvise(map, st.st_size, MADV_SEQUENTIAL);
-        r = xml_cuts_of(map, map + st.st_size, map + start, span, &cuts);
-        munmap(map, st.st_size);
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+    if (map && start >= 0 && start < size)
+        r = xml_cuts_of(map, map + size, map + start, span, &cuts);
+    if (map)
+        munmap(map, size);
+    Py_END_ALLOW_THREADS
     if (r == -2) {
         PyErr_NoMemory();
     } else if (r < 0) {
@@ -1184,14 +1230,14 @@ static PyObject *xml_cuts(PyObject *Py_UNUSED(self), PyObject *args)
         }
     }
 done:
-    if (fd >= 0)
-        close(fd);
     Py_DECREF(path);
     out_free(&cuts);
     return result;
 }
 
 static PyMethodDef methods[] = {
+    {"file_contains", file_contains, METH_VARARGS,
+     "file_contains(path, start, needle) -> whether the file holds needle at or after byte start"},
     {"rdfxml_lines", nt_rdfxml_lines, METH_VARARGS,
      "rdfxml_lines(document) -> the N-Quads pyoxigraph writes for plain RDF/XML, or None (_rdfxml.c)"},
     {"xml_cuts", xml_cuts, METH_VARARGS,

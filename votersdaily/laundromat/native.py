@@ -161,6 +161,13 @@ def xml_cuts(path: str | os.PathLike[str], start: int, span: int) -> list[int] |
     return _built().xml_cuts(path, start, span)
 
 
+def file_contains(path: str | os.PathLike[str], start: int, needle: bytes) -> bool:
+    """Whether the file at ``path`` holds ``needle`` at or after byte ``start`` (one pass over the
+    mapped file: the RDF/XML checks of :mod:`.xmlentities` and :mod:`.xmlliterals` skip their own
+    when what they look for cannot be there)."""
+    return bool(_built().file_contains(path, start, needle))
+
+
 def rdfxml_lines(document: bytes) -> bytes | None:
     """The N-Quads pyoxigraph's RDF/XML parser and serializer give for ``document``, byte for byte and
     in order, when it is plain RDF/XML the compiled reader (``_rdfxml.c``) reads: flat node elements
