@@ -1145,6 +1145,14 @@ def test_file_contains_finds_what_python_finds(tmp_path):
             for start in sorted({0, 1, 2, len(data) - 1, len(data), len(data) + 3, len(data) // 2}):
                 expected = needle in data[max(start, 0) :]
                 assert native.file_contains(path, start, needle) is expected, (data[:20], needle, start)
+    # across the windows the search gives the pages of (16 MiB): a needle on, before and after an edge
+    window = 16 << 20
+    for at in (window - 9, window - 4, window, window + 1, 2 * window - 5):
+        path.write_bytes(b"x" * at + b"parseType" + b"x" * 100)
+        assert native.file_contains(path, 0, b"parseType"), at
+        assert native.file_contains(path, at, b"parseType") and not native.file_contains(
+            path, at + 1, b"parseType"
+        )
 
 
 def test_the_rdf_xml_checks_decide_alike_with_the_compiled_search(tmp_path, monkeypatch):

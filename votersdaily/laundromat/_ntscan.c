@@ -1081,16 +1081,26 @@ static const u8 *start_tag(const u8 *p, const u8 *end, int *empty)
  * starts of lines on which a top-level element starts after white space only, one each `span`
  * bytes or more; None when the content is not plain markup this scanner follows (text, CDATA or a
  * DOCTYPE at the top level, an attribute named ID, a tag it cannot read). */
+/* Bytes of a mapped file read before the pages behind the reader are given back. */
+#define RELEASE_BYTES (16 << 20)
+
+/* A pass over a mapped file at `p`: once RELEASE_BYTES or more lie between *released and p, the
+ * pages read are not needed again and leave the RSS (the page cache keeps them). */
+static void release_behind(const u8 **released, const u8 *p)
+{
+    if (p - *released >= RELEASE_BYTES) {
+        Py_ssize_t page = sysconf(_SC_PAGESIZE), n = ((p - *released) / page) * page;
+        madvise((void *)*released, n, MADV_DONTNEED);
+        *released += n;
+    }
+}
+
 static int xml_cuts_of(const u8 *buf, const u8 *end, const u8 *start, Py_ssize_t span, Out *cuts)
 {
     const u8 *p = start, *last = start, *released = buf;
     int depth = 1;
     while (depth > 0) {
-        if (p - released >= (16 << 20)) { /* the pages read are not needed again: out of the RSS */
-            Py_ssize_t page = sysconf(_SC_PAGESIZE), n = ((p - released) / page) * page;
-            madvise((void *)released, n, MADV_DONTNEED);
-            released += n;
-        }
+        release_behind(&released, p);
         const u8 *q = memchr(p, '<', end - p);
         if (!q)
             return -1;
@@ -1167,6 +1177,20 @@ failed:
     return -1;
 }
 
+/* Whether [start, end) of the mapped file at `buf` holds the needle: memmem over windows of
+ * RELEASE_BYTES (each searched a needle's length into the next), the pages behind given back. */
+static int contains(const u8 *buf, const u8 *end, const u8 *start, const void *needle, Py_ssize_t n)
+{
+    const u8 *released = buf;
+    for (const u8 *p = start; p < end; p += RELEASE_BYTES) {
+        const u8 *stop = end - p > RELEASE_BYTES + n ? p + RELEASE_BYTES + n - 1 : end;
+        if (memmem(p, stop - p, needle, n))
+            return 1;
+        release_behind(&released, p);
+    }
+    return 0;
+}
+
 /* Whether the file at `path` holds `needle` at or after byte `start`: one pass at memmem's speed over
  * the mapped file, without copying it (the RDF/XML checks skip their own pass when it does not). */
 static PyObject *file_contains(PyObject *Py_UNUSED(self), PyObject *args)
@@ -1184,7 +1208,7 @@ static PyObject *file_contains(PyObject *Py_UNUSED(self), PyObject *args)
             start = 0;
         Py_BEGIN_ALLOW_THREADS
         if (map && needle.len > 0 && start < size)
-            found = memmem(map + start, size - start, needle.buf, needle.len) != NULL;
+            found = contains(map, map + size, map + start, needle.buf, needle.len);
         if (map)
             munmap(map, size);
         Py_END_ALLOW_THREADS
