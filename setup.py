@@ -63,7 +63,7 @@ if __name__ == "__main__":
         package_dir={VIEWS: "couchdb_views"},
         package_data={"": ["*"]},
         # the C source is built, not shipped; a module built in place is rebuilt, not copied
-        exclude_package_data={"": ["*.c", "*.so", "*.pyd", "*.pyc"]},
+        exclude_package_data={"": ["*.c", "*.h", "*.so", "*.pyd", "*.pyc"]},
         ext_modules=[ntscan_extension()],
         cmdclass={"bdist_egg": ProjectEgg},
         zip_safe=False,

@@ -61,6 +61,18 @@ def readme_blocks(text: str) -> list[list[Command]]:
     return blocks
 
 
+def test_no_benchmark_is_run_by_the_readme_test():
+    """A benchmark takes minutes: a docs block that runs one must say it is not run (the block's
+    mark or the line's), or the command test runs out of time instead of naming the line."""
+    unmarked = [
+        command.line
+        for block in readme_blocks(documents_text())
+        for command in block
+        if command.skipped_because is None and re.search(r"\bbenchmarks[./]", command.line)
+    ]
+    assert unmarked == [], "mark these benchmark lines `# not run in CI: why`: %s" % unmarked
+
+
 def segments(line: str) -> list[list[str]]:
     """The simple commands of a shell line: split at && | ; & and redirections (their targets dropped)."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
