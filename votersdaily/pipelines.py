@@ -87,18 +87,19 @@ class ValidateEventPipeline(_CrawlerPipeline):
     """Every rule of docs/events.md §2; an invalid event is dropped with its reason, never stored.
 
     Text is cleaned first (controls but tab and newline removed, lone surrogates replaced; stat
-    ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch.
+    ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch. Cleaning
+    and the rules run in one pass over the values (:func:`schema.check_event`).
     """
 
     def process_item(self, item):
         if not isinstance(item, EventItem):
             return item
-        for key in schema.clean_event(item):
-            self.crawler.stats.inc_value("events/cleaned/%s" % key)
         try:
-            schema.validate_event(item)
+            cleaned = schema.check_event(item)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
+        for key in cleaned:
+            self.crawler.stats.inc_value("events/cleaned/%s" % key)
         return item
 
 

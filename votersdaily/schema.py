@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -172,8 +173,153 @@ def parse_iso_utc(value: str) -> datetime:
     return datetime.fromisoformat(value[:-1])
 
 
+#: The standard names as sets (membership is what validation asks), and the IANA zones once (pytz's
+#: ``all_timezones_set`` is a lazy proxy).
+_BRANCH_SET = frozenset(BRANCHES)
+_ENTITY_SET = frozenset(ENTITIES)
+_ZONE_SET = frozenset(pytz.all_timezones)
+
+
 def validate_event(event: Mapping[str, Any]) -> None:
     """Raise :class:`InvalidEvent` for the first broken rule of docs/events.md §2."""
+    _required_keys(event, cleaned=False)
+    _event_rules(event)
+    unique_key = event["unique_key"]
+    if BAD_TEXT_RE.search(unique_key):
+        raise InvalidEvent("text:unique_key", "unique_key holds a control character or a lone surrogate")
+    if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
+        _check_size(event)
+
+
+#: In the JSON text of a nested value (``ensure_ascii=False``), a string holding a character of
+#: :data:`BAD_TEXT_RE` leaves either the escape of a C0 control but tab and newline (``\\r``, ``\\b``,
+#: ``\\f``, ``\\u00XX``; an escaped backslash before such a letter matches too, a false alarm that
+#: costs only the reference path) or a DEL, C1 control or lone surrogate, left raw.
+_ESCAPED_CONTROL_RE = re.compile(r"\\(?:[rbf]|u00[01])")
+_RAW_BAD_RE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def _nested_needs_cleaning(text: str) -> bool:
+    """Whether the JSON text of a nested value may hold a string :func:`clean_value` would change."""
+    if "\\" in text and _ESCAPED_CONTROL_RE.search(text):
+        return True
+    return not text.isprintable() and _RAW_BAD_RE.search(text) is not None
+
+
+class _NestedJson:
+    """The JSON text of nested values, by one C encoder made once (``json.dumps`` makes one per
+    call); a value it refuses leaves the encoder's circular-reference marks behind, so it is made
+    again then."""
+
+    def __init__(self) -> None:
+        self._encode = self._make()
+
+    @staticmethod
+    def _make() -> Callable[[Any], str]:
+        encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+        make = json.encoder.c_make_encoder  # type: ignore[attr-defined]  # CPython's C accelerator
+        if make is None:  # no C accelerator: the encoder's own method
+            return encoder.encode
+        chunks = make(
+            {}, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False
+        )
+        return lambda value: "".join(chunks(value, 0))
+
+    def __call__(self, value: Any) -> str:
+        try:
+            return self._encode(value)
+        except BaseException:
+            self._encode = self._make()
+            raise
+
+
+_nested_json = _NestedJson()
+
+
+class _Reference(Exception):
+    """Raised inside :func:`check_event` for what only the reference path decides."""
+
+
+def check_event(event: MutableMapping[str, Any]) -> list[str]:
+    """:func:`clean_event` then :func:`validate_event`, in one pass: the keys cleaned, or
+    :class:`InvalidEvent` for the first broken rule. What the event pipeline runs.
+
+    Each top-level value is looked at once: a string is cleaned if it must be and its JSON size bound
+    is taken from its length; a nested value (list, dict) is serialised once by the C encoder, which
+    proves it JSON and gives its size, and its text shows whether any string in it needs cleaning.
+    Anything else (a nested string to clean, a value that is not plain JSON, a subclass of str or dict,
+    a key that is not a clean string) is left to the reference functions, on the untouched event,
+    so the two paths always give the same event, keys and error (``tests/test_schema.py`` holds them
+    to it on every recording and on hostile variants)."""
+    try:
+        cleaned, size = _clean_plain(event)
+    except _Reference:
+        changed = clean_event(event)
+        validate_event(event)
+        return changed
+    for key, value in cleaned:
+        event[key] = value  # same keys: the dict's size does not change
+    _check_rules(event, size)
+    return [key for key, _ in cleaned]
+
+
+def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
+    """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
+    without changing ``event``; :class:`_Reference` for anything the reference path must decide."""
+    try:
+        keys = "".join(event)
+    except TypeError:
+        raise _Reference from None
+    if needs_cleaning(keys):
+        raise _Reference
+    size = 2 + 6 * len(keys) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
+    cleaned = []
+    for key, value in event.items():
+        kind = type(value)
+        if kind is str:
+            size += 6 * len(value) + 2
+            if value.isprintable():  # needs_cleaning's own first test, inline: the common case
+                continue
+            if key == "source_text":
+                if needs_cleaning(value, SURROGATE_RE):
+                    cleaned.append((key, clean_text(value, SURROGATE_RE)))
+            elif key not in URL_KEYS and BAD_TEXT_RE.search(value):
+                cleaned.append((key, clean_text(value)))
+        elif value is None or kind is bool:
+            size += 5
+        elif kind is int:
+            if not -_INT_BOUND < value < _INT_BOUND:
+                raise _Reference
+            size += 21
+        elif kind is float:
+            if not math.isfinite(value):
+                raise _Reference
+            size += 24
+        elif kind is list or kind is dict or kind is tuple:
+            try:
+                text = _nested_json(value)
+            except Exception:  # not JSON (a set, NaN, a cycle, too deep): the reference says which
+                raise _Reference from None
+            if _nested_needs_cleaning(text):
+                raise _Reference
+            size += len(text) if text.isascii() else 4 * len(text)
+        else:
+            raise _Reference
+    return cleaned, size
+
+
+def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
+    """:func:`validate_event`'s rules in its order, for an event :func:`_clean_plain` cleaned: every
+    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON."""
+    _required_keys(event, cleaned=True)
+    _event_rules(event)
+    if size_bound >= MAX_DOCUMENT_BYTES:
+        _check_size(event)
+
+
+def _required_keys(event: Mapping[str, Any], *, cleaned: bool) -> None:
+    """Each required key's rules, in :data:`EVENT_KEYS` order; the text rule only for an event that
+    :func:`_clean_plain` did not clean (after it, the rule cannot fail: every string is clean)."""
     for key, nullable in EVENT_KEYS.items():
         if key not in event:
             raise InvalidEvent("missing:%s" % key, "required key %r is missing" % key)
@@ -188,11 +334,19 @@ def validate_event(event: Mapping[str, Any]) -> None:
             )
         if not value.strip() and key not in MAY_BE_EMPTY:
             raise InvalidEvent("empty:%s" % key, "key %r may not be empty" % key)
-        if key not in URL_KEYS and (SURROGATE_RE if key == "source_text" else BAD_TEXT_RE).search(value):
+        if (
+            not cleaned
+            and key not in URL_KEYS
+            and (SURROGATE_RE if key == "source_text" else BAD_TEXT_RE).search(value)
+        ):
             raise InvalidEvent("text:%s" % key, "key %r holds a control character or a lone surrogate" % key)
-    if event["branch"] not in BRANCHES:
+
+
+def _event_rules(event: Mapping[str, Any]) -> None:
+    """The rules after each required key's own (both validations share them, in this order)."""
+    if event["branch"] not in _BRANCH_SET:
         raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
-    if event["entity"] not in ENTITIES:
+    if event["entity"] not in _ENTITY_SET:
         raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
     for key in ("datetime", "access_datetime", "end_datetime"):
         if event[key] is None:
@@ -206,25 +360,26 @@ def validate_event(event: Mapping[str, Any]) -> None:
             "end_before_start",
             "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
         )
-    for key in ("source_url", "event_url"):
+    for key in URL_KEYS:
         if event[key] and not is_absolute_url(event[key]):
             raise InvalidEvent(
                 "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
             )
-    if event["source_timezone"] not in pytz.all_timezones_set:
+    if event["source_timezone"] not in _ZONE_SET:
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     unique_key = event.get("unique_key")
     if not isinstance(unique_key, str) or not unique_key.strip():
         raise InvalidEvent("missing:unique_key", "the event has no unique_key")
-    if BAD_TEXT_RE.search(unique_key):
-        raise InvalidEvent("text:unique_key", "unique_key holds a control character or a lone surrogate")
-    if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
-        try:
-            size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))
-        except (TypeError, ValueError) as exc:
-            raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
-        if size > MAX_DOCUMENT_BYTES:
-            raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
+
+
+def _check_size(event: Mapping[str, Any]) -> None:
+    """The exact JSON size against the limit (when a bound of it is not clearly under)."""
+    try:
+        size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
+    if size > MAX_DOCUMENT_BYTES:
+        raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
 
 
 #: Integers up to this magnitude are at most 20 digits and a sign in JSON.
