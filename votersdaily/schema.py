@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import json.encoder
 import math
 import re
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytz
+
+from .plumbing.json_text import ReusableJsonEncoder
 
 EVENTS_DB = "vd_events"
 LOG_DB = "vd_log"
@@ -206,34 +207,8 @@ def _nested_needs_cleaning(text: str) -> bool:
     return not text.isprintable() and _RAW_BAD_RE.search(text) is not None
 
 
-class _NestedJson:
-    """The JSON text of nested values, by one C encoder made once (``json.dumps`` makes one per
-    call); a value it refuses leaves the encoder's circular-reference marks behind, so it is made
-    again then."""
-
-    def __init__(self) -> None:
-        self._encode = self._make()
-
-    @staticmethod
-    def _make() -> Callable[[Any], str]:
-        encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-        make = json.encoder.c_make_encoder  # type: ignore[attr-defined]  # CPython's C accelerator
-        if make is None:  # no C accelerator: the encoder's own method
-            return encoder.encode
-        chunks = make(
-            {}, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False
-        )
-        return lambda value: "".join(chunks(value, 0))
-
-    def __call__(self, value: Any) -> str:
-        try:
-            return self._encode(value)
-        except BaseException:
-            self._encode = self._make()
-            raise
-
-
-_nested_json = _NestedJson()
+#: Nested values as JSON text (validation needs it strict: NaN is no JSON).
+_nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 
 
 class _Reference(Exception):

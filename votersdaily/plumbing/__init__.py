@@ -9,5 +9,6 @@ a module here imports nothing from ``votersdaily.spiders``, ``votersdaily.ingest
 * :mod:`.warc_reader`: reading them back, naming every damaged record by file and offset.
 * :mod:`.hosts`: the ``host`` / ``host:port`` lists of the fetch policies (the ingest's and the
   laundromat's allowed and private hosts), one shape and one parser;
-* :mod:`.environment`: settings an operator gives in the environment, one resolver for all of them.
+* :mod:`.environment`: settings an operator gives in the environment, one resolver for all of them;
+* :mod:`.json_text`: JSON text of many small values by one reused encoder (the write path's hot loop).
 """

@@ -14,10 +14,12 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from ..plumbing.json_text import ReusableJsonEncoder
 from ..schema import SURROGATE_RE
 from .base import Row, StoreError, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
@@ -29,13 +31,19 @@ MAX_KEY_PARTS = 3
 KEYS_PER_QUERY = 200
 #: Sorts after every string: CouchDB's ``{}`` as a high key.
 HIGH = "\U0010ffff"
+#: Documents as stored: ``json.dumps(body, ensure_ascii=False)``, by one encoder made once.
+_BODY_JSON = ReusableJsonEncoder(ensure_ascii=False)
 
+#: The tables of a new file. Documents are a rowid table (bodies of a few KB appended in order, not
+#: spread over a B-tree keyed by id) with a unique index on (db, id); view rows are a table keyed by
+#: the view key itself. Files made by earlier versions keep their own tables (documents keyed by
+#: (db, id), view rows with two indexes): every statement below reads and writes both alike.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dbs (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS docs (
     db TEXT NOT NULL, id TEXT NOT NULL, rev TEXT NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (db, id)
-) WITHOUT ROWID;
+    UNIQUE (db, id)
+);
 CREATE TABLE IF NOT EXISTS attachments (
     db TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     content_type TEXT NOT NULL, digest TEXT NOT NULL, data BLOB NOT NULL,
@@ -43,11 +51,14 @@ CREATE TABLE IF NOT EXISTS attachments (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS view_rows (
     db TEXT NOT NULL, view TEXT NOT NULL, k0 TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL,
-    id TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS view_rows_key ON view_rows (db, view, k0, k1, k2, id);
+    id TEXT NOT NULL,
+    PRIMARY KEY (db, view, k0, k1, k2, id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 """
+#: The page size of a new file: a document body of a few KB fits a page more often than with
+#: SQLite's 4 KB default (fewer overflow pages to write and read).
+PAGE_SIZE = 8192
 
 
 def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
@@ -64,6 +75,50 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
     while len(out) < MAX_KEY_PARTS:
         out.append(pad)
     return tuple(out)
+
+
+@functools.cache
+def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple]], None]:
+    """``extract(db_name, doc_id, body, rows)``: appends the document's view rows of ``db``'s views
+    (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id)`` with unused key parts ``""``: what
+    :meth:`.views.ViewSpec.key` emits, one loop over views whose fields were looked up once."""
+    specs = []
+    for view, spec in views_for(db).items():
+        if not 1 <= len(spec.fields) <= MAX_KEY_PARTS:
+            raise StoreError(
+                "embedded views take 1 to %d key fields: %s has %r" % (MAX_KEY_PARTS, view, spec.fields)
+            )
+        specs.append((view, spec.fields, spec.where))
+
+    def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple]) -> None:
+        get = body.get
+        for view, fields, where in specs:
+            key = [get(field) for field in fields]
+            for part in key:
+                if not isinstance(part, str):
+                    break
+            else:
+                if where is None or where(body):
+                    key += [""] * (MAX_KEY_PARTS - len(key))
+                    rows.append((db_name, view, *key, doc_id))
+
+    return extract
+
+
+#: hashlib lets other threads run while it hashes this many bytes or more (CPython's
+#: HASHLIB_GIL_MINSIZE): the writer thread then waits for the busy reactor thread to hand the lock
+#: back, up to a switch interval (5 ms) per document.
+_HASH_GIL_MINSIZE = 2048
+
+
+def md5_holding_the_gil(data: bytes) -> str:
+    """``hashlib.md5(data).hexdigest()``, fed in pieces below :data:`_HASH_GIL_MINSIZE` so that
+    hashing a body never gives up Python's lock (a few microseconds of hashing are not worth a
+    5 ms wait for it)."""
+    digest = hashlib.md5()
+    for start in range(0, len(data), _HASH_GIL_MINSIZE - 1):
+        digest.update(data[start : start + _HASH_GIL_MINSIZE - 1])
+    return digest.hexdigest()
 
 
 def _unavailable_when_sqlite_cannot(method):
@@ -90,6 +145,11 @@ class EmbeddedStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA page_size=%d" % PAGE_SIZE)  # a new file only; no-op otherwise
+        # Durability: in WAL mode with synchronous=NORMAL a committed batch survives a crash of the
+        # process (the log is written before COMMIT returns) and the file is never corrupted, but
+        # the last batches before a power loss or an OS crash may be rolled back (the log is synced
+        # at checkpoints, not at every commit): the spool and the next run's re-crawl cover that.
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
@@ -198,37 +258,47 @@ class EmbeddedStore:
 
     @_unavailable_when_sqlite_cannot
     def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
-        """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
+        """CouchDB ``_bulk_docs`` semantics, written as one transaction of a few multi-row statements."""
         results: list[dict] = []
-        specs = views_for(db)
+        extract = _view_rows_of(db)
         db = self._name(db)
         with self._lock:
             self._require(db)
             with self._transaction():
                 ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
-                rows, view_rows, touched = [], [], []
+                rows: list[tuple] = []
+                view_rows: list[tuple] = []
+                replaced: list[str] = []
                 for doc in docs:
                     answer, row = self._prepare(db, doc, revs)
                     results.append(answer)
                     if row is None:
                         continue
                     doc_id, rev, body, text = row
+                    if doc_id in revs:
+                        replaced.append(doc_id)  # its old view rows go
                     revs[doc_id] = rev
                     rows.append((db, doc_id, rev, text))
-                    touched.append(doc_id)
-                    for view, spec in specs.items():
-                        key = spec.key(body)
-                        if key is not None:
-                            view_rows.append((db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id))
-                self._delete_view_rows(db, touched)
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows
-                )
-                self._conn.executemany(
-                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)", view_rows
-                )
+                    extract(db, doc_id, body, view_rows)
+                self._delete_view_rows(db, replaced)
+                self._insert_rows("INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES ", rows)
+                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
         return results
+
+    def _insert_rows(self, head: str, rows: list[tuple]) -> None:
+        """``head`` (an ``INSERT … VALUES``) for every row, in as few statements as SQLite's limit of
+        parameters allows (one for a batch, mostly): each statement is one step of SQLite, during which
+        the worker thread does not hold Python's lock, and after which it may wait a switch interval
+        (5 ms) for a busy reactor thread to hand it back; a statement per row would wait per row."""
+        if not rows:
+            return
+        width = len(rows[0])
+        marks = "(%s)" % ",".join("?" * width)
+        per_statement = max(1, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start : start + per_statement]
+            self._conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
 
     def _current_revs(self, db: str, ids: list[str]) -> dict[str, str]:
         revs: dict[str, str] = {}
@@ -264,19 +334,22 @@ class EmbeddedStore:
                 self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))
             revs.pop(doc_id, None)
             return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
-        body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
-        text = json.dumps(body, ensure_ascii=False)
+        body = dict(doc)  # a copy, then the meta keys out: the order of the rest is kept
+        del body["_id"]
+        body.pop("_rev", None)
+        attachments = body.pop("_attachments", None)
+        text = _BODY_JSON(body)
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written
             return not_unicode(doc), None
-        if "_attachments" in doc or current is not None:
-            stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
+        if attachments is not None or current is not None:
+            stubs = self._write_attachments(db, doc_id, attachments, current)
             if stubs:
                 body["_attachments"] = stubs
-                text = json.dumps(body, ensure_ascii=False)
+                text = _BODY_JSON(body)
                 data = text.encode("utf-8")
-        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data).hexdigest())
+        rev = "%d-%s" % (rev_number(current) + 1, md5_holding_the_gil(data))
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
     def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
