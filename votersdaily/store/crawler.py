@@ -12,6 +12,7 @@ lets it).
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ class EngineHold:
 
     waiting: int = 0
     paused: bool = False
+    #: When the writers last paused the engine (time.monotonic()).
+    since: float = 0.0
 
 
 @dataclass
@@ -187,6 +190,7 @@ class CrawlerWriter:
         if hold.waiting == 0 and not engine.paused:
             engine.pause()
             hold.paused = True
+            hold.since = time.monotonic()
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
@@ -194,6 +198,7 @@ class CrawlerWriter:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
+                self.crawler.stats.inc_value("store/engine_paused_seconds", time.monotonic() - hold.since)
                 # The held item's response finishes scraping next, and the engine then asks for
                 # the next request itself (Scrapy schedules its loop when a request is done).
                 engine.unpause()
