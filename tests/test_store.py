@@ -397,3 +397,28 @@ def test_embedded_revisions_are_the_md5_of_the_stored_body(sqlite_uri, size):
     body = json.dumps({k: v for k, v in doc.items() if k != "_id"}, ensure_ascii=False)
     assert answer["rev"] == "1-" + hashlib.md5(body.encode("utf-8")).hexdigest()
     assert store.get(DB, doc["_id"])["_rev"] == answer["rev"]
+
+
+def test_a_view_query_may_read_only_some_fields_of_each_document(db):
+    docs = [event(i, archived=False, nested={"a": [1, 2.5, None]}, text='é\u2028"q"') for i in range(5)]
+    docs.append(event(9))  # without the extra fields
+    upsert(db, DB, docs)
+    full = db.query(DB, "by_parser_unique_key", startkey=["test_parser"], endkey=["test_parser", {}])
+    fields = ("archived", "nested", "text", "title", "missing")
+    cut = db.query(
+        DB, "by_parser_unique_key", startkey=["test_parser"], endkey=["test_parser", {}], fields=fields
+    )
+    assert [r.id for r in cut] == [r.id for r in full] and [r.key for r in cut] == [r.key for r in full]
+    for whole, part in zip(full, cut, strict=True):
+        assert part.doc == {
+            "_id": whole.id,
+            "_rev": whole.doc["_rev"],
+            **{f: whole.doc.get(f) for f in fields},
+        }
+    assert cut[0].doc["archived"] is False
+    one = db.query(DB, "by_parser_unique_key", keys=[["test_parser", "3"]], fields=("title",))
+    assert [r.doc for r in one] == [{"_id": event(3)["_id"], "_rev": full[3].doc["_rev"], "title": "Event 3"}]
+    bare = db.query(
+        DB, "by_parser_unique_key", key=["test_parser", "3"], include_docs=False, fields=("title",)
+    )
+    assert [(r.id, r.doc) for r in bare] == [(event(3)["_id"], None)]

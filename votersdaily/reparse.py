@@ -68,6 +68,11 @@ EXAMPLES = 5
 LISTED = 50
 #: An event's pointer into the archive (votersdaily.archive).
 ARCHIVE_POINTER = ("warc_file", "warc_offset", "warc_record_id")
+#: What the reparse reads of every stored event of its parser, at the start and at the end: never
+#: the whole documents (200,000 of them, mostly their ``source_text``); those it marks or repoints are
+#: read whole afterwards.
+VERSION_FIELDS = ("warc_record_id", "parser_version")
+CHECK_FIELDS = (*ARCHIVE_POINTER, schema.NOT_ARCHIVED, "superseded_by", WITHDRAWN_BY, REPLACED_BY)
 
 
 class UnverifiedEvents(Exception):
@@ -170,20 +175,22 @@ class ReparseExtension:
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
-        for doc in self._events_of(store, spider.name):
+        for doc in self._events_of(store, spider.name, VERSION_FIELDS):
             if doc.get("warc_record_id"):
                 reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
                     str(doc.get("parser_version"))
                 )
 
     @staticmethod
-    def _events_of(store, parser_name: str) -> list[dict]:
+    def _events_of(store, parser_name: str, fields: tuple[str, ...] | None = None) -> list[dict]:
+        """The stored events of ``parser_name``: whole, or only ``fields`` (with ``_id``)."""
         rows = store.query(
             schema.EVENTS_DB,
             "by_parser_unique_key",
             startkey=[parser_name],
             endkey=[parser_name, {}],
             include_docs=True,
+            fields=fields,
         )
         return [row.doc for row in rows if row.doc]
 
@@ -215,7 +222,8 @@ class ReparseExtension:
             }
             return
         store = store_for(self.crawler)
-        marks, versions = self._marks(store, spider, reparse)
+        events = self._events_of(store, spider.name, CHECK_FIELDS) if store.has_db(schema.EVENTS_DB) else []
+        marks, versions = self._marks(store, spider, reparse, events)
         current = "%s %s" % (spider.name, spider.version)
         withdrawn = [m for m in marks if REPLACED_BY not in m]
         replaced = [m for m in marks if REPLACED_BY in m]
@@ -223,7 +231,7 @@ class ReparseExtension:
             from .store.upsert import upsert
 
             upsert(store, schema.EVENTS_DB, marks)
-        checked = self._verify(store, spider, reparse)
+        checked = self._verify(store, spider, reparse, events)
         self.report = {
             "reparse": True,
             "reparse_dry_run": reparse.dry_run,
@@ -259,15 +267,25 @@ class ReparseExtension:
                 },
             }
 
-    def _verify(self, store, spider, reparse: Reparse) -> ArchiveCheck:
-        """Every stored event of the spider that points into the reparsed period, against the records
-        read back; those that could not be checked fail the run (``UnverifiedEvents``)."""
+    def _verify(self, store, spider, reparse: Reparse, events: list[dict]) -> ArchiveCheck:
+        """Every stored event of the spider (``events``: their :data:`CHECK_FIELDS`) that points into
+        the reparsed period, against the records read back; those that could not be checked fail the
+        run (``UnverifiedEvents``)."""
         from .archive import archive_dir, retired_files
 
         checked = ArchiveCheck()
         folder = archive_dir(self.crawler.settings).absolute() / spider.name
-        if schema.EVENTS_DB in store.list_dbs():
-            checked.check(self._events_of(store, spider.name), reparse, retired_files(folder))
+        checked.check(events, reparse, retired_files(folder))
+        if checked.repointed:  # read whole now (with any mark the reparse just wrote), the pointer moved
+            whole = store.get_many(schema.EVENTS_DB, [doc["_id"] for doc in checked.repointed])
+            checked.repointed = [
+                {
+                    **{k: v for k, v in whole[doc["_id"]].items() if k not in ("_rev", schema.NOT_ARCHIVED)},
+                    **{k: doc[k] for k in ARCHIVE_POINTER},
+                }
+                for doc in checked.repointed
+                if doc["_id"] in whole
+            ]
         if checked.repointed and not reparse.dry_run:
             from .store.upsert import upsert
 
@@ -301,19 +319,28 @@ class ReparseExtension:
                 plan["update"].append(doc_id)
         return plan
 
-    def _marks(self, store, spider, reparse: Reparse) -> tuple[list[dict], set[str]]:
-        """The marks to write: live events of replayed documents that no produced event matches."""
+    def _marks(self, store, spider, reparse: Reparse, events: list[dict]) -> tuple[list[dict], set[str]]:
+        """The marks to write: live events of replayed documents that no produced event matches
+        (``events``: the stored events' :data:`CHECK_FIELDS`; those to mark are read whole)."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
-        if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
+        if not reparse.replayed or not events:
             return [], versions
         from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 
         produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
+        gone = [
+            doc["_id"]
+            for doc in events
+            if doc.get("warc_record_id") in reparse.replayed
+            and doc["_id"] not in produced_ids
+            and is_live(doc)
+        ]
+        whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []
         stamp = now_iso()
-        for doc in self._events_of(store, spider.name):
+        for doc in (whole[doc_id] for doc_id in gone if doc_id in whole):
             record = doc.get("warc_record_id")
-            if record not in reparse.replayed or doc["_id"] in produced_ids or not is_live(doc):
+            if record not in reparse.replayed or not is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             successor = next(
@@ -437,7 +464,7 @@ def points_into_archive(store, spider: str, folder, since: datetime | None, unti
     retired = retired_files(Path(folder) / spider)
     return any(
         run_of(doc.get("warc_file"), since, until) and doc["warc_file"] not in retired
-        for doc in ReparseExtension._events_of(store, spider)
+        for doc in ReparseExtension._events_of(store, spider, ("warc_file",))
     )
 
 

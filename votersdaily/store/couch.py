@@ -133,6 +133,13 @@ def refusal(
     return StoreError("%s answered %s" % (at, said))
 
 
+def _fields_of(doc: dict | None, fields) -> dict | None:
+    """``doc`` cut to ``_id``, ``_rev`` and ``fields`` (what ``query(fields=...)`` answers)."""
+    if doc is None:
+        return None
+    return {"_id": doc.get("_id"), "_rev": doc.get("_rev"), **{field: doc.get(field) for field in fields}}
+
+
 class CouchStore:
     def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = ""):
         self.base, auth = service_base(uri)
@@ -287,6 +294,7 @@ class CouchStore:
         limit=None,
         skip=0,
         include_docs=True,
+        fields=None,
     ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (self._db(db), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(
@@ -305,7 +313,10 @@ class CouchStore:
             answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}))
         else:
             answer = self._json("GET", path, params=params)
-        return [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
+        rows = [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
+        if fields is None or not include_docs:
+            return rows
+        return [Row(row.id, row.key, _fields_of(row.doc, fields)) for row in rows]
 
     def install_views(self, db: str) -> bool:
         return install_design(self, db)

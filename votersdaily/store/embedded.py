@@ -14,7 +14,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,40 @@ def _unavailable_when_sqlite_cannot(method):
             raise StoreUnavailable("embedded store %s: %s" % (self.display_uri, exc)) from exc
 
     return call
+
+
+class _DocColumn:
+    """What a view query reads of each row's document: nothing (no join: a deleted document has no
+    view rows), the whole body, or only ``fields`` (``json_extract`` in SQLite, one small JSON array a
+    row: the body is neither sent to Python nor parsed there)."""
+
+    def __init__(self, include_docs: bool, fields: Sequence[str] | None):
+        self.fields = tuple(fields) if include_docs and fields is not None else None
+        #: The parameters of :attr:`columns` (before the query's own).
+        self.params: list[str] = []
+        if not include_docs:
+            self.columns, self.join = "NULL, NULL", ""
+            return
+        self.join = "JOIN docs d ON d.db = v.db AND d.id = v.id"
+        if self.fields is None:
+            self.columns = "d.rev, d.body"
+            return
+        for field in self.fields:
+            if '"' in field:
+                raise StoreError("a field to read cannot hold a double quote: %r" % field)
+        # Two paths or more: json_extract answers a JSON array only then.
+        self.params = ['$."%s"' % field for field in self.fields] * (2 if len(self.fields) == 1 else 1)
+        self.columns = "d.rev, json_extract(d.body, %s)" % ", ".join("?" * len(self.params))
+
+    def doc(self, doc_id: str, rev: str | None, value: str | None) -> dict | None:
+        if value is None:
+            return None
+        if self.fields is None:
+            return EmbeddedStore._materialise(doc_id, rev or "", value)
+        doc = dict(zip(self.fields, json.loads(value), strict=False))
+        doc["_id"] = doc_id
+        doc["_rev"] = rev
+        return doc
 
 
 class EmbeddedStore:
@@ -438,19 +472,21 @@ class EmbeddedStore:
         limit=None,
         skip=0,
         include_docs=True,
+        fields=None,
     ) -> list[Row]:
         spec = views_for(db).get(view)
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))
         width = len(spec.fields)
         db = self._name(db)
+        select = _DocColumn(include_docs, fields)
         if keys is not None:
-            rows = self._query_keys(db, view, width, keys, descending, include_docs)
+            rows = self._query_keys(db, view, width, keys, descending, select)
             return rows[skip : None if limit is None else skip + limit]
         if key is not None:
             startkey = endkey = key
         where = ["v.db = ?", "v.view = ?"]
-        params: list[Any] = [db, view]
+        params: list[Any] = [*select.params, db, view]
         low, high = (endkey, startkey) if descending else (startkey, endkey)
         if low is not None:
             where.append("(v.k0, v.k1, v.k2) >= (?, ?, ?)")
@@ -459,12 +495,11 @@ class EmbeddedStore:
             where.append("(v.k0, v.k1, v.k2) <= (?, ?, ?)")
             params.extend(_key_parts(high, pad=""))
         order = "DESC" if descending else "ASC"
-        sql = (
-            "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
-            "JOIN docs d ON d.db = v.db AND d.id = v.id WHERE %s "
-            "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
-            % (" AND ".join(where), order, order, order, order)
-        )
+        sql = "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s WHERE %s " % (
+            select.columns,
+            select.join,
+            " AND ".join(where),
+        ) + "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?" % (order, order, order, order)
         params.extend([-1 if limit is None else limit, skip])
         with self._lock:
             fetched = self._conn.execute(sql, params).fetchall()
@@ -472,11 +507,11 @@ class EmbeddedStore:
         for doc_id, k0, k1, k2, rev, body in fetched:
             parts = [k0, k1, k2][:width]
             row_key = parts[0] if width == 1 else parts
-            out.append(Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None))
+            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
         return out
 
     def _query_keys(
-        self, db: str, view: str, width: int, keys: list, descending: bool, include_docs: bool
+        self, db: str, view: str, width: int, keys: list, descending: bool, select: _DocColumn
     ) -> list[Row]:
         """Rows of each of ``keys`` in the order given (CouchDB's ``keys``), a few SQL queries for
         all of them rather than one per key (the feeds look up 200 events' keys at a time)."""
@@ -486,13 +521,14 @@ class EmbeddedStore:
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]
             sql = (
-                "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "
-                "JOIN docs d ON d.db = v.db AND d.id = v.id "
+                "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s "
                 "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
-                % ", ".join(["(?, ?, ?)"] * len(chunk))
+                % (select.columns, select.join, ", ".join(["(?, ?, ?)"] * len(chunk)))
             )
             with self._lock:
-                fetched = self._conn.execute(sql, [db, view, *(p for parts in chunk for p in parts)])
+                fetched = self._conn.execute(
+                    sql, [*select.params, db, view, *(p for parts in chunk for p in parts)]
+                )
                 for row in fetched.fetchall():
                     found.setdefault(tuple(row[1:4]), []).append(row)
         out = []
@@ -500,9 +536,7 @@ class EmbeddedStore:
             for doc_id, k0, k1, k2, rev, body in sorted(found.get(parts, ()), reverse=descending):
                 key_parts = [k0, k1, k2][:width]
                 row_key = key_parts[0] if width == 1 else key_parts
-                out.append(
-                    Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None)
-                )
+                out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
         return out
 
     def install_views(self, db: str) -> bool:
