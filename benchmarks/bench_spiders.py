@@ -196,8 +196,10 @@ class NaivePutPipeline:
 
 class BenchFederalRegisterSpider(BenchResult, FederalRegisterSpider):
     """The real federal_register spider on its two real recordings (20 + 10 documents), repeated
-    until ``count`` events; each repetition's document numbers get a suffix (its ``vd_bench_rep`` survives in
-    the archive, so a reparse of the archive yields the same events)."""
+    until ``count`` events; each repetition's document numbers get a suffix of the repetition and the
+    page (3 documents are on both pages), so every event is a document of its own (the suffix is the
+    request's ``vd_bench_rep``, which the archive keeps: a reparse of the archive yields the same
+    events)."""
 
     name = "bench_federal_register"
     custom_settings = {
@@ -223,14 +225,16 @@ class BenchFederalRegisterSpider(BenchResult, FederalRegisterSpider):
     def initial_requests(self):
         upstream = {url: self.upstream_url(url) for url in self.given_urls}
         for rep in range(self.rounds):
-            for url in self.given_urls:
+            for page, url in enumerate(self.given_urls):
                 yield self.document_request(
-                    url, dont_filter=True, meta={REP_META: rep, SOURCE_URL_META: upstream[url]}
+                    url,
+                    dont_filter=True,
+                    meta={REP_META: "%d-%d" % (rep, page), SOURCE_URL_META: upstream[url]},
                 )
 
     def parse_events(self, response):
         self.start_clock()
         rep = response.meta[REP_META]
         for event in super().parse_events(response):
-            event["unique_key"] = "%s-r%d" % (event["unique_key"], rep)
+            event["unique_key"] = "%s-r%s" % (event["unique_key"], rep)
             yield event

@@ -422,3 +422,64 @@ def test_a_view_query_may_read_only_some_fields_of_each_document(db):
         DB, "by_parser_unique_key", key=["test_parser", "3"], include_docs=False, fields=("title",)
     )
     assert [(r.id, r.doc) for r in bare] == [(event(3)["_id"], None)]
+
+
+def variants_of(doc: dict) -> dict[str, tuple[dict, str]]:
+    """Rewrites of a stored document (derived, one change each) and what an upsert of each must do."""
+    reordered = dict(reversed(list(doc.items())))
+    return {
+        "identical": (dict(doc), "unchanged"),
+        "a new access time": (dict(doc, access_datetime="2026-10-09T00:00:00Z"), "unchanged"),
+        "the keys in another order": (reordered, "unchanged"),
+        "a tuple for a list": (dict(doc, votes=tuple(doc["votes"])), "unchanged"),
+        "a new parser version": (dict(doc, parser_version="2.0"), "updated"),
+        "a new title": (dict(doc, title="Rescheduled"), "updated"),
+        "an integer turned float": (dict(doc, votes=[1.0, 2, True]), "updated"),
+        "a boolean turned integer": (dict(doc, votes=[1, 2, 1]), "updated"),
+        "a key more": (dict(doc, room="Room 1"), "updated"),
+        "a key less": ({k: v for k, v in doc.items() if k != "votes"}, "updated"),
+        "a volatile key less": ({k: v for k, v in doc.items() if k != "access_datetime"}, "unchanged"),
+    }
+
+
+@pytest.mark.parametrize("case", list(variants_of(event(0, votes=[1, 2, True], parser_version="1.0"))))
+def test_a_rewrite_is_unchanged_or_updated_by_its_content_alone(db, case):
+    """The embedded store tells unchanged documents without reading their bodies
+    (EmbeddedStore.compare_stored); whichever path tells it, the outcome is the content's."""
+    doc = event(0, votes=[1, 2, True], parser_version="1.0")
+    upsert(db, DB, [doc], ignore=("access_datetime",), probe=("parser_version",))
+    rewrite, outcome = variants_of(doc)[case]
+    result = upsert(db, DB, [rewrite], ignore=("access_datetime",), probe=("parser_version",))
+    assert getattr(result, outcome) == [doc["_id"]], result
+    import json
+
+    stored = {k: v for k, v in db.get(DB, doc["_id"]).items() if k != "_rev"}
+    expected = doc if outcome == "unchanged" else rewrite  # an unchanged one keeps its first access time
+    assert stored == json.loads(json.dumps(expected))
+
+
+def test_the_embedded_store_tells_what_it_can_without_the_bodies(sqlite_uri):
+    store = open_store(sqlite_uri)
+    store.ensure_db(DB)
+    doc = event(0, votes=[1, 2, True], parser_version="1.0")
+    upsert(store, DB, [doc])
+    told = {
+        case: store.compare_stored(DB, {doc["_id"]: rewrite}, ("access_datetime",), ("parser_version",))[
+            doc["_id"]
+        ].same
+        for case, (rewrite, _) in variants_of(doc).items()
+    }
+    assert told == {
+        "identical": True,
+        "a new access time": True,
+        "the keys in another order": None,  # the whole documents tell
+        "a tuple for a list": True,
+        "a new parser version": False,  # told by the probe alone
+        "a new title": None,
+        "an integer turned float": None,
+        "a boolean turned integer": None,
+        "a key more": None,
+        "a key less": None,
+        "a volatile key less": None,
+    }
+    assert store.compare_stored(DB, {"no-such-id": doc}, ("access_datetime",)) == {}

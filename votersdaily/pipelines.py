@@ -118,7 +118,11 @@ class EventStorePipeline:
     def __init__(self, crawler):
         self.crawler = crawler
         self.writer = writer_for(
-            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, hooks=RescheduleTracker()
+            crawler,
+            schema.EVENTS_DB,
+            ignore=schema.VOLATILE_EVENT_KEYS,
+            probe=schema.EVENT_CHANGE_PROBE,
+            hooks=RescheduleTracker(),
         )
 
     @classmethod

@@ -59,6 +59,10 @@ NOT_ARCHIVED = "archived"
 #: keeps pointing at the first archived document it came from, also when a later run could not archive.
 VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset", NOT_ARCHIVED)
 
+#: A key whose stored value, when it differs, proves at once that an event changed (the writer reads
+#: it before anything else): a reparse by a new parser version changes every event it reparses.
+EVENT_CHANGE_PROBE = ("parser_version",)
+
 DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 
 #: CouchDB's default max_document_size is 8 MB; stay clearly below it.

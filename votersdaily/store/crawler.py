@@ -110,7 +110,15 @@ def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
 
 
 class CrawlerWriter:
-    def __init__(self, crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None):
+    def __init__(
+        self,
+        crawler,
+        db: str,
+        *,
+        ignore: Iterable[str] = (),
+        probe: Iterable[str] = (),
+        hooks: WriteHooks | None = None,
+    ):
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -121,6 +129,7 @@ class CrawlerWriter:
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
+            probe=probe,
             hooks=hooks,
             on_result=self._count,
             retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
@@ -211,8 +220,13 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    crawler,
+    db: str,
+    *,
+    ignore: Iterable[str] = (),
+    probe: Iterable[str] = (),
+    hooks: WriteHooks | None = None,
 ) -> CrawlerWriter:
-    writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
+    writer = CrawlerWriter(crawler, db, ignore=ignore, probe=probe, hooks=hooks)
     crawl_writes(crawler).writers.append(writer)
     return writer

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from ..plumbing.json_text import ReusableJsonEncoder
 from ..schema import SURROGATE_RE
 from .base import Row, StoreError, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
-from .revisions import next_rev, not_unicode, rev_number
+from .revisions import META_KEYS, next_rev, not_unicode, rev_number
 from .views import install_design, views_for
 
 MAX_KEY_PARTS = 3
@@ -133,6 +134,16 @@ def _unavailable_when_sqlite_cannot(method):
             raise StoreUnavailable("embedded store %s: %s" % (self.display_uri, exc)) from exc
 
     return call
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A stored document as :meth:`EmbeddedStore.compare_stored` tells it: its revision, its
+    attachment stubs, and whether it is the same as the document compared (None: not told)."""
+
+    rev: str
+    attachments: dict | None
+    same: bool | None
 
 
 class _DocColumn:
@@ -282,6 +293,67 @@ class EmbeddedStore:
                 for doc_id, rev, body in rows:
                     found[doc_id] = self._materialise(doc_id, rev, body)
         return found
+
+    @_unavailable_when_sqlite_cannot
+    def compare_stored(
+        self, db: str, docs: Mapping[str, dict], ignore: Sequence[str], probe: Sequence[str] = ()
+    ) -> dict[str, Stored]:
+        """What the store holds of each of ``docs`` (by ``_id``), told without reading a body into
+        Python: a :class:`Stored` per stored one (those not stored are left out). Its ``same`` is
+        True when the stored body is the document's but for the ``ignore`` keys: the document with the
+        stored values of those keys serialises to the very text the stored revision is the MD5 of;
+        False when a ``probe`` key (a short string) differs, which proves a change at once (a reparse
+        by a new parser version); None when only the whole documents can tell (another key order,
+        attachments, an id SQLite's text functions cannot carry)."""
+        ignore = tuple(key for key in ignore if key not in META_KEYS)
+        probe = tuple(key for key in probe if key not in ignore)
+        fields = (*probe, *ignore, "_attachments")
+        for field in fields:
+            if '"' in field:
+                raise StoreError("a field to compare cannot hold a double quote: %r" % field)
+        # Two paths or more: json_extract answers a JSON array only then.
+        paths = ['$."%s"' % field for field in fields] * (2 if len(fields) == 1 else 1)
+        ids = [i for i in docs if "\x00" not in i]
+        found: dict[str, Stored] = {}
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                # One row for the chunk: one step of SQLite, one JSON text for Python to read.
+                (answer,) = self._conn.execute(
+                    "SELECT json_group_array(json_array(id, rev, json_extract(body, %s))) FROM docs "
+                    "WHERE db = ? AND id IN (%s)" % (",".join("?" * len(paths)), ",".join("?" * len(chunk))),
+                    (*paths, name, *chunk),
+                ).fetchone()
+                for doc_id, rev, values in json.loads(answer):
+                    found[doc_id] = self._stored(docs[doc_id], rev, values[: len(fields)], probe, ignore)
+        for doc_id in docs.keys() - set(ids):  # a NUL in the id: read whole
+            stored = self.get(db, doc_id)
+            if stored is not None:
+                found[doc_id] = Stored(stored["_rev"], stored.get("_attachments"), None)
+        return found
+
+    @staticmethod
+    def _stored(
+        doc: Mapping[str, Any], rev: str, values: list, probe: Sequence[str], ignore: Sequence[str]
+    ) -> Stored:
+        """One document against what :meth:`compare_stored` read of it (``values``: the stored values
+        of ``probe``, ``ignore`` and ``_attachments``, in that order)."""
+        attachments = values[-1]
+        if attachments is not None or "_attachments" in doc:
+            return Stored(rev, attachments, None)
+        for key, old in zip(probe, values, strict=False):
+            new = doc.get(key)
+            if isinstance(new, str) and (not isinstance(old, str) or old != new):
+                return Stored(rev, None, False)  # the JSON of a string equals only that string's
+        stored = dict(zip(ignore, values[len(probe) : -1], strict=True))
+        candidate = {k: stored.get(k, v) for k, v in doc.items() if k not in ("_id", "_rev")}
+        try:
+            data = _BODY_JSON(candidate).encode("utf-8")
+        except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
+            return Stored(rev, None, None)
+        return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
 
     @staticmethod
     def _materialise(doc_id: str, rev: str, body: str) -> dict:

@@ -72,6 +72,7 @@ class BatchWriter:
         batch_size: int = 500,
         max_pending: int = 2,
         ignore: Iterable[str] = (),
+        probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
         retry_times: int = 0,
@@ -84,6 +85,8 @@ class BatchWriter:
         self.batch_size = batch_size
         self.max_pending = max_pending
         self.ignore = tuple(ignore)
+        #: Keys whose stored value, when it differs, proves a document changed (see upsert).
+        self.probe = tuple(probe)
         self.hooks = hooks
         self.on_result = on_result
         self.retry_times = retry_times
@@ -187,6 +190,7 @@ class BatchWriter:
             batch,
             self.ignore,
             insert_first=self._expect_new,
+            probe=self.probe,
             before_write=None
             if hooks is None
             else lambda docs: hooks.before_write(self.store, self.db, docs),
