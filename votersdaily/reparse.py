@@ -102,9 +102,10 @@ class Reparse:
     since: datetime | None = None
     until: datetime | None = None
     dry_run: bool = False
-    #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
+    #: Response records replayed (WARC-Record-ID), and the events each produced: (_id, datetime,
+    #: source_text) tuples (a reparse holds one per event: tuples of strings the collector leaves be).
     replayed: set[str] = field(default_factory=set)
-    produced: dict[str, list[dict]] = field(default_factory=dict)
+    produced: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
@@ -114,8 +115,9 @@ class Reparse:
     read: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Every stretch of the archive that did not read back (named by file and offset, skipped).
     damage: list[WarcDamage] = field(default_factory=list)
-    #: Event id → the archive pointer of the (latest) record read back whole that produced it.
-    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Event id → the archive pointer (values of :data:`ARCHIVE_POINTER`) of the (latest) record read
+    #: back whole that produced it.
+    sources: dict[str, tuple] = field(default_factory=dict)
 
 
 class ReplayMiddleware:
@@ -202,9 +204,9 @@ class ReparseExtension:
             reparse.events[item["_id"]] = dict(item)
         record = item.get("warc_record_id")
         if record:
-            reparse.sources[item["_id"]] = {key: item.get(key) for key in ARCHIVE_POINTER}
+            reparse.sources[item["_id"]] = tuple(item.get(key) for key in ARCHIVE_POINTER)
             reparse.produced.setdefault(record, []).append(
-                {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
+                (item["_id"], item.get("datetime"), item.get("source_text"))
             )
 
     def spider_closed(self, spider, reason):
@@ -327,7 +329,7 @@ class ReparseExtension:
             return [], versions
         from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 
-        produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
+        produced_ids = {e[0] for events in reparse.produced.values() for e in events}
         gone = [
             doc["_id"]
             for doc in events
@@ -345,9 +347,9 @@ class ReparseExtension:
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             successor = next(
                 (
-                    e["_id"]
-                    for e in reparse.produced.get(record, ())
-                    if e["datetime"] == doc.get("datetime") and e["source_text"] == doc.get("source_text")
+                    new_id
+                    for new_id, datetime_, source_text in reparse.produced.get(record, ())
+                    if datetime_ == doc.get("datetime") and source_text == doc.get("source_text")
                 ),
                 None,
             )
@@ -413,9 +415,9 @@ class ArchiveCheck:
                     }
                 )
 
-    def _repoint(self, doc: dict, source: dict[str, Any]) -> None:
+    def _repoint(self, doc: dict, source: tuple) -> None:
         moved = {k: v for k, v in doc.items() if k not in ("_rev", schema.NOT_ARCHIVED)}
-        self.repointed.append({**moved, **source})
+        self.repointed.append({**moved, **dict(zip(ARCHIVE_POINTER, source, strict=True))})
 
     @staticmethod
     def _reason(warc_file: str, offset: Any, read_files: set[str], reparse: Reparse) -> str:
