@@ -86,12 +86,17 @@ class BenchResult:
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider._bench_opened, signal=signals.spider_opened)
+        crawler.signals.connect(spider._bench_closing, signal=signals.spider_closed)
         crawler.signals.connect(spider._bench_result, signal=signals.engine_stopped)
         return spider
 
     def _bench_opened(self, spider) -> None:
         if getattr(self, "reparse", None) is not None:
             self.start_clock()
+
+    def _bench_closing(self, spider) -> None:
+        """Threads that end with the spider (the archive's writer): their CPU time now."""
+        self.threads_at_close = thread_cpu()
 
     def start_clock(self) -> None:
         if not self.t0:
@@ -113,7 +118,8 @@ class BenchResult:
             "cpu": time.process_time() - self.cpu0,
             "reactor_cpu": time.thread_time() - self.reactor_cpu0,
             "thread_cpu": {
-                name: round(cpu - self.threads0.get(name, 0.0), 3) for name, cpu in thread_cpu().items()
+                name: round(cpu - self.threads0.get(name, 0.0), 3)
+                for name, cpu in {**getattr(self, "threads_at_close", {}), **thread_cpu()}.items()
             },
             "gc": self.gc_time.report(),
             "paused": [stats.get("store/engine_paused", 0), stats.get("store/engine_paused_seconds", 0.0)],

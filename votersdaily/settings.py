@@ -80,6 +80,9 @@ VOTERSDAILY_STORE_RETRY_MAX_DELAY = 30.0
 VOTERSDAILY_SPOOL_ENABLED = True
 VOTERSDAILY_SPOOL_DIR = ".votersdaily-spool"
 VOTERSDAILY_RUN_LOG_ENABLED = True
+#: While a crawl runs, the objects from before it started are left out of Python's cyclic garbage
+#: collector (votersdaily/gc_freeze.py): full collections walk only what the crawl made.
+VOTERSDAILY_GC_FREEZE = True
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
@@ -290,6 +293,7 @@ ITEM_PIPELINES = {
 }
 
 EXTENSIONS = {
+    "votersdaily.gc_freeze.FreezeStartupObjects": 0,
     # Before the run log: a reparse's marks and figures are in place when the log is written.
     "votersdaily.reparse.ReparseExtension": 400,
     "votersdaily.redact.RedactSecrets": 0,
