@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 
@@ -42,7 +43,7 @@ class ReusableJsonEncoder:
             False,  # skipkeys
             self.allow_nan,
         )
-        return lambda value: "".join(chunks(value, 0))
+        return partial(_joined, chunks)
 
     def __call__(self, value: Any) -> str:
         try:
@@ -50,3 +51,7 @@ class ReusableJsonEncoder:
         except BaseException:
             self._encode = self._make()
             raise
+
+
+def _joined(chunks: Callable[[Any, int], Any], value: Any) -> str:
+    return "".join(chunks(value, 0))
