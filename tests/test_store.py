@@ -35,10 +35,16 @@ CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 
 
 @pytest.fixture(
-    params=["embedded", "embedded-earlier-tables", pytest.param("couchdb", marks=pytest.mark.couchdb)]
+    params=[
+        "embedded",
+        "embedded-earlier-tables",
+        "embedded-in-a-process",
+        pytest.param("couchdb", marks=pytest.mark.couchdb),
+    ]
 )
 def store_uri(request, tmp_path):
-    """conftest's fresh stores, and an embedded file with the earlier tables."""
+    """conftest's fresh stores, an embedded file with the earlier tables, and the embedded store
+    answering from a process of its own (store/process.py: what a crawl's writers write through)."""
     if request.param == "couchdb":
         return request.getfixturevalue("couch_uri")
     path = tmp_path / "store.db"
@@ -49,6 +55,17 @@ def store_uri(request, tmp_path):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(EARLIER_EMBEDDED_TABLES)
     return "sqlite:///%s" % path
+
+
+@pytest.fixture
+def store(request, store_uri):
+    from votersdaily.store.process import StoreProcess
+
+    opened = open_store(store_uri)
+    if request.node.callspec.params.get("store_uri") == "embedded-in-a-process":
+        opened = StoreProcess.of(opened)
+    yield opened
+    opened.close()
 
 
 def test_a_new_embedded_file_has_the_rowid_tables_and_8k_pages(sqlite_uri):

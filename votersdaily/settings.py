@@ -68,6 +68,9 @@ VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES = 2
+#: The embedded store's writes run in a process of their own (votersdaily/store/process.py): the
+#: encoding, hashing and SQLite work of every batch leaves the crawl process's lock to the reactor.
+VOTERSDAILY_STORE_PROCESS = True
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
 #: downloading (overlap with slow sources), and Scrapy parks the responses up to SCRAPER_SLOT_MAX_ACTIVE_SIZE.
 VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = True

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from scrapy import signals
 from twisted.internet import defer, threads
 
 from . import open_store, store_uri
 from .base import Store, StoreError
+from .embedded import EmbeddedStore
 from .hooks import WriteHooks
+from .process import StoreProcess
 from .spool import Spool
 from .upsert import UpsertResult
 from .writer import BatchWriter
@@ -60,6 +63,9 @@ class CrawlWrites:
     """What one crawler's components share to write: its store, writers and their totals."""
 
     store: Store | None = None
+    #: What the writers write through: the store itself, or an embedded store in a process of its
+    #: own (:mod:`.process`).
+    writer_store: Store | None = None
     writers: list[CrawlerWriter] = field(default_factory=list)
     totals: WriteTotals = field(default_factory=WriteTotals)
     #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
@@ -83,6 +89,21 @@ def store_for(crawler) -> Store:
         writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
+
+
+def writer_store_for(crawler) -> Store:
+    """The store the crawl's writers write through: an embedded store in a process of its own while
+    ``VOTERSDAILY_STORE_PROCESS`` is on (closed when the engine stops), else the crawl's store."""
+    writes = crawl_writes(crawler)
+    if writes.writer_store is None:
+        store = store_for(crawler)
+        if isinstance(store, EmbeddedStore) and crawler.settings.getbool("VOTERSDAILY_STORE_PROCESS"):
+            process = StoreProcess.of(store)
+            crawler.signals.connect(process.close, signal=signals.engine_stopped, weak=False)
+            writes.writer_store = process
+        else:
+            writes.writer_store = store
+    return writes.writer_store
 
 
 def writers_of(crawler) -> list[CrawlerWriter]:
@@ -124,7 +145,7 @@ class CrawlerWriter:
         self.store = store_for(crawler)
         settings = crawler.settings
         self.batch = BatchWriter(
-            self.store,
+            writer_store_for(crawler),
             db,
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
@@ -154,9 +175,9 @@ class CrawlerWriter:
         return self._opened
 
     def _open_blocking(self) -> None:
-        try:
-            self.store.ensure_db(self.db)
-            self.store.install_views(self.db)
+        try:  # through the store the batches go through (an embedded store's process starts now)
+            self.batch.store.ensure_db(self.db)
+            self.batch.store.install_views(self.db)
         except StoreError as exc:
             # One line, not a traceback per component; the run goes on and its documents are spooled
             # (the run log records the error as the run's result).

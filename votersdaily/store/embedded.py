@@ -504,21 +504,26 @@ class EmbeddedStore:
         return None if row is None else bytes(row[0])
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
-        last = ""
-        db = self._name(db)
+        after = ""
         while True:
-            with self._lock:
-                self._require(db)
-                rows = self._conn.execute(
-                    "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT 1000",
-                    (db, last),
-                ).fetchall()
-            if not rows:
+            page = self.docs_after(db, after)
+            if not page:
                 return
-            for doc_id, rev, body in rows:
-                if include_design or not doc_id.startswith("_design/"):
-                    yield self._materialise(doc_id, rev, body)
-            last = rows[-1][0]
+            for doc in page:
+                if include_design or not doc["_id"].startswith("_design/"):
+                    yield doc
+            after = page[-1]["_id"]
+
+    def docs_after(self, db: str, after: str, limit: int = 1000) -> list[dict]:
+        """Up to ``limit`` documents (design documents too) whose ids sort after ``after``, in order."""
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            rows = self._conn.execute(
+                "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT ?",
+                (name, after, limit),
+            ).fetchall()
+        return [self._materialise(doc_id, rev, body) for doc_id, rev, body in rows]
 
     def count(self, db: str) -> int:
         db = self._name(db)

@@ -158,7 +158,7 @@ def upsert(
         existing_ids = {}
         if before_write is not None:
             before_write(list(pending.values()))
-        for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
+        for answer in store.bulk_docs(db, list(pending.values())):  # a store never changes what it writes
             doc_id = answer["id"]  # every answer names its document (Store.bulk_docs)
             if "error" not in answer:
                 result.inserted.append(doc_id)
