@@ -319,6 +319,10 @@ def hostile_variants(event: dict) -> list[dict]:
     nested_key = {"name\x1b": ["ok", 3]}
     return [
         variant(title=HOSTILE),
+        variant(title="ascii \x01 control"),
+        variant(description="ascii \x7f delete"),
+        variant(source_text=event["source_text"] + "\r\n\x00"),  # kept: the exact fragment
+        variant(room=["ascii \x7f in a list"], other={"key": "\x1f"}),
         variant(description="line\r\nnext\x85"),
         variant(source_text=event["source_text"] + "\r\n\x00\ud800"),
         variant(unique_key=event["unique_key"] + "\x07"),
@@ -410,3 +414,17 @@ def test_one_pass_agrees_with_the_reference_on_hostile_variants(recorded):
     assert {s[0] for s in seen} == {"cleaned", "invalid", "recursion"}
     codes = {s[1] for s in seen if s[0] == "invalid"}
     assert codes >= {"not_json", "too_large", "text:title", "missing:title", "url:source_url", "timezone"}
+
+
+def test_the_fast_checks_of_characters_agree_with_the_rules_regexes():
+    """ASCII text is checked by a pass over its bytes, not the regex (schema.needs_cleaning,
+    is_absolute_url, the nested JSON text): every character, alone and inside text, either way."""
+    from votersdaily.schema import BAD_TEXT_RE, SURROGATE_RE, URL_BAD_RE, is_absolute_url, needs_cleaning
+
+    chars = [chr(c) for c in range(0x100)] + ["\u2028", "\ufffd", "\ud800", "\udfff", "😀"]
+    for char in chars:
+        for text in (char, "abc%sdef" % char, "é%s" % char):
+            assert needs_cleaning(text) == bool(BAD_TEXT_RE.search(text)), repr(text)
+            assert needs_cleaning(text, SURROGATE_RE) == bool(SURROGATE_RE.search(text)), repr(text)
+        url = "https://clerk.house.gov/a%sb" % char
+        assert is_absolute_url(url) == (URL_BAD_RE.search(url) is None), repr(url)

@@ -141,10 +141,10 @@ class EventStorePipeline:
     def process_item(self, item):
         if not isinstance(item, EventItem) or self._dry_run():
             return item
-        accepted = self.writer.add(dict(item))
-        if accepted.called:  # no back-pressure: skip the per-item Future
+        waiting = self.writer.add(dict(item))
+        if waiting is None:  # no back-pressure: no per-item Future
             return item
-        return self._after(accepted, item)
+        return self._after(waiting, item)
 
     @staticmethod
     async def _after(accepted, item):

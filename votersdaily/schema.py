@@ -92,7 +92,9 @@ class InvalidEvent(ValueError):
 def is_absolute_url(value: str) -> bool:
     """An absolute http(s) URL with a host, or a file URL with a path, with no raw control
     character, space or lone surrogate in it (a CR/LF in a URL would split an iCalendar line)."""
-    if not isinstance(value, str) or URL_BAD_RE.search(value):
+    if not isinstance(value, str) or (
+        _ascii_holds(value, _ASCII_BAD_URL) if value.isascii() else URL_BAD_RE.search(value)
+    ):
         return False
     try:
         parts = urlsplit(value)
@@ -106,10 +108,27 @@ def is_absolute_url(value: str) -> bool:
     return bool(parts.hostname)
 
 
+#: What :data:`BAD_TEXT_RE` and :data:`URL_BAD_RE` find in ASCII text, as bytes: ASCII text (most
+#: text) is checked in one pass over its bytes, several times faster than a regex or ``isprintable``.
+_ASCII_BAD_TEXT = bytes([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
+_ASCII_BAD_URL = bytes([*range(0x00, 0x21), 0x7F])
+
+
+def _ascii_holds(text: str, chars: bytes) -> bool:
+    """Whether ASCII ``text`` holds any of ``chars``."""
+    data = text.encode("ascii")
+    return len(data.translate(None, chars)) != len(data)
+
+
 def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
-    """Whether ``value`` holds what ``pattern`` forbids (printable or ASCII text, the common case,
+    """Whether ``value`` holds what ``pattern`` forbids (ASCII or printable text, the common case,
     is told apart without a regex)."""
-    if value.isascii() if pattern is SURROGATE_RE else value.isprintable():
+    if value.isascii():
+        if pattern is SURROGATE_RE:
+            return False
+        if pattern is BAD_TEXT_RE:
+            return _ascii_holds(value, _ASCII_BAD_TEXT)
+    elif pattern is BAD_TEXT_RE and value.isprintable():
         return False
     return pattern.search(value) is not None
 
@@ -208,7 +227,9 @@ def _nested_needs_cleaning(text: str) -> bool:
     """Whether the JSON text of a nested value may hold a string :func:`clean_value` would change."""
     if "\\" in text and _ESCAPED_CONTROL_RE.search(text):
         return True
-    return not text.isprintable() and _RAW_BAD_RE.search(text) is not None
+    if text.isascii():  # of the raw ones, ASCII text can hold only a DEL
+        return "\x7f" in text
+    return _RAW_BAD_RE.search(text) is not None
 
 
 #: Nested values as JSON text (validation needs it strict: NaN is no JSON).
@@ -242,6 +263,11 @@ def check_event(event: MutableMapping[str, Any]) -> list[str]:
     return [key for key, _ in cleaned]
 
 
+#: The keys of events seen (joined) that hold nothing to clean.
+_CLEAN_KEYS: set[str] = set()
+_CLEAN_KEYS_MAX = 4096
+
+
 def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
     """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
     without changing ``event``; :class:`_Reference` for anything the reference path must decide.
@@ -253,8 +279,12 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
         keys = "".join(event)
     except TypeError:
         raise _Reference from None
-    if needs_cleaning(keys):
-        raise _Reference
+    if keys not in _CLEAN_KEYS:  # the events of a spider mostly have the same keys
+        if needs_cleaning(keys):
+            raise _Reference
+        if len(_CLEAN_KEYS) >= _CLEAN_KEYS_MAX:
+            _CLEAN_KEYS.clear()
+        _CLEAN_KEYS.add(keys)
     size = 2 + 6 * len(keys) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
     texts = []
     nested = []
@@ -282,7 +312,7 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
             nested.append(value)
         else:
             raise _Reference
-    if _has_bad_text("".join(texts)):
+    if needs_cleaning("".join(texts)):
         cleaned += [
             (key, clean_text(value))
             for key, value in event.items()
@@ -297,19 +327,6 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
             raise _Reference
         size += len(text) if text.isascii() else 4 * len(text)
     return cleaned, size
-
-
-#: The characters of :data:`BAD_TEXT_RE` an ASCII text can hold, as bytes.
-_ASCII_BAD_BYTES = bytes([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
-
-
-def _has_bad_text(text: str) -> bool:
-    """Whether ``text`` holds a character of :data:`BAD_TEXT_RE` (for ASCII text, one C pass over its
-    bytes, several times faster than ``isprintable`` or the regex)."""
-    if text.isascii():
-        data = text.encode("ascii")
-        return len(data.translate(None, _ASCII_BAD_BYTES)) != len(data)
-    return needs_cleaning(text)
 
 
 def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:

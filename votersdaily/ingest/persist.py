@@ -61,6 +61,12 @@ def html_meta_doc(result: dict, has_teixml: bool) -> dict:
     }
 
 
+async def written(waiting) -> None:
+    """Wait for a writer that holds documents back (what ``CrawlerWriter.add`` answered)."""
+    if waiting is not None:
+        await maybe_deferred_to_future(waiting)
+
+
 class IngestStorePipeline:
     def __init__(self, crawler):
         self.crawler = crawler
@@ -115,7 +121,7 @@ class IngestStorePipeline:
         if result["status"] == "existing" or len(terminal_url) > MAX_TERMINAL_URL:
             self.crawler.stats.inc_value("ingest/not_persisted")
             return item
-        await maybe_deferred_to_future(self.results.add(result_doc(result)))
+        await written(self.results.add(result_doc(result)))
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
             await run_in_thread(self._publish_tei, result, tei_xml)
@@ -128,9 +134,9 @@ class IngestStorePipeline:
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
             row = merge_row(self._pending_rows.get(row["_id"]) or stored, row)
             self._pending_rows[row["_id"]] = row
-            await maybe_deferred_to_future(self.files.add(row))
+            await written(self.files.add(row))
             if result.get("html_body"):
-                await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
+                await written(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
         return item
 
     def _publish_tei(self, result: dict, tei_xml: str) -> None:

@@ -204,11 +204,12 @@ class CrawlerWriter:
     def outage(self):
         return self.batch.outage
 
-    def add(self, doc: dict) -> defer.Deferred:
-        accepted = self.batch.add(doc)
-        if not accepted.called and self.pause_engine:
-            self._hold_engine(accepted)
-        return accepted
+    def add(self, doc: dict) -> defer.Deferred | None:
+        """Buffer ``doc`` for writing; None, or a Deferred to wait for when the store is behind."""
+        waiting = self.batch.add(doc)
+        if waiting is not None and self.pause_engine:
+            self._hold_engine(waiting)
+        return waiting
 
     def _hold_engine(self, accepted: defer.Deferred) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an

@@ -118,7 +118,9 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict) -> defer.Deferred:
+    def add(self, doc: dict) -> defer.Deferred | None:
+        """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
+        (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
@@ -126,7 +128,7 @@ class BatchWriter:
             waiter: defer.Deferred = defer.Deferred()
             self._waiters.append(waiter)
             return waiter
-        return defer.succeed(None)
+        return None
 
     def flush(self) -> defer.Deferred:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
