@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
@@ -272,9 +273,9 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
     """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
     without changing ``event``; :class:`_Reference` for anything the reference path must decide.
 
-    The strings that :data:`BAD_TEXT_RE` applies to are checked together (one scan of their joined
-    text); only when it finds something is each looked at. ``source_text`` needs only a look at its
-    flag when it is ASCII; URLs are not cleaned (validation refuses a bad one)."""
+    The strings are checked together (one scan of their joined text for what :data:`BAD_TEXT_RE`
+    finds); only when it finds something is each looked at, by its key's rule (``source_text`` keeps
+    its controls, URLs are not cleaned: validation refuses a bad one)."""
     try:
         keys = "".join(event)
     except TypeError:
@@ -289,15 +290,10 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
     texts = []
     nested = []
     cleaned = []
-    for key, value in event.items():
+    for value in event.values():
         kind = type(value)
         if kind is str:
-            size += 6 * len(value) + 2
-            if key == "source_text":
-                if needs_cleaning(value, SURROGATE_RE):
-                    cleaned.append((key, clean_text(value, SURROGATE_RE)))
-            elif key not in URL_KEYS:
-                texts.append(value)
+            texts.append(value)
         elif value is None or kind is bool:
             size += 5
         elif kind is int:
@@ -312,12 +308,15 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
             nested.append(value)
         else:
             raise _Reference
-    if needs_cleaning("".join(texts)):
-        cleaned += [
-            (key, clean_text(value))
-            for key, value in event.items()
-            if type(value) is str and key != "source_text" and key not in URL_KEYS and needs_cleaning(value)
-        ]
+    text = "".join(texts)
+    size += 6 * len(text) + 2 * len(texts)
+    if needs_cleaning(text):  # some string holds something: each is looked at, by its key's rule
+        for key, value in event.items():
+            if type(value) is not str or key in URL_KEYS:
+                continue
+            pattern = SURROGATE_RE if key == "source_text" else BAD_TEXT_RE
+            if needs_cleaning(value, pattern):
+                cleaned.append((key, clean_text(value, pattern)))
     if nested:
         try:
             text = _nested_json(nested)  # all of them in one call of the C encoder
@@ -332,7 +331,8 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
 def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
     """:func:`validate_event`'s rules in its order, for an event :func:`_clean_plain` cleaned: every
     string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON."""
-    _required_keys(event, cleaned=True)
+    if not _required_keys_hold(event):
+        _required_keys(event, cleaned=True)  # raises for the first one broken
     _event_rules(event)
     if size_bound >= MAX_DOCUMENT_BYTES:
         _check_size(event)
@@ -363,6 +363,57 @@ def _required_keys(event: Mapping[str, Any], *, cleaned: bool) -> None:
             raise InvalidEvent("text:%s" % key, "key %r holds a control character or a lone surrogate" % key)
 
 
+_NOT_NULL_KEYS = tuple(key for key, nullable in EVENT_KEYS.items() if not nullable)
+_read_not_null = operator.itemgetter(*_NOT_NULL_KEYS)
+_NULLABLE_KEYS = tuple(key for key, nullable in EVENT_KEYS.items() if nullable)
+
+
+def _required_keys_hold(event: Mapping[str, Any]) -> bool:
+    """Whether every required key of a plain event keeps its own rules, told by a few calls in C
+    for the keys that may not be null (present, a string, not blank); False when
+    :func:`_required_keys` must say which rule breaks first."""
+    try:
+        if not all(map(str.strip, _read_not_null(event))):  # a blank one
+            return False
+    except (KeyError, TypeError):  # missing, or not a string (None included)
+        return False
+    for key in _NULLABLE_KEYS:
+        if key not in event:
+            return False
+        value = event[key]
+        if value is not None and (type(value) is not str or (key not in MAY_BE_EMPTY and not value.strip())):
+            return False
+    return True
+
+
+#: Datetimes and URLs that kept their rule: the events of a document share their access time,
+#: source URL and often their datetime.
+_VALID_ISO: set[str] = set()
+_VALID_URLS: set[str] = set()
+_VALID_MAX = 4096
+
+
+def _valid_iso(value: str) -> bool:
+    if value in _VALID_ISO:
+        return True
+    parse_iso_utc(value)  # raises ValueError
+    if len(_VALID_ISO) >= _VALID_MAX:
+        _VALID_ISO.clear()
+    _VALID_ISO.add(value)
+    return True
+
+
+def _valid_url(value: str) -> bool:
+    if value in _VALID_URLS:
+        return True
+    if not is_absolute_url(value):
+        return False
+    if len(_VALID_URLS) >= _VALID_MAX:
+        _VALID_URLS.clear()
+    _VALID_URLS.add(value)
+    return True
+
+
 def _event_rules(event: Mapping[str, Any]) -> None:
     """The rules after each required key's own (both validations share them, in this order)."""
     if event["branch"] not in _BRANCH_SET:
@@ -373,7 +424,7 @@ def _event_rules(event: Mapping[str, Any]) -> None:
         if event[key] is None:
             continue
         try:
-            parse_iso_utc(event[key])
+            _valid_iso(event[key])
         except ValueError as exc:
             raise InvalidEvent("datetime:%s" % key, "%s: %s" % (key, exc)) from None
     if event["end_datetime"] is not None and event["end_datetime"] < event["datetime"]:
@@ -382,7 +433,7 @@ def _event_rules(event: Mapping[str, Any]) -> None:
             "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
         )
     for key in URL_KEYS:
-        if event[key] and not is_absolute_url(event[key]):
+        if event[key] and not _valid_url(event[key]):
             raise InvalidEvent(
                 "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
             )
