@@ -124,7 +124,9 @@ class Runner:
         self.runs = 0
 
     def _run(self, args: list[str], env: dict) -> str:
-        proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
         if proc.returncode:
             raise RuntimeError("crawl failed:\n" + proc.stderr[-3000:])
         return proc.stderr

@@ -107,8 +107,8 @@ def _tree_rss_kb(pid: int) -> int:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1])
                         break
-            for task in os.listdir("/proc/%d/task" % current):
-                with open("/proc/%d/task/%s/children" % (current, task)) as f:
+            for task in Path("/proc/%d/task" % current).iterdir():
+                with open(task / "children") as f:
                     todo.extend(int(c) for c in f.read().split())
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
@@ -179,6 +179,7 @@ def rapper(path: Path) -> dict:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        check=False,
     )
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
@@ -223,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             "built" if native.available() else "NOT built (pure Python; run scripts/setup.sh)",
         )
     )
-    with tempfile.TemporaryDirectory(prefix="ll-bench-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="ll-bench-") as tmp_name:
+        tmp = Path(tmp_name)
         for n in sizes:
             nt = tmp / ("data-%d.nt" % n)
             generate(nt, n)

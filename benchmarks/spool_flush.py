@@ -9,7 +9,8 @@ every event is a reschedule, the case the reschedule view is read for). Modes:
 * crawl write path: batches of VOTERSDAILY_BATCH_SIZE through upsert and one RescheduleTracker;
 * spool, one tracker per delivery (now): the reschedule view is read once per delivery;
 * spool, one tracker per 500 documents (before): what a spool file naming the stateless
-  ``mark_superseded`` hook still gets; the view is re-read for every chunk.
+  ``mark_superseded`` hook got from earlier versions; the view is re-read for every chunk (a
+  delivery hook this benchmark adds to its spool's own registry).
 
     python3 -m benchmarks.spool_flush [--count 5000]
 """
@@ -31,7 +32,7 @@ from votersdaily.store.base import StoreUnavailable
 from votersdaily.store.hooks import AfterBatch, WriteHooks
 from votersdaily.store.identity import store_identity
 from votersdaily.store.reschedules import RescheduleTracker, mark_superseded
-from votersdaily.store.spool import Spool
+from votersdaily.store.spool import DELIVERY_HOOKS, Spool
 from votersdaily.store.upsert import upsert
 
 DB = schema.EVENTS_DB
@@ -63,12 +64,19 @@ def crawl_write_path(store, docs: list[dict], _workdir: Path) -> None:
 class MarkEachChunk(AfterBatch):
     """Hooks spooled as earlier versions did: a function, called for every delivered chunk."""
 
-    durable = "votersdaily.store.reschedules:mark_superseded"
+    durable = "reschedules, each chunk on its own"
+
+    def __init__(self) -> None:
+        super().__init__(mark_superseded)
+
+
+#: The product's delivery hooks and the earlier way, for this benchmark's spools.
+HOOKS = {**DELIVERY_HOOKS, MarkEachChunk.durable: MarkEachChunk}
 
 
 def spool_delivery(hooks: WriteHooks) -> Callable:
     def deliver(store, docs: list[dict], workdir: Path) -> None:
-        spool = Spool(workdir / "spool")
+        spool = Spool(workdir / "spool", HOOKS)
         spool.write(store_identity(store.display_uri), DB, docs, IGNORE, hooks)
         spool.deliver(store, DB)
 
@@ -89,7 +97,7 @@ def indexed(store) -> None:
 MODES = {
     "crawl write path (baseline)": crawl_write_path,
     "spool flush, view read once per delivery (now)": spool_delivery(RescheduleTracker()),
-    "spool flush, view read per 500 documents (before)": spool_delivery(MarkEachChunk(mark_superseded)),
+    "spool flush, view read per 500 documents (before)": spool_delivery(MarkEachChunk()),
 }
 
 

@@ -49,7 +49,7 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     """(epoch at start, wall seconds, stderr) of ``command``; a failure ends the benchmark."""
     epoch, started = time.time(), time.perf_counter()
     proc = subprocess.run(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
     )
     seconds = time.perf_counter() - started
     if proc.returncode != 0:

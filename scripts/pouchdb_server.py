@@ -115,11 +115,34 @@ def stop(args: argparse.Namespace) -> int:
     except (OSError, ValueError):
         print("pouchdb_server: no server started from %s" % folder, file=sys.stderr)
         return 1
+    command = command_of(pid)
+    if command is None or "pouchdb-server" not in command or "--port %d" % _port not in command:
+        # A pid file outlives its server (a reboot, a kill -9): the number may be another program's now.
+        (folder / PID_FILE).unlink()
+        print(
+            "pouchdb_server: the server started from %s is not running (pid %d is %s): stopped nothing, "
+            "removed its stale pid file"
+            % (folder, pid, "no process" if command is None else repr(command[:80])),
+            file=sys.stderr,
+        )
+        return 1
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)  # its own session: the server and nothing else
     (folder / PID_FILE).unlink()
     print("stopped PouchDB Server (pid %d)" % pid)
     return 0
+
+
+def command_of(pid: int) -> str | None:
+    """The command line of process ``pid`` (None when there is none)."""
+    if Path("/proc").is_dir():
+        try:
+            line = Path("/proc/%d/cmdline" % pid).read_bytes()
+        except OSError:
+            return None
+        return line.replace(b"\0", b" ").decode(errors="replace").strip()
+    found = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True, text=True, check=False)
+    return found.stdout.strip() or None  # no /proc (macOS): ps says it
 
 
 def main(argv: list[str] | None = None) -> int:

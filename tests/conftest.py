@@ -53,6 +53,7 @@ def pytest_sessionfinish(session, exitstatus):
 SLOW = {
     "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
     "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
+    "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
     "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
     "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
     "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
@@ -62,6 +63,7 @@ SLOW = {
     "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
     "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
     "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
+    "tests/cli/test_interrupts.py": "real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store",
     "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
     "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
     # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the
@@ -183,6 +185,27 @@ def frozen_now(monkeypatch):
     value = "2026-10-02T18:00:00Z"
     monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", value)
     return value
+
+
+@pytest.fixture
+def dateutil_today(monkeypatch):
+    """Set the day dateutil completes a date from when it is given no default: its own clock
+    (``datetime.now``, not the framework's). A reading that depends on the day changes with it."""
+    import datetime as real
+    import types
+
+    import dateutil.parser._parser as dateutil_internals
+
+    def set_today(day: real.datetime) -> None:
+        class Today(real.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return day
+
+        view = types.SimpleNamespace(**{**vars(real), "datetime": Today})
+        monkeypatch.setattr(dateutil_internals, "datetime", view)
+
+    return set_today
 
 
 def recording(name: str) -> Path:

@@ -5,6 +5,7 @@ what they stored when the key scheme changes. Loaded with ``-s SPIDER_MODULES=te
 from __future__ import annotations
 
 from votersdaily.spiders.house_floor import HouseFloorSpider
+from votersdaily.spiders.house_votes import HouseVotesSpider
 
 
 class LegacyHouseFloorSpider(HouseFloorSpider):
@@ -15,4 +16,16 @@ class LegacyHouseFloorSpider(HouseFloorSpider):
     def parse_events(self, response):
         for event in super().parse_events(response):
             event["unique_key"] = event.pop("replaces_key")
+            yield event
+
+
+class LegacyHouseVotesSpider(HouseVotesSpider):
+    """house_votes 1.2: the same events, before they carried ids (issue 28)."""
+
+    version = "1.2"
+
+    def parse_events(self, response):
+        for event in super().parse_events(response):
+            for key in ("vote_id", "bill_ids", "public_laws", "id_evidence"):
+                del event[key]
             yield event

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from scrapy import signals
 
+from votersdaily.requestmeta import START_META
 from votersdaily.spiders.house_floor import HouseFloorSpider
 
 
@@ -56,7 +57,7 @@ class RepeatedHouseFloorSpider(HouseFloorSpider):
     def initial_requests(self):
         for rep in range(self.rounds):
             for url in self.given_urls:
-                yield self.document_request(url, dont_filter=True, meta={"rep": rep})
+                yield self.document_request(url, dont_filter=True, meta={"rep": rep, START_META: True})
 
     def parse_events(self, response):
         slot = self.crawler.engine.scraper.slot

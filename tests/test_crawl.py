@@ -52,6 +52,12 @@ def ok(proc):
     return proc
 
 
+def failed(proc):
+    """`scrapy crawl` of a run that failed (the project's command: votersdaily/commands/crawl.py)."""
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    return proc
+
+
 def test_same_crawl_twice_inserts_nothing_the_second_time(crawl, store_uri, frozen_now):
     ok(crawl("house_votes", [ROLL314, ROLL037], store_uri))
     ok(
@@ -169,7 +175,7 @@ def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
 
 
 def test_error_body_served_with_200_is_a_logged_failure(crawl, store_uri):
-    ok(crawl("house_votes", [ROLL314, ERROR_BODY], store_uri))
+    failed(crawl("house_votes", [ROLL314, ERROR_BODY], store_uri))
     store = open_store(store_uri)
     assert set(events(store)) == {ID314}
     (log,) = logs(store)
@@ -200,7 +206,7 @@ def test_bad_documents_are_logged_and_touch_nothing(crawl, tmp_path, sqlite_uri,
     before = events(store)
     bad = tmp_path / ("roll314_%s.xml" % name)
     bad.write_bytes(corrupt(ROLL314.read_bytes()))
-    ok(crawl("house_votes", [bad], sqlite_uri, env=T2))
+    failed(crawl("house_votes", [bad], sqlite_uri, env=T2))
     store = open_store(sqlite_uri)
     assert events(store) == before  # nothing stored, nothing already stored changed
     log = logs(store)[-1]
@@ -216,7 +222,7 @@ def test_bad_documents_are_logged_and_touch_nothing(crawl, tmp_path, sqlite_uri,
     ],
 )
 def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider, reason):
-    proc = ok(
+    proc = failed(  # every record of both replies dropped: AllRecordsDropped
         crawl(spider, [ROLL314, ROLL037], sqlite_uri, "-s", "SPIDER_MODULES=tests.misconfigured_spiders")
     )
     assert "invalid event (%s)" % reason in proc.stderr
@@ -232,7 +238,7 @@ def test_invalid_events_are_dropped_with_their_reason(crawl, sqlite_uri, spider,
     "stats", ["scrapy.statscollectors.MemoryStatsCollector", "scrapy.statscollectors.DummyStatsCollector"]
 )
 def test_one_bad_event_does_not_stop_the_others(crawl, sqlite_uri, stats):
-    ok(
+    failed(  # roll 37's only record dropped: that reply fails the run (AllRecordsDropped)
         crawl(
             "partly_broken_votes",
             [ROLL314, ROLL037],
@@ -264,7 +270,7 @@ def test_unreachable_source_is_a_logged_failure(crawl, sqlite_uri):
     from tests.support.services import free_port
 
     url = "http://127.0.0.1:%d/evs/2026/roll314.xml" % free_port()
-    ok(crawl("house_votes", [url], sqlite_uri, "-s", "RETRY_TIMES=0"))
+    failed(crawl("house_votes", [url], sqlite_uri, "-s", "RETRY_TIMES=0"))
     (log,) = logs(open_store(sqlite_uri))
     assert log["result"] == "DownloadConnectionRefusedError"
     assert log["errors"][0]["url"] == url and log["traceback"]
@@ -274,7 +280,7 @@ def test_http_error_status_is_a_logged_failure(crawl, site, sqlite_uri):
     url = site.route(
         "/evs/2026/roll999.xml", "<html><body>Not Found</body></html>", status=404, content_type="text/html"
     )
-    ok(crawl("house_votes", [url], sqlite_uri))
+    failed(crawl("house_votes", [url], sqlite_uri))
     (log,) = logs(open_store(sqlite_uri))
     assert log["result"] == "HttpError" and "404" in log["error_message"]
 
@@ -283,7 +289,7 @@ def test_robots_txt_and_user_agent(crawl, site, sqlite_uri):
     site.route("/robots.txt", "User-agent: *\nDisallow: /private/\n", content_type="text/plain")
     allowed = site.route("/evs/roll314.xml", ROLL314.read_bytes(), content_type="application/xml")
     forbidden = site.route("/private/roll037.xml", ROLL037.read_bytes(), content_type="application/xml")
-    ok(crawl("house_votes", [allowed, forbidden], sqlite_uri))
+    failed(crawl("house_votes", [allowed, forbidden], sqlite_uri))  # a document robots.txt forbids
     assert site.hits.get("/private/roll037.xml") is None
     agents = {headers.get("User-Agent") for _, path, headers in site.requests}
     assert len(agents) == 1 and agents.pop().startswith("votersdaily/")

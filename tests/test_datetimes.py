@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from votersdaily.datetimes import localize, normalise
+from votersdaily.datetimes import localize, normalise, parse_partial_date
 
 NY = "America/New_York"
 
@@ -100,3 +100,63 @@ def test_to_utc_agrees_with_pytz_at_every_half_hour_of_a_year(zone):
         notes.add(note)
         wall += timedelta(minutes=30)
     assert notes >= ({None} if zone == "Asia/Kathmandu" else {None, "ambiguous", "nonexistent"})
+
+
+# -- a date is never completed with parts its text does not give (issue 27 item 2) ------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2017",  # a year
+        "2017-01",  # a year and month
+        "2017/01",
+        "January 2017",
+        "Jan 2017 10:00",
+        "26 January",  # a day and month without a year: never this year or any other
+        "Jan 26 10:00 AM",
+        "Monday",  # a weekday: no date at all
+        "5 PM",  # a time: no date at all
+    ],
+)
+def test_a_datetime_text_without_its_whole_date_is_refused(value):
+    """dateutil fills what a text lacks from its default (today's date when none is given)."""
+    with pytest.raises(ValueError, match=r"gives no (year|month|day)"):
+        normalise(value, NY)
+
+
+@pytest.mark.parametrize(
+    "text, iso",
+    [
+        ("2017", "2017"),
+        ("2017/01", "2017-01"),
+        ("2017-01", "2017-01"),
+        ("January 2017", "2017-01"),
+        ("Jan. 2017", "2017-01"),
+        ("1/2017", "2017-01"),
+        ("Apr 22, 2019", "2019-04-22"),
+        ("2019-04-18T10:00:00Z", "2019-04-18"),
+    ],
+)
+def test_partial_dates_keep_their_precision(text, iso):
+    partial = parse_partial_date(text)
+    assert partial.iso() == iso and partial.year == int(iso[:4])
+    assert (partial.to_date() is None) == (len(iso) < 10)
+
+
+@pytest.mark.parametrize("text", ["26 January", "Jan 26", "Monday", "", "not a date"])
+def test_a_partial_date_without_a_year_is_refused(text):
+    with pytest.raises(ValueError):
+        parse_partial_date(text)
+
+
+def test_the_day_a_partial_date_is_read_changes_nothing(dateutil_today):
+    """The same texts read "on" two different days (dateutil's own clock moved) read the same:
+    nothing comes from today."""
+    readings = set()
+    for today in (datetime(2017, 1, 26, 9, 30), datetime(2031, 12, 31, 23, 59)):
+        dateutil_today(today)
+        readings.add((parse_partial_date("2017/01").iso(), parse_partial_date("January 2017").iso()))
+        with pytest.raises(ValueError):
+            normalise("26 January", NY)
+    assert readings == {("2017-01", "2017-01")}

@@ -205,3 +205,36 @@ def test_offline_replays_the_recordings_of_the_machine_that_runs_the_spider():
     assert spider.given_urls == HouseVotesSpider.recording_urls() != []
     with pytest.raises(ValueError, match="not both"):
         HouseVotesSpider(offline="true", url="file:///x.xml")
+
+
+def test_folders_named_on_the_command_line_are_under_the_working_folder_and_said_absolute(
+    tmp_path, frozen_now
+):
+    """``reparse --archive-dir myarch`` checked that ./myarch existed, then read <data home>/myarch (a
+    relative setting's place): the wrong archive, and 3 stored events "not verified". ``flush
+    --spool-dir`` of a mistyped folder said "nothing spooled in nosuch", exit 0; ``site build out``
+    said "in out". A folder on the command line is the shell's: under the working folder, named in
+    full."""
+    project = make_project(tmp_path / "project")
+    here = project / "a"
+    here.mkdir()
+    env = clean_env(HOME=str(tmp_path / "user"), VOTERSDAILY_FROZEN_NOW=os.environ["VOTERSDAILY_FROZEN_NOW"])
+    vd = [sys.executable, "-m", "votersdaily"]
+    run([*vd, "crawl", "house_votes", "--offline"], here, env)
+    (project / "archive").rename(here / "myarch")
+    dry = run([*vd, "reparse", "--dry-run", "--archive-dir", "myarch", "house_votes"], here, env)
+    assert "would insert 0, update 0, withdraw 0, replace 0; 3 unchanged" in dry.stdout, dry.stdout
+    assert "not verified" not in dry.stdout + dry.stderr
+    missing = subprocess.run(
+        [*vd, "flush", "--spool-dir", "nosuch"], cwd=here, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        "votersdaily flush: argument --spool-dir: %s: no such folder (see --help)\n" % (here / "nosuch")
+    )
+    (here / "spool").mkdir()
+    assert run([*vd, "flush", "--spool-dir", "spool"], here, env).stdout == "nothing spooled in %s\n" % (
+        here / "spool"
+    )
+    built = run([*vd, "site", "build", "out"], here, env)
+    assert built.stderr.splitlines()[-1].endswith(" on the health page in %s" % (here / "out"))

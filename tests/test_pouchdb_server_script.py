@@ -43,3 +43,25 @@ def test_the_server_keeps_its_files_to_its_folder_and_a_taken_port_is_refused(tm
         stopped = run("--stop", "--dir", str(state), cwd=work)
     assert stopped.returncode == 0, stopped.stderr
     assert not (state / "pid").exists()
+
+
+def test_stop_never_kills_what_a_stale_pid_file_names(tmp_path):
+    """A pid file outlives its server (a reboot, a kill -9) and its number is given to another
+    program: before, ``--stop`` sent SIGTERM to that program's whole process group."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )  # another program, the leader of its own group (as the server was)
+    try:
+        state = tmp_path / "state"
+        state.mkdir()
+        (state / "pid").write_text("%d 5984\n" % other.pid)
+        stopped = run("--stop", "--dir", str(state), cwd=tmp_path)
+        assert stopped.returncode == 1
+        assert stopped.stderr.startswith(
+            "pouchdb_server: the server started from %s is not running (pid %d is " % (state, other.pid)
+        )
+        assert other.poll() is None, "the other program is still running"
+        assert not (state / "pid").exists()
+    finally:
+        other.kill()
+        other.wait()

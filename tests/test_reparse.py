@@ -114,6 +114,40 @@ def test_an_unchanged_recrawl_keeps_the_first_archive_pointer(archived_embedded,
     }
 
 
+def test_a_reparse_brings_the_ids_to_history(crawl, cli, store_uri, tmp_path):
+    """Roll calls stored and archived by house_votes 1.2 (tests/legacy_spiders.py: before ids) get
+    their vote_id and bill_ids from the archive when the current version reparses them."""
+    proc = crawl(
+        "house_votes",
+        HouseVotesSpider.recording_urls(),
+        store_uri,
+        "-s",
+        "SPIDER_MODULES=tests.legacy_spiders",
+        env=archive_env(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before = events(store_uri)
+    assert {d["parser_version"] for d in before.values()} == {"1.2"}
+    assert not any("vote_id" in d or "bill_ids" in d for d in before.values())
+    proc = cli("reparse", "house_votes", store_uri=store_uri, env=archive_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = events(store_uri)
+    assert set(after) == set(before)
+    assert {d["unique_key"]: (d["vote_id"], d["bill_ids"]) for d in after.values()} == {
+        "119-2-314": ("h314-119.2026", ["s2403-119"]),
+        "118-1-37": ("h37-118.2023", ["hr21-118"]),
+        "118-1-2": ("h2-118.2023", []),
+    }
+    assert {d["parser_version"] for d in after.values()} == {HouseVotesSpider.version}
+    store = open_store(store_uri)
+    try:
+        (row,) = store.query("vd_events", "by_bill", startkey=["s2403-119"], endkey=["s2403-119", {}])
+        assert row.doc["unique_key"] == "119-2-314"
+    finally:
+        store.close()
+    assert logs(store_uri)[-1]["parser_versions"] == ["1.2", HouseVotesSpider.version]
+
+
 def test_dry_run_then_reparse_of_a_fixed_field(archived, store_uri):
     before = events(store_uri)
     dry = archived("reparse", "house_votes", "--dry-run", *FIXED, "-s", "REPARSE_TEST_CHANGE=fix")

@@ -191,6 +191,37 @@ def test_ids():
     )
 
 
+@pytest.mark.parametrize(
+    "key, good, bad",
+    [
+        (
+            "bill_ids",
+            ["hr1234-119", "sconres3-119", "s47-108"],
+            ["HR1234-119", "hr1234", "hr0-119", "hamdt5-119"],
+        ),
+        ("public_laws", ["119-21"], ["PL119-21", "119-021"]),
+        ("vote_ids", ["h314-119.2026", "s213-108.2004"], ["h314-119", "x1-119.2026"]),
+        ("nomination_ids", ["PN123-119", "PN615-2-119"], ["pn123-119", "PN123"]),
+        ("dockets", ["24-123", "23A456", "22M45", "22O141"], ["24-0123", "23a456", "141-Orig", "21O141"]),
+        ("committee_ids", ["HSAG", "HSII10", "SSFR", "JCSE"], ["II00", "SSFR00"]),
+    ],
+)
+def test_id_keys_hold_canonical_ids_only(key, good, bad):
+    validate_event(valid(**{key: good}))
+    validate_event(valid(**{key: []}))
+    for wrong in bad:
+        assert code_of(valid(**{key: [wrong]})) == "ids:%s" % key
+        assert code_of(valid(**{key: [*good, wrong + "\n"]})) == "ids:%s" % key
+    assert code_of(valid(**{key: good[0]})) == "ids:%s" % key  # a string, not a list
+
+
+def test_a_roll_call_has_one_canonical_vote_id():
+    validate_event(valid(vote_id="h314-119.2026"))
+    validate_event(valid(vote_id=None))
+    assert code_of(valid(vote_id="roll 314")) == "ids:vote_id"
+    assert code_of(valid(vote_id=["h314-119.2026"])) == "ids:vote_id"
+
+
 # -- hostile text and URLs (issue 15): generated values, not a source's format ----------------------
 
 HOSTILE = "a\ud800b\x00c\x07d\x1be\x7ff\x85g\r\nh\ti\nj"
@@ -274,13 +305,13 @@ def recorded_events() -> list[dict]:
                 request, callback = pending.pop()
                 try:
                     outputs = list(callback(respond(request)))
-                except Exception:  # a recording of an error page: its own tests cover it
+                except Exception:  # noqa: S112 - a recording of an error page: its own tests cover it
                     continue
                 for out in outputs:
                     if isinstance(out, EventItem):
                         try:
                             events.append(dict(normalise.process_item(out)))
-                        except Exception:  # a datetime the normalising pipeline drops
+                        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
                             continue
                     elif isinstance(out, Request) and out.url.startswith("file:") and out.callback:
                         pending.append((out, out.callback))

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -214,7 +215,7 @@ def test_a_crawl_counts_what_it_delivers_from_the_spool_apart(crawl, cli, tmp_pa
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     pouch = PouchDBServer(tmp_path / "pouch")  # not started yet
     earlier = crawl("house_votes", ROLL, pouch.url, env=env)
-    assert earlier.returncode == 0, earlier.stderr[-3000:]  # scrapy crawl: Scrapy's exit convention
+    assert earlier.returncode == 4, earlier.stderr[-3000:]  # scrapy crawl: documents wait in the spool
     assert sorted(r["db"] for r in spooled_records(tmp_path / "spool")) == ["vd_events", "vd_log"]
 
     pouch.start()
@@ -244,7 +245,8 @@ def test_the_health_page_counts_only_what_waits_for_its_own_store(crawl, tmp_pat
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     pouch = PouchDBServer(tmp_path / "pouch")  # not started yet
     for uri in (pouch.url, "http://127.0.0.1:%d/" % other_port(pouch.port)):
-        assert crawl("house_votes", ROLL, uri, env=env).returncode == 0
+        # scrapy crawl: documents wait in the spool
+        assert crawl("house_votes", ROLL, uri, env=env).returncode == 4
     assert len(spooled_records(tmp_path / "spool")) == 4
     pouch.start()
     try:
@@ -253,7 +255,7 @@ def test_the_health_page_counts_only_what_waits_for_its_own_store(crawl, tmp_pat
         pouch.stop()
     assert built.returncode == 0, built.stderr
     assert (
-        "site: 2 documents for this store wait in the spool %s (not on the site until "
+        "votersdaily site: 2 documents for this store wait in the spool %s (not on the site until "
         "`python -m votersdaily flush` delivers them)" % (tmp_path / "spool")
     ) in built.stderr.splitlines()
     page = (tmp_path / "site" / "health.html").read_text()
@@ -272,7 +274,7 @@ def test_flush_leaves_what_earlier_versions_spooled_unless_told(crawl, pouchdb, 
     proc = crawl(
         "house_votes", ROLL, "http://127.0.0.1:%d/" % free_port(), env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 4  # scrapy crawl: documents wait in the spool
     for path in spool.glob("*.jsonl"):
         db, _key, rest = path.name.split("--")
         records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -356,7 +358,7 @@ def test_every_store_refusal_spools_the_run_log_with_the_events(crawl, refusing_
     uri, result = refusing_store
     spool = tmp_path / "spool"
     proc = crawl("house_votes", ROLL, uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
-    assert proc.returncode == 0
+    assert proc.returncode == 4  # scrapy crawl: documents wait in the spool
     assert "could not write the run log" not in proc.stderr and "Traceback" not in proc.stderr
     records = spooled_records(spool)
     by_db = {db: [r["doc"] for r in records if r["db"] == db] for db in ("vd_events", "vd_log")}
@@ -374,7 +376,9 @@ def test_a_wrong_password_loses_nothing_and_flush_delivers_once_it_is_fixed(craw
     pouchdb.reset()
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     wrong = "http://nobody-%s:wrong@127.0.0.1:%d/" % (uuid.uuid4().hex[:8], pouchdb.port)
-    assert crawl("house_votes", ROLL, wrong, env=env).returncode == 0
+    assert (
+        crawl("house_votes", ROLL, wrong, env=env).returncode == 4
+    )  # scrapy crawl: documents wait in the spool
     refused = run_main("flush", store_uri=wrong, env=env)
     assert refused.returncode == 3 and "refused the credentials (HTTP 401)" in refused.stderr
     fixed = run_main("flush", store_uri=pouchdb.url, env=env)
@@ -399,7 +403,9 @@ def test_documents_the_store_forbids_are_spooled_not_lost(crawl, pouchdb, tmp_pa
     [answer] = store.bulk_docs(schema.EVENTS_DB, [guard])
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
     try:
-        assert crawl("house_votes", ROLL, pouchdb.url, env=env).returncode == 0
+        assert (
+            crawl("house_votes", ROLL, pouchdb.url, env=env).returncode == 4
+        )  # scrapy crawl: documents wait in the spool
         [log] = docs(pouchdb.url, schema.LOG_DB)
         assert (log["result"], log["failed_writes"], log["still_spooled_count"]) == ("success", 0, 1)
         [record] = spooled_records(tmp_path / "spool")
@@ -479,7 +485,8 @@ def test_a_full_spool_folder_says_what_it_lost_once_and_exits_1(cli, pouchdb, fu
     for name in spiders:  # every document of a run (its events and its run log) spooled or lost
         assert int(rows[name]["spooled"]) + int(rows[name]["lost"]) == int(rows[name]["items"]) + 1
     assert (
-        "%d documents were lost: neither the store nor the spool folder %s took them" % (lost, full_spool)
+        "votersdaily crawl: %d documents were lost: neither the store nor the spool folder %s took them"
+        % (lost, full_spool)
         in proc.stderr.splitlines()
     )
     # What is there is whole: only finished spool files, every line of them JSON.
@@ -520,7 +527,8 @@ def test_a_crawl_that_cannot_even_spool_its_run_logs_says_so(small_disk, tmp_pat
         "does not take is lost (free space there; each run's losses are in its summary)" % spool
     ]
     assert (
-        err[-1] == "nothing crawled; 2 run logs (StoreUnavailable) lost: the spool could not take them either"
+        err[-1]
+        == "votersdaily crawl: nothing crawled; 2 run logs (StoreUnavailable) lost: the spool could not take them either"
     )
     assert sorted(p.name for p in spool.iterdir()) == ["filler"]
 
@@ -538,7 +546,7 @@ def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, 
     proc = crawl(
         "house_floor", HouseFloorSpider.recording_urls(), wrong, "-s", "VOTERSDAILY_BATCH_SIZE=10", env=env
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 4  # scrapy crawl: documents wait in the spool
     events = sorted(spool.glob("vd_events--*.jsonl"))
     total = sum(len(p.read_bytes().splitlines()) for p in events)
     assert len(events) > 3 and total == 133
@@ -572,6 +580,56 @@ def test_flush_over_damaged_spool_files_delivers_the_rest_and_keeps_them(crawl, 
     assert sorted(spool.iterdir()) == kept
 
 
+def test_a_spool_file_naming_code_is_refused_kept_and_runs_nothing(crawl, pouchdb, tmp_path, monkeypatch):
+    """A spool file names its delivery hooks by a registered name; one naming code (``os:system``, a
+    module on the path, a real class left out of the registry) is refused line by line: nothing it
+    names is imported or called, the file is kept untouched and named, and the rest of the spool is
+    delivered. The files are a real spooled batch (roll 314 under a wrong password), copied and
+    their ``after_batch`` rewritten here."""
+    pouchdb.reset()
+    spool = tmp_path / "spool"
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    wrong = "http://nobody-%s:wrong@127.0.0.1:%d/" % (uuid.uuid4().hex[:8], pouchdb.port)
+    assert (
+        crawl("house_votes", ROLL, wrong, env=env).returncode == 4
+    )  # scrapy crawl: documents wait in the spool
+    (events,) = spool.glob("vd_events--*.jsonl")
+    record = json.loads(events.read_text())
+    assert record["after_batch"] == "reschedules"
+    tripwire = tmp_path / "modules"
+    tripwire.mkdir()
+    (tripwire / "spool_tripwire.py").write_text(
+        "from pathlib import Path\nPath(%r).touch()\ndef boom(*args):\n    raise SystemExit(9)\n"
+        % str(tmp_path / "imported")
+    )
+    monkeypatch.syspath_prepend(str(tripwire))
+    called = []
+    monkeypatch.setattr(os, "system", lambda *args: called.append(args) or 0)
+    hostile = {}
+    for n, name in enumerate(
+        ["os:system", "spool_tripwire:boom", "votersdaily.store.reschedules:RescheduleTracker"]
+    ):
+        path = events.with_name(events.name.replace(".jsonl", "%d.jsonl" % n))
+        path.write_text(json.dumps(dict(record, after_batch=name)) + "\n")
+        hostile[path] = (name, path.read_bytes())
+    events.unlink()
+
+    flushed = run_main("flush", store_uri=pouchdb.url, env=env)
+    assert flushed.returncode == 1
+    assert not (tmp_path / "imported").exists() and "spool_tripwire" not in sys.modules
+    assert called == []
+    for path, (name, data) in hostile.items():
+        kept = path.with_name(path.name + ".undelivered")
+        assert kept.read_bytes() == data  # untouched
+        assert (
+            'kept %s: 1 lines could not be delivered (line 1 names delivery hooks "%s", which are not '
+            "among those a spool delivery runs (reschedules))" % (kept, name) in flushed.stderr
+        )
+    assert docs(pouchdb.url, "vd_events") == []
+    assert [log["parser_name"] for log in docs(pouchdb.url, "vd_log")] == ["house_votes"]
+    assert sorted(spool.iterdir()) == sorted(p.with_name(p.name + ".undelivered") for p in hostile)
+
+
 def test_a_full_disk_under_the_embedded_store_spools_what_it_cannot_store(crawl, small_disk, tmp_path):
     """The embedded store's disk fills mid-crawl (SQLite: ``database or disk is full``): the store
     refuses like an unavailable CouchDB, so what it cannot take is spooled, not lost; with room
@@ -588,7 +646,7 @@ def test_a_full_disk_under_the_embedded_store_spools_what_it_cannot_store(crawl,
         *FAST_RETRIES,
         env=env,
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 4  # scrapy crawl: documents wait in the spool
     assert "database or disk is full" in proc.stderr and "Traceback" not in proc.stderr
     stored = len(docs(uri, "vd_events"))
     spooled = [r for r in spooled_records(tmp_path / "spool") if r["db"] == "vd_events"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -182,6 +183,45 @@ def test_views_follow_updates(db):
     ] == [event(1)["_id"]]
 
 
+def test_id_views_emit_a_row_per_id_and_follow_updates(db):
+    bills = [["hr1-119"], ["hr1-119", "s2-119"], [], ["s2-119"]]
+    upsert(db, DB, [event(i, bill_ids=b, dockets=["24-%d" % (i % 2 + 1)]) for i, b in enumerate(bills)])
+    upsert(db, DB, [event(4, vote_id="h5-119.2025"), event(5, vote_ids=["h5-119.2025", "s9-119.2025"])])
+
+    def ids(view, one):
+        return [(r.id, r.key) for r in db.query(DB, view, startkey=[one], endkey=[one, {}])]
+
+    assert ids("by_bill", "hr1-119") == [(event(i)["_id"], ["hr1-119", event(i)["datetime"]]) for i in (0, 1)]
+    assert [i for i, _ in ids("by_bill", "s2-119")] == [event(1)["_id"], event(3)["_id"]]
+    assert [i for i, _ in ids("by_docket", "24-1")] == [event(0)["_id"], event(2)["_id"]]
+    assert [i for i, _ in ids("by_vote", "h5-119.2025")] == [event(4)["_id"], event(5)["_id"]]
+    # A reparse that names another bill moves the event from one id's rows to the other's.
+    upsert(db, DB, [event(0, bill_ids=["hr7-119"], dockets=[])])
+    assert [i for i, _ in ids("by_bill", "hr1-119")] == [event(1)["_id"]]
+    assert [i for i, _ in ids("by_bill", "hr7-119")] == [event(0)["_id"]]
+    assert [i for i, _ in ids("by_docket", "24-1")] == [event(2)["_id"]]
+
+
+def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):
+    """An embedded store written before the id views existed: its design document lacks them and its
+    documents have no rows in them (made here by taking both out of a store written today). The
+    upgraded code's install_views rebuilds the rows, as CouchDB indexes a changed design."""
+    store = open_store("sqlite:///%s" % (tmp_path / "old.db"))
+    store.install_views(DB)
+    upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(30)])
+    design = store.get(DB, DESIGN_ID)
+    del design["views"]["by_bill"]
+    store.bulk_docs(DB, [design])
+    store._conn.execute("DELETE FROM view_rows WHERE view = 'by_bill'")
+    assert store.query(DB, "by_bill") == []
+    assert store.install_views(DB) is True
+    rows = store.query(DB, "by_bill", startkey=["hr1-119"], endkey=["hr1-119", {}])
+    assert sorted(r.id for r in rows) == sorted(event(i)["_id"] for i in range(0, 30, 3))
+    assert len(store.query(DB, "by_datetime")) == 30  # every other view rebuilt as it was
+    assert store.install_views(DB) is False
+    store.close()
+
+
 def test_log_views(store):
     store.ensure_db("vd_log")
     store.install_views("vd_log")
@@ -350,11 +390,28 @@ def test_the_view_is_read_before_the_first_write_of_a_parser_and_once(db):
 
 def test_spooled_batches_name_a_reschedule_tracker_made_once_per_delivery():
     from votersdaily.store.reschedules import RescheduleTracker, SpooledRescheduleTracker
-    from votersdaily.store.spool import hook_name, load_hook
+    from votersdaily.store.spool import DELIVERY_HOOKS, delivery_name, hook_name
 
-    assert load_hook(hook_name(RescheduleTracker())) is SpooledRescheduleTracker
-    # Spool files written before the tracker moved beside the writer name it in the pipelines.
-    assert load_hook("votersdaily.pipelines:SpooledRescheduleTracker") is SpooledRescheduleTracker
+    assert hook_name(RescheduleTracker()) == "reschedules"
+    assert DELIVERY_HOOKS[delivery_name("reschedules")] is SpooledRescheduleTracker
+    # What earlier versions recorded: the import path of the hooks, read as the name it meant.
+    for path in ("votersdaily.pipelines:SpooledRescheduleTracker", "votersdaily.pipelines:mark_superseded"):
+        assert delivery_name(path) == "reschedules"
+    # The ingest's file-table bookkeeping served only the run that spooled the batch: no hooks now.
+    assert delivery_name("votersdaily.ingest.persist:IngestStorePipeline._rows_written") is None
+
+
+def test_a_batch_whose_hooks_no_delivery_could_run_is_not_spooled(tmp_path):
+    """Hooks must be registered to be spooled with: a batch naming others would wait for nothing."""
+    from votersdaily.store.hooks import AfterBatch
+    from votersdaily.store.spool import Spool
+
+    class Unregistered(AfterBatch):
+        durable = "somewhere:else"
+
+    with pytest.raises(ValueError, match="no delivery could run"):
+        Spool(tmp_path / "spool").write("sqlite:///x.db", DB, [event(1)], (), Unregistered(print))
+    assert not (tmp_path / "spool").exists()
 
 
 def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
@@ -500,3 +557,32 @@ def test_the_embedded_store_tells_what_it_can_without_the_bodies(sqlite_uri):
         "a volatile key less": None,
     }
     assert store.compare_stored(DB, {"no-such-id": doc}, ("access_datetime",)) == {}
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        "votersdaily.pipelines:mark_superseded",
+        "votersdaily.pipelines:SpooledRescheduleTracker",
+        "votersdaily.store.reschedules:SpooledRescheduleTracker",
+    ],
+)
+def test_spool_files_of_earlier_versions_are_delivered_with_the_hooks_they_meant(db, tmp_path, recorded):
+    """Their lines name the hooks by import path (as versions before the registry wrote them): the
+    delivery runs the reschedule tracker they meant, found by name, and marks what they replace."""
+    from votersdaily.store.identity import store_identity
+    from votersdaily.store.reschedules import RescheduleTracker
+    from votersdaily.store.spool import Spool
+
+    upsert(db, DB, [event(11), event(12)])
+    spool = Spool(tmp_path / "spool")
+    path = spool.write(
+        store_identity(db.display_uri), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker()
+    )
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {line["after_batch"] for line in lines} == {"reschedules"}
+    path.write_text("".join(json.dumps(dict(line, after_batch=recorded)) + "\n" for line in lines))
+    report = spool.deliver(db, DB)
+    assert report.documents == 2 and not report.kept and not report.problems
+    assert sorted(report.result.superseded) == sorted([event(11)["_id"], event(12)["_id"]])
+    assert not list(spool.directory.iterdir())

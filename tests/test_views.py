@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from votersdaily.store.views import VIEWS, design_document, view_key
+from votersdaily.store.views import VIEWS, design_document, view_keys
 
 SAMPLES = [
     {
@@ -43,6 +43,23 @@ SAMPLES = [
         "result": "ErrorPage",
     },
     {"_id": "l3", "access_datetime": "2026-10-02T20:00:00Z"},
+    # Ids (by_bill, by_docket, by_vote): a list, a string, odd members and duplicates, no datetime.
+    {
+        "_id": "i1",
+        "datetime": "2026-09-16T23:05:00Z",
+        "bill_ids": ["s2403-119", "hr1-119"],
+        "vote_id": "h314-119.2026",
+        "dockets": [],
+    },
+    {"_id": "i2", "datetime": "2026-09-02T20:50:15Z", "vote_ids": ["h294-119.2026", "h294-119.2026"]},
+    {"_id": "i3", "datetime": "2026-09-02T20:50:15Z", "bill_ids": "hr9-119", "vote_id": ["h1-119.2025"]},
+    {
+        "_id": "i4",
+        "datetime": "2026-09-02T20:50:15Z",
+        "bill_ids": [7, None, ["hr2-119"], {"a": 1}, "hr3-119"],
+    },
+    {"_id": "i5", "bill_ids": ["hr4-119"], "dockets": ["24-123"], "vote_id": "s1-119.2025"},
+    {"_id": "i6", "datetime": "2023-06-30T00:00:00Z", "dockets": ["21-476", "22O156"], "vote_ids": None},
 ]
 
 RUNNER = r"""
@@ -82,5 +99,24 @@ def test_js_map_functions_match_the_specs(db):
     )
     emitted = json.loads(answer.stdout)
     for name, spec in VIEWS[db].items():
-        expected = [[] if view_key(spec, doc) is None else [view_key(spec, doc)] for doc in SAMPLES]
+        expected = [view_keys(spec, doc) for doc in SAMPLES]
         assert emitted[name] == expected, name
+    if db == "vd_events":  # the samples reach every branch of the id views' maps
+        emitted_ids = {
+            name: [k for keys in emitted[name] for k in keys] for name in ("by_bill", "by_docket", "by_vote")
+        }
+        assert emitted_ids == {
+            "by_bill": [
+                ["s2403-119", "2026-09-16T23:05:00Z"],
+                ["hr1-119", "2026-09-16T23:05:00Z"],
+                ["hr9-119", "2026-09-02T20:50:15Z"],
+                ["hr3-119", "2026-09-02T20:50:15Z"],
+            ],
+            "by_docket": [["21-476", "2023-06-30T00:00:00Z"], ["22O156", "2023-06-30T00:00:00Z"]],
+            "by_vote": [
+                ["h314-119.2026", "2026-09-16T23:05:00Z"],
+                ["h294-119.2026", "2026-09-02T20:50:15Z"],
+                ["h294-119.2026", "2026-09-02T20:50:15Z"],
+                ["h1-119.2025", "2026-09-02T20:50:15Z"],
+            ],
+        }

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -39,6 +39,12 @@ from .plumbing.warc_writer import WarcFileWriter, decoded_headers, request_recor
 from .requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SPIDER_META_PREFIX
 from .schema import NOT_ARCHIVED
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from warcio.recordbuilder import RecordBuilder
+
 logger = logging.getLogger(__name__)
 
 CALLBACK_HEADER = "VotersDaily-Callback"
@@ -47,13 +53,13 @@ META_HEADER = "VotersDaily-Meta"
 STAMP_FORMAT = "%Y%m%d%H%M%S"
 
 
-def archive_dir(settings) -> Path:
+def archive_dir(settings: BaseSettings) -> Path:
     """The archive folder: ``$VOTERSDAILY_ARCHIVE_DIR`` first (one shared path for every job of a
     node, and for test runs), then the setting; relative: under the data home (votersdaily/locations.py)."""
     return locations.archive_dir(settings)
 
 
-def recorded_meta(meta: dict) -> dict:
+def recorded_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """The request's own ``vd_*`` meta that survives JSON (what a replay needs to parse the same way)."""
     kept = {}
     for key, value in meta.items():
@@ -76,7 +82,7 @@ class ArchiveMiddleware:
     event: the response goes on to the spider, and its events are marked ``archived: false`` instead
     of pointing at a record."""
 
-    def __init__(self, crawler, folder: Path):
+    def __init__(self, crawler: Crawler, folder: Path) -> None:
         self.crawler = crawler
         name = crawler.spidercls.name
         self.writer = WarcFileWriter(
@@ -95,7 +101,7 @@ class ArchiveMiddleware:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         if not settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED"):
             raise NotConfigured("the source archive is off (VOTERSDAILY_ARCHIVE_ENABLED=False)")
@@ -110,7 +116,9 @@ class ArchiveMiddleware:
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
 
-    async def process_response(self, request: Request, response: Response, spider=None):
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         if request.meta.get(REPLAY_META) or request.url.endswith("/robots.txt"):
             return response
         callback = getattr(request.callback, "__name__", None) or "parse"
@@ -133,7 +141,7 @@ class ArchiveMiddleware:
         request.meta[ACCESS_META] = fetched
         return response
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.writer.path is not None:
             doc["warc_file"] = self.writer.path.name
             doc["warc_path"] = str(self.writer.path)
@@ -141,7 +149,7 @@ class ArchiveMiddleware:
         if self.writer.records or self.writer.not_written:
             doc.update(self.writer.run_log_fields())
 
-    def close(self, spider=None) -> None:
+    def close(self, spider: Spider | None = None) -> None:
         """At spider close: every queued record written, the file closed, retention applied."""
         self.writer.close()
         stats = self.crawler.stats
@@ -164,7 +172,14 @@ class ArchiveMiddleware:
             logger.info("source archive: removed %d old WARC files of %s", len(removed), path.parent.name)
 
 
-def _records(builder, request: Request, response: Response, callback: str, meta: dict, fetched: str) -> list:
+def _records(
+    builder: RecordBuilder,
+    request: Request,
+    response: Response,
+    callback: str,
+    meta: dict[str, Any],
+    fetched: str,
+) -> list[Any]:
     """The response record (first: its offset is the event's ``warc_offset``) and its request's."""
     response_rec = response_record(
         builder,
@@ -264,7 +279,7 @@ def read_responses(path: Path) -> Iterator[ArchivedResponse | WarcDamage]:
             )
 
 
-def _archived_response(path: Path, offset: int, record) -> ArchivedResponse:
+def _archived_response(path: Path, offset: int, record: Any) -> ArchivedResponse:
     headers = record.rec_headers
     http = record.http_headers
     if http is None:
@@ -301,11 +316,13 @@ def retired_files(folder: Path) -> set[str]:
 
 def apply_retention(folder: Path, *, max_age_days: float, max_bytes: int, keep: Path | None) -> list[Path]:
     """Delete WARC files older than ``max_age_days`` (0: keep all), then the oldest ones while the
-    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays. The
+    folder holds more than ``max_bytes`` (0: no limit). ``keep`` (the file just written) stays, and
+    so does every file the archive did not write (not named ``<spider>-<start>-<id>.warc.gz``). The
     names removed are added to the folder's :data:`RETIRED_LIST`."""
-    files = sorted(
-        folder.glob("*.warc.gz"), key=lambda p: (run_started(p) or datetime.min.replace(tzinfo=UTC), p.name)
-    )
+    ours = [
+        p for p in folder.glob("%s-*.warc.gz" % folder.name) if run_started(p) is not None and p.is_file()
+    ]
+    files = sorted(ours, key=lambda p: (run_started(p), p.name))
     removed: list[Path] = []
     if max_age_days > 0:
         cutoff = time.time() - max_age_days * 86400

@@ -18,9 +18,11 @@ from .clock import iso_utc
 
 Temporal = datetime | date | str
 
-#: Two sentinels with different hours: a text whose parsed hour follows the default had no time part.
+#: Two sentinels differing in every part: what a text does not give follows the sentinel, so a
+#: part that differs between the two parses was never in the text (dateutil fills it from its
+#: default: today's date, if none is given). The hour tells a date from a date and time.
 _DEFAULT_A = datetime(2000, 1, 1, 0, 0, 0)
-_DEFAULT_B = datetime(2000, 1, 1, 1, 1, 1)
+_DEFAULT_B = datetime(2004, 2, 2, 1, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -99,15 +101,61 @@ def _localize_exact(naive: datetime, zone_name: str) -> tuple[datetime, str | No
         return zone.normalize(zone.localize(naive, is_dst=False)), "nonexistent"
 
 
-def _parse_text(value: str) -> tuple[datetime, bool]:
-    text = " ".join(value.split())
-    if not text:
-        raise ValueError("empty datetime text")
+@dataclass(frozen=True)
+class PartialDate:
+    """A calendar date to the precision its source gives: a year, a year and month, or a day."""
+
+    year: int
+    month: int | None = None
+    day: int | None = None
+
+    def iso(self) -> str:
+        """``2017``, ``2017-01`` or ``2017-01-26`` (ISO 8601 at reduced precision)."""
+        parts = [("%04d", self.year), ("%02d", self.month), ("%02d", self.day)]
+        return "-".join(fmt % value for fmt, value in parts if value is not None)
+
+    def to_date(self) -> date | None:
+        """The day, when the source gave one; never a day it did not give."""
+        return date(self.year, self.month, self.day) if self.month and self.day else None
+
+
+def _parse_twice(text: str, what: str) -> tuple[datetime, datetime]:
+    """dateutil's reading of ``text`` over each sentinel default (see :data:`_DEFAULT_A`)."""
+    folded = " ".join(text.split())
+    if not folded:
+        raise ValueError("empty %s text" % what)
     try:
-        a = dateutil_parser.parse(text, default=_DEFAULT_A)
-        b = dateutil_parser.parse(text, default=_DEFAULT_B)
+        return (
+            dateutil_parser.parse(folded, default=_DEFAULT_A),
+            dateutil_parser.parse(folded, default=_DEFAULT_B),
+        )
     except (ValueError, OverflowError) as exc:
-        raise ValueError("unparseable datetime %r: %s" % (value, exc)) from None
+        raise ValueError("unparseable %s %r: %s" % (what, text, exc)) from None
+
+
+def parse_partial_date(text: str) -> PartialDate:
+    """A date at the precision ``text`` gives (``2017``, ``2017/01``, ``January 2017``, ``Apr 22,
+    2019``), never completed from today or any default. A text without a year (``26 January``,
+    ``Monday``) or with a day but no month cannot be read without inventing: ValueError."""
+    a, b = _parse_twice(text, "date")
+    if a.year != b.year:
+        raise ValueError("%r gives no year: a date is never completed with an invented one" % text)
+    month = a.month if a.month == b.month else None
+    day = a.day if a.day == b.day else None
+    if day is not None and month is None:
+        raise ValueError("%r gives a day but no month" % text)
+    return PartialDate(a.year, month, day)
+
+
+def _parse_text(value: str) -> tuple[datetime, bool]:
+    """A datetime (or a date: the bool) from text giving at least a whole date. A text missing its
+    year, month or day is refused: dateutil would complete it from its default."""
+    a, b = _parse_twice(value, "datetime")
+    missing = [part for part in ("year", "month", "day") if getattr(a, part) != getattr(b, part)]
+    if missing:
+        raise ValueError(
+            "%r gives no %s: a date is never completed with invented parts" % (value, missing[0])
+        )
     date_only = a.hour != b.hour and a.tzinfo is None
     return a, date_only
 

@@ -14,12 +14,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from . import settings as project_settings
+from .setting_rules import OWN_PREFIXES
 
 if TYPE_CHECKING:  # the laundromat's workers read DEFAULTS and need no Scrapy (0.2 s to import)
     from scrapy.settings import BaseSettings
 
-#: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
-OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")
 
 DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {name: getattr(project_settings, name) for name in dir(project_settings) if name.startswith(OWN_PREFIXES)}

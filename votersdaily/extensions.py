@@ -14,6 +14,7 @@ import time
 import traceback as tb
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from scrapy import signals
@@ -24,7 +25,16 @@ from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
+from .interrupts import (
+    FORCED_STOP,
+    GRACEFUL_STOP,
+    INTERRUPTED,
+    NOT_FETCHED_STAT,
+    WORK_LEFT_STAT,
+    CrawlInterrupted,
+)
 from .items import EventItem
+from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store import mask_uri, store_uri
@@ -34,15 +44,22 @@ from .store.identity import store_identity
 from .store.names import db_prefix
 from .store.spool import FULL_FOLDERS, NotSpooled, Spool
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
 logger = logging.getLogger(__name__)
 
 
-def is_robots_request(request) -> bool:
+def is_robots_request(request: Request) -> bool:
     """A robots.txt request of Scrapy's RobotsTxtMiddleware."""
     return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
 
 
-def first_start_url(spider) -> str:
+def first_start_url(spider: Spider) -> str:
     """Where the run meant to start (for a run that fetched nothing): given, listing or start URL."""
     for attr in ("given_urls", "listing_urls", "start_urls"):
         urls = getattr(spider, attr, None)
@@ -51,7 +68,7 @@ def first_start_url(spider) -> str:
     return ""
 
 
-def spool_run_log(settings, doc: dict) -> Spool:
+def spool_run_log(settings: BaseSettings, doc: dict[str, Any]) -> Spool:
     """Keep a run log its store did not take like any other document: spooled for that store until it
     takes it (the next run or ``python -m votersdaily flush`` delivers it). Raises
     :class:`~.store.spool.NotSpooled` when the spool cannot take it either (reported once per folder)."""
@@ -65,7 +82,7 @@ def spool_run_log(settings, doc: dict) -> Spool:
     return spool
 
 
-def unavailable_run_log(spidercls, source_url: str, exc: BaseException) -> dict:
+def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseException) -> dict[str, Any]:
     """The run log of a run that did not start because its store was unavailable."""
     now = now_iso()
     message = str(exc)
@@ -102,7 +119,7 @@ def running_code() -> dict[str, str]:
     }
 
 
-def run_input(spider) -> str | None:
+def run_input(spider: Spider) -> str | None:
     """Where an event spider's documents came from: ``listing`` (discovery), ``offline`` (every
     shipped recording, as ``crawl --offline`` replays them), ``replay`` (recordings picked by hand)
     or ``given`` (other documents given with ``-a url=``). The health page counts only the first two."""
@@ -118,7 +135,7 @@ def run_input(spider) -> str | None:
 
 
 class RunLog:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.inline_limit = settings.getint("VOTERSDAILY_LOG_INLINE_LIMIT")
@@ -130,23 +147,29 @@ class RunLog:
         self.source_body: bytes | None = None
         self.source_text: str | None = None
         self.source_type = "text/plain"
-        self.failures: list[dict] = []
-        self.rejected: list[dict] = []
+        self.failures: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
         self.responses = 0
         #: Items the pipelines passed (every kind: an ingest's results, a reparse's events).
         self.items_scraped = 0
         #: Per reply (response URL): events kept and records/events dropped, to tell a reply whose
         #: every record was dropped (a changed format) from one that had nothing.
-        self.kept_by_reply: Counter = Counter()
-        self.dropped_by_reply: Counter = Counter()
-        self.dropped_records: list[dict] = []
+        self.kept_by_reply: Counter[str] = Counter()
+        self.dropped_by_reply: Counter[str] = Counter()
+        self.dropped_records: list[dict[str, Any]] = []
         #: Events and records dropped, by reason (the run log's ``dropped``).
         self.dropped: Counter[str] = Counter()
         #: Documents a replayed listing names that are not recorded beside it (skipped).
         self.not_beside = 0
+        #: The log is being (or was) written: a forced stop leaves it to that write.
+        self.closing = False
+        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
+        self.result: str | None = None
+        #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
+        self._forced_stop_trigger: Any = None
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("VOTERSDAILY_RUN_LOG_ENABLED"):
             raise NotConfigured("the run log is off (VOTERSDAILY_RUN_LOG_ENABLED=False)")
         ext = cls(crawler)
@@ -166,12 +189,16 @@ class RunLog:
 
     # -- observation ---------------------------------------------------------------------------
 
-    def spider_opened(self, spider):
+    def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
         self.access_datetime = now_iso()
         logger.info("code: votersdaily %(version)s from %(path)s", running_code())
+        # A second Ctrl-C stops the reactor with this spider still open: its log is spooled then.
+        self._forced_stop_trigger = installed_reactor().addSystemEventTrigger(
+            "before", "shutdown", self.forced_stop, spider
+        )
 
-    def response_received(self, response, request, spider):
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         self.responses += 1
         if is_robots_request(request):
             return  # never the run's source: Scrapy fetches it before the start document
@@ -195,11 +222,12 @@ class RunLog:
             )
         else:
             self.source_text = None
-            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(
+            self.source_type = response.headers.get("Content-Type", b"application/octet-stream").decode(  # type: ignore[union-attr]  # a default is given
                 "latin-1"
             )
 
-    def _record(self, failure, where: str, url: str | None = None) -> None:
+    def _record(self, failure: Failure, where: str, url: str | None = None) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         message = failure.getErrorMessage()
         response = getattr(failure.value, "response", None)
         if response is not None and getattr(response, "status", None):
@@ -218,21 +246,23 @@ class RunLog:
             }
         )
 
-    def spider_error(self, failure, response, spider):
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
         self._record(failure, "spider", getattr(response, "url", None))
 
-    def item_error(self, item, response, spider, failure):
+    def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         self._record(failure, "pipeline", getattr(response, "url", None))
 
-    def source_failed(self, failure, url, spider):
+    def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
+        if failure.check(CrawlInterrupted):
+            return  # never fetched because the person stopped the crawl: counted in not_fetched_count
         self._record(failure, "download", url)
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         self.items_scraped += 1
         if isinstance(item, EventItem):
             self.kept_by_reply[getattr(response, "url", "")] += 1
 
-    def item_dropped(self, item, response, exception, spider):
+    def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
             self.dropped_by_reply[getattr(response, "url", "")] += 1
         # Imported here: the run log is in every crawl, the event pipelines only in event spiders'.
@@ -241,13 +271,13 @@ class RunLog:
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 
-    def record_dropped(self, response, reason, message, spider):
+    def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
         url = getattr(response, "url", "")
         self.dropped[reason] += 1
         self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
-    def documents_not_beside(self, listing, missing, spider):
+    def documents_not_beside(self, listing: str, missing: list[str], spider: Spider) -> None:
         self.not_beside += len(missing)
 
     def _all_dropped_replies(self) -> None:
@@ -257,7 +287,7 @@ class RunLog:
                 message = "all %d records of %s were dropped (see dropped)" % (dropped, url)
                 self._failed_without_traceback(AllRecordsDropped(message), "spider", url)
 
-    def archive_unreadable(self, exception: Exception, spider):
+    def archive_unreadable(self, exception: Exception, spider: Spider) -> None:
         self._failed_without_traceback(exception, "archive", None)
 
     def _failed_without_traceback(self, exception: Exception, where: str, url: str | None) -> None:
@@ -274,14 +304,47 @@ class RunLog:
             }
         )
 
-    def input_rejected(self, failure, url, spider):
+    def input_rejected(self, failure: Failure, url: str, spider: Spider) -> None:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.rejected.append(
             {"exception": failure.type.__name__, "message": failure.getErrorMessage(), "where": url}
         )
 
     # -- the log document ------------------------------------------------------------------------
 
-    async def spider_closed(self, spider, reason):
+    def _stop_watching_shutdown(self) -> None:
+        self.closing = True
+        if self._forced_stop_trigger is not None:
+            installed_reactor().removeSystemEventTrigger(self._forced_stop_trigger)
+            self._forced_stop_trigger = None
+
+    def forced_stop(self, spider: Spider) -> None:
+        """The reactor is stopping with this spider open (a second Ctrl-C): the documents its writers
+        held and its run log (result ``interrupted``, ``finish_reason`` "forced stop") go to the
+        spool, synchronously: the store may be slow or gone, the person wants out."""
+        if self.closing:
+            return  # spider_closed is writing the log (the reactor's thread pool finishes that write)
+        self._stop_watching_shutdown()  # and spider_closed, should it still come, writes nothing
+        for writer in writers_of(self.crawler):
+            writer.spool_unwritten()
+        doc = self.build(spider, FORCED_STOP)
+        try:
+            spool = spool_run_log(self.crawler.settings, doc)
+        except NotSpooled:  # the spool said why, once for its folder
+            logger.error("%s stopped before it finished: its run log is lost", spider.name)
+            return
+        self.crawler.stats.set_value("votersdaily/run_log_spooled", str(spool.directory))
+        logger.error(
+            "%s stopped before it finished: its run log (%d items scraped) spooled to %s",
+            spider.name,
+            doc["items_scraped"],
+            spool.directory,
+        )
+
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.closing:
+            return  # a forced stop spooled this run's log already
+        self._stop_watching_shutdown()
         doc = self.build(spider, reason)
         if doc.get("reparse_dry_run"):
             return  # a dry run writes nothing (nor spools), its log neither
@@ -291,7 +354,7 @@ class RunLog:
             self._keep(spider, doc, exc)
         self._say_lost(spider)
 
-    def _keep(self, spider, doc: dict, exc: Exception) -> None:
+    def _keep(self, spider: Spider, doc: dict[str, Any], exc: Exception) -> None:
         """The store did not take the run log: spool it, or (the spool cannot take it either) count it lost."""
         if self.started is None and isinstance(exc, StoreError):  # never opened: its store failed first
             doc.update(
@@ -326,7 +389,7 @@ class RunLog:
             spool.directory,
         )
 
-    def _say_lost(self, spider) -> None:
+    def _say_lost(self, spider: Spider) -> None:
         """One line per run that lost documents (its run log may be among them, and may be the only
         record of the others): what was lost. The full folder was named when it first refused."""
         lost = self.crawler.stats.get_value("votersdaily/lost", 0)
@@ -340,7 +403,7 @@ class RunLog:
                 else "",
             )
 
-    def build(self, spider, reason: str) -> dict:
+    def build(self, spider: Spider, reason: str) -> dict[str, Any]:
         stats = self.crawler.stats
         totals = write_totals(self.crawler)
         total = totals.total()
@@ -360,12 +423,21 @@ class RunLog:
                 )
         self._all_dropped_replies()
         dropped = dict(self.dropped)
+        # Stopped by the person (Ctrl-C, scrapyd's cancel), or ended with requests left unfetched;
+        # a stop that found all the work in flight, which then finished, left nothing out.
+        not_fetched = int(stats.get_value(NOT_FETCHED_STAT, 0))
+        if reason == GRACEFUL_STOP and stats.get_value(WORK_LEFT_STAT) is False and not not_fetched:
+            reason = "finished"
+        interrupted = reason in (GRACEFUL_STOP, FORCED_STOP) or bool(not_fetched)
         if self.failures:
             result = self.failures[0]["exception"]
+        elif interrupted:  # not broken, not complete either
+            result = INTERRUPTED
         elif reason != "finished":
             result = reason
         else:
             result = "success"
+        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
@@ -402,6 +474,9 @@ class RunLog:
         }
         if outage:
             doc["store_outage"] = outage
+        if interrupted:
+            doc["interrupted"] = "forced" if reason == FORCED_STOP else "graceful"
+            doc["not_fetched_count"] = not_fetched
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:
@@ -436,12 +511,12 @@ class RunLog:
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
 
-    def outputs(self, spider) -> dict[str, str]:
+    def outputs(self, spider: Spider) -> dict[str, str]:
         """Where the spider wrote besides the store: its ``output_settings`` as absolute paths
         (votersdaily/locations.py)."""
         return locations.locations(self.crawler.settings, tuple(getattr(spider, "output_settings", ())))
 
-    def _attach_source(self, doc: dict) -> None:
+    def _attach_source(self, doc: dict[str, Any]) -> None:
         if self.source_text is not None:
             data = self.source_text.encode("utf-8")
             if len(data) <= self.inline_limit:
@@ -459,7 +534,7 @@ class RunLog:
             "source_text": {"content_type": self.source_type, "data": base64.b64encode(data).decode("ascii")}
         }
 
-    def _write(self, doc: dict) -> None:
+    def _write(self, doc: dict[str, Any]) -> None:
         store = store_for(self.crawler)
         store.ensure_db(schema.LOG_DB)
         store.install_views(schema.LOG_DB)

@@ -12,16 +12,20 @@ reference counting meanwhile: only cycles among the frozen ones wait for the unf
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 
 class FreezeStartupObjects:
     """Extension: :func:`gc.freeze` at ``engine_started``, :func:`gc.unfreeze` at ``engine_stopped``."""
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> FreezeStartupObjects:
         if not crawler.settings.getbool("VOTERSDAILY_GC_FREEZE"):
             raise NotConfigured(
                 "the start-up objects stay in the garbage collector (VOTERSDAILY_GC_FREEZE=False)"

@@ -3,6 +3,8 @@ them from the other jobs' items; every component reads them through ``ItemAdapte
 
 from __future__ import annotations
 
+from typing import Any
 
-class EventItem(dict):
+
+class EventItem(dict[str, Any]):
     """One event of docs/events.md §2, plus ``unique_key`` and any ad hoc keys of its source."""

@@ -103,7 +103,7 @@ def data_home(settings: Any = None) -> Path:
     return home_and_reason(settings)[0]
 
 
-def under_home(value: str | os.PathLike, settings: Any = None) -> Path:
+def under_home(value: str | os.PathLike[str], settings: Any = None) -> Path:
     """``value`` as an absolute path: itself if absolute (``~`` expanded), else under the data home."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else data_home(settings) / path

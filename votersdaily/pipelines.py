@@ -7,6 +7,7 @@ laundromat spiders can share a project with the event spiders.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any, Self
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -16,14 +17,17 @@ from . import schema
 from .datetimes import normalise
 from .items import EventItem
 from .store.crawler import writer_for
+from .store.reschedules import RescheduleTracker
 
-# Spool files of earlier versions name their delivery hooks here.
-from .store.reschedules import RescheduleTracker, SpooledRescheduleTracker, mark_superseded  # noqa: F401
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
 
-def count_dropped(stats, reason: str) -> None:
+def count_dropped(stats: StatsCollector, reason: str) -> None:
     """One event (or record) that will not be stored, counted in the stats under its reason (for
     operators; the run log counts the ``item_dropped`` and ``record_dropped`` signals)."""
     stats.inc_value("events/dropped")
@@ -34,12 +38,12 @@ class InvalidEvent(DropItem):
     """An event that broke a rule: dropped, never stored. ``reason`` is its key in the run log's
     ``dropped`` (which reads it from Scrapy's ``item_dropped`` signal)."""
 
-    def __init__(self, message: str, reason: str):
+    def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
 
 
-def _drop(crawler, code: str, message: str, item) -> InvalidEvent:
+def _drop(crawler: Crawler, code: str, message: str, item: Any) -> InvalidEvent:
     count_dropped(crawler.stats, code)
     adapter = ItemAdapter(item)
     return InvalidEvent(
@@ -50,22 +54,22 @@ def _drop(crawler, code: str, message: str, item) -> InvalidEvent:
 
 
 class _CrawlerPipeline:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
 
 class NormaliseDatetimesPipeline(_CrawlerPipeline):
     """Source-local, aware or date-only values → ``YYYY-MM-DDTHH:MM:SSZ`` (plus ``all_day``)."""
 
-    def process_item(self, item):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
         zone = item.get("source_timezone") or getattr(self.crawler.spider, "source_timezone", "UTC")
-        assert isinstance(zone, str), "source_timezone is a zone name"  # the spiders' contract
+        assert isinstance(zone, str), "source_timezone is a zone name"  # noqa: S101 - the spiders' contract
         for key in ("datetime", "end_datetime"):
             value = item.get(key)
             if value is None or (key == "datetime" and value == ""):
@@ -91,7 +95,7 @@ class ValidateEventPipeline(_CrawlerPipeline):
     and the rules run in one pass over the values (:func:`schema.check_event`).
     """
 
-    def process_item(self, item):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
         try:
@@ -106,7 +110,7 @@ class ValidateEventPipeline(_CrawlerPipeline):
 class EventIdPipeline:
     """``_id`` = ``<datetime>-<parser_name>-<unique_key>``."""
 
-    def process_item(self, item):
+    def process_item(self, item: Any) -> Any:
         if isinstance(item, EventItem):
             item["_id"] = schema.event_id(item["datetime"], item["parser_name"], item["unique_key"])
         return item
@@ -115,7 +119,7 @@ class EventIdPipeline:
 class EventStorePipeline:
     """Batched, revision-aware writes of events to ``vd_events``, off the reactor thread."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.writer = writer_for(
             crawler,
@@ -126,7 +130,7 @@ class EventStorePipeline:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def _dry_run(self) -> bool:
@@ -134,11 +138,11 @@ class EventStorePipeline:
         reparse = getattr(self.crawler.spider, "reparse", None)
         return reparse is not None and reparse.dry_run
 
-    async def open_spider(self):
+    async def open_spider(self) -> None:
         if not self._dry_run():
             await maybe_deferred_to_future(self.writer.open())
 
-    def process_item(self, item):
+    def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem) or self._dry_run():
             return item
         waiting = self.writer.add(dict(item))
@@ -147,10 +151,10 @@ class EventStorePipeline:
         return self._after(waiting, item)
 
     @staticmethod
-    async def _after(accepted, item):
+    async def _after(accepted: Deferred[None], item: Any) -> Any:
         await maybe_deferred_to_future(accepted)
         return item
 
-    async def close_spider(self):
+    async def close_spider(self) -> None:
         if not self._dry_run():
             await maybe_deferred_to_future(self.writer.close())

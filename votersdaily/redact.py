@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 #: ``scheme://user:password@`` (the password never holds ``@``, ``/`` or whitespace unencoded).
 CREDENTIALS_RE = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)[^@/\s'\"]+@")
@@ -54,7 +57,7 @@ class RedactSecrets:
         install()
 
     @classmethod
-    def from_crawler(cls, crawler) -> RedactSecrets:
+    def from_crawler(cls, crawler: Crawler) -> RedactSecrets:
         return cls()
 
 

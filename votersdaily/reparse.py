@@ -39,7 +39,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TextIO, cast
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -50,10 +50,20 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .requestmeta import REPLAY_META
+from .store.base import StoreError
 from .store.crawler import store_for
 from .store.revisions import content, same_content
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
+    from pathlib import Path
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+    from votersdaily.spiders.base import EventSpider
+    from votersdaily.store.base import Store
+
     from .archive import ArchivedResponse
     from .plumbing.warc_reader import WarcDamage
 
@@ -110,29 +120,29 @@ class Reparse:
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
-    events: dict[str, dict] = field(default_factory=dict)
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
     read: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Every stretch of the archive that did not read back (named by file and offset, skipped).
     damage: list[WarcDamage] = field(default_factory=list)
     #: Event id → the archive pointer (values of :data:`ARCHIVE_POINTER`) of the (latest) record read
     #: back whole that produced it.
-    sources: dict[str, tuple] = field(default_factory=dict)
+    sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 class ReplayMiddleware:
     """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
     archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request, spider=None):
-        spider = self.crawler.spider
+    def process_request(self, request: Request, spider: Spider | None = None) -> Response | None:
+        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         if getattr(spider, "reparse", None) is None:
             return None
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
@@ -153,12 +163,14 @@ class ReparseExtension:
     """At the end of a reparse: marks the events the current parser no longer produces (or, in a dry
     run, says what it would do) and adds the reparse's figures to the run log."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.report: dict[str, Any] = {}
+        #: The store failed under the reparse (said once): nothing is marked at its end.
+        self.store_failed = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
@@ -166,14 +178,32 @@ class ReparseExtension:
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
 
-    def _reparse(self, spider) -> Reparse | None:
+    def _reparse(self, spider: Spider) -> Reparse | None:
         return getattr(spider, "reparse", None)
 
-    def spider_opened(self, spider):
+    def _store_failed(self, spider: Spider, exc: StoreError) -> None:
+        """The store stopped answering (or refused) while the reparse read it: one line, and the run
+        fails with it (the run log's result), instead of a traceback per signal handler."""
+        from twisted.python.failure import Failure
+
+        self.store_failed = True
+        self.report = {"reparse": True, "reparse_dry_run": getattr(self._reparse(spider), "dry_run", None)}
+        logger.error("reparse of %s: %s", spider.name, exc)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
+        )
+
+    def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
         reparse = self._reparse(spider)
         if reparse is None:
             return
+        try:
+            self._versions_before(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
@@ -184,7 +214,9 @@ class ReparseExtension:
                 )
 
     @staticmethod
-    def _events_of(store, parser_name: str, fields: tuple[str, ...] | None = None) -> list[dict]:
+    def _events_of(
+        store: Store, parser_name: str, fields: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
         """The stored events of ``parser_name``: whole, or only ``fields`` (with ``_id``)."""
         rows = store.query(
             schema.EVENTS_DB,
@@ -196,7 +228,7 @@ class ReparseExtension:
         )
         return [row.doc for row in rows if row.doc]
 
-    def item_scraped(self, item, response, spider):
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse(spider)
         if reparse is None or "_id" not in item:
             return
@@ -209,7 +241,7 @@ class ReparseExtension:
                 (item["_id"], item.get("datetime"), item.get("source_text"))
             )
 
-    def spider_closed(self, spider, reason):
+    def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
         reparse = self._reparse(spider)
         if reparse is None:
@@ -223,6 +255,14 @@ class ReparseExtension:
                 "replaced_count": 0,
             }
             return
+        if self.store_failed:
+            return
+        try:
+            self._finish(spider, reparse)
+        except StoreError as exc:
+            self._store_failed(spider, exc)
+
+    def _finish(self, spider: EventSpider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
         events = self._events_of(store, spider.name, CHECK_FIELDS) if store.has_db(schema.EVENTS_DB) else []
         marks, versions = self._marks(store, spider, reparse, events)
@@ -254,7 +294,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            self.crawler.reparse_plan = {
+            self.crawler.reparse_plan = {  # type: ignore[attr-defined]  # issue 30 item 3 types this
                 "spider": spider.name,
                 "parser": current,
                 "plan": plan,
@@ -269,7 +309,9 @@ class ReparseExtension:
                 },
             }
 
-    def _verify(self, store, spider, reparse: Reparse, events: list[dict]) -> ArchiveCheck:
+    def _verify(
+        self, store: Store, spider: Spider, reparse: Reparse, events: list[dict[str, Any]]
+    ) -> ArchiveCheck:
         """Every stored event of the spider (``events``: their :data:`CHECK_FIELDS`) that points into
         the reparsed period, against the records read back; those that could not be checked fail the
         run (``UnverifiedEvents``)."""
@@ -307,7 +349,7 @@ class ReparseExtension:
         return checked
 
     @staticmethod
-    def _plan(store, events: dict[str, dict]) -> dict[str, list[str]]:
+    def _plan(store: Store, events: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """What the store pipeline would do with ``events``: insert, update or leave unchanged."""
         plan: dict[str, list[str]] = {"insert": [], "update": [], "unchanged": []}
         stored = store.get_many(schema.EVENTS_DB, list(events)) if store.has_db(schema.EVENTS_DB) else {}
@@ -321,7 +363,9 @@ class ReparseExtension:
                 plan["update"].append(doc_id)
         return plan
 
-    def _marks(self, store, spider, reparse: Reparse, events: list[dict]) -> tuple[list[dict], set[str]]:
+    def _marks(
+        self, store: Store, spider: EventSpider, reparse: Reparse, events: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], set[str]]:
         """The marks to write: live events of replayed documents that no produced event matches
         (``events``: the stored events' :data:`CHECK_FIELDS`; those to mark are read whole)."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
@@ -362,7 +406,7 @@ class ReparseExtension:
             marks.append(mark)
         return marks, versions
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.report:
             doc.update(self.report)
 
@@ -372,17 +416,17 @@ class ArchiveCheck:
     """Stored events' archive pointers against what a reparse read back."""
 
     #: Events whose record was not read whole: {_id, warc_file, warc_offset, reason}.
-    unverified: list[dict] = field(default_factory=list)
+    unverified: list[dict[str, Any]] = field(default_factory=list)
     verified: int = 0
     #: Events whose pointer was bad or missing, produced again from a record read whole: the event
     #: with its pointer moved there (a dry run only counts them).
-    repointed: list[dict] = field(default_factory=list)
+    repointed: list[dict[str, Any]] = field(default_factory=list)
     #: Events a crawl could not archive (``archived: false``, no pointer), and events whose file the
     #: archive's retention removed: nothing to check, counted.
     not_archived: int = 0
     retired: int = 0
 
-    def check(self, events: list[dict], reparse: Reparse, retired: set[str]) -> None:
+    def check(self, events: list[dict[str, Any]], reparse: Reparse, retired: set[str]) -> None:
         from .archive import run_of
 
         read_files = set(reparse.files)
@@ -415,7 +459,7 @@ class ArchiveCheck:
                     }
                 )
 
-    def _repoint(self, doc: dict, source: tuple) -> None:
+    def _repoint(self, doc: dict[str, Any], source: tuple[Any, ...]) -> None:
         moved = {k: v for k, v in doc.items() if k not in ("_rev", schema.NOT_ARCHIVED)}
         self.repointed.append({**moved, **dict(zip(ARCHIVE_POINTER, source, strict=True))})
 
@@ -454,14 +498,16 @@ class ArchiveCheck:
         return fields
 
 
-def points_into_archive(store, spider: str, folder, since: datetime | None, until: datetime | None) -> bool:
+def points_into_archive(
+    store: Store, spider: str, folder: Path, since: datetime | None, until: datetime | None
+) -> bool:
     """Whether a stored event of ``spider`` points at a WARC file of a run started in [since, until]
     that retention did not remove (a reparse must then look for it, also when the folder is gone)."""
     from pathlib import Path
 
     from .archive import retired_files, run_of
 
-    if schema.EVENTS_DB not in store.list_dbs():
+    if not store.has_db(schema.EVENTS_DB):
         return False
     retired = retired_files(Path(folder) / spider)
     return any(
@@ -470,12 +516,12 @@ def points_into_archive(store, spider: str, folder, since: datetime | None, unti
     )
 
 
-def _changed_keys(old: dict, new: dict) -> list[str]:
+def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     keys = set(content(old, schema.VOLATILE_EVENT_KEYS)) | set(content(new, schema.VOLATILE_EVENT_KEYS))
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict, out) -> None:
+def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
     """The dry run's plan of one spider as a person reads it."""
     counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
     print(

@@ -7,6 +7,7 @@ text") is masked for anything shown and kept out of the base URL an HTTP client 
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 
@@ -46,8 +47,12 @@ def remove_dot_segments(path: str) -> str:
 
 
 def mask_uri(uri: str) -> str:
-    """``uri`` with any password replaced by ``***``: the only form of a URI that may be logged."""
-    parts = urlsplit(uri)
+    """``uri`` with any password replaced by ``***``: the only form of a URI that may be logged
+    (also of one that does not parse, a bad IPv6 literal: the message saying so must not leak it)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", uri)
     if parts.password is None:
         return uri
     userinfo, _, hostport = parts.netloc.rpartition("@")

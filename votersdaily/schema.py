@@ -82,10 +82,25 @@ URL_SCHEMES = frozenset({"http", "https", "file"})
 URL_BAD_RE = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")
 
 
+#: The canonical ids an event may carry (docs/events.md §2, "Ids"): each key a list of whole strings of
+#: these forms, built by :mod:`votersdaily.sources.canonical_ids` and read by the views ``by_bill``,
+#: ``by_docket`` and ``by_vote``.
+ID_FORMS: dict[str, re.Pattern[str]] = {
+    "bill_ids": re.compile(r"(?:hr|hres|hjres|hconres|s|sres|sjres|sconres)[1-9][0-9]*-[1-9][0-9]*"),
+    "public_laws": re.compile(r"[1-9][0-9]*-[1-9][0-9]*"),
+    "vote_ids": re.compile(r"[hs][1-9][0-9]*-[1-9][0-9]*\.[0-9]{4}"),
+    "nomination_ids": re.compile(r"PN[1-9][0-9]*(?:-[1-9][0-9]*)?-[1-9][0-9]*"),
+    "dockets": re.compile(r"(?:[0-9]{2}-[1-9][0-9]*|[0-9]{2}[AM][1-9][0-9]*|22O[1-9][0-9]*)"),
+    "committee_ids": re.compile(r"[HSJ][A-Z]{3}(?:0[1-9]|[1-9][0-9])?"),
+}
+#: ``vote_id`` (a roll call's own id) has the form of a ``vote_ids`` member.
+ID_FORMS_SINGLE = {"vote_id": ID_FORMS["vote_ids"]}
+
+
 class InvalidEvent(ValueError):
     """An event breaks the contract; ``code`` is the short reason counted in stats and the run log."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -121,7 +136,7 @@ def _ascii_holds(text: str, chars: bytes) -> bool:
     return len(data.translate(None, chars)) != len(data)
 
 
-def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
+def needs_cleaning(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> bool:
     """Whether ``value`` holds what ``pattern`` forbids (ASCII or printable text, the common case,
     is told apart without a regex)."""
     if value.isascii():
@@ -134,7 +149,7 @@ def needs_cleaning(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> bool:
     return pattern.search(value) is not None
 
 
-def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
+def clean_text(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> str:
     """``value`` without what :data:`BAD_TEXT_RE` forbids: CR/LF and lone CR become a newline, a
     lone surrogate U+FFFD (as a decoder would replace it), other controls are removed."""
     if not needs_cleaning(value, pattern):
@@ -144,7 +159,7 @@ def clean_text(value: str, pattern: re.Pattern = BAD_TEXT_RE) -> str:
     return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
 
 
-def clean_value(value: Any, pattern: re.Pattern = BAD_TEXT_RE) -> Any:
+def clean_value(value: Any, pattern: re.Pattern[str] = BAD_TEXT_RE) -> Any:
     """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
     object when nothing needed cleaning."""
     kind = type(value)
@@ -439,6 +454,7 @@ def _event_rules(event: Mapping[str, Any]) -> None:
             )
     if event["source_timezone"] not in _ZONE_SET:
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
+    validate_ids(event)
     unique_key = event.get("unique_key")
     if not isinstance(unique_key, str) or not unique_key.strip():
         raise InvalidEvent("missing:unique_key", "the event has no unique_key")
@@ -452,6 +468,21 @@ def _check_size(event: Mapping[str, Any]) -> None:
         raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
     if size > MAX_DOCUMENT_BYTES:
         raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
+
+
+def validate_ids(event: Mapping[str, Any]) -> None:
+    """The id keys an event has hold canonical ids only (:data:`ID_FORMS`): the views and the site's
+    pages are keyed by them."""
+    for key, form in ID_FORMS.items():
+        ids = event.get(key)
+        if ids is None:
+            continue
+        if type(ids) is not list or not all(type(i) is str and form.fullmatch(i) for i in ids):
+            raise InvalidEvent("ids:%s" % key, "%s %r is not a list of canonical ids" % (key, ids))
+    for key, form in ID_FORMS_SINGLE.items():
+        one = event.get(key)
+        if one is not None and not (type(one) is str and form.fullmatch(one)):
+            raise InvalidEvent("ids:%s" % key, "%s %r is not a canonical id" % (key, one))
 
 
 #: Integers up to this magnitude are at most 20 digits and a sign in JSON.

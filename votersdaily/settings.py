@@ -4,7 +4,14 @@ Spiders tune politeness (delay, concurrency) for their own source in ``custom_se
 here slows every source down to the slowest one's needs.
 """
 
+from typing import Annotated
+
 from votersdaily import __version__
+from votersdaily.setting_rules import LOG_LEVELS as log_levels
+from votersdaily.setting_rules import AtLeast, AtMost, OneOf
+
+# A setting takes what its default's type allows; an annotation declares more (a type where the
+# default is None, a range, a choice): votersdaily/setting_rules.py checks each before a crawl starts.
 
 BOT_NAME = "votersdaily"
 #: Event spiders in votersdaily/spiders; the ingest and laundromat spiders and the Redis-fed workers in
@@ -19,6 +26,9 @@ SPIDER_MODULES = [
 #: (votersdaily/spiderloader.py); listing the spiders still imports them all.
 SPIDER_LOADER_CLASS = "votersdaily.spiderloader.NamedModuleSpiderLoader"
 NEWSPIDER_MODULE = "votersdaily.spiders"
+#: `scrapy crawl` is the project's (votersdaily/commands/crawl.py): settings checked before any work,
+#: Ctrl-C handled, and an exit status that says how the run went.
+COMMANDS_MODULE = "votersdaily.commands"
 
 # -- identity and politeness ----------------------------------------------------------------------
 USER_AGENT = (
@@ -27,8 +37,8 @@ USER_AGENT = (
 )
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 32
-CONCURRENT_REQUESTS_PER_DOMAIN = 8
-DOWNLOAD_TIMEOUT = 60
+CONCURRENT_REQUESTS_PER_DOMAIN: Annotated[int, AtLeast(1)] = 8
+DOWNLOAD_TIMEOUT: float = 60
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 10
 #: Body size limits (Scrapy aborts larger downloads).
@@ -37,6 +47,14 @@ DOWNLOAD_WARNSIZE = 64 * 1024 * 1024
 #: Event documents are small (the largest recorded is a few MB): an event spider refuses a larger
 #: response (run log result DownloadCancelledError) instead of parsing it in GBs of memory.
 VOTERSDAILY_EVENT_MAXSIZE = 64 * 1024 * 1024
+#: URLs an event spider finds in what it reads (a listing's links, a feed's enclosures, an API's
+#: next page, a redirect) go through the ingest's address policy (votersdaily/spiders/address_guard.py):
+#: http(s) to public addresses only, unless on the host of a start URL. True lets them reach
+#: private/loopback addresses (never file:); the hosts ("host" or "host:port") whose private
+#: addresses they may reach; if set, the only hosts they may name.
+VOTERSDAILY_EVENT_ALLOW_PRIVATE = False
+VOTERSDAILY_EVENT_PRIVATE_HOSTS: list[str] = []
+VOTERSDAILY_EVENT_ALLOWED_HOSTS: list[str] = []
 COOKIES_ENABLED = False
 #: No way into a running crawl: Scrapy's telnet console and its remote-control HTTP endpoint (which
 #: runs Python code sent to it) are off; a job's secrets stay in its process.
@@ -58,7 +76,7 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 #: archive, the ingest's and the laundromat's outputs) is under this folder; the VOTERSDAILY_HOME
 #: environment variable wins. None: the Scrapy project the command runs in (closest scrapy.cfg from
 #: the working folder up), else ~/.local/share/votersdaily ($XDG_DATA_HOME). `votersdaily where` shows it.
-VOTERSDAILY_HOME = None
+VOTERSDAILY_HOME: str | None = None
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
 #: path is under the data home.
 VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
@@ -66,8 +84,8 @@ VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 #: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
 #: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
 VOTERSDAILY_DB_PREFIX = ""
-VOTERSDAILY_BATCH_SIZE = 1000
-VOTERSDAILY_MAX_PENDING_BATCHES = 2
+VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
+VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
 #: The embedded store's writes run in a process of their own (votersdaily/store/process.py): the
 #: encoding, hashing and SQLite work of every batch leaves the crawl process's lock to the reactor.
 VOTERSDAILY_STORE_PROCESS = True
@@ -89,7 +107,7 @@ VOTERSDAILY_GC_FREEZE = True
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
-REDIS_URL = None
+REDIS_URL: str | None = None
 #: A worker renews its leases every third of this; a dead worker's requests come back after it.
 VOTERSDAILY_REDIS_LEASE = 60.0
 #: How often finished requests are acked (after the store writers have flushed).
@@ -120,7 +138,7 @@ FEDERAL_REGISTER_MAX_PAGES = 3
 
 # -- JavaScript rendering (votersdaily/rendering): a Splash server, else Playwright ----------------
 #: Splash endpoint; unset: pages that need rendering go through scrapy-playwright.
-SPLASH_URL = None
+SPLASH_URL: str | None = None
 #: Seconds Splash waits after load, and its render timeout.
 SPLASH_WAIT = 0.5
 SPLASH_TIMEOUT = 30.0
@@ -129,11 +147,11 @@ SPLASH_TIMEOUT = 30.0
 #: Zone the day pages group and show times in (all-day events keep their own date).
 VOTERSDAILY_SITE_TIMEZONE = "America/New_York"
 #: Runs per spider shown on the health page.
-VOTERSDAILY_HEALTH_RUNS = 20
+VOTERSDAILY_HEALTH_RUNS: Annotated[int, AtLeast(1)] = 20
 #: A run is flagged when its item count falls below this share of the median of the spider's
 #: previous successful runs (over at most VOTERSDAILY_HEALTH_HISTORY runs).
-VOTERSDAILY_HEALTH_DROP_RATIO = 0.5
-VOTERSDAILY_HEALTH_HISTORY = 10
+VOTERSDAILY_HEALTH_DROP_RATIO: Annotated[float, AtMost(1)] = 0.5
+VOTERSDAILY_HEALTH_HISTORY: Annotated[int, AtLeast(1)] = 10
 
 # -- the ingest spider (votersdaily/ingest/) ------------------------------------------------------
 #: Fetch loopback/private/link-local addresses (SSRF guard off). Tests and benchmarks only.
@@ -256,7 +274,7 @@ INGEST_FETCH_RESOURCES = True
 #: True: one failed sub-resource fails the page (sandcrawler's html-resource-no-capture policy).
 INGEST_STRICT_RESOURCES = False
 #: Seconds one ingest (all its hops) may take before it ends as ``timeout``.
-INGEST_TIMEOUT = 300
+INGEST_TIMEOUT: float = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
 INGEST_PDF_MAX_PAGES = 50
@@ -267,16 +285,16 @@ INGEST_PDF_THUMBNAILS = True
 #: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
 INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
-INGEST_EXTRACT_PROCESSES = None
+INGEST_EXTRACT_PROCESSES: int | None = None
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
-GROBID_URL = None
-GROBID_TIMEOUT = 180
+GROBID_URL: str | None = None
+GROBID_TIMEOUT: float = 180
 INGEST_FILE_TABLE_VERSION = "0"
 INGEST_FILE_TABLE_ENV = "dev"
 INGEST_REQUESTS_DB = "ingest_requests"
 INGEST_CATALOG_DB = "ingest_catalog"
 #: JSON-lines file of catalog works ({"doi", "title", ...}) loaded into INGEST_CATALOG_DB at start.
-INGEST_CATALOG_JSONL = None
+INGEST_CATALOG_JSONL: str | None = None
 #: "folder" (INGEST_BLOB_DIR) or "store" (attachments in INGEST_BLOB_DB of the store).
 INGEST_BLOB_BACKEND = "folder"
 INGEST_BLOB_DIR = "ingest-blobs"
@@ -313,7 +331,7 @@ VOTERSDAILY_ARCHIVE_RETENTION_DAYS = 0.0
 #: ... and then the oldest while a spider's folder holds more than this many bytes (0: no limit).
 VOTERSDAILY_ARCHIVE_MAX_BYTES = 0
 
-LOG_LEVEL = "INFO"
+LOG_LEVEL: Annotated[str, OneOf(*log_levels)] = "INFO"
 LOG_FORMATTER = "votersdaily.logformatter.LogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
@@ -324,8 +342,8 @@ LAUNDROMAT_OUTPUT_DIR = "laundromat"
 #: Seconds before a processed seed is stale (re-downloaded); sitemap changefreq overrides it.
 LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
 #: Worker processes that unpack, recode, guess and clean (CPU work off the reactor); None: one per CPU.
-LAUNDROMAT_WORKERS = None
-LAUNDROMAT_GZIP_LEVEL = 1
+LAUNDROMAT_WORKERS: int | None = None
+LAUNDROMAT_GZIP_LEVEL: Annotated[int, AtMost(9)] = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
 LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3

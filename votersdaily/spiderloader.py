@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class NamedModuleSpiderLoader:
-    def __init__(self, settings: BaseSettings):
+    def __init__(self, settings: BaseSettings) -> None:
         self.settings = settings
         self.spider_modules: list[str] = settings.getlist("SPIDER_MODULES")
         self._everything: SpiderLoader | None = None

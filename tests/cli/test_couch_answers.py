@@ -176,3 +176,80 @@ def test_a_member_meeting_views_it_may_not_write_is_told_who_may(site, couch_stu
         "are not a db or server admin.): a server admin runs `python -m votersdaily views push` once "
         "(docs/operations.md: Users and roles)"
     )
+
+
+def test_a_read_command_on_a_store_nothing_was_crawled_into_says_so(cli_main, site, couch_stub, tmp_path):
+    """A store without ``vd_events`` (another server, a mistyped VOTERSDAILY_DB_PREFIX): before,
+    ``export`` printed an empty calendar and ``site build`` an empty site, exit 0 both."""
+    couch_stub("/vd_events", NO_DATABASE)
+    couch_stub("/vd_log", NO_DATABASE)
+    export = cli_main("export", "ics", store_uri=uri(site))
+    assert (export.returncode, export.stdout) == (2, "")
+    assert export.stderr == (
+        "votersdaily export: no database 'vd_events' in %s: nothing was crawled into this store; run a crawl "
+        "first, or check $VOTERSDAILY_STORE and $VOTERSDAILY_DB_PREFIX\n" % shown(site)
+    )
+    built = cli_main("site", "build", str(tmp_path / "site"), store_uri=uri(site))
+    assert built.returncode == 2 and not (tmp_path / "site").exists()
+    assert built.stderr.startswith(
+        "votersdaily site: no database 'vd_events' or 'vd_log' in %s:" % shown(site)
+    )
+
+
+def test_a_page_that_is_not_json_where_a_document_should_be_is_one_line(cli_main, site, couch_stub):
+    """A proxy's page in place of a design document: before, a 40-line JSONDecodeError traceback."""
+    site.route("/vd_events/_design/votersdaily", "<html>maintenance</html>", content_type="text/html")
+    proc = cli_main("views", "push", store_uri=uri(site))
+    assert proc.returncode == 3
+    assert proc.stderr == (
+        "votersdaily views: GET %svd_events/_design/votersdaily answered non-JSON: '<html>maintenance</html>'\n"
+        % shown(site)
+    )
+
+
+@pytest.fixture
+def archived(cli, tmp_path) -> dict[str, str]:
+    """An archive of house_votes (an offline crawl into an embedded store); the environment naming it."""
+    env = {
+        "VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+    crawled = cli(
+        "crawl", "house_votes", "--offline", store_uri="sqlite:///%s" % (tmp_path / "s.db"), env=env
+    )
+    assert crawled.returncode == 0, crawled.stderr
+    return env
+
+
+def test_a_member_reparses_without_asking_for_the_list_of_databases(cli, site, couch_stub, archived):
+    """Before, the reparse asked ``_all_dbs`` (server admins only) at its end: a member's dry run
+    failed with 90 lines of a 401 traceback."""
+    couch_stub("/vd_events/_design/votersdaily/_view/by_parser_unique_key", (200, {"rows": []}))
+    proc = cli("reparse", "--dry-run", "house_votes", store_uri=uri(site), env=archived)
+    assert proc.returncode == 0, proc.stderr
+    assert "would insert 3, update 0, withdraw 0, replace 0; 0 unchanged" in proc.stdout
+    assert not site.hits.get("/_all_dbs")
+
+
+@pytest.mark.parametrize("where", ["/vd_events", "/vd_events/_design/votersdaily/_view/by_parser_unique_key"])
+def test_a_store_failing_under_a_reparse_is_one_line(cli, site, couch_stub, archived, where):
+    """The store answers the check, then fails: on the events database (before any work: exit 3, as
+    every store command), or on the view the reparse reads (the run fails with it: one line for the
+    spider, exit 1). Before, 400 to 600 lines of tracebacks from the reparse's signal handlers."""
+    couch_stub(where, (500, {"error": "internal_server_error", "reason": "No DB shards could be opened."}))
+    proc = cli("reparse", "--dry-run", "house_votes", store_uri=uri(site), env=archived)
+    said = (
+        "the store at %s answered GET %s: HTTP 500 internal_server_error: No DB shards could be opened."
+        % (
+            shown(site),
+            where,
+        )
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if where == "/vd_events":
+        assert proc.returncode == 3 and proc.stdout == ""
+        assert proc.stderr == "votersdaily reparse: %s\n" % said
+    else:
+        assert proc.returncode == 1
+        (line,) = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+        assert line.endswith("ERROR: reparse of house_votes: %s" % said)

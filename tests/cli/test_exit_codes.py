@@ -9,19 +9,12 @@ import pytest
 
 from tests.support.services import free_port
 from votersdaily.spiders.house_votes import HouseVotesSpider
+from votersdaily.store import open_store
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory):
-    """An embedded store with the house_votes recordings in it (crawled in the test process)."""
-    from tests.support.inprocess import crawl_in_process
-    from tests.support.services import cli_environment
-
-    uri = "sqlite:///%s" % (tmp_path_factory.mktemp("crawled") / "store.db")
-    urls = ",".join(HouseVotesSpider.recording_urls())
-    proc = crawl_in_process(["house_votes", "-a", "url=" + urls], cli_environment(uri))
-    assert proc.returncode == 0, proc.stderr
-    return uri
+def crawled(house_votes_store):
+    return house_votes_store
 
 
 def first_line(proc) -> str:
@@ -43,7 +36,7 @@ def first_line(proc) -> str:
 def test_export_rejects_impossible_values(cli_main, crawled, args, message):
     proc = cli_main("export", "ics", *args, store_uri=crawled)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert first_line(proc).startswith("python -m votersdaily export: error: " + message)
+    assert first_line(proc).startswith("votersdaily export: " + message)
     assert len(proc.stderr.splitlines()) == 1
 
 
@@ -122,3 +115,115 @@ def test_enqueue_with_redis_down_exits_3(cli, sqlite_uri, tmp_path):
     assert proc.returncode == 3
     assert first_line(proc).startswith("votersdaily enqueue: cannot reach Redis at %s (" % url)
     assert len(proc.stderr.splitlines()) == 1
+
+
+# -- issue 24, item 11: exit codes and messages that agree with the README's table ---------------------
+
+
+def test_export_of_an_unknown_committee_names_the_known_ones(cli_main, crawled, tmp_path):
+    """Branch, entity and parser were checked; a committee was not (exit 0 with an empty feed)."""
+    from tests.support.inprocess import crawl_in_process
+    from tests.support.services import cli_environment
+    from votersdaily.spiders.senate_committee_hearings import SenateCommitteeHearingsSpider as Hearings
+
+    proc = cli_main("export", "ics", "--committee", "NOPE00", store_uri=crawled)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert first_line(proc).startswith("votersdaily export: no events of committee 'NOPE00' in sqlite:///")
+    assert first_line(proc).endswith("committees with events: none")  # roll calls have none
+    uri = "sqlite:///%s" % (tmp_path / "hearings.db")
+    urls = ",".join(Hearings.recording_urls())
+    assert (
+        crawl_in_process(["senate_committee_hearings", "-a", "url=" + urls], cli_environment(uri)).returncode
+        == 0
+    )
+    proc = cli_main("export", "ics", "--committee", "SSFR01", store_uri=uri)
+    assert proc.returncode == 2 and "; committees with events: JCSE00, SLIA00, " in first_line(proc)
+    found = cli_main("export", "json", "--committee", "ssfr00", store_uri=uri)  # any case
+    assert found.returncode == 0 and json.loads(found.stdout)["count"] == 3
+
+
+def test_reparse_of_an_archive_folder_that_does_not_exist_is_a_usage_error(cli_main, sqlite_uri, tmp_path):
+    proc = cli_main("reparse", "--archive-dir", str(tmp_path / "gone"), store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "votersdaily reparse: argument --archive-dir: %s: no such folder (see --help)\n" % (
+        tmp_path / "gone"
+    )
+
+
+def test_enqueue_finds_redis_unreachable_before_reading_its_input(cli, sqlite_uri, tmp_path):
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("not json\n")
+    url = "redis://127.0.0.1:%d/0" % free_port()
+    proc = cli("enqueue", "ingest", str(requests), "--redis-url", url, store_uri=sqlite_uri)
+    assert proc.returncode == 3
+    assert proc.stderr.splitlines() == [first_line(proc)]  # the service, not the input's line 1
+    assert first_line(proc).startswith("votersdaily enqueue: cannot reach Redis at %s (" % url)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("export", "ics", "--branch", "Judiciary"),
+        ("export", "json", "--parser", "house_vote"),
+        ("export", "ics", "--committee", "NOPE00"),
+        ("dump", "vd_evnts"),
+        ("views", "push", "vd_event"),
+        ("crawl", "house_vote"),
+        ("crawl", "house_votes", "-s", "RETRY_TIMES=twice"),
+        ("site", "build", "/"),
+        ("ingest", "enqueue", "NOWHERE/requests.jsonl"),
+        ("ingest", "enqueue"),
+        ("reparse", "--since", "yesterday"),
+        ("scheduler", "--scrapyd", "http://127.0.0.1:1/", "--once", "--spider", "nope"),
+        ("nosuchcommand",),
+    ],
+)
+def test_every_command_says_what_is_wrong_with_one_prefix(cli_main, crawled, args):
+    """One prefix, ``votersdaily <command>: ``, for usage errors and failures of every command."""
+    proc = cli_main(*args, store_uri=crawled)
+    assert proc.returncode in (1, 2), proc.stderr
+    command = args[0] if args[0] != "nosuchcommand" else ""
+    prefix = " ".join(filter(None, ("votersdaily", command))) + ": "
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith(prefix) for line in lines), proc.stderr
+    assert "error:" not in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_network_error_is_one_line_at_the_default_level(cli, sqlite_uri):
+    """A refused connection (as a failed DNS lookup: both are network errors Scrapy retries): the
+    robots.txt middleware logged it with 70 lines of traceback before the one useful line."""
+    url = "http://127.0.0.1:%d/evs/2026/roll314.xml" % free_port()
+    proc = cli("crawl", "house_votes", "-a", "url=" + url, "-s", "RETRY_TIMES=0", store_uri=sqlite_uri)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "[house_votes] ERROR: could not fetch %s: Connection was refused" % url in proc.stderr
+    debug = cli(
+        "crawl",
+        "house_votes",
+        "-a",
+        "url=" + url,
+        "-s",
+        "RETRY_TIMES=0",
+        "--log-level",
+        "DEBUG",
+        store_uri=sqlite_uri,
+    )
+    assert "Traceback (most recent call last)" in debug.stderr  # all of it when asked for
+
+
+def test_a_document_its_spider_cannot_read_is_one_line_at_the_default_level(cli, sqlite_uri, tmp_path):
+    """A real roll-call recording cut to nothing (derived: an empty file, what a failed transfer
+    leaves): Scrapy logged "Spider error processing" with 60 lines of its own frames, which said less
+    than the one line naming the exception and the document. The run log keeps the traceback."""
+    empty = tmp_path / "roll314.xml"
+    empty.write_bytes(b"")
+    proc = cli("crawl", "house_votes", "-a", "url=" + empty.as_uri(), store_uri=sqlite_uri)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert (
+        "ERROR: Spider error processing <GET %s> (referer: None): MalformedDocument: empty document at %s"
+        % (empty.as_uri(), empty.as_uri())
+        in proc.stderr
+    )
+    (log,) = open_store(sqlite_uri).iter_docs("vd_log")
+    assert log["result"] == "MalformedDocument" and log["traceback"].startswith("Traceback")

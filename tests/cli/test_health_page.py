@@ -11,7 +11,8 @@ import sys
 import lxml.html
 import pytest
 
-from tests.conftest import SHARED, recording, shared_file
+from tests.conftest import recording
+from tests.spiders.supreme_court_pages import EARLIER_TERMS
 from tests.support.cli_main import run_main
 from tests.support.inprocess import crawl_in_process
 from tests.support.services import cli_environment, run_cli
@@ -26,10 +27,11 @@ def minutes_ago(n: int) -> dict[str, str]:
     return {"VOTERSDAILY_FROZEN_NOW": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
-def by_hand(spider: str, url: str, uri: str, minutes: int) -> None:
-    """``scrapy crawl <spider> -a url=<url>``, run by hand (in the test process)."""
+def by_hand(spider: str, url: str, uri: str, minutes: int, status: int = 0) -> None:
+    """``scrapy crawl <spider> -a url=<url>``, run by hand (in the test process); ``status``: the
+    exit status expected (1: the run failed)."""
     proc = crawl_in_process([spider, "-a", "url=" + url], cli_environment(uri, minutes_ago(minutes)))
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == status, proc.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +47,10 @@ def built(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-2000:]
     # By hand: one replayed recording, then a file that is not there (a failed run).
     by_hand("house_votes", ROLL314.resolve().as_uri(), uri, 3)
-    by_hand("house_votes", (tmp / "no-such-roll" / ("x" * 120 + ".xml")).as_uri(), uri, 2)
-    # The 2015 "opinions relating to orders" page (read in place: the shipped 2025 page has no case
+    by_hand("house_votes", (tmp / "no-such-roll" / ("x" * 120 + ".xml")).as_uri(), uri, 2, status=1)
+    # The 2015 "opinions relating to orders" page (a test recording: the shipped 2025 page has no case
     # with two justices' opinions on one day), replayed by hand.
-    relating = SHARED / "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
-    if relating.exists():
-        by_hand("supreme_court_orders", relating.resolve().as_uri(), uri, 1)
+    by_hand("supreme_court_orders", (EARLIER_TERMS / "relating_2015.html").resolve().as_uri(), uri, 1)
     proc = run_main("site", "build", str(tmp / "site"), store_uri=uri)
     assert proc.returncode == 0, proc.stderr
     logs = [json.loads(line) for line in run_main("dump", "vd_log", store_uri=uri).stdout.splitlines()]
@@ -91,7 +91,6 @@ def test_roll_calls_show_result_and_tally(built):
 
 def test_events_differing_only_by_justice_are_told_apart(built):
     site, _ = built
-    shared_file("fixtures/inplace/gov/supreme_court/scotus_relating_example.html")
     day = lxml.html.parse(str(site / "days" / "2015-10-29.html")).getroot()
     titles = sorted(h.text_content() for h in day.cssselect("h3.title") if "Correll" in h.text_content())
     assert titles == [

@@ -11,6 +11,7 @@ marked in the README, on its line (``# not run in CI: why``) or for a whole bloc
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -75,7 +76,7 @@ def segments(line: str) -> list[list[str]]:
     return out
 
 
-def invalid(argv: list[str]) -> str | None:
+def invalid(argv: list[str]) -> str | None:  # noqa: PLR0911 - one answer a rule
     """Why ``argv`` is not a valid invocation of what the README means, or None."""
     while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value prefix
         argv = argv[1:]
@@ -184,20 +185,44 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
         "127.0.0.1:5984": "127.0.0.1:%d" % pouchdb.port,
         "127.0.0.1:6379": "127.0.0.1:%d" % redis_server.port,
     }
-    ran = 0
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    ran, producers = 0, []
     for block in readme_blocks(documents_text()):
         lines = [c.line for c in block if c.skipped_because is None]
         if not lines:
             continue
-        script = "set -e\n" + "\n".join(lines) + "\n"
+        script = "set -e\n"
+        for line in lines:
+            kind = producer(line)
+            if kind:  # its output is kept to check that it produced something
+                number = len(producers)
+                producers.append((line, kind, number))
+                script += '{ %s\n} >"%s/%d.out" 2>"%s/%d.err"\n' % (line, outputs, number, outputs, number)
+            else:
+                script += line + "\n"
         for readme_port, test_port in ports.items():
             script = script.replace(readme_port, test_port)
         proc = subprocess.run(
-            ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=600
+            ["bash", "-c", script],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
-        assert proc.returncode == 0, "README block failed:\n%s\n%s" % (script, proc.stderr[-3000:])
+        kept = "".join(path.read_text()[-1500:] for path in sorted(outputs.glob("*.err")))
+        assert proc.returncode == 0, "README block failed:\n%s\n%s%s" % (script, proc.stderr[-3000:], kept)
         ran += len(lines)
     assert ran >= 15
+    # Every example that shows data shows some with the shipped recordings.
+    empty = [
+        line
+        for line, kind, number in producers
+        if not produced(kind, line, work, outputs / ("%d.out" % number), outputs / ("%d.err" % number))
+    ]
+    assert len(producers) >= 6 and empty == []
     assert (work / "site" / "index.html").is_file() and (work / "judicial.ics").read_text().startswith(
         "BEGIN:VCALENDAR"
     )
@@ -211,6 +236,59 @@ def test_readme_commands_run(tmp_path, pouchdb, redis_server):
         text=True,
     ).stdout.split()
     assert {"site/", "judicial.ics"} <= set(written) and sorted(ignored) == written
+
+
+#: ``scrapy crawl``'s last log line at INFO: what the run did with the events it scraped.
+RUN_LOG_LINE = re.compile(r"result=success inserted=(\d+) updated=(\d+) unchanged=(\d+)")
+
+
+def producer(line: str) -> str | None:
+    """``"export"`` or ``"crawl"`` for a README line that shows data (a feed, a crawl of recordings)."""
+    for argv in segments(line):
+        if argv[:4] == ["python3", "-m", "votersdaily", "export"]:
+            return "export"
+        if argv[:2] == ["scrapy", "crawl"] and any(a.startswith("url=") for a in argv):
+            return "crawl"
+        if argv[:4] == ["python3", "-m", "votersdaily", "crawl"] and any(a.startswith("url=") for a in argv):
+            return "crawl"
+    return None
+
+
+def produced(kind: str, line: str, work: Path, out: Path, err: Path) -> bool:
+    """Whether the README line's command showed some data: events in its feed (written to standard
+    output or to the file it redirects to), or events stored by its crawl."""
+    if kind == "crawl":
+        counts = [sum(map(int, m)) for m in RUN_LOG_LINE.findall(err.read_text())]
+        table = [row.split() for row in out.read_text().splitlines()[2:]]
+        return any(counts) or any(len(row) > 7 and row[1] == "success" and row[7] != "0" for row in table)
+    target = re.search(r">\s*(\S+)", line.split("#", maxsplit=1)[0])
+    text = (work / target.group(1)).read_text() if target else out.read_text()
+    if text.startswith("BEGIN:VCALENDAR"):
+        return "BEGIN:VEVENT" in text
+    return json.loads(text)["count"] > 0
+
+
+def test_every_test_the_documents_name_exists():
+    """CONTRIBUTING, the README and docs/ point at tests (``tests/…py``, ``file::test``, or a test by
+    its name): each must exist, or the pointer sends a reader nowhere."""
+    texts = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in (README, REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md")))
+    )
+    tests = {p.stem for p in (REPO / "tests").rglob("test_*.py")}
+    names = set()
+    for path in (REPO / "tests").rglob("*.py"):
+        names |= set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+    missing = []
+    for path, name in re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", texts):
+        if not (REPO / path).is_file():
+            missing.append(path)
+        elif name and not re.search(r"^(?:async )?def %s\b" % name, (REPO / path).read_text(), re.M):
+            missing.append("%s::%s" % (path, name))
+    for name in set(re.findall(r"\b(test_[a-z0-9_]+)\b", texts)):
+        if name not in tests and name not in names:
+            missing.append(name)
+    assert sorted(missing) == []
 
 
 def test_readme_has_the_operator_sections():

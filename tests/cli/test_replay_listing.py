@@ -66,6 +66,6 @@ def test_a_page_that_is_neither_fails_with_the_documents_error(crawl, sqlite_uri
     page = tmp_path / "page.html"
     page.write_text("<html><head><title>Not here</title></head><body>gone</body></html>")
     proc = crawl("house_votes", page.as_uri(), sqlite_uri)
-    assert proc.returncode == 0  # scrapy crawl's convention; the run log has the failure
+    assert proc.returncode == 1  # the run failed; the run log says why
     (log,) = dump("vd_log", sqlite_uri)
     assert log["result"] == "ErrorPage" and "is an HTML page, not rollcall-vote XML" in log["error_message"]

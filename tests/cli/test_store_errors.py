@@ -4,6 +4,7 @@ the run log spooled with result StoreUnavailable, no partial output (issue 17, p
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from pathlib import Path
 
@@ -11,9 +12,7 @@ import pytest
 
 from tests.feeds.events import load_events
 from tests.support.faultproxy import FaultProxy
-from tests.support.services import free_port
-from votersdaily.cli.site import replaced_dir
-from votersdaily.spiders.house_votes import HouseVotesSpider
+from tests.support.services import free_port, run_cli
 from votersdaily.store import open_store
 
 REFUSED = "cannot reach the store at http://127.0.0.1:%d/ (connection refused): start CouchDB or PouchDB Server there, or fix host and port in $VOTERSDAILY_STORE"
@@ -36,6 +35,10 @@ def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
         "no host": ("http://:5984/", "store URI 'http://:5984/' names no host: " + USE),
+        "ipv6": (
+            "http://admin:secret@[::1:5984/",
+            "store URI 'http://admin:***@[::1:5984/' is not a URI (Invalid IPv6 URL): " + USE,
+        ),
     }
 
 
@@ -43,7 +46,7 @@ def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("case", ["refused", "credentials", "scheme", "garbage", "no host"])
+@pytest.mark.parametrize("case", ["refused", "credentials"])
 def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_main, couchdb, tmp_path, case):
     uri, message = bad_stores(couchdb)[case]
     spool = tmp_path / "spool"
@@ -60,7 +63,7 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
     err = lines(proc.stderr)
     assert err[0] == "votersdaily crawl: " + message
     assert len(err) <= 3, proc.stderr  # never a wall of tracebacks
-    assert err[1] == "nothing crawled; 2 run logs (StoreUnavailable) spooled to %s" % spool
+    assert err[1] == "votersdaily crawl: nothing crawled; 2 run logs (StoreUnavailable) spooled to %s" % spool
     logs = [
         json.loads(line)["doc"]
         for f in sorted(spool.glob("vd_log--*.jsonl"))
@@ -72,6 +75,21 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
         assert doc["error_message"] == message and doc["store_outage"]
         assert doc["source_url"].startswith("file://")  # the replayed recording, not robots.txt
         assert "wrong" not in json.dumps(doc)  # no password in what is kept
+
+
+@pytest.mark.parametrize("case", ["scheme", "garbage", "no host", "ipv6"])
+@pytest.mark.parametrize(
+    "command", [("crawl", "--offline", "house_votes"), ("dump", "vd_events"), ("views", "push")]
+)
+def test_a_malformed_store_uri_is_a_usage_error(cli_main, couchdb, tmp_path, case, command):
+    """A URI that cannot name a store is the user's typo (exit 2, README: Exit codes), not an
+    unavailable store (3): one line, and nothing spooled for a store that cannot exist."""
+    uri, message = bad_stores(couchdb)[case]
+    spool = tmp_path / "spool"
+    proc = cli_main(*command, store_uri=uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    assert proc.returncode == 2, proc.stderr
+    assert lines(proc.stderr) == ["votersdaily %s: %s" % (command[0], message)]
+    assert not spool.exists()
 
 
 @pytest.mark.parametrize(
@@ -117,42 +135,17 @@ def test_read_commands_never_create_a_store(cli_main, tmp_path, command):
     assert not missing.exists() and not (tmp_path / "site").exists()
 
 
-def test_a_failed_site_build_keeps_the_previous_site(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "index.html").write_text("previous")
-    with pytest.raises(RuntimeError), replaced_dir(site) as partial:
-        (partial / "index.html").write_text("half")
-        raise RuntimeError("the build failed half-way")
-    assert (site / "index.html").read_text() == "previous"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
-    with replaced_dir(site) as partial:
-        (partial / "index.html").write_text("new")
-    assert (site / "index.html").read_text() == "new"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
-
-
-def test_site_build_replaces_the_site(crawl, cli_main, sqlite_uri, tmp_path):
-    assert crawl("house_votes", HouseVotesSpider.recording_urls(), sqlite_uri).returncode == 0
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "stale.html").write_text("from an older build")
-    proc = cli_main("site", "build", str(site), store_uri=sqlite_uri)
-    assert proc.returncode == 0, proc.stderr
-    assert (site / "index.html").is_file() and not (site / "stale.html").exists()
-    assert Path(site).stat().st_mode & 0o777 == 0o755  # served by a web server: readable
-
-
 def test_scrapy_crawl_on_a_refused_store_spools_everything_without_a_traceback(crawl, tmp_path):
-    """Scrapy's own command keeps Scrapy's exit convention; the run goes on, its events and run log
-    are spooled (nothing lost), and the log says what is wrong in one line instead of tracebacks."""
+    """The run goes on, its events and run log are spooled (nothing lost), the log says what is wrong
+    in one line instead of tracebacks, and the exit status says so: 4, what it scraped waits in the
+    spool (as for `python -m votersdaily crawl`)."""
     spool = tmp_path / "spool"
     port = free_port()
     roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
     proc = crawl(
         "house_votes", roll, "http://127.0.0.1:%d/" % port, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 4
     assert "Traceback" not in proc.stderr and "Unhandled error" not in proc.stderr
     opened = [line for line in proc.stderr.splitlines() if "cannot be opened" in line]
     assert len(opened) == 1 and "python -m votersdaily flush" in opened[0]
@@ -213,3 +206,19 @@ def test_a_store_failing_half_way_through_an_export_leaves_no_partial_feed(cli_m
     assert proc.returncode == 3 and proc.stdout == ""
     (line,) = lines(proc.stderr)
     assert line.startswith("votersdaily export: GET ") and line.endswith("failed: ConnectionError")
+
+
+@pytest.mark.parametrize("case", ["scheme", "garbage", "no host", "ipv6"])
+def test_scrapy_crawl_with_a_malformed_store_uri_is_one_line_before_any_work(couchdb, tmp_path, case):
+    """Before: the pipelines met the URI once the crawl had started: Scrapy's "Task exception was
+    never retrieved" traceback, exit 1 (a bad IPv6 literal printed the password)."""
+    uri, message = bad_stores(couchdb)[case]
+    roll = Path(__file__).resolve().parents[2] / "votersdaily/recordings/gov/house_roll_call/roll314.xml"
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + roll.as_uri()],
+        uri,
+        env={"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "scrapy crawl: %s\n" % message
+    assert not (tmp_path / "spool").exists()

@@ -172,7 +172,7 @@ def deployment(workdir: Path) -> Deployment:
     install(python, str(wheel), deps=False)
     egg = workdir / "votersdaily.egg"
     subprocess.run(
-        [str(Path(sys.executable).with_name("scrapyd-deploy")), "--build-egg", str(egg)],
+        [sys.executable, "-m", "scrapyd_client.deploy", "--build-egg", str(egg)],  # scrapyd-deploy
         cwd=source,
         check=True,
         capture_output=True,

@@ -139,7 +139,7 @@ def test_a_request_whose_callback_raised_is_retried_never_acked(site, redis_serv
         "VOTERSDAILY_REDIS_LEASE=30",
         "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2",
     )
-    wait_all([worker], tmp_path)
+    wait_all([worker], tmp_path, status=1)  # its run failed: a callback raised (then dead-lettered)
     path = lambda url: url[len(site.url) :]  # noqa: E731
     assert {path(u): site.hits[path(u)] for u in urls["fine"]} == {path(u): 1 for u in urls["fine"]}
     assert {path(u): site.hits[path(u)] for u in urls["once"]} == {path(u): 2 for u in urls["once"]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -25,7 +25,7 @@ def _docs(uri):
 
 
 @pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/setup.sh)"
+    not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (scripts/setup.sh)"
 )
 def test_chromium_renders_a_page_written_by_javascript(site, sqlite_uri, tmp_path):
     url = site.route("/js.html", PAGE, content_type="text/html; charset=utf-8")

@@ -23,8 +23,6 @@ from tests.feeds.events import (
 from votersdaily.feeds.export import export
 from votersdaily.feeds.query import EventFilter, iter_rows
 
-UTC = UTC
-
 
 def uid(doc: dict) -> str:
     return "%s/%s@votersdaily" % (doc["parser_name"], doc["unique_key"])

@@ -102,3 +102,35 @@ def test_catalog_and_queue_feed_a_crawl(crawl, store_uri, ingest_site, tmp_path)
     finally:
         store.close()
     assert row["match0"]["mstatus"] == "matched" and row["match0"]["doi"] == "10.5555/cli.paper"
+
+
+def test_bad_catalog_lines_never_take_the_good_ones_down(sqlite_uri, tmp_path):
+    """Before: a line that is not UTF-8 (bytes of a binary file) or a title that is not text ended
+    the command in a traceback with nothing loaded, and a 50 MB line was read whole and stored."""
+    catalog = tmp_path / "works.jsonl"
+    good = json.dumps({"doi": "10.5555/cli.paper", "title": "A paper queued from the command line"})
+    with open(catalog, "wb") as f:
+        f.write(b'{"doi": "10.5555/latin1", "title": "caf\xe9"}\n')  # Latin-1, not UTF-8
+        f.write(json.dumps({"doi": "10.5555/number", "title": 5}).encode() + b"\n")
+        f.write(json.dumps({"doi": 10.5555, "title": "a DOI that is a number"}).encode() + b"\n")
+        f.write(json.dumps({"doi": "10.5555/huge", "title": "x" * 200_000}).encode() + b"\n")
+        f.write(good.encode() + b"\n")
+    proc = run_main("ingest", "load-catalog", str(catalog), store_uri=sqlite_uri)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "votersdaily ingest: %s:1: line is not UTF-8: 'utf-8' codec can't decode byte 0xe9 in position 39: "
+        "invalid continuation byte" % catalog,
+        "votersdaily ingest: %s:2: catalog record whose title is not text: '5'" % catalog,
+        'votersdaily ingest: %s:3: catalog record without a DOI: {"doi": 10.5555, "title": "a DOI that is a '
+        'number"}' % catalog,
+        "votersdaily ingest: %s:4: line is longer than 65536 bytes" % catalog,
+    ]
+    assert "loaded 1 works into ingest_catalog" in proc.stdout
+    store = open_store(sqlite_uri)
+    try:
+        assert sorted(d["_id"] for d in store.iter_docs("ingest_catalog")) == [
+            "doi:10.5555/cli.paper",
+            "title:a paper queued from the command line",
+        ]
+    finally:
+        store.close()

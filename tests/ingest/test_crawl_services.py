@@ -237,8 +237,8 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
 
 def test_run_fails_when_no_request_is_usable(crawl, sqlite_uri, ingest_site, tmp_path):
     requests = write_requests(tmp_path / "r.jsonl", [{"ingest_type": "pdf"}, "not an object"])
-    run_ingest(crawl, sqlite_uri, requests, tmp_path)
-    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path)
+    run_ingest(crawl, sqlite_uri, requests, tmp_path, status=1)
+    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path, status=1)
     store = open_store(sqlite_uri)
     try:
         logs = sorted(store.iter_docs("vd_log"), key=lambda d: d["access_datetime"])
@@ -262,7 +262,7 @@ def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tm
     requests = write_requests(tmp_path / "r.jsonl", [{"base_url": u, "ingest_type": "pdf"} for u in urls])
     extra = ["-a", "requests=%s" % requests, "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "b")]
     proc = crawl("ingest", None, sqlite_uri, *extra)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-3000:]  # the run failed: PrivateAddressRefused
     results = {d["request"]["base_url"]: d for d in read_results(sqlite_uri).values()}
     for url in urls[:3]:
         assert results[url]["status"] == "blocked-private-address", results[url]

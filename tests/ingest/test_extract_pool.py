@@ -5,7 +5,9 @@ kills its process twice fails."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import platform
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +25,39 @@ def killed_by_oom(marker: str) -> int:
         path.write_text("died once")
         os.kill(os.getpid(), signal.SIGKILL)
     return os.getpid()
+
+
+#: The number of write(2) on this machine (x86_64, aarch64), as /proc/<pid>/task/<tid>/syscall shows it.
+WRITE_SYSCALL = {"x86_64": 1, "aarch64": 64}.get(platform.machine())
+
+
+class _DiesWhileSent(bytes):
+    """Bytes whose process is killed (as by the OOM killer) once its main thread is inside the
+    write(2) that sends them: half-way through the pipe to the crawl (or, when answers go through a
+    file, half-way into the file)."""
+
+    def __reduce__(self):  # type: ignore[override]
+        import threading
+        import time
+
+        syscall = Path("/proc/self/task/%d/syscall" % threading.main_thread().native_id)
+
+        def kill_mid_write() -> None:
+            while syscall.read_text().split()[0] != str(WRITE_SYSCALL):
+                time.sleep(0.0005)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        threading.Thread(target=kill_mid_write, daemon=True).start()
+        return (bytes, (bytes(self),))
+
+
+def killed_while_answering(size: int) -> bytes:
+    """Answers ``size`` bytes and dies half-way through sending them."""
+    return _DiesWhileSent(b"x" * size)
+
+
+def large_answer(size: int) -> bytes:
+    return b"x" * size
 
 
 def always_killed() -> None:
@@ -75,3 +110,33 @@ def test_a_call_that_kills_its_process_twice_fails_alone(pool):
     assert len(pids) == 4 and all(pids)
     stats = pool.crawler.stats.get_stats()
     assert (stats["ingest/extract/process_died"], stats["ingest/extract/crashed"]) == (2, 1), stats
+
+
+@pytest.mark.skipif(WRITE_SYSCALL is None, reason="needs Linux on x86_64 or aarch64 (/proc/<pid>/syscall)")
+def test_a_process_killed_while_it_answers_never_hangs_the_pool(pool):
+    """A process killed half-way through writing a large answer to the executor's pipe left the
+    executor reading the rest of the message for ever: the ingest hung (two hours, seen here). Large
+    answers now go through a file and only its name by the pipe, so a death is a death: the call is
+    retried, then fails alone, and the pool goes on."""
+
+    async def scenario():
+        with contextlib.suppress(ExtractionCrashed):  # or the answer, had it reached its file in time
+            await asyncio.wait_for(pool.run(killed_while_answering, 32 << 20), 120)
+        return await asyncio.wait_for(pool.run(large_answer, 1 << 20), 60)
+
+    assert asyncio.run(scenario()) == b"x" * (1 << 20)
+    folder = Path(pool._answers)
+    pool.close()
+    assert not folder.exists()  # the half-written answers of the killed processes went with it
+
+
+def test_answers_of_every_size_and_errors_come_back_whole(pool):
+    async def scenario():
+        sizes = [0, 100, 3000, 5000, 1 << 20]
+        values = await asyncio.gather(*(pool.run(large_answer, n) for n in sizes))
+        with pytest.raises(ValueError, match="no such"):
+            await pool.run(int, "no such number" * 1000)
+        return values, sizes
+
+    values, sizes = asyncio.run(scenario())
+    assert [len(v) for v in values] == sizes

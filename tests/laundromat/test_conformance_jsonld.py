@@ -18,7 +18,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from tests.laundromat.conformance import canonical_quads, deskolemise, read_clean_file
+from tests.laundromat.conformance import canonical_quads, deskolemise, non_canonical_lines, read_clean_file
 from tests.support.services import REPO
 from votersdaily.laundromat.cleaning import CleanOptions, CleanResult, clean_file
 from votersdaily.laundromat.contexts import ContextOptions, cache_name
@@ -105,6 +105,8 @@ def _outcome(test: dict, options: CleanOptions, out: Path) -> str | None:
     result = _clean(test, options, out)
     if result.errors:
         return "errors: %s" % [m["message"] for m in result.messages if m["kind"] == "error"][:2]
+    if non_canonical_lines(read_clean_file(result.path)):
+        return "not canonical: %s" % non_canonical_lines(read_clean_file(result.path))[:2]
     if "jld:PositiveSyntaxTest" in test["@type"]:
         return None
     try:

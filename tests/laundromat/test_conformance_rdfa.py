@@ -15,7 +15,7 @@ import os
 import pyoxigraph as ox
 import pytest
 
-from tests.laundromat.conformance import deskolemise, read_clean_file
+from tests.laundromat.conformance import deskolemise, non_canonical_lines, read_clean_file
 from tests.support.services import REPO
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 
@@ -69,6 +69,8 @@ def test_rdfa_11_xml(tmp_path):
             failures[name] = "ASK answered %s; errors: %s" % (answer, result.messages[:2])
         elif expected and result.errors:
             failures[name] = "errors on a valid document: %s" % result.messages[:2]
+        elif non_canonical_lines(read_clean_file(result.path)):
+            failures[name] = "not canonical: %s" % non_canonical_lines(read_clean_file(result.path))[:2]
     passed = len(tests) - len(failures)
     print("RDFa 1.1 (XML host): %d of %d tests passed" % (passed, len(tests)))
     assert failures.keys() == KNOWN_FAILURES.keys(), failures

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -160,14 +161,15 @@ def test_a_context_that_includes_itself_is_inlined_as_deep_as_the_document(tmp_p
 def test_contexts_naming_each_other_twice_cannot_expand_past_the_bound(tmp_path):
     """Ten contexts of 60 KB at most, each naming the next twice: inlined, the last would be copied
     512 times (31 MB of context, gigabytes of memory in the parser). The document fails with the
-    reason; a chain that stays within max_count × max_bytes is inlined."""
+    reason; a chain that stays within max_count × max_bytes is inlined. The bound is given: 1 MiB a
+    context (the setting's 4 MiB would let the 31 MB through)."""
 
     def chain(padding: int) -> ContextOptions:
         urls = ["http://example.org/ctx/%d.jsonld" % i for i in range(10)]
         contexts: dict[str, object] = {url: [nxt, nxt] for url, nxt in itertools.pairwise(urls)}
         terms = {"t%d" % k: "http://example.org/vocab/term%d" % k for k in range(padding)}
         contexts[urls[-1]] = dict(terms, name="http://example.org/name")
-        return _cached_contexts(tmp_path, contexts)
+        return replace(_cached_contexts(tmp_path, contexts), max_bytes=1 << 20)
 
     doc = json.dumps(
         {"@context": "http://example.org/ctx/0.jsonld", "@id": "http://example.org/a", "name": "A"}

@@ -21,6 +21,12 @@ def ok(proc):
     return proc
 
 
+def failed(proc):
+    """`scrapy crawl` of a run whose result is a failure (a refused or failed download): exit 1."""
+    assert proc.returncode == 1, proc.stderr[-4000:]
+    return proc
+
+
 def records(store_uri: str) -> dict[str, dict]:
     store = open_store(store_uri)
     try:

@@ -226,3 +226,42 @@ def test_a_document_past_its_limits_fails_and_the_run_goes_on(site, sqlite_uri, 
     )
     good = _download(docs, urls["good"])
     assert good["status"] == "parsed" and good["number_of_unique_statements"] == 1
+
+
+def test_a_stored_record_naming_a_file_outside_the_output_is_never_read_nor_removed(
+    site, sqlite_uri, tmp_path
+):
+    """A crashed run's record (derived: its ``file`` and ``recoded_file`` rewritten, as a store shared
+    with another deployment, or edited, may hold) names ``../victim.nt``, a file of the operator's
+    beside the output folder. Before: the resumed run cleaned it as the record's document and then
+    removed it."""
+    out = tmp_path / "out"
+    (out / "files").mkdir(parents=True)
+    victim = tmp_path / "victim.nt"
+    victim.write_bytes(NT)
+    begin = now_iso()
+    seed = new_seed(site.url + "/old/data.nt", interval=86400.0)
+    key = download_key(seed["_id"], begin)
+    record = {
+        "_id": key,
+        "parent": seed["_id"],
+        "seed": seed["_id"],
+        "status": "guessing",
+        "uri": seed["uri"],
+        "timestamp": {"begin": begin, "end": begin},
+        "http": [],
+        "file": "files/../../victim.nt",
+        "recoded_file": "../victim.nt",
+        "base_uri": seed["uri"],
+        "name": "data.nt",
+        "content_type": None,
+        "depth": 0,
+    }
+    _put_crashed_state(sqlite_uri, dict(seed, processed=begin, download=key), record)
+    _finish(_start(site.route("/d/good.nt", NT, content_type="application/n-triples"), sqlite_uri, out))
+    assert victim.read_bytes() == NT
+    failed = _docs(sqlite_uri)[key]
+    assert failed["status"] == "failed"
+    assert failed["error"] == "names ../victim.nt, which is not a file of %s: not read, not removed" % (
+        out.resolve() / "files"
+    )

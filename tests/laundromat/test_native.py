@@ -11,15 +11,22 @@ the same files and on one-byte corruptions of them, with chunk boundaries at eve
 from __future__ import annotations
 
 import codecs
+import heapq
 import itertools
 import os
 import random
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
+import pyoxigraph as ox
 import pytest
 
 from benchmarks.laundromat import statement
 from tests.laundromat.conformance import ROOT
+from tests.support.services import REPO
 from votersdaily.laundromat import encodings, external_sort, native
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 
@@ -334,3 +341,227 @@ def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
             result = clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options)
         keys.add((result.key, result.unique, result.statements))
     assert len(keys) == 1 and next(iter(keys))[1] > 30_000
+
+
+C14N = ROOT / "rdf12" / "rdf-n-triples" / "c14n"
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "ranges"])
+def test_messages_carry_the_line_of_their_statement(tmp_path, monkeypatch, parallel):
+    """A base direction and a triple term (RDF 1.2: the warning and the error RDF 1.1 output
+    makes) after a comment and a plain statement: each message has its own statement's line on
+    both paths, serial or by ranges (they gave the block's first line, the comment's). Derived
+    from the RDF 1.2 c14n tests dirlangtagged_string.nt and triple-term-01.nt, their lines put
+    after a comment and a statement, and repeated."""
+    direction, triple_term = (
+        next(
+            line for line in (C14N / name).read_text(encoding="utf-8").split("\n") if line and line[0] != "#"
+        )
+        for name in ("dirlangtagged_string.nt", "triple-term-01.nt")
+    )
+    head = ["# a comment", '<http://a.example/s> <http://a.example/p> "x" .']
+    lines = ([*head, direction, triple_term]) * 3
+    path = tmp_path / "doc.nt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = [("warning", 3), ("error", 4), ("warning", 7), ("error", 8), ("warning", 11), ("error", 12)]
+    options = CleanOptions(parse_workers=2, parse_chunk=64, run_bytes=1, sorted_run_bytes=64)
+    for use_native in (True, False):
+        with monkeypatch.context() as patch:
+            if not use_native:
+                patch.setattr(native, "_module", None)
+            result = clean_file(
+                path,
+                "N-Triples",
+                KEY,
+                tmp_path / str(use_native),
+                options=options if parallel else CleanOptions(parse_workers=1),
+            )
+        assert sorted((m["kind"], m["line"]) for m in result.messages) == sorted(expected), use_native
+
+
+def _in_a_subprocess(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter in the checkout (a crash of the compiled module ends
+    that process, not the test run)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_crafted_order_sorts_in_a_small_stack():
+    """What the fuzzer found: the sort recursed into both the lesser and the greater part, so a
+    crafted order (tests/laundromat/sort_adversary.py: 2,000 canonical lines that nested 660
+    frames) overflowed a 32 KiB thread stack (and cost quadratic time). Now at most log2 n frames
+    are nested, and a part whose pivots keep failing is heapsorted."""
+    answer = _in_a_subprocess(
+        """
+        import threading
+        from tests.laundromat.sort_adversary import crafted_lines
+        from votersdaily.laundromat import native
+        lines, nesting = crafted_lines(2000)
+        assert nesting > 600, nesting
+        block = b"\\n".join(lines) + b"\\n"
+        threading.stack_size(32 << 10)
+        got = []
+        worker = threading.Thread(target=lambda: got.append(native.sorted_unique(block)))
+        worker.start()
+        worker.join()
+        assert got == [b"".join(line + b"\\n" for line in sorted(set(lines)))]
+        print("sorted")
+        """
+    )
+    assert answer.returncode == 0 and answer.stdout == "sorted\n", (answer.returncode, answer.stderr[-2000:])
+
+
+def test_merge_runs_takes_its_list_once(tmp_path):
+    """What the fuzzer found: merge_runs read the list again after each path's ``__fspath__`` (Python
+    code), so a list emptied meanwhile was read past its end. It takes a copy first: the paths it
+    was given are merged."""
+    answer = _in_a_subprocess(
+        """
+        import os, sys
+        from votersdaily.laundromat import native
+        folder = sys.argv[1] if len(sys.argv) > 1 else %r
+        runs = []
+        class Shrinking:
+            def __init__(self, path):
+                self.path = path
+            def __fspath__(self):
+                runs.clear()  # the caller's list, emptied while merge_runs goes through it
+                return self.path
+        for i in range(4):
+            path = os.path.join(folder, "run-%%d" %% i)
+            with open(path, "wb") as f:
+                f.write(b"line %%d\\nz\\n" %% i)
+            runs.append(Shrinking(path))
+        out = os.path.join(folder, "merged")
+        with open(out, "wb") as f:
+            written = native.merge_runs(runs, f.fileno())
+        print(written, open(out, "rb").read())
+        """
+        % str(tmp_path)
+    )
+    assert answer.returncode == 0, (answer.returncode, answer.stderr[-2000:])
+    assert answer.stdout == "5 %r\n" % b"line 0\nline 1\nline 2\nline 3\nz\n"
+
+
+# -- a fuzzer held to the pure-Python paths --------------------------------------------------------
+
+#: Terms the fuzzer puts in, by the position they may take: what it found (graph IRIs holding
+#: "_:"), triple terms, base directions, escapes, labels and tags at the grammar's edges.
+GRAPH_SPLICES = [b"<H:_:(>", b"<http://e/g_:x>", b"_:Z", b"_:a.b", "_:\u00e9".encode()]
+OBJECT_SPLICES = [
+    *GRAPH_SPLICES,
+    b'"x"@EN-gb',
+    b'"x"@ar--rtl',
+    b'"x"^^<http://www.w3.org/2001/XMLSchema#string>',
+    rb'"\u0000\U0001F600\t\\"',
+    b"<<( <http://a/s> <http://a/p> <http://a/o> )>>",
+]
+SPLICES = [*OBJECT_SPLICES, b"# comment", b"\r", b""]
+
+
+def _valid_terms(lines: list[bytes]) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """The terms of real lines that make a statement in each position: subjects, predicates, objects."""
+    terms = {t for line in lines for t in line.split(b" ") if t[:1] in (b"<", b"_", b'"')}
+
+    def fits(statement: bytes) -> bool:
+        try:
+            return len(list(ox.parse(statement, ox.RdfFormat.N_QUADS))) == 1
+        except SyntaxError:
+            return False
+
+    s, p = b"<http://a/s>", b"<http://a/p>"
+    subjects = sorted(t for t in terms if fits(t + b" " + p + b" " + s + b" ."))
+    predicates = sorted(t for t in subjects if t[:1] == b"<")
+    objects = sorted(t for t in terms if fits(s + b" " + p + b" " + t + b" ."))
+    return subjects, predicates, objects
+
+
+def _statement(rnd: random.Random, subjects, predicates, objects) -> bytes:
+    """A statement (a quad one time in two) of real terms, one in three of them a splice."""
+
+    def pick(real: list[bytes], splices: list[bytes]) -> bytes:
+        return rnd.choice(splices if splices and rnd.random() < 0.3 else real)
+
+    terms = [pick(subjects, GRAPH_SPLICES), pick(predicates, []), pick(objects, OBJECT_SPLICES)]
+    if rnd.random() < 0.5:
+        terms.append(pick(subjects, GRAPH_SPLICES))
+    return b" ".join(terms) + b" ."
+
+
+def _mutated(rnd: random.Random, line: bytes) -> bytes:
+    """A line with one to three bytes replaced, inserted or deleted, or terms replaced by splices."""
+    for _ in range(rnd.randint(1, 3)):
+        kind = rnd.randrange(4)
+        at = rnd.randrange(len(line) + 1)
+        if kind == 0 and line:
+            at = min(at, len(line) - 1)
+            line = line[:at] + bytes([rnd.choice(PROBES)]) + line[at + 1 :]
+        elif kind == 1:
+            line = line[:at] + bytes([rnd.choice(PROBES)]) + line[at:]
+        elif kind == 2 and line:
+            line = line[:at] + line[at + 1 :]
+        else:
+            parts = line.split(b" ")
+            parts[rnd.randrange(len(parts))] = rnd.choice(SPLICES)
+            line = b" ".join(parts)
+    return line
+
+
+#: Seconds the fuzz test may run before it stops with what it has checked (it checks ROUNDS
+#: documents when the machine is quiet).
+FUZZ_SECONDS = 6.0
+ROUNDS = 60
+
+
+def test_fuzzed_documents_clean_sort_and_merge_the_same_on_both_paths(tmp_path, monkeypatch):
+    """Seeded and bounded: documents of mutated real lines (the W3C N-Triples/N-Quads files, the
+    benchmark's statements) cleaned by the compiled and the pure-Python paths give the same bytes,
+    counts and messages; the sort, the merge and the UTF-8 check agree with Python on the same
+    lines."""
+    rnd = random.Random(27)
+    lines = [line for path in _line_files() for line in path.read_bytes().split(b"\n") if line.strip()]
+    lines += [statement(i, random.Random(i)).encode().rstrip(b"\n") for i in range(200)]
+    pools = _valid_terms(lines)
+    deadline = time.monotonic() + FUZZ_SECONDS
+    rounds = 0
+    for rounds in range(1, ROUNDS + 1):
+        if rounds % 2:  # valid statements and comments: one block, whose messages must find their lines
+            fuzzed = [b"# comment" if rnd.random() < 0.05 else _statement(rnd, *pools) for _ in range(150)]
+        else:
+            fuzzed = [
+                _statement(rnd, *pools) if rnd.random() < 0.3 else _mutated(rnd, rnd.choice(lines))
+                for _ in range(150)
+            ]
+        document = b"\n".join(fuzzed) + (b"\n" if rnd.random() < 0.9 else b"")
+        path = tmp_path / "doc.nq"
+        path.write_bytes(document)
+        _assert_same(path, tmp_path, monkeypatch)
+        valid = native.utf8_counts(document)[0]
+        try:
+            text = document.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            assert valid == exc.start
+        else:
+            assert native.utf8_counts(document) == (
+                len(document),
+                len(text),
+                text.count("\n"),
+                text.count("\r"),
+                text.count("\r\n"),
+            )
+        runs = [sorted(set(fuzzed[i::3])) for i in range(3)]
+        for i, run in enumerate(runs):
+            assert native.sorted_unique(b"".join(line + b"\n" for line in fuzzed[i::3])) == b"".join(
+                line + b"\n" for line in run
+            ), "a fuzzed line holds no newline, so each is one line"
+            (tmp_path / ("run-%d" % i)).write_bytes(b"".join(line + b"\n" for line in run))
+        with open(tmp_path / "merged", "wb") as f:
+            written = native.merge_runs([str(tmp_path / ("run-%d" % i)) for i in range(3)], f.fileno())
+        merged = list(dict.fromkeys(heapq.merge(*runs)))
+        assert (tmp_path / "merged").read_bytes() == b"".join(line + b"\n" for line in merged)
+        assert written == len(merged)
+        if time.monotonic() > deadline:
+            break
+    assert rounds >= 5
+    print("%d fuzzed documents checked" % rounds)

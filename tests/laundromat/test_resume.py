@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -283,8 +284,8 @@ def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_pat
         if download < min(e["key"] for e in entries):
             break
         for entry in entries:
-            os.unlink(entry["path"])
-        os.unlink(out / "files" / download)
+            Path(entry["path"]).unlink()
+        (out / "files" / download).unlink()
     record = {
         "_id": download,
         "parent": seed["_id"],
@@ -320,7 +321,7 @@ def test_archive_left_unarchiving_resumes_without_loss(site, sqlite_uri, tmp_pat
     ]
     if not children_written:
         for entry in entries:
-            os.unlink(entry["path"])
+            Path(entry["path"]).unlink()
     _put_crashed_state(
         sqlite_uri,
         dict(seed, processed=begin, download=download),

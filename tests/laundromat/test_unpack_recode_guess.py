@@ -26,7 +26,7 @@ from votersdaily.laundromat.archives import (
     unpack,
 )
 from votersdaily.laundromat.encodings import detect_encoding, recode_file
-from votersdaily.laundromat.formats import guess_format, sniff
+from votersdaily.laundromat.formats import SNIFF_CHARS, guess_format, sniff
 from votersdaily.laundromat.uris import child_key
 
 LIMITS = ArchiveLimits(max_total_bytes=64 << 20, max_ratio=100.0, max_entries=50, max_depth=4)
@@ -277,10 +277,14 @@ def test_guess_records_all_three_and_disagreements():
         ".nt",
         "N-Triples",
     )
-    assert "content says Turtle, content-type says RDF/XML" in g.disagreements
-    assert not any(
-        "extension says N-Triples" in d and "Turtle" in d.split(",")[0] for d in g.disagreements[1:2]
-    )
+    # Every pair that differs: Turtle content (it has a prefix) is not the N-Triples the name says.
+    assert g.disagreements == [
+        "content says Turtle, content-type says RDF/XML",
+        "content says Turtle, extension says N-Triples",
+        "content-type says RDF/XML, extension says N-Triples",
+    ]
+    # Content that fits the format declared (N-Triples is Turtle) is no disagreement.
+    assert guess_format("<a:s> <a:p> <a:o> .\n", "text/turtle", "x.ttl").disagreements == []
     assert sniff('{"@context": {}, "@id": "x"}') == "JSON-LD"
     assert sniff("<!DOCTYPE html><html><body vocab='http://schema.org/'></body></html>") == "RDFa"
     assert sniff('<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="x"></rdf:RDF>') == "RDF/XML"
@@ -288,6 +292,71 @@ def test_guess_records_all_three_and_disagreements():
     assert sniff("{ <a:s> <a:p> <a:o> . }") == "TriG"
     assert guess_format("", "text/turtle", None).format == "Turtle"
     assert guess_format("", None, "x.jsonld").format == "JSON-LD"
+
+
+NT = ROOT / "rdf11" / "rdf-n-triples"
+
+
+@pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT)
+def test_a_first_statement_longer_than_the_window_is_read_line_by_line(tmp_path):
+    """A valid N-Triples file whose first line outruns the guessing window (its literal of 17 MiB,
+    past the parser's token buffer) was guessed Turtle, whose parse stops at its first error: 0 of
+    2 statements kept, no disagreement recorded though the name said N-Triples. Derived from
+    nt-syntax-string-01.nt (its literal padded) and nt-syntax-string-02.nt (the second line)."""
+    from votersdaily.laundromat.steps import launder_file
+
+    first = (NT / "nt-syntax-string-01.nt").read_text(encoding="utf-8").strip()
+    second = (NT / "nt-syntax-string-02.nt").read_text(encoding="utf-8").strip()
+    assert first.endswith('"string" .')
+    path = tmp_path / "dump.nt"
+    path.write_text(
+        first.replace('"string"', '"%s"' % ("s" * (17 << 20))) + "\n" + second + "\n", encoding="utf-8"
+    )
+    record = launder_file(path, "0" * 32, tmp_path / "out", name="dump.nt")
+    assert (record["format"], record["format_sniffed"], record["format_disagreements"]) == (
+        "N-Triples",
+        "N-Triples",
+        [],
+    )
+    clean = record["clean"]
+    assert clean["number_of_unique_statements"] == 1 and clean["number_of_errors"] == 1
+    assert clean["messages"][0]["line"] == 1 and "statement of" in clean["messages"][0]["message"]
+
+
+def test_a_cut_off_statement_weighs_what_is_declared():
+    """No line ends inside the window and it starts a statement: the Content-Type and extension
+    decide (a line-based one first), else N-Triples; a declaration the content cannot be is
+    recorded, and so is a Content-Type that differs from the extension."""
+    head = ('<http://example/s> <http://example/p> "%s' % ("s" * SNIFF_CHARS))[:SNIFF_CHARS]
+    cases = [
+        (None, None, "N-Triples", []),
+        (None, "dump.nt", "N-Triples", []),
+        (None, "dump.nq", "N-Quads", []),
+        ("text/turtle", "dump.ttl", "Turtle", []),
+        ("text/turtle", "dump.nt", "N-Triples", ["content-type says Turtle, extension says N-Triples"]),
+        (
+            "application/rdf+xml",
+            "dump.nq",
+            "N-Quads",
+            [
+                "content says N-Triples, content-type says RDF/XML",
+                "content-type says RDF/XML, extension says N-Quads",
+            ],
+        ),
+    ]
+    for content_type, name, fmt, disagreements in cases:
+        guess = guess_format(head, content_type, name)
+        assert (guess.format, guess.sniffed, guess.disagreements) == (fmt, "N-Triples", disagreements), (
+            content_type,
+            name,
+        )
+    # Not a statement's start (a prefixed name): still the Turtle family's guess.
+    assert (
+        guess_format(('ex:s ex:p "%s' % ("s" * SNIFF_CHARS))[:SNIFF_CHARS], None, "dump.nt").format
+        == "Turtle"
+    )
+    # A window that holds a whole line is judged by its lines, as before.
+    assert guess_format(head[:200] + '" .\n' + head[: SNIFF_CHARS - 205], None, None).format == "N-Triples"
 
 
 def test_limits_hold_for_the_whole_tree(tmp_path):

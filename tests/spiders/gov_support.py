@@ -48,7 +48,8 @@ def parse(
     out = list(spider.parse_document(response))
     pipes = [NormaliseDatetimesPipeline(crawler), ValidateEventPipeline(crawler), EventIdPipeline()]
     events = []
-    for item in (x for x in out if isinstance(x, EventItem)):
+    for parsed in (x for x in out if isinstance(x, EventItem)):
+        item = parsed
         for pipe in pipes:
             item = pipe.process_item(item)
         events.append(item)
@@ -57,6 +58,12 @@ def parse(
 
 def ok(proc):
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def failed(proc):
+    """`scrapy crawl` of a run that failed: exit status 1 (the project's command), its run log says why."""
+    assert proc.returncode == 1, proc.stderr[-3000:]
     return proc
 
 
@@ -109,7 +116,7 @@ def crawl_bad(crawl, spider: str, path: Path, body: bytes, store_uri: str, excep
     from votersdaily.store import open_store
 
     path.write_bytes(body)
-    ok(crawl(spider, [path], store_uri))
+    failed(crawl(spider, [path], store_uri))
     store = open_store(store_uri)
     assert stored_events(store, spider) == {}
     (log,) = run_logs(store, spider)

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import recording
-from tests.spiders.gov_support import crawl_twice, ok, parse, run_logs, stored_events, truncate
+from tests.spiders.gov_support import crawl_twice, failed, ok, parse, run_logs, stored_events, truncate
 from votersdaily.feeds.health import BROKEN, MANUAL, OK, classify, run_from_log, spider_health
 from votersdaily.feeds.site import build_site
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
@@ -182,7 +182,7 @@ def test_a_reply_whose_every_record_is_dropped_fails_the_run(crawl, tmp_path, sq
         NEWEST.read_bytes().replace(b'"publication_date":"2026-10-02"', b'"publication_date":null')
     )
     proc = crawl("federal_register", [EO, page], sqlite_uri)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 1, proc.stderr[-2000:]  # the run failed (AllRecordsDropped)
     store = open_store(sqlite_uri)
     assert len(stored_events(store, "federal_register")) == 10  # the good reply is stored
     (log,) = run_logs(store, "federal_register")
@@ -222,7 +222,7 @@ def test_crawl_follows_next_page_url_up_to_max_pages(crawl, site, sqlite_uri, fr
 def test_crawl_of_recordings_and_a_bad_page(crawl, tmp_path, sqlite_uri):
     bad = tmp_path / "documents.json"
     bad.write_bytes(NEWEST.read_bytes().replace(b'"results":', b'"documents":', 1))
-    ok(crawl("federal_register", [EO, bad], sqlite_uri))
+    failed(crawl("federal_register", [EO, bad], sqlite_uri))
     store = open_store(sqlite_uri)
     docs = stored_events(store, "federal_register")
     assert len(docs) == 10 and all(d["source_url"] == EO_URL for d in docs.values())

@@ -157,7 +157,7 @@ def test_crawl_twice(crawl, sqlite_uri):
 
 
 def test_crawl_file_not_found_logs_an_error_page_and_stores_nothing(crawl, sqlite_uri, frozen_now):
-    crawled(crawl("house_floor_schedule", [NOT_FOUND], sqlite_uri))
+    crawled(crawl("house_floor_schedule", [NOT_FOUND], sqlite_uri), status=1)
     events, (log,) = stored(sqlite_uri)
     assert events == {}
     assert log["result"] == "ErrorPage" and log["insert_count"] == 0 and log["empty"] is False

@@ -220,7 +220,7 @@ def test_listing_url_is_the_current_years_index(monkeypatch):
 
 
 def test_crawl_error_body_logs_the_failure_and_stores_nothing(crawl, sqlite_uri, frozen_now):
-    crawled(crawl("house_votes", [ERROR_BODY], sqlite_uri))
+    crawled(crawl("house_votes", [ERROR_BODY], sqlite_uri), status=1)
     events, logs = stored(sqlite_uri)
     assert events == {}
     (log,) = logs

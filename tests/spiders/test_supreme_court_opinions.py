@@ -1,6 +1,6 @@
 """supreme_court_opinions: the real slip-opinion listing (2022 term) checked against juriscraper's
-parse of it, in-chambers opinions (a derived page: no real one is recorded), look-alike tables told
-apart by their header rows, and a real crawl."""
+parse of it, and a real crawl of it with a real in-chambers listing (the pages of other terms and
+layouts: test_supreme_court_terms.py)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,14 @@ from scrapy.http import HtmlResponse
 
 from tests.conftest import recording
 from tests.spiders.gov_support import crawl_twice, parse
-from votersdaily.sources.errors import UnexpectedDocument
+from tests.spiders.supreme_court_pages import EARLIER_TERMS
 from votersdaily.sources.supremecourt import JUSTICES
-from votersdaily.spiders.supreme_court_arguments import SupremeCourtArgumentsSpider
 from votersdaily.spiders.supreme_court_opinions import SupremeCourtOpinionsSpider as Spider
-from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider
 
 SLIP = recording("gov/supreme_court/scotus_slip_example.html")
 SLIP_URL = Spider.recordings["gov/supreme_court/scotus_slip_example.html"]
-RELATING = recording("gov/supreme_court/scotus_relating_2025.html")
+CHAMBERS = EARLIER_TERMS / "chambers_all_terms_2025.html"
 IN_CHAMBERS_URL = "https://www.supremecourt.gov/opinions/in-chambers.aspx"
-PAGES = sorted(recording("gov/supreme_court").glob("*.html"))
-
-
-def in_chambers_page() -> bytes:
-    """Derived from the real 2025 relating page: its heading renamed to the in-chambers listing's and
-    its last header cell to "Pt.", the in-chambers layout (Date | Docket | Name | J. | Pt.)."""
-    body = RELATING.read_bytes()
-    body = body.replace(b">Opinions Relating to Orders - 2025</span>", b">In-Chambers Opinions</span>")
-    return body.replace(b'scope="col">Citation</th>', b'scope="col">Pt.</th>')
 
 
 @pytest.fixture(scope="module")
@@ -76,38 +65,6 @@ def test_slip_opinions_match_juriscrapers_parse(slip):
         assert event["justice"].split(",")[0].split()[-1] == expected["judges"].split()[-1]
 
 
-def test_in_chambers_opinions_derived():
-    events = parse(Spider, in_chambers_page(), IN_CHAMBERS_URL, HtmlResponse).by_key()
-    assert len(events) == 7
-    orr = events["25a319_i4dj.pdf"]
-    assert orr["title"] == "Trump v. Orr (No. 25A319): in-chambers opinion"
-    assert (orr["justice"], orr["citation"], orr["opinion_type"]) == (
-        "Ketanji Brown Jackson",
-        "607/1",
-        "in-chambers opinion",
-    )
-    assert orr["release_number"] is None and orr["datetime"] == "2025-11-06T00:00:00Z"
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        # Derived: the slip page with its first header in the in-chambers layout.
-        SLIP.read_bytes().replace(b'scope="col">Citation</th>', b'scope="col">Pt.</th>', 1),
-        # Derived: the in-chambers page with the slip layout's R- column added.
-        in_chambers_page().replace(
-            b'<th style="text-align: center;" width="60" scope="col">Date</th>',
-            b"<th>R-</th><th>Date</th>",
-            1,
-        ),
-    ],
-    ids=["slip_page_with_in_chambers_header", "in_chambers_page_with_slip_header"],
-)
-def test_a_table_is_recognised_by_its_header_never_by_position(body):
-    with pytest.raises(UnexpectedDocument, match="header"):
-        parse(Spider, body, SLIP_URL, HtmlResponse)
-
-
 def test_a_row_without_its_pdf_link_is_dropped_alone():
     """Derived: the first slip opinion's link removed from its Name cell."""
     body = SLIP.read_bytes().replace(
@@ -119,33 +76,17 @@ def test_a_row_without_its_pdf_link_is_dropped_alone():
     assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 1
 
 
-SPIDERS = (SupremeCourtOrdersSpider, Spider, SupremeCourtArgumentsSpider)
-
-
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-@pytest.mark.parametrize("spider", SPIDERS, ids=[s.name for s in SPIDERS])
-def test_every_court_page_is_read_or_refused_never_a_crash(spider, page):
-    """Each Supreme Court spider on each real Supreme Court page: its own pages give events, every
-    other page is an UnexpectedDocument (the orders spider crashed with AttributeError on slips)."""
-    own = any(name.endswith("/" + page.name) for name in spider.recordings)
-    url = "https://www.supremecourt.gov/" + page.stem
-    if own:
-        assert parse(spider, page, url, HtmlResponse).events
-    else:
-        with pytest.raises(UnexpectedDocument):
-            parse(spider, page, url, HtmlResponse)
-
-
 def test_justice_keys():
     assert JUSTICES["PC"] == "Per Curiam" and JUSTICES["KJ"] == "Ketanji Brown Jackson"
 
 
-def test_crawl_twice(crawl, sqlite_uri, frozen_now, tmp_path):
-    chambers = tmp_path / "in-chambers.html"
-    chambers.write_bytes(in_chambers_page())  # derived, see in_chambers_page
-    runs = crawl_twice(crawl, "supreme_court_opinions", [SLIP, chambers], sqlite_uri, 58 + 7)
+def test_crawl_twice(crawl, sqlite_uri, frozen_now):
+    """The 2022 slip page with the real in-chambers page of 2025 (several terms, a Term Year column)."""
+    runs = crawl_twice(crawl, "supreme_court_opinions", [SLIP, CHAMBERS], sqlite_uri, 58 + 1)
     doc = runs.docs["2023-06-30T00:00:00Z-supreme_court_opinions-600us1r58_7khn.pdf"]
     assert doc["source_url"] == SLIP_URL and doc["justice"] == "Neil M. Gorsuch"
+    navarro = runs.docs["2024-03-18T00:00:00Z-supreme_court_opinions-23a843_he4l.pdf"]
+    assert (navarro["opinion_type"], navarro["term_year"]) == ("in-chambers opinion", 2023)
 
 
 def test_smoke():

@@ -1,5 +1,6 @@
 """supreme_court_orders: the real supremecourt.gov orders listing and opinions relating to orders
-(2025, shipped; 2015, read in place from ../shared when it is there), failure modes, a real crawl."""
+(2025, shipped; 2015, a test recording), failure modes, a real crawl (the relating pages of other
+terms: test_supreme_court_terms.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from datetime import date
 import pytest
 from scrapy.http import HtmlResponse
 
-from tests.conftest import recording, shared_file
+from tests.conftest import recording
 from tests.spiders.gov_support import crawl_bad, crawl_twice, parse, truncate
+from tests.spiders.supreme_court_pages import EARLIER_TERMS
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
 from votersdaily.sources.supremecourt import term_year
 from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider as Spider
 
 ORDERS = recording("gov/supreme_court/scotus_orders_home.html")
 RELATING = recording("gov/supreme_court/scotus_relating_2025.html")
-RELATING_2015_REL = "fixtures/inplace/gov/supreme_court/scotus_relating_example.html"
+RELATING_2015 = EARLIER_TERMS / "relating_2015.html"
 ORDERS_URL = Spider.recordings["gov/supreme_court/scotus_orders_home.html"]
 RELATING_URL = Spider.recordings["gov/supreme_court/scotus_relating_2025.html"]
 RELATING_2015_URL = "https://www.supremecourt.gov/opinions/relatingtoorders/15"
@@ -115,9 +117,8 @@ def test_relating_2025_matches_juriscrapers_parse(relating):
 
 
 def test_opinions_relating_to_orders_2015_layout():
-    """The older layout (Date | Docket | Name | Revised | J. | Pt.), read in place from ../shared."""
-    page = shared_file(RELATING_2015_REL)
-    keys = parse(Spider, page, RELATING_2015_URL, HtmlResponse).by_key()
+    """The older layout (Date | Docket | Name | Revised | J. | Pt.)."""
+    keys = parse(Spider, RELATING_2015, RELATING_2015_URL, HtmlResponse).by_key()
     assert len(keys) == 8  # 8 table rows link 9 opinion PDFs: the ninth is Correll's "Revised" copy
     brooks, brooks_dissent = keys["15-7786_n7io.pdf"], keys["15-7786_n7io.pdf#page=2"]
     assert brooks["datetime"] == brooks_dissent["datetime"] == "2016-01-21T00:00:00Z"  # "1/21/16"
@@ -138,21 +139,14 @@ def test_opinions_relating_to_orders_2015_layout():
     "make, exception",
     [
         (lambda: truncate(ORDERS.read_bytes()), MalformedDocument),
-        (lambda: NOT_FOUND.read_bytes(), ErrorPage),
-        (lambda: CLERK_INDEX.read_bytes(), UnexpectedDocument),
+        (NOT_FOUND.read_bytes, ErrorPage),
+        (CLERK_INDEX.read_bytes, UnexpectedDocument),
         (
             lambda: recording("gov/supreme_court/scotus_slip_example.html").read_bytes(),
             UnexpectedDocument,
         ),
-        (
-            # Derived: the 2025 relating page with an extra header cell (a column the spider does not know).
-            lambda: RELATING.read_bytes().replace(
-                b'scope="col">Citation</th>', b'scope="col">Citation</th><th>Pt.</th>'
-            ),
-            UnexpectedDocument,
-        ),
     ],
-    ids=["truncated", "html_error_page", "other_site_page", "slip_opinions_page", "unknown_table_header"],
+    ids=["truncated", "html_error_page", "other_site_page", "slip_opinions_page"],
 )
 def test_bad_pages_raise(make, exception):
     with pytest.raises(exception):
@@ -165,6 +159,18 @@ def test_a_row_with_a_bad_date_is_dropped_alone():
     parsed = parse(Spider, body, ORDERS_URL, HtmlResponse)
     assert len(parsed.events) == 68 and "032524zor_4h25.pdf" not in parsed.by_key()
     assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 1
+
+
+def test_order_links_outside_the_known_rows_are_dropped_with_a_reason():
+    """Derived: the link <span> of the first two order rows renamed <em> (another layout): those two
+    links are dropped with their reason, the other 67 orders kept; no order is lost silently."""
+    body = ORDERS.read_bytes()
+    cell = b'<span style="display:inline-block;"><a href=\'/orders/courtorders/'
+    assert body.count(cell) == 69
+    body = body.replace(cell, b'<em style="display:inline-block;"><a href=\'/orders/courtorders/', 2)
+    parsed = parse(Spider, body, ORDERS_URL, HtmlResponse)
+    assert len(parsed.events) == 67
+    assert parsed.spider.crawler.stats.get_value("events/dropped/record:UnexpectedDocument") == 2
 
 
 def test_term_year():

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 from tests.support.inprocess import environment
 from tests.support.services import REPO, cli_environment
@@ -37,8 +38,8 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
 
 
 @contextlib.contextmanager
-def _process_state(env: dict[str, str]) -> Iterator[None]:
-    """``env`` over the environment, the checkout as working folder, a root logger without the
+def _process_state(env: dict[str, str], cwd: Path = REPO) -> Iterator[None]:
+    """``env`` over the environment, ``cwd`` (the checkout) as working folder, a root logger without the
     test runner's handlers and warnings shown on standard error (as in a fresh interpreter); all of
     it restored afterwards, including what the command itself changed (``--store`` and
     ``--redis-url`` set environment variables)."""
@@ -46,7 +47,7 @@ def _process_state(env: dict[str, str]) -> Iterator[None]:
     saved_handlers, saved_level = root.handlers[:], root.level
     root.handlers.clear()
     try:
-        with environment(env), contextlib.chdir(REPO), warnings.catch_warnings():
+        with environment(env), contextlib.chdir(cwd), warnings.catch_warnings():
             warnings.resetwarnings()
             for action, category, module in reversed(DEFAULT_WARNING_FILTERS):
                 warnings.filterwarnings(action, category=category, module=module)
@@ -59,14 +60,16 @@ def _process_state(env: dict[str, str]) -> Iterator[None]:
         root.setLevel(saved_level)
 
 
-def run_main(*args: str, store_uri: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_main(
+    *args: str, store_uri: str, env: dict | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess:
     """``python -m votersdaily *args`` in this process; the same result shape as the ``cli`` fixture
     (exit status, and what the command wrote to standard output and error, as text)."""
     from votersdaily.cli import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
-    with _process_state(cli_environment(store_uri, env)):
+    with _process_state(cli_environment(store_uri, env), cwd):
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = out, err
         try:

@@ -9,7 +9,8 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
   racing: each has read what the store held before either writes);
 * stop at the first such request: nothing of it is forwarded, every connection is closed and the
   port stops listening (connections are refused from then on), as when the server is stopped just
-  before it: a store that answered the command's check and then went away.
+  before it: a store that answered the command's check and then went away;
+* delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped).
 
 The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
 request line starts a request.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 from tests.support.services import free_port
 
@@ -34,6 +36,9 @@ class FaultProxy:
         self.held = 0
         self._lose: dict[bytes, int] = {}
         self._barrier: tuple[bytes, threading.Barrier] | None = None
+        self._delays: dict[bytes, float] = {}
+        #: Requests delayed so far (a test waits for the first).
+        self.delayed = 0
         self._stop_at: bytes | None = None
         #: Set once the proxy stopped at the request named by :meth:`stop_at`.
         self.stopped = threading.Event()
@@ -53,6 +58,10 @@ class FaultProxy:
     def hold_until(self, fragment: bytes, parties: int) -> None:
         """Hold the first ``parties`` requests whose request line holds ``fragment`` until all arrived."""
         self._barrier = (fragment, threading.Barrier(parties, timeout=120))
+
+    def delay(self, fragment: bytes, seconds: float) -> None:
+        """Pass every request whose request line holds ``fragment`` on after ``seconds``."""
+        self._delays[fragment] = seconds
 
     def stop_at(self, fragment: bytes) -> None:
         """Stop (as a stopped server: refused connections) when a request line holds ``fragment``."""
@@ -101,6 +110,11 @@ class FaultProxy:
                     if self.held >= barrier.parties:
                         self._barrier = None
                 barrier.wait()
+            for fragment, seconds in self._delays.items():
+                if fragment in line:
+                    with self._lock:
+                        self.delayed += 1
+                    time.sleep(seconds)
             with self._lock:
                 for fragment, times in self._lose.items():
                     if times and fragment in line:

@@ -9,7 +9,8 @@ reactor in a greenlet of the test thread instead, which leaves its event loop "r
 
 ``crawl_in_process(argv, env)`` parses the command line with Scrapy's own ``crawl`` command, applies the
 environment a subprocess would get, runs the crawl with a ``CrawlerRunner`` and answers a
-``CompletedProcess`` (``returncode`` 1 when Scrapy's command would exit 1, the crawl's log in ``stderr``).
+``CompletedProcess`` with the exit status the project's ``scrapy crawl`` gives (votersdaily/commands/
+crawl.py: 2 for a bad setting, 1 when the run failed) and the crawl's log in ``stderr``.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ _reactor_lock = threading.Lock()
 
 
 def session_reactor() -> ParkedReactor:
-    global _reactor
+    global _reactor  # noqa: PLW0603 - one parked reactor for the test session
     with _reactor_lock:
         if _reactor is None:
             from scrapy.utils.log import configure_logging
@@ -149,7 +150,7 @@ def _captured_log(settings) -> Iterator[io.StringIO]:
         root.setLevel(level)
 
 
-def _start(runner, spider: str, spider_args: dict):
+def _start(runner, crawler, spider_args: dict):
     """In the reactor thread: what ``scrapy crawl``'s crawler process sets up on the reactor for the
     crawl's settings (the DNS resolver, the thread pool's size), then the crawl."""
     from scrapy.utils.misc import build_from_crawler, load_object
@@ -165,7 +166,7 @@ def _start(runner, spider: str, spider_args: dict):
     resolver = build_from_crawler(load_object(settings[name]), runner, reactor=reactor)
     resolver.install_on_reactor()
     reactor.getThreadPool().adjustPoolsize(maxthreads=settings.getint("REACTOR_THREADPOOL_MAXSIZE"))
-    return runner.crawl(spider, **spider_args)
+    return runner.crawl(crawler, **spider_args)
 
 
 def crawl_in_process(
@@ -173,9 +174,10 @@ def crawl_in_process(
 ) -> subprocess.CompletedProcess:
     """``scrapy crawl <argv>`` run in this process with ``env`` set; same result shape as ``run_cli``."""
     from scrapy.cmdline import ScrapyArgumentParser
-    from scrapy.commands.crawl import Command
     from scrapy.crawler import CrawlerRunner
     from scrapy.utils.project import get_project_settings
+
+    from votersdaily.commands.crawl import Command, run_status
 
     reactor = session_reactor()
     with environment(env), contextlib.chdir(REPO):
@@ -186,16 +188,24 @@ def crawl_in_process(
         parser = ScrapyArgumentParser(conflict_handler="resolve")
         command.add_options(parser)
         opts, args = parser.parse_known_args(argv)
-        command.process_options(args, opts)
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                command.process_options(args, opts)  # the project's checks: exit status 2 and one line
+        except SystemExit as exc:
+            return subprocess.CompletedProcess(["scrapy", "crawl", *argv], exc.code, "", err.getvalue())
         (spider,) = args
         with _captured_log(settings) as log:
             runner = CrawlerRunner(settings)
+            crawler = runner.create_crawler(spider)
             returncode = 0
             try:
-                reactor.call(lambda: _start(runner, spider, opts.spargs), timeout)
+                reactor.call(lambda: _start(runner, crawler, opts.spargs), timeout)
             except Exception:
                 log.write(traceback.format_exc())
                 returncode = 1
             if runner.bootstrap_failed:
                 returncode = 1
+            elif returncode == 0:
+                returncode = run_status([crawler])  # the project's `scrapy crawl` exit status
     return subprocess.CompletedProcess(["scrapy", "crawl", *argv], returncode, "", log.getvalue())

@@ -356,7 +356,7 @@ def run_cli(
     full_env = dict(os.environ)
     full_env.update(cli_environment(store_uri, env))
     return subprocess.run(
-        args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout
+        args, cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 

@@ -63,6 +63,7 @@ def fresh_python(code: str, store_uri: str, cwd: Path, *args: str) -> subprocess
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
 
 

@@ -1,25 +1,40 @@
-"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary."""
+"""``crawl --all [--offline] [--due]``: the main job, every event spider in one process, then a summary.
+
+``-a NAME=VALUE`` gives every spider of the run that argument (``crawl house_votes -a url=file://…``),
+``-s NAME=VALUE`` a setting; both, and the store URI, are checked before anything starts (exit 2).
+Ctrl-C stops after the current requests, a second one now (votersdaily/interrupts.py); an
+interrupted crawl exits 130.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
-from ..archive import archive_dir
-from ..reactor import installed_reactor
-from ..spiders.base import EventSpider
-from ..store import mask_uri, store_uri
-from ..store.base import StoreError
-from ..store.check import checked_store
-from ..store.spool import NotSpooled, spool_dir
-from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, EXIT_USAGE
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from votersdaily.archive import archive_dir
+from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
+from votersdaily.reactor import installed_reactor
+from votersdaily.spiders.base import BadSpiderArgument, EventSpider
+from votersdaily.store import mask_uri, store_uri
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import StoreMisconfigured, checked_store
+from votersdaily.store.spool import NotSpooled, spool_dir
+
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
+from .options import BadSetting, add_scrapy_options, add_spider_arguments, scrapy_settings
 
 if TYPE_CHECKING:
+    import argparse
+    from datetime import datetime
+    from pathlib import Path
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
 
 COLUMNS = (
@@ -38,7 +53,7 @@ COLUMNS = (
 STORE_RESULTS = ("StoreUnavailable", "StoreRefused", "StoreError")
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("crawl", help="run event spiders and print a per-spider summary")
     parser.add_argument("--all", action="store_true", help="every event spider")
     parser.add_argument(
@@ -50,11 +65,12 @@ def register(sub) -> None:
         help="only spiders whose last run (in vd_log) is older than their frequency_hours",
     )
     add_scrapy_options(parser, "run")
+    add_spider_arguments(parser)
     parser.add_argument("spiders", nargs="*", help="spider names (instead of --all)")
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
+def event_spiders(settings: BaseSettings, names: Iterable[str] | None = None) -> dict[str, type[EventSpider]]:
     """Every event spider by name, or those of ``names`` (importing only their own modules: see
     votersdaily/spiderloader.py); a name that is no event spider is left out."""
     loader = get_spider_loader(settings)
@@ -69,25 +85,27 @@ def event_spiders(settings, names: Iterable[str] | None = None) -> dict[str, typ
     return found
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("votersdaily crawl: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
+    if args.all and args.spiders:  # `crawl --all house_votse`: the names were ignored and everything crawled
+        return fail("give --all or spider names, not both (%s)" % ", ".join(args.spiders))
     available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
     unknown = [n for n in names if n not in available]
     if unknown or (not names and not args.all):
-        print(
-            "votersdaily crawl: unknown event spider(s): %s; known: %s"
-            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings))),
-            file=sys.stderr,
+        return fail(
+            "unknown event spider(s): %s; known: %s"
+            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings)))
         )
-        return EXIT_USAGE
+    spider_args = dict(args.spider_args)
+    if args.offline and "url" in spider_args:
+        return fail("-a url= and --offline both say which documents to read: give one")
     runs, skipped = {}, []
     for name in names:
-        kwargs = {}
+        kwargs = dict(spider_args)
         if args.offline:
             urls = available[name].recording_urls()
             if not urls:
@@ -95,9 +113,15 @@ def run(args) -> int:
                 continue
             kwargs["url"] = ",".join(urls)
         runs[name] = kwargs
+    for name, kwargs in runs.items():
+        problem = bad_spider_arguments(available[name], kwargs)
+        if problem:
+            return fail(problem)  # before the store is touched: a typo is not a failed run
     uri = store_uri(settings)
     try:
         checked_store(uri).close()
+    except StoreMisconfigured as exc:
+        return fail(str(exc))  # a typo: nothing to spool, nothing was tried
     except StoreError as exc:
         return store_unavailable(settings, {n: available[n] for n in runs}, runs, exc)
     not_due = []
@@ -112,8 +136,10 @@ def run(args) -> int:
         crawler = process.create_crawler(available[name])
         crawlers.append(crawler)
         process.crawl(crawler, **kwargs).addBoth(progress.finished, crawler)
+    interrupts = Interrupts(process, say)
     if crawlers:
         progress.start_live(crawlers)
+        interrupts.install()
         process.start()
     counted = [summary_row(c) for c in crawlers]
     rows = counted + [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]
@@ -128,10 +154,29 @@ def run(args) -> int:
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    return crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
 
 
-def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: bool = False) -> int:
+def bad_spider_arguments(spidercls: type[Spider], kwargs: dict[str, Any]) -> str | None:
+    """Why the event spider ``spidercls`` cannot start with the spider arguments ``kwargs`` (one it
+    does not take, a value it cannot use), or None; the spider is built to find out, as a crawl
+    would (without a crawler: its ``__init__`` reads arguments only)."""
+    if not issubclass(spidercls, EventSpider):
+        return None
+    try:
+        spidercls(**kwargs)
+    except BadSpiderArgument as exc:
+        return str(exc)
+    except (ValueError, TypeError) as exc:
+        given = " ".join("-a %s=%s" % (k, v) for k, v in sorted(kwargs.items()) if k != "url" or len(v) < 200)
+        return "%s cannot start with %s: %s" % (spidercls.name, given or "these arguments", exc)
+    return None
+
+
+def crawl_status(
+    rows: list[dict[str, Any]], spool_folder: Path | str, shown_uri: str, not_archived: bool = False
+) -> int:
     """What the crawl's exit status says, with a line for what is not in the table: 1 when a run
     failed, documents were lost or source documents not archived, else 4 when documents wait in the
     spool, else 0."""
@@ -151,10 +196,9 @@ def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: b
             file=sys.stderr,
         )
     if lost:
-        print(
+        say(
             "%d documents were lost: neither the store nor the spool folder %s took them"
-            % (lost, spool_folder),
-            file=sys.stderr,
+            % (lost, spool_folder)
         )
         return EXIT_FAILED
     if not_archived or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
@@ -164,7 +208,7 @@ def crawl_status(rows: list[dict], spool_folder, shown_uri: str, not_archived: b
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
 
 
-def not_archived_runs(crawlers: list) -> dict[str, str]:
+def not_archived_runs(crawlers: list[Crawler]) -> dict[str, str]:
     """Runs whose source documents could not all be archived (by spider: why), said in one line: their
     events are stored all the same (``archived: false``), but the command did not do all its job."""
     errors = {
@@ -173,21 +217,38 @@ def not_archived_runs(crawlers: list) -> dict[str, str]:
         if c.stats.get_value("archive/error")
     }
     if errors:
-        print(
-            "votersdaily crawl: the source documents of %d runs (%s) were not all archived: %s; "
+        say(
+            "the source documents of %d runs (%s) were not all archived: %s; "
             "their events are stored, marked archived: false"
-            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0]),
-            file=sys.stderr,
+            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
         )
     return errors
 
 
-def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dict, exc: StoreError) -> int:
+def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:
+    """The last line of an interrupted crawl: which spiders finished and what became of the others."""
+    stopped = [r["spider"] for r in rows if r.get("result") == INTERRUPTED]
+    finished = [r["spider"] for r in rows if r.get("result") not in (INTERRUPTED, "no run log")]
+    where = (
+        "their run logs and unwritten documents are spooled in %s" % spool_dir(settings).resolve()
+        if stop == FORCED_STOP
+        else "their run logs say what they stored"
+    )
+    say(
+        "interrupted: %d spiders finished, %d stopped before they finished (%s)%s"
+        % (len(finished), len(stopped), ", ".join(stopped) or "none", "; " + where if stopped else "")
+    )
+    return EXIT_INTERRUPTED
+
+
+def store_unavailable(
+    settings: BaseSettings, spiders: dict[str, type[EventSpider]], runs: dict[str, Any], exc: StoreError
+) -> int:
     """Nothing is crawled into a store that cannot take it: one line saying why, and each spider's
     run log (result StoreUnavailable) spooled for when the store is back."""
-    from ..extensions import first_start_url, spool_run_log, unavailable_run_log
+    from votersdaily.extensions import first_start_url, spool_run_log, unavailable_run_log
 
-    print("votersdaily crawl: %s" % exc, file=sys.stderr)
+    say(str(exc))
     kept = lost = 0
     for name, cls in spiders.items():
         # an instance: most spiders' listing URLs depend on the date or the spider's arguments
@@ -198,16 +259,12 @@ def store_unavailable(settings, spiders: dict[str, type[EventSpider]], runs: dic
         except NotSpooled:
             lost += 1
     if kept:
-        print(
-            "nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)),
-            file=sys.stderr,
-        )
+        say("nothing crawled; %d run logs (StoreUnavailable) spooled to %s" % (kept, spool_dir(settings)))
     if lost:
         # The folder and why were said once when it refused (the spool's own line).
-        print(
+        say(
             "nothing crawled; %d run logs (StoreUnavailable) lost: the spool could not take them either"
-            % lost,
-            file=sys.stderr,
+            % lost
         )
     return EXIT_UNAVAILABLE
 
@@ -216,13 +273,13 @@ class Progress:
     """One line per spider as it finishes (on standard error, so the summary table stays clean on
     standard output); on a terminal also a live count of finished spiders and scraped items."""
 
-    def __init__(self, total: int, out=None):
+    def __init__(self, total: int, out: TextIO | None = None) -> None:
         self.total = total
         self.done = 0
         self.out = out or sys.stderr
         self.live: LoopingCall | None = None
 
-    def finished(self, result, crawler):
+    def finished(self, result: Any, crawler: Crawler) -> Any:
         self.done += 1
         row = summary_row(crawler)
         self._clear_live()
@@ -244,14 +301,14 @@ class Progress:
         )
         return result
 
-    def start_live(self, crawlers: list) -> None:
+    def start_live(self, crawlers: list[Crawler]) -> None:
         if not self.out.isatty():
             return
         from twisted.internet import task
 
         reactor = installed_reactor()
 
-        def show():
+        def show() -> None:
             items = sum(c.stats.get_value("item_scraped_count", 0) for c in crawlers if c.stats)
             self.out.write("\r%d of %d spiders finished, %d items so far " % (self.done, self.total, items))
             self.out.flush()
@@ -270,14 +327,16 @@ class Progress:
         self._clear_live()
 
 
-def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) -> list[str]:
+def due_spiders(
+    spiders: dict[str, type[EventSpider]], now: datetime | None = None, settings: BaseSettings | None = None
+) -> list[str]:
     """Spiders whose last run in vd_log started ``frequency_hours`` ago or more (or never ran), in the
     store (and database prefix) of ``settings``."""
     from datetime import timedelta
 
-    from ..clock import now_utc
-    from ..schema import LOG_DB, parse_iso_utc
-    from ..store import open_store, store_uri
+    from votersdaily.clock import now_utc
+    from votersdaily.schema import LOG_DB, parse_iso_utc
+    from votersdaily.store import open_store, store_uri
 
     now = (now or now_utc()).replace(tzinfo=None)
     store = open_store(store_uri(settings), settings)
@@ -303,7 +362,7 @@ def due_spiders(spiders: dict[str, type[EventSpider]], now=None, settings=None) 
         store.close()
 
 
-def summary_row(crawler) -> dict:
+def summary_row(crawler: Crawler) -> dict[str, Any]:
     stats = crawler.stats.get_stats()
     return {
         "spider": crawler.spidercls.name,
@@ -324,7 +383,9 @@ def summary_row(crawler) -> dict:
     }
 
 
-def print_table(rows: list[dict], out=None, columns: tuple[str, ...] = COLUMNS) -> None:
+def print_table(
+    rows: list[dict[str, Any]], out: TextIO | None = None, columns: tuple[str, ...] = COLUMNS
+) -> None:
     out = out or sys.stdout
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

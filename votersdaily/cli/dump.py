@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import json
-import sys
+from typing import TYPE_CHECKING
 
-from ..schema import SURROGATE_RE, clean_text, clean_value
-from ..store.check import checked_store
-from . import EXIT_USAGE
+from votersdaily.schema import SURROGATE_RE, clean_text, clean_value
+from votersdaily.store.check import checked_store
+
+from . import fail, say
 from .staged_output import staged_stdout
 
+if TYPE_CHECKING:
+    import argparse
 
-def register(sub) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("dump", help="print every document of a database as JSON lines")
     parser.add_argument("db", help="database name, e.g. vd_events or vd_log")
     parser.add_argument("--design", action="store_true", help="include design documents")
     parser.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     store = checked_store(must_exist=True)
     if not store.has_db(args.db):
-        print("votersdaily dump: no database %r in %s" % (args.db, store.display_uri), file=sys.stderr)
-        return EXIT_USAGE
+        return fail("no database %r in %s" % (args.db, store.display_uri))
     cleaned = []
     with staged_stdout() as out:
         for doc in store.iter_docs(args.db, include_design=args.design):
@@ -35,9 +38,8 @@ def run(args) -> int:
                 data = json.dumps(clean_value(doc, SURROGATE_RE), ensure_ascii=False, sort_keys=True).encode()
             out.write(data + b"\n")
     if cleaned:
-        print(
-            "dump: %d documents held lone surrogates, written as U+FFFD: %s"
-            % (len(cleaned), ", ".join(repr(clean_text(str(i), SURROGATE_RE)) for i in cleaned[:5])),
-            file=sys.stderr,
+        say(
+            "%d documents held lone surrogates, written as U+FFFD: %s"
+            % (len(cleaned), ", ".join(repr(clean_text(str(i), SURROGATE_RE)) for i in cleaned[:5]))
         )
     return 0

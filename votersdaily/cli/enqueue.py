@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
 
-from ..distributed import REDIS_ENV
-from ..plumbing.environment import project_settings, setting_or_environment
-from ..plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
-from ..store import mask_uri
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from votersdaily.distributed import REDIS_ENV
+from votersdaily.plumbing.environment import project_settings, setting_or_environment
+from votersdaily.plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
+from votersdaily.store import mask_uri
+
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy import Spider
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("enqueue", help="push a spider's requests into the shared Redis queue")
     parser.add_argument("spider", help="spider name (e.g. ingest, laundromat)")
     parser.add_argument(
@@ -34,7 +40,7 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def spider_arguments(spidercls, sources: list[str], bad: list[str]) -> dict:
+def spider_arguments(spidercls: type[Spider], sources: list[str], bad: list[str]) -> dict[str, Any]:
     """What to build the spider with: its own ``enqueue_arguments(sources)`` if it has one, else
     ``url=`` with the given URLs and the URLs listed in the given files (each one that is no URL
     is appended to ``bad`` as "where: why" and left out)."""
@@ -44,7 +50,7 @@ def spider_arguments(spidercls, sources: list[str], bad: list[str]) -> dict:
     return urls_from(sources, bad)
 
 
-def urls_from(sources: list[str], bad: list[str]) -> dict:
+def urls_from(sources: list[str], bad: list[str]) -> dict[str, Any]:
     found: list[tuple[str, str | Exception]] = []
     for source in sources:
         if "://" not in source and Path(source).is_file():
@@ -60,12 +66,20 @@ def urls_from(sources: list[str], bad: list[str]) -> dict:
     return {"url": ",".join(urls)}
 
 
-def run(args) -> int:
+def redis_unreachable(redis_url: str, exc: Exception) -> int:
+    return fail(
+        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url" % (mask_uri(redis_url), exc),
+        EXIT_UNAVAILABLE,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
     from redis.exceptions import RedisError
 
-    from ..distributed.enqueue import enqueue
+    from votersdaily.distributed import redis_server
+    from votersdaily.distributed.enqueue import enqueue
 
     settings = project_settings()
     if args.redis_url:
@@ -73,20 +87,16 @@ def run(args) -> int:
         os.environ[REDIS_ENV] = args.redis_url
     redis_url = setting_or_environment(settings, "REDIS_URL")
     if not redis_url:
-        print(
-            "votersdaily enqueue: no Redis configured: give --redis-url, set $%s or the REDIS_URL setting"
-            % REDIS_ENV,
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return fail("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV)
     loader = SpiderLoader.from_settings(settings)
     if args.spider not in loader.list():
-        print(
-            "votersdaily enqueue: unknown spider %r; known: %s"
-            % (args.spider, ", ".join(sorted(loader.list()))),
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return fail("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))))
+    try:
+        redis_server(settings)  # the service first: the inputs matter only once they can be queued
+    except RedisError as exc:
+        return redis_unreachable(redis_url, exc)
+    except ValueError as exc:  # redis-py's parse_url: no redis://, a bad port or database
+        return fail("%s is not a Redis URL (%s): e.g. redis://127.0.0.1:6379/0" % (mask_uri(redis_url), exc))
     # A spider's Redis worker (``<spider>_worker``) knows which of its arguments takes a file.
     worker = args.spider + "_worker"
     bad_inputs: list[str] = []
@@ -95,28 +105,20 @@ def run(args) -> int:
             loader.load(worker if worker in loader.list() else args.spider), args.sources, bad_inputs
         )
     except ValueError as exc:
-        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     for line in bad_inputs:
-        print("votersdaily enqueue: bad input at %s" % line, file=sys.stderr)
+        say("bad input at %s" % line)
     for item in args.spider_args:
         name, sep, value = item.partition("=")
         if not sep:
-            print("votersdaily enqueue: spider argument %r is not NAME=VALUE" % item, file=sys.stderr)
-            return EXIT_USAGE
+            return fail("spider argument %r is not NAME=VALUE" % item)
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
     except UsageError as exc:  # a setting the spider refuses before any work (a bad host list entry)
-        print("votersdaily enqueue: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     except RedisError as exc:
-        print(
-            "votersdaily enqueue: cannot reach Redis at %s (%s): start redis-server or fix --redis-url"
-            % (mask_uri(redis_url), exc),
-            file=sys.stderr,
-        )
-        return EXIT_UNAVAILABLE
+        return redis_unreachable(redis_url, exc)
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     bad = len(report.bad) + len(bad_inputs)
     print(

@@ -9,26 +9,31 @@ spooled; each is named), 3 the store still does not take documents, 4 documents 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.utils.project import get_project_settings
 
-from ..store.base import StoreError, StoreUnavailable
-from ..store.check import checked_store
-from ..store.identity import identity_of
-from ..store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
-from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE
+from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.check import checked_store
+from votersdaily.store.identity import identity_of
+from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
+
+from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
+from .options import existing_folder
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "flush", help="deliver documents spooled while their store was unavailable or refused them"
     )
     parser.add_argument(
         "--spool-dir",
-        type=Path,
-        help="spool folder (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR setting)",
+        type=existing_folder,
+        help="spool folder, which must exist (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR "
+        "setting)",
     )
     parser.add_argument("--db", help="only this database")
     parser.add_argument(
@@ -47,16 +52,12 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def say(message: str) -> None:
-    print("votersdaily flush: %s" % message, file=sys.stderr)
-
-
 def still_spooled(spool: Spool, exc: StoreError) -> int:
     say("store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc))
     return EXIT_UNAVAILABLE
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     if not spool.pending(args.db) and not spool.kept(args.db):
         print("nothing spooled in %s" % spool.directory)

@@ -9,17 +9,23 @@ lines are reported with their line number and skipped; the good ones are still w
 
 from __future__ import annotations
 
-import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.project import get_project_settings
 
-from ..ingest import ingest_requests as R
-from ..ingest.match import load_catalog_jsonl
-from ..store.check import checked_store
-from ..store.upsert import upsert
+from votersdaily.ingest import ingest_requests as R
+from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.store.check import checked_store
+from votersdaily.store.upsert import upsert
+
+from . import EXIT_FAILED, EXIT_USAGE, fail, say
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("ingest", help="load the ingest match catalog, queue ingest requests")
     commands = parser.add_subparsers(dest="ingest_command", required=True)
     catalog = commands.add_parser(
@@ -40,34 +46,43 @@ def register(sub) -> None:
     enqueue.set_defaults(func=enqueue_requests)
 
 
-def load_catalog(args) -> int:
+def input_status(exc: OSError) -> int:
+    """An input file that is not there is a usage error (2); one that cannot be read, a failure (1)."""
+    return EXIT_USAGE if isinstance(exc, (FileNotFoundError, IsADirectoryError)) else EXIT_FAILED
+
+
+def load_catalog(args: argparse.Namespace) -> int:
     db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
+    path = Path(args.path)
+    if not path.is_file():  # before the store: a typo creates nothing
+        return fail(
+            "cannot read %s: %s" % (path.absolute(), "not a file" if path.exists() else "no such file")
+        )
     store = checked_store()
     try:
         count, errors = load_catalog_jsonl(store, args.path, db)
     except OSError as exc:
-        print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
-        return 1
+        return fail("cannot read %s: %s" % (args.path, exc), input_status(exc))
     finally:
         store.close()
     for error in errors:
-        print(error, file=sys.stderr)
+        say(error)
     print("loaded %d works into %s of %s (%d bad lines)" % (count, db, store.display_uri, len(errors)))
     return 1 if errors else 0
 
 
-def enqueue_requests(args) -> int:
+def enqueue_requests(args: argparse.Namespace) -> int:
     if not args.path and not args.url:
-        print("give a JSON-lines file of requests or --url", file=sys.stderr)
-        return 2
+        return fail("give a JSON-lines file of requests or --url")
     db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
-    found: list[tuple[str, dict | Exception]] = [("--url", raw) for raw in R.from_args(args.url, args.type)]
+    found: list[tuple[str, dict[str, Any] | Exception]] = [
+        ("--url", raw) for raw in R.from_args(args.url, args.type)
+    ]
     if args.path:
         try:
             found += list(R.iter_jsonl(args.path))
         except OSError as exc:
-            print("cannot read %s: %s" % (args.path, exc), file=sys.stderr)
-            return 1
+            return fail("cannot read %s: %s" % (args.path, exc), input_status(exc))
     docs, errors = {}, []
     for where, raw in found:
         try:
@@ -85,7 +100,7 @@ def enqueue_requests(args) -> int:
     finally:
         store.close()
     for error in errors:
-        print(error, file=sys.stderr)
+        say(error)
     print(
         "queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
         % (

@@ -1,16 +1,99 @@
-"""Options shared by the commands that run spiders (``crawl``, ``reparse``): Scrapy settings and log level."""
+"""Options shared by the commands that run spiders (``crawl``, ``reparse``): Scrapy settings, log
+level, spider arguments; and argparse types shared by every command."""
 
 from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
 
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
+from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, check_settings
+
 
 class BadSetting(ValueError):
-    """A ``-s`` option that is not ``NAME=VALUE``."""
+    """A ``-s`` option that is not ``NAME=VALUE``, or a setting whose value its readers cannot use."""
 
 
-def add_scrapy_options(parser, what: str) -> None:
+def one_of(names: tuple[str, ...], what: str) -> Callable[[str], str]:
+    """An argparse type: one of ``names`` in any case, given back in its canonical spelling."""
+    canonical = {name.casefold(): name for name in names}
+
+    def parse(value: str) -> str:
+        try:
+            return canonical[value.strip().casefold()]
+        except KeyError:
+            raise argparse.ArgumentTypeError(
+                "unknown %s %r; known: %s" % (what, value, ", ".join(names))
+            ) from None
+
+    return parse
+
+
+def log_level(value: str) -> str:
+    """An argparse type: a logging level by name, in any case (``info`` → ``INFO``)."""
+    level = value.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError("unknown level %r; known: %s" % (value, ", ".join(LOG_LEVELS)))
+    return level
+
+
+def name_value(value: str) -> tuple[str, str]:
+    """An argparse type: ``NAME=VALUE`` (the value may be empty or hold ``=``)."""
+    name, sep, rest = value.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError("%r is not NAME=VALUE" % value)
+    return name.strip(), rest
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError("not a whole number of at least 1: %r" % value)
+    return number
+
+
+def positive_number(value: str) -> float:
+    """An argparse type: a number above 0 (seconds, hours)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError("not a number above 0: %r" % value)
+    return number
+
+
+def http_url(value: str) -> str:
+    """An argparse type: an http(s) URL of a service (one URL check: votersdaily/plumbing/inputs.py)."""
+    from votersdaily.plumbing.inputs import checked_url
+
+    try:
+        return checked_url(value, "the URL", schemes=("http", "https"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def existing_folder(value: str) -> Path:
+    """An argparse type: a folder that exists (a command reading from it must not find "nothing" in
+    a mistyped path), as an absolute path: a relative one is under the working folder, as the shell
+    means it, whatever the command hands it to (a setting's relative value is under the data home)."""
+    path = Path(os.path.abspath(Path(value).expanduser()))
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            "%s: %s" % (path, "not a folder" if path.exists() else "no such folder")
+        )
+    return path
+
+
+def add_scrapy_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "-s",
         "--set",
@@ -19,16 +102,39 @@ def add_scrapy_options(parser, what: str) -> None:
         metavar="NAME=VALUE",
         help="a Scrapy setting for every spider of this %s (repeatable)" % what,
     )
-    parser.add_argument("--log-level", default="WARNING", help="Scrapy log level (default WARNING)")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=log_level,
+        help="Scrapy log level: %s, any case (default WARNING)" % ", ".join(LOG_LEVELS),
+    )
 
 
-def scrapy_settings(args) -> Settings:
-    """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top."""
+def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-a",
+        dest="spider_args",
+        action="append",
+        default=[],
+        type=name_value,
+        metavar="NAME=VALUE",
+        help="a spider argument, as for scrapy crawl (repeatable; e.g. -a url=file:///…/roll314.xml)",
+    )
+
+
+def scrapy_settings(args: argparse.Namespace) -> Settings:
+    """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top,
+    each setting checked (votersdaily/setting_rules.py) before any work: :class:`BadSetting` names
+    the first one that cannot be used."""
     settings = get_project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
-    for assignment in args.set:
-        name, sep, value = assignment.partition("=")
-        if not sep:
-            raise BadSetting("-s takes NAME=VALUE, got %r" % assignment)
-        settings.set(name, value, priority="cmdline")
+    try:
+        for assignment in args.set:
+            name, sep, value = assignment.partition("=")
+            if not sep:
+                raise BadSetting("-s takes NAME=VALUE, got %r" % assignment)
+            assign(settings, name.strip(), value)
+        check_settings(settings)
+    except BadSettingValue as exc:
+        raise BadSetting(str(exc)) from None
     return settings

@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.crawler import CrawlerProcess
 
-from ..archive import archive_dir, archived_runs
-from ..reparse import parse_date_arg, points_into_archive, summarise_plan
-from ..store.check import checked_store
-from . import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from votersdaily.archive import archive_dir, archived_runs
+from votersdaily.interrupts import Interrupts
+from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
+from votersdaily.schema import EVENTS_DB
+from votersdaily.store.check import checked_store
+
+from . import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, say
 from .crawl import event_spiders, print_table, summary_row
-from .options import BadSetting, add_scrapy_options, scrapy_settings
+from .options import BadSetting, add_scrapy_options, existing_folder, scrapy_settings
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "reparse", help="run the current parsers over the archived documents (history correction)"
     )
@@ -29,7 +35,7 @@ def register(sub) -> None:
         help="print what would be inserted, updated and withdrawn; write nothing",
     )
     parser.add_argument(
-        "--archive-dir", type=Path, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
+        "--archive-dir", type=existing_folder, help="the archive folder (default: VOTERSDAILY_ARCHIVE_DIR)"
     )
     add_scrapy_options(parser, "reparse")
     parser.add_argument("spiders", nargs="*", help="spider names (default: every spider with an archive)")
@@ -37,38 +43,30 @@ def register(sub) -> None:
     parser.set_defaults(func=run, scrapy_logging=True)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         settings = scrapy_settings(args)
     except BadSetting as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
-    if args.archive_dir:
-        if not args.archive_dir.is_dir():
-            print(
-                "reparse: the archive folder %s does not exist" % args.archive_dir.resolve(), file=sys.stderr
-            )
-            return EXIT_USAGE
+        return fail(str(exc))
+    if args.archive_dir:  # a folder that exists (argparse type existing_folder)
         os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
     try:
         since = parse_date_arg(args.since, end=False)
         until = parse_date_arg(args.until, end=True)
     except ValueError as exc:
-        print("reparse: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     available = event_spiders(settings)
     unknown = [n for n in args.spiders if n not in available]
     if unknown:
-        print(
-            "reparse: unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)),
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return fail("unknown event spider(s): %s; known: %s" % (", ".join(unknown), ", ".join(available)))
     # One line and exit 3 (the command's StoreError handler) when the store does not answer; a dry
     # run only reads, so it never creates an empty embedded store either.
     store = checked_store(must_exist=args.dry_run)
     folder = archive_dir(settings)
     try:
+        # The events the reparse reads, asked once before any work: a store that answers the check and
+        # then refuses or fails is one line (exit 3), not a traceback from every spider's run.
+        store.has_db(EVENTS_DB)
         names = [
             n
             for n in args.spiders or sorted(available)
@@ -77,7 +75,7 @@ def run(args) -> int:
     finally:
         store.close()
     if not names:
-        print("reparse: no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
+        say("no archived runs in %s for %s" % (folder, ", ".join(args.spiders) or "any spider"))
         return EXIT_OK
     process = CrawlerProcess(settings)
     crawlers = []
@@ -91,7 +89,11 @@ def run(args) -> int:
             until=args.until,
             dry_run="1" if args.dry_run else None,
         )
+    interrupts = Interrupts(process, say)  # Ctrl-C as in crawl: said, recorded interrupted, exit 130
+    interrupts.install()
     process.start()
+    if interrupts.stop:
+        return EXIT_INTERRUPTED
     # The dry run and the real run end alike: a run whose archive could not all be read back (or whose
     # store writes failed) is not a success, and exits 1 either way.
     rows = []

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
+from typing import Any
 
 from scrapy.spiderloader import SpiderLoader
 
-from ..plumbing.environment import project_settings
-from ..store.check import checked_store
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
+from .options import http_url, positive_number
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("scheduler", help="schedule spiders on scrapyd at their declared frequencies")
-    parser.add_argument("--scrapyd", required=True, help="scrapyd URL, e.g. http://127.0.0.1:6800/")
+    parser.add_argument(
+        "--scrapyd", required=True, type=http_url, help="scrapyd URL, e.g. http://127.0.0.1:6800/"
+    )
     parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between passes (default 60)")
+    parser.add_argument(
+        "--interval", type=positive_number, default=60.0, help="seconds between passes (default 60)"
+    )
     parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
     parser.add_argument(
         "--hours",
@@ -55,7 +62,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
     return out
 
 
-def show(decision: dict, stamp: bool = False) -> None:
+def show(decision: dict[str, Any], stamp: bool = False) -> None:
     """One decision as a line of standard output (the loop prefixes the time)."""
     print(
         "%s%-28s %-20s %s %s"
@@ -70,8 +77,8 @@ def show(decision: dict, stamp: bool = False) -> None:
     )
 
 
-def run(args) -> int:
-    from ..deploy.periodic import (
+def run(args: argparse.Namespace) -> int:
+    from votersdaily.deploy.periodic import (
         FAILED,
         OPEN,
         SCHEDULER_DB,
@@ -80,25 +87,26 @@ def run(args) -> int:
         RecurringScheduler,
         spider_frequencies,
     )
-    from ..deploy.scrapyd import Scrapyd
+    from votersdaily.deploy.scrapyd import Scrapyd
 
     settings = project_settings()
     hours = spider_frequencies(settings)
     try:
-        hours.update({k: float(v) for k, v in _pairs(args.hours, "--hours").items()})
+        for name, value in _pairs(args.hours, "--hours").items():
+            try:
+                hours[name] = positive_number(value)
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError("--hours %s=%s: %s" % (name, value, exc)) from None
         job_settings = _pairs(args.setting, "--setting")
     except ValueError as exc:
-        print("votersdaily scheduler: %s" % exc, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
-        print(
-            "votersdaily scheduler: no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS);"
-            " known: %s" % (", ".join(unknown), ", ".join(sorted(hours))),
-            file=sys.stderr,
+        return fail(
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
+            % (", ".join(unknown), ", ".join(sorted(hours)))
         )
-        return EXIT_USAGE
     loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:

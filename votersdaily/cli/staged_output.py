@@ -30,9 +30,11 @@ def staged_stdout() -> Iterator[BinaryIO]:
             yield staged  # type: ignore[misc]  # SpooledTemporaryFile is a BinaryIO in all but name
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                from . import prefix
+
                 raise SystemExit(
-                    "no room in %s to stage the output (%s): point $TMPDIR at a folder with room"
-                    % (tempfile.gettempdir(), exc.strerror)
+                    "%s: no room in %s to stage the output (%s): point $TMPDIR at a folder with room"
+                    % (prefix(), tempfile.gettempdir(), exc.strerror)
                 ) from None
             raise
         staged.seek(0)

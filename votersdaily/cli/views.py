@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-from ..store.check import checked_store
-from ..store.views import VIEWS
+from typing import TYPE_CHECKING
+
+from votersdaily.cli import fail
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.store.check import checked_store
+from votersdaily.store.names import project_databases
+from votersdaily.store.views import VIEWS
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("views", help="manage the CouchDB design documents")
     actions = parser.add_subparsers(dest="action", required=True)
     push = actions.add_parser("push", help="create databases and install/update views (idempotent)")
-    push.add_argument("dbs", nargs="*", help="databases (default: all with views)")
+    push.add_argument(
+        "dbs",
+        nargs="*",
+        help="the project's databases to create (default: those with views: %s)" % ", ".join(sorted(VIEWS)),
+    )
     push.set_defaults(func=run_push)
 
 
-def run_push(args) -> int:
+def run_push(args: argparse.Namespace) -> int:
+    # Only the project's databases (before any prefix): a mistyped name must not create a database.
+    known = project_databases(project_settings())
+    unknown = [db for db in args.dbs if db not in known]
+    if unknown:
+        return fail("unknown database(s) %s; known: %s" % (", ".join(map(repr, unknown)), ", ".join(known)))
     store = checked_store()
     for db in args.dbs or sorted(VIEWS):
         store.ensure_db(db)

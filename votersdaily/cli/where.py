@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scrapy.utils.project import get_project_settings
 
-from .. import locations
-from ..rfc3986 import mask_uri
+from votersdaily import locations
+from votersdaily.rfc3986 import mask_uri
+
+if TYPE_CHECKING:
+    import argparse
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("where", help="print the data home and where each kind of data goes")
     parser.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     settings = get_project_settings()
     home, reason = locations.home_and_reason(settings)
     print("data home  %s" % home)

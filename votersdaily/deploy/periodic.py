@@ -21,11 +21,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from ..clock import iso_utc, now_utc
-from ..store.base import Store, StoreError
-from ..store.upsert import upsert
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.store.base import Store, StoreError
+from votersdaily.store.upsert import upsert
+
 from .scrapyd import Scrapyd, ScrapydError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .scrapyd import Jobs
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +53,11 @@ EVERY_SPIDER = "*"
 class Plan:
     spider: str
     hours: float
-    args: dict
-    settings: dict
+    args: dict[str, Any]
+    settings: dict[str, Any]
 
 
-def spider_frequencies(settings) -> dict[str, float]:
+def spider_frequencies(settings: BaseSettings) -> dict[str, float]:
     """Hours between runs per spider: ``frequency_hours`` of the spider class, overridden (or given,
     for spiders without one, such as ingest and laundromat) by VOTERSDAILY_SCHEDULE_HOURS."""
     from scrapy.spiderloader import SpiderLoader
@@ -74,7 +82,7 @@ def _parse(value: str | None) -> datetime | None:
 
 class RecurringScheduler:
     #: The decisions of the last pass that differ from their spider's previous one.
-    changed: list[dict]
+    changed: list[dict[str, Any]]
 
     def __init__(
         self,
@@ -83,8 +91,8 @@ class RecurringScheduler:
         plans: list[Plan],
         now: Callable[[], datetime] = now_utc,
         allow_open: bool = False,
-        keep: int = 1000,
-    ):
+        keep: int = DEFAULTS["VOTERSDAILY_SCHEDULER_DECISIONS"],
+    ) -> None:
         self.scrapyd = scrapyd
         self.store = store
         self.plans = plans
@@ -94,10 +102,10 @@ class RecurringScheduler:
         self.changed = []
         store.ensure_db(SCHEDULER_DB)
 
-    def state(self, spider: str) -> dict:
+    def state(self, spider: str) -> dict[str, Any]:
         return self.store.get(SCHEDULER_DB, "state:" + spider) or {"_id": "state:" + spider, "spider": spider}
 
-    def run_once(self) -> list[dict]:
+    def run_once(self) -> list[dict[str, Any]]:
         """One pass over every spider: the decisions taken. Those that changed are logged, stored,
         and listed in :attr:`changed`."""
         now = self.now()
@@ -120,7 +128,7 @@ class RecurringScheduler:
         self._keep(taken)
         return [decision for decision, _ in taken]
 
-    def _refusal(self, now: datetime) -> dict | None:
+    def _refusal(self, now: datetime) -> dict[str, Any] | None:
         """A scrapyd open to anyone gets no jobs, unless ``allow_open``: then a warning each pass."""
         if not self.scrapyd.answers_without_credentials():
             return None
@@ -141,12 +149,12 @@ class RecurringScheduler:
         self._about_scrapyd(refused)
         return refused
 
-    def _about_scrapyd(self, decision: dict | None) -> None:
+    def _about_scrapyd(self, decision: dict[str, Any] | None) -> None:
         """Keep a decision about scrapyd itself; None: it answered as it should (after an outage,
         its state says so once)."""
         self._keep([(decision or {"decision": "ok", "jobid": None, "reason": ""}, self.state(EVERY_SPIDER))])
 
-    def _keep(self, taken: list[tuple[dict, dict]]) -> None:
+    def _keep(self, taken: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         """Each decision that differs from its spider's last one is logged and stored with the
         spider's state (not-due ones only in the state); unchanged states are not rewritten; the
         oldest decisions beyond ``keep`` are dropped."""
@@ -184,7 +192,9 @@ class RecurringScheduler:
         if old:
             self.store.bulk_docs(SCHEDULER_DB, [{"_id": i, "_rev": r, "_deleted": True} for i, r in old])
 
-    def _decide(self, plan: Plan, state: dict, jobs, deployed: set, now: datetime) -> dict:
+    def _decide(
+        self, plan: Plan, state: dict[str, Any], jobs: Jobs, deployed: set[str], now: datetime
+    ) -> dict[str, Any]:
         spider = plan.spider
         if spider not in deployed:
             return self._decision(now, spider, FAILED, reason="not deployed on %s" % self.scrapyd.url)
@@ -222,7 +232,7 @@ class RecurringScheduler:
     @staticmethod
     def _decision(
         now: datetime, spider: str, decision: str, jobid: str | None = None, reason: str = ""
-    ) -> dict:
+    ) -> dict[str, Any]:
         stamp = iso_utc(now)
         return {
             "_id": "decision:%s-%s-%s-%d" % (stamp, spider, decision, time.monotonic_ns() % 10**9),
@@ -234,7 +244,9 @@ class RecurringScheduler:
             "reason": reason,
         }
 
-    def run_forever(self, interval: float, report: Callable[[dict], None] = lambda decision: None) -> None:
+    def run_forever(
+        self, interval: float, report: Callable[[dict[str, Any]], None] = lambda decision: None
+    ) -> None:
         """A pass every ``interval`` seconds; ``report`` is called with each decision that changed."""
         while True:
             try:

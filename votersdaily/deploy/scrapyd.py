@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 
-from ..rfc3986 import service_base
+from votersdaily.rfc3986 import service_base
 
 
 class ScrapydError(RuntimeError):
@@ -32,14 +33,14 @@ def credentials_from_environment() -> tuple[str, str] | None:
 
 @dataclass
 class Jobs:
-    pending: list[dict] = field(default_factory=list)
-    running: list[dict] = field(default_factory=list)
-    finished: list[dict] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    running: list[dict[str, Any]] = field(default_factory=list)
+    finished: list[dict[str, Any]] = field(default_factory=list)
 
-    def active(self) -> list[dict]:
+    def active(self) -> list[dict[str, Any]]:
         return self.pending + self.running
 
-    def state_of(self, jobid: str) -> str | None:
+    def state_of(self, jobid: str | None) -> str | None:
         for state in ("pending", "running", "finished"):
             if any(job.get("id") == jobid for job in getattr(self, state)):
                 return state
@@ -47,7 +48,13 @@ class Jobs:
 
 
 class Scrapyd:
-    def __init__(self, url: str, project: str = "votersdaily", timeout: float = 30.0, auth=None):
+    def __init__(
+        self,
+        url: str,
+        project: str = "votersdaily",
+        timeout: float = 30.0,
+        auth: tuple[str, str] | None = None,
+    ) -> None:
         # Credentials travel as HTTP basic auth only: self.url (in messages and decisions) has none.
         self.url, from_url = service_base(url)
         if auth is None:
@@ -57,7 +64,7 @@ class Scrapyd:
         self.session = requests.Session()
         self.session.auth = auth
 
-    def _call(self, method: str, endpoint: str, **kwargs) -> dict:
+    def _call(self, method: str, endpoint: str, **kwargs: Any) -> dict[str, Any]:
         try:
             response = self.session.request(method, self.url + endpoint, timeout=self.timeout, **kwargs)
         except requests.RequestException as exc:
@@ -96,10 +103,10 @@ class Scrapyd:
             return False  # unreachable: the pass itself says so
         return response.status_code == 200
 
-    def daemonstatus(self) -> dict:
+    def daemonstatus(self) -> dict[str, Any]:
         return self._call("GET", "daemonstatus.json")
 
-    def add_version(self, version: str, egg: bytes) -> dict:
+    def add_version(self, version: str, egg: bytes) -> dict[str, Any]:
         return self._call(
             "POST",
             "addversion.json",
@@ -110,7 +117,7 @@ class Scrapyd:
     def spiders(self) -> list[str]:
         return self._call("GET", "listspiders.json", params={"project": self.project})["spiders"]
 
-    def schedule(self, spider: str, settings: dict | None = None, **args: str) -> str:
+    def schedule(self, spider: str, settings: dict[str, Any] | None = None, **args: str) -> str:
         data = [("project", self.project), ("spider", spider)]
         data += [("setting", "%s=%s" % item) for item in (settings or {}).items()]
         data += list(args.items())

@@ -10,9 +10,16 @@ once after a crash, never zero times; the store's revision-aware upserts make a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scrapy.exceptions import NotConfigured
 
-from ..plumbing.environment import environment_name, setting_or_environment
+from votersdaily.plumbing.environment import environment_name, setting_or_environment
+
+if TYPE_CHECKING:
+    import redis
+    from scrapy import Spider
+    from scrapy.settings import BaseSettings
 
 REDIS_ENV = environment_name("REDIS_URL")
 
@@ -23,12 +30,12 @@ WORKER_SETTINGS = {
 }
 
 
-def queue_name(spider_or_cls) -> str:
+def queue_name(spider_or_cls: Spider | type[Spider]) -> str:
     """The Redis key prefix a spider's requests live under (workers share their base spider's)."""
     return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
 
 
-def redis_url(settings) -> str:
+def redis_url(settings: BaseSettings) -> str:
     """The Redis URL: the VOTERSDAILY_REDIS_URL environment variable, else the REDIS_URL setting."""
     url = setting_or_environment(settings, "REDIS_URL")
     if not url:
@@ -38,7 +45,7 @@ def redis_url(settings) -> str:
     return url
 
 
-def redis_server(settings):
+def redis_server(settings: BaseSettings) -> redis.Redis:
     from scrapy.settings import Settings
     from scrapy_redis import connection
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -20,9 +20,14 @@ from scrapy.utils.reactor import install_reactor
 from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.python.failure import Failure
 
-from ..reactor import installed_reactor
+from votersdaily.reactor import installed_reactor
+
 from . import queue_name, redis_server, serializer
 from .queue import ReliableQueue
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +42,11 @@ class EnqueueReport:
     bad: list[str] = field(default_factory=list)
 
 
-async def _collect(crawler) -> list[Any]:
+async def _collect(crawler: Crawler) -> list[Any]:
+    spider = crawler.spider
+    assert spider is not None, "start_requests made it"  # noqa: S101 - invariant
     try:
-        return [output async for output in crawler.spider.start()]
+        return [output async for output in spider.start()]
     finally:
         await crawler.signals.send_catch_log_async(
             signals.spider_closed, spider=crawler.spider, reason="finished"
@@ -47,14 +54,14 @@ async def _collect(crawler) -> list[Any]:
 
 
 def start_requests(
-    spidercls, settings, rejected: list[str] | None = None, **spider_args
+    spidercls: type[Spider], settings: Settings, rejected: list[str] | None = None, **spider_args: Any
 ) -> tuple[list[Any], Any]:
     """The spider's start() output, run on the project's reactor (spiders may use threads/the store);
     inputs the spider rejects are appended to ``rejected``."""
     install_reactor(settings["TWISTED_REACTOR"], settings["ASYNCIO_EVENT_LOOP"])
     reactor = installed_reactor()
 
-    from .. import signals as vd_signals
+    from votersdaily import signals as vd_signals
 
     crawler = Crawler(spidercls, settings)
     # Not a crawl (no engine), but start() may count in the stats (the laundromat does).
@@ -62,12 +69,12 @@ def start_requests(
     crawler.spider = spidercls.from_crawler(crawler, **spider_args)
     if rejected is not None:
 
-        def reject(failure, url, spider):
+        def reject(failure: Failure, url: str, spider: Spider) -> None:
             rejected.append("%s: %s" % (url, failure.getErrorMessage()))
 
         for signal in (vd_signals.input_rejected, vd_signals.source_failed):
             crawler.signals.connect(reject, signal=signal, weak=False)
-    outcome: list = []
+    outcome: list[Any] = []
     d = deferred_from_coro(_collect(crawler))
     d.addBoth(outcome.append)
     d.addBoth(lambda _: reactor.stop())
@@ -78,7 +85,7 @@ def start_requests(
     return outcome[0], crawler.spider
 
 
-def enqueue(spider_name: str, settings, **spider_args) -> EnqueueReport:
+def enqueue(spider_name: str, settings: Settings, **spider_args: Any) -> EnqueueReport:
     spidercls = SpiderLoader.from_settings(settings).load(spider_name)
     bad: list[str] = []
     outputs, spider = start_requests(spidercls, settings, bad, **spider_args)

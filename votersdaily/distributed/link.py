@@ -16,7 +16,7 @@ REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 class RedisLink:
-    def __init__(self, where: str, first_delay: float, max_delay: float):
+    def __init__(self, where: str, first_delay: float, max_delay: float) -> None:
         self.where = where
         self.first_delay = first_delay
         self.max_delay = max_delay

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy_redis.queue import Base
+
+from votersdaily.defaults import DEFAULTS
+
+if TYPE_CHECKING:
+    import redis
+    from scrapy import Spider
 
 _NOW_MS = """
 local t = redis.call('TIME')
@@ -107,7 +114,15 @@ return {requeued, dead}
 class ReliableQueue(Base):
     """Priority queue whose pops are leases (see the module docstring)."""
 
-    def __init__(self, server, spider, key, serializer=None, lease: float = 60.0, max_attempts: int = 5):
+    def __init__(
+        self,
+        server: redis.Redis,
+        spider: Spider,
+        key: str,
+        serializer: Any = None,
+        lease: float = DEFAULTS["VOTERSDAILY_REDIS_LEASE"],
+        max_attempts: int = DEFAULTS["VOTERSDAILY_REDIS_MAX_ATTEMPTS"],
+    ) -> None:
         super().__init__(server, spider, key, serializer)
         self.lease_ms = int(lease * 1000)
         self.max_attempts = max_attempts
@@ -169,7 +184,7 @@ class ReliableQueue(Base):
             keys=[self.processing, self.payloads, self.scores, self.seq, self.attempts], args=tokens
         )
 
-    def _requeue_call(self, args: list) -> tuple[int, int]:
+    def _requeue_call(self, args: list[Any]) -> tuple[int, int]:
         requeued, dead = self._requeue(
             keys=[
                 self.key,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -33,24 +34,35 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.internet import defer, task
 
-from ..blocking import run_in_thread
-from ..store import mask_uri
-from ..store.crawler import writers_of
+from votersdaily.blocking import run_in_thread
+from votersdaily.store import mask_uri
+from votersdaily.store.crawler import writers_of
+
 from . import queue_name, redis_server, redis_url, serializer
 from .link import REDIS_DOWN, RedisLink
 from .queue import ReliableQueue
 
+if TYPE_CHECKING:
+    from asyncio import Future
+    from collections.abc import Callable
+
+    import redis
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
+
 logger = logging.getLogger(__name__)
 
 
-def _sleep(seconds: float):
+def _sleep(seconds: float) -> Deferred[None] | Future[None]:
     from twisted.internet import reactor
 
     return maybe_deferred_to_future(task.deferLater(reactor, seconds, lambda: None))
 
 
 class ReliableScheduler:
-    def __init__(self, crawler, server):
+    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
         self.crawler = crawler
         self.server = server
         s = crawler.settings
@@ -71,7 +83,7 @@ class ReliableScheduler:
         #: Leased requests whose callback or item pipeline raised: retried, never acked.
         self.failed: set[str] = set()
         #: Requests yielded while Redis was away: [request, duplicate filter already asked].
-        self.to_push: list[list] = []
+        self.to_push: list[list[Any]] = []
         #: The token of a lease asked for when Redis went away (its answer may have been lost).
         self._unanswered: str | None = None
         #: Leases found again after an outage, not handed to the engine yet (so not done).
@@ -88,7 +100,7 @@ class ReliableScheduler:
         self._closing = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, redis_server(crawler.settings))
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)
@@ -110,7 +122,7 @@ class ReliableScheduler:
 
     # -- Scrapy's scheduler interface ----------------------------------------------------------
 
-    def open(self, spider):
+    def open(self, spider: Spider) -> None:
         name = queue_name(spider)
         self.spider = spider
         self.queue = ReliableQueue(
@@ -137,10 +149,10 @@ class ReliableScheduler:
             loop.start(interval, now=False)
             self._loops.append(loop)
 
-    def close(self, reason):
+    def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close())
 
-    async def _close(self):
+    async def _close(self) -> None:
         self._closing = True
         for loop in self._loops:
             if loop.running:
@@ -186,7 +198,7 @@ class ReliableScheduler:
         self.stats.inc_value("redis/buffered")
         return True
 
-    def next_request(self):
+    def next_request(self) -> Request | None:
         if self._woken:
             return self._woken.pop()
         if self._adopted:
@@ -209,7 +221,7 @@ class ReliableScheduler:
 
     # -- Redis going away and coming back ------------------------------------------------------
 
-    def _redis_now(self, call, otherwise):
+    def _redis_now(self, call: Callable[..., Any], otherwise: Any) -> Any:
         """``call()`` on the reactor thread, or ``otherwise`` while (or as soon as) Redis is away."""
         if not self.link.up:
             return otherwise
@@ -219,7 +231,7 @@ class ReliableScheduler:
             self._lost(exc)
             return otherwise
 
-    async def _guarded(self, step):
+    async def _guarded(self, step: Callable[..., Any]) -> Any:
         """One run of a periodic step: skipped while Redis is away; a Redis error starts the
         reconnection, any other error is logged, and the loop goes on either way."""
         if not self.link.up:
@@ -242,7 +254,7 @@ class ReliableScheduler:
             self.stats.inc_value("redis/outages")
             deferred_from_coro(self._reconnect())
 
-    async def _reconnect(self):
+    async def _reconnect(self) -> None:
         while not self._closing:
             await _sleep(self.link.next_delay())
             try:
@@ -285,7 +297,7 @@ class ReliableScheduler:
 
     # -- leases --------------------------------------------------------------------------------
 
-    async def _renew(self):
+    async def _renew(self) -> int:
         if self.leased:
             return await run_in_thread(self._opened_queue.renew, list(self.leased))
         return 0
@@ -338,11 +350,11 @@ class ReliableScheduler:
                 return token
         return None
 
-    def _callback_failed(self, failure, response, spider):
+    def _callback_failed(self, failure: Failure, response: Response, spider: Spider) -> None:
         """``spider_error``: the callback (or errback) of a leased request raised."""
         self._mark_failed(getattr(response, "request", None))
 
-    def _item_failed(self, item, response, spider, failure):
+    def _item_failed(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         """``item_error``: an item of a leased request was not stored."""
         self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
 
@@ -371,7 +383,7 @@ class ReliableScheduler:
     def _write_errors(self) -> int:
         return sum(len(w.errors) for w in writers_of(self.crawler))
 
-    async def _checkpoint(self):
+    async def _checkpoint(self) -> None:
         """Push what was yielded, flush the store writers, then ack the requests that were done
         before the flush (and hand back for a retry those whose results were not stored)."""
         if self._checkpointing or self.queue is None:
@@ -421,7 +433,7 @@ class ReliableScheduler:
             self.leased.pop(token, None)
             self.failed.discard(token)
 
-    async def _reap(self):
+    async def _reap(self) -> None:
         if time.monotonic() < self._reap_after:
             return
         requeued, dead = await run_in_thread(self._opened_queue.reap)
@@ -440,7 +452,7 @@ class ReliableScheduler:
 
     # -- idle ----------------------------------------------------------------------------------
 
-    def spider_idle(self, spider):
+    def spider_idle(self, spider: Spider) -> None:
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
         they stop once the queue and every worker's processing set have been empty that long."""
         busy = (

@@ -30,7 +30,7 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def dumps(obj: dict) -> str:
+def dumps(obj: dict[str, Any]) -> str:
     try:
         return json.dumps(_encode(obj), sort_keys=True, separators=(",", ":"))
     except TypeError as exc:
@@ -39,5 +39,5 @@ def dumps(obj: dict) -> str:
         ) from None
 
 
-def loads(data: str | bytes) -> dict:
+def loads(data: str | bytes) -> dict[str, Any]:
     return _decode(json.loads(data))

@@ -7,9 +7,11 @@ ingest_worker -s REDIS_URL=redis://host:6379/0`` (on as many machines as wanted)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from ..ingest.spider import IngestSpider
-from ..laundromat.spider import LaundromatSpider
+from votersdaily.ingest.spider import IngestSpider
+from votersdaily.laundromat.spider import LaundromatSpider
+
 from .redis_worker import WorkerMixin
 
 
@@ -18,7 +20,7 @@ class IngestWorker(WorkerMixin, IngestSpider):
     queue_name = "ingest"
 
     @classmethod
-    def enqueue_arguments(cls, sources: list[str]) -> dict:
+    def enqueue_arguments(cls, sources: list[str]) -> dict[str, Any]:
         """JSON-lines files are ingest request files; anything else is a URL (or a file of URLs)."""
         files = [s for s in sources if s.endswith((".json", ".jsonl")) and Path(s).is_file()]
         if len(files) > 1:
@@ -37,7 +39,7 @@ class LaundromatWorker(WorkerMixin, LaundromatSpider):
     custom_settings = {**LaundromatSpider.custom_settings, "VOTERSDAILY_REDIS_MAX_LEASES": 4}
 
     @classmethod
-    def enqueue_arguments(cls, sources: list[str]) -> dict:
+    def enqueue_arguments(cls, sources: list[str]) -> dict[str, Any]:
         files = [s for s in sources if "://" not in s and Path(s).is_file()]
         args = _urls([s for s in sources if s not in files])
         if len(files) > 1:
@@ -47,5 +49,5 @@ class LaundromatWorker(WorkerMixin, LaundromatSpider):
         return args
 
 
-def _urls(urls: list[str]) -> dict:
+def _urls(urls: list[str]) -> dict[str, Any]:
     return {"url": ",".join(urls)} if urls else {}

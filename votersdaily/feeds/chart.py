@@ -64,4 +64,4 @@ def runs_chart(name: str, runs: list[Run]) -> Markup:
             top,
         )
     )
-    return Markup(svg)
+    return Markup(svg)  # noqa: S704 - every text in it is escaped; the rest are numbers and fixed names

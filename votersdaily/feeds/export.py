@@ -6,21 +6,26 @@ import io
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from itertools import islice
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..clock import now_iso
-from ..store.base import Store
+from votersdaily.clock import now_iso
+from votersdaily.sources.canonical_ids import bill_label, docket_label
+from votersdaily.store.base import Store
+
 from .jsonfeed import write_json
 from .query import EventFilter, iter_events, siblings, superseded_by_newer
 from .sanitise import FeedReport
+
+if TYPE_CHECKING:
+    from .ical import VeventCache  # icalendar is imported only for an ics feed
 
 FORMATS = ("ics", "json")
 BATCH = 200
 
 
 def with_earlier_versions(
-    store: Store, docs: Iterable[dict], report: FeedReport | None = None
-) -> Iterator[tuple[dict, int]]:
+    store: Store, docs: Iterable[dict[str, Any]], report: FeedReport | None = None
+) -> Iterator[tuple[dict[str, Any], int]]:
     """Pair each event with its number of other documents (earlier versions: SEQUENCE grows with
     them), one view query per batch; of two live documents of one event only the newest is kept
     (``report.hidden`` names the others)."""
@@ -38,15 +43,19 @@ def with_earlier_versions(
 
 def feed_name(flt: EventFilter) -> str:
     parts = [v for v in (flt.branch, flt.entity, flt.parser, flt.committee) if v]
+    if flt.bill:
+        parts.append(bill_label(flt.bill))
+    if flt.docket:
+        parts.append("Supreme Court %s" % docket_label(flt.docket))
     return "votersdaily: " + (" / ".join(parts) if parts else "all events")
 
 
 def write_feed(
     fmt: str,
-    events: Iterable[tuple[dict, int]],
+    events: Iterable[tuple[dict[str, Any], int]],
     flt: EventFilter,
     out: BinaryIO,
-    cache: dict | None = None,
+    cache: VeventCache | None = None,
     generated: str | None = None,
 ) -> int:
     """Write ``(doc, earlier_versions)`` pairs selected by ``flt`` as ``fmt`` to the binary ``out``.

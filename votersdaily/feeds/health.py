@@ -4,7 +4,9 @@ A run is *broken* when its result is not ``success`` (an exception ended it, a s
 reply had records and every one was dropped: ``AllRecordsDropped``),
 *empty* when it succeeded and the source legitimately had nothing (the run log's ``empty: true``),
 a *drop* when it succeeded but its item count fell sharply below the median of the spider's previous
-successful runs, and *ok* otherwise. A run by hand on chosen documents (``-a url=``, e.g. one replayed
+successful runs, and *ok* otherwise. A run stopped by the person (Ctrl-C, a
+cancelled scrapyd job: result ``interrupted``) is *interrupted*: not broken, and not part of a baseline
+either. A run by hand on chosen documents (``-a url=``, e.g. one replayed
 recording) is *manual*: shown, but never the verdict nor part of a baseline. A spider's status is the
 status of its latest other run (*manual* when it has only those); a spider without runs is *never run*.
 """
@@ -14,12 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
+from typing import Any
 
-from .. import schema
-from ..store.base import Store
+from votersdaily import schema
+from votersdaily.defaults import DEFAULTS
+from votersdaily.interrupts import INTERRUPTED as INTERRUPTED_RESULT
+from votersdaily.store.base import Store
+
 from .query import HIGH, distinct_leading_keys
 
 OK, EMPTY, DROP, BROKEN, NEVER, MANUAL = "ok", "empty", "drop", "broken", "never run", "manual"
+INTERRUPTED = "interrupted"
 
 LABELS = {
     OK: "OK",
@@ -27,6 +34,7 @@ LABELS = {
     DROP: "Sharp drop",
     BROKEN: "Broken",
     NEVER: "Never run",
+    INTERRUPTED: "Interrupted (stopped before it finished)",
     MANUAL: "Manual run (not counted)",
 }
 #: The run log's ``input`` of runs on documents picked by hand (see :mod:`votersdaily.extensions`).
@@ -48,7 +56,7 @@ class Run:
     finish_reason: str = ""
     error_message: str = ""
     #: reason → count of the records and events the run dropped (the run log's ``dropped``).
-    dropped_reasons: dict = field(default_factory=dict)
+    dropped_reasons: dict[str, Any] = field(default_factory=dict)
     #: Where the run's documents came from: listing, offline (every recording), replay, given.
     input: str = "listing"
     status: str = OK
@@ -68,6 +76,9 @@ class Run:
         if self.status == BROKEN:
             note = "%s%s" % (self.result, ": " + self.error_message if self.error_message else "")
             return "%s [%s]" % (note, self.dropped_text) if self.dropped_reasons else note
+        if self.status == INTERRUPTED:
+            fetched = "%d items before it was stopped" % self.items
+            return "%s (%s)" % (fetched, self.finish_reason) if self.finish_reason else fetched
         if self.status == DROP:
             if self.baseline:
                 return "%d items against a median of %g" % (self.items, self.baseline)
@@ -107,11 +118,11 @@ class SpiderHealth:
         return LABELS[self.status]
 
 
-def _int(value) -> int:
+def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def run_from_log(doc: dict) -> Run:
+def run_from_log(doc: dict[str, Any]) -> Run:
     items = doc.get("items_scraped")
     if not isinstance(items, int):
         items = sum(_int(doc.get(k)) for k in ("insert_count", "updated_count", "unchanged_count"))
@@ -143,6 +154,8 @@ def classify(runs: list[Run], ratio: float, history: int) -> None:
         run.baseline = median(previous[-history:]) if previous else None
         if run.input in MANUAL_INPUTS:
             run.status = MANUAL
+        elif run.result == INTERRUPTED_RESULT:
+            run.status = INTERRUPTED
         elif run.result != "success":
             run.status = BROKEN
         elif run.empty:
@@ -156,7 +169,11 @@ def classify(runs: list[Run], ratio: float, history: int) -> None:
 
 
 def spider_health(
-    store: Store, name: str, runs: int = 20, ratio: float = 0.5, history: int = 10
+    store: Store,
+    name: str,
+    runs: int = DEFAULTS["VOTERSDAILY_HEALTH_RUNS"],
+    ratio: float = DEFAULTS["VOTERSDAILY_HEALTH_DROP_RATIO"],
+    history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"],
 ) -> SpiderHealth:
     """The last ``runs`` runs of ``name``, classified against up to ``history`` earlier ones."""
     health = SpiderHealth(name)
@@ -178,10 +195,14 @@ def spider_health(
 
 
 def health_report(
-    store: Store, spiders: Sequence[str] = (), runs: int = 20, ratio: float = 0.5, history: int = 10
+    store: Store,
+    spiders: Sequence[str] = (),
+    runs: int = DEFAULTS["VOTERSDAILY_HEALTH_RUNS"],
+    ratio: float = DEFAULTS["VOTERSDAILY_HEALTH_DROP_RATIO"],
+    history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"],
 ) -> list[SpiderHealth]:
     """Every known spider plus every parser with runs in the log, worst status first, then by name."""
     names = set(spiders) | set(distinct_leading_keys(store, schema.LOG_DB, "by_parser"))
-    order = {BROKEN: 0, DROP: 1, NEVER: 2, MANUAL: 3, EMPTY: 4, OK: 5}
+    order = {BROKEN: 0, DROP: 1, NEVER: 2, INTERRUPTED: 3, MANUAL: 4, EMPTY: 5, OK: 6}
     report = [spider_health(store, n, runs, ratio, history) for n in names]
     return sorted(report, key=lambda h: (order[h.status], h.name))

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import quote
 
 from icalendar import Calendar, Event
 
-from .. import __version__
+from votersdaily import __version__
+
 from .query import is_cancelled
 
 PRODID = "-//votersdaily//votersdaily %s//EN" % __version__
 UID_DOMAIN = "votersdaily"
+#: Serialised VEVENTs by (_id, _rev, SEQUENCE), shared by the feeds of one site build.
+VeventCache = dict[tuple[str, str | None, int], bytes]
 
 
-def event_uid(doc: dict) -> str:
+def event_uid(doc: dict[str, Any]) -> str:
     """Stable across reschedules: the source's identity of the event, not its time."""
     return "%s/%s@%s" % (
         quote(doc["parser_name"], safe=""),
@@ -39,13 +42,13 @@ def local_date(value: str) -> date:
     return date.fromisoformat(value[:10])
 
 
-def rev_generation(doc: dict) -> int:
+def rev_generation(doc: dict[str, Any]) -> int:
     rev = str(doc.get("_rev") or "1-")
     head = rev.split("-", 1)[0]
     return int(head) if head.isdigit() else 1
 
 
-def to_vevent(doc: dict, sequence: int = 0) -> Event:
+def to_vevent(doc: dict[str, Any], sequence: int = 0) -> Event:
     event = Event()
     event.add("uid", event_uid(doc))
     stamp = utc(doc.get("access_datetime") or doc["datetime"])
@@ -94,7 +97,10 @@ def calendar_head(name: str) -> bytes:
 
 
 def write_ics(
-    events: Iterable[tuple[dict, int]], out: BinaryIO, name: str = "votersdaily", cache: dict | None = None
+    events: Iterable[tuple[dict[str, Any], int]],
+    out: BinaryIO,
+    name: str = "votersdaily",
+    cache: VeventCache | None = None,
 ) -> int:
     """Write a VCALENDAR of ``(doc, earlier_versions)`` pairs to ``out``; returns the event count.
 

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
 OMITTED_KEYS = ("source_text", "_rev", "_attachments")
 
 
-def public_event(doc: dict) -> dict:
+def public_event(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k not in OMITTED_KEYS}
 
 
 def write_json(
-    docs: Iterable[dict], out: TextIO, filters: dict | None = None, generated: str | None = None
+    docs: Iterable[dict[str, Any]],
+    out: TextIO,
+    filters: dict[str, Any] | None = None,
+    generated: str | None = None,
 ) -> int:
     """Write the feed to ``out``; the count comes last so the events can stream."""
     out.write(

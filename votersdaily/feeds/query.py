@@ -10,14 +10,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import schema
-from ..store.base import Store, StoreError, StoreUnavailable
+from votersdaily import schema
+from votersdaily.store.base import Store, StoreError, StoreUnavailable
+
 from .sanitise import FeedReport, feed_event, newest
 
+if TYPE_CHECKING:
+    from votersdaily.store.base import Row
+
 #: CouchDB's ``{}``: collates after every string, the high end of a key prefix.
-HIGH: dict = {}
+HIGH: dict[str, Any] = {}
 PAGE_SIZE = 500
 
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -35,12 +39,27 @@ def bound(value: str | None, *, end: bool) -> str | None:
     value = value.strip()
     if DATE_RE.match(value):
         return value + ("T23:59:59Z" if end else "T00:00:00Z")
-    from ..datetimes import normalise
+    from votersdaily.datetimes import normalise
 
     try:
         return normalise(value, "UTC").iso
     except (ValueError, TypeError, OverflowError) as exc:
         raise FeedQueryError("not a date or datetime: %r (%s)" % (value, exc)) from None
+
+
+#: Each filter: (EventFilter field, document key, view keyed by it), most selective first. A key
+#: that holds a list (``bill_ids``, ``dockets``) matches when the value is one of its members.
+FILTERS = (
+    ("bill", "bill_ids", "by_bill"),
+    ("docket", "dockets", "by_docket"),
+    ("committee", "committee_code", "by_committee_datetime"),
+    ("parser", "parser_name", "by_parser_datetime"),
+    ("entity", "entity", "by_entity_datetime"),
+    ("branch", "branch", "by_branch_datetime"),
+)
+
+#: The views of the list keys, which emit a row per member.
+LIST_VIEWS = frozenset({"by_bill", "by_docket"})
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,10 @@ class EventFilter:
     entity: str | None = None
     parser: str | None = None
     committee: str | None = None
+    #: One bill or resolution (``hr1234-119``) or Supreme Court docket (``24-123``): its events
+    #: across sources and branches.
+    bill: str | None = None
+    docket: str | None = None
     since: str | None = None
     until: str | None = None
     #: Keep events an event of the same parser and unique key has replaced (reschedules).
@@ -58,24 +81,13 @@ class EventFilter:
 
     def values(self) -> dict[str, str]:
         """Document key → wanted value, most selective first."""
-        wanted = {
-            "committee_code": self.committee,
-            "parser_name": self.parser,
-            "entity": self.entity,
-            "branch": self.branch,
-        }
-        return {k: v for k, v in wanted.items() if v}
+        return {key: getattr(self, name) for name, key, _ in FILTERS if getattr(self, name)}
 
     def view(self) -> tuple[str, str | None]:
         """The view to read and the value of its leading key component (None: ``by_datetime``)."""
-        views = {
-            "committee_code": "by_committee_datetime",
-            "parser_name": "by_parser_datetime",
-            "entity": "by_entity_datetime",
-            "branch": "by_branch_datetime",
-        }
-        for key, value in self.values().items():
-            return views[key], value
+        for name, _, view in FILTERS:
+            if getattr(self, name):
+                return view, getattr(self, name)
         return "by_datetime", None
 
     def key_range(self) -> tuple[Any, Any]:
@@ -87,19 +99,23 @@ class EventFilter:
             return since, until
         return [prefix, since or ""], [prefix, until or HIGH]
 
-    def matches(self, doc: dict) -> bool:
+    def matches(self, doc: dict[str, Any]) -> bool:
         if not self.include_superseded and not is_live(doc):
             return False
-        return all(doc.get(key) == value for key, value in self.values().items())
+        for key, value in self.values().items():
+            found = doc.get(key)
+            if not (found == value or (type(found) is list and value in found)):
+                return False
+        return True
 
 
-def is_live(doc: dict) -> bool:
+def is_live(doc: dict[str, Any]) -> bool:
     """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
     :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
     return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))
 
 
-def is_cancelled(doc: dict) -> bool:
+def is_cancelled(doc: dict[str, Any]) -> bool:
     """The source itself says the event was cancelled (ad hoc ``cancelled`` or a status key)."""
     if doc.get("cancelled") is True:
         return True
@@ -118,7 +134,7 @@ def iter_rows(
     descending: bool = False,
     include_docs: bool = True,
     page: int = PAGE_SIZE,
-):
+) -> Iterator[Row]:
     """Every row of ``view`` between the keys, fetched ``page`` rows at a time."""
     if not store.has_db(db):
         return
@@ -152,15 +168,19 @@ def iter_rows(
 
 def iter_events(
     store: Store, flt: EventFilter = EventFilter(), report: FeedReport | None = None
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     """Event documents matching ``flt`` in datetime order (the order of every datetime view), as
     a feed may show them (see :func:`.sanitise.feed_event`; ``report`` collects what was not)."""
     report = FeedReport() if report is None else report
     view, _ = flt.view()
     low, high = flt.key_range()
+    # A list key may name one id twice: the event is shown once (one bill's events: a small set).
+    seen: set[str] = set()
     for row in iter_rows(store, schema.EVENTS_DB, view, low, high):
-        if row.doc is None:
+        if row.doc is None or row.id in seen:
             continue
+        if view in LIST_VIEWS:
+            seen.add(row.id)
         doc = feed_event(row.doc, report)
         if doc is not None and flt.matches(doc):
             yield doc
@@ -181,7 +201,7 @@ def distinct_leading_keys(store: Store, db: str, view: str) -> list[str]:
         startkey = [value, HIGH]
 
 
-def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
+def siblings(store: Store, docs: list[dict[str, Any]]) -> dict[str, set[str]]:
     """For each doc id, the ids of the other documents of its parser_name and unique_key."""
     keyed: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
@@ -199,7 +219,7 @@ def siblings(store: Store, docs: list[dict]) -> dict[str, set[str]]:
     return found
 
 
-def superseded_by_newer(store: Store, docs: list[dict], others: dict[str, set[str]]) -> set[str]:
+def superseded_by_newer(store: Store, docs: list[dict[str, Any]], others: dict[str, set[str]]) -> set[str]:
     """Ids of ``docs`` that a newer live document of the same event replaces (a key two racing
     runs or a lost write answer left with two live documents, until a crawl repairs it)."""
     wanted = {other for ids in others.values() for other in ids}

@@ -9,8 +9,9 @@ says which, instead of breaking the whole calendar, JSON feed or site.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from .. import schema
+from votersdaily import schema
 
 #: Examples of each kind of problem the report names.
 REPORT_EXAMPLES = 5
@@ -49,7 +50,7 @@ class FeedReport:
         return out
 
 
-def _skip(doc: dict) -> str | None:
+def _skip(doc: dict[str, Any]) -> str | None:
     """Why ``doc`` cannot be placed in a feed at all, or None."""
     if not isinstance(doc.get("_id"), str):
         return "no _id"
@@ -61,7 +62,7 @@ def _skip(doc: dict) -> str | None:
     return None
 
 
-def feed_event(doc: dict, report: FeedReport) -> dict | None:
+def feed_event(doc: dict[str, Any], report: FeedReport) -> dict[str, Any] | None:
     """``doc`` without ``source_text`` and as a feed may show it (text cleaned as validation cleans
     it, a bad URL or optional datetime removed), or None when it cannot be shown at all."""
     doc = {k: v for k, v in doc.items() if k != "source_text"}
@@ -89,7 +90,7 @@ def feed_event(doc: dict, report: FeedReport) -> dict | None:
     return doc
 
 
-def newest(doc: dict) -> tuple[str, str]:
+def newest(doc: dict[str, Any]) -> tuple[str, str]:
     """Which of two live documents of one event is the current one: the later scraped."""
     access = doc.get("access_datetime")
     return (access if isinstance(access, str) else "", doc.get("_id") or "")

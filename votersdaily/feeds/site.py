@@ -1,4 +1,5 @@
-"""The static site: one page per day with events in branch columns, the feeds, the spider health page.
+"""The static site: one page per day with events in branch columns, a timeline page per bill and per
+Supreme Court case (its events across sources and branches), the feeds, the spider health page.
 
 Pages are plain HTML from Jinja2 templates (autoescaped) with one stylesheet and a few lines of
 script for the date picker; every feed linked from the pages is written beside them as .ics and
@@ -11,22 +12,31 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytz
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
-from ..store.base import Store
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.schema import ID_FORMS
+from votersdaily.sources.canonical_ids import EVIDENCE, bill_label, bill_url, docket_label, docket_url
+from votersdaily.store.base import Store
+
 from .chart import runs_chart
 from .export import with_earlier_versions, write_feed
 from .health import LABELS, health_report
 from .query import EventFilter, iter_events
 from .sanitise import FeedReport
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .ical import VeventCache
 
 HERE = Path(__file__).resolve().parent
 #: Columns of a day page, in the order of the original front end; "Other" shows only when used.
@@ -39,6 +49,9 @@ FEED_KINDS = (
     ("committee", "committee_code", "committee", "Committees"),
 )
 
+#: A timeline page per id of these keys: (feed kind, document key, folder).
+TIMELINE_KINDS = (("bill", "bill_ids", "bills"), ("docket", "dockets", "cases"))
+
 
 @dataclass(frozen=True)
 class SiteConfig:
@@ -48,7 +61,9 @@ class SiteConfig:
     history: int = DEFAULTS["VOTERSDAILY_HEALTH_HISTORY"]
 
     @classmethod
-    def from_settings(cls, settings, timezone: str | None = None, runs: int | None = None) -> SiteConfig:
+    def from_settings(
+        cls, settings: BaseSettings, timezone: str | None = None, runs: int | None = None
+    ) -> SiteConfig:
         zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE")
         if zone not in pytz.all_timezones_set:
             raise ValueError("unknown IANA time zone %r for the site" % zone)
@@ -65,6 +80,7 @@ class BuildSummary:
     days: int = 0
     feeds: int = 0
     spiders: int = 0
+    timelines: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,15 +91,35 @@ class Feed:
     count: int
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """One bill or case: its page (relative to the site root), its label and its page elsewhere."""
+
+    kind: str
+    id: str
+    label: str
+    path: str
+    external: str | None
+
+    @classmethod
+    def of(cls, kind: str, one: str) -> Timeline:
+        folder = next(folder for k, _, folder in TIMELINE_KINDS if k == kind)
+        if kind == "bill":
+            return cls(kind, one, bill_label(one), "%s/%s.html" % (folder, one), bill_url(one))
+        return cls(kind, one, docket_label(one), "%s/%s.html" % (folder, one), docket_url(one))
+
+
 @dataclass
 class DayEvent:
-    doc: dict
+    doc: dict[str, Any]
     day: date
     time: str  # "" for all-day events
     end: str
     iso: str
     #: What tells this event apart from others of the same title that day ("justice SS").
     distinction: str = ""
+    #: The bills and cases it names, each with a page of its own.
+    timelines: list[Timeline] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -95,7 +131,7 @@ class DayEvent:
         return vote_tally(self.doc)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str]:
         return (self.doc.get("entity") or "", self.doc["datetime"], self.doc.get("title") or "")
 
 
@@ -128,7 +164,7 @@ def clock_label(local: datetime) -> str:
     )
 
 
-def day_event(doc: dict, zone) -> DayEvent:
+def day_event(doc: dict[str, Any], zone: tzinfo) -> DayEvent:
     """Where an event goes: all-day events on their own date, others on their date in ``zone``."""
     if doc.get("all_day"):
         day = date.fromisoformat(doc["datetime"][:10])
@@ -157,7 +193,7 @@ SENATE_COUNTS = (("yeas", "Yea"), ("nays", "Nay"), ("present", "Present"), ("abs
 HOUSE_TOTALS = (("yea", "Yea"), ("nay", "Nay"), ("present", "Present"), ("not_voting", "Not voting"))
 
 
-def vote_tally(doc: dict) -> str:
+def vote_tally(doc: dict[str, Any]) -> str:
     """A roll-call vote's result and tally, as the chamber's clerk states them ("Failed · Ayes 205 ·
     Noes 220 · …"); "" for other events. Only integer counts are shown."""
     result = doc.get("vote_result")
@@ -214,20 +250,56 @@ def environment() -> Environment:
     return env
 
 
-def write_feeds(events: list[tuple[dict, int]], out: Path, generated: str) -> dict[tuple[str, str], Feed]:
-    """Every feed: all events, then one per branch, entity, spider and committee (ICS and JSON).
+def ids_of(doc: dict[str, Any], key: str) -> list[str]:
+    """The canonical ids a document lists under ``key`` (what is no such id is no page's name)."""
+    value = doc.get(key)
+    if type(value) is not list:
+        return []
+    return [one for one in dict.fromkeys(value) if type(one) is str and ID_FORMS[key].fullmatch(one)]
+
+
+#: An event with its number of earlier versions, as the feeds take it.
+Pair = tuple[dict[str, Any], int]
+
+
+def by_id(events: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
+    """(timeline kind, id) → the events that name it, in the order given (one pass)."""
+    grouped: dict[tuple[str, str], list[Pair]] = defaultdict(list)
+    for pair in events:
+        for kind, key, _ in TIMELINE_KINDS:
+            for one in ids_of(pair[0], key):
+                grouped[(kind, one)].append(pair)
+    return grouped
+
+
+def write_feeds(
+    events: list[Pair],
+    out: Path,
+    generated: str,
+    grouped: Mapping[tuple[str, str], list[Pair]] | None = None,
+) -> dict[tuple[str, str], Feed]:
+    """Every feed: all events, then one per branch, entity, spider and committee, and one per bill
+    and case of ``grouped`` (ICS and JSON).
 
     ``events`` are the live events with their earlier-version counts, read once for the whole site;
-    each feed selects from them with the same :class:`EventFilter` as ``export``.
+    each feed selects from them with the same :class:`EventFilter` as ``export`` (a bill's or case's
+    from its group, made in one pass).
     """
     feeds: dict[tuple[str, str], Feed] = {}
-    targets = [("all", "", EventFilter(), "feeds/all")]
+    targets: list[tuple[str, str, EventFilter, str, list[Pair] | None]] = [
+        ("all", "", EventFilter(), "feeds/all", None)
+    ]
     for kind, key, attr, _ in FEED_KINDS:
         values = sorted({doc[key] for doc, _ in events if isinstance(doc.get(key), str) and doc[key]})
-        targets += [(kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v))) for v in values]
-    vevents: dict = {}  # each event is in several feeds: serialise it once
-    for kind, value, flt, rel in targets:
-        selected = [pair for pair in events if flt.matches(pair[0])]
+        targets += [
+            (kind, v, EventFilter(**{attr: v}), "feeds/%s/%s" % (kind, slug(v)), None) for v in values
+        ]
+    for (kind, one), pairs in sorted((grouped or {}).items()):
+        flt = EventFilter(bill=one) if kind == "bill" else EventFilter(docket=one)
+        targets.append((kind, one, flt, "feeds/%s/%s" % (kind, one), pairs))
+    vevents: VeventCache = {}  # each event is in several feeds: serialise it once
+    for kind, value, flt, rel, group in targets:
+        selected = group if group is not None else [pair for pair in events if flt.matches(pair[0])]
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".ics"), "wb") as fh:
@@ -272,11 +344,15 @@ def build_site(
     pairs = list(with_earlier_versions(store, iter_events(store, report=report), report))
     docs = [doc for doc, _ in pairs]
     generated = now_utc()
-    feeds = write_feeds(pairs, outdir, iso_utc(generated))
+    grouped = by_id(pairs)
+    feeds = write_feeds(pairs, outdir, iso_utc(generated), grouped)
     summary.feeds = len(feeds)
     by_day: dict[date, list[DayEvent]] = defaultdict(list)
     for doc in docs:
         event = day_event(doc, zone)
+        event.timelines = [
+            Timeline.of(kind, one) for kind, key, _ in TIMELINE_KINDS for one in ids_of(doc, key)
+        ]
         by_day[event.day].append(event)
     days = sorted(by_day)
     (static / "dates.js").write_text(
@@ -291,7 +367,7 @@ def build_site(
         "feeds": feeds,
     }
 
-    def render(template: str, path: Path, root: str, **context) -> None:
+    def render(template: str, path: Path, root: str, **context: Any) -> None:
         html = env.get_template(template).render(root=root, **common, **context)
         path.write_text(html, encoding="utf-8")
 
@@ -304,6 +380,10 @@ def build_site(
     if not days:
         render("empty.html", outdir / "index.html", "")
     summary.days = len(days)
+
+    timelines = write_timelines(grouped, outdir, zone, render)
+    summary.timelines = len(timelines)
+    render("bills.html", outdir / "bills.html", "", timelines=timelines)
 
     months: dict[str, list[tuple[date, int]]] = defaultdict(list)
     for day in days:
@@ -327,7 +407,39 @@ def build_site(
     return summary
 
 
-def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict:
+@dataclass
+class Step:
+    """One event on a bill's or case's timeline, with where the source named the id."""
+
+    event: DayEvent
+    evidence: list[dict[str, Any]]
+
+
+def write_timelines(
+    grouped: Mapping[tuple[str, str], list[Pair]],
+    outdir: Path,
+    zone: tzinfo,
+    render: Callable[..., None],
+) -> list[tuple[Timeline, int, list[str]]]:
+    """A page per bill and per case: its events in time order, across sources and branches. Returns
+    (timeline, event count, sources) of each, for the index page."""
+    written = []
+    for (kind, one), pairs in sorted(grouped.items()):
+        timeline = Timeline.of(kind, one)
+        steps = []
+        for doc, _ in sorted(pairs, key=lambda pair: pair[0]["datetime"]):
+            named = [e for e in doc.get(EVIDENCE) or () if isinstance(e, dict) and e.get("id") == one]
+            steps.append(Step(day_event(doc, zone), named))
+        sources = sorted({str(doc.get("parser_name")) for doc, _ in pairs})
+        names = sorted({doc["case_name"] for doc, _ in pairs if isinstance(doc.get("case_name"), str)})
+        path = outdir / timeline.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        render("timeline.html", path, "../", timeline=timeline, steps=steps, sources=sources, names=names)
+        written.append((timeline, len(steps), sources))
+    return written
+
+
+def day_context(day: date, events: list[DayEvent], feeds: dict[tuple[str, str], Feed]) -> dict[str, Any]:
     distinguish(events)
     columns = {b: Column(b, feed=feeds.get(("branch", b))) for b in COLUMNS}
     for event in sorted(events, key=lambda e: e.sort_key):

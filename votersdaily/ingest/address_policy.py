@@ -9,9 +9,13 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
-from ..plumbing.hosts import NO_HOSTS, HostList
+from votersdaily.plumbing.hosts import NO_HOSTS, HostList
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 
 def is_public(address: str) -> bool:
@@ -57,7 +61,7 @@ class AddressPolicy:
     setting: str = "INGEST_ALLOW_PRIVATE"
 
     @classmethod
-    def from_settings(cls, settings, prefix: str) -> AddressPolicy:
+    def from_settings(cls, settings: BaseSettings, prefix: str) -> AddressPolicy:
         """The policy of ``<prefix>_ALLOW_PRIVATE``, ``<prefix>_ALLOWED_HOSTS`` and
         ``<prefix>_PRIVATE_HOSTS`` (the ingest's and the laundromat's settings have one shape);
         :class:`~votersdaily.plumbing.hosts.BadHostEntry` for an entry that can never match."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Any
 
-from dateutil import parser as dateparser
+from votersdaily.datetimes import PartialDate, parse_partial_date
 
 from .fulltext import COMPONENT_PATTERNS, HTML_PATTERNS, PDF_PATTERNS, XML_PATTERNS, match_fulltext_url
 from .htmldoc import HtmlDoc
@@ -48,184 +49,196 @@ BIBLIO_FIELDS = (
     "component_url",
 )
 
-N = "name"
-#: Scalar fields: first non-empty content wins. A selector is (attribute, value).
-SCALAR_SELECTORS: dict[str, tuple[tuple[str, str], ...]] = {
+#: A meta key read only where its ``scheme`` is ``doi`` (``<meta name="dc.identifier" scheme="doi">``).
+DOI_SCHEME = ("dc.identifier", "doi")
+#: Scalar fields: first non-empty content wins. A selector is a meta key, read in any key
+#: attribute and any case (``HtmlDoc.meta_elements``: ``name``, ``property``, ``itemprop``, ``id``).
+SCALAR_SELECTORS: dict[str, tuple[str | tuple[str, str], ...]] = {
     "title": (
-        (N, "citation_title"),
-        (N, "eprints.title"),
-        (N, "prism.title"),
-        (N, "bepress_citation_title"),
-        (N, "og:title"),
-        (N, "dcterms.title"),
-        (N, "dc.title"),
+        "citation_title",
+        "eprints.title",
+        "prism.title",
+        "bepress_citation_title",
+        "og:title",
+        "dcterms.title",
+        "dc.title",
     ),
-    "subtitle": ((N, "prism.subtitle"),),
+    "subtitle": ("prism.subtitle",),
     "doi": (
-        (N, "citation_doi"),
-        (N, "DOI"),
-        ("id", "DOI"),
-        (N, "prism.doi"),
-        (N, "bepress_citation_doi"),
-        (N, "dc.identifier.doi"),
-        ("scheme=doi", "dc.identifier"),
+        "citation_doi",
+        "DOI",
+        "prism.doi",
+        "bepress_citation_doi",
+        "dc.identifier.doi",
+        DOI_SCHEME,
     ),
-    "pmid": ((N, "citation_pmid"),),
+    "pmid": ("citation_pmid",),
     "abstract": (
-        (N, "citation_abstract"),
-        (N, "bepress_citation_abstract"),
-        (N, "eprints.abstract"),
-        (N, "dcterms.abstract"),
-        (N, "prism.teaser"),
-        (N, "dc.description"),
-        (N, "og:description"),
+        "citation_abstract",
+        "bepress_citation_abstract",
+        "eprints.abstract",
+        "dcterms.abstract",
+        "prism.teaser",
+        "dc.description",
+        "og:description",
     ),
     "container_name": (
-        (N, "citation_journal_title"),
-        (N, "bepress_citation_journal_title"),
-        (N, "citation_conference_title"),
-        (N, "bepress_citation_conference_title"),
-        (N, "prism.publicationName"),
-        (N, "eprints.publication"),
-        (N, "dc.relation.ispartof"),
-        (N, "dc.source"),
-        ("property", "og:site_name"),
+        "citation_journal_title",
+        "bepress_citation_journal_title",
+        "citation_conference_title",
+        "bepress_citation_conference_title",
+        "prism.publicationName",
+        "eprints.publication",
+        "dc.relation.ispartof",
+        "dc.source",
+        "og:site_name",
     ),
-    "container_abbrev": ((N, "citation_journal_abbrev"),),
+    "container_abbrev": ("citation_journal_abbrev",),
     "raw_date": (
-        (N, "citation_publication_date"),
-        (N, "bepress_citation_publication_date"),
-        (N, "prism.publicationDate"),
-        (N, "citation_date"),
-        (N, "bepress_citation_date"),
-        (N, "citation_online_date"),
-        (N, "bepress_citation_online_date"),
-        ("itemprop", "datePublished"),
-        (N, "article:published"),
-        (N, "eprints.datestamp"),
-        (N, "eprints.date"),
-        (N, "dc.date.created"),
-        (N, "dc.issued"),
-        (N, "dcterms.date"),
-        (N, "dc.date"),
+        "citation_publication_date",
+        "bepress_citation_publication_date",
+        "prism.publicationDate",
+        "citation_date",
+        "bepress_citation_date",
+        "citation_online_date",
+        "bepress_citation_online_date",
+        "datePublished",
+        "article:published",
+        "eprints.datestamp",
+        "eprints.date",
+        "dc.date.created",
+        "dc.issued",
+        "dcterms.date",
+        "dc.date",
     ),
-    "release_year": (("itemprop", "citation_year"), ("itemprop", "prism:copyrightYear")),
+    "release_year": ("citation_year", "prism:copyrightYear"),
     "first_page": (
-        (N, "citation_firstpage"),
-        (N, "bepress_citation_firstpage"),
-        (N, "prism.startingPage"),
-        (N, "dc.citation.spage"),
+        "citation_firstpage",
+        "bepress_citation_firstpage",
+        "prism.startingPage",
+        "dc.citation.spage",
     ),
     "last_page": (
-        (N, "citation_lastpage"),
-        (N, "bepress_citation_lastpage"),
-        (N, "prism.endingPage"),
-        (N, "dc.citation.epage"),
+        "citation_lastpage",
+        "bepress_citation_lastpage",
+        "prism.endingPage",
+        "dc.citation.epage",
     ),
     "issue": (
-        (N, "citation_issue"),
-        (N, "bepress_citation_issue"),
-        (N, "prism.issueIdentifier"),
-        (N, "dc.citation.issue"),
+        "citation_issue",
+        "bepress_citation_issue",
+        "prism.issueIdentifier",
+        "dc.citation.issue",
     ),
     "volume": (
-        (N, "citation_volume"),
-        (N, "bepress_citation_volume"),
-        (N, "prism.volume"),
-        (N, "dc.citation.volume"),
+        "citation_volume",
+        "bepress_citation_volume",
+        "prism.volume",
+        "dc.citation.volume",
     ),
     "number": (
-        (N, "citation_technical_report_number"),
-        (N, "bepress_citation_technical_report_number"),
-        (N, "citation_number"),
-        (N, "bepress_citation_number"),
-        (N, "prism.number"),
+        "citation_technical_report_number",
+        "bepress_citation_technical_report_number",
+        "citation_number",
+        "bepress_citation_number",
+        "prism.number",
     ),
     "container_issn": (
-        (N, "citation_issn"),
-        (N, "bepress_citation_issn"),
-        (N, "prism.issn"),
-        (N, "prism.eIssn"),
-        (N, "eprints.issn"),
-        (N, "dc.source.issn"),
+        "citation_issn",
+        "bepress_citation_issn",
+        "prism.issn",
+        "prism.eIssn",
+        "eprints.issn",
+        "dc.source.issn",
     ),
     "publisher": (
-        (N, "citation_publisher"),
-        (N, "bepress_citation_publisher"),
-        (N, "eprints.publisher"),
-        (N, "citation_technical_report_institution"),
-        (N, "dcterms.publisher"),
-        (N, "dc.publisher"),
+        "citation_publisher",
+        "bepress_citation_publisher",
+        "eprints.publisher",
+        "citation_technical_report_institution",
+        "dcterms.publisher",
+        "dc.publisher",
     ),
     "raw_release_type": (
-        (N, "citation_article_type"),
-        (N, "bepress_citation_article_type"),
-        (N, "prism.contentType"),
-        (N, "eprints.type"),
-        (N, "dc.type"),
+        "citation_article_type",
+        "bepress_citation_article_type",
+        "prism.contentType",
+        "eprints.type",
+        "dc.type",
     ),
     "lang": (
-        (N, "citation_language"),
-        (N, "bepress_citation_language"),
-        (N, "dcterms.language"),
-        (N, "dc.language"),
-        (N, "og:locale"),
+        "citation_language",
+        "bepress_citation_language",
+        "dcterms.language",
+        "dc.language",
+        "og:locale",
     ),
 }
 
-#: List fields: all values of the first selector that matches at least one element.
-LIST_SELECTORS: dict[str, tuple[tuple[str, str], ...]] = {
+#: List fields: all values of the first selector that has a (usable) value.
+LIST_SELECTORS: dict[str, tuple[str, ...]] = {
     "contrib_names": (
-        (N, "citation_author"),
-        (N, "bepress_citation_author"),
-        (N, "eprints.creators_name"),
-        (N, "dcterms.creator"),
-        (N, "article:author"),
-        (N, "dc.creator"),
-        (N, "dc.contributor"),
+        "citation_author",
+        "bepress_citation_author",
+        "eprints.creators_name",
+        "dcterms.creator",
+        "article:author",
+        "dc.creator",
+        "dc.contributor",
     ),
-    "raw_references": ((N, "citation_reference"),),
-    "raw_identifiers": ((N, "eprints.id_number"), (N, "dcterms.identifier"), (N, "dc.identifier")),
+    "raw_references": ("citation_reference",),
+    "raw_identifiers": ("eprints.id_number", "dcterms.identifier", "dc.identifier"),
 }
 
 RELEASE_TYPES = {"research article": "article-journal", "text.serial.journal": "article-journal"}
 
 
-def _scalar(doc: HtmlDoc, selectors) -> str | None:
-    for attr, value in selectors:
-        if attr == "scheme=doi":
-            for meta in doc.meta_elements(N, value):
-                if (meta.get("scheme") or "").lower() == "doi" and meta.get("content"):
-                    return meta.get("content").strip()
+#: A value that is an address, not a name (OpenGraph's ``article:author`` is a profile URL).
+_PROFILE_URL = re.compile(r"^https?://", re.I)
+
+
+def _scalar(doc: HtmlDoc, selectors: tuple[str | tuple[str, str], ...]) -> str | None:
+    for selector in selectors:
+        if isinstance(selector, tuple):
+            key, scheme = selector
+            for meta in doc.meta_elements(key):
+                content = (meta.get("content") or "").strip()
+                if (meta.get("scheme") or "").lower() == scheme and content:
+                    return content
             continue
-        contents = doc.meta_contents(attr, value)
+        contents = [c.strip() for c in doc.meta_contents(selector) if c.strip()]
         if contents:
-            return contents[0].strip()
+            return contents[0]
     return None
 
 
-def _list(doc: HtmlDoc, selectors) -> list[str] | None:
-    for attr, value in selectors:
-        elements = doc.meta_elements(attr, value)
-        if elements:
-            values = [
-                m.get("content").strip() for m in elements if m.get("content") and m.get("content").strip()
-            ]
-            return values or None
+def _list(doc: HtmlDoc, name: str, selectors: tuple[str, ...]) -> list[str] | None:
+    """Every value of the first selector with a usable one. A contributor is a name: OpenGraph's
+    ``article:author`` is a profile URL, which names no one."""
+    for key in selectors:
+        values = [c.strip() for c in doc.meta_contents(key) if c.strip()]
+        if name == "contrib_names":
+            values = [v for v in values if not _PROFILE_URL.match(v)]
+        if values:
+            return values
     return None
 
 
-def parse_release_date(raw: str | None) -> date | None:
-    """'Apr 22, 2019', '2020/09/10', '2019-04-18' → a date; unparseable → None."""
-    if not raw:
+def parse_release_date(raw: str | None) -> PartialDate | None:
+    """'Apr 22, 2019', '2020/09/10', '2019-04-18', '2017/01', '2017' → the date at the precision the
+    page gives (never completed from today); unparseable or without a year → None."""
+    if not raw or not raw.strip():
         return None
     raw = raw.strip()
-    m = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[T ].*)?", raw)
+    m = re.fullmatch(r"(\d{4})(?:[-/](\d{1,2})(?:[-/](\d{1,2})(?:[T ]\d.*)?)?)?", raw)
     try:
         if m:
-            return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        return dateparser.parse(raw, default=None).date()
-    except (ValueError, OverflowError, TypeError, AttributeError):
+            year, month, day = (int(g) if g else None for g in m.groups())
+            assert year is not None  # noqa: S101 - the pattern requires it
+            date(year, month or 1, day or 1)  # a real year, month and day, or ValueError
+            return PartialDate(year, month, day)
+        return parse_partial_date(raw)
+    except (ValueError, OverflowError, TypeError):
         return None
 
 
@@ -241,17 +254,18 @@ def clean_doi(value: str | None) -> str | None:
     return value if value.startswith("10.") and "/" in value else None
 
 
-def extract_biblio(doc: HtmlDoc) -> dict:
-    """BiblioMetadata as a dict, null fields omitted, ``release_date`` as ``YYYY-MM-DD``."""
+def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
+    """BiblioMetadata as a dict, null fields omitted, ``release_date`` at the page's precision
+    (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one."""
     if not doc.has_head:
         return {}
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     for name, selectors in SCALAR_SELECTORS.items():
         value = _scalar(doc, selectors)
         if value:
             meta[name] = value
     for name, selectors in LIST_SELECTORS.items():
-        values = _list(doc, selectors)
+        values = _list(doc, name, selectors)
         if values:
             meta[name] = values
     if "doi" in meta:
@@ -263,11 +277,13 @@ def extract_biblio(doc: HtmlDoc) -> dict:
             meta["doi"] = clean_doi(ident)
     released = parse_release_date(meta.pop("raw_date", None))
     if released:
-        meta["release_date"] = released.isoformat()
+        meta["release_date"] = released.iso()
     if "release_year" in meta:
         year = meta.pop("release_year")
         if year.isdigit():
             meta["release_year"] = int(year)
+    if released and "release_year" not in meta:
+        meta["release_year"] = released.year
     raw_type = meta.pop("raw_release_type", None)
     if raw_type and raw_type.strip().lower() in RELEASE_TYPES:
         meta["release_type"] = RELEASE_TYPES[raw_type.strip().lower()]

@@ -9,8 +9,12 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 _SAFE_PATH = re.compile(r"^[a-z0-9]+/[0-9a-f]{40}\.[a-z.]+$")
 
@@ -27,7 +31,7 @@ def thumbnail_path(sha1hex: str) -> str:
 class FolderBlobs:
     """Blobs as files under a local folder."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
@@ -36,8 +40,12 @@ class FolderBlobs:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        try:
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        except OSError:  # a full disk: no half-written file left beside the blobs
+            tmp.unlink(missing_ok=True)
+            raise
         return str(target)
 
     def get(self, path: str) -> bytes | None:
@@ -48,7 +56,7 @@ class FolderBlobs:
 class StoreBlobs:
     """Blobs as CouchDB attachments: document ``<path>`` in database ``db``, attachment ``blob``."""
 
-    def __init__(self, store, db: str):
+    def __init__(self, store: Store, db: str) -> None:
         self.store = store
         self.db = db
         self._ready = False
@@ -74,13 +82,24 @@ class StoreBlobs:
 class JsonLinesFeed:
     """An append-only JSON-lines topic (one message per line), safe to call from worker threads."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
 
-    def publish(self, message: dict) -> None:
-        line = json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n"
+    def publish(self, message: dict[str, Any]) -> None:
+        """Append one message as a whole line, or nothing: a write the disk takes only part of is cut
+        back (a cut line would also swallow the next message appended after it)."""
+        line = memoryview((json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(line)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                start = os.fstat(fd).st_size
+                try:
+                    while line:
+                        line = line[os.write(fd, line) :]
+                except OSError:
+                    os.ftruncate(fd, start)
+                    raise
+            finally:
+                os.close(fd)

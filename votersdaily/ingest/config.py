@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
 from .resources import BLOCKED_HOSTS
 from .urls import Blocklists, configured_list
 from .workers import default_processes
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class IngestConfig:
         return min(self.max_resource_body, self.resource_bytes_per_page, self.resource_bytes_per_worker)
 
     @classmethod
-    def from_settings(cls, settings) -> IngestConfig:
+    def from_settings(cls, settings: BaseSettings) -> IngestConfig:
         return cls(
             max_hops=settings.getint("INGEST_MAX_HOPS"),
             max_redirects=settings.getint("INGEST_MAX_REDIRECTS"),

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
 
 _KEY = "ingest_room_slot"
 #: The slot forgets a finished request a little after ``request_left_downloader``: waiters are also
@@ -28,12 +33,12 @@ class DownloaderRoom:
     up; a place is reserved for a request let through until it reaches the downloader (its
     middlewares run first), so two waiters cannot take the same place."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.per_domain = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
-        self._queues: dict[str, deque[asyncio.Future]] = {}
+        self._queues: dict[str, deque[asyncio.Future[None]]] = {}
         self._entering: dict[str, int] = {}
-        self._timer = None
+        self._timer: asyncio.TimerHandle | None = None
         crawler.signals.connect(self._request_reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._wake, signal=signals.request_left_downloader)
 
@@ -81,11 +86,11 @@ class DownloaderRoom:
         if not self._entering[key]:
             del self._entering[key]
 
-    def _request_reached(self, request=None, spider=None) -> None:
+    def _request_reached(self, request: Request | None = None, spider: Spider | None = None) -> None:
         if request is not None:
             self._arrived(request)
 
-    def _wake(self, *args, **kwargs) -> None:
+    def _wake(self, *args: Any, **kwargs: Any) -> None:
         for key, queue in list(self._queues.items()):
             while queue and self._has_room(key):
                 waiter = queue.popleft()

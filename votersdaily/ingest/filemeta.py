@@ -6,6 +6,7 @@ import base64
 import hashlib
 import re
 import threading
+from typing import Any
 
 import magic
 
@@ -40,15 +41,15 @@ def describe(blob: bytes) -> str:
     return _magic(False).from_buffer(blob[:SNIFF_BYTES])
 
 
-def hashes(blob: bytes) -> dict:
+def hashes(blob: bytes) -> dict[str, Any]:
     return {
-        "sha1hex": hashlib.sha1(blob).hexdigest(),
+        "sha1hex": hashlib.sha1(blob, usedforsecurity=False).hexdigest(),
         "sha256hex": hashlib.sha256(blob).hexdigest(),
-        "md5hex": hashlib.md5(blob).hexdigest(),
+        "md5hex": hashlib.md5(blob, usedforsecurity=False).hexdigest(),
     }
 
 
-def gen_file_metadata(blob: bytes, allow_empty: bool = False) -> dict:
+def gen_file_metadata(blob: bytes, allow_empty: bool = False) -> dict[str, Any]:
     """Exactly ``{size_bytes, sha1hex, sha256hex, md5hex, mimetype}``; mimetype never from headers."""
     if blob is None or (not blob and not allow_empty):
         raise ValueError("no bytes to describe")

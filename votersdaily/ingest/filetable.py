@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from typing import Any
 
 from .filemeta import sha1_b32
 from .grobid import quality
@@ -31,17 +32,19 @@ def _iso(dt14: str) -> str:
     return "%s-%s-%sT%s:%s:%sZ" % (dt14[0:4], dt14[4:6], dt14[6:8], dt14[8:10], dt14[10:12], dt14[12:14])
 
 
-def _attachment(data: bytes) -> dict:
+def _attachment(data: bytes) -> dict[str, Any]:
     return {"content_type": "application/gzip", "data": base64.b64encode(gzip_bytes(data)).decode("ascii")}
 
 
-def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
+def file_row(
+    result: dict[str, Any], side: dict[str, Any], match0: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The row for the terminal file of a successful ingest."""
     meta = result["file_meta"]
     term = result["terminal"]
     warc = side.get("warc") or {}
-    row: dict = {"_id": sha1_b32(meta["sha1hex"])}
-    attachments: dict = {}
+    row: dict[str, Any] = {"_id": sha1_b32(meta["sha1hex"])}
+    attachments: dict[str, Any] = {}
     heritrix = {"u": term["terminal_url"], "d": _iso(term["terminal_dt"])}
     if warc:
         heritrix.update(f=warc["warc_path"], o=warc["warc_offset"])
@@ -103,7 +106,7 @@ def file_row(result: dict, side: dict, match0: dict | None = None) -> dict:
     return row
 
 
-def merge_row(old: dict | None, new: dict) -> dict:
+def merge_row(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """One version per file: families of ``new`` replace the same families of ``old``; families
     (and their attachments) ``new`` does not carry are kept. ``old`` is the stored row (its
     attachments kept as stubs) or a row of this run not written yet (its attachments keep their data)."""

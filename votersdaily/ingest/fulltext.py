@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class Pattern(NamedTuple):
@@ -211,16 +214,17 @@ _SKIP_IN = ("://onlinelibrary.wiley.com/doi/pdf/", "://doi.org/", "://dx.doi.org
 _META_SEL = re.compile(r"^(?:head )?meta\[(name|property|http-equiv)='([^']+)'\]$")
 
 
-def _first(doc: HtmlDoc, selector: str):
+def _first(doc: HtmlDoc, selector: str) -> Any:
     m = _META_SEL.match(selector)
-    if m:  # meta selectors: case-insensitive, head only (our meta index)
-        found = doc.meta_elements(m.group(1), m.group(2))
+    if m:  # meta selectors: any key attribute, any case, head only (our meta index)
+        attr, key = m.groups()
+        found = doc.pragma_elements(key) if attr == "http-equiv" else doc.meta_elements(key)
         return found[0] if found else None
     found = doc.select(selector)
     return found[0] if found else None
 
 
-def match_fulltext_url(doc: HtmlDoc, patterns) -> tuple[str, str] | None:
+def match_fulltext_url(doc: HtmlDoc, patterns: Iterable[Pattern]) -> tuple[str, str] | None:
     """(url, technique) of the first surviving pattern match; a link to the page itself only as a
     last resort."""
     self_match = None
@@ -273,7 +277,7 @@ _OSF = (
 )
 
 
-def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
+def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict[str, Any]:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
     Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``. A rule whose link is the page itself
     (an American Archivist ``/doi/abs/`` page under the ``/doi/10.`` rewrite) falls through to the
@@ -285,7 +289,7 @@ def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict:
     return {}
 
 
-def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
+def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict[str, Any]]:  # noqa: PLR0912, PLR0915 - one rule a branch
     """Every link the publisher rules find, in the rules' order."""
     html = doc.text
     if "researchsquare.com/article/" in url:
@@ -307,7 +311,7 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
             try:
                 meta = json.loads(found[0].text_content())["article"]["pdfDownload"]["urlMetadata"]
                 pdf = "%s/%s%s?md5=%s&pid=%s" % (
-                    url.split("?")[0].rstrip("/"),
+                    url.split("?", maxsplit=1)[0].rstrip("/"),
                     meta["pii"],
                     meta["pdfExtension"],
                     meta["queryParams"]["md5"],
@@ -377,7 +381,7 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict]:
         for a in doc.select("a[href]"):
             if (a.text_content() or "").strip() == "download PDF file":
                 yield {"pdf_url": urljoin(url, a.get("href")), "technique": "physchemaspects-href"}
-    generator = doc.meta_contents("name", "generator")
+    generator = doc.meta_contents("generator")
     if generator and generator[0].startswith("Open Journal Systems"):
         for a in doc.select("a.obj_galley_link.file"):
             if "pdf" in (a.text_content() or "").lower() and a.get("href"):

@@ -7,6 +7,7 @@ The request is a Scrapy request (so it goes through the same downloader, limits 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import scrapy
 from lxml import etree
@@ -18,7 +19,7 @@ BIBLIO_KEYS = ("title", "authors", "journal", "date", "doi")
 _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
-def grobid_request(base_url: str, pdf: bytes, **kwargs) -> scrapy.Request:
+def grobid_request(base_url: str, pdf: bytes, **kwargs: Any) -> scrapy.Request:
     """POST ``pdf`` to ``<base_url>/api/processFulltextDocument`` as multipart form field ``input``."""
     boundary = "vd-%s" % uuid.uuid4().hex
     body = b"".join(
@@ -43,24 +44,24 @@ def grobid_request(base_url: str, pdf: bytes, **kwargs) -> scrapy.Request:
     )
 
 
-def _text(node) -> str | None:
+def _text(node: etree._Element | None) -> str | None:
     if node is None:
         return None
     value = " ".join("".join(node.itertext()).split())
     return value or None
 
 
-def _person(pers) -> str | None:
+def _person(pers: etree._Element) -> str | None:
     parts = [_text(n) for n in pers.xpath("./tei:forename|./tei:surname", namespaces=NS)]
     return " ".join(p for p in parts if p) or None
 
 
-def parse_tei(tei_xml: bytes) -> dict:
+def parse_tei(tei_xml: bytes) -> dict[str, Any]:
     """Header metadata of a GROBID TEI document: title, authors, date, DOI, journal, abstract,
     language, the biblio-glutton match (``fatcat_release``), citation count, GROBID version."""
     root = etree.fromstring(tei_xml, parser=_parser)
     header = root.find("tei:teiHeader", NS)
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     text = root.find("tei:text", NS)
     meta["language_code"] = (text.get(_XML_LANG) if text is not None else None) or (
         header.get(_XML_LANG) if header is not None else None
@@ -108,7 +109,7 @@ def parse_tei(tei_xml: bytes) -> dict:
     return {k: v for k, v in meta.items() if v not in (None, "", {}, [])}
 
 
-def grobid_result(status_code: int, body: bytes) -> tuple[dict, bytes | None]:
+def grobid_result(status_code: int, body: bytes) -> tuple[dict[str, Any], bytes | None]:
     """(the result's ``grobid`` dict without TEI, the TEI bytes or None)."""
     if status_code != 200:
         return {
@@ -129,19 +130,19 @@ def grobid_result(status_code: int, body: bytes) -> tuple[dict, bytes | None]:
     }, body
 
 
-def result_metadata(parsed: dict) -> dict:
+def result_metadata(parsed: dict[str, Any]) -> dict[str, Any]:
     """The result's ``grobid.metadata`` as sandcrawler's ingest has it: ``biblio`` (title, authors,
     journal, date, doi), ``grobid_timestamp``, ``language_code``; ``grobid_version`` and
     ``fatcat_release`` are the result's own keys (once). The abstract stays out (sandcrawler drops
     "encumbered" text); the citation and body word counts are ours."""
-    out: dict = {"biblio": {k: parsed[k] for k in BIBLIO_KEYS if parsed.get(k)}}
+    out: dict[str, Any] = {"biblio": {k: parsed[k] for k in BIBLIO_KEYS if parsed.get(k)}}
     for key in ("grobid_timestamp", "language_code", "citation_count", "body_words"):
         if parsed.get(key) not in (None, ""):
             out[key] = parsed[key]
     return out
 
 
-def tei_json(tei_xml: bytes) -> dict:
+def tei_json(tei_xml: bytes) -> dict[str, Any]:
     """The JSON form of a TEI document kept in ``grobid0:tei_json``: header metadata plus the body
     text, paragraph by paragraph."""
     root = etree.fromstring(tei_xml, parser=_parser)
@@ -150,7 +151,7 @@ def tei_json(tei_xml: bytes) -> dict:
     return dict(parse_tei(tei_xml), body=[p for p in paragraphs if p])
 
 
-def quality(grobid: dict) -> str:
+def quality(grobid: dict[str, Any]) -> str:
     """Our meaning of ``grobid0:quality``: good (title and authors), marginal (parsed, no title or
     authors), bad (GROBID failed)."""
     if grobid.get("status") != "success":

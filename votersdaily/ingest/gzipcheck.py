@@ -10,23 +10,32 @@ Sub-resources are left to Scrapy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Self
+
 from scrapy.http import Response
 
 from .hops import BAD_GZIP_META, STATE_META, TOO_LARGE_META
 from .process import BadGzip, GzipTooLarge, gunzip_limited
 
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+
 _GZIP = (b"gzip", b"x-gzip")
 
 
 class HopGzipMiddleware:
-    def __init__(self, max_body: int):
+    def __init__(self, max_body: int) -> None:
         self.max_body = max_body
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler.settings.getint("INGEST_MAX_BODY_BYTES"))
 
-    def process_response(self, request, response: Response, spider=None) -> Response:
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         if STATE_META not in request.meta or request.method == "HEAD":
             return response
         encoding = (response.headers.get("Content-Encoding") or b"").strip().lower()

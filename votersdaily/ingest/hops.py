@@ -4,6 +4,7 @@ spider, so any front end (a Redis-fed worker) can carry it."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urljoin
 
 from .filemeta import ACCEPTED_MIMETYPES
@@ -23,7 +24,7 @@ BAD_GZIP_META = "ingest_bad_gzip"
 CHAIN_FAILURES = ("redirect-loop", "redirects-exceeded", "bad-redirect")
 
 
-def new_state(request: dict) -> dict:
+def new_state(request: dict[str, Any]) -> dict[str, Any]:
     base = clean_url(request["base_url"])
     return {
         "request": request,
@@ -58,7 +59,7 @@ def after_fetch(url: str, lists: Blocklists = DEFAULT_BLOCKLISTS) -> str | None:
 
 
 def redirect_target(
-    state: dict,
+    state: dict[str, Any],
     current_url: str,
     status_code: int,
     location: bytes | str | None,
@@ -92,14 +93,14 @@ def redirect_target(
     return target, None, None
 
 
-def add_terminal(state: dict, url: str) -> None:
+def add_terminal(state: dict[str, Any], url: str) -> None:
     """A redirect chain contributes only its final URL to ``hops``."""
     if url not in state["hops"]:
         state["hops"].append(url)
 
 
 def next_hop(
-    state: dict, url: str, max_hops: int, loop_is_stop: bool = False
+    state: dict[str, Any], url: str, max_hops: int, loop_is_stop: bool = False
 ) -> tuple[str | None, str | None, str | None]:
     """(URL to fetch next, failing status, error message) for an extracted fulltext link.
     With ``loop_is_stop`` a link back into the hops ends hopping quietly (html: we are on the
@@ -117,7 +118,7 @@ def next_hop(
     return url, None, None
 
 
-def hops_exceeded(state: dict, max_hops: int) -> bool:
+def hops_exceeded(state: dict[str, Any], max_hops: int) -> bool:
     """Sandcrawler's check after its loop: ``max_hops`` recorded URLs fail even a good last fetch."""
     return len(state["hops"]) >= max_hops
 
@@ -140,7 +141,12 @@ def fetched_refusal(
 
 
 def landing_hop(
-    state: dict, url: str, biblio: dict, found: dict, max_hops: int, lists: Blocklists = DEFAULT_BLOCKLISTS
+    state: dict[str, Any],
+    url: str,
+    biblio: dict[str, Any],
+    found: dict[str, Any],
+    max_hops: int,
+    lists: Blocklists = DEFAULT_BLOCKLISTS,
 ) -> tuple[str | None, str | None, str | None] | None:
     """Where a landing page at ``url`` leads (docs/ingest.md §4): (URL to fetch next, failing status,
     error message), or None when the page is itself the terminal document. ``found`` is the fulltext

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import trafilatura
 from lxml import etree
 
@@ -35,7 +37,7 @@ def word_count(tei_xml: str) -> int:
     return len(" ".join(body.itertext()).split())
 
 
-def extract_body(text: str) -> dict:
+def extract_body(text: str) -> dict[str, Any]:
     """``{status, agent, tei_xml?, word_count?, error_msg?}`` of the decoded page (trafilatura
     given bytes guesses their encoding itself); raises :class:`TeiXmlError`."""
     try:

@@ -1,7 +1,9 @@
 """One parse of an HTML document shared by biblio, fulltext links, scope and resources.
 
-Meta tags are indexed once with lowercased ``name``/``property``/``id``/``itemprop`` values, because
-real pages mix case (``DC.Citation.Issue``) and upstream (selectolax) matched case-insensitively.
+Meta tags are indexed once by their key, lowercased, whichever attribute names it (``name``,
+``property``, ``itemprop`` or ``id``: :data:`META_KEY_ATTRS`), because real pages mix case
+(``DC.Citation.Issue``) and spelling (OpenGraph's ``<meta property="og:title">``, often written
+``name="og:title"``), and browsers and metadata extractors read them alike.
 
 The bytes are decoded once, as browsers and Scrapy's ``TextResponse`` do (:func:`decode_html`), and
 every parser (lxml here, trafilatura in :mod:`.htmlbody`, the regex rules) reads that text: handing
@@ -14,13 +16,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import lxml.html
 from cssselect import GenericTranslator
 from lxml import etree
 from w3lib.encoding import html_to_unicode, resolve_encoding
 
-META_ATTRS = ("name", "property", "id", "itemprop", "http-equiv")
+#: The attributes that name a meta tag's key, read alike: HTML's ``name``, RDFa and OpenGraph's
+#: ``property`` (``<meta property="og:title">``), microdata's ``itemprop`` and the ``id`` some
+#: publishers use (D-Lib's ``<meta id="DOI">``). ``http-equiv`` is a pragma (refresh, content type),
+#: not a key, and has its own index.
+META_KEY_ATTRS = ("name", "property", "itemprop", "id")
 
 
 class HtmlParseError(ValueError):
@@ -35,18 +42,26 @@ class HtmlDoc:
     text: str
     #: The encoding it was decoded from.
     encoding: str = "utf-8"
-    #: (attribute, lowercased value) → [meta elements in document order], head only.
-    metas: dict[tuple[str, str], list] = field(default_factory=dict)
+    #: Lowercased key (in any of :data:`META_KEY_ATTRS`) → [meta elements in document order], head only.
+    metas: dict[str, list[etree._Element]] = field(default_factory=dict)
+    #: Lowercased ``http-equiv`` → [meta elements in document order], head only.
+    pragmas: dict[str, list[etree._Element]] = field(default_factory=dict)
     has_head: bool = True
 
-    def meta_contents(self, attr: str, value: str) -> list[str]:
-        """Non-empty ``content`` of every head meta whose ``attr`` equals ``value`` (any case)."""
-        return [c for c in (m.get("content") for m in self.metas.get((attr, value.lower()), ())) if c]
+    def meta_elements(self, key: str) -> list[etree._Element]:
+        """Every head meta whose key is ``key``, in any case and any key attribute (``name``,
+        ``property``, ``itemprop``, ``id``): the one way every meta of a page is read."""
+        return self.metas.get(key.strip().lower(), [])
 
-    def meta_elements(self, attr: str, value: str) -> list:
-        return self.metas.get((attr, value.lower()), [])
+    def meta_contents(self, key: str) -> list[str]:
+        """Non-empty ``content`` of every head meta whose key is ``key`` (:meth:`meta_elements`)."""
+        return [c for c in (m.get("content") for m in self.meta_elements(key)) if c]
 
-    def select(self, css: str) -> list:
+    def pragma_elements(self, name: str) -> list[etree._Element]:
+        """Head metas whose ``http-equiv`` is ``name`` (``refresh``), any case."""
+        return self.pragmas.get(name.strip().lower(), [])
+
+    def select(self, css: str) -> list[Any]:
         return self.root.xpath(css_xpath(css))
 
 
@@ -107,10 +122,12 @@ def parse_html(body: bytes | str, url: str, content_type: str | None = None) -> 
         doc.has_head = False
         return doc
     for meta in head.iter("meta"):
-        for attr in META_ATTRS:
-            value = meta.get(attr)
-            if value:
-                doc.metas.setdefault((attr, value.strip().lower()), []).append(meta)
+        keys = {meta.get(attr).strip().lower() for attr in META_KEY_ATTRS if (meta.get(attr) or "").strip()}
+        for key in sorted(keys):
+            doc.metas.setdefault(key, []).append(meta)
+        pragma = (meta.get("http-equiv") or "").strip().lower()
+        if pragma:
+            doc.pragmas.setdefault(pragma, []).append(meta)
     return doc
 
 

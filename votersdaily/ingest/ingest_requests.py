@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from ..plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
+from votersdaily.plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
@@ -44,7 +45,7 @@ class NoIngestRequests(RequestSourceError):
     nothing to do because it was started wrong, which fails the run."""
 
 
-def _checked_text(key: str, value, limit: int = MAX_TEXT) -> None:
+def _checked_text(key: str, value: Any, limit: int = MAX_TEXT) -> None:
     if not isinstance(value, str):
         raise IngestRequestError("%s must be a string, got %s" % (key, type(value).__name__))
     if len(value) > limit:
@@ -53,7 +54,7 @@ def _checked_text(key: str, value, limit: int = MAX_TEXT) -> None:
         raise IngestRequestError("%s holds a control character: %s" % (key, shown(value)))
 
 
-def _checked_object(key: str, value) -> None:
+def _checked_object(key: str, value: Any) -> None:
     if not isinstance(value, dict):
         raise IngestRequestError("%s must be a JSON object, got %s" % (key, type(value).__name__))
     size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
@@ -70,7 +71,7 @@ def _checked_object(key: str, value) -> None:
             _checked_text("%s.%s" % (key, name), item)
 
 
-def _strings(value) -> Iterator[str]:
+def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
@@ -82,7 +83,7 @@ def _strings(value) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _checked_base_url(raw: dict) -> str:
+def _checked_base_url(raw: dict[str, Any]) -> str:
     base_url = raw.get("base_url")
     if not isinstance(base_url, str) or not base_url.strip():
         raise IngestRequestError(
@@ -98,7 +99,7 @@ def _checked_base_url(raw: dict) -> str:
         raise IngestRequestError(str(exc)) from None
 
 
-def normalize_request(raw) -> dict:
+def normalize_request(raw: Any) -> dict[str, Any]:
     """Validate a request: known keys only, each of its shape and bounded (a text field's length, an
     object's size, no control characters), base_url an http(s) URL with a host. The legacy type
     ``file`` is rewritten to ``pdf`` inside the request (as upstream); everything else is kept verbatim."""
@@ -132,14 +133,14 @@ def normalize_request(raw) -> dict:
     return request
 
 
-def from_args(urls: list[str], ingest_type: str = "pdf", **extra) -> Iterator[dict]:
+def from_args(urls: list[str], ingest_type: str = "pdf", **extra: Any) -> Iterator[dict[str, Any]]:
     for url in urls:
         request = {"base_url": url, "ingest_type": ingest_type}
         request.update({k: v for k, v in extra.items() if v is not None})
         yield request
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Exception]]:
     """(where, request-or-error) per non-empty line; a bad line (not JSON, not UTF-8, longer than
     MAX_LINE_BYTES: never read whole into memory) is an error, not the end."""
     for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
@@ -153,12 +154,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | Exception]]:
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
 
 
-def from_store_doc(doc: dict) -> dict:
+def from_store_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """An ``ingest_requests`` document → the request (without CouchDB's keys)."""
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
 
-def request_doc_id(request: dict) -> str:
+def request_doc_id(request: dict[str, Any]) -> str:
     """Id of a request in the ``ingest_requests`` database (link_source, link_source_id, type, url)."""
     return "%s|%s|%s|%s" % (
         request.get("link_source") or "",

@@ -9,8 +9,12 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..store.upsert import upsert
+from votersdaily.store.upsert import upsert
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 
 def norm_title(title: str) -> str:
@@ -18,10 +22,10 @@ def norm_title(title: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
 
-def catalog_docs(works: Iterable[dict]) -> list[dict]:
+def catalog_docs(works: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Catalog documents: ``doi:<doi>`` per work, plus ``title:<normalised title>`` → DOIs."""
-    docs: dict[str, dict] = {}
-    titles: dict[str, set] = {}
+    docs: dict[str, dict[str, Any]] = {}
+    titles: dict[str, set[str]] = {}
     for work in works:
         doi = (work.get("doi") or "").strip().lower()
         if not doi.startswith("10."):
@@ -34,27 +38,41 @@ def catalog_docs(works: Iterable[dict]) -> list[dict]:
     return list(docs.values())
 
 
-def read_catalog_jsonl(path: str | Path) -> tuple[list[dict], list[str]]:
-    """(works, errors): a line that is not a JSON object with a DOI is an error naming its line,
-    never the end of the file."""
+def read_catalog_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """(works, errors): a line that is not a JSON object with a DOI (and, if any, a text title), not
+    UTF-8, or longer than the ingest's request lines may be (never read whole) is an error naming its
+    line, never the end of the file."""
+    from votersdaily.plumbing.inputs import BadLine, bounded_lines, shown
+
+    from .ingest_requests import MAX_LINE_BYTES
+
     works, errors = [], []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                work = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append("%s:%d: not JSON: %s" % (path, lineno, exc))
-                continue
-            if not isinstance(work, dict) or not str(work.get("doi") or "").strip().lower().startswith("10."):
-                errors.append("%s:%d: catalog record without a DOI: %s" % (path, lineno, line.strip()[:200]))
-                continue
-            works.append(work)
+    for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
+        where = "%s:%d" % (path, lineno)
+        if isinstance(line, BadLine):
+            errors.append("%s: %s" % (where, line))
+            continue
+        if not line.strip():
+            continue
+        try:
+            work = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append("%s: not JSON: %s" % (where, exc))
+            continue
+        doi = work.get("doi") if isinstance(work, dict) else None
+        if not isinstance(doi, str) or not doi.strip().lower().startswith("10."):
+            errors.append("%s: catalog record without a DOI: %s" % (where, line.strip()[:200]))
+            continue
+        if work.get("title") is not None and not isinstance(work["title"], str):
+            errors.append(
+                "%s: catalog record whose title is not text: %s" % (where, shown(json.dumps(work["title"])))
+            )
+            continue
+        works.append(work)
     return works, errors
 
 
-def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]]:
+def load_catalog_jsonl(store: Store, path: str | Path, db: str) -> tuple[int, list[str]]:
     """Load the works of a JSON-lines file into ``db``: (works loaded, errors of the bad lines)."""
     works, errors = read_catalog_jsonl(path)
     store.ensure_db(db)
@@ -70,8 +88,8 @@ def load_catalog_jsonl(store, path: str | Path, db: str) -> tuple[int, list[str]
 
 
 def match_document(
-    store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
-) -> dict:
+    store: Store, db: str, dois: Iterable[str | None], title: str | None, catalog_exists: bool | None = None
+) -> dict[str, Any]:
     """``{mstatus, doi, minfo}`` (minfo a JSON string, as in the file table). ``catalog_exists``:
     what the caller already knows about ``db`` (saves a request per document)."""
     if catalog_exists is None:

@@ -14,10 +14,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import deque
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
 from .filemeta import SNIFF_BYTES
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Headers, Request
 
 #: request.meta key of a sub-resource download's :class:`Reservation` and :class:`StreamDigest`.
 STREAM_META = "ingest_resource_stream"
@@ -30,11 +36,11 @@ class BudgetClosed(Exception):
 class ByteBudget:
     """A first-come, first-served semaphore counted in bytes."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self.closed = False
-        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
     def close(self) -> None:
         """Fail every waiter and every later :meth:`take` with :class:`BudgetClosed`."""
@@ -73,7 +79,7 @@ class ByteBudget:
 class Reservation:
     """Bytes one download holds in its page's and its worker's budgets."""
 
-    def __init__(self, budgets: tuple[ByteBudget, ...], n: int):
+    def __init__(self, budgets: tuple[ByteBudget, ...], n: int) -> None:
         self.budgets = budgets
         self.n = 0
         self._wanted = n
@@ -104,8 +110,8 @@ class Reservation:
 class StreamDigest:
     """SHA-1, SHA-256 and size of a body from its chunks, and its first bytes for libmagic."""
 
-    def __init__(self):
-        self.sha1 = hashlib.sha1()
+    def __init__(self) -> None:
+        self.sha1 = hashlib.sha1(usedforsecurity=False)
         self.sha256 = hashlib.sha256()
         self.size = 0
         self.head = bytearray()
@@ -123,23 +129,23 @@ class StreamDigest:
         """Whether the streamed bytes are exactly ``body`` (not encoded, nothing added or lost)."""
         return not self.encoded and self.size == len(body)
 
-    def hashes(self) -> dict:
+    def hashes(self) -> dict[str, Any]:
         return {"sha1hex": self.sha1.hexdigest(), "sha256hex": self.sha256.hexdigest()}
 
 
-def _stream_of(request) -> tuple[Reservation, StreamDigest] | None:
+def _stream_of(request: Request) -> tuple[Reservation, StreamDigest] | None:
     return request.meta.get(STREAM_META) if request is not None else None
 
 
 class ResourceStreams:
     """Connects the download signals to the reservations and digests of sub-resource requests."""
 
-    def __init__(self, crawler, per_worker: int):
+    def __init__(self, crawler: Crawler, per_worker: int) -> None:
         self.worker = ByteBudget(per_worker)
         crawler.signals.connect(self._headers, signal=signals.headers_received)
         crawler.signals.connect(self._bytes, signal=signals.bytes_received)
 
-    def _headers(self, headers, body_length, request, spider) -> None:
+    def _headers(self, headers: Headers, body_length: int, request: Request, spider: Spider) -> None:
         stream = _stream_of(request)
         if stream is None:
             return
@@ -149,7 +155,7 @@ class ResourceStreams:
         if isinstance(body_length, int):  # not Twisted's UNKNOWN_LENGTH
             reservation.shrink(body_length)
 
-    def _bytes(self, data, request, spider) -> None:
+    def _bytes(self, data: bytes, request: Request, spider: Spider) -> None:
         stream = _stream_of(request)
         if stream is not None and not stream[1].encoded:
             stream[1].update(data)

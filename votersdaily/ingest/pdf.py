@@ -6,31 +6,61 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import re
 import shutil
 import subprocess
-from datetime import UTC
+from datetime import UTC, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
+from votersdaily.datetimes import PartialDate
+from votersdaily.defaults import DEFAULTS
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
-#: The information dictionary's date keys and the pypdf properties that read them.
-_DATE_PROPERTIES = {"CreationDate": "creation_date", "ModDate": "modification_date"}
+#: The information dictionary's date keys.
+_DATE_KEYS = ("CreationDate", "ModDate")
+#: A PDF date (ISO 32000-1 §7.9.4): ``D:YYYYMMDDHHmmSSOHH'mm``, every part after the year optional.
+_PDF_DATE_RE = re.compile(
+    r"(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?"
+    r"(?:([Zz])(?:00'?(?:00'?)?)?|([+-])(\d{2})(?:'?(\d{2})'?)?)?"
+)
 
 
-def _iso_date(info, name: str, value: str) -> str:
-    """pypdf's reading of the date ``D:20070223175637+02'00'`` as ``2007-02-23T15:56:37Z`` (UTC; a
-    date without offset is taken as UTC); the raw value when pypdf cannot read it."""
+def pdf_date_iso(raw: str) -> str | None:
+    """A PDF date as ISO 8601 at the precision it gives, or None when it is not one.
+
+    ``D:20070223175637+02'00'`` is ``2007-02-23T15:56:37Z`` (UTC); ``D:2007`` is ``2007`` and
+    ``D:200702`` is ``2007-02`` (the standard's defaults for a missing month or day are not the
+    document's); a time without an offset has, per the standard, no known relation to UTC and stays
+    a wall time (``2007-02-23T17:56:37``); a time with an offset but not to the second is written
+    with that offset, to the minute or hour given.
+    """
+    m = _PDF_DATE_RE.fullmatch(raw.strip())
+    if not m:
+        return None
+    year, month, day, hour, minute, second, zulu, sign, off_h, off_m = m.groups()
     try:
-        stamp = getattr(info, _DATE_PROPERTIES[name])
-    except (ValueError, AttributeError):
-        return value
-    if stamp is None:
-        return value
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = datetime(
+            int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0), int(second or 0)
+        )
+        offset = timedelta(hours=int(off_h or 0), minutes=int(off_m or 0)) * (-1 if sign == "-" else 1)
+        zone = timezone(offset) if sign else UTC if zulu else None
+    except ValueError:
+        return None
+    if hour is None:
+        return PartialDate(int(year), int(month) if month else None, int(day) if day else None).iso()
+    spec = "seconds" if second else "minutes" if minute else "hours"
+    if zone is None:
+        return stamp.isoformat(timespec=spec)
+    if second:
+        return stamp.replace(tzinfo=zone).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp.replace(tzinfo=zone).isoformat(timespec=spec)
 
 
 #: pdftoppm (poppler-utils) renders the thumbnail; without it there is none.
@@ -57,7 +87,7 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
     if PDFTOPPM is None:
         return None
     try:
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 - a fixed program and arguments; the PDF goes to stdin
             [PDFTOPPM, *_PDFTOPPM_ARGS],
             input=blob,
             capture_output=True,
@@ -72,15 +102,18 @@ def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
 
 
 def extract_pdf(
-    blob: bytes, max_pages: int = 50, max_text_chars: int = 5_000_000, thumbnail: bool = True
-) -> tuple[dict, str, bytes | None]:
+    blob: bytes,
+    max_pages: int = DEFAULTS["INGEST_PDF_MAX_PAGES"],
+    max_text_chars: int = 5_000_000,
+    thumbnail: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"],
+) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
     version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
     ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
     ``max_pages`` pages."""
-    sha1hex = hashlib.sha1(blob).hexdigest()
+    sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:
@@ -123,7 +156,7 @@ def extract_pdf(
     return meta, text, thumb
 
 
-def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
+def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:
     return {
         "key": sha1hex,
         "sha1hex": sha1hex,
@@ -139,20 +172,20 @@ def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict:
     }
 
 
-def _pdf_info(info) -> dict:
+def _pdf_info(info: Mapping[str, Any]) -> dict[str, Any]:
     """The information dictionary with poppler's key names (``Title``, ``CreationDate``, ...);
-    dates as ISO 8601 (UTC)."""
-    out = {}
+    dates as ISO 8601 at their own precision (:func:`pdf_date_iso`), the raw value when unreadable."""
+    out: dict[str, Any] = {}
     for key in list(info.keys()):
         value = _info(info, key)
         if value is None:
             continue
         name = str(key).lstrip("/")
-        out[name] = _iso_date(info, name, value) if name in _DATE_PROPERTIES else value
+        out[name] = (pdf_date_iso(value) or value) if name in _DATE_KEYS else value
     return out
 
 
-def _trailer_ids(reader) -> tuple[str | None, str | None]:
+def _trailer_ids(reader: PdfReader) -> tuple[str | None, str | None]:
     """The trailer's /ID pair as hex (poppler's ``permanent_id`` and ``update_id``)."""
     try:
         ids = reader.trailer.get("/ID")
@@ -163,17 +196,17 @@ def _trailer_ids(reader) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _meta_xml(reader) -> str | None:
+def _meta_xml(reader: PdfReader) -> str | None:
     """The catalog's XMP metadata stream as text (poppler's ``metadata``), or None."""
     try:
-        stream = reader.trailer["/Root"].get("/Metadata")
+        stream = reader.trailer["/Root"].get("/Metadata")  # type: ignore[attr-defined]  # pypdf types it PdfObject; /Root is a dictionary
         data = stream.get_object().get_data() if stream is not None else None
     except (KeyError, TypeError, ValueError, AttributeError, PdfReadError):
         return None
     return data.decode("utf-8", "replace") if data else None
 
 
-def _info(info, key: str) -> str | None:
+def _info(info: Mapping[str, Any], key: str) -> str | None:
     try:
         value = info.get(key)
     except Exception:

@@ -10,19 +10,33 @@ through the foundation's writers, blocking work (reads, files) in worker threads
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.python.failure import Failure
 
-from .. import locations
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..store.crawler import store_for, writer_for
-from ..store.hooks import AfterBatch
+from votersdaily import locations
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.plumbing.full_disk import full_folder
+from votersdaily.store.crawler import store_for, writer_for
+from votersdaily.store.hooks import AfterBatch
+
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
 from .filetable import file_row, merge_row, table_name
 from .match import load_catalog_jsonl, match_document
 from .result import IngestItem
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from twisted.internet import defer
+
+    from votersdaily.store.base import Store
+    from votersdaily.store.upsert import UpsertResult
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +46,12 @@ HTML_META_DB = "html_meta"
 MAX_TERMINAL_URL = 2048
 
 
-def result_id(result: dict) -> str:
+def result_id(result: dict[str, Any]) -> str:
     request = result["request"]
     return "%s:%s" % (request["ingest_type"], request["base_url"])
 
 
-def result_doc(result: dict) -> dict:
+def result_doc(result: dict[str, Any]) -> dict[str, Any]:
     doc = dict(result, _id=result_id(result))
     doc["ingest_type"] = result["request"]["ingest_type"]
     doc["base_url"] = result["request"]["base_url"]
@@ -45,7 +59,7 @@ def result_doc(result: dict) -> dict:
     return doc
 
 
-def html_meta_doc(result: dict, has_teixml: bool) -> dict:
+def html_meta_doc(result: dict[str, Any], has_teixml: bool) -> dict[str, Any]:
     body = result.get("html_body") or {}
     return {
         "_id": result["file_meta"]["sha1hex"],
@@ -61,14 +75,14 @@ def html_meta_doc(result: dict, has_teixml: bool) -> dict:
     }
 
 
-async def written(waiting) -> None:
+async def written(waiting: defer.Deferred[None] | None) -> None:
     """Wait for a writer that holds documents back (what ``CrawlerWriter.add`` answered)."""
     if waiting is not None:
         await maybe_deferred_to_future(waiting)
 
 
 class IngestStorePipeline:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         settings = crawler.settings
         self.file_table = table_name(
@@ -80,8 +94,10 @@ class IngestStorePipeline:
         self.files = writer_for(crawler, self.file_table, hooks=AfterBatch(self._rows_written))
         #: File-table rows of this run handed to the writer and not written yet, by id: a second
         #: ingest of the same bytes merges with these, not with the (older) stored row.
-        self._pending_rows: dict[str, dict] = {}
+        self._pending_rows: dict[str, dict[str, Any]] = {}
         self._catalog_exists = False
+        #: A full blob folder or feed has been said (once a run).
+        self._full_said = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND")
@@ -96,10 +112,10 @@ class IngestStorePipeline:
         self.feed = JsonLinesFeed(feed) if feed else None
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    async def open_spider(self):
+    async def open_spider(self) -> None:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
@@ -113,7 +129,7 @@ class IngestStorePipeline:
                 logger.error("catalog: %s", error)
         self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
 
-    async def process_item(self, item):
+    async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
             return item
         result, side = item["result"], item["side"]
@@ -124,11 +140,16 @@ class IngestStorePipeline:
         await written(self.results.add(result_doc(result)))
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
-            await run_in_thread(self._publish_tei, result, tei_xml)
+            sha1hex = result["file_meta"]["sha1hex"]
+            tei_xml = (
+                tei_xml if await self._kept(self.blobs.put, tei_path(sha1hex), tei_xml.encode()) else None
+            )
+            if tei_xml and self.feed is not None:
+                await self._kept(self.feed.publish, self._tei_message(result, tei_xml))
         thumbnail = side.get("pdf_thumbnail")
         if thumbnail and result.get("file_meta"):
             path = thumbnail_path(result["file_meta"]["sha1hex"])
-            await run_in_thread(self.blobs.put, path, thumbnail, "image/jpeg")
+            await self._kept(self.blobs.put, path, thumbnail, "image/jpeg")
         if result["hit"] and result.get("file_meta"):
             row, stored = await run_in_thread(self._file_row, result, side)
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
@@ -139,33 +160,63 @@ class IngestStorePipeline:
                 await written(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
         return item
 
-    def _publish_tei(self, result: dict, tei_xml: str) -> None:
+    @staticmethod
+    def _tei_message(result: dict[str, Any], tei_xml: str) -> dict[str, Any]:
         sha1hex = result["file_meta"]["sha1hex"]
-        self.blobs.put(tei_path(sha1hex), tei_xml.encode("utf-8"))
-        if self.feed is not None:
-            body = result.get("html_body") or {}
-            self.feed.publish(
-                {
-                    "key": sha1hex,
-                    "sha1hex": sha1hex,
-                    "status": body.get("status", "success"),
-                    "tei_xml": tei_xml,
-                    "word_count": body.get("word_count"),
-                }
-            )
+        body = result.get("html_body") or {}
+        return {
+            "key": sha1hex,
+            "sha1hex": sha1hex,
+            "status": body.get("status", "success"),
+            "tei_xml": tei_xml,
+            "word_count": body.get("word_count"),
+        }
 
-    def _rows_written(self, store, db: str, batch: list[dict], outcome) -> None:
+    async def _kept(self, write: Callable[..., Any], *args: Any) -> bool:
+        """Whether ``write`` (a blob, a feed line) was kept. A full disk under the blob folder or the
+        feed costs the result nothing (its result, file row and ``html_meta``, ``has_teixml: false``,
+        are stored all the same): the folder is said once and fails the run (``OutputFolderFull``)."""
+        try:
+            await run_in_thread(write, *args)
+        except OSError as exc:
+            feed = self.feed is not None and write == self.feed.publish
+            place = self.feed.path if feed and self.feed is not None else getattr(self.blobs, "root", "")
+            full = full_folder(
+                exc,
+                "the ingest's TEI feed" if feed else "the ingest's blob folder",
+                Path(place),
+                "the TEI and thumbnails that do not fit are not kept; the results are stored",
+            )
+            if full is None:
+                raise
+            if not self._full_said:
+                self._full_said = True
+                logger.error("%s", full.strerror)
+                self.crawler.signals.send_catch_log(
+                    vd_signals.source_failed,
+                    failure=Failure(full),
+                    url=str(place),
+                    spider=self.crawler.spider,
+                )
+            return False
+        return True
+
+    def _rows_written(
+        self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult
+    ) -> None:
         """BatchWriter hook (writer thread): rows now in the store leave the pending map."""
         from twisted.internet import reactor
 
         reactor.callFromThread(self._forget_rows, batch)
 
-    def _forget_rows(self, batch: list[dict]) -> None:
+    def _forget_rows(self, batch: list[dict[str, Any]]) -> None:
         for row in batch:
             if self._pending_rows.get(row["_id"]) is row:
                 del self._pending_rows[row["_id"]]
 
-    def _file_row(self, result: dict, side: dict) -> tuple[dict, dict | None]:
+    def _file_row(
+        self, result: dict[str, Any], side: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(the new row, the stored row of the same file or None), in a worker thread."""
         biblio = result.get("html_biblio") or {}
         grobid_meta = ((side.get("grobid") or {}).get("metadata") or {}).get("biblio") or {}
@@ -178,6 +229,6 @@ class IngestStorePipeline:
         row = file_row(result, side, match0)
         return row, self.store.get(self.file_table, row["_id"])
 
-    async def close_spider(self):
+    async def close_spider(self) -> None:
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.close())

@@ -12,11 +12,13 @@ import gzip
 import io
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin
 
 from lxml import etree
 
-from ..sources.xml import safe_parser
+from votersdaily.sources.xml import safe_parser
+
 from .biblio import extract_biblio
 from .config import IngestConfig
 from .filemeta import (
@@ -78,7 +80,7 @@ class Fetched:
     """The decoded body and its metadata."""
 
     body: bytes
-    file_meta: dict
+    file_meta: dict[str, Any]
     magic: str = ""
     gunzipped: bool = False
     #: libmagic's mimetype when the declared HTML type was used instead (``html_by_declaration``).
@@ -115,8 +117,8 @@ def describe_body(
 class Landing:
     """What an HTML hop says about where the fulltext is."""
 
-    biblio: dict
-    next_hop: dict = field(default_factory=dict)
+    biblio: dict[str, Any]
+    next_hop: dict[str, Any] = field(default_factory=dict)
     parse_error: str | None = None
 
 
@@ -144,8 +146,8 @@ def analyse_landing(
 
 
 def process_html(
-    doc: HtmlDoc, biblio: dict, ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
-) -> dict:
+    doc: HtmlDoc, biblio: dict[str, Any], ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
+) -> dict[str, Any]:
     """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
     # trafilatura and pypdf (0.1 s to import) are imported where they are called, not by loading the
     # spiders (every `scrapy crawl`); the ingest's worker processes preload them (workers.PRELOAD).
@@ -171,8 +173,13 @@ def process_html(
 
 
 def process_html_bytes(
-    body: bytes, url: str, content_type: str | None, biblio: dict, ojs_fix: bool, blocked_hosts
-) -> dict:
+    body: bytes,
+    url: str,
+    content_type: str | None,
+    biblio: dict[str, Any],
+    ojs_fix: bool,
+    blocked_hosts: tuple[str, ...],
+) -> dict[str, Any]:
     """:func:`process_html` from the bytes (a worker cannot be handed a parsed tree)."""
     try:
         doc = parse_html(body, url, content_type)
@@ -181,7 +188,7 @@ def process_html_bytes(
     return process_html(doc, biblio, ojs_fix, blocked_hosts)
 
 
-def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict, str, bytes | None]:
+def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict[str, Any], str, bytes | None]:
     """(pdf_meta, text, page-0 thumbnail or None)."""
     from .pdf import extract_pdf  # imported here: see process_html
 
@@ -201,7 +208,7 @@ def xml_error(body: bytes) -> str | None:
 class HopFacts:
     """What :func:`examine_hop` found in one fetched body (picklable)."""
 
-    file_meta: dict
+    file_meta: dict[str, Any]
     gunzipped: bool = False
     #: libmagic's mimetype when ``file_meta`` carries the declared HTML type instead.
     sniffed_mimetype: str | None = None
@@ -210,9 +217,9 @@ class HopFacts:
     magic: str = ""
     landing: Landing | None = None
     #: :func:`process_html` output when this page is the terminal HTML document.
-    html: dict | None = None
+    html: dict[str, Any] | None = None
     #: (pdf_meta, text, page-0 thumbnail) when this is the terminal PDF.
-    pdf: tuple[dict, str, bytes | None] | None = None
+    pdf: tuple[dict[str, Any], str, bytes | None] | None = None
     #: ``xml_error()`` of a terminal XML document ("" when well-formed).
     xml_error: str | None = None
 

@@ -4,9 +4,11 @@ absolute, with trackers and ads filtered out and duplicates removed."""
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .. import settings as defaults
+from votersdaily import settings as defaults
+
 from .htmldoc import HtmlDoc
 
 #: (tag, attribute, resource_type, extra condition) in upstream's vocabulary.
@@ -56,11 +58,11 @@ def _usable(value: str | None) -> str | None:
     return value
 
 
-def extract_resources(doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS) -> list[dict]:
+def extract_resources(doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS) -> list[dict[str, Any]]:
     """``[{url, resource_type}]`` in document order, deduplicated on (url, type); none from
     ``blocked_hosts`` or matching the tracker paths."""
     seen: set[tuple[str, str]] = set()
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     for element in doc.root.iter(*_TAGS):
         attr, kind = _TAGS[element.tag]
         if element.tag == "link":

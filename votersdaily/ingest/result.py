@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from ..clock import now_utc
+from votersdaily.clock import now_utc
+
 from .filemeta import sha1_b32
 from .urls import surt
 
@@ -22,7 +24,7 @@ def iso_seconds(value: str) -> str:
     return "%s-%s-%sT%s:%s:%s" % (value[0:4], value[4:6], value[6:8], value[8:10], value[10:12], value[12:14])
 
 
-def terminal(url: str, dt: str | None, status_code: int | None, sha1hex: str | None = None) -> dict:
+def terminal(url: str, dt: str | None, status_code: int | None, sha1hex: str | None = None) -> dict[str, Any]:
     out = {"terminal_url": url, "terminal_dt": dt, "terminal_status_code": status_code}
     if sha1hex:
         out["terminal_sha1hex"] = sha1hex
@@ -37,7 +39,9 @@ def header_mimetype(content_type: bytes | str | None) -> str | None:
     return content_type.split(";")[0].strip().lower() or None
 
 
-def cdx(url: str, dt: str, mimetype: str, status_code: int, sha1hex: str, warc: dict | None = None) -> dict:
+def cdx(
+    url: str, dt: str, mimetype: str, status_code: int, sha1hex: str, warc: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A CDX row; the ``warc_*`` keys only when the record was written to a WARC file."""
     row = {
         "surt": surt(url),
@@ -55,7 +59,9 @@ def cdx(url: str, dt: str, mimetype: str, status_code: int, sha1hex: str, warc: 
     return row
 
 
-def failed(request: dict, status: str, error_message: str | None = None, **extra) -> dict:
+def failed(
+    request: dict[str, Any], status: str, error_message: str | None = None, **extra: Any
+) -> dict[str, Any]:
     result = {"request": request, "hit": False, "status": status}
     if error_message:
         result["error_message"] = error_message[:1600]
@@ -63,7 +69,9 @@ def failed(request: dict, status: str, error_message: str | None = None, **extra
     return result
 
 
-def finished(state: dict, status: str, error_message: str | None = None, **fields) -> dict:
+def finished(
+    state: dict[str, Any], status: str, error_message: str | None = None, **fields: Any
+) -> dict[str, Any]:
     """The result of an ingest that went through the hop loop (docs/ingest.md §8): its hops, what
     earlier hops found (``partial``), the redirects followed and ``fields``; a field given as None is
     left out, except ``platform``, which is always written."""
@@ -79,7 +87,7 @@ def finished(state: dict, status: str, error_message: str | None = None, **field
     return result
 
 
-class IngestItem(dict):
+class IngestItem(dict[str, Any]):
     """What the spider yields: ``result`` (the ingest_file_result document) and ``side`` (what
     goes elsewhere: TEI-XML, PDF text, GROBID TEI, file magic, the terminal file's WARC location)."""
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from votersdaily.defaults import DEFAULTS
 
 from .htmldoc import HtmlDoc
 from .urls import url_fuzzy_equal
@@ -18,7 +21,7 @@ ACCEPTED_SCOPES = ("article-fulltext", "unknown")
 
 def guess_platform(doc: HtmlDoc) -> str | None:
     generator = ""
-    metas = doc.meta_contents("name", "generator")
+    metas = doc.meta_contents("generator")
     if metas:
         generator = metas[0].lower()
     else:
@@ -44,7 +47,7 @@ def guess_platform(doc: HtmlDoc) -> str | None:
         return "pubpub"
     if 'Powered by <a target="_blank" href="http://arphahub.com">' in text:
         return "arpha"
-    if "<meta property='og:image' content='http://cms.galenos.com.tr' />" in text:
+    if "http://cms.galenos.com.tr" in (c.strip() for c in doc.meta_contents("og:image")):
         return "galenos"
     for icon in doc.select("link[type='image/x-icon']"):
         href = icon.get("href") or ""
@@ -57,13 +60,13 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     return None
 
 
-def guess_scope(
+def guess_scope(  # noqa: PLR0911 - one answer a rule
     url: str,
     doc: HtmlDoc,
-    biblio: dict,
+    biblio: dict[str, Any],
     word_count: int | None,
     platform: str | None,
-    ojs_fulltext_fix: bool = True,
+    ojs_fulltext_fix: bool = DEFAULTS["INGEST_OJS_FULLTEXT_FIX"],
 ) -> str:
     """First matching rule wins. With ``ojs_fulltext_fix`` the OJS branch answers
     ``article-fulltext`` instead of upstream's bare ``fulltext`` (which it then rejected)."""

@@ -14,17 +14,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import scrapy
 from scrapy.exceptions import StopDownload
 from twisted.python.failure import Failure
 
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..defaults import ProjectSettingsMixin
-from ..plumbing.inputs import checked_inputs
-from ..requestmeta import START_META
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.requestmeta import START_META
+
 from . import hops as H
 from . import ingest_requests as R
 from .config import IngestConfig
@@ -54,6 +55,14 @@ from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from .ssrf import TRUSTED_META, PrivateAddressRefused, check_policy_settings
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Headers, Request, Response
+    from scrapy.settings import BaseSettings
 
 
 class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -86,7 +95,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def __init__(
         self,
-        *args,
+        *args: Any,
         url: str | None = None,
         ingest_type: str = "pdf",
         requests: str | None = None,
@@ -95,8 +104,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         ingest_request_source: str | None = None,
         release_stage: str | None = None,
         force_recrawl: str | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
         self.ingest_type = ingest_type
@@ -110,7 +119,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         }
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         """The WARC writer joins the downloader only when INGEST_WARC_ENABLED (not a "Disabled"
         warning on every run without it); a host list entry that can never match stops the crawl
         before it starts."""
@@ -122,7 +131,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler)
@@ -140,14 +149,16 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
 
-    def _stop_if_too_large(self, headers, body_length, request, spider=None) -> None:
+    def _stop_if_too_large(
+        self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
+    ) -> None:
         """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
         its response kept, so ``body-too-large`` names the URL, status and date that were fetched
         (DOWNLOAD_MAXSIZE would fail the request without them)."""
         if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
             self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
 
-    def _count_bytes(self, data: bytes, request, spider=None) -> None:
+    def _count_bytes(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
         """``bytes_received``: the same for a hop whose body grows past the limit unannounced."""
         if H.STATE_META not in request.meta:
             return
@@ -156,13 +167,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             self._too_large(request, "more than %d bytes (limit)" % self.config.max_body)
 
     @staticmethod
-    def _too_large(request, message: str) -> None:
+    def _too_large(request: Request, message: str) -> None:
         request.meta[H.TOO_LARGE_META] = message
         raise StopDownload(fail=False)
 
     # -- input -----------------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request | IngestItem]:
         checked = list(checked_inputs(await self.input_requests(), R.normalize_request))
         # One bad request among good ones is rejected and listed, and the run still succeeds (as
         # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
@@ -176,9 +187,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if made is not None:
                 yield made
 
-    async def input_requests(self) -> list:
+    async def input_requests(self) -> list[tuple[str, Any]]:
         """(where, request dict or error) from the arguments, a JSON-lines file or the store."""
-        found: list = [
+        found: list[tuple[str, Any]] = [
             ("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)
         ]
         source = self.requests_source
@@ -203,15 +214,15 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             self.logger.warning("nothing to ingest: %s holds no requests", source)
         return found
 
-    def _store_requests(self, db: str) -> list:
-        from ..store.crawler import store_for
+    def _store_requests(self, db: str) -> list[tuple[str, Any]]:
+        from votersdaily.store.crawler import store_for
 
         store = store_for(self.crawler)
         if not store.has_db(db):
             return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 
-    def make_ingest_request(self, raw, where: str = "request"):
+    def make_ingest_request(self, raw: Any, where: str = "request") -> scrapy.Request | IngestItem | None:
         """A scrapy Request starting the hop loop for one ingest request, an early result, or None
         for invalid input (logged, and listed in the run log's ``rejected``)."""
         try:
@@ -229,7 +240,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         signal = vd_signals.source_failed if fatal else vd_signals.input_rejected
         self.crawler.signals.send_catch_log(signal, failure=Failure(exc), url=where, spider=self)
 
-    def _start_request(self, request: dict):
+    def _start_request(self, request: dict[str, Any]) -> scrapy.Request | IngestItem:
         state = H.new_state(request)
         base = state["hops"][0]
         if H.before_fetch(base, self.config.blocklists) == "skip-url-blocklist":
@@ -243,9 +254,11 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         if not state or not request.meta.get(START_META) or state["request"].get("force_recrawl"):
             return None
         key = "%s %s" % (state["request"]["ingest_type"], state["request"]["base_url"])
-        return hashlib.sha1(key.encode("utf-8")).hexdigest()
+        return hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest()
 
-    def _hop_request(self, url: str, state: dict, first: bool = False):
+    def _hop_request(
+        self, url: str, state: dict[str, Any], first: bool = False
+    ) -> scrapy.Request | IngestItem:
         blocked = H.before_fetch(url, self.config.blocklists)
         if blocked:
             return self._finish(state, blocked, "%s matched a %s pattern" % (url, blocked))
@@ -272,19 +285,19 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- results -----------------------------------------------------------------------------------
 
-    def _remaining(self, state: dict) -> float:
+    def _remaining(self, state: dict[str, Any]) -> float:
         """Seconds left before this ingest ends as ``timeout`` (INGEST_TIMEOUT, sandcrawler's 300 s)."""
         if state.get("started") is None:
             return self.config.timeout
         return self.config.timeout - (time.time() - state["started"])
 
-    def _start_clock(self, request, spider=None) -> None:
+    def _start_clock(self, request: Request, spider: Spider | None = None) -> None:
         """``request_reached_downloader``: an ingest's INGEST_TIMEOUT runs from its first fetch."""
         state = request.meta.get(H.STATE_META)
         if state is not None and state.get("started") is None:
             state["started"] = time.time()
 
-    def _timeout(self, state: dict, where: str = "") -> IngestItem:
+    def _timeout(self, state: dict[str, Any], where: str = "") -> IngestItem:
         return self._finish(
             state,
             "timeout",
@@ -292,18 +305,23 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             % (self.config.timeout, " " + where if where else ""),
         )
 
-    def _item(self, result: dict, side: dict | None = None) -> IngestItem:
+    def _item(self, result: dict[str, Any], side: dict[str, Any] | None = None) -> IngestItem:
         self.crawler.stats.inc_value("ingest/status/%s" % result["status"])
         return IngestItem(result=result, side=side or {})
 
     def _finish(
-        self, state: dict, status: str, error_message: str | None = None, side: dict | None = None, **fields
+        self,
+        state: dict[str, Any],
+        status: str,
+        error_message: str | None = None,
+        side: dict[str, Any] | None = None,
+        **fields: Any,
     ) -> IngestItem:
         return self._item(finished(state, status, error_message, **fields), side)
 
     # -- the hop loop ------------------------------------------------------------------------------
 
-    async def parse_hop(self, response):
+    async def parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
         """One fetched hop; an extraction process that died twice on it fails this ingest only."""
         try:
             async for output in self._parse_hop(response):
@@ -313,7 +331,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             term = terminal(response.url, dt14(), response.status)
             yield self._finish(state, "extract-process-died", str(exc), terminal=term)
 
-    async def _parse_hop(self, response):
+    async def _parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
         state = response.meta[H.STATE_META]
         itype = state["request"]["ingest_type"]
         url = response.url
@@ -350,7 +368,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                     term = terminal(target or state["redirect_chain"][-1]["location"], None, None)
                 yield self._finish(state, status, message, terminal=term)
             else:
-                assert target is not None, "a redirect that does not fail has a target"
+                assert target is not None, "a redirect that does not fail has a target"  # noqa: S101 - invariant
                 yield self._hop_request(target, state)
             return
         dt = dt14()
@@ -400,7 +418,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return
         yield await self._terminal(state, response, facts, term)
 
-    async def _terminal(self, state, response, facts: HopFacts, term) -> IngestItem:
+    async def _terminal(
+        self, state: dict[str, Any], response: Response, facts: HopFacts, term: dict[str, Any]
+    ) -> IngestItem:
         """The accepted terminal document: hashes, CDX row, mimetype check, type processing
         (already done by :func:`examine_hop` in the worker)."""
         itype = state["request"]["ingest_type"]
@@ -411,7 +431,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         header_mime = header_mimetype(response.headers.get("Content-Type")) or meta["mimetype"]
         row = cdx(url, term["terminal_dt"], header_mime, response.status, meta["sha1hex"], warc)
         side = {"magic": facts.magic, "warc": warc, "header_mimetype": header_mime}
-        common = {"terminal": term, "file_meta": meta, "cdx": row}
+        common: dict[str, Any] = {"terminal": term, "file_meta": meta, "cdx": row}
         if facts.sniffed_mimetype:  # HTML by the declared type; libmagic said otherwise
             common.update(mimetype_sniffed=facts.sniffed_mimetype, mimetype_declared=meta["mimetype"])
         mimetype = meta["mimetype"]
@@ -436,7 +456,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **common)
 
     async def _terminal_pdf(
-        self, state, body: bytes, pdf: tuple[dict, str, bytes | None], side, common
+        self,
+        state: dict[str, Any],
+        body: bytes,
+        pdf: tuple[dict[str, Any], str, bytes | None],
+        side: dict[str, Any],
+        common: dict[str, Any],
     ) -> IngestItem:
         pdf_meta, text, thumbnail = pdf
         side["pdf_text"] = text
@@ -459,7 +484,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **fields)
 
     async def _terminal_html(
-        self, state, facts: HopFacts, body: bytes, ctype: str | None, side, common
+        self,
+        state: dict[str, Any],
+        facts: HopFacts,
+        body: bytes,
+        ctype: str | None,
+        side: dict[str, Any],
+        common: dict[str, Any],
     ) -> IngestItem:
         landing = facts.landing
         if landing is None or landing.parse_error:
@@ -517,7 +548,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return self._finish(state, "unknown-scope", "page scope could not be decided", side, **fields)
         return self._finish(state, "success", None, side, **fields)
 
-    async def _fetch_resources(self, resources: list[dict], within: float) -> list[dict] | None:
+    async def _fetch_resources(
+        self, resources: list[dict[str, Any]], within: float
+    ) -> list[dict[str, Any]] | None:
         """Fetch every sub-resource of a page concurrently, within the page's and the worker's
         byte budgets, each hashed as it streams and dropped once described; None if they are not
         all fetched ``within`` seconds (downloads under way are left to finish under
@@ -531,7 +564,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 return None
         return [task.result() for task in tasks]
 
-    async def _fetch_resource(self, resource: dict, page: ByteBudget) -> dict:
+    async def _fetch_resource(self, resource: dict[str, Any], page: ByteBudget) -> dict[str, Any]:
         """Fetch and describe one sub-resource; a failure is recorded on the record, never raised."""
         cap = self.config.resource_cap
         request = scrapy.Request(
@@ -571,7 +604,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             reservation.release()
 
     @staticmethod
-    async def _described(digest: StreamDigest, body: bytes) -> tuple[dict, bytes]:
+    async def _described(digest: StreamDigest, body: bytes) -> tuple[dict[str, Any], bytes]:
         """(hashes, first bytes for libmagic) of a body: from its stream, or (content-encoded
         bodies, which Scrapy decodes after the stream) from the decoded body, in a thread."""
         if digest.covers(body):
@@ -582,9 +615,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ----------------------------------------------------------------------------------
 
-    def hop_failed(self, failure):
+    def hop_failed(self, failure: Failure) -> IngestItem:
         """A hop could not be fetched: the failure becomes the ingest's status."""
-        request = failure.request
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        assert failure.value is not None  # noqa: S101 - a Failure wraps an exception
         state = request.meta[H.STATE_META]
         if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline
@@ -603,7 +637,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
 
 
-def content_type(response) -> str | None:
+def content_type(response: Response) -> str | None:
     """The response's ``Content-Type`` header as text (its charset decodes HTML)."""
     value = response.headers.get("Content-Type")
     return value.decode("latin-1") if value else None

@@ -20,18 +20,26 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, UsageError
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
 
-from ..plumbing.hosts import BadHostEntry
+from votersdaily.plumbing.hosts import BadHostEntry
 
 # The policy lives apart (no Scrapy there, for the laundromat's workers); importable from here too.
 from .address_policy import AddressPolicy as AddressPolicy
 from .address_policy import is_public as is_public
 from .address_policy import literal_address
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 
 #: Meta key for requests to operator-configured services (GROBID), exempt from the guard.
 TRUSTED_META = "ingest_trusted"
@@ -46,7 +54,7 @@ class HostNotAllowed(IgnoreRequest):
     """``INGEST_ALLOWED_HOSTS`` is set and the URL's host is not on it."""
 
 
-def check_policy_settings(settings, prefix: str) -> None:
+def check_policy_settings(settings: BaseSettings, prefix: str) -> None:
     """Refuse before any work a host list entry that can never match (``scrapy crawl`` then exits 2
     with one line naming the setting): kept, it would refuse everything, or let through more than
     the operator meant (see :mod:`votersdaily.plumbing.hosts`)."""
@@ -76,7 +84,7 @@ def pinned(host: str) -> list[str] | None:
 
 @implementer(IHostResolution)
 class _Resolution:
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
 
     def cancel(self) -> None:
@@ -88,12 +96,18 @@ class PinnedNameResolver:
     """The reactor's name resolver while the guard is on: checked names get their checked addresses,
     every other name goes to the resolver that was installed before (Scrapy's DNS cache)."""
 
-    def __init__(self, fallback):
+    # zope interfaces do not type their methods for mypy: the resolver's parts are Any.
+    def __init__(self, fallback: Any) -> None:
         self.fallback = fallback
 
     def resolveHostName(
-        self, resolutionReceiver, hostName, portNumber=0, addressTypes=None, transportSemantics="TCP"
-    ):
+        self,
+        resolutionReceiver: Any,
+        hostName: str | bytes,
+        portNumber: int = 0,
+        addressTypes: Sequence[type[Any]] | None = None,
+        transportSemantics: str = "TCP",
+    ) -> Any:
         name = hostName.decode("idna") if isinstance(hostName, bytes) else hostName
         addresses = pinned(name)
         if addresses is None:
@@ -110,7 +124,7 @@ class PinnedNameResolver:
         return resolution
 
 
-def install_pinning(reactor) -> None:
+def install_pinning(reactor: Any) -> None:
     """Put :class:`PinnedNameResolver` in front of the reactor's resolver (once per process)."""
     if not isinstance(reactor.nameResolver, PinnedNameResolver):
         reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
@@ -122,13 +136,13 @@ class SsrfGuardMiddleware:
 
     trusted_meta = TRUSTED_META
 
-    def __init__(self, allow_private: bool = False, policy: AddressPolicy | None = None):
+    def __init__(self, allow_private: bool = False, policy: AddressPolicy | None = None) -> None:
         self.policy = policy or AddressPolicy(allow_private=allow_private)
         self.allow_private = self.policy.allow_private
         self._cache: dict[str, tuple[float, list[str]]] = {}
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(policy=AddressPolicy.from_settings(crawler.settings, "INGEST"))
         guard.install()
         return guard
@@ -154,7 +168,7 @@ class SsrfGuardMiddleware:
         self._cache[host] = (time.monotonic() + _TTL, addresses)
         return addresses
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request) -> None:
         if request.meta.get(self.trusted_meta):
             return None
         await self.check(request.url)

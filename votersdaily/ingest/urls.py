@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
-from .. import settings as defaults
-from ..rfc3986 import remove_dot_segments
+from votersdaily import settings as defaults
+from votersdaily.rfc3986 import remove_dot_segments
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 
@@ -30,7 +34,7 @@ class Blocklists:
     cookie: tuple[str, ...] = COOKIE_BLOCKLIST
 
     @classmethod
-    def from_settings(cls, settings) -> Blocklists:
+    def from_settings(cls, settings: BaseSettings) -> Blocklists:
         return cls(
             base_url=configured_list(settings, "INGEST_URL_BLOCKLIST"),
             wall=configured_list(settings, "INGEST_WALL_BLOCKLIST"),
@@ -38,7 +42,7 @@ class Blocklists:
         )
 
 
-def configured_list(settings, name: str) -> tuple[str, ...]:
+def configured_list(settings: BaseSettings, name: str) -> tuple[str, ...]:
     """``name`` (replacing the default) plus ``name_EXTRA``, empty entries dropped, order kept."""
     values = settings.getlist(name) + settings.getlist(name + "_EXTRA")
     return tuple(dict.fromkeys(v.strip() for v in values if v and v.strip()))

@@ -11,16 +11,23 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from .. import locations
-from .. import signals as vd_signals
-from ..plumbing.warc_reader import read_record_at
-from ..plumbing.warc_writer import WarcFileWriter, decoded_headers, response_record
+from votersdaily import locations
+from votersdaily import signals as vd_signals
+from votersdaily.plumbing.warc_reader import read_record_at
+from votersdaily.plumbing.warc_writer import WarcFileWriter, decoded_headers, response_record
+
 from .result import dt14
 from .ssrf import TRUSTED_META
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
 
 logger = logging.getLogger(__name__)
 WARC_META = "ingest_warc"
@@ -31,7 +38,7 @@ class WarcWriterMiddleware:
     :class:`~votersdaily.plumbing.warc_writer.WarcFileWriter` (one thread, rotation at
     ``INGEST_WARC_MAX_SIZE``, what a full disk does)."""
 
-    def __init__(self, folder: Path, max_size: int, prefix: str):
+    def __init__(self, folder: Path, max_size: int, prefix: str) -> None:
         self.writer = WarcFileWriter(
             folder,
             lambda serial: "%s-%s-%05d-%s.warc.gz" % (prefix, dt14(), serial, uuid.uuid4().hex[:8]),
@@ -42,7 +49,7 @@ class WarcWriterMiddleware:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         if not settings.getbool("INGEST_WARC_ENABLED"):
             raise NotConfigured("WARC output is off (INGEST_WARC_ENABLED=False)")
@@ -55,7 +62,7 @@ class WarcWriterMiddleware:
         crawler.signals.connect(mw.run_log_fields, signal=vd_signals.run_log_building)
         return mw
 
-    async def process_response(self, request, response):
+    async def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get(TRUSTED_META):  # the project's own services (GROBID), not the crawled web
             return response
         headers = decoded_headers(response.headers)
@@ -75,16 +82,16 @@ class WarcWriterMiddleware:
             }
         return response
 
-    def run_log_fields(self, doc: dict, spider=None) -> None:
+    def run_log_fields(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         if self.writer.records or self.writer.not_written:
             doc.update(self.writer.run_log_fields())
 
-    def close(self, spider=None) -> None:
+    def close(self, spider: Spider | None = None) -> None:
         """At spider close: every queued record written, then the file closed."""
         self.writer.close()
 
 
-def read_record(folder: str | os.PathLike, warc_path: str, offset: int) -> tuple[str, str, bytes]:
+def read_record(folder: str | os.PathLike[str], warc_path: str, offset: int) -> tuple[str, str, bytes]:
     """The (url, http status, payload bytes) of the record at ``offset`` (for checks and tools);
     raises :class:`~votersdaily.plumbing.warc_reader.DamagedWarc` naming the file and offset when it
     does not read back whole."""

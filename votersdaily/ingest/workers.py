@@ -9,6 +9,13 @@ A worker process can die under a call (the kernel's OOM killer, a crash in a C l
 executor is then broken for every call, so it is replaced by a new one and each interrupted call
 runs once more; a call that kills its process twice raises :class:`ExtractionCrashed`, for the
 spider to fail that one request with a clear status.
+
+A process can also die while it answers. The executor reads an answer as one message from a pipe,
+and a message cut short leaves its reader waiting for the rest for ever: no death is noticed, the
+crawl hangs (seen here: an ingest waited two hours after one SIGKILL). So an answer travels whole or
+not at all: one that fits an atomic pipe write (``PIPE_BUF``) goes by the pipe, a larger one is
+written to a file in the pool's own folder and only its name goes by the pipe
+(:func:`_answer`, :meth:`ExtractPool.run`).
 """
 
 from __future__ import annotations
@@ -19,12 +26,20 @@ import importlib
 import logging
 import multiprocessing
 import os
+import pickle
+import shutil
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..blocking import run_in_thread
+from votersdaily.blocking import run_in_thread
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -85,20 +100,74 @@ def _warm() -> int:
     return os.getpid()
 
 
+#: The largest answer sent by the pipe itself: a write of at most PIPE_BUF bytes (4096 on Linux, the
+#: least POSIX allows is 512: ``select.PIPE_BUF``) is atomic, and the executor adds its own framing
+#: (a 4-byte length, the pickled result item around the answer) to ours.
+INLINE_ANSWER_BYTES = 3072
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What a worker process sends back: the call's value or its exception, inline or as a file."""
+
+    value: Any = None
+    error: BaseException | None = None
+    path: str | None = None
+
+
+def _answer(folder: str, func: Callable[..., Any], *args: Any) -> _Answer:
+    """Run ``func(*args)`` in the worker process and package the outcome so that it reaches the
+    crawl whole or not at all (module docstring)."""
+    try:
+        outcome = _Answer(value=func(*args))
+    except Exception as exc:
+        outcome = _Answer(error=exc)
+    try:
+        data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # an unpicklable value or exception: say what it was
+        outcome = _Answer(
+            error=RuntimeError("%s answered what cannot be sent back: %r" % (func.__name__, exc))
+        )
+        data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+    if len(data) <= INLINE_ANSWER_BYTES:
+        return outcome
+    fd, path = tempfile.mkstemp(dir=folder, suffix=".answer")
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return _Answer(path=path)
+
+
+def _unpack(answer: _Answer) -> Any:
+    """The value of a worker's answer (read from its file, which is removed), or its exception."""
+    if answer.path is not None:
+        path = Path(answer.path)
+        try:
+            answer = pickle.loads(path.read_bytes())  # noqa: S301 - written by our own worker (above)
+        finally:
+            path.unlink(missing_ok=True)
+    if answer.error is not None:
+        raise answer.error
+    return answer.value
+
+
 class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int, crawler=None):
+    def __init__(self, processes: int, crawler: Crawler | None = None) -> None:
         self.processes = processes
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
+        #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
+        self._answers: str | None = None
 
-    def start(self, *args, **kwargs) -> None:
+    def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._executor is not None:
             return
         # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
+        if self._answers is None:
+            self._answers = tempfile.mkdtemp(prefix="votersdaily-extract-")
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         self._executor = ProcessPoolExecutor(
@@ -107,16 +176,16 @@ class ExtractPool:
         for _ in range(self.processes):
             self._executor.submit(_warm)
 
-    async def run(self, func: Callable, *args) -> Any:
+    async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
                 self.start()
-            executor = self._executor
-            assert executor is not None, "start() makes the pool when there are processes"
+            executor, answers = self._executor, self._answers
+            assert executor is not None and answers is not None, "start() makes them"  # noqa: S101 - invariant
             try:
-                return await asyncio.wrap_future(executor.submit(func, *args))
+                answer = await asyncio.wrap_future(executor.submit(_answer, answers, func, *args))
             except BrokenProcessPool:
                 self._replace(executor)
                 if attempt == 2:
@@ -127,6 +196,9 @@ class ExtractPool:
                     ) from None
                 self._count("ingest/extract/retried")
                 logger.warning("an extraction process died under %s: running it once more", func.__name__)
+            else:
+                return _unpack(answer)
+        raise AssertionError("unreachable: the second attempt returns or raises")  # pragma: no cover
 
     def _replace(self, broken: ProcessPoolExecutor) -> None:
         """Every call running on the broken executor lands here: the first one replaces it."""
@@ -146,7 +218,10 @@ class ExtractPool:
         if self.crawler is not None:
             self.crawler.stats.inc_value(key)
 
-    def close(self, *args, **kwargs) -> None:
+    def close(self, *args: Any, **kwargs: Any) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self._answers is not None:  # the folder start() made, with answers nobody took
+            shutil.rmtree(self._answers, ignore_errors=True)
+            self._answers = None

@@ -602,21 +602,76 @@ static inline void swap_lines(Line *a, Line *b)
     *b = t;
 }
 
+/* Lines sharing their first `depth` bytes, compared from there (as line_cmp would compare them). */
+static inline int suffix_cmp(const Line *a, const Line *b, Py_ssize_t depth)
+{
+    Py_ssize_t m1 = a->n - depth, m2 = b->n - depth, m = m1 < m2 ? m1 : m2;
+    int c = m > 0 ? memcmp(a->p + depth, b->p + depth, m) : 0;
+    return c ? c : (m1 > m2) - (m1 < m2);
+}
+
+static void insertion_sort(Line *a, Py_ssize_t n, Py_ssize_t depth)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        for (Py_ssize_t j = i; j > 0 && suffix_cmp(&a[j - 1], &a[j], depth) > 0; j--)
+            swap_lines(&a[j - 1], &a[j]);
+}
+
+static void sift_lines(Line *a, Py_ssize_t n, Py_ssize_t i, Py_ssize_t depth)
+{
+    for (;;) {
+        Py_ssize_t m = 2 * i + 1;
+        if (m >= n)
+            return;
+        if (m + 1 < n && suffix_cmp(&a[m + 1], &a[m], depth) > 0)
+            m++;
+        if (suffix_cmp(&a[m], &a[i], depth) <= 0)
+            return;
+        swap_lines(&a[i], &a[m]);
+        i = m;
+    }
+}
+
+/* The fallback past the partition budget: O(n log n) comparisons whatever the order. */
+static void heap_sort(Line *a, Py_ssize_t n, Py_ssize_t depth)
+{
+    for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
+        sift_lines(a, n, i, depth);
+    for (Py_ssize_t end = n - 1; end > 0; end--) {
+        swap_lines(&a[0], &a[end]);
+        sift_lines(a, end, 0, depth);
+    }
+}
+
+/* Partitions of n lines into a lesser or greater part allowed on the way to any line before the
+ * part is heapsorted (introsort's 2 log2 n): median-of-three pivots that a crafted order keeps
+ * choosing badly cost no more. */
+static int partition_budget(Py_ssize_t n)
+{
+    int budget = 2;
+    for (; n > 1; n >>= 1)
+        budget += 2;
+    return budget;
+}
+
 /* Multikey quicksort (Bentley & Sedgewick, 1997): a three-way partition on the byte at `depth`;
  * the equal part goes on with the next byte. Lines sharing long prefixes (IRIs of one dataset)
- * are compared byte by byte once instead of from the start at every comparison. */
-static void multikey_sort(Line *a, Py_ssize_t n, Py_ssize_t depth)
+ * are compared byte by byte once instead of from the start at every comparison.
+ *
+ * Bounded whatever the order of the lines (a downloaded file chooses it): of the three parts, the
+ * two smaller are sorted by recursion and the largest by the loop, so at most log2 n frames are
+ * nested; each step into a lesser or greater part spends one of `budget` (the equal part keeps
+ * it: a crafted order running out of byte values at one depth goes on at the next), and a part
+ * that has spent it is heapsorted. */
+static void multikey_sort(Line *a, Py_ssize_t n, Py_ssize_t depth, int budget)
 {
     while (n > 1) {
         if (n < 12) {
-            for (Py_ssize_t i = 1; i < n; i++)
-                for (Py_ssize_t j = i; j > 0; j--) {
-                    Py_ssize_t m1 = a[j - 1].n - depth, m2 = a[j].n - depth, m = m1 < m2 ? m1 : m2;
-                    int c = m > 0 ? memcmp(a[j - 1].p + depth, a[j].p + depth, m) : 0;
-                    if (c < 0 || (c == 0 && m1 <= m2))
-                        break;
-                    swap_lines(&a[j - 1], &a[j]);
-                }
+            insertion_sort(a, n, depth);
+            return;
+        }
+        if (budget <= 0) {
+            heap_sort(a, n, depth);
             return;
         }
         /* pivot: the median of three bytes */
@@ -632,13 +687,22 @@ static void multikey_sort(Line *a, Py_ssize_t n, Py_ssize_t depth)
             else
                 i++;
         }
-        multikey_sort(a, lt, depth);
-        multikey_sort(a + gt + 1, n - gt - 1, depth);
-        if (pivot < 0)
-            return; /* the equal part is lines that ended: all equal */
-        a += lt;
-        n = gt + 1 - lt;
-        depth++;
+        /* The parts: lesser, equal (one byte deeper; lines that all ended when pivot < 0: done),
+         * greater. */
+        Line *starts[3] = {a, a + lt, a + gt + 1};
+        Py_ssize_t sizes[3] = {lt, pivot < 0 ? 0 : gt + 1 - lt, n - gt - 1};
+        int largest = sizes[1] > sizes[0] ? 1 : 0;
+        if (sizes[2] > sizes[largest])
+            largest = 2;
+        for (int k = 0; k < 3; k++) {
+            if (k == largest || sizes[k] < 2)
+                continue;
+            multikey_sort(starts[k], sizes[k], depth + (k == 1), budget - (k != 1));
+        }
+        a = starts[largest];
+        n = sizes[largest];
+        depth += largest == 1;
+        budget -= largest != 1;
     }
 }
 
@@ -673,7 +737,7 @@ static PyObject *sorted_unique(PyObject *Py_UNUSED(self), PyObject *args)
     }
     Py_ssize_t size = 0, kept = 0;
     Py_BEGIN_ALLOW_THREADS
-    multikey_sort(lines, count, 0);
+    multikey_sort(lines, count, 0, partition_budget(count));
     for (Py_ssize_t i = 0; i < count; i++)
         if (!kept || line_cmp(&lines[kept - 1], &lines[i]))
             lines[kept++] = lines[i];
@@ -849,22 +913,28 @@ done:
 
 static PyObject *merge_runs(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *paths;
+    PyObject *given, *paths;
     int out_fd;
-    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &paths, &out_fd))
+    if (!PyArg_ParseTuple(args, "Oi", &given, &out_fd))
         return NULL;
-    Py_ssize_t k = PyList_GET_SIZE(paths), opened = 0, written = -1;
+    /* A tuple of the paths taken once: a path object's __fspath__ (Python code) may change the
+     * caller's list while they are opened. */
+    if (!(paths = PySequence_Tuple(given)))
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(paths), opened = 0, written = -1;
     int *fds = PyMem_RawCalloc(k ? k : 1, sizeof(int)), saved = 0;
-    if (!fds)
+    if (!fds) {
+        Py_DECREF(paths);
         return PyErr_NoMemory();
+    }
     for (; opened < k; opened++) {
         PyObject *encoded;
-        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, opened), &encoded))
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(paths, opened), &encoded))
             goto done;
         fds[opened] = open(PyBytes_AS_STRING(encoded), O_RDONLY | O_CLOEXEC);
         Py_DECREF(encoded);
         if (fds[opened] < 0) {
-            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyList_GET_ITEM(paths, opened));
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(paths, opened));
             goto done;
         }
     }
@@ -880,6 +950,7 @@ done:
     for (Py_ssize_t i = 0; i < opened; i++)
         close(fds[i]);
     PyMem_RawFree(fds);
+    Py_DECREF(paths);
     return written < 0 ? NULL : PyLong_FromSsize_t(written);
 }
 
@@ -887,7 +958,7 @@ static PyMethodDef methods[] = {
     {"canonical_lines", canonical_lines, METH_VARARGS,
      "canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named, lines, copied)"},
     {"merge_runs", merge_runs, METH_VARARGS,
-     "merge_runs(paths, fd) -> lines: the sorted runs merged into fd, each line once"},
+     "merge_runs(paths, fd) -> lines: the sorted runs (a sequence of paths) merged into fd, each line once"},
     {"sorted_unique", sorted_unique, METH_VARARGS, "sorted_unique(block) -> the unique lines of block in byte order"},
     {"utf8_counts", utf8_counts, METH_VARARGS, "utf8_counts(data) -> (valid, chars, lf, cr, crlf)"},
     {NULL, NULL, 0, NULL},

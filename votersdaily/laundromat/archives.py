@@ -14,7 +14,6 @@ import bz2
 import gzip
 import io
 import lzma
-import os
 import posixpath
 import shutil
 import tarfile
@@ -23,9 +22,12 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 CHUNK = 1 << 20
 
@@ -48,7 +50,7 @@ class ArchiveLimits:
     max_depth: int = DEFAULTS["LAUNDROMAT_MAX_DEPTH"]
 
     @classmethod
-    def from_settings(cls, settings) -> ArchiveLimits:
+    def from_settings(cls, settings: BaseSettings) -> ArchiveLimits:
         return cls(
             max_total_bytes=settings.getint("LAUNDROMAT_MAX_UNPACKED_BYTES"),
             max_ratio=settings.getfloat("LAUNDROMAT_MAX_RATIO"),
@@ -81,7 +83,7 @@ class Entry:
 class Unpacked:
     kind: str | None  # None: not an archive (data)
     entries: list[Entry] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def unpacked_bytes(self) -> int:
@@ -115,7 +117,7 @@ def safe_name(raw: str) -> str:
 
 
 class _Budget:
-    def __init__(self, limits: ArchiveLimits, compressed: int, used: TreeUsage = TreeUsage()):
+    def __init__(self, limits: ArchiveLimits, compressed: int, used: TreeUsage = TreeUsage()) -> None:
         self.limits = limits
         self.compressed = max(compressed, 1)
         self.total = used.unpacked_bytes
@@ -236,7 +238,7 @@ def unpack(
     return result
 
 
-def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+def _unzip(path: Path, out_dir: Path, key_of: Callable[..., Any], budget: _Budget, result: Unpacked) -> None:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -260,7 +262,7 @@ def _unzip(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
             result.entries.append(Entry(info.filename, safe_name(info.filename), dst, size))
 
 
-def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked) -> None:
+def _untar(path: Path, out_dir: Path, key_of: Callable[..., Any], budget: _Budget, result: Unpacked) -> None:
     try:
         archive = tarfile.open(path, "r:")
     except (tarfile.TarError, OSError) as exc:
@@ -276,7 +278,7 @@ def _untar(path: Path, out_dir: Path, key_of, budget: _Budget, result: Unpacked)
                     continue
                 budget.entry()
                 stream = archive.extractfile(member)
-                assert stream is not None, "tarfile reads every regular file"
+                assert stream is not None, "tarfile reads every regular file"  # noqa: S101 - invariant
                 dst = out_dir / key_of(entry_id(index, member.name))
                 size = _copy(stream, dst, budget)
                 result.entries.append(Entry(member.name, safe_name(member.name), dst, size))
@@ -288,4 +290,4 @@ def remove_tree(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     elif path.exists():
-        os.unlink(path)
+        path.unlink()

@@ -3,15 +3,19 @@ messages, the errors that end a document, and the serialisations pyoxigraph pars
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
+
 from . import formats as F
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .contexts import ContextOptions
 
 GENID_BASE: str = DEFAULTS["LAUNDROMAT_GENID_BASE"]
@@ -34,10 +38,10 @@ OX_FORMATS = {
     F.RDF_XML: ox.RdfFormat.RDF_XML,
     F.JSON_LD: ox.RdfFormat.JSON_LD,
 }
-LINE_BASED = (F.N_TRIPLES, F.N_QUADS)
+LINE_BASED = F.LINE_BASED
 
 
-def serialize_quads(quads) -> bytes:
+def serialize_quads(quads: Iterable[ox.Quad]) -> bytes:
     """Canonical N-Quads of ``quads`` (pyoxigraph's serializer writes canonical terms)."""
     return ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
 
@@ -73,7 +77,7 @@ class CleanOptions:
     #: Bytes of input parsed per call (keeps each GIL-holding call short; the parallel work unit).
     parse_chunk: int = PARSE_CHUNK
     #: Bound on blank-node canonicalisation, in estimated permutations (0: none).
-    max_canonicalisation_work: int = 20000
+    max_canonicalisation_work: int = DEFAULTS["LAUNDROMAT_MAX_CANONICALISATION_WORK"]
     #: Loading remote JSON-LD contexts (None: a document naming one is an error).
     contexts: ContextOptions | None = None
 
@@ -88,7 +92,7 @@ class CleanResult:
     duplicates: int = 0
     errors: int = 0
     warnings: int = 0
-    messages: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
     uncompressed_bytes: int = 0
     named_graphs: bool = False
@@ -98,7 +102,7 @@ class CleanResult:
     #: Whether the process that cleaned it had the compiled fast path (:mod:`.native`).
     compiled_path: bool = False
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["number_of_statements"] = doc.pop("statements")
         doc["number_of_unique_statements"] = doc.pop("unique")
@@ -110,7 +114,7 @@ class CleanResult:
 
 
 class Messages:
-    def __init__(self, result: CleanResult, cap: int):
+    def __init__(self, result: CleanResult, cap: int) -> None:
         self.result = result
         self.cap = cap
 
@@ -127,6 +131,20 @@ class Messages:
                 entry["column"] = column
             self.result.messages.append(entry)
 
-    def syntax(self, exc: SyntaxError, line_offset: int = 0) -> None:
-        line = exc.lineno + line_offset if exc.lineno else None
-        self.add("error", str(exc), line, exc.offset)
+    def syntax(self, exc: SyntaxError, line: int | None = None) -> None:
+        """A parser's syntax error; its position goes in the fields alone: ``line`` is the
+        document's line of the text the parser was given (else the parser's own line)."""
+        self.add("error", syntax_message(exc), line if line is not None else exc.lineno, exc.offset)
+
+
+#: The position pyoxigraph writes before its message; the record keeps it in ``line``/``column``.
+_POSITION = re.compile(
+    r"^Parser error (?:at line \d+(?: between columns \d+ and \d+| column \d+)?"
+    r"|between line \d+ column \d+ and line \d+ column \d+): "
+)
+
+
+def syntax_message(exc: SyntaxError) -> str:
+    """A parser's message without the position it writes in its text (which, for a line parsed on
+    its own, is always line 1)."""
+    return _POSITION.sub("", exc.msg or str(exc))

@@ -19,7 +19,8 @@ de-duplicate, gzip); this module chooses the reader.
 * The cleaned file is content-addressed: its key is the MD5 of the gzip stream.
 * RDF/XML: simple internal entities (Protégé's namespace entities) are expanded before parsing,
   with a bound; any other entity declaration is refused (billion laughs, external entities: see
-  :mod:`.xmlentities`).
+  :mod:`.xmlentities`); XML literals (``rdf:parseType="Literal"``) are written in exclusive
+  canonical XML (:mod:`.xmlliterals`).
 * The output is RDF 1.1: a literal's RDF 1.2 base direction (``"x"@ar--rtl``) is dropped, as JSON-LD
   does by default, and recorded as a warning; statements with triple terms are dropped as errors.
 * IRIs of formats that resolve them (all but N-Triples/N-Quads and JSON-LD, which keep IRIs as

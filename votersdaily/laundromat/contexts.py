@@ -23,13 +23,16 @@ import http.client
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin
 
-from .. import locations
+from votersdaily import locations
+from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
-    from ..ingest.ssrf import AddressPolicy
+    from scrapy.settings import BaseSettings
+
+    from votersdaily.ingest.ssrf import AddressPolicy
 
 #: Context URLs that name one context (schema.org answers its context under all of them).
 ALIASES = {
@@ -53,26 +56,26 @@ class ContextError(Exception):
 class ContextOptions:
     #: Folder of cached (and operator-provided) contexts; None: no cache on disk.
     cache_dir: str | None = None
-    max_count: int = 10
-    max_bytes: int = 1 << 20
-    timeout: float = 10.0
+    max_count: int = DEFAULTS["LAUNDROMAT_CONTEXT_MAX_COUNT"]
+    max_bytes: int = DEFAULTS["LAUNDROMAT_CONTEXT_MAX_BYTES"]
+    timeout: float = DEFAULTS["LAUNDROMAT_CONTEXT_TIMEOUT"]
     #: Fetch from private/loopback addresses too (the operator's switch; tests); used when no
     #: ``policy`` is given.
-    allow_private: bool = False
+    allow_private: bool = DEFAULTS["LAUNDROMAT_ALLOW_PRIVATE"]
     #: Fetch at all (False: only contexts in the cache directory).
-    fetch: bool = True
+    fetch: bool = DEFAULTS["LAUNDROMAT_FETCH_CONTEXTS"]
     #: The crawl's address policy (:func:`.fetching.address_policy`); None: one from ``allow_private``.
     policy: AddressPolicy | None = None
 
     def address_policy(self) -> AddressPolicy:
-        from ..ingest.ssrf import AddressPolicy
+        from votersdaily.ingest.ssrf import AddressPolicy
 
         if self.policy is not None:
             return self.policy
         return AddressPolicy(allow_private=self.allow_private, setting="LAUNDROMAT_ALLOW_PRIVATE")
 
     @classmethod
-    def from_settings(cls, settings, output_dir: Path) -> ContextOptions:
+    def from_settings(cls, settings: BaseSettings, output_dir: Path) -> ContextOptions:
         from .fetching import address_policy
 
         configured = settings.get("LAUNDROMAT_CONTEXT_CACHE_DIR")
@@ -98,7 +101,8 @@ def cache_name(url: str) -> str:
 def fetch_context(url: str, options: ContextOptions) -> bytes:
     """The body of ``url`` through the laundromat's guarded fetch; any refusal or failure is a
     :class:`ContextError` (recorded on the document)."""
-    from ..ingest.ssrf import HostNotAllowed, PrivateAddressRefused
+    from votersdaily.ingest.ssrf import HostNotAllowed, PrivateAddressRefused
+
     from .fetching import DownloadTooLarge, fetch_limited
 
     try:
@@ -121,7 +125,7 @@ def fetch_context(url: str, options: ContextOptions) -> bytes:
 class ContextLoader:
     """Loads the remote contexts of one document (``max_count`` distinct ones at most)."""
 
-    def __init__(self, options: ContextOptions):
+    def __init__(self, options: ContextOptions) -> None:
         self.options = options
         #: The ``@context`` value of each loaded context document, as written (not inlined).
         self.documents: dict[str, object] = {}
@@ -191,7 +195,7 @@ class _Inliner:
     context that includes itself with no scoped context in between never ends: it is an error.
     """
 
-    def __init__(self, loader: ContextLoader, depth: int):
+    def __init__(self, loader: ContextLoader, depth: int) -> None:
         self.loader = loader
         self.depth = depth
         #: The remote contexts being inlined, each with the scoped-context level it was named at.
@@ -224,7 +228,7 @@ class _Inliner:
                 self.scoped -= scoped
         if context is not None and json_terms is not None:
             json_terms = json_terms | _json_terms(context)
-        out: dict = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if key == "@context":
                 out[key] = context
@@ -244,7 +248,7 @@ class _Inliner:
         if isinstance(item, str):
             return self.remote(urljoin(base or "", item))
         if isinstance(item, list):
-            flat: list = []
+            flat: list[Any] = []
             for entry in item:
                 resolved = self.context(entry, base)
                 flat.extend(resolved if isinstance(resolved, list) and isinstance(entry, str) else [resolved])

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from scrapy.http import Response
 
-from ..store import mask_uri
+from votersdaily.store import mask_uri
+
 from .uris import child_key
 
 #: Headers never written to records (credentials).
@@ -20,7 +22,7 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "s
 EXCERPT_BYTES = 200
 
 
-def body_excerpt(path: Path) -> dict | None:
+def body_excerpt(path: Path) -> dict[str, Any] | None:
     """A short, labelled excerpt of an error body streamed to ``path`` (the file is removed)."""
     try:
         with open(path, "rb") as f:
@@ -42,7 +44,7 @@ def download_key(seed_key: str, begin: str) -> str:
     return child_key(seed_key, "download " + begin)
 
 
-def version_of(response: Response) -> dict:
+def version_of(response: Response) -> dict[str, Any]:
     """``{major, minor}`` of the response's HTTP version (``file:`` and others: 0.0)."""
     match = re.match(r"HTTP/(\d+)(?:\.(\d+))?", str(getattr(response, "protocol", None) or ""))
     if not match:
@@ -50,7 +52,7 @@ def version_of(response: Response) -> dict:
     return {"major": int(match.group(1)), "minor": int(match.group(2) or 0)}
 
 
-def headers_of(response: Response) -> dict:
+def headers_of(response: Response) -> dict[str, Any]:
     out = {}
     for name, values in response.headers.items():
         key = name.decode("latin-1").lower()
@@ -61,7 +63,7 @@ def headers_of(response: Response) -> dict:
     return out
 
 
-def hop(response: Response) -> dict:
+def hop(response: Response) -> dict[str, Any]:
     """The ``http`` metadata of one request/response exchange."""
     return {
         "headers": headers_of(response),
@@ -72,7 +74,7 @@ def hop(response: Response) -> dict:
     }
 
 
-def failed_hop(uri: str, error: BaseException) -> dict:
+def failed_hop(uri: str, error: BaseException) -> dict[str, Any]:
     """Metadata of an exchange that ended without a response (DNS, refused, timeout, too large)."""
     return {
         "headers": {},

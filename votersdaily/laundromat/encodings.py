@@ -21,8 +21,13 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import native
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from multiprocessing.connection import Connection
 
 CHUNK = 1 << 20
 SNIFF_BYTES = 65536
@@ -52,16 +57,16 @@ class Recoded:
     #: Where the encoding came from: bom, xml-declaration, http, detector, default.
     source: str
     number_of_replacements: int = 0
-    replacements: list[dict] = field(default_factory=list)
+    replacements: list[dict[str, Any]] = field(default_factory=list)
     number_of_chars: int = 0
     #: Declarations rewritten to UTF-8 (``{"declaration": "xml"|"meta", "was": name}``).
-    declarations: list[dict] = field(default_factory=list)
+    declarations: list[dict[str, Any]] = field(default_factory=list)
     #: Why the encoding may be wrong (a detector's guess for bytes that are not UTF-8), else None.
     encoding_note: str | None = None
     #: Lines of the recoded text and their ending (counted in the pass that checks or recodes it).
-    lines: LineCounts = field(default_factory=lambda: LineCounts())
+    lines: LineCounts = field(default_factory=lambda: LineCounts())  # noqa: PLW0108 - defined below
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {
             "encoding": self.encoding,
             "encoding_source": self.source,
@@ -176,13 +181,13 @@ def first_invalid_utf8(head: bytes) -> int | None:
     return None
 
 
-def declare_utf8(text: str) -> tuple[str, list[dict]]:
+def declare_utf8(text: str) -> tuple[str, list[dict[str, Any]]]:
     """``text`` (the start of a document) with its XML declaration and HTML meta charsets saying
     UTF-8; the declarations that said otherwise."""
-    changed: list[dict] = []
+    changed: list[dict[str, Any]] = []
 
-    def rewrite(kind: str):
-        def sub(match: re.Match) -> str:
+    def rewrite(kind: str) -> Callable[[re.Match[str]], str]:
+        def sub(match: re.Match[str]) -> str:
             if _codec(match.group(2)) in ("utf-8", "ascii") or len(changed) >= MAX_RECORDED:
                 return match.group(0)
             changed.append({"declaration": kind, "was": match.group(2)})
@@ -285,7 +290,7 @@ def recode_file(src: Path, dst: Path, http_charset: str | None = None) -> Recode
     )
 
 
-def _redeclared_copy(src: Path, dst: Path, head: bytes) -> list[dict] | None:
+def _redeclared_copy(src: Path, dst: Path, head: bytes) -> list[dict[str, Any]] | None:
     """For a UTF-8 file whose declaration names another encoding: a copy at ``dst`` with the
     declaration made true, and what it said; None (no copy) when it tells no lie."""
     start = head[:DECLARATION_CHARS]
@@ -340,7 +345,7 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
 
 
-def _utf8_chars_to(path: Path, start: int, end: int, conn) -> None:
+def _utf8_chars_to(path: Path, start: int, end: int, conn: Connection) -> None:
     conn.send(_utf8_chars(path, start, end))
     conn.close()
 

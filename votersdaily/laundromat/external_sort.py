@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from . import formats as F
 from . import native
@@ -64,7 +64,7 @@ class LineWriter(Protocol):
 class PipeWriter:
     """Final lines into a pipe (an external ``sort``'s input)."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int) -> None:
         self.fd = fd
 
     def add(self, block: bytes) -> None:
@@ -80,7 +80,7 @@ class RunWriter:
     """Final lines in, sorted unique runs out: files of about ``size`` bytes of lines in ``folder``,
     sorted by the compiled path. Each parsing worker has its own; so has a sink."""
 
-    def __init__(self, folder: Path, name: str, size: int):
+    def __init__(self, folder: Path, name: str, size: int) -> None:
         self.folder, self.name, self.size = folder, name, size
         self.blocks: list[bytes] = []
         self.pending = 0
@@ -122,7 +122,7 @@ class SortedSink:
 
     def __init__(
         self, result: CleanResult, skolem: Skolemiser, messages: Messages, options: CleanOptions, tmp: Path
-    ):
+    ) -> None:
         self.result = result
         self.skolem = skolem
         self.messages = messages
@@ -130,9 +130,9 @@ class SortedSink:
         self.tmp = tmp
         self.blocks: list[bytes] = []
         self.size = 0
-        self.sorter: subprocess.Popen | None = None
+        self.sorter: subprocess.Popen[bytes] | None = None
         #: The sorts feeding ``sorter`` (``sort -m``) when parsing workers each have their own.
-        self.parts: list[subprocess.Popen] = []
+        self.parts: list[subprocess.Popen[bytes]] = []
         self.runs: list[Path] = []
         #: Whether a statement in a named graph was seen (only quad formats can have one).
         self.named = False
@@ -176,8 +176,8 @@ class SortedSink:
         self.blocks, self.size = [], 0
         return lines
 
-    def _sort_process(self, args: list[str], **popen) -> subprocess.Popen:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)
+    def _sort_process(self, args: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"), **popen)  # noqa: S603 - sort(1) with fixed options
         for pipe in (proc.stdin, proc.stdout):
             if pipe is None:  # stdin not piped (the merging sort)
                 continue
@@ -214,7 +214,7 @@ class SortedSink:
         self.blocks, self.size = [], 0
         return True
 
-    def start_sorters(self, n: int) -> list[subprocess.Popen] | None:
+    def start_sorters(self, n: int) -> list[subprocess.Popen[bytes]] | None:
         """``n`` sorts, one per parsing worker, whose outputs ``sort -m -u`` merges: the final merges
         run in parallel and no worker waits for another's write. None when there is no ``sort``."""
         args = self._sort_args()
@@ -275,7 +275,7 @@ class SortedSink:
                 with open(path, "wb") as out:
                     native.merge_runs(runs[start : start + SORT_BATCH], out.fileno())
                 for done in runs[start : start + SORT_BATCH]:
-                    os.unlink(done)
+                    Path(done).unlink()
                 merged.append(str(path))
             runs = merged
         read_fd, write_fd = os.pipe()
@@ -341,7 +341,7 @@ class SortedSink:
             key = gzip.finish()
         named = self.named
         final = out_dir / ("%s.%s.gz" % (key, "nq" if named else "nt"))
-        os.replace(tmp_path, final)
+        tmp_path.replace(final)
         r = self.result
         r.key, r.path, r.unique, r.duplicates = key, str(final), unique, r.statements - unique
         r.bytes, r.uncompressed_bytes, r.named_graphs, r.void_data_dumps = (
@@ -357,10 +357,10 @@ class ContentGzip:
     pieces of exactly GZIP_PIECE bytes whatever the blocks are, so the gzip bytes, and the key,
     depend on the content only (a deflate stream depends on how its input was cut into calls)."""
 
-    def __init__(self, out: IO[bytes], level: int):
+    def __init__(self, out: IO[bytes], level: int) -> None:
         self.out = out
         self.compressor = _gzip_compressor(level)
-        self.digest = hashlib.md5()
+        self.digest = hashlib.md5(usedforsecurity=False)
         self.pending = bytearray()
 
     def add(self, block: bytes) -> None:
@@ -407,7 +407,7 @@ def _whole_lines(stream: IO[bytes]) -> Iterator[bytes]:
         yield rest + b"\n"
 
 
-def _gzip_compressor(level: int):
+def _gzip_compressor(level: int) -> Any:
     """A gzip stream compressor: ISA-L (``isal``, several times faster than zlib at levels 0-3) when
     installed, else zlib. Either way the output is ordinary gzip."""
     if isal_zlib is not None and level <= isal_zlib.ISAL_BEST_COMPRESSION:

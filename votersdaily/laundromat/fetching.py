@@ -9,7 +9,8 @@ downloads streamed to disk as they arrive (never a whole body in memory), bounde
 * :class:`StreamingDownloadHandler` writes the body of a request with ``meta[STREAM_META]`` into the
   laundromat's ``files/`` folder chunk by chunk, aborting past ``LAUNDROMAT_MAX_DOWNLOAD_BYTES`` or
   ``LAUNDROMAT_DOWNLOAD_TIMEOUT``; an operator's ``file:`` seed is copied the same way, and refused
-  unless it is a regular file (no devices, FIFOs or ``/proc`` streams).
+  unless it is a regular file on a filesystem of data (no devices, FIFOs, sockets, ``/proc`` or
+  ``/sys`` files).
 * :func:`fetch_limited` is the same policy for code outside the reactor (JSON-LD contexts loaded in
   a worker process): blocking, pinned to the checked addresses, bounded.
 """
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Headers, Response
@@ -41,13 +42,17 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from .. import locations
-from ..blocking import run_in_thread
-from ..ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
-from ..reactor import installed_reactor
+from votersdaily import locations
+from votersdaily.blocking import run_in_thread
+from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 
 #: Request meta: the request is the operator's own seed (no address policy; ``file:`` allowed).
 OPERATOR_META = "laundromat_operator_seed"
@@ -65,7 +70,7 @@ class LocalFileRefused(Exception):
     """A ``file:`` seed that is not a regular file, or a ``file:`` URL that is not the operator's."""
 
 
-def address_policy(settings) -> AddressPolicy:
+def address_policy(settings: BaseSettings) -> AddressPolicy:
     """The laundromat's policy for URLs from crawled content, from its settings."""
     return AddressPolicy.from_settings(settings, "LAUNDROMAT")
 
@@ -76,17 +81,17 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 
     trusted_meta = OPERATOR_META
 
-    def __init__(self, policy: AddressPolicy):
+    def __init__(self, policy: AddressPolicy) -> None:
         super().__init__(policy=policy)
         self._operator_hosts: set[str] = set()
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(address_policy(crawler.settings))
         guard.install()
         return guard
 
-    async def process_request(self, request):
+    async def process_request(self, request: Request) -> None:
         parts = urlsplit(request.url)
         if request.meta.get(OPERATOR_META):
             self._operator_hosts.add(parts.netloc.lower())
@@ -107,7 +112,9 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
 class _FileSink(Protocol):
     """Writes a response body to ``out`` as it arrives; fails past ``limit`` bytes."""
 
-    def __init__(self, out, limit: int, expected: int | None, finished: defer.Deferred):
+    def __init__(
+        self, out: BinaryIO, limit: int, expected: int | None, finished: defer.Deferred[int]
+    ) -> None:
         self.out = out
         self.limit = limit
         self.expected = expected
@@ -135,7 +142,10 @@ class _FileSink(Protocol):
         if self.received > self.limit:
             self._fail(DownloadTooLarge("body exceeds %d bytes" % self.limit))
             return
-        self.out.write(data)
+        try:
+            self.out.write(data)
+        except OSError as exc:  # a full disk: the download fails with it (not Twisted's "Unhandled Error")
+            self._fail(exc)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self.finished.called:
@@ -151,31 +161,106 @@ _COPY_CHUNK = 64 << 20
 
 
 def _copy_chunk(src: int, dst: int, room: int) -> int:
-    """Copy the next chunk (in the kernel where it can: no Python buffers); bytes copied, 0 at EOF."""
+    """Copy the next chunk (in the kernel where it can: no Python buffers); bytes copied, 0 at EOF.
+    A chunk read is written whole or not at all: a full disk takes part of a write without an error
+    (the next write says ENOSPC), and the rest of the chunk, already read, would be lost silently."""
     size = min(_COPY_CHUNK, max(room, 1))
     try:
         return os.copy_file_range(src, dst, size)
     except (AttributeError, OSError):
-        chunk = os.read(src, min(size, 1 << 20))
-        return os.write(dst, chunk) if chunk else 0
+        chunk = memoryview(os.read(src, min(size, 1 << 20)))
+        written = 0
+        while written < len(chunk):
+            written += os.write(dst, chunk[written:])
+        return written
+
+
+#: Filesystems whose files are kernel state or devices, not data (their sizes say 0 and reading
+#: them can block or never end): an operator's ``file:`` seed there is refused.
+SPECIAL_FILESYSTEMS = frozenset(
+    [
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "cgroup",
+        "cgroup2",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "mqueue",
+        "efivarfs",
+        "binfmt_misc",
+        "autofs",
+        "rpc_pipefs",
+        "nsfs",
+        "hugetlbfs",
+        "selinuxfs",
+    ]
+)
+_MOUNTINFO = "/proc/self/mountinfo"
+
+
+def special_filesystem(device: int) -> str | None:
+    """The type of the filesystem of ``device`` (an ``st_dev``) when it is one of
+    SPECIAL_FILESYSTEMS, from the mount table (Linux); None otherwise, or without one."""
+    wanted = "%d:%d" % (os.major(device), os.minor(device))
+    try:
+        with open(_MOUNTINFO, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == wanted and " - " in line:
+                    fstype = line.split(" - ", 1)[1].split()[0]
+                    return fstype if fstype in SPECIAL_FILESYSTEMS else None
+    except OSError:
+        return None
+    return None
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _refuse_special(source: str, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise LocalFileRefused("refusing %s: not a regular file (%s)" % (source, _file_kind(info.st_mode)))
+    fstype = special_filesystem(info.st_dev)
+    if fstype is not None:
+        raise LocalFileRefused(
+            "refusing %s: a file of the %s filesystem (kernel state, not data)" % (source, fstype)
+        )
 
 
 def copy_local_file(
     source: str, target: Path, limit: int, timeout: float, stop: threading.Event | None = None
 ) -> int:
     """Copy an operator's ``file:`` seed to ``target``; only a regular file of at most ``limit`` bytes
-    (opened non-blocking, so a FIFO cannot hang us, and checked on the open descriptor). ``stop``:
-    the crawl is shutting down.
+    on a filesystem of data (not ``/proc``, ``/sys``, ``/dev``: SPECIAL_FILESYSTEMS), checked before
+    it is opened (a socket cannot be) and again on the open descriptor (opened non-blocking, so a
+    FIFO cannot hang us). ``stop``: the crawl is shutting down.
 
     On the same filesystem the file is hard-linked instead (no second copy of a dump of gigabytes
     on disk, nothing read): the laundromat never writes to a file it was given, and removing its
     link when done leaves the operator's file as it was. A file that changes while a crawl reads
     it is no more a sound seed with a copy than with a link."""
+    _refuse_special(source, Path(source).stat())
     fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise LocalFileRefused("refusing %s: not a regular file" % source)
+        _refuse_special(source, info)
         if info.st_size > limit:
             raise DownloadTooLarge("%s is %d bytes, more than %d" % (source, info.st_size, limit))
         if _linked(source, info, target):
@@ -204,14 +289,14 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
         os.link(source, target)
     except OSError:
         return False
-    linked = os.stat(target)
+    linked = target.stat()
     if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):  # not the file that was checked
         target.unlink()
         return False
     return True
 
 
-def _context_factory(crawler):
+def _context_factory(crawler: Crawler) -> Any:
     from scrapy.core.downloader import contextfactory
 
     load = getattr(contextfactory, "_load_context_factory_from_settings", None)
@@ -229,7 +314,7 @@ class StreamingDownloadHandler:
 
     lazy = False
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         from twisted.internet import reactor
 
         settings = crawler.settings
@@ -241,7 +326,7 @@ class StreamingDownloadHandler:
         self.pool.maxPersistentPerHost = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.crawler = crawler
         self.stopping = threading.Event()
-        self._in_flight: set[defer.Deferred] = set()
+        self._in_flight: set[defer.Deferred[Any]] = set()
         self._watcher = task.LoopingCall(self._watch)
 
     # Built at their first HTTP request: Scrapy's HTTP handler and TLS context factory import its TLS
@@ -264,7 +349,7 @@ class StreamingDownloadHandler:
         )
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def _watch(self) -> None:
@@ -274,7 +359,7 @@ class StreamingDownloadHandler:
             for pending in list(self._in_flight):
                 pending.cancel()
 
-    async def download_request(self, request, spider=None) -> Response:
+    async def download_request(self, request: Request, spider: Spider | None = None) -> Response:
         if not self._watcher.running:
             self._watcher.start(0.5, now=False)
         name = request.meta.get(STREAM_META)
@@ -306,7 +391,7 @@ class StreamingDownloadHandler:
         request.meta[STREAMED_META] = size
         return response
 
-    async def _http(self, request, target: Path) -> tuple[Response, int]:
+    async def _http(self, request: Request, target: Path) -> tuple[Response, int]:
         reactor = installed_reactor()
 
         timeout = self.timeout
@@ -316,7 +401,7 @@ class StreamingDownloadHandler:
         started = time.monotonic()
         pending = self.agent.request(request.method.encode(), request.url.encode("ascii"), headers, None)
         current: list[defer.Deferred[Any]] = [pending]
-        timer = reactor.callLater(timeout, lambda: current[0].cancel())
+        timer = reactor.callLater(timeout, lambda: current[0].cancel())  # noqa: PLW0108 - the Deferred in flight then
         self._in_flight.add(pending)
         try:
             txresponse = await maybe_deferred_to_future(pending)
@@ -452,7 +537,7 @@ def _connect_first(host: str, addresses: list[str], port: int, timeout: float | 
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
 
@@ -461,7 +546,7 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
         self.tls = ssl.create_default_context()
         super().__init__(host, port, timeout=timeout, context=self.tls)
         self.addresses = addresses

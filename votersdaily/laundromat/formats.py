@@ -1,9 +1,16 @@
 """Guessing the RDF serialisation of a document from its start, its Content-Type and its file extension.
 
-All three are recorded, with any disagreement between them. The sniffed format wins when the start
-of the document decides it; line-based documents are N-Triples (or N-Quads when a line has a graph
+All three are recorded, with every disagreement between them (content that fits a broader format
+than the one declared, a Content-Type and an extension that differ; content that fits a format
+the declared one contains is no disagreement). The sniffed format wins when the start of the
+document decides it; line-based documents are N-Triples (or N-Quads when a line has a graph
 term); the Turtle family is TriG only when it has graph blocks. The guess is the most specific
 format that fits, so a Turtle file that is plain N-Triples is guessed as N-Triples (same graph).
+
+When no line ends inside the window (a first statement longer than it, such as a 50 MB literal)
+and what it holds starts an N-Triples or N-Quads statement, the content cannot tell the line-based
+formats from Turtle: the Content-Type and the extension decide (a line-based one first), else
+N-Triples. A line-based parse loses only a statement it cannot read; Turtle's stops at the first.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -23,6 +31,9 @@ RDFA = "RDFa"
 TRIG = "TriG"
 TURTLE = "Turtle"
 FORMATS = (JSON_LD, N_QUADS, N_TRIPLES, RDF_XML, RDFA, TRIG, TURTLE)
+#: Formats read line by line (one bad statement costs only its line), then the rest of the family.
+LINE_BASED = (N_TRIPLES, N_QUADS)
+TERSE = (*LINE_BASED, TURTLE, TRIG)
 SNIFF_CHARS = 10_000
 
 MEDIA_TYPES = {
@@ -94,7 +105,7 @@ class Guess:
     #: extension showed.
     not_rdf: str | None = None
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {
             "format": self.format,
             "not_rdf": self.not_rdf,
@@ -201,10 +212,28 @@ def _looks_json(text: str) -> bool:
     return rest[0] in '{"[0123456789-'  # "[ ]" / "[ :p" start Turtle blank nodes
 
 
+def statement_cut_off(head: str) -> bool:
+    """Whether no line ends inside the window ``head`` (comments aside) and what it holds starts an
+    N-Triples or N-Quads statement: the parser's only complaint is the end of the text."""
+    if len(head) < SNIFF_CHARS:
+        return False
+    before, _, last = head.lstrip("\ufeff").rpartition("\n")
+    if not last.strip() or any(ln.strip() and not ln.lstrip().startswith("#") for ln in before.split("\n")):
+        return False
+    try:
+        for _ in ox.parse(last.encode("utf-8"), ox.RdfFormat.N_QUADS):
+            pass
+    except SyntaxError as exc:
+        return (exc.end_lineno or exc.lineno) == 1 and (exc.end_offset or 0) > len(last)
+    return True
+
+
 def _sniff_terse(text: str) -> str | None:
     lines = [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         return None  # only comments: nothing to tell
+    if statement_cut_off(text):
+        return N_TRIPLES  # as far as the window shows (guess_format weighs what is declared)
     # A cut-off last line of the sniffed head says nothing.
     sample = lines[:-1] if len(text) >= SNIFF_CHARS and len(lines) > 1 else lines
     sample = sample[:200]
@@ -245,6 +274,9 @@ def guess_format(head: str, content_type: str | None = None, name: str | None = 
     extension = extension_of(name)
     ext_format = EXTENSIONS.get(extension) if extension else None
     chosen = sniffed or ct_format or ext_format
+    if sniffed == N_TRIPLES and statement_cut_off(head):
+        declared = [f for f in (ct_format, ext_format) if f in TERSE]
+        chosen = next((f for f in declared if f in LINE_BASED), declared[0] if declared else N_TRIPLES)
     not_rdf = None
     if chosen is None:
         not_rdf = _not_rdf_evidence(head, content_type, extension)
@@ -256,7 +288,7 @@ def guess_format(head: str, content_type: str | None = None, name: str | None = 
     ]
     for i, (kind_a, fmt_a) in enumerate(seen):
         for kind_b, fmt_b in seen[i + 1 :]:
-            if fmt_a != fmt_b and not _compatible(fmt_a, fmt_b):
+            if fmt_a != fmt_b and not (kind_a == "content" and fmt_b in _SUPERSETS.get(fmt_a, ())):
                 disagreements.append("%s says %s, %s says %s" % (kind_a, fmt_a, kind_b, fmt_b))
     return Guess(chosen, sniffed, content_type, ct_format, extension, ext_format, disagreements, not_rdf)
 
@@ -275,9 +307,6 @@ def _not_rdf_evidence(head: str, content_type: str | None, extension: str | None
     return "; ".join(evidence)
 
 
-_SUBSETS = {N_TRIPLES: {N_QUADS, TURTLE, TRIG}, N_QUADS: {TRIG}, TURTLE: {TRIG}}
-
-
-def _compatible(a: str, b: str) -> bool:
-    """True when one format's grammar contains the other's (N-Triples is also Turtle, ...)."""
-    return b in _SUBSETS.get(a, ()) or a in _SUBSETS.get(b, ())
+#: The formats whose grammar contains a format's (N-Triples is also Turtle, ...): content that fits
+#: one of them is what was declared.
+_SUPERSETS = {N_TRIPLES: {N_QUADS, TURTLE, TRIG}, N_QUADS: {TRIG}, TURTLE: {TRIG}}

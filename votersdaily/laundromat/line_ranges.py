@@ -4,17 +4,20 @@ a large document is parsed by ranges in parallel (forked workers, each into its 
 from __future__ import annotations
 
 import multiprocessing
-import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import pyoxigraph as ox
 
 from . import native
 from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
 from .external_sort import SORT_BATCH, LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
-from .rdf11 import canonical_lines, has_named_graph
+from .rdf11 import canonical_lines, has_named_graph, records_messages
 from .skolem import Skolemiser
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from multiprocessing.connection import Connection
 
 
 class ParsedLines(NamedTuple):
@@ -29,7 +32,9 @@ class ParsedLines(NamedTuple):
     statements: int
 
 
-def parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_offset: int) -> ParsedLines:
+def parse_lines(
+    data: bytes, oxf: ox.RdfFormat, skolem: Skolemiser, messages: Messages, line_offset: int
+) -> ParsedLines:
     """The final lines of a block of whole N-Triples/N-Quads lines. Lines already in canonical form
     are copied by the compiled scanner (:mod:`.native`) when it is built; the others are parsed and
     serialised by pyoxigraph."""
@@ -52,13 +57,18 @@ def parse_lines(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_o
     return ParsedLines(out, quads and has_named_graph(out), _line_count(data), out.count(b"\n"))
 
 
-def _parse_pyoxigraph(data: bytes, oxf, skolem: Skolemiser, messages: Messages, line_no) -> bytes:
+def _parse_pyoxigraph(
+    data: bytes, oxf: ox.RdfFormat, skolem: Skolemiser, messages: Messages, line_no: Callable[[int], int]
+) -> bytes:
     """The final lines of whole N-Triples/N-Quads lines through pyoxigraph; ``line_no(i)`` is the
     document's line number of the block's ``i``-th line (from 1). A block with an error is parsed
     again line by line, so one bad statement costs only its own line (a line longer than the
-    parser's token buffer too: it raises MemoryError)."""
+    parser's token buffer too: it raises MemoryError); so is a block with a statement that makes a
+    message (a triple term, a base direction), so the message has that statement's line."""
     try:
-        return canonical_lines(serialize_quads(ox.parse(data, oxf)), skolem, messages, line_no(1))
+        block = serialize_quads(ox.parse(data, oxf))
+        if not records_messages(block):
+            return canonical_lines(block, skolem, messages, None)
     except (SyntaxError, MemoryError):
         pass
     out = []
@@ -68,7 +78,7 @@ def _parse_pyoxigraph(data: bytes, oxf, skolem: Skolemiser, messages: Messages, 
         try:
             out.append(canonical_lines(serialize_quads(ox.parse(line, oxf)), skolem, messages, line_no(i)))
         except SyntaxError as exc:
-            messages.add("error", str(exc), line_no(i), exc.offset)
+            messages.syntax(exc, line_no(i))
         except MemoryError as exc:
             messages.add("error", "statement of %d bytes dropped: %s" % (len(line), exc), line_no(i))
     return b"".join(out)
@@ -110,7 +120,7 @@ def parse_line_based(path: Path, fmt: str, sink: SortedSink, messages: Messages,
 # report counts and messages per range; line numbers are made absolute afterwards.
 
 
-def _read_range(f, index: int, span: int, size: int) -> bytes:
+def _read_range(f: BinaryIO, index: int, span: int, size: int) -> bytes:
     """The whole lines that start in byte range ``index`` (of ``span`` bytes each) of the file."""
     start, end = index * span, min((index + 1) * span, size)
     if index:
@@ -143,17 +153,17 @@ def _parse_ranges(
     fmt: str,
     skolem: Skolemiser,
     cap: int,
-    counter,
+    counter: Any,
     n_ranges: int,
     span: int,
     out: LineWriter,
-) -> tuple[list[tuple], list[str]]:
+) -> tuple[list[tuple[Any, ...]], list[str]]:
     """Parse the next untaken byte range until none is left, writing the final lines to ``out``;
     per range: its index, lines, statements, errors, warnings, messages, and whether a named graph
     was seen so far; and the sorted runs written."""
     oxf = OX_FORMATS[fmt]
-    size = os.path.getsize(path)
-    done: list[tuple] = []
+    size = Path(path).stat().st_size
+    done: list[tuple[Any, ...]] = []
     named = False
     with open(path, "rb") as f:
         while True:
@@ -185,7 +195,7 @@ def _parse_ranges(
             )
 
 
-def _range_worker(*args, conn) -> None:
+def _range_worker(*args: Any, conn: Connection) -> None:
     """:func:`_parse_ranges` in a forked process; the answer (or the error) goes back on ``conn``."""
     try:
         conn.send(("done", *_parse_ranges(*args)))

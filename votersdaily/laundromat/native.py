@@ -13,13 +13,17 @@ the laundromat's run log says it as ``compiled_path``.
   other lines go to pyoxigraph as before. tests/laundromat/test_native.py checks that both paths
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
 * :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
-  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``.
+  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort
+  nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
+  its pivots (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple
 
@@ -80,9 +84,10 @@ def sorted_unique(block: bytes) -> bytes:
     return _built().sorted_unique(block)
 
 
-def merge_runs(paths: list[str], fd: int) -> int:
+def merge_runs(paths: Sequence[str | os.PathLike[str]], fd: int) -> int:
     """Sorted unique run files merged into file descriptor ``fd``, each line once; lines written.
-    Runs without the GIL (call it from a thread to overlap the reader's work)."""
+    ``paths`` is copied before any is opened. Runs without the GIL (call it from a thread to
+    overlap the reader's work)."""
     return _built().merge_runs(paths, fd)
 
 

@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..blocking import run_in_thread
-from ..clock import now_iso
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
+
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
 from .clean_types import CleanOptions
@@ -43,6 +46,22 @@ DOCUMENT_KEYS = (
 )
 
 
+def describe(doc: dict[str, Any]) -> str:
+    """Where a record's document came from, for a log line: its URL (or an archive entry's), else
+    its name, else its key."""
+    return doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"]
+
+
+def full_disk(exc: BaseException, folder: Path) -> OutputFolderFull | None:
+    """``exc`` as :class:`OutputFolderFull` naming the output folder when it says the disk is full."""
+    return full_folder(
+        exc,
+        "the laundromat's output folder",
+        folder,
+        "what did not fit waits for the next run with room (LAUNDROMAT_OUTPUT_DIR)",
+    )
+
+
 def error_of(exc: BaseException) -> str:
     """A record's ``error`` for an exception: its type and message, bounded."""
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
@@ -58,9 +77,10 @@ class Processor:
         limits: ArchiveLimits = ArchiveLimits(),
         options: CleanOptions = CleanOptions(),
         on_write: Callable[[Any], None] | None = None,
-        timeout: float = 0.0,
-        seconds_per_mb: float = 0.0,
-    ):
+        on_full: Callable[[OutputFolderFull], None] | None = None,
+        timeout: float = DEFAULTS["LAUNDROMAT_DOCUMENT_TIMEOUT"],
+        seconds_per_mb: float = DEFAULTS["LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"],
+    ) -> None:
         self.seedlist = seedlist
         self.output_dir = Path(output_dir)
         self.files_dir = self.output_dir / "files"
@@ -68,6 +88,9 @@ class Processor:
         self.limits = limits
         self.options = options
         self.on_write = on_write
+        #: Called with the first :class:`OutputFolderFull` of the run (the spider fails the run with it).
+        self.on_full = on_full
+        self.full: OutputFolderFull | None = None
         self.workers = max(1, workers)
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
@@ -89,11 +112,15 @@ class Processor:
         """Start a worker now, so its start-up overlaps the crawl's own and the first download."""
         self._pool.warm()
 
-    async def _attempt(self, doc: dict, fn, *args) -> tuple[Any, dict | None]:
+    async def _attempt(
+        self, doc: dict[str, Any], fn: Callable[..., Any], *args: Any
+    ) -> tuple[Any, dict[str, Any] | None]:
         """(step result, None), or (None, ``doc`` moved to failed with the error): any exception of
         a step ends that one record, so a hostile file never aborts a run or wedges later ones. A
         step past the document's time limit has its worker killed (parsers in Rust or C cannot be
-        interrupted otherwise) and fails with that reason; other documents' steps go on."""
+        interrupted otherwise) and fails with that reason; other documents' steps go on. A full
+        output folder is no fault of the document: ``doc`` is left in its step, with its files, for
+        the next run to resume (as after a crash), and the folder is said once."""
         budget = self._budgets.get(doc["_id"])
         async with self._slots:
             started = time.monotonic()
@@ -107,23 +134,53 @@ class Processor:
                     % (self._limit(doc))
                 )
             except Exception as exc:
+                full = full_disk(exc, self.output_dir)
+                if full is not None:
+                    self.output_full(full)
+                    return None, doc
                 error = error_of(exc)
             finally:
                 if budget is not None:
                     self._budgets[doc["_id"]] = budget - (time.monotonic() - started)
-        logger.warning("%s failed in %s: %s", doc["_id"], doc["status"], error)
-        return None, await self.move(doc, states.FAILED, error=error)
+        return None, await self.fail(doc, error)
 
-    def _limit(self, doc: dict) -> float:
+    def output_full(self, full: OutputFolderFull) -> None:
+        """Say once a run that the output folder is full (and tell the spider, which fails the run)."""
+        if self.full is None:
+            self.full = full
+            logger.error("%s", full.strerror)
+            if self.on_full is not None:
+                self.on_full(full)
+
+    def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
 
-    async def store(self, fn, *args, **kwargs):
+    async def store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         result = await run_in_thread(fn, *args, **kwargs)
         if self.on_write is not None and hasattr(result, "inserted"):
             self.on_write(result)
         return result
 
-    async def move(self, doc: dict, status: str, **changes) -> dict:
+    async def fail(self, doc: dict[str, Any], error: str, **changes: Any) -> dict[str, Any]:
+        """``doc`` ends as failed with ``error``: said once at WARNING, naming where the document
+        came from, and the files the laundromat made for it (its download, its link to or copy of
+        an operator's file, its entry, its recoded text) removed: a failed input is not kept."""
+        logger.warning("%s failed (%s): %s", describe(doc), doc["status"], error)
+        self.remove_files(doc)
+        return await self.move(doc, states.FAILED, error=error, **changes)
+
+    def remove_files(self, doc: dict[str, Any]) -> None:
+        """The files of ``doc`` under ``files/`` (never anything outside it: a record names them)."""
+        for rel in {doc.get("file"), doc.get("recoded_file")}:
+            path = self.own_file(rel)
+            if path is None:
+                continue
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:  # not a file of ours (a directory in its place): left, and said
+                logger.warning("could not remove %s: %s", path, exc)
+
+    async def move(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         states.check_transition(doc["status"], status)
         new = dict(doc, status=status, **changes)
         await self.store(self.seedlist.put, new)
@@ -135,24 +192,34 @@ class Processor:
     def path_of(self, rel: str) -> Path:
         return self.output_dir / rel
 
+    def own_file(self, rel: str | None) -> Path | None:
+        """The file ``rel`` (as a record names it) when it is one of the laundromat's own, directly
+        in ``files/``; None for anything else a stored record may name (``../…``, another folder):
+        never read as a document, never removed."""
+        if not rel:
+            return None
+        path = self.path_of(rel)
+        return path if path.resolve().parent == self.files_dir.resolve() else None
+
     def rel(self, path: Path | str) -> str:
         return os.path.relpath(path, self.output_dir)
 
     # -- the state machine ------------------------------------------------------------------------
 
-    async def process(self, doc: dict) -> list[str]:
+    async def process(self, doc: dict[str, Any]) -> list[str]:
         """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found.
         An unexpected error ends the record as failed (with the error) instead of leaving it half-done."""
         try:
             return await self._process(doc)
         except Exception as exc:
-            logger.error("processing %s failed: %s", doc["_id"], exc, exc_info=True)
+            logger.error("processing %s failed: %s", describe(doc), exc, exc_info=True)
             stored = await self.store(self.seedlist.get, doc["_id"]) or doc
             if stored.get("status") not in states.TERMINAL:
+                self.remove_files(stored)
                 await self.store(self.seedlist.put, dict(stored, status=states.FAILED, error=error_of(exc)))
             return []
 
-    async def _process(self, doc: dict) -> list[str]:
+    async def _process(self, doc: dict[str, Any]) -> list[str]:
         if self.timeout > 0:
             self._budgets[doc["_id"]] = self._limit(doc)
         try:
@@ -160,7 +227,7 @@ class Processor:
         finally:
             self._budgets.pop(doc["_id"], None)
 
-    async def _steps(self, doc: dict) -> list[str]:
+    async def _steps(self, doc: dict[str, Any]) -> list[str]:
         status = doc["status"]
         resumed = status == states.UNARCHIVING
         if status in states.RESUME_FROM:
@@ -171,11 +238,18 @@ class Processor:
         file_rel = (
             doc.get("recoded_file") if status in (states.UNARCHIVED, states.GUESSED) else doc.get("file")
         )
+        foreign = file_rel and self.own_file(file_rel) is None
+        if foreign:  # a stored record naming a file not the laundromat's own: never read nor removed
+            error = "names %s, which is not a file of %s: not read, not removed" % (file_rel, self.files_dir)
+            logger.warning("%s failed (%s): %s", describe(doc), status, error)
+            self.remove_files(doc)
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED, error=error))
+            return []
         if not file_rel or not self.path_of(file_rel).exists():
-            await self.store(
-                self.seedlist.put,
-                dict(doc, status=states.FAILED, error="file lost (run interrupted); seed re-queued"),
-            )
+            error = "file lost (run interrupted); seed re-queued"
+            logger.warning("%s failed (%s): %s", describe(doc), status, error)
+            self.remove_files(doc)
+            await self.store(self.seedlist.put, dict(doc, status=states.FAILED, error=error))
             await self._requeue_seed(doc)
             return []
         found: list[str] = []
@@ -192,19 +266,21 @@ class Processor:
             found += dumps
         return found
 
-    async def _requeue_seed(self, doc: dict) -> None:
+    async def _requeue_seed(self, doc: dict[str, Any]) -> None:
         seed = await self.store(self.seedlist.get, doc.get("seed") or "")
         if seed is not None and seed.get("status") == states.ADDED:
             await self.store(self.seedlist.put, dict(seed, processed=None))
 
-    async def _tree_root(self, doc: dict) -> dict:
+    async def _tree_root(self, doc: dict[str, Any]) -> dict[str, Any]:
         """The download record at the root of ``doc``'s archive tree (it keeps the tree's usage)."""
         root_key = doc.get("root") or doc["_id"]
         if root_key == doc["_id"]:
             return doc
         return await self.store(self.seedlist.get, root_key) or doc
 
-    async def _unarchive(self, doc: dict, resumed: bool = False) -> tuple[dict, list[dict]]:
+    async def _unarchive(
+        self, doc: dict[str, Any], resumed: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Unpack one layer; ``resumed``: a run died while unpacking it, maybe after writing its children."""
         doc = await self.move(doc, states.UNARCHIVING)
         path = self.path_of(doc["file"])
@@ -285,7 +361,7 @@ class Processor:
         path.unlink(missing_ok=True)
         return doc, children
 
-    async def _guess(self, doc: dict) -> dict:
+    async def _guess(self, doc: dict[str, Any]) -> dict[str, Any]:
         doc = await self.move(doc, states.GUESSING)
         meta, failed = await self._attempt(
             doc,
@@ -297,10 +373,10 @@ class Processor:
         if failed is not None:
             return failed
         if meta["format"] is None:  # a PDF, plain text: not RDF is not success
-            return await self.move(doc, states.FAILED, error="not RDF: %s" % meta["not_rdf"], **meta)
+            return await self.fail(doc, "not RDF: %s" % meta["not_rdf"], **meta)
         return await self.move(doc, states.GUESSED, **meta)
 
-    async def _parse(self, doc: dict) -> tuple[dict, list[str]]:
+    async def _parse(self, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         doc = await self.move(doc, states.PARSING)
         clean, failed = await self._attempt(
             doc,
@@ -327,13 +403,9 @@ class Processor:
             "content": {k: clean[k] for k in OUTPUT_KEYS},
         }
         await self.store(self.seedlist.put, clean_doc)
-        self.cleaned.append(
-            (doc.get("uri") or doc.get("base_uri") or doc.get("name") or doc["_id"], clean_doc["file"])
-        )
+        self.cleaned.append((describe(doc), clean_doc["file"]))
         self.cleaned_compiled += bool(clean.get("compiled_path"))
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
-        for rel in {doc.get("recoded_file"), doc.get("file")}:
-            if rel:
-                self.path_of(rel).unlink(missing_ok=True)
+        self.remove_files(doc)  # its download and recoded copy (only files of files/: own_file)
         return doc, list(clean["void_data_dumps"])

@@ -61,6 +61,16 @@ def _rdf11_line(line: bytes, messages: Messages, line_no: int | None, dots: bool
     return b" ".join(t for t in (subject, predicate, obj, graph) if t) + b" ."
 
 
+def _has_direction(block: bytes) -> bool:
+    return b"--" in block and (b"--ltr" in block or b"--rtl" in block)
+
+
+def records_messages(block: bytes) -> bool:
+    """Whether :func:`canonical_lines` may record a message for a line of ``block`` (a triple term,
+    a base direction): a caller that knows each line's number gives it one line at a time."""
+    return b"<<" in block or _has_direction(block)
+
+
 def canonical_lines(
     block: bytes, skolem: Skolemiser, messages: Messages, line_no: int | None, dots: bool = False
 ) -> bytes:
@@ -79,7 +89,7 @@ def canonical_lines(
             keep.append(line)
         block = b"\n".join(keep) + b"\n" if keep else b""
     dotted = dots and any(d in block for d in _DOTTED)
-    if dotted or (b"--" in block and (b"--ltr" in block or b"--rtl" in block)):
+    if dotted or _has_direction(block):
         block = b"".join(
             _rdf11_line(line, messages, line_no, dots) + b"\n" for line in block.split(b"\n")[:-1]
         )

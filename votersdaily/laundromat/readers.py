@@ -1,5 +1,5 @@
 """The readers of the formats parsed whole or streamed to their first error: Turtle, TriG, RDF/XML
-(entities expanded first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
+(entities expanded and XML literals made canonical first), JSON-LD (remote contexts loaded first, blank nodes canonicalised within a
 bound) and RDFa in HTML (with the JSON-LD scripts it holds)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
@@ -24,10 +25,15 @@ from .clean_types import (
     DocumentLimitExceeded,
     Messages,
     serialize_quads,
+    syntax_message,
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import SortedSink
 from .xmlentities import EntityRefused, expand_entities
+from .xmlliterals import LiteralStop, canonical_xml_literals
+
+if TYPE_CHECKING:
+    pass
 
 #: A ``<script type="application/ld+json">`` element of HTML: group 1 is its JSON text.
 _JSONLD_SCRIPT = re.compile(
@@ -35,10 +41,25 @@ _JSONLD_SCRIPT = re.compile(
 )
 
 
-def _until_error(quads: Iterator, messages: Messages) -> Iterator:
-    """The parsed quads up to the first syntax error, which is recorded and ends the document."""
+def _until_error(
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None
+) -> Iterator[ox.Quad]:
+    """The parsed quads up to the first syntax error, which is recorded and ends the document.
+    ``stop``: where rewriting the document's XML literals stopped; an error there ends the
+    document given to the parser, which is the first error unless the parser finds one before."""
+    if stop is not None and stop.kind == "warning":
+        messages.add("warning", stop.message, stop.line, stop.column)
+        stop = None
     try:
         yield from quads
+        if stop is not None:
+            messages.add("error", stop.message, stop.line, stop.column)
+            messages.add(
+                "warning",
+                "parsing stopped at the first error (no recovery for this format)",
+                stop.line,
+                stop.column,
+            )
     except MemoryError as exc:  # a token past the parser's buffer (16 MiB)
         messages.add("error", "a token longer than the parser's buffer: %s" % exc)
         messages.add("warning", "parsing stopped at the first error (no recovery for this format)")
@@ -52,9 +73,11 @@ def _until_error(quads: Iterator, messages: Messages) -> Iterator:
         )
 
 
-def _batched(quads: Iterator, messages: Messages, size: int = 10_000) -> Iterator[bytes]:
+def _batched(
+    quads: Iterator[ox.Quad], messages: Messages, stop: LiteralStop | None = None, size: int = 10_000
+) -> Iterator[bytes]:
     """Serialised blocks of ``size`` parsed quads (the serializer pulls them straight from the parser)."""
-    quads = _until_error(quads, messages)
+    quads = _until_error(quads, messages, stop)
     while True:
         block = ox.serialize(itertools.islice(quads, size), format=ox.RdfFormat.N_QUADS)
         if not block:
@@ -63,11 +86,13 @@ def _batched(quads: Iterator, messages: Messages, size: int = 10_000) -> Iterato
 
 
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    stop = None
     if fmt == F.RDF_XML:
         try:
             path = expand_entities(path, sink.tmp / "expanded.rdf")
         except EntityRefused as exc:
             raise CleaningError(str(exc)) from None
+        path, stop = canonical_xml_literals(path, sink.tmp / "literals.rdf")
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.
@@ -75,7 +100,7 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
     quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
-    for block in _batched(quads, messages):
+    for block in _batched(quads, messages, stop):
         sink.add_block(block)
 
 
@@ -87,7 +112,7 @@ def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
     hashing every permutation of its related blank nodes that share a hash (§4.8): the product of
     the factorials of those groups' sizes. A clique of n such nodes costs n·(n-1)!.
     """
-    quads_of: dict[str, list] = {}
+    quads_of: dict[str, list[ox.Quad]] = {}
     for quad in dataset:
         for label in {
             t.value for t in (quad.subject, quad.object, quad.graph_name) if isinstance(t, ox.BlankNode)
@@ -127,7 +152,7 @@ def canonicalisation_work(dataset: ox.Dataset, bound: int) -> int:
     return work
 
 
-def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messages) -> Iterator:
+def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messages) -> Iterator[ox.Quad]:
     """The quads of a JSON-LD document, its remote contexts loaded first (through the cache and
     the guarded fetch: :mod:`.contexts`)."""
     try:
@@ -191,7 +216,9 @@ def _literals_as_written() -> Iterator[None]:
         rdflib.NORMALIZE_LITERALS = saved
 
 
-def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | None = None) -> list:
+def quads_per_statement(
+    data: bytes, fmt: ox.RdfFormat, messages: Messages, base_iri: str | None = None
+) -> list[ox.Quad]:
     """The quads of serialised statements (one a line); a line the parser refuses (a relative IRI
     in RDFa without a base) is recorded and costs only itself. With ``base_iri``, the lines are
     read as Turtle, so relative IRIs are resolved against it."""
@@ -201,13 +228,15 @@ def quads_per_statement(data: bytes, fmt, messages: Messages, base_iri: str | No
         return list(ox.parse(data, fmt, base_iri=base_iri))
     except SyntaxError:
         pass
-    quads: list = []
+    quads: list[ox.Quad] = []
     for i, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             try:
                 quads.extend(ox.parse(line, fmt, base_iri=base_iri))
             except SyntaxError as exc:
-                messages.add("error", "%s: %s" % (exc, line.decode("utf-8", "replace")[:200]), i)
+                messages.add(
+                    "error", "%s: %s" % (syntax_message(exc), line.decode("utf-8", "replace")[:200]), i
+                )
     return quads
 
 
@@ -290,7 +319,7 @@ def parse_rdfa(path: Path, base_iri: str | None, sink: SortedSink, messages: Mes
     _from_dataset(dataset, sink)
 
 
-def _n_triples(graph, messages: Messages) -> bytes:
+def _n_triples(graph: Any, messages: Messages) -> bytes:  # pyRdfa (untyped) made the rdflib graph
     """An rdflib graph as N-Triples, one statement at a time: a term rdflib cannot write (an IRI
     with a space) costs its own statement, recorded, not the graph's."""
     from rdflib.plugins.serializers.nt import _nt_row  # the row writer of rdflib's N-Triples serializer

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
-from ..store.base import Store
-from ..store.upsert import UpsertResult, upsert
+from votersdaily.store.base import Store
+from votersdaily.store.upsert import UpsertResult, upsert
+
 from . import DB, states
 
 
 class SeedList:
-    def __init__(self, store: Store, db: str = DB):
+    def __init__(self, store: Store, db: str = DB) -> None:
         self.store = store
         self.db = db
         self._lock = threading.Lock()
@@ -27,20 +29,20 @@ class SeedList:
                 self.store.ensure_db(self.db)
                 self._opened = True
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             doc = self.store.get(self.db, key)
         if doc is not None:
             doc = {k: v for k, v in doc.items() if k != "_rev"}
         return doc
 
-    def put(self, *docs: dict) -> UpsertResult:
+    def put(self, *docs: dict[str, Any]) -> UpsertResult:
         """Write ``docs`` (whole records, keyed by ``_id``)."""
         clean = [{k: v for k, v in doc.items() if k != "_rev"} for doc in docs]
         with self._lock:
             return upsert(self.store, self.db, clean)
 
-    def register(self, doc: dict) -> tuple[dict, bool]:
+    def register(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Add a new seed unless one with its key exists; (the stored record, whether it is new)."""
         existing = self.get(doc["_id"])
         if existing is not None:
@@ -48,13 +50,13 @@ class SeedList:
         self.put(doc)
         return doc, True
 
-    def all(self) -> Iterator[dict]:
+    def all(self) -> Iterator[dict[str, Any]]:
         with self._lock:
             docs = list(self.store.iter_docs(self.db))
         for doc in docs:
             yield {k: v for k, v in doc.items() if k != "_rev"}
 
-    def transition(self, doc: dict, status: str, **changes) -> dict:
+    def transition(self, doc: dict[str, Any], status: str, **changes: Any) -> dict[str, Any]:
         """Move ``doc`` to ``status`` (checked against the state machine) with ``changes``; persisted."""
         states.check_transition(doc["status"], status)
         new = dict(doc, status=status, **changes)

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from ..clock import iso_utc, now_utc
-from ..defaults import DEFAULTS
-from ..plumbing.inputs import MAX_URL, checked_url, listed_lines
+from votersdaily.clock import iso_utc, now_utc
+from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.inputs import MAX_URL, checked_url, listed_lines
+
 from . import states
 from .uris import is_relative, normalise_uri, uri_key
 
@@ -62,7 +64,9 @@ def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> f
     return CHANGEFREQ_SECONDS.get(changefreq.strip().lower(), default)
 
 
-def new_seed(uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra) -> dict:
+def new_seed(
+    uri: str, *, interval: float = DEFAULT_INTERVAL, now: datetime | None = None, **extra: Any
+) -> dict[str, Any]:
     """A fresh seed record for ``uri`` (status ``added``); ``extra`` keys (sitemap metadata) are kept."""
     uri = uri.strip()
     doc = {
@@ -83,23 +87,28 @@ def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def is_stale(seed: dict, now: datetime | None = None) -> bool:
+def stale_after(seed: dict[str, Any]) -> datetime | None:
+    """When a processed seed becomes stale (``processed + interval``); None when never processed."""
+    processed = seed.get("processed")
+    if not processed:
+        return None
+    return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0))
+
+
+def is_stale(seed: dict[str, Any], now: datetime | None = None) -> bool:
     """``processed + interval < now``; a seed never processed is stale; relative seeds never are."""
     if seed.get("relative"):
         return False
-    processed = seed.get("processed")
-    if not processed:
-        return True
-    now = now or now_utc()
-    return parse_iso(processed) + timedelta(seconds=float(seed.get("interval") or 0.0)) < now
+    after = stale_after(seed)
+    return after is None or after < (now or now_utc())
 
 
-def is_seed(doc: dict) -> bool:
+def is_seed(doc: dict[str, Any]) -> bool:
     """Seed records have a ``uri`` and no ``parent`` (downloads, entries and cleaned files have one)."""
     return "uri" in doc and "parent" not in doc and "dirty" not in doc
 
 
-def is_due(seed: dict, now: datetime | None = None) -> bool:
+def is_due(seed: dict[str, Any], now: datetime | None = None) -> bool:
     """A seed to fetch now: waiting (``added``) or interrupted (``downloading``), and stale."""
     if seed.get("status") == states.DOWNLOADING:
         return not seed.get("relative")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 from scrapy.utils.gz import gunzip
 
-from ..sources.xml import safe_parser
+from votersdaily.sources.xml import safe_parser
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 SC_NS = "http://sw.deri.org/2007/07/sitemapextension/scschema.xsd"
@@ -78,21 +78,21 @@ def looks_like_sitemap(body: bytes) -> bool:
     )
 
 
-def _text(element, tag: str) -> str | None:
+def _text(element: etree._Element, tag: str) -> str | None:
     found = element.find(tag)
     if found is None or found.text is None:
         return None
     return found.text.strip() or None
 
 
-def _texts(element, tags: tuple[str, ...]) -> list[str]:
+def _texts(element: etree._Element, tags: tuple[str, ...]) -> list[str]:
     out = []
     for tag in tags:
         out += [e.text.strip() for e in element.iter(tag) if e.text and e.text.strip()]
     return out
 
 
-def _url(element) -> SitemapUrl | None:
+def _url(element: etree._Element) -> SitemapUrl | None:
     loc = _text(element, "{%s}loc" % SITEMAP_NS)
     if not loc:
         return None
@@ -109,7 +109,7 @@ def _url(element) -> SitemapUrl | None:
     )
 
 
-def _dataset(element) -> Dataset:
+def _dataset(element: etree._Element) -> Dataset:
     def sc(local: str) -> tuple[str, ...]:
         return tuple("{%s}%s" % (ns, local) for ns in SC_NAMESPACES)
 
@@ -137,8 +137,8 @@ def parse_sitemap(body: bytes) -> Sitemap:
     stripped = body.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not stripped.startswith(b"<"):
         urls = []
-        for line in stripped.decode("utf-8", "replace").splitlines():
-            line = line.strip()
+        for raw_line in stripped.decode("utf-8", "replace").splitlines():
+            line = raw_line.strip()
             if line and not line.startswith("#"):
                 urls.append(SitemapUrl(loc=line))
         return Sitemap(kind="text", urls=urls)

@@ -8,15 +8,26 @@ from urllib.parse import quote_from_bytes
 #: A blank node label pyoxigraph invented for an anonymous node (hex of a random u128).
 _GENERATED = re.compile(rb"^[0-9a-f]{16,32}$")
 
-# Blank nodes in a block of canonical lines are found by position, so that "_:" inside a literal is
-# never touched: the block is split at every "_:<label>" (one regex with a literal prefix: fast), and
-# a label is a term when it starts a line (a subject), ends a line (the object of a triple, or a
-# graph label), or follows the predicate's ">" and comes before a graph label (an IRI, or a blank
-# node ending the line). Literals hold no raw
-# newline, so none of these can match inside one. Labels never hold white space, quotes or angle
-# brackets.
+# Blank nodes in a block of canonical lines are found by position, so that "_:" inside a literal or
+# an IRI (``<http://e/g_:x>``) is never touched: the block is split at every "_:<label>" (one regex
+# with a literal prefix: fast), and a label is a term when it starts a line (a subject), ends a
+# line (the object of a triple, or a graph label), or follows the predicate's ">" and comes before
+# a graph label (an IRI, or a blank node ending the line): the rest of its line, which may run past
+# the next "_:" (one in that graph label), decides. Literals hold no raw newline, so none of these
+# can match inside one. Labels never hold white space, quotes or angle brackets.
 _BLANK = re.compile(rb'_:([^\s"<>]+)')
-_GRAPH_TAIL = re.compile(rb' <[^\s"<>]*> \.\n')
+_GRAPH_TAIL = re.compile(rb' (?:<[^\s"<>]*>|_:[^\s"<>]+) \.\n')
+
+
+def _rest_of_line(parts: list[bytes], i: int) -> bytes:
+    """The text after label ``parts[i]`` of a split block, to the end of its line (the labels after
+    ``i`` are not replaced yet)."""
+    rest = [parts[i + 1]]
+    j = i + 2
+    while b"\n" not in rest[-1] and j < len(parts):
+        rest += [b"_:", parts[j], parts[j + 1]]
+        j += 2
+    return b"".join(rest)
 
 
 def label_segment(label: bytes) -> bytes:
@@ -36,7 +47,7 @@ class Skolemiser:
     distinct labels distinct.
     """
 
-    def __init__(self, genid_base: str, doc_key: str, relabel: bool):
+    def __init__(self, genid_base: str, doc_key: str, relabel: bool) -> None:
         self.prefix = ("<%s%s/" % (genid_base, doc_key)).encode("utf-8")
         self.relabel = relabel
         self.labels: dict[bytes, bytes] = {}
@@ -66,7 +77,7 @@ class Skolemiser:
                     before[-2:] == b"> "
                     and (
                         _GRAPH_TAIL.match(after) is not None
-                        or (after == b" " and parts[i + 3][:3] == b" .\n")
+                        or (b"\n" not in after and _GRAPH_TAIL.match(_rest_of_line(parts, i)) is not None)
                     )
                 )
             ):

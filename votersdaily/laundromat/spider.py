@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -20,28 +20,37 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from .. import locations
-from .. import signals as vd_signals
-from ..blocking import run_in_thread
-from ..clock import now_iso
-from ..defaults import ProjectSettingsMixin
-from ..ingest.ssrf import check_policy_settings
-from ..locations import LocationUnset
-from ..plumbing.inputs import checked_inputs
-from ..requestmeta import START_META
-from ..spiders.base import split_urls
-from ..store.crawler import count_writes, store_for
-from ..store.upsert import UpsertResult
+from votersdaily import locations
+from votersdaily import signals as vd_signals
+from votersdaily.blocking import run_in_thread
+from votersdaily.clock import iso_utc, now_iso, now_utc
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.ingest.ssrf import check_policy_settings
+from votersdaily.locations import LocationUnset
+from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.requestmeta import START_META
+from votersdaily.spiders.base import split_urls
+from votersdaily.store.crawler import count_writes, store_for
+from votersdaily.store.upsert import UpsertResult
+
 from . import native, states
 from .archives import ArchiveLimits
 from .clean_types import CleanOptions
 from .contexts import ContextOptions
 from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
-from .processor import Processor
+from .processor import OutputFolderFull, Processor, full_disk
 from .seedlist import SeedList
-from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines
+from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines, stale_after
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
@@ -96,20 +105,22 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     seeds: SeedList
     processor: Processor
 
-    def __init__(self, *args, url: str | None = None, seedlist: str | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, url: str | None = None, seedlist: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
         self.seedlist_file = seedlist
         self.start_urls = self.given_urls[:1]
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         """A host list entry that can never match stops the crawl before it starts."""
         super().update_settings(settings)
         check_policy_settings(settings, "LAUNDROMAT")
 
     @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         try:
@@ -131,6 +142,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 contexts=ContextOptions.from_settings(settings, spider.output_dir),
             ),
             on_write=spider._count,
+            on_full=spider._output_full,
             timeout=settings.getfloat("LAUNDROMAT_DOCUMENT_TIMEOUT"),
             seconds_per_mb=settings.getfloat("LAUNDROMAT_DOCUMENT_SECONDS_PER_MB"),
         )
@@ -151,7 +163,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     #: How many "cleaned file ← URL" pairs the run log keeps (the log lines name them all).
     CLEANED_IN_LOG = 200
 
-    def report_cleaned(self, doc: dict, spider=None) -> None:
+    def report_cleaned(self, doc: dict[str, Any], spider: Spider | None = None) -> None:
         """Which cleaned file came from which URL: one log line each, and the run log's ``cleaned``;
         whether the compiled fast path cleaned them (``compiled_path``: the module this process
         loaded, None for the pure-Python path, and how many documents a worker cleaned with it)."""
@@ -171,12 +183,19 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             self.crawler, self.seeds.db, {k: counts.get(k, 0) for k in ("inserted", "updated", "unchanged")}
         )
 
-    async def _db(self, fn, *args):
+    def _output_full(self, full: OutputFolderFull) -> None:
+        """The run fails with the full output folder (said once, by the processor): its result is
+        ``OutputFolderFull``, and what did not fit waits for the next run."""
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(full), url=str(self.output_dir), spider=self
+        )
+
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await run_in_thread(fn, *args)
 
     # -- seeds ------------------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         await self._db(self.seeds.open)
         given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
@@ -192,19 +211,56 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 stored = await self._db(self.seeds.get, doc["_id"])
                 if stored is None or stored.get("status") != doc.get("status"):
                     continue
-                doc = stored
                 # Resume a half-done file: a sitemap goes back to the sitemap step, data to the processor.
-                if await self._db(self._filed_sitemap, doc):
-                    async for _ in self._sitemap(doc, download=False):
+                if await self._db(self._filed_sitemap, stored):
+                    async for _ in self._sitemap(stored, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
-                found += await self.processor.process(doc)
+                found += await self.processor.process(stored)
         for uri in found:
             await self.register(uri, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
-        for doc in records:
-            if is_seed(doc) and is_due(doc):
-                yield await self.download(doc, start=doc["uri"] in given)
+        seeds = [doc for doc in records if is_seed(doc)]
+        due = [doc for doc in seeds if is_due(doc)]
+        self._report_not_stale(seeds, due, given)
+        for doc in due:
+            yield await self.download(doc, start=doc["uri"] in given)
+
+    #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
+    #: first); the summary line counts them all.
+    NOT_STALE_LOGGED = 20
+
+    def _report_not_stale(
+        self, seeds: list[dict[str, Any]], due: list[dict[str, Any]], given: list[str]
+    ) -> None:
+        """Say which seeds are not downloaded because they are not stale, and when they will be: a
+        second run within the interval otherwise ends with nothing done and nothing said."""
+        due_ids = {doc["_id"] for doc in due}
+        # (A seed that is not due and not relative was processed: it has a stale_after.)
+        waiting = [
+            (stale_after(doc) or now_utc(), doc)
+            for doc in seeds
+            if doc["_id"] not in due_ids and not doc.get("relative")
+        ]
+        waiting.sort(key=lambda pair: (pair[1]["uri"] not in given, pair[0]))
+        for after, doc in waiting[: self.NOT_STALE_LOGGED]:
+            self.logger.info(
+                "%s not downloaded: not stale (processed %s, stale after %s)",
+                doc["uri"],
+                doc["processed"],
+                iso_utc(after),
+            )
+        relative = sum(1 for doc in seeds if doc.get("relative"))
+        self.logger.info(
+            "%d of %d seeds due%s%s",
+            len(due),
+            len(seeds),
+            "; %d not stale, the first stale after %s (LAUNDROMAT_DEFAULT_INTERVAL or the sitemap's changefreq)"
+            % (len(waiting), iso_utc(min(after for after, _ in waiting)))
+            if waiting
+            else "",
+            "; %d relative URIs, never fetched" % relative if relative else "",
+        )
 
     def _given_seeds(self) -> list[tuple[str, str | Exception]]:
         """``(where, seed or error)`` for the operator's seeds (``-a url=``, ``-a seedlist=``)."""
@@ -227,7 +283,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 given.append(seed)
         return given
 
-    async def register(self, uri: str, **extra) -> tuple[dict, bool]:
+    async def register(self, uri: str, **extra: Any) -> tuple[dict[str, Any], bool]:
         extra.setdefault("interval", self.default_interval)
         doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
         if created:
@@ -236,10 +292,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def seed_request(
         self,
-        seed: dict,
+        seed: dict[str, Any],
         start: bool = False,
         uri: str | None = None,
-        hops: list | None = None,
+        hops: list[dict[str, Any]] | None = None,
         begin: str | None = None,
     ) -> scrapy.Request:
         """The request of one hop; only the first hop of an operator's seed skips the address policy."""
@@ -263,7 +319,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- downloads --------------------------------------------------------------------------------
 
-    async def download(self, seed: dict, start: bool = False) -> scrapy.Request:
+    async def download(self, seed: dict[str, Any], start: bool = False) -> scrapy.Request:
         """The request for ``seed``, after its download record is persisted (seed: downloading)."""
         begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
@@ -281,14 +337,14 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             old = await self._db(self.seeds.get, seed["download"])
             if old is not None and old.get("status") == states.DOWNLOADING:
                 docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
-                await self._db((self.output_dir / "files" / old["_id"]).unlink, True)
+                await self._db(self.processor.remove_files, {"file": "files/" + old["_id"]})
         seed = dict(seed, status=states.DOWNLOADING, download=key)
         await self._db(self.seeds.put, seed, *docs)
         request = self.seed_request(seed, start=start, begin=begin)
         request.meta["download"] = record
         return request
 
-    async def parse(self, response: Response):
+    async def parse(self, response: Response) -> AsyncIterator[scrapy.Request]:
         """One hop's answer, its body already streamed to ``files/<download key>``."""
         meta = response.meta
         record = meta["download"]
@@ -313,7 +369,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         async for request in self._filed(response, record, path):
             yield request
 
-    async def _filed(self, response: Response, record: dict, path: Path):
+    async def _filed(
+        self, response: Response, record: dict[str, Any], path: Path
+    ) -> AsyncIterator[scrapy.Request]:
         meta = response.meta
         seed = meta["seed"]
         # Only the size here: characters, lines and line endings are counted by the recode step, in
@@ -350,16 +408,16 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         with open(path, "rb") as f:
             return looks_like_sitemap(f.read(65536))
 
-    def _filed_sitemap(self, doc: dict) -> bool:
+    def _filed_sitemap(self, doc: dict[str, Any]) -> bool:
         """Whether ``doc`` is a downloaded sitemap a crashed run left ``filed`` or ``unarchiving``."""
         if doc.get("status") not in (states.FILED, states.UNARCHIVING) or doc.get("parent") != doc.get(
             "seed"
         ):
             return False
-        path = self.output_dir / (doc.get("file") or "")
-        return bool(doc.get("file")) and path.is_file() and self._is_sitemap(path)
+        path = self.processor.own_file(doc.get("file"))  # a stored record may name any path
+        return path is not None and path.is_file() and self._is_sitemap(path)
 
-    async def _sitemap(self, record: dict, download: bool = True):
+    async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
         """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)
@@ -367,7 +425,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         try:
             sitemap = await self._db(lambda: parse_sitemap(read_sitemap(self.output_dir / record["file"])))
         except (SitemapError, OSError, EOFError) as exc:
+            self.logger.warning("%s failed (sitemap): %s", record.get("uri") or record["_id"], exc)
             await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
+            (self.output_dir / record["file"]).unlink(missing_ok=True)
             return
         entries = []
         for url in sitemap.urls + sitemap.sitemaps:
@@ -406,7 +466,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
-    async def _fail(self, meta: dict, error: str, excerpt: dict | None = None) -> None:
+    async def _fail(
+        self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None, again: bool = False
+    ) -> None:
+        """The download failed with ``error``; ``again``: not the seed's fault (a full output folder),
+        so the seed stays due for the next run instead of waiting out its interval."""
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -416,13 +480,24 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         if excerpt:
             record["body_excerpt"] = excerpt
-        seed = dict(meta["seed"], status=states.ADDED, processed=now_iso())
+        seed = dict(meta["seed"], status=states.ADDED)
+        if not again:
+            seed["processed"] = now_iso()
         await self._db(self.seeds.put, record, seed)
-        self.logger.warning("download of %s failed: %s", meta["seed"]["uri"], error)
+        # What was received (an error page) is not kept: the record has its excerpt.
+        await self._db(self.processor.remove_files, {"file": "files/" + record["_id"]})
+        log = self.logger.info if again else self.logger.warning  # the folder is said once, at ERROR
+        log("download of %s failed: %s", meta["seed"]["uri"], error)
 
-    async def download_failed(self, failure):
-        request = failure.request
+    async def download_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))
+        full = full_disk(failure.value, self.output_dir)
+        if full is not None:
+            self.processor.output_full(full)
+            await self._fail(request.meta, "OutputFolderFull: %s" % failure.getErrorMessage(), again=True)
+            return
         await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=failure, url=request.url, spider=self

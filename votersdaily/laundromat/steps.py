@@ -8,6 +8,7 @@ one; :func:`launder_file` chains them for tests and benchmarks.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from . import archives
 from .clean_types import CleanOptions
@@ -25,7 +26,7 @@ def unpack_step(
     depth: int,
     limits: archives.ArchiveLimits,
     used: archives.TreeUsage = archives.TreeUsage(),
-) -> dict:
+) -> dict[str, Any]:
     """One layer of unpacking; ``entries`` are the children to register (key, names, file, size).
     ``used``: what earlier layers of the same archive tree unpacked (the limits hold for the tree)."""
     result = archives.unpack(
@@ -54,7 +55,7 @@ def unpack_step(
     }
 
 
-def recode_step(path: str, dst: str, content_type: str | None) -> dict:
+def recode_step(path: str, dst: str, content_type: str | None) -> dict[str, Any]:
     recoded = recode_file(Path(path), Path(dst), charset_of(content_type))
     record = recoded.as_record()
     record["recoded_path"] = str(recoded.path)
@@ -62,7 +63,7 @@ def recode_step(path: str, dst: str, content_type: str | None) -> dict:
     return record
 
 
-def guess_step(path: str, content_type: str | None, name: str | None) -> dict:
+def guess_step(path: str, content_type: str | None, name: str | None) -> dict[str, Any]:
     with open(path, "rb") as f:
         head = f.read(min(SNIFF_BYTES, SNIFF_CHARS * 4)).decode("utf-8", "ignore")[:SNIFF_CHARS]
     return guess_format(head, content_type, name).as_record()
@@ -70,7 +71,7 @@ def guess_step(path: str, content_type: str | None, name: str | None) -> dict:
 
 def clean_step(
     path: str, fmt: str, key: str, out_dir: str, base_iri: str | None, options: CleanOptions
-) -> dict:
+) -> dict[str, Any]:
     return clean_file(path, fmt, key, out_dir, base_iri=base_iri, options=options).as_record()
 
 
@@ -84,7 +85,7 @@ def launder_file(
     name: str | None = None,
     base_iri: str | None = None,
     options: CleanOptions = CleanOptions(),
-) -> dict:
+) -> dict[str, Any]:
     """Recode, guess (unless ``fmt`` is given) and clean one data file; the merged record keys."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..rfc3986 import remove_dot_segments
+from votersdaily.rfc3986 import remove_dot_segments
 
 #: RFC 3986 appendix B.
 _URI_RE = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)
@@ -23,7 +23,7 @@ DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "ws": "80", "wss": "
 
 
 def _normalise_percent(part: str) -> str:
-    def repl(match: re.Match) -> str:
+    def repl(match: re.Match[str]) -> str:
         octet = int(match.group(1), 16)
         if octet in _UNRESERVED:
             return chr(octet)
@@ -42,7 +42,7 @@ def is_relative(uri: str) -> bool:
 def normalise_uri(uri: str) -> str:
     """The RFC 3986 §6.2.2 (+ §6.2.3 for well-known schemes) normal form of ``uri``."""
     match = _URI_RE.match(uri.strip())
-    assert match is not None, "every component of the RFC 3986 appendix B pattern is optional"
+    assert match is not None, "every component of the RFC 3986 appendix B pattern is optional"  # noqa: S101 - invariant
     scheme, authority, path, query, fragment = match.groups()
     if scheme is not None and not _SCHEME_RE.match(scheme):
         # Not a scheme after all (e.g. "a b:c"): treat the whole as a path.
@@ -86,7 +86,7 @@ def normalise_uri(uri: str) -> str:
 
 
 def md5_hex(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def uri_key(uri: str) -> str:

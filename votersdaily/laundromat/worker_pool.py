@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 
@@ -60,11 +61,11 @@ def _serve(conn: Connection) -> None:
 
 
 class Worker:
-    def __init__(self, preload: tuple[str, ...] = ()):
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
         """``preload``: modules the worker imports before it waits for its first step."""
         ours, theirs = socket.socketpair()
         with ours, theirs:
-            self.process = subprocess.Popen(
+            self.process = subprocess.Popen(  # noqa: S603 - this interpreter running this module
                 [sys.executable, "-m", __name__, str(theirs.fileno()), *preload],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -73,7 +74,7 @@ class Worker:
             )
             self.conn = Connection(os.dup(ours.fileno()))
 
-    def call(self, fn: Callable, args: tuple) -> Any:
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """Run ``fn(*args)`` in the worker and wait for its answer (blocking: run in a thread)."""
         try:
             self.conn.send((fn, args))
@@ -124,12 +125,12 @@ def _descendants(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         try:
-            tasks = os.listdir("/proc/%d/task" % current)
+            tasks = list(Path("/proc/%d/task" % current).iterdir())
         except OSError:
             continue
         for task in tasks:
             try:
-                with open("/proc/%d/task/%s/children" % (current, task)) as f:
+                with open(task / "children") as f:
                     children = [int(child) for child in f.read().split()]
             except (OSError, ValueError):
                 continue
@@ -141,7 +142,7 @@ def _descendants(pid: int) -> list[int]:
 class WorkerPool:
     """Up to ``size`` workers; a worker is busy with one step, idle ones wait for the next."""
 
-    def __init__(self, size: int, preload: tuple[str, ...] = ()):
+    def __init__(self, size: int, preload: tuple[str, ...] = ()) -> None:
         self.size = max(1, size)
         #: Modules each worker imports as it starts (the steps' parsers), before its first step.
         self.preload = preload
@@ -153,7 +154,7 @@ class WorkerPool:
         if not self.idle and not self.busy:
             self.idle.append(Worker(self.preload))
 
-    async def run(self, fn: Callable, *args, timeout: float | None = None) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
         """``fn(*args)`` in a worker; past ``timeout`` seconds the worker is killed and
         :class:`StepTimeout` raised. The caller keeps at most ``size`` steps running."""
         import asyncio  # the crawl's side only: a worker runs this module without it (0.03 s)

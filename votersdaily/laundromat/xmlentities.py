@@ -84,7 +84,7 @@ def expand_entities(src: Path, dst: Path, max_expansion: int = MAX_EXPANSION_BYT
     }
     added = 0
 
-    def replace(match: re.Match) -> bytes:
+    def replace(match: re.Match[bytes]) -> bytes:
         nonlocal added
         value = values.get(match.group(1))
         if value is None:

@@ -10,5 +10,6 @@ a module here imports nothing from ``votersdaily.spiders``, ``votersdaily.ingest
 * :mod:`.hosts`: the ``host`` / ``host:port`` lists of the fetch policies (the ingest's and the
   laundromat's allowed and private hosts), one shape and one parser;
 * :mod:`.environment`: settings an operator gives in the environment, one resolver for all of them;
+* :mod:`.full_disk`: an output folder whose disk is full, said as the folder's fault, not a document's;
 * :mod:`.json_text`: JSON text of many small values by one reused encoder (the write path's hot loop).
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..defaults import DEFAULTS
+from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings

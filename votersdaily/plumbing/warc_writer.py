@@ -22,7 +22,6 @@ A WARC file is a copy of what was fetched: failing to write it never costs what 
 
 from __future__ import annotations
 
-import errno
 import io
 import logging
 import os
@@ -38,14 +37,14 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from .full_disk import FULL_DISK_ERRORS
+
 logger = logging.getLogger(__name__)
 
 #: HTTP headers as Scrapy's requests and responses give them, decoded (name, value) pairs.
 HeaderPairs = Sequence[tuple[str, str]]
 #: Builds the records of one unit with the writer's record builder (in the writer's thread).
 BuildRecords = Callable[[RecordBuilder], Sequence[Any]]
-#: ``OSError`` numbers that mean the folder's filesystem is full (or its quota is).
-FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def reason_phrase(status: int) -> str:
@@ -138,7 +137,7 @@ class WarcFileWriter:
         max_size: int = 0,
         what: str = "the WARC output",
         thread_name: str = "warc-writer",
-    ):
+    ) -> None:
         self.folder = Path(os.path.abspath(folder))
         self.file_name = file_name
         self.warcinfo = dict(warcinfo)
@@ -203,7 +202,7 @@ class WarcFileWriter:
         try:
             if self._fd is None or (self.max_size and self._size > self.max_size):
                 self._next_file()
-            assert self._fd is not None and self.path is not None, "_next_file() opened one"
+            assert self._fd is not None and self.path is not None, "_next_file() opened one"  # noqa: S101 - invariant
             offset = self._size
             self._write_all(unit)
         except OSError as exc:
@@ -227,7 +226,7 @@ class WarcFileWriter:
         return buffer.getvalue(), first_length
 
     def _write_all(self, data: bytes) -> None:
-        assert self._fd is not None
+        assert self._fd is not None  # noqa: S101 - invariant
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlencode
 
 from scrapy.http import HtmlResponse
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
 
 logger = logging.getLogger(__name__)
 
@@ -13,7 +19,7 @@ META = "render_js"
 SPLASH_META = "_vd_splash_of"
 
 
-def wants_rendering(request, spider) -> bool:
+def wants_rendering(request: Request, spider: Spider | None) -> bool:
     if request.meta.get("dont_obey_robotstxt") and request.url.endswith("/robots.txt"):
         return False  # robots.txt is read as text, never rendered
     value = request.meta.get(META)
@@ -21,7 +27,7 @@ def wants_rendering(request, spider) -> bool:
 
 
 class RenderMiddleware:
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         s = crawler.settings
         self.splash_url = (s.get("SPLASH_URL") or "").rstrip("/")
@@ -29,10 +35,10 @@ class RenderMiddleware:
         self.splash_timeout = s.getfloat("SPLASH_TIMEOUT")
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_request(self, request, spider=None):
+    def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
         spider = self.crawler.spider
         if request.meta.get(SPLASH_META) or not wants_rendering(request, spider):
             return None
@@ -51,7 +57,9 @@ class RenderMiddleware:
             dont_filter=True,
         )
 
-    def process_response(self, request, response, spider=None):
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         original = request.meta.get(SPLASH_META)
         if original:
             # The spider sees the page at its own URL, rendered.

@@ -7,13 +7,14 @@ fields, Eastern timestamps turned into stored datetimes, and the docs.house.gov
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import overload
+from datetime import date, datetime, time
+from typing import Any, overload
 
 from lxml import etree
 from w3lib.url import safe_url_string
 
-from ..datetimes import normalise
+from votersdaily.datetimes import get_zone, normalise
+
 from .eastern import EASTERN, parse_local
 from .xml import text_of
 
@@ -42,6 +43,23 @@ def sitting_year(when: datetime) -> int:
     """The year whose regular session sits at the Eastern wall time ``when`` by the calendar: until
     noon on 3 January, the previous year's."""
     return when.year - 1 if (when.month, when.day, when.hour) < TERM_START else when.year
+
+
+def end_of_day(when: datetime | date) -> datetime:
+    """``when`` itself, or for a date alone the last instant of that day (a date-only event counts as
+    the end of its day)."""
+    return when if isinstance(when, datetime) else datetime.combine(when, time.max)
+
+
+def sitting_on(when: datetime | date) -> tuple[int, int]:
+    """The (Congress, regular session) in session at the Eastern wall time ``when`` by the calendar
+    of the 20th amendment (noon on 3 January). A date alone counts as the end of its day: what is
+    dated 3 January belongs to the new Congress, which has convened by then. Sources that name
+    their Congress and session (the floor summary, a roll call, a committee meeting) say better. An
+    aware datetime (a feed's UTC stamp) is read at its Eastern wall time."""
+    if isinstance(when, datetime) and when.tzinfo is not None:
+        when = when.astimezone(get_zone(EASTERN)).replace(tzinfo=None)
+    return congress_session(sitting_year(end_of_day(when)))
 
 
 def session_year(congress: int, session: int) -> int:
@@ -77,7 +95,7 @@ def document_url(raw: str | None) -> str:
     return safe_url_string(raw) if raw else ""
 
 
-def docs_house_files(element: etree._Element | None) -> list[dict]:
+def docs_house_files(element: etree._Element | None) -> list[dict[str, Any]]:
     """The ``<files><file doc-url doc-type …/>`` links of a docs.house.gov item."""
     if element is None:
         return []
@@ -96,7 +114,7 @@ def docs_house_files(element: etree._Element | None) -> list[dict]:
 DOCS_HOUSE_STAMPS = ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S")
 
 
-def docs_house_updates(element: etree._Element) -> list[dict]:
+def docs_house_updates(element: etree._Element) -> list[dict[str, Any]]:
     """The ``<updates><update-date>`` history of a docs.house.gov item, with its notes."""
     updates = []
     for update in element.iterfind("updates/update-date"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from ..clock import now_utc
-from ..datetimes import get_zone
+from votersdaily.clock import now_utc
+from votersdaily.datetimes import get_zone
 
 EASTERN = "America/New_York"
 

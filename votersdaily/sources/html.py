@@ -74,7 +74,9 @@ def enclosing_markup(page: str, href: str, tag: str, occurrence: int = 0) -> str
     them, so ``source_text`` is the row byte for byte rather than a parser's re-serialisation.
     Returns None when the link or its enclosing element cannot be found (the caller falls back).
     """
-    link = re.compile(r"""href\s*=\s*(['"])%s\1""" % re.escape(href), re.I)
+    # The parsed href has its character references decoded: the page may write ``&`` as ``&amp;``.
+    written = "(?:&|&amp;|&#38;)".join(re.escape(part) for part in href.split("&"))
+    link = re.compile(r"""href\s*=\s*(['"])%s\1""" % written, re.I)
     matches = list(link.finditer(page))
     if occurrence >= len(matches):
         return None

@@ -26,7 +26,7 @@ class JsonText:
     text: str
     members: dict[str, JsonText] | list[JsonText] = field(default_factory=dict)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> JsonText:
         return self.members[key]
 
 
@@ -117,7 +117,7 @@ def require(doc: JsonText, path: tuple[str, ...], kind: type, url: str = "") -> 
         if not isinstance(node.value, dict) or key not in node.value:
             raise UnexpectedDocument("%s has no %r (expected key path %s)" % (url, key, "/".join(path)))
         members = node.members
-        assert isinstance(members, dict), "an object's members are keyed by name"
+        assert isinstance(members, dict), "an object's members are keyed by name"  # noqa: S101 - invariant
         node = members[key]
     if not isinstance(node.value, kind):
         raise UnexpectedDocument(

@@ -50,8 +50,10 @@ class Feed:
 def parse_rfc822(text: str) -> datetime | None:
     """An RFC 822 date (``Tue, 29 Sep 2026 21:23:48 +0000``, ``… GMT``, ``… EST``) as an aware datetime.
 
-    ``-0000`` ("zone unknown" in RFC 2822) is read as UTC. Returns None for an empty text and
-    raises ValueError for an unparseable one.
+    ``-0000`` (UTC, "local zone unknown" in RFC 2822) is read as UTC; a time with no zone at all
+    is returned naive, the source's wall time (the pipeline reads it in the spider's zone), never
+    assumed to be UTC. Returns None for an empty text and raises ValueError for an unparseable one
+    or one without a day or a time (``Sep 2026``): nothing is completed with invented parts.
     """
     text = fold(text)
     if not text:
@@ -60,7 +62,7 @@ def parse_rfc822(text: str) -> datetime | None:
         value = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError) as exc:
         raise ValueError("not an RFC 822 date: %r (%s)" % (text, exc)) from None
-    if value.tzinfo is None:
+    if value.tzinfo is None and text.endswith("-0000"):
         value = value.replace(tzinfo=UTC)
     return value
 

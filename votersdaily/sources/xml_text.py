@@ -27,13 +27,13 @@ def element_texts(body: bytes, tag: str, encoding: str = "utf-8") -> list[str] |
     def local(name: str) -> str:
         return name.rsplit(" ", 1)[-1]
 
-    def start(name, attrs):
+    def start(name: str, attrs: dict[str, str]) -> None:
         if local(name) == tag:
             if state["depth"] == 0:
                 state["start"] = parser.CurrentByteIndex
             state["depth"] += 1
 
-    def end(name):
+    def end(name: str) -> None:
         if local(name) == tag and state["depth"]:
             state["depth"] -= 1
             if state["depth"] == 0:

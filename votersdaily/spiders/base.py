@@ -5,9 +5,12 @@ framework's job.
 
 from __future__ import annotations
 
+import inspect
+import logging
+import shutil
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -19,22 +22,25 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
-from .. import signals as vd_signals
-from ..clock import now_iso
-from ..defaults import ProjectSettingsMixin
-from ..items import EventItem
-from ..locations import http_cache_dir
-from ..recordings import recording_path
-from ..requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
-from ..sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
+from votersdaily import signals as vd_signals
+from votersdaily.clock import now_iso
+from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.interrupts import CrawlInterrupted
+from votersdaily.items import EventItem
+from votersdaily.locations import http_cache_dir
+from votersdaily.plumbing.inputs import checked_url
+from votersdaily.recordings import recording_path
+from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
+from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
     # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
     # module too, and need neither the archive nor the event pipelines.
-    from ..archive import ArchivedResponse
-    from ..reparse import Reparse
+    from votersdaily.archive import ArchivedResponse
+    from votersdaily.reparse import Reparse
 
 #: What a record's parse may raise to drop that record alone: the source's own errors and the
 #: errors of reading a field that is missing or of the wrong type.
@@ -42,6 +48,14 @@ RECORD_ERRORS = (SourceError, ValueError, TypeError, LookupError, AttributeError
 
 #: Meta of a reparse: the callback that parsed the archived response.
 REPLAY_CALLBACK_META = "vd_replay_callback"
+
+
+logger = logging.getLogger(__name__)
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
 
 
 def split_urls(value: str | Iterable[str] | None) -> list[str]:
@@ -62,11 +76,31 @@ class HomeCacheStorage(FilesystemCacheStorage):
     (``locations.http_cache_dir``): Scrapy would put it under the project's ``.scrapy`` and, run
     outside a project (the installed command), switch the cache off with a warning."""
 
-    def __init__(self, settings: BaseSettings):
+    def __init__(self, settings: BaseSettings) -> None:
         resolved = settings.copy()
         resolved.frozen = False  # a copy of the crawler's frozen settings, for this storage alone
         resolved.set("HTTPCACHE_DIR", str(http_cache_dir(settings)), priority=99)
         super().__init__(resolved)
+
+    #: Cache folders whose failure to take a response was said (once per folder and process).
+    _said: ClassVar[set[str]] = set()
+
+    def store_response(self, spider: scrapy.Spider, request: scrapy.Request, response: Response) -> None:
+        """The cache is a copy: a response it cannot take (a full disk, a folder it may not write)
+        never costs the response (before: "could not fetch …: [Errno 28]", the run's events lost).
+        The entry it was writing is removed, so that no half-written entry is served later."""
+        try:
+            super().store_response(spider, request, response)
+        except OSError as exc:
+            shutil.rmtree(self._get_request_path(spider, request), ignore_errors=True)
+            if self.cachedir not in self._said:
+                self._said.add(self.cachedir)
+                logger.error(
+                    "the HTTP cache %s cannot take responses (%s): they are parsed without being cached "
+                    "(HTTPCACHE_DIR)",
+                    self.cachedir,
+                    exc.strerror or exc,
+                )
 
 
 class EventSpider(ProjectSettingsMixin, scrapy.Spider):
@@ -113,30 +147,65 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # instead of fetching (votersdaily.reparse).
         "DOWNLOADER_MIDDLEWARES": {
             "votersdaily.reparse.ReplayMiddleware": 1,
+            # After the replay (a reparse fetches nothing), before anything connects.
+            "votersdaily.spiders.address_guard.EventAddressGuard": 10,
             "votersdaily.archive.ArchiveMiddleware": 50,
         },
     }
 
     @classmethod
-    def update_settings(cls, settings) -> None:
+    def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
+        from votersdaily.ingest.ssrf import check_policy_settings
+
+        from .address_guard import PREFIX
+
+        check_policy_settings(settings, PREFIX)  # a host entry that can never match stops it here
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
-        if settings.getpriority("DOWNLOAD_MAXSIZE") < SETTINGS_PRIORITIES["spider"]:
+        if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
+
+    @classmethod
+    def argument_names(cls) -> set[str]:
+        """The spider arguments (``-a NAME=VALUE``) this spider takes: the keyword parameters of its
+        classes' ``__init__``."""
+        names = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None or klass is scrapy.Spider or not issubclass(klass, EventSpider):
+                continue
+            names |= {
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+            }
+        return names
 
     def __init__(
         self,
-        *args,
+        *args: Any,
         url: str | None = None,
         reparse: str | None = None,
         since: str | None = None,
         until: str | None = None,
         dry_run: str | bool | None = None,
         offline: str | bool | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
+        unknown = sorted(k for k in kwargs if k != "name" and not k.startswith("_"))  # scrapyd's _job
+        if unknown:
+            raise BadSpiderArgument(
+                "%s takes no argument %s; it takes: %s"
+                % (self.name, ", ".join(map(repr, unknown)), ", ".join(sorted(self.argument_names())))
+            )
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
+        if url is not None and not self.given_urls:  # `-a url=$UNSET`: not a live crawl of everything
+            raise BadSpiderArgument(
+                "%s: -a url= is empty; give a URL, or leave it out for the live source" % self.name
+            )
+        for given in self.given_urls:
+            checked_url(given, "url")  # a typo is said now, not as a failed run
         #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
         #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
         if _yes(offline):
@@ -152,7 +221,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise ValueError(
                     "reparse takes 'archive' (the spider's archived documents), got %r" % reparse
                 )
-            from ..reparse import Reparse, parse_date_arg
+            from votersdaily.reparse import Reparse, parse_date_arg
 
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
@@ -160,11 +229,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 dry_run=_yes(dry_run),
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}
-        self._replayed: defer.Deferred | None = None
+        self._replayed: defer.Deferred[None] | None = None
 
     # -- where documents come from -----------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> AsyncIterator[scrapy.Request]:
         if self.reparse is not None:
             async for request in self.archived_requests():
                 yield request
@@ -196,10 +265,10 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     async def archived_requests(self) -> AsyncIterator[scrapy.Request]:
         """One request per archived response, oldest run first, each parsed before the next is made
         (so a reschedule across runs is seen in the order it happened)."""
-        from ..archive import archive_dir, archived_runs, read_responses
-        from ..plumbing.warc_reader import DamagedWarc, WarcDamage
+        from votersdaily.archive import archive_dir, archived_runs, read_responses
+        from votersdaily.plumbing.warc_reader import DamagedWarc, WarcDamage
 
-        assert self.reparse is not None
+        assert self.reparse is not None  # noqa: S101 - invariant
         for path in archived_runs(
             archive_dir(self.settings), self.name, self.reparse.since, self.reparse.until
         ):
@@ -244,14 +313,14 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 )
                 await maybe_deferred_to_future(self._replayed)
 
-    def take_archived(self, key) -> ArchivedResponse | None:
+    def take_archived(self, key: Iterable[Any] | None) -> ArchivedResponse | None:
         """The archived response a replay request stands for (given to the replay middleware once)."""
         return self._archived.pop(tuple(key), None) if key else None
 
-    def _parse_archived(self, response: Response):
+    def _parse_archived(self, response: Response) -> Iterator[Any]:
         """The recorded callback over the archived response; the requests it makes are not followed
         (what they led to was archived and is replayed on its own)."""
-        assert self.reparse is not None
+        assert self.reparse is not None  # noqa: S101 - invariant
         self.reparse.replayed.add(response.meta[ARCHIVE_META]["warc_record_id"])
         try:
             output = getattr(self, response.meta[REPLAY_CALLBACK_META])(response)
@@ -261,7 +330,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         finally:
             self._archived_done()
 
-    def _archived_failed(self, failure):
+    def _archived_failed(self, failure: Failure) -> None:
         self._archived_done()
         return self.source_error(failure)
 
@@ -269,12 +338,12 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if self._replayed is not None and not self._replayed.called:
             self._replayed.callback(None)
 
-    def document_request(self, url: str, meta: dict | None = None, **kwargs) -> scrapy.Request:
+    def document_request(self, url: str, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
         kwargs.setdefault("callback", self.parse_document)
         return scrapy.Request(url, errback=self.source_error, meta=meta or {}, **kwargs)
 
-    def parse_given(self, response: Response):
+    def parse_given(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         """A ``-a url=`` document, or a listing (a Clerk index, a vote menu, a feed) followed like the
         live one: what the spider cannot read as one of its documents it reads as its listing; a page
         that is neither fails with the document's error."""
@@ -292,7 +361,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise not_a_document from None
             yield from listing
 
-    def listing_beside(self, response: Response):
+    def listing_beside(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         """:meth:`parse_listing` of a given listing; when the listing is a file (a recording), what it
         lists is read from the files beside it (named as the URL's last segment) and keeps its
         upstream URL as ``source_url``; listed documents that are not there are skipped and named."""
@@ -307,8 +376,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 yield output
                 continue
             parts = urlsplit(output.url)
-            if parts.scheme == "file":  # a relative link: beside the listing already
+            if parts.scheme == "file":  # a relative link: beside the listing already (or not beside at all)
                 path, upstream = Path(url2pathname(parts.path)), output.meta.get(SOURCE_URL_META)
+                if folder.resolve() not in path.resolve().parents:  # file:///etc/… in a listing
+                    missing.append(str(path))
+                    continue
             else:
                 path, upstream = folder / (parts.path.rstrip("/").rsplit("/", 1)[-1] or "index"), output.url
             if not path.is_file():
@@ -330,7 +402,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 ", …" if len(missing) > 5 else "",
             )
 
-    def parse_listing(self, response: Response):
+    def parse_listing(self, response: Response) -> Iterator[scrapy.Request | EventItem]:
         """Default: the listing is itself the document (feeds, single-file sources)."""
         return self.parse_document(response)
 
@@ -359,12 +431,12 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- documents into events --------------------------------------------------------------
 
-    def parse_document(self, response: Response) -> Iterator[EventItem]:
+    def parse_document(self, response: Response) -> Iterator[EventItem | scrapy.Request]:
         access = response.meta.get(ACCESS_META) or now_iso()
         for raw in self.parse_events(response):
             yield self.build_event(raw, response, access)
 
-    def parse_events(self, response: Response) -> Iterator[dict]:
+    def parse_events(self, response: Response) -> Iterable[dict[str, Any]]:
         """One event per record of :meth:`parse_records`; a record that cannot become one is
         dropped with its reason, never the page."""
         for record in self.parse_records(response):
@@ -384,7 +456,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             "or parse_events(response)" % type(self).__name__
         )
 
-    def parse_record(self, record: Any, response: Response) -> dict | None:
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         """One record → one event dict, or None for a record that is legitimately no event (a
         placeholder); raise for a record that should be one and cannot."""
         raise NotImplementedError("%s must implement parse_record(record, response)" % type(self).__name__)
@@ -392,7 +464,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def drop_record(self, response: Response, exc: Exception) -> None:
         """Count and report a record that could not become an event (the run log lists it)."""
         reason = "record:%s" % type(exc).__name__
-        from ..pipelines import count_dropped
+        from votersdaily.pipelines import count_dropped
 
         count_dropped(self.crawler.stats, reason)
         self.logger.warning("record dropped (%s) from %s: %s", reason, response.url, exc)
@@ -400,7 +472,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             vd_signals.record_dropped, response=response, reason=reason, message=str(exc), spider=self
         )
 
-    def build_event(self, raw: dict, response: Response, access_datetime: str) -> EventItem:
+    def build_event(self, raw: dict[str, Any], response: Response, access_datetime: str) -> EventItem:
         event = EventItem(
             description=None,
             end_datetime=None,
@@ -423,8 +495,11 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ------------------------------------------------------------------------------
 
-    def source_error(self, failure):
+    def source_error(self, failure: Failure) -> None:
         """A download failed (DNS, refused, timeout, HTTP error status): log it for the run log."""
         url = getattr(getattr(failure, "request", None), "url", None)
+        if failure.check(CrawlInterrupted):  # the person stopped the crawl: the source is fine
+            self.logger.debug("not fetched: %s", failure.getErrorMessage())
+            return
         self.logger.error("could not fetch %s: %s", url, failure.getErrorMessage())
         self.crawler.signals.send_catch_log(vd_signals.source_failed, failure=failure, url=url, spider=self)

@@ -12,6 +12,10 @@ Branch and entity: every document is an Executive-branch publication. Presidenti
 (executive orders, proclamations, memoranda, determinations) are the President's own acts and are
 filed under the entity "White House", like the White House's own feed; every other document (rules,
 proposed rules, notices of the agencies) under "Federal Register", with its agencies in ad hoc keys.
+
+Ids (version 1.1): the bills and Public Laws a document's title or abstract names, a bill in the
+Congress sitting on its publication date. An agency's own docket numbers are no Supreme Court
+dockets and are not read.
 """
 
 from __future__ import annotations
@@ -19,11 +23,22 @@ from __future__ import annotations
 import re
 from datetime import date
 from html.entities import name2codepoint
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from ..sources.errors import UnexpectedDocument
-from ..sources.json_text import JsonText, load_with_text, require
+from votersdaily.sources.canonical_ids import BILL_IDS, PUBLIC_LAWS, id_keys, named_in_text
+from votersdaily.sources.congress import sitting_on
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.json_text import JsonText, load_with_text, require
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 PRESIDENTIAL = "Presidential Document"
 API = "https://www.federalregister.gov/api/v1/documents.json"
@@ -58,7 +73,7 @@ def _unsgml(text: str) -> str:
 
 class FederalRegisterSpider(EventSpider):
     name = "federal_register"
-    version = "1.0"
+    version = "1.1"
     branch = "Executive"
     entity = "Federal Register"
     frequency_hours = 6.0  # published once per business day, early morning Eastern
@@ -76,7 +91,9 @@ class FederalRegisterSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def __init__(self, *args, max_pages: str | int | None = None, follow: str | bool | None = None, **kwargs):
+    def __init__(
+        self, *args: Any, max_pages: str | int | None = None, follow: str | bool | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.max_pages_arg = int(max_pages) if max_pages not in (None, "") else None
         self.follow_given = str(follow).strip().lower() in TRUE_WORDS if follow is not None else False
@@ -89,7 +106,7 @@ class FederalRegisterSpider(EventSpider):
 
     # -- pages ---------------------------------------------------------------------------------
 
-    def parse_document(self, response):
+    def parse_document(self, response: Response) -> Iterator[EventItem | Request]:
         yield from super().parse_document(response)
         next_url = response.meta.get(NEXT_PAGE_META)
         page = response.meta.get(PAGE_META, 1)
@@ -102,7 +119,7 @@ class FederalRegisterSpider(EventSpider):
             return
         yield self.document_request(next_url, meta={PAGE_META: page + 1})
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         if "errors" in doc.value and "results" not in doc.value:
@@ -116,16 +133,19 @@ class FederalRegisterSpider(EventSpider):
 
     # -- one document → one event --------------------------------------------------------------
 
-    def parse_record(self, result: JsonText, response) -> dict:
+    def parse_record(self, result: JsonText, response: Response) -> dict[str, Any]:
         url = response.url
         data = result.value
         if not isinstance(data, dict) or not data.get("document_number"):
             raise UnexpectedDocument("%s: a result without a document_number" % url)
         agencies = self._parse_agencies(data)
+        published = self._parse_publication_date(data, url)
+        title = " ".join(str(data.get("title") or "").split())
+        abstract = self._parse_abstract(data)
         return {
-            "datetime": self._parse_publication_date(data, url),
-            "title": " ".join(str(data.get("title") or "").split()),
-            "description": self._parse_abstract(data),
+            "datetime": published,
+            "title": title,
+            "description": abstract,
             "unique_key": data["document_number"],
             "source_text": result.text,
             "event_url": data.get("html_url") or "",
@@ -133,7 +153,7 @@ class FederalRegisterSpider(EventSpider):
             "document_number": data["document_number"],
             "document_type": data.get("type") or "",
             "publication_date": data.get("publication_date"),
-            "abstract": self._parse_abstract(data),
+            "abstract": abstract,
             "html_url": data.get("html_url") or "",
             "pdf_url": data.get("pdf_url") or "",
             "public_inspection_pdf_url": data.get("public_inspection_pdf_url") or "",
@@ -143,10 +163,11 @@ class FederalRegisterSpider(EventSpider):
             "presidential_document_type": data.get("presidential_document_type"),
             "executive_order_number": data.get("executive_order_number"),
             "signing_date": data.get("signing_date"),
+            **self._parse_ids(title, abstract, sitting_on(published)[0]),
         }
 
     @staticmethod
-    def _parse_publication_date(data: dict, url: str) -> date:
+    def _parse_publication_date(data: dict[str, Any], url: str) -> date:
         try:
             return date.fromisoformat(str(data.get("publication_date") or ""))
         except ValueError:
@@ -156,12 +177,18 @@ class FederalRegisterSpider(EventSpider):
             ) from None
 
     @staticmethod
-    def _parse_abstract(data: dict) -> str:
+    def _parse_ids(title: str, abstract: str, congress: int) -> dict[str, list[Any]]:
+        """``bill_ids`` and ``public_laws`` the title and abstract name, with their evidence."""
+        found = named_in_text(title, "title", congress) + named_in_text(abstract, "abstract", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
+
+    @staticmethod
+    def _parse_abstract(data: dict[str, Any]) -> str:
         """The abstract, SGML entities left in by the API decoded; "" when the document has none."""
         return _unsgml(" ".join(str(data.get("abstract") or "").split()))
 
     @staticmethod
-    def _parse_agencies(data: dict) -> list[dict]:
+    def _parse_agencies(data: dict[str, Any]) -> list[dict[str, Any]]:
         agencies = data.get("agencies") or []
         return [
             {

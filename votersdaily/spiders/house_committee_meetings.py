@@ -6,52 +6,63 @@ another date supersedes its earlier document instead of appearing twice. A meeti
 gives its place as ``meeting-location/capitol-complex/{room, building}``; a field hearing as
 ``meeting-location/field/{building-name, city, state/@postal-code}``, kept in ``building``,
 ``city``, ``state`` and ``location`` (``room`` is empty: the source names none).
+
+Ids (version 1.2): ``bill_ids`` from each meeting document's ``legis-num`` (``HR 188``), its
+description and the meeting title ("• H.R. 934 (Rep. McClintock)…"; a placeholder ``H.R. _____``
+names none), in the meeting's ``congress-num``; ``committee_ids`` are congress-legislators' ids of
+the committees and subcommittees holding it (``II00`` → ``HSII``, ``II10`` → ``HSII10``), while
+``committee_code`` keeps the feed's code.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
-from ..sources.congress import DOCS_HOUSE_STAMPS, docs_house_files, eastern_iso, stored_utc, to_int
-from ..sources.eastern import parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.rss import parse_rss
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    COMMITTEE_IDS,
+    HOUSE_COMMITTEES,
+    PUBLIC_LAWS,
+    FoundId,
+    bills_in_designation,
+    house_committee_ids,
+    id_keys,
+    named_in_text,
+)
+from votersdaily.sources.congress import (
+    DOCS_HOUSE_STAMPS,
+    docs_house_files,
+    eastern_iso,
+    sitting_on,
+    stored_utc,
+    to_int,
+)
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.rss import parse_rss
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import date, datetime
+
+    from lxml import etree
+    from scrapy.http import Request, Response
 
 FEED_URL = "https://docs.house.gov/Committee/RSS.ashx?Code={code}"
 EVENT_URL = "https://docs.house.gov/Committee/Calendar/ByEvent.aspx?EventID={event_id}"
 EVENT_ID_RE = re.compile(r"EventID=(\d+)", re.I)
 #: The standing committees (plus Intelligence) that publish a docs.house.gov meeting feed.
-COMMITTEES = (
-    "AG00",
-    "AP00",
-    "AS00",
-    "BA00",
-    "BU00",
-    "ED00",
-    "FA00",
-    "GO00",
-    "HA00",
-    "HM00",
-    "IF00",
-    "IG00",
-    "II00",
-    "JU00",
-    "PW00",
-    "RU00",
-    "SM00",
-    "SO00",
-    "SY00",
-    "VR00",
-    "WM00",
-)
+COMMITTEES = tuple("%s00" % letters for letters in HOUSE_COMMITTEES)
 MEETING_TYPES = {"HHRG": "Hearing", "HMKP": "Markup", "HMTG": "Meeting"}
 
 
 class HouseCommitteeMeetingsSpider(EventSpider):
     name = "house_committee_meetings"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 6.0
@@ -66,7 +77,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
     }
 
-    def __init__(self, *args, committees: str | None = None, **kwargs):
+    def __init__(self, *args: Any, committees: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a committees=RU00,SY00`` limits discovery to those committees' feeds.
         self.committees = (
@@ -74,12 +85,12 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return tuple(FEED_URL.format(code=code) for code in self.committees)
 
     # -- discovery: committee RSS → meeting XML -----------------------------------------------
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response) -> Iterator[Request]:
         """Request the meeting XML each feed item encloses; the feeds end with an empty stub item
         (``<guid>0</guid>``, no title) that is no meeting and is skipped."""
         for item in parse_rss(response.body, response.url).items:
@@ -95,14 +106,14 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             yield self.document_request(response.urljoin(url), meta={"vd_event_id": event_id})
 
     @staticmethod
-    def _parse_feed_event_id(item) -> str:
+    def _parse_feed_event_id(item: Any) -> str:
         match = EVENT_ID_RE.search(item.link)
         event_id = match.group(1) if match else item.guid
         return event_id if to_int(event_id) else ""
 
     # -- one meeting XML → one event -----------------------------------------------------------
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         root = parse_xml(response.body, ("committee-meeting",), response.url)
         details = root.find("meeting-details")
         event_id = self._parse_event_id(root)
@@ -113,8 +124,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         place = self._parse_location(details)
         meeting_type = root.get("meeting-type") or ""
         when = details.find("meeting-date")
+        start = self._parse_start(when)
         yield {
-            "datetime": self._parse_start(when),
+            "datetime": start,
             "end_datetime": self._parse_end(when),
             "title": self._parse_title(details, main, meeting_type),
             "description": self._parse_description(committees, place["location"]),
@@ -133,6 +145,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             "subcommittee_code": main.get("code", "") if main.get("parent_code") else "",
             "subcommittee_name": main.get("name", "") if main.get("parent_code") else "",
             "committees": committees,
+            **self._parse_ids(
+                root, details, committees, to_int(root.get("congress-num")) or sitting_on(start)[0]
+            ),
             **place,
             "rescheduled_dates": self._parse_rescheduled(details),
             "witnesses": self._parse_witnesses(root),
@@ -141,13 +156,30 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_event_id(root) -> str:
+    def _parse_ids(
+        root: etree._Element, details: etree._Element, committees: list[dict[str, Any]], congress: int
+    ) -> dict[str, list[Any]]:
+        """``bill_ids``, ``public_laws`` and ``committee_ids`` of the meeting, with their evidence."""
+        found: list[FoundId] = []
+        for committee in committees:
+            found += house_committee_ids(committee["parent_code"], "committee-name/@parent-id")
+            found += house_committee_ids(committee["code"], "committee-name/@id")
+        documents = root.findall("meeting-documents/meeting-document")
+        for doc in documents:
+            found += bills_in_designation(text_of(doc, "legis-num"), "meeting-document/legis-num", congress)
+        found += named_in_text(text_of(details, "meeting-title"), "meeting-title", congress)
+        for doc in documents:
+            found += named_in_text(text_of(doc, "description"), "meeting-document/description", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS, COMMITTEE_IDS))
+
+    @staticmethod
+    def _parse_event_id(root: etree._Element) -> str:
         """``meeting-id="HHRG115955"`` → ``115955`` (the EventID of the calendar and the feeds)."""
         digits = re.sub(r"^\D+", "", root.get("meeting-id") or "")
         return digits if digits.isdigit() else ""
 
     @staticmethod
-    def _parse_start(when):
+    def _parse_start(when: etree._Element) -> datetime | date:
         day = text_of(when, "calendar-date")
         start = text_of(when, "start-time")
         if start:
@@ -155,7 +187,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return parse_local(day, "%Y-%m-%d").date()
 
     @staticmethod
-    def _parse_end(when):
+    def _parse_end(when: etree._Element) -> datetime | None:
         end = text_of(when, "end-time")
         if not end:
             return None
@@ -164,7 +196,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_title(details, main: dict, meeting_type: str) -> str:
+    def _parse_title(details: etree._Element, main: dict[str, Any], meeting_type: str) -> str:
         title = text_of(details, "meeting-title")
         return title or "%s %s" % (
             main.get("name", "House committee"),
@@ -172,7 +204,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         )
 
     @staticmethod
-    def _parse_description(committees: list[dict], location: str) -> str:
+    def _parse_description(committees: list[dict[str, Any]], location: str) -> str:
         names = [
             "%s (%s)" % (c["name"], c["parent_name"]) if c.get("parent_name") else c["name"]
             for c in committees
@@ -183,7 +215,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         return ", ".join(parts)
 
     @staticmethod
-    def _parse_location(details) -> dict:
+    def _parse_location(details: etree._Element) -> dict[str, Any]:
         """Where the meeting is: a room of the Capitol complex (``capitol-complex/{room, building}``:
         "1324 LHOB"), or, for a field hearing, a place outside Washington
         (``field/{building-name, city, state/@postal-code}``: "City Hall, Sonora, CA")."""
@@ -210,7 +242,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_committees(details) -> list[dict]:
+    def _parse_committees(details: etree._Element) -> list[dict[str, Any]]:
         """Full committees and subcommittees holding the meeting (joint meetings list several)."""
         return [
             {
@@ -222,7 +254,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
             for name in details.xpath("committees/committee-name | subcommittees/committee-name")
         ]
 
-    def _parse_rescheduled(self, details) -> list[dict]:
+    def _parse_rescheduled(self, details: etree._Element) -> list[dict[str, Any]]:
         return [
             {
                 "datetime": stored_utc(self._parse_start(dates)),
@@ -232,7 +264,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_witnesses(root) -> list[dict]:
+    def _parse_witnesses(root: etree._Element) -> list[dict[str, Any]]:
         """Witnesses, where the XML carries them (the witness-list schema of the meeting package)."""
         return [
             {
@@ -246,7 +278,7 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         ]
 
     @staticmethod
-    def _parse_documents(root) -> list[dict]:
+    def _parse_documents(root: etree._Element) -> list[dict[str, Any]]:
         return [
             {
                 "type": doc.get("type") or "",

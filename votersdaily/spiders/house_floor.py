@@ -14,27 +14,54 @@ action, act-id H61000, saying "sine die") belong to the ending session; without 
 before noon belong to the ending Congress (20th amendment). The Clerk restarts ``unique-id`` with
 each Congress, so the key is ``<congress>-<unique-id>``; ``replaces_key`` is the bare unique-id
 the spider keyed events by before (version 1.0), so the store retires those documents.
+
+Ids (version 1.2): the bills an action names come from its ``action_item`` (the measure under
+consideration, often with no link in the description), the description's congress.gov bill links
+(which state their Congress) and its text ("pursuant to H. Con. Res. 1"); the roll calls it cites
+("(Roll no. 5)") are ``vote_ids`` of the action's own Congress and session, so an action before the
+sine die adjournment of 3 January cites the ending session's roll calls and names its bills.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta
-from typing import NamedTuple
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from ..sources.congress import (
-    congress_session,
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    VOTE_IDS,
+    FoundId,
+    bill_in_link,
+    bills_in_designation,
+    house_rolls_in_text,
+    id_keys,
+    named_in_text,
+)
+from votersdaily.sources.congress import (
     eastern_iso,
+    end_of_day,
     previous_session,
     session_year,
+    sitting_on,
     sitting_year,
     to_int,
 )
-from ..sources.eastern import eastern_today, parse_local
-from ..sources.errors import MalformedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.eastern import eastern_today, parse_local
+from votersdaily.sources.errors import MalformedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from lxml import etree
+    from scrapy.http import Request, Response
+
+    from votersdaily.items import EventItem
 
 DAY_URL = "https://clerk.house.gov/floor/{day:%Y%m%d}.xml"
 EVENT_URL = "https://clerk.house.gov/floorsummary/floor.aspx?day={day}#{unique_id}"
@@ -51,6 +78,8 @@ SENTENCE_END = re.compile(
 )
 
 
+#: The description's links to congress.gov bill pages (nested twice, at times).
+BILL_LINKS = ".//action_description//a[@rel='bill']"
 #: The Clerk's activity code of an adjournment; with "sine die" in its text it ends a session.
 ADJOURNMENT_ACT = "H61000"
 SINE_DIE = re.compile(r"\bsine\s+die\b", re.I)
@@ -70,13 +99,12 @@ class LegislativeDay(NamedTuple):
     def sitting(self, when: datetime | date) -> Sitting:
         """The (congress, session) of an action at ``when``; a date-only action counts as the end
         of its day."""
-        instant = when if isinstance(when, datetime) else datetime.combine(when, time.max)
-        return self.before if self.boundary and instant <= self.boundary else self.after
+        return self.before if self.boundary and end_of_day(when) <= self.boundary else self.after
 
 
 class HouseFloorSpider(EventSpider):
     name = "house_floor"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -95,11 +123,11 @@ class HouseFloorSpider(EventSpider):
     }
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         today = eastern_today()
         return tuple(DAY_URL.format(day=day) for day in (today - timedelta(days=1), today))
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response) -> Iterator[Request | EventItem]:
         if response.status == 404:
             self.logger.info("no floor summary at %s: the House did not sit that day", response.url)
             return
@@ -107,7 +135,7 @@ class HouseFloorSpider(EventSpider):
 
     # -- one legislative day → one event per floor action --------------------------------------------
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``floor_action`` with its day; which Congress and session an action belongs to
         depends on the whole file (the Congresses it names, its sine die adjournment)."""
         root = parse_xml(response.body, ("legislative_activity",), response.url)
@@ -122,7 +150,7 @@ class HouseFloorSpider(EventSpider):
         legislative_day = LegislativeDay(day, boundary, *self._parse_sittings(congress_el, boundary, day))
         return [(action, legislative_day) for action in records]
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         action, legislative_day = record
         day = legislative_day.day
         unique_id = (action.get("unique-id") or "").strip()
@@ -134,6 +162,7 @@ class HouseFloorSpider(EventSpider):
         congress, session = legislative_day.sitting(when)
         description = text_of(action, "action_description")
         item = text_of(action, "action_item")
+        links = action.findall(BILL_LINKS)
         return {
             "datetime": when,
             "title": self._parse_title(item, description),
@@ -152,18 +181,21 @@ class HouseFloorSpider(EventSpider):
             "legislative_day": "%s-%s-%s" % (day[:4], day[4:6], day[6:]),
             "congress": congress,
             "session": session,
-            "bills": self._parse_bills(action),
+            "bills": self._parse_bills(links),
             "votes": self._parse_votes(action),
+            **self._parse_ids(links, item, description, congress, session),
         }
 
     @staticmethod
-    def _numbers(element, name: str) -> list[int]:
+    def _numbers(element: etree._Element, name: str) -> list[int]:
         """``congress="119:118"`` → [118, 119]."""
         text = element.get(name, "") if element is not None else ""
         return sorted({n for part in text.split(":") if (n := to_int(part)) is not None})
 
     @classmethod
-    def _parse_boundary(cls, actions, congress_el, day: str, url: str) -> datetime | None:
+    def _parse_boundary(
+        cls, actions: etree._Element, congress_el: etree._Element, day: str, url: str
+    ) -> datetime | None:
         """The last instant of the ending session: its sine die adjournment, else (when the file names
         two Congresses or sessions) the moment before noon; None on an ordinary day. A sine die
         adjournment whose time cannot be read fails the page: it decides every action's session."""
@@ -186,12 +218,14 @@ class HouseFloorSpider(EventSpider):
         return None
 
     @classmethod
-    def _parse_sittings(cls, congress_el, boundary: datetime | None, day: str) -> tuple[Sitting, Sitting]:
+    def _parse_sittings(
+        cls, congress_el: etree._Element, boundary: datetime | None, day: str
+    ) -> tuple[Sitting, Sitting]:
         """(Congress, session) before and after ``boundary``, from what the file names."""
         congresses, sessions = cls._numbers(congress_el, "congress"), cls._numbers(congress_el, "session")
         if not (congresses and sessions):  # unnamed: the calendar's
-            after = congress_session(sitting_year(datetime.strptime(day, "%Y%m%d") + timedelta(hours=12)))
-            return (congress_session(sitting_year(boundary)) if boundary else after), after
+            after = sitting_on(datetime.strptime(day, "%Y%m%d").date())
+            return (sitting_on(boundary) if boundary else after), after
         after = (congresses[-1], 1 if len(congresses) > 1 else sessions[-1])
         if boundary is None:
             before = after
@@ -206,7 +240,7 @@ class HouseFloorSpider(EventSpider):
         return before, after
 
     @staticmethod
-    def _parse_datetime(action, day: str):
+    def _parse_datetime(action: etree._Element, day: str) -> datetime | date:
         time_el = action.find("action_time")
         stamp = time_el.get("for-search", "") if time_el is not None else ""
         if stamp.strip():
@@ -221,17 +255,33 @@ class HouseFloorSpider(EventSpider):
         return "%s: %s" % (item, sentence) if item else sentence or item
 
     @staticmethod
-    def _parse_bills(action) -> list[dict]:
+    def _parse_bills(links: list[etree._Element]) -> list[dict[str, Any]]:
         """Bill links of the description, once each (the Clerk nests duplicate ``<a rel="bill">``)."""
-        bills: dict[str, dict] = {}
-        for link in action.iterfind(".//action_description//a[@rel='bill']"):
+        bills: dict[str, dict[str, Any]] = {}
+        for link in links:
             href = (link.get("href") or "").strip()
             if href and href not in bills:
                 bills[href] = {"legis_num": text_of(link), "url": href}
         return list(bills.values())
 
     @staticmethod
-    def _parse_votes(action) -> list[dict]:
+    def _parse_ids(
+        links: list[etree._Element], item: str, description: str, congress: int, session: int
+    ) -> dict[str, list[Any]]:
+        """``bill_ids``, ``public_laws`` and ``vote_ids`` of the action, with their evidence."""
+        found: list[FoundId] = bills_in_designation(item, "action_item", congress)
+        for link in links:
+            bill = bill_in_link(link.get("href") or "", BILL_LINKS)
+            if bill is not None:
+                found.append(bill)
+        found += named_in_text(description, "action_description", congress)
+        found += house_rolls_in_text(
+            description, "action_description", congress, session_year(congress, session)
+        )
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS, VOTE_IDS))
+
+    @staticmethod
+    def _parse_votes(action: etree._Element) -> list[dict[str, Any]]:
         votes = []
         for link in action.iterfind(".//action_description//a[@rel='vote']"):
             href = (link.get("href") or "").strip()

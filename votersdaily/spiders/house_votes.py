@@ -6,19 +6,43 @@ election of the Speaker gives ``totals-by-candidate`` (``candidate``, ``candidat
 "Present" and "Not Voting" as two more "candidates", and its ``vote-result`` names the candidate
 with the most votes even when nobody was elected. The Speaker is elected by a majority of the votes
 cast for a person by name (Present does not count), so a ballot can end without a winner.
+
+Ids (version 1.3): ``vote_id`` (``h314-119.2026``) takes its year from the file's own congress and
+session, never the vote's date, so a roll call of 1 or 2 January before the new session keeps the
+ending session's year; ``bill_ids`` come from ``legis-num`` (the Clerk's ``H R 21``, ``S 2403``,
+``H RES 1142``; an election or a quorum call has none) and the text of ``vote-desc``. An amendment
+vote names the bill it amends; the amendment (``amendment-num``) is no bill. Members keep the
+Clerk's ``name-id`` (the bioguide id).
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
-from ..sources.congress import to_int
-from ..sources.eastern import eastern_today, parse_local, parse_local_date
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    PUBLIC_LAWS,
+    bills_in_designation,
+    id_keys,
+    named_in_text,
+    vote_id,
+)
+from votersdaily.sources.congress import session_year, to_int
+from votersdaily.sources.eastern import eastern_today, parse_local, parse_local_date
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import date, datetime
+
+    from lxml import etree
+    from scrapy.http import Request, Response
 
 ROLL_LINK_RE = re.compile(r"rollnumber=(\d+)", re.I)
 PAGE_LINK_RE = re.compile(r"ROLL_\d+\.asp$", re.I)
@@ -34,7 +58,7 @@ INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.2"
+    version = "1.3"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -50,18 +74,18 @@ class HouseVotesSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def __init__(self, *args, year: str | None = None, **kwargs):
+    def __init__(self, *args: Any, year: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a year=2020`` discovers that year's roll calls instead of the current year's.
         self.year = int(year) if year else None
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return (INDEX_URL.format(year=self.year or eastern_today().year),)
 
     # -- discovery: the year's index.asp → its ROLL_nnn.asp pages → rollNNN.xml ------------------
 
-    def parse_listing(self, response):
+    def parse_listing(self, response: Response) -> Iterator[Request]:
         """Follow the index's ROLL_nnn.asp pages and request every listed roll's XML.
 
         The legacy EVS pages link each roll to ``cgi-bin/vote.asp?year=Y&rollnumber=N`` and give
@@ -86,7 +110,7 @@ class HouseVotesSpider(EventSpider):
             yield self.document_request(ROLL_URL.format(year=year, roll=roll))
 
     @staticmethod
-    def _parse_listing_year(response) -> int | None:
+    def _parse_listing_year(response: Response) -> int | None:
         heading = " ".join(response.xpath("//h2//text()").getall())
         match = HEADING_YEAR_RE.search(heading)
         if match:
@@ -99,7 +123,7 @@ class HouseVotesSpider(EventSpider):
 
     # -- one roll-call document → one event -----------------------------------------------------
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response) -> Iterator[dict[str, Any]]:
         root = parse_xml(response.body, ("rollcall-vote",), response.url)
         meta = root.find("vote-metadata")
         if meta is None:
@@ -128,6 +152,8 @@ class HouseVotesSpider(EventSpider):
             "congress": congress,
             "session": session,
             "roll_call": roll,
+            "vote_id": self._parse_vote_id(congress, session, roll),
+            **self._parse_ids(legis_num, text_of(meta, "vote-desc"), congress),
             "legis_num": legis_num,
             "vote_question": question,
             "vote_type": text_of(meta, "vote-type"),
@@ -148,7 +174,20 @@ class HouseVotesSpider(EventSpider):
             "member_votes": self._parse_member_votes(root),
         }
 
-    def _parse_datetime(self, meta):
+    @staticmethod
+    def _parse_vote_id(congress: int | None, session: int | None, roll: int | None) -> str | None:
+        if not (congress and session and roll):
+            return None
+        return vote_id("h", roll, congress, session_year(congress, session))
+
+    @staticmethod
+    def _parse_ids(legis_num: str, description: str, congress: int | None) -> dict[str, list[Any]]:
+        """``bill_ids`` and ``public_laws`` the roll call names, with their evidence."""
+        found = bills_in_designation(legis_num, "legis-num", congress)
+        found += named_in_text(description, "vote-desc", congress)
+        return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
+
+    def _parse_datetime(self, meta: etree._Element) -> datetime | date:
         day = text_of(meta, "action-date")
         time_el = meta.find("action-time")
         etz = time_el.get("time-etz") if time_el is not None else None
@@ -159,7 +198,7 @@ class HouseVotesSpider(EventSpider):
         return parse_local_date(day, "%d-%b-%Y")
 
     @staticmethod
-    def _parse_title(roll, question, legis_num, desc):
+    def _parse_title(roll: int | None, question: str, legis_num: str, desc: str) -> str:
         title = "Roll Call %s: %s" % (roll, question)
         if legis_num:
             title += " — %s" % legis_num
@@ -168,7 +207,9 @@ class HouseVotesSpider(EventSpider):
         return title
 
     @staticmethod
-    def _parse_election_title(title: str, candidates: list[dict], elected: dict | None) -> str:
+    def _parse_election_title(
+        title: str, candidates: list[dict[str, Any]], elected: dict[str, Any] | None
+    ) -> str:
         """Who got how many votes; "elected" only for a candidate with a majority."""
         if elected is not None:
             return "%s — %s elected with %d of %d votes" % (
@@ -181,12 +222,12 @@ class HouseVotesSpider(EventSpider):
         return "%s — no majority: %s" % (title, tally) if tally else title
 
     @staticmethod
-    def _candidate_rows(meta):
+    def _candidate_rows(meta: etree._Element) -> Iterator[tuple[str, int | None]]:
         for row in meta.iterfind("vote-totals/totals-by-candidate"):
             yield text_of(row, "candidate"), to_int(text_of(row, "candidate-total"))
 
     @classmethod
-    def _parse_candidate_totals(cls, meta) -> list[dict]:
+    def _parse_candidate_totals(cls, meta: etree._Element) -> list[dict[str, Any]]:
         """The candidates in the Clerk's order, without Present / Not Voting."""
         return [
             {"candidate": name, "total": total}
@@ -195,7 +236,7 @@ class HouseVotesSpider(EventSpider):
         ]
 
     @classmethod
-    def _parse_non_candidates(cls, meta) -> tuple[dict, dict]:
+    def _parse_non_candidates(cls, meta: etree._Element) -> tuple[dict[str, Any], dict[str, Any]]:
         """``vote_totals`` and ``vote_labels`` of an election: its Present and Not Voting rows."""
         totals, labels = {}, {}
         for name, total in cls._candidate_rows(meta):
@@ -205,7 +246,7 @@ class HouseVotesSpider(EventSpider):
         return totals, labels
 
     @staticmethod
-    def _parse_elected(candidates: list[dict]) -> dict | None:
+    def _parse_elected(candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The candidate with a majority of the votes cast for candidates, if one has it."""
         if any(c["total"] is None for c in candidates):
             return None  # a total that is no number: the majority cannot be told
@@ -216,7 +257,7 @@ class HouseVotesSpider(EventSpider):
         return None
 
     @staticmethod
-    def _parse_event_url(meta, roll):
+    def _parse_event_url(meta: etree._Element, roll: int | None) -> str:
         day = text_of(meta, "action-date")
         year = day[-4:] if day[-4:].isdigit() else None
         if not (year and roll):
@@ -224,7 +265,7 @@ class HouseVotesSpider(EventSpider):
         return "https://clerk.house.gov/Votes/%s%d" % (year, roll)
 
     @staticmethod
-    def _parse_totals(row):
+    def _parse_totals(row: etree._Element | None) -> dict[str, int | None]:
         if row is None:
             return {}
         return {
@@ -233,7 +274,7 @@ class HouseVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_labels(header):
+    def _parse_labels(header: etree._Element | None) -> dict[str, str]:
         if header is None:
             return {}
         return {
@@ -242,7 +283,7 @@ class HouseVotesSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_member_votes(root):
+    def _parse_member_votes(root: etree._Element) -> list[dict[str, Any]]:
         votes = []
         for row in root.iterfind("vote-data/recorded-vote"):
             member = row.find("legislator")

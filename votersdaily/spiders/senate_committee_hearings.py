@@ -13,23 +13,48 @@ meeting of 30 July 2026 points at ``help072926``) or mistype it (``foreign073036
 whose file name carries another date than the meeting's is kept in ``video_url`` (with
 ``video_file_date``) but is not the meeting's ``event_url``. ``committee_code`` repeats ``cmte_code`` for the
 ``by_committee_datetime`` view (per-committee feeds).
+
+Ids (version 1.2): the agenda's ``Documents/AssociatedDocument`` states its bills (by THOMAS type
+code: ``SN`` S., ``HR`` H.R., ``SE`` S.Res., ``HJ`` H.J.Res.…) and nominations (``PN`` with a
+``partition``: ``"03"`` → ``PN937-3-119``, ``"0 "`` → none) in its ``congress``; the ``matter``
+adds what it names in text ("S.5038", in the Congress of the meeting's date). ``committee_ids`` are
+the committee and subcommittee of ``cmte_code`` (``SSJU22`` → ``SSJU``, ``SSJU22``).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from lxml import etree
 
-from ..clock import iso_utc
-from ..sources.congress import stored_utc
-from ..sources.eastern import parse_local
-from ..sources.errors import UnexpectedDocument
-from ..sources.xml import outer_xml, parse_xml, text_of
-from ..sources.xml_text import element_texts
+from votersdaily.clock import iso_utc
+from votersdaily.sources.canonical_ids import (
+    BILL_IDS,
+    COMMITTEE_IDS,
+    NOMINATION_IDS,
+    PUBLIC_LAWS,
+    FoundId,
+    bill_of_thomas_code,
+    id_keys,
+    named_in_text,
+    nomination_id,
+    senate_committee_ids,
+)
+from votersdaily.sources.congress import sitting_on, stored_utc, to_int
+from votersdaily.sources.eastern import parse_local
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.xml import outer_xml, parse_xml, text_of
+from votersdaily.sources.xml_text import element_texts
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
 
 #: ``2026-07-29T16:36:25.000000Z-04:00``: the Senate writes a "Z" *and* the real offset.
 LAST_UPDATE_ISO_RE = re.compile(
@@ -43,7 +68,7 @@ VIDEO_PLACEHOLDERS = frozenset({"xxxx", ""})
 
 class SenateCommitteeHearingsSpider(EventSpider):
     name = "senate_committee_hearings"
-    version = "1.1"
+    version = "1.2"
     branch = "Legislative"
     entity = "Senate"
     frequency_hours = 2.0  # regenerated about every 2 hours
@@ -59,7 +84,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_records(self, response):
+    def parse_records(self, response: Response) -> Iterable[Any]:
         """Each ``<meeting>`` with its exact source text."""
         root = parse_xml(response.body, ("css_meetings_scheduled",), response.url)
         meetings = root.findall("meeting")
@@ -68,7 +93,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             texts = [outer_xml(m) for m in meetings]
         return zip(meetings, texts, strict=True)
 
-    def parse_record(self, record, response):
+    def parse_record(self, record: Any, response: Response) -> dict[str, Any] | None:
         meeting, text = record
         if self._is_placeholder(meeting):
             self.logger.info("%s: no meetings scheduled (%s)", response.url, text_of(meeting, "matter"))
@@ -83,7 +108,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             and not text_of(meeting, "committee")
         )
 
-    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict:
+    def _event(self, meeting: etree._Element, source_text: str, url: str) -> dict[str, Any]:
         cmte_code = text_of(meeting, "cmte_code")
         when = self._parse_datetime(meeting, url)
         identifier = text_of(meeting, "identifier")
@@ -109,6 +134,7 @@ class SenateCommitteeHearingsSpider(EventSpider):
             "senate_cable_channel": text_of(meeting, "senate_cable_channel"),
             "last_update": self._parse_last_update(meeting),
             "documents": self._parse_documents(meeting),
+            **self._parse_ids(meeting, cmte_code, sitting_on(when)[0]),
         }
 
     @staticmethod
@@ -174,7 +200,27 @@ class SenateCommitteeHearingsSpider(EventSpider):
             return ""
 
     @staticmethod
-    def _parse_documents(meeting: etree._Element) -> list[dict]:
+    def _parse_ids(meeting: etree._Element, cmte_code: str, congress: int) -> dict[str, list[Any]]:
+        """``bill_ids``, ``nomination_ids``, ``public_laws`` and ``committee_ids`` of the meeting."""
+        found: list[FoundId] = senate_committee_ids(cmte_code, "cmte_code")
+        for doc in meeting.iterfind("Documents/AssociatedDocument"):
+            of_congress = to_int(doc.get("congress")) or congress
+            prefix, number = (
+                (doc.get("document_prefix") or "").strip(),
+                (doc.get("document_num") or "").strip(),
+            )
+            field, text = "AssociatedDocument/@document_prefix @document_num", "%s %s" % (prefix, number)
+            if prefix == "PN":
+                nomination = nomination_id(number, of_congress, doc.get("partition"))
+                if nomination is not None:
+                    found.append(FoundId(NOMINATION_IDS, nomination, field, text))
+            elif (bill := bill_of_thomas_code(prefix, number, field, of_congress, text)) is not None:
+                found.append(bill)
+        found += named_in_text(text_of(meeting, "matter"), "matter", congress, nominations=True)
+        return id_keys(found, (BILL_IDS, NOMINATION_IDS, PUBLIC_LAWS, COMMITTEE_IDS))
+
+    @staticmethod
+    def _parse_documents(meeting: etree._Element) -> list[dict[str, Any]]:
         """Nominations (PN) and bills (SN) on the agenda."""
         return [
             {

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from ..sources.congress import stored_utc
-from ..sources.errors import UnexpectedDocument
-from ..sources.json_text import JsonText, load_with_text, require
+from votersdaily.sources.congress import stored_utc
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.json_text import JsonText, load_with_text, require
+
 from .base import EventSpider
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 CONVENE_KEYS = ("conveneYear", "conveneMonth", "conveneDay", "conveneHour", "conveneMinutes")
 #: The misspelling the Senate publishes, and the spelling it may one day fix it to.
@@ -29,7 +34,7 @@ LAST_UPDATED_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(Z|[+-
 SENATE = "https://www.senate.gov/"
 
 
-def _str(entry: dict, key: str) -> str:
+def _str(entry: dict[str, Any], key: str) -> str:
     value = entry.get(key)
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
 
@@ -52,14 +57,14 @@ class SenateFloorScheduleSpider(EventSpider):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
     }
 
-    def parse_events(self, response):
+    def parse_events(self, response: Response) -> list[dict[str, Any]]:
         doc = load_with_text(response.body, response.url)
         require(doc, (), dict, response.url)
         proceedings = require(doc, ("floorProceedings",), list, response.url).members
-        assert isinstance(proceedings, list), "an array's members are a list"
+        assert isinstance(proceedings, list), "an array's members are a list"  # noqa: S101 - invariant
         return [self._event(entry, response.url) for entry in proceedings]
 
-    def _event(self, entry: JsonText, url: str) -> dict:
+    def _event(self, entry: JsonText, url: str) -> dict[str, Any]:
         if not isinstance(entry.value, dict):
             raise UnexpectedDocument(
                 "%s: a floorProceedings entry is %s, not an object" % (url, type(entry.value).__name__)
@@ -84,7 +89,7 @@ class SenateFloorScheduleSpider(EventSpider):
         }
 
     @staticmethod
-    def _parse_datetime(data: dict, url: str) -> datetime:
+    def _parse_datetime(data: dict[str, Any], url: str) -> datetime:
         missing = [k for k in CONVENE_KEYS if not _str(data, k)]
         if missing:
             raise UnexpectedDocument("%s: convening without %s" % (url, ", ".join(missing)))
@@ -95,7 +100,7 @@ class SenateFloorScheduleSpider(EventSpider):
             raise UnexpectedDocument("%s: convening time is not a date: %s" % (url, exc)) from None
 
     @staticmethod
-    def _parse_offset_minutes(data: dict) -> int | None:
+    def _parse_offset_minutes(data: dict[str, Any]) -> int | None:
         """``coveneOffsetMinutes`` as published (its meaning is undocumented), as a number."""
         for key in OFFSET_KEYS:
             value = _str(data, key)
@@ -104,12 +109,12 @@ class SenateFloorScheduleSpider(EventSpider):
         return None
 
     @staticmethod
-    def _parse_link(data: dict, key: str) -> str:
+    def _parse_link(data: dict[str, Any], key: str) -> str:
         value = _str(data, key)
         return urljoin(SENATE, value) if value else ""
 
     @staticmethod
-    def _parse_last_updated(data: dict) -> str:
+    def _parse_last_updated(data: dict[str, Any]) -> str:
         """UTC ISO text of ``lastUpdated`` at the offset it gives (Eastern if it gives none)."""
         match = LAST_UPDATED_RE.match(_str(data, "lastUpdated"))
         if not match:

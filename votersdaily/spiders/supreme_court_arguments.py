@@ -1,19 +1,32 @@
 """Supreme Court oral arguments, from supremecourt.gov's "Argument Audio" listing of a term.
 
-One all-day event per argued case on its ``Date Argued`` (``10/02/17``: an Eastern date; the
-listing gives no time), keyed by the name of the case's audio page (``16-285``; a reargument has
-its own page, ``15-1498rearg``, and so its own event). The table (``Oral Argument | Date Argued``)
-is recognised by its header row; its first cell holds the docket as the link to the audio page and
-the case name beside it. The listing is published as arguments happen, so it grows through the
-term; a page of another kind is an UnexpectedDocument, a row without its link is dropped alone.
+One all-day event per argued case on its argument date (``10/02/17``: an Eastern date; the listing
+gives no time), keyed by the name of the case's audio page (``16-285``; a reargument has its own
+page, ``15-1498rearg``, and so its own event; the 2014 site's ``argument_audio_detail.aspx?argument=
+12-842&TY=2013`` pages by their ``argument``). The table is recognised by what its header cells mean,
+whatever their markup: ``<th>Oral Argument | Date Argued</th>`` since 2017, ``<td scope="col">``
+cells reading "Argument Session: October 06, 2014 - October 15, 2014 | Date Argued" before, repeated
+before each session (:mod:`votersdaily.sources.supremecourt`). The case cell holds the docket as the
+link to the audio page and the case name beside it (``16-285 Epic Systems Corp. v. Lewis``,
+``13-604. Heien v. North Carolina``). The listing is published as arguments happen, so it grows
+through the term; a page of another kind is an UnexpectedDocument, a row without its link is dropped
+alone.
 """
 
 from __future__ import annotations
 
-from ..requestmeta import SOURCE_URL_META
-from ..sources.errors import UnexpectedDocument
-from ..sources.supremecourt import (
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.sources.canonical_ids import docket_keys
+from votersdaily.sources.errors import UnexpectedDocument
+from votersdaily.sources.supremecourt import (
     ARGUMENT_AUDIO,
+    AUDIO,
+    CASE,
+    DATE,
+    DOCKET,
     POLITENESS,
     SITE,
     Row,
@@ -24,15 +37,22 @@ from ..sources.supremecourt import (
     parse_date,
     table_rows,
 )
+
 from .base import EventSpider
 
-CASE = "Oral Argument"
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy.http import Response
+
 REARGUMENT_SUFFIX = "rearg"
+#: The query parameter naming the case on the 2014 site's audio pages (``?argument=12-842&TY=2013``).
+ARGUMENT_PARAM = "argument"
 
 
 class SupremeCourtArgumentsSpider(EventSpider):
     name = "supreme_court_arguments"
-    version = "1.0"
+    version = "1.1"
     branch = "Judicial"
     entity = "Supreme Court"
     frequency_hours = 12.0  # audio is posted on the Friday of each argument week
@@ -43,35 +63,54 @@ class SupremeCourtArgumentsSpider(EventSpider):
     custom_settings = {**EventSpider.custom_settings, **POLITENESS}
 
     @property
-    def listing_urls(self):
+    def listing_urls(self) -> tuple[str, ...]:
         return ("%s/oral_arguments/argument_audio/%d" % (SITE, current_term()),)
 
-    def parse_records(self, response):
-        return table_rows(response, listing_kind(response, (ARGUMENT_AUDIO,)))
+    def parse_records(self, response: Response) -> Iterable[Any]:
+        listing_kind(response, (ARGUMENT_AUDIO,))
+        return table_rows(response)
 
-    def parse_record(self, row: Row, response):
-        links = row.links(CASE)
-        if not links or not links[0][0]:
-            raise UnexpectedDocument(
-                "%s: argument row %r has no audio page link" % (response.url, row.text(CASE))
-            )
-        href, docket = links[0]
-        page = file_name(href)
+    def parse_record(self, row: Row, response: Response) -> dict[str, Any] | None:
+        href, docket = self._parse_audio_link(row, response.url)
+        key = self._parse_unique_key(href)
         case_name = self._parse_case_name(row.text(CASE), docket)
         return {
-            "datetime": parse_date(row.text("Date Argued"), response.url),
+            "datetime": parse_date(row.text(DATE), response.url),
             "title": "%s (No. %s): oral argument" % (case_name, docket),
             "description": None,  # the listing names the case only
-            "unique_key": page,
+            "unique_key": key,
             "source_text": row.source_text,
             "event_url": absolute_url(response.meta.get(SOURCE_URL_META) or response.url, href),
             "case_name": case_name,
             "docket": docket,
-            "reargument": page.endswith(REARGUMENT_SUFFIX),
-            "date_text": row.text("Date Argued"),
+            **docket_keys(docket, DOCKET if row.text(DOCKET) else "%s link" % CASE),
+            "reargument": key.endswith(REARGUMENT_SUFFIX),
+            "date_text": row.text(DATE),
         }
 
     @staticmethod
+    def _parse_audio_link(row: Row, url: str) -> tuple[str, str]:
+        """The audio page's link (an audio column's, else the case cell's) and the docket (a docket
+        column, else the case cell's link text)."""
+        case_links = row.links(CASE)
+        links = row.links(AUDIO) or case_links
+        if not links or not links[0][0]:
+            raise UnexpectedDocument("%s: argument row %r has no audio page link" % (url, row.text(CASE)))
+        docket = row.text(DOCKET) or (case_links[0][1] if case_links else "")
+        if not docket:
+            raise UnexpectedDocument("%s: argument row %r names no docket" % (url, row.text(CASE)))
+        return links[0][0], docket
+
+    @staticmethod
+    def _parse_unique_key(href: str) -> str:
+        """``16-285`` for ``audio/2017/16-285``; ``12-842`` for ``…_detail.aspx?argument=12-842&TY=2013``."""
+        named = parse_qs(urlsplit(href).query).get(ARGUMENT_PARAM)
+        return named[0].strip() if named and named[0].strip() else file_name(href)
+
+    @staticmethod
     def _parse_case_name(cell_text: str, docket: str) -> str:
-        """The cell reads ``16-285 Epic Systems Corp. v. Lewis``: the docket link, then the name."""
-        return cell_text[len(docket) :].strip() if cell_text.startswith(docket) else cell_text
+        """The cell reads ``16-285 Epic Systems Corp. v. Lewis`` or ``13-604. Heien v. North Carolina``:
+        the docket link, then the name."""
+        if cell_text.startswith(docket):
+            return cell_text[len(docket) :].lstrip(" .:").strip()
+        return cell_text

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import locations
-from ..locations import STORE_ENV
-from ..rfc3986 import mask_uri
+from votersdaily import locations
+from votersdaily.locations import STORE_ENV
+from votersdaily.rfc3986 import mask_uri
+
 from .base import Row, Store, StoreError, StoreUnavailable
 from .names import db_prefix
 

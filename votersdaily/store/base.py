@@ -32,7 +32,7 @@ class StoreRefused(StoreUnavailable):
 class Row:
     id: str
     key: Any
-    doc: dict | None = None
+    doc: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -54,17 +54,17 @@ class Store(Protocol):
         """The project's databases; on CouchDB 3 only a server admin may ask (tests, admin tools)."""
         ...
 
-    def get(self, db: str, doc_id: str) -> dict | None: ...
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None: ...
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The current documents among ``ids`` (missing and deleted ones are left out)."""
         ...
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write ``docs``; one result per doc: ``{"id", "rev"}`` or ``{"id", "error", "reason"}``."""
         ...
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]: ...
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]: ...
 
     def count(self, db: str) -> int: ...
 
@@ -74,7 +74,7 @@ class Store(Protocol):
         view: str,
         *,
         key: Any = None,
-        keys: list | None = None,
+        keys: list[Any] | None = None,
         startkey: Any = None,
         endkey: Any = None,
         descending: bool = False,

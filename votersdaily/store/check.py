@@ -8,11 +8,16 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..locations import absolute_store_uri
+from votersdaily.locations import absolute_store_uri
+
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import requests
 
 USE = "use sqlite:///path/to/file.db or http://user:password@host:5984/ in $%s or --store" % STORE_ENV
 
@@ -21,19 +26,53 @@ class StoreMissing(StoreError):
     """A command that only reads was pointed at a store that does not exist."""
 
 
+def require_database(store: Store, *names: str) -> None:
+    """:class:`StoreMissing` (the store closed) unless one of the databases ``names`` exists: a read
+    command on a store nothing was crawled into (another store, another database prefix) says so,
+    instead of an empty calendar or site and exit 0."""
+    if any(store.has_db(name) for name in names):
+        return
+    store.close()
+    raise StoreMissing(
+        "no database %s in %s: nothing was crawled into this store; run a crawl first, or check "
+        "$%s and $VOTERSDAILY_DB_PREFIX" % (" or ".join(repr(n) for n in names), store.display_uri, STORE_ENV)
+    )
+
+
+class StoreMisconfigured(StoreError):
+    """The store URI cannot name a store (not a URI, an unknown scheme, no host, a bad port): the
+    user's to fix, nothing was tried."""
+
+
 def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     """The store of ``uri`` (default: the configured one), after one request that proves it answers
     and accepts the credentials. ``must_exist``: a read command, which must not create an empty
     embedded store as a side effect. Raises :class:`StoreError` with a one-line message."""
     uri = absolute_store_uri(uri) if uri else store_uri()
-    scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
-    if scheme == "sqlite":
+    if uri_scheme(uri) == "sqlite":
         return _embedded(uri, must_exist)
-    if scheme in ("http", "https"):
-        return _couch(uri)
+    return _couch(uri)
+
+
+def uri_scheme(uri: str) -> str:
+    """The scheme of a store URI that can name a store (``sqlite``, ``http``, ``https``: nothing is
+    asked of any server), or :class:`StoreMisconfigured` saying why it cannot."""
+    shown = mask_uri(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+    except ValueError as exc:  # http://[::1 (an IPv6 literal not closed), a port out of range
+        if "port" in str(exc).lower():
+            raise StoreMisconfigured("store URI %r has an invalid port: %s" % (shown, USE)) from None
+        raise StoreMisconfigured("store URI %r is not a URI (%s): %s" % (shown, exc, USE)) from None
+    scheme = parts.scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
     if not scheme:
-        raise StoreError("store URI %r is not a URI: %s" % (mask_uri(uri), USE))
-    raise StoreError("store URI %r has an unknown scheme %r: %s" % (mask_uri(uri), scheme, USE))
+        raise StoreMisconfigured("store URI %r is not a URI: %s" % (shown, USE))
+    if scheme not in ("sqlite", "http", "https"):
+        raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (shown, scheme, USE))
+    if scheme != "sqlite" and not parts.hostname:
+        raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
+    return scheme
 
 
 def _embedded(uri: str, must_exist: bool) -> Store:
@@ -58,17 +97,8 @@ def _couch(uri: str) -> Store:
     from .couch import CouchStore
 
     shown = mask_uri(uri)
-    parts = urlsplit(uri)
-    try:
-        port = parts.port
-    except ValueError:  # not a number, or out of range
-        port = -1
-    if port == -1:
-        raise StoreError("store URI %r has an invalid port: %s" % (shown, USE))
-    if not parts.hostname:
-        raise StoreError("store URI %r names no host: %s" % (shown, USE))
     store = open_store(uri)
-    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"
+    assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
     except requests.ConnectionError as exc:
@@ -89,7 +119,7 @@ def _couch(uri: str) -> Store:
     return store
 
 
-def _json_or_empty(response) -> dict:
+def _json_or_empty(response: requests.Response) -> dict[str, Any]:
     try:
         answer = response.json()
     except ValueError:

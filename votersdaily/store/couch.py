@@ -13,14 +13,15 @@ user can crawl and read (docs/operations.md: Users and roles). A refusal is told
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..rfc3986 import mask_uri, service_base
+from votersdaily.rfc3986 import mask_uri, service_base
+
 from .base import Row, StoreError, StoreRefused, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
 from .revisions import not_unicode
@@ -48,7 +49,7 @@ def _doc_path(doc_id: str) -> str:
     return quote(doc_id, safe="")
 
 
-def _jsonify(params: dict) -> dict:
+def _jsonify(params: dict[str, Any]) -> dict[str, Any]:
     """CouchDB view parameters are JSON values in the query string."""
     out = {}
     for name, value in params.items():
@@ -133,7 +134,7 @@ def refusal(
     return StoreError("%s answered %s" % (at, said))
 
 
-def _fields_of(doc: dict | None, fields) -> dict | None:
+def _fields_of(doc: dict[str, Any] | None, fields: Iterable[str]) -> dict[str, Any] | None:
     """``doc`` cut to ``_id``, ``_rev`` and ``fields`` (what ``query(fields=...)`` answers)."""
     if doc is None:
         return None
@@ -141,7 +142,7 @@ def _fields_of(doc: dict | None, fields) -> dict | None:
 
 
 class CouchStore:
-    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = ""):
+    def __init__(self, uri: str, timeout: tuple[float, float] = TIMEOUT, prefix: str = "") -> None:
         self.base, auth = service_base(uri)
         self.user = auth[0] if auth else None
         self.display_uri = mask_uri(uri)
@@ -158,7 +159,13 @@ class CouchStore:
     # -- HTTP ------------------------------------------------------------------------------------
 
     def _request(
-        self, method: str, path: str, *, ok=(200, 201, 202), allow=(), **kwargs
+        self,
+        method: str,
+        path: str,
+        *,
+        ok: tuple[int, ...] = (200, 201, 202),
+        allow: tuple[int, ...] = (),
+        **kwargs: Any,
     ) -> requests.Response:
         url = self.base + path
         try:
@@ -181,14 +188,31 @@ class CouchStore:
         """The path of the project's database ``db`` (its name on the server: :mod:`.names`)."""
         return quote(database_name(self.prefix, db), safe="")
 
-    def _json(self, method: str, path: str, **kwargs) -> Any:
-        response = self._request(method, path, **kwargs)
+    def _json(self, method: str, path: str, expect: type = dict, **kwargs: Any) -> Any:
+        return self._decoded(self._request(method, path, **kwargs), method, path, expect)
+
+    def _decoded(self, response: requests.Response, method: str, path: str, expect: type = dict) -> Any:
+        """The JSON ``expect`` (an object, or a list) an answer holds; StoreError when it holds
+        something else (a proxy's HTML page, a maintenance notice), never a traceback later."""
         try:
-            return response.json()
+            answer = response.json()
         except ValueError:
             raise StoreError(
                 "%s %s%s answered non-JSON: %r" % (method, self.display_uri, path, response.text[:200])
             ) from None
+        if not isinstance(answer, expect):
+            raise StoreError(
+                "%s %s%s answered %s, not a JSON %s: %r"
+                % (
+                    method,
+                    self.display_uri,
+                    path,
+                    type(answer).__name__,
+                    "list" if expect is list else "object",
+                    response.text[:200],
+                )
+            )
+        return answer
 
     # -- databases -----------------------------------------------------------------------------
 
@@ -207,18 +231,19 @@ class CouchStore:
     def list_dbs(self) -> list[str]:
         """The project's databases (under its prefix). CouchDB 3 answers ``_all_dbs`` to server admins
         only: the commands ask :meth:`has_db` instead."""
-        names = (project_name(self.prefix, name) for name in self._json("GET", "_all_dbs"))
+        names = (project_name(self.prefix, name) for name in self._json("GET", "_all_dbs", expect=list))
         return [name for name in names if name is not None]
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
-        response = self._request("GET", "%s/%s" % (self._db(db), _doc_path(doc_id)), allow=(404,))
-        return None if response.status_code == 404 else response.json()
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
+        path = "%s/%s" % (self._db(db), _doc_path(doc_id))
+        response = self._request("GET", path, allow=(404,))
+        return None if response.status_code == 404 else self._decoded(response, "GET", path)
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = self._json(
@@ -233,7 +258,7 @@ class CouchStore:
                     found[row["id"]] = doc
         return found
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not docs:
             return []
         try:
@@ -244,9 +269,9 @@ class CouchStore:
             sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
             answers = iter(self.bulk_docs(db, sendable))
             return [answer or next(answers) for answer in refused]
-        answer = self._json("POST", "%s/_bulk_docs" % self._db(db), data=body)
-        if not isinstance(answer, list):
-            raise StoreError("_bulk_docs on %s answered %r" % (db, answer))
+        answer: list[dict[str, Any]] = self._json(
+            "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
+        )
         return answer
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
@@ -254,7 +279,7 @@ class CouchStore:
         response = self._request("GET", path, allow=(404,), headers={"Accept": "*/*"})
         return None if response.status_code == 404 else response.content
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         startkey = None
         while True:
             params = {"include_docs": "true", "limit": PAGE_SIZE + 1}
@@ -283,18 +308,18 @@ class CouchStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
-        descending=False,
-        limit=None,
-        skip=0,
-        include_docs=True,
-        fields=None,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
+        descending: bool = False,
+        limit: int | None = None,
+        skip: int = 0,
+        include_docs: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (self._db(db), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
@@ -27,9 +27,12 @@ from .base import Store, StoreError
 from .embedded import EmbeddedStore
 from .hooks import WriteHooks
 from .process import StoreProcess
-from .spool import Spool
+from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
-from .writer import BatchWriter
+from .writer import BatchWriter, Outage
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -76,14 +79,14 @@ class CrawlWrites:
 _CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
 
 
-def crawl_writes(crawler) -> CrawlWrites:
+def crawl_writes(crawler: Crawler) -> CrawlWrites:
     writes = _CRAWLS.get(crawler)
     if writes is None:
         writes = _CRAWLS[crawler] = CrawlWrites()
     return writes
 
 
-def store_for(crawler) -> Store:
+def store_for(crawler: Crawler) -> Store:
     writes = crawl_writes(crawler)
     if writes.store is None:
         writes.store = open_store(store_uri(crawler.settings), crawler.settings)
@@ -91,7 +94,7 @@ def store_for(crawler) -> Store:
     return writes.store
 
 
-def writer_store_for(crawler) -> Store:
+def writer_store_for(crawler: Crawler) -> Store:
     """The store the crawl's writers write through: an embedded store in a process of its own while
     ``VOTERSDAILY_STORE_PROCESS`` is on (closed when the engine stops), else the crawl's store."""
     writes = crawl_writes(crawler)
@@ -106,15 +109,15 @@ def writer_store_for(crawler) -> Store:
     return writes.writer_store
 
 
-def writers_of(crawler) -> list[CrawlerWriter]:
+def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
     return list(crawl_writes(crawler).writers)
 
 
-def write_totals(crawler) -> WriteTotals:
+def write_totals(crawler: Crawler) -> WriteTotals:
     return crawl_writes(crawler).totals
 
 
-def count_spool_delivered(crawler, db: str, documents: int) -> None:
+def count_spool_delivered(crawler: Crawler, db: str, documents: int) -> None:
     """Documents an earlier run spooled for this store, delivered by this crawl: counted apart from
     its own writes (the run log's ``spool_delivered_count``; ``spool/<db>/delivered`` in the stats)."""
     if documents:
@@ -122,7 +125,7 @@ def count_spool_delivered(crawler, db: str, documents: int) -> None:
         crawler.stats.inc_value("spool/%s/delivered" % db, documents)
 
 
-def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
+def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
     """Add what a write to ``db`` did to the crawl's totals (and to the stats, for operators)."""
     write_totals(crawler).add(db, counts)
     for kind, n in counts.items():
@@ -133,13 +136,13 @@ def count_writes(crawler, db: str, counts: Mapping[str, int]) -> None:
 class CrawlerWriter:
     def __init__(
         self,
-        crawler,
+        crawler: Crawler,
         db: str,
         *,
         ignore: Iterable[str] = (),
         probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
-    ):
+    ) -> None:
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
@@ -159,7 +162,7 @@ class CrawlerWriter:
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
-        self._opened: defer.Deferred | None = None
+        self._opened: defer.Deferred[None] | None = None
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
@@ -168,7 +171,7 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
-    def open(self) -> defer.Deferred:
+    def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
             self._opened = threads.deferToThread(self._open_blocking)
@@ -201,17 +204,17 @@ class CrawlerWriter:
             count_spool_delivered(self.crawler, self.db, report.documents)
 
     @property
-    def outage(self):
+    def outage(self) -> Outage:
         return self.batch.outage
 
-    def add(self, doc: dict) -> defer.Deferred | None:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc`` for writing; None, or a Deferred to wait for when the store is behind."""
         waiting = self.batch.add(doc)
         if waiting is not None and self.pause_engine:
             self._hold_engine(waiting)
         return waiting
 
-    def _hold_engine(self, accepted: defer.Deferred) -> None:
+    def _hold_engine(self, accepted: defer.Deferred[None]) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an
         engine someone else paused is left to them)."""
         engine = getattr(self.crawler, "engine", None)
@@ -225,11 +228,15 @@ class CrawlerWriter:
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
-        def release(result):
+        def release(result: Any) -> Any:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
-                self.crawler.stats.inc_value("store/engine_paused_seconds", time.monotonic() - hold.since)
+                paused = time.monotonic() - hold.since
+                stats = self.crawler.stats
+                stats.set_value(
+                    "store/engine_paused_seconds", stats.get_value("store/engine_paused_seconds", 0) + paused
+                )
                 # The held item's response finishes scraping next, and the engine then asks for
                 # the next request itself (Scrapy schedules its loop when a request is done).
                 engine.unpause()
@@ -237,12 +244,44 @@ class CrawlerWriter:
 
         accepted.addBoth(release)
 
-    def close(self) -> defer.Deferred:
+    def close(self) -> defer.Deferred[None]:
         return self.batch.flush()
+
+    def spool_unwritten(self) -> int:
+        """The reactor is stopping before this writer was closed (a forced stop): spool the
+        documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
+        batch already handed to a thread finishes there. How many were spooled."""
+        batch = self.batch
+        unwritten, batch._buffer = batch._buffer, []
+        if not unwritten:
+            return 0
+        if batch.spool is None:
+            logger.error(
+                "%d documents for %s were not written: the crawl was stopped and the spool is off "
+                "(VOTERSDAILY_SPOOL_ENABLED=False)",
+                len(unwritten),
+                self.db,
+            )
+            return 0
+        ids = [doc["_id"] for doc in unwritten]
+        try:
+            path = batch.spool.write(batch.target, self.db, unwritten, batch.ignore, batch.hooks)
+        except NotSpooled as exc:
+            FULL_FOLDERS.failed(exc)  # the folder and why, said once
+            self._count(UpsertResult(lost=ids))
+            return 0
+        self._count(UpsertResult(spooled=ids))
+        logger.error(
+            "the crawl was stopped before %d documents for %s were written: spooled to %s",
+            len(ids),
+            self.db,
+            path,
+        )
+        return len(ids)
 
 
 def writer_for(
-    crawler,
+    crawler: Crawler,
     db: str,
     *,
     ignore: Iterable[str] = (),

@@ -15,17 +15,22 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal, TypeVar
 
-from ..plumbing.json_text import ReusableJsonEncoder
-from ..schema import SURROGATE_RE
+from votersdaily.plumbing.json_text import ReusableJsonEncoder
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Row, StoreError, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, next_rev, not_unicode, rev_number
 from .views import install_design, views_for
+
+T = TypeVar("T")
 
 MAX_KEY_PARTS = 3
 #: Keys looked up by one SQL query (3 parameters each, well under SQLite's limit).
@@ -79,21 +84,26 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple]], None]:
+def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[str, ...]]], None]:
     """``extract(db_name, doc_id, body, rows)``: appends the document's view rows of ``db``'s views
     (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id)`` with unused key parts ``""``: what
-    :meth:`.views.ViewSpec.key` emits, one loop over views whose fields were looked up once."""
+    :meth:`.views.ViewSpec.keys` emits, one loop over views whose fields were looked up once (views
+    keyed by ids, a row per id, ask the spec itself)."""
     specs = []
     for view, spec in views_for(db).items():
-        if not 1 <= len(spec.fields) <= MAX_KEY_PARTS:
+        if not 1 <= spec.width <= MAX_KEY_PARTS:
             raise StoreError(
-                "embedded views take 1 to %d key fields: %s has %r" % (MAX_KEY_PARTS, view, spec.fields)
+                "embedded views take 1 to %d key parts: %s has %d" % (MAX_KEY_PARTS, view, spec.width)
             )
-        specs.append((view, spec.fields, spec.where))
+        specs.append((view, spec.fields, spec.where, spec if spec.ids else None))
 
-    def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple]) -> None:
+    def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple[str, ...]]) -> None:
         get = body.get
-        for view, fields, where in specs:
+        for view, fields, where, by_ids in specs:
+            if by_ids is not None:
+                for one in by_ids.keys(body):
+                    rows.append((db_name, view, *one, *[""] * (MAX_KEY_PARTS - len(one)), doc_id))
+                continue
             key = [get(field) for field in fields]
             for part in key:
                 if not isinstance(part, str):
@@ -101,7 +111,7 @@ def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple]
             else:
                 if where is None or where(body):
                     key += [""] * (MAX_KEY_PARTS - len(key))
-                    rows.append((db_name, view, *key, doc_id))
+                    rows.append((db_name, view, *key, doc_id))  # type: ignore[arg-type]  # strings: checked above
 
     return extract
 
@@ -116,18 +126,18 @@ def md5_holding_the_gil(data: bytes) -> str:
     """``hashlib.md5(data).hexdigest()``, fed in pieces below :data:`_HASH_GIL_MINSIZE` so that
     hashing a body never gives up Python's lock (a few microseconds of hashing are not worth a
     5 ms wait for it)."""
-    digest = hashlib.md5()
+    digest = hashlib.md5(usedforsecurity=False)
     for start in range(0, len(data), _HASH_GIL_MINSIZE - 1):
         digest.update(data[start : start + _HASH_GIL_MINSIZE - 1])
     return digest.hexdigest()
 
 
-def _unavailable_when_sqlite_cannot(method):
+def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T]:
     """A full disk, a read-only file, an I/O error or a lock held too long make the store unavailable
     (:class:`StoreUnavailable`: the writers retry, then spool), as a CouchDB that cannot write would."""
 
     @functools.wraps(method)
-    def call(self, *args, **kwargs):
+    def call(self: Any, *args: Any, **kwargs: Any) -> T:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.OperationalError as exc:
@@ -142,7 +152,7 @@ class Stored:
     attachment stubs, and whether it is the same as the document compared (None: not told)."""
 
     rev: str
-    attachments: dict | None
+    attachments: dict[str, Any] | None
     same: bool | None
 
 
@@ -169,7 +179,7 @@ class _DocColumn:
         self.params = ['$."%s"' % field for field in self.fields] * (2 if len(self.fields) == 1 else 1)
         self.columns = "d.rev, json_extract(d.body, %s)" % ", ".join("?" * len(self.params))
 
-    def doc(self, doc_id: str, rev: str | None, value: str | None) -> dict | None:
+    def doc(self, doc_id: str, rev: str | None, value: str | None) -> dict[str, Any] | None:
         if value is None:
             return None
         if self.fields is None:
@@ -181,7 +191,7 @@ class _DocColumn:
 
 
 class EmbeddedStore:
-    def __init__(self, path: str | Path, prefix: str = ""):
+    def __init__(self, path: str | Path, prefix: str = "") -> None:
         self.path = str(path)
         #: Put before every database name (:mod:`.names`), as on CouchDB.
         self.prefix = checked_prefix(prefix)
@@ -231,7 +241,7 @@ class EmbeddedStore:
         name = self._name(db)
         with self._lock, self._transaction():
             for table in ("docs", "attachments", "view_rows"):
-                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (name,))
+                self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (name,))  # noqa: S608 - placeholders and fixed SQL fragments only
             self._conn.execute("DELETE FROM dbs WHERE name = ?", (name,))
 
     def list_dbs(self) -> list[str]:
@@ -250,14 +260,19 @@ class EmbeddedStore:
         if not self._exists(name):
             raise StoreError("database %r does not exist in %s" % (name, self.display_uri))
 
-    def _transaction(self):
+    def _transaction(self) -> AbstractContextManager[None]:
         conn = self._conn
 
         class _Tx:
-            def __enter__(self_inner):
+            def __enter__(self_inner) -> None:
                 conn.execute("BEGIN IMMEDIATE")
 
-            def __exit__(self_inner, exc_type, exc, tb):
+            def __exit__(
+                self_inner,
+                exc_type: type[BaseException] | None,
+                exc: BaseException | None,
+                tb: TracebackType | None,
+            ) -> Literal[False]:
                 if exc_type is None:
                     try:
                         conn.execute("COMMIT")
@@ -274,13 +289,13 @@ class EmbeddedStore:
 
     # -- documents ---------------------------------------------------------------------------
 
-    def get(self, db: str, doc_id: str) -> dict | None:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         return self.get_many(db, [doc_id]).get(doc_id)
 
     @_unavailable_when_sqlite_cannot
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         ids = list(dict.fromkeys(ids))
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         db = self._name(db)
         with self._lock:
             self._require(db)
@@ -288,7 +303,8 @@ class EmbeddedStore:
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
-                    "SELECT id, rev, body FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+                    "SELECT id, rev, body FROM docs WHERE db = ? AND id IN (%s)" % marks,  # noqa: S608 - placeholders and fixed SQL fragments only
+                    (db, *chunk),
                 )
                 for doc_id, rev, body in rows:
                     found[doc_id] = self._materialise(doc_id, rev, body)
@@ -296,7 +312,7 @@ class EmbeddedStore:
 
     @_unavailable_when_sqlite_cannot
     def compare_stored(
-        self, db: str, docs: Mapping[str, dict], ignore: Sequence[str], probe: Sequence[str] = ()
+        self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
     ) -> dict[str, Stored]:
         """What the store holds of each of ``docs`` (by ``_id``), told without reading a body into
         Python: a :class:`Stored` per stored one (those not stored are left out). Its ``same`` is
@@ -322,7 +338,7 @@ class EmbeddedStore:
                 chunk = ids[start : start + 500]
                 # One row for the chunk: one step of SQLite, one JSON text for Python to read.
                 (answer,) = self._conn.execute(
-                    "SELECT json_group_array(json_array(id, rev, json_extract(body, %s))) FROM docs "
+                    "SELECT json_group_array(json_array(id, rev, json_extract(body, %s))) FROM docs "  # noqa: S608 - placeholders and fixed SQL fragments only
                     "WHERE db = ? AND id IN (%s)" % (",".join("?" * len(paths)), ",".join("?" * len(chunk))),
                     (*paths, name, *chunk),
                 ).fetchone()
@@ -336,7 +352,7 @@ class EmbeddedStore:
 
     @staticmethod
     def _stored(
-        doc: Mapping[str, Any], rev: str, values: list, probe: Sequence[str], ignore: Sequence[str]
+        doc: Mapping[str, Any], rev: str, values: list[Any], probe: Sequence[str], ignore: Sequence[str]
     ) -> Stored:
         """One document against what :meth:`compare_stored` read of it (``values``: the stored values
         of ``probe``, ``ignore`` and ``_attachments``, in that order)."""
@@ -356,16 +372,16 @@ class EmbeddedStore:
         return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
 
     @staticmethod
-    def _materialise(doc_id: str, rev: str, body: str) -> dict:
+    def _materialise(doc_id: str, rev: str, body: str) -> dict[str, Any]:
         doc = json.loads(body)
         doc["_id"] = doc_id
         doc["_rev"] = rev
         return doc
 
     @_unavailable_when_sqlite_cannot
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """CouchDB ``_bulk_docs`` semantics, written as one transaction of a few multi-row statements."""
-        results: list[dict] = []
+        results: list[dict[str, Any]] = []
         extract = _view_rows_of(db)
         db = self._name(db)
         with self._lock:
@@ -373,8 +389,8 @@ class EmbeddedStore:
             with self._transaction():
                 ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
-                rows: list[tuple] = []
-                view_rows: list[tuple] = []
+                rows: list[tuple[str, ...]] = []
+                view_rows: list[tuple[str, ...]] = []
                 replaced: list[str] = []
                 for doc in docs:
                     answer, row = self._prepare(db, doc, revs)
@@ -392,7 +408,7 @@ class EmbeddedStore:
                 self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
         return results
 
-    def _insert_rows(self, head: str, rows: list[tuple]) -> None:
+    def _insert_rows(self, head: str, rows: list[tuple[str, ...]]) -> None:
         """``head`` (an ``INSERT … VALUES``) for every row, in as few statements as SQLite's limit of
         parameters allows (one for a batch, mostly): each statement is one step of SQLite, during which
         the worker thread does not hold Python's lock, and after which it may wait a switch interval
@@ -412,7 +428,8 @@ class EmbeddedStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for doc_id, rev in self._conn.execute(
-                "SELECT id, rev FROM docs WHERE db = ? AND id IN (%s)" % marks, (db, *chunk)
+                "SELECT id, rev FROM docs WHERE db = ? AND id IN (%s)" % marks,  # noqa: S608 - placeholders and fixed SQL fragments only
+                (db, *chunk),
             ):
                 revs[doc_id] = rev
         return revs
@@ -421,15 +438,19 @@ class EmbeddedStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))
+            self._conn.execute("DELETE FROM view_rows WHERE db = ? AND id IN (%s)" % marks, (db, *chunk))  # noqa: S608 - placeholders and fixed SQL fragments only
 
-    def _prepare(self, db: str, doc: dict, revs: dict[str, str]):
+    def _prepare(
+        self, db: str, doc: dict[str, Any], revs: dict[str, str]
+    ) -> tuple[dict[str, Any], tuple[str, str, dict[str, Any], str] | None]:
         """Check one document against the current revision; returns (answer, row to write or None)."""
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
             return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
         if SURROGATE_RE.search(doc_id):
-            return not_unicode(doc), None
+            refused = not_unicode(doc)
+            assert refused is not None, "a lone surrogate never encodes"  # noqa: S101 - invariant
+            return refused, None
         current = revs.get(doc_id)
         if current != doc.get("_rev"):
             return {"id": doc_id, "error": "conflict", "reason": "Document update conflict."}, None
@@ -437,7 +458,7 @@ class EmbeddedStore:
             if current is None:
                 return {"id": doc_id, "error": "not_found", "reason": "missing"}, None
             for table in ("docs", "attachments", "view_rows"):
-                self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))
+                self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))  # noqa: S608 - placeholders and fixed SQL fragments only
             revs.pop(doc_id, None)
             return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
         body = dict(doc)  # a copy, then the meta keys out: the order of the rest is kept
@@ -448,7 +469,9 @@ class EmbeddedStore:
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written
-            return not_unicode(doc), None
+            refused = not_unicode(doc)
+            assert refused is not None, "the same encoding fails there"  # noqa: S101 - invariant
+            return refused, None
         if attachments is not None or current is not None:
             stubs = self._write_attachments(db, doc_id, attachments, current)
             if stubs:
@@ -458,7 +481,9 @@ class EmbeddedStore:
         rev = "%d-%s" % (rev_number(current) + 1, md5_holding_the_gil(data))
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
-    def _write_attachments(self, db: str, doc_id: str, given: dict | None, current: str | None) -> dict:
+    def _write_attachments(
+        self, db: str, doc_id: str, given: dict[str, Any] | None, current: str | None
+    ) -> dict[str, Any]:
         given = given or {}
         keep = set()
         stubs = {}
@@ -474,7 +499,9 @@ class EmbeddedStore:
                 keep.add(name)
                 continue
             data = base64.b64decode(att.get("data", ""))
-            digest = "md5-" + base64.b64encode(hashlib.md5(data).digest()).decode("ascii")
+            digest = "md5-" + base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode(
+                "ascii"
+            )
             content_type = att.get("content_type", "application/octet-stream")
             self._conn.execute(
                 "INSERT OR REPLACE INTO attachments (db, id, name, content_type, digest, data) VALUES (?,?,?,?,?,?)",
@@ -503,7 +530,7 @@ class EmbeddedStore:
             ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         after = ""
         while True:
             page = self.docs_after(db, after)
@@ -514,7 +541,7 @@ class EmbeddedStore:
                     yield doc
             after = page[-1]["_id"]
 
-    def docs_after(self, db: str, after: str, limit: int = 1000) -> list[dict]:
+    def docs_after(self, db: str, after: str, limit: int = 1000) -> list[dict[str, Any]]:
         """Up to ``limit`` documents (design documents too) whose ids sort after ``after``, in order."""
         name = self._name(db)
         with self._lock:
@@ -538,23 +565,23 @@ class EmbeddedStore:
 
     def query(
         self,
-        db,
-        view,
+        db: str,
+        view: str,
         *,
-        key=None,
-        keys=None,
-        startkey=None,
-        endkey=None,
-        descending=False,
-        limit=None,
-        skip=0,
-        include_docs=True,
-        fields=None,
+        key: Any = None,
+        keys: list[Any] | None = None,
+        startkey: Any = None,
+        endkey: Any = None,
+        descending: bool = False,
+        limit: int | None = None,
+        skip: int = 0,
+        include_docs: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[Row]:
         spec = views_for(db).get(view)
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))
-        width = len(spec.fields)
+        width = spec.width
         db = self._name(db)
         select = _DocColumn(include_docs, fields)
         if keys is not None:
@@ -572,11 +599,11 @@ class EmbeddedStore:
             where.append("(v.k0, v.k1, v.k2) <= (?, ?, ?)")
             params.extend(_key_parts(high, pad=""))
         order = "DESC" if descending else "ASC"
-        sql = "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s WHERE %s " % (
-            select.columns,
-            select.join,
-            " AND ".join(where),
-        ) + "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?" % (order, order, order, order)
+        sql = (
+            "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s WHERE %s "  # noqa: S608 - placeholders and fixed SQL fragments only
+            "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
+            % (select.columns, select.join, " AND ".join(where), order, order, order, order)
+        )
         params.extend([-1 if limit is None else limit, skip])
         with self._lock:
             fetched = self._conn.execute(sql, params).fetchall()
@@ -588,17 +615,17 @@ class EmbeddedStore:
         return out
 
     def _query_keys(
-        self, db: str, view: str, width: int, keys: list, descending: bool, select: _DocColumn
+        self, db: str, view: str, width: int, keys: list[Any], descending: bool, select: _DocColumn
     ) -> list[Row]:
         """Rows of each of ``keys`` in the order given (CouchDB's ``keys``), a few SQL queries for
         all of them rather than one per key (the feeds look up 200 events' keys at a time)."""
         wanted = [_key_parts(one, pad="") for one in keys]
-        found: dict[tuple, list[tuple]] = {}
+        found: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         unique = list(dict.fromkeys(wanted))
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]
             sql = (
-                "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s "
+                "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s "  # noqa: S608 - placeholders and fixed SQL fragments only
                 "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
                 % (select.columns, select.join, ", ".join(["(?, ?, ?)"] * len(chunk)))
             )
@@ -617,8 +644,28 @@ class EmbeddedStore:
         return out
 
     def install_views(self, db: str) -> bool:
-        """Store the design document too, so a dump shows what CouchDB would hold."""
-        return install_design(self, db)
+        """Store the design document too, so a dump shows what CouchDB would hold. When it changed
+        (an upgrade added or altered a view), the view rows are built again from the stored
+        documents, as CouchDB builds the index of a changed design document."""
+        changed = install_design(self, db)
+        if changed:
+            self._rebuild_view_rows(db)
+        return changed
+
+    @_unavailable_when_sqlite_cannot
+    def _rebuild_view_rows(self, db: str) -> None:
+        extract = _view_rows_of(db)
+        name = self._name(db)
+        with self._lock, self._transaction():
+            self._conn.execute("DELETE FROM view_rows WHERE db = ?", (name,))
+            rows = self._conn.execute(
+                "SELECT id, body FROM docs WHERE db = ? AND id NOT LIKE '\\_design/%' ESCAPE '\\'", (name,)
+            )
+            for batch in iter(lambda: rows.fetchmany(1000), []):
+                view_rows: list[tuple[str, ...]] = []
+                for doc_id, body in batch:
+                    extract(name, doc_id, json.loads(body), view_rows)
+                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
 
     def close(self) -> None:
         with self._lock:

@@ -4,29 +4,30 @@
 written (new or changed ones, before each ``_bulk_docs``) and ``after_batch`` once the batch is
 written, both in the writer's worker thread. Event reschedules
 (:class:`~.reschedules.RescheduleTracker`) are the main user; a spool delivery runs the hooks its
-batches were written with (``durable``).
+batches were written with, which the spool file names (``durable``, a name of
+:data:`~.spool.DELIVERY_HOOKS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from .base import Store
 from .upsert import UpsertResult
 
-AfterBatchCall = Callable[[Store, str, list[dict], UpsertResult], None]
+AfterBatchCall = Callable[[Store, str, list[dict[str, Any]], UpsertResult], None]
 
 
 class WriteHooks(Protocol):
-    #: ``module:Class`` of the hooks a spool delivery runs for batches spooled with these (a class is
-    #: instantiated once per delivery), or None: spooled batches are delivered without hooks.
+    #: The name (in :data:`~.spool.DELIVERY_HOOKS`) of the hooks a spool delivery runs for batches
+    #: spooled with these, or None: spooled batches are delivered without hooks.
     durable: ClassVar[str | None]
 
-    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+    def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         """``docs`` (never unchanged ones) are about to be written to ``db``."""
 
-    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    def after_batch(self, store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         """``batch`` was written with ``result``; further writes add their ids to ``result``."""
 
 
@@ -35,11 +36,11 @@ class AfterBatch:
 
     durable: ClassVar[str | None] = None
 
-    def __init__(self, call: AfterBatchCall):
+    def __init__(self, call: AfterBatchCall) -> None:
         self.call = call
 
-    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+    def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         pass
 
-    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    def after_batch(self, store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         self.call(store, db, batch, result)

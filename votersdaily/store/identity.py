@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..rfc3986 import mask_uri, remove_dot_segments
+from votersdaily.rfc3986 import mask_uri, remove_dot_segments
 
 if TYPE_CHECKING:
     from .base import Store
@@ -58,7 +58,8 @@ def store_key(identity: str) -> str:
 
 
 def _embedded(text: str) -> str:
-    from ..locations import absolute_store_uri
+    from votersdaily.locations import absolute_store_uri
+
     from .base import StoreError
     from .embedded import EmbeddedStore
 
@@ -96,7 +97,7 @@ def _host(host: str) -> str:
 
 
 def _path(path: str) -> str:
-    def decode(match: re.Match) -> str:
+    def decode(match: re.Match[str]) -> str:
         char = chr(int(match.group(1), 16))
         return char if char in UNRESERVED else "%" + match.group(1).upper()
 

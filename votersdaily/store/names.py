@@ -22,8 +22,8 @@ _PREFIX_RE = re.compile(r"(?:[a-z][a-z0-9_$()+/-]*)?\Z")
 def db_prefix(settings: Any = None) -> str:
     """The configured prefix: environment first (the one rule, :mod:`..plumbing.environment`), then
     the Scrapy setting, then the default."""
-    from ..defaults import DEFAULTS
-    from ..plumbing.environment import setting_or_environment
+    from votersdaily.defaults import DEFAULTS
+    from votersdaily.plumbing.environment import setting_or_environment
 
     value = setting_or_environment(settings, PREFIX_ENV)
     return checked_prefix(DEFAULTS[PREFIX_ENV] if value is None else value)
@@ -54,11 +54,11 @@ def project_databases(settings: Any) -> list[str]:
     (docs/operations.md: Users and roles). The ingest's blob database only with
     ``INGEST_BLOB_BACKEND = "store"``."""
     # Imported here: the ingest's modules are not needed to open a store.
-    from ..deploy.periodic import SCHEDULER_DB
-    from ..ingest.filetable import table_name
-    from ..ingest.persist import HTML_META_DB, RESULTS_DB
-    from ..laundromat import DB as SEEDS_DB
-    from ..schema import EVENTS_DB, LOG_DB
+    from votersdaily.deploy.periodic import SCHEDULER_DB
+    from votersdaily.ingest.filetable import table_name
+    from votersdaily.ingest.persist import HTML_META_DB, RESULTS_DB
+    from votersdaily.laundromat import DB as SEEDS_DB
+    from votersdaily.schema import EVENTS_DB, LOG_DB
 
     ingest = [settings.get("INGEST_REQUESTS_DB"), settings.get("INGEST_CATALOG_DB"), RESULTS_DB, HTML_META_DB]
     ingest.append(

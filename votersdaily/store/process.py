@@ -122,21 +122,21 @@ class StoreProcess:
     def list_dbs(self) -> list[str]:
         return self._call("list_dbs")
 
-    def get(self, db: str, doc_id: str) -> dict | None:
+    def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         return self._call("get", db, doc_id)
 
-    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, db: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         return self._call("get_many", db, list(ids))
 
-    def bulk_docs(self, db: str, docs: list[dict]) -> list[dict]:
+    def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._call("bulk_docs", db, docs)
 
     def compare_stored(
-        self, db: str, docs: Mapping[str, dict], ignore: Sequence[str], probe: Sequence[str] = ()
+        self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
     ) -> dict[str, Stored]:
         return self._call("compare_stored", db, dict(docs), tuple(ignore), tuple(probe))
 
-    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict]:
+    def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         after = ""
         while True:
             page = self._call("docs_after", db, after, PAGE)

@@ -15,10 +15,11 @@ When :class:`~.writer.BatchWriter` writes a batch of events (``vd_events``) it c
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from .. import schema
-from ..clock import now_iso
+from votersdaily import schema
+from votersdaily.clock import now_iso
+
 from .base import Store
 from .upsert import UpsertResult, upsert
 
@@ -44,8 +45,8 @@ class RescheduleTracker:
     its old id, neither a reschedule nor a second live copy (counted in ``replaced``).
     """
 
-    #: What a spool records for later delivery: a class, instantiated once per delivery.
-    durable: ClassVar[str | None] = "votersdaily.store.reschedules:SpooledRescheduleTracker"
+    #: What a spool records for later delivery: :class:`SpooledRescheduleTracker`, by its name there.
+    durable: ClassVar[str | None] = "reschedules"
 
     def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.
@@ -54,7 +55,7 @@ class RescheduleTracker:
         #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
         self._attempted: set[str] = set()
 
-    def before_write(self, store: Store, db: str, docs: list[dict]) -> None:
+    def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
             self._ids[parser] = self._read(store, db, parser)
         self._attempted.update(doc["_id"] for doc in docs)
@@ -63,7 +64,7 @@ class RescheduleTracker:
         """Whether this run wrote ``doc_id`` (rather than finding it as an earlier run left it)."""
         return doc_id in self._attempted
 
-    def after_batch(self, store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
+    def after_batch(self, store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         changed = set(result.inserted) | set(result.updated)
         stored = changed | set(result.unchanged)
         self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
@@ -113,7 +114,7 @@ class RescheduleTracker:
             )
         self._attempted -= stored
 
-    def _replaced(self, batch: list[dict], stored: set[str]) -> dict[str, str]:
+    def _replaced(self, batch: list[dict[str, Any]], stored: set[str]) -> dict[str, str]:
         """Old id → new id, for the stored events whose ``replaces_key`` document is known."""
         replaced = {}
         for doc in batch:
@@ -126,7 +127,7 @@ class RescheduleTracker:
         return replaced
 
     @staticmethod
-    def _marks(found: dict[str, dict], targets: dict[str, str], how: str) -> list[dict]:
+    def _marks(found: dict[str, dict[str, Any]], targets: dict[str, str], how: str) -> list[dict[str, Any]]:
         """Copies of the ``found`` documents marked ``<how>_by`` their target id (unless already)."""
         marks = []
         for old_id, old in found.items():
@@ -156,6 +157,6 @@ class SpooledRescheduleTracker(RescheduleTracker):
         return True
 
 
-def mark_superseded(store: Store, db: str, batch: list[dict], result: UpsertResult) -> None:
-    """One batch on its own (tools; spool files written before :class:`SpooledRescheduleTracker`)."""
+def mark_superseded(store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
+    """One batch on its own, its view read for it alone (tools; the spool delivery of earlier versions)."""
     SpooledRescheduleTracker().after_batch(store, db, batch, result)

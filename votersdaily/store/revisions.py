@@ -15,7 +15,7 @@ def canonical_json(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def content(doc: Mapping[str, Any], ignore: Iterable[str] = ()) -> dict:
+def content(doc: Mapping[str, Any], ignore: Iterable[str] = ()) -> dict[str, Any]:
     """The document without CouchDB's meta keys and the ``ignore`` keys."""
     skip = META_KEYS.union(ignore)
     return {k: v for k, v in doc.items() if k not in skip}
@@ -26,7 +26,7 @@ def same_content(old: Mapping[str, Any], new: Mapping[str, Any], ignore: Iterabl
     return canonical_json(content(old, ignore)) == canonical_json(content(new, ignore))
 
 
-def not_unicode(doc: Mapping[str, Any]) -> dict | None:
+def not_unicode(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """The ``_bulk_docs`` answer for a document that is not valid Unicode (a lone surrogate, which
     JSON can spell but UTF-8 cannot encode), or None: such a document is refused on its own, so it
     never costs its batch."""
@@ -48,5 +48,5 @@ def rev_number(rev: str | None) -> int:
 
 
 def next_rev(old_rev: str | None, doc: Mapping[str, Any]) -> str:
-    digest = hashlib.md5(canonical_json(content(doc)).encode("utf-8")).hexdigest()
+    digest = hashlib.md5(canonical_json(content(doc)).encode("utf-8"), usedforsecurity=False).hexdigest()
     return "%d-%s" % (rev_number(old_rev) + 1, digest)

@@ -21,6 +21,12 @@ The spool folder holds (``<key>``: :func:`~.identity.store_key` of the store's i
   ``.jsonl``: the next delivery tries them again.
 * ``<db>--<time>-<pid>-<n>.jsonl``: appended by versions before spooled documents named their store;
   delivered only when ``flush --untagged`` says they belong to the store at hand.
+
+A spooled batch names the hooks its delivery runs (``after_batch``) by a name of
+:data:`DELIVERY_HOOKS`, never by an import path: the data names no code, so whoever can write to the
+spool folder cannot choose what ``flush`` runs. A line naming anything else (the import paths earlier
+versions recorded are read as the names they meant: :data:`EARLIER_HOOK_PATHS`) is not delivered and
+its file is kept, like a damaged one; nothing it names is imported.
 """
 
 from __future__ import annotations
@@ -30,19 +36,25 @@ import itertools
 import json
 import logging
 import os
-import pkgutil
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
-from .. import locations
+from votersdaily import locations
+
 from .base import Store
-from .hooks import AfterBatch, WriteHooks
+from .hooks import WriteHooks
 from .identity import identity_of, store_identity, store_key
+from .reschedules import SpooledRescheduleTracker
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +71,29 @@ REASONS_SHOWN = 5
 #: What an earlier version's files (which name no store) are shown as.
 NO_STORE = "no store (spooled by an earlier version)"
 
+#: The hooks a spool delivery may run, by the name a spooled batch records (its hooks' ``durable``):
+#: each is made once per delivery, so what it reads (the reschedule view) serves every chunk of
+#: every file delivered.
+DELIVERY_HOOKS: Mapping[str, Callable[[], WriteHooks]] = MappingProxyType(
+    {"reschedules": SpooledRescheduleTracker}
+)
+#: What spool files of earlier versions record instead: the import path of their hooks, read as the
+#: name it meant; None: delivered without hooks (the ingest's file-table bookkeeping, which served
+#: only the run that spooled the batch; those versions could not deliver such a file at all).
+#: Any other path is refused, never imported.
+EARLIER_HOOK_PATHS: Mapping[str, str | None] = MappingProxyType(
+    {
+        "votersdaily.pipelines:mark_superseded": "reschedules",
+        "votersdaily.pipelines:SpooledRescheduleTracker": "reschedules",
+        "votersdaily.store.reschedules:SpooledRescheduleTracker": "reschedules",
+        "votersdaily.ingest.persist:IngestStorePipeline._rows_written": None,
+    }
+)
+
 _counter = itertools.count()
 
 
-def spool_dir(settings=None) -> Path:
+def spool_dir(settings: BaseSettings | None = None) -> Path:
     """The spool folder: environment first, then the Scrapy setting, then the default; relative:
     under the data home (votersdaily/locations.py). Every reader and writer of the spool finds it
     here, and only here."""
@@ -70,29 +101,36 @@ def spool_dir(settings=None) -> Path:
 
 
 def hook_name(hooks: WriteHooks | None) -> str | None:
-    """What a spool file records for a later delivery: the hooks' ``durable`` class, if any."""
+    """What a spool file records for a later delivery: the name of the hooks' ``durable`` ones, if any."""
     return None if hooks is None else hooks.durable
 
 
-def load_hook(name: str | None) -> Callable | type | None:
-    return resolve_hook(name) if name else None
+class UnknownHooks(ValueError):
+    """A spooled line names delivery hooks that are not among those a delivery may run."""
+
+    def __init__(self, recorded: object, known: Iterable[str]) -> None:
+        self.recorded = recorded
+        super().__init__(
+            "names delivery hooks %s, which are not among those a spool delivery runs (%s)"
+            % (json.dumps(recorded, ensure_ascii=False)[:200], ", ".join(sorted(known)))
+        )
 
 
-def resolve_hook(name: str) -> Callable | type:
-    """The function or class ``module:qualified.name``."""
-    return pkgutil.resolve_name(name)
-
-
-def delivery_hook(name: str | None, hooks: dict[str, WriteHooks]) -> WriteHooks | None:
-    """The hooks ``name`` for one delivery: a class is instantiated once per delivery, so what it
-    reads (e.g. the reschedule view) serves every chunk of every file delivered; a function (named
-    by spool files of earlier versions) is called after each chunk."""
-    if not name:
+def delivery_name(
+    recorded: object, registry: Mapping[str, Callable[[], WriteHooks]] = DELIVERY_HOOKS
+) -> str | None:
+    """The name in ``registry`` of the hooks a spooled line records (an earlier version's import
+    path read as the name it meant), None for none, or :class:`UnknownHooks`: only looked up, never
+    imported."""
+    if recorded is None or recorded == "":
         return None
-    if name not in hooks:
-        hook = resolve_hook(name)
-        hooks[name] = hook() if isinstance(hook, type) else AfterBatch(hook)
-    return hooks[name]
+    if isinstance(recorded, str):
+        if recorded in registry:
+            return recorded
+        meant = EARLIER_HOOK_PATHS.get(recorded, recorded)
+        if meant is None or meant in registry:
+            return meant
+    raise UnknownHooks(recorded, registry)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -109,7 +147,7 @@ class NotSpooled(Exception):
     """Documents could not be spooled (the folder is full, read-only or cannot be made): unless the
     store takes them after all, they are lost, and whoever spooled them must say so."""
 
-    def __init__(self, directory: Path, db: str, count: int, cause: BaseException):
+    def __init__(self, directory: Path, db: str, count: int, cause: BaseException) -> None:
         self.directory = directory
         self.db = db
         self.count = count
@@ -150,7 +188,7 @@ class _FullFolders:
 FULL_FOLDERS = _FullFolders()
 
 
-def _line(record: dict) -> bytes:
+def _line(record: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         return (text + "\n").encode("utf-8")
@@ -243,13 +281,17 @@ class DeliveryReport:
 
 
 class Spool:
-    """The spool folder ``directory``: one file per spooled batch, each for one store and database."""
+    """The spool folder ``directory``: one file per spooled batch, each for one store and database.
+    ``delivery_hooks``: the hooks its deliveries may run, by name (a tool or benchmark may add its own)."""
 
-    def __init__(self, directory: Path | str):
+    def __init__(
+        self, directory: Path | str, delivery_hooks: Mapping[str, Callable[[], WriteHooks]] = DELIVERY_HOOKS
+    ) -> None:
         self.directory = Path(directory)
+        self.delivery_hooks = delivery_hooks
 
     @classmethod
-    def from_settings(cls, settings) -> Spool:
+    def from_settings(cls, settings: BaseSettings) -> Spool:
         return cls(spool_dir(settings))
 
     # -- writing -------------------------------------------------------------------------------
@@ -258,14 +300,17 @@ class Spool:
         self,
         store: str,
         db: str,
-        docs: Iterable[dict],
+        docs: Iterable[dict[str, Any]],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
     ) -> Path:
         """Spool ``docs`` for ``db`` of the store whose identity is ``store``: the file holding them
         all, synced to disk, or :class:`NotSpooled` and nothing on disk."""
         docs = list(docs)
-        meta = {"store": store, "db": db, "ignore": list(ignore), "after_batch": hook_name(hooks)}
+        after_batch = hook_name(hooks)
+        if after_batch is not None and after_batch not in self.delivery_hooks:
+            raise ValueError("%r names delivery hooks %r that no delivery could run" % (hooks, after_batch))
+        meta = {"store": store, "db": db, "ignore": list(ignore), "after_batch": after_batch}
         try:
             data = b"".join(_line(dict(meta, doc=doc)) for doc in docs)
         except (TypeError, ValueError) as exc:  # not JSON: it could not be stored either
@@ -292,7 +337,7 @@ class Spool:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.rename(partial, final)
+            partial.rename(final)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 partial.unlink()
@@ -377,7 +422,7 @@ class Spool:
             try:
                 problems = self._deliver_file(store, claimed, accepted, report, hooks)
             except BaseException:
-                os.rename(claimed, _ready_name(claimed))
+                claimed.rename(_ready_name(claimed))
                 raise
             self._done(claimed, problems, report)
         return report
@@ -409,7 +454,7 @@ class Spool:
         try:
             problems = self._deliver_file(store, claimed, {identity_of(store)}, report, {})
         except BaseException:
-            os.rename(claimed, path)
+            claimed.rename(path)
             raise
         self._done(claimed, problems, report)
         report.log_problems()
@@ -418,7 +463,7 @@ class Spool:
     def _claim(self, path: Path) -> Path | None:
         claimed = path.with_name("%s.%d%s" % (_ready_name(path).name, os.getpid(), CLAIM))
         try:
-            os.rename(path, claimed)
+            path.rename(claimed)
         except FileNotFoundError:  # another deliverer got it first
             return None
         return claimed
@@ -442,7 +487,7 @@ class Spool:
             kept = KeptFile(_ready_name(claimed), reasons[:REASONS_SHOWN], len(reasons))
             report.refused.append(kept)
             what = "its other documents were delivered, the file stays spooled for the next delivery"
-        os.rename(claimed, kept.path)
+        claimed.rename(kept.path)
         report.problems.append(
             "spool file %s: %d lines could not be delivered (%s); %s"
             % (kept.path, kept.lines, kept.why(), what)
@@ -457,23 +502,30 @@ class Spool:
         hooks: dict[str, WriteHooks],
     ) -> Problems:
         """Deliver the good records of ``path``; why its other lines were not delivered."""
-        groups: dict[tuple, list[dict]] = {}
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         problems = Problems()
         ready: set[str] = set()
-        for number, record, problem in _records(path):
+        for number, record, unreadable in _records(path):
+            problem = unreadable
             if problem is None and record.get("store") not in accepted:
                 problem = "spooled for %s" % (record.get("store") or NO_STORE)
+            hook = None
+            if problem is None:
+                try:
+                    hook = delivery_name(record.get("after_batch"), self.delivery_hooks)
+                except UnknownHooks as exc:
+                    problem = str(exc)
             if problem is not None:
                 problems.damaged.append("line %d %s" % (number, problem))
                 continue
-            key = (record["db"], tuple(record.get("ignore") or ()), record.get("after_batch"))
+            key = (record["db"], tuple(record.get("ignore") or ()), hook)
             groups.setdefault(key, []).append(record["doc"])
         for (db, ignore, hook), docs in groups.items():
             if db not in ready:  # as a crawl opens it: the delivery hooks read its views
                 store.ensure_db(db)
                 store.install_views(db)
                 ready.add(db)
-            delivery_hooks = delivery_hook(hook, hooks)
+            delivery_hooks = self._hooks(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
                 result = upsert(store, db, chunk, ignore)
@@ -484,6 +536,14 @@ class Spool:
                 problems.refused.update(result.failed)
         logger.info("delivered spool file %s (%d documents so far)", path.name, report.documents)
         return problems
+
+    def _hooks(self, name: str | None, made: dict[str, WriteHooks]) -> WriteHooks | None:
+        """The hooks ``name`` for one delivery, made at its first use in it."""
+        if name is None:
+            return None
+        if name not in made:
+            made[name] = self.delivery_hooks[name]()
+        return made[name]
 
 
 class _LeftNotices:
@@ -531,7 +591,7 @@ def _unused_kept_name(ready: Path) -> Path:
     return candidate
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict, str | None]]:
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
     """``(line number, record, None)`` per good line, ``(line number, {}, what is wrong)`` per other."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):

@@ -11,9 +11,10 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..schema import SURROGATE_RE
+from votersdaily.schema import SURROGATE_RE
+
 from .base import Store, StoreError
 from .revisions import same_content
 
@@ -83,7 +84,7 @@ class ComparesStored(Protocol):
     (:meth:`.embedded.EmbeddedStore.compare_stored`)."""
 
     def compare_stored(
-        self, db: str, docs: Mapping[str, dict], ignore: Sequence[str], probe: Sequence[str] = ()
+        self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
     ) -> dict[str, Stored]: ...
 
 
@@ -93,19 +94,19 @@ class _Existing:
     the verdict (same or not) or the whole document to compare."""
 
     rev: str
-    attachments: dict | None = None
+    attachments: dict[str, Any] | None = None
     same: bool | None = None
-    doc: dict | None = None
+    doc: dict[str, Any] | None = None
 
-    def same_as(self, new: dict, ignore: tuple[str, ...]) -> bool:
+    def same_as(self, new: dict[str, Any], ignore: tuple[str, ...]) -> bool:
         if self.same is not None:
             return self.same
-        assert self.doc is not None, "without a verdict the whole document was read"
+        assert self.doc is not None, "without a verdict the whole document was read"  # noqa: S101 - invariant
         return same_content(self.doc, new, ignore)
 
 
 def _existing(
-    store: Store, db: str, pending: dict[str, dict], ignore: tuple, probe: tuple
+    store: Store, db: str, pending: dict[str, dict[str, Any]], ignore: tuple[str, ...], probe: tuple[str, ...]
 ) -> dict[str, _Existing]:
     """What the store holds of the ``pending`` documents: told by the store where it can
     (``compare_stored``), else (and for what it cannot tell) read whole."""
@@ -127,10 +128,10 @@ def _existing(
 def upsert(
     store: Store,
     db: str,
-    docs: Iterable[dict],
+    docs: Iterable[dict[str, Any]],
     ignore: Iterable[str] = (),
     insert_first: bool = False,
-    before_write: Callable[[list[dict]], None] | None = None,
+    before_write: Callable[[list[dict[str, Any]]], None] | None = None,
     probe: Iterable[str] = (),
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
@@ -146,7 +147,7 @@ def upsert(
     ignore = tuple(ignore)
     probe = tuple(probe)
     result = UpsertResult()
-    pending: dict[str, dict] = {}
+    pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
             result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
@@ -171,7 +172,7 @@ def upsert(
         if not pending:
             break
         if round_:
-            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
         existing = _existing(store, db, pending, ignore, probe)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():

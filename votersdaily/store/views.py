@@ -11,7 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
@@ -31,15 +34,39 @@ class ViewSpec:
     fields: tuple[str, ...]
     #: Extra condition on the document (mirrors the ``if`` of the JS map function).
     where: Callable[[Mapping[str, Any]], bool] | None = None
+    #: Keys holding ids (a string, or a list of strings): one row per id, with the id first in the
+    #: key and ``fields`` after it (``by_bill``: ``[bill_id, datetime]``), as the JS map emits for
+    #: each string of ``[].concat(doc.<key>, …)``.
+    ids: tuple[str, ...] = ()
 
-    def key(self, doc: Mapping[str, Any]) -> tuple | None:
-        """The emitted key as a tuple of components, or None when the document is not emitted."""
+    @property
+    def width(self) -> int:
+        """How many components a key has."""
+        return len(self.fields) + (1 if self.ids else 0)
+
+    def keys(self, doc: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """The keys the document emits, each a tuple of components: none, one, or one per id."""
         values = tuple(doc.get(field) for field in self.fields)
         if any(not isinstance(value, str) for value in values):
-            return None
+            return []
         if self.where is not None and not self.where(doc):
-            return None
-        return values
+            return []
+        if not self.ids:
+            return [values]
+        return [(one, *values) for one in _ids_of(doc, self.ids)]
+
+
+def _ids_of(doc: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """The string ids of ``keys`` in the document, in order: JavaScript's ``[].concat(…)`` of their
+    values (a string is one id, a list gives its members) with what is no string skipped."""
+    found: list[str] = []
+    for key in keys:
+        value = doc.get(key)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(one for one in value if isinstance(one, str))
+    return found
 
 
 VIEWS: dict[str, dict[str, ViewSpec]] = {
@@ -50,6 +77,10 @@ VIEWS: dict[str, dict[str, ViewSpec]] = {
         "by_parser_datetime": ViewSpec(("parser_name", "datetime")),
         "by_parser_unique_key": ViewSpec(("parser_name", "unique_key")),
         "by_committee_datetime": ViewSpec(("committee_code", "datetime")),
+        # The ids of docs/events.md §2 ("Ids"): every event of one bill, case or roll call in time order.
+        "by_bill": ViewSpec(("datetime",), ids=("bill_ids",)),
+        "by_docket": ViewSpec(("datetime",), ids=("dockets",)),
+        "by_vote": ViewSpec(("datetime",), ids=("vote_id", "vote_ids")),
     },
     "vd_log": {
         "by_access_datetime": ViewSpec(("access_datetime",)),
@@ -63,15 +94,12 @@ def views_for(db: str) -> dict[str, ViewSpec]:
     return VIEWS.get(db, {})
 
 
-def view_key(spec: ViewSpec, doc: Mapping[str, Any]):
-    """The key as CouchDB would return it: a scalar for one field, a list for several."""
-    key = spec.key(doc)
-    if key is None:
-        return None
-    return key[0] if len(key) == 1 else list(key)
+def view_keys(spec: ViewSpec, doc: Mapping[str, Any]) -> list[Any]:
+    """The keys as CouchDB would return them: a scalar for one component, a list for several."""
+    return [key[0] if len(key) == 1 else list(key) for key in spec.keys(doc)]
 
 
-def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
+def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict[str, Any] | None:
     """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
     folder = views_dir / db / "views"
     if not folder.is_dir():
@@ -86,7 +114,7 @@ def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict | None:
     return {"_id": DESIGN_ID, "language": "javascript", "views": views}
 
 
-def install_design(store, db: str, attempts: int = 5) -> bool:
+def install_design(store: Store, db: str, attempts: int = 5) -> bool:
     """Create or update the design document of ``db``; True when something changed.
 
     Several crawlers of one process (``crawl --all``) or several workers may install at once: a

@@ -22,15 +22,21 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
-from ..clock import now_iso
+from votersdaily.clock import now_iso
+from votersdaily.defaults import DEFAULTS
+
 from .base import Store, StoreError, StoreRefused, StoreUnavailable
 from .hooks import WriteHooks
 from .identity import identity_of
 from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult, upsert
+
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -64,22 +70,22 @@ class Outage:
 
 
 class BatchWriter:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every knob a keyword, each default from settings.py
         self,
         store: Store,
         db: str,
         *,
-        batch_size: int = 500,
-        max_pending: int = 2,
+        batch_size: int = DEFAULTS["VOTERSDAILY_BATCH_SIZE"],
+        max_pending: int = DEFAULTS["VOTERSDAILY_MAX_PENDING_BATCHES"],
         ignore: Iterable[str] = (),
         probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
-        retry_times: int = 0,
-        retry_backoff: float = 1.0,
-        retry_max_delay: float = 30.0,
+        retry_times: int = DEFAULTS["VOTERSDAILY_STORE_RETRY_TIMES"],
+        retry_backoff: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_BACKOFF"],
+        retry_max_delay: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_MAX_DELAY"],
         spool: Spool | None = None,
-    ):
+    ) -> None:
         self.store = store
         self.db = db
         self.batch_size = batch_size
@@ -101,10 +107,10 @@ class BatchWriter:
         self._spooled: list[Path] = []
         self.total = UpsertResult()
         self.errors: list[BaseException] = []
-        self._buffer: list[dict] = []
+        self._buffer: list[dict[str, Any]] = []
         self._pending = 0
-        self._chain: defer.Deferred = defer.succeed(None)
-        self._waiters: list[defer.Deferred] = []
+        self._chain: defer.Deferred[Any] = defer.succeed(None)
+        self._waiters: list[defer.Deferred[None]] = []
         self._expect_new = False
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
@@ -118,26 +124,26 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict) -> defer.Deferred | None:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
         (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
         if self._pending >= self.max_pending:
-            waiter: defer.Deferred = defer.Deferred()
+            waiter: defer.Deferred[None] = defer.Deferred()
             self._waiters.append(waiter)
             return waiter
         return None
 
-    def flush(self) -> defer.Deferred:
+    def flush(self) -> defer.Deferred[None]:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
         every submitted batch is done."""
         if self._buffer:
             self._submit()
         if self.spool is not None:
             self._submit(drain=True)
-        done: defer.Deferred = defer.Deferred()
+        done: defer.Deferred[None] = defer.Deferred()
         self._chain.addBoth(lambda _: done.callback(None))
         return done
 
@@ -149,7 +155,7 @@ class BatchWriter:
         self._chain.addErrback(self._failed, batch)
         self._chain.addBoth(self._batch_done)
 
-    def _write(self, batch: list[dict]) -> UpsertResult:
+    def _write(self, batch: list[dict[str, Any]]) -> UpsertResult:
         if self._store_down:
             return self._spool(batch)
         # While this writer has spooled documents, new batches queue up behind them in the spool.
@@ -165,7 +171,7 @@ class BatchWriter:
             result.merge(self._spool(batch))
         return result
 
-    def _drain(self, _batch: list[dict]) -> UpsertResult:
+    def _drain(self, _batch: list[dict[str, Any]]) -> UpsertResult:
         """At flush: one more (retried) attempt to deliver what this writer spooled."""
         if not self._spooled:
             return UpsertResult()
@@ -184,7 +190,7 @@ class BatchWriter:
             )
             return UpsertResult()
 
-    def _write_now(self, batch: list[dict]) -> UpsertResult:
+    def _write_now(self, batch: list[dict[str, Any]]) -> UpsertResult:
         hooks = self.hooks
         result = upsert(
             self.store,
@@ -205,7 +211,7 @@ class BatchWriter:
             self._spool_refused(batch, result)
         return result
 
-    def _spool_refused(self, batch: list[dict], result: UpsertResult) -> None:
+    def _spool_refused(self, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         """Documents the store answered ``unauthorized`` or ``forbidden`` for (its rights, e.g. a
         ``validate_doc_update``) are refused like a batch is: spooled, not lost."""
         refused = {
@@ -223,7 +229,7 @@ class BatchWriter:
             del result.failed[doc_id]
         result.merge(kept)
 
-    def _retrying(self, call: Callable, retries: int):
+    def _retrying(self, call: Callable[[], UpsertResult], retries: int) -> UpsertResult:
         """``call()``, retried with exponential backoff while the store is unavailable (in a thread);
         a refusal or another store error is not retried."""
         for attempt in range(retries + 1):
@@ -248,14 +254,15 @@ class BatchWriter:
                     delay,
                 )
                 time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _spool(self, batch: list[dict]) -> UpsertResult:
+    def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
         """Keep ``batch`` in the spool for this writer's store, whole, or else in halves down to single
         documents; what even that fails for is lost: counted, reported once per folder, and one error
         of the run per batch (a Redis worker then does not ack the requests behind it)."""
         if not batch:
             return UpsertResult()
-        assert self.spool is not None, "a batch is spooled only when a spool is given"
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
         result, not_spooled = self._spool_pieces(batch)
         if not_spooled is not None:
             self.outage.lost += len(result.lost)
@@ -263,8 +270,8 @@ class BatchWriter:
             FULL_FOLDERS.failed(not_spooled)
         return result
 
-    def _spool_pieces(self, batch: list[dict]) -> tuple[UpsertResult, NotSpooled | None]:
-        assert self.spool is not None, "a batch is spooled only when a spool is given"
+    def _spool_pieces(self, batch: list[dict[str, Any]]) -> tuple[UpsertResult, NotSpooled | None]:
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
         try:
             path = self.spool.write(self.target, self.db, batch, self.ignore, self.hooks)
         except NotSpooled as exc:
@@ -289,7 +296,7 @@ class BatchWriter:
 
     def _deliver_spooled(self) -> UpsertResult:
         """Deliver this writer's spool files in order; those not delivered stay for the next try."""
-        assert self.spool is not None and self._spooled, "only a spooling writer delivers"
+        assert self.spool is not None and self._spooled, "only a spooling writer delivers"  # noqa: S101 - invariant
         result = UpsertResult()
         delivered = 0
         while self._spooled:
@@ -309,7 +316,8 @@ class BatchWriter:
         )
         return result
 
-    def _failed(self, failure, batch: list[dict]):
+    def _failed(self, failure: Failure, batch: list[dict[str, Any]]) -> UpsertResult:
+        assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         self.errors.append(failure.value)
         logger.error(
             "writing %d documents to %s in %s failed: %s",
@@ -324,7 +332,7 @@ class BatchWriter:
             result.failed[doc["_id"]] = "%s: %s" % (failure.type.__name__, failure.getErrorMessage())
         return result
 
-    def _batch_done(self, result):
+    def _batch_done(self, result: UpsertResult | Failure) -> None:
         self._pending -= 1
         if isinstance(result, UpsertResult):
             self.total.merge(result)
@@ -332,4 +340,3 @@ class BatchWriter:
                 self.on_result(result)
         while self._waiters and self._pending < self.max_pending:
             self._waiters.pop(0).callback(None)
-        return None

@@ -1,0 +1,3 @@
+function (doc) {
+  if (typeof doc.datetime === "string") [].concat(doc.dockets).forEach(function (id) { if (typeof id === "string") emit([id, doc.datetime], null); });
+}

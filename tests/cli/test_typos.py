@@ -1,0 +1,341 @@
+"""Typos that created things or crashed (issue 24, item 8): each is now one line and exit status 2,
+before any work; and ``python -m votersdaily crawl`` takes ``-a``/``-s`` as ``scrapy crawl`` does, whose
+exit status now says how the run went."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import requests
+from scrapy.utils.project import get_project_settings
+
+from tests.conftest import recording
+from tests.support.services import REPO, run_cli
+from votersdaily.setting_rules import BadSettingValue, all_rules, assign, bad_settings, project_rules
+from votersdaily.store import open_store
+
+ROLL314 = recording("gov/house_roll_call/roll314.xml")
+
+
+def one_line(proc) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return lines[0]
+
+
+def test_views_push_of_an_unknown_database_creates_nothing(cli_main, couch_uri):
+    line = one_line(cli_main("views", "push", "vd_event", store_uri=couch_uri))
+    assert line.startswith("votersdaily views: unknown database(s) 'vd_event'; known: vd_events, vd_log, ")
+    assert "vd_event" not in requests.get(couch_uri + "_all_dbs", timeout=10).json()
+    assert cli_main("views", "push", "vd_log", store_uri=couch_uri).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("-s", "VOTERSDAILY_BATCH_SIZE=abc"),
+            "setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not 'abc'",
+        ),
+        (
+            ("-s", "VOTERSDAILY_BATCH_SIZE=0"),
+            "setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not '0'",
+        ),
+        (("-s", "ROBOTSTXT_OBEY=maybe"), "setting ROBOTSTXT_OBEY takes True or False, not 'maybe'"),
+        (("-s", "DOWNLOAD_DELAY=soon"), "setting DOWNLOAD_DELAY takes a number, not 'soon'"),
+        (
+            ("-s", "VOTERSDAILY_SCHEDULE_HOURS=daily"),
+            "setting VOTERSDAILY_SCHEDULE_HOURS takes a JSON object, not 'daily'",
+        ),
+        (
+            ("--log-level", "VERBOSE"),
+            "argument --log-level: unknown level 'VERBOSE'; known: CRITICAL, ERROR, WARNING, INFO, DEBUG (see --help)",
+        ),
+        (("-a", "url"), "argument -a: 'url' is not NAME=VALUE (see --help)"),
+    ],
+)
+def test_a_bad_value_is_one_line_before_any_work(cli_main, tmp_path, args, message):
+    """In the test process: the command stops before it starts a crawl (it would run a reactor)."""
+    store = tmp_path / "store.db"
+    line = one_line(cli_main("crawl", "house_votes", *args, store_uri="sqlite:///%s" % store))
+    assert line == "votersdaily crawl: " + message
+    assert not store.exists()  # nothing ran: no store, no run log
+
+
+def test_reparse_checks_its_settings_alike(cli_main, sqlite_uri):
+    line = one_line(
+        cli_main("reparse", "house_votes", "-s", "VOTERSDAILY_BATCH_SIZE=abc", store_uri=sqlite_uri)
+    )
+    assert (
+        line
+        == "votersdaily reparse: setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not 'abc'"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("-s", "VOTERSDAILY_BATCH_SIZE=abc"),
+            "setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not 'abc'",
+        ),
+        (
+            ("-L", "VERBOSE"),
+            "setting LOG_LEVEL takes one of CRITICAL, ERROR, WARNING, INFO, DEBUG, not 'VERBOSE'",
+        ),
+    ],
+)
+def test_scrapy_crawl_checks_settings_before_any_work(tmp_path, args, message):
+    """A real ``scrapy crawl`` (its own option parsing and crawler process): one line, exit 2."""
+    store = tmp_path / "store.db"
+    proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", *args], "sqlite:///%s" % store)
+    assert one_line(proc) == "scrapy crawl: " + message
+    assert not store.exists()
+
+
+def test_scrapy_crawl_takes_any_case_of_a_level(crawl, sqlite_uri):
+    assert crawl("house_votes", ROLL314, sqlite_uri, "-L", "warning").returncode == 0
+
+
+def test_scrapy_crawl_names_the_spiders_of_a_typo(tmp_path):
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_vote"], "sqlite:///%s" % (tmp_path / "s.db")
+    )
+    assert one_line(proc).startswith("scrapy crawl: unknown spider 'house_vote'; known: federal_register, ")
+
+
+def test_scrapy_crawl_of_a_failed_run_exits_non_zero(tmp_path):
+    """A missing local file: retried, then FileNotFoundError in the run log; the exit status says so."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    missing = (tmp_path / "gone" / "roll999.xml").as_uri()
+    proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + missing], uri)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (log,) = open_store(uri).iter_docs("vd_log")
+    assert log["result"] == "FileNotFoundError"
+    ok = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()], uri
+    )
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
+def test_votersdaily_crawl_takes_spider_arguments_and_settings(cli, tmp_path):
+    """The ``-a url=`` workflows with the command whose exit status matters."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    proc = cli(
+        "crawl",
+        "house_votes",
+        "-a",
+        "url=" + ROLL314.as_uri(),
+        "-s",
+        "VOTERSDAILY_BATCH_SIZE=5",
+        store_uri=uri,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[2].split()[:3] == ["house_votes", "success", "1"]
+    (log,) = open_store(uri).iter_docs("vd_log")
+    assert log["input"] == "replay" and log["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
+    failed = cli("crawl", "house_votes", "-a", "url=" + (tmp_path / "gone.xml").as_uri(), store_uri=uri)
+    assert failed.returncode == 1 and "FileNotFoundError" in failed.stdout
+
+
+def test_offline_and_url_together_is_a_usage_error(cli_main, sqlite_uri):
+    line = one_line(
+        cli_main("crawl", "house_votes", "--offline", "-a", "url=" + ROLL314.as_uri(), store_uri=sqlite_uri)
+    )
+    assert line == "votersdaily crawl: -a url= and --offline both say which documents to read: give one"
+
+
+# -- the class: every typed setting of votersdaily/settings.py is checked ------------------------------
+
+
+def bad_value(rule) -> str:
+    """A value the rule must refuse."""
+    if rule.kind is dict:
+        return "[1, 2]"
+    if rule.kind is bool:
+        return "perhaps"
+    if rule.choices:
+        return "NOT-A-CHOICE"
+    if rule.minimum is not None:
+        return str(rule.minimum - 1)
+    return "twelve"
+
+
+TYPED = {name: rule for name, rule in project_rules().items() if rule.kind is not str or rule.choices}
+TYPED = {name: rule for name, rule in TYPED.items() if rule.kind is not list}  # a list takes any text
+
+
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_every_typed_setting_refuses_a_value_its_readers_cannot_use(name):
+    settings = get_project_settings()
+    assert list(bad_settings(settings)) == []  # every default passes its own rule
+    value = bad_value(TYPED[name])
+    with pytest.raises(BadSettingValue) as refused:
+        assign(settings, name, value)
+    assert str(refused.value) == "setting %s takes %s, not %r" % (name, TYPED[name].describe(), value)
+
+
+def test_every_setting_read_as_a_number_is_declared_as_one():
+    """A setting the code reads with getfloat must take a fraction, one read with getint a whole
+    number, getbool True/False: the rules agree with every reader in the package."""
+    readers = {"getint": int, "getfloat": float, "getbool": bool, "getdict": dict}
+    rules = all_rules()
+    wrong = []
+    for path in (REPO / "votersdaily").rglob("*.py"):
+        for reader, name in re.findall(
+            r"\.(getint|getfloat|getbool|getdict)\(\s*\"([A-Z][A-Z0-9]*_[A-Z0-9_]+)\"", path.read_text()
+        ):
+            rule = rules.get(name)
+            if rule is None or rule.kind is not readers[reader]:
+                wrong.append("%s: %s(%r) but the rule is %s" % (path.name, reader, name, rule))
+    assert wrong == []
+
+
+def test_settings_without_a_default_value_declare_their_type():
+    from votersdaily import settings as module
+
+    undeclared = [
+        name
+        for name in dir(module)
+        if name.isupper() and getattr(module, name) is None and name not in module.__annotations__
+    ]
+    assert undeclared == []
+
+
+def test_settings_import_nothing_but_the_standard_library():
+    """settings.py imports setting_rules: the laundromat's cleaning workers read it without Scrapy."""
+    code = "import sys, votersdaily.settings; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted'))))"
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == []
+
+
+def test_a_mistyped_setting_of_the_project_is_named_not_ignored(cli_main, sqlite_uri):
+    """``-s VOTERSDAILY_BATCH_SIZ=10`` used to run with the default, without a word."""
+    line = one_line(cli_main("crawl", "house_votes", "-s", "VOTERSDAILY_BATCH_SIZ=10", store_uri=sqlite_uri))
+    assert (
+        line
+        == "votersdaily crawl: unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
+    )
+
+
+def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
+    store = tmp_path / "store.db"
+    for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):
+        proc = cli_main(*command, str(tmp_path / "works.jsonl"), store_uri="sqlite:///%s" % store)
+        assert one_line(proc).startswith("votersdaily ingest: cannot read %s" % (tmp_path / "works.jsonl"))
+    assert not store.exists()
+
+
+def test_a_bad_value_from_the_environment_is_one_line_too(cli_main, tmp_path):
+    """The environment wins over ``-s`` (votersdaily/plumbing/environment.py): it is checked alike."""
+    store = tmp_path / "store.db"
+    proc = cli_main(
+        "crawl", "house_votes", store_uri="sqlite:///%s" % store, env={"VOTERSDAILY_REDIS_LEASE": "a minute"}
+    )
+    assert one_line(proc) == (
+        "votersdaily crawl: environment variable VOTERSDAILY_REDIS_LEASE takes a number of at least 0, not 'a minute'"
+    )
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("senate_votes", "-a", "congress=abc"),
+            "senate_votes cannot start with -a congress=abc: invalid literal for int() with base 10: 'abc'",
+        ),
+        (
+            ("house_votes", "-a", "ulr=" + ROLL314.as_uri()),
+            "house_votes takes no argument 'ulr'; it takes: dry_run, offline, reparse, since, until, url, year",
+        ),
+        (
+            ("house_votes", "-a", "url=roll314.xml"),
+            "house_votes cannot start with -a url=roll314.xml: url is not an http(s) or file: URL: 'roll314.xml'",
+        ),
+        (
+            ("house_votes", "-a", "url="),
+            "house_votes: -a url= is empty; give a URL, or leave it out for the live source",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_path, command, args, message):
+    """Before: a value a spider's __init__ cannot read was a 49-line traceback (Crawler.stats not set,
+    "Unhandled error in Deferred"); a mistyped name (``ulr=``) or an empty url was ignored and the
+    live source crawled instead; a URL without a scheme was a failed run in vd_log."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    if command == "scrapy crawl":
+        proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], uri)
+    else:
+        proc = cli("crawl", *args, store_uri=uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "%s: %s\n" % (command, message)
+    assert not (tmp_path / "store.db").exists()
+
+
+def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
+    """``crawl --all house_votse`` ignored the name and crawled every live source."""
+    proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == "votersdaily crawl: give --all or spider names, not both (house_votse)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "localhost:6379"),
+            "votersdaily enqueue: localhost:6379 is not a Redis URL (Redis URL must specify one of the following "
+            "schemes (redis://, rediss://, unix://)): e.g. redis://127.0.0.1:6379/0",
+        ),
+        (
+            ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
+            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--interval", "-5"),
+            "votersdaily scheduler: argument --interval: not a number above 0: '-5' (see --help)",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--hours", "house_votes=abc", "--once"),
+            "votersdaily scheduler: --hours house_votes=abc: not a number above 0: 'abc'",
+        ),
+    ],
+)
+def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, sqlite_uri, args, message):
+    """Before: a Redis URL without its scheme and a negative interval were tracebacks (exit 1); a
+    scrapyd URL without its scheme was "scrapyd-unavailable" (exit 3); --hours said only "could not
+    convert string to float"."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2
+    assert proc.stderr == message + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("export", "ics", "--since="),
+            "votersdaily export: argument --since: not a date or datetime: '' (YYYY-MM-DD or ISO 8601) (see --help)",
+        ),
+        (("export", "json", "--parser="), "votersdaily export: unknown parser ''; known: "),
+        (
+            ("dump", "vd_events", "--store="),
+            "votersdaily dump: --store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE",
+        ),
+    ],
+)
+def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
+    """``--since "$FROM"``, ``--parser "$P"``, ``--store "$STORE"`` with the variable unset: before,
+    every event, every spider's events, the default store, exit 0."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1

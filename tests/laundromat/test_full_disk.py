@@ -1,0 +1,100 @@
+"""A full output folder (a real small tmpfs) costs the laundromat no seed and no document, and never
+leaves a cut copy that a later step trusts: the run fails naming the folder once (result
+``OutputFolderFull``, exit 1), what did not fit waits for the next run, which cleans it whole.
+
+The seed is a real Turtle document read in place: the W3C RDF 1.1 Turtle test manifest
+(../shared/conformance, 100 KB)."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+
+import pytest
+
+from tests.laundromat.conformance import ROOT
+from tests.support.tmpfs import fill, small_tmpfs
+from votersdaily.store import open_store
+
+MANIFEST = ROOT / "rdf11" / "rdf-turtle" / "manifest.ttl"
+
+pytestmark = pytest.mark.skipif(
+    not MANIFEST.exists(), reason="%s is absent (../shared/conformance)" % MANIFEST
+)
+
+
+def records(store_uri: str) -> list[dict]:
+    store = open_store(store_uri)
+    try:
+        return list(store.iter_docs("ll_seeds"))
+    finally:
+        store.close()
+
+
+def full_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "is full" in line]
+
+
+def grow(folder) -> None:
+    subprocess.run(["mount", "-o", "remount,size=8m", str(folder)], check=True)
+
+
+def complete_run(crawl, seed: str, sqlite_uri: str, out) -> dict:
+    """The next run, with room: the document is cleaned whole."""
+    proc = crawl("laundromat", seed, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (parsed,) = [d for d in records(sqlite_uri) if d.get("status") == "parsed"]
+    assert parsed["number_of_bytes"] == MANIFEST.stat().st_size
+    (cleaned,) = [d for d in records(sqlite_uri) if d.get("status") == "cleaned"]
+    with gzip.open(out / cleaned["file"], "rt", encoding="utf-8") as f:
+        assert sum(1 for _ in f) == parsed["number_of_unique_statements"] > 900
+    return parsed
+
+
+@pytest.mark.parametrize("scheme", ["file", "http"])
+def test_a_download_into_a_full_folder_is_never_cut_and_the_seed_stays_due(
+    request, crawl, sqlite_uri, tmp_path, scheme
+):
+    """A 100 KB seed into a 64 KiB folder. Before, a ``file:`` copy lost the part of a write the disk
+    did not take, so a 64 KiB head of the document was filed as the whole download; an HTTP body
+    ended in Twisted's "Unhandled Error"."""
+    out = tmp_path / "out"
+    if scheme == "http":
+        site = request.getfixturevalue("site")
+        seed = site.route("/manifest.ttl", MANIFEST.read_bytes(), content_type="text/turtle")
+    else:
+        seed = MANIFEST.resolve().as_uri()
+    with small_tmpfs(out, "64k"):
+        proc = crawl("laundromat", seed, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out)
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        (line,) = full_lines(proc.stderr)
+        assert "the laundromat's output folder %s is full (No space left on device)" % out in line
+        assert "result=OutputFolderFull" in proc.stderr
+        docs = records(sqlite_uri)
+        assert not [d for d in docs if d.get("status") in ("filed", "parsed", "cleaned")], docs
+        (seed_doc,) = [d for d in docs if d.get("uri") == seed and "download" in d]
+        assert seed_doc["processed"] is None  # due again: the next run fetches it
+        assert not list((out / "files").iterdir())  # no cut copy left behind
+        grow(out)
+        complete_run(crawl, seed, sqlite_uri, out)
+
+
+def test_a_step_that_meets_a_full_folder_is_resumed_by_the_next_run(crawl, sqlite_uri, tmp_path):
+    """The seed is on the output's own filesystem (hard-linked, no room needed); its cleaned output
+    does not fit: the document waits in its step (parsing), with its file, not failed (before: failed
+    for good, as if the document were at fault, and the run a success), and is resumed."""
+    out = tmp_path / "out"
+    with small_tmpfs(out, "256k"):
+        shutil.copy(MANIFEST, out / "manifest.ttl")
+        fill(out, leave=8192)
+        seed = (out / "manifest.ttl").as_uri()
+        proc = crawl("laundromat", seed, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out)
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        assert len(full_lines(proc.stderr)) == 1
+        docs = records(sqlite_uri)
+        assert not [d for d in docs if d.get("status") == "failed"], docs
+        (waiting,) = [d for d in docs if d.get("status") == "parsing"]
+        assert (out / waiting["file"]).exists()
+        (out / "filler").unlink()
+        complete_run(crawl, seed, sqlite_uri, out)

@@ -1,0 +1,157 @@
+"""``scrapy crawl``: Scrapy's own command, with the project's checks, interrupts and exit status.
+
+Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one differs from Scrapy's
+``crawl`` in three ways, each where a person would otherwise be misled:
+
+* settings (``-s NAME=VALUE``, ``-L LEVEL``) are checked before anything starts
+  (votersdaily/setting_rules.py): one line naming the setting and what it takes, exit status 2
+  (Scrapy's for a usage error), instead of a Twisted traceback and no run log;
+* Ctrl-C stops after the current requests and says so, a second one now (votersdaily/interrupts.py);
+* the exit status says how the run went, as ``python -m votersdaily crawl``'s does: 0 when its run
+  log says ``success``, 1 when the spider could not start, its run failed (the run log in ``vd_log``
+  says why) or documents were lost, 2 for an unknown spider or a bad setting, 4 when documents wait
+  in the spool, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
+
+scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands import crawl
+from scrapy.exceptions import UsageError
+
+from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
+from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
+PREFIX = "scrapy crawl"
+
+
+def say(message: str) -> None:
+    """A line for the person, in the shape of ``python -m votersdaily``'s (``scrapy crawl: …``)."""
+    print("%s: %s" % (PREFIX, message), file=sys.stderr, flush=True)
+
+
+def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
+    """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
+    (README: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
+    were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
+    A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
+    from votersdaily.cli.crawl import STORE_RESULTS
+    from votersdaily.extensions import RunLog
+
+    if interrupted:
+        return EXIT_INTERRUPTED
+    status = EXIT_OK
+    for crawler in crawlers:
+        log = crawler.get_extension(RunLog) if crawler.extensions is not None else None
+        result = log.result if log is not None else None
+        stats = crawler.stats
+        if stats.get_value("votersdaily/lost", 0) or result not in (None, "success", *STORE_RESULTS):
+            return EXIT_FAILED
+        if stats.get_value("votersdaily/spooled", 0):
+            status = EXIT_SPOOLED
+        elif result in STORE_RESULTS:
+            return EXIT_FAILED
+    return status
+
+
+def bad_store_uri(settings: BaseSettings) -> list[str]:
+    """The line saying why the store URI cannot name a store (``ftp://…``, ``http://[::1``, no host),
+    if it cannot: before, the crawl's pipelines met it and Scrapy printed a traceback, exit 1."""
+    from votersdaily.locations import store_uri
+    from votersdaily.store.check import StoreMisconfigured, uri_scheme
+
+    try:
+        uri_scheme(store_uri(settings))
+    except StoreMisconfigured as exc:
+        return [str(exc)]
+    return []
+
+
+class Command(crawl.Command):
+    def short_desc(self) -> str:
+        return "Run a spider of the current project, by name (exit status: how the run went)"
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        settings = self.settings
+        if settings is None:
+            raise RuntimeError("Scrapy sets a command's settings before its options")
+        for pair in opts.set:  # before Scrapy stores them: some values it cannot even store
+            name, sep, value = pair.partition("=")
+            if sep:
+                try:
+                    assign(settings.copy(), name.strip(), value)
+                except BadSettingValue as exc:
+                    say(str(exc))
+                    raise SystemExit(EXIT_USAGE) from None
+        super().process_options(args, opts)
+        level = settings.get("LOG_LEVEL")
+        if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
+            priority = settings.getpriority("LOG_LEVEL") or "cmdline"
+            settings.set("LOG_LEVEL", level.strip().upper(), priority)
+        for problem in (*bad_environment(), *bad_settings(settings), *bad_store_uri(settings)):
+            say(problem)
+            raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
+        if len(args) == 1 and not self._spider_ready(args[0], opts.spargs):
+            raise SystemExit(EXIT_USAGE)
+
+    def _spider_ready(self, name: str, spider_args: dict[str, Any]) -> bool:
+        """Whether ``name`` is a spider of the project whose own settings checks pass (a host list
+        entry that can never match, …) and that takes ``spider_args``; if not, says why in one
+        line, before Scrapy's crawler process logs its start-up."""
+        from scrapy.spiderloader import get_spider_loader
+
+        from votersdaily.cli.crawl import bad_spider_arguments
+
+        if self.settings is None:
+            raise RuntimeError("Scrapy sets a command's settings before its options")
+        loader = get_spider_loader(self.settings)
+        try:
+            spidercls = loader.load(name)
+        except KeyError:
+            say("unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list()))))
+            return False
+        try:
+            spidercls.update_settings(self.settings.copy())  # what building its crawler checks
+        except UsageError as exc:
+            say(str(exc))
+            return False
+        problem = bad_spider_arguments(spidercls, spider_args)
+        if problem:
+            say(problem)
+            return False
+        return True
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            super().run(args, opts)  # Scrapy's usage errors
+            return
+        if self.crawler_process is None:
+            raise RuntimeError("Scrapy gives a crawl command its crawler process")
+        try:
+            crawler = self._create_crawler(args[0])
+        except KeyError:
+            say(
+                "unknown spider %r; known: %s"
+                % (args[0], ", ".join(sorted(self.crawler_process.spider_loader.list())))
+            )
+            self.exitcode = EXIT_USAGE
+            return
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        interrupts = Interrupts(self.crawler_process, say)
+        interrupts.install()
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = EXIT_FAILED
+        else:
+            self.exitcode = run_status([crawler], interrupted=interrupts.stop is not None)

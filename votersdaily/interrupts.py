@@ -1,0 +1,200 @@
+"""Ctrl-C (SIGINT, or SIGTERM) during a crawl: say what happens, stop cleanly, record it truthfully.
+
+Scrapy's own handling says nothing below INFO, waits for every request already handed to the
+downloader (including those only waiting out a download delay: seconds), records spiders that had
+done all their work as ``shutdown`` like the others, and on a second Ctrl-C stops the reactor with no
+run log for the spiders still open. Here:
+
+* the first interrupt says "stopping after the current requests; Ctrl-C again to stop now". From then
+  on no request is sent that was not in flight: those waiting for the downloader (a download delay, a
+  concurrency limit) and those scheduled later fail with :class:`CrawlInterrupted`, counted in the
+  stat ``interrupt/not_fetched``. A spider whose work is done closes as ``finished``; the others stop
+  after the requests in flight (Scrapy's graceful ``shutdown``, which components such as the
+  laundromat's downloads watch for). A run that left nothing out (all its work was in flight and
+  finished) keeps its own result; one that did is recorded ``interrupted`` (see
+  :class:`votersdaily.extensions.RunLog`), not as a failure;
+* the second stops now: the reactor stops, and each spider still open spools its run log and the
+  documents its writers held (``RunLog.forced_stop``), delivered by the next run or ``flush``. A
+  store write already in flight in a thread still finishes (or times out) before the process ends;
+* a third ends the process at once, without waiting for those writes (their documents are still in
+  the spiders' sources: the next run stores them).
+
+Both ``python -m votersdaily crawl`` and ``scrapy crawl`` (votersdaily/commands/crawl.py) use it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
+from twisted.python.failure import Failure
+
+from votersdaily.reactor import installed_reactor
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler, CrawlerProcessBase
+
+#: ``finish_reason`` of a spider still open when a second interrupt stopped the reactor.
+FORCED_STOP = "forced stop"
+#: ``finish_reason`` Scrapy gives a spider stopped by ``Crawler.stop`` (the first interrupt).
+GRACEFUL_STOP = "shutdown"
+#: The run log's ``result`` of a run stopped by either.
+INTERRUPTED = "interrupted"
+NOT_FETCHED_STAT = "interrupt/not_fetched"
+#: Whether the first interrupt found work of the spider not yet in flight (False: all in flight).
+WORK_LEFT_STAT = "interrupt/work_left"
+#: The exit status of an interrupted crawl (the shell's for a process ended by SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+class CrawlInterrupted(IgnoreRequest):
+    """A request that was waiting for the downloader when the crawl was interrupted: never fetched,
+    and no failure of its source."""
+
+
+def work_done(crawler: Crawler) -> bool:
+    """Whether the crawler's spider has nothing left to do (Scrapy would close it as finished at its
+    next idle check): nothing scheduled, downloading or being scraped, and no ``spider_idle``
+    receiver (a Redis worker waiting for requests) keeps it open."""
+    engine = crawler.engine
+    if engine is None or engine.spider is None or not engine.spider_is_idle():
+        return False
+    answers = crawler.signals.send_catch_log(
+        signals.spider_idle, spider=engine.spider, dont_log=(DontCloseSpider, CloseSpider)
+    )
+    if any(isinstance(a, Failure) and a.check(DontCloseSpider) for _, a in answers):
+        return False
+    return engine.spider_is_idle()
+
+
+def only_in_flight(crawler: Crawler) -> bool:
+    """Whether all that is left of the spider's work is in flight (downloading, waiting for the
+    downloader, being scraped): every start request is out and nothing waits in its scheduler. (Scrapy
+    has no public question for that; without the engine's attributes the answer is no.)"""
+    engine = crawler.engine
+    scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+    if scheduler is None or getattr(engine, "_start", True) is not None:
+        return False
+    return not scheduler.has_pending_requests()
+
+
+def not_fetched(crawler: Crawler, request: Request) -> CrawlInterrupted:
+    crawler.stats.inc_value(NOT_FETCHED_STAT)
+    return CrawlInterrupted("the crawl was interrupted before %s was fetched" % request.url)
+
+
+def refuse_new_requests(crawler: Crawler) -> None:
+    """Every request scheduled from now on is dropped (a ``request_scheduled`` receiver raising
+    :class:`CrawlInterrupted`, which Scrapy's engine takes as "do not schedule"), and counted."""
+
+    def refuse(request: Request, spider: Spider) -> None:
+        raise not_fetched(crawler, request)
+
+    crawler.signals.connect(refuse, signal=signals.request_scheduled, weak=False)
+
+
+def drop_waiting_requests(crawler: Crawler) -> int:
+    """Fail every request still queued in the downloader's slots (waiting out a download delay or
+    a concurrency limit) with :class:`CrawlInterrupted`; how many."""
+    engine = crawler.engine
+    if engine is None:
+        return 0
+    dropped = 0
+    for slot in engine.downloader.slots.values():
+        while slot.queue:
+            request, waiting = slot.queue.popleft()
+            waiting.errback(Failure(not_fetched(crawler, request)))
+            dropped += 1
+    return dropped
+
+
+def _closed_meanwhile(failure: Failure) -> None:
+    """A spider Scrapy closed between the question and the close (its engine says "Spider not
+    opened"): it finished on its own, which is what was asked."""
+    failure.trap(RuntimeError)
+    if "not opened" not in str(failure.value):
+        failure.raiseException()
+
+
+class Interrupts:
+    """Replaces Scrapy's shutdown signal handlers of ``process`` (a ``CrawlerProcess`` or
+    ``AsyncCrawlerProcess``) with the two steps above; ``say`` shows a line to the person."""
+
+    def __init__(self, process: CrawlerProcessBase, say: Callable[[str], None]) -> None:
+        self.process = process
+        self.say = say
+        #: None, GRACEFUL_STOP or FORCED_STOP: what the person asked for.
+        self.stop: str | None = None
+
+    def install(self) -> None:
+        """Call before ``process.start()``: Scrapy installs its handlers once the reactor runs; these
+        replace them one turn later."""
+        reactor = installed_reactor()
+        reactor.callWhenRunning(reactor.callLater, 0, install_shutdown_handlers, self._first)
+
+    def _first(self, signum: int, _frame: Any) -> None:
+        install_shutdown_handlers(self._second)
+        # Nothing but that here: a signal handler may interrupt a write to the same stream.
+        installed_reactor().callFromThread(self.stop_gracefully, signum)
+
+    def _second(self, signum: int, _frame: Any) -> None:
+        install_shutdown_handlers(self._third)
+        installed_reactor().callFromThread(self.stop_now, signum)
+
+    def _third(self, signum: int, _frame: Any) -> None:
+        # A write of our own in a signal handler: os.write, which no Python-level lock can block.
+        os.write(2, b"stopped without waiting for the store writes in flight\n")
+        os._exit(EXIT_INTERRUPTED)
+
+    @staticmethod
+    def _named(signum: int) -> tuple[str, str]:
+        """What happened and what repeats it: ("interrupted", "Ctrl-C") for SIGINT."""
+        if signum == signal.SIGINT:
+            return "interrupted", "Ctrl-C"
+        name = signal_names.get(signum, "signal %d" % signum)
+        return name, name
+
+    def stop_gracefully(self, signum: int = signal.SIGINT) -> None:
+        self.stop = GRACEFUL_STOP
+        what, again = self._named(signum)
+        self.say("%s: stopping after the current requests; %s again to stop now" % (what, again))
+        for crawler in list(self.process.crawlers):
+            if not crawler.crawling:  # finished, or stopping already
+                continue
+            if work_done(crawler):
+                closing = deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
+                closing.addErrback(_closed_meanwhile)
+                continue
+            refuse_new_requests(crawler)
+            dropped = drop_waiting_requests(crawler)
+            # All that was left in flight (nothing dropped, nothing scheduled): once those requests
+            # are scraped the run has done its work, and its run log says so (see RunLog.build).
+            crawler.stats.set_value(WORK_LEFT_STAT, bool(dropped) or not only_in_flight(crawler))
+            deferred_from_coro(crawler.stop_async())
+
+    def stop_now(self, signum: int = signal.SIGINT) -> None:
+        self.stop = FORCED_STOP
+        self.say(
+            "%s again: stopping now; the run logs of the spiders still running and the documents "
+            "they had not written are spooled" % self._named(signum)[0]
+        )
+        # Scrapy stops its crawlers gracefully before the reactor shuts down (and waits for that):
+        # marked as stopped already, they are left as they are, and each spools its run log instead.
+        for crawler in self.process.crawlers:
+            crawler.crawling = False
+        reactor = installed_reactor()
+        if reactor.running:
+            reactor.stop()
+        busy = len(reactor.getThreadPool().working)
+        if busy:
+            self.say(
+                "waiting for %d store writes in flight (at most the store's timeout); "
+                "%s once more to quit without them" % (busy, self._named(signum)[1])
+            )

@@ -1,0 +1,259 @@
+"""What each setting takes, checked before a crawl does any work.
+
+A value Scrapy cannot read (``-s VOTERSDAILY_BATCH_SIZE=abc``, ``-L VERBOSE``) would otherwise fail
+deep inside the crawl's start-up, as a Twisted traceback with no run log. :func:`check_settings` names
+the first such setting and what it takes, in one line, before anything starts.
+
+What a setting takes comes from ``votersdaily/settings.py``: the type of its default (``int``,
+``float``, ``bool``, ``str``, ``list``, ``dict``), or its annotation where the default says too little
+(``LAUNDROMAT_WORKERS: int | None = None``, ``VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000``), with :class:`AtLeast`,
+:class:`AtMost` and :class:`OneOf` for ranges and choices; the project's own numbers
+(``VOTERSDAILY_*``, ``INGEST_*``, …) are never negative. Scrapy's own settings take the type of
+Scrapy's default (any number where that is a number: Scrapy reads some whole-number defaults as
+floats). Imported by ``settings.py``, so it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # settings.py imports this module: nothing from Scrapy at run time
+    from scrapy.settings import BaseSettings
+
+#: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
+OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    minimum: float
+
+
+@dataclass(frozen=True)
+class AtMost:
+    maximum: float
+
+
+@dataclass(frozen=True)
+class OneOf:
+    choices: tuple[str, ...]
+
+    def __init__(self, *choices: str):
+        object.__setattr__(self, "choices", choices)
+
+
+#: The levels Python's logging knows by name (``LOG_LEVEL``, ``--log-level``).
+LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
+
+
+class BadSettingValue(ValueError):
+    """A setting holds a value its readers cannot use; the message names it and what it takes."""
+
+
+TRUE_FALSE = ("True", "False", "true", "false", "1", "0")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one setting takes."""
+
+    kind: type
+    optional: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        words = {
+            int: "a whole number",
+            float: "a number",
+            bool: "True or False",
+            str: "text",
+            list: "a list (comma-separated)",
+            dict: "a JSON object",
+        }[self.kind]
+        if self.choices:
+            words = "one of %s" % ", ".join(self.choices)
+        if self.minimum is not None and self.maximum is not None:
+            words += " from %g to %g" % (self.minimum, self.maximum)
+        elif self.minimum is not None:
+            words += " of at least %g" % self.minimum
+        elif self.maximum is not None:
+            words += " of at most %g" % self.maximum
+        return words + (" (or None)" if self.optional else "")
+
+    def accepts(self, value: Any) -> bool:
+        if value is None or (self.optional and value in ("", "None")):
+            return self.optional
+        if self.kind is bool:
+            return isinstance(value, bool) or value in (0, 1) or str(value) in TRUE_FALSE
+        if self.kind in (int, float):
+            return self._accepts_number(value)
+        if self.kind is str:  # any text (a path, a URL); a choice must be one of its choices
+            return not self.choices or value in self.choices
+        if self.kind is list:
+            return isinstance(value, (str, list, tuple))
+        if self.kind is dict:
+            return _is_mapping(value)
+        return True
+
+    def _accepts_number(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if self.kind is int and isinstance(value, float) and not value.is_integer():
+            return False
+        if math.isnan(number):
+            return False
+        if self.minimum is not None and number < self.minimum:
+            return False
+        return self.maximum is None or number <= self.maximum
+
+
+def _is_mapping(value: Any) -> bool:
+    if isinstance(value, Mapping) or hasattr(value, "copy_to_dict"):  # Scrapy's BaseSettings
+        return True
+    if isinstance(value, str):
+        try:
+            return isinstance(json.loads(value), dict)
+        except ValueError:
+            return False
+    return False
+
+
+def rule_from(annotation: Any, default: Any, own: bool) -> Rule | None:
+    """The rule of a setting from its annotation (if any) and default; None: nothing to check."""
+    kind, optional = None, default is None
+    marks: tuple[Any, ...] = ()
+    if annotation is not None:
+        if typing.get_origin(annotation) is typing.Annotated:
+            annotation, *extras = typing.get_args(annotation)
+            marks = tuple(extras)
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            optional = type(None) in args
+            kinds = [a for a in args if a is not type(None)]
+            annotation = kinds[0] if len(kinds) == 1 else None
+        kind = typing.get_origin(annotation) or annotation
+    if kind is None and default is not None:
+        kind = type(default)
+    if kind not in (int, float, bool, str, list, dict):
+        return None
+    minimum = 0.0 if own and kind in (int, float) else None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    for mark in marks:
+        if isinstance(mark, AtLeast):
+            minimum = mark.minimum
+        elif isinstance(mark, AtMost):
+            maximum = mark.maximum
+        elif isinstance(mark, OneOf):
+            choices = mark.choices
+    return Rule(kind, optional, minimum, maximum, choices)
+
+
+def project_rules() -> dict[str, Rule]:
+    """The rule of every setting of ``votersdaily/settings.py`` that has one."""
+    from . import settings as module
+
+    annotations = typing.get_type_hints(module, include_extras=True)
+    rules = {}
+    for name in dir(module):
+        if not name.isupper():
+            continue
+        rule = rule_from(annotations.get(name), getattr(module, name), name.startswith(OWN_PREFIXES))
+        if rule is not None:
+            rules[name] = rule
+    return rules
+
+
+def scrapy_rules() -> dict[str, Rule]:
+    """Rules of Scrapy's own settings from the types of Scrapy's defaults (numbers as numbers)."""
+    from scrapy.settings import default_settings
+
+    rules = {}
+    for name in dir(default_settings):
+        value = getattr(default_settings, name)
+        if not name.isupper() or value is None:
+            continue
+        kind = float if type(value) in (int, float) else type(value)
+        if kind in (float, bool, dict):
+            rules[name] = Rule(kind)
+    return rules
+
+
+def _project_names() -> list[str]:
+    from . import settings as module
+
+    return [name for name in dir(module) if name.isupper()]
+
+
+def all_rules() -> dict[str, Rule]:
+    return {**scrapy_rules(), **project_rules()}
+
+
+def bad_settings(settings: BaseSettings, rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
+    """One line for each setting of ``settings`` (a Scrapy ``Settings``) whose value its rule refuses."""
+    for name, rule in (all_rules() if rules is None else rules).items():
+        if name not in settings:
+            continue
+        value = settings.get(name)
+        if not rule.accepts(value):
+            yield "setting %s takes %s, not %r" % (name, rule.describe(), value)
+
+
+def assign(settings: BaseSettings, name: str, value: str, priority: str = "cmdline") -> None:
+    """``settings[name] = value`` from a command line (``-s NAME=VALUE``), checked: a value Scrapy
+    cannot even store (text for a component dict) or its readers cannot use is
+    :class:`BadSettingValue`, naming the setting and what it takes."""
+    rules = all_rules()
+    rule = rules.get(name)
+    if rule is None and name.startswith(OWN_PREFIXES) and name not in _project_names():
+        # A mistyped name of ours would be ignored without a word: the run would use the default.
+        close = difflib.get_close_matches(name, _project_names(), n=1, cutoff=0.8)
+        raise BadSettingValue(
+            "unknown setting %s%s" % (name, "; did you mean %s?" % close[0] if close else "")
+        )
+    try:
+        settings.set(name, value, priority=priority)
+    except (TypeError, ValueError):
+        takes = rule.describe() if rule is not None else "another kind of value"
+        raise BadSettingValue("setting %s takes %s, not %r" % (name, takes, value)) from None
+    if rule is not None and not rule.accepts(settings.get(name)):
+        raise BadSettingValue("setting %s takes %s, not %r" % (name, rule.describe(), value))
+
+
+def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
+    """One line for each project setting given in the environment (which wins over ``-s``:
+    votersdaily/plumbing/environment.py) whose value its rule refuses."""
+    # Imported here: the resolver reads votersdaily/defaults.py, which reads settings.py, which
+    # imports this module.
+    from .defaults import DEFAULTS
+    from .plumbing.environment import ENVIRONMENT_NAMES, environment_name, environment_value
+
+    rules = all_rules() if rules is None else rules
+    for name in (*DEFAULTS, *ENVIRONMENT_NAMES):
+        value, rule = environment_value(name), rules.get(name)
+        if value is not None and rule is not None and not rule.accepts(value):
+            yield "environment variable %s takes %s, not %r" % (
+                environment_name(name),
+                rule.describe(),
+                value,
+            )
+
+
+def check_settings(settings: BaseSettings) -> None:
+    """Raise :class:`BadSettingValue` naming the first setting (given or from the environment) its
+    readers could not use."""
+    for problem in (*bad_environment(), *bad_settings(settings)):
+        raise BadSettingValue(problem)
