@@ -22,7 +22,7 @@ from scrapy import signals
 from tests.repeating_spiders import RepeatedHouseFloorSpider
 from votersdaily.items import EventItem
 from votersdaily.recordings import HERE
-from votersdaily.requestmeta import SOURCE_URL_META
+from votersdaily.requestmeta import SOURCE_URL_META, START_META
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 from votersdaily.spiders.base import EventSpider
 from votersdaily.spiders.federal_register import FederalRegisterSpider
@@ -235,7 +235,7 @@ class BenchFederalRegisterSpider(BenchResult, FederalRegisterSpider):
                 yield self.document_request(
                     url,
                     dont_filter=True,
-                    meta={REP_META: "%d-%d" % (rep, page), SOURCE_URL_META: upstream[url]},
+                    meta={REP_META: "%d-%d" % (rep, page), SOURCE_URL_META: upstream[url], START_META: True},
                 )
 
     def parse_events(self, response):
