@@ -7,6 +7,13 @@ full collections often. :func:`gc.freeze` moves them to a permanent generation w
 starts, so collections walk only what the crawl made; :func:`gc.unfreeze` gives them back when it
 stops (a process that runs several crawls, the tests', leaks nothing). Objects are still freed by
 reference counting meanwhile: only cycles among the frozen ones wait for the unfreeze.
+
+The young generation is also collected less often while a crawl runs
+(``VOTERSDAILY_GC_YOUNG_THRESHOLD`` allocations, not Python's 700): an item and the documents it
+becomes are freed by reference counting within a few thousand allocations, but a collection every
+700 walks those still in flight (a writer's batch) and promotes them, so older generations are walked
+again and again (20,000 events: 1,100 collections, 0.9 s of CPU; 0.02 s at 50,000). Cycles are still
+collected, a little later. Python's thresholds are back when the engine stops.
 """
 
 from __future__ import annotations
@@ -22,21 +29,38 @@ if TYPE_CHECKING:
 
 
 class FreezeStartupObjects:
-    """Extension: :func:`gc.freeze` at ``engine_started``, :func:`gc.unfreeze` at ``engine_stopped``."""
+    """Extension: :func:`gc.freeze` and the young threshold at ``engine_started``; both undone at
+    ``engine_stopped``."""
+
+    def __init__(self, freeze: bool, young_threshold: int) -> None:
+        self.freeze = freeze
+        self.young_threshold = young_threshold
+        self._thresholds: tuple[int, int, int] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FreezeStartupObjects:
-        if not crawler.settings.getbool("VOTERSDAILY_GC_FREEZE"):
+        freeze = crawler.settings.getbool("VOTERSDAILY_GC_FREEZE")
+        young = crawler.settings.getint("VOTERSDAILY_GC_YOUNG_THRESHOLD")
+        if not freeze and not young:
             raise NotConfigured(
-                "the start-up objects stay in the garbage collector (VOTERSDAILY_GC_FREEZE=False)"
+                "the garbage collector runs as Python's defaults say (VOTERSDAILY_GC_FREEZE=False, "
+                "VOTERSDAILY_GC_YOUNG_THRESHOLD=0)"
             )
-        extension = cls()
+        extension = cls(freeze, young)
         crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
         crawler.signals.connect(extension.engine_stopped, signal=signals.engine_stopped)
         return extension
 
     def engine_started(self) -> None:
-        gc.freeze()
+        if self.freeze:
+            gc.freeze()
+        if self.young_threshold:
+            self._thresholds = gc.get_threshold()
+            gc.set_threshold(self.young_threshold, *self._thresholds[1:])
 
     def engine_stopped(self) -> None:
-        gc.unfreeze()
+        if self.freeze:
+            gc.unfreeze()
+        if self._thresholds is not None:
+            gc.set_threshold(*self._thresholds)
+            self._thresholds = None

@@ -104,6 +104,10 @@ VOTERSDAILY_RUN_LOG_ENABLED = True
 #: While a crawl runs, the objects from before it started are left out of Python's cyclic garbage
 #: collector (votersdaily/gc_freeze.py): full collections walk only what the crawl made.
 VOTERSDAILY_GC_FREEZE = True
+#: While a crawl runs, Python's youngest generation is collected every this many allocations, not
+#: every 700 (votersdaily/gc_freeze.py: the documents in flight are not walked over and over); 0
+#: keeps Python's threshold.
+VOTERSDAILY_GC_YOUNG_THRESHOLD: Annotated[int, AtLeast(0)] = 50_000
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
