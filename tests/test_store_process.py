@@ -121,3 +121,39 @@ def test_a_crawls_writers_write_through_it_unless_switched_off(sqlite_uri, monke
     assert isinstance(writer_store_for(on), StoreProcess)
     assert isinstance(writer_store_for(off), EmbeddedStore)
     writer_store_for(on).close()
+
+
+def test_it_compares_what_the_store_holds_sending_only_those_documents(process, sqlite_uri, monkeypatch):
+    """compare_stored through the process tells what the store itself tells; the documents the store
+    does not hold (a first crawl's) are not sent for it (they go once, with the write)."""
+    held = [dict(doc(i), access_datetime="2026-01-01T00:00:00Z") for i in range(3)]
+    upsert(process, DB, held)
+    asked = [
+        dict(held[0]),
+        dict(held[1], title="Moved"),
+        dict(held[2], access_datetime="2026-02-02T00:00:00Z"),
+    ]
+    new = [doc(i) for i in range(3, 6)]
+    docs = {d["_id"]: d for d in asked + new}
+    sent: list[tuple[str, tuple]] = []
+    call = process._call
+    monkeypatch.setattr(process, "_call", lambda name, *a, **k: sent.append((name, a)) or call(name, *a, **k))
+    told = process.compare_stored(DB, docs, ("access_datetime",))
+    assert told == EmbeddedStore.from_uri(sqlite_uri).compare_stored(DB, docs, ("access_datetime",))
+    assert sorted(told) == ["doc-0", "doc-1", "doc-2"] and told["doc-0"].same and told["doc-2"].same
+    assert [name for name, _ in sent] == ["stored_ids", "compare_stored"]
+    assert sorted(sent[1][1][1]) == ["doc-0", "doc-1", "doc-2"]
+    sent.clear()
+    assert process.compare_stored(DB, {d["_id"]: d for d in new}, ("access_datetime",)) == {}
+    assert [name for name, _ in sent] == ["stored_ids"]
+
+
+def test_stored_ids_keeps_what_it_cannot_look_up(sqlite_uri):
+    store = EmbeddedStore.from_uri(sqlite_uri)
+    store.ensure_db(DB)
+    upsert(store, DB, [doc(1), {"_id": "nul\x00id", "title": "x"}])
+    assert store.stored_ids(DB, ["doc-1", "doc-2", "nul\x00id", "other\x00", "doc-1"]) == [
+        "doc-1",
+        "nul\x00id",
+        "other\x00",
+    ]

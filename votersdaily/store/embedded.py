@@ -350,6 +350,19 @@ class EmbeddedStore:
                 found[doc_id] = Stored(stored["_rev"], stored.get("_attachments"), None)
         return found
 
+    @_unavailable_when_sqlite_cannot
+    def stored_ids(self, db: str, ids: Iterable[str]) -> list[str]:
+        """Which of ``ids`` the store may hold: those it holds, and any it cannot look up by text
+        (a NUL or a lone surrogate; :meth:`compare_stored` reads those whole). What a caller sends
+        :meth:`compare_stored` when the documents are dear to send (:mod:`.process`)."""
+        ids = list(dict.fromkeys(ids))
+        plain = [i for i in ids if "\x00" not in i and not SURROGATE_RE.search(i)]
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            held = self._current_revs(name, plain)
+        return [i for i in ids if i in held or i not in plain]
+
     @staticmethod
     def _stored(
         doc: Mapping[str, Any], rev: str, values: list[Any], probe: Sequence[str], ignore: Sequence[str]

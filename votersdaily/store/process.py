@@ -134,7 +134,12 @@ class StoreProcess:
     def compare_stored(
         self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
     ) -> dict[str, Stored]:
-        return self._call("compare_stored", db, dict(docs), tuple(ignore), tuple(probe))
+        # The ids first: a document the store does not hold (a first crawl's) is not sent twice
+        # (here and in the write that follows), only once.
+        held = self._call("stored_ids", db, list(docs))
+        if not held:
+            return {}
+        return self._call("compare_stored", db, {i: docs[i] for i in held}, tuple(ignore), tuple(probe))
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         after = ""
