@@ -19,7 +19,7 @@ from tests.support.services import REPO
 from votersdaily.store import StoreUnavailable, open_store
 from votersdaily.store.crawler import writer_store_for
 from votersdaily.store.embedded import EmbeddedStore
-from votersdaily.store.process import StoreProcess
+from votersdaily.store.process import PackedDocs, StoreProcess
 from votersdaily.store.upsert import upsert
 
 DB = "vd_events"
@@ -85,7 +85,7 @@ def test_the_child_never_outlives_a_killed_crawl_process(sqlite_uri, tmp_path):
         """
         import sys, time
         from votersdaily.store import open_store
-        from votersdaily.store.process import StoreProcess
+        from votersdaily.store.process import PackedDocs, StoreProcess
         store = StoreProcess.of(open_store(sys.argv[1]))
         store.ensure_db("vd_events")
         print(store._process.pid, flush=True)
@@ -142,7 +142,7 @@ def test_it_compares_what_the_store_holds_sending_only_those_documents(process, 
     assert told == EmbeddedStore.from_uri(sqlite_uri).compare_stored(DB, docs, ("access_datetime",))
     assert sorted(told) == ["doc-0", "doc-1", "doc-2"] and told["doc-0"].same and told["doc-2"].same
     assert [name for name, _ in sent] == ["stored_ids", "compare_stored"]
-    assert sorted(sent[1][1][1]) == ["doc-0", "doc-1", "doc-2"]
+    assert sorted(sent[1][1][1].unpack()) == ["doc-0", "doc-1", "doc-2"]
     sent.clear()
     assert process.compare_stored(DB, {d["_id"]: d for d in new}, ("access_datetime",)) == {}
     assert [name for name, _ in sent] == ["stored_ids"]
@@ -157,3 +157,15 @@ def test_stored_ids_keeps_what_it_cannot_look_up(sqlite_uri):
         "nul\x00id",
         "other\x00",
     ]
+
+
+def test_documents_cross_to_the_child_pickled_one_by_one_and_come_back_whole():
+    """PackedDocs: what bulk_docs and compare_stored send; a list stays a list, a mapping a mapping,
+    shared and nested values each document's own."""
+    shared = {"nested": [1, 2.5, None, {"é": "\u2028"}]}
+    docs = [dict(doc(i), extra=shared, votes=(1, True)) for i in range(3)]
+    assert PackedDocs(docs).unpack() == docs
+    by_id = {d["_id"]: d for d in docs}
+    back = PackedDocs(by_id).unpack()
+    assert back == by_id and list(back) == list(by_id)
+    assert back["doc-0"]["extra"] is not back["doc-1"]["extra"]

