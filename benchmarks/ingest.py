@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -122,13 +123,21 @@ class Runner:
         )
         (tmp / "bare.py").write_text(BARE_SPIDER)
         self.runs = 0
+        self.last_cpu = 0.0
+        self.last_load = 0.0
 
     def _run(self, args: list[str], env: dict) -> str:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(
             args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
         )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode:
             raise RuntimeError("crawl failed:\n" + proc.stderr[-3000:])
+        # The whole process tree (the crawl, its extraction and store processes), start-up included,
+        # and the load average when it ended: a loaded machine bends the wall clock, not this.
+        self.last_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        self.last_load = os.getloadavg()[0]
         return proc.stderr
 
     def ingest(self, name: str, requests: list[dict], n_resources: int) -> tuple[float, dict]:
@@ -247,6 +256,7 @@ def main() -> int:
     site.server.socket.listen(1024)
     site.start()
     figures = {}
+    tree_cpu: dict[str, dict[str, list[tuple[float, float]]]] = {}
     try:
         sets = build(site, args.n, pdf)
         with tempfile.TemporaryDirectory() as tmp:
@@ -254,12 +264,17 @@ def main() -> int:
             for name, (requests, urls, n_resources) in sets.items():
                 if name not in args.sets.split(","):
                     continue
-                times = {"ingest": [], "bare": [], "tuned": []}
+                times: dict[str, list[float]] = {"ingest": [], "bare": [], "tuned": []}
+                cpus: dict[str, list[tuple[float, float]]] = {"ingest": [], "bare": [], "tuned": []}
                 for _ in range(args.repeat):
                     times["bare"].append(runner.bare(urls))
+                    cpus["bare"].append((runner.last_cpu, runner.last_load))
                     times["ingest"].append(runner.ingest(name, requests, n_resources)[0])
+                    cpus["ingest"].append((runner.last_cpu, runner.last_load))
                     times["tuned"].append(runner.bare(urls, tuned=True))
+                    cpus["tuned"].append((runner.last_cpu, runner.last_load))
                 figures[name] = times
+                tree_cpu[name] = cpus
     finally:
         site.stop()
     print(
@@ -286,6 +301,11 @@ def main() -> int:
             print(
                 "  %s: %-32s %.2f s %s = %.0f fetches/s of the same %d URLs; ingest/bare ratio %.2f"
                 % (name, label, best[k], runs[k], len(urls) / best[k], len(urls), best[k] / best["ingest"])
+            )
+        for k in ("ingest", "bare", "tuned"):
+            print(
+                "  %s: %-7s process tree CPU s (start-up included) / load average at its end: %s"
+                % (name, k, " ".join("%.1f/%.1f" % pair for pair in tree_cpu[name][k]))
             )
     n_all = sum(len(sets[name][0]) for name in figures)
     print(
