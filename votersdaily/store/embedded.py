@@ -146,6 +146,21 @@ def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T
     return call
 
 
+def docs_by_pages(
+    docs_after: Callable[[str, str], list[dict[str, Any]]], db: str, include_design: bool
+) -> Iterator[dict[str, Any]]:
+    """Every document of ``db`` in id order, a page (``docs_after(db, last id)``) at a time."""
+    after = ""
+    while True:
+        page = docs_after(db, after)
+        if not page:
+            return
+        for doc in page:
+            if include_design or not doc["_id"].startswith("_design/"):
+                yield doc
+        after = page[-1]["_id"]
+
+
 @dataclass(frozen=True)
 class Stored:
     """A stored document as :meth:`EmbeddedStore.compare_stored` tells it: its revision, its
@@ -544,15 +559,7 @@ class EmbeddedStore:
         return None if row is None else bytes(row[0])
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
-        after = ""
-        while True:
-            page = self.docs_after(db, after)
-            if not page:
-                return
-            for doc in page:
-                if include_design or not doc["_id"].startswith("_design/"):
-                    yield doc
-            after = page[-1]["_id"]
+        return docs_by_pages(self.docs_after, db, include_design)
 
     def docs_after(self, db: str, after: str, limit: int = 1000) -> list[dict[str, Any]]:
         """Up to ``limit`` documents (design documents too) whose ids sort after ``after``, in order."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .base import Row, StoreError, StoreUnavailable
-from .embedded import EmbeddedStore, Stored
+from .embedded import EmbeddedStore, Stored, docs_by_pages
 
 logger = logging.getLogger(__name__)
 
@@ -164,15 +164,7 @@ class StoreProcess:
         )
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
-        after = ""
-        while True:
-            page = self._call("docs_after", db, after, PAGE)
-            if not page:
-                return
-            for doc in page:
-                if include_design or not doc["_id"].startswith("_design/"):
-                    yield doc
-            after = page[-1]["_id"]
+        return docs_by_pages(lambda db, after: self._call("docs_after", db, after, PAGE), db, include_design)
 
     def count(self, db: str) -> int:
         return self._call("count", db)
