@@ -27,7 +27,12 @@ def ntscan_extension(
     """The laundromat's compiled module (C, no dependencies beyond the Python headers)."""
     return Extension(
         NTSCAN,
-        sources=["votersdaily/laundromat/_ntscan.c"],
+        sources=[
+            "votersdaily/laundromat/_ntscan.c",
+            "votersdaily/laundromat/_turtle.c",
+            "votersdaily/laundromat/_rdfxml.c",
+        ],
+        depends=["votersdaily/laundromat/_ntscan.h"],
         extra_compile_args=["-Wall", "-Wextra", *(compile_args if compile_args is not None else ["-O3"])],
         extra_link_args=link_args or [],
         optional=True,

@@ -1,26 +1,37 @@
-"""Laundromat throughput against rapper, in one run, measured as a user runs it.
+"""Laundromat throughput against rapper and serdi, in one run, measured as a user runs it.
 
-    python3 -m benchmarks.laundromat [--sizes 2000000,10000000] [--repeat 3] [--gzip-level N] [--no-turtle]
+    python3 -m benchmarks.laundromat [--sizes 2000000,10000000] [--repeat 3] [--formats nt,ttl,rdf,jsonld]
+                                     [--jsonld-size 50000] [--gzip-level N]
 
 For each size: generates N-Triples statements (about 5% duplicate lines; IRIs, blank nodes, plain,
-escaped, language-tagged and typed literals of many datatypes), runs ``scrapy crawl laundromat -a
-url=file:///…`` on it in a subprocess (download streamed to disk → recode → guess → parse → skolemise
-→ external sort/dedup → gzip, records in a fresh embedded store), and times ``rapper -i ntriples -o
-ntriples`` (raptor2-utils) on the same file, alternating the two ``--repeat`` times (best and median
-of each are printed; the machine is shared). Prints statements/s, the ratio to rapper and the peak
-of the summed RSS of the crawl's whole process tree (cleaning workers included), sampled every 50 ms.
-A large line-based document is cleaned by the cleaning worker and one process it forks (the second
-core): each scans its ranges with the compiled scanner (``laundromat/_ntscan.c``; built by
-scripts/setup.sh, else the pure-Python path runs) and writes them as sorted runs, which a k-way merge
-feeds into the gzip. rapper is single-threaded, so the ratio compares one core against the whole
-machine. Then Turtle: the same statements serialised as Turtle and cleaned. Only local files; no network.
+escaped, language-tagged and typed literals of many datatypes) and writes the same statements as
+Turtle (by ``serdi``, else pyoxigraph), RDF/XML (by ``rapper``) and, at ``--jsonld-size`` statements
+(the laundromat parses JSON-LD in memory, up to LAUNDROMAT_MAX_IN_MEMORY_BYTES), JSON-LD (by
+pyoxigraph). Each file is cleaned by ``scrapy crawl laundromat -a url=file:///…`` in a subprocess
+(download streamed to disk → recode → guess → parse → skolemise → sort/dedup → gzip → content key,
+records in a fresh embedded store) and parsed by the references on the same file: ``rapper -i <format>
+-o ntriples`` (raptor2-utils) and ``serdi -i <format> -o ntriples`` (serd's, which only parses and
+prints; it reads N-Triples, Turtle and TriG). rapper reads no JSON-LD: its nearest format, RDF/JSON
+of the same statements (written here), is its reference. The runs alternate ``--repeat`` times (the
+machine is shared); best and median of each are printed, the ratios as the reference's time over
+the crawl's, and the peak of the summed RSS of the crawl's whole process tree (cleaning workers
+included), sampled every 50 ms. The CPU time (user and system) of each, the crawl's whole tree
+included, is printed too: on a shared machine it is what the load disturbs least (the crawl uses
+both cores, the references one). Load averages are printed before each format. A large
+N-Triples/N-Quads document is cleaned by the cleaning worker and one process it forks (the second
+core); Turtle and TriG by the compiled reader (``laundromat/_turtle.c``; built by scripts/setup.sh,
+else pyoxigraph) with a thread sorting runs; RDF/XML in ranges on both cores, each read by the
+compiled reader of plain RDF/XML (``laundromat/_rdfxml.c``, else pyoxigraph); rapper and serdi use
+one core. Only local files.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from votersdaily.laundromat import native
 
@@ -96,6 +108,13 @@ def generate(path: Path, n: int, seed: int = 42) -> None:
         f.write("".join(batch))
 
 
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the children this process has waited for, theirs included:
+    a run's share of the machine, less disturbed than its time when others load it."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _tree_rss_kb(pid: int) -> int:
     """Summed RSS of ``pid`` and all its descendants (Linux /proc)."""
     total, todo = 0, [pid]
@@ -115,7 +134,7 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def crawl(path: Path, work: Path, gzip_level: int) -> dict:
+def crawl(path: Path, work: Path, gzip_level: int) -> dict[str, Any]:
     """``scrapy crawl laundromat -a url=file:///…`` in a subprocess, as a user runs it (a fresh
     embedded store), timed from start to exit; the peak of the summed RSS of its process tree
     (the crawl, its cleaning workers, ``sort``), sampled every 50 ms."""
@@ -138,7 +157,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict:
         "LAUNDROMAT_GZIP_LEVEL=%d" % gzip_level,
     ]
     command += ["-s", "LOG_LEVEL=WARNING"]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak, done = [0], threading.Event()
 
@@ -150,7 +169,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     _, stderr = proc.communicate()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
     done.set()
     sampler.join()
     if proc.returncode != 0:
@@ -165,6 +184,7 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     return {
         "elapsed": elapsed,
+        "cpu": cpu,
         "format": parsed["format"],
         # A document's counts live on its own record; the cleaned record describes the output only.
         "clean": dict(cleaned["content"], **{k: v for k, v in parsed.items() if k.startswith("number_of_")}),
@@ -172,19 +192,20 @@ def crawl(path: Path, work: Path, gzip_level: int) -> dict:
     }
 
 
-def rapper(path: Path) -> dict:
-    started = time.perf_counter()
+def reference(command: list[str]) -> dict[str, Any]:
+    """A reference parser's run (output discarded): seconds and its peak RSS."""
+    started, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", "rapper", "-q", "-i", "ntriples", "-o", "ntriples", str(path)],
+        ["/usr/bin/time", "-f", "%M", *command],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         check=False,
     )
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, children_cpu() - cpu
     if proc.returncode != 0:
-        raise SystemExit("rapper failed: %s" % proc.stderr[-500:])
-    return {"elapsed": elapsed, "rss_mb": int(proc.stderr.strip().splitlines()[-1]) / 1024}
+        raise SystemExit("%s failed: %s" % (command[0], proc.stderr[-500:]))
+    return {"elapsed": elapsed, "cpu": cpu, "rss_mb": int(proc.stderr.strip().splitlines()[-1]) / 1024}
 
 
 def to_turtle(nt: Path, ttl: Path) -> None:
@@ -199,11 +220,158 @@ def to_turtle(nt: Path, ttl: Path) -> None:
         )
 
 
+def tool(name: str) -> str:
+    """The absolute path of a reference tool."""
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit("%s is not installed (scripts/setup.sh installs it)" % name)
+    return found
+
+
+def to_rdfxml(nt: Path, rdf: Path) -> str:
+    with open(rdf, "wb") as out:
+        subprocess.run(
+            [tool("rapper"), "-q", "-i", "ntriples", "-o", "rdfxml", str(nt)], stdout=out, check=True
+        )
+    return "rapper"
+
+
+def to_turtle_file(nt: Path, ttl: Path) -> str:
+    """The statements as Turtle, written by serdi (as a user's tools would) when it is installed."""
+    if shutil.which("serdi") is None:
+        to_turtle(nt, ttl)
+        return "pyoxigraph"
+    with open(ttl, "wb") as out:
+        subprocess.run([tool("serdi"), "-i", "ntriples", "-o", "turtle", str(nt)], stdout=out, check=True)
+    return "serdi"
+
+
+def _rdf_json_value(term: Any) -> dict[str, str]:
+    import pyoxigraph as ox
+
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": "_:" + term.value}
+    value = {"type": "literal", "value": term.value}
+    if term.language:
+        value["lang"] = term.language
+    elif term.datatype.value != XSD + "string":
+        value["datatype"] = term.datatype.value
+    return value
+
+
+def to_jsonld(nt: Path, jsonld: Path, rdf_json: Path, count: int) -> int:
+    """The first ``count`` statements as JSON-LD (pyoxigraph) and, for rapper, as RDF/JSON; how many
+    statements they hold (a JSON-LD document, like RDF/JSON, holds each once)."""
+    import itertools
+
+    import pyoxigraph as ox
+
+    with open(nt, "rb") as f:
+        head = b"".join(itertools.islice(f, count))
+    quads = list(dict.fromkeys(ox.parse(head, ox.RdfFormat.N_TRIPLES)))
+    jsonld.write_bytes(ox.serialize(quads, format=ox.RdfFormat.JSON_LD) or b"")
+    graph: dict[str, dict[str, list[dict[str, str]]]] = {}
+    for q in quads:
+        subject = q.subject.value if isinstance(q.subject, ox.NamedNode) else "_:" + q.subject.value
+        graph.setdefault(subject, {}).setdefault(q.predicate.value, []).append(_rdf_json_value(q.object))
+    rdf_json.write_text(json.dumps(graph, ensure_ascii=False), encoding="utf-8")
+    return len(quads)
+
+
+#: The benchmark's formats: the file suffix, rapper's and serdi's name for it (None: serdi reads none).
+FORMATS = {
+    "nt": ("N-Triples", ".nt", "ntriples", "ntriples"),
+    "ttl": ("Turtle", ".ttl", "turtle", "turtle"),
+    "rdf": ("RDF/XML", ".rdf", "rdfxml", None),
+    "jsonld": ("JSON-LD", ".jsonld", "json", None),
+}
+
+
+def _seconds(runs: list[dict[str, Any]], key: str = "elapsed") -> tuple[float, float]:
+    times = [r[key] for r in runs]
+    return min(times), statistics.median(times)
+
+
+def measure(
+    label: str,
+    path: Path,
+    reference_path: Path,
+    formats: tuple[str, str, str, str | None],
+    n: int,
+    args: Any,
+    work: Path,
+) -> None:
+    name, _, rapper_name, serdi_name = formats
+    references: dict[str, list[str]] = {
+        "rapper -i %s -o ntriples" % rapper_name: [
+            tool("rapper"),
+            "-q",
+            "-i",
+            rapper_name,
+            "-o",
+            "ntriples",
+            str(reference_path),
+        ]
+    }
+    if serdi_name and shutil.which("serdi"):
+        references["serdi -i %s -o ntriples" % serdi_name] = [
+            tool("serdi"),
+            "-i",
+            serdi_name,
+            "-o",
+            "ntriples",
+            str(path),
+        ]
+    print("\n%s; load average %s" % (label, " ".join("%.2f" % x for x in os.getloadavg())))
+    runs: list[dict[str, Any]] = []
+    theirs: dict[str, list[dict[str, Any]]] = {k: [] for k in references}
+    for _ in range(args.repeat):
+        for key, command in references.items():
+            theirs[key].append(reference(command))
+        runs.append(crawl(path, work, args.gzip_level))
+    first = runs[0]
+    c = first["clean"]
+    assert first["format"] == name, (first["format"], name)
+    assert c["number_of_statements"] == n and c["number_of_errors"] == 0, c
+    assert len({r["clean"]["number_of_unique_statements"] for r in runs}) == 1
+    best, median = _seconds(runs)
+    cpu = _seconds(runs, "cpu")[0]
+    print(
+        "  scrapy crawl laundromat (subprocess, end to end): best %.2f s, median %.2f s (CPU of the tree, best: "
+        "%.2f s); %9.0f statements/s (best); %d unique, %d duplicates"
+        % (best, median, cpu, n / best, c["number_of_unique_statements"], c["number_of_duplicates"])
+    )
+    print(
+        "    peak RSS of the whole process tree (crawl + cleaning workers): %.0f MB"
+        % max(r["rss_tree_mb"] for r in runs)
+    )
+    for key, results in theirs.items():
+        their_best, their_median = _seconds(results)
+        their_cpu = _seconds(results, "cpu")[0]
+        print(
+            "  %s: best %.2f s, median %.2f s (CPU %.2f s); peak RSS %.0f MB; ratio (its time / the crawl's) "
+            "best/best %.2fx, median/median %.2fx (CPU %.2fx)"
+            % (
+                key,
+                their_best,
+                their_median,
+                their_cpu,
+                max(r["rss_mb"] for r in results),
+                their_best / best,
+                their_median / median,
+                their_cpu / cpu,
+            )
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="2000000", help="comma-separated statement counts")
     parser.add_argument("--gzip-level", type=int, default=None, help="default: LAUNDROMAT_GZIP_LEVEL")
-    parser.add_argument("--no-turtle", action="store_true")
+    parser.add_argument("--formats", default="nt,ttl,rdf,jsonld", help="of %s" % ",".join(FORMATS))
+    parser.add_argument("--jsonld-size", type=int, default=50_000, help="statements of the JSON-LD document")
     parser.add_argument(
         "--repeat", type=int, default=3, help="alternating runs of each (best and median shown)"
     )
@@ -214,14 +382,19 @@ def main(argv: list[str] | None = None) -> int:
         args.gzip_level = settings.LAUNDROMAT_GZIP_LEVEL
     if shutil.which("rapper") is None:
         raise SystemExit("rapper is not installed (Debian raptor2-utils; scripts/setup.sh)")
+    formats = [f for f in args.formats.split(",") if f]
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise SystemExit("unknown formats %s (of %s)" % (", ".join(sorted(unknown)), ", ".join(FORMATS)))
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(
-        "laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s, compiled path %s)"
+        "laundromat cleaning benchmark (gzip level %d, %d CPU, load average %s, compiled path %s, serdi %s)"
         % (
             args.gzip_level,
             os.cpu_count() or 0,
             " ".join("%.2f" % x for x in os.getloadavg()),
             "built" if native.available() else "NOT built (pure Python; run scripts/setup.sh)",
+            "installed" if shutil.which("serdi") else "NOT installed (Debian serdi; scripts/setup.sh)",
         )
     )
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as tmp_name:
@@ -229,61 +402,38 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             nt = tmp / ("data-%d.nt" % n)
             generate(nt, n)
-            size_mb = nt.stat().st_size / 1e6
-            runs, bases = [], []
-            for _ in range(args.repeat):
-                bases.append(rapper(nt))
-                runs.append(crawl(nt, tmp / ("crawl-%d" % n), args.gzip_level))
-            c = runs[0]["clean"]
-            assert c["number_of_statements"] == n and c["number_of_errors"] == 0, c
-            # the same statements every time (blank nodes are skolemised per download: keys differ)
-            assert len({r["clean"]["number_of_unique_statements"] for r in runs}) == 1
-            ours = [n / r["elapsed"] for r in runs]
-            theirs = [n / b["elapsed"] for b in bases]
-            print(
-                "\nN-Triples, %d statements (%.0f MB; %d unique, %d duplicates), %d runs each"
-                % (n, size_mb, c["number_of_unique_statements"], c["number_of_duplicates"], args.repeat)
-            )
-            print(
-                "  scrapy crawl laundromat (subprocess, end to end): best %.2f s, median %.2f s; %9.0f statements/s (best)"
-                % (n / max(ours), n / statistics.median(ours), max(ours))
-            )
-            print(
-                "    peak RSS of the whole process tree (crawl + cleaning workers + sort): %.0f MB"
-                % max(r["rss_tree_mb"] for r in runs)
-            )
-            print(
-                "  rapper -i ntriples -o ntriples: best %.2f s, median %.2f s; %9.0f statements/s (best); peak RSS %.0f MB"
-                % (
-                    n / max(theirs),
-                    n / statistics.median(theirs),
-                    max(theirs),
-                    max(b["rss_mb"] for b in bases),
-                )
-            )
-            print(
-                "  ratio (laundromat / rapper statements/s): best/best %.2fx, median/median %.2fx"
-                % (max(ours) / max(theirs), statistics.median(ours) / statistics.median(theirs))
-            )
-            if not args.no_turtle:
-                ttl = tmp / ("data-%d.ttl" % n)
-                to_turtle(nt, ttl)
-                nt.unlink()
-                t = crawl(ttl, tmp / ("crawl-ttl-%d" % n), args.gzip_level)
-                tc = t["clean"]
-                assert t["format"] == "Turtle" and tc["number_of_errors"] == 0, (t["format"], tc)
-                print(
-                    "  Turtle (%.0f MB): %.2f s  %9.0f statements/s  peak RSS of the tree %.0f MB"
-                    % (
-                        ttl.stat().st_size / 1e6,
-                        t["elapsed"],
-                        tc["number_of_statements"] / t["elapsed"],
-                        t["rss_tree_mb"],
+            for key in formats:
+                spec = FORMATS[key]
+                path, reference_path, count = tmp / ("data-%d%s" % (n, spec[1])), None, n
+                if key == "nt":
+                    path, writer = nt, "this script"
+                elif key == "ttl":
+                    writer = to_turtle_file(nt, path)
+                elif key == "rdf":
+                    writer = to_rdfxml(nt, path)
+                else:
+                    reference_path = tmp / ("data-%d.rj" % n)
+                    count, writer = (
+                        to_jsonld(nt, path, reference_path, min(n, args.jsonld_size)),
+                        "pyoxigraph",
                     )
+                label = "%s, %d statements (%.0f MB, written by %s), %d runs each" % (
+                    spec[0],
+                    count,
+                    path.stat().st_size / 1e6,
+                    writer,
+                    args.repeat,
                 )
-                ttl.unlink()
-            else:
-                nt.unlink()
+                if reference_path is not None:
+                    label += "; rapper's reference: RDF/JSON of the same statements (%.0f MB)" % (
+                        reference_path.stat().st_size / 1e6
+                    )
+                measure(label, path, reference_path or path, spec, count, args, tmp / "crawl")
+                if path != nt:
+                    path.unlink()
+                if reference_path is not None:
+                    reference_path.unlink()
+            nt.unlink()
     return 0
 
 

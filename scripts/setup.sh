@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server raptor2-utils libmagic1 chromium poppler-utils)
+# raptor2-utils (rapper) and serdi: the references of benchmarks/laundromat.py; iproute2: the three-node rehearsal.
+APT_PACKAGES=(redis-server raptor2-utils serdi libmagic1 chromium poppler-utils iproute2)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

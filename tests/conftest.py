@@ -48,31 +48,6 @@ def pytest_sessionfinish(session, exitstatus):
     stop_session_reactor()
 
 
-#: The long end-to-end tests, skipped by ``pytest -m "not slow"`` (the inner loop, CONTRIBUTING.md):
-#: node id prefixes, each with why it is slow. Kept here, in one place, rather than spread over files.
-SLOW = {
-    "tests/deploy/": "separate processes: scrapyd, Redis workers, Chromium, killed and restarted services",
-    "tests/feeds/test_site_browser.py": "Chromium over a site built from `crawl --all --offline`",
-    "tests/feeds/test_bill_timeline.py::test_the_bill_page_in_chromium": "Chromium over a bill's timeline page",
-    "tests/feeds/test_hostile.py::": "a crawl, then every exporter and the site as CLI subprocesses",
-    "tests/ingest/test_resource_memory.py": "a crawl subprocess measured for its peak memory",
-    "tests/spiders/test_gov_offline_b.py::test_offline_crawl_twice": "`crawl --offline` of many spiders, twice",
-    "tests/test_crawl.py::test_cli_crawl_all_offline": "`crawl --all --offline` of every spider, twice",
-    "tests/test_crawl.py::test_crawl_due_uses_each_spiders_frequency": "three `crawl --due` CLI runs",
-    "tests/test_reschedule_faults.py::": "crawls through a fault-injecting proxy, two of them racing",
-    "tests/cli/test_readme.py::test_readme_commands_run": "every README command, with PouchDB and Redis",
-    "tests/cli/test_health_page.py": "`crawl --all --offline` and `site build` as CLI subprocesses",
-    "tests/cli/test_progress.py": "CLI crawl subprocesses, on a pseudo-terminal",
-    "tests/cli/test_interrupts.py": "real SIGINTs to `crawl --all --offline` subprocesses, one through a slow store",
-    "tests/laundromat/test_resume.py": "crawl subprocesses killed (SIGKILL) mid-way, then resumed",
-    "tests/laundromat/test_failures.py::test_a_document_past_its_limits": "a document run into its 10 s limit",
-    # The fast subset crawls event spiders twice with house_votes and house_floor; these two crawl the
-    # largest listings (their parsers are tested on the same recordings by the tests beside them).
-    "tests/spiders/test_supreme_court_orders.py::test_crawl_both_listings_twice": "two listings, twice",
-    "tests/spiders/test_supreme_court_opinions.py::test_crawl_twice": "every opinion listing, twice",
-}
-
-
 #: Workers for a run (pyproject's ``-n auto``, pytest-xdist): most of a test's wall time is waiting on
 #: subprocesses, servers and polls, so twice the cores of a 2-core machine pays off (CONTRIBUTING.md
 #: has the figures). ``-n N`` on the command line or ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it.
@@ -100,14 +75,17 @@ SHARED_SCOPES = {"class", "module", "package"}
 #: Files whose tests start a cluster of crawl processes (distributed workers racing for one queue): a
 #: file's tests run one at a time on one worker, so at most two clusters compete for the cores and
 #: stretch each other's leases (one group for both made a 500 s queue on one worker under load).
-ONE_CLUSTER_AT_A_TIME = ("tests/deploy/test_distributed.py", "tests/deploy/test_faults.py")
+ONE_CLUSTER_AT_A_TIME = (
+    "tests/distributed/test_distributed.py",
+    "tests/distributed/test_faults.py",
+    "tests/distributed/test_persistence.py",
+    "tests/distributed/test_benchmark.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if any(item.nodeid.startswith(prefix) for prefix in SLOW):
-            item.add_marker(pytest.mark.slow)
         if "couchdb" in item.fixturenames:  # `-m couchdb`: the tests the real-CouchDB switch concerns
             item.add_marker(pytest.mark.couchdb)
         cluster_file = item.nodeid.split("::")[0]

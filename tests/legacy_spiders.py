@@ -20,7 +20,7 @@ class LegacyHouseFloorSpider(HouseFloorSpider):
 
 
 class LegacyHouseVotesSpider(HouseVotesSpider):
-    """house_votes 1.2: the same events, before they carried ids (issue 28)."""
+    """house_votes 1.2: the same events, before they carried canonical ids."""
 
     version = "1.2"
 

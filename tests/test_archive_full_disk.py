@@ -1,4 +1,4 @@
-"""Issue 24, item 3: the archive's disk fills during a crawl. The archive is a copy: every event is
+"""The archive's disk fills during a crawl. The archive is a copy: every event is
 stored (marked ``archived: false`` where its document could not be archived), the run log says
 ``archived: false`` with the reason, the folder is named once, and no WARC file is left holding half a
 record. The disk is a real one: a small tmpfs mounted by the test (root only, skipped otherwise); the
@@ -53,7 +53,7 @@ def assert_events_point_at_their_records_or_say_not_archived(
     return not_archived
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # `crawl --all --offline` onto a small filesystem
 def test_crawl_all_offline_on_a_full_archive_disk_stores_every_event(tmp_path):
     """The issue's run: ``crawl --all --offline`` with the archive on a 200 KiB filesystem (it stored
     341 of 434 events and blamed the fetch). Compared with the same crawl without an archive."""
@@ -125,7 +125,7 @@ def test_an_event_first_archived_keeps_its_pointer_when_a_later_run_cannot_archi
     assert {e["_id"]: e for e in stored(sqlite_uri, "vd_events")} == before
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # two crawls and a reparse on a small filesystem
 def test_a_reparse_points_not_archived_events_at_a_later_copy(crawl, cli, sqlite_uri, tmp_path):
     """Events stored ``archived: false`` keep that mark through an unchanged re-crawl (the mark is no
     change of content); a reparse that reads their document in the later run's WARC points them there."""

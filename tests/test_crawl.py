@@ -130,7 +130,7 @@ def test_reschedule_marks_the_old_document(crawl, tmp_path, store_uri):
     assert docs[new_id]["superseded_by"] == ID314
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # two crawls held back by a slow store
 def test_a_store_that_falls_behind_pauses_the_engine(crawl, tmp_path):
     """Back-pressure reaches the downloader: while the writer holds events back nothing new is
     fetched (only the requests already handed to the downloader land, at most CONCURRENT_REQUESTS per
@@ -297,6 +297,7 @@ def test_robots_txt_and_user_agent(crawl, site, sqlite_uri):
     del forbidden
 
 
+@pytest.mark.slow  # `crawl --all --offline` of every spider, twice
 def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     first = cli("crawl", "--all", "--offline", store_uri=store_uri)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -334,6 +335,7 @@ def test_cli_crawl_all_offline_dump_and_views(cli, store_uri):
     assert run_main("dump", "no_such_db", store_uri=store_uri).returncode == 2
 
 
+@pytest.mark.slow  # three `crawl --due` CLI runs
 def test_crawl_due_uses_each_spiders_frequency(cli, sqlite_uri):
     from scrapy.utils.project import get_project_settings
 

@@ -102,7 +102,7 @@ def test_to_utc_agrees_with_pytz_at_every_half_hour_of_a_year(zone):
     assert notes >= ({None} if zone == "Asia/Kathmandu" else {None, "ambiguous", "nonexistent"})
 
 
-# -- a date is never completed with parts its text does not give (issue 27 item 2) ------------------
+# -- a date is never completed with parts its text does not give ------------------------------------
 
 
 @pytest.mark.parametrize(

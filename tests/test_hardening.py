@@ -1,4 +1,4 @@
-"""Hardening (issue 15): secrets stay out of job logs, no remote-control endpoint in a crawl, and
+"""Hardening: secrets stay out of job logs, no remote-control endpoint in a crawl, and
 an event spider refuses a response far larger than any event document."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An installable product: ``pip install`` of a clone or of a wheel brings the dependencies, the
 ``votersdaily`` command, the CouchDB views, the recordings and the compiled laundromat module, and
-the installed command works from an empty folder anywhere (issue 25, item 1).
+the installed command works from an empty folder anywhere.
 
 The wheel and fresh-environment tests are slow (a build and an install each; the fresh environment
 downloads the dependencies, or takes them from pip's cache)."""
@@ -62,7 +62,7 @@ def shipped_data() -> set[str]:
     return views | recordings
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # an isolated wheel build
 def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_recordings(tmp_path):
     """``python -m build`` (isolated: the build backend from the registry or pip's cache, the wheel
     built from the sdist, as a release is)."""
@@ -86,7 +86,7 @@ def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_rec
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a wheel build and a virtual environment
 def test_without_a_compiler_the_build_goes_on_and_the_pure_python_path_runs(tmp_path):
     source = copy_clone(tmp_path / "clone")
     wheel = build_wheel(source, tmp_path / "dist", env={"CC": str(tmp_path / "no-such-compiler")})
@@ -119,7 +119,7 @@ def events_of(db: Path) -> dict[str, dict]:
         store.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a virtual environment, pip install, the main job
 def test_pip_install_of_a_clone_then_the_main_job_from_an_empty_folder(tmp_path, frozen_now):
     """The issue's "done when": a fresh virtual environment, ``pip install <clone>``, then
     ``votersdaily crawl --all --offline`` from an empty folder elsewhere stores the events the main
@@ -171,7 +171,7 @@ def test_pip_install_of_a_clone_then_the_main_job_from_an_empty_folder(tmp_path,
     assert len(theirs) > 300 and ours == theirs
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a virtual environment and pip install of a git URL
 def test_pip_install_of_a_git_url_brings_the_command_and_the_compiled_module(tmp_path):
     """``pip install git+<url>`` (of this repository's committed HEAD; the dependencies come from
     this environment, the fresh-environment test above downloads them)."""

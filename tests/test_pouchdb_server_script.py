@@ -1,4 +1,5 @@
-"""scripts/pouchdb_server.py, the README's way to start PouchDB Server by hand (issue 25, item 7):
+"""scripts/pouchdb_server.py, the documented way to start PouchDB Server by hand
+(docs/events.md, Pointing it at CouchDB):
 its state stays in its own folder, a taken port is refused before anything starts."""
 
 from __future__ import annotations

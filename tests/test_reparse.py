@@ -18,7 +18,7 @@ from votersdaily.archive import read_responses
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # every shipped recording crawled, then reparsed through the CLI
 
 FIXED = ("-s", "SPIDER_MODULES=tests.reparse_spiders")
 

@@ -1,6 +1,6 @@
-"""Issue 24, item 6, and issue 25, item 5: ``reparse`` over a damaged or missing archive, and against a
+"""``reparse`` over a damaged or missing archive, and against a
 store that does not answer. Every damaged archive here is derived from the real archive of an offline
-crawl of the shipped recordings (house_floor: the issue's 133 events from three Clerk floor summaries;
+crawl of the shipped recordings (house_floor: the 133 events from three Clerk floor summaries;
 house_votes: three roll calls, reparsed with the fixed parser of tests/reparse_spiders.py), damaged as
 the issue damaged it: one flipped byte, a file cut inside a record or at a record boundary, the folder
 deleted. The dry run and the real run must end alike."""
@@ -19,7 +19,7 @@ from votersdaily.plumbing.warc_reader import WarcRecordAt, iter_records, read_re
 from votersdaily.spiders.house_floor import HouseFloorSpider
 from votersdaily.spiders.house_votes import HouseVotesSpider
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # offline crawls, then reparses of damaged archives through the CLI
 
 
 def warcs(tmp_path: Path, spider: str) -> list[Path]:
@@ -186,7 +186,7 @@ def test_retention_leaves_no_unverifiable_event_behind(crawl, cli, sqlite_uri, t
 def test_reparse_against_a_stopped_store_is_one_line_exit_3_and_spools_nothing(
     crawl, cli, sqlite_uri, tmp_path
 ):
-    """Issue 25, item 5: ~1,000 lines of tracebacks and exit 1, and a dry run that spooled 12 run logs."""
+    """Before: ~1,000 lines of tracebacks and exit 1, and a dry run that spooled 12 run logs."""
     crawled(crawl, sqlite_uri, tmp_path, HouseVotesSpider)
     stopped = "http://127.0.0.1:%d/" % free_port()
     spool = tmp_path / "spool"

@@ -222,7 +222,7 @@ def test_a_roll_call_has_one_canonical_vote_id():
     assert code_of(valid(vote_id=["h314-119.2026"])) == "ids:vote_id"
 
 
-# -- hostile text and URLs (issue 15): generated values, not a source's format ----------------------
+# -- hostile text and URLs: generated values, not a source's format ---------------------------------
 
 HOSTILE = "a\ud800b\x00c\x07d\x1be\x7ff\x85g\r\nh\ti\nj"
 

@@ -16,12 +16,13 @@ from scrapy.settings import Settings, default_settings
 from scrapy.utils.test import get_crawler
 
 from votersdaily import settings as project_settings
-from votersdaily.defaults import DEFAULTS, OWN_PREFIXES, ProjectDefaults
+from votersdaily.defaults import DEFAULTS, ProjectDefaults
 from votersdaily.ingest.config import IngestConfig
 from votersdaily.ingest.spider import IngestSpider
 from votersdaily.laundromat.contexts import ContextOptions
 from votersdaily.laundromat.spider import LaundromatSpider
 from votersdaily.plumbing.environment import ENVIRONMENT_NAMES
+from votersdaily.setting_marks import OWN_PREFIXES
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store.writer import BatchWriter
 
@@ -113,12 +114,16 @@ BOUND_WORDS = {"max", "min"}
 #: Defaults the rules flag that do not stand for the setting they resemble, each with its reason.
 #: Keyed by (file under votersdaily/, name); an entry that no longer matches anything fails the test.
 NOT_SETTINGS = {
-    ("ingest/address_policy.py", "allow_private"): (
+    ("plumbing/address_policy.py", "allow_private"): (
         "the address policy of both products, built from INGEST_* or LAUNDROMAT_* settings by "
         "from_settings; built without settings it refuses private addresses, whatever either "
         "setting's default becomes"
     ),
-    ("ingest/ssrf.py", "allow_private"): "the same safe default, for the middleware built in code",
+    ("plumbing/ssrf.py", "allow_private"): "the same safe default, for the middleware built in code",
+    ("plumbing/pinned_fetch.py", "max_redirects"): (
+        "the blocking fetch's own bound, not the ingest's INGEST_MAX_REDIRECTS (the ingest never "
+        "uses it); its one caller, the laundromat's JSON-LD contexts, passes its MAX_REDIRECTS"
+    ),
     ("plumbing/warc_writer.py", "max_size"): (
         "0: one file, never rotated (the event archive: one file per run); the ingest passes "
         "INGEST_WARC_MAX_SIZE"
@@ -127,10 +132,11 @@ NOT_SETTINGS = {
         "LAUNDROMAT_WORKERS' None means one per CPU, which the spider resolves and passes; the "
         "number a Processor built in code starts with"
     ),
-    ("spiders/base.py", "source_timezone"): (
+    ("crawlcontext.py", "SOURCE_TIMEZONE"): (
         "the zone a source writes its times in (most federal sources: Eastern), not the zone the "
         "site shows them in (VOTERSDAILY_SITE_TIMEZONE), though both are New York's"
     ),
+    ("crawlcontext.py", "source_timezone"): "the crawl context's copy of the spider's zone, as above",
     ("spiders/white_house.py", "source_timezone"): "the zone of the White House's times, as above",
     ("ingest/config.py", "extract_processes"): (
         "INGEST_EXTRACT_PROCESSES' None means one per CPU, which from_settings resolves; a config "
@@ -358,7 +364,7 @@ def flagged_defaults() -> dict[CodeDefault, list[str]]:
 
 
 def test_no_keyword_or_field_default_writes_a_setting_again():
-    """The defaults item 4 of issue 30 found (``ContextOptions.max_bytes`` 1 MiB against 4 MiB,
+    """The defaults once written twice (``ContextOptions.max_bytes`` 1 MiB against 4 MiB,
     ``BatchWriter(batch_size=500, retry_times=0)`` against 1000 and 5, a spool folder written twice)
     come from DEFAULTS now; this is what keeps the next one out."""
     flagged = flagged_defaults()
@@ -403,7 +409,7 @@ def test_every_default_that_is_not_a_setting_says_why_and_is_still_there():
     ],
 )
 def test_the_guard_sees_defaults_written_again(tmp_path, monkeypatch, source, expected):
-    """Each kind of default issue 30 item 4 listed, written again in a module of the package's layout
+    """Each kind of default once written twice (above), written again in a module of the package's layout
     (store/ for the shared settings, laundromat/ for the laundromat's), is flagged."""
     folder = tmp_path / ("laundromat" if "Context" in source else "store")
     folder.mkdir()

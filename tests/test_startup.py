@@ -100,7 +100,7 @@ def test_a_cleaning_worker_runs_its_steps_without_scrapy(tmp_path):
     data = tmp_path / "z.nt"
     data.write_text(NT_Z, encoding="utf-8")
     options = CleanOptions(contexts=ContextOptions.from_settings(Settings(vars(project_settings)), tmp_path))
-    assert b"votersdaily.ingest.address_policy" in pickle.dumps(options)
+    assert b"votersdaily.plumbing.address_policy" in pickle.dumps(options)
     worker = Worker((steps.__name__,))
     try:
         record = worker.call(

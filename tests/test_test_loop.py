@@ -1,5 +1,6 @@
-"""The inner loop's configuration (CONTRIBUTING.md): the ``slow`` list names tests that exist, and a run
-names its test workers as tests/conftest.py says."""
+"""The inner loop's configuration (CONTRIBUTING.md): the files run one at a time exist, and a run names
+its test workers as tests/conftest.py says. (Slow tests carry ``pytest.mark.slow`` beside them, so a
+renamed test keeps its mark.)"""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from tests import conftest
 from tests.support.services import REPO
 
 
-@pytest.mark.parametrize("prefix", sorted(conftest.SLOW) + list(conftest.ONE_CLUSTER_AT_A_TIME))
-def test_every_slow_entry_names_a_test_file_or_test(prefix):
-    """A renamed file or test would silently move back into the fast subset (or run beside the others) (entries are node id
-    prefixes: ``::test_a`` covers ``test_a_and_b`` and every parameter of it)."""
+@pytest.mark.parametrize("prefix", conftest.ONE_CLUSTER_AT_A_TIME)
+def test_every_one_cluster_entry_names_a_test_file_or_test(prefix):
+    """A renamed file would silently run beside the others (entries are node id prefixes: ``::test_a``
+    covers ``test_a_and_b`` and every parameter of it)."""
     path, _, name = prefix.partition("::")
     target = REPO / path
     assert target.exists(), "%s: no such test file or folder" % path
@@ -25,16 +26,32 @@ def test_every_slow_entry_names_a_test_file_or_test(prefix):
         )
 
 
+#: A slow mark: a decorator, a module's ``pytestmark``, or one mark of a ``pytestmark`` list.
+SLOW_MARK = re.compile(r"^\s*(@pytest\.mark\.slow\b|pytestmark = pytest\.mark\.slow\b|pytest\.mark\.slow,)")
+
+
+def test_every_slow_mark_says_why():
+    """What the slow list gave each entry: a reason, here a comment on the mark's line or above it."""
+    unexplained = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            explained = "#" in line or lines[number - 1].lstrip().startswith("#")
+            if SLOW_MARK.search(line) and not explained:
+                unexplained.append("%s:%d" % (path.relative_to(REPO), number + 1))
+    assert unexplained == []
+
+
 @pytest.mark.parametrize(
     ("args", "workers"),
     [
         ([], conftest.WORKERS),
         (["tests"], conftest.WORKERS),
         (["tests/spiders"], conftest.WORKERS),
-        (["tests/test_store.py", "tests/test_views.py::test_x"], conftest.WORKERS),
-        (["tests/test_store.py::test_bulk_of_5000", "tests/test_views.py::test_x"], 0),
-        (["tests/test_store.py"], 0),
-        (["tests/test_store.py", "tests/test_store.py::test_bulk_of_5000"], 0),
+        (["tests/store/test_store.py", "tests/store/test_views.py::test_x"], conftest.WORKERS),
+        (["tests/store/test_store.py::test_bulk_of_5000", "tests/store/test_views.py::test_x"], 0),
+        (["tests/store/test_store.py"], 0),
+        (["tests/store/test_store.py", "tests/store/test_store.py::test_bulk_of_5000"], 0),
     ],
 )
 def test_one_file_or_named_tests_run_without_workers(monkeypatch, args, workers):

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import settings as project_settings
-from .setting_rules import OWN_PREFIXES
+from votersdaily import settings as project_settings
+from votersdaily.plumbing.environment import apply_environment
+from votersdaily.setting_marks import OWN_PREFIXES
 
 if TYPE_CHECKING:  # the laundromat's workers read DEFAULTS and need no Scrapy (0.2 s to import)
     from scrapy.settings import BaseSettings
@@ -28,8 +29,6 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
 def set_defaults(settings: BaseSettings) -> None:
     """Give every project setting ``settings`` lacks its default, at Scrapy's ``default`` priority,
     and every setting the environment gives its value (see :mod:`votersdaily.plumbing.environment`)."""
-    from .plumbing.environment import apply_environment  # that module reads DEFAULTS
-
     for name, value in DEFAULTS.items():
         settings.setdefault(name, value, priority="default")
     apply_environment(settings)

@@ -25,6 +25,7 @@ from . import locations, schema
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
+from .crawlcontext import RunRecord, crawl_context
 from .interrupts import (
     FORCED_STOP,
     GRACEFUL_STOP,
@@ -163,8 +164,6 @@ class RunLog:
         self.not_beside = 0
         #: The log is being (or was) written: a forced stop leaves it to that write.
         self.closing = False
-        #: The run's result once its log is built (what `scrapy crawl`'s exit status says).
-        self.result: str | None = None
         #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
         self._forced_stop_trigger: Any = None
 
@@ -346,7 +345,7 @@ class RunLog:
             return  # a forced stop spooled this run's log already
         self._stop_watching_shutdown()
         doc = self.build(spider, reason)
-        if doc.get("reparse_dry_run"):
+        if crawl_context(self.crawler).dry_run:
             return  # a dry run writes nothing (nor spools), its log neither
         try:
             await run_in_thread(self._write, doc)
@@ -366,10 +365,13 @@ class RunLog:
                 access_datetime=doc["access_datetime"],
             )
         stats = self.crawler.stats
+        record = self.record
         shown = mask_uri(store_uri(self.crawler.settings))
         try:
             spool = spool_run_log(self.crawler.settings, doc)
         except NotSpooled:
+            record.run_log = "lost"
+            record.lost += 1
             stats.set_value("votersdaily/run_log", "lost")
             stats.inc_value("votersdaily/lost")
             logger.error(
@@ -379,6 +381,8 @@ class RunLog:
                 exc,
             )
             return
+        record.run_log = "spooled"
+        record.spooled += 1
         stats.set_value("votersdaily/run_log", "spooled")
         stats.inc_value("votersdaily/spooled")
         logger.error(
@@ -392,15 +396,13 @@ class RunLog:
     def _say_lost(self, spider: Spider) -> None:
         """One line per run that lost documents (its run log may be among them, and may be the only
         record of the others): what was lost. The full folder was named when it first refused."""
-        lost = self.crawler.stats.get_value("votersdaily/lost", 0)
-        if lost:
+        record = self.record
+        if record.lost:
             logger.error(
                 "%s lost %d documents%s: neither the store nor the spool took them",
                 spider.name,
-                lost,
-                " (its run log among them)"
-                if self.crawler.stats.get_value("votersdaily/run_log") == "lost"
-                else "",
+                record.lost,
+                " (its run log among them)" if record.run_log == "lost" else "",
             )
 
     def build(self, spider: Spider, reason: str) -> dict[str, Any]:
@@ -437,7 +439,6 @@ class RunLog:
             result = reason
         else:
             result = "success"
-        self.result = result
         items = self.items_scraped
         # A replayed listing whose documents were not beside it found nothing only for that reason.
         not_beside = self.not_beside
@@ -499,6 +500,8 @@ class RunLog:
             doc["error_count"] = len(self.failures)
         self.crawler.signals.send_catch_log(vd_signals.run_log_building, doc=doc, spider=spider)
         self._attach_source(doc)
+        crawl_context(self.crawler).run = RunRecord.from_run_log(doc, schema.EVENTS_DB)
+        # For operators (Scrapy's stats dump); the commands read the record.
         stats.set_value("votersdaily/spooled", still_spooled)
         stats.set_value("votersdaily/lost", lost)
         for key in ("result", "insert_count", "updated_count", "unchanged_count", "parser_runtime"):
@@ -510,6 +513,14 @@ class RunLog:
             }.get(key, key)
             stats.set_value("votersdaily/%s" % name, doc[key])
         return doc
+
+    @property
+    def record(self) -> RunRecord:
+        """The run's record (:meth:`build` made it)."""
+        record = crawl_context(self.crawler).run
+        if record is None:
+            raise RuntimeError("the run log's record is made by RunLog.build, before it is written")
+        return record
 
     def outputs(self, spider: Spider) -> dict[str, str]:
         """Where the spider wrote besides the store: its ``output_settings`` as absolute paths
@@ -543,6 +554,7 @@ class RunLog:
         earlier = Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
         count_spool_delivered(self.crawler, schema.LOG_DB, earlier.documents)
         doc["spool_delivered_count"] = sum(crawl_writes(self.crawler).spool_delivered.values())
+        self.record.spool_delivered = doc["spool_delivered_count"]
         base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
         for attempt in range(1, 100):
             doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.ossignal import install_shutdown_handlers, signal_names
 from twisted.python.failure import Failure
 
+from votersdaily import scrapy_internals
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
@@ -77,12 +77,10 @@ def work_done(crawler: Crawler) -> bool:
 def only_in_flight(crawler: Crawler) -> bool:
     """Whether all that is left of the spider's work is in flight (downloading, waiting for the
     downloader, being scraped): every start request is out and nothing waits in its scheduler. (Scrapy
-    has no public question for that; without the engine's attributes the answer is no.)"""
-    engine = crawler.engine
-    scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
-    if scheduler is None or getattr(engine, "_start", True) is not None:
+    has no public question for that: votersdaily/scrapy_internals.py asks its engine.)"""
+    if crawler.engine is None or scrapy_internals.start_requests_left(crawler):
         return False
-    return not scheduler.has_pending_requests()
+    return scrapy_internals.scheduler_has_pending(crawler) is False
 
 
 def not_fetched(crawler: Crawler, request: Request) -> CrawlInterrupted:
@@ -103,16 +101,12 @@ def refuse_new_requests(crawler: Crawler) -> None:
 def drop_waiting_requests(crawler: Crawler) -> int:
     """Fail every request still queued in the downloader's slots (waiting out a download delay or
     a concurrency limit) with :class:`CrawlInterrupted`; how many."""
-    engine = crawler.engine
-    if engine is None:
+    if crawler.engine is None:
         return 0
-    dropped = 0
-    for slot in engine.downloader.slots.values():
-        while slot.queue:
-            request, waiting = slot.queue.popleft()
-            waiting.errback(Failure(not_fetched(crawler, request)))
-            dropped += 1
-    return dropped
+    waiting = scrapy_internals.take_queued_requests(crawler)
+    for request, download in waiting:
+        download.errback(Failure(not_fetched(crawler, request)))
+    return len(waiting)
 
 
 def _closed_meanwhile(failure: Failure) -> None:
@@ -137,15 +131,15 @@ class Interrupts:
         """Call before ``process.start()``: Scrapy installs its handlers once the reactor runs; these
         replace them one turn later."""
         reactor = installed_reactor()
-        reactor.callWhenRunning(reactor.callLater, 0, install_shutdown_handlers, self._first)
+        reactor.callWhenRunning(reactor.callLater, 0, scrapy_internals.on_shutdown_signals, self._first)
 
     def _first(self, signum: int, _frame: Any) -> None:
-        install_shutdown_handlers(self._second)
+        scrapy_internals.on_shutdown_signals(self._second)
         # Nothing but that here: a signal handler may interrupt a write to the same stream.
         installed_reactor().callFromThread(self.stop_gracefully, signum)
 
     def _second(self, signum: int, _frame: Any) -> None:
-        install_shutdown_handlers(self._third)
+        scrapy_internals.on_shutdown_signals(self._third)
         installed_reactor().callFromThread(self.stop_now, signum)
 
     def _third(self, signum: int, _frame: Any) -> None:
@@ -158,7 +152,7 @@ class Interrupts:
         """What happened and what repeats it: ("interrupted", "Ctrl-C") for SIGINT."""
         if signum == signal.SIGINT:
             return "interrupted", "Ctrl-C"
-        name = signal_names.get(signum, "signal %d" % signum)
+        name = scrapy_internals.signal_name(signum)
         return name, name
 
     def stop_gracefully(self, signum: int = signal.SIGINT) -> None:
@@ -166,7 +160,7 @@ class Interrupts:
         what, again = self._named(signum)
         self.say("%s: stopping after the current requests; %s again to stop now" % (what, again))
         for crawler in list(self.process.crawlers):
-            if not crawler.crawling:  # finished, or stopping already
+            if not scrapy_internals.is_crawling(crawler):  # finished, or stopping already
                 continue
             if work_done(crawler):
                 closing = deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
@@ -188,7 +182,7 @@ class Interrupts:
         # Scrapy stops its crawlers gracefully before the reactor shuts down (and waits for that):
         # marked as stopped already, they are left as they are, and each spools its run log instead.
         for crawler in self.process.crawlers:
-            crawler.crawling = False
+            scrapy_internals.mark_stopped(crawler)
         reactor = installed_reactor()
         if reactor.running:
             reactor.stop()

@@ -14,6 +14,7 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from . import schema
+from .crawlcontext import crawl_context
 from .datetimes import normalise
 from .items import EventItem
 from .store.crawler import writer_for
@@ -68,7 +69,7 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
-        zone = item.get("source_timezone") or getattr(self.crawler.spider, "source_timezone", "UTC")
+        zone = item.get("source_timezone") or crawl_context(self.crawler).source_timezone
         assert isinstance(zone, str), "source_timezone is a zone name"  # noqa: S101 - the spiders' contract
         for key in ("datetime", "end_datetime"):
             value = item.get(key)
@@ -135,8 +136,7 @@ class EventStorePipeline:
 
     def _dry_run(self) -> bool:
         """A reparse's dry run writes nothing, spools nothing, delivers no spool (votersdaily.reparse)."""
-        reparse = getattr(self.crawler.spider, "reparse", None)
-        return reparse is not None and reparse.dry_run
+        return crawl_context(self.crawler).dry_run
 
     async def open_spider(self) -> None:
         if not self._dry_run():

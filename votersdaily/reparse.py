@@ -18,8 +18,9 @@ What the store then holds:
 * the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
 
 With ``dry_run`` nothing is written or spooled (the store pipeline and the run log stand aside): the
-plan, what would be inserted, updated, withdrawn or replaced, with examples, is kept on the crawler and
-in the crawl stats for ``python -m votersdaily reparse --dry-run`` to print.
+plan, what would be inserted, updated, withdrawn or replaced, with examples, is a :class:`ReparsePlan` in
+the crawl's context (``crawl_context(crawler).reparse_plan``, votersdaily/crawlcontext.py) for
+``python -m votersdaily reparse --dry-run`` to print.
 
 A damaged archive costs only what is damaged: a record that does not read back whole (a flipped byte,
 a file cut short) is named by file and offset, skipped, and reading goes on with the next one
@@ -49,6 +50,7 @@ from scrapy.responsetypes import responsetypes
 from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
+from .crawlcontext import crawl_context
 from .requestmeta import REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for
@@ -130,6 +132,21 @@ class Reparse:
     sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
+@dataclass
+class ReparsePlan:
+    """What a dry run would have done (``crawl_context(crawler).reparse_plan``; :func:`summarise_plan`)."""
+
+    spider: str
+    #: ``<parser_name> <parser_version>`` of the current parser.
+    parser: str
+    #: ``insert``, ``update``, ``unchanged``, ``withdraw``, ``replace`` → event ids (``old -> new``).
+    plan: dict[str, list[str]]
+    #: The first updated events' ids → the keys that would change.
+    changes: dict[str, list[str]]
+    #: What the archive check found, by what a person reads → how many.
+    archive: dict[str, int]
+
+
 class ReplayMiddleware:
     """Downloader middleware (order 1) of a reparsing spider: archived records are answered from the
     archive; any other request (robots.txt included) is ignored, so a reparse never touches the network."""
@@ -142,9 +159,9 @@ class ReplayMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Response | None:
-        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
-        if getattr(spider, "reparse", None) is None:
+        if crawl_context(self.crawler).reparse is None:
             return None
+        spider = cast("EventSpider", self.crawler.spider)  # the only spiders with a reparse
         archived: ArchivedResponse | None = spider.take_archived(request.meta.get(REPLAY_META))
         if archived is None:
             raise IgnoreRequest("reparse reads the archive only: %s is not fetched" % request.url)
@@ -178,8 +195,8 @@ class ReparseExtension:
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
 
-    def _reparse(self, spider: Spider) -> Reparse | None:
-        return getattr(spider, "reparse", None)
+    def _reparse(self) -> Reparse | None:
+        return crawl_context(self.crawler).reparse
 
     def _store_failed(self, spider: Spider, exc: StoreError) -> None:
         """The store stopped answering (or refused) while the reparse read it: one line, and the run
@@ -187,7 +204,7 @@ class ReparseExtension:
         from twisted.python.failure import Failure
 
         self.store_failed = True
-        self.report = {"reparse": True, "reparse_dry_run": getattr(self._reparse(spider), "dry_run", None)}
+        self.report = {"reparse": True, "reparse_dry_run": crawl_context(self.crawler).dry_run}
         logger.error("reparse of %s: %s", spider.name, exc)
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
@@ -195,7 +212,7 @@ class ReparseExtension:
 
     def spider_opened(self, spider: Spider) -> None:
         """The parser versions of the archived documents' events before the reparse writes anything."""
-        reparse = self._reparse(spider)
+        reparse = self._reparse()
         if reparse is None:
             return
         try:
@@ -229,7 +246,7 @@ class ReparseExtension:
         return [row.doc for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
-        reparse = self._reparse(spider)
+        reparse = self._reparse()
         if reparse is None or "_id" not in item:
             return
         if reparse.dry_run:
@@ -243,7 +260,7 @@ class ReparseExtension:
 
     def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
-        reparse = self._reparse(spider)
+        reparse = self._reparse()
         if reparse is None:
             return
         if reason != "finished":
@@ -294,20 +311,20 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            self.crawler.reparse_plan = {  # type: ignore[attr-defined]  # issue 30 item 3 types this
-                "spider": spider.name,
-                "parser": current,
-                "plan": plan,
-                "changes": {
+            crawl_context(self.crawler).reparse_plan = ReparsePlan(
+                spider=spider.name,
+                parser=current,
+                plan=plan,
+                changes={
                     doc_id: _changed_keys(store.get(schema.EVENTS_DB, doc_id) or {}, reparse.events[doc_id])
                     for doc_id in plan["update"][:EXAMPLES]
                 },
-                "archive": {
+                archive={
                     "damaged stretches of the archive skipped": len(reparse.damage),
                     "stored events not verified": len(checked.unverified),
                     "events would point at another copy of their document": len(checked.repointed),
                 },
-            }
+            )
 
     def _verify(
         self, store: Store, spider: Spider, reparse: Reparse, events: list[dict[str, Any]]
@@ -371,7 +388,6 @@ class ReparseExtension:
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
         if not reparse.replayed or not events:
             return [], versions
-        from .feeds.query import is_live  # imported here: see TYPE_CHECKING above
 
         produced_ids = {e[0] for events in reparse.produced.values() for e in events}
         gone = [
@@ -379,14 +395,14 @@ class ReparseExtension:
             for doc in events
             if doc.get("warc_record_id") in reparse.replayed
             and doc["_id"] not in produced_ids
-            and is_live(doc)
+            and schema.is_live(doc)
         ]
         whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []
         stamp = now_iso()
         for doc in (whole[doc_id] for doc_id in gone if doc_id in whole):
             record = doc.get("warc_record_id")
-            if record not in reparse.replayed or not is_live(doc):
+            if record not in reparse.replayed or not schema.is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             successor = next(
@@ -521,14 +537,14 @@ def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(k for k in keys if old.get(k) != new.get(k))
 
 
-def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
+def summarise_plan(plan: ReparsePlan, out: TextIO) -> None:
     """The dry run's plan of one spider as a person reads it."""
-    counts = Counter({kind: len(ids) for kind, ids in plan["plan"].items()})
+    counts = Counter({kind: len(ids) for kind, ids in plan.plan.items()})
     print(
         "%s (%s): would insert %d, update %d, withdraw %d, replace %d; %d unchanged"
         % (
-            plan["spider"],
-            plan["parser"],
+            plan.spider,
+            plan.parser,
             counts["insert"],
             counts["update"],
             counts["withdraw"],
@@ -537,12 +553,12 @@ def summarise_plan(plan: dict[str, Any], out: TextIO) -> None:
         ),
         file=out,
     )
-    archive = ["%d %s" % (n, what) for what, n in plan["archive"].items() if n]
+    archive = ["%d %s" % (n, what) for what, n in plan.archive.items() if n]
     if archive:
         print("  %s (see the log above)" % "; ".join(archive), file=out)
     for kind in ("insert", "update", "withdraw", "replace"):
-        for example in plan["plan"][kind][:EXAMPLES]:
-            changed = plan["changes"].get(example)
+        for example in plan.plan[kind][:EXAMPLES]:
+            changed = plan.changes.get(example)
             print(
                 "  %-8s %s%s" % (kind, example, " (changes %s)" % ", ".join(changed) if changed else ""),
                 file=out,

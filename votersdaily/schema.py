@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytz
 
-from .plumbing.json_text import ReusableJsonEncoder
+from .json_encoder import ReusableJsonEncoder
 
 EVENTS_DB = "vd_events"
 LOG_DB = "vd_log"
@@ -532,3 +532,9 @@ def event_id(datetime_iso: str, parser_name: str, unique_key: str) -> str:
 
 def log_id(access_datetime: str, parser_name: str, result: str) -> str:
     return "%s-%s-%s" % (access_datetime, parser_name, result)
+
+
+def is_live(doc: dict[str, Any]) -> bool:
+    """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
+    :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
+    return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))

@@ -10,7 +10,7 @@ What a setting takes comes from ``votersdaily/settings.py``: the type of its def
 :class:`AtMost` and :class:`OneOf` for ranges and choices; the project's own numbers
 (``VOTERSDAILY_*``, ``INGEST_*``, …) are never negative. Scrapy's own settings take the type of
 Scrapy's default (any number where that is a number: Scrapy reads some whole-number defaults as
-floats). Imported by ``settings.py``, so it imports nothing but the standard library.
+floats). The marks live in ``votersdaily/setting_marks.py``, which ``settings.py`` imports.
 """
 
 from __future__ import annotations
@@ -24,33 +24,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # settings.py imports this module: nothing from Scrapy at run time
+from votersdaily import settings as project_settings
+from votersdaily.plumbing.environment import ENVIRONMENT_NAMES, environment_name, environment_value
+from votersdaily.setting_marks import OWN_PREFIXES, AtLeast, AtMost, OneOf
+
+if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
-
-#: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
-OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")
-
-
-@dataclass(frozen=True)
-class AtLeast:
-    minimum: float
-
-
-@dataclass(frozen=True)
-class AtMost:
-    maximum: float
-
-
-@dataclass(frozen=True)
-class OneOf:
-    choices: tuple[str, ...]
-
-    def __init__(self, *choices: str):
-        object.__setattr__(self, "choices", choices)
-
-
-#: The levels Python's logging knows by name (``LOG_LEVEL``, ``--log-level``).
-LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
 
 
 class BadSettingValue(ValueError):
@@ -164,8 +143,7 @@ def rule_from(annotation: Any, default: Any, own: bool) -> Rule | None:
 
 def project_rules() -> dict[str, Rule]:
     """The rule of every setting of ``votersdaily/settings.py`` that has one."""
-    from . import settings as module
-
+    module = project_settings
     annotations = typing.get_type_hints(module, include_extras=True)
     rules = {}
     for name in dir(module):
@@ -193,9 +171,7 @@ def scrapy_rules() -> dict[str, Rule]:
 
 
 def _project_names() -> list[str]:
-    from . import settings as module
-
-    return [name for name in dir(module) if name.isupper()]
+    return [name for name in dir(project_settings) if name.isupper()]
 
 
 def all_rules() -> dict[str, Rule]:
@@ -236,13 +212,9 @@ def assign(settings: BaseSettings, name: str, value: str, priority: str = "cmdli
 def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
     """One line for each project setting given in the environment (which wins over ``-s``:
     votersdaily/plumbing/environment.py) whose value its rule refuses."""
-    # Imported here: the resolver reads votersdaily/defaults.py, which reads settings.py, which
-    # imports this module.
-    from .defaults import DEFAULTS
-    from .plumbing.environment import ENVIRONMENT_NAMES, environment_name, environment_value
-
     rules = all_rules() if rules is None else rules
-    for name in (*DEFAULTS, *ENVIRONMENT_NAMES):
+    own = [name for name in _project_names() if name.startswith(OWN_PREFIXES)]
+    for name in (*own, *ENVIRONMENT_NAMES):
         value, rule = environment_value(name), rules.get(name)
         if value is not None and rule is not None and not rule.accepts(value):
             yield "environment variable %s takes %s, not %r" % (

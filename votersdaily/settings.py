@@ -7,8 +7,8 @@ here slows every source down to the slowest one's needs.
 from typing import Annotated
 
 from votersdaily import __version__
-from votersdaily.setting_rules import LOG_LEVELS as log_levels
-from votersdaily.setting_rules import AtLeast, AtMost, OneOf
+from votersdaily.setting_marks import LOG_LEVELS as log_levels
+from votersdaily.setting_marks import AtLeast, AtMost, OneOf
 
 # A setting takes what its default's type allows; an annotation declares more (a type where the
 # default is None, a range, a choice): votersdaily/setting_rules.py checks each before a crawl starts.
@@ -121,8 +121,14 @@ VOTERSDAILY_REDIS_REAP_INTERVAL = 5.0
 VOTERSDAILY_REDIS_MAX_ATTEMPTS = 5
 #: Seconds a worker waits with nothing queued or in processing anywhere before it stops (0: never).
 VOTERSDAILY_REDIS_IDLE_CLOSE = 0.0
+#: After a lease found the queue empty, a worker asks again only this many seconds later (its engine
+#: asks after every finished request: at the end of a run that was a round trip per request).
+VOTERSDAILY_REDIS_EMPTY_WAIT = 0.5
 #: Requests one worker may hold that are still downloading or in their callback (0: CONCURRENT_REQUESTS).
 VOTERSDAILY_REDIS_MAX_LEASES = 0
+#: Workers and enqueue refuse a Redis that would lose the queue on a restart (no append-only file);
+#: False: they warn and go on (a restart then loses the queue, and workers report what was lost).
+VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE = True
 #: When Redis is unreachable, a worker tries again after this many seconds, doubling up to the maximum.
 VOTERSDAILY_REDIS_RECONNECT_DELAY = 0.5
 VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY = 5.0

@@ -1,9 +1,9 @@
-"""The CLI as a user runs it; Redis from the deployment tests' fixture."""
+"""The CLI as a user runs it; Redis from tests/support/processes.py."""
 
 import pytest
 
-from tests.deploy.conftest import redis_server  # noqa: F401  (a fixture)
 from tests.support.cli_main import run_main
+from tests.support.processes import redis_server  # noqa: F401  (a fixture)
 
 
 @pytest.fixture

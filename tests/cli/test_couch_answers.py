@@ -1,5 +1,5 @@
 """CouchDB's refusals told apart by its ``{"error", "reason"}`` answer, not by the status alone
-(issue 25, items 4 and 5), on every run of the suite.
+(the member user's path and the lockout), on every run of the suite.
 
 The server here is a STUB: the local test site answering, path by path, what Apache CouchDB 3.4.3
 answered (built from its source, tag 3.4.3, QuickJS engine; recorded with curl on 2026-11-26) to a

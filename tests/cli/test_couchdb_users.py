@@ -1,5 +1,5 @@
-"""A least-privilege deployment on a real CouchDB 3, set up as docs/operations.md says (issue 25, items
-4 and 5): a server admin creates the databases and views once (the README's path with credentials), a
+"""A least-privilege deployment on a real CouchDB 3, set up as docs/operations.md says: a server
+admin creates the databases and views once (docs/events.md's path with credentials), a
 member user crawls and runs every read command, and a user who is no member, a user who may not create
 a database and a locked-out user are each told so in one line, with nothing on standard output.
 
@@ -19,8 +19,9 @@ import pytest
 
 from tests.cli.test_couch_answers import lockout_line
 from tests.support.services import COUCHDB_ENV, ExternalCouchDB
+from votersdaily.cli.views import project_databases
 from votersdaily.defaults import DEFAULTS
-from votersdaily.store.names import database_name, project_databases
+from votersdaily.store.names import database_name
 
 NO_COUCHDB = (
     "needs a real CouchDB 3 ($%s, CONTRIBUTING.md): the pinned PouchDB Server has no database members "

@@ -1,4 +1,4 @@
-"""Exit statuses that tell the truth, and usage errors that name what exists (issue 17, point 2).
+"""Exit statuses that tell the truth, and usage errors that name what exists.
 0 done, 1 the work failed, 2 a usage error or nothing there, 3 the store or a service unavailable."""
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_enqueue_with_redis_down_exits_3(cli, sqlite_uri, tmp_path):
     assert len(proc.stderr.splitlines()) == 1
 
 
-# -- issue 24, item 11: exit codes and messages that agree with the README's table ---------------------
+# -- exit codes and messages that agree with docs/cli.md's table -----------------------------------
 
 
 def test_export_of_an_unknown_committee_names_the_known_ones(cli_main, crawled, tmp_path):

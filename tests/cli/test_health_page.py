@@ -1,5 +1,5 @@
 """The health page tells manual runs from real ones, notes wrap, roll calls show their tally, and
-look-alike events are told apart (issue 17, point 5), through the CLI as a user builds the site."""
+look-alike events are told apart, through the CLI as a user builds the site."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from tests.spiders.supreme_court_pages import EARLIER_TERMS
 from tests.support.cli_main import run_main
 from tests.support.inprocess import crawl_in_process
 from tests.support.services import cli_environment, run_cli
+
+pytestmark = pytest.mark.slow  # `crawl --all --offline` and `site build` as CLI subprocesses
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
 CHROMIUM = "/usr/bin/chromium"

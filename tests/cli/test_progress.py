@@ -1,4 +1,4 @@
-"""Progress and quiet (issue 17, point 3) and the run log's source (point 7)."""
+"""Progress and quiet, and the run log's source (its ``input``: listing, offline, replay or given)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import recording
 from tests.support.services import REPO, TEST_ARCHIVE_DIR, run_cli
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
+
+pytestmark = pytest.mark.slow  # CLI crawl subprocesses, on a pseudo-terminal
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
 

@@ -1,7 +1,7 @@
-"""Every ```sh block of the README runs here, so a README that drifts fails CI (issue 17, point 4).
+"""Every ```sh block of the README and of docs/ runs here, so a command that drifts fails CI.
 
 Commands run for real in a scratch folder beside a view of the checkout, on loopback only: the
-embedded store, a PouchDB Server (the README's ``127.0.0.1:5984``) and a Redis (``127.0.0.1:6379``)
+embedded store, a PouchDB Server (the pages' ``127.0.0.1:5984``) and a Redis (``127.0.0.1:6379``)
 started by the test. A command that cannot run in a test (a live crawl, a long-running server) is
 marked in the README, on its line (``# not run in CI: why``) or for a whole block
 (``<!-- readme: not run — why -->`` before it); it must still be a valid invocation: the
@@ -20,11 +20,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.support.services import REPO
 
 README = REPO / "README.md"
-#: The README's operations material moved to docs/operations.md; its commands are checked alike.
-DOCUMENTS = (README, REPO / "docs" / "operations.md")
+#: The README first (its main job stores what the pages' feed and reparse examples read), then every
+#: page of docs/ that shows shell commands: each contract's commands live on its page, checked alike.
+DOCUMENTS = (
+    README,
+    *sorted(p for p in (REPO / "docs").glob("*.md") if "```sh" in p.read_text(encoding="utf-8")),
+)
 BLOCK_RE = re.compile(r"(?:<!-- readme: not run — (?P<why>[^>]+?) -->\n)?```sh\n(?P<body>.*?)```", re.S)
 LINE_MARK = re.compile(r"#\s*not run in CI:\s*(?P<why>.+)$")
 OPERATORS = {"&&", "||", "|", ";", "&", ">", ">>", "<"}
@@ -170,6 +176,7 @@ def scratch_checkout(tmp_path: Path) -> Path:
     return work
 
 
+@pytest.mark.slow  # every README command, with PouchDB and Redis
 def test_readme_commands_run(tmp_path, pouchdb, redis_server):
     pouchdb.reset()
     work = scratch_checkout(tmp_path)
@@ -268,33 +275,10 @@ def produced(kind: str, line: str, work: Path, out: Path, err: Path) -> bool:
     return json.loads(text)["count"] > 0
 
 
-def test_every_test_the_documents_name_exists():
-    """CONTRIBUTING, the README and docs/ point at tests (``tests/…py``, ``file::test``, or a test by
-    its name): each must exist, or the pointer sends a reader nowhere."""
-    texts = "\n".join(
-        p.read_text(encoding="utf-8")
-        for p in (README, REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md")))
-    )
-    tests = {p.stem for p in (REPO / "tests").rglob("test_*.py")}
-    names = set()
-    for path in (REPO / "tests").rglob("*.py"):
-        names |= set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
-    missing = []
-    for path, name in re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", texts):
-        if not (REPO / path).is_file():
-            missing.append(path)
-        elif name and not re.search(r"^(?:async )?def %s\b" % name, (REPO / path).read_text(), re.M):
-            missing.append("%s::%s" % (path, name))
-    for name in set(re.findall(r"\b(test_[a-z0-9_]+)\b", texts)):
-        if name not in tests and name not in names:
-            missing.append(name)
-    assert sorted(missing) == []
-
-
 def test_readme_has_the_operator_sections():
     text = documents_text()
     for heading in (
-        "### Exit codes",
+        "## Exit codes",
         "## Troubleshooting",
         "### Starting scrapyd, the scheduler, Redis and the workers",
     ):

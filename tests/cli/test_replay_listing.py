@@ -1,4 +1,4 @@
-"""``-a url=`` on a listing (issue 17, point 6): a recorded Clerk index, Senate vote menu or committee
+"""``-a url=`` on a listing: a recorded Clerk index, Senate vote menu or committee
 feed is followed like the live listing, and what it lists is read from the files beside it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``site build DIR`` replaces only a site an earlier build wrote (issue 24, item 1).
+"""``site build DIR`` replaces only a site an earlier build wrote.
 
 It used to delete whatever was at DIR: the checkout's ``docs/``, a folder holding ``notes.txt``, a
 regular file; ``site build /`` and ``.`` ended in a traceback with an empty ``..old-*`` folder left

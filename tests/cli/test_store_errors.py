@@ -1,5 +1,5 @@
 """A bad or unreachable store: one line saying what is wrong and how to fix it, an honest exit status,
-the run log spooled with result StoreUnavailable, no partial output (issue 17, point 1)."""
+the run log spooled with result StoreUnavailable, no partial output."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
         "credentials": (
             creds,
             "the store at http://%s:***@127.0.0.1:%d/ refused the credentials (HTTP 401): fix the user and "
-            "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server of the README, "
-            "takes none)" % (user, couchdb.port),
+            "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server "
+            "scripts/pouchdb_server.py starts, takes none)" % (user, couchdb.port),
         ),
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
@@ -82,7 +82,7 @@ def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_ma
     "command", [("crawl", "--offline", "house_votes"), ("dump", "vd_events"), ("views", "push")]
 )
 def test_a_malformed_store_uri_is_a_usage_error(cli_main, couchdb, tmp_path, case, command):
-    """A URI that cannot name a store is the user's typo (exit 2, README: Exit codes), not an
+    """A URI that cannot name a store is the user's typo (exit 2, docs/cli.md: Exit codes), not an
     unavailable store (3): one line, and nothing spooled for a store that cannot exist."""
     uri, message = bad_stores(couchdb)[case]
     spool = tmp_path / "spool"

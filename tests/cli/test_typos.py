@@ -1,4 +1,4 @@
-"""Typos that created things or crashed (issue 24, item 8): each is now one line and exit status 2,
+"""Typos that used to create things or crash: each is now one line and exit status 2,
 before any work; and ``python -m votersdaily crawl`` takes ``-a``/``-s`` as ``scrapy crawl`` does, whose
 exit status now says how the run went."""
 

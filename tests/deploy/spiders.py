@@ -9,8 +9,8 @@ import scrapy
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from votersdaily.distributed.redis_worker import WorkerMixin
+from votersdaily.plumbing.inputs import split_urls
 from votersdaily.rendering import RENDER_SETTINGS
-from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import writer_for
 
 

@@ -7,9 +7,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.deploy.conftest import start_crawl
+from tests.support.processes import start_crawl
 from votersdaily.rendering import CHROMIUM
 from votersdaily.store import open_store
+
+pytestmark = pytest.mark.slow  # a Chromium browser and crawl subprocesses
 
 PAGE = """<!doctype html><html><head><title>t</title></head><body><p id="content"></p>
 <script>document.getElementById("content").textContent = "written by " + "JavaScript";</script>

@@ -14,10 +14,12 @@ import zipfile
 import pytest
 
 from tests.conftest import recording, shared_file
-from tests.deploy.conftest import Deployment, ScrapydServer, deployment, scrapyd_env
 from tests.support.cli_main import run_main
+from tests.support.processes import Deployment, ScrapydServer, deployment, scrapyd_env
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
+
+pytestmark = pytest.mark.slow  # a scrapyd node: a wheel and an egg built, crawls as scrapyd jobs
 
 ROLL = "gov/house_roll_call/roll314.xml"
 
@@ -135,7 +137,7 @@ def test_event_ingest_and_laundromat_jobs_on_scrapyd(scrapyd, deployed, site, co
     assert "Turtle" in {d.get("format") for d in records}
     store.close()
     # The laundromat job ran the compiled path: the module of the package installed on the node,
-    # and its worker cleaned the document with it (issue 25, item 2).
+    # and its worker cleaned the document with it (the compiled module travels in the wheel).
     compiled = logs["laundromat"]["compiled_path"]
     assert compiled["module"].startswith(str(deployed.python.parent.parent)) and compiled["documents"] == 1
     assert "'laundromat/compiled_path_documents': 1" in server.job_log("laundromat", jobs["laundromat"])
@@ -273,7 +275,7 @@ def _run_log(couch_uri: str, spider: str) -> dict:
 
 
 def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
-    """Issue 26, point 2: a node started in a checkout ran the checkout, not what was deployed, and
+    """Before: a node started in a checkout ran the checkout, not what was deployed, and
     nothing said so. The run log names the package version and where it was imported from."""
     import votersdaily
     from tests.support.services import REPO
@@ -292,7 +294,7 @@ def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
 
 
 def test_an_ingest_job_without_requests_fails_and_the_scheduler_gives_it_the_store(scrapyd, couch_uri, site):
-    """Issue 26, point 4: the scheduler scheduled `ingest` with no arguments, and the job logged
+    """Before: the scheduler scheduled `ingest` with no arguments, and the job logged
     `ERROR: no ingest requests` and recorded `success`."""
     server, client = scrapyd
     bare = client.schedule("ingest")
@@ -334,7 +336,7 @@ def test_an_ingest_job_without_requests_fails_and_the_scheduler_gives_it_the_sto
 
 
 def test_the_scheduler_says_scrapyd_refused_the_credentials(scrapyd, couch_uri, monkeypatch):
-    """Issue 26, point 5: without credentials it reported `scrapyd-unavailable ... JSONDecodeError`
+    """Before: without credentials it reported `scrapyd-unavailable ... JSONDecodeError`
     (scrapyd had answered 401)."""
     server, client = scrapyd
     refused = _scheduler(server.url, couch_uri, status=3)
@@ -352,7 +354,7 @@ def test_the_scheduler_says_scrapyd_refused_the_credentials(scrapyd, couch_uri, 
 def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(
     tmp_path, pouchdb, couch_uri, deployed
 ):
-    """Issue 24, point 10: a scrapyd without credentials took an unauthenticated egg upload and the
+    """Before: a scrapyd without credentials took an unauthenticated egg upload and the
     scheduler said nothing."""
     import requests
 
@@ -395,7 +397,7 @@ def test_the_scheduler_refuses_a_scrapyd_that_answers_without_credentials(
 
 
 def test_the_scheduler_loop_shows_each_change_and_stores_only_changes(scrapyd, couch_uri, tmp_path):
-    """Issue 26, point 5: in loop mode it printed nothing and wrote a decision document every pass,
+    """Before: in loop mode it printed nothing and wrote a decision document every pass,
     due or not (53 in 4 minutes). Now each change is a line of its output and a document (at most
     VOTERSDAILY_SCHEDULER_DECISIONS are kept); passes that change nothing write nothing."""
     import signal

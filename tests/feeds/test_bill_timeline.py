@@ -1,4 +1,4 @@
-"""One bill followed across sources, end to end from the recordings the project ships (issue 28).
+"""One bill followed across sources, end to end from the recordings the project ships.
 
 The spiders crawl their recordings into a real store (embedded SQLite, and PouchDB Server); grouping
 the stored events by id finds the bills that two sources name: S. 2403 of the 119th Congress is on
@@ -157,6 +157,7 @@ def test_a_well_formed_id_without_events_is_an_empty_feed_and_a_note(crawled):
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.slow  # Chromium over a bill's timeline page
 def test_the_bill_page_in_chromium(embedded, site, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
     if not os.access(CHROMIUM, os.X_OK):

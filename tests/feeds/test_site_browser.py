@@ -37,7 +37,10 @@ ZONE = ZoneInfo("America/New_York")  # the default VOTERSDAILY_SITE_TIMEZONE
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
-pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason="Debian's chromium is not installed")
+pytestmark = [
+    pytest.mark.slow,  # Chromium over a site built from `crawl --all --offline`
+    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason="Debian's chromium is not installed"),
+]
 
 
 def css(value: str) -> str:

@@ -1,7 +1,6 @@
 """Bibliographic metadata of real publisher pages (sandcrawler's, read in place from ../shared):
 every meta key read in every spelling (``name``, OpenGraph's ``property``, ``itemprop``, ``id``;
-any case), and dates kept at the precision the page gives, never completed with today (issue 27
-items 2 and 3). Each variant derived from a real page says how it was derived."""
+any case), and dates kept at the precision the page gives, never completed with today. Each variant derived from a real page says how it was derived."""
 
 from __future__ import annotations
 
@@ -151,7 +150,7 @@ def test_real_pages_give_their_whole_dates():
 @pytest.mark.parametrize(
     "stated, release_date",
     [
-        (b"2017/01", "2017-01"),  # the issue's page: it said 2017-01-26, the day of the run
+        (b"2017/01", "2017-01"),  # a page that once came out as 2017-01-26, the day of the run
         (b"2017-01", "2017-01"),
         (b"January 2017", "2017-01"),
         (b"2017", "2017"),
@@ -190,3 +189,19 @@ def test_release_date_parser():
         "2019-04-18",
     ]
     assert [parse_release_date(t) for t in ("2017/13", "2017-02-30", "26 January", "", None)] == [None] * 5
+
+
+def test_meta_matching_is_case_insensitive():
+    doc = parse_html(
+        b'<html><head><meta name="DC.Citation.Issue" content="7"><meta name="DC.Title" content="T">'
+        b'<meta name="citation_doi" content="doi:10.123/ABC"><meta name="citation_title" content="">'
+        b"</head><body></body></html>",
+        "http://example.com/a",
+    )
+    biblio = extract_biblio(doc)
+    assert biblio == {"issue": "7", "title": "T", "doi": "10.123/ABC"}
+
+
+def test_first_monday_has_only_a_title_element():
+    doc = parse_html(scholarly("first_monday_ojs3_fulltext.html").read_bytes(), "http://example.com/a/b")
+    assert extract_biblio(doc) == {}  # the head has a <title> and no meta biblio (FIXTURES.md)

@@ -268,7 +268,7 @@ def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tm
         assert results[url]["status"] == "blocked-private-address", results[url]
     # a name that resolves (DNS / hosts file) to a private address is refused after resolution
     addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    from votersdaily.ingest.ssrf import is_public
+    from votersdaily.plumbing.address_policy import is_public
 
     if not all(is_public(a) for a in addresses):
         assert results[urls[3]]["status"] == "blocked-private-address"

@@ -1,4 +1,4 @@
-"""The ingest's host lists take ``host:port`` (issue 24, point 10): ``INGEST_PRIVATE_HOSTS`` opens one
+"""The ingest's host lists take ``host:port``: ``INGEST_PRIVATE_HOSTS`` opens one
 port of a private host and no other, ``INGEST_ALLOWED_HOSTS=127.0.0.1:<port>`` confines a run to that
 port (it used to refuse everything), and an entry that can never match stops ``scrapy crawl`` before
 it starts (exit 2, one line naming the setting)."""
@@ -114,7 +114,7 @@ def test_an_entry_that_can_never_match_stops_scrapy_crawl_with_exit_2(site, tmp_
 def test_an_ingest_refused_for_a_private_address_is_a_warning_and_fails_the_run(
     crawl, sqlite_uri, ingest_site, tmp_path
 ):
-    """Issue 24, point 9: it used to end ``success`` with the refusal at INFO."""
+    """A refused private address fails the run: it used to end ``success`` with the refusal at INFO."""
     url = ingest_site.url + "/start"
     proc = crawl("ingest", url, sqlite_uri, "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"))
     assert proc.returncode == 1, proc.stderr[-3000:]  # the run failed (PrivateAddressRefused)

@@ -1,5 +1,5 @@
-"""Every field of an ingest request is checked and bounded before it is queued or crawled (issue 24,
-point 10: `enqueue ingest` took a 10 MB ``link_source_id`` and a NUL inside ``base_url``)."""
+"""Every field of an ingest request is checked and bounded before it is queued or crawled
+(`enqueue ingest` used to take a 10 MB ``link_source_id`` and a NUL inside ``base_url``)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,12 @@ import hashlib
 import random
 import sys
 
+import pytest
+
 from tests.ingest.conftest import PNG, read_results, scholarly, write_requests
 from tests.support.services import run_cli
+
+pytestmark = pytest.mark.slow  # a crawl subprocess measured for its peak memory
 
 N_BIG = 40
 BIG = 8 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""Issue 24, item 3, for the ingest's WARC output: its folder's disk fills during a run. Every ingest
+"""A full disk under the ingest's WARC output: its folder's disk fills during a run. Every ingest
 result is stored (without ``warc_*`` keys: no record was written), the run log says ``archived: false``
 naming the folder, and no WARC file holds half a record. The disk is a real small tmpfs (root only,
 skipped otherwise); the documents are the local site's (tests/ingest/conftest.py) with the project's

@@ -188,6 +188,7 @@ def test_canonicalisation_has_a_work_bound(tmp_path):
     )
 
 
+@pytest.mark.slow  # a document run into its 10 s limit
 def test_a_document_past_its_limits_fails_and_the_run_goes_on(site, sqlite_uri, tmp_path):
     """A blank-node clique (refused by the canonicalisation bound) and a deeply nested HTML page
     (about a minute of html5lib unbounded; killed at the document time limit) fail with their

@@ -19,10 +19,8 @@ import pytest
 from tests.laundromat.test_crawl import failed, ok, records
 from tests.laundromat.test_resume import _start
 from tests.support.services import LocalSite
-from votersdaily.ingest.ssrf import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.laundromat import fetching
-from votersdaily.laundromat.fetching import DownloadTooLarge, copy_local_file, fetch_limited
-from votersdaily.plumbing.hosts import HostList
+from votersdaily.laundromat.fetching import copy_local_file
 
 MARKER = "internal-service-secret"
 SECRET_NT = '<http://internal.example/s> <http://internal.example/p> "%s" .\n' % MARKER
@@ -239,31 +237,6 @@ def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_pat
     (download,) = _downloads_of(records(sqlite_uri), url)
     assert download["status"] == "failed" and "the crawl is shutting down" in download["error"], download
     assert not list((tmp_path / "out" / "files").glob("*")), "the partial file is removed"
-
-
-def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
-    """The blocking fetcher (JSON-LD contexts in worker processes): the allowed site is read, a
-    redirect to the internal server is refused before any connection, sizes are bounded."""
-    context = site.route("/context.jsonld", '{"@context": {"name": "http://schema.org/name"}}')
-    to_internal = site.route("/ctx-redirect", status=302, headers={"Location": hostile.url + "/secret.nt"})
-    policy = AddressPolicy(private_hosts=HostList.parse(["127.0.0.1:%d" % site.port], "test"))
-    fetched = fetch_limited(context, policy, max_bytes=1000, timeout=10)
-    assert fetched.body.startswith(b'{"@context"') and fetched.url == context
-    with pytest.raises(PrivateAddressRefused):
-        fetch_limited(to_internal, policy, max_bytes=1000, timeout=10)
-    for url in (hostile.url + "/secret.nt", "file:///etc/passwd", "http://169.254.169.254/"):
-        with pytest.raises(PrivateAddressRefused):
-            fetch_limited(url, policy, max_bytes=1000, timeout=10)
-    with pytest.raises(DownloadTooLarge):
-        fetch_limited(context, policy, max_bytes=10, timeout=10)
-    with pytest.raises(HostNotAllowed):
-        fetch_limited(
-            context,
-            AddressPolicy(allowed_hosts=HostList.parse(["example.org"], "test")),
-            max_bytes=10,
-            timeout=10,
-        )
-    assert hostile.hits == {}
 
 
 def test_http_download_over_the_size_limit_fails(crawl, site, sqlite_uri, tmp_path):

@@ -24,6 +24,8 @@ from votersdaily.laundromat.seeds import new_seed
 from votersdaily.laundromat.uris import uri_key
 from votersdaily.store import open_store
 
+pytestmark = pytest.mark.slow  # crawl subprocesses killed (SIGKILL) mid-way, then resumed
+
 N_FAST = 4
 
 

@@ -1,4 +1,4 @@
-"""One rule for settings given in the environment (issue 26, point 5): the store, spool, archive and
+"""One rule for settings given in the environment: the store, spool, archive and
 Redis used to be read four ways, and every other documented variable
 (``VOTERSDAILY_REDIS_IDLE_CLOSE=30 scrapy crawl ingest_worker``) was ignored."""
 

@@ -1,5 +1,5 @@
 """The host lists of the fetch policies: one ``host`` / ``host:port`` shape for the ingest and the
-laundromat, entries that can never match refused when the setting is read (issue 24, point 10)."""
+laundromat, entries that can never match refused when the setting is read."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 
 from votersdaily.defaults import set_defaults
-from votersdaily.ingest.address_policy import AddressPolicy
 from votersdaily.ingest.spider import IngestSpider
-from votersdaily.ingest.ssrf import HostNotAllowed, PrivateAddressRefused
 from votersdaily.laundromat.spider import LaundromatSpider
+from votersdaily.plumbing.address_policy import AddressPolicy, HostNotAllowed, PrivateAddressRefused
 from votersdaily.plumbing.hosts import BadHostEntry, HostList, parse_entry
 
 

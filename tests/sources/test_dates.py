@@ -1,5 +1,5 @@
 """The event sources' date parsers given a year, a year and month, or a day and month without its
-year: each refuses rather than completes the date (issue 27 item 2). Their full forms are tested
+year: each refuses rather than completes the date. Their full forms are tested
 with each spider on its recordings."""
 
 from __future__ import annotations

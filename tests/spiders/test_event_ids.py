@@ -1,4 +1,4 @@
-"""Canonical ids on every spider's events, from the recordings the project ships (issue 28).
+"""Canonical ids on every spider's events, from the recordings the project ships.
 
 How the expected lists were made: by reading each recorded document (votersdaily/recordings/gov/,
 the same files as ../shared/fixtures/gov) and writing down every bill, resolution, Public Law, roll

@@ -80,6 +80,9 @@ def test_justice_keys():
     assert JUSTICES["PC"] == "Per Curiam" and JUSTICES["KJ"] == "Ketanji Brown Jackson"
 
 
+# The fast subset crawls event spiders twice with house_votes and house_floor; this crawls one of the
+# largest listings (its parser is tested on the same recordings by the tests beside it).
+@pytest.mark.slow  # every opinion listing, twice
 def test_crawl_twice(crawl, sqlite_uri, frozen_now):
     """The 2022 slip page with the real in-chambers page of 2025 (several terms, a Term Year column)."""
     runs = crawl_twice(crawl, "supreme_court_opinions", [SLIP, CHAMBERS], sqlite_uri, 58 + 1)

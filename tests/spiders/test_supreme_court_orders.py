@@ -178,6 +178,9 @@ def test_term_year():
     assert term_year(date(2026, 9, 30)) == 2025
 
 
+# The fast subset crawls event spiders twice with house_votes and house_floor; this crawls one of the
+# largest listings (its parser is tested on the same recordings by the tests beside it).
+@pytest.mark.slow  # two listings, twice
 def test_crawl_both_listings_twice(crawl, sqlite_uri, frozen_now):
     runs = crawl_twice(crawl, "supreme_court_orders", [ORDERS, RELATING], sqlite_uri, 69 + 7)
     doc = runs.docs["2024-03-25T00:00:00Z-supreme_court_orders-032524zor_4h25.pdf"]

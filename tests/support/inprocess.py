@@ -209,3 +209,18 @@ def crawl_in_process(
             elif returncode == 0:
                 returncode = run_status([crawler])  # the project's `scrapy crawl` exit status
     return subprocess.CompletedProcess(["scrapy", "crawl", *argv], returncode, "", log.getvalue())
+
+
+def crawler_in_process(spider, env: dict[str, str], spider_args: dict | None = None, timeout: float = 300):
+    """A crawl of ``spider`` (a name or a class) with the project's settings and ``env`` set, run on the
+    session's reactor like :func:`crawl_in_process`, answered with its finished ``Crawler``: for tests
+    that read what the crawl's components kept (its context, its run record)."""
+    from scrapy.crawler import CrawlerRunner
+    from scrapy.utils.project import get_project_settings
+
+    reactor = session_reactor()
+    with environment(env), contextlib.chdir(REPO):
+        runner = CrawlerRunner(get_project_settings())
+        crawler = runner.create_crawler(spider)
+        reactor.call(lambda: _start(runner, crawler, spider_args or {}), timeout)
+    return crawler

@@ -233,7 +233,8 @@ class LocalSite:
     ``site.hits`` counts requests per path; ``site.requests`` keeps (method, path, headers).
     """
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self.host = host
         self.routes: dict[str, Route] = {}
         self.mounts: dict[str, Path] = {}
         self.hits: dict[str, int] = {}
@@ -259,14 +260,14 @@ class LocalSite:
             def do_PUT(self):
                 site._serve(self)
 
-        self.server = _RoomyServer(("127.0.0.1", 0), Handler)
+        self.server = _RoomyServer((host, port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return "http://127.0.0.1:%d" % self.port
+        return "http://%s:%d" % (self.host, self.port)
 
     def start(self) -> LocalSite:
         self.thread.start()

@@ -25,7 +25,7 @@ from votersdaily.interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: 
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import StoreMisconfigured, StoreMissing
 
-#: Exit statuses of every command (README: Exit codes), and EXIT_INTERRUPTED above.
+#: Exit statuses of every command (docs/cli.md: Exit codes), and EXIT_INTERRUPTED above.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
 
 #: The command being run (set by :func:`main`): the prefix of its messages.

@@ -16,6 +16,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
+from votersdaily.crawlcontext import RunRecord, crawl_context
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import BadSpiderArgument, EventSpider
@@ -363,23 +364,30 @@ def due_spiders(
 
 
 def summary_row(crawler: Crawler) -> dict[str, Any]:
-    stats = crawler.stats.get_stats()
+    """The summary table's row of one crawl: its run log's record (``crawl_context(crawler).run``);
+    a crawl without one (the run log switched off, or the spider never started) says so."""
+    record = crawl_context(crawler).run
+    if record is None:
+        return {**_row(RunRecord(spider=crawler.spidercls.name, result="no run log")), "seconds": ""}
+    return _row(record)
+
+
+def _row(record: RunRecord) -> dict[str, Any]:
     return {
-        "spider": crawler.spidercls.name,
-        "result": stats.get("votersdaily/result", "no run log"),
-        "inserted": stats.get("votersdaily/inserted", 0),
-        "updated": stats.get("votersdaily/updated", 0),
-        "unchanged": stats.get("votersdaily/unchanged", 0),
-        "duplicate": stats.get("store/vd_events/duplicates", 0),
-        "dropped": stats.get("events/dropped", 0),
-        "items": stats.get("item_scraped_count", 0),
-        # Of this run's documents (its run log included), those waiting in the spool at its end.
-        "spooled": stats.get("votersdaily/spooled", 0),
-        "lost": stats.get("votersdaily/lost", 0),
-        "spool_delivered": sum(
-            v for k, v in stats.items() if k.startswith("spool/") and k.endswith("/delivered")
-        ),
-        "seconds": stats.get("votersdaily/runtime", ""),
+        "spider": record.spider,
+        "result": record.result,
+        "inserted": record.inserted,
+        "updated": record.updated,
+        "unchanged": record.unchanged,
+        "duplicate": record.duplicates,
+        "dropped": record.dropped,
+        "items": record.items,
+        "spooled": record.spooled,
+        "lost": record.lost,
+        "spool_delivered": record.spool_delivered,
+        "seconds": record.seconds,
+        "withdrawn": record.withdrawn,
+        "replaced": record.replaced,
     }
 
 

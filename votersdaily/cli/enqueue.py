@@ -37,6 +37,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="spider argument, as for scrapy crawl",
     )
     parser.add_argument("--redis-url", help="Redis URL (default: the REDIS_URL setting)")
+    parser.add_argument(
+        "--allow-volatile-redis",
+        action="store_true",
+        help="queue even into a Redis without an append-only file (a restart then loses the queue)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -80,8 +85,11 @@ def run(args: argparse.Namespace) -> int:
 
     from votersdaily.distributed import redis_server
     from votersdaily.distributed.enqueue import enqueue
+    from votersdaily.distributed.persistence import LOSS, RedisNotDurable
 
     settings = project_settings()
+    if args.allow_volatile_redis:
+        settings.set("VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE", False, priority="cmdline")
     if args.redis_url:
         # The environment wins over the setting (votersdaily.plumbing.environment): so does --redis-url.
         os.environ[REDIS_ENV] = args.redis_url
@@ -115,10 +123,20 @@ def run(args: argparse.Namespace) -> int:
         kwargs[name] = value
     try:
         report = enqueue(args.spider, settings, **kwargs)
+    except RedisNotDurable as exc:
+        return fail(str(exc), EXIT_UNAVAILABLE)
     except UsageError as exc:  # a setting the spider refuses before any work (a bad host list entry)
         return fail(str(exc))
     except RedisError as exc:
         return redis_unreachable(redis_url, exc)
+    if report.volatile:
+        say("warning: %s (--allow-volatile-redis: %s)" % (report.volatile, LOSS))
+    if report.migrated:
+        say(
+            "moved the previous version's queue into a Redis stream: %d waiting, "
+            "%d leased by old workers (they run again), %d dead letters"
+            % (report.migrated.waiting, report.migrated.leased, report.migrated.dead)
+        )
     # Like `ingest enqueue`: the good inputs are queued, each bad one was reported above (exit 1).
     bad = len(report.bad) + len(bad_inputs)
     print(

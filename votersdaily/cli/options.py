@@ -11,7 +11,8 @@ from pathlib import Path
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
-from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, check_settings
+from votersdaily.setting_marks import LOG_LEVELS
+from votersdaily.setting_rules import BadSettingValue, assign, check_settings
 
 
 class BadSetting(ValueError):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from scrapy.crawler import CrawlerProcess
 
 from votersdaily.archive import archive_dir, archived_runs
+from votersdaily.crawlcontext import crawl_context
 from votersdaily.interrupts import Interrupts
 from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
 from votersdaily.schema import EVENTS_DB
@@ -96,25 +97,16 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     # The dry run and the real run end alike: a run whose archive could not all be read back (or whose
     # store writes failed) is not a success, and exits 1 either way.
-    rows = []
-    for crawler in crawlers:
-        row = summary_row(crawler)
-        stats = crawler.stats.get_stats()
-        row["withdrawn"] = stats.get("reparse/withdrawn", 0)
-        row["replaced"] = stats.get("reparse/replaced", 0)
-        rows.append(row)
+    rows = [summary_row(crawler) for crawler in crawlers]
     ok = all(r.get("result") == "success" for r in rows)
     if args.dry_run:
-        for crawler in crawlers:
-            plan = getattr(crawler, "reparse_plan", None)
+        plans = [crawl_context(crawler).reparse_plan for crawler in crawlers]
+        for crawler, plan in zip(crawlers, plans, strict=True):
             if plan is None:
-                print(
-                    "%s: the reparse did not finish (see the log above)"
-                    % (crawler.spider or crawler.spidercls).name
-                )
+                print("%s: the reparse did not finish (see the log above)" % crawler.spidercls.name)
             else:
                 summarise_plan(plan, sys.stdout)
-        return EXIT_OK if ok and all(getattr(c, "reparse_plan", None) for c in crawlers) else EXIT_FAILED
+        return EXIT_OK if ok and all(plans) else EXIT_FAILED
     print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced"))
     return EXIT_OK if ok else EXIT_FAILED
 

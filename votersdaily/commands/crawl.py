@@ -24,7 +24,8 @@ from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
-from votersdaily.setting_rules import LOG_LEVELS, BadSettingValue, assign, bad_environment, bad_settings
+from votersdaily.setting_marks import LOG_LEVELS
+from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -43,22 +44,23 @@ def say(message: str) -> None:
 
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
-    (README: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
+    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
     were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
     from votersdaily.cli.crawl import STORE_RESULTS
-    from votersdaily.extensions import RunLog
+    from votersdaily.crawlcontext import crawl_context
 
     if interrupted:
         return EXIT_INTERRUPTED
     status = EXIT_OK
     for crawler in crawlers:
-        log = crawler.get_extension(RunLog) if crawler.extensions is not None else None
-        result = log.result if log is not None else None
-        stats = crawler.stats
-        if stats.get_value("votersdaily/lost", 0) or result not in (None, "success", *STORE_RESULTS):
+        record = crawl_context(crawler).run
+        if record is None:
+            continue
+        result = record.result
+        if record.lost or result not in ("success", *STORE_RESULTS):
             return EXIT_FAILED
-        if stats.get_value("votersdaily/spooled", 0):
+        if record.spooled:
             status = EXIT_SPOOLED
         elif result in STORE_RESULTS:
             return EXIT_FAILED

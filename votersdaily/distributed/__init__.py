@@ -1,11 +1,13 @@
 """Distributed workers: N processes on N machines share one Redis request queue and duplicate filter.
 
 scrapy-redis provides the connection and the duplicate filter; its queues pop destructively (a worker
-that dies loses what it was working on), so :mod:`.queue` adds a reliable queue: a pop moves the
-request into a *processing* set under a lease, the worker renews its leases while it lives and acks a
-request only once everything it produced has been written to the store, and any worker requeues
-requests whose lease has expired (their worker is gone). Requests can thus be processed more than
-once after a crash, never zero times; the store's revision-aware upserts make a repeat harmless.
+that dies loses what it was working on), so :mod:`.queue` keeps the requests in a Redis stream read
+by one consumer group: a read is a lease (a pending entry of the worker's consumer), the worker
+renews its leases while it lives and acks a request only once everything it produced has been
+written to the store, and another worker takes over the requests whose lease expired (their worker
+is gone). Requests can thus be processed more than once after a crash, never zero times; the store's
+revision-aware upserts make a repeat harmless. Redis must keep its data (:mod:`.persistence`); a
+queue it lost anyway is reported as lost (:class:`.queue.RedisQueueLost`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ WORKER_SETTINGS = {
     "SCHEDULER": "votersdaily.distributed.redis_scheduler.ReliableScheduler",
     "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
 }
+
+
+def as_text(value: bytes | str | float) -> str:
+    """A Redis answer's value as text (redis-py gives bytes unless decode_responses is set)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def queue_name(spider_or_cls: Spider | type[Spider]) -> str:

@@ -21,9 +21,12 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.python.failure import Failure
 
 from votersdaily.reactor import installed_reactor
+from votersdaily.store import mask_uri
 
-from . import queue_name, redis_server, serializer
-from .queue import ReliableQueue
+from . import queue_name, redis_server, redis_url, serializer
+from .legacy import Migration, migrate
+from .persistence import Persistence, RedisNotDurable, read_persistence
+from .queue import StreamQueue
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -40,6 +43,11 @@ class EnqueueReport:
     skipped_items: int = 0
     #: Inputs the spider rejected (a bad line of a requests file), as "where: why".
     bad: list[str] = field(default_factory=list)
+    #: What Redis said about keeping its data, and why that is not safe (None: it is).
+    persistence: Persistence | None = None
+    volatile: str | None = None
+    #: A queue of the previous version's format moved into the stream first.
+    migrated: Migration = field(default_factory=Migration)
 
 
 async def _collect(crawler: Crawler) -> list[Any]:
@@ -86,30 +94,37 @@ def start_requests(
 
 
 def enqueue(spider_name: str, settings: Settings, **spider_args: Any) -> EnqueueReport:
+    """Push the spider's start requests into its queue. First, Redis must keep its data (raises
+    :class:`RedisNotDurable` otherwise, unless VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE is False: then
+    ``report.volatile`` says why it is not safe)."""
+    server = redis_server(settings)
+    persistence = read_persistence(server)
+    problem = persistence.problem(mask_uri(redis_url(settings)))
+    if problem and settings.getbool("VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE"):
+        raise RedisNotDurable(persistence.refusal(mask_uri(redis_url(settings))))
     spidercls = SpiderLoader.from_settings(settings).load(spider_name)
     bad: list[str] = []
     outputs, spider = start_requests(spidercls, settings, bad, **spider_args)
-    server = redis_server(settings)
     name = queue_name(spidercls)
-    queue = ReliableQueue(server, spider, "%s:requests" % name, serializer=serializer)
     dupefilter = RFPDupeFilter(server, key="%s:dupefilter" % name)
-    report = EnqueueReport(queue=queue.key, bad=bad)
+    queue = StreamQueue(
+        server, spider, "%s:requests" % name, serializer=serializer, dupefilter_key=dupefilter.key
+    )
+    report = EnqueueReport(queue=queue.key, bad=bad, persistence=persistence, volatile=problem)
+    report.migrated = migrate(server, queue)
     # Start requests that must reach the downloader (dont_filter) can still name their own key in
     # the shared filter, so enqueuing the same input twice does not run it twice.
     queue_fingerprint = getattr(spider, "queue_fingerprint", lambda request: None)
-    fresh = []
+    pairs = []
     for output in outputs:
         if not isinstance(output, Request):
             report.skipped_items += 1
             continue
         if output.dont_filter:
-            fingerprint = queue_fingerprint(output)
-            seen = fingerprint is not None and not server.sadd(dupefilter.key, fingerprint)
+            pairs.append((output, queue_fingerprint(output) or ""))
         else:
-            seen = dupefilter.request_seen(output)
-        if seen:
-            report.duplicates += 1
-        else:
-            fresh.append(output)
-    report.pushed = queue.push_many(fresh)
+            pairs.append((output, dupefilter.request_fingerprint(output)))
+    added = queue.push_many(pairs)
+    report.pushed = sum(added)
+    report.duplicates = len(added) - report.pushed
     return report

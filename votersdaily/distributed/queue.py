@@ -1,118 +1,360 @@
-"""A reliable Redis priority queue of requests: pop leases, ack after storage, requeue on expiry.
+"""The shared request queue: a Redis stream read by one consumer group, one consumer per worker.
 
 Keys, for a queue ``<name>:requests``:
 
-- ``<name>:requests``             sorted set of waiting requests (score = -priority, as scrapy-redis)
-- ``<name>:requests:processing``  sorted set token → lease deadline (ms, Redis clock)
-- ``<name>:requests:payloads``    hash token → request, ``…:scores`` hash token → queue score
-- ``<name>:requests:attempts``    hash sha1(request) → deliveries that expired or failed
-- ``<name>:requests:dead``        list of requests given up on after ``max_attempts`` of those
-- ``<name>:requests:requeued``    counter of requests recovered from dead workers
+- ``<name>:requests``        the stream: every request not yet done (field ``request``, JSON);
+                             consumer group ``workers``. An entry is *waiting* until a worker reads
+                             it, then *pending* for that worker (its lease) until acked, when it is
+                             deleted. So the stream's length is waiting + leased.
+- ``<name>:requests:dead``   a stream of the requests given up on (``request``, ``deliveries``,
+                             ``consumer``: the last worker that had it, ``reason``: ``expired`` or
+                             ``failed``, ``entry``: its id in the queue)
+- ``<name>:requests:meta``   a hash: ``epoch`` (a random id written when the queue is created: a
+                             Redis that comes back without it lost the queue), ``since``, and the
+                             counters ``enqueued``, ``acked``, ``dead``, ``recovered``, ``migrated``
+- ``<name>:dupefilter``      scrapy-redis's duplicate filter (a set of request fingerprints)
 
-Every operation is one Lua script (atomic, one round trip); deadlines use Redis's own clock, so the
-workers' clocks need not agree.
+A lease is a pending entry: Redis keeps its consumer, idle time and delivery count (``XPENDING``,
+``XINFO CONSUMERS``). A worker renews its leases (``XCLAIM … JUSTID`` resets the idle time) and acks
+(``XACK`` + ``XDEL``) only what it still holds. A lease idle longer than the lease time belonged to a
+dead (or stalled) worker: the next worker that leases claims it (``XCLAIM``, which counts a
+delivery) before reading new entries; one delivered ``max_attempts`` times without an ack goes to the
+dead stream. A request given back unprocessed (a worker shutting down) or whose processing failed is
+handed to the consumer ``requeued`` with its idle time set past any lease, so the next lease takes
+it; a give-back does not count as a delivery, a failure does.
+
+Every operation is one Lua script (atomic, one round trip) that first checks the queue's epoch:
+a Redis that restarted without its data (or was flushed) answers ``RedisQueueLost`` instead of silently
+serving an empty queue. The dupefilter's fingerprint and the stream entry are added by one script,
+so a Redis that loses its last writes loses both (re-enqueuing then queues them again).
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ResponseError
 from scrapy import Request
 from scrapy_redis.queue import Base
 
+from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
+
+from . import as_text
 
 if TYPE_CHECKING:
     import redis
     from scrapy import Spider
 
-_NOW_MS = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+GROUP = "workers"
+#: The consumer that holds requests given back or failed until the next lease takes them.
+REQUEUED = "requeued"
+#: The idle time (ms) given to a requeued entry: past any lease, so it is taken first.
+_FAR_IDLE = 10**12
+#: A consumer with nothing pending and idle this many leases is a worker gone: it is removed.
+STALE_LEASES = 10
+_LOST = "VDQUEUELOST"
+
+#: KEYS[1] stream, KEYS[2] meta; ARGV[1] the epoch the caller knows, ARGV[2] the group.
+_GUARD = (
+    """
+local epoch = redis.call('HGET', KEYS[2], 'epoch')
+if epoch ~= ARGV[1] then return redis.error_reply('%s ' .. (epoch or '-')) end
+local stream, meta, group = KEYS[1], KEYS[2], ARGV[2]
+local function request_of(fields)
+  for i = 1, #fields, 2 do if fields[i] == 'request' then return fields[i + 1] end end
+  return ''
+end
+local function owner_of(id)
+  local p = redis.call('XPENDING', stream, group, id, id, 1)
+  if #p == 0 then return false, 0 end
+  return p[1][2], tonumber(p[1][4])
+end
+local function bury(dead, id, deliveries, consumer, reason)
+  local entry = redis.call('XRANGE', stream, id, id)
+  if #entry > 0 then
+    redis.call('XADD', dead, '*', 'request', request_of(entry[1][2]), 'deliveries', deliveries,
+      'consumer', consumer, 'reason', reason, 'entry', id)
+  end
+  redis.call('XACK', stream, group, id)
+  redis.call('XDEL', stream, id)
+  redis.call('HINCRBY', meta, 'dead', 1)
+end
+local function sizes()
+  return redis.call('XLEN', stream), redis.call('XPENDING', stream, group)[1]
+end
+"""
+    % _LOST
+)
+
+# KEYS: stream, meta; ARGV: new epoch, group, now (ISO). Creates the group and the epoch if absent.
+ENSURE = """
+local stream, meta = KEYS[1], KEYS[2]
+local kind = redis.call('TYPE', stream)['ok']
+if kind ~= 'stream' and kind ~= 'none' then return redis.error_reply('WRONGTYPE ' .. kind) end
+local epoch = redis.call('HGET', meta, 'epoch')
+local created = 0
+if not epoch then
+  epoch = ARGV[1]
+  created = 1
+  redis.call('HSET', meta, 'epoch', epoch, 'since', ARGV[3])
+end
+redis.pcall('XGROUP', 'CREATE', stream, ARGV[2], '0', 'MKSTREAM')
+return {epoch, created}
 """
 
-POP = (
-    _NOW_MS
+# KEYS: stream, meta, dupefilter; ARGV: epoch, group, then (fingerprint or '', request) pairs.
+PUSH = (
+    _GUARD
     + """
-local item = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #item == 0 then return false end
-redis.call('ZREM', KEYS[1], item[1])
-local token = ARGV[2]
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), token)
-redis.call('HSET', KEYS[3], token, item[1])
-redis.call('HSET', KEYS[4], token, item[2])
-return item[1]
+local added = {}
+local n = 0
+for i = 3, #ARGV, 2 do
+  if ARGV[i] == '' or redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+    redis.call('XADD', stream, '*', 'request', ARGV[i + 1])
+    added[#added + 1] = 1
+    n = n + 1
+  else
+    added[#added + 1] = 0
+  end
+end
+if n > 0 then redis.call('HINCRBY', meta, 'enqueued', n) end
+return added
 """
 )
 
-RENEW = (
-    _NOW_MS
+# KEYS: stream, meta, dead; ARGV: epoch, group, consumer, lease ms, max deliveries, reclaim (1/0).
+# Reclaims an expired lease of another consumer (or a requeued entry) first, else reads a new entry;
+# an expired one delivered max times goes to the dead stream instead. Answer: {id, request, previous
+# holder ('' for a new entry), deliveries, stream length, pending, given up}.
+LEASE = (
+    _GUARD
     + """
-local n = 0
-for i = 2, #ARGV do
-  n = n + redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[1]), ARGV[i])
-end
-return n
-"""
-)
-
-ACK = """
-local n = 0
-for i = 1, #ARGV do
-  local item = redis.call('HGET', KEYS[2], ARGV[i])
-  if item then redis.call('HDEL', KEYS[5], redis.sha1hex(item)) end
-  n = n + redis.call('ZREM', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[2], ARGV[i])
-  redis.call('HDEL', KEYS[3], ARGV[i])
-end
-return n
-"""
-
-# KEYS: queue, processing, payloads, scores, attempts, dead, requeued; ARGV: max_attempts, limit,
-# mode ("reap": expired leases; "release": given back unprocessed; "retry": processing failed), and
-# (release, retry) the tokens. Reaps and retries count as attempts; a release does not.
-REQUEUE = (
-    _NOW_MS
-    + """
-local tokens
-local mode = ARGV[3]
-if mode ~= 'reap' then
-  tokens = {}
-  for i = 4, #ARGV do tokens[#tokens + 1] = ARGV[i] end
-else
-  tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-end
-local requeued, dead = 0, 0
-for _, token in ipairs(tokens) do
-  if redis.call('ZREM', KEYS[2], token) == 1 then
-    local item = redis.call('HGET', KEYS[3], token)
-    local score = redis.call('HGET', KEYS[4], token)
-    redis.call('HDEL', KEYS[3], token)
-    redis.call('HDEL', KEYS[4], token)
-    if item then
-      local tries = 0
-      if mode ~= 'release' then tries = redis.call('HINCRBY', KEYS[5], redis.sha1hex(item), 1) end
-      if tries >= tonumber(ARGV[1]) then
-        redis.call('RPUSH', KEYS[6], item)
-        redis.call('HDEL', KEYS[5], redis.sha1hex(item))
-        dead = dead + 1
-      else
-        redis.call('ZADD', KEYS[1], tonumber(score) or 0, item)
-        requeued = requeued + 1
+local me, lease, max = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local buried = 0
+if ARGV[6] == '1' then
+  for _, p in ipairs(redis.call('XPENDING', stream, group, 'IDLE', lease, '-', '+', 32)) do
+    local id, holder, deliveries = p[1], p[2], tonumber(p[4])
+    if holder == me then
+      -- our own lease, late: renewed by our next renewal unless another worker takes it first
+    elseif deliveries >= max and holder ~= '%s' then
+      bury(KEYS[3], id, deliveries, holder, 'expired')
+      buried = buried + 1
+    else
+      local claimed = redis.call('XCLAIM', stream, group, me, lease, id)
+      if #claimed > 0 and claimed[1] then
+        if holder ~= '%s' then redis.call('HINCRBY', meta, 'recovered', 1) end
+        local length, pending = sizes()
+        return {id, request_of(claimed[1][2]), holder, deliveries + 1, length, pending, buried}
       end
     end
   end
 end
-if mode == 'reap' then redis.call('INCRBY', KEYS[7], requeued) end
-return {requeued, dead}
+local read = redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', 1, 'STREAMS', stream, '>')
+local length, pending = sizes()
+if not read then return {'', '', '', 0, length, pending, buried} end
+local entry = read[1][2][1]
+return {entry[1], request_of(entry[2]), '', 1, length, pending, buried}
+"""
+    % (REQUEUED, REQUEUED)
+)
+
+# KEYS: stream, meta; ARGV: epoch, group, consumer, ids. Renews the leases still this consumer's.
+# Answer: {renewed, taken over (ids), back in the queue (ids), gone (ids), stream length, pending}.
+RENEW = (
+    _GUARD
+    + """
+local me = ARGV[3]
+local renewed, taken, back, gone = 0, {}, {}, {}
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local holder = owner_of(id)
+  if holder == me then
+    redis.call('XCLAIM', stream, group, me, 0, id, 'JUSTID')
+    renewed = renewed + 1
+  elseif holder then
+    taken[#taken + 1] = id
+  elseif #redis.call('XRANGE', stream, id, id) > 0 then
+    back[#back + 1] = id
+  else
+    gone[#gone + 1] = id
+  end
+end
+local length, pending = sizes()
+return {renewed, taken, back, gone, length, pending}
+"""
+)
+
+# KEYS: stream, meta; ARGV: epoch, group, consumer, ids. Acks (and deletes) what is still ours.
+ACK = (
+    _GUARD
+    + """
+local me, acked = ARGV[3], 0
+for i = 4, #ARGV do
+  if owner_of(ARGV[i]) == me then
+    redis.call('XACK', stream, group, ARGV[i])
+    redis.call('XDEL', stream, ARGV[i])
+    acked = acked + 1
+  end
+end
+if acked > 0 then redis.call('HINCRBY', meta, 'acked', acked) end
+local length, pending = sizes()
+return {acked, length, pending}
+"""
+)
+
+# KEYS: stream, meta, dead; ARGV: epoch, group, consumer, max deliveries, mode ('release': given
+# back unprocessed, not a delivery; 'retry': processing failed), ids. Answer: {requeued, dead}.
+REQUEUE = (
+    _GUARD
+    + """
+local me, max, mode = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local requeued, buried = 0, 0
+for i = 6, #ARGV do
+  local id = ARGV[i]
+  local holder, deliveries = owner_of(id)
+  if holder == me then
+    if mode == 'release' then
+      redis.call('XCLAIM', stream, group, '%s', 0, id, 'IDLE', %d,
+        'RETRYCOUNT', math.max(deliveries - 1, 0), 'JUSTID')
+      requeued = requeued + 1
+    elseif deliveries >= max then
+      bury(KEYS[3], id, deliveries, me, 'failed')
+      buried = buried + 1
+    else
+      redis.call('XCLAIM', stream, group, '%s', 0, id, 'IDLE', %d, 'JUSTID')
+      requeued = requeued + 1
+    end
+  end
+end
+return {requeued, buried}
+"""
+    % (REQUEUED, _FAR_IDLE, REQUEUED, _FAR_IDLE)
+)
+
+# KEYS: stream, meta; ARGV: epoch, group, consumer, lease ms. This consumer's live leases (a lease
+# whose answer was lost with the connection is found again here): {id, request, ...}.
+MINE = (
+    _GUARD
+    + """
+local out = {}
+for _, p in ipairs(redis.call('XPENDING', stream, group, '-', '+', 100000, ARGV[3])) do
+  if tonumber(p[3]) < tonumber(ARGV[4]) then
+    local entry = redis.call('XRANGE', stream, p[1], p[1])
+    if #entry > 0 then
+      out[#out + 1] = p[1]
+      out[#out + 1] = request_of(entry[1][2])
+    end
+  end
+end
+return out
+"""
+)
+
+# KEYS: stream, meta; ARGV: epoch, group, consumer, lease ms. Whether a lease has expired (or a
+# request was requeued), and removes the consumers of workers gone (nothing pending, idle
+# STALE_LEASES leases). Answer: {expired (0/1), stream length, pending, consumers removed}.
+SURVEY = (
+    _GUARD
+    + """
+local expired = #redis.call('XPENDING', stream, group, 'IDLE', tonumber(ARGV[4]), '-', '+', 1)
+local removed = 0
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, group)) do
+  local info = {}
+  for i = 1, #c, 2 do info[c[i]] = c[i + 1] end
+  if info['pending'] == 0 and info['name'] ~= ARGV[3] and info['name'] ~= '%s'
+      and info['idle'] > %d * tonumber(ARGV[4]) then
+    redis.call('XGROUP', 'DELCONSUMER', stream, group, info['name'])
+    removed = removed + 1
+  end
+end
+local length, pending = sizes()
+return {expired, length, pending, removed}
+"""
+    % (REQUEUED, STALE_LEASES)
+)
+
+# KEYS: stream, meta; ARGV: epoch, group, consumer. Removes this consumer if it holds nothing.
+RETIRE = (
+    _GUARD
+    + """
+if #redis.call('XPENDING', stream, group, '-', '+', 1, ARGV[3]) > 0 then return 0 end
+return redis.call('XGROUP', 'DELCONSUMER', stream, group, ARGV[3])
+"""
+)
+
+SIZES = (
+    _GUARD
+    + """
+local length, pending = sizes()
+return {length, pending}
 """
 )
 
 
-class ReliableQueue(Base):
-    """Priority queue whose pops are leases (see the module docstring)."""
+class RedisQueueLost(Exception):
+    """The queue's epoch is gone or changed: Redis restarted without its data, or the keys were
+    deleted. ``found`` is the epoch Redis has now (None: none)."""
+
+    def __init__(self, key: str, known: str, found: str | None) -> None:
+        super().__init__("the queue %s of epoch %s is gone (Redis has %s)" % (key, known, found or "none"))
+        self.key = key
+        self.known = known
+        self.found = found
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The queue as Redis last answered: entries in the stream, of which leased (pending)."""
+
+    length: int
+    pending: int
+
+    @property
+    def waiting(self) -> int:
+        return self.length - self.pending
+
+
+@dataclass(frozen=True)
+class Lease:
+    id: str
+    request: Request
+    #: The consumer that held it before ('' for a new entry; REQUEUED for one given back or failed).
+    previous: str
+    deliveries: int
+
+    @property
+    def recovered(self) -> bool:
+        """Taken over from a worker whose lease expired (not a fresh or a requeued entry)."""
+        return self.previous not in ("", REQUEUED)
+
+
+@dataclass(frozen=True)
+class Renewal:
+    renewed: int
+    #: Leases another worker holds now (ours expired): their requests run twice.
+    taken: list[str]
+    #: Entries in the stream that are not pending: Redis lost the read (its last writes).
+    back: list[str]
+    #: Entries no longer in the stream (acked or given up by another worker).
+    gone: list[str]
+
+
+def consumer_name() -> str:
+    """``host/pid/random``: which machine and process holds a lease, as ``XPENDING`` shows it."""
+    return "%s/%d/%s" % (socket.gethostname(), os.getpid(), uuid.uuid4().hex[:8])
+
+
+class StreamQueue(Base):
+    """The shared queue of one spider (see the module docstring). Its methods raise
+    :class:`RedisQueueLost` when the queue's epoch changed since :meth:`ensure`."""
 
     def __init__(
         self,
@@ -122,106 +364,178 @@ class ReliableQueue(Base):
         serializer: Any = None,
         lease: float = DEFAULTS["VOTERSDAILY_REDIS_LEASE"],
         max_attempts: int = DEFAULTS["VOTERSDAILY_REDIS_MAX_ATTEMPTS"],
+        consumer: str | None = None,
+        dupefilter_key: str | None = None,
     ) -> None:
         super().__init__(server, spider, key, serializer)
         self.lease_ms = int(lease * 1000)
         self.max_attempts = max_attempts
-        k = self.key
-        self.processing = k + ":processing"
-        self.payloads = k + ":payloads"
-        self.scores = k + ":scores"
-        self.attempts = k + ":attempts"
-        self.dead = k + ":dead"
-        self.requeued_key = k + ":requeued"
-        self.seq = k + ":seq"
-        self._pop = server.register_script(POP)
-        self._renew = server.register_script(RENEW)
-        self._ack = server.register_script(ACK)
-        self._requeue = server.register_script(REQUEUE)
+        self.consumer = consumer or consumer_name()
+        self.dead = self.key + ":dead"
+        self.meta = self.key + ":meta"
+        self.dupefilter_key = dupefilter_key or self.key.rsplit(":", 1)[0] + ":dupefilter"
+        self.epoch: str | None = None
+        self.last_sizes: Sizes | None = None
+        #: When Redis last answered with the sizes (time.monotonic()).
+        self.last_sizes_at = 0.0
+        self.buried_last = 0
+        self._scripts = {
+            name: server.register_script(text)
+            for name, text in (
+                ("ensure", ENSURE),
+                ("push", PUSH),
+                ("lease", LEASE),
+                ("renew", RENEW),
+                ("ack", ACK),
+                ("requeue", REQUEUE),
+                ("mine", MINE),
+                ("survey", SURVEY),
+                ("sizes", SIZES),
+                ("retire", RETIRE),
+            )
+        }
+
+    # -- the epoch -----------------------------------------------------------------------------
+
+    def ensure(self) -> bool:
+        """Create the stream, its group and its epoch if absent, and take the epoch Redis has as
+        the one this queue knows; True when this call created the epoch (a new queue)."""
+        epoch, created = self._scripts["ensure"](
+            keys=[self.key, self.meta],
+            args=[uuid.uuid4().hex, GROUP, now_iso()],
+        )
+        self.epoch = as_text(epoch)
+        return bool(created)
+
+    def _run(self, name: str, keys: list[str], args: Sequence[Any]) -> Any:
+        if self.epoch is None:
+            raise RuntimeError("StreamQueue.ensure() first: the queue's epoch is not known")
+        try:
+            return self._scripts[name](keys=keys, args=[self.epoch, GROUP, *args])
+        except ResponseError as exc:
+            message = str(exc)
+            if message.startswith(_LOST):
+                found = message[len(_LOST) :].strip()
+                raise RedisQueueLost(self.key, self.epoch, None if found == "-" else found) from None
+            raise
+
+    def _seen(self, length: int | bytes, pending: int | bytes) -> Sizes:
+        self.last_sizes = Sizes(int(length), int(pending))
+        self.last_sizes_at = time.monotonic()
+        return self.last_sizes
+
+    # -- sizes ---------------------------------------------------------------------------------
+
+    def sizes(self) -> Sizes:
+        return self._seen(*self._run("sizes", [self.key, self.meta], []))
 
     def __len__(self) -> int:
-        return self.server.zcard(self.key)
+        """Requests waiting (not leased)."""
+        return self.sizes().waiting
 
     def in_processing(self) -> int:
-        return self.server.zcard(self.processing)
+        return self.sizes().pending
 
-    def push(self, request: Request) -> None:
-        self.server.zadd(self.key, {self._encode_request(request): -request.priority})
+    def counters(self) -> dict[str, str]:
+        return {as_text(k): as_text(v) for k, v in self.server.hgetall(self.meta).items()}
 
-    def push_many(self, requests: Iterable[Request]) -> int:
-        mapping = {self._encode_request(r): -r.priority for r in requests}
-        if mapping:
-            self.server.zadd(self.key, mapping)
-        return len(mapping)
+    # -- producing -----------------------------------------------------------------------------
 
-    def pop(self, timeout: float = 0) -> Request | None:
-        """Not used: a reliable pop needs the lease token (see :meth:`lease`)."""
-        raise NotImplementedError("use ReliableQueue.lease(), which returns (token, request)")
+    def push(self, request: Request, fingerprint: str = "") -> bool:
+        """Queue ``request`` unless ``fingerprint`` is already in the duplicate filter ('' : no
+        check); whether it was queued."""
+        return self.push_many([(request, fingerprint)]) == [True]
 
-    def lease(self, token: str | None = None) -> tuple[str, Request] | None:
-        """Lease the first waiting request under ``token`` (the caller's, so that a lease whose
-        answer was lost with the connection can be found again: :meth:`leased`)."""
-        token = token or uuid.uuid4().hex
-        data = self._pop(
-            keys=[self.key, self.processing, self.payloads, self.scores], args=[self.lease_ms, token]
+    def push_many(self, requests: Iterable[tuple[Request, str]], chunk: int = 500) -> list[bool]:
+        """Queue ``(request, fingerprint)`` pairs as :meth:`push` does; one flag per pair."""
+        added: list[bool] = []
+        batch: list[str] = []
+        for request, fingerprint in requests:
+            batch += [fingerprint, self._encode_request(request)]
+            if len(batch) >= 2 * chunk:
+                added += self._push(batch)
+                batch = []
+        if batch:
+            added += self._push(batch)
+        return added
+
+    def _push(self, batch: list[str]) -> list[bool]:
+        flags = self._run("push", [self.key, self.meta, self.dupefilter_key], batch)
+        return [bool(f) for f in flags]
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def lease(self, reclaim: bool = True) -> Lease | None:
+        """Lease an expired or requeued request (when ``reclaim``), else the next waiting one; None
+        when there is none (``buried_last`` then says how many expired ones were given up)."""
+        id_, data, previous, deliveries, length, pending, buried = self._run(
+            "lease",
+            [self.key, self.meta, self.dead],
+            [self.consumer, self.lease_ms, self.max_attempts, "1" if reclaim else "0"],
         )
-        return (token, self._decode_request(data)) if data else None
+        self._seen(length, pending)
+        self.buried_last = int(buried)
+        if not id_:
+            return None
+        return Lease(as_text(id_), self._decode_request(data), as_text(previous), int(deliveries))
 
-    def leased(self, token: str) -> Request | None:
-        """The request leased under ``token``, if that lease exists."""
-        data = self.server.hget(self.payloads, token)
-        return self._decode_request(data) if data else None
+    def mine(self) -> list[tuple[str, Request]]:
+        """This consumer's live leases (to find again a lease whose answer was lost)."""
+        flat = self._run("mine", [self.key, self.meta], [self.consumer, self.lease_ms])
+        return [(as_text(flat[i]), self._decode_request(flat[i + 1])) for i in range(0, len(flat), 2)]
 
-    def renew(self, tokens: Iterable[str]) -> int:
-        tokens = list(tokens)
-        return self._renew(keys=[self.processing], args=[self.lease_ms, *tokens]) if tokens else 0
+    def renew(self, ids: Iterable[str]) -> Renewal:
+        ids = list(ids)
+        renewed, taken, back, gone, length, pending = self._run(
+            "renew", [self.key, self.meta], [self.consumer, *ids]
+        )
+        self._seen(length, pending)
+        return Renewal(
+            int(renewed), [as_text(i) for i in taken], [as_text(i) for i in back], [as_text(i) for i in gone]
+        )
 
-    def ack(self, tokens: Iterable[str]) -> int:
-        tokens = list(tokens)
-        if not tokens:
+    def ack(self, ids: Iterable[str]) -> int:
+        """Ack (and delete) the requests this consumer still holds; how many it held."""
+        ids = list(ids)
+        if not ids:
             return 0
-        return self._ack(
-            keys=[self.processing, self.payloads, self.scores, self.seq, self.attempts], args=tokens
-        )
+        acked, length, pending = self._run("ack", [self.key, self.meta], [self.consumer, *ids])
+        self._seen(length, pending)
+        return int(acked)
 
-    def _requeue_call(self, args: list[Any]) -> tuple[int, int]:
-        requeued, dead = self._requeue(
-            keys=[
-                self.key,
-                self.processing,
-                self.payloads,
-                self.scores,
-                self.attempts,
-                self.dead,
-                self.requeued_key,
-            ],
-            args=args,
+    def _requeue(self, mode: str, ids: list[str]) -> tuple[int, int]:
+        if not ids:
+            return 0, 0
+        requeued, dead = self._run(
+            "requeue", [self.key, self.meta, self.dead], [self.consumer, self.max_attempts, mode, *ids]
         )
         return int(requeued), int(dead)
 
-    def reap(self, limit: int = 500) -> tuple[int, int]:
-        """Requeue requests whose lease expired (their worker died); (requeued, given up)."""
-        return self._requeue_call([self.max_attempts, limit, "reap"])
+    def release(self, ids: Iterable[str]) -> int:
+        """Give leased requests back at once (a worker shutting down before processing them); not
+        counted as a delivery."""
+        return self._requeue("release", list(ids))[0]
 
-    def release(self, tokens: Iterable[str]) -> int:
-        """Give leased requests back at once (a worker shutting down before processing them)."""
-        tokens = list(tokens)
-        return self._requeue_call([self.max_attempts, len(tokens), "release", *tokens])[0] if tokens else 0
+    def retry(self, ids: Iterable[str]) -> tuple[int, int]:
+        """Requeue leased requests whose processing failed (a delivery that counts, so one that always
+        fails ends in the dead stream); (requeued, given up)."""
+        return self._requeue("retry", list(ids))
 
-    def retry(self, tokens: Iterable[str]) -> tuple[int, int]:
-        """Requeue leased requests whose processing failed (counted as an attempt, so one that
-        always fails ends in the dead list); (requeued, given up)."""
-        tokens = list(tokens)
-        return self._requeue_call([self.max_attempts, len(tokens), "retry", *tokens]) if tokens else (0, 0)
+    def survey(self) -> tuple[bool, int]:
+        """(whether a lease has expired or a request was requeued, consumers of gone workers removed)."""
+        expired, length, pending, removed = self._run(
+            "survey", [self.key, self.meta], [self.consumer, self.lease_ms]
+        )
+        self._seen(length, pending)
+        return bool(expired), int(removed)
+
+    def retire(self) -> None:
+        """Remove this worker's consumer from the group if it holds no lease (a worker stopping)."""
+        self._run("retire", [self.key, self.meta], [self.consumer])
+
+    def pop(self, timeout: float = 0) -> Request | None:
+        """Not used: a reliable pop is a lease (see :meth:`lease`)."""
+        raise NotImplementedError("use StreamQueue.lease(), which returns a Lease")
 
     def clear(self) -> None:
-        self.server.delete(
-            self.key,
-            self.processing,
-            self.payloads,
-            self.scores,
-            self.attempts,
-            self.dead,
-            self.requeued_key,
-            self.seq,
-        )
+        self.server.delete(self.key, self.dead, self.meta)

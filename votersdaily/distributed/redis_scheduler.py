@@ -1,7 +1,8 @@
-"""The worker-side Scrapy scheduler for the reliable Redis queue (``SCHEDULER`` setting).
+"""The worker-side Scrapy scheduler for the shared Redis stream (``SCHEDULER`` setting; the queue
+itself is :mod:`.queue`).
 
 Requests the spider yields go to the shared queue (through the shared scrapy-redis duplicate
-filter); ``next_request`` leases one, unless ``VOTERSDAILY_REDIS_MAX_LEASES`` of this worker's
+filter, in the same script); ``next_request`` leases one, unless ``VOTERSDAILY_REDIS_MAX_LEASES`` of this worker's
 requests are still downloading or in their callback (the engine only backs out on a full
 downloader, so a worker with slow callbacks would otherwise hoard requests other workers could
 run). A request is done when Scrapy has finished with it: it has
@@ -10,21 +11,24 @@ item pipelines (or after a redirect/retry was pushed back to the queue). Every `
 the done requests are acked — after the requests they yielded are in the queue and the store
 writers have flushed, so an acked request's documents are in the store. A request whose callback
 or item pipeline raised, or done while a store batch failed, is never acked: it goes back to the
-queue as a failed attempt. Leases are renewed every third of their length; expired leases of
-other (dead) workers are requeued every ``reap_interval``.
+queue as a failed attempt. Leases are renewed every third of their length; a lease of another
+(dead) worker that expired is taken over by the next lease, and every ``reap_interval`` a worker
+with room looks for one.
 
 When Redis goes away (restart, network), the worker keeps its leases, its done requests and the
 requests its callbacks yield, stops leasing, and reconnects with backoff; once Redis answers it
 renews its leases first, then pushes and acks what it buffered, and waits a renewal period before
-reaping, so the leases of live workers that only expired because Redis was away are renewed by
-their owners rather than requeued.
+taking over expired leases, so the leases of live workers that only expired because Redis was away
+are renewed by their owners rather than run twice. A Redis that comes back without the queue (no
+append-only file) is reported as what it is: how many requests were lost and leases vanished
+(``RedisQueueLost`` in the run log).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
@@ -33,14 +37,18 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy_redis.dupefilter import RFPDupeFilter
 from twisted.internet import defer, task
+from twisted.python.failure import Failure
 
+from votersdaily import scrapy_internals
+from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.store import mask_uri
 from votersdaily.store.crawler import writers_of
 
 from . import queue_name, redis_server, redis_url, serializer
+from .legacy import migrate
 from .link import REDIS_DOWN, RedisLink
-from .queue import ReliableQueue
+from .queue import RedisQueueLost, Renewal, StreamQueue
 
 if TYPE_CHECKING:
     from asyncio import Future
@@ -50,7 +58,6 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from twisted.internet.defer import Deferred
-    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +79,7 @@ class ReliableScheduler:
         self.max_attempts = s.getint("VOTERSDAILY_REDIS_MAX_ATTEMPTS")
         self.idle_close = s.getfloat("VOTERSDAILY_REDIS_IDLE_CLOSE")
         self.max_leases = s.getint("VOTERSDAILY_REDIS_MAX_LEASES") or s.getint("CONCURRENT_REQUESTS")
+        self.empty_wait = s.getfloat("VOTERSDAILY_REDIS_EMPTY_WAIT")
         self.debug = s.getbool("DUPEFILTER_DEBUG")
         self.link = RedisLink(
             mask_uri(redis_url(s)),
@@ -79,24 +87,33 @@ class ReliableScheduler:
             s.getfloat("VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY"),
         )
         self.stats = crawler.stats
+        #: This worker's leases: stream entry id -> request.
         self.leased: dict[str, Request] = {}
-        #: Leased requests whose callback or item pipeline raised: retried, never acked.
-        self.failed: set[str] = set()
-        #: Requests yielded while Redis was away: [request, duplicate filter already asked].
-        self.to_push: list[list[Any]] = []
-        #: The token of a lease asked for when Redis went away (its answer may have been lost).
-        self._unanswered: str | None = None
+        #: Leased requests whose callback or item pipeline raised: retried, never acked. The request
+        #: objects, not their entry ids: a stream entry keeps its id when it is delivered again.
+        self.failed: set[Request] = set()
+        #: Leases a checkpoint is acking or handing back right now (not to be renewed meanwhile).
+        self._settling: set[str] = set()
+        #: Requests yielded while Redis was away (or its queue was lost), pushed when it answers.
+        self.to_push: list[Request] = []
         #: Leases found again after an outage, not handed to the engine yet (so not done).
         self._adopted: list[str] = []
         #: The leased request :meth:`_wake_engine` hands the engine through ``engine.crawl``.
         self._waking: Request | None = None
         self._woken: list[Request] = []
-        self.queue: ReliableQueue | None = None
+        #: Expired leases taken over since the last survey, by the worker that held them.
+        self._recovered: Counter[str] = Counter()
+        self._buried = 0
+        #: Epochs of queues this worker has reported lost (each once).
+        self._lost_epochs: set[str] = set()
+        self.queue: StreamQueue | None = None
         self.df: RFPDupeFilter | None = None
         self._loops: list[task.LoopingCall] = []
         self._checkpointing = False
         self._idle_since: float | None = None
         self._reap_after = 0.0
+        #: Until then the queue had nothing for this worker: no lease is asked (see EMPTY_WAIT).
+        self._empty_until = 0.0
         self._closing = False
 
     @classmethod
@@ -108,7 +125,7 @@ class ReliableScheduler:
         return scheduler
 
     @property
-    def _opened_queue(self) -> ReliableQueue:
+    def _opened_queue(self) -> StreamQueue:
         """The Redis queue; Scrapy opens the scheduler before it asks for or hands over a request."""
         if self.queue is None:
             raise RuntimeError("the Redis scheduler is used before open()")
@@ -125,25 +142,36 @@ class ReliableScheduler:
     def open(self, spider: Spider) -> None:
         name = queue_name(spider)
         self.spider = spider
-        self.queue = ReliableQueue(
+        self.df = RFPDupeFilter(self.server, key="%s:dupefilter" % name, debug=self.debug)
+        self.queue = queue = StreamQueue(
             self.server,
             spider,
             "%s:requests" % name,
             serializer=serializer,
             lease=self.lease,
             max_attempts=self.max_attempts,
+            dupefilter_key=self.df.key,
         )
-        self.df = RFPDupeFilter(self.server, key="%s:dupefilter" % name, debug=self.debug)
+        migrate(self.server, queue)
+        sizes = queue.sizes()
+        counters = queue.counters()
         logger.info(
-            "Redis worker on queue %s (%d waiting, %d in processing)",
-            self.queue.key,
-            len(self.queue),
-            self.queue.in_processing(),
+            "Redis worker %s on queue %s (%d waiting, %d leased; epoch %s since %s: %s enqueued, %s acked, "
+            "%s given up)",
+            queue.consumer,
+            queue.key,
+            sizes.waiting,
+            sizes.pending,
+            queue.epoch,
+            counters.get("since", "?"),
+            counters.get("enqueued", "0"),
+            counters.get("acked", "0"),
+            counters.get("dead", "0"),
         )
         for step, interval in (
             (self._renew, self.lease / 3),
             (self._checkpoint, self.ack_interval),
-            (self._reap, self.reap_interval),
+            (self._survey, self.reap_interval),
         ):
             loop = task.LoopingCall(lambda step=step: deferred_from_coro(self._guarded(step)))
             loop.start(interval, now=False)
@@ -174,50 +202,62 @@ class ReliableScheduler:
             n = await self._guarded(lambda: run_in_thread(self._opened_queue.release, list(self.leased)))
             logger.info("gave %d unfinished requests back to %s", n or 0, self._opened_queue.key)
             self.leased.clear()
+        await self._guarded(lambda: run_in_thread(self._opened_queue.retire))
+        self._log_recovered()
 
     def has_pending_requests(self) -> bool:
-        return self._redis_now(lambda: len(self._opened_queue) > 0, False)
+        if time.monotonic() < self._empty_until:
+            return False  # a lease just found nothing: the engine's idle check needs no round trip
+        return self._redis_now(lambda: self._opened_queue.sizes().waiting > 0, False)
 
     def enqueue_request(self, request: Request) -> bool:
         if self._waking is not None and request is self._waking:  # from _wake_engine: leased, ours
             self._woken.append(request)
             return True
-        entry = [request, request.dont_filter]
         if self.link.up and not self.to_push:
             try:
-                if not request.dont_filter and self._opened_dupefilter.request_seen(request):
-                    self._opened_dupefilter.log(request, self.spider)
-                    return False
-                entry[1] = True
-                self._opened_queue.push(request)
-                self.stats.inc_value("scheduler/enqueued/redis")
-                return True
+                if self._opened_queue.push(request, self._fingerprint(request)):
+                    self.stats.inc_value("scheduler/enqueued/redis")
+                    return True
+                self._opened_dupefilter.log(request, self.spider)
+                return False
             except REDIS_DOWN as exc:
                 self._lost(exc)
-        self.to_push.append(entry)  # pushed by the next checkpoint Redis answers
+            except RedisQueueLost as exc:
+                self._on_queue_lost(exc)
+        self.to_push.append(request)  # pushed by the next checkpoint Redis answers
         self.stats.inc_value("redis/buffered")
         return True
+
+    def _fingerprint(self, request: Request) -> str:
+        """The duplicate filter's key for ``request``; '' for one that must not be filtered."""
+        return "" if request.dont_filter else self._opened_dupefilter.request_fingerprint(request)
 
     def next_request(self) -> Request | None:
         if self._woken:
             return self._woken.pop()
         if self._adopted:
             return self.leased[self._adopted.pop()]
-        if self._working() >= self.max_leases or not self.link.up:
+        now = time.monotonic()
+        if self._working() >= self.max_leases or not self.link.up or now < self._empty_until:
             return None  # the engine asks again when one of ours is done (or Redis is back)
-        self._unanswered = token = uuid.uuid4().hex
-        leased = self._redis_now(lambda: self._opened_queue.lease(token), None)
-        if self.link.up:
-            self._unanswered = None
-        if leased is None:
+        queue = self._opened_queue
+        lease = self._redis_now(lambda: queue.lease(reclaim=now >= self._reap_after), None)
+        if queue.buried_last:
+            self._buried += queue.buried_last
+            self.stats.inc_value("redis/dead", queue.buried_last)
+        if lease is None:
+            self._empty_until = now + self.empty_wait
             return None
-        token, request = leased
-        self.leased[token] = request
+        self.leased[lease.id] = lease.request
+        if lease.recovered:
+            self._recovered[lease.previous] += 1
+            self.stats.inc_value("redis/recovered")
         self.stats.inc_value("scheduler/dequeued/redis")
-        return request
+        return lease.request
 
     def __len__(self) -> int:
-        return self._redis_now(lambda: len(self._opened_queue), 0)
+        return self._redis_now(lambda: self._opened_queue.sizes().waiting, 0)
 
     # -- Redis going away and coming back ------------------------------------------------------
 
@@ -229,17 +269,21 @@ class ReliableScheduler:
             return call()
         except REDIS_DOWN as exc:
             self._lost(exc)
-            return otherwise
+        except RedisQueueLost as exc:
+            self._on_queue_lost(exc)
+        return otherwise
 
     async def _guarded(self, step: Callable[..., Any]) -> Any:
         """One run of a periodic step: skipped while Redis is away; a Redis error starts the
-        reconnection, any other error is logged, and the loop goes on either way."""
+        reconnection, a lost queue is reported, any other error is logged, and the loop goes on."""
         if not self.link.up:
             return None
         try:
             return await step()
         except REDIS_DOWN as exc:
             self._lost(exc)
+        except RedisQueueLost as exc:
+            self._on_queue_lost(exc)
         except Exception:
             logger.exception("Redis worker step %s failed (tried again at its next turn)", step.__name__)
         return None
@@ -259,48 +303,125 @@ class ReliableScheduler:
             await _sleep(self.link.next_delay())
             try:
                 await run_in_thread(self.server.ping)
-                await self._adopt_unanswered()
-                renewed = await self._renew()  # first: our leases must not look expired
+                try:
+                    await self._adopt_mine()
+                    renewal = await self._renew(quiet=True)  # first: our leases must not look expired
+                except RedisQueueLost as exc:
+                    self._queue_lost(exc)
+                    renewal = Renewal(0, [], [], [])
             except REDIS_DOWN:
                 continue
             except Exception:
                 logger.exception("reconnecting to Redis at %s failed", self.link.where)
                 continue
+            held = renewal.renewed + len(renewal.taken) + len(renewal.back) + len(renewal.gone)
             self.link.back(
                 "%d of %d leases renewed, %d yielded requests to push, %d done requests to ack"
-                % (renewed or 0, len(self.leased), len(self.to_push), len(self._done_tokens()))
+                % (renewal.renewed, held, len(self.to_push), len(self._done_tokens()))
             )
-            if (renewed or 0) < len(self.leased):
-                logger.warning(
-                    "%d leases of this worker were gone from %s (Redis restarted without its data, or "
-                    "another worker took them over): their requests may run twice",
-                    len(self.leased) - (renewed or 0),
-                    self._opened_queue.processing,
-                )
+            self._report_renewal(renewal)
             # Other live workers renew theirs within a renewal period (plus their backoff).
             self._reap_after = time.monotonic() + self.lease / 3 + self.link.max_delay
             await self._guarded(self._checkpoint)
             self._wake_engine()
             return
 
-    async def _adopt_unanswered(self) -> None:
-        """A lease Redis granted just before it went away, whose answer never came, is ours."""
-        token = self._unanswered
-        if token is None:
-            return
-        request = await run_in_thread(self._opened_queue.leased, token)
-        if request is not None:
-            self.leased[token] = request
-            self._adopted.append(token)
-            self.stats.inc_value("scheduler/dequeued/redis")
-        self._unanswered = None
+    async def _adopt_mine(self) -> None:
+        """Leases Redis granted this worker whose answers were lost with the connection."""
+        for id_, request in await run_in_thread(self._opened_queue.mine):
+            if id_ not in self.leased:
+                self.leased[id_] = request
+                self._adopted.append(id_)
+                self.stats.inc_value("scheduler/dequeued/redis")
+
+    def _queue_lost(self, exc: RedisQueueLost) -> None:
+        """Redis has no (or another) epoch for the queue: say what was lost, once, and go on with
+        the queue Redis has now (leases are forgotten: they finish here, nothing acks them)."""
+        queue = self._opened_queue
+        if exc.known not in self._lost_epochs:
+            self._lost_epochs.add(exc.known)
+            seen = queue.last_sizes
+            before = (self.link.down_since or time.monotonic()) - queue.last_sizes_at
+            if seen is None:
+                lost = "how many requests were lost is unknown (this worker never saw the queue's size)"
+            else:
+                lost = (
+                    "%d waiting requests are lost and %d leases vanished, %d of them this worker's "
+                    "(the queue as this worker last saw it, %.1f s before Redis went away; the leased "
+                    "requests still finish, nothing can ack them)"
+                    % (seen.waiting, seen.pending, len(self.leased), max(before, 0.0))
+                )
+            message = (
+                "Redis at %s came back without the queue %s (its epoch %s is gone%s: Redis restarted without "
+                "an append-only file, or the keys were deleted): %s. Enqueue the input again (the "
+                "duplicate filter was lost with it, so requests already done run again) and run Redis "
+                "with appendonly yes (docs/operations.md)"
+                % (
+                    self.link.where,
+                    queue.key,
+                    exc.known,
+                    ", a new queue was started since, epoch %s" % exc.found if exc.found else "",
+                    lost,
+                )
+            )
+            logger.error(message)
+            self.stats.inc_value("redis/queue_lost")
+            self.stats.inc_value("redis/lost_leases", len(self.leased))
+            if seen is not None:
+                self.stats.inc_value("redis/lost_waiting", seen.waiting)
+            exc.args = (message,)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed, failure=Failure(exc), url=queue.key, spider=self.spider
+            )
+        self.leased.clear()
+        self.failed.clear()
+        self._adopted.clear()
+        queue.ensure()  # the queue Redis has now (created if absent): what is pushed next goes there
+
+    def _on_queue_lost(self, exc: RedisQueueLost) -> None:
+        try:
+            self._queue_lost(exc)
+        except REDIS_DOWN as down:  # reported already; reported again once Redis answers
+            self._lost(down)
 
     # -- leases --------------------------------------------------------------------------------
 
-    async def _renew(self) -> int:
-        if self.leased:
-            return await run_in_thread(self._opened_queue.renew, list(self.leased))
-        return 0
+    async def _renew(self, quiet: bool = False) -> Renewal:
+        """Renew this worker's leases; those no longer its own are forgotten (and, unless
+        ``quiet``, reported: the reconnection reports them itself)."""
+        held = {t: r for t, r in self.leased.items() if t not in self._settling}
+        if not held:
+            return Renewal(0, [], [], [])
+        answer = await run_in_thread(self._opened_queue.renew, list(held))
+
+        def still_ours(lost: list[str]) -> list[str]:
+            """A checkpoint may have acked some while the renewal ran: those are done, not lost."""
+            return [t for t in lost if t in self.leased and t not in self._settling]
+
+        renewal = Renewal(
+            answer.renewed, still_ours(answer.taken), still_ours(answer.back), still_ours(answer.gone)
+        )
+        self._forget(renewal.taken + renewal.back + renewal.gone, held)
+        if not quiet:
+            self._report_renewal(renewal)
+        return renewal
+
+    #: Why a lease was not there to renew, by :class:`Renewal` field: what happens to its request.
+    LEASE_LOST = {
+        "taken": "%d leases of this worker on %s expired and other workers took them over (this worker or "
+        "Redis was away longer than VOTERSDAILY_REDIS_LEASE): their requests run twice",
+        "back": "%d leases of this worker on %s were undone by Redis (it lost its last writes: appendfsync "
+        "everysec or no, and a crash): their requests are back in the queue and run again",
+        "gone": "%d leased requests of this worker are no longer in %s (another worker that took them "
+        "over acked them or gave them up)",
+    }
+
+    def _report_renewal(self, renewal: Renewal) -> None:
+        for field, message in self.LEASE_LOST.items():
+            ids = getattr(renewal, field)
+            if ids:
+                self.stats.inc_value("redis/lease_lost", len(ids))
+                logger.warning(message, len(ids), self._opened_queue.key)
 
     def _wake_engine(self) -> None:
         """An idle engine asks for requests now, not at its next heartbeat (Scrapy: every 5 s,
@@ -310,6 +431,7 @@ class ReliableScheduler:
         engine = self.crawler.engine
         if engine is None or engine.spider is None or self._closing:
             return
+        self._empty_until = 0.0
         request = self.next_request()
         if request is None:
             return
@@ -323,15 +445,9 @@ class ReliableScheduler:
         """Requests the engine has not finished with: downloading (the downloader's ``active``), or
         waiting for or in their callback and item pipelines (the scraper's slot). Scrapy hands a
         request from the first to the second without a reactor turn between them."""
-        engine = self.crawler.engine
-        if engine is None:
+        if self.crawler.engine is None:
             return set()
-        busy = set(engine.downloader.active)
-        scraping = engine.scraper.slot
-        if scraping is not None:
-            busy.update(scraping.active)
-            busy.update(request for _result, request, _done in scraping.queue)
-        return busy
+        return scrapy_internals.downloading(self.crawler) | scrapy_internals.scraping(self.crawler)
 
     def _working(self) -> int:
         """Leased requests the engine has not finished with (downloading, or in their callback)."""
@@ -359,26 +475,16 @@ class ReliableScheduler:
         self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
 
     def _mark_failed(self, request: Request | None) -> None:
-        token = self._token_of(request)
-        if token is not None:
-            self.failed.add(token)
+        if request is not None and self._token_of(request) is not None:
+            self.failed.add(request)
 
     async def _push_buffered(self) -> None:
-        """Push the requests yielded while Redis was away (duplicate filter first, once each)."""
+        """Push the requests yielded while Redis was away (through the duplicate filter)."""
         batch = list(self.to_push)
-
-        def push() -> None:
-            for entry in batch:
-                if not entry[1]:
-                    seen = self._opened_dupefilter.request_seen(entry[0])
-                    entry[1] = True
-                    if seen:
-                        entry[0] = None
-            self._opened_queue.push_many(entry[0] for entry in batch if entry[0] is not None)
-
-        await run_in_thread(push)
+        pairs = [(request, self._fingerprint(request)) for request in batch]
+        added = await run_in_thread(self._opened_queue.push_many, pairs)
         del self.to_push[: len(batch)]
-        self.stats.inc_value("scheduler/enqueued/redis", sum(e[0] is not None for e in batch))
+        self.stats.inc_value("scheduler/enqueued/redis", sum(added))
 
     def _write_errors(self) -> int:
         return sum(len(w.errors) for w in writers_of(self.crawler))
@@ -402,18 +508,21 @@ class ReliableScheduler:
                 defer.DeferredList([w.batch.flush() for w in writers_of(self.crawler)])
             )
             lost_writes = self._write_errors() > errors
-            retry = [t for t in done if lost_writes or t in self.failed]
-            ack = [t for t in done if not (lost_writes or t in self.failed)]
+            done = [t for t in done if t in self.leased]  # a renewal may have found some not ours
+            held = {t: self.leased[t] for t in done}
+            retry = [t for t in done if lost_writes or held[t] in self.failed]
+            ack = [t for t in done if not (lost_writes or held[t] in self.failed)]
+            self._settling.update(done)
             if ack:
                 n = await run_in_thread(self._opened_queue.ack, ack)
-                self._forget(ack)
-                self.stats.inc_value("redis/acked", len(ack))
+                self._forget(ack, held)
+                self.stats.inc_value("redis/acked", n)
                 if n != len(ack):
                     # Our lease had expired and another worker took the request over (a slow worker).
                     self.stats.inc_value("redis/ack_lease_lost", len(ack) - n)
             if retry:
                 requeued, dead = await run_in_thread(self._opened_queue.retry, retry)
-                self._forget(retry)
+                self._forget(retry, held)
                 self.stats.inc_value("redis/retried", requeued)
                 self.stats.inc_value("redis/dead", dead)
                 logger.warning(
@@ -427,40 +536,53 @@ class ReliableScheduler:
                 )
         finally:
             self._checkpointing = False
+            self._settling.clear()
 
-    def _forget(self, tokens: list[str]) -> None:
+    def _forget(self, tokens: list[str], held: dict[str, Request]) -> None:
+        """Stop tracking the leases ``tokens`` as they were when ``held`` was taken: an entry
+        retried meanwhile may already be leased again by this worker, under the same id (a stream
+        entry keeps it), and that new lease stays."""
         for token in tokens:
-            self.leased.pop(token, None)
-            self.failed.discard(token)
+            request = held[token]
+            self.failed.discard(request)
+            if self.leased.get(token) is request:
+                del self.leased[token]
+                if token in self._adopted:
+                    self._adopted.remove(token)
 
-    async def _reap(self) -> None:
+    async def _survey(self) -> None:
+        """Log the leases of dead workers taken over since the last survey, and wake the engine
+        when an expired lease (or a requeued request) waits and this worker has room."""
+        self._log_recovered()
         if time.monotonic() < self._reap_after:
             return
-        requeued, dead = await run_in_thread(self._opened_queue.reap)
-        if requeued or dead:
-            self.stats.inc_value("redis/recovered", requeued)
+        expired, _removed = await run_in_thread(self._opened_queue.survey)
+        if expired:
+            self._wake_engine()
+
+    def _log_recovered(self) -> None:
+        if self._recovered or self._buried:
             logger.warning(
-                "recovered %d requests of dead workers from %s (%d given up: %s)",
-                requeued,
-                self._opened_queue.processing,
-                dead,
+                "recovered %d requests of dead workers from %s (%s); %d given up after %d deliveries (%s)",
+                sum(self._recovered.values()),
+                self._opened_queue.key,
+                ", ".join("%d from %s" % (n, who) for who, n in self._recovered.most_common()) or "none",
+                self._buried,
+                self.max_attempts,
                 self._opened_queue.dead,
             )
-            if dead:
-                self.stats.inc_value("redis/dead", dead)
-            self._wake_engine()
+            self._recovered.clear()
+            self._buried = 0
 
     # -- idle ----------------------------------------------------------------------------------
 
     def spider_idle(self, spider: Spider) -> None:
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
-        they stop once the queue and every worker's processing set have been empty that long."""
+        they stop once the queue (waiting and leased, by any worker) has been empty that long."""
         busy = (
             bool(self.leased)
             or bool(self.to_push)
-            or self._redis_now(
-                lambda: len(self._opened_queue) > 0 or self._opened_queue.in_processing() > 0, True
-            )
+            or self._redis_now(lambda: self._opened_queue.sizes().length > 0, True)
         )
         now = time.monotonic()
         if busy:

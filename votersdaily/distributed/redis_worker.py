@@ -7,17 +7,28 @@ base spider's callbacks, items and pipelines; requests in the queue name callbac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import logging
+from typing import TYPE_CHECKING, Any, Self
 
-from . import WORKER_SETTINGS
+from scrapy.exceptions import NotConfigured
+
+from votersdaily.store import mask_uri
+
+from . import WORKER_SETTINGS, redis_server, redis_url
+from .link import REDIS_DOWN
+from .persistence import LOSS, RedisNotDurable, read_persistence
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from scrapy import Spider as _MixedIntoSpider
+    from scrapy.crawler import Crawler
     from scrapy.http import Request
+    from scrapy.settings import BaseSettings
 else:
     _MixedIntoSpider = object
+
+logger = logging.getLogger(__name__)
 
 
 class WorkerMixin(_MixedIntoSpider):
@@ -29,7 +40,32 @@ class WorkerMixin(_MixedIntoSpider):
         base = dict(getattr(cls, "custom_settings", None) or {})
         cls.custom_settings = {**base, **WORKER_SETTINGS}
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        check_redis(crawler.settings)
+        return super().from_crawler(crawler, *args, **kwargs)
+
     async def start(self) -> AsyncIterator[Request]:
         """No start requests of its own: the work comes from the Redis queue."""
         return
         yield  # an async generator
+
+
+def check_redis(settings: BaseSettings) -> None:
+    """Before a worker starts: its Redis answers and keeps its data (an append-only file), or it is
+    told to go on without (VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False, loudly)."""
+    where = mask_uri(redis_url(settings))
+    try:
+        found = read_persistence(redis_server(settings))
+    except REDIS_DOWN as exc:
+        raise NotConfigured(
+            "cannot reach Redis at %s (%s): start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"
+            % (where, exc)
+        ) from None
+    problem = found.problem(where)
+    if problem is None:
+        logger.info("Redis at %s keeps its data (%s): %s", where, found.describe(), found.guarantee())
+    elif settings.getbool("VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE"):
+        raise RedisNotDurable(found.refusal(where))
+    else:
+        logger.warning("%s. Going on: VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE is False (%s)", problem, LOSS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from votersdaily import schema
+from votersdaily.schema import is_live
 from votersdaily.store.base import Store, StoreError, StoreUnavailable
 
 from .sanitise import FeedReport, feed_event, newest
@@ -107,12 +108,6 @@ class EventFilter:
             if not (found == value or (type(found) is list and value in found)):
                 return False
         return True
-
-
-def is_live(doc: dict[str, Any]) -> bool:
-    """Neither rescheduled nor taken back by a reparse (``withdrawn_by``, ``replaced_by``: see
-    :mod:`votersdaily.reparse`): the documents feeds, the site and the live views show."""
-    return not (doc.get("superseded_by") or doc.get("withdrawn_by") or doc.get("replaced_by"))
 
 
 def is_cancelled(doc: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ empty, or a site an earlier build wrote and nobody changed since: every build le
 refused with one line saying why, unless ``force``; and some folders are never replaced, forced or
 not: the filesystem root and the top-level system folders, the working folder, the home folder and
 the folders that hold them, the package's folders, and anything already in the checkout that holds
-the package (a new or empty folder there, like the README's ``site/``, is fine).
+the package (a new or empty folder there, like the ``site/`` of docs/events.md's examples, is fine).
 
 Where the kernel can (Linux ``renameat2`` with ``RENAME_EXCHANGE``), old and new site trade places in
 one step, so the target never stops being a complete site; elsewhere two renames, a moment apart.

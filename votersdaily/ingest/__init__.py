@@ -7,6 +7,7 @@ one module per concern: :mod:`.ingest_requests` (input), :mod:`.urls` (cleaning,
 status of a failed fetch), :mod:`.process` (what a worker process extracts from a hop),
 :mod:`.filemeta`, :mod:`.biblio`, :mod:`.fulltext` (landing page → PDF), :mod:`.scope`,
 :mod:`.resources`, :mod:`.htmlbody`, :mod:`.pdf`, :mod:`.grobid`, :mod:`.result` (output shapes),
-:mod:`.filetable`, :mod:`.blobs`, :mod:`.match`, :mod:`.warc`, :mod:`.ssrf`, :mod:`.downloader_room`
-(room in the downloader for sub-resources) and :mod:`.persist` (the store pipeline).
+:mod:`.filetable`, :mod:`.blobs`, :mod:`.match`, :mod:`.warc`, :mod:`.downloader_room` (room in the
+downloader for sub-resources) and :mod:`.persist` (the store pipeline). Its SSRF guard is the address
+policy every product shares (:mod:`votersdaily.plumbing.ssrf`).
 """

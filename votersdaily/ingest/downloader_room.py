@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 
+from votersdaily import scrapy_internals
+from votersdaily.scrapy_internals import Load
+
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
@@ -43,12 +46,11 @@ class DownloaderRoom:
         crawler.signals.connect(self._wake, signal=signals.request_left_downloader)
 
     def _has_room(self, key: str) -> bool:
-        downloader = self.crawler.engine.downloader
-        if 0 < downloader.total_concurrency <= len(downloader.active) + sum(self._entering.values()):
+        downloader = scrapy_internals.downloader_load(self.crawler)
+        if 0 < downloader.limit <= downloader.active + sum(self._entering.values()):
             return False
-        slot = downloader.slots.get(key)
-        concurrency = slot.concurrency if slot is not None else self.per_domain
-        return (len(slot.active) if slot is not None else 0) + self._entering.get(key, 0) < concurrency
+        slot = scrapy_internals.slot_load(self.crawler, key) or Load(0, self.per_domain)
+        return slot.active + self._entering.get(key, 0) < slot.limit
 
     def _reserve(self, key: str, request: Request) -> None:
         self._entering[key] = self._entering.get(key, 0) + 1
@@ -56,7 +58,7 @@ class DownloaderRoom:
 
     async def wait(self, request: Request) -> None:
         """Return when ``request``'s slot (and the downloader) can take one more request."""
-        key = self.crawler.engine.downloader.get_slot_key(request)
+        key = scrapy_internals.slot_key(self.crawler, request)
         if not self._queues.get(key) and self._has_room(key):
             self._reserve(key, request)
             return

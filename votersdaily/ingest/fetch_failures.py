@@ -10,7 +10,7 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 
-from .ssrf import HostNotAllowed, PrivateAddressRefused
+from votersdaily.plumbing.address_policy import HostNotAllowed, PrivateAddressRefused
 
 #: Scrapy >= 2.14 wraps Twisted's download errors in its own classes; both are recognised.
 TIMEOUTS = (TimeoutError, TCPTimedOutError, DownloadTimeoutError)

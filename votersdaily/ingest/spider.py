@@ -23,7 +23,9 @@ from twisted.python.failure import Failure
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
 
 from . import hops as H
@@ -52,7 +54,6 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .ssrf import TRUSTED_META, PrivateAddressRefused, check_policy_settings
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -76,7 +77,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     custom_settings: dict[str, Any] = {
         "ITEM_PIPELINES": {"votersdaily.ingest.persist.IngestStorePipeline": 800},
         "DOWNLOADER_MIDDLEWARES": {
-            "votersdaily.ingest.ssrf.SsrfGuardMiddleware": 50,
+            "votersdaily.plumbing.ssrf.SsrfGuardMiddleware": 50,
             "votersdaily.ingest.gzipcheck.HopGzipMiddleware": 640,
         },
         "COOKIES_ENABLED": False,

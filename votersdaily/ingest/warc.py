@@ -18,11 +18,11 @@ from scrapy.exceptions import NotConfigured
 
 from votersdaily import locations
 from votersdaily import signals as vd_signals
+from votersdaily.plumbing.ssrf import TRUSTED_META
 from votersdaily.plumbing.warc_reader import read_record_at
 from votersdaily.plumbing.warc_writer import WarcFileWriter, decoded_headers, response_record
 
 from .result import dt14
-from .ssrf import TRUSTED_META
 
 if TYPE_CHECKING:
     from scrapy import Spider

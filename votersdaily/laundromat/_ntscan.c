@@ -1,7 +1,7 @@
 /* Compiled fast paths of the laundromat's cleaning (see native.py, which documents the contract and
  * falls back to pure Python when this module is not built).
  *
- * canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named, lines, copied)
+ * canonical_lines(data, quads, prefix, max_line[, flags]) -> (out, slow, slow_line_numbers, named, lines, copied)
  *     Copies every line of `data` that already is a canonical N-Triples (N-Quads) statement, in the
  *     conservative grammar below, to `out`, with each blank node `_:label` written as
  *     `prefix + label + ">"` (skolemised). Every other line (anything outside that grammar: escapes
@@ -12,7 +12,15 @@
  *     each). `named`: a statement with a graph label was copied; `lines`: lines in `data`; `copied`:
  *     statements in `out`. The grammar accepts only what pyoxigraph's N-Triples/N-Quads parser
  *     accepts and its serializer writes back byte for byte (tests/laundromat/test_native.py checks
- *     both paths against each other on the W3C suites and on mutated real lines).
+ *     both paths against each other on the W3C suites and on mutated real lines). With `flags`
+ *     (F_RELABEL, F_DOTS below: for the lines pyoxigraph's serializer wrote from another format) a
+ *     line the slow path would change further (a parser-invented blank node label, a dot segment)
+ *     is left to it too.
+ *
+ * TurtleReader(path, trig, base_iri, prefix): _turtle.c.
+ *
+ * xml_cuts(path, start, span) -> [offset, ...] or None
+ *     Where an RDF/XML document can be cut into ranges parsed apart (xml_ranges.py): see xml_cuts_of.
  *
  * utf8_counts(data) -> (valid, chars, lf, cr, crlf)
  *     Validates UTF-8 (strictly: no overlongs, surrogates or code points past U+10FFFF) and counts, in
@@ -20,28 +28,16 @@
  *     whole valid sequences: len(data) when all is valid, less when the data ends inside a sequence
  *     (the caller carries those bytes over) or holds an invalid one (the caller checks which).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_ntscan.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-typedef unsigned char u8;
-
-/* Character classes of the conservative grammar, one bit each. */
-enum {
-    C_UNRESERVED = 1, /* A-Z a-z 0-9 - . _ ~ */
-    C_SUBDELIM = 2,   /* ! $ & ' ( ) * + , ; = */
-    C_ALPHA = 4,
-    C_SCHEME = 8,    /* A-Z a-z 0-9 + - . */
-    C_LABEL = 16,    /* A-Z a-z 0-9 _ - : a blank node label's character (dots handled apart) */
-    C_HEX = 32,
-    C_LITERAL = 64,  /* ASCII characters a canonical literal holds unescaped */
-    C_LOWER = 128,
-};
-
-static unsigned char cls[256];
+unsigned char nt_cls[256];
 
 static void init_classes(void)
 {
@@ -65,11 +61,10 @@ static void init_classes(void)
             k |= C_LITERAL;
         if (c >= 'a' && c <= 'z')
             k |= C_LOWER;
-        cls[c] = k;
+        nt_cls[c] = k;
     }
 }
 
-#define IS(c, k) (cls[(u8)(c)] & (k))
 
 /* Each scanner takes the position of a term's first byte and returns the position just past it, or
  * NULL when the bytes there are not that term in the conservative grammar. `end` bounds the line. */
@@ -95,7 +90,7 @@ static const u8 *scan_chars(const u8 *p, const u8 *end, const char *extra)
 
 /* An absolute IRI in angle brackets, ASCII only: scheme ":" ["//" reg-name [":" port]] path
  * ["?" query] ["#" fragment]. No user information, no IP literals: those lines take the slow path. */
-static const u8 *scan_iri(const u8 *p, const u8 *end)
+const u8 *nt_scan_iri(const u8 *p, const u8 *end)
 {
     if (p >= end || *p != '<')
         return NULL;
@@ -159,7 +154,7 @@ static const u8 *scan_bnode(const u8 *p, const u8 *end)
 }
 
 /* One UTF-8 sequence starting at a byte >= 0x80: its length, or 0 when invalid or cut. */
-static int utf8_sequence(const u8 *p, const u8 *end)
+int nt_utf8_sequence(const u8 *p, const u8 *end)
 {
     u8 c = p[0];
     Py_ssize_t left = end - p;
@@ -191,14 +186,14 @@ static int same(const u8 *p, const u8 *q, const char *s, size_t n)
     return (size_t)(q - p) == n && memcmp(p, s, n) == 0;
 }
 
-static int hex_value(u8 c)
+int nt_hex_value(u8 c)
 {
     return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
 }
 
 /* The code point of the UCHAR (\uXXXX or \UXXXXXXXX) at p, its length in *n; -1 when it is not one or
  * names no character (a surrogate, past U+10FFFF): pyoxigraph refuses those. */
-static long uchar_at(const u8 *p, const u8 *end, int *n)
+long nt_uchar_at(const u8 *p, const u8 *end, int *n)
 {
     int digits = p[1] == 'u' ? 4 : 8;
     long cp = 0;
@@ -207,7 +202,7 @@ static long uchar_at(const u8 *p, const u8 *end, int *n)
     for (int i = 0; i < digits; i++) {
         if (!IS(p[2 + i], C_HEX))
             return -1;
-        cp = cp * 16 + hex_value(p[2 + i]);
+        cp = cp * 16 + nt_hex_value(p[2 + i]);
     }
     if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
         return -1;
@@ -218,6 +213,28 @@ static long uchar_at(const u8 *p, const u8 *end, int *n)
 static int is_letter(u8 c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+const u8 *nt_scan_language(const u8 *p, const u8 *end)
+{
+    const u8 *q = p;
+    while (p < end && is_letter(*p))
+        p++;
+    if (p - q < 2 || p - q > 3)
+        return NULL;
+    int stage = 0; /* 1: after a script subtag, 2: after a region subtag */
+    while (p < end && *p == '-') {
+        int letters = 0, digits = 0;
+        for (++p; p < end && (is_letter(*p) || (*p >= '0' && *p <= '9')); p++)
+            is_letter(*p) ? letters++ : digits++;
+        if (stage == 0 && letters == 4 && !digits)
+            stage = 1;
+        else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
+            stage = 2;
+        else
+            return NULL;
+    }
+    return p;
 }
 
 /* A literal of N-Triples. Its canonical form (what pyoxigraph's serializer writes) is what it is
@@ -246,14 +263,14 @@ static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
                 return NULL;
             if (strchr("tbnrf\"\\", p[1])) {
                 p += 2;
-            } else if ((p[1] == 'u' || p[1] == 'U') && uchar_at(p, end, &n) >= 0) {
+            } else if ((p[1] == 'u' || p[1] == 'U') && nt_uchar_at(p, end, &n) >= 0) {
                 *rewrite = 1;
                 p += n;
             } else {
                 return NULL;
             }
         } else if (c >= 0x80) {
-            int n = utf8_sequence(p, end);
+            int n = nt_utf8_sequence(p, end);
             if (!n)
                 return NULL;
             if (n == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
@@ -267,30 +284,16 @@ static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
         }
     }
     if (p < end && *p == '@') {
-        const u8 *tag = ++p, *q = p;
-        while (p < end && is_letter(*p))
-            p++;
-        if (p - q < 2 || p - q > 3)
+        const u8 *tag = ++p;
+        if (!(p = nt_scan_language(p, end)))
             return NULL;
-        int stage = 0; /* 1: after a script subtag, 2: after a region subtag */
-        while (p < end && *p == '-') {
-            int letters = 0, digits = 0;
-            for (q = ++p; p < end && (is_letter(*p) || (*p >= '0' && *p <= '9')); p++)
-                is_letter(*p) ? letters++ : digits++;
-            if (stage == 0 && letters == 4 && !digits)
-                stage = 1;
-            else if (stage < 2 && ((letters == 2 && !digits) || (digits == 3 && !letters)))
-                stage = 2;
-            else
-                return NULL;
-        }
-        for (q = tag; q < p; q++)
+        for (const u8 *q = tag; q < p; q++)
             if (*q >= 'A' && *q <= 'Z')
                 *rewrite = 1;
         return p;
     }
     if (end - p >= 2 && p[0] == '^' && p[1] == '^') {
-        const u8 *q = p + 2, *r = scan_iri(q, end);
+        const u8 *q = p + 2, *r = nt_scan_iri(q, end);
         if (!r || same(q, r, RDF_LANG, sizeof RDF_LANG - 1) || same(q, r, RDF_DIRLANG, sizeof RDF_DIRLANG - 1))
             return NULL;
         if (same(q, r, XSD_STRING, sizeof XSD_STRING - 1))
@@ -300,38 +303,47 @@ static const u8 *scan_literal(const u8 *p, const u8 *end, int *rewrite)
     return p;
 }
 
-/* Output buffer: a bytes object grown by doubling, shrunk at the end. */
-typedef struct {
-    PyObject *bytes;
-    Py_ssize_t len, cap;
-} Out;
-
-static int out_reserve(Out *o, Py_ssize_t more)
+int out_reserve(Out *o, Py_ssize_t more)
 {
     if (o->len + more <= o->cap)
         return 0;
     Py_ssize_t cap = o->cap * 2;
     if (cap < o->len + more)
         cap = o->len + more;
-    if (_PyBytes_Resize(&o->bytes, cap) < 0)
+    u8 *p = PyMem_RawRealloc(o->p, cap ? cap : 1);
+    if (!p)
         return -1;
+    o->p = p;
     o->cap = cap;
     return 0;
 }
 
-static int out_put(Out *o, const u8 *p, Py_ssize_t n)
+int out_put(Out *o, const u8 *p, Py_ssize_t n)
 {
     if (out_reserve(o, n) < 0)
         return -1;
-    memcpy(PyBytes_AS_STRING(o->bytes) + o->len, p, n);
+    if (n)
+        memcpy(o->p + o->len, p, n);
     o->len += n;
     return 0;
+}
+
+PyObject *out_bytes(Out *o)
+{
+    return PyBytes_FromStringAndSize(o->len ? (const char *)o->p : "", o->len);
+}
+
+void out_free(Out *o)
+{
+    PyMem_RawFree(o->p);
+    o->p = NULL;
+    o->len = o->cap = 0;
 }
 
 static const char HEX[] = "0123456789ABCDEF";
 
 /* Code point `cp` as the canonical serializer writes it inside a literal. */
-static int put_char(Out *o, long cp)
+int nt_put_char(Out *o, long cp)
 {
     u8 b[8];
     int n = 0;
@@ -384,10 +396,10 @@ static int emit_literal(Out *o, const u8 *p, const u8 *end)
         if (c == '"')
             break;
         if (c == '\\')
-            cp = uchar_at(p, end, &n);
+            cp = nt_uchar_at(p, end, &n);
         else if (c < 0x80)
             cp = c;
-        else if ((n = utf8_sequence(p, end)) == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
+        else if ((n = nt_utf8_sequence(p, end)) == 3 && c == 0xef && p[1] == 0xbf && p[2] >= 0xbe)
             cp = 0xfffe + (p[2] - 0xbe);
         else {
             if (out_put(o, p, n) < 0)
@@ -395,7 +407,7 @@ static int emit_literal(Out *o, const u8 *p, const u8 *end)
             p += n;
             continue;
         }
-        if (put_char(o, cp) < 0)
+        if (nt_put_char(o, cp) < 0)
             return -1;
         p += n;
     }
@@ -422,7 +434,7 @@ static const u8 *scan_term(const u8 *p, const u8 *end, int literal, int *kind)
 {
     *kind = T_IRI;
     if (p < end && *p == '<')
-        return scan_iri(p, end);
+        return nt_scan_iri(p, end);
     if (p < end && *p == '_') {
         *kind = T_BNODE;
         return scan_bnode(p, end);
@@ -442,7 +454,7 @@ static int scan_statement(const u8 *p, const u8 *end, int quads, const u8 **star
 {
     int n = 0;
     for (;;) {
-        const u8 *q = n == 1 ? scan_iri(p, end) : scan_term(p, end, n == 2, &kinds[n]);
+        const u8 *q = n == 1 ? nt_scan_iri(p, end) : scan_term(p, end, n == 2, &kinds[n]);
         if (n == 1)
             kinds[n] = T_IRI;
         if (!q)
@@ -460,66 +472,118 @@ static int scan_statement(const u8 *p, const u8 *end, int quads, const u8 **star
     }
 }
 
-static PyObject *canonical_lines(PyObject *Py_UNUSED(self), PyObject *args)
+/* Flags of canonical_lines for lines a serializer wrote (their terms already canonical). */
+enum {
+    /* A blank node label the parser may have invented (16 to 32 lower-case hex digits: skolem.py's
+     * _GENERATED) sends its line to the slow path, which numbers such labels in order. */
+    F_RELABEL = 1,
+    /* A line holding a dot segment pattern (rdf11.py's _DOTTED) goes to the slow path, which removes
+     * the dot segments of its IRIs. */
+    F_DOTS = 2,
+};
+
+static int generated_label(const u8 *p, const u8 *end)
 {
-    Py_buffer data, prefix;
-    int quads;
-    Py_ssize_t max_line;
-    if (!PyArg_ParseTuple(args, "y*py*n", &data, &quads, &prefix, &max_line))
-        return NULL;
-    const u8 *buf = data.buf, *stop = buf + data.len;
-    Out out = {NULL, 0, 0}, slow = {NULL, 0, 0}, where = {NULL, 0, 0};
-    PyObject *result = NULL;
-    int named = 0;
-    out.cap = data.len + data.len / 4 + 64;
-    slow.cap = where.cap = 4096;
-    out.bytes = PyBytes_FromStringAndSize(NULL, out.cap);
-    slow.bytes = PyBytes_FromStringAndSize(NULL, slow.cap);
-    where.bytes = PyBytes_FromStringAndSize(NULL, where.cap);
-    if (!out.bytes || !slow.bytes || !where.bytes)
-        goto done;
-    int64_t line_no = 0;
-    Py_ssize_t copied = 0;
-    for (const u8 *p = buf; p < stop; line_no++) {
+    if (end - p < 16 || end - p > 32)
+        return 0;
+    for (; p < end; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+int nt_dotted(const u8 *p, const u8 *end)
+{
+    for (; (p = memchr(p, '/', end - p)) != NULL; p++) {
+        const u8 *q = p + 1;
+        if (q < end && *q == '.') {
+            q++;
+            if (q < end && *q == '.')
+                q++;
+            if (q < end && (*q == '/' || *q == '>' || *q == '?' || *q == '#'))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    Out out, slow, where;
+    int named;
+    int64_t lines;
+    Py_ssize_t copied;
+} Scan;
+
+/* The work of canonical_lines, without the GIL: 0, or -1 when memory ran out. */
+static int scan_lines(Scan *r, const u8 *buf, const u8 *stop, int quads, const u8 *prefix, Py_ssize_t prefix_len,
+                      Py_ssize_t max_line, int flags)
+{
+    if (out_reserve(&r->out, (stop - buf) + (stop - buf) / 4 + 64) < 0)
+        return -1;
+    for (const u8 *p = buf; p < stop; r->lines++) {
         const u8 *nl = memchr(p, '\n', stop - p);
         const u8 *next = nl ? nl + 1 : stop;
         const u8 *starts[4], *ends[4];
         int kinds[4], n = nl && nl - p < max_line ? scan_statement(p, nl, quads, starts, ends, kinds) : 0;
+        if (n && (flags & F_DOTS) && nt_dotted(p, nl))
+            n = 0;
+        for (int i = 0; n && (flags & F_RELABEL) && i < n; i++)
+            if (kinds[i] == T_BNODE && generated_label(starts[i] + 2, ends[i]))
+                n = 0;
         if (n) {
-            copied++;
+            r->copied++;
             if (n == 4)
-                named = 1;
+                r->named = 1;
             const u8 *at = p;
             for (int i = 0; i < n; i++) {
                 if (kinds[i] != T_BNODE && kinds[i] != T_REWRITE)
                     continue;
-                if (out_put(&out, at, starts[i] - at) < 0)
-                    goto done;
-                if (kinds[i] == T_REWRITE ? emit_literal(&out, starts[i], ends[i]) < 0
+                if (out_put(&r->out, at, starts[i] - at) < 0)
+                    return -1;
+                if (kinds[i] == T_REWRITE ? emit_literal(&r->out, starts[i], ends[i]) < 0
                                           : /* "_:label" -> prefix "label>" */
-                        out_put(&out, prefix.buf, prefix.len) < 0 ||
-                            out_put(&out, starts[i] + 2, ends[i] - starts[i] - 2) < 0 ||
-                            out_put(&out, (const u8 *)">", 1) < 0)
-                    goto done;
+                        out_put(&r->out, prefix, prefix_len) < 0 ||
+                            out_put(&r->out, starts[i] + 2, ends[i] - starts[i] - 2) < 0 ||
+                            out_put(&r->out, (const u8 *)">", 1) < 0)
+                    return -1;
                 at = ends[i];
             }
-            if (out_put(&out, at, next - at) < 0)
-                goto done;
-        } else if (out_put(&slow, p, next - p) < 0 || (!nl && out_put(&slow, (const u8 *)"\n", 1) < 0) ||
-                   out_put(&where, (const u8 *)&line_no, sizeof line_no) < 0) {
-            goto done;
+            if (out_put(&r->out, at, next - at) < 0)
+                return -1;
+        } else if (out_put(&r->slow, p, next - p) < 0 || (!nl && out_put(&r->slow, (const u8 *)"\n", 1) < 0) ||
+                   out_put(&r->where, (const u8 *)&r->lines, sizeof r->lines) < 0) {
+            return -1;
         }
         p = next;
     }
-    if (_PyBytes_Resize(&out.bytes, out.len) < 0 || _PyBytes_Resize(&slow.bytes, slow.len) < 0 ||
-        _PyBytes_Resize(&where.bytes, where.len) < 0)
-        goto done;
-    result = Py_BuildValue("(OOONnn)", out.bytes, slow.bytes, where.bytes, PyBool_FromLong(named), (Py_ssize_t)line_no,
-                           copied);
-done:
-    Py_XDECREF(out.bytes);
-    Py_XDECREF(slow.bytes);
-    Py_XDECREF(where.bytes);
+    return 0;
+}
+
+static PyObject *canonical_lines(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data, prefix;
+    int quads, flags = 0, failed;
+    Py_ssize_t max_line;
+    if (!PyArg_ParseTuple(args, "y*py*n|i", &data, &quads, &prefix, &max_line, &flags))
+        return NULL;
+    Scan r;
+    memset(&r, 0, sizeof r);
+    PyObject *result = NULL, *out = NULL, *slow = NULL, *where = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    failed = scan_lines(&r, data.buf, (const u8 *)data.buf + data.len, quads, prefix.buf, prefix.len, max_line, flags);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+    } else if ((out = out_bytes(&r.out)) && (slow = out_bytes(&r.slow)) && (where = out_bytes(&r.where))) {
+        result = Py_BuildValue("(OOOOnn)", out, slow, where, r.named ? Py_True : Py_False, (Py_ssize_t)r.lines,
+                               r.copied);
+    }
+    Py_XDECREF(out);
+    Py_XDECREF(slow);
+    Py_XDECREF(where);
+    out_free(&r.out);
+    out_free(&r.slow);
+    out_free(&r.where);
     PyBuffer_Release(&data);
     PyBuffer_Release(&prefix);
     return result;
@@ -563,7 +627,7 @@ static PyObject *utf8_counts(PyObject *Py_UNUSED(self), PyObject *args)
             chars++;
             continue;
         }
-        int n = utf8_sequence(p, end);
+        int n = nt_utf8_sequence(p, end);
         if (!n)
             break;
         p += n;
@@ -954,9 +1018,256 @@ done:
     return written < 0 ? NULL : PyLong_FromSsize_t(written);
 }
 
+/* -- RDF/XML: where top-level node elements start ------------------------------------------------ */
+
+/* memmem for a short needle. */
+static const u8 *find(const u8 *p, const u8 *end, const char *needle)
+{
+    size_t n = strlen(needle);
+    while (end - p >= (Py_ssize_t)n) {
+        const u8 *q = memchr(p, needle[0], end - p - n + 1);
+        if (!q)
+            return NULL;
+        if (!memcmp(q, needle, n))
+            return q;
+        p = q + 1;
+    }
+    return NULL;
+}
+
+static int is_xml_space(u8 c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The start tag at p ('<' and a name): the position past its '>', *empty when it ends "/>"; NULL
+ * when it is not one this scanner reads or has an attribute named ID (rdf:ID values must be unique
+ * in the document: ranges parsed apart could not tell). */
+static const u8 *start_tag(const u8 *p, const u8 *end, int *empty)
+{
+    p++;
+    while (p < end && !is_xml_space(*p) && *p != '/' && *p != '>' && *p != '<')
+        p++;
+    for (;;) {
+        while (p < end && is_xml_space(*p))
+            p++;
+        if (p >= end || *p == '<')
+            return NULL;
+        if (*p == '>' || (*p == '/' && end - p >= 2 && p[1] == '>')) {
+            *empty = *p == '/';
+            return p + (*empty ? 2 : 1);
+        }
+        const u8 *name = p;
+        while (p < end && !is_xml_space(*p) && *p != '=' && *p != '>' && *p != '/' && *p != '<')
+            p++;
+        if ((p - name == 2 || (p - name > 2 && p[-3] == ':')) && p[-2] == 'I' && p[-1] == 'D')
+            return NULL;
+        while (p < end && is_xml_space(*p))
+            p++;
+        if (p >= end || *p != '=')
+            return NULL;
+        for (p++; p < end && is_xml_space(*p);)
+            p++;
+        if (p >= end || (*p != '"' && *p != '\''))
+            return NULL;
+        const u8 *close = memchr(p + 1, *p, end - p - 1);
+        if (!close || memchr(p + 1, '<', close - p - 1))
+            return NULL;
+        p = close + 1;
+    }
+}
+
+/* Cut points of the content of an RDF/XML root element, from `start` (past its start tag): the
+ * starts of lines on which a top-level element starts after white space only, one each `span`
+ * bytes or more; None when the content is not plain markup this scanner follows (text, CDATA or a
+ * DOCTYPE at the top level, an attribute named ID, a tag it cannot read). */
+/* Bytes of a mapped file read before the pages behind the reader are given back. */
+#define RELEASE_BYTES (16 << 20)
+
+/* A pass over a mapped file at `p`: once RELEASE_BYTES or more lie between *released and p, the
+ * pages read are not needed again and leave the RSS (the page cache keeps them). */
+static void release_behind(const u8 **released, const u8 *p)
+{
+    if (p - *released >= RELEASE_BYTES) {
+        Py_ssize_t page = sysconf(_SC_PAGESIZE), n = ((p - *released) / page) * page;
+        madvise((void *)*released, n, MADV_DONTNEED);
+        *released += n;
+    }
+}
+
+static int xml_cuts_of(const u8 *buf, const u8 *end, const u8 *start, Py_ssize_t span, Out *cuts)
+{
+    const u8 *p = start, *last = start, *released = buf;
+    int depth = 1;
+    while (depth > 0) {
+        release_behind(&released, p);
+        const u8 *q = memchr(p, '<', end - p);
+        if (!q)
+            return -1;
+        if (depth == 1)
+            for (const u8 *c = p; c < q; c++)
+                if (!is_xml_space(*c))
+                    return -1;
+        if (end - q < 2)
+            return -1;
+        if (q[1] == '/') {
+            const u8 *close = memchr(q, '>', end - q);
+            if (!close)
+                return -1;
+            depth--;
+            p = close + 1;
+        } else if (q[1] == '!') {
+            const u8 *close = NULL;
+            if (end - q >= 4 && !memcmp(q, "<!--", 4))
+                close = find(q + 4, end, "-->");
+            else if (depth > 1 && end - q >= 9 && !memcmp(q, "<![CDATA[", 9))
+                close = find(q + 9, end, "]]>");
+            if (!close)
+                return -1;
+            p = close + 3;
+        } else if (q[1] == '?') {
+            const u8 *close = find(q + 2, end, "?>");
+            if (!close)
+                return -1;
+            p = close + 2;
+        } else {
+            if (depth == 1) {
+                const u8 *line = q;
+                while (line > buf && (line[-1] == ' ' || line[-1] == '\t'))
+                    line--;
+                if (line > buf && line[-1] == '\n' && line - last >= span) {
+                    int64_t at = line - buf;
+                    if (out_put(cuts, (const u8 *)&at, sizeof at) < 0)
+                        return -2;
+                    last = line;
+                }
+            }
+            int empty;
+            if (!(p = start_tag(q, end, &empty)))
+                return -1;
+            depth += !empty;
+        }
+    }
+    return 0;
+}
+
+/* The file at `path` mapped read-only for a sequential pass (*map NULL when it is empty; unmap it with
+ * munmap(*map, *size)): 0, or -1 with OSError set. */
+static int map_file(PyObject *path, u8 **map, Py_ssize_t *size)
+{
+    struct stat st;
+    int fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_CLOEXEC);
+    *map = NULL;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        goto failed;
+    *size = st.st_size;
+    if (st.st_size > 0) {
+        u8 *m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            goto failed;
+        madvise(m, st.st_size, MADV_SEQUENTIAL);
+        *map = m;
+    }
+    close(fd); /* the mapping stays */
+    return 0;
+failed:
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Whether [start, end) of the mapped file at `buf` holds the needle: memmem over windows of
+ * RELEASE_BYTES (each searched a needle's length into the next), the pages behind given back. */
+static int contains(const u8 *buf, const u8 *end, const u8 *start, const void *needle, Py_ssize_t n)
+{
+    const u8 *released = buf;
+    for (const u8 *p = start; p < end; p += RELEASE_BYTES) {
+        const u8 *stop = end - p > RELEASE_BYTES + n ? p + RELEASE_BYTES + n - 1 : end;
+        if (memmem(p, stop - p, needle, n))
+            return 1;
+        release_behind(&released, p);
+    }
+    return 0;
+}
+
+/* Whether the file at `path` holds `needle` at or after byte `start`: one pass at memmem's speed over
+ * the mapped file, without copying it (the RDF/XML checks skip their own pass when it does not). */
+static PyObject *file_contains(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *path;
+    Py_ssize_t start, size;
+    Py_buffer needle;
+    u8 *map;
+    if (!PyArg_ParseTuple(args, "O&ny*", PyUnicode_FSConverter, &path, &start, &needle))
+        return NULL;
+    PyObject *result = NULL;
+    if (map_file(path, &map, &size) == 0) {
+        int found = 0;
+        if (start < 0)
+            start = 0;
+        Py_BEGIN_ALLOW_THREADS
+        if (map && needle.len > 0 && start < size)
+            found = contains(map, map + size, map + start, needle.buf, needle.len);
+        if (map)
+            munmap(map, size);
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(found);
+    }
+    Py_DECREF(path);
+    PyBuffer_Release(&needle);
+    return result;
+}
+
+static PyObject *xml_cuts(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *path;
+    Py_ssize_t start, span, size;
+    u8 *map;
+    if (!PyArg_ParseTuple(args, "O&nn", PyUnicode_FSConverter, &path, &start, &span))
+        return NULL;
+    Out cuts = {NULL, 0, 0};
+    PyObject *result = NULL;
+    int r = -1;
+    if (map_file(path, &map, &size) < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    if (map && start >= 0 && start < size)
+        r = xml_cuts_of(map, map + size, map + start, span, &cuts);
+    if (map)
+        munmap(map, size);
+    Py_END_ALLOW_THREADS
+    if (r == -2) {
+        PyErr_NoMemory();
+    } else if (r < 0) {
+        result = Py_NewRef(Py_None);
+    } else if ((result = PyList_New(cuts.len / 8))) {
+        for (Py_ssize_t i = 0; i < cuts.len / 8; i++) {
+            int64_t at;
+            memcpy(&at, cuts.p + 8 * i, 8);
+            PyObject *n = PyLong_FromLongLong(at);
+            if (!n) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, i, n);
+        }
+    }
+done:
+    Py_DECREF(path);
+    out_free(&cuts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"file_contains", file_contains, METH_VARARGS,
+     "file_contains(path, start, needle) -> whether the file holds needle at or after byte start"},
+    {"rdfxml_lines", nt_rdfxml_lines, METH_VARARGS,
+     "rdfxml_lines(document) -> the N-Quads pyoxigraph writes for plain RDF/XML, or None (_rdfxml.c)"},
+    {"xml_cuts", xml_cuts, METH_VARARGS,
+     "xml_cuts(path, start, span) -> line starts where top-level elements of an RDF/XML root start, or None"},
     {"canonical_lines", canonical_lines, METH_VARARGS,
-     "canonical_lines(data, quads, prefix, max_line) -> (out, slow, slow_line_numbers, named, lines, copied)"},
+     "canonical_lines(data, quads, prefix, max_line[, flags]) -> (out, slow, slow_line_numbers, named, lines, copied)"},
     {"merge_runs", merge_runs, METH_VARARGS,
      "merge_runs(paths, fd) -> lines: the sorted runs (a sequence of paths) merged into fd, each line once"},
     {"sorted_unique", sorted_unique, METH_VARARGS, "sorted_unique(block) -> the unique lines of block in byte order"},
@@ -969,5 +1280,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ntscan", NULL, -1, 
 PyMODINIT_FUNC PyInit__ntscan(void)
 {
     init_classes();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && nt_add_turtle(m) < 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -9,9 +9,9 @@ inlined in all (a context named twice is copied twice into what the parser reads
 * The cache directory holds one file per context URL (:func:`cache_name`): the operator may pre-fill
   it (schema.org's context, which every JSON-LD-in-HTML page names) and then nothing is fetched;
   fetched contexts are written there too.
-* Fetching goes through :func:`.fetching.fetch_limited`, the laundromat's one guarded fetch outside
-  the reactor, under the same :class:`~votersdaily.ingest.ssrf.AddressPolicy` as every other URL
-  from crawled content (``LAUNDROMAT_ALLOW_PRIVATE``, ``LAUNDROMAT_PRIVATE_HOSTS``,
+* Fetching goes through :func:`~votersdaily.plumbing.pinned_fetch.fetch_limited`, the one guarded
+  fetch outside the reactor, under the same
+  :class:`~votersdaily.plumbing.address_policy.AddressPolicy` as every other URL from crawled content (``LAUNDROMAT_ALLOW_PRIVATE``, ``LAUNDROMAT_PRIVATE_HOSTS``,
   ``LAUNDROMAT_ALLOWED_HOSTS``): only http and https, no loopback, private, link-local or reserved
   address after DNS, the connection made to the very address that was checked, every redirect
   checked again, the body read up to a bound within the time limit.
@@ -32,7 +32,7 @@ from votersdaily.defaults import DEFAULTS
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-    from votersdaily.ingest.ssrf import AddressPolicy
+    from votersdaily.plumbing.address_policy import AddressPolicy
 
 #: Context URLs that name one context (schema.org answers its context under all of them).
 ALIASES = {
@@ -68,7 +68,7 @@ class ContextOptions:
     policy: AddressPolicy | None = None
 
     def address_policy(self) -> AddressPolicy:
-        from votersdaily.ingest.ssrf import AddressPolicy
+        from votersdaily.plumbing.address_policy import AddressPolicy
 
         if self.policy is not None:
             return self.policy
@@ -101,9 +101,8 @@ def cache_name(url: str) -> str:
 def fetch_context(url: str, options: ContextOptions) -> bytes:
     """The body of ``url`` through the laundromat's guarded fetch; any refusal or failure is a
     :class:`ContextError` (recorded on the document)."""
-    from votersdaily.ingest.ssrf import HostNotAllowed, PrivateAddressRefused
-
-    from .fetching import DownloadTooLarge, fetch_limited
+    from votersdaily.plumbing.address_policy import HostNotAllowed, PrivateAddressRefused
+    from votersdaily.plumbing.pinned_fetch import DownloadTooLarge, fetch_limited
 
     try:
         return fetch_limited(

@@ -20,6 +20,7 @@ import subprocess
 import threading
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any, Protocol
@@ -78,34 +79,73 @@ class PipeWriter:
 
 class RunWriter:
     """Final lines in, sorted unique runs out: files of about ``size`` bytes of lines in ``folder``,
-    sorted by the compiled path. Each parsing worker has its own; so has a sink."""
+    sorted by the compiled path. Each parsing worker has its own; so has a sink. With
+    ``background``, each run is sorted and written by a thread (the sort and the write run without
+    the GIL) while the caller parses on: one run at a time, so memory stays bounded."""
 
-    def __init__(self, folder: Path, name: str, size: int) -> None:
+    def __init__(self, folder: Path, name: str, size: int, *, background: bool = False) -> None:
         self.folder, self.name, self.size = folder, name, size
         self.blocks: list[bytes] = []
         self.pending = 0
         self.paths: list[str] = []
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="sorted-runs") if background else None
+        self._writing: Future[None] | None = None
 
     def add(self, block: bytes) -> None:
         self.blocks.append(block)
         self.pending += len(block)
         if self.pending >= self.size:
-            self.flush()
+            self._write_run()
 
     def take(self) -> bytes:
         """The lines not yet written, sorted and unique (and forgotten here)."""
-        data = native.sorted_unique(b"".join(self.blocks))
+        return native.sorted_unique(self.take_unsorted())
+
+    def take_unsorted(self) -> bytes:
+        """The lines not yet written, as added (and forgotten here)."""
+        data = b"".join(self.blocks)
         self.blocks, self.pending = [], 0
         return data
+
+    def _write_run(self) -> None:
+        path = self.folder / ("%s-%05d" % (self.name, len(self.paths)))
+        self.paths.append(str(path))
+        data, self.blocks, self.pending = b"".join(self.blocks), [], 0
+        if self._executor is None:
+            _write_sorted(data, path)
+            return
+        self._wait()
+        self._writing = self._executor.submit(_write_sorted, data, path)
+
+    def _wait(self) -> None:
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            writing.result()
 
     def flush(self) -> list[str]:
         """Write what is pending as a run; every run written so far."""
         if self.blocks:
-            path = self.folder / ("%s-%05d" % (self.name, len(self.paths)))
-            with open(path, "wb") as f:
-                f.write(self.take())
-            self.paths.append(str(path))
+            self._write_run()
+        self._wait()
         return self.paths
+
+    def discard(self) -> None:
+        """Forget what is pending and remove the runs written."""
+        self.blocks, self.pending = [], 0
+        with contextlib.suppress(Exception):  # a failed write leaves nothing to keep
+            self._wait()
+        for path in self.paths:
+            Path(path).unlink(missing_ok=True)
+        self.paths = []
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+
+
+def _write_sorted(data: bytes, path: Path) -> None:
+    with open(path, "wb") as f:
+        f.write(native.sorted_unique(data))
 
 
 class SortedSink:
@@ -141,14 +181,32 @@ class SortedSink:
         #: absolute and vocabulary-relative IRIs as written (JSON-LD 1.1 API §5.2), and its parser
         #: resolves relative ones against the base that cleaning has freed of dot segments.
         self.dots = result.format not in LINE_BASED and result.format != F.JSON_LD
-        #: With the compiled path: every line goes to sorted runs (kept in memory while small).
-        self.writer = RunWriter(tmp, "run", options.sorted_run_bytes) if native.available() else None
+        #: With the compiled path: every line goes to sorted runs (kept in memory while small), each
+        #: sorted and written by a thread while the parser goes on.
+        self.writer = (
+            RunWriter(tmp, "run", options.sorted_run_bytes, background=True) if native.available() else None
+        )
 
     def add_block(self, block: bytes, line_no: int | None = None) -> None:
-        """A block of serializer output (newline-terminated canonical lines)."""
+        """A block of serializer output (newline-terminated canonical lines). With the compiled
+        path, the lines that are final already but for their blank nodes are copied in C; the others
+        (and the messages they make) go through :func:`.rdf11.canonical_lines` in order."""
         if not block:
             return
-        self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
+        if not native.available():
+            self.add_lines(canonical_lines(block, self.skolem, self.messages, line_no, self.dots))
+            return
+        skolem = self.skolem
+        scanned = native.canonical_lines(block, True, skolem.prefix, relabel=skolem.relabel, dots=self.dots)
+        self.add_lines(scanned.canonical, scanned.named, scanned.statements)
+        if scanned.slow:
+            self.add_lines(canonical_lines(scanned.slow, skolem, self.messages, line_no, self.dots))
+
+    def add_runs(self, runs: list[str], statements: int, named: bool) -> None:
+        """Sorted unique run files of final lines (``statements`` lines in all) for the merge."""
+        self.runs.extend(Path(run) for run in runs)
+        self.result.statements += statements
+        self.named = self.named or named
 
     def add_lines(self, block: bytes, named: bool | None = None, statements: int | None = None) -> None:
         """A block of final (skolemised) lines; ``named``: whether one has a graph label, and
@@ -318,6 +376,9 @@ class SortedSink:
                     raise CleaningError("sort failed with status %d" % sorter.returncode)
 
     def abort(self) -> None:
+        """Stop what still runs (sorts, the thread writing runs); called whether cleaning ended or failed."""
+        if self.writer is not None:
+            self.writer.close()
         for sorter in self.parts + ([self.sorter] if self.sorter is not None else []):
             if sorter.poll() is None:
                 sorter.kill()

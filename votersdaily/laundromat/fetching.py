@@ -11,24 +11,21 @@ downloads streamed to disk as they arrive (never a whole body in memory), bounde
   ``LAUNDROMAT_DOWNLOAD_TIMEOUT``; an operator's ``file:`` seed is copied the same way, and refused
   unless it is a regular file on a filesystem of data (no devices, FIFOs, sockets, ``/proc`` or
   ``/sys`` files).
-* :func:`fetch_limited` is the same policy for code outside the reactor (JSON-LD contexts loaded in
-  a worker process): blocking, pinned to the checked addresses, bounded.
+* The same policy for code outside the reactor (JSON-LD contexts loaded in a worker process) is
+  :func:`votersdaily.plumbing.pinned_fetch.fetch_limited`: blocking, pinned to the checked
+  addresses, bounded.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
-import socket
-import ssl
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Self
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy.http import Headers, Response
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -42,9 +39,11 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from votersdaily import locations
+from votersdaily import locations, scrapy_internals
 from votersdaily.blocking import run_in_thread
-from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.plumbing.address_policy import AddressPolicy
+from votersdaily.plumbing.pinned_fetch import DownloadTooLarge
+from votersdaily.plumbing.ssrf import SsrfGuardMiddleware
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
@@ -60,10 +59,6 @@ OPERATOR_META = "laundromat_operator_seed"
 STREAM_META = "laundromat_stream"
 #: Request meta set by the handler: bytes written to the file.
 STREAMED_META = "laundromat_streamed_bytes"
-
-
-class DownloadTooLarge(Exception):
-    """The body is (or announces itself) larger than ``LAUNDROMAT_MAX_DOWNLOAD_BYTES``."""
 
 
 class LocalFileRefused(Exception):
@@ -296,15 +291,6 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
     return True
 
 
-def _context_factory(crawler: Crawler) -> Any:
-    from scrapy.core.downloader import contextfactory
-
-    load = getattr(contextfactory, "_load_context_factory_from_settings", None)
-    if load is not None:
-        return load(crawler)
-    return contextfactory.load_context_factory_from_settings(crawler.settings, crawler)
-
-
 class StreamingDownloadHandler:
     """``DOWNLOAD_HANDLERS`` for http, https and file in the laundromat. Requests without
     ``meta[STREAM_META]`` (robots.txt) go to Scrapy's own HTTP handler, in memory.
@@ -343,7 +329,7 @@ class StreamingDownloadHandler:
     def agent(self) -> Agent:
         return Agent(
             installed_reactor(),
-            contextFactory=_context_factory(self.crawler),
+            contextFactory=scrapy_internals.tls_context_factory(self.crawler),
             connectTimeout=self.connect_timeout,
             pool=self.pool,
         )
@@ -354,7 +340,11 @@ class StreamingDownloadHandler:
 
     def _watch(self) -> None:
         engine = self.crawler.engine
-        if engine is not None and not engine.running and not self.stopping.is_set():
+        if (
+            engine is not None
+            and not scrapy_internals.engine_running(self.crawler)
+            and not self.stopping.is_set()
+        ):
             self.stopping.set()
             for pending in list(self._in_flight):
                 pending.cancel()
@@ -460,97 +450,3 @@ class StreamingDownloadHandler:
         await maybe_deferred_to_future(done)
         if call.active():
             call.cancel()
-
-
-# -- outside the reactor --------------------------------------------------------------------------
-
-
-@dataclass
-class Fetched:
-    url: str
-    content_type: str | None
-    body: bytes
-
-
-def fetch_limited(
-    url: str,
-    policy: AddressPolicy,
-    *,
-    max_bytes: int,
-    timeout: float,
-    accept: str = "*/*",
-    max_redirects: int = 5,
-) -> Fetched:
-    """GET ``url`` under ``policy`` (every redirect hop checked too), connecting only to the checked
-    addresses, reading at most ``max_bytes`` within ``timeout`` seconds in all. Blocking: for
-    worker processes (JSON-LD contexts). Raises PrivateAddressRefused, HostNotAllowed,
-    DownloadTooLarge, OSError/TimeoutError, or http.client errors; a non-2xx answer is an OSError."""
-    deadline = time.monotonic() + timeout
-    for _ in range(max_redirects + 1):
-        host, port, addresses = policy.resolve_sync(url)
-        parts = urlsplit(url)
-        conn = _pinned_connection(parts.scheme, host, port, addresses, max(0.1, deadline - time.monotonic()))
-        try:
-            path = (parts.path or "/") + ("?" + parts.query if parts.query else "")
-            conn.request("GET", path, headers={"Accept": accept, "Accept-Encoding": "identity"})
-            answer = conn.getresponse()
-            location = answer.getheader("Location")
-            if 300 <= answer.status < 400 and location:
-                url = urljoin(url, location)
-                continue
-            if not 200 <= answer.status < 300:
-                raise OSError("HTTP status %d for %s" % (answer.status, url))
-            length = answer.getheader("Content-Length")
-            if length and length.isdigit() and int(length) > max_bytes:
-                raise DownloadTooLarge("%s: Content-Length %s exceeds %d bytes" % (url, length, max_bytes))
-            chunks, total = [], 0
-            while chunk := answer.read(65536):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise DownloadTooLarge("%s: body exceeds %d bytes" % (url, max_bytes))
-                if time.monotonic() > deadline:
-                    raise TimeoutError("fetching %s took longer than %s s" % (url, timeout))
-                chunks.append(chunk)
-            return Fetched(url, answer.getheader("Content-Type"), b"".join(chunks))
-        finally:
-            conn.close()
-    raise PrivateAddressRefused("more than %d redirects from %s" % (max_redirects, url))
-
-
-def _pinned_connection(
-    scheme: str, host: str, port: int, addresses: list[str] | None, timeout: float
-) -> http.client.HTTPConnection:
-    """An HTTP(S) connection to ``host`` that connects to one of ``addresses`` (not a new DNS answer)."""
-    if scheme == "https":
-        return _PinnedHTTPSConnection(host, port, addresses or [host], timeout)
-    return _PinnedHTTPConnection(host, port, addresses or [host], timeout)
-
-
-def _connect_first(host: str, addresses: list[str], port: int, timeout: float | None) -> socket.socket:
-    last: OSError | None = None
-    for address in addresses:
-        try:
-            return socket.create_connection((address, port), timeout)
-        except OSError as exc:
-            last = exc
-    raise last or OSError("no address for %s" % host)
-
-
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.addresses = addresses
-
-    def connect(self) -> None:
-        self.sock = _connect_first(self.host, self.addresses, self.port, self.timeout)
-
-
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, addresses: list[str], timeout: float) -> None:
-        self.tls = ssl.create_default_context()
-        super().__init__(host, port, timeout=timeout, context=self.tls)
-        self.addresses = addresses
-
-    def connect(self) -> None:
-        sock = _connect_first(self.host, self.addresses, self.port, self.timeout)
-        self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)

@@ -195,14 +195,58 @@ def _parse_ranges(
             )
 
 
-def _range_worker(*args: Any, conn: Connection) -> None:
-    """:func:`_parse_ranges` in a forked process; the answer (or the error) goes back on ``conn``."""
+def _forked(work: Callable[..., Any], job: tuple[Any, ...], conn: Connection) -> None:
+    """``work(*job)`` in a forked process; the answer (or the error) goes back on ``conn``."""
     try:
-        conn.send(("done", *_parse_ranges(*args)))
+        conn.send(("done", work(*job)))
     except BaseException as exc:  # reported to the parent, which fails the document
         conn.send(("error", "%s: %s" % (type(exc).__name__, exc)))
     finally:
         conn.close()
+
+
+def run_forked(
+    work: Callable[..., Any],
+    jobs: list[tuple[Any, ...]],
+    after_fork: Callable[[], None] | None = None,
+    after_work: Callable[[], None] | None = None,
+) -> list[Any]:
+    """``work(*job)`` for each job: the first in this process (one process fewer holding a copy of
+    its memory), each other in a process forked for it, all at once; their answers, in order. The
+    hooks run after the forks and after this process's own work. A failure anywhere raises
+    :class:`CleaningError`, once every worker is collected."""
+    ctx = multiprocessing.get_context("fork")
+    workers = []
+    for job in jobs[1:]:
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_forked, daemon=True, args=(work, job, send))
+        proc.start()
+        send.close()
+        workers.append((recv, proc))
+    if after_fork is not None:
+        after_fork()
+    answers, failure = [], None
+    try:
+        answers.append(work(*jobs[0]))
+    except Exception as exc:  # the workers are still collected below
+        failure = "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        if after_work is not None:
+            after_work()
+    for recv, proc in workers:
+        try:
+            answer = recv.recv()
+        except EOFError:
+            answer = ("error", "a parsing worker died (exit code %s)" % proc.exitcode)
+        recv.close()
+        proc.join()
+        if answer[0] == "error":
+            failure = answer[1]
+        else:
+            answers.append(answer[1])
+    if failure is not None:
+        raise CleaningError("parsing failed: %s" % failure)
+    return answers
 
 
 def can_fork(workers: int) -> bool:
@@ -232,44 +276,24 @@ def parse_line_based_parallel(
             parse_line_based(path, fmt, sink, messages, span)
             return
         outputs = [PipeWriter(pipe_of(sorter.stdin).fileno()) for sorter in sorters]
-    ctx = multiprocessing.get_context("fork")
     n_ranges = max(1, -(-path.stat().st_size // span))
-    counter = ctx.Value("q", 0)
+    counter = multiprocessing.get_context("fork").Value("q", 0)
     shared = (str(path), fmt, sink.skolem, messages.cap, counter, n_ranges, span)
-    jobs = []
-    # This process parses too (with the first output): one process fewer holding a copy of its memory.
-    for output in outputs[1:]:
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_range_worker, daemon=True, args=(*shared, output), kwargs={"conn": send})
-        proc.start()
-        send.close()
-        jobs.append((recv, proc))
-    for sorter in (sorters or [])[1:]:
-        pipe_of(sorter.stdin).close()  # the workers hold it: each sort ends when the workers are done
-    done, runs, failure = [], [], None
-    try:
-        ranges, written = _parse_ranges(*shared, outputs[0])
-        done.extend(ranges)
-        runs.extend(written)
-    except Exception as exc:  # the workers are still collected below
-        failure = "%s: %s" % (type(exc).__name__, exc)
-    finally:
+
+    def workers_forked() -> None:  # the workers hold them: each sort ends when the workers are done
+        for sorter in (sorters or [])[1:]:
+            pipe_of(sorter.stdin).close()
+
+    def work_done() -> None:
         if sorters:
             pipe_of(sorters[0].stdin).close()
-    for recv, proc in jobs:
-        try:
-            answer = recv.recv()
-        except EOFError:
-            answer = ("error", "a parsing worker died (exit code %s)" % proc.exitcode)
-        recv.close()
-        proc.join()
-        if answer[0] == "error":
-            failure = answer[1]
-        else:
-            done.extend(answer[1])
-            runs.extend(answer[2])
-    if failure is not None:
-        raise CleaningError("parsing failed: %s" % failure)
+
+    done, runs = [], []
+    for ranges, written in run_forked(
+        _parse_ranges, [(*shared, output) for output in outputs], workers_forked, work_done
+    ):
+        done.extend(ranges)
+        runs.extend(written)
     sink.runs.extend(Path(run) for run in runs)
     result, line_offset = sink.result, 0
     for _, lines, statements, errors, warnings, found, named in sorted(done):

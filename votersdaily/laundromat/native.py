@@ -12,18 +12,34 @@ the laundromat's run log says it as ``compiled_path``.
   statements, copied (blank nodes skolemised) without building a Python object per statement; the
   other lines go to pyoxigraph as before. tests/laundromat/test_native.py checks that both paths
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
+  The same scanner takes the lines pyoxigraph's serializer writes from the other formats (Turtle,
+  RDF/XML, JSON-LD): their canonical lines are copied, the rest go through :mod:`.rdf11` in Python.
 * :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
   by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort
   nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
   its pivots (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
+* :func:`xml_cuts`: where a large RDF/XML document can be cut between its top-level elements, so
+  that :mod:`.xml_ranges` parses its ranges at once.
+* :class:`TurtleLines` (``_turtle.c``): the final lines of a Turtle or TriG document, read by a
+  strict reader of a subset of the grammar (ASCII IRIs, names and labels, no escapes in IRIs, no
+  RDF 1.2 syntax, no dot segments) that writes what pyoxigraph, :mod:`.rdf11` and :mod:`.skolem`
+  would, its anonymous blank nodes numbered in the order pyoxigraph gives them. A document outside
+  the subset, or with any syntax error, raises :class:`TurtleUnsupported` (the caller cleans it with
+  pyoxigraph, which reports the error). tests/laundromat/test_native.py holds both paths to the same
+  output on the W3C Turtle and TriG suites, variants of their documents and the benchmark's file.
+* :func:`rdfxml_lines` (``_rdfxml.c``): the N-Quads pyoxigraph gives for plain RDF/XML (the flat
+  shape of rapper's and most dumps), without a Python object per statement; None for anything
+  else (nesting, ``rdf:parseType``, relative IRIs, any error), which pyoxigraph then parses.
+  tests/laundromat/test_native.py holds it to pyoxigraph's bytes on the W3C RDF/XML suite, variants
+  of its documents and of the benchmark's, and generated shapes.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import NamedTuple
 
@@ -64,11 +80,20 @@ class Scanned(NamedTuple):
     statements: int
 
 
-def canonical_lines(data: bytes, quads: bool, genid_prefix: bytes) -> Scanned:
+#: canonical_lines flags (_ntscan.c's F_RELABEL, F_DOTS).
+_RELABEL, _DOTS = 1, 2
+
+
+def canonical_lines(
+    data: bytes, quads: bool, genid_prefix: bytes, *, relabel: bool = False, dots: bool = False
+) -> Scanned:
     """The lines of ``data`` that are canonical statements (skolemised under ``genid_prefix``) and
-    the others."""
+    the others. With ``relabel``, a line with a blank node label a parser may have invented (which
+    :class:`.skolem.Skolemiser` numbers in order) is one of the others; with ``dots``, a line with a
+    dot segment pattern (which :mod:`.rdf11` removes from IRIs) is too."""
+    flags = (_RELABEL if relabel else 0) | (_DOTS if dots else 0)
     out, slow, where, named, lines, copied = _built().canonical_lines(
-        data, quads, genid_prefix, MAX_FAST_LINE
+        data, quads, genid_prefix, MAX_FAST_LINE, flags
     )
     return Scanned(out, slow, memoryview(where).cast("q"), named, lines, copied)
 
@@ -89,6 +114,67 @@ def merge_runs(paths: Sequence[str | os.PathLike[str]], fd: int) -> int:
     ``paths`` is copied before any is opened. Runs without the GIL (call it from a thread to
     overlap the reader's work)."""
     return _built().merge_runs(paths, fd)
+
+
+class TurtleUnsupported(ValueError):
+    """The document is not one the compiled Turtle reader reads (the reason says why and where)."""
+
+
+class TurtleLines:
+    """The final lines of the Turtle (TriG with ``trig``) document at ``path``, read with
+    ``base_iri``, blank nodes skolemised under ``genid_prefix``, in blocks of about ``block`` bytes.
+    Iterating raises :class:`TurtleUnsupported` when the reader gives up (after some blocks, maybe)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], trig: bool, base_iri: str | None, genid_prefix: bytes, block: int
+    ) -> None:
+        self._module = _built()
+        self._reader = self._module.TurtleReader(path, trig, base_iri, genid_prefix)
+        self.block = block
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            while (data := self._reader.read(self.block)) is not None:
+                yield data
+        except self._module.TurtleUnsupported as exc:
+            raise TurtleUnsupported(str(exc)) from None
+        finally:
+            self._reader.close()
+
+    @property
+    def statements(self) -> int:
+        """Lines given so far."""
+        return int(self._reader.statements)
+
+    @property
+    def named(self) -> bool:
+        """Whether a line given has a graph label."""
+        return bool(self._reader.named)
+
+
+def xml_cuts(path: str | os.PathLike[str], start: int, span: int) -> list[int] | None:
+    """Where the RDF/XML document at ``path``, whose root's start tag ends at ``start``, can be cut
+    into ranges of
+    about ``span`` bytes or more (:mod:`.xml_ranges`): the starts of lines on which a top-level
+    element starts; None when the root's content is not plain markup the scanner follows (text,
+    CDATA or a DOCTYPE at the top level, an attribute named ID, a tag it cannot read)."""
+    return _built().xml_cuts(path, start, span)
+
+
+def file_contains(path: str | os.PathLike[str], start: int, needle: bytes) -> bool:
+    """Whether the file at ``path`` holds ``needle`` at or after byte ``start`` (one pass over the
+    mapped file: the RDF/XML checks of :mod:`.xmlentities` and :mod:`.xmlliterals` skip their own
+    when what they look for cannot be there)."""
+    return bool(_built().file_contains(path, start, needle))
+
+
+def rdfxml_lines(document: bytes) -> bytes | None:
+    """The N-Quads pyoxigraph's RDF/XML parser and serializer give for ``document``, byte for byte and
+    in order, when it is plain RDF/XML the compiled reader (``_rdfxml.c``) reads: flat node elements
+    with an absolute ``rdf:about`` or an ``rdf:nodeID``, property elements with a resource, a node
+    or text (with a datatype or a language tag). None for anything else and on any error: the
+    caller parses the document with pyoxigraph, which reads the rest and reports the errors."""
+    return _built().rdfxml_lines(document)
 
 
 def utf8_counts(data: bytes | memoryview) -> tuple[int, int, int, int, int]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from . import formats as F
+from . import native
 from .clean_types import (
     OX_FORMATS,
     CleaningError,
@@ -28,7 +29,8 @@ from .clean_types import (
     syntax_message,
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
-from .external_sort import SortedSink
+from .external_sort import RunWriter, SortedSink
+from .xml_ranges import parse_rdfxml_in_ranges
 from .xmlentities import EntityRefused, expand_entities
 from .xmlliterals import LiteralStop, canonical_xml_literals
 
@@ -85,7 +87,47 @@ def _batched(
         yield block
 
 
+#: Bytes of final lines the compiled Turtle reader gives at a time.
+TURTLE_BLOCK = 1 << 20
+
+
+def _turtle_compiled(path: Path, fmt: str, base_iri: str | None, sink: SortedSink) -> bool:
+    """The document's final lines from the compiled Turtle reader (:class:`.native.TurtleLines`)
+    into sorted runs (a thread sorts each while the reader goes on): True; False, with nothing added
+    to ``sink``, when the reader gives up (the document is then parsed by pyoxigraph)."""
+    writer = RunWriter(sink.tmp, "turtle", sink.options.sorted_run_bytes, background=True)
+    try:
+        lines = native.TurtleLines(path, fmt == F.TRIG, base_iri, sink.skolem.prefix, TURTLE_BLOCK)
+        for block in lines:
+            writer.add(block)
+        if writer.paths:
+            sink.add_runs(writer.flush(), lines.statements, lines.named)
+        else:  # it fits one run: kept in memory, like the sink's own (no run file needs room on disk)
+            sink.add_lines(writer.take_unsorted(), lines.named, lines.statements)
+        return True
+    except native.TurtleUnsupported:
+        writer.discard()
+        return False
+    finally:
+        writer.close()
+
+
+def _rdfxml_compiled(path: Path, sink: SortedSink) -> bool:
+    """A document smaller than ``run_bytes`` (it is read whole) that the compiled reader reads
+    (:func:`.native.rdfxml_lines`): its N-Quads, the bytes pyoxigraph's would be, into ``sink``;
+    True. False, with nothing added, otherwise."""
+    if not native.available() or path.stat().st_size >= sink.options.run_bytes:
+        return False
+    lines = native.rdfxml_lines(path.read_bytes())
+    if lines is None:
+        return False
+    sink.add_block(lines)
+    return True
+
+
 def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages) -> None:
+    if fmt in (F.TURTLE, F.TRIG) and native.available() and _turtle_compiled(path, fmt, base_iri, sink):
+        return
     stop = None
     if fmt == F.RDF_XML:
         try:
@@ -93,6 +135,12 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         except EntityRefused as exc:
             raise CleaningError(str(exc)) from None
         path, stop = canonical_xml_literals(path, sink.tmp / "literals.rdf")
+        if stop is None and parse_rdfxml_in_ranges(
+            path, base_iri, sink, messages, sink.options.parse_workers
+        ):
+            return
+        if stop is None and _rdfxml_compiled(path, sink):
+            return
     if fmt == F.JSON_LD:
         _check_in_memory(path, "JSON-LD", sink.options)
         # The JSON-LD parser needs the whole document; canonical blank node labels keep it deterministic.

@@ -25,11 +25,10 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
-from votersdaily.ingest.ssrf import check_policy_settings
 from votersdaily.locations import LocationUnset
-from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.plumbing.inputs import checked_inputs, split_urls
+from votersdaily.plumbing.ssrf import check_policy_settings
 from votersdaily.requestmeta import START_META
-from votersdaily.spiders.base import split_urls
 from votersdaily.store.crawler import count_writes, store_for
 from votersdaily.store.upsert import UpsertResult
 

@@ -31,6 +31,8 @@ import xml.parsers.expat
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from . import native
+
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 XML = "http://www.w3.org/XML/1998/namespace"
 XML_LITERAL = RDF + "XMLLiteral"
@@ -75,6 +77,8 @@ class _Literal(NamedTuple):
 
 
 def _has_literal(path: Path) -> bool:
+    if native.available() and not native.file_contains(path, 0, b"parseType"):
+        return False  # what _MAYBE_LITERAL looks for starts with it
     with open(path, "rb") as f:
         tail = b""
         while chunk := f.read(CHUNK):

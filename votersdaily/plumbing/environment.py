@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.defaults import DEFAULTS
+from votersdaily.setting_marks import OWN_PREFIXES
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings, Settings
@@ -36,7 +36,7 @@ def environment_name(setting: str) -> str:
 def environment_value(setting: str) -> str | None:
     """The value the environment gives ``setting`` (None when unset or empty, or when ``setting``
     is none of the project's: Scrapy's own settings are not read from the environment)."""
-    if setting not in DEFAULTS and setting not in ENVIRONMENT_NAMES:
+    if not setting.startswith(OWN_PREFIXES) and setting not in ENVIRONMENT_NAMES:
         return None
     return os.environ.get(environment_name(setting)) or None
 
@@ -51,8 +51,10 @@ def setting_or_environment(settings: BaseSettings | None, setting: str) -> Any:
 
 
 def apply_environment(settings: BaseSettings) -> None:
-    """Every setting the environment gives, put into ``settings`` above ``-s``."""
-    for setting in (*DEFAULTS, *ENVIRONMENT_NAMES):
+    """Every setting the environment gives, put into ``settings`` (which holds the project's settings,
+    from ``settings.py`` or their defaults) above ``-s``."""
+    own = [name for name in settings if isinstance(name, str) and name.startswith(OWN_PREFIXES)]
+    for setting in (*own, *ENVIRONMENT_NAMES):
         value = environment_value(setting)
         if value is not None:
             settings.set(setting, value, priority=ENVIRONMENT_PRIORITY)

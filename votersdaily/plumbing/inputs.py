@@ -1,6 +1,7 @@
 """Operators' input files (ingest request files, laundromat seed lists, URL lists), read line by line
 within a bound, so one huge line never fills memory and one bad line never stops the file; the
-characters no input field may hold; and the one check of a URL an operator gives."""
+characters no input field may hold; the URLs of a spider's ``-a url=`` argument (comma-separated);
+and the one check of a URL an operator gives."""
 
 from __future__ import annotations
 
@@ -70,6 +71,14 @@ def checked_inputs(
 def shown(value: str, chars: int = 80) -> str:
     """A value in a message: its start, never megabytes of it, control characters escaped."""
     return repr(value[:chars]) + ("... (%d characters)" % len(value) if len(value) > chars else "")
+
+
+def split_urls(value: str | Iterable[str] | None) -> list[str]:
+    if not value:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    return [u.strip() for u in value if u.strip()]
 
 
 def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file")) -> str:

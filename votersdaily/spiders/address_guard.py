@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Self
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from votersdaily.ingest.ssrf import AddressPolicy, PrivateAddressRefused, SsrfGuardMiddleware
+from votersdaily.plumbing.address_policy import AddressPolicy
+from votersdaily.plumbing.ssrf import PrivateAddressRefused, SsrfGuardMiddleware
 from votersdaily.requestmeta import START_META
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -22,23 +22,26 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.spider import iterate_spider_output
 from twisted.internet import defer
 
+from votersdaily import scrapy_internals
 from votersdaily import signals as vd_signals
 from votersdaily.clock import now_iso
+from votersdaily.crawlcontext import SOURCE_TIMEZONE, crawl_context
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
-from votersdaily.plumbing.inputs import checked_url
+from votersdaily.plumbing.inputs import checked_url, split_urls
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-    # Imported where they are used: the laundromat (split_urls) and listing the spiders import this
-    # module too, and need neither the archive nor the event pipelines.
+    # Imported where they are used: listing the spiders imports this module too, and needs neither
+    # the archive nor the event pipelines.
     from votersdaily.archive import ArchivedResponse
     from votersdaily.reparse import Reparse
 
@@ -56,14 +59,6 @@ logger = logging.getLogger(__name__)
 class BadSpiderArgument(ValueError):
     """A spider argument the spider does not take, or a value it cannot use: a usage error, said
     before the crawl starts (both crawl commands build the spider first)."""
-
-
-def split_urls(value: str | Iterable[str] | None) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    return [u.strip() for u in value if u.strip()]
 
 
 def _yes(value: str | bool | None) -> bool:
@@ -92,7 +87,7 @@ class HomeCacheStorage(FilesystemCacheStorage):
         try:
             super().store_response(spider, request, response)
         except OSError as exc:
-            shutil.rmtree(self._get_request_path(spider, request), ignore_errors=True)
+            shutil.rmtree(scrapy_internals.cache_entry_path(self, spider, request), ignore_errors=True)
             if self.cachedir not in self._said:
                 self._said.add(self.cachedir)
                 logger.error(
@@ -120,7 +115,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     version: str = "1.0"
     branch: str = ""
     entity: str = ""
-    source_timezone: str = "America/New_York"
+    source_timezone: str = SOURCE_TIMEZONE
     #: How often the source should be crawled, in hours (``crawl --all`` and the scheduler).
     frequency_hours: float = 6.0
     #: Recorded responses replayed by ``crawl --all --offline``: path relative to
@@ -156,7 +151,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        from votersdaily.ingest.ssrf import check_policy_settings
+        from votersdaily.plumbing.ssrf import check_policy_settings
 
         from .address_guard import PREFIX
 
@@ -164,6 +159,16 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        """The spider, and what its crawl's components read about it: its source's time zone and
+        the reparse it was asked for (``crawl_context(crawler)``, votersdaily/crawlcontext.py)."""
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        context = crawl_context(crawler)
+        context.source_timezone = spider.source_timezone
+        context.reparse = spider.reparse
+        return spider
 
     @classmethod
     def argument_names(cls) -> set[str]:

@@ -109,7 +109,7 @@ def refusal(
     if error == "unauthorized" and user and "password" in reason.lower():
         return StoreRefused(
             "%s refused the credentials (HTTP 401): fix the user and password in $%s (a server in admin "
-            "party, like the PouchDB Server of the README, takes none)" % (at, STORE_ENV)
+            "party, like the PouchDB Server scripts/pouchdb_server.py starts, takes none)" % (at, STORE_ENV)
         )
     if error in ("unauthorized", "forbidden") and "admin" in reason.lower():
         if db and request.startswith("PUT /") and "/" not in request[5:]:

@@ -17,10 +17,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 from twisted.internet import defer, threads
+
+from votersdaily import scrapy_internals
+from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
 from .base import Store, StoreError
@@ -76,14 +78,7 @@ class CrawlWrites:
     hold: EngineHold = field(default_factory=EngineHold)
 
 
-_CRAWLS: WeakKeyDictionary[Any, CrawlWrites] = WeakKeyDictionary()
-
-
-def crawl_writes(crawler: Crawler) -> CrawlWrites:
-    writes = _CRAWLS.get(crawler)
-    if writes is None:
-        writes = _CRAWLS[crawler] = CrawlWrites()
-    return writes
+crawl_writes = PerCrawl(CrawlWrites)
 
 
 def store_for(crawler: Crawler) -> Store:
@@ -221,7 +216,7 @@ class CrawlerWriter:
         if engine is None:
             return
         hold = crawl_writes(self.crawler).hold
-        if hold.waiting == 0 and not engine.paused:
+        if hold.waiting == 0 and not scrapy_internals.engine_paused(self.crawler):
             engine.pause()
             hold.paused = True
             hold.since = time.monotonic()
@@ -252,7 +247,7 @@ class CrawlerWriter:
         documents still buffered, synchronously, so the next run or ``flush`` delivers them; a
         batch already handed to a thread finishes there. How many were spooled."""
         batch = self.batch
-        unwritten, batch._buffer = batch._buffer, []
+        unwritten = batch.take_unwritten()
         if not unwritten:
             return 0
         if batch.spool is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from votersdaily.plumbing.json_text import ReusableJsonEncoder
+from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable

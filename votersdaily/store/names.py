@@ -46,24 +46,3 @@ def database_name(prefix: str, db: str) -> str:
 def project_name(prefix: str, name: str) -> str | None:
     """The project's name for the server's database ``name``; None when it is another deployment's."""
     return name[len(prefix) :] if name.startswith(prefix) and not name.startswith("_") else None
-
-
-def project_databases(settings: Any) -> list[str]:
-    """Every database the crawls and commands use with ``settings``, by the project's names: what a
-    server admin creates, and makes a member user's, for a least-privilege deployment
-    (docs/operations.md: Users and roles). The ingest's blob database only with
-    ``INGEST_BLOB_BACKEND = "store"``."""
-    # Imported here: the ingest's modules are not needed to open a store.
-    from votersdaily.deploy.periodic import SCHEDULER_DB
-    from votersdaily.ingest.filetable import table_name
-    from votersdaily.ingest.persist import HTML_META_DB, RESULTS_DB
-    from votersdaily.laundromat import DB as SEEDS_DB
-    from votersdaily.schema import EVENTS_DB, LOG_DB
-
-    ingest = [settings.get("INGEST_REQUESTS_DB"), settings.get("INGEST_CATALOG_DB"), RESULTS_DB, HTML_META_DB]
-    ingest.append(
-        table_name(settings.get("INGEST_FILE_TABLE_VERSION"), settings.get("INGEST_FILE_TABLE_ENV"))
-    )
-    if settings.get("INGEST_BLOB_BACKEND") == "store":
-        ingest.append(settings.get("INGEST_BLOB_DB"))
-    return [EVENTS_DB, LOG_DB, SCHEDULER_DB, *ingest, SEEDS_DB]

@@ -1,7 +1,7 @@
 """The views of every database, declared once.
 
 CouchDB runs the JavaScript map functions in ``couchdb_views/<db>/views/<view>/map.js``; the embedded
-store computes the same keys from the :class:`ViewSpec` below. ``tests/test_views.py`` runs each JS
+store computes the same keys from the :class:`ViewSpec` below. ``tests/store/test_views.py`` runs each JS
 map function under Node on sample documents and checks it emits exactly what the spec says.
 """
 

@@ -136,6 +136,12 @@ class BatchWriter:
             return waiter
         return None
 
+    def take_unwritten(self) -> list[dict[str, Any]]:
+        """The documents buffered and not yet handed to a batch, now this caller's to keep (a forced
+        stop spools them: ``CrawlerWriter.spool_unwritten``)."""
+        unwritten, self._buffer = self._buffer, []
+        return unwritten
+
     def flush(self) -> defer.Deferred[None]:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
         every submitted batch is done."""

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
-from tests.deploy.conftest import process_env, start_crawl
+from tests.support.processes import Gate, process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
+from votersdaily.recordings import HERE, recording_path
 from votersdaily.store import open_store
 
 #: (file in fixtures/inplace/scholarly, ingest type, Content-Type served): every kind of terminal
@@ -70,10 +71,41 @@ def _citation_doi(body: bytes) -> str | None:
 def ingest_documents(site, n: int) -> list[Document]:
     """``n`` ingest targets, the real scholarly files in turn, each under its own URL
     (``/paper/<i>/<file>``, so relative sub-resource links stay apart per page)."""
-    bodies = [
-        (name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
-        for name, itype, ctype in SCHOLARLY
-    ]
+    return serve_documents(
+        site,
+        n,
+        [
+            (name, itype, ctype, shared_file("fixtures/inplace/scholarly/%s" % name).read_bytes())
+            for name, itype, ctype in SCHOLARLY
+        ],
+    )
+
+
+#: The project's own recordings (votersdaily/recordings/gov, provenance in its FIXTURES.md) as
+#: ingest targets: every recorded HTML page as an html ingest and every recorded XML document as
+#: an xml ingest, except the recorded error bodies (``NEGATIVE``). Government pages, not scholarly
+#: ones: the ingest finds no full text to extract in most of them; no PDF among them.
+RECORDED = tuple(
+    (
+        path.relative_to(HERE).as_posix(),
+        "xml" if path.suffix == ".xml" else "html",
+        "application/xml" if path.suffix == ".xml" else "text/html; charset=utf-8",
+    )
+    for path in sorted((HERE / "gov").rglob("*"))
+    if path.suffix in (".html", ".asp", ".xml") and "NEGATIVE" not in path.name
+)
+
+
+def recorded_documents(site, n: int) -> list[Document]:
+    """``n`` ingest targets, the project's own recordings (:data:`RECORDED`) in turn, each under its
+    own URL; needs nothing outside the repository."""
+    return serve_documents(
+        site, n, [(name, itype, ctype, recording_path(name).read_bytes()) for name, itype, ctype in RECORDED]
+    )
+
+
+def serve_documents(site, n: int, bodies: list[tuple[str, str, str, bytes]]) -> list[Document]:
+    """Serve ``(name, ingest type, content type, body)`` in turn under ``n`` distinct URLs."""
     docs = []
     for i in range(n):
         name, itype, ctype, body = bodies[i % len(bodies)]
@@ -99,15 +131,17 @@ def write_ingest_requests(path: Path, docs: list[Document]) -> Path:
     return path
 
 
-def enqueue(spider: str, source: Path, store_uri: str, redis_url: str) -> subprocess.CompletedProcess:
-    """``python -m votersdaily enqueue <spider> <source>`` in a subprocess, as a user runs it."""
+def enqueue(
+    spider: str, source: Path, store_uri: str, redis_url: str, *options: str, returncode: int = 0
+) -> subprocess.CompletedProcess:
+    """``python -m votersdaily enqueue <spider> <source> [options]`` in a subprocess, as a user runs it."""
     env = process_env(store_uri, VOTERSDAILY_REDIS_URL=redis_url)
     out = run_cli(
-        [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source)],
+        [sys.executable, "-m", "votersdaily", "enqueue", spider, str(source), *options],
         store_uri,
         env={k: env[k] for k in ("VOTERSDAILY_REDIS_URL", "SCRAPY_SETTINGS_MODULE")},
     )
-    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert out.returncode == returncode, out.stdout + out.stderr[-3000:]
     return out
 
 
@@ -193,15 +227,84 @@ def read_db(store_uri: str, db: str) -> list[dict]:
 
 
 def queue_state(redis_server, name: str) -> dict:
+    """The queue as Redis has it: entries waiting and leased (pending), dead letters, and leases of
+    dead workers taken over (``recovered``)."""
     r = redis_server.client()
     key = "%s:requests" % name
+    length = r.xlen(key)
+    pending = r.xpending(key, "workers")["pending"] if length else 0
     return {
-        "waiting": r.zcard(key),
-        "processing": r.zcard(key + ":processing"),
-        "payloads": r.hlen(key + ":payloads"),
-        "dead": r.llen(key + ":dead"),
-        "requeued": int(r.get(key + ":requeued") or 0),
+        "waiting": length - pending,
+        "processing": pending,
+        "dead": r.xlen(key + ":dead"),
+        "recovered": int(r.hget(key + ":meta", "recovered") or 0),
     }
+
+
+def consumer_of(redis_server, name: str, pid: int) -> str | None:
+    """The consumer name of worker process ``pid`` in queue ``name`` (``host/pid/random``)."""
+    for consumer in redis_server.client().xinfo_consumers("%s:requests" % name, "workers"):
+        if consumer["name"].decode().split("/")[1] == str(pid):
+            return consumer["name"].decode()
+    return None
+
+
+def held_by(redis_server, name: str, consumer: str) -> list[str]:
+    """The stream entries ``consumer`` holds (its pending entries)."""
+    pending = redis_server.client().xpending_range(
+        "%s:requests" % name, "workers", min="-", max="+", count=10_000, consumername=consumer
+    )
+    return [p["message_id"].decode() for p in pending]
+
+
+def _stopped(pid: int) -> bool:
+    stat = Path("/proc/%d/stat" % pid).read_text()
+    return stat[stat.rindex(")") + 2] in "tT"
+
+
+def frozen_with_leases(
+    worker: subprocess.Popen, redis_server, name: str, timeout: float = 120
+) -> tuple[str, list[str]]:
+    """Stop ``worker`` (SIGSTOP) at a moment it holds leases; its consumer and the entries it holds.
+    A stopped process neither acks nor renews, so these are exactly the leases that die with it when
+    it is killed next: no race between looking and killing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        os.kill(worker.pid, signal.SIGSTOP)
+        wait_until(lambda: _stopped(worker.pid), "worker %d stopped" % worker.pid, 30)
+        consumer = consumer_of(redis_server, name, worker.pid)
+        held = held_by(redis_server, name, consumer) if consumer else []
+        if held:
+            return consumer, held
+        os.kill(worker.pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, "worker %d never held a lease" % worker.pid
+        time.sleep(0.1)
+
+
+def recovered_from(log: str, consumer: str) -> int:
+    """How many of ``consumer``'s requests a worker's log says it took over (the lines
+    ``recovered N requests of dead workers from <queue> (n from <consumer>, ...)``)."""
+    total = 0
+    for listing in re.findall(r"recovered \d+ requests of dead workers from \S+ \(([^)]*)\)", log):
+        total += sum(int(n) for n, who in re.findall(r"(\d+) from ([^,\s]+)", listing) if who == consumer)
+    return total
+
+
+def hold_documents(site, docs, timeout: float = 600) -> Gate:
+    """The documents' answers wait until the returned gate opens (``gate.event.set()``): requests
+    leased meanwhile stay leased."""
+    gate = Gate(timeout)
+    for d in docs:
+        route = site.routes[d.path]
+        site.route(d.path, gate.body(route.body), route.status, route.headers, gzip=route.gzip)
+    return gate
+
+
+def leases_of(redis_server, name: str, pid: int) -> int:
+    """Requests the worker process ``pid`` holds: its consumer's pending entries (consumers are
+    named ``host/pid/random``)."""
+    consumers = redis_server.client().xinfo_consumers("%s:requests" % name, "workers")
+    return sum(c["pending"] for c in consumers if c["name"].decode().split("/")[1] == str(pid))
 
 
 RDF_SUITES = (

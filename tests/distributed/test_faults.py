@@ -8,8 +8,9 @@ import itertools
 import re
 import time
 
-from tests.deploy.conftest import start_crawl
-from tests.deploy.workloads import (
+import pytest
+
+from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
     base_hits,
@@ -29,10 +30,15 @@ from tests.deploy.workloads import (
     wait_until,
     write_ingest_requests,
 )
+from tests.support.processes import start_crawl
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 #: Enough documents that a fault lands mid-run (after a quarter of them), few enough to run in seconds.
 N = 120
-CLEAN_QUEUE = {"waiting": 0, "processing": 0, "payloads": 0, "dead": 0, "requeued": 0}
+#: What a worker says when leases it held were not there to renew, or the whole queue was gone.
+LEASES_LOST = re.compile(r"took them over|undone by Redis|no longer in|came back without the queue")
+CLEAN_QUEUE = {"waiting": 0, "processing": 0, "dead": 0, "recovered": 0}
 
 
 def _stat(log: str, name: str) -> int:
@@ -70,7 +76,7 @@ def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, 
         # one warning when Redis went away and one line when it was back, not one per attempt
         assert len(re.findall(r"WARNING: Redis at \S+ is unreachable", log)) == 1, log[-3000:]
         assert len(re.findall(r"INFO: Redis at \S+ is back after", log)) == 1, log[-3000:]
-        assert "Traceback" not in log and "were gone from" not in log, log[-3000:]
+        assert "Traceback" not in log and not LEASES_LOST.search(log), log[-3000:]
     assert sum(_stat(log_path(tmp_path, i).read_text(), "redis/acked") for i in range(2)) == N
 
 
@@ -149,7 +155,7 @@ def test_a_request_whose_callback_raised_is_retried_never_acked(site, redis_serv
     log = log_path(tmp_path, 0).read_text()
     assert (_stat(log, "redis/acked"), _stat(log, "redis/retried"), _stat(log, "redis/dead")) == (23, 4, 1)
     state = queue_state(redis_server, "vd_fetch")
-    assert (state["waiting"], state["processing"], state["payloads"], state["dead"]) == (0, 0, 0, 1)
+    assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1)
 
 
 def test_requests_yielded_while_redis_is_away_are_pushed_when_it_is_back(

@@ -1,5 +1,5 @@
 """A Redis-fed ingest worker's life as an operator runs it: told by its environment when to stop, and
-killed with its whole process tree (issue 26, points 3 and 5)."""
+killed with its whole process tree."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.deploy.conftest import start_crawl
-from tests.deploy.workloads import descendants
+import pytest
+
+from tests.distributed.workloads import descendants
+from tests.support.processes import start_crawl
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 
 def _worker(tmp_path: Path, store_uri: str, redis_url: str, *settings: str, **env: str) -> subprocess.Popen:

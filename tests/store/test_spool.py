@@ -1,5 +1,5 @@
 """The spool keeps what a store did not take, for that store only, whole, and says what it could not
-keep (issue 24: items 2, 4, 5 and the spooled column and exit status of item 9).
+keep, and the crawl summary's ``spooled`` column and exit status 4 that say so.
 
 Every failure is real: a store port where nothing listens yet, a store that answers the command's
 check and then stops (a loopback proxy that closes its port, ``tests/support/faultproxy.py``), a real
@@ -690,7 +690,7 @@ def test_a_crawl_whose_store_went_away_says_what_waits_in_the_spool_and_exits_4(
 
 def test_every_failure_row_of_the_operations_guide_names_tests_that_exist():
     """docs/operations.md's *When something fails* names, per failure, the tests that prove it."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     text = (repo / "docs" / "operations.md").read_text(encoding="utf-8")
     section = text.split("## When something fails", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "tests/" in line]

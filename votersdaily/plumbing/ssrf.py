@@ -27,12 +27,9 @@ from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
 
+from votersdaily.plumbing import address_policy as policy_refusals
+from votersdaily.plumbing.address_policy import AddressPolicy, literal_address
 from votersdaily.plumbing.hosts import BadHostEntry
-
-# The policy lives apart (no Scrapy there, for the laundromat's workers); importable from here too.
-from .address_policy import AddressPolicy as AddressPolicy
-from .address_policy import is_public as is_public
-from .address_policy import literal_address
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,12 +43,12 @@ TRUSTED_META = "ingest_trusted"
 _TTL = 60.0
 
 
-class PrivateAddressRefused(IgnoreRequest):
-    """The URL's host is (or resolves to) an address we must not fetch, or its scheme is not http(s)."""
+class PrivateAddressRefused(IgnoreRequest, policy_refusals.PrivateAddressRefused):
+    """The policy's refusal as Scrapy's IgnoreRequest: the request is dropped, not a download error."""
 
 
-class HostNotAllowed(IgnoreRequest):
-    """``INGEST_ALLOWED_HOSTS`` is set and the URL's host is not on it."""
+class HostNotAllowed(IgnoreRequest, policy_refusals.HostNotAllowed):
+    """The policy's refusal as Scrapy's IgnoreRequest (``<PREFIX>_ALLOWED_HOSTS`` leaves the host out)."""
 
 
 def check_policy_settings(settings: BaseSettings, prefix: str) -> None:
@@ -178,11 +175,16 @@ class SsrfGuardMiddleware:
         """Raise unless ``url`` may be fetched; a checked name is pinned to its checked addresses."""
         if self.allow_private and not self.policy.allowed_hosts:
             return
-        target = self.policy.refusal(url)
-        if target is None:
-            return
-        host, port = target
-        addresses = literal_address(host) or await self._addresses(host, port)
-        self.policy.check_addresses(url, addresses)
+        try:
+            target = self.policy.refusal(url)
+            if target is None:
+                return
+            host, port = target
+            addresses = literal_address(host) or await self._addresses(host, port)
+            self.policy.check_addresses(url, addresses)
+        except policy_refusals.HostNotAllowed as exc:
+            raise HostNotAllowed(*exc.args) from None
+        except policy_refusals.PrivateAddressRefused as exc:
+            raise PrivateAddressRefused(*exc.args) from None
         if addresses and addresses[0] != host:
             pin(host, addresses)  # the connection uses these, not a second DNS answer

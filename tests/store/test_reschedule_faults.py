@@ -1,4 +1,4 @@
-"""Reschedules under store faults (issue 15): a lost ``_bulk_docs`` answer and two racing runs.
+"""Reschedules under store faults: a lost ``_bulk_docs`` answer and two racing runs.
 
 The crawls are real ``scrapy crawl`` runs of the house_floor spider on its recordings, repeated (see
 ``tests/repeating_spiders.py``); ``shift_days`` moves every event (a derived variant of the real
@@ -16,6 +16,8 @@ from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
 from votersdaily.store import open_store
 from votersdaily.store.names import database_name
+
+pytestmark = pytest.mark.slow  # crawls through a fault-injecting proxy, two of them racing
 
 N = 192  # four rounds of the 48 recorded floor actions: two batches of 100 in the lost-answer run
 T1 = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}

@@ -1,6 +1,6 @@
 """``VOTERSDAILY_DB_PREFIX``: every database the project creates or reads carries the deployment's
 prefix on the server, on both backends, and two deployments on one server never see each other's
-data (issue 25, item 6). Every database reaches the server through a store's methods; the backends
+data. Every database reaches the server through a store's methods; the backends
 name it through ``votersdaily.store.names.database_name``.
 """
 
@@ -13,11 +13,12 @@ import pytest
 
 from tests.conftest import REPO, recording
 from tests.support.cli_main import run_main
+from votersdaily.cli.views import project_databases
 from votersdaily.defaults import DEFAULTS
 from votersdaily.store import StoreError, open_store
 from votersdaily.store.couch import CouchStore
 from votersdaily.store.embedded import EmbeddedStore
-from votersdaily.store.names import PREFIX_ENV, db_prefix, project_databases
+from votersdaily.store.names import PREFIX_ENV, db_prefix
 
 #: Under $VOTERSDAILY_TEST_COUCHDB this test process already has a prefix (tests/conftest.py).
 OWN = os.environ.get(PREFIX_ENV, "")

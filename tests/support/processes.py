@@ -1,4 +1,5 @@
-"""Helpers for the deployment tests: background processes started the way a user starts them."""
+"""Background processes started the way a user starts them: crawls with the deployment tests' settings
+(tests/deploy/settings.py), a gate to stop one at a known point, Redis, scrapyd and a scrapyd node."""
 
 from __future__ import annotations
 
@@ -51,12 +52,14 @@ def start_crawl(
 class Gate:
     """A site route that answers once the test opens the gate (to act at a known point of a crawl)."""
 
-    def __init__(self):
+    def __init__(self, timeout: float = 60):
         self.event = threading.Event()
+        #: How long an answer waits at most (a safety valve: a test waits for its own event first).
+        self.timeout = timeout
 
     def body(self, payload: bytes):
         def _body(handler):
-            self.event.wait(60)
+            self.event.wait(self.timeout)
             return payload
 
         return _body
@@ -70,42 +73,48 @@ def gate():
 
 
 class RedisServer:
-    """Debian's redis-server on a free loopback port in a temporary folder; no persistence, or
-    (``durable``) an append-only file synced on every write, so a restart keeps every change."""
+    """Debian's redis-server on a free loopback port in a temporary folder, with the append-only
+    file synced as ``appendfsync`` says (``always``: on every write, so a kill loses nothing it
+    answered; ``everysec``: the production line of docs/operations.md) or, with ``appendfsync=None``,
+    no persistence at all (``--save ""``, the line the docs gave before: a restart loses the queue)."""
 
-    def __init__(self, workdir: Path, durable: bool = False):
+    def __init__(self, workdir: Path, appendfsync: str | None = "everysec", extra: tuple[str, ...] = ()):
         self.workdir = workdir
         self.port = free_port()
-        self.durable = durable
+        self.appendfsync = appendfsync
+        self.extra = extra
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return "redis://127.0.0.1:%d/0" % self.port
 
+    def command(self) -> list[str]:
+        persistence = (
+            ("--appendonly", "yes", "--appendfsync", self.appendfsync)
+            if self.appendfsync
+            else ("--appendonly", "no")
+        )
+        return [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            *persistence,
+            "--dir",
+            str(self.workdir),
+            *self.extra,
+        ]
+
     def start(self) -> RedisServer:
         import redis
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                *(
-                    ("--appendonly", "yes", "--appendfsync", "always")
-                    if self.durable
-                    else ("--appendonly", "no")
-                ),
-                "--dir",
-                str(self.workdir),
-            ],
-            stdout=open(self.workdir / "redis.log", "ab"),
-            stderr=subprocess.STDOUT,
+            self.command(), stdout=open(self.workdir / "redis.log", "ab"), stderr=subprocess.STDOUT
         )
         client = redis.Redis.from_url(self.url)
         for _ in range(100):
@@ -114,6 +123,8 @@ class RedisServer:
                 return self
             except redis.ConnectionError:
                 time.sleep(0.05)
+            except redis.ResponseError:  # NOAUTH: a password is set; it answers
+                return self
         raise RuntimeError("redis-server did not start: %s" % (self.workdir / "redis.log").read_text())
 
     def client(self, **kwargs):
@@ -132,23 +143,32 @@ class RedisServer:
         self.proc.wait(10)
 
 
-def _redis(tmp_path, durable: bool):
+def _redis(tmp_path, appendfsync: str | None, name: str = "redis"):
     if not which("redis-server"):
         pytest.skip("redis-server is not installed (scripts/setup.sh installs Debian's redis-server)")
-    return RedisServer(tmp_path / "redis", durable=durable).start()
+    return RedisServer(tmp_path / name, appendfsync=appendfsync).start()
 
 
 @pytest.fixture
 def redis_server(tmp_path):
-    server = _redis(tmp_path, durable=False)
+    """Redis as docs/operations.md starts it: an append-only file, fsynced every second."""
+    server = _redis(tmp_path, "everysec")
     yield server
     server.stop()
 
 
 @pytest.fixture
 def durable_redis(tmp_path):
-    """A Redis whose data survives a kill and a restart on the same port."""
-    server = _redis(tmp_path, durable=True)
+    """A Redis whose data survives a kill and a restart on the same port: every write fsynced."""
+    server = _redis(tmp_path, "always")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def volatile_redis(tmp_path):
+    """A Redis without persistence (``--save "" --appendonly no``): a restart loses everything."""
+    server = _redis(tmp_path, None, "volatile-redis")
     yield server
     server.stop()
 
@@ -182,7 +202,7 @@ def deployment(workdir: Path) -> Deployment:
 
 
 class ScrapydServer:
-    """A real scrapyd on a free loopback port, configured as the README documents it (HTTP basic
+    """A real scrapyd on a free loopback port, configured as docs/operations.md documents it (HTTP basic
     auth on every endpoint); everything it keeps lives in ``workdir``."""
 
     USERNAME, PASSWORD = "deployer", "deploy-s3cret"

@@ -1,7 +1,8 @@
 """Which addresses untrusted data may make us fetch (:class:`AddressPolicy`), apart from the SSRF
 guard's Scrapy middleware (:mod:`.ssrf`): the laundromat's cleaning workers unpickle a policy with
-their options and must not import Scrapy for it (0.2 s of a worker's start). The exceptions a
-refusal raises (Scrapy IgnoreRequest subclasses) are defined in :mod:`.ssrf` and imported when raised.
+their options and must not import Scrapy for it (0.2 s of a worker's start). So its refusals are plain
+exceptions here; the middleware raises them as Scrapy's IgnoreRequest under the same class names
+(the run log's vocabulary), and catching these catches both.
 """
 
 from __future__ import annotations
@@ -16,6 +17,14 @@ from votersdaily.plumbing.hosts import NO_HOSTS, HostList
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+
+class PrivateAddressRefused(Exception):
+    """The URL's host is (or resolves to) an address we must not fetch, or its scheme is not http(s)."""
+
+
+class HostNotAllowed(Exception):
+    """The policy has allowed hosts (``<PREFIX>_ALLOWED_HOSTS``) and the URL's host is not one of them."""
 
 
 def is_public(address: str) -> bool:
@@ -79,8 +88,6 @@ class AddressPolicy:
     def refusal(self, url: str) -> tuple[str, int] | None:
         """Raise for a URL refused outright; ``(host, port)`` still to resolve and check, or None
         when its addresses need no check (private addresses allowed for it)."""
-        from .ssrf import HostNotAllowed, PrivateAddressRefused
-
         parts = urlsplit(url)
         host, port = _host_port(parts)
         if self.allowed_hosts and not self.allowed_hosts.matches(host, port):
@@ -96,8 +103,6 @@ class AddressPolicy:
         return host, port
 
     def check_addresses(self, url: str, addresses: list[str]) -> None:
-        from .ssrf import PrivateAddressRefused
-
         for address in addresses:
             if not is_public(address):
                 raise PrivateAddressRefused(

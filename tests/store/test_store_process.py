@@ -1,5 +1,5 @@
 """The embedded store in a process of its own (votersdaily/store/process.py): what a crawl's writers
-write through. The behaviour suite of tests/test_store.py runs on it too ("embedded-in-a-process");
+write through. The behaviour suite of tests/store/test_store.py runs on it too ("embedded-in-a-process");
 here, what a process adds: it dies, its crawl dies, Ctrl-C, a crawl's writers use it."""
 
 from __future__ import annotations

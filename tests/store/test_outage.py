@@ -8,11 +8,13 @@ import time
 
 import pytest
 
-from tests.deploy.conftest import Gate, start_crawl
 from tests.support.cli_main import run_main
+from tests.support.processes import Gate, start_crawl
 from tests.support.services import PouchDBServer
 from votersdaily.store import open_store
 from votersdaily.store.upsert import upsert
+
+pytestmark = pytest.mark.slow  # a PouchDB Server stopped and restarted under crawl subprocesses
 
 N_FAST, N_GATED = 60, 60
 FAST_SETTINGS = (

@@ -1,5 +1,5 @@
 """``enqueue`` checks every field of every request before it reaches the shared queue, and names each
-bad line by its number (issue 24, point 10: a 10 MB ``link_source_id`` and a NUL inside ``base_url``
+bad line by its number (before: a 10 MB ``link_source_id`` and a NUL inside ``base_url``
 were queued; a seed list line that was no URL stopped ``enqueue laundromat`` with a traceback)."""
 
 from __future__ import annotations
@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.deploy.conftest import process_env
+import pytest
+
+from tests.support.processes import process_env
 from tests.support.services import run_cli
+
+pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
 
 def _enqueue(spider: str, source, redis_server, store_uri: str, **extra: str):

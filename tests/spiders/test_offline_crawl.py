@@ -1,7 +1,9 @@
-"""``python -m votersdaily crawl --offline`` replays the shipped recordings of the part-B government
-spiders into a fresh embedded store, prints the summary table, and a second run inserts nothing."""
+"""``python -m votersdaily crawl --offline`` replays the shipped recordings of the ten government
+spiders below into a fresh embedded store, prints the summary table, and a second run inserts nothing."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.spiders.gov_support import run_logs
 from votersdaily.store import open_store
@@ -29,6 +31,7 @@ def rows(stdout: str) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow  # `crawl --offline` of many spiders, twice
 def test_offline_crawl_twice(cli, sqlite_uri, frozen_now):
     first = cli("crawl", "--offline", *SPIDERS, store_uri=sqlite_uri)
     assert first.returncode == 0, first.stderr[-3000:] + first.stdout

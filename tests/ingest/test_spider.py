@@ -1,0 +1,30 @@
+"""The ingest spider's own byte count of a hop's body."""
+
+from __future__ import annotations
+
+import pytest
+import scrapy
+
+from votersdaily.ingest import hops as H
+
+
+def test_hop_body_growing_past_the_limit_is_stopped_with_its_response():
+    """A body without Content-Length: counted as it arrives, stopped (response kept, so the
+    terminal has its status) once past INGEST_MAX_BODY_BYTES; sub-resources are left to their own
+    limit."""
+    from scrapy.exceptions import StopDownload
+
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.ingest.spider import IngestSpider
+
+    spider = IngestSpider()
+    spider.config = IngestConfig(max_body=10)
+    hop = scrapy.Request("http://example.com/a", meta={H.STATE_META: {}})
+    spider._count_bytes(b"x" * 6, hop)
+    spider._stop_if_too_large({}, 10, hop)
+    with pytest.raises(StopDownload) as stopped:
+        spider._count_bytes(b"x" * 6, hop)
+    assert stopped.value.fail is False and "more than 10 bytes" in hop.meta["ingest_body_too_large"]
+    resource = scrapy.Request("http://example.com/r.png")
+    spider._count_bytes(b"x" * 60, resource)
+    spider._stop_if_too_large({}, 60, resource)

@@ -1,0 +1,104 @@
+"""The SSRF guard as Scrapy sees it: the address policy's refusals are plain exceptions (the
+laundromat's cleaning workers apply the policy without Scrapy); the middleware raises them as
+Scrapy's IgnoreRequest, so Scrapy drops the request instead of logging a download error, under the
+policy's class names, which are the run log's vocabulary."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import scrapy
+from scrapy.exceptions import IgnoreRequest
+
+from votersdaily.plumbing import address_policy
+from votersdaily.plumbing.address_policy import AddressPolicy
+from votersdaily.plumbing.hosts import HostList
+from votersdaily.plumbing.ssrf import PrivateAddressRefused, SsrfGuardMiddleware
+
+
+def test_the_guard_raises_the_policys_refusals_as_ignore_request_under_their_names():
+    only_example = AddressPolicy(allowed_hosts=HostList.parse(["example.org"], "test"))
+    cases = (
+        (AddressPolicy(), "http://127.0.0.1/admin", address_policy.PrivateAddressRefused),
+        (AddressPolicy(), "file:///etc/passwd", address_policy.PrivateAddressRefused),
+        (only_example, "http://example.com/", address_policy.HostNotAllowed),
+    )
+    for policy, url, refusal in cases:
+        with pytest.raises(refusal) as plain:
+            if policy.refusal(url):  # a host to check: its address is loopback
+                policy.check_addresses(url, ["127.0.0.1"])
+        assert not isinstance(plain.value, IgnoreRequest), url
+        with pytest.raises(IgnoreRequest) as dropped:
+            asyncio.run(SsrfGuardMiddleware(policy=policy).process_request(scrapy.Request(url)))
+        assert isinstance(dropped.value, refusal), url  # code catching the policy's class catches it
+        assert type(dropped.value).__name__ == refusal.__name__, url
+        assert str(dropped.value) == str(plain.value), url
+
+
+def test_guard_checks_every_request_including_redirect_targets():
+    guard = SsrfGuardMiddleware(allow_private=False)
+    for url in (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost:8080/",
+        "http://[::1]/",
+        "ftp://example.com/x",
+    ):
+        with pytest.raises(PrivateAddressRefused):
+            asyncio.run(guard.process_request(scrapy.Request(url)))
+    assert (
+        asyncio.run(
+            SsrfGuardMiddleware(allow_private=True).process_request(scrapy.Request("http://127.0.0.1/"))
+        )
+        is None
+    )
+
+
+def test_checked_addresses_are_pinned_for_the_connection():
+    """DNS rebinding: the connection's lookup of a checked name gets the checked addresses, never a
+    second DNS answer. No DNS server runs here, so the guard's own cache holds the first answer and
+    a recording resolver stands in for the second (a rebinding one, answering a private address)."""
+    import time
+
+    from twisted.internet.address import IPv4Address
+
+    from votersdaily.plumbing.ssrf import PinnedNameResolver, pinned
+
+    guard = SsrfGuardMiddleware(allow_private=False)
+    guard._cache["paper.example.org"] = (time.monotonic() + 60, ["93.184.216.34"])
+    assert asyncio.run(guard.process_request(scrapy.Request("https://paper.example.org/x.pdf"))) is None
+    assert pinned("PAPER.example.org.") == ["93.184.216.34"]
+
+    class Rebinding:
+        asked: list = []
+
+        def resolveHostName(self, receiver, name, port=0, types=None, semantics="TCP"):
+            self.asked.append(name)
+            receiver.resolutionBegan(None)
+            receiver.addressResolved(IPv4Address("TCP", "10.0.0.1", port))
+            receiver.resolutionComplete()
+
+    class Receiver:
+        def __init__(self):
+            self.addresses, self.done = [], False
+
+        def resolutionBegan(self, resolution):
+            pass
+
+        def addressResolved(self, address):
+            self.addresses.append((address.host, address.port))
+
+        def resolutionComplete(self):
+            self.done = True
+
+    resolver = PinnedNameResolver(Rebinding())
+    checked, other = Receiver(), Receiver()
+    resolver.resolveHostName(checked, "paper.example.org", 443)
+    resolver.resolveHostName(other, "unchecked.example.org", 80)
+    assert checked.done and checked.addresses == [("93.184.216.34", 443)]
+    assert Rebinding.asked == ["unchecked.example.org"] and other.addresses == [("10.0.0.1", 80)]
+    # a private answer to the check itself is refused and pins nothing
+    guard._cache["rebound.example.org"] = (time.monotonic() + 60, ["10.0.0.1"])
+    with pytest.raises(PrivateAddressRefused):
+        asyncio.run(guard.process_request(scrapy.Request("http://rebound.example.org/")))
+    assert pinned("rebound.example.org") is None

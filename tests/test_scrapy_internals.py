@@ -1,0 +1,265 @@
+"""Every Scrapy internal the package relies on (votersdaily/scrapy_internals.py), checked in a real crawl.
+
+Marked ``scrapy_internals``: ``.ci/run`` runs these tests a second time against the newest Scrapy
+release on the registry (in a throwaway virtual environment), so a release that renames or reshapes
+one of these attributes fails here, naming the function and attribute, before the pin in
+pyproject.toml is raised. One probe crawl of a local site (a real recorded roll call served three
+times) records what each function answered at the moments the package asks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import scrapy
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Request, TextResponse
+from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
+from twisted.web.iweb import IPolicyForHTTPS
+
+from tests.conftest import recording
+from tests.support.inprocess import session_reactor
+from votersdaily import scrapy_internals
+from votersdaily.scrapy_internals import Load
+
+pytestmark = pytest.mark.scrapy_internals
+
+ROLL314 = recording("gov/house_roll_call/roll314.xml")
+HOST = "127.0.0.1"
+
+
+class Probe(scrapy.Spider):
+    """Fetches /a; in its callback asks the engine about itself and schedules /b and /c, which wait
+    in the downloader slot (a 5 s download delay) until the probe takes them out of the queue."""
+
+    name = "scrapy_internals_probe"
+    custom_settings = {
+        "DOWNLOAD_DELAY": 5.0,  # /b and /c wait in the slot's queue (at least 2.5 s with the jitter)
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "CONCURRENT_REQUESTS": 16,
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+    }
+
+    def __init__(self, base: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base = base
+        self.seen: dict[str, Any] = {}
+        self.released: asyncio.Future[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    async def start(self):
+        self.released = asyncio.get_running_loop().create_future()
+        yield Request(self.base + "/a", callback=self.parse_a)
+        await self.released  # start() is not exhausted until /a's callback has looked
+
+    def reached(self, request: Request, spider: scrapy.Spider) -> None:
+        crawler = self.crawler
+        path = request.url.rsplit("/", 1)[1]
+        if path == "a":
+            self.seen["downloading"] = request in scrapy_internals.downloading(crawler)
+            key = scrapy_internals.slot_key(crawler, request)
+            self.seen["slot_key"] = key
+            self.seen["slot_load"] = scrapy_internals.slot_load(crawler, key)
+            self.seen["no_slot"] = scrapy_internals.slot_load(crawler, "no.such.slot")
+            self.seen["downloader_load"] = scrapy_internals.downloader_load(crawler)
+        elif path == "c":
+            # /c joins the slot's queue right after this signal: look one reactor turn later.
+            from twisted.internet import reactor
+
+            reactor.callLater(0, self.take_queued)
+
+    def take_queued(self) -> None:
+        taken = scrapy_internals.take_queued_requests(self.crawler)
+        self.seen["taken"] = sorted(request.url.rsplit("/", 1)[1] for request, _ in taken)
+        for request, download in taken:
+            download.errback(Failure(IgnoreRequest("taken by the probe: %s" % request.url)))
+
+    def parse_a(self, response: TextResponse):
+        crawler = self.crawler
+        self.seen["scraping"] = response.request in scrapy_internals.scraping(crawler)
+        self.seen["start_left_while_start_waits"] = scrapy_internals.start_requests_left(crawler)
+        self.seen["pending_before"] = scrapy_internals.scheduler_has_pending(crawler)
+        crawler.engine.crawl(Request(self.base + "/b", callback=self.parse_a))
+        crawler.engine.crawl(Request(self.base + "/c", callback=self.parse_a))
+        self.seen["pending_after"] = scrapy_internals.scheduler_has_pending(crawler)
+        crawler.engine.pause()
+        self.seen["paused"] = scrapy_internals.engine_paused(crawler)
+        crawler.engine.unpause()
+        self.seen["unpaused"] = scrapy_internals.engine_paused(crawler)
+        self.seen["running"] = scrapy_internals.engine_running(crawler)
+        self.seen["crawling"] = scrapy_internals.is_crawling(crawler)
+        assert self.released is not None
+        self.released.set_result(None)
+        return []
+
+    def idle(self, spider: scrapy.Spider) -> None:
+        crawler = self.crawler
+        self.seen["start_left_at_idle"] = scrapy_internals.start_requests_left(crawler)
+        self.seen["pending_at_idle"] = scrapy_internals.scheduler_has_pending(crawler)
+        self.seen["downloading_at_idle"] = scrapy_internals.downloading(crawler)
+        self.seen["scraping_at_idle"] = scrapy_internals.scraping(crawler)
+
+
+@pytest.fixture(scope="module")
+def probe():
+    """One probe crawl (about 3 s) whose observations every test below reads."""
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.support.services import LocalSite
+
+    site = LocalSite().start()
+    try:
+        body = ROLL314.read_bytes()
+        for path in ("/a", "/b", "/c"):
+            site.route(path, body, content_type="text/xml")
+        runner = CrawlerRunner({"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"})
+        crawler = runner.create_crawler(Probe)
+        session_reactor().call(lambda: runner.crawl(crawler, base=site.url), 120)
+        yield crawler
+    finally:
+        site.stop()
+
+
+def seen(crawler, what: str) -> Any:
+    assert what in crawler.spider.seen, "the probe crawl never reached %r (its log says why)" % what
+    return crawler.spider.seen[what]
+
+
+def test_the_probe_crawl_finished(probe):
+    assert probe.stats.get_value("finish_reason") == "finished"
+    assert probe.stats.get_value("response_received_count") == 1  # /a; /b and /c were taken
+
+
+def test_downloading_is_the_downloaders_active_requests(probe):
+    assert seen(probe, "downloading") is True
+    assert seen(probe, "downloading_at_idle") == set()
+
+
+def test_scraping_is_the_scraper_slots_requests(probe):
+    assert seen(probe, "scraping") is True
+    assert seen(probe, "scraping_at_idle") == set()
+
+
+def test_the_scraper_slots_queue_holds_result_request_deferred():
+    """The queue a response waits in before its callback is empty whenever a crawl can look (Scrapy
+    takes from it in the same turn it adds): Scrapy's own slot fills it here."""
+    from scrapy.core.scraper import Slot
+
+    slot = Slot()
+    request = Request("http://%s/a" % HOST)
+    slot.add_response_request(TextResponse(request.url, body=b"x", request=request), request)
+    assert scrapy_internals.scraper_slot_requests(slot) == {request}
+    slot.next_response_request_deferred()
+    assert scrapy_internals.scraper_slot_requests(slot) == {request}  # now active
+
+
+def test_slot_key_and_loads(probe):
+    assert seen(probe, "slot_key") == HOST
+    assert seen(probe, "slot_load") == Load(active=1, limit=1)  # CONCURRENT_REQUESTS_PER_DOMAIN
+    assert seen(probe, "no_slot") is None
+    assert seen(probe, "downloader_load") == Load(active=1, limit=16)  # CONCURRENT_REQUESTS
+
+
+def test_take_queued_requests_takes_what_waits_in_the_slot(probe):
+    assert seen(probe, "taken") == ["b", "c"]
+
+
+def test_start_requests_left(probe):
+    assert seen(probe, "start_left_while_start_waits") is True
+    assert seen(probe, "start_left_at_idle") is False
+
+
+def test_scheduler_has_pending(probe):
+    assert seen(probe, "pending_before") is False
+    assert seen(probe, "pending_after") is True  # engine.crawl puts a request in the scheduler
+    assert seen(probe, "pending_at_idle") is False
+
+
+def test_engine_paused_and_running(probe):
+    assert seen(probe, "paused") is True and seen(probe, "unpaused") is False
+    assert seen(probe, "running") is True
+    assert scrapy_internals.engine_running(probe) is False  # the crawl is over
+
+
+def test_crawling_is_read_and_marked(probe):
+    assert seen(probe, "crawling") is True
+    crawler = get_crawler(Probe, {"TWISTED_REACTOR": None})
+    crawler.crawling = True  # as Crawler.crawl sets it
+    scrapy_internals.mark_stopped(crawler)
+    assert scrapy_internals.is_crawling(crawler) is False
+
+
+def test_tls_context_factory():
+    crawler = get_crawler(Probe, {"TWISTED_REACTOR": None})
+    assert IPolicyForHTTPS.providedBy(scrapy_internals.tls_context_factory(crawler))
+
+
+def test_cache_entry_path_is_where_the_cache_wrote(tmp_path):
+    from scrapy.extensions.httpcache import FilesystemCacheStorage
+    from scrapy.settings import Settings
+
+    storage = FilesystemCacheStorage(
+        Settings({"HTTPCACHE_DIR": str(tmp_path), "HTTPCACHE_EXPIRATION_SECS": 0})
+    )
+    spider = Probe.from_crawler(get_crawler(Probe, {"TWISTED_REACTOR": None}), base="http://%s" % HOST)
+    storage.open_spider(spider)
+    request = Request("http://%s/a" % HOST)
+    storage.store_response(
+        spider, request, TextResponse(request.url, body=ROLL314.read_bytes(), request=request)
+    )
+    entry = scrapy_internals.cache_entry_path(storage, spider, request)
+    assert str(tmp_path) in entry
+    assert (Path(entry) / "response_body").read_bytes() == ROLL314.read_bytes()
+
+
+def test_shutdown_signal_handlers_and_names():
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        pass
+
+    try:
+        scrapy_internals.on_shutdown_signals(handler)
+        assert signal.getsignal(signal.SIGTERM) is handler and signal.getsignal(signal.SIGINT) is handler
+    finally:
+        for signum, old in before.items():
+            signal.signal(signum, old)
+    assert scrapy_internals.signal_name(signal.SIGTERM) == "SIGTERM"
+    assert scrapy_internals.signal_name(999) == "signal 999"
+
+
+#: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
+INTERNALS = re.compile(
+    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running)\b|crawler\)?\.crawling\b"
+    r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
+    r"|scrapy\.utils\.ossignal"
+)
+
+
+def test_no_module_but_the_adapter_touches_scrapys_internals():
+    """The fence: every such read goes through votersdaily/scrapy_internals.py, so that the tests
+    above cover them all."""
+    package = Path(scrapy_internals.__file__).parent
+    found = [
+        "%s:%d: %s" % (path.relative_to(package), number, line.strip())
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "scrapy_internals.py" and "recordings" not in path.parts
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if INTERNALS.search(line.split("#", 1)[0])
+    ]
+    assert found == []

@@ -1,0 +1,200 @@
+"""Every read or write of Scrapy's internals, in one place: attributes and helpers Scrapy does not
+document as API, which a Scrapy release may rename or reshape without a deprecation.
+
+The project needs a few: exactly-once acking of the Redis workers asks which requests the engine
+still holds (votersdaily/distributed/redis_scheduler.py), the ingest keeps the per-domain limit for
+sub-resources by looking at the downloader's slots (votersdaily/ingest/downloader_room.py), Ctrl-C
+drops the requests waiting for the downloader and asks whether any work was not yet in flight
+(votersdaily/interrupts.py), the store's back-pressure and the laundromat's downloads look at the
+engine's state, the laundromat's agent uses Scrapy's TLS settings, and the HTTP cache removes an
+entry it could not write. Each function names the Scrapy releases it was checked on, and
+``tests/test_scrapy_internals.py`` (marker ``scrapy_internals``) checks every attribute it relies on
+in a real crawl: ``.ci/run`` runs those tests again against the newest Scrapy release on the
+registry, so an upgrade that breaks one fails there, by name, before the pin in pyproject.toml
+(``scrapy<2.20``) is raised. Nothing else in the package touches these attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy import Request, Spider
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.core.scheduler import BaseScheduler
+    from scrapy.crawler import Crawler
+    from scrapy.extensions.httpcache import FilesystemCacheStorage
+    from scrapy.http import Response
+    from twisted.internet.defer import Deferred
+
+#: The Scrapy releases every function below was checked on (tests/test_scrapy_internals.py, run in a
+#: throwaway virtual environment per release; the newest on the registry by .ci/newest-scrapy).
+CHECKED_ON = ("2.13.4", "2.14.2", "2.15.2", "2.16.0", "2.17.0", "2.18.0", "2.19.0")
+
+
+class ScrapyInternalsChanged(RuntimeError):
+    """The installed Scrapy lacks an internal this module relies on (a Scrapy upgrade changed it)."""
+
+
+def _engine(crawler: Crawler) -> ExecutionEngine:
+    engine = crawler.engine
+    if engine is None:
+        raise RuntimeError("the crawl has no engine yet (it is made when the crawl starts)")
+    return engine
+
+
+# -- requests the engine holds ------------------------------------------------------------------
+
+
+def downloading(crawler: Crawler) -> set[Request]:
+    """Requests handed to the downloader and not finished: waiting for their slot, or downloading
+    (``engine.downloader.active``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    return set(_engine(crawler).downloader.active)
+
+
+def scraping(crawler: Crawler) -> set[Request]:
+    """Requests whose response (or failure) waits for, or is in, its callback and the item pipelines
+    (the scraper's slot: ``engine.scraper.slot.active`` and the ``(result, request, deferred)``
+    tuples of its ``queue``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    slot = _engine(crawler).scraper.slot
+    return set() if slot is None else scraper_slot_requests(slot)
+
+
+def scraper_slot_requests(slot: Any) -> set[Request]:
+    """The requests of a scraper slot (``scrapy.core.scraper.Slot``), active or queued."""
+    return {*slot.active, *(request for _result, request, _done in slot.queue)}
+
+
+def take_queued_requests(crawler: Crawler) -> list[tuple[Request, Deferred[Response]]]:
+    """Take every request waiting in a downloader slot's queue (a download delay or the slot's
+    concurrency holds it), with the Deferred the downloader fires with its response: the caller
+    must fire it (an errback) so the request leaves the crawl. ``engine.downloader.slots[*].queue``
+    of ``(request, deferred)``; checked on Scrapy 2.13.4 to 2.19.0."""
+    taken = []
+    for slot in _engine(crawler).downloader.slots.values():
+        while slot.queue:
+            taken.append(slot.queue.popleft())
+    return taken
+
+
+# -- the downloader's slots ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    """Requests in the downloader (or one of its slots) and how many it takes at once (0: no limit)."""
+
+    active: int
+    limit: int
+
+
+def slot_key(crawler: Crawler, request: Request) -> str:
+    """The downloader slot ``request`` goes to (its host, or ``meta["download_slot"]``):
+    ``engine.downloader.get_slot_key``. Checked on Scrapy 2.13.4 to 2.19.0."""
+    return str(_engine(crawler).downloader.get_slot_key(request))
+
+
+def downloader_load(crawler: Crawler) -> Load:
+    """Requests in the downloader against ``CONCURRENT_REQUESTS`` (``downloader.active``,
+    ``downloader.total_concurrency``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    downloader = _engine(crawler).downloader
+    return Load(len(downloader.active), int(downloader.total_concurrency))
+
+
+def slot_load(crawler: Crawler, key: str) -> Load | None:
+    """Requests in the downloader slot ``key`` against its concurrency (``downloader.slots[key]``:
+    ``.active``, ``.concurrency``); None when the downloader has no such slot (yet, or any more).
+    Checked on Scrapy 2.13.4 to 2.19.0."""
+    slot = _engine(crawler).downloader.slots.get(key)
+    return None if slot is None else Load(len(slot.active), int(slot.concurrency))
+
+
+# -- the engine's state ---------------------------------------------------------------------------
+
+
+def start_requests_left(crawler: Crawler) -> bool:
+    """Whether the spider's ``start()`` may still yield (the engine still holds its iterator,
+    ``engine._start``; None once exhausted or before it starts). Checked on Scrapy 2.13.4 to 2.19.0."""
+    engine = _engine(crawler)
+    if not hasattr(engine, "_start"):
+        raise ScrapyInternalsChanged("ExecutionEngine has no _start (the spider's start iterator)")
+    return engine._start is not None
+
+
+def scheduler_has_pending(crawler: Crawler) -> bool | None:
+    """Whether the crawl's scheduler holds requests not yet handed to the downloader; None when the
+    spider is not open (no scheduler). ``engine.scheduler`` from Scrapy 2.19, ``engine._slot.scheduler``
+    before; checked on Scrapy 2.13.4 to 2.19.0."""
+    engine = _engine(crawler)
+    scheduler: BaseScheduler | None
+    if hasattr(type(engine), "scheduler"):
+        scheduler = engine.scheduler
+    else:  # Scrapy < 2.19
+        slot = engine._slot
+        scheduler = None if slot is None else slot.scheduler
+    return None if scheduler is None else bool(scheduler.has_pending_requests())
+
+
+def engine_paused(crawler: Crawler) -> bool:
+    """Whether someone paused the engine (``engine.pause()``; the ``paused`` flag). Checked on
+    Scrapy 2.13.4 to 2.19.0."""
+    return bool(_engine(crawler).paused)
+
+
+def engine_running(crawler: Crawler) -> bool:
+    """Whether the engine runs (False once it is stopping: Ctrl-C, ``close_spider``); the ``running``
+    flag. Checked on Scrapy 2.13.4 to 2.19.0."""
+    return bool(_engine(crawler).running)
+
+
+def is_crawling(crawler: Crawler) -> bool:
+    """Whether the crawler is crawling and not yet stopping (``Crawler.crawling``). Checked on
+    Scrapy 2.13.4 to 2.19.0."""
+    return bool(crawler.crawling)
+
+
+def mark_stopped(crawler: Crawler) -> None:
+    """Mark the crawler as stopping already (``Crawler.crawling = False``), so that Scrapy's graceful
+    stop at reactor shutdown leaves it alone (the forced stop of votersdaily/interrupts.py).
+    Checked on Scrapy 2.13.4 to 2.19.0."""
+    crawler.crawling = False
+
+
+# -- helpers Scrapy keeps for itself ------------------------------------------------------------
+
+
+def tls_context_factory(crawler: Crawler) -> Any:
+    """The TLS context factory Scrapy's HTTP handler would use (``DOWNLOADER_CLIENTCONTEXTFACTORY``,
+    ``DOWNLOADER_CLIENT_TLS_METHOD``): the private ``_load_context_factory_from_settings(crawler)``,
+    or ``load_context_factory_from_settings(settings, crawler)`` in releases before it. Checked on
+    Scrapy 2.19.0."""
+    from scrapy.core.downloader import contextfactory
+
+    if hasattr(contextfactory, "_load_context_factory_from_settings"):
+        return contextfactory._load_context_factory_from_settings(crawler)
+    return contextfactory.load_context_factory_from_settings(crawler.settings, crawler)  # older Scrapy
+
+
+def cache_entry_path(storage: FilesystemCacheStorage, spider: Spider, request: Request) -> str:
+    """The folder of ``request``'s entry in a filesystem HTTP cache (``_get_request_path``).
+    Checked on Scrapy 2.13.4 to 2.19.0."""
+    return str(storage._get_request_path(spider, request))
+
+
+def on_shutdown_signals(handler: Callable[[int, Any], None]) -> None:
+    """Make ``handler`` the handler of the shutdown signals (SIGINT, SIGTERM, SIGBREAK), as Scrapy's
+    crawler process installs its own (``scrapy.utils.ossignal.install_shutdown_handlers``).
+    Checked on Scrapy 2.13.4 to 2.19.0."""
+    from scrapy.utils.ossignal import install_shutdown_handlers
+
+    install_shutdown_handlers(handler)
+
+
+def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15 (``scrapy.utils.ossignal.signal_names``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    from scrapy.utils.ossignal import signal_names
+
+    return signal_names.get(signum, "signal %d" % signum)

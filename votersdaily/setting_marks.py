@@ -1,0 +1,35 @@
+"""The marks ``votersdaily/settings.py`` annotates its settings with, and which settings are the project's.
+
+``settings.py`` imports this module (so it imports nothing but the standard library);
+``votersdaily/setting_rules.py`` reads the marks back to check values before a crawl, and the
+environment resolver (``votersdaily/plumbing/environment.py``) knows the project's settings by their
+prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
+OWN_PREFIXES = ("VOTERSDAILY_", "INGEST_", "LAUNDROMAT_", "GROBID_", "FEDERAL_REGISTER_", "SPLASH_")
+
+#: The levels Python's logging knows by name (``LOG_LEVEL``, ``--log-level``).
+LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    minimum: float
+
+
+@dataclass(frozen=True)
+class AtMost:
+    maximum: float
+
+
+@dataclass(frozen=True)
+class OneOf:
+    choices: tuple[str, ...]
+
+    def __init__(self, *choices: str):
+        object.__setattr__(self, "choices", choices)
