@@ -1,16 +1,25 @@
-"""Pipeline throughput: 20,000 events through the full event pipeline into the embedded store and
-into a real PouchDB Server, against the same spider with no pipelines and a naive one-PUT-per-item
-writer, all in one run. Prints items/s and the ratios, for two spiders: a synthetic one whose own
-per-item cost is near zero (the harshest baseline) and the real house_floor spider parsing its
-recordings.
+"""Event pipeline throughput: the full pipeline into the embedded store against the same spider with
+``ITEM_PIPELINES={}``, both in one run, archive on in both.
 
-Every mode runs ``--repeat`` times, the rounds interleaved so that each round's modes share the host's
-conditions; the ratios are taken within a round and their median is reported with every round's value.
-Each PouchDB mode gets a PouchDB Server of its own, started fresh, whose CPU time is measured. For
-context the benchmark also measures PouchDB Server's own ceiling for the spider's documents (posted
-pre-built, nothing else running) and the deferred indexing of the reschedule view.
+Default: ``bench_federal_register`` (the real federal_register spider on its two recordings, repeated:
+20,000 documents). The modes of a round run one after another and the rounds are interleaved, so a
+round's modes share the host's conditions; each round's ratio is taken within the round and the best
+and median are printed with every round's value and the load average. Besides items/s each mode
+shows its CPU seconds (the process, the reactor thread, the store's writer thread, the garbage
+collector) and how long the writers held the engine back: where the time goes.
 
-    python3 -m benchmarks.pipeline [--count 20000] [--repeat 3] [--spiders bench_events,bench_house_floor]
+``--reparse N`` does the same for a reparse of archived history (``-a reparse=archive``): a crawl of N
+events (not timed) fills an archive and a store; then the reparse runs through the full pipeline into
+that store (every event found unchanged; with ``--new-version`` a new parser version, so every event is
+updated) against the same reparse with ``ITEM_PIPELINES={}`` into an empty store (with the events in
+it, the reparse would mark every one withdrawn). Both are timed from the spider's opening to its
+closing, the reparse's own reads and checks included.
+
+``--stores embedded,pouchdb`` adds the PouchDB Server modes on ``--spiders`` (full pipeline into a
+fresh server, a re-run, a naive one-PUT-per-item writer, the server's own ceiling for the documents,
+its deferred view indexing): the figures of the CouchDB write path.
+
+    flock /tmp/bench.lock python3 -m benchmarks.pipeline [--count 20000] [--repeat 5] [--reparse 200000]
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,20 +46,18 @@ FULL = (
     "votersdaily.pipelines.NormaliseDatetimesPipeline",
     "votersdaily.pipelines.ValidateEventPipeline",
     "votersdaily.pipelines.EventIdPipeline",
+    "votersdaily.pipelines.EventStorePipeline",
 )
-SPIDERS = {
-    "bench_events": "synthetic rows (near-zero spider cost)",
-    "bench_house_floor": "real house_floor spider on its recordings",
+PIPELINES = {path: 100 * (i + 1) for i, path in enumerate(FULL[:-1])} | {FULL[-1]: 800}
+NAIVE = {path: 100 * (i + 1) for i, path in enumerate(FULL[:-1])} | {
+    "benchmarks.bench_spiders.NaivePutPipeline": 800
 }
-NONE, EMB, EMB2, COUCH, COUCH2, NAIVE = (
-    "no pipelines",
-    "full -> embedded",
-    "full -> embedded, re-run",
-    "full -> PouchDB",
-    "full -> PouchDB, re-run",
-    "naive PUT -> PouchDB",
-)
-#: Documents per _bulk_docs in the ceiling measurement (the pipeline's VOTERSDAILY_BATCH_SIZE).
+SPIDERS = {
+    "bench_federal_register": "real federal_register spider on its recordings",
+    "bench_house_floor": "real house_floor spider on its recordings",
+    "bench_events": "synthetic rows (near-zero spider cost)",
+}
+#: Documents per _bulk_docs in the PouchDB ceiling measurement (the pipeline's VOTERSDAILY_BATCH_SIZE).
 BULK = 1000
 
 
@@ -56,6 +65,10 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux)."""
     fields = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load() -> str:
+    return "%.1f" % os.getloadavg()[0]
 
 
 @contextmanager
@@ -67,30 +80,33 @@ def fresh_server(workdir: Path) -> Iterator[PouchDBServer]:
         server.stop()
 
 
-def run_mode(
+def crawl(
     name: str,
+    spider: str,
     store: str,
     pipelines: dict,
-    count: int,
-    tmp: Path,
-    spider: str,
+    work: Path,
+    archive: Path,
+    args: list[str],
     server: PouchDBServer | None = None,
 ) -> dict:
-    result_file = tmp / ("%s.json" % name)
+    """One ``scrapy crawl`` of a benchmark spider; its figures (benchmarks/bench_spiders.py:BenchResult)."""
+    result_file = work / ("%s.json" % name)
     env = dict(
         os.environ,
         VOTERSDAILY_STORE=store,
+        VOTERSDAILY_ARCHIVE_DIR=str(archive),
+        VOTERSDAILY_SPOOL_DIR=str(work / "spool"),
         BENCH_RESULT=str(result_file),
         PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     )
-    args = [
+    command = [
         sys.executable,
         "-m",
         "scrapy",
         "crawl",
         spider,
-        "-a",
-        "count=%d" % count,
+        *args,
         "-s",
         "SPIDER_MODULES=benchmarks.bench_spiders",
         "-s",
@@ -99,38 +115,153 @@ def run_mode(
         "LOG_LEVEL=WARNING",
     ]
     server_cpu = cpu_seconds(server.proc.pid) if server else 0.0
-    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or not result_file.exists():
         raise SystemExit("mode %s failed:\n%s" % (name, proc.stderr[-3000:]))
     result = json.loads(result_file.read_text())
     result["rate"] = result["items"] / result["seconds"]
+    # The whole process tree, start-up included (the crawl and the store's process): what a loaded
+    # machine has to find CPU for, whatever the wall clock says.
+    result["tree_cpu"] = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     result["server_cpu"] = cpu_seconds(server.proc.pid) - server_cpu if server else None
+    result["load"] = load()
     return result
 
 
-def one_round(spider: str, count: int, tmp: Path) -> tuple[dict[str, dict], float]:
-    full = {p: 100 * (i + 1) for i, p in enumerate(FULL)}
-    store_pipeline = dict(full, **{"votersdaily.pipelines.EventStorePipeline": 800})
-    naive = dict(full, **{"benchmarks.bench_spiders.NaivePutPipeline": 800})
+def where(result: dict) -> str:
+    """Where a mode's time went: CPU seconds of the process, its threads and the collector."""
+    threads = result["thread_cpu"]
+    writer = sum(v for k, v in threads.items() if k.startswith("PoolThread") and not k.endswith(" sys"))
+    return (
+        "process tree cpu %.1f s (start-up included); timed cpu %.1f s: reactor %.1f, store writer %.1f, "
+        "archive %.1f, gc %.1f; engine held %.1f s"
+    ) % (
+        result["tree_cpu"],
+        result["cpu"],
+        result["reactor_cpu"],
+        writer,
+        threads.get("archive-writer", 0.0),
+        sum(result["gc"]["seconds"]),
+        result["paused"][1],
+    )
 
-    def run(mode: str, store: str, pipelines: dict, server: PouchDBServer | None = None) -> dict:
-        return run_mode("%s-%s" % (spider, mode), store, pipelines, count, tmp, spider, server)
 
-    results = {NONE: run("none", "sqlite:///%s" % (tmp / ("%s-none.db" % spider)), {})}
-    emb = "sqlite:///%s" % (tmp / ("%s-emb.db" % spider))
-    results[EMB] = run("embedded", emb, store_pipeline)
-    results[EMB2] = run("embedded2", emb, store_pipeline)
-    with fresh_server(tmp / ("%s-couch" % spider)) as server:
-        results[COUCH] = run("couch", server.url, store_pipeline, server)
+def report_ratio(title: str, rounds: list[dict[str, dict]], base: str, full: str, target: float) -> None:
+    ratios = [r[full]["rate"] / r[base]["rate"] for r in rounds]
+    print("\n== %s: %d items, %d rounds ==" % (title, rounds[0][base]["items"], len(rounds)))
+    for mode in rounds[0]:
+        rates = [r[mode]["rate"] for r in rounds]
+        print(
+            "%-34s %7.0f items/s best, %7.0f median  [%s]"
+            % (mode, max(rates), statistics.median(rates), " ".join("%.0f" % x for x in rates))
+        )
+        best = max(rounds, key=lambda r: r[mode]["rate"])[mode]
+        print("%-34s %s" % ("", where(best)))
+    print(
+        "ratio %s / %s: best %.2f, median %.2f (target >= %.2f); rounds %s; load average at each: %s"
+        % (
+            full,
+            base,
+            max(ratios),
+            statistics.median(ratios),
+            target,
+            " ".join("%.2f" % x for x in ratios),
+            " ".join("%s/%s" % (r[base]["load"], r[full]["load"]) for r in rounds),
+        )
+    )
+
+
+# -- the crawl: 20,000 documents into the embedded store ------------------------------------------
+
+
+def embedded_rounds(spider: str, count: int, repeat: int, tmp: Path) -> list[dict[str, dict]]:
+    rounds = []
+    for round_no in range(repeat):
+        work = tmp / ("%s-%d" % (spider, round_no))
+        work.mkdir()
+        args = ["-a", "count=%d" % count]
+        results = {}
+        for mode, pipelines in (("no pipelines", {}), ("full pipeline -> embedded", PIPELINES)):
+            store = "sqlite:///%s" % (work / ("%s.db" % mode.split()[0]))
+            results[mode] = crawl(mode.split()[0], spider, store, pipelines, work, work / "archive", args)
+        rounds.append(results)
+        shutil.rmtree(work)
+    return rounds
+
+
+# -- the reparse of archived history -----------------------------------------------------------------
+
+
+def reparse_rounds(count: int, repeat: int, new_version: bool, tmp: Path) -> list[dict[str, dict]]:
+    """A crawl of ``count`` events fills an archive and a store (not timed); then the rounds."""
+    spider = "bench_federal_register"
+    work = tmp / "reparse"
+    work.mkdir()
+    archive = work / "archive"
+    history = work / "history.db"
+    print("filling the archive: %d events of %s (not timed) ..." % (count, spider), flush=True)
+    filled = crawl(
+        "fill", spider, "sqlite:///%s" % history, PIPELINES, work, archive, ["-a", "count=%d" % count]
+    )
+    print("  %d events stored in %.0f s" % (filled["inserted"], filled["seconds"]))
+    args = ["-a", "reparse=archive", "-a", "count=%d" % count]
+    if new_version:
+        args += ["-a", "version=2.0"]
+    rounds = []
+    for round_no in range(repeat):
+        results = {}
+        empty = work / ("empty-%d.db" % round_no)
+        results["reparse, no pipelines"] = crawl(
+            "reparse-none", spider, "sqlite:///%s" % empty, {}, work, archive, args
+        )
+        # Every round reparses the same history: the store as the crawl left it.
+        store = work / ("store-%d.db" % round_no)
+        shutil.copy(history, store)
+        results["reparse, full pipeline -> embedded"] = crawl(
+            "reparse-full", spider, "sqlite:///%s" % store, PIPELINES, work, archive, args
+        )
+        full = results["reparse, full pipeline -> embedded"]
+        expected = "updated" if new_version else "unchanged"
+        if full[expected] != filled["inserted"]:
+            raise SystemExit(
+                "the reparse %s %d of %d events" % (expected, full[expected], filled["inserted"])
+            )
+        rounds.append(results)
+        store.unlink()
+        empty.unlink()
+    return rounds
+
+
+# -- PouchDB Server ------------------------------------------------------------------------------
+
+
+def pouchdb_round(spider: str, count: int, tmp: Path) -> tuple[dict[str, dict], float, tuple]:
+    work = tmp
+    archive = tmp / "archive"
+    args = ["-a", "count=%d" % count]
+    results = {
+        "no pipelines": crawl("none", spider, "sqlite:///%s" % (work / "none.db"), {}, work, archive, args)
+    }
+    with fresh_server(work / "couch") as server:
+        results["full -> PouchDB"] = crawl(
+            "couch", spider, server.url, PIPELINES, work, archive, args, server
+        )
         catch_up = view_catch_up(server)
-        results[COUCH2] = run("couch2", server.url, store_pipeline, server)
-    with fresh_server(tmp / ("%s-naive" % spider)) as server:
-        results[NAIVE] = run("naive", server.url, naive, server)
-    items = results[NONE]["items"]
-    assert all(r["items"] == items for r in results.values()), results
-    assert results[COUCH]["inserted"] == items, results[COUCH]
-    assert results[COUCH2]["unchanged"] == items, results[COUCH2]
-    return results, catch_up
+        results["full -> PouchDB, re-run"] = crawl(
+            "couch2", spider, server.url, PIPELINES, work, archive, args, server
+        )
+        docs = [
+            {k: v for k, v in doc.items() if k != "_rev"}
+            for doc in open_store(server.url).iter_docs("vd_events")
+        ]
+    with fresh_server(work / "naive") as server:
+        results["naive PUT -> PouchDB"] = crawl(
+            "naive", spider, server.url, NAIVE, work, archive, args, server
+        )
+    assert results["full -> PouchDB, re-run"]["unchanged"] == results["full -> PouchDB"]["inserted"], results
+    return results, catch_up, bulk_ceiling(docs, work / "ceiling")
 
 
 def view_catch_up(server: PouchDBServer) -> float:
@@ -156,22 +287,19 @@ def bulk_ceiling(docs: list[dict], workdir: Path) -> tuple[float, float]:
         return len(docs) / elapsed, cpu_seconds(server.proc.pid) - server_cpu
 
 
-def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ceilings: list[tuple]) -> None:
-    n = len(rounds)
-    items = rounds[0][NONE]["items"]
-    print("\n== %s: %d events, %d round%s ==" % (label, items, n, "s" if n > 1 else ""))
-    print(
-        "%-26s %9s %17s %8s %9s %11s"
-        % ("mode", "items/s", "(min - max)", "vs none", "vs naive", "server CPU")
-    )
+def report_pouchdb(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ceilings: list) -> None:
     median = statistics.median
+    print(
+        "\n== PouchDB Server, %s: %d events, %d rounds =="
+        % (label, rounds[0]["no pipelines"]["items"], len(rounds))
+    )
     for mode in rounds[0]:
         rates = [r[mode]["rate"] for r in rounds]
-        vs_none = median([r[mode]["rate"] / r[NONE]["rate"] for r in rounds])
-        vs_naive = median([r[mode]["rate"] / r[NAIVE]["rate"] for r in rounds])
+        vs_none = median([r[mode]["rate"] / r["no pipelines"]["rate"] for r in rounds])
+        vs_naive = median([r[mode]["rate"] / r["naive PUT -> PouchDB"]["rate"] for r in rounds])
         cpu = [r[mode]["server_cpu"] for r in rounds if r[mode]["server_cpu"] is not None]
         print(
-            "%-26s %9.0f %8.0f - %6.0f %7.2fx %8.1fx %11s"
+            "%-26s %7.0f items/s median (%.0f - %.0f) %5.2fx none %6.1fx naive  server CPU %s"
             % (
                 mode,
                 median(rates),
@@ -182,8 +310,9 @@ def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ce
                 "%.1f s" % median(cpu) if cpu else "-",
             )
         )
-    of_none = [r[COUCH]["rate"] / r[NONE]["rate"] for r in rounds]
-    of_naive = [r[COUCH]["rate"] / r[NAIVE]["rate"] for r in rounds]
+    full = "full -> PouchDB"
+    of_none = [r[full]["rate"] / r["no pipelines"]["rate"] for r in rounds]
+    of_naive = [r[full]["rate"] / r["naive PUT -> PouchDB"]["rate"] for r in rounds]
     print(
         "full pipeline into PouchDB: %.0f%% of no-pipeline throughput (target >= 50%%; rounds %s), "
         "%.1fx the naive writer (target >= 10x; rounds %s)"
@@ -194,59 +323,85 @@ def report(label: str, rounds: list[dict[str, dict]], catch_ups: list[float], ce
             ", ".join("%.1fx" % x for x in of_naive),
         )
     )
-    per_doc = median([r[COUCH]["server_cpu"] / r[COUCH]["items"] for r in rounds])
-    per_put = median([r[NAIVE]["server_cpu"] / r[NAIVE]["items"] for r in rounds])
-    busy = median([r[COUCH]["server_cpu"] / r[COUCH]["seconds"] for r in rounds])
+    per_doc = median([r[full]["server_cpu"] / r[full]["items"] for r in rounds])
+    per_put = median(
+        [r["naive PUT -> PouchDB"]["server_cpu"] / r["naive PUT -> PouchDB"]["items"] for r in rounds]
+    )
     print(
-        "PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs (server CPU s / run s: "
-        "%.0f%%; its JavaScript runs on one thread), and %.2f ms per naive PUT (%.1fx as much)"
-        % (1000 * per_doc, 100 * busy, 1000 * per_put, per_put / per_doc)
+        "PouchDB Server's CPU per document: %.2f ms through the full pipeline's _bulk_docs, %.2f ms per naive "
+        "PUT (%.1fx as much)" % (1000 * per_doc, 1000 * per_put, per_put / per_doc)
     )
     rate, cpu = median([c[0] for c in ceilings]), median([c[1] for c in ceilings])
     print(
         "PouchDB Server alone takes these documents, pre-built, %d per _bulk_docs into a database with the "
-        "views' design document, at %.0f docs/s (server CPU %.1f s): the full pipeline reaches %.0f%% of that, "
-        "the no-pipeline spider runs at %.1fx it"
-        % (
-            BULK,
-            rate,
-            cpu,
-            100 * median([r[COUCH]["rate"] for r in rounds]) / rate,
-            median([r[NONE]["rate"] for r in rounds]) / rate,
-        )
-    )
-    first = median(
-        [r[COUCH]["items"] / (r[COUCH]["seconds"] + c) for r, c in zip(rounds, catch_ups, strict=True)]
+        "views' design document, at %.0f docs/s (server CPU %.1f s): the full pipeline reaches %.0f%% of that"
+        % (BULK, rate, cpu, 100 * median([r[full]["rate"] for r in rounds]) / rate)
     )
     print(
-        "deferred: PouchDB indexes a view when it is queried; by_parser_unique_key (read by the reschedule check "
-        "and the iCal export) catches up on a run's documents at the next such query: %.1f s; the first run with "
-        "it: %.0f items/s" % (median(catch_ups), first)
+        "deferred: PouchDB indexes a view when it is queried; by_parser_unique_key catches up on a run's "
+        "documents at the next such query: %.1f s" % median(catch_ups)
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--count", type=int, default=20000, help="events of the crawl")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (each runs every mode once)")
     parser.add_argument(
-        "--spiders", default=",".join(SPIDERS), help="comma-separated, of: %s" % ", ".join(SPIDERS)
+        "--spiders", default="bench_federal_register", help="comma-separated, of: %s" % ", ".join(SPIDERS)
+    )
+    parser.add_argument("--stores", default="embedded", help="comma-separated: embedded, pouchdb")
+    parser.add_argument(
+        "--reparse", type=int, default=0, metavar="N", help="also a reparse of N archived events"
+    )
+    parser.add_argument("--reparse-only", action="store_true", help="only the reparse")
+    parser.add_argument(
+        "--new-version",
+        action="store_true",
+        help="the reparse's parser has a new version: every event updated",
     )
     args = parser.parse_args()
+    print(
+        "load average before: %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0), flush=True
+    )
+    stores = args.stores.split(",")
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        for spider in args.spiders.split(","):
-            rounds, catch_ups, ceilings = [], [], []
-            for round_no in range(args.repeat):
-                work = tmp / ("%s-%d" % (spider, round_no))
-                work.mkdir()
-                results, catch_up = one_round(spider, args.count, work)
-                rounds.append(results)
-                catch_ups.append(catch_up)
-                emb = open_store("sqlite:///%s" % (work / ("%s-emb.db" % spider)))
-                docs = [{k: v for k, v in doc.items() if k != "_rev"} for doc in emb.iter_docs("vd_events")]
-                ceilings.append(bulk_ceiling(docs, work / "ceiling"))
-            report(SPIDERS[spider], rounds, catch_ups, ceilings)
+        for spider in [] if args.reparse_only else args.spiders.split(","):
+            if "embedded" in stores:
+                rounds = embedded_rounds(spider, args.count, args.repeat, tmp)
+                report_ratio(
+                    "%s (%s), archive on" % (spider, SPIDERS[spider]),
+                    rounds,
+                    "no pipelines",
+                    "full pipeline -> embedded",
+                    0.8,
+                )
+            if "pouchdb" in stores:
+                rounds, catch_ups, ceilings = [], [], []
+                for round_no in range(args.repeat):
+                    work = tmp / ("%s-couch-%d" % (spider, round_no))
+                    work.mkdir()
+                    results, catch_up, ceiling = pouchdb_round(spider, args.count, work)
+                    rounds.append(results)
+                    catch_ups.append(catch_up)
+                    ceilings.append(ceiling)
+                    shutil.rmtree(work)
+                report_pouchdb(SPIDERS[spider], rounds, catch_ups, ceilings)
+        if args.reparse:
+            rounds = reparse_rounds(args.reparse, args.repeat, args.new_version, tmp)
+            report_ratio(
+                "reparse of archived history (%s)"
+                % (
+                    "a new parser version: every event updated"
+                    if args.new_version
+                    else "every event unchanged"
+                ),
+                rounds,
+                "reparse, no pipelines",
+                "reparse, full pipeline -> embedded",
+                0.8,
+            )
 
 
 if __name__ == "__main__":

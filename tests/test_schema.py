@@ -266,3 +266,196 @@ def test_urls_must_be_absolute_web_or_file_urls(key, url):
 
 def test_web_and_file_urls_pass():
     validate_event(valid(event_url="HTTPS://www.senate.gov/x?y=1#z", source_url="file:///r/roll314.xml"))
+
+
+# -- the one pass the pipeline runs (check_event) against the reference (clean_event, validate_event) --
+
+
+def recorded_events() -> list[dict]:
+    """Every event the event spiders parse from their shipped recordings (listings followed to the
+    recordings beside them), as the validation pipeline receives it (times normalised)."""
+    from pathlib import Path
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    from scrapy.http import Request
+    from scrapy.responsetypes import responsetypes
+    from scrapy.utils.project import get_project_settings
+    from scrapy.utils.test import get_crawler
+
+    from votersdaily.cli.crawl import event_spiders
+    from votersdaily.items import EventItem
+    from votersdaily.pipelines import NormaliseDatetimesPipeline
+    from votersdaily.requestmeta import SOURCE_URL_META
+
+    def respond(request: Request):
+        body = Path(url2pathname(urlsplit(request.url).path)).read_bytes()
+        cls = responsetypes.from_args(url=request.url, body=body)
+        return cls(url=request.url, body=body, request=request)
+
+    events = []
+    for cls in event_spiders(get_project_settings()).values():
+        crawler = get_crawler(cls)
+        spider = cls.from_crawler(crawler)
+        crawler.spider = spider
+        normalise = NormaliseDatetimesPipeline(crawler)
+        for url in cls.recording_urls():
+            pending = [(Request(url, meta={SOURCE_URL_META: spider.upstream_url(url)}), spider.parse_given)]
+            while pending:
+                request, callback = pending.pop()
+                try:
+                    outputs = list(callback(respond(request)))
+                except Exception:  # noqa: S112 - a recording of an error page: its own tests cover it
+                    continue
+                for out in outputs:
+                    if isinstance(out, EventItem):
+                        try:
+                            events.append(dict(normalise.process_item(out)))
+                        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
+                            continue
+                    elif isinstance(out, Request) and out.url.startswith("file:") and out.callback:
+                        pending.append((out, out.callback))
+    return events
+
+
+@pytest.fixture(scope="module")
+def recorded() -> list[dict]:
+    return recorded_events()
+
+
+def nested(depth: int) -> list:
+    value: list = ["x"]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def hostile_variants(event: dict) -> list[dict]:
+    """Variants of a real event, one change each (derived, not a source's format): hostile text at the
+    top level and nested, values that are not JSON, subclasses, broken rules."""
+
+    class Smart(str):
+        """A str subclass, as lxml's smart strings are."""
+
+    def variant(changes_by_key: dict | None = None, **changes) -> dict:
+        changes.update(changes_by_key or {})
+        changed = dict(event)
+        for key, value in changes.items():
+            if value is ...:
+                changed.pop(key, None)
+            else:
+                changed[key] = value
+        return changed
+
+    nested_key = {"name\x1b": ["ok", 3]}
+    return [
+        variant(title=HOSTILE),
+        variant(title="ascii \x01 control"),
+        variant(description="ascii \x7f delete"),
+        variant(source_text=event["source_text"] + "\r\n\x00"),  # kept: the exact fragment
+        variant(room=["ascii \x7f in a list"], other={"key": "\x1f"}),
+        variant(description="line\r\nnext\x85"),
+        variant(source_text=event["source_text"] + "\r\n\x00\ud800"),
+        variant(unique_key=event["unique_key"] + "\x07"),
+        variant(room={"name": ["a\ud800", 3]}),
+        variant(room=nested_key),
+        variant(room=[{"name": "back\\\\slash r"}]),  # an escaped backslash before "r": a false alarm
+        variant(room=["tab\tand\nnewline", "é😀\u2028"]),
+        variant(room=("a", "tuple")),
+        variant(room={1: "int key", None: "null key"}),
+        variant(room={"deep": nested(40)}),
+        variant(room=nested(5000)),
+        variant(room=[1, float("nan")]),
+        variant(room={"a", "set"}),
+        variant(room=circular()),
+        variant(room=[b"bytes"]),
+        variant(room=datetime.date(2026, 9, 16)),
+        variant(room=2**70),
+        variant(room=float("inf")),
+        variant(room=1.5, count=3, flag=True, nothing=None),
+        variant(title=Smart("smart \x1b title")),
+        variant(room=[Smart("smart \x1b nested")]),
+        variant(room={"k": Smart("clean smart")}),
+        variant({"bad\x00key": "value"}),
+        variant({7: "non-string key"}),
+        variant(title=...),
+        variant(source_text=None),
+        variant(title=42),
+        variant(description=["a"]),
+        variant(title="  "),
+        variant(branch="Congressional"),
+        variant(entity="House"),
+        variant(datetime="2026-09-16 23:05:00"),
+        variant(end_datetime="1999-01-01T00:00:00Z"),
+        variant(source_url="/relative", event_url="javascript:alert(1)"),
+        variant(event_url="https://clerk.house.gov/a\r\nX-Injected: 1"),
+        variant(source_timezone="Eastern"),
+        variant(unique_key=""),
+        variant(unique_key=...),
+        variant(huge="x" * (8 * 1024 * 1024)),
+        variant(huge=["é" * (2 * 1024 * 1024)]),
+        variant(huge=["y" * (3 * 1024 * 1024)]),
+    ]
+
+
+def outcome(check, event: dict):
+    """What ``check`` makes of a copy of ``event``: (the event after it, the keys cleaned, or the error)."""
+    import copy
+
+    doc = {k: copy.copy(v) for k, v in event.items()}
+    try:
+        result = check(doc)
+    except InvalidEvent as exc:
+        return doc, ("invalid", exc.code, str(exc))
+    except RecursionError:  # a structure deeper than Python's recursion limit (not shown: no repr)
+        return None, ("recursion",)
+    return doc, ("cleaned", result)
+
+
+def reference(doc):
+    from votersdaily.schema import clean_event
+
+    changed = clean_event(doc)
+    validate_event(doc)
+    return changed
+
+
+def test_one_pass_agrees_with_the_reference_on_recorded_events(recorded):
+    from votersdaily.schema import check_event
+
+    assert len(recorded) > 400
+    assert {e["parser_name"] for e in recorded} >= {"federal_register", "house_floor", "white_house"}
+    assert any(isinstance(v, (list, dict)) for e in recorded for v in e.values())
+    for event in recorded:
+        fast = outcome(check_event, event)
+        assert fast == outcome(reference, event), event
+        assert fast[1] == ("cleaned", [])  # the recordings are valid as they are
+
+
+def test_one_pass_agrees_with_the_reference_on_hostile_variants(recorded):
+    from votersdaily.schema import check_event
+
+    seen = set()
+    for event in {e["parser_name"]: e for e in recorded}.values():  # one event of each spider
+        for hostile in hostile_variants(event):
+            fast, slow = outcome(check_event, hostile), outcome(reference, hostile)
+            assert repr(fast) == repr(slow), hostile  # repr: NaN is not equal to itself
+            seen.add(fast[1][:2] if fast[1][0] == "invalid" else fast[1][:1])
+    # the variants reach every outcome: cleaning, the rules each variant breaks, a structure too deep
+    assert {s[0] for s in seen} == {"cleaned", "invalid", "recursion"}
+    codes = {s[1] for s in seen if s[0] == "invalid"}
+    assert codes >= {"not_json", "too_large", "text:title", "missing:title", "url:source_url", "timezone"}
+
+
+def test_the_fast_checks_of_characters_agree_with_the_rules_regexes():
+    """ASCII text is checked by a pass over its bytes, not the regex (schema.needs_cleaning,
+    is_absolute_url, the nested JSON text): every character, alone and inside text, either way."""
+    from votersdaily.schema import BAD_TEXT_RE, SURROGATE_RE, URL_BAD_RE, is_absolute_url, needs_cleaning
+
+    chars = [chr(c) for c in range(0x100)] + ["\u2028", "\ufffd", "\ud800", "\udfff", "😀"]
+    for char in chars:
+        for text in (char, "abc%sdef" % char, "é%s" % char):
+            assert needs_cleaning(text) == bool(BAD_TEXT_RE.search(text)), repr(text)
+            assert needs_cleaning(text, SURROGATE_RE) == bool(SURROGATE_RE.search(text)), repr(text)
+        url = "https://clerk.house.gov/a%sb" % char
+        assert is_absolute_url(url) == (URL_BAD_RE.search(url) is None), repr(url)

@@ -92,18 +92,19 @@ class ValidateEventPipeline(_CrawlerPipeline):
     """Every rule of docs/events.md §2; an invalid event is dropped with its reason, never stored.
 
     Text is cleaned first (controls but tab and newline removed, lone surrogates replaced; stat
-    ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch.
+    ``events/cleaned/<key>``): one hostile character costs neither the event nor its batch. Cleaning
+    and the rules run in one pass over the values (:func:`schema.check_event`).
     """
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem):
             return item
-        for key in schema.clean_event(item):
-            self.crawler.stats.inc_value("events/cleaned/%s" % key)
         try:
-            schema.validate_event(item)
+            cleaned = schema.check_event(item)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
+        for key in cleaned:
+            self.crawler.stats.inc_value("events/cleaned/%s" % key)
         return item
 
 
@@ -122,7 +123,11 @@ class EventStorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.writer = writer_for(
-            crawler, schema.EVENTS_DB, ignore=schema.VOLATILE_EVENT_KEYS, hooks=RescheduleTracker()
+            crawler,
+            schema.EVENTS_DB,
+            ignore=schema.VOLATILE_EVENT_KEYS,
+            probe=schema.EVENT_CHANGE_PROBE,
+            hooks=RescheduleTracker(),
         )
 
     @classmethod
@@ -140,10 +145,10 @@ class EventStorePipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, EventItem) or self._dry_run():
             return item
-        accepted = self.writer.add(dict(item))
-        if accepted.called:  # no back-pressure: skip the per-item Future
+        waiting = self.writer.add(dict(item))
+        if waiting is None:  # no back-pressure: no per-item Future
             return item
-        return self._after(accepted, item)
+        return self._after(waiting, item)
 
     @staticmethod
     async def _after(accepted: Deferred[None], item: Any) -> Any:

@@ -80,6 +80,11 @@ EXAMPLES = 5
 LISTED = 50
 #: An event's pointer into the archive (votersdaily.archive).
 ARCHIVE_POINTER = ("warc_file", "warc_offset", "warc_record_id")
+#: What the reparse reads of every stored event of its parser, at the start and at the end: never
+#: the whole documents (200,000 of them, mostly their ``source_text``); those it marks or repoints are
+#: read whole afterwards.
+VERSION_FIELDS = ("warc_record_id", "parser_version")
+CHECK_FIELDS = (*ARCHIVE_POINTER, schema.NOT_ARCHIVED, "superseded_by", WITHDRAWN_BY, REPLACED_BY)
 
 
 class UnverifiedEvents(Exception):
@@ -109,9 +114,10 @@ class Reparse:
     since: datetime | None = None
     until: datetime | None = None
     dry_run: bool = False
-    #: Response records replayed (WARC-Record-ID), and the ids of the events each produced.
+    #: Response records replayed (WARC-Record-ID), and the events each produced: (_id, datetime,
+    #: source_text) tuples (a reparse holds one per event: tuples of strings the collector leaves be).
     replayed: set[str] = field(default_factory=set)
-    produced: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    produced: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: WARC-Record-ID → parser versions of its stored events when the reparse started.
     versions_before: dict[str, set[str]] = field(default_factory=dict)
@@ -121,8 +127,9 @@ class Reparse:
     read: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Every stretch of the archive that did not read back (named by file and offset, skipped).
     damage: list[WarcDamage] = field(default_factory=list)
-    #: Event id → the archive pointer of the (latest) record read back whole that produced it.
-    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Event id → the archive pointer (values of :data:`ARCHIVE_POINTER`) of the (latest) record read
+    #: back whole that produced it.
+    sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -217,20 +224,24 @@ class ReparseExtension:
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
-        for doc in self._events_of(store, spider.name):
+        for doc in self._events_of(store, spider.name, VERSION_FIELDS):
             if doc.get("warc_record_id"):
                 reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
                     str(doc.get("parser_version"))
                 )
 
     @staticmethod
-    def _events_of(store: Store, parser_name: str) -> list[dict[str, Any]]:
+    def _events_of(
+        store: Store, parser_name: str, fields: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """The stored events of ``parser_name``: whole, or only ``fields`` (with ``_id``)."""
         rows = store.query(
             schema.EVENTS_DB,
             "by_parser_unique_key",
             startkey=[parser_name],
             endkey=[parser_name, {}],
             include_docs=True,
+            fields=fields,
         )
         return [row.doc for row in rows if row.doc]
 
@@ -242,9 +253,9 @@ class ReparseExtension:
             reparse.events[item["_id"]] = dict(item)
         record = item.get("warc_record_id")
         if record:
-            reparse.sources[item["_id"]] = {key: item.get(key) for key in ARCHIVE_POINTER}
+            reparse.sources[item["_id"]] = tuple(item.get(key) for key in ARCHIVE_POINTER)
             reparse.produced.setdefault(record, []).append(
-                {"_id": item["_id"], "datetime": item.get("datetime"), "source_text": item.get("source_text")}
+                (item["_id"], item.get("datetime"), item.get("source_text"))
             )
 
     def spider_closed(self, spider: EventSpider, reason: str) -> None:
@@ -270,7 +281,8 @@ class ReparseExtension:
 
     def _finish(self, spider: EventSpider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
-        marks, versions = self._marks(store, spider, reparse)
+        events = self._events_of(store, spider.name, CHECK_FIELDS) if store.has_db(schema.EVENTS_DB) else []
+        marks, versions = self._marks(store, spider, reparse, events)
         current = "%s %s" % (spider.name, spider.version)
         withdrawn = [m for m in marks if REPLACED_BY not in m]
         replaced = [m for m in marks if REPLACED_BY in m]
@@ -278,7 +290,7 @@ class ReparseExtension:
             from .store.upsert import upsert
 
             upsert(store, schema.EVENTS_DB, marks)
-        checked = self._verify(store, spider, reparse)
+        checked = self._verify(store, spider, reparse, events)
         self.report = {
             "reparse": True,
             "reparse_dry_run": reparse.dry_run,
@@ -314,15 +326,27 @@ class ReparseExtension:
                 },
             )
 
-    def _verify(self, store: Store, spider: Spider, reparse: Reparse) -> ArchiveCheck:
-        """Every stored event of the spider that points into the reparsed period, against the records
-        read back; those that could not be checked fail the run (``UnverifiedEvents``)."""
+    def _verify(
+        self, store: Store, spider: Spider, reparse: Reparse, events: list[dict[str, Any]]
+    ) -> ArchiveCheck:
+        """Every stored event of the spider (``events``: their :data:`CHECK_FIELDS`) that points into
+        the reparsed period, against the records read back; those that could not be checked fail the
+        run (``UnverifiedEvents``)."""
         from .archive import archive_dir, retired_files
 
         checked = ArchiveCheck()
         folder = archive_dir(self.crawler.settings).absolute() / spider.name
-        if store.has_db(schema.EVENTS_DB):  # what a member may ask (_all_dbs needs a server admin)
-            checked.check(self._events_of(store, spider.name), reparse, retired_files(folder))
+        checked.check(events, reparse, retired_files(folder))
+        if checked.repointed:  # read whole now (with any mark the reparse just wrote), the pointer moved
+            whole = store.get_many(schema.EVENTS_DB, [doc["_id"] for doc in checked.repointed])
+            checked.repointed = [
+                {
+                    **{k: v for k, v in whole[doc["_id"]].items() if k not in ("_rev", schema.NOT_ARCHIVED)},
+                    **{k: doc[k] for k in ARCHIVE_POINTER},
+                }
+                for doc in checked.repointed
+                if doc["_id"] in whole
+            ]
         if checked.repointed and not reparse.dry_run:
             from .store.upsert import upsert
 
@@ -357,26 +381,35 @@ class ReparseExtension:
         return plan
 
     def _marks(
-        self, store: Store, spider: EventSpider, reparse: Reparse
+        self, store: Store, spider: EventSpider, reparse: Reparse, events: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], set[str]]:
-        """The marks to write: live events of replayed documents that no produced event matches."""
+        """The marks to write: live events of replayed documents that no produced event matches
+        (``events``: the stored events' :data:`CHECK_FIELDS`; those to mark are read whole)."""
         versions = {v for record in reparse.replayed for v in reparse.versions_before.get(record, ())}
-        if not reparse.replayed or not store.has_db(schema.EVENTS_DB):
+        if not reparse.replayed or not events:
             return [], versions
 
-        produced_ids = {e["_id"] for events in reparse.produced.values() for e in events}
+        produced_ids = {e[0] for events in reparse.produced.values() for e in events}
+        gone = [
+            doc["_id"]
+            for doc in events
+            if doc.get("warc_record_id") in reparse.replayed
+            and doc["_id"] not in produced_ids
+            and schema.is_live(doc)
+        ]
+        whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []
         stamp = now_iso()
-        for doc in self._events_of(store, spider.name):
+        for doc in (whole[doc_id] for doc_id in gone if doc_id in whole):
             record = doc.get("warc_record_id")
-            if record not in reparse.replayed or doc["_id"] in produced_ids or not schema.is_live(doc):
+            if record not in reparse.replayed or not schema.is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             successor = next(
                 (
-                    e["_id"]
-                    for e in reparse.produced.get(record, ())
-                    if e["datetime"] == doc.get("datetime") and e["source_text"] == doc.get("source_text")
+                    new_id
+                    for new_id, datetime_, source_text in reparse.produced.get(record, ())
+                    if datetime_ == doc.get("datetime") and source_text == doc.get("source_text")
                 ),
                 None,
             )
@@ -442,9 +475,9 @@ class ArchiveCheck:
                     }
                 )
 
-    def _repoint(self, doc: dict[str, Any], source: dict[str, Any]) -> None:
+    def _repoint(self, doc: dict[str, Any], source: tuple[Any, ...]) -> None:
         moved = {k: v for k, v in doc.items() if k not in ("_rev", schema.NOT_ARCHIVED)}
-        self.repointed.append({**moved, **source})
+        self.repointed.append({**moved, **dict(zip(ARCHIVE_POINTER, source, strict=True))})
 
     @staticmethod
     def _reason(warc_file: str, offset: Any, read_files: set[str], reparse: Reparse) -> str:
@@ -495,7 +528,7 @@ def points_into_archive(
     retired = retired_files(Path(folder) / spider)
     return any(
         run_of(doc.get("warc_file"), since, until) and doc["warc_file"] not in retired
-        for doc in ReparseExtension._events_of(store, spider)
+        for doc in ReparseExtension._events_of(store, spider, ("warc_file",))
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
@@ -11,6 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytz
+
+from .json_encoder import ReusableJsonEncoder
 
 EVENTS_DB = "vd_events"
 LOG_DB = "vd_log"
@@ -57,6 +60,10 @@ NOT_ARCHIVED = "archived"
 #: keeps pointing at the first archived document it came from, also when a later run could not archive.
 VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset", NOT_ARCHIVED)
 
+#: A key whose stored value, when it differs, proves at once that an event changed (the writer reads
+#: it before anything else): a reparse by a new parser version changes every event it reparses.
+EVENT_CHANGE_PROBE = ("parser_version",)
+
 DATETIME_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 
 #: CouchDB's default max_document_size is 8 MB; stay clearly below it.
@@ -101,7 +108,9 @@ class InvalidEvent(ValueError):
 def is_absolute_url(value: str) -> bool:
     """An absolute http(s) URL with a host, or a file URL with a path, with no raw control
     character, space or lone surrogate in it (a CR/LF in a URL would split an iCalendar line)."""
-    if not isinstance(value, str) or URL_BAD_RE.search(value):
+    if not isinstance(value, str) or (
+        _ascii_holds(value, _ASCII_BAD_URL) if value.isascii() else URL_BAD_RE.search(value)
+    ):
         return False
     try:
         parts = urlsplit(value)
@@ -115,10 +124,27 @@ def is_absolute_url(value: str) -> bool:
     return bool(parts.hostname)
 
 
+#: What :data:`BAD_TEXT_RE` and :data:`URL_BAD_RE` find in ASCII text, as bytes: ASCII text (most
+#: text) is checked in one pass over its bytes, several times faster than a regex or ``isprintable``.
+_ASCII_BAD_TEXT = bytes([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
+_ASCII_BAD_URL = bytes([*range(0x00, 0x21), 0x7F])
+
+
+def _ascii_holds(text: str, chars: bytes) -> bool:
+    """Whether ASCII ``text`` holds any of ``chars``."""
+    data = text.encode("ascii")
+    return len(data.translate(None, chars)) != len(data)
+
+
 def needs_cleaning(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> bool:
-    """Whether ``value`` holds what ``pattern`` forbids (printable or ASCII text, the common case,
+    """Whether ``value`` holds what ``pattern`` forbids (ASCII or printable text, the common case,
     is told apart without a regex)."""
-    if value.isascii() if pattern is SURROGATE_RE else value.isprintable():
+    if value.isascii():
+        if pattern is SURROGATE_RE:
+            return False
+        if pattern is BAD_TEXT_RE:
+            return _ascii_holds(value, _ASCII_BAD_TEXT)
+    elif pattern is BAD_TEXT_RE and value.isprintable():
         return False
     return pattern.search(value) is not None
 
@@ -187,8 +213,149 @@ def parse_iso_utc(value: str) -> datetime:
     return datetime.fromisoformat(value[:-1])
 
 
+#: The standard names as sets (membership is what validation asks), and the IANA zones once (pytz's
+#: ``all_timezones_set`` is a lazy proxy).
+_BRANCH_SET = frozenset(BRANCHES)
+_ENTITY_SET = frozenset(ENTITIES)
+_ZONE_SET = frozenset(pytz.all_timezones)
+
+
 def validate_event(event: Mapping[str, Any]) -> None:
     """Raise :class:`InvalidEvent` for the first broken rule of docs/events.md §2."""
+    _required_keys(event, cleaned=False)
+    _event_rules(event)
+    unique_key = event["unique_key"]
+    if BAD_TEXT_RE.search(unique_key):
+        raise InvalidEvent("text:unique_key", "unique_key holds a control character or a lone surrogate")
+    if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
+        _check_size(event)
+
+
+#: In the JSON text of a nested value (``ensure_ascii=False``), a string holding a character of
+#: :data:`BAD_TEXT_RE` leaves either the escape of a C0 control but tab and newline (``\\r``, ``\\b``,
+#: ``\\f``, ``\\u00XX``; an escaped backslash before such a letter matches too, a false alarm that
+#: costs only the reference path) or a DEL, C1 control or lone surrogate, left raw.
+_ESCAPED_CONTROL_RE = re.compile(r"\\(?:[rbf]|u00[01])")
+_RAW_BAD_RE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def _nested_needs_cleaning(text: str) -> bool:
+    """Whether the JSON text of a nested value may hold a string :func:`clean_value` would change."""
+    if "\\" in text and _ESCAPED_CONTROL_RE.search(text):
+        return True
+    if text.isascii():  # of the raw ones, ASCII text can hold only a DEL
+        return "\x7f" in text
+    return _RAW_BAD_RE.search(text) is not None
+
+
+#: Nested values as JSON text (validation needs it strict: NaN is no JSON).
+_nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
+
+
+class _Reference(Exception):
+    """Raised inside :func:`check_event` for what only the reference path decides."""
+
+
+def check_event(event: MutableMapping[str, Any]) -> list[str]:
+    """:func:`clean_event` then :func:`validate_event`, in one pass: the keys cleaned, or
+    :class:`InvalidEvent` for the first broken rule. What the event pipeline runs.
+
+    Each top-level value is looked at once: a string is cleaned if it must be and its JSON size bound
+    is taken from its length; a nested value (list, dict) is serialised once by the C encoder, which
+    proves it JSON and gives its size, and its text shows whether any string in it needs cleaning.
+    Anything else (a nested string to clean, a value that is not plain JSON, a subclass of str or dict,
+    a key that is not a clean string) is left to the reference functions, on the untouched event,
+    so the two paths always give the same event, keys and error (``tests/test_schema.py`` holds them
+    to it on every recording and on hostile variants)."""
+    try:
+        cleaned, size = _clean_plain(event)
+    except _Reference:
+        changed = clean_event(event)
+        validate_event(event)
+        return changed
+    for key, value in cleaned:
+        event[key] = value  # same keys: the dict's size does not change
+    _check_rules(event, size)
+    return [key for key, _ in cleaned]
+
+
+#: The keys of events seen (joined) that hold nothing to clean.
+_CLEAN_KEYS: set[str] = set()
+_CLEAN_KEYS_MAX = 4096
+
+
+def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
+    """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
+    without changing ``event``; :class:`_Reference` for anything the reference path must decide.
+
+    The strings are checked together (one scan of their joined text for what :data:`BAD_TEXT_RE`
+    finds); only when it finds something is each looked at, by its key's rule (``source_text`` keeps
+    its controls, URLs are not cleaned: validation refuses a bad one)."""
+    try:
+        keys = "".join(event)
+    except TypeError:
+        raise _Reference from None
+    if keys not in _CLEAN_KEYS:  # the events of a spider mostly have the same keys
+        if needs_cleaning(keys):
+            raise _Reference
+        if len(_CLEAN_KEYS) >= _CLEAN_KEYS_MAX:
+            _CLEAN_KEYS.clear()
+        _CLEAN_KEYS.add(keys)
+    size = 2 + 6 * len(keys) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
+    texts = []
+    nested = []
+    cleaned = []
+    for value in event.values():
+        kind = type(value)
+        if kind is str:
+            texts.append(value)
+        elif value is None or kind is bool:
+            size += 5
+        elif kind is int:
+            if not -_INT_BOUND < value < _INT_BOUND:
+                raise _Reference
+            size += 21
+        elif kind is float:
+            if not math.isfinite(value):
+                raise _Reference
+            size += 24
+        elif kind is list or kind is dict or kind is tuple:
+            nested.append(value)
+        else:
+            raise _Reference
+    text = "".join(texts)
+    size += 6 * len(text) + 2 * len(texts)
+    if needs_cleaning(text):  # some string holds something: each is looked at, by its key's rule
+        for key, value in event.items():
+            if type(value) is not str or key in URL_KEYS:
+                continue
+            pattern = SURROGATE_RE if key == "source_text" else BAD_TEXT_RE
+            if needs_cleaning(value, pattern):
+                cleaned.append((key, clean_text(value, pattern)))
+    if nested:
+        try:
+            text = _nested_json(nested)  # all of them in one call of the C encoder
+        except Exception:  # not JSON (a set, NaN, a cycle, too deep): the reference says which
+            raise _Reference from None
+        if _nested_needs_cleaning(text):
+            raise _Reference
+        size += len(text) if text.isascii() else 4 * len(text)
+    return cleaned, size
+
+
+def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
+    """:func:`validate_event`'s rules in its order, for an event :func:`_clean_plain` cleaned: every
+    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON."""
+    if not _required_keys_hold(event):
+        _required_keys(event, cleaned=True)  # raises for the first one broken
+    _event_rules(event)
+    if size_bound >= MAX_DOCUMENT_BYTES:
+        _check_size(event)
+
+
+def _required_keys(event: Mapping[str, Any], *, cleaned: bool) -> None:
+    """Each required key's rules, in :data:`EVENT_KEYS` order; the text rule only for an event that
+    :func:`_clean_plain` did not clean (after it, the rule cannot fail: every string is clean)."""
     for key, nullable in EVENT_KEYS.items():
         if key not in event:
             raise InvalidEvent("missing:%s" % key, "required key %r is missing" % key)
@@ -203,17 +370,76 @@ def validate_event(event: Mapping[str, Any]) -> None:
             )
         if not value.strip() and key not in MAY_BE_EMPTY:
             raise InvalidEvent("empty:%s" % key, "key %r may not be empty" % key)
-        if key not in URL_KEYS and (SURROGATE_RE if key == "source_text" else BAD_TEXT_RE).search(value):
+        if (
+            not cleaned
+            and key not in URL_KEYS
+            and (SURROGATE_RE if key == "source_text" else BAD_TEXT_RE).search(value)
+        ):
             raise InvalidEvent("text:%s" % key, "key %r holds a control character or a lone surrogate" % key)
-    if event["branch"] not in BRANCHES:
+
+
+_NOT_NULL_KEYS = tuple(key for key, nullable in EVENT_KEYS.items() if not nullable)
+_read_not_null = operator.itemgetter(*_NOT_NULL_KEYS)
+_NULLABLE_KEYS = tuple(key for key, nullable in EVENT_KEYS.items() if nullable)
+
+
+def _required_keys_hold(event: Mapping[str, Any]) -> bool:
+    """Whether every required key of a plain event keeps its own rules, told by a few calls in C
+    for the keys that may not be null (present, a string, not blank); False when
+    :func:`_required_keys` must say which rule breaks first."""
+    try:
+        if not all(map(str.strip, _read_not_null(event))):  # a blank one
+            return False
+    except (KeyError, TypeError):  # missing, or not a string (None included)
+        return False
+    for key in _NULLABLE_KEYS:
+        if key not in event:
+            return False
+        value = event[key]
+        if value is not None and (type(value) is not str or (key not in MAY_BE_EMPTY and not value.strip())):
+            return False
+    return True
+
+
+#: Datetimes and URLs that kept their rule: the events of a document share their access time,
+#: source URL and often their datetime.
+_VALID_ISO: set[str] = set()
+_VALID_URLS: set[str] = set()
+_VALID_MAX = 4096
+
+
+def _valid_iso(value: str) -> bool:
+    if value in _VALID_ISO:
+        return True
+    parse_iso_utc(value)  # raises ValueError
+    if len(_VALID_ISO) >= _VALID_MAX:
+        _VALID_ISO.clear()
+    _VALID_ISO.add(value)
+    return True
+
+
+def _valid_url(value: str) -> bool:
+    if value in _VALID_URLS:
+        return True
+    if not is_absolute_url(value):
+        return False
+    if len(_VALID_URLS) >= _VALID_MAX:
+        _VALID_URLS.clear()
+    _VALID_URLS.add(value)
+    return True
+
+
+def _event_rules(event: Mapping[str, Any]) -> None:
+    """The rules after each required key's own (both validations share them, in this order)."""
+    if event["branch"] not in _BRANCH_SET:
         raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
-    if event["entity"] not in ENTITIES:
+    if event["entity"] not in _ENTITY_SET:
         raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
     for key in ("datetime", "access_datetime", "end_datetime"):
         if event[key] is None:
             continue
         try:
-            parse_iso_utc(event[key])
+            _valid_iso(event[key])
         except ValueError as exc:
             raise InvalidEvent("datetime:%s" % key, "%s: %s" % (key, exc)) from None
     if event["end_datetime"] is not None and event["end_datetime"] < event["datetime"]:
@@ -221,26 +447,27 @@ def validate_event(event: Mapping[str, Any]) -> None:
             "end_before_start",
             "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
         )
-    for key in ("source_url", "event_url"):
-        if event[key] and not is_absolute_url(event[key]):
+    for key in URL_KEYS:
+        if event[key] and not _valid_url(event[key]):
             raise InvalidEvent(
                 "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
             )
-    if event["source_timezone"] not in pytz.all_timezones_set:
+    if event["source_timezone"] not in _ZONE_SET:
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     validate_ids(event)
     unique_key = event.get("unique_key")
     if not isinstance(unique_key, str) or not unique_key.strip():
         raise InvalidEvent("missing:unique_key", "the event has no unique_key")
-    if BAD_TEXT_RE.search(unique_key):
-        raise InvalidEvent("text:unique_key", "unique_key holds a control character or a lone surrogate")
-    if not 0 <= _json_size_bound(event) < MAX_DOCUMENT_BYTES:
-        try:
-            size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))
-        except (TypeError, ValueError) as exc:
-            raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
-        if size > MAX_DOCUMENT_BYTES:
-            raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
+
+
+def _check_size(event: Mapping[str, Any]) -> None:
+    """The exact JSON size against the limit (when a bound of it is not clearly under)."""
+    try:
+        size = len(json.dumps(dict(event), ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent("not_json", "the event is not JSON-serialisable: %s" % exc) from None
+    if size > MAX_DOCUMENT_BYTES:
+        raise InvalidEvent("too_large", "the event is %d bytes, over %d" % (size, MAX_DOCUMENT_BYTES))
 
 
 def validate_ids(event: Mapping[str, Any]) -> None:

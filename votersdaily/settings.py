@@ -86,6 +86,9 @@ VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
+#: The embedded store's writes run in a process of their own (votersdaily/store/process.py): the
+#: encoding, hashing and SQLite work of every batch leaves the crawl process's lock to the reactor.
+VOTERSDAILY_STORE_PROCESS = True
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
 #: downloading (overlap with slow sources), and Scrapy parks the responses up to SCRAPER_SLOT_MAX_ACTIVE_SIZE.
 VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = True
@@ -98,6 +101,13 @@ VOTERSDAILY_STORE_RETRY_MAX_DELAY = 30.0
 VOTERSDAILY_SPOOL_ENABLED = True
 VOTERSDAILY_SPOOL_DIR = ".votersdaily-spool"
 VOTERSDAILY_RUN_LOG_ENABLED = True
+#: While a crawl runs, the objects from before it started are left out of Python's cyclic garbage
+#: collector (votersdaily/gc_freeze.py): full collections walk only what the crawl made.
+VOTERSDAILY_GC_FREEZE = True
+#: While a crawl runs, Python's youngest generation is collected every this many allocations, not
+#: every 700 (votersdaily/gc_freeze.py: the documents in flight are not walked over and over); 0
+#: keeps Python's threshold.
+VOTERSDAILY_GC_YOUNG_THRESHOLD: Annotated[int, AtLeast(0)] = 50_000
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
@@ -314,6 +324,7 @@ ITEM_PIPELINES = {
 }
 
 EXTENSIONS = {
+    "votersdaily.gc_freeze.FreezeStartupObjects": 0,
     # Before the run log: a reparse's marks and figures are in place when the log is written.
     "votersdaily.reparse.ReparseExtension": 400,
     "votersdaily.redact.RedactSecrets": 0,

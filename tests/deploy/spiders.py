@@ -49,7 +49,9 @@ class DocStorePipeline:
         await maybe_deferred_to_future(self.writer.open())
 
     async def process_item(self, item):
-        await maybe_deferred_to_future(self.writer.add(dict(item)))
+        waiting = self.writer.add(dict(item))
+        if waiting is not None:
+            await maybe_deferred_to_future(waiting)
         return item
 
     async def close_spider(self):

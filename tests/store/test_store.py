@@ -13,6 +13,74 @@ from votersdaily.store.views import DESIGN_ID
 
 DB = "vd_events"
 
+#: The tables of embedded store files made before the rowid document table (verbatim from then): such
+#: files are read and written by the same statements, so the whole suite runs on one of them too.
+EARLIER_EMBEDDED_TABLES = """
+CREATE TABLE IF NOT EXISTS dbs (name TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS docs (
+    db TEXT NOT NULL, id TEXT NOT NULL, rev TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (db, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attachments (
+    db TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    content_type TEXT NOT NULL, digest TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (db, id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS view_rows (
+    db TEXT NOT NULL, view TEXT NOT NULL, k0 TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL,
+    id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS view_rows_key ON view_rows (db, view, k0, k1, k2, id);
+CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
+"""
+
+
+@pytest.fixture(
+    params=[
+        "embedded",
+        "embedded-earlier-tables",
+        "embedded-in-a-process",
+        pytest.param("couchdb", marks=pytest.mark.couchdb),
+    ]
+)
+def store_uri(request, tmp_path):
+    """conftest's fresh stores, an embedded file with the earlier tables, and the embedded store
+    answering from a process of its own (store/process.py: what a crawl's writers write through)."""
+    if request.param == "couchdb":
+        return request.getfixturevalue("couch_uri")
+    path = tmp_path / "store.db"
+    if request.param == "embedded-earlier-tables":
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(EARLIER_EMBEDDED_TABLES)
+    return "sqlite:///%s" % path
+
+
+@pytest.fixture
+def store(request, store_uri):
+    from votersdaily.store.process import StoreProcess
+
+    opened = open_store(store_uri)
+    if request.node.callspec.params.get("store_uri") == "embedded-in-a-process":
+        opened = StoreProcess.of(opened)
+    yield opened
+    opened.close()
+
+
+def test_a_new_embedded_file_has_the_rowid_tables_and_8k_pages(sqlite_uri):
+    import sqlite3
+
+    from votersdaily.store.embedded import EmbeddedStore
+
+    path = EmbeddedStore.path_of(sqlite_uri)
+    open_store(sqlite_uri).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone() == (8192,)
+        tables = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    assert "WITHOUT ROWID" not in tables["docs"] and "WITHOUT ROWID" in tables["view_rows"]
+
 
 def event(i: int, **extra) -> dict:
     doc = {
@@ -387,6 +455,108 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     assert len(report.result.superseded) == 1200 and not report.result.repaired
     live = [d["_id"] for d in db.iter_docs(DB) if "superseded_by" not in d]
     assert sorted(live) == sorted(d["_id"] for d in moved)
+
+
+@pytest.mark.parametrize("size", [10, 2047, 2048, 4095, 100_000])
+def test_embedded_revisions_are_the_md5_of_the_stored_body(sqlite_uri, size):
+    """The body is hashed in pieces that keep Python's lock (store/embedded.py:md5_holding_the_gil):
+    the revision is still the MD5 of the stored JSON, whatever its length."""
+    import hashlib
+    import json
+
+    store = open_store(sqlite_uri)
+    store.ensure_db(DB)
+    doc = event(1, text="x" * size)
+    [answer] = store.bulk_docs(DB, [doc])
+    body = json.dumps({k: v for k, v in doc.items() if k != "_id"}, ensure_ascii=False)
+    assert answer["rev"] == "1-" + hashlib.md5(body.encode("utf-8")).hexdigest()
+    assert store.get(DB, doc["_id"])["_rev"] == answer["rev"]
+
+
+def test_a_view_query_may_read_only_some_fields_of_each_document(db):
+    docs = [event(i, archived=False, nested={"a": [1, 2.5, None]}, text='é\u2028"q"') for i in range(5)]
+    docs.append(event(9))  # without the extra fields
+    upsert(db, DB, docs)
+    full = db.query(DB, "by_parser_unique_key", startkey=["test_parser"], endkey=["test_parser", {}])
+    fields = ("archived", "nested", "text", "title", "missing")
+    cut = db.query(
+        DB, "by_parser_unique_key", startkey=["test_parser"], endkey=["test_parser", {}], fields=fields
+    )
+    assert [r.id for r in cut] == [r.id for r in full] and [r.key for r in cut] == [r.key for r in full]
+    for whole, part in zip(full, cut, strict=True):
+        assert part.doc == {
+            "_id": whole.id,
+            "_rev": whole.doc["_rev"],
+            **{f: whole.doc.get(f) for f in fields},
+        }
+    assert cut[0].doc["archived"] is False
+    one = db.query(DB, "by_parser_unique_key", keys=[["test_parser", "3"]], fields=("title",))
+    assert [r.doc for r in one] == [{"_id": event(3)["_id"], "_rev": full[3].doc["_rev"], "title": "Event 3"}]
+    bare = db.query(
+        DB, "by_parser_unique_key", key=["test_parser", "3"], include_docs=False, fields=("title",)
+    )
+    assert [(r.id, r.doc) for r in bare] == [(event(3)["_id"], None)]
+
+
+def variants_of(doc: dict) -> dict[str, tuple[dict, str]]:
+    """Rewrites of a stored document (derived, one change each) and what an upsert of each must do."""
+    reordered = dict(reversed(list(doc.items())))
+    return {
+        "identical": (dict(doc), "unchanged"),
+        "a new access time": (dict(doc, access_datetime="2026-10-09T00:00:00Z"), "unchanged"),
+        "the keys in another order": (reordered, "unchanged"),
+        "a tuple for a list": (dict(doc, votes=tuple(doc["votes"])), "unchanged"),
+        "a new parser version": (dict(doc, parser_version="2.0"), "updated"),
+        "a new title": (dict(doc, title="Rescheduled"), "updated"),
+        "an integer turned float": (dict(doc, votes=[1.0, 2, True]), "updated"),
+        "a boolean turned integer": (dict(doc, votes=[1, 2, 1]), "updated"),
+        "a key more": (dict(doc, room="Room 1"), "updated"),
+        "a key less": ({k: v for k, v in doc.items() if k != "votes"}, "updated"),
+        "a volatile key less": ({k: v for k, v in doc.items() if k != "access_datetime"}, "unchanged"),
+    }
+
+
+@pytest.mark.parametrize("case", list(variants_of(event(0, votes=[1, 2, True], parser_version="1.0"))))
+def test_a_rewrite_is_unchanged_or_updated_by_its_content_alone(db, case):
+    """The embedded store tells unchanged documents without reading their bodies
+    (EmbeddedStore.compare_stored); whichever path tells it, the outcome is the content's."""
+    doc = event(0, votes=[1, 2, True], parser_version="1.0")
+    upsert(db, DB, [doc], ignore=("access_datetime",), probe=("parser_version",))
+    rewrite, outcome = variants_of(doc)[case]
+    result = upsert(db, DB, [rewrite], ignore=("access_datetime",), probe=("parser_version",))
+    assert getattr(result, outcome) == [doc["_id"]], result
+    import json
+
+    stored = {k: v for k, v in db.get(DB, doc["_id"]).items() if k != "_rev"}
+    expected = doc if outcome == "unchanged" else rewrite  # an unchanged one keeps its first access time
+    assert stored == json.loads(json.dumps(expected))
+
+
+def test_the_embedded_store_tells_what_it_can_without_the_bodies(sqlite_uri):
+    store = open_store(sqlite_uri)
+    store.ensure_db(DB)
+    doc = event(0, votes=[1, 2, True], parser_version="1.0")
+    upsert(store, DB, [doc])
+    told = {
+        case: store.compare_stored(DB, {doc["_id"]: rewrite}, ("access_datetime",), ("parser_version",))[
+            doc["_id"]
+        ].same
+        for case, (rewrite, _) in variants_of(doc).items()
+    }
+    assert told == {
+        "identical": True,
+        "a new access time": True,
+        "the keys in another order": None,  # the whole documents tell
+        "a tuple for a list": True,
+        "a new parser version": False,  # told by the probe alone
+        "a new title": None,
+        "an integer turned float": None,
+        "a boolean turned integer": None,
+        "a key more": None,
+        "a key less": None,
+        "a volatile key less": None,
+    }
+    assert store.compare_stored(DB, {"no-such-id": doc}, ("access_datetime",)) == {}
 
 
 @pytest.mark.parametrize(

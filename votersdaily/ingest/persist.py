@@ -33,6 +33,7 @@ from .result import IngestItem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from twisted.internet import defer
 
     from votersdaily.store.base import Store
     from votersdaily.store.upsert import UpsertResult
@@ -72,6 +73,12 @@ def html_meta_doc(result: dict[str, Any], has_teixml: bool) -> dict[str, Any]:
         "biblio": result.get("html_biblio"),
         "resources": result.get("html_resources"),
     }
+
+
+async def written(waiting: defer.Deferred[None] | None) -> None:
+    """Wait for a writer that holds documents back (what ``CrawlerWriter.add`` answered)."""
+    if waiting is not None:
+        await maybe_deferred_to_future(waiting)
 
 
 class IngestStorePipeline:
@@ -130,7 +137,7 @@ class IngestStorePipeline:
         if result["status"] == "existing" or len(terminal_url) > MAX_TERMINAL_URL:
             self.crawler.stats.inc_value("ingest/not_persisted")
             return item
-        await maybe_deferred_to_future(self.results.add(result_doc(result)))
+        await written(self.results.add(result_doc(result)))
         tei_xml = side.get("tei_xml")
         if tei_xml and result.get("file_meta"):
             sha1hex = result["file_meta"]["sha1hex"]
@@ -148,9 +155,9 @@ class IngestStorePipeline:
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
             row = merge_row(self._pending_rows.get(row["_id"]) or stored, row)
             self._pending_rows[row["_id"]] = row
-            await maybe_deferred_to_future(self.files.add(row))
+            await written(self.files.add(row))
             if result.get("html_body"):
-                await maybe_deferred_to_future(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
+                await written(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
         return item
 
     @staticmethod

@@ -8,7 +8,7 @@ Calls block: callers on the Twisted reactor run them in a thread (see :mod:`.wri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,8 +81,11 @@ class Store(Protocol):
         limit: int | None = None,
         skip: int = 0,
         include_docs: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[Row]:
-        """Rows of a view of :mod:`.views`, ordered by key then id, as CouchDB returns them."""
+        """Rows of a view of :mod:`.views`, ordered by key then id, as CouchDB returns them. With
+        ``fields`` (and ``include_docs``), each row's document holds only ``_id``, ``_rev`` and those
+        fields (``None`` for one it lacks): what a caller reading every document of a parser needs."""
         ...
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None: ...

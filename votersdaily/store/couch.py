@@ -13,7 +13,7 @@ user can crawl and read (docs/operations.md: Users and roles). A refusal is told
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -132,6 +132,13 @@ def refusal(
     if status >= 500:
         return StoreUnavailable("%s answered %s" % (at, said))
     return StoreError("%s answered %s" % (at, said))
+
+
+def _fields_of(doc: dict[str, Any] | None, fields: Iterable[str]) -> dict[str, Any] | None:
+    """``doc`` cut to ``_id``, ``_rev`` and ``fields`` (what ``query(fields=...)`` answers)."""
+    if doc is None:
+        return None
+    return {"_id": doc.get("_id"), "_rev": doc.get("_rev"), **{field: doc.get(field) for field in fields}}
 
 
 class CouchStore:
@@ -312,6 +319,7 @@ class CouchStore:
         limit: int | None = None,
         skip: int = 0,
         include_docs: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[Row]:
         path = "%s/_design/%s/_view/%s" % (self._db(db), DESIGN_NAME, quote(view, safe=""))
         params = _jsonify(
@@ -330,7 +338,10 @@ class CouchStore:
             answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}))
         else:
             answer = self._json("GET", path, params=params)
-        return [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
+        rows = [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
+        if fields is None or not include_docs:
+            return rows
+        return [Row(row.id, row.key, _fields_of(row.doc, fields)) for row in rows]
 
     def install_views(self, db: str) -> bool:
         return install_design(self, db)

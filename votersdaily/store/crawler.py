@@ -12,11 +12,13 @@ lets it).
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from twisted.internet import defer, threads
 
 from votersdaily import scrapy_internals
@@ -24,7 +26,9 @@ from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
 from .base import Store, StoreError
+from .embedded import EmbeddedStore
 from .hooks import WriteHooks
+from .process import StoreProcess
 from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult
 from .writer import BatchWriter, Outage
@@ -55,6 +59,8 @@ class EngineHold:
 
     waiting: int = 0
     paused: bool = False
+    #: When the writers last paused the engine (time.monotonic()).
+    since: float = 0.0
 
 
 @dataclass
@@ -62,6 +68,9 @@ class CrawlWrites:
     """What one crawler's components share to write: its store, writers and their totals."""
 
     store: Store | None = None
+    #: What the writers write through: the store itself, or an embedded store in a process of its
+    #: own (:mod:`.process`).
+    writer_store: Store | None = None
     writers: list[CrawlerWriter] = field(default_factory=list)
     totals: WriteTotals = field(default_factory=WriteTotals)
     #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
@@ -78,6 +87,21 @@ def store_for(crawler: Crawler) -> Store:
         writes.store = open_store(store_uri(crawler.settings), crawler.settings)
         logger.info("votersdaily store: %s", writes.store.display_uri)
     return writes.store
+
+
+def writer_store_for(crawler: Crawler) -> Store:
+    """The store the crawl's writers write through: an embedded store in a process of its own while
+    ``VOTERSDAILY_STORE_PROCESS`` is on (closed when the engine stops), else the crawl's store."""
+    writes = crawl_writes(crawler)
+    if writes.writer_store is None:
+        store = store_for(crawler)
+        if isinstance(store, EmbeddedStore) and crawler.settings.getbool("VOTERSDAILY_STORE_PROCESS"):
+            process = StoreProcess.of(store)
+            crawler.signals.connect(process.close, signal=signals.engine_stopped, weak=False)
+            writes.writer_store = process
+        else:
+            writes.writer_store = store
+    return writes.writer_store
 
 
 def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
@@ -106,18 +130,25 @@ def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
 
 class CrawlerWriter:
     def __init__(
-        self, crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+        self,
+        crawler: Crawler,
+        db: str,
+        *,
+        ignore: Iterable[str] = (),
+        probe: Iterable[str] = (),
+        hooks: WriteHooks | None = None,
     ) -> None:
         self.crawler = crawler
         self.db = db
         self.store = store_for(crawler)
         settings = crawler.settings
         self.batch = BatchWriter(
-            self.store,
+            writer_store_for(crawler),
             db,
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
+            probe=probe,
             hooks=hooks,
             on_result=self._count,
             retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
@@ -142,9 +173,9 @@ class CrawlerWriter:
         return self._opened
 
     def _open_blocking(self) -> None:
-        try:
-            self.store.ensure_db(self.db)
-            self.store.install_views(self.db)
+        try:  # through the store the batches go through (an embedded store's process starts now)
+            self.batch.store.ensure_db(self.db)
+            self.batch.store.install_views(self.db)
         except StoreError as exc:
             # One line, not a traceback per component; the run goes on and its documents are spooled
             # (the run log records the error as the run's result).
@@ -171,11 +202,12 @@ class CrawlerWriter:
     def outage(self) -> Outage:
         return self.batch.outage
 
-    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
-        accepted = self.batch.add(doc)
-        if not accepted.called and self.pause_engine:
-            self._hold_engine(accepted)
-        return accepted
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
+        """Buffer ``doc`` for writing; None, or a Deferred to wait for when the store is behind."""
+        waiting = self.batch.add(doc)
+        if waiting is not None and self.pause_engine:
+            self._hold_engine(waiting)
+        return waiting
 
     def _hold_engine(self, accepted: defer.Deferred[None]) -> None:
         """Pause the engine until every item held back by the crawl's writers is accepted (an
@@ -187,6 +219,7 @@ class CrawlerWriter:
         if hold.waiting == 0 and not scrapy_internals.engine_paused(self.crawler):
             engine.pause()
             hold.paused = True
+            hold.since = time.monotonic()
             self.crawler.stats.inc_value("store/engine_paused")
         hold.waiting += 1
 
@@ -194,6 +227,11 @@ class CrawlerWriter:
             hold.waiting -= 1
             if hold.waiting == 0 and hold.paused:
                 hold.paused = False
+                paused = time.monotonic() - hold.since
+                stats = self.crawler.stats
+                stats.set_value(
+                    "store/engine_paused_seconds", stats.get_value("store/engine_paused_seconds", 0) + paused
+                )
                 # The held item's response finishes scraping next, and the engine then asks for
                 # the next request itself (Scrapy schedules its loop when a request is done).
                 engine.unpause()
@@ -238,8 +276,13 @@ class CrawlerWriter:
 
 
 def writer_for(
-    crawler: Crawler, db: str, *, ignore: Iterable[str] = (), hooks: WriteHooks | None = None
+    crawler: Crawler,
+    db: str,
+    *,
+    ignore: Iterable[str] = (),
+    probe: Iterable[str] = (),
+    hooks: WriteHooks | None = None,
 ) -> CrawlerWriter:
-    writer = CrawlerWriter(crawler, db, ignore=ignore, hooks=hooks)
+    writer = CrawlerWriter(crawler, db, ignore=ignore, probe=probe, hooks=hooks)
     crawl_writes(crawler).writers.append(writer)
     return writer

@@ -14,21 +14,21 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
+from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
-from .revisions import next_rev, not_unicode, rev_number
-from .views import ViewSpec, install_design, views_for
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from .revisions import META_KEYS, next_rev, not_unicode, rev_number
+from .views import install_design, views_for
 
 T = TypeVar("T")
 
@@ -37,13 +37,19 @@ MAX_KEY_PARTS = 3
 KEYS_PER_QUERY = 200
 #: Sorts after every string: CouchDB's ``{}`` as a high key.
 HIGH = "\U0010ffff"
+#: Documents as stored: ``json.dumps(body, ensure_ascii=False)``, by one encoder made once.
+_BODY_JSON = ReusableJsonEncoder(ensure_ascii=False)
 
+#: The tables of a new file. Documents are a rowid table (bodies of a few KB appended in order, not
+#: spread over a B-tree keyed by id) with a unique index on (db, id); view rows are a table keyed by
+#: the view key itself. Files made by earlier versions keep their own tables (documents keyed by
+#: (db, id), view rows with two indexes): every statement below reads and writes both alike.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dbs (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS docs (
     db TEXT NOT NULL, id TEXT NOT NULL, rev TEXT NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (db, id)
-) WITHOUT ROWID;
+    UNIQUE (db, id)
+);
 CREATE TABLE IF NOT EXISTS attachments (
     db TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     content_type TEXT NOT NULL, digest TEXT NOT NULL, data BLOB NOT NULL,
@@ -51,11 +57,14 @@ CREATE TABLE IF NOT EXISTS attachments (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS view_rows (
     db TEXT NOT NULL, view TEXT NOT NULL, k0 TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL,
-    id TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS view_rows_key ON view_rows (db, view, k0, k1, k2, id);
+    id TEXT NOT NULL,
+    PRIMARY KEY (db, view, k0, k1, k2, id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 """
+#: The page size of a new file: a document body of a few KB fits a page more often than with
+#: SQLite's 4 KB default (fewer overflow pages to write and read).
+PAGE_SIZE = 8192
 
 
 def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
@@ -74,15 +83,53 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _view_rows(
-    db: str, doc_id: str, body: dict[str, Any], specs: dict[str, ViewSpec]
-) -> list[tuple[str, ...]]:
-    """The ``view_rows`` of one document: a row per key each view emits for it."""
-    return [
-        (db, view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc_id)
-        for view, spec in specs.items()
-        for key in spec.keys(body)
-    ]
+@functools.cache
+def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[str, ...]]], None]:
+    """``extract(db_name, doc_id, body, rows)``: appends the document's view rows of ``db``'s views
+    (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id)`` with unused key parts ``""``: what
+    :meth:`.views.ViewSpec.keys` emits, one loop over views whose fields were looked up once (views
+    keyed by ids, a row per id, ask the spec itself)."""
+    specs = []
+    for view, spec in views_for(db).items():
+        if not 1 <= spec.width <= MAX_KEY_PARTS:
+            raise StoreError(
+                "embedded views take 1 to %d key parts: %s has %d" % (MAX_KEY_PARTS, view, spec.width)
+            )
+        specs.append((view, spec.fields, spec.where, spec if spec.ids else None))
+
+    def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple[str, ...]]) -> None:
+        get = body.get
+        for view, fields, where, by_ids in specs:
+            if by_ids is not None:
+                for one in by_ids.keys(body):
+                    rows.append((db_name, view, *one, *[""] * (MAX_KEY_PARTS - len(one)), doc_id))
+                continue
+            key = [get(field) for field in fields]
+            for part in key:
+                if not isinstance(part, str):
+                    break
+            else:
+                if where is None or where(body):
+                    key += [""] * (MAX_KEY_PARTS - len(key))
+                    rows.append((db_name, view, *key, doc_id))  # type: ignore[arg-type]  # strings: checked above
+
+    return extract
+
+
+#: hashlib lets other threads run while it hashes this many bytes or more (CPython's
+#: HASHLIB_GIL_MINSIZE): the writer thread then waits for the busy reactor thread to hand the lock
+#: back, up to a switch interval (5 ms) per document.
+_HASH_GIL_MINSIZE = 2048
+
+
+def md5_holding_the_gil(data: bytes) -> str:
+    """``hashlib.md5(data).hexdigest()``, fed in pieces below :data:`_HASH_GIL_MINSIZE` so that
+    hashing a body never gives up Python's lock (a few microseconds of hashing are not worth a
+    5 ms wait for it)."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for start in range(0, len(data), _HASH_GIL_MINSIZE - 1):
+        digest.update(data[start : start + _HASH_GIL_MINSIZE - 1])
+    return digest.hexdigest()
 
 
 def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T]:
@@ -99,6 +146,65 @@ def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T
     return call
 
 
+def docs_by_pages(
+    docs_after: Callable[[str, str], list[dict[str, Any]]], db: str, include_design: bool
+) -> Iterator[dict[str, Any]]:
+    """Every document of ``db`` in id order, a page (``docs_after(db, last id)``) at a time."""
+    after = ""
+    while True:
+        page = docs_after(db, after)
+        if not page:
+            return
+        for doc in page:
+            if include_design or not doc["_id"].startswith("_design/"):
+                yield doc
+        after = page[-1]["_id"]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A stored document as :meth:`EmbeddedStore.compare_stored` tells it: its revision, its
+    attachment stubs, and whether it is the same as the document compared (None: not told)."""
+
+    rev: str
+    attachments: dict[str, Any] | None
+    same: bool | None
+
+
+class _DocColumn:
+    """What a view query reads of each row's document: nothing (no join: a deleted document has no
+    view rows), the whole body, or only ``fields`` (``json_extract`` in SQLite, one small JSON array a
+    row: the body is neither sent to Python nor parsed there)."""
+
+    def __init__(self, include_docs: bool, fields: Sequence[str] | None):
+        self.fields = tuple(fields) if include_docs and fields is not None else None
+        #: The parameters of :attr:`columns` (before the query's own).
+        self.params: list[str] = []
+        if not include_docs:
+            self.columns, self.join = "NULL, NULL", ""
+            return
+        self.join = "JOIN docs d ON d.db = v.db AND d.id = v.id"
+        if self.fields is None:
+            self.columns = "d.rev, d.body"
+            return
+        for field in self.fields:
+            if '"' in field:
+                raise StoreError("a field to read cannot hold a double quote: %r" % field)
+        # Two paths or more: json_extract answers a JSON array only then.
+        self.params = ['$."%s"' % field for field in self.fields] * (2 if len(self.fields) == 1 else 1)
+        self.columns = "d.rev, json_extract(d.body, %s)" % ", ".join("?" * len(self.params))
+
+    def doc(self, doc_id: str, rev: str | None, value: str | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if self.fields is None:
+            return EmbeddedStore._materialise(doc_id, rev or "", value)
+        doc = dict(zip(self.fields, json.loads(value), strict=False))
+        doc["_id"] = doc_id
+        doc["_rev"] = rev
+        return doc
+
+
 class EmbeddedStore:
     def __init__(self, path: str | Path, prefix: str = "") -> None:
         self.path = str(path)
@@ -109,6 +215,11 @@ class EmbeddedStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA page_size=%d" % PAGE_SIZE)  # a new file only; no-op otherwise
+        # Durability: in WAL mode with synchronous=NORMAL a committed batch survives a crash of the
+        # process (the log is written before COMMIT returns) and the file is never corrupted, but
+        # the last batches before a power loss or an OS crash may be rolled back (the log is synced
+        # at checkpoints, not at every commit): the spool and the next run's re-crawl cover that.
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
@@ -214,6 +325,80 @@ class EmbeddedStore:
                     found[doc_id] = self._materialise(doc_id, rev, body)
         return found
 
+    @_unavailable_when_sqlite_cannot
+    def compare_stored(
+        self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
+    ) -> dict[str, Stored]:
+        """What the store holds of each of ``docs`` (by ``_id``), told without reading a body into
+        Python: a :class:`Stored` per stored one (those not stored are left out). Its ``same`` is
+        True when the stored body is the document's but for the ``ignore`` keys: the document with the
+        stored values of those keys serialises to the very text the stored revision is the MD5 of;
+        False when a ``probe`` key (a short string) differs, which proves a change at once (a reparse
+        by a new parser version); None when only the whole documents can tell (another key order,
+        attachments, an id SQLite's text functions cannot carry)."""
+        ignore = tuple(key for key in ignore if key not in META_KEYS)
+        probe = tuple(key for key in probe if key not in ignore)
+        fields = (*probe, *ignore, "_attachments")
+        for field in fields:
+            if '"' in field:
+                raise StoreError("a field to compare cannot hold a double quote: %r" % field)
+        # Two paths or more: json_extract answers a JSON array only then.
+        paths = ['$."%s"' % field for field in fields] * (2 if len(fields) == 1 else 1)
+        ids = [i for i in docs if "\x00" not in i]
+        found: dict[str, Stored] = {}
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                # One row for the chunk: one step of SQLite, one JSON text for Python to read.
+                (answer,) = self._conn.execute(
+                    "SELECT json_group_array(json_array(id, rev, json_extract(body, %s))) FROM docs "  # noqa: S608 - placeholders and fixed SQL fragments only
+                    "WHERE db = ? AND id IN (%s)" % (",".join("?" * len(paths)), ",".join("?" * len(chunk))),
+                    (*paths, name, *chunk),
+                ).fetchone()
+                for doc_id, rev, values in json.loads(answer):
+                    found[doc_id] = self._stored(docs[doc_id], rev, values[: len(fields)], probe, ignore)
+        for doc_id in docs.keys() - set(ids):  # a NUL in the id: read whole
+            stored = self.get(db, doc_id)
+            if stored is not None:
+                found[doc_id] = Stored(stored["_rev"], stored.get("_attachments"), None)
+        return found
+
+    @_unavailable_when_sqlite_cannot
+    def stored_ids(self, db: str, ids: Iterable[str]) -> list[str]:
+        """Which of ``ids`` the store may hold: those it holds, and any it cannot look up by text
+        (a NUL or a lone surrogate; :meth:`compare_stored` reads those whole). What a caller sends
+        :meth:`compare_stored` when the documents are dear to send (:mod:`.process`)."""
+        ids = list(dict.fromkeys(ids))
+        plain = [i for i in ids if "\x00" not in i and not SURROGATE_RE.search(i)]
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            held = self._current_revs(name, plain)
+        return [i for i in ids if i in held or i not in plain]
+
+    @staticmethod
+    def _stored(
+        doc: Mapping[str, Any], rev: str, values: list[Any], probe: Sequence[str], ignore: Sequence[str]
+    ) -> Stored:
+        """One document against what :meth:`compare_stored` read of it (``values``: the stored values
+        of ``probe``, ``ignore`` and ``_attachments``, in that order)."""
+        attachments = values[-1]
+        if attachments is not None or "_attachments" in doc:
+            return Stored(rev, attachments, None)
+        for key, old in zip(probe, values, strict=False):
+            new = doc.get(key)
+            if isinstance(new, str) and (not isinstance(old, str) or old != new):
+                return Stored(rev, None, False)  # the JSON of a string equals only that string's
+        stored = dict(zip(ignore, values[len(probe) : -1], strict=True))
+        candidate = {k: stored.get(k, v) for k, v in doc.items() if k not in ("_id", "_rev")}
+        try:
+            data = _BODY_JSON(candidate).encode("utf-8")
+        except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
+            return Stored(rev, None, None)
+        return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
+
     @staticmethod
     def _materialise(doc_id: str, rev: str, body: str) -> dict[str, Any]:
         doc = json.loads(body)
@@ -223,34 +408,47 @@ class EmbeddedStore:
 
     @_unavailable_when_sqlite_cannot
     def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """CouchDB ``_bulk_docs`` semantics, written as one transaction with batched statements."""
+        """CouchDB ``_bulk_docs`` semantics, written as one transaction of a few multi-row statements."""
         results: list[dict[str, Any]] = []
-        specs = views_for(db)
+        extract = _view_rows_of(db)
         db = self._name(db)
         with self._lock:
             self._require(db)
             with self._transaction():
                 ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
-                rows, view_rows, touched = [], [], []
+                rows: list[tuple[str, ...]] = []
+                view_rows: list[tuple[str, ...]] = []
+                replaced: list[str] = []
                 for doc in docs:
                     answer, row = self._prepare(db, doc, revs)
                     results.append(answer)
                     if row is None:
                         continue
                     doc_id, rev, body, text = row
+                    if doc_id in revs:
+                        replaced.append(doc_id)  # its old view rows go
                     revs[doc_id] = rev
                     rows.append((db, doc_id, rev, text))
-                    touched.append(doc_id)
-                    view_rows += _view_rows(db, doc_id, body, specs)
-                self._delete_view_rows(db, touched)
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, ?, ?, ?)", rows
-                )
-                self._conn.executemany(
-                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)", view_rows
-                )
+                    extract(db, doc_id, body, view_rows)
+                self._delete_view_rows(db, replaced)
+                self._insert_rows("INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES ", rows)
+                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
         return results
+
+    def _insert_rows(self, head: str, rows: list[tuple[str, ...]]) -> None:
+        """``head`` (an ``INSERT … VALUES``) for every row, in as few statements as SQLite's limit of
+        parameters allows (one for a batch, mostly): each statement is one step of SQLite, during which
+        the worker thread does not hold Python's lock, and after which it may wait a switch interval
+        (5 ms) for a busy reactor thread to hand it back; a statement per row would wait per row."""
+        if not rows:
+            return
+        width = len(rows[0])
+        marks = "(%s)" % ",".join("?" * width)
+        per_statement = max(1, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start : start + per_statement]
+            self._conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
 
     def _current_revs(self, db: str, ids: list[str]) -> dict[str, str]:
         revs: dict[str, str] = {}
@@ -291,21 +489,24 @@ class EmbeddedStore:
                 self._conn.execute("DELETE FROM %s WHERE db = ? AND id = ?" % table, (db, doc_id))  # noqa: S608 - placeholders and fixed SQL fragments only
             revs.pop(doc_id, None)
             return {"id": doc_id, "rev": next_rev(current, {}), "ok": True}, None
-        body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
-        text = json.dumps(body, ensure_ascii=False)
+        body = dict(doc)  # a copy, then the meta keys out: the order of the rest is kept
+        del body["_id"]
+        body.pop("_rev", None)
+        attachments = body.pop("_attachments", None)
+        text = _BODY_JSON(body)
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written
             refused = not_unicode(doc)
             assert refused is not None, "the same encoding fails there"  # noqa: S101 - invariant
             return refused, None
-        if "_attachments" in doc or current is not None:
-            stubs = self._write_attachments(db, doc_id, doc.get("_attachments"), current)
+        if attachments is not None or current is not None:
+            stubs = self._write_attachments(db, doc_id, attachments, current)
             if stubs:
                 body["_attachments"] = stubs
-                text = json.dumps(body, ensure_ascii=False)
+                text = _BODY_JSON(body)
                 data = text.encode("utf-8")
-        rev = "%d-%s" % (rev_number(current) + 1, hashlib.md5(data, usedforsecurity=False).hexdigest())
+        rev = "%d-%s" % (rev_number(current) + 1, md5_holding_the_gil(data))
         return {"id": doc_id, "rev": rev, "ok": True}, (doc_id, rev, body, text)
 
     def _write_attachments(
@@ -358,21 +559,18 @@ class EmbeddedStore:
         return None if row is None else bytes(row[0])
 
     def iter_docs(self, db: str, include_design: bool = False) -> Iterator[dict[str, Any]]:
-        last = ""
-        db = self._name(db)
-        while True:
-            with self._lock:
-                self._require(db)
-                rows = self._conn.execute(
-                    "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT 1000",
-                    (db, last),
-                ).fetchall()
-            if not rows:
-                return
-            for doc_id, rev, body in rows:
-                if include_design or not doc_id.startswith("_design/"):
-                    yield self._materialise(doc_id, rev, body)
-            last = rows[-1][0]
+        return docs_by_pages(self.docs_after, db, include_design)
+
+    def docs_after(self, db: str, after: str, limit: int = 1000) -> list[dict[str, Any]]:
+        """Up to ``limit`` documents (design documents too) whose ids sort after ``after``, in order."""
+        name = self._name(db)
+        with self._lock:
+            self._require(name)
+            rows = self._conn.execute(
+                "SELECT id, rev, body FROM docs WHERE db = ? AND id > ? ORDER BY id LIMIT ?",
+                (name, after, limit),
+            ).fetchall()
+        return [self._materialise(doc_id, rev, body) for doc_id, rev, body in rows]
 
     def count(self, db: str) -> int:
         db = self._name(db)
@@ -398,19 +596,21 @@ class EmbeddedStore:
         limit: int | None = None,
         skip: int = 0,
         include_docs: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[Row]:
         spec = views_for(db).get(view)
         if spec is None:
             raise StoreError("database %r has no view %r" % (db, view))
         width = spec.width
         db = self._name(db)
+        select = _DocColumn(include_docs, fields)
         if keys is not None:
-            rows = self._query_keys(db, view, width, keys, descending, include_docs)
+            rows = self._query_keys(db, view, width, keys, descending, select)
             return rows[skip : None if limit is None else skip + limit]
         if key is not None:
             startkey = endkey = key
         where = ["v.db = ?", "v.view = ?"]
-        params: list[Any] = [db, view]
+        params: list[Any] = [*select.params, db, view]
         low, high = (endkey, startkey) if descending else (startkey, endkey)
         if low is not None:
             where.append("(v.k0, v.k1, v.k2) >= (?, ?, ?)")
@@ -420,10 +620,9 @@ class EmbeddedStore:
             params.extend(_key_parts(high, pad=""))
         order = "DESC" if descending else "ASC"
         sql = (
-            "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "  # noqa: S608 - placeholders and fixed SQL fragments only
-            "JOIN docs d ON d.db = v.db AND d.id = v.id WHERE %s "
+            "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s WHERE %s "  # noqa: S608 - placeholders and fixed SQL fragments only
             "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
-            % (" AND ".join(where), order, order, order, order)
+            % (select.columns, select.join, " AND ".join(where), order, order, order, order)
         )
         params.extend([-1 if limit is None else limit, skip])
         with self._lock:
@@ -432,11 +631,11 @@ class EmbeddedStore:
         for doc_id, k0, k1, k2, rev, body in fetched:
             parts = [k0, k1, k2][:width]
             row_key = parts[0] if width == 1 else parts
-            out.append(Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None))
+            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
         return out
 
     def _query_keys(
-        self, db: str, view: str, width: int, keys: list[Any], descending: bool, include_docs: bool
+        self, db: str, view: str, width: int, keys: list[Any], descending: bool, select: _DocColumn
     ) -> list[Row]:
         """Rows of each of ``keys`` in the order given (CouchDB's ``keys``), a few SQL queries for
         all of them rather than one per key (the feeds look up 200 events' keys at a time)."""
@@ -446,13 +645,14 @@ class EmbeddedStore:
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]
             sql = (
-                "SELECT v.id, v.k0, v.k1, v.k2, d.rev, d.body FROM view_rows v "  # noqa: S608 - placeholders and fixed SQL fragments only
-                "JOIN docs d ON d.db = v.db AND d.id = v.id "
+                "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s "  # noqa: S608 - placeholders and fixed SQL fragments only
                 "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
-                % ", ".join(["(?, ?, ?)"] * len(chunk))
+                % (select.columns, select.join, ", ".join(["(?, ?, ?)"] * len(chunk)))
             )
             with self._lock:
-                fetched = self._conn.execute(sql, [db, view, *(p for parts in chunk for p in parts)])
+                fetched = self._conn.execute(
+                    sql, [*select.params, db, view, *(p for parts in chunk for p in parts)]
+                )
                 for row in fetched.fetchall():
                     found.setdefault(tuple(row[1:4]), []).append(row)
         out = []
@@ -460,9 +660,7 @@ class EmbeddedStore:
             for doc_id, k0, k1, k2, rev, body in sorted(found.get(parts, ()), reverse=descending):
                 key_parts = [k0, k1, k2][:width]
                 row_key = key_parts[0] if width == 1 else key_parts
-                out.append(
-                    Row(doc_id, row_key, self._materialise(doc_id, rev, body) if include_docs else None)
-                )
+                out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
         return out
 
     def install_views(self, db: str) -> bool:
@@ -476,7 +674,7 @@ class EmbeddedStore:
 
     @_unavailable_when_sqlite_cannot
     def _rebuild_view_rows(self, db: str) -> None:
-        specs = views_for(db)
+        extract = _view_rows_of(db)
         name = self._name(db)
         with self._lock, self._transaction():
             self._conn.execute("DELETE FROM view_rows WHERE db = ?", (name,))
@@ -484,14 +682,10 @@ class EmbeddedStore:
                 "SELECT id, body FROM docs WHERE db = ? AND id NOT LIKE '\\_design/%' ESCAPE '\\'", (name,)
             )
             for batch in iter(lambda: rows.fetchmany(1000), []):
-                self._conn.executemany(
-                    "INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        row
-                        for doc_id, body in batch
-                        for row in _view_rows(name, doc_id, json.loads(body), specs)
-                    ],
-                )
+                view_rows: list[tuple[str, ...]] = []
+                for doc_id, body in batch:
+                    extract(name, doc_id, json.loads(body), view_rows)
+                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
 
     def close(self) -> None:
         with self._lock:

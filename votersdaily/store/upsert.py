@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Store, StoreError
 from .revisions import same_content
+
+if TYPE_CHECKING:
+    from .embedded import Stored
 
 MAX_CONFLICT_ROUNDS = 8
 #: Conflict rounds back off by a random delay (up to this times 2**round seconds) so two writers
@@ -75,6 +78,53 @@ class UpsertResult:
         self.lost += other.lost
 
 
+@runtime_checkable
+class ComparesStored(Protocol):
+    """A store that tells what it holds of documents without handing their bodies over
+    (:meth:`.embedded.EmbeddedStore.compare_stored`)."""
+
+    def compare_stored(
+        self, db: str, docs: Mapping[str, dict[str, Any]], ignore: Sequence[str], probe: Sequence[str] = ()
+    ) -> dict[str, Stored]: ...
+
+
+@dataclass
+class _Existing:
+    """A stored document as the comparison needs it: its revision and attachment stubs, and either
+    the verdict (same or not) or the whole document to compare."""
+
+    rev: str
+    attachments: dict[str, Any] | None = None
+    same: bool | None = None
+    doc: dict[str, Any] | None = None
+
+    def same_as(self, new: dict[str, Any], ignore: tuple[str, ...]) -> bool:
+        if self.same is not None:
+            return self.same
+        assert self.doc is not None, "without a verdict the whole document was read"  # noqa: S101 - invariant
+        return same_content(self.doc, new, ignore)
+
+
+def _existing(
+    store: Store, db: str, pending: dict[str, dict[str, Any]], ignore: tuple[str, ...], probe: tuple[str, ...]
+) -> dict[str, _Existing]:
+    """What the store holds of the ``pending`` documents: told by the store where it can
+    (``compare_stored``), else (and for what it cannot tell) read whole."""
+    told: dict[str, _Existing] = {}
+    if isinstance(store, ComparesStored):
+        for doc_id, stored in store.compare_stored(db, pending, ignore, probe).items():
+            told[doc_id] = _Existing(stored.rev, stored.attachments, stored.same)
+        unread = [doc_id for doc_id, existing in told.items() if existing.same is None]
+    else:
+        unread = list(pending)
+    for doc_id, doc in store.get_many(db, unread).items() if unread else ():
+        told[doc_id] = _Existing(doc["_rev"], doc.get("_attachments"), None, doc)
+    for doc_id in unread:
+        if told.get(doc_id) is not None and told[doc_id].doc is None:
+            del told[doc_id]  # gone meanwhile: written as new (a conflict if it comes back)
+    return told
+
+
 def upsert(
     store: Store,
     db: str,
@@ -82,6 +132,7 @@ def upsert(
     ignore: Iterable[str] = (),
     insert_first: bool = False,
     before_write: Callable[[list[dict[str, Any]]], None] | None = None,
+    probe: Iterable[str] = (),
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -90,8 +141,11 @@ def upsert(
     ``conflict``) are read, compared and updated. Either way the outcome is the same.
     ``before_write`` is called with the documents about to be written (never with unchanged ones),
     before each write: a hook that reads what the store held before the batch does it there.
+    ``probe``: keys whose stored value, when it differs, proves a document changed (a store that
+    compares for itself reads them first; for events, ``parser_version``).
     """
     ignore = tuple(ignore)
+    probe = tuple(probe)
     result = UpsertResult()
     pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
@@ -105,7 +159,7 @@ def upsert(
         existing_ids = {}
         if before_write is not None:
             before_write(list(pending.values()))
-        for answer in store.bulk_docs(db, [dict(doc) for doc in pending.values()]):
+        for answer in store.bulk_docs(db, list(pending.values())):  # a store never changes what it writes
             doc_id = answer["id"]  # every answer names its document (Store.bulk_docs)
             if "error" not in answer:
                 result.inserted.append(doc_id)
@@ -119,19 +173,19 @@ def upsert(
             break
         if round_:
             time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
-        existing = store.get_many(db, pending)
+        existing = _existing(store, db, pending, ignore, probe)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():
             old = existing.get(doc_id)
             if old is None:
                 writes.append(dict(doc))
                 kinds[doc_id] = "inserted"
-            elif same_content(old, doc, ignore):
+            elif old.same_as(doc, ignore):
                 result.unchanged.append(doc_id)
             else:
-                new = dict(doc, _rev=old["_rev"])
-                if "_attachments" in old and "_attachments" not in doc:
-                    new["_attachments"] = old["_attachments"]
+                new = dict(doc, _rev=old.rev)
+                if old.attachments is not None and "_attachments" not in doc:
+                    new["_attachments"] = old.attachments
                 writes.append(new)
                 kinds[doc_id] = "updated"
         retry = {}

@@ -70,7 +70,7 @@ class Outage:
 
 
 class BatchWriter:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every knob a keyword, each default from settings.py
         self,
         store: Store,
         db: str,
@@ -78,6 +78,7 @@ class BatchWriter:
         batch_size: int = DEFAULTS["VOTERSDAILY_BATCH_SIZE"],
         max_pending: int = DEFAULTS["VOTERSDAILY_MAX_PENDING_BATCHES"],
         ignore: Iterable[str] = (),
+        probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
         retry_times: int = DEFAULTS["VOTERSDAILY_STORE_RETRY_TIMES"],
@@ -90,6 +91,8 @@ class BatchWriter:
         self.batch_size = batch_size
         self.max_pending = max_pending
         self.ignore = tuple(ignore)
+        #: Keys whose stored value, when it differs, proves a document changed (see upsert).
+        self.probe = tuple(probe)
         self.hooks = hooks
         self.on_result = on_result
         self.retry_times = retry_times
@@ -121,7 +124,9 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
-    def add(self, doc: dict[str, Any]) -> defer.Deferred[None]:
+    def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
+        """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
+        (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
@@ -129,7 +134,7 @@ class BatchWriter:
             waiter: defer.Deferred[None] = defer.Deferred()
             self._waiters.append(waiter)
             return waiter
-        return defer.succeed(None)
+        return None
 
     def take_unwritten(self) -> list[dict[str, Any]]:
         """The documents buffered and not yet handed to a batch, now this caller's to keep (a forced
@@ -199,6 +204,7 @@ class BatchWriter:
             batch,
             self.ignore,
             insert_first=self._expect_new,
+            probe=self.probe,
             before_write=None
             if hooks is None
             else lambda docs: hooks.before_write(self.store, self.db, docs),

@@ -1,0 +1,171 @@
+"""The embedded store in a process of its own (votersdaily/store/process.py): what a crawl's writers
+write through. The behaviour suite of tests/store/test_store.py runs on it too ("embedded-in-a-process");
+here, what a process adds: it dies, its crawl dies, Ctrl-C, a crawl's writers use it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from tests.support.services import REPO
+from votersdaily.store import StoreUnavailable, open_store
+from votersdaily.store.crawler import writer_store_for
+from votersdaily.store.embedded import EmbeddedStore
+from votersdaily.store.process import PackedDocs, StoreProcess
+from votersdaily.store.upsert import upsert
+
+DB = "vd_events"
+
+
+def doc(i: int) -> dict:
+    return {"_id": "doc-%d" % i, "title": "Event %d" % i}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (ended, not yet reaped by its parent) is not alive either
+    with open("/proc/%d/stat" % pid) as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def process(sqlite_uri):
+    store = StoreProcess.of(open_store(sqlite_uri))
+    store.ensure_db(DB)
+    yield store
+    store.close()
+
+
+def test_a_child_that_dies_is_an_unavailable_store_and_the_next_call_starts_another(process, sqlite_uri):
+    upsert(process, DB, [doc(1)])
+    first = process._process.pid
+    os.kill(first, signal.SIGKILL)
+    with pytest.raises(StoreUnavailable, match="its process ended"):
+        process.bulk_docs(DB, [doc(2)])
+    assert upsert(process, DB, [doc(2)]).inserted == ["doc-2"]
+    assert process._process.pid != first
+    assert sorted(d["_id"] for d in open_store(sqlite_uri).iter_docs(DB)) == ["doc-1", "doc-2"]
+
+
+def test_ctrl_c_is_left_to_the_crawl_process(process):
+    process.ensure_db(DB)
+    os.kill(process._process.pid, signal.SIGINT)
+    assert upsert(process, DB, [doc(1)]).inserted == ["doc-1"]
+
+
+def test_closing_ends_the_child(process):
+    process.ensure_db(DB)
+    pid = process._process.pid
+    process.close()
+    assert wait_gone(pid)
+
+
+def test_the_child_never_outlives_a_killed_crawl_process(sqlite_uri, tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from votersdaily.store import open_store
+        from votersdaily.store.process import PackedDocs, StoreProcess
+        store = StoreProcess.of(open_store(sys.argv[1]))
+        store.ensure_db("vd_events")
+        print(store._process.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    crawl = subprocess.Popen(
+        [sys.executable, "-c", script, sqlite_uri], stdout=subprocess.PIPE, text=True, cwd=tmp_path, env=env
+    )
+    try:
+        child = int(crawl.stdout.readline())
+        assert alive(child)
+        crawl.kill()
+        crawl.wait()
+        assert wait_gone(child)
+    finally:
+        crawl.kill()
+
+
+def test_errors_come_back_as_raised(process):
+    from votersdaily.store import StoreError
+
+    with pytest.raises(StoreError, match="does not exist"):
+        process.get_many("vd_nowhere", ["x"])
+    assert upsert(process, DB, [doc(1)]).inserted == ["doc-1"]  # and the child serves on
+
+
+def test_a_crawls_writers_write_through_it_unless_switched_off(sqlite_uri, monkeypatch):
+    monkeypatch.setenv("VOTERSDAILY_STORE", sqlite_uri)
+    on = get_crawler(Spider, {"VOTERSDAILY_STORE_PROCESS": True})
+    off = get_crawler(Spider, {"VOTERSDAILY_STORE_PROCESS": False})
+    assert isinstance(writer_store_for(on), StoreProcess)
+    assert isinstance(writer_store_for(off), EmbeddedStore)
+    writer_store_for(on).close()
+
+
+def test_it_compares_what_the_store_holds_sending_only_those_documents(process, sqlite_uri, monkeypatch):
+    """compare_stored through the process tells what the store itself tells; the documents the store
+    does not hold (a first crawl's) are not sent for it (they go once, with the write)."""
+    held = [dict(doc(i), access_datetime="2026-01-01T00:00:00Z") for i in range(3)]
+    upsert(process, DB, held)
+    asked = [
+        dict(held[0]),
+        dict(held[1], title="Moved"),
+        dict(held[2], access_datetime="2026-02-02T00:00:00Z"),
+    ]
+    new = [doc(i) for i in range(3, 6)]
+    docs = {d["_id"]: d for d in asked + new}
+    sent: list[tuple[str, tuple]] = []
+    call = process._call
+    monkeypatch.setattr(process, "_call", lambda name, *a, **k: sent.append((name, a)) or call(name, *a, **k))
+    told = process.compare_stored(DB, docs, ("access_datetime",))
+    assert told == EmbeddedStore.from_uri(sqlite_uri).compare_stored(DB, docs, ("access_datetime",))
+    assert sorted(told) == ["doc-0", "doc-1", "doc-2"] and told["doc-0"].same and told["doc-2"].same
+    assert [name for name, _ in sent] == ["stored_ids", "compare_stored"]
+    assert sorted(sent[1][1][1].unpack()) == ["doc-0", "doc-1", "doc-2"]
+    sent.clear()
+    assert process.compare_stored(DB, {d["_id"]: d for d in new}, ("access_datetime",)) == {}
+    assert [name for name, _ in sent] == ["stored_ids"]
+
+
+def test_stored_ids_keeps_what_it_cannot_look_up(sqlite_uri):
+    store = EmbeddedStore.from_uri(sqlite_uri)
+    store.ensure_db(DB)
+    upsert(store, DB, [doc(1), {"_id": "nul\x00id", "title": "x"}])
+    assert store.stored_ids(DB, ["doc-1", "doc-2", "nul\x00id", "other\x00", "doc-1"]) == [
+        "doc-1",
+        "nul\x00id",
+        "other\x00",
+    ]
+
+
+def test_documents_cross_to_the_child_pickled_one_by_one_and_come_back_whole():
+    """PackedDocs: what bulk_docs and compare_stored send; a list stays a list, a mapping a mapping,
+    shared and nested values each document's own."""
+    shared = {"nested": [1, 2.5, None, {"é": "\u2028"}]}
+    docs = [dict(doc(i), extra=shared, votes=(1, True)) for i in range(3)]
+    assert PackedDocs(docs).unpack() == docs
+    by_id = {d["_id"]: d for d in docs}
+    back = PackedDocs(by_id).unpack()
+    assert back == by_id and list(back) == list(by_id)
+    assert back["doc-0"]["extra"] is not back["doc-1"]["extra"]
