@@ -140,28 +140,3 @@ def test_answers_of_every_size_and_errors_come_back_whole(pool):
 
     values, sizes = asyncio.run(scenario())
     assert [len(v) for v in values] == sizes
-
-
-def test_a_pool_started_in_the_background_answers_once_it_is_up():
-    """start_soon (the crawl's spider_opened) starts the processes in a thread of its own: the
-    first call waits for them and runs in one of them."""
-    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
-    try:
-        pool.start_soon()
-        pool.start_soon()  # one start at a time
-        pids = asyncio.run(_gather(pool, 4))
-        assert os.getpid() not in pids
-        assert pool._starting is None and pool._executor is not None
-    finally:
-        pool.close()
-
-
-async def _gather(pool: ExtractPool, n: int) -> set[int]:
-    return set(await asyncio.gather(*(pool.run(slow_pid, 0.0) for _ in range(n))))
-
-
-def test_a_pool_closed_while_it_starts_leaves_no_process_behind():
-    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
-    pool.start_soon()
-    pool.close()
-    assert pool._executor is None and pool._starting is None and pool._answers is None

@@ -141,7 +141,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.room = DownloaderRoom(crawler)
         spider.resource_streams = ResourceStreams(crawler, spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
-        crawler.signals.connect(spider.extract.start_soon, signal=scrapy.signals.spider_opened)
+        crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
         crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)

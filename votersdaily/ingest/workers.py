@@ -29,9 +29,8 @@ import os
 import pickle
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,8 +160,6 @@ class ExtractPool:
         self._executor: ProcessPoolExecutor | None = None
         #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
         self._answers: str | None = None
-        #: A start running in a thread of its own (:meth:`start_soon`), until it is done.
-        self._starting: Future[None] | None = None
 
     def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
@@ -179,39 +176,9 @@ class ExtractPool:
         for _ in range(self.processes):
             self._executor.submit(_warm)
 
-    def start_soon(self, *args: Any, **kwargs: Any) -> None:
-        """:meth:`start` in a thread of its own (a signal handler: ``spider_opened``): the fork
-        server's start and preload (a second or more of imports) no longer hold the reactor, so the
-        first pages download meanwhile; the first extraction waits for it."""
-        if self.processes <= 0 or self._executor is not None or self._starting is not None:
-            return
-        starting: Future[None] = Future()
-
-        def start() -> None:
-            try:
-                self.start()
-            except BaseException as exc:  # told to the first run (which starts again) and to close()
-                starting.set_exception(exc)
-            else:
-                starting.set_result(None)
-
-        self._starting = starting
-        threading.Thread(target=start, name="extract-start", daemon=True).start()
-
-    async def _started(self) -> None:
-        """Wait for a :meth:`start_soon` under way (a failed one is left to :meth:`start` again)."""
-        starting = self._starting
-        if starting is None:
-            return
-        with contextlib.suppress(Exception):
-            await asyncio.wrap_future(starting)
-        if self._starting is starting:
-            self._starting = None
-
     async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             return await run_in_thread(func, *args)
-        await self._started()
         for attempt in (1, 2):
             if self._executor is None:
                 self.start()
@@ -252,10 +219,6 @@ class ExtractPool:
             self.crawler.stats.inc_value(key)
 
     def close(self, *args: Any, **kwargs: Any) -> None:
-        starting, self._starting = self._starting, None
-        if starting is not None:  # the executor it makes is shut down below, not left running
-            with contextlib.suppress(Exception):
-                starting.result()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
