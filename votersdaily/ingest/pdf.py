@@ -6,9 +6,12 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import os
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +23,7 @@ from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import BinaryIO
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
@@ -81,24 +85,72 @@ _PDFTOPPM_ARGS = (
 )
 
 
-def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
+#: Seconds a page-0 render may take, from its start.
+_RENDER_TIMEOUT = 30.0
+
+
+def render_page0(blob: bytes, timeout: float = _RENDER_TIMEOUT) -> bytes | None:
     """A JPEG of the first page, 180 px wide, by poppler's ``pdftoppm``; None when it is not
     installed or fails (sandcrawler renders with poppler too, and also drops tiny images)."""
-    if PDFTOPPM is None:
-        return None
+    return PageZeroRender(blob, timeout).result()
+
+
+class PageZeroRender:
+    """``pdftoppm`` started on a PDF at once, its JPEG collected by :meth:`result`: the render runs
+    on another core while the extraction process reads the text (it waited ~10 ms per PDF for it
+    before). The same program, arguments and input as one blocking run, so the same bytes; the
+    timeout counts from the start, as it did."""
+
+    def __init__(self, blob: bytes, timeout: float) -> None:
+        self.deadline = time.monotonic() + timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        if PDFTOPPM is None:
+            return
+        try:
+            with _readable_copy(blob) as source:
+                self.process = subprocess.Popen(  # noqa: S603 - a fixed program and arguments; the PDF comes on stdin
+                    [PDFTOPPM, *_PDFTOPPM_ARGS],
+                    stdin=source,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+        except OSError:
+            self.process = None
+
+    def result(self) -> bytes | None:
+        """The JPEG, or None (not installed, failed, too small, or past the timeout)."""
+        process, self.process = self.process, None
+        if process is None:
+            return None
+        try:
+            out, _ = process.communicate(timeout=max(self.deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return None
+        if process.returncode != 0 or len(out) < 50:
+            return None
+        return out
+
+    def cancel(self) -> None:
+        """No thumbnail after all (the PDF did not parse): stop the render and reap it."""
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.communicate()
+
+
+def _readable_copy(blob: bytes) -> BinaryIO:
+    """The PDF as a file at its start, for the renderer's stdin: a memory file (no disk, no
+    pipe to feed while the renderer runs), or a temporary file where there is none."""
     try:
-        done = subprocess.run(  # noqa: S603 - a fixed program and arguments; the PDF goes to stdin
-            [PDFTOPPM, *_PDFTOPPM_ARGS],
-            input=blob,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0 or len(done.stdout) < 50:
-        return None
-    return done.stdout
+        handle: BinaryIO = os.fdopen(os.memfd_create("pdf", os.MFD_CLOEXEC), "w+b")
+    except (AttributeError, OSError):
+        handle = tempfile.TemporaryFile()
+    handle.write(blob)
+    handle.flush()
+    handle.seek(0)
+    return handle
 
 
 def extract_pdf(
@@ -106,22 +158,52 @@ def extract_pdf(
     max_pages: int = DEFAULTS["INGEST_PDF_MAX_PAGES"],
     max_text_chars: int = 5_000_000,
     thumbnail: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"],
+    sha1hex: str | None = None,
 ) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
     version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
     ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
-    ``max_pages`` pages."""
-    sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+    ``max_pages`` pages. ``sha1hex``: the blob's SHA-1 when the caller has it already.
+
+    The thumbnail renders in its own process while the text is read (:class:`PageZeroRender`),
+    started once the page tree says there is a first page."""
+    if sha1hex is None:
+        sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+    renders: list[PageZeroRender] = []
+    try:
+        meta, text = _read_pdf(blob, sha1hex, max_pages, max_text_chars, thumbnail, renders)
+        thumb = renders[0].result() if renders and meta["status"] == "success" else None
+    finally:
+        for render in renders:  # one not collected (a parse error, an exception) is stopped
+            render.cancel()
+    if meta["status"] != "success":
+        return meta, "", None
+    meta["has_page0_thumbnail"] = thumb is not None
+    return meta, text, thumb
+
+
+def _read_pdf(
+    blob: bytes,
+    sha1hex: str,
+    max_pages: int,
+    max_text_chars: int,
+    thumbnail: bool,
+    renders: list[PageZeroRender],
+) -> tuple[dict[str, Any], str]:
+    """(``pdf_meta``, text) of :func:`extract_pdf`; the thumbnail's render, when wanted and there
+    is a first page, is started and appended to ``renders``."""
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:
             try:
                 reader.decrypt("")
             except Exception:
-                return _pdf_meta(sha1hex, "encrypted", "encrypted PDF"), "", None
+                return _pdf_meta(sha1hex, "encrypted", "encrypted PDF"), ""
         page_count = len(reader.pages)
+        if thumbnail and page_count:
+            renders.append(PageZeroRender(blob, _RENDER_TIMEOUT))
         texts = []
         for page in reader.pages[:max_pages]:
             texts.append(page.extract_text() or "")
@@ -132,7 +214,7 @@ def extract_pdf(
         permanent_id, update_id = _trailer_ids(reader)
         meta_xml = _meta_xml(reader)
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
-        return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), "", None
+        return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), ""
     text = "\n\f".join(texts)[:max_text_chars]
     extra = {
         "page0_height": float(first_page.mediabox.height) if first_page is not None else None,
@@ -142,10 +224,8 @@ def extract_pdf(
         "update_id": update_id,
         "pdf_version": (reader.pdf_header or "").replace("%PDF-", "") or None,
     }
-    thumb = render_page0(blob) if thumbnail and page_count else None
     meta = _pdf_meta(sha1hex, "success", None)
     meta.update(
-        has_page0_thumbnail=thumb is not None,
         meta_xml=meta_xml,
         pdf_info=info,
         pdf_extra=extra,
@@ -153,7 +233,7 @@ def extract_pdf(
         text_chars=len(text),
         word_count=len(text.split()),
     )
-    return meta, text, thumb
+    return meta, text
 
 
 def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:
