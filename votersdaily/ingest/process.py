@@ -191,10 +191,12 @@ def process_html_bytes(
 def process_pdf(
     body: bytes, config: IngestConfig, sha1hex: str | None = None
 ) -> tuple[dict[str, Any], str, bytes | None]:
-    """(pdf_meta, text, page-0 thumbnail or None); ``sha1hex``: the body's, when already known."""
+    """(pdf_meta, text, None): the page-0 thumbnail is the spider's to render
+    (:meth:`~votersdaily.ingest.spider.IngestSpider._page0`), so an extraction process never waits
+    for ``pdftoppm``. ``sha1hex``: the body's, when already known."""
     from .pdf import extract_pdf  # imported here: see process_html
 
-    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails, sha1hex=sha1hex)
+    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=False, sha1hex=sha1hex)
 
 
 def xml_error(body: bytes) -> str | None:
