@@ -11,12 +11,13 @@ run log for the spiders still open. Here:
   stat ``interrupt/not_fetched``. A spider whose work is done closes as ``finished``; the others stop
   after the requests in flight (Scrapy's graceful ``shutdown``, which components such as the
   laundromat's downloads watch for); a spider still opening (its pipelines waiting for the store)
-  stops so as soon as its engine runs, before it sends a request. A run that left nothing out (all its work was in flight and
-  finished) keeps its own result; one that did is recorded ``interrupted`` (see
-  :class:`votersdaily.extensions.RunLog`), not as a failure;
-* the second stops now: the reactor stops, and each spider still open spools its run log and the
-  documents its writers held (``RunLog.forced_stop``), delivered by the next run or ``flush``. A
-  store write already in flight in a thread still finishes (or times out) before the process ends;
+  stops so as soon as its engine runs, before it sends a request. A run that left nothing out (all
+  its work was in flight and finished) keeps its own result; one that did is recorded
+  ``interrupted`` (see :class:`votersdaily.extensions.RunLog`), not as a failure;
+* the second stops now: the reactor stops, and each spider still open (or still opening) spools its
+  run log and the documents its writers held (``RunLog.forced_stop``), delivered by the next run or
+  ``flush``. A store write already in flight in a thread still finishes (or times out) before the
+  process ends;
 * a third ends the process at once, without waiting for those writes (their documents are still in
   the spiders' sources: the next run stores them).
 
@@ -36,6 +37,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from votersdaily import scrapy_internals
+from votersdaily import signals as vd_signals
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
@@ -216,7 +218,10 @@ class Interrupts:
         # Scrapy stops its crawlers gracefully before the reactor shuts down (and waits for that):
         # marked as stopped already, they are left as they are, and each spools its run log instead.
         for crawler in self.process.crawlers:
+            opening = scrapy_internals.is_crawling(crawler) and not scrapy_internals.engine_running(crawler)
             scrapy_internals.mark_stopped(crawler)
+            if opening:
+                crawler.signals.send_catch_log(vd_signals.stopped_while_opening, spider=crawler.spider)
         reactor = installed_reactor()
         if reactor.running:
             reactor.stop()
