@@ -469,7 +469,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         common: dict[str, Any],
     ) -> IngestItem:
         pdf_meta, text, thumbnail = pdf
-        if thumbnail is None and self.config.pdf_thumbnails:
+        if thumbnail is None:
             pdf_meta, thumbnail = await self._page0(body, pdf_meta)
         side["pdf_text"] = text
         side["pdf_thumbnail"] = thumbnail
@@ -495,7 +495,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         ``pdftoppm`` from a thread of this process, as many at once as there are extraction
         processes: the render is a process of its own, so the extraction processes read the next
         documents meanwhile instead of waiting for it (they spent most of a PDF's time there)."""
-        if not page0_renderable(pdf_meta):
+        if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS
             return pdf_meta, None
         async with self.renders:
             thumbnail = await run_in_thread(render_page0, body)
