@@ -271,9 +271,10 @@ def test_web_and_file_urls_pass():
 # -- the one pass the pipeline runs (check_event) against the reference (clean_event, validate_event) --
 
 
-def recorded_events() -> list[dict]:
-    """Every event the event spiders parse from their shipped recordings (listings followed to the
-    recordings beside them), as the validation pipeline receives it (times normalised)."""
+def recorded_items():
+    """``(crawler, item)`` for every event the event spiders parse from their shipped recordings
+    (listings followed to the recordings beside them), as the spider yields it (the crawler is its
+    spider's)."""
     from pathlib import Path
     from urllib.parse import urlsplit
     from urllib.request import url2pathname
@@ -285,7 +286,6 @@ def recorded_events() -> list[dict]:
 
     from votersdaily.cli.crawl import event_spiders
     from votersdaily.items import EventItem
-    from votersdaily.pipelines import NormaliseDatetimesPipeline
     from votersdaily.requestmeta import SOURCE_URL_META
 
     def respond(request: Request):
@@ -293,12 +293,10 @@ def recorded_events() -> list[dict]:
         cls = responsetypes.from_args(url=request.url, body=body)
         return cls(url=request.url, body=body, request=request)
 
-    events = []
     for cls in event_spiders(get_project_settings()).values():
         crawler = get_crawler(cls)
         spider = cls.from_crawler(crawler)
         crawler.spider = spider
-        normalise = NormaliseDatetimesPipeline(crawler)
         for url in cls.recording_urls():
             pending = [(Request(url, meta={SOURCE_URL_META: spider.upstream_url(url)}), spider.parse_given)]
             while pending:
@@ -309,12 +307,21 @@ def recorded_events() -> list[dict]:
                     continue
                 for out in outputs:
                     if isinstance(out, EventItem):
-                        try:
-                            events.append(dict(normalise.process_item(out)))
-                        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
-                            continue
+                        yield crawler, out
                     elif isinstance(out, Request) and out.url.startswith("file:") and out.callback:
                         pending.append((out, out.callback))
+
+
+def recorded_events() -> list[dict]:
+    """Every event of :func:`recorded_items` as the validation pipeline receives it (times normalised)."""
+    from votersdaily.pipelines import NormaliseDatetimesPipeline
+
+    events = []
+    for crawler, item in recorded_items():
+        try:
+            events.append(dict(NormaliseDatetimesPipeline(crawler).process_item(item)))
+        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
+            continue
     return events
 
 
