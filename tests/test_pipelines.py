@@ -23,6 +23,7 @@ from votersdaily.pipelines import (
     NormaliseDatetimesPipeline,
     ValidateEventPipeline,
 )
+from votersdaily.store.base import body_json_of
 
 STAGES = {
     "votersdaily.pipelines.NormaliseDatetimesPipeline": 100,
@@ -79,13 +80,17 @@ class Run:
             return
         self.outcomes.append(("passed", item["_id"]))
 
+    def documents(self) -> list[dict]:
+        """The documents handed to the store, spider by spider."""
+        if not hasattr(self, "_documents"):
+            self._documents = [
+                doc for pipes in self.pipes.values() for doc in pipes[-1].writer.batch.take_unwritten()
+            ]
+        return self._documents
+
     def stored(self) -> list[str]:
-        """The documents handed to the store, as JSON text (key order kept), spider by spider."""
-        return [
-            json.dumps(doc, ensure_ascii=False, default=repr)
-            for pipes in self.pipes.values()
-            for doc in pipes[-1].writer.batch.take_unwritten()
-        ]
+        """The documents handed to the store, as JSON text (key order kept)."""
+        return [json.dumps(doc, ensure_ascii=False, default=repr) for doc in self.documents()]
 
     def stats(self) -> list[dict]:
         return [
@@ -134,6 +139,12 @@ def test_the_folded_pipeline_hands_the_store_what_the_four_stages_do(tmp_path):
         "timezone",
     }
     assert any(key.startswith("events/cleaned/") for stats in one.stats() for key in stats)
+    # The folded pipeline hands on the check's JSON text with every recorded event (the embedded store
+    # writes it as it is): the text of the document without its _id, byte for byte.
+    texts = [doc for doc in one.documents() if body_json_of(doc) is not None]
+    assert len(texts) > 400
+    for doc in texts:
+        assert doc.body_json == json.dumps({k: v for k, v in doc.items() if k != "_id"}, ensure_ascii=False)
 
 
 def test_listing_the_folded_pipeline_beside_a_stage_is_refused(tmp_path):

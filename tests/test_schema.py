@@ -1,6 +1,7 @@
 """Every rule of docs/events.md §2, one test per rule."""
 
 import datetime
+import json
 
 import pytest
 
@@ -452,6 +453,32 @@ def test_one_pass_agrees_with_the_reference_on_hostile_variants(recorded):
     assert {s[0] for s in seen} == {"cleaned", "invalid", "recursion"}
     codes = {s[1] for s in seen if s[0] == "invalid"}
     assert codes >= {"not_json", "too_large", "text:title", "missing:title", "url:source_url", "timezone"}
+
+
+def test_the_checks_text_is_the_events_json(recorded):
+    """When the one pass hands on the event's JSON text (the store writes it as it is), it is the text
+    ``json.dumps`` makes of the checked event: on every recording (each of which gets one) and on the
+    hostile variants that pass."""
+    from votersdaily.schema import check_event_json
+
+    def text_of(event: dict):
+        outcome_ = outcome(check_event_json, event)
+        if outcome_[1][0] != "cleaned":
+            return None
+        doc, (_, (_, text)) = outcome_
+        return doc, text
+
+    for event in recorded:
+        doc, text = text_of(event)
+        assert text == json.dumps(doc, ensure_ascii=False), event
+    given = 0
+    for event in {e["parser_name"]: e for e in recorded}.values():
+        for hostile in hostile_variants(event):
+            found = text_of(hostile)
+            if found is not None and found[1] is not None:
+                given += 1
+                assert found[1] == json.dumps(found[0], ensure_ascii=False), hostile
+    assert given > 0
 
 
 def test_the_fast_checks_of_characters_agree_with_the_rules_regexes():

@@ -27,6 +27,7 @@ from . import schema
 from .crawlcontext import crawl_context
 from .datetimes import normalise
 from .items import EventItem
+from .store.base import EncodedDocument
 from .store.crawler import writer_for
 from .store.reschedules import RescheduleTracker
 
@@ -179,10 +180,12 @@ class EventStorePipeline:
             return item
         return self._store(item)
 
-    def _store(self, item: EventItem) -> Any:
+    def _store(self, item: EventItem, body_json: str | None = None) -> Any:
+        """Hand a copy of the event to the writer; ``body_json``, the event's JSON text without its
+        ``_id`` when the check made it, travels with it (the embedded store writes it as it is)."""
         if self._dry_run():
             return item
-        waiting = self.writer.add(dict(item))
+        waiting = self.writer.add(dict(item) if body_json is None else EncodedDocument(item, body_json))
         if waiting is None:  # no back-pressure: no per-item Future
             return item
         return self._after(waiting, item)
@@ -196,6 +199,10 @@ class EventStorePipeline:
         if not self._dry_run():
             await maybe_deferred_to_future(self.writer.close())
 
+
+#: Keys a store takes out of a document's body: an event that has any before its ``_id`` is set is
+#: stored without the check's text.
+_META_KEYS = ("_id", "_rev", "_attachments")
 
 #: The stage pipelines :class:`EventPipeline` stands for (listing it beside any of them would run a
 #: stage twice, or store every event twice).
@@ -225,9 +232,11 @@ class EventPipeline(EventStorePipeline):
             return item
         try:
             normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
-            cleaned = schema.check_event(item)
+            cleaned, text = schema.check_event_json(item)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         count_cleaned(self.crawler.stats, cleaned)
-        set_event_id(item)
-        return self._store(item)
+        if any(key in item for key in _META_KEYS):  # a spider's own: the text is not the stored body's
+            text = None
+        set_event_id(item)  # the only key added after the check: the text stays the body's
+        return self._store(item, text)

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.schema import SURROGATE_RE
 
-from .base import Row, StoreError, StoreUnavailable
+from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, next_rev, not_unicode, rev_number
 from .views import install_design, views_for
@@ -401,16 +401,24 @@ class EmbeddedStore:
             new = doc.get(key)
             if isinstance(new, str) and (not isinstance(old, str) or old != new):
                 return Stored(rev, None, False)  # the JSON of a string equals only that string's
-        # The document but for its meta keys, with the stored values of the ignored keys it has (a
-        # copy in C, then a few keys set: their places in the key order stay).
-        candidate = dict(doc)
-        candidate.pop("_id", None)
-        candidate.pop("_rev", None)
-        for key, old in zip(ignore, values[len(probe) : -1], strict=True):
-            if key in candidate:
-                candidate[key] = old
+        # The document but for its meta keys, with the stored values of the ignored keys it has: the
+        # document itself when it holds those values (a reparse of the same record), whose text may
+        # be made already; else a copy (in C, then a few keys set: their places in the key order stay).
+        stored = values[len(probe) : -1]
+        text = body_json_of(doc) if isinstance(doc, dict) else None
         try:
-            data = _BODY_JSON(candidate).encode("utf-8")
+            if text is None or not all(
+                key not in doc or (type(doc[key]) is type(old) and doc[key] == old)
+                for key, old in zip(ignore, stored, strict=True)
+            ):
+                candidate = dict(doc)
+                candidate.pop("_id", None)
+                candidate.pop("_rev", None)
+                for key, old in zip(ignore, stored, strict=True):
+                    if key in candidate:
+                        candidate[key] = old
+                text = _BODY_JSON(candidate)
+            data = text.encode("utf-8")
         except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
             return Stored(rev, None, None)
         return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
@@ -509,7 +517,9 @@ class EmbeddedStore:
         del body["_id"]
         body.pop("_rev", None)
         attachments = body.pop("_attachments", None)
-        text = _BODY_JSON(body)
+        text = body_json_of(doc)
+        if text is None:
+            text = _BODY_JSON(body)
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written
