@@ -456,9 +456,9 @@ def test_one_pass_agrees_with_the_reference_on_hostile_variants(recorded):
 
 
 def test_the_checks_text_is_the_events_json(recorded):
-    """When the one pass hands on the event's JSON text (the store writes it as it is), it is the text
-    ``json.dumps`` makes of the checked event: on every recording (each of which gets one) and on the
-    hostile variants that pass."""
+    """The one pass that makes the event's JSON text (check_event_json: the store writes it as it is)
+    agrees with the reference like check_event, and its text is the one ``json.dumps`` makes of the
+    checked event: on every recording (each of which gets one) and on the hostile variants that pass."""
     from votersdaily.schema import check_event_json
 
     def text_of(event: dict):
@@ -471,9 +471,12 @@ def test_the_checks_text_is_the_events_json(recorded):
     for event in recorded:
         doc, text = text_of(event)
         assert text == json.dumps(doc, ensure_ascii=False), event
+        assert outcome(lambda e: check_event_json(e)[0], event) == outcome(reference, event)
     given = 0
     for event in {e["parser_name"]: e for e in recorded}.values():
         for hostile in hostile_variants(event):
+            with_text = outcome(lambda e: check_event_json(e)[0], hostile)
+            assert repr(with_text) == repr(outcome(reference, hostile)), hostile
             found = text_of(hostile)
             if found is not None and found[1] is not None:
                 given += 1

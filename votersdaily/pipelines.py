@@ -232,7 +232,10 @@ class EventPipeline(EventStorePipeline):
             return item
         try:
             normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
-            cleaned, text = schema.check_event_json(item)
+            if self.writer.takes_body_json:
+                cleaned, text = schema.check_event_json(item)
+            else:  # nothing would use the text: the check without it is cheaper
+                cleaned, text = schema.check_event(item), None
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         count_cleaned(self.crawler.stats, cleaned)

@@ -258,8 +258,26 @@ class _Reference(Exception):
 
 def check_event(event: MutableMapping[str, Any]) -> list[str]:
     """:func:`clean_event` then :func:`validate_event`, in one pass: the keys cleaned, or
-    :class:`InvalidEvent` for the first broken rule (:func:`check_event_json` without its text)."""
-    return check_event_json(event)[0]
+    :class:`InvalidEvent` for the first broken rule. What the event pipeline runs when nothing would
+    use the event's JSON text (:func:`check_event_json` makes it, at some cost).
+
+    Each top-level value is looked at once: a string is cleaned if it must be and its JSON size bound
+    is taken from its length; a nested value (list, dict) is serialised once by the C encoder, which
+    proves it JSON and gives its size, and its text shows whether any string in it needs cleaning.
+    Anything else (a nested string to clean, a value that is not plain JSON, a subclass of str or dict,
+    a key that is not a clean string) is left to the reference functions, on the untouched event,
+    so the two paths always give the same event, keys and error (``tests/test_schema.py`` holds them
+    to it on every recording and on hostile variants)."""
+    try:
+        cleaned, size = _clean_plain(event)
+    except _Reference:
+        changed = clean_event(event)
+        validate_event(event)
+        return changed
+    for key, value in cleaned:
+        event[key] = value  # same keys: the dict's size does not change
+    _check_rules(event, size)
+    return [key for key, _ in cleaned]
 
 
 def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | None]:
@@ -272,13 +290,13 @@ def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | 
     it (keys too) holds what :data:`BAD_TEXT_RE` forbids (the escape of a control, or a DEL, C1
     control or lone surrogate left raw). Nothing to clean: only the rules are left. Anything else (a
     string to clean, a value that is not plain JSON, a key that is not a clean string) takes
-    :func:`_check_by_values`, so the paths always give the same event, keys and error
+    :func:`check_event`, so the paths always give the same event, keys and error
     (``tests/test_schema.py`` holds them to the reference functions on every recording and on
     hostile variants)."""
     try:
         text, size = _clean_json(event)
     except _Reference:
-        return _check_by_values(event), None
+        return check_event(event), None
     _check_rules(event, size)
     return [], text
 
@@ -295,25 +313,6 @@ def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
         raise _Reference
     # No lone surrogate in it (it would be left raw): it encodes.
     return text, len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
-def _check_by_values(event: MutableMapping[str, Any]) -> list[str]:
-    """:func:`check_event` value by value: each top-level value is looked at once: a string is cleaned
-    if it must be and its JSON size bound is taken from its length; a nested value (list, dict) is
-    serialised once by the C encoder, which proves it JSON and gives its size, and its text shows
-    whether any string in it needs cleaning. Anything else (a nested string to clean, a value that is
-    not plain JSON, a subclass of str or dict, a key that is not a clean string) is left to the
-    reference functions, on the untouched event."""
-    try:
-        cleaned, size = _clean_plain(event)
-    except _Reference:
-        changed = clean_event(event)
-        validate_event(event)
-        return changed
-    for key, value in cleaned:
-        event[key] = value  # same keys: the dict's size does not change
-    _check_rules(event, size)
-    return [key for key, _ in cleaned]
 
 
 #: The keys of events seen (joined) that hold nothing to clean.
