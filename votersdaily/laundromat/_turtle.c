@@ -114,6 +114,12 @@ typedef struct {
     Py_ssize_t n_group, cap_group, group_at;
     Py_ssize_t statements;
     int named;
+    /* Reading in ranges (turtle_ranges.py): a first range stops at `stop` when it is where a
+     * statement of the top level starts and no directive came after the first statement (at_cut);
+     * a later range reads the prologue's directives, then jumps to `jump_to` and numbers no blank
+     * node (the first range's numbers are not known to it). */
+    const u8 *stop, *jump_to;
+    int later_range, statement_seen, late_directive, at_cut;
     const char *why; /* why the reader gave up */
     Py_ssize_t why_at;
 } Reader;
@@ -678,8 +684,11 @@ static int read_number(Reader *t, Term *x)
 
 static int put_number(Reader *t, long *number)
 {
-    if (*number < 0)
+    if (*number < 0) {
+        if (t->later_range)
+            GIVE_UP(t, "a blank node numbered in a later range");
         *number = t->next_number++;
+    }
     char text[32];
     int n = snprintf(text, sizeof text, "-anon%ld>", *number);
     TRY(put(t, &t->out, t->genid, t->genid_len));
@@ -1122,11 +1131,32 @@ static int read_statement(Reader *t)
     if (t->p >= t->end) {
         if (t->in_graph)
             GIVE_UP(t, "'}' expected");
+        if (t->jump_to)
+            GIVE_UP(t, "the range starts inside the prologue");
         return 1;
     }
     if (t->in_graph)
         return read_graph_part(t);
     u8 c = *t->p;
+    int directive = c == '@' || keyword(t, "prefix") || keyword(t, "base");
+    if (t->jump_to && !directive) { /* the prologue read: on to the range */
+        if (t->jump_to < t->p)
+            GIVE_UP(t, "the range starts inside the prologue");
+        t->p = t->line_start = t->jump_to;
+        t->jump_to = NULL;
+        return 0;
+    }
+    if (t->stop && t->p >= t->stop) {
+        if (t->p == t->stop && !t->late_directive) {
+            t->at_cut = 1;
+            return 1;
+        }
+        t->stop = NULL; /* the range does not end between statements: the reader reads on */
+    }
+    if (!directive)
+        t->statement_seen = 1;
+    else if (t->statement_seen)
+        t->late_directive = 1;
     if (c == '@') {
         if (t->end - t->p > 7 && !memcmp(t->p, "@prefix", 7) && t->p[7] && strchr(" \t\r\n", t->p[7])) {
             t->p += 7;
@@ -1188,12 +1218,13 @@ static void reader_dealloc(Reader *t)
 
 static int reader_init(Reader *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"path", "trig", "base_iri", "prefix", NULL};
+    static char *kwlist[] = {"path", "trig", "base_iri", "prefix", "start", "stop", NULL};
     PyObject *path;
     int trig;
     Py_buffer base = {0}, prefix;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&pz*y*", kwlist, PyUnicode_FSConverter, &path, &trig, &base,
-                                     &prefix))
+    Py_ssize_t start = 0, stop = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&pz*y*|nn", kwlist, PyUnicode_FSConverter, &path, &trig, &base,
+                                     &prefix, &start, &stop))
         return -1;
     reader_release(t);
     memset((char *)t + sizeof(PyObject), 0, sizeof(Reader) - sizeof(PyObject));
@@ -1216,6 +1247,16 @@ static int reader_init(Reader *t, PyObject *args, PyObject *kwds)
     }
     t->p = t->line_start = t->doc;
     t->end = t->doc + st.st_size;
+    if (start < 0 || (start > 0 && start >= st.st_size) || stop == 0 || stop < -1 || stop > st.st_size) {
+        PyErr_SetString(PyExc_ValueError, "a range outside the document");
+        goto done;
+    }
+    if (start > 0) {
+        t->jump_to = t->doc + start;
+        t->later_range = 1;
+    }
+    if (stop > 0)
+        t->stop = t->doc + stop;
     if (!(t->genid = PyMem_RawMalloc(prefix.len ? prefix.len : 1))) {
         PyErr_NoMemory();
         goto done;
@@ -1300,6 +1341,15 @@ static PyObject *reader_read(Reader *t, PyObject *args)
     return out_bytes(&t->out);
 }
 
+static PyObject *reader_resume(Reader *t, PyObject *Py_UNUSED(args))
+{
+    if (!t->at_cut)
+        return PyErr_Format(PyExc_ValueError, "the reader did not stop at its range's end");
+    t->at_cut = t->done = 0;
+    t->stop = NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *reader_close(Reader *t, PyObject *Py_UNUSED(args))
 {
     reader_release(t);
@@ -1311,6 +1361,8 @@ static PyMethodDef reader_methods[] = {
     {"read", (PyCFunction)reader_read, METH_VARARGS,
      "read([size]) -> the next block of final lines (about size bytes), None at the end; raises "
      "TurtleUnsupported when the document is not one this reader reads"},
+    {"resume", (PyCFunction)reader_resume, METH_NOARGS,
+     "resume() -> None: a first range that stopped at its end (at_cut) reads on to the document's end"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "close() -> None: the document unmapped"},
     {NULL, NULL, 0, NULL},
 };
@@ -1325,7 +1377,16 @@ static PyObject *reader_named(Reader *t, void *Py_UNUSED(closure))
     return PyBool_FromLong(t->named);
 }
 
+static PyObject *reader_at_cut(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(t->at_cut);
+}
+
 static PyGetSetDef reader_getset[] = {
+    {"at_cut", (getter)reader_at_cut, NULL,
+     "whether the reader stopped at `stop`, where a statement of the top level starts and the prologue's "
+     "directives are the only ones read",
+     NULL},
     {"statements", (getter)reader_statements, NULL, "statements given so far", NULL},
     {"named", (getter)reader_named, NULL, "whether a statement given has a graph label", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -1335,7 +1396,8 @@ static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "votersdaily.laundromat._ntscan.TurtleReader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "TurtleReader(path, trig, base_iri, prefix): the final lines of a Turtle or TriG document",
+    .tp_doc = "TurtleReader(path, trig, base_iri, prefix, start=0, stop=-1): the final lines of a Turtle or TriG "
+              "document (of a range of it: from `start`, after the prologue's directives; to `stop`)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)reader_init,
     .tp_dealloc = (destructor)reader_dealloc,

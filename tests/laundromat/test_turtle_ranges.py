@@ -1,0 +1,219 @@
+"""A Turtle or TriG document read by the compiled reader in two ranges (votersdaily/laundromat/
+turtle_ranges.py) gives the lines of one reading of the whole document, or gives up where that
+reading gives up: the W3C Turtle and TriG documents (positive and negative, read in place from
+../shared/conformance) and generated documents (tests/laundromat/test_native.py's grammar of blank
+nodes, collections, graphs and directives) cut at every line start, the two ranges read one after
+the other in this process; the benchmark's statements as Turtle and TriG, cleaned end to end in two
+processes, to the bytes pyoxigraph's path gives."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from benchmarks.laundromat import XSD, statement
+from tests.laundromat.conformance import ROOT, load_manifest
+from tests.laundromat.test_native import KEY, TURTLE_FORMATS, _clean, _turtle_document
+from votersdaily.laundromat import native, turtle_ranges
+from votersdaily.laundromat.clean_types import GENID_BASE, CleanOptions, CleanResult, Messages
+from votersdaily.laundromat.external_sort import RunWriter, SortedSink
+from votersdaily.laundromat.skolem import Skolemiser
+
+pytestmark = [
+    pytest.mark.skipif(not ROOT.exists(), reason="%s is absent (../shared/conformance)" % ROOT),
+    pytest.mark.skipif(not native.available(), reason="the compiled module is not built (scripts/setup.sh)"),
+]
+
+#: Any document is cut (run_bytes 1), in two ranges.
+IN_RANGES = CleanOptions(parse_workers=2, run_bytes=1)
+
+
+def _read(path: Path, fmt: str, base_iri: str | None, tmp: Path, cut: int | None) -> tuple | None:
+    """The document's final lines (sorted, each once), statements and whether one is named, read
+    whole (``cut`` None) or in two ranges cut at ``cut``, the second read after the first in this
+    process; None when the reader gives up (and then no run is left). With a cut, also whether the
+    two ranges were used (rather than the first reader reading on)."""
+    folder = Path(tempfile.mkdtemp(dir=tmp))
+    result = CleanResult(format=fmt)
+    sink = SortedSink(
+        result, Skolemiser(GENID_BASE, KEY, relabel=True), Messages(result, 10), IN_RANGES, folder
+    )
+    used = []
+    try:
+        if cut is None:
+            writer = RunWriter(folder, "whole", IN_RANGES.sorted_run_bytes)
+            lines = native.TurtleLines(path, fmt == "TriG", base_iri, sink.skolem.prefix, 1 << 12)
+            read = turtle_ranges.read_range(lines, writer)
+            if not read.read:
+                return None
+            sink.add_runs(read.runs, read.statements, read.named)
+        else:
+
+            def in_sequence(work, jobs):
+                answers = [work(*job) for job in jobs]
+                ((first, _),) = jobs[0][5]  # the first range's reader, held for reading on
+                used.append(first.at_cut and answers[1].read)
+                return answers
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(turtle_ranges, "cut_of", lambda path, size: cut)
+                patch.setattr(turtle_ranges, "run_forked", in_sequence)
+                if not turtle_ranges.read_in_ranges(path, fmt == "TriG", base_iri, sink):
+                    assert not list(folder.iterdir()), "a reader that gave up left its runs"
+                    return None
+        return b"".join(sink.merged()), result.statements, sink.named, *used
+    finally:
+        sink.abort()
+        shutil.rmtree(folder)
+
+
+def _line_starts(data: bytes) -> list[int]:
+    return [i + 1 for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
+
+
+def _assert_every_cut_reads_as_whole(documents, tmp_path: Path) -> tuple[int, int]:
+    """Each (data, format, base) cut at every line start: as read whole. How many cuts used both
+    ranges, and how many the first reader read on from."""
+    path, both, alone = tmp_path / "doc", 0, 0
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for data, fmt, base_iri in documents:
+        path.write_bytes(data)
+        whole = _read(path, fmt, base_iri, runs, None)
+        for cut in _line_starts(data):
+            ranges = _read(path, fmt, base_iri, runs, cut)
+            if whole is None or ranges is None:
+                assert ranges is None and whole is None, (data, fmt, base_iri, cut)
+                continue
+            assert ranges[:3] == whole, (data, fmt, base_iri, cut)
+            both, alone = both + ranges[3], alone + (not ranges[3])
+    return both, alone
+
+
+def test_w3c_documents_cut_at_every_line_read_as_whole(tmp_path):
+    """Every W3C Turtle and TriG document (syntax tests, positive and negative, and evaluation
+    tests, with their base), cut at every line start: the lines read whole, or none where the
+    reader gives up on the whole document."""
+    documents = [
+        (t.action.read_bytes(), fmt, t.base)
+        for suite, fmt in (("rdf11/rdf-turtle", "Turtle"), ("rdf11/rdf-trig", "TriG"))
+        for t in load_manifest(suite)
+        if t.action.suffix != ".nt"
+    ]
+    both, alone = _assert_every_cut_reads_as_whole(documents, tmp_path)
+    assert both > 300 and alone > 500, (both, alone)
+
+
+def test_generated_documents_cut_at_every_line_read_as_whole(tmp_path):
+    """Generated documents (directives after statements, anonymous nodes and labels that look
+    generated on either side of the cut, graphs, multi-line strings) cut at every line start."""
+    rnd = random.Random(29)
+    documents = []
+    for _ in range(400):
+        fmt = rnd.choice(list(TURTLE_FORMATS))
+        data = _turtle_document(rnd, fmt == "TriG")
+        lines = data.split(b"\n")
+        if (
+            rnd.random() < 0.3
+        ):  # a directive after the statements (the cut must be after it, or the reader reads on)
+            lines.insert(rnd.randrange(3, len(lines)), b"@prefix ex: <http://ex.org/other#> .")
+        documents.append((b"\n".join(lines), fmt, rnd.choice(["http://base.org/dir/file.ttl", None])))
+    both, alone = _assert_every_cut_reads_as_whole(documents, tmp_path)
+    assert both > 15 and alone > 150, (both, alone)
+
+
+def test_a_range_stops_only_where_a_statement_of_the_top_level_starts(tmp_path):
+    """The first reader stops at its end only at a statement's start outside any graph, with no
+    directive after its first statement; else it reads on, and the lines are those of the whole."""
+    path = tmp_path / "doc.trig"
+    data = (
+        b"@prefix ex: <http://ex.org/> .\n"
+        b"ex:a ex:p ex:b .\n"
+        b'ex:c ex:p """x\n'
+        b'ex:d ex:p ex:e .\n"""\n'
+        b".\n"
+        b"ex:g {\n"
+        b"ex:f ex:p ex:g .\n"
+        b"}\n"
+        b"@prefix ex: <http://ex.org/2/> .\n"
+        b"ex:h ex:p ex:i .\n"
+    )
+    path.write_bytes(data)
+    whole = b"".join(native.TurtleLines(path, True, None, b"<g/", 64))
+    stops = {}
+    for cut in _line_starts(data):
+        lines = native.TurtleLines(path, True, None, b"<g/", 64, stop=cut)
+        first = b"".join(lines)
+        stops[data[cut:].split(b"\n")[0]] = lines.at_cut
+        if lines.at_cut:
+            lines.resume()
+            first += b"".join(lines)
+        assert first == whole, cut
+    assert stops == {
+        b"ex:a ex:p ex:b .": True,
+        b'ex:c ex:p """x': True,
+        b"ex:d ex:p ex:e .": False,  # inside a string
+        b'"""': False,
+        b".": False,
+        b"ex:g {": True,
+        b"ex:f ex:p ex:g .": False,  # inside a graph
+        b"}": False,
+        b"@prefix ex: <http://ex.org/2/> .": True,
+        b"ex:h ex:p ex:i .": False,  # after a directive that follows a statement
+    }
+
+
+def test_a_later_range_gives_up_on_a_blank_node_it_would_number(tmp_path):
+    """Anonymous nodes and labels that look generated are numbered in the order of the whole
+    document: a later range does not number them (the first reader reads on)."""
+    path = tmp_path / "doc.ttl"
+    for tail, read in [
+        (b"<http://a/s> <http://a/p> [] .\n", False),
+        (b"<http://a/s> <http://a/p> _:0123456789abcdef .\n", False),
+        (b"<http://a/s> <http://a/p> _:b1 .\n", True),
+    ]:
+        data = b"<http://a/s> <http://a/p> <http://a/o> .\n" + tail
+        path.write_bytes(data)
+        lines = native.TurtleLines(path, False, None, b"<g/", 64, start=_line_starts(data)[0])
+        if read:
+            assert b"".join(lines) == b"<http://a/s> <http://a/p> <g/b1> .\n"
+        else:
+            with pytest.raises(native.TurtleUnsupported, match="numbered in a later range"):
+                b"".join(lines)
+
+
+@pytest.mark.parametrize("fmt", list(TURTLE_FORMATS))
+def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_path, monkeypatch):
+    """The benchmark's statements as Turtle (and TriG, in one named graph: never cut, its ranges
+    would start inside the graph) cleaned end to end, the first range here and the second in a
+    forked process: the bytes, counts and messages of pyoxigraph's path."""
+    rnd = random.Random(29)
+    nt = "".join(statement(i, rnd) for i in range(20_000)).encode("utf-8")
+    prefixes = {"r": "http://example.org/resource/", "v": "http://example.org/vocab#", "xsd": XSD}
+    quads = ox.parse(nt, ox.RdfFormat.N_TRIPLES)
+    if fmt == "TriG":
+        quads = (
+            ox.Quad(q.subject, q.predicate, q.object, ox.NamedNode("http://example.org/g")) for q in quads
+        )
+    path = tmp_path / ("bench." + fmt.lower())
+    path.write_bytes(ox.serialize(quads, format=TURTLE_FORMATS[fmt], prefixes=prefixes))
+    read = []
+    real = turtle_ranges.read_range
+
+    def spy(lines, writer):
+        answer = real(lines, writer)
+        read.append((lines.at_cut, answer.read))
+        return answer
+
+    monkeypatch.setattr(turtle_ranges, "read_range", spy)
+    fast = _clean(path, fmt, tmp_path / "fast", True, monkeypatch, options=IN_RANGES)
+    slow = _clean(path, fmt, tmp_path / "slow", False, monkeypatch)
+    assert fast == slow
+    # Turtle: the first range stopped at the cut and the second was read (in the fork); the TriG
+    # document's cut is inside its graph: the first reader read on.
+    assert read == [(fmt == "Turtle", True)], read

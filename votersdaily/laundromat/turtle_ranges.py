@@ -1,0 +1,131 @@
+"""A large Turtle or TriG document read by the compiled reader (:class:`.native.TurtleLines`) in two
+ranges at once: the first by the cleaning worker, the second by a process it forks (the second core),
+each into sorted runs of its own.
+
+The cut is a line start near the middle where a statement of the top level seems to start (after a
+line ending in "." or "}"); only the first range's reader can tell, and it does: it stops there only
+when a statement of the top level starts exactly at that byte and no directive came after its first
+statement. The second range's reader reads the prologue (the directives before the first statement),
+then the statements from the cut on, in the state the first range ends in: the same prefixes and
+base, outside any graph, on a new line. It gives up on a blank node it would number (anonymous ones
+and labels that look generated are numbered in the order of the whole document), and on anything
+the reader gives up on. Whenever the second range is not read, or the first reader did not stop at
+the cut, the first reader reads on to the end, alone: so the lines are those of one reading of the
+whole document (tests/laundromat/test_native.py cuts the W3C suites' documents at every line)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from . import native
+from .external_sort import RunWriter
+from .line_ranges import can_fork, run_forked
+
+if TYPE_CHECKING:
+    from .external_sort import SortedSink
+
+#: Bytes of final lines the compiled reader gives at a time.
+TURTLE_BLOCK = 1 << 20
+#: Bytes from the middle of the document a cut is looked for in.
+CUT_WINDOW = 1 << 20
+#: The end of a line that ends a statement of the top level, perhaps ("." or a graph's "}"), blank
+#: lines after it, and a line starting with what a statement starts with: the cut is its start.
+_CUT = re.compile(rb"[.}][ \t]*\r?\n(?:[ \t]*\r?\n)*(?=[^\s#])")
+
+
+class RangeRead(NamedTuple):
+    """What reading one range gave."""
+
+    #: False: the reader gave up (nothing of the range is kept).
+    read: bool
+    statements: int
+    named: bool
+    #: Sorted run files of its lines.
+    runs: list[str]
+
+
+def cut_of(path: Path, size: int) -> int | None:
+    """Where the document may be cut in two: the byte a line starts at after the middle that follows
+    a line ending in "." or "}" (None: none in the CUT_WINDOW bytes after the middle)."""
+    middle = size // 2
+    with open(path, "rb") as f:
+        window = os.pread(f.fileno(), CUT_WINDOW, middle)
+    found = _CUT.search(window)
+    return None if found is None else middle + found.end()
+
+
+def read_range(lines: native.TurtleLines, writer: RunWriter) -> RangeRead:
+    """The range's lines into ``writer``'s sorted runs (removed when the reader gives up)."""
+    try:
+        for block in lines:
+            writer.add(block)
+    except native.TurtleUnsupported:
+        writer.discard()
+        return RangeRead(False, 0, False, [])
+    return RangeRead(True, lines.statements, lines.named, writer.flush())
+
+
+def _read_one(
+    path: Path,
+    trig: bool,
+    base_iri: str | None,
+    sink: SortedSink,
+    bounds: tuple[int, int],
+    held: list[tuple[native.TurtleLines, RunWriter]],
+) -> RangeRead:
+    """One range, read in this process (the first, whose reader and writer are ``held`` for reading
+    on) or in a forked one."""
+    start, stop = bounds
+    writer = RunWriter(sink.tmp, "turtle-%d" % start, sink.options.sorted_run_bytes, background=True)
+    lines = native.TurtleLines(path, trig, base_iri, sink.skolem.prefix, TURTLE_BLOCK, start=start, stop=stop)
+    if start == 0:
+        held.append((lines, writer))
+        return read_range(lines, writer)
+    try:
+        return read_range(lines, writer)
+    finally:
+        writer.close()
+        lines.close()
+
+
+def read_in_ranges(path: Path, trig: bool, base_iri: str | None, sink: SortedSink) -> bool | None:
+    """The document's final lines into ``sink`` from two ranges read at once: True; False, with
+    nothing added, when the reader gives up on the document (pyoxigraph then parses it); None when
+    it is not cut (smaller than ``run_bytes``, no cut found, no fork): the caller reads it whole."""
+    options, size = sink.options, path.stat().st_size
+    if size < options.run_bytes or not can_fork(options.parse_workers):
+        return None
+    cut = cut_of(path, size)
+    if cut is None:
+        return None
+    held: list[tuple[native.TurtleLines, RunWriter]] = []
+    try:
+        first, second = run_forked(
+            _read_one,
+            [(path, trig, base_iri, sink, (0, cut), held), (path, trig, base_iri, sink, (cut, -1), [])],
+        )
+        ((lines, writer),) = held
+        if first.read and lines.at_cut and second.read:
+            runs = first.runs + second.runs
+            sink.add_runs(runs, first.statements + second.statements, first.named or second.named)
+            return True
+        for run in second.runs:
+            Path(run).unlink(missing_ok=True)
+        if not first.read:
+            return False
+        if lines.at_cut and not read_range(_resumed(lines), writer).read:
+            return False  # the second range is not read: the first reader read on, and gave up
+        sink.add_runs(writer.flush(), lines.statements, lines.named)
+        return True
+    finally:
+        for lines, writer in held:
+            writer.close()
+            lines.close()
+
+
+def _resumed(lines: native.TurtleLines) -> native.TurtleLines:
+    lines.resume()
+    return lines
