@@ -179,6 +179,21 @@ static void skip_ws(Reader *t)
     t->p = p;
 }
 
+/* Bytes by what they are to the reader (a table: these are asked of every byte of every IRI). */
+enum { B_IRI_END = 1, B_IRI_BAD = 2, B_DELIMITER = 4 };
+static u8 byte_class[256];
+
+static void classify_bytes(void)
+{
+    for (int c = 0; c < 256; c++) {
+        if (c <= 0x20 || c >= 0x7f || strchr("<\"{}|^`\\", c))
+            byte_class[c] |= B_IRI_BAD;
+        if (c && strchr(" \t\n\r#<[(\"'.,;)]}", c))
+            byte_class[c] |= B_DELIMITER;
+    }
+    byte_class['>'] |= B_IRI_END;
+}
+
 static int at(Reader *t, u8 c)
 {
     return t->p < t->end && *t->p == c;
@@ -189,8 +204,7 @@ static int at_delimiter(Reader *t)
 {
     if (t->p >= t->end)
         return 1;
-    u8 c = *t->p;
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#' || (c && strchr("<[(\"'.,;)]}", c));
+    return byte_class[*t->p] & B_DELIMITER;
 }
 
 /* A path segment "." or ".." in [p, end) (a path, query and fragment). */
@@ -385,12 +399,10 @@ static int resolve(Reader *t, const u8 *p, const u8 *q, Term *x)
 static int read_iriref(Reader *t, Term *x)
 {
     const u8 *p = t->p + 1, *q = p;
-    while (q < t->end && *q != '>') {
-        u8 c = *q;
-        if (c <= 0x20 || c >= 0x7f || strchr("<\"{}|^`\\", c))
-            GIVE_UP(t, "an IRI with an escape, a non-ASCII or a forbidden character");
+    while (q < t->end && !(byte_class[*q] & (B_IRI_END | B_IRI_BAD)))
         q++;
-    }
+    if (q < t->end && *q != '>')
+        GIVE_UP(t, "an IRI with an escape, a non-ASCII or a forbidden character");
     if (q >= t->end)
         GIVE_UP(t, "an unterminated IRI");
     t->p = q + 1;
@@ -1092,7 +1104,7 @@ static int read_trig_block(Reader *t)
     u8 c = *t->p;
     if (c == '{')
         return open_graph(t, NULL);
-    if (keyword(t, "graph")) {
+    if ((c | 0x20) == 'g' && keyword(t, "graph")) {
         t->p += 5;
         skip_ws(t);
         TRY(read_graph_label(t, &s));
@@ -1138,7 +1150,8 @@ static int read_statement(Reader *t)
     if (t->in_graph)
         return read_graph_part(t);
     u8 c = *t->p;
-    int directive = c == '@' || keyword(t, "prefix") || keyword(t, "base");
+    int directive =
+        c == '@' || ((c | 0x20) == 'p' && keyword(t, "prefix")) || ((c | 0x20) == 'b' && keyword(t, "base"));
     if (t->jump_to && !directive) { /* the prologue read: on to the range */
         if (t->jump_to < t->p)
             GIVE_UP(t, "the range starts inside the prologue");
@@ -1168,11 +1181,11 @@ static int read_statement(Reader *t)
         }
         GIVE_UP(t, "a directive of another kind");
     }
-    if (keyword(t, "prefix")) {
+    if (directive && keyword(t, "prefix")) {
         t->p += 6;
         return read_prefix(t, 1);
     }
-    if (keyword(t, "base")) {
+    if (directive && keyword(t, "base")) {
         t->p += 4;
         return read_base(t, 1);
     }
@@ -1407,6 +1420,7 @@ static PyTypeObject ReaderType = {
 
 int nt_add_turtle(PyObject *module)
 {
+    classify_bytes();
     if (PyType_Ready(&ReaderType) < 0)
         return -1;
     Unsupported = PyErr_NewExceptionWithDoc("votersdaily.laundromat._ntscan.TurtleUnsupported",
