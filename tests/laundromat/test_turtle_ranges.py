@@ -19,7 +19,7 @@ import pytest
 from benchmarks.laundromat import XSD, statement
 from tests.laundromat.conformance import ROOT, load_manifest
 from tests.laundromat.test_native import KEY, TURTLE_FORMATS, _clean, _turtle_document
-from votersdaily.laundromat import native, turtle_ranges
+from votersdaily.laundromat import native, readers, turtle_ranges
 from votersdaily.laundromat.clean_types import GENID_BASE, CleanOptions, CleanResult, Messages
 from votersdaily.laundromat.external_sort import RunWriter, SortedSink
 from votersdaily.laundromat.skolem import Skolemiser
@@ -48,7 +48,9 @@ def _read(path: Path, fmt: str, base_iri: str | None, tmp: Path, cut: int | None
         if cut is None:
             writer = RunWriter(folder, "whole", IN_RANGES.sorted_run_bytes)
             lines = native.TurtleLines(path, fmt == "TriG", base_iri, sink.skolem.prefix, 1 << 12)
-            read = turtle_ranges.read_range(lines, writer)
+            size = path.stat().st_size
+            span = turtle_ranges.Span(0, size, size)
+            read = turtle_ranges.read_range(lines, writer, span, turtle_ranges.RUNS, IN_RANGES)
             if not read.read:
                 return None
             sink.add_runs(read.runs, read.statements, read.named)
@@ -187,13 +189,10 @@ def test_a_later_range_gives_up_on_a_blank_node_it_would_number(tmp_path):
                 b"".join(lines)
 
 
-@pytest.mark.parametrize("fmt", list(TURTLE_FORMATS))
-def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_path, monkeypatch):
-    """The benchmark's statements as Turtle (and TriG, in one named graph: never cut, its ranges
-    would start inside the graph) cleaned end to end, the first range here and the second in a
-    forked process: the bytes, counts and messages of pyoxigraph's path."""
+def _benchmark_document(fmt: str, tmp_path: Path, statements: int) -> Path:
+    """The benchmark's statements as Turtle (prefixes, abbreviations) or as TriG, in one named graph."""
     rnd = random.Random(29)
-    nt = "".join(statement(i, rnd) for i in range(20_000)).encode("utf-8")
+    nt = "".join(statement(i, rnd) for i in range(statements)).encode("utf-8")
     prefixes = {"r": "http://example.org/resource/", "v": "http://example.org/vocab#", "xsd": XSD}
     quads = ox.parse(nt, ox.RdfFormat.N_TRIPLES)
     if fmt == "TriG":
@@ -202,11 +201,20 @@ def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_
         )
     path = tmp_path / ("bench." + fmt.lower())
     path.write_bytes(ox.serialize(quads, format=TURTLE_FORMATS[fmt], prefixes=prefixes))
+    return path
+
+
+@pytest.mark.parametrize("fmt", list(TURTLE_FORMATS))
+def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_path, monkeypatch):
+    """The benchmark's statements as Turtle (and TriG, in one named graph: never cut, its ranges
+    would start inside the graph) cleaned end to end, the first range here and the second in a
+    forked process: the bytes, counts and messages of pyoxigraph's path."""
+    path = _benchmark_document(fmt, tmp_path, 20_000)
     read = []
     real = turtle_ranges.read_range
 
-    def spy(lines, writer):
-        answer = real(lines, writer)
+    def spy(lines, *args):
+        answer = real(lines, *args)
         read.append((lines.at_cut, answer.read))
         return answer
 
@@ -217,3 +225,22 @@ def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_
     # Turtle: the first range stopped at the cut and the second was read (in the fork); the TriG
     # document's cut is inside its graph: the first reader read on.
     assert read == [(fmt == "Turtle", True)], read
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_runs_of_a_document_merge_in_one_pass(workers, tmp_path, monkeypatch):
+    """Runs are sized for the document (twice its size in lines), so they merge in one pass: with
+    runs of sorted_run_bytes (256 bytes here, the reader's blocks too) the benchmark's 4,000
+    statements made about 1,900 runs, merged in two passes. Read whole and in two ranges, to
+    pyoxigraph's bytes."""
+    path = _benchmark_document("Turtle", tmp_path, 4_000)
+    merges = []
+    real = native.merge_runs
+    monkeypatch.setattr(native, "merge_runs", lambda runs, fd: merges.append(len(runs)) or real(runs, fd))
+    monkeypatch.setattr(turtle_ranges, "TURTLE_BLOCK", 256)
+    monkeypatch.setattr(readers, "TURTLE_BLOCK", 256)
+    options = CleanOptions(parse_workers=workers, run_bytes=64 << 10, sorted_run_bytes=256)
+    fast = _clean(path, "Turtle", tmp_path / "fast", True, monkeypatch, options=options)
+    slow = _clean(path, "Turtle", tmp_path / "slow", False, monkeypatch)
+    assert fast == slow
+    assert len(merges) == 1 and 100 < merges[0] <= 256, merges

@@ -1390,12 +1390,18 @@ static PyObject *reader_named(Reader *t, void *Py_UNUSED(closure))
     return PyBool_FromLong(t->named);
 }
 
+static PyObject *reader_position(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(t->p - t->doc);
+}
+
 static PyObject *reader_at_cut(Reader *t, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(t->at_cut);
 }
 
 static PyGetSetDef reader_getset[] = {
+    {"position", (getter)reader_position, NULL, "the byte of the document the reader is at", NULL},
     {"at_cut", (getter)reader_at_cut, NULL,
      "whether the reader stopped at `stop`, where a statement of the top level starts and the prologue's "
      "directives are the only ones read",

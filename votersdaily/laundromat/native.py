@@ -162,6 +162,11 @@ class TurtleLines:
                 self._reader.close()
 
     @property
+    def position(self) -> int:
+        """The byte of the document the reader is at (0 once closed)."""
+        return int(self._reader.position)
+
+    @property
     def at_cut(self) -> bool:
         """Whether the reader stopped at ``stop`` (where a statement of the top level starts, after
         no directive but the prologue's): the lines given are those of the statements before it."""

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import native
-from .external_sort import RunWriter
+from .external_sort import SORT_BATCH, RunWriter
 from .line_ranges import can_fork, run_forked
 
 if TYPE_CHECKING:
+    from .clean_types import CleanOptions
     from .external_sort import SortedSink
 
 #: Bytes of final lines the compiled reader gives at a time.
@@ -57,11 +58,43 @@ def cut_of(path: Path, size: int) -> int | None:
     return None if found is None else middle + found.end()
 
 
-def read_range(lines: native.TurtleLines, writer: RunWriter) -> RangeRead:
-    """The range's lines into ``writer``'s sorted runs (removed when the reader gives up)."""
+#: Runs the lines of a document are written to at most (those of the ranges together; SORT_BATCH
+#: and more merge in two passes, every line written and read once more).
+RUNS = SORT_BATCH - 2
+
+
+class Span(NamedTuple):
+    """The bytes a reader reads: from ``start`` to ``stop``, or to the document's ``end`` once it
+    reads past ``stop``."""
+
+    start: int
+    stop: int
+    end: int
+
+
+def fill(lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, options: CleanOptions) -> None:
+    """The lines of the reader's span into ``writer``, in runs sized as it reads so that about
+    ``runs`` of them hold them: the lines a document gives per byte vary (prefixed names written
+    out). A run holds at least ``sorted_run_bytes``, at most ``run_bytes`` × 4 (a reader holds about
+    three at a time). Raises TurtleUnsupported."""
+    smallest, largest = options.sorted_run_bytes, options.run_bytes * 4
+    given = 0
+    for block in lines:
+        given += len(block)
+        position = lines.position
+        read = position - span.start
+        if read > 0:  # the lines the whole span will give, at the rate so far
+            expected = given * ((span.stop if position <= span.stop else span.end) - span.start) // read
+            writer.size = max(smallest, min(largest, -(-expected // runs)))
+        writer.add(block)
+
+
+def read_range(
+    lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, options: CleanOptions
+) -> RangeRead:
+    """The span's lines into ``writer``'s sorted runs (:func:`fill`; removed when the reader gives up)."""
     try:
-        for block in lines:
-            writer.add(block)
+        fill(lines, writer, span, runs, options)
     except native.TurtleUnsupported:
         writer.discard()
         return RangeRead(False, 0, False, [])
@@ -73,19 +106,22 @@ def _read_one(
     trig: bool,
     base_iri: str | None,
     sink: SortedSink,
-    bounds: tuple[int, int],
+    span: Span,
     held: list[tuple[native.TurtleLines, RunWriter]],
 ) -> RangeRead:
     """One range, read in this process (the first, whose reader and writer are ``held`` for reading
     on) or in a forked one."""
-    start, stop = bounds
-    writer = RunWriter(sink.tmp, "turtle-%d" % start, sink.options.sorted_run_bytes, background=True)
-    lines = native.TurtleLines(path, trig, base_iri, sink.skolem.prefix, TURTLE_BLOCK, start=start, stop=stop)
+    start, stop, size = span
+    options = sink.options
+    writer = RunWriter(sink.tmp, "turtle-%d" % start, options.sorted_run_bytes, background=True)
+    lines = native.TurtleLines(
+        path, trig, base_iri, sink.skolem.prefix, TURTLE_BLOCK, start=start, stop=-1 if stop == size else stop
+    )
     if start == 0:
         held.append((lines, writer))
-        return read_range(lines, writer)
+        return read_range(lines, writer, span, RUNS // 2, options)
     try:
-        return read_range(lines, writer)
+        return read_range(lines, writer, span, RUNS // 2, options)
     finally:
         writer.close()
         lines.close()
@@ -105,7 +141,10 @@ def read_in_ranges(path: Path, trig: bool, base_iri: str | None, sink: SortedSin
     try:
         first, second = run_forked(
             _read_one,
-            [(path, trig, base_iri, sink, (0, cut), held), (path, trig, base_iri, sink, (cut, -1), [])],
+            [
+                (path, trig, base_iri, sink, Span(0, cut, size), held),
+                (path, trig, base_iri, sink, Span(cut, size, size), []),
+            ],
         )
         ((lines, writer),) = held
         if first.read and lines.at_cut and second.read:
@@ -116,16 +155,14 @@ def read_in_ranges(path: Path, trig: bool, base_iri: str | None, sink: SortedSin
             Path(run).unlink(missing_ok=True)
         if not first.read:
             return False
-        if lines.at_cut and not read_range(_resumed(lines), writer).read:
-            return False  # the second range is not read: the first reader read on, and gave up
+        if lines.at_cut:  # the second range is not read: the first reader reads on
+            lines.resume()
+            rest = Span(cut, size, size)
+            if not read_range(lines, writer, rest, max(1, RUNS - len(writer.paths)), options).read:
+                return False
         sink.add_runs(writer.flush(), lines.statements, lines.named)
         return True
     finally:
         for lines, writer in held:
             writer.close()
             lines.close()
-
-
-def _resumed(lines: native.TurtleLines) -> native.TurtleLines:
-    lines.resume()
-    return lines
