@@ -111,6 +111,37 @@ def test_w3c_documents_cut_at_every_line_read_as_whole(tmp_path):
     assert both > 300 and alone > 500, (both, alone)
 
 
+@pytest.mark.parametrize(("suite", "fmt"), [("rdf11/rdf-turtle", "Turtle"), ("rdf11/rdf-trig", "TriG")])
+def test_every_w3c_document_in_two_processes_cleans_as_pyoxigraph(suite, fmt, tmp_path, monkeypatch):
+    """Every W3C Turtle and TriG document, positive and negative, with its base, cleaned end to end
+    with a cut near its middle (the second range in a forked process): the bytes, counts and
+    messages of pyoxigraph's path."""
+    tests = [t for t in load_manifest(suite) if t.action.suffix != ".nt"]
+    assert len(tests) > 100
+    in_two, reads = 0, _first_range_reads(monkeypatch)
+    for test in tests:
+        reads.clear()
+        fast = _clean(test.action, fmt, tmp_path / "fast", True, monkeypatch, test.base, IN_RANGES)
+        slow = _clean(test.action, fmt, tmp_path / "slow", False, monkeypatch, test.base)
+        assert fast == slow, test
+        in_two += reads == [(True, True)]  # the first range stopped at the cut, and was not resumed
+    assert in_two > 40, in_two
+
+
+def _first_range_reads(monkeypatch) -> list[tuple[bool, bool]]:
+    """What each read of this process's reader gives from now on: (at_cut, read)."""
+    reads = []
+    real = turtle_ranges.read_range
+
+    def spy(lines, *args):
+        answer = real(lines, *args)
+        reads.append((lines.at_cut, answer.read))
+        return answer
+
+    monkeypatch.setattr(turtle_ranges, "read_range", spy)
+    return reads
+
+
 def test_generated_documents_cut_at_every_line_read_as_whole(tmp_path):
     """Generated documents (directives after statements, anonymous nodes and labels that look
     generated on either side of the cut, graphs, multi-line strings) cut at every line start."""
@@ -210,15 +241,7 @@ def test_the_benchmark_statements_in_two_processes_clean_as_pyoxigraph(fmt, tmp_
     would start inside the graph) cleaned end to end, the first range here and the second in a
     forked process: the bytes, counts and messages of pyoxigraph's path."""
     path = _benchmark_document(fmt, tmp_path, 20_000)
-    read = []
-    real = turtle_ranges.read_range
-
-    def spy(lines, *args):
-        answer = real(lines, *args)
-        read.append((lines.at_cut, answer.read))
-        return answer
-
-    monkeypatch.setattr(turtle_ranges, "read_range", spy)
+    read = _first_range_reads(monkeypatch)
     fast = _clean(path, fmt, tmp_path / "fast", True, monkeypatch, options=IN_RANGES)
     slow = _clean(path, fmt, tmp_path / "slow", False, monkeypatch)
     assert fast == slow
