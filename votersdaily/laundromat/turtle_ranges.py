@@ -11,7 +11,7 @@ base, outside any graph, on a new line. It gives up on a blank node it would num
 and labels that look generated are numbered in the order of the whole document), and on anything
 the reader gives up on. Whenever the second range is not read, or the first reader did not stop at
 the cut, the first reader reads on to the end, alone: so the lines are those of one reading of the
-whole document (tests/laundromat/test_native.py cuts the W3C suites' documents at every line)."""
+whole document (tests/laundromat/test_turtle_ranges.py cuts the W3C suites' documents at every line)."""
 
 from __future__ import annotations
 
