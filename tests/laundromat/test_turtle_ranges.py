@@ -37,7 +37,8 @@ def _read(path: Path, fmt: str, base_iri: str | None, tmp: Path, cut: int | None
     """The document's final lines (sorted, each once), statements and whether one is named, read
     whole (``cut`` None) or in two ranges cut at ``cut``, the second read after the first in this
     process; None when the reader gives up (and then no run is left). With a cut, also whether the
-    two ranges were used (rather than the first reader reading on)."""
+    two ranges were used (rather than the first reader reading on), and whether the second
+    numbered anonymous nodes (its statements with them renumbered here)."""
     folder = Path(tempfile.mkdtemp(dir=tmp))
     result = CleanResult(format=fmt)
     sink = SortedSink(
@@ -59,7 +60,7 @@ def _read(path: Path, fmt: str, base_iri: str | None, tmp: Path, cut: int | None
             def in_sequence(work, jobs):
                 answers = [work(*job) for job in jobs]
                 ((first, _),) = jobs[0][5]  # the first range's reader, held for reading on
-                used.append(first.at_cut and answers[1].read)
+                used.extend([first.at_cut and answers[1].read, answers[1].deferred is not None])
                 return answers
 
             with pytest.MonkeyPatch.context() as patch:
@@ -78,10 +79,10 @@ def _line_starts(data: bytes) -> list[int]:
     return [i + 1 for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
 
 
-def _assert_every_cut_reads_as_whole(documents, tmp_path: Path) -> tuple[int, int]:
+def _assert_every_cut_reads_as_whole(documents, tmp_path: Path) -> tuple[int, int, int]:
     """Each (data, format, base) cut at every line start: as read whole. How many cuts used both
-    ranges, and how many the first reader read on from."""
-    path, both, alone = tmp_path / "doc", 0, 0
+    ranges, how many the first reader read on from, and how many renumbered the second's nodes."""
+    path, both, alone, renumbered = tmp_path / "doc", 0, 0, 0
     runs = tmp_path / "runs"
     runs.mkdir()
     for data, fmt, base_iri in documents:
@@ -94,7 +95,8 @@ def _assert_every_cut_reads_as_whole(documents, tmp_path: Path) -> tuple[int, in
                 continue
             assert ranges[:3] == whole, (data, fmt, base_iri, cut)
             both, alone = both + ranges[3], alone + (not ranges[3])
-    return both, alone
+            renumbered += ranges[3] and ranges[4]
+    return both, alone, renumbered
 
 
 def test_w3c_documents_cut_at_every_line_read_as_whole(tmp_path):
@@ -107,8 +109,8 @@ def test_w3c_documents_cut_at_every_line_read_as_whole(tmp_path):
         for t in load_manifest(suite)
         if t.action.suffix != ".nt"
     ]
-    both, alone = _assert_every_cut_reads_as_whole(documents, tmp_path)
-    assert both > 300 and alone > 500, (both, alone)
+    both, alone, renumbered = _assert_every_cut_reads_as_whole(documents, tmp_path)
+    assert both > 350 and alone > 450 and renumbered > 50, (both, alone, renumbered)
 
 
 @pytest.mark.parametrize(("suite", "fmt"), [("rdf11/rdf-turtle", "Turtle"), ("rdf11/rdf-trig", "TriG")])
@@ -156,8 +158,8 @@ def test_generated_documents_cut_at_every_line_read_as_whole(tmp_path):
         ):  # a directive after the statements (the cut must be after it, or the reader reads on)
             lines.insert(rnd.randrange(3, len(lines)), b"@prefix ex: <http://ex.org/other#> .")
         documents.append((b"\n".join(lines), fmt, rnd.choice(["http://base.org/dir/file.ttl", None])))
-    both, alone = _assert_every_cut_reads_as_whole(documents, tmp_path)
-    assert both > 15 and alone > 150, (both, alone)
+    both, alone, renumbered = _assert_every_cut_reads_as_whole(documents, tmp_path)
+    assert both > 60 and alone > 140 and renumbered > 40, (both, alone, renumbered)
 
 
 def test_a_range_stops_only_where_a_statement_of_the_top_level_starts(tmp_path):
@@ -201,23 +203,38 @@ def test_a_range_stops_only_where_a_statement_of_the_top_level_starts(tmp_path):
     }
 
 
-def test_a_later_range_gives_up_on_a_blank_node_it_would_number(tmp_path):
+def test_a_later_range_numbers_anonymous_nodes_apart_and_gives_up_on_generated_labels(tmp_path):
     """Anonymous nodes and labels that look generated are numbered in the order of the whole
-    document: a later range does not number them (the first reader reads on)."""
+    document: a later range numbers its anonymous nodes from 0 and gives their statements apart,
+    marked, for renumbered() to add the count before it; it gives up on a label that looks
+    generated (the first range may have numbered the same label)."""
     path = tmp_path / "doc.ttl"
-    for tail, read in [
-        (b"<http://a/s> <http://a/p> [] .\n", False),
-        (b"<http://a/s> <http://a/p> _:0123456789abcdef .\n", False),
-        (b"<http://a/s> <http://a/p> _:b1 .\n", True),
+    head = b"<http://a/s> <http://a/p> <http://a/o> .\n"
+    for tail, final, deferred in [
+        (b"<http://a/s> <http://a/p> [ <http://a/q> [] ] .\n", b"", True),
+        (b"<http://a/s> <http://a/p> _:b1 .\n", b"<http://a/s> <http://a/p> <g/b1> .\n", False),
+        (b"<http://a/s> <http://a/p> _:0123456789abcdef .\n", None, False),
     ]:
-        data = b"<http://a/s> <http://a/p> <http://a/o> .\n" + tail
-        path.write_bytes(data)
-        lines = native.TurtleLines(path, False, None, b"<g/", 64, start=_line_starts(data)[0])
-        if read:
-            assert b"".join(lines) == b"<http://a/s> <http://a/p> <g/b1> .\n"
-        else:
-            with pytest.raises(native.TurtleUnsupported, match="numbered in a later range"):
+        path.write_bytes(head + tail)
+        lines = native.TurtleLines(path, False, None, b"<g/", 64, start=len(head))
+        if final is None:
+            with pytest.raises(native.TurtleUnsupported, match="looks generated in a later range"):
                 b"".join(lines)
+            continue
+        given, apart = b"", b""
+        for block in lines:
+            given += block
+            apart += lines.take_deferred()
+        assert given == final
+        if deferred:
+            assert apart == (
+                b"<g/-anon\x010> <http://a/q> <g/-anon\x011> .\n<http://a/s> <http://a/p> <g/-anon\x010> .\n"
+            )
+            assert native.renumbered(apart, 5) == (
+                b"<g/-anon5> <http://a/q> <g/-anon6> .\n<http://a/s> <http://a/p> <g/-anon5> .\n"
+            )
+        else:
+            assert apart == b""
 
 
 def _benchmark_document(fmt: str, tmp_path: Path, statements: int) -> Path:

@@ -116,8 +116,12 @@ typedef struct {
     int named;
     /* Reading in ranges (turtle_ranges.py): a first range stops at `stop` when it is where a
      * statement of the top level starts and no directive came after the first statement (at_cut);
-     * a later range reads the prologue's directives, then jumps to `jump_to` and numbers no blank
-     * node (the first range's numbers are not known to it). */
+     * a later range reads the prologue's directives, then jumps to `jump_to`. The numbers of the
+     * ranges before it are not known to a later range: it numbers its anonymous nodes from 0,
+     * writes them with a mark (DEFERRED_MARK) and their statements apart (`deferred`), for
+     * renumber() to add the first range's count; it gives up on a label that looks generated
+     * (the same label may have been numbered before it). */
+    Out deferred;
     const u8 *stop, *jump_to;
     int later_range, statement_seen, late_directive, at_cut;
     const char *why; /* why the reader gave up */
@@ -694,15 +698,18 @@ static int read_number(Reader *t, Term *x)
 
 /* -- statements ----------------------------------------------------------------------------------- */
 
-static int put_number(Reader *t, long *number)
+/* Before a number a later range gave (canonical lines hold no raw control character). */
+#define DEFERRED_MARK '\x01'
+
+static int put_number(Reader *t, long *number, int hex)
 {
     if (*number < 0) {
-        if (t->later_range)
-            GIVE_UP(t, "a blank node numbered in a later range");
+        if (hex && t->later_range)
+            GIVE_UP(t, "a label that looks generated in a later range");
         *number = t->next_number++;
     }
     char text[32];
-    int n = snprintf(text, sizeof text, "-anon%ld>", *number);
+    int n = snprintf(text, sizeof text, t->later_range ? "-anon\x01%ld>" : "-anon%ld>", *number);
     TRY(put(t, &t->out, t->genid, t->genid_len));
     return put(t, &t->out, text, n);
 }
@@ -717,13 +724,28 @@ static int put_term(Reader *t, const Term *x)
         TRY(put(t, &t->out, t->doc + x->off, x->len));
         return put(t, &t->out, ">", 1);
     case K_ANON:
-        return put_number(t, &t->anon[x->id]);
+        return put_number(t, &t->anon[x->id], 0);
     default:
-        return put_number(t, &t->hex[x->id].number);
+        return put_number(t, &t->hex[x->id].number, 1);
     }
 }
 
+static int write_quad_to_out(Reader *t, const Quad *q);
+
+/* A statement with a node a later range numbered goes to `deferred` (its number is not final). */
 static int write_quad(Reader *t, const Quad *q)
+{
+    if (!t->later_range || (q->s.kind != K_ANON && q->o.kind != K_ANON && !(q->has_g && q->g.kind == K_ANON)))
+        return write_quad_to_out(t, q);
+    Out out = t->out;
+    t->out = t->deferred;
+    int r = write_quad_to_out(t, q);
+    t->deferred = t->out;
+    t->out = out;
+    return r;
+}
+
+static int write_quad_to_out(Reader *t, const Quad *q)
 {
     TRY(put_term(t, &q->s));
     TRY(put(t, &t->out, " ", 1));
@@ -743,7 +765,7 @@ static int flush_group(Reader *t)
 {
     while (t->n_group)
         TRY(write_quad(t, &t->group[--t->n_group]));
-    if (t->out.len > MAX_STATEMENT || t->arena.len > MAX_STATEMENT ||
+    if (t->out.len > MAX_STATEMENT || t->deferred.len > MAX_STATEMENT || t->arena.len > MAX_STATEMENT ||
         t->n_anon > MAX_STATEMENT / (Py_ssize_t)sizeof(long))
         GIVE_UP(t, "a statement of 64 MiB or more");
     return 0;
@@ -1203,6 +1225,7 @@ static void reader_release(Reader *t)
         munmap((void *)t->doc, t->map_len);
     t->doc = t->end = t->p = NULL;
     out_free(&t->out);
+    out_free(&t->deferred);
     out_free(&t->arena);
     out_free(&t->graph_text);
     out_free(&t->base);
@@ -1311,7 +1334,7 @@ done:
 /* Statements until `size` bytes of lines are ready, without the GIL: 0, or -1 (given up), -2. */
 static int read_some(Reader *t, Py_ssize_t size)
 {
-    while (!t->done && t->out.len < size) {
+    while (!t->done && t->out.len + t->deferred.len < size) {
         const u8 *start = t->p;
         int r = read_statement(t);
         if (r < 0)
@@ -1349,10 +1372,57 @@ static PyObject *reader_read(Reader *t, PyObject *args)
         return PyErr_NoMemory();
     if (r == -1)
         return PyErr_Format(Unsupported, "%s (at byte %zd)", t->why, t->why_at);
-    if (!t->out.len && t->done)
+    if (!t->out.len && !t->deferred.len && t->done)
         Py_RETURN_NONE;
     return out_bytes(&t->out);
 }
+
+static PyObject *reader_take_deferred(Reader *t, PyObject *Py_UNUSED(args))
+{
+    PyObject *data = out_bytes(&t->deferred);
+    t->deferred.len = 0;
+    return data;
+}
+
+/* renumber(lines, offset): the lines a later range deferred, each marked number + offset. */
+static PyObject *turtle_renumber(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &offset))
+        return NULL;
+    Out o = {NULL, 0, 0};
+    const u8 *p = data.buf, *end = p + data.len;
+    int failed = 0;
+    while (p < end && !failed) {
+        const u8 *mark = memchr(p, DEFERRED_MARK, end - p);
+        if (!mark) {
+            failed = out_put(&o, p, end - p) < 0;
+            break;
+        }
+        failed = out_put(&o, p, mark - p) < 0;
+        long long number = 0;
+        for (p = mark + 1; p < end && is_digit(*p); p++)
+            number = number * 10 + (*p - '0');
+        char text[32];
+        int n = snprintf(text, sizeof text, "%lld", number + offset);
+        failed = failed || out_put(&o, (const u8 *)text, n) < 0;
+    }
+    PyBuffer_Release(&data);
+    if (failed) {
+        out_free(&o);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = out_bytes(&o);
+    out_free(&o);
+    return result;
+}
+
+static PyMethodDef turtle_functions[] = {
+    {"renumber", turtle_renumber, METH_VARARGS,
+     "renumber(lines, offset) -> the statements a later range deferred, each number it gave + offset"},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyObject *reader_resume(Reader *t, PyObject *Py_UNUSED(args))
 {
@@ -1374,6 +1444,9 @@ static PyMethodDef reader_methods[] = {
     {"read", (PyCFunction)reader_read, METH_VARARGS,
      "read([size]) -> the next block of final lines (about size bytes), None at the end; raises "
      "TurtleUnsupported when the document is not one this reader reads"},
+    {"take_deferred", (PyCFunction)reader_take_deferred, METH_NOARGS,
+     "take_deferred() -> the statements with a node this later range numbered, given since the last call, "
+     "their numbers marked (for renumber)"},
     {"resume", (PyCFunction)reader_resume, METH_NOARGS,
      "resume() -> None: a first range that stopped at its end (at_cut) reads on to the document's end"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "close() -> None: the document unmapped"},
@@ -1395,6 +1468,11 @@ static PyObject *reader_position(Reader *t, void *Py_UNUSED(closure))
     return PyLong_FromSsize_t(t->p - t->doc);
 }
 
+static PyObject *reader_numbered(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(t->next_number);
+}
+
 static PyObject *reader_at_cut(Reader *t, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(t->at_cut);
@@ -1402,6 +1480,7 @@ static PyObject *reader_at_cut(Reader *t, void *Py_UNUSED(closure))
 
 static PyGetSetDef reader_getset[] = {
     {"position", (getter)reader_position, NULL, "the byte of the document the reader is at", NULL},
+    {"numbered", (getter)reader_numbered, NULL, "blank nodes numbered so far", NULL},
     {"at_cut", (getter)reader_at_cut, NULL,
      "whether the reader stopped at `stop`, where a statement of the top level starts and the prologue's "
      "directives are the only ones read",
@@ -1433,6 +1512,8 @@ int nt_add_turtle(PyObject *module)
                                             "The document is not one the compiled Turtle reader reads.",
                                             PyExc_ValueError, NULL);
     if (!Unsupported || PyModule_AddObject(module, "TurtleUnsupported", Unsupported) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, turtle_functions) < 0)
         return -1;
     Py_INCREF(&ReaderType);
     if (PyModule_AddObject(module, "TurtleReader", (PyObject *)&ReaderType) < 0)

@@ -7,9 +7,11 @@ line ending in "." or "}"); only the first range's reader can tell, and it does:
 when a statement of the top level starts exactly at that byte and no directive came after its first
 statement. The second range's reader reads the prologue (the directives before the first statement),
 then the statements from the cut on, in the state the first range ends in: the same prefixes and
-base, outside any graph, on a new line. It gives up on a blank node it would number (anonymous ones
-and labels that look generated are numbered in the order of the whole document), and on anything
-the reader gives up on. Whenever the second range is not read, or the first reader did not stop at
+base, outside any graph, on a new line. Anonymous blank nodes are numbered in the order of the whole
+document: the second reader numbers its own from 0 and keeps their statements apart, and once the
+first range's count is known they are renumbered (:func:`.native.renumbered`) and sorted here. It
+gives up on a label that looks generated (the first range may have numbered the same label), and on
+anything the reader gives up on. Whenever the second range is not read, or the first reader did not stop at
 the cut, the first reader reads on to the end, alone: so the lines are those of one reading of the
 whole document (tests/laundromat/test_turtle_ranges.py cuts the W3C suites' documents at every line)."""
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from . import native
 from .external_sort import SORT_BATCH, RunWriter
@@ -46,6 +48,10 @@ class RangeRead(NamedTuple):
     named: bool
     #: Sorted run files of its lines.
     runs: list[str]
+    #: A later range's statements with a node it numbered, to renumber (None: none).
+    deferred: str | None = None
+    #: Bytes of lines its last runs were sized for.
+    run_size: int = 0
 
 
 def cut_of(path: Path, size: int) -> int | None:
@@ -72,14 +78,25 @@ class Span(NamedTuple):
     end: int
 
 
-def fill(lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, options: CleanOptions) -> None:
+def fill(
+    lines: native.TurtleLines,
+    writer: RunWriter,
+    span: Span,
+    runs: int,
+    options: CleanOptions,
+    deferred: IO[bytes] | None = None,
+) -> None:
     """The lines of the reader's span into ``writer``, in runs sized as it reads so that about
     ``runs`` of them hold them: the lines a document gives per byte vary (prefixed names written
     out). A run holds at least ``sorted_run_bytes``, at most ``run_bytes`` × 4 (a reader holds about
-    three at a time). Raises TurtleUnsupported."""
+    three at a time). A later range's deferred statements go to ``deferred``. Raises
+    TurtleUnsupported."""
     smallest, largest = options.sorted_run_bytes, options.run_bytes * 4
     given = 0
     for block in lines:
+        if deferred is not None and (apart := lines.take_deferred()):
+            deferred.write(apart)
+            given += len(apart)
         given += len(block)
         position = lines.position
         read = position - span.start
@@ -90,15 +107,51 @@ def fill(lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, op
 
 
 def read_range(
-    lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, options: CleanOptions
+    lines: native.TurtleLines,
+    writer: RunWriter,
+    span: Span,
+    runs: int,
+    options: CleanOptions,
+    deferred: IO[bytes] | None = None,
 ) -> RangeRead:
     """The span's lines into ``writer``'s sorted runs (:func:`fill`; removed when the reader gives up)."""
     try:
-        fill(lines, writer, span, runs, options)
+        fill(lines, writer, span, runs, options, deferred)
     except native.TurtleUnsupported:
         writer.discard()
         return RangeRead(False, 0, False, [])
-    return RangeRead(True, lines.statements, lines.named, writer.flush())
+    return RangeRead(True, lines.statements, lines.named, writer.flush(), None, writer.size)
+
+
+def _read_later_range(
+    lines: native.TurtleLines, writer: RunWriter, span: Span, runs: int, options: CleanOptions
+) -> RangeRead:
+    """A later range (:func:`read_range`), its deferred statements in a file beside its runs."""
+    deferred = writer.folder / ("turtle-deferred-%d" % span.start)
+    with open(deferred, "wb") as apart:
+        read = read_range(lines, writer, span, runs, options, apart)
+        empty = apart.tell() == 0
+    if not read.read or empty:
+        deferred.unlink()
+        return read
+    return read._replace(deferred=str(deferred))
+
+
+def _add_deferred(sink: SortedSink, second: RangeRead, offset: int) -> None:
+    """The second range's deferred statements, renumbered after the ``offset`` blank nodes the
+    first numbered, into the sink's sorted runs (as many as the second range's own would take)."""
+    if second.deferred is None:
+        return
+    if sink.writer is not None:
+        sink.writer.size = max(sink.writer.size, second.run_size)
+    with open(second.deferred, "rb") as apart:
+        rest = b""
+        while chunk := apart.read(TURTLE_BLOCK):
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+            sink.add_lines(native.renumbered(data, offset), False, 0)
+    Path(second.deferred).unlink()
 
 
 def _read_one(
@@ -121,7 +174,7 @@ def _read_one(
         held.append((lines, writer))
         return read_range(lines, writer, span, RUNS // 2, options)
     try:
-        return read_range(lines, writer, span, RUNS // 2, options)
+        return _read_later_range(lines, writer, span, RUNS // 2, options)
     finally:
         writer.close()
         lines.close()
@@ -150,8 +203,9 @@ def read_in_ranges(path: Path, trig: bool, base_iri: str | None, sink: SortedSin
         if first.read and lines.at_cut and second.read:
             runs = first.runs + second.runs
             sink.add_runs(runs, first.statements + second.statements, first.named or second.named)
+            _add_deferred(sink, second, lines.numbered)
             return True
-        for run in second.runs:
+        for run in [*second.runs, *([second.deferred] if second.deferred else [])]:
             Path(run).unlink(missing_ok=True)
         if not first.read:
             return False
