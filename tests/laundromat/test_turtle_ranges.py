@@ -237,6 +237,24 @@ def test_a_later_range_numbers_anonymous_nodes_apart_and_gives_up_on_generated_l
             assert apart == b""
 
 
+def test_a_later_range_mostly_of_anonymous_nodes_is_left_to_the_first_reader(tmp_path, monkeypatch):
+    """Statements with a node the second range numbered are renumbered and sorted by one process
+    after both ranges: when they are more than DEFERRED_SHARE of its lines, the second range gives up
+    and the first reader reads on (the same lines either way)."""
+    path = tmp_path / "doc.ttl"
+    rows = [b"@prefix ex: <http://ex.org/> ."]
+    rows += [b"ex:s%d ex:p %s ." % (i, b"[ ex:q %d ]" % i if i % 2 else b"ex:o") for i in range(400)]
+    data = b"\n".join(rows) + b"\n"
+    path.write_bytes(data)
+    cut = _line_starts(data)[200]
+    whole = _read(path, "Turtle", None, tmp_path, None)
+    monkeypatch.setattr(turtle_ranges, "TURTLE_BLOCK", 256)
+    for after, both in ((1 << 30, True), (1024, False)):
+        monkeypatch.setattr(turtle_ranges, "DEFERRED_AFTER", after)
+        ranges = _read(path, "Turtle", None, tmp_path, cut)
+        assert ranges[:3] == whole and ranges[3] == both, after
+
+
 def _benchmark_document(fmt: str, tmp_path: Path, statements: int) -> Path:
     """The benchmark's statements as Turtle (prefixes, abbreviations) or as TriG, in one named graph."""
     rnd = random.Random(29)

@@ -64,6 +64,11 @@ def cut_of(path: Path, size: int) -> int | None:
     return None if found is None else middle + found.end()
 
 
+#: A later range gives up when more than this share of its lines (past DEFERRED_AFTER bytes of
+#: them) have a node it numbered: those are renumbered and sorted by one process once both ranges
+#: are read, which costs more than the first reader reading on (a document of `[ ... ]` objects).
+DEFERRED_SHARE = 0.25
+DEFERRED_AFTER = 4 << 20
 #: Runs the lines of a document are written to at most (those of the ranges together; SORT_BATCH
 #: and more merge in two passes, every line written and read once more).
 RUNS = SORT_BATCH - 2
@@ -92,16 +97,22 @@ def fill(
     three at a time). A later range's deferred statements go to ``deferred``. Raises
     TurtleUnsupported."""
     smallest, largest = options.sorted_run_bytes, options.run_bytes * 4
-    given = 0
+    given = apart = 0
     for block in lines:
-        if deferred is not None and (apart := lines.take_deferred()):
-            deferred.write(apart)
-            given += len(apart)
+        if deferred is not None and (statements := lines.take_deferred()):
+            deferred.write(statements)
+            apart += len(statements)
+            if apart + given > DEFERRED_AFTER and apart > DEFERRED_SHARE * (apart + given + len(block)):
+                raise native.TurtleUnsupported(
+                    "a later range whose statements mostly have a node it numbered"
+                )
         given += len(block)
         position = lines.position
         read = position - span.start
         if read > 0:  # the lines the whole span will give, at the rate so far
-            expected = given * ((span.stop if position <= span.stop else span.end) - span.start) // read
+            expected = (
+                (given + apart) * ((span.stop if position <= span.stop else span.end) - span.start) // read
+            )
             writer.size = max(smallest, min(largest, -(-expected // runs)))
         writer.add(block)
 
