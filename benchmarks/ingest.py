@@ -132,8 +132,16 @@ def stat(stderr: str, name: str) -> int:
 class Runner:
     """Runs the two spiders in subprocesses against the local site; each ingest run gets a fresh store."""
 
-    def __init__(self, tmp: Path, concurrency: int, py_spy: str | None, cprofile: str | None = None):
+    def __init__(
+        self,
+        tmp: Path,
+        concurrency: int,
+        py_spy: str | None,
+        cprofile: str | None = None,
+        ingest_settings: list[str] | None = None,
+    ):
         self.tmp = tmp
+        self.ingest_settings = [arg for setting in ingest_settings or [] for arg in ("-s", setting)]
         self.py_spy = py_spy
         self.cprofile = cprofile
         self.common = [
@@ -209,6 +217,7 @@ class Runner:
                 "-s",
                 "INGEST_TEIXML_FEED=%s" % (work / "feed.jsonl"),
                 *self.common,
+                *self.ingest_settings,
             ],
             dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (work / "store.db")),
         )
@@ -269,6 +278,13 @@ def main() -> int:
         "--cprofile", metavar="OUT", help="cProfile each ingest crawl (main thread) into OUT.<set>-<run>"
     )
     parser.add_argument("--sets", default="html,pdf", help="which sets to run (html, pdf)")
+    parser.add_argument(
+        "-s",
+        "--ingest-setting",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a setting for the ingest crawls only (repeatable), e.g. INGEST_PDF_THUMBNAILS=False",
+    )
     args = parser.parse_args()
     pdf_path = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
     pdf = pdf_path.read_bytes() if pdf_path.exists() else b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
@@ -288,7 +304,7 @@ def main() -> int:
     try:
         sets = build(site, args.n, pdf)
         with tempfile.TemporaryDirectory() as tmp:
-            runner = Runner(Path(tmp), args.concurrency, args.py_spy, args.cprofile)
+            runner = Runner(Path(tmp), args.concurrency, args.py_spy, args.cprofile, args.ingest_setting)
             for name, (requests, urls, n_resources) in sets.items():
                 if name not in args.sets.split(","):
                     continue

@@ -170,6 +170,10 @@ def test_landing_page_to_pdf_result_shape(crawled):
     thumb = crawled["tmp"] / "blobs" / "thumbnail" / ("%s.jpg" % fm["sha1hex"])
     if shutil.which("pdftoppm"):
         assert pm["has_page0_thumbnail"] is True and thumb.read_bytes()[:3] == b"\xff\xd8\xff"  # JPEG
+        # rendered by the spider, not the extraction process: the bytes of one pdftoppm run all the same
+        from votersdaily.ingest.thumbnail import render_page0
+
+        assert thumb.read_bytes() == render_page0(scholarly("dummy.pdf").read_bytes())
     else:
         assert pm["has_page0_thumbnail"] is False and not thumb.exists()
 

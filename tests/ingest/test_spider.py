@@ -28,3 +28,24 @@ def test_hop_body_growing_past_the_limit_is_stopped_with_its_response():
     resource = scrapy.Request("http://example.com/r.png")
     spider._count_bytes(b"x" * 60, resource)
     spider._stop_if_too_large({}, 60, resource)
+
+
+def test_page0_is_rendered_only_when_wanted_and_renderable():
+    """INGEST_PDF_THUMBNAILS off, or a PDF that was not read (a variant of the recorded PDF cut in
+    half): no render is started and pdf_meta says there is no thumbnail."""
+    import asyncio
+
+    from tests.ingest.conftest import scholarly
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.ingest.pdf import extract_pdf
+    from votersdaily.ingest.spider import IngestSpider
+
+    blob = scholarly("dummy.pdf").read_bytes()
+    read, _, _ = extract_pdf(blob, thumbnail=False)
+    unread, _, _ = extract_pdf(blob[: len(blob) // 2], thumbnail=False)
+    spider = IngestSpider()
+    spider.renders = asyncio.Semaphore(0)  # a render would wait here for ever
+    for config, meta in ((IngestConfig(pdf_thumbnails=False), read), (IngestConfig(), unread)):
+        spider.config = config
+        assert asyncio.run(asyncio.wait_for(spider._page0(blob, meta), 5)) == (meta, None)
+    assert read["has_page0_thumbnail"] is False and unread["status"] == "parse-error"

@@ -1,5 +1,5 @@
 """Text and metadata of an accepted PDF with pypdf (the ``pdf_meta`` of the result, the ``pdf0``
-family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm``."""
+family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm`` (:mod:`.thumbnail`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import hashlib
 import io
 import logging
 import re
-import shutil
-import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +15,8 @@ from pypdf.errors import PdfReadError
 
 from votersdaily.datetimes import PartialDate
 from votersdaily.defaults import DEFAULTS
+
+from .thumbnail import RENDER_TIMEOUT, PageZeroRender
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -63,65 +63,57 @@ def pdf_date_iso(raw: str) -> str | None:
     return stamp.replace(tzinfo=zone).isoformat(timespec=spec)
 
 
-#: pdftoppm (poppler-utils) renders the thumbnail; without it there is none.
-PDFTOPPM = shutil.which("pdftoppm")
-#: Page 0 only, as JPEG, 180 px wide (sandcrawler's thumbnails are 180 px wide), from stdin.
-_PDFTOPPM_ARGS = (
-    "-f",
-    "1",
-    "-l",
-    "1",
-    "-singlefile",
-    "-jpeg",
-    "-scale-to-x",
-    "180",
-    "-scale-to-y",
-    "-1",
-    "-",
-)
-
-
-def render_page0(blob: bytes, timeout: float = 30.0) -> bytes | None:
-    """A JPEG of the first page, 180 px wide, by poppler's ``pdftoppm``; None when it is not
-    installed or fails (sandcrawler renders with poppler too, and also drops tiny images)."""
-    if PDFTOPPM is None:
-        return None
-    try:
-        done = subprocess.run(  # noqa: S603 - a fixed program and arguments; the PDF goes to stdin
-            [PDFTOPPM, *_PDFTOPPM_ARGS],
-            input=blob,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0 or len(done.stdout) < 50:
-        return None
-    return done.stdout
-
-
 def extract_pdf(
     blob: bytes,
     max_pages: int = DEFAULTS["INGEST_PDF_MAX_PAGES"],
     max_text_chars: int = 5_000_000,
     thumbnail: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"],
+    sha1hex: str | None = None,
 ) -> tuple[dict[str, Any], str, bytes | None]:
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
     version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
     ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
-    ``max_pages`` pages."""
-    sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+    ``max_pages`` pages. ``sha1hex``: the blob's SHA-1 when the caller has it already.
+
+    The thumbnail renders in its own process while the text is read (:class:`PageZeroRender`),
+    started once the page tree says there is a first page."""
+    if sha1hex is None:
+        sha1hex = hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+    renders: list[PageZeroRender] = []
+    try:
+        meta, text = _read_pdf(blob, sha1hex, max_pages, max_text_chars, thumbnail, renders)
+        thumb = renders[0].result() if renders and meta["status"] == "success" else None
+    finally:
+        for render in renders:  # one not collected (a parse error, an exception) is stopped
+            render.cancel()
+    if meta["status"] != "success":
+        return meta, "", None
+    meta["has_page0_thumbnail"] = thumb is not None
+    return meta, text, thumb
+
+
+def _read_pdf(
+    blob: bytes,
+    sha1hex: str,
+    max_pages: int,
+    max_text_chars: int,
+    thumbnail: bool,
+    renders: list[PageZeroRender],
+) -> tuple[dict[str, Any], str]:
+    """(``pdf_meta``, text) of :func:`extract_pdf`; the thumbnail's render, when wanted and there
+    is a first page, is started and appended to ``renders``."""
     try:
         reader = PdfReader(io.BytesIO(blob), strict=False)
         if reader.is_encrypted:
             try:
                 reader.decrypt("")
             except Exception:
-                return _pdf_meta(sha1hex, "encrypted", "encrypted PDF"), "", None
+                return _pdf_meta(sha1hex, "encrypted", "encrypted PDF"), ""
         page_count = len(reader.pages)
+        if thumbnail and page_count:
+            renders.append(PageZeroRender(blob, RENDER_TIMEOUT))
         texts = []
         for page in reader.pages[:max_pages]:
             texts.append(page.extract_text() or "")
@@ -132,7 +124,7 @@ def extract_pdf(
         permanent_id, update_id = _trailer_ids(reader)
         meta_xml = _meta_xml(reader)
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
-        return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), "", None
+        return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), ""
     text = "\n\f".join(texts)[:max_text_chars]
     extra = {
         "page0_height": float(first_page.mediabox.height) if first_page is not None else None,
@@ -142,10 +134,8 @@ def extract_pdf(
         "update_id": update_id,
         "pdf_version": (reader.pdf_header or "").replace("%PDF-", "") or None,
     }
-    thumb = render_page0(blob) if thumbnail and page_count else None
     meta = _pdf_meta(sha1hex, "success", None)
     meta.update(
-        has_page0_thumbnail=thumb is not None,
         meta_xml=meta_xml,
         pdf_info=info,
         pdf_extra=extra,
@@ -153,7 +143,7 @@ def extract_pdf(
         text_chars=len(text),
         word_count=len(text.split()),
     )
-    return meta, text, thumb
+    return meta, text
 
 
 def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:

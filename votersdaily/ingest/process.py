@@ -188,11 +188,15 @@ def process_html_bytes(
     return process_html(doc, biblio, ojs_fix, blocked_hosts)
 
 
-def process_pdf(body: bytes, config: IngestConfig) -> tuple[dict[str, Any], str, bytes | None]:
-    """(pdf_meta, text, page-0 thumbnail or None)."""
+def process_pdf(
+    body: bytes, config: IngestConfig, sha1hex: str | None = None
+) -> tuple[dict[str, Any], str, bytes | None]:
+    """(pdf_meta, text, None): the page-0 thumbnail is the spider's to render
+    (:meth:`~votersdaily.ingest.spider.IngestSpider._page0`), so an extraction process never waits
+    for ``pdftoppm``. ``sha1hex``: the body's, when already known."""
     from .pdf import extract_pdf  # imported here: see process_html
 
-    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=config.pdf_thumbnails)
+    return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=False, sha1hex=sha1hex)
 
 
 def xml_error(body: bytes) -> str | None:
@@ -265,7 +269,7 @@ def examine_hop(
         return facts
     facts.magic = describe(body)
     if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
-        facts.pdf = process_pdf(body, config)
+        facts.pdf = process_pdf(body, config, facts.file_meta["sha1hex"])
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None and facts.landing is not None:

@@ -54,6 +54,7 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
+from .thumbnail import page0_renderable, render_page0
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -93,6 +94,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     hop_timeout: float
     room: DownloaderRoom
     resource_streams: ResourceStreams
+    #: Page-0 renders running at once (:meth:`_page0`).
+    renders: asyncio.Semaphore
 
     def __init__(
         self,
@@ -136,6 +139,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler)
+        spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
@@ -465,6 +469,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         common: dict[str, Any],
     ) -> IngestItem:
         pdf_meta, text, thumbnail = pdf
+        if thumbnail is None:
+            pdf_meta, thumbnail = await self._page0(body, pdf_meta)
         side["pdf_text"] = text
         side["pdf_thumbnail"] = thumbnail
         fields = dict(common, pdf_meta=pdf_meta)
@@ -483,6 +489,17 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             side["grobid"] = dict(grobid)
             fields["grobid"] = grobid
         return self._finish(state, "success", None, side, **fields)
+
+    async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by
+        ``pdftoppm`` from a thread of this process, as many at once as there are extraction
+        processes: the render is a process of its own, so the extraction processes read the next
+        documents meanwhile instead of waiting for it (they spent most of a PDF's time there)."""
+        if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS
+            return pdf_meta, None
+        async with self.renders:
+            thumbnail = await run_in_thread(render_page0, body)
+        return dict(pdf_meta, has_page0_thumbnail=thumbnail is not None), thumbnail
 
     async def _terminal_html(
         self,
