@@ -363,17 +363,23 @@ def test_sorted_unique_is_byte_order_each_line_once():
     assert native.sorted_unique(b"b\na\xff\na") == b"a\na\xff\nb\n"  # the last line had no newline
 
 
-def test_merge_runs_merges_any_number_of_runs_each_line_once(tmp_path):
-    """Runs with shared lines, an empty run, lines longer than the merge's read and write buffers."""
-    rnd = random.Random(9)
+def _sorted_runs(tmp_path: Path, rnd: random.Random, n: int, share: int) -> list[str]:
+    """``n`` sorted unique run files (the first empty) of the suites' lines and lines longer than
+    the merge's read and write buffers, each holding one in ``share`` of them."""
     lines = [*_lines_of_suites(), b"x" * (70 << 10), b"y" * (3 << 20), b"x" * (70 << 10) + b"z"]
     runs = []
-    for i in range(40):
+    for i in range(n):
         run = tmp_path / ("run-%d" % i)
         run.write_bytes(
-            native.sorted_unique(b"\n".join(rnd.sample(lines, len(lines) // 10)) + b"\n") if i else b""
+            native.sorted_unique(b"\n".join(rnd.sample(lines, len(lines) // share)) + b"\n") if i else b""
         )
         runs.append(str(run))
+    return runs
+
+
+def test_merge_runs_merges_any_number_of_runs_each_line_once(tmp_path):
+    """Runs with shared lines, an empty run, lines longer than the merge's read and write buffers."""
+    runs = _sorted_runs(tmp_path, random.Random(9), 40, 10)
     read_fd, write_fd = os.pipe()
     out = tmp_path / "merged"
     with open(out, "wb") as f:
@@ -386,22 +392,98 @@ def test_merge_runs_merges_any_number_of_runs_each_line_once(tmp_path):
         native.merge_runs([str(tmp_path / "missing")], 1)
 
 
-def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
-    """The benchmark's statements through the parallel path with small runs (more than SORT_BATCH of
-    them: a two-pass merge), against GNU sort and the pure-Python merge: the same cleaned bytes."""
-    rnd = random.Random(4)
-    path = tmp_path / "bench.nt"
-    path.write_text("".join(statement(i, rnd) for i in range(40_000)), encoding="utf-8")
+def _read_merger(runs: list[str], size: int, mark: bytes) -> tuple[bytes, bytes, list[int]]:
+    """Everything a RunMerger of ``runs`` gives in pieces of ``size``: the bytes, the marked lines
+    and the piece lengths; its counts checked against the bytes."""
+    merger = native.run_merger(runs, mark)
+    pieces, marked = [], []
+    while piece := merger.read(size):
+        pieces.append(piece)
+        marked.append(merger.marked())
+    assert merger.read(size) == b"" and merger.marked() == b""
+    data = b"".join(pieces)
+    assert (merger.lines_read, merger.bytes_read) == (data.count(b"\n"), len(data))
+    merger.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        merger.read(size)
+    return data, b"".join(marked), [len(piece) for piece in pieces]
+
+
+def test_run_merger_gives_the_merge_in_fixed_pieces(tmp_path):
+    """The merge read in pieces (what the gzip is fed) is merge_runs's output cut every ``size``
+    bytes, whatever the size: lines cut between pieces, lines longer than a piece and than the
+    read buffer, an empty run. Its marked lines are those whose predicate holds the mark, in order
+    (the suites' lines whose second field holds "#type>", and ``rdf:type`` itself)."""
+    runs = _sorted_runs(tmp_path, random.Random(11), 12, 4)
+    with open(tmp_path / "merged", "wb") as f:
+        native.merge_runs(runs, f.fileno())
+    expected = (tmp_path / "merged").read_bytes()
+    mark = b"#type>"
+    marked = b"".join(
+        line + b"\n"
+        for line in expected.split(b"\n")[:-1]
+        if len(line.split(b" ")) > 1 and mark in line.split(b" ")[1]
+    )
+    assert marked, "the suites have rdf:type statements"
+    for size in (1, 7, 4096, external_sort.GZIP_PIECE):
+        data, found, sizes = _read_merger(runs, size, mark)
+        assert data == expected and found == marked, size
+        assert all(n == size for n in sizes[:-1]) and 0 < sizes[-1] <= size
+    assert _read_merger([], 5, mark) == (b"", b"", [])
+    with pytest.raises(OSError):
+        native.run_merger([str(tmp_path / "missing")], mark)
+    with pytest.raises(ValueError, match="positive"):
+        native.run_merger(runs, mark).read(0)
+
+
+def _clean_by_every_sort(path: Path, tmp_path: Path, monkeypatch) -> list[CleanResult]:
+    """The N-Triples document at ``path`` cleaned by ranges into small runs (more than SORT_BATCH of
+    them for 40,000 statements: a two-pass merge) merged by the compiled path, by GNU sort and by
+    the pure-Python merge."""
     options = CleanOptions(parse_workers=2, parse_chunk=16 << 10, run_bytes=1, sorted_run_bytes=16 << 10)
-    keys = set()
+    results = []
     for mode in ("native", "gnu", "python"):
         with monkeypatch.context() as patch:
             if mode != "native":
                 patch.setattr(external_sort.native, "available", lambda: False)
             if mode == "python":
                 patch.setattr(external_sort.shutil, "which", lambda name: None)
-            result = clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options)
-        keys.add((result.key, result.unique, result.statements))
+            results.append(clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options))
+    return results
+
+
+def test_data_dumps_are_the_same_on_every_path(tmp_path, monkeypatch):
+    """A document naming more than MAX_DATA_DUMPS dumps (the VoID statement of tests/laundromat/
+    sitedata.py, its object numbered; among the benchmark's statements) cleaned with the compiled
+    runs' merge, GNU sort and the pure-Python merge: the same first MAX_DATA_DUMPS dumps, in the
+    output's order."""
+    rnd = random.Random(5)
+    dumps = [
+        "<http://example.org/ds> <http://rdfs.org/ns/void#dataDump> <http://example.org/dumps/%04d.nt> .\n"
+        % i
+        for i in range(external_sort.MAX_DATA_DUMPS + 200)
+    ]
+    text = [statement(i, rnd) for i in range(20_000)] + dumps
+    rnd.shuffle(text)
+    path = tmp_path / "doc.nt"
+    path.write_text("".join(text), encoding="utf-8")
+    found = [
+        (result.key, result.void_data_dumps) for result in _clean_by_every_sort(path, tmp_path, monkeypatch)
+    ]
+    expected = ["http://example.org/dumps/%04d.nt" % i for i in range(external_sort.MAX_DATA_DUMPS)]
+    assert found == [(found[0][0], expected)] * 3
+
+
+def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
+    """The benchmark's statements through the parallel path with small runs (more than SORT_BATCH of
+    them: a two-pass merge), against GNU sort and the pure-Python merge: the same cleaned bytes."""
+    rnd = random.Random(4)
+    path = tmp_path / "bench.nt"
+    path.write_text("".join(statement(i, rnd) for i in range(40_000)), encoding="utf-8")
+    keys = {
+        (result.key, result.unique, result.statements)
+        for result in _clean_by_every_sort(path, tmp_path, monkeypatch)
+    }
     assert len(keys) == 1 and next(iter(keys))[1] > 30_000
 
 
@@ -623,6 +705,10 @@ def test_fuzzed_documents_clean_sort_and_merge_the_same_on_both_paths(tmp_path, 
         merged = list(dict.fromkeys(heapq.merge(*runs)))
         assert (tmp_path / "merged").read_bytes() == b"".join(line + b"\n" for line in merged)
         assert written == len(merged)
+        in_pieces = _read_merger(
+            [str(tmp_path / ("run-%d" % i)) for i in range(3)], rnd.randrange(1, 200), b"<"
+        )
+        assert in_pieces[0] == (tmp_path / "merged").read_bytes()
         if time.monotonic() > deadline:
             break
     assert rounds >= 5

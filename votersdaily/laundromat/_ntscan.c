@@ -903,120 +903,376 @@ static void sift_down(Cursor **heap, Py_ssize_t n, Py_ssize_t i)
 #define RUN_BUFFER (64 * 1024)
 #define OUT_BUFFER (1024 * 1024)
 
-/* Merge `k` sorted runs into `out_fd`, each line once; the number of lines written, or -1 (errno). */
-static Py_ssize_t merge_fds(const int *fds, Py_ssize_t k, int out_fd)
+/* A k-way merge of sorted runs: the heap of their cursors and the last line given (each line once). */
+typedef struct {
+    Cursor *cursors;
+    Cursor **heap;
+    Py_ssize_t k, n;
+    u8 *last;          /* the last unique line, newline-terminated */
+    Py_ssize_t last_n; /* its length without the newline; -1 before the first */
+    Py_ssize_t last_cap;
+} Merge;
+
+static void merge_free(Merge *m)
 {
-    Cursor *cursors = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor));
-    Cursor **heap = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor *));
-    u8 *out = PyMem_RawMalloc(OUT_BUFFER), *last = NULL;
-    Py_ssize_t n = 0, used = 0, written = 0, last_n = -1, last_cap = 0, result = -1;
-    if (!cursors || !heap || !out)
-        goto done;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        cursors[i].fd = fds[i];
-        cursors[i].cap = RUN_BUFFER;
-        if (!(cursors[i].buf = PyMem_RawMalloc(RUN_BUFFER)))
-            goto done;
-        int got = cursor_next(&cursors[i]);
-        if (got < 0)
-            goto done;
-        if (got)
-            heap[n++] = &cursors[i];
+    if (m->cursors)
+        for (Py_ssize_t i = 0; i < m->k; i++)
+            PyMem_RawFree(m->cursors[i].buf);
+    PyMem_RawFree(m->cursors);
+    PyMem_RawFree(m->heap);
+    PyMem_RawFree(m->last);
+    memset(m, 0, sizeof(*m));
+    m->last_n = -1;
+}
+
+/* Start merging the runs open on `fds` (their first lines read): 0, or -1 (errno; merge_free it). */
+static int merge_start(Merge *m, const int *fds, Py_ssize_t k)
+{
+    memset(m, 0, sizeof(*m));
+    m->last_n = -1;
+    m->k = k;
+    m->cursors = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor));
+    m->heap = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor *));
+    if (!m->cursors || !m->heap) {
+        errno = ENOMEM;
+        return -1;
     }
-    for (Py_ssize_t i = n / 2 - 1; i >= 0; i--)
-        sift_down(heap, n, i);
-    while (n) {
-        Cursor *top = heap[0];
-        Line *line = &top->cur;
-        if (last_n != line->n || (line->n && memcmp(last, line->p, line->n))) {
-            if (used + line->n + 1 > OUT_BUFFER) {
-                if (write_all(out_fd, out, used) < 0)
-                    goto done;
-                used = 0;
-            }
-            if (line->n + 1 > OUT_BUFFER) { /* a line longer than the output buffer */
-                if (write_all(out_fd, line->p, line->n) < 0 || write_all(out_fd, (const u8 *)"\n", 1) < 0)
-                    goto done;
-            } else {
-                memcpy(out + used, line->p, line->n);
-                out[used + line->n] = '\n';
-                used += line->n + 1;
-            }
-            if (line->n > last_cap) {
-                u8 *more = PyMem_RawRealloc(last, line->n * 2);
-                if (!more)
-                    goto done;
-                last = more;
-                last_cap = line->n * 2;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        m->cursors[i].fd = fds[i];
+        m->cursors[i].cap = RUN_BUFFER;
+        if (!(m->cursors[i].buf = PyMem_RawMalloc(RUN_BUFFER))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int got = cursor_next(&m->cursors[i]);
+        if (got < 0)
+            return -1;
+        if (got)
+            m->heap[m->n++] = &m->cursors[i];
+    }
+    for (Py_ssize_t i = m->n / 2 - 1; i >= 0; i--)
+        sift_down(m->heap, m->n, i);
+    return 0;
+}
+
+/* The next line unlike the last into m->last: 1, 0 when the runs are done, -1 on error (errno). */
+static int merge_next(Merge *m)
+{
+    while (m->n) {
+        Cursor *top = m->heap[0];
+        const Line *line = &top->cur;
+        int fresh = m->last_n != line->n || (line->n && memcmp(m->last, line->p, line->n));
+        if (fresh) {
+            if (line->n + 1 > m->last_cap) {
+                u8 *more = PyMem_RawRealloc(m->last, (line->n + 1) * 2);
+                if (!more) {
+                    errno = ENOMEM;
+                    return -1;
+                }
+                m->last = more;
+                m->last_cap = (line->n + 1) * 2;
             }
             if (line->n)
-                memcpy(last, line->p, line->n);
-            last_n = line->n;
-            written++;
+                memcpy(m->last, line->p, line->n);
+            m->last[line->n] = '\n';
+            m->last_n = line->n;
         }
         int got = cursor_next(top);
         if (got < 0)
-            goto done;
+            return -1;
         if (!got)
-            heap[0] = heap[--n];
-        sift_down(heap, n, 0);
+            m->heap[0] = m->heap[--m->n];
+        sift_down(m->heap, m->n, 0);
+        if (fresh)
+            return 1;
     }
-    if (write_all(out_fd, out, used) < 0)
+    return 0;
+}
+
+/* Merge `k` sorted runs into `out_fd`, each line once; the number of lines written, or -1 (errno). */
+static Py_ssize_t merge_fds(const int *fds, Py_ssize_t k, int out_fd)
+{
+    Merge m;
+    u8 *out = PyMem_RawMalloc(OUT_BUFFER);
+    Py_ssize_t used = 0, written = 0, result = -1;
+    int got = -1;
+    if (merge_start(&m, fds, k) < 0 || !out)
+        goto done;
+    while ((got = merge_next(&m)) > 0) {
+        Py_ssize_t n = m.last_n + 1;
+        if (used + n > OUT_BUFFER) {
+            if (write_all(out_fd, out, used) < 0)
+                goto done;
+            used = 0;
+        }
+        if (n > OUT_BUFFER) { /* a line longer than the output buffer */
+            if (write_all(out_fd, m.last, n) < 0)
+                goto done;
+        } else {
+            memcpy(out + used, m.last, n);
+            used += n;
+        }
+        written++;
+    }
+    if (got < 0 || write_all(out_fd, out, used) < 0)
         goto done;
     result = written;
 done:
-    if (cursors)
-        for (Py_ssize_t i = 0; i < k; i++)
-            PyMem_RawFree(cursors[i].buf);
-    PyMem_RawFree(cursors);
-    PyMem_RawFree(heap);
+    merge_free(&m);
     PyMem_RawFree(out);
-    PyMem_RawFree(last);
     return result;
+}
+
+/* The paths of a sequence opened for reading into fds[0..*opened) (closed by the caller). The
+ * sequence is taken once as a tuple: a path object's __fspath__ (Python code) may change the
+ * caller's list while they are opened. 0, or -1 with an exception set. */
+static int open_runs(PyObject *given, int **fds, Py_ssize_t *k, Py_ssize_t *opened)
+{
+    PyObject *paths = PySequence_Tuple(given);
+    *fds = NULL;
+    *k = *opened = 0;
+    if (!paths)
+        return -1;
+    *k = PyTuple_GET_SIZE(paths);
+    if (!(*fds = PyMem_RawCalloc(*k ? *k : 1, sizeof(int)))) {
+        Py_DECREF(paths);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (; *opened < *k; (*opened)++) {
+        PyObject *encoded;
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(paths, *opened), &encoded))
+            goto failed;
+        int fd = open(PyBytes_AS_STRING(encoded), O_RDONLY | O_CLOEXEC);
+        Py_DECREF(encoded);
+        if (fd < 0) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(paths, *opened));
+            goto failed;
+        }
+        (*fds)[*opened] = fd;
+    }
+    Py_DECREF(paths);
+    return 0;
+failed:
+    Py_DECREF(paths);
+    return -1;
+}
+
+static void close_runs(int *fds, Py_ssize_t opened)
+{
+    for (Py_ssize_t i = 0; i < opened; i++)
+        close(fds[i]);
+    PyMem_RawFree(fds);
 }
 
 static PyObject *merge_runs(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *given, *paths;
-    int out_fd;
+    PyObject *given;
+    int out_fd, *fds, saved = 0;
+    Py_ssize_t k, opened, written = -1;
     if (!PyArg_ParseTuple(args, "Oi", &given, &out_fd))
         return NULL;
-    /* A tuple of the paths taken once: a path object's __fspath__ (Python code) may change the
-     * caller's list while they are opened. */
-    if (!(paths = PySequence_Tuple(given)))
+    if (open_runs(given, &fds, &k, &opened) < 0) {
+        close_runs(fds, opened);
         return NULL;
-    Py_ssize_t k = PyTuple_GET_SIZE(paths), opened = 0, written = -1;
-    int *fds = PyMem_RawCalloc(k ? k : 1, sizeof(int)), saved = 0;
-    if (!fds) {
-        Py_DECREF(paths);
-        return PyErr_NoMemory();
-    }
-    for (; opened < k; opened++) {
-        PyObject *encoded;
-        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(paths, opened), &encoded))
-            goto done;
-        fds[opened] = open(PyBytes_AS_STRING(encoded), O_RDONLY | O_CLOEXEC);
-        Py_DECREF(encoded);
-        if (fds[opened] < 0) {
-            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(paths, opened));
-            goto done;
-        }
     }
     Py_BEGIN_ALLOW_THREADS
     written = merge_fds(fds, k, out_fd);
     saved = errno;
     Py_END_ALLOW_THREADS
+    close_runs(fds, opened);
     if (written < 0) {
         errno = saved;
-        PyErr_SetFromErrno(saved == ENOMEM ? PyExc_MemoryError : PyExc_OSError);
+        return PyErr_SetFromErrno(saved == ENOMEM ? PyExc_MemoryError : PyExc_OSError);
     }
-done:
-    for (Py_ssize_t i = 0; i < opened; i++)
-        close(fds[i]);
-    PyMem_RawFree(fds);
-    Py_DECREF(paths);
-    return written < 0 ? NULL : PyLong_FromSsize_t(written);
+    return PyLong_FromSsize_t(written);
 }
+
+/* -- RunMerger: the merge given in pieces of a fixed size ---------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    Merge m;
+    int *fds;
+    Py_ssize_t opened;
+    int started, busy, closed;
+    /* Bytes of m.last (its newline included) already given: the rest starts the next piece. */
+    Py_ssize_t given;
+    Py_ssize_t lines, bytes;
+    /* Lines whose predicate holds `mark` (newline-terminated), since the last marked(). */
+    PyObject *mark;
+    Out marked;
+} RunMerger;
+
+/* Whether the second space-separated field of the line holds the mark. */
+static int predicate_holds(const u8 *line, Py_ssize_t n, const u8 *mark, Py_ssize_t mark_n)
+{
+    const u8 *first = memchr(line, ' ', n);
+    if (!first)
+        return 0;
+    const u8 *p = first + 1, *end = line + n;
+    const u8 *second = memchr(p, ' ', end - p);
+    if (second)
+        end = second;
+    return end - p >= mark_n && memmem(p, end - p, mark, mark_n) != NULL;
+}
+
+/* Fill out[0..size) with the merge's next bytes; the bytes given (less than size at the end), or -1
+ * (errno). Runs without the GIL. */
+static Py_ssize_t merger_fill(RunMerger *r, u8 *out, Py_ssize_t size, const u8 *mark, Py_ssize_t mark_n)
+{
+    Py_ssize_t used = 0;
+    if (!r->started) {
+        r->started = 1;
+        if (merge_start(&r->m, r->fds, r->opened) < 0)
+            return -1;
+    }
+    while (used < size) {
+        Py_ssize_t left = r->m.last_n + 1 - r->given;
+        if (left > 0) {
+            Py_ssize_t take = left < size - used ? left : size - used;
+            memcpy(out + used, r->m.last + r->given, take);
+            used += take;
+            r->given += take;
+            continue;
+        }
+        int got = merge_next(&r->m);
+        if (got < 0)
+            return -1;
+        if (!got)
+            break;
+        r->given = 0;
+        r->lines++;
+        r->bytes += r->m.last_n + 1;
+        if (mark_n && predicate_holds(r->m.last, r->m.last_n, mark, mark_n) &&
+            out_put(&r->marked, r->m.last, r->m.last_n + 1) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+    }
+    return used;
+}
+
+static int merger_init(RunMerger *self, PyObject *args, PyObject *Py_UNUSED(kwds))
+{
+    PyObject *given, *mark;
+    if (self->fds || self->started)
+        return PyErr_SetString(PyExc_RuntimeError, "RunMerger is started once"), -1;
+    if (!PyArg_ParseTuple(args, "OO!", &given, &PyBytes_Type, &mark))
+        return -1;
+    self->m.last_n = -1;
+    Py_INCREF(mark);
+    self->mark = mark;
+    Py_ssize_t k;
+    if (open_runs(given, &self->fds, &k, &self->opened) < 0)
+        return -1;
+    return 0;
+}
+
+static void merger_release(RunMerger *self)
+{
+    if (self->fds)
+        close_runs(self->fds, self->opened);
+    self->fds = NULL;
+    self->opened = 0;
+    merge_free(&self->m);
+    out_free(&self->marked);
+    self->closed = 1;
+}
+
+static PyObject *merger_read(RunMerger *self, PyObject *args)
+{
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "n", &size))
+        return NULL;
+    if (size <= 0)
+        return PyErr_Format(PyExc_ValueError, "read size must be positive, not %zd", size);
+    if (self->busy || self->closed || !self->mark)
+        return PyErr_Format(PyExc_RuntimeError, "the merger is %s",
+                            self->busy ? "being read by another thread" : "closed");
+    PyObject *piece = PyBytes_FromStringAndSize(NULL, size);
+    if (!piece)
+        return NULL;
+    const u8 *mark = (const u8 *)PyBytes_AS_STRING(self->mark);
+    Py_ssize_t mark_n = PyBytes_GET_SIZE(self->mark), got;
+    int saved = 0;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    got = merger_fill(self, (u8 *)PyBytes_AS_STRING(piece), size, mark, mark_n);
+    saved = errno;
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (got < 0) { /* the merge's state is not to be trusted further: closed */
+        Py_DECREF(piece);
+        merger_release(self);
+        errno = saved;
+        return PyErr_SetFromErrno(saved == ENOMEM ? PyExc_MemoryError : PyExc_OSError);
+    }
+    if (got < size && _PyBytes_Resize(&piece, got) < 0)
+        return NULL;
+    return piece;
+}
+
+static PyObject *merger_marked(RunMerger *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError, "the merger is being read by another thread");
+    PyObject *lines = PyBytes_FromStringAndSize((const char *)self->marked.p, self->marked.len);
+    self->marked.len = 0;
+    return lines;
+}
+
+static PyObject *merger_close(RunMerger *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError, "the merger is being read by another thread");
+    merger_release(self);
+    Py_RETURN_NONE;
+}
+
+static void merger_dealloc(RunMerger *self)
+{
+    merger_release(self);
+    Py_CLEAR(self->mark);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *merger_lines(RunMerger *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->lines);
+}
+
+static PyObject *merger_bytes(RunMerger *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->bytes);
+}
+
+static PyMethodDef merger_methods[] = {
+    {"read", (PyCFunction)merger_read, METH_VARARGS,
+     "read(size) -> the next size bytes of the merged lines (fewer at the end; b'' when done)"},
+    {"marked", (PyCFunction)merger_marked, METH_NOARGS,
+     "marked() -> the lines read since the last call whose predicate holds the mark"},
+    {"close", (PyCFunction)merger_close, METH_NOARGS, "close() -> close the runs"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef merger_getset[] = {
+    {"lines_read", (getter)merger_lines, NULL, "unique lines read so far", NULL},
+    {"bytes_read", (getter)merger_bytes, NULL, "bytes of the unique lines read so far", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RunMergerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "votersdaily.laundromat._ntscan.RunMerger",
+    .tp_basicsize = sizeof(RunMerger),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RunMerger(paths, mark): sorted unique runs merged, each line once, read in pieces",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)merger_init,
+    .tp_dealloc = (destructor)merger_dealloc,
+    .tp_methods = merger_methods,
+    .tp_getset = merger_getset,
+};
 
 /* -- RDF/XML: where top-level node elements start ------------------------------------------------ */
 
@@ -1280,8 +1536,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ntscan", NULL, -1, 
 PyMODINIT_FUNC PyInit__ntscan(void)
 {
     init_classes();
+    if (PyType_Ready(&RunMergerType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && nt_add_turtle(m) < 0)
+        Py_CLEAR(m);
+    if (m && PyModule_AddObjectRef(m, "RunMerger", (PyObject *)&RunMergerType) < 0)
         Py_CLEAR(m);
     return m;
 }
