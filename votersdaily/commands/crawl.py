@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
+from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
@@ -150,6 +151,7 @@ class Command(crawl.Command):
             self.exitcode = EXIT_USAGE
             return
         self.crawler_process.crawl(crawler, **opts.spargs)
+        freeze_at_exit()  # the process ends after the crawl: no collection of everything at its exit
         interrupts = Interrupts(self.crawler_process, say)
         interrupts.install()
         self.crawler_process.start()
