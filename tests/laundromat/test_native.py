@@ -363,6 +363,33 @@ def test_sorted_unique_is_byte_order_each_line_once():
     assert native.sorted_unique(b"b\na\xff\na") == b"a\na\xff\nb\n"  # the last line had no newline
 
 
+def _written_sorted(block: bytes, tmp_path: Path) -> bytes:
+    with open(tmp_path / "run", "wb", buffering=0) as f:
+        count = native.write_sorted_unique(block, f.fileno())
+    written = (tmp_path / "run").read_bytes()
+    assert count == written.count(b"\n")
+    return written
+
+
+def test_the_sort_orders_by_bytes_across_its_8_byte_steps(tmp_path):
+    """Lines of NUL, ``a`` and 0xFF bytes of every length around the sort's 8-byte steps (a line
+    that is a prefix of another, one ending where another has a NUL, lines alike up to a step), each
+    several times, shuffled: both the sorted bytes and the run written straight from the block
+    are Python's byte order, each line once; so are the suites' lines written as a run."""
+    rnd = random.Random(8)
+    lines = [bytes(rnd.choice(b"\x00a\xff") for _ in range(rnd.randrange(18))) for _ in range(3000)]
+    lines += [b"a" * n for n in range(18)] + [b"a" * n + b"\x00" for n in range(18)]
+    lines *= 3
+    rnd.shuffle(lines)
+    block = b"\n".join(lines)  # the last line without its newline
+    expected = b"".join(line + b"\n" for line in sorted(set(lines)))
+    assert native.sorted_unique(block) == expected
+    assert _written_sorted(block, tmp_path) == expected
+    assert _written_sorted(b"", tmp_path) == b""
+    suites = b"\n".join(_lines_of_suites()) + b"\n"
+    assert _written_sorted(suites, tmp_path) == native.sorted_unique(suites)
+
+
 def _sorted_runs(tmp_path: Path, rnd: random.Random, n: int, share: int) -> list[str]:
     """``n`` sorted unique run files (the first empty) of the suites' lines and lines longer than
     the merge's read and write buffers, each holding one in ``share`` of them."""
@@ -699,6 +726,9 @@ def test_fuzzed_documents_clean_sort_and_merge_the_same_on_both_paths(tmp_path, 
             assert native.sorted_unique(b"".join(line + b"\n" for line in fuzzed[i::3])) == b"".join(
                 line + b"\n" for line in run
             ), "a fuzzed line holds no newline, so each is one line"
+            assert _written_sorted(b"".join(line + b"\n" for line in fuzzed[i::3]), tmp_path) == b"".join(
+                line + b"\n" for line in run
+            )
             (tmp_path / ("run-%d" % i)).write_bytes(b"".join(line + b"\n" for line in run))
         with open(tmp_path / "merged", "wb") as f:
             written = native.merge_runs([str(tmp_path / ("run-%d" % i)) for i in range(3)], f.fileno())

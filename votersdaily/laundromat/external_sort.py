@@ -147,8 +147,8 @@ class RunWriter:
 
 
 def _write_sorted(data: bytes, path: Path) -> None:
-    with open(path, "wb") as f:
-        f.write(native.sorted_unique(data))
+    with open(path, "wb", buffering=0) as f:
+        native.write_sorted_unique(data, f.fileno())
 
 
 class SortedSink:
