@@ -953,6 +953,7 @@ done:
 /* A sorted run file read line by line through its own buffer. */
 typedef struct {
     int fd, eof;
+    int live; /* whether `cur` holds a line (0 once the run is done) */
     u8 *buf;
     Py_ssize_t cap, start, end;
     Line cur;
@@ -1007,36 +1008,49 @@ static int write_all(int fd, const u8 *p, Py_ssize_t n)
     return 0;
 }
 
-/* Restore the heap order (the smallest current line at the top) from position i down. */
-static void sift_down(Cursor **heap, Py_ssize_t n, Py_ssize_t i)
-{
-    for (;;) {
-        Py_ssize_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && line_cmp(&heap[l]->cur, &heap[m]->cur) < 0)
-            m = l;
-        if (r < n && line_cmp(&heap[r]->cur, &heap[m]->cur) < 0)
-            m = r;
-        if (m == i)
-            return;
-        Cursor *t = heap[i];
-        heap[i] = heap[m];
-        heap[m] = t;
-        i = m;
-    }
-}
-
 #define RUN_BUFFER (64 * 1024)
 #define OUT_BUFFER (1024 * 1024)
 
-/* A k-way merge of sorted runs: the heap of their cursors and the last line given (each line once). */
+/* A k-way merge of sorted runs: a tournament (loser) tree of their cursors and the last line given
+ * (each line once). The tree's node j > 0 holds the cursor that lost the match there, node 0 the
+ * winner; the leaf of cursor i is node k + i. A new line of the winner is played against the
+ * losers on its way up, one comparison a level (a heap's sift makes two). */
 typedef struct {
     Cursor *cursors;
-    Cursor **heap;
-    Py_ssize_t k, n;
+    Py_ssize_t *tree;
+    Py_ssize_t k;
     u8 *last;          /* the last unique line, newline-terminated */
     Py_ssize_t last_n; /* its length without the newline; -1 before the first */
     Py_ssize_t last_cap;
 } Merge;
+
+/* Whether cursor a's line comes before cursor b's (a run that is done comes after every line). */
+static inline int wins(const Merge *m, Py_ssize_t a, Py_ssize_t b)
+{
+    const Cursor *x = &m->cursors[a], *y = &m->cursors[b];
+    if (!y->live)
+        return 1;
+    return x->live && line_cmp(&x->cur, &y->cur) < 0;
+}
+
+/* Play cursor i's (new) line up from its leaf: the winner goes on, the loser stays at each node.
+ * While the tree is built, a node without a player (-1) keeps the first that reaches it. */
+static void replay(Merge *m, Py_ssize_t i)
+{
+    Py_ssize_t winner = i;
+    for (Py_ssize_t node = (m->k + i) / 2; node > 0; node /= 2) {
+        Py_ssize_t there = m->tree[node];
+        if (there < 0) {
+            m->tree[node] = winner;
+            return;
+        }
+        if (wins(m, there, winner)) {
+            m->tree[node] = winner;
+            winner = there;
+        }
+    }
+    m->tree[0] = winner;
+}
 
 static void merge_free(Merge *m)
 {
@@ -1044,7 +1058,7 @@ static void merge_free(Merge *m)
         for (Py_ssize_t i = 0; i < m->k; i++)
             PyMem_RawFree(m->cursors[i].buf);
     PyMem_RawFree(m->cursors);
-    PyMem_RawFree(m->heap);
+    PyMem_RawFree(m->tree);
     PyMem_RawFree(m->last);
     memset(m, 0, sizeof(*m));
     m->last_n = -1;
@@ -1057,11 +1071,13 @@ static int merge_start(Merge *m, const int *fds, Py_ssize_t k)
     m->last_n = -1;
     m->k = k;
     m->cursors = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor));
-    m->heap = PyMem_RawCalloc(k ? k : 1, sizeof(Cursor *));
-    if (!m->cursors || !m->heap) {
+    m->tree = PyMem_RawMalloc((k ? k : 1) * sizeof(Py_ssize_t));
+    if (!m->cursors || !m->tree) {
         errno = ENOMEM;
         return -1;
     }
+    for (Py_ssize_t i = 0; i < (k ? k : 1); i++)
+        m->tree[i] = -1;
     for (Py_ssize_t i = 0; i < k; i++) {
         m->cursors[i].fd = fds[i];
         m->cursors[i].cap = RUN_BUFFER;
@@ -1072,19 +1088,21 @@ static int merge_start(Merge *m, const int *fds, Py_ssize_t k)
         int got = cursor_next(&m->cursors[i]);
         if (got < 0)
             return -1;
-        if (got)
-            m->heap[m->n++] = &m->cursors[i];
+        m->cursors[i].live = got;
     }
-    for (Py_ssize_t i = m->n / 2 - 1; i >= 0; i--)
-        sift_down(m->heap, m->n, i);
+    for (Py_ssize_t i = k - 1; i >= 0; i--)
+        replay(m, i);
     return 0;
 }
 
 /* The next line unlike the last into m->last: 1, 0 when the runs are done, -1 on error (errno). */
 static int merge_next(Merge *m)
 {
-    while (m->n) {
-        Cursor *top = m->heap[0];
+    for (;;) {
+        Py_ssize_t w = m->tree[0];
+        if (w < 0 || !m->cursors[w].live)
+            return 0;
+        Cursor *top = &m->cursors[w];
         const Line *line = &top->cur;
         int fresh = m->last_n != line->n || (line->n && memcmp(m->last, line->p, line->n));
         if (fresh) {
@@ -1105,13 +1123,11 @@ static int merge_next(Merge *m)
         int got = cursor_next(top);
         if (got < 0)
             return -1;
-        if (!got)
-            m->heap[0] = m->heap[--m->n];
-        sift_down(m->heap, m->n, 0);
+        top->live = got;
+        replay(m, w);
         if (fresh)
             return 1;
     }
-    return 0;
 }
 
 /* Merge `k` sorted runs into `out_fd`, each line once; the number of lines written, or -1 (errno). */
