@@ -72,12 +72,12 @@ static void init_classes(void)
  * NULL when the bytes there are not that term in the conservative grammar. `end` bounds the line. */
 
 /* pchar of RFC 3986 (unreserved, sub-delims, ":", "@", a percent-encoded octet) plus the extra
- * characters the part allows ("/" in a path; "/" and "?" in a query or a fragment). */
-static const u8 *scan_chars(const u8 *p, const u8 *end, const char *extra)
+ * characters the part allows ("/" in a path; "/" and, with `query`, "?" in a query or a fragment). */
+static const u8 *scan_chars(const u8 *p, const u8 *end, int query)
 {
     while (p < end) {
         u8 c = *p;
-        if (IS(c, C_UNRESERVED | C_SUBDELIM) || c == ':' || c == '@' || (c && strchr(extra, c))) {
+        if (IS(c, C_UNRESERVED | C_SUBDELIM) || c == ':' || c == '@' || c == '/' || (query && c == '?')) {
             p++;
         } else if (c == '%') {
             if (end - p < 3 || !IS(p[1], C_HEX) || !IS(p[2], C_HEX))
@@ -125,11 +125,11 @@ const u8 *nt_scan_iri(const u8 *p, const u8 *end)
         if (p >= end || !(*p == '/' || *p == '?' || *p == '#' || *p == '>'))
             return NULL;
     }
-    if (!(p = scan_chars(p, end, "/")))
+    if (!(p = scan_chars(p, end, 0)))
         return NULL;
-    if (p < end && *p == '?' && !(p = scan_chars(p + 1, end, "/?")))
+    if (p < end && *p == '?' && !(p = scan_chars(p + 1, end, 1)))
         return NULL;
-    if (p < end && *p == '#' && !(p = scan_chars(p + 1, end, "/?")))
+    if (p < end && *p == '#' && !(p = scan_chars(p + 1, end, 1)))
         return NULL;
     if (p >= end || *p != '>')
         return NULL;
