@@ -33,6 +33,8 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "scrapy.core.downloader.contextfactory",
     "twisted.conch",
     "votersdaily.pipelines",
+    "votersdaily.laundromat.cleaning",  # the cleaning workers' (votersdaily/laundromat/steps.py)
+    "votersdaily.laundromat.readers",
 )
 
 #: Loads the project's spiders after what every crawl imports (``scrapy.crawler``): one (``-c … <name>``)
