@@ -36,7 +36,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 unsigned char nt_cls[256];
@@ -872,83 +871,40 @@ done:
     return result;
 }
 
-/* Lines given to one writev (IOV_MAX is 1024 on Linux). */
-#define IOV_BATCH 1024
+#define RUN_BUFFER (64 * 1024)
+#define OUT_BUFFER (1024 * 1024)
 
-/* Write the lines of the block ending at `stop`, each newline-terminated, to fd straight from where
- * they are (each is followed by its newline in the block but a last one without): 0, or -1
- * (errno). */
-static int write_lines(int fd, const Line *lines, Py_ssize_t kept, const u8 *stop)
+/* -- sorted runs -----------------------------------------------------------------------------------
+ *
+ * A sorted run file holds its lines front-coded: for each line, how many bytes it shares with the
+ * line before it, how many bytes follow (two LEB128 numbers) and those bytes. Sorted lines share
+ * long prefixes (the IRIs of one dataset, a subject's statements), so a run is smaller than its
+ * text (fewer pages written and read back) and the merge looks for no newlines. */
+
+/* A LEB128 number at p (`avail` bytes there): its length, 0 when cut short, -1 past 10 bytes. */
+static int get_varint(const u8 *p, Py_ssize_t avail, uint64_t *v)
 {
-    static const u8 newline = '\n';
-    struct iovec iov[IOV_BATCH];
-    Py_ssize_t i = 0;
-    while (i < kept) {
-        int n = 0;
-        for (; i < kept && n < IOV_BATCH - 1; i++) {
-            if (lines[i].p + lines[i].n < stop) { /* its newline follows it */
-                iov[n].iov_base = (void *)lines[i].p;
-                iov[n++].iov_len = lines[i].n + 1;
-            } else {
-                iov[n].iov_base = (void *)lines[i].p;
-                iov[n++].iov_len = lines[i].n;
-                iov[n].iov_base = (void *)&newline;
-                iov[n++].iov_len = 1;
-            }
-        }
-        struct iovec *at = iov;
-        while (n > 0) {
-            ssize_t done = writev(fd, at, n);
-            if (done < 0 && errno == EINTR)
-                continue;
-            if (done < 0)
-                return -1;
-            while (n > 0 && (size_t)done >= at->iov_len) {
-                done -= at->iov_len;
-                at++;
-                n--;
-            }
-            if (n > 0) {
-                at->iov_base = (u8 *)at->iov_base + done;
-                at->iov_len -= done;
-            }
+    uint64_t x = 0;
+    for (int i = 0; i < 10; i++) {
+        if (i >= avail)
+            return 0;
+        x |= (uint64_t)(p[i] & 0x7F) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *v = x;
+            return i + 1;
         }
     }
-    return 0;
+    return -1;
 }
 
-static PyObject *write_sorted_unique(PyObject *Py_UNUSED(self), PyObject *args)
+static int put_varint(u8 *p, uint64_t v)
 {
-    Py_buffer data;
-    int fd, saved = 0, failed = 0;
-    if (!PyArg_ParseTuple(args, "y*i", &data, &fd))
-        return NULL;
-    Line *lines = NULL;
-    PyObject *result = NULL;
-    const u8 *stop = (const u8 *)data.buf + data.len;
-    Py_ssize_t count = split_lines(data.buf, stop, &lines), kept = 0;
-    if (count < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    kept = sort_unique(lines, count);
-    failed = write_lines(fd, lines, kept, stop) < 0;
-    saved = errno;
-    Py_END_ALLOW_THREADS
-    if (failed) {
-        errno = saved;
-        PyErr_SetFromErrno(PyExc_OSError);
-        goto done;
-    }
-    result = PyLong_FromSsize_t(kept);
-done:
-    PyMem_RawFree(lines);
-    PyBuffer_Release(&data);
-    return result;
+    int n = 0;
+    for (; v >= 0x80; v >>= 7)
+        p[n++] = (u8)(v | 0x80);
+    p[n++] = (u8)v;
+    return n;
 }
-
-/* -- merging sorted runs ---------------------------------------------------------------------- */
 
 /* A sorted run file read line by line through its own buffer. */
 typedef struct {
@@ -956,32 +912,63 @@ typedef struct {
     int live; /* whether `cur` holds a line (0 once the run is done) */
     u8 *buf;
     Py_ssize_t cap, start, end;
+    u8 *line; /* the current line, rebuilt from the one before and its new bytes */
+    Py_ssize_t line_cap;
     Line cur;
 } Cursor;
 
-/* The next line of the run into c->cur (valid until the next call): 1, 0 at the end, -1 on error. */
+/* The next line of the run into c->cur (valid until the next call): 1, 0 at the end, -1 on error
+ * (errno; EINVAL for a run that is not one this module wrote). */
 static int cursor_next(Cursor *c)
 {
     for (;;) {
-        u8 *nl = memchr(c->buf + c->start, '\n', c->end - c->start);
-        if (nl || (c->eof && c->end > c->start)) {
-            u8 *stop = nl ? nl : c->buf + c->end;
-            c->cur.p = c->buf + c->start;
-            c->cur.n = stop - c->cur.p;
-            c->start = nl ? nl - c->buf + 1 : c->end;
-            return 1;
+        const u8 *p = c->buf + c->start;
+        Py_ssize_t avail = c->end - c->start, need = RUN_BUFFER;
+        uint64_t shared = 0, more = 0;
+        int h1 = get_varint(p, avail, &shared), h2 = h1 > 0 ? get_varint(p + h1, avail - h1, &more) : 0;
+        if (h1 < 0 || h2 < 0 || (h1 > 0 && (shared > (uint64_t)c->cur.n || more > (uint64_t)PY_SSIZE_T_MAX / 2))) {
+            errno = EINVAL;
+            return -1;
         }
-        if (c->eof)
-            return 0;
-        memmove(c->buf, c->buf + c->start, c->end - c->start);
-        c->end -= c->start;
-        c->start = 0;
-        if (c->end == c->cap) { /* a line longer than the buffer */
-            u8 *more = PyMem_RawRealloc(c->buf, c->cap * 2);
-            if (!more)
+        if (h2 > 0) {
+            need = h1 + h2 + (Py_ssize_t)more;
+            if (avail >= need) {
+                Py_ssize_t n = (Py_ssize_t)shared + (Py_ssize_t)more;
+                if (n > c->line_cap || !c->line) { /* never NULL: an empty line is compared too */
+                    u8 *bigger = PyMem_RawRealloc(c->line, n * 2 + 64);
+                    if (!bigger) {
+                        errno = ENOMEM;
+                        return -1;
+                    }
+                    c->line = bigger;
+                    c->line_cap = n * 2 + 64;
+                }
+                if (more)
+                    memcpy(c->line + shared, p + h1 + h2, (size_t)more);
+                c->cur.p = c->line;
+                c->cur.n = n;
+                c->start += need;
+                return 1;
+            }
+        }
+        if (c->eof) {
+            if (avail) { /* cut short */
+                errno = EINVAL;
                 return -1;
-            c->buf = more;
-            c->cap *= 2;
+            }
+            return 0;
+        }
+        memmove(c->buf, c->buf + c->start, avail);
+        c->end = avail;
+        c->start = 0;
+        if (need > c->cap) { /* a line longer than the buffer */
+            u8 *bigger = PyMem_RawRealloc(c->buf, need);
+            if (!bigger) {
+                errno = ENOMEM;
+                return -1;
+            }
+            c->buf = bigger;
+            c->cap = need;
         }
         ssize_t got = read(c->fd, c->buf + c->end, c->cap - c->end);
         if (got < 0 && errno == EINTR)
@@ -1008,8 +995,128 @@ static int write_all(int fd, const u8 *p, Py_ssize_t n)
     return 0;
 }
 
-#define RUN_BUFFER (64 * 1024)
-#define OUT_BUFFER (1024 * 1024)
+/* A sorted run written through a buffer, each line front-coded against the one before. */
+typedef struct {
+    int fd;
+    u8 *buf;
+    Py_ssize_t used;
+    const u8 *prev; /* the line before: in the caller's memory, or `own` */
+    Py_ssize_t prev_n;
+    u8 *own;
+    Py_ssize_t own_cap;
+} RunOut;
+
+static int run_out_flush(RunOut *o)
+{
+    if (write_all(o->fd, o->buf, o->used) < 0)
+        return -1;
+    o->used = 0;
+    return 0;
+}
+
+/* Add the next line (in order, no newline); with `kept`, p stays where it is until the next line
+ * is added (else it is copied). 0, or -1 (errno). */
+static int run_out_put(RunOut *o, const u8 *p, Py_ssize_t n, int kept)
+{
+    Py_ssize_t m = n < o->prev_n ? n : o->prev_n, shared = 0;
+    while (shared + 8 <= m) {
+        uint64_t a, b;
+        memcpy(&a, p + shared, 8);
+        memcpy(&b, o->prev + shared, 8);
+        if (a != b)
+            break;
+        shared += 8;
+    }
+    while (shared < m && p[shared] == o->prev[shared])
+        shared++;
+    u8 head[20];
+    int h = put_varint(head, (uint64_t)shared);
+    h += put_varint(head + h, (uint64_t)(n - shared));
+    if (o->used + h + (n - shared) > OUT_BUFFER && run_out_flush(o) < 0)
+        return -1;
+    if (h + (n - shared) > OUT_BUFFER) { /* a line longer than the buffer */
+        if (write_all(o->fd, head, h) < 0 || write_all(o->fd, p + shared, n - shared) < 0)
+            return -1;
+    } else {
+        memcpy(o->buf + o->used, head, h);
+        memcpy(o->buf + o->used + h, p + shared, n - shared);
+        o->used += h + (n - shared);
+    }
+    if (kept) {
+        o->prev = p;
+    } else {
+        if (n > o->own_cap) {
+            u8 *bigger = PyMem_RawRealloc(o->own, n * 2);
+            if (!bigger) {
+                errno = ENOMEM;
+                return -1;
+            }
+            o->own = bigger;
+            o->own_cap = n * 2;
+        }
+        if (n)
+            memcpy(o->own, p, n);
+        o->prev = o->own;
+    }
+    o->prev_n = n;
+    return 0;
+}
+
+/* A run writer on fd: 0, or -1 (ENOMEM). */
+static int run_out_start(RunOut *o, int fd)
+{
+    memset(o, 0, sizeof(*o));
+    o->fd = fd;
+    o->prev = (const u8 *)"";
+    o->buf = PyMem_RawMalloc(OUT_BUFFER);
+    if (!o->buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+static void run_out_free(RunOut *o)
+{
+    PyMem_RawFree(o->buf);
+    PyMem_RawFree(o->own);
+    o->buf = o->own = NULL;
+}
+
+static PyObject *write_sorted_run(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data;
+    int fd, saved = 0, failed = 0;
+    if (!PyArg_ParseTuple(args, "y*i", &data, &fd))
+        return NULL;
+    Line *lines = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = split_lines(data.buf, (const u8 *)data.buf + data.len, &lines), kept = 0;
+    if (count < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    RunOut o;
+    kept = sort_unique(lines, count);
+    failed = run_out_start(&o, fd) < 0;
+    for (Py_ssize_t i = 0; !failed && i < kept; i++)
+        failed = run_out_put(&o, lines[i].p, lines[i].n, 1) < 0;
+    failed = failed || run_out_flush(&o) < 0;
+    saved = errno;
+    run_out_free(&o);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        errno = saved;
+        PyErr_SetFromErrno(saved == ENOMEM ? PyExc_MemoryError : PyExc_OSError);
+        goto done;
+    }
+    result = PyLong_FromSsize_t(kept);
+done:
+    PyMem_RawFree(lines);
+    PyBuffer_Release(&data);
+    return result;
+}
 
 /* A k-way merge of sorted runs: a tournament (loser) tree of their cursors and the last line given
  * (each line once). The tree's node j > 0 holds the cursor that lost the match there, node 0 the
@@ -1055,8 +1162,10 @@ static void replay(Merge *m, Py_ssize_t i)
 static void merge_free(Merge *m)
 {
     if (m->cursors)
-        for (Py_ssize_t i = 0; i < m->k; i++)
+        for (Py_ssize_t i = 0; i < m->k; i++) {
             PyMem_RawFree(m->cursors[i].buf);
+            PyMem_RawFree(m->cursors[i].line);
+        }
     PyMem_RawFree(m->cursors);
     PyMem_RawFree(m->tree);
     PyMem_RawFree(m->last);
@@ -1130,37 +1239,28 @@ static int merge_next(Merge *m)
     }
 }
 
-/* Merge `k` sorted runs into `out_fd`, each line once; the number of lines written, or -1 (errno). */
+/* Merge `k` sorted runs into the sorted run `out_fd`, each line once; the number of lines written,
+ * or -1 (errno). */
 static Py_ssize_t merge_fds(const int *fds, Py_ssize_t k, int out_fd)
 {
     Merge m;
-    u8 *out = PyMem_RawMalloc(OUT_BUFFER);
-    Py_ssize_t used = 0, written = 0, result = -1;
+    RunOut o;
+    Py_ssize_t written = 0, result = -1;
     int got = -1;
-    if (merge_start(&m, fds, k) < 0 || !out)
+    memset(&o, 0, sizeof o);
+    if (merge_start(&m, fds, k) < 0 || run_out_start(&o, out_fd) < 0)
         goto done;
     while ((got = merge_next(&m)) > 0) {
-        Py_ssize_t n = m.last_n + 1;
-        if (used + n > OUT_BUFFER) {
-            if (write_all(out_fd, out, used) < 0)
-                goto done;
-            used = 0;
-        }
-        if (n > OUT_BUFFER) { /* a line longer than the output buffer */
-            if (write_all(out_fd, m.last, n) < 0)
-                goto done;
-        } else {
-            memcpy(out + used, m.last, n);
-            used += n;
-        }
+        if (run_out_put(&o, m.last, m.last_n, 0) < 0)
+            goto done;
         written++;
     }
-    if (got < 0 || write_all(out_fd, out, used) < 0)
+    if (got < 0 || run_out_flush(&o) < 0)
         goto done;
     result = written;
 done:
     merge_free(&m);
-    PyMem_RawFree(out);
+    run_out_free(&o);
     return result;
 }
 
@@ -1666,10 +1766,10 @@ static PyMethodDef methods[] = {
     {"canonical_lines", canonical_lines, METH_VARARGS,
      "canonical_lines(data, quads, prefix, max_line[, flags]) -> (out, slow, slow_line_numbers, named, lines, copied)"},
     {"merge_runs", merge_runs, METH_VARARGS,
-     "merge_runs(paths, fd) -> lines: the sorted runs (a sequence of paths) merged into fd, each line once"},
+     "merge_runs(paths, fd) -> lines: the sorted runs (a sequence of paths) merged into the sorted run fd, each line once"},
     {"sorted_unique", sorted_unique, METH_VARARGS, "sorted_unique(block) -> the unique lines of block in byte order"},
-    {"write_sorted_unique", write_sorted_unique, METH_VARARGS,
-     "write_sorted_unique(block, fd) -> lines: the unique lines of block in byte order written to fd"},
+    {"write_sorted_run", write_sorted_run, METH_VARARGS,
+     "write_sorted_run(block, fd) -> lines: the unique lines of block in byte order written to fd as a sorted run"},
     {"utf8_counts", utf8_counts, METH_VARARGS, "utf8_counts(data) -> (valid, chars, lf, cr, crlf)"},
     {NULL, NULL, 0, NULL},
 };

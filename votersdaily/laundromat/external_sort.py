@@ -148,7 +148,7 @@ class RunWriter:
 
 def _write_sorted(data: bytes, path: Path) -> None:
     with open(path, "wb", buffering=0) as f:
-        native.write_sorted_unique(data, f.fileno())
+        native.write_sorted_run(data, f.fileno())
 
 
 class SortedSink:

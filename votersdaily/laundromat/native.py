@@ -14,10 +14,10 @@ the laundromat's run log says it as ``compiled_path``.
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
   The same scanner takes the lines pyoxigraph's serializer writes from the other formats (Turtle,
   RDF/XML, JSON-LD): their canonical lines are copied, the rest go through :mod:`.rdf11` in Python.
-* :func:`sorted_unique` (:func:`write_sorted_unique`: straight into a run file) and
-  :func:`merge_runs` (:func:`run_merger`: the same merge read in fixed pieces, for the gzip): the
-  external sort of the cleaned lines (runs sorted by a multikey quicksort on 8-byte characters,
-  merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort nests at most log2 n frames
+* :func:`sorted_unique`, :func:`write_sorted_run` and :func:`merge_runs` (:func:`run_merger`: the
+  merge read in fixed pieces, for the gzip): the external sort of the cleaned lines (runs sorted by
+  a multikey quicksort on 8-byte characters, written front-coded, merged k ways), in the byte order
+  of ``LC_ALL=C sort -u``. The sort nests at most log2 n frames
   and falls back to a heapsort when a crafted order keeps defeating its pivots
   (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
@@ -111,15 +111,16 @@ def sorted_unique(block: bytes) -> bytes:
     return _built().sorted_unique(block)
 
 
-def write_sorted_unique(block: bytes, fd: int) -> int:
-    """The lines of ``block`` in unsigned byte order, each once, written to file descriptor ``fd``
-    straight from ``block`` (no sorted copy in memory, the bytes :func:`sorted_unique` gives); how
-    many. Runs without the GIL."""
-    return int(_built().write_sorted_unique(block, fd))
+def write_sorted_run(block: bytes, fd: int) -> int:
+    """The lines of ``block`` in unsigned byte order, each once, written to file descriptor ``fd`` as
+    a sorted run (each line front-coded: what it shares with the line before, then its other bytes;
+    what :func:`merge_runs` and :func:`run_merger` read); how many. Runs without the GIL."""
+    return int(_built().write_sorted_run(block, fd))
 
 
 def merge_runs(paths: Sequence[str | os.PathLike[str]], fd: int) -> int:
-    """Sorted unique run files merged into file descriptor ``fd``, each line once; lines written.
+    """Sorted runs (:func:`write_sorted_run`) merged into one written to file descriptor ``fd``,
+    each line once; lines written.
     ``paths`` is copied before any is opened. Runs without the GIL (call it from a thread to
     overlap the reader's work)."""
     return _built().merge_runs(paths, fd)
