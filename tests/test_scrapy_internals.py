@@ -60,7 +60,13 @@ class Probe(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider.reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider.opened, signal=signals.spider_opened)
         return spider
+
+    def opened(self, spider: scrapy.Spider) -> None:
+        # the spider opens before its engine starts (votersdaily/interrupts.py stops it once it runs)
+        self.seen["running_while_opening"] = scrapy_internals.engine_running(self.crawler)
+        self.seen["crawling_while_opening"] = scrapy_internals.is_crawling(self.crawler)
 
     async def start(self):
         self.released = asyncio.get_running_loop().create_future()
@@ -193,6 +199,7 @@ def test_scheduler_has_pending(probe):
 def test_engine_paused_and_running(probe):
     assert seen(probe, "paused") is True and seen(probe, "unpaused") is False
     assert seen(probe, "running") is True
+    assert seen(probe, "running_while_opening") is False and seen(probe, "crawling_while_opening") is True
     assert scrapy_internals.engine_running(probe) is False  # the crawl is over
 
 

@@ -184,6 +184,7 @@ class RunLog:
         crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
         crawler.signals.connect(ext.archive_unreadable, signal=vd_signals.archive_unreadable)
+        crawler.signals.connect(ext.forced_stop, signal=vd_signals.stopped_while_opening)
         return ext
 
     # -- observation ---------------------------------------------------------------------------

@@ -10,12 +10,14 @@ run log for the spiders still open. Here:
   concurrency limit) and those scheduled later fail with :class:`CrawlInterrupted`, counted in the
   stat ``interrupt/not_fetched``. A spider whose work is done closes as ``finished``; the others stop
   after the requests in flight (Scrapy's graceful ``shutdown``, which components such as the
-  laundromat's downloads watch for). A run that left nothing out (all its work was in flight and
-  finished) keeps its own result; one that did is recorded ``interrupted`` (see
-  :class:`votersdaily.extensions.RunLog`), not as a failure;
-* the second stops now: the reactor stops, and each spider still open spools its run log and the
-  documents its writers held (``RunLog.forced_stop``), delivered by the next run or ``flush``. A
-  store write already in flight in a thread still finishes (or times out) before the process ends;
+  laundromat's downloads watch for); a spider still opening (its pipelines waiting for the store)
+  stops so as soon as its engine runs, before it sends a request. A run that left nothing out (all
+  its work was in flight and finished) keeps its own result; one that did is recorded
+  ``interrupted`` (see :class:`votersdaily.extensions.RunLog`), not as a failure;
+* the second stops now: the reactor stops, and each spider still open (or still opening) spools its
+  run log and the documents its writers held (``RunLog.forced_stop``), delivered by the next run or
+  ``flush``. A store write already in flight in a thread still finishes (or times out) before the
+  process ends;
 * a third ends the process at once, without waiting for those writes (their documents are still in
   the spiders' sources: the next run stores them).
 
@@ -35,6 +37,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from votersdaily import scrapy_internals
+from votersdaily import signals as vd_signals
 from votersdaily.reactor import installed_reactor
 
 if TYPE_CHECKING:
@@ -52,6 +55,8 @@ NOT_FETCHED_STAT = "interrupt/not_fetched"
 WORK_LEFT_STAT = "interrupt/work_left"
 #: The exit status of an interrupted crawl (the shell's for a process ended by SIGINT).
 EXIT_INTERRUPTED = 130
+#: Seconds between two looks at a spider that was still opening when the crawl was interrupted.
+OPENING_POLL = 0.05
 
 
 class CrawlInterrupted(IgnoreRequest):
@@ -96,6 +101,15 @@ def refuse_new_requests(crawler: Crawler) -> None:
         raise not_fetched(crawler, request)
 
     crawler.signals.connect(refuse, signal=signals.request_scheduled, weak=False)
+
+
+def hold_open(crawler: Crawler) -> None:
+    """Keep Scrapy from closing the spider as idle (``finished``) from now on: it is being stopped."""
+
+    def stopping(spider: Spider) -> None:
+        raise DontCloseSpider
+
+    crawler.signals.connect(stopping, signal=signals.spider_idle, weak=False)
 
 
 def drop_waiting_requests(crawler: Crawler) -> int:
@@ -162,6 +176,17 @@ class Interrupts:
         for crawler in list(self.process.crawlers):
             if not scrapy_internals.is_crawling(crawler):  # finished, or stopping already
                 continue
+            if not scrapy_internals.engine_running(crawler):
+                # Still opening its spider (a pipeline's open_spider waiting for its store: the
+                # embedded store's process starting). Crawler.stop_async would only mark it stopped
+                # (its engine does not run yet): the engine would then start, run out of requests
+                # (refused) and close the spider, and Scrapy's stop at that close, finding the
+                # crawler stopped already, would never stop the engine: a crawl that never ends.
+                refuse_new_requests(crawler)
+                hold_open(crawler)  # its stop, not an idle close of a spider refused everything
+                crawler.stats.set_value(WORK_LEFT_STAT, True)
+                self._stop_once_running(crawler)
+                continue
             if work_done(crawler):
                 closing = deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
                 closing.addErrback(_closed_meanwhile)
@@ -173,6 +198,17 @@ class Interrupts:
             crawler.stats.set_value(WORK_LEFT_STAT, bool(dropped) or not only_in_flight(crawler))
             deferred_from_coro(crawler.stop_async())
 
+    def _stop_once_running(self, crawler: Crawler) -> None:
+        """Stop ``crawler`` gracefully as soon as its engine runs (checked every :data:`OPENING_POLL`
+        seconds; Scrapy says nothing between ``engine_started`` and ``running``); not if its crawl
+        ended meanwhile (its spider failed to open) or a second interrupt stopped everything."""
+        if crawler not in self.process.crawlers or not scrapy_internals.is_crawling(crawler):
+            return
+        if scrapy_internals.engine_running(crawler):
+            deferred_from_coro(crawler.stop_async())
+            return
+        installed_reactor().callLater(OPENING_POLL, self._stop_once_running, crawler)
+
     def stop_now(self, signum: int = signal.SIGINT) -> None:
         self.stop = FORCED_STOP
         self.say(
@@ -182,7 +218,10 @@ class Interrupts:
         # Scrapy stops its crawlers gracefully before the reactor shuts down (and waits for that):
         # marked as stopped already, they are left as they are, and each spools its run log instead.
         for crawler in self.process.crawlers:
+            opening = scrapy_internals.is_crawling(crawler) and not scrapy_internals.engine_running(crawler)
             scrapy_internals.mark_stopped(crawler)
+            if opening:
+                crawler.signals.send_catch_log(vd_signals.stopped_while_opening, spider=crawler.spider)
         reactor = installed_reactor()
         if reactor.running:
             reactor.stop()

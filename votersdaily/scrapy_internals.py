@@ -145,8 +145,8 @@ def engine_paused(crawler: Crawler) -> bool:
 
 
 def engine_running(crawler: Crawler) -> bool:
-    """Whether the engine runs (False once it is stopping: Ctrl-C, ``close_spider``); the ``running``
-    flag. Checked on Scrapy 2.13.4 to 2.19.0."""
+    """Whether the engine runs (False before it starts, while the spider opens, and once it is
+    stopping: Ctrl-C, ``close_spider``); the ``running`` flag. Checked on Scrapy 2.13.4 to 2.19.0."""
     return bool(_engine(crawler).running)
 
 

@@ -88,9 +88,8 @@ VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
 VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
 #: The embedded store's writes run in a process of their own (votersdaily/store/process.py): the
 #: encoding, hashing and SQLite work of every batch leaves the crawl process's lock to the reactor.
-#: Off by default: with it on, about one `crawl --all` in five interrupted by Ctrl-C never ended (the
-#: reactor waiting on a crawl that had written its run log), not yet understood.
-VOTERSDAILY_STORE_PROCESS = False
+#: False keeps them in the crawl process.
+VOTERSDAILY_STORE_PROCESS = True
 #: While the store holds items back, pause the engine so nothing new is downloaded. False keeps
 #: downloading (overlap with slow sources), and Scrapy parks the responses up to SCRAPER_SLOT_MAX_ACTIVE_SIZE.
 VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE = True

@@ -28,3 +28,8 @@ documents_not_beside = object()
 #: :class:`~votersdaily.reparse.UnverifiedEvents`), ``spider``. The run log lists it among its errors
 #: (``where: archive``), so the run does not end ``success``.
 archive_unreadable = object()
+
+#: A second interrupt stops the reactor while the spider is still opening (its pipelines waiting for
+#: the store: votersdaily/interrupts.py): ``spider``. It has had no ``spider_opened``, so none of the
+#: reactor-shutdown triggers an open spider has: the run log spools its record on this one.
+stopped_while_opening = object()

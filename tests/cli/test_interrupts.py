@@ -230,3 +230,71 @@ def test_ctrl_c_outside_a_crawl_is_one_line_and_exit_130(couch_uri, pouchdb, sql
         proxy.stop()
     assert proc.returncode == 130, err
     assert err.splitlines() == ["votersdaily export: interrupted"] and out == ""
+
+
+def interrupt_while_opening(proxy: FaultProxy, tmp_path, times: int) -> tuple[int, list[str]]:
+    """``crawl --all --offline`` through ``proxy``, whose store answers each writer's view check 3 s
+    late (each event pipeline's ``open_spider`` waits for it, as for the embedded store's own process
+    while it starts: ``VOTERSDAILY_STORE_PROCESS``): Ctrl-C ``times`` times while the spiders are still
+    opening; the exit status and standard error."""
+    proxy.delay(b"/_design/", 3.0)
+    crawl = Crawl(proxy.url, tmp_path, *SLOW)
+    deadline = time.monotonic() + 60
+    while proxy.delayed == 0 and time.monotonic() < deadline:  # a writer is opening: the reactor runs
+        time.sleep(0.05)
+    crawl.interrupt()
+    if times > 1:
+        crawl.wait_for(re.compile(re.escape(FIRST)))
+        crawl.interrupt()
+    try:
+        status, _, err = crawl.finish(timeout=30)
+    except subprocess.TimeoutExpired:
+        crawl.proc.kill()
+        _, _, err = crawl.finish()
+        pytest.fail("the crawl did not end after Ctrl-C:\n" + "\n".join(err[-20:]))
+    assert status == 130, "\n".join(err)
+    assert FIRST in err and "Traceback" not in "\n".join(err), "\n".join(err)
+    return status, err
+
+
+def test_ctrl_c_while_spiders_are_still_opening_ends_the_crawl(couch_uri, pouchdb, tmp_path):
+    """Before: ``Crawler.stop_async`` found the engine not yet running and only marked the crawler
+    stopped; the engine then started, its requests were refused, its spider closed as idle, and
+    Scrapy's stop at that close found the crawler stopped already: the crawl never ended (its run
+    logs written, the reactor idle)."""
+    proxy = FaultProxy(pouchdb.port).start()
+    try:
+        interrupt_while_opening(proxy, tmp_path, times=1)
+    finally:
+        proxy.stop()
+    logs = run_logs(couch_uri)
+    assert set(logs) == event_spiders() and all(len(runs) == 1 for runs in logs.values()), logs.keys()
+    # None had fetched anything: each was stopped as it started, its start requests left out.
+    for name, (log,) in logs.items():
+        assert (log["result"], log["interrupted"], log["finish_reason"]) == (
+            "interrupted",
+            "graceful",
+            "shutdown",
+        ), (name, log)
+        assert log["not_fetched_count"] >= 1 and "errors" not in log, (name, log)
+
+
+def test_a_second_ctrl_c_while_spiders_are_still_opening_spools_every_run_log(pouchdb, tmp_path):
+    """Before: a spider still opening had had no ``spider_opened``, so no run log was spooled when the
+    reactor stopped: the crawl ended with no run log at all."""
+    proxy = FaultProxy(pouchdb.port).start()
+    try:
+        _, err = interrupt_while_opening(proxy, tmp_path, times=2)
+    finally:
+        proxy.stop()
+    assert any(line.startswith(SECOND) for line in err), err
+    spooled = [
+        json.loads(line)["doc"]
+        for f in (tmp_path / "spool").glob("vd_log--*.jsonl")
+        for line in f.read_text().splitlines()
+    ]
+    assert sorted(log["parser_name"] for log in spooled) == sorted(event_spiders())
+    assert {(log["result"], log["interrupted"], log["finish_reason"]) for log in spooled} == {
+        ("interrupted", "forced", "forced stop")
+    }
+    assert "0 spiders finished, %d stopped before they finished" % len(spooled) in err[-1], err[-1]

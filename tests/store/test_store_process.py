@@ -73,6 +73,25 @@ def test_ctrl_c_is_left_to_the_crawl_process(process):
     assert upsert(process, DB, [doc(1)]).inserted == ["doc-1"]
 
 
+def test_ctrl_c_while_the_child_is_still_starting_is_left_to_the_crawl_process(sqlite_uri):
+    """The terminal's Ctrl-C reaches the whole process group, so the store's child too, perhaps while
+    it is still starting (spawn: a new interpreter importing, before ``_serve`` ignores SIGINT).
+    Before: it died of a KeyboardInterrupt (its traceback on the crawl's standard error) and the call
+    it was started for failed as StoreUnavailable."""
+    store = StoreProcess.of(open_store(sqlite_uri))
+    store._start()  # what the first call does, here without waiting for the answer
+    try:
+        pid = store._process.pid
+        for _ in range(25):  # through the child's start (some 0.1 to 0.3 s), and on into _serve
+            os.kill(pid, signal.SIGINT)
+            time.sleep(0.02)
+        store.ensure_db(DB)
+        assert upsert(store, DB, [doc(1)]).inserted == ["doc-1"]
+        assert store._process.pid == pid
+    finally:
+        store.close()
+
+
 def test_closing_ends_the_child(process):
     process.ensure_db(DB)
     pid = process._process.pid

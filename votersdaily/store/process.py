@@ -25,6 +25,7 @@ import pickle
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from multiprocessing import resource_tracker
 from typing import Any
 
 from .base import Row, StoreError, StoreUnavailable
@@ -80,7 +81,17 @@ class StoreProcess:
         process = context.Process(
             target=_serve, args=(child, self.path, self.prefix), name="votersdaily-store", daemon=True
         )
-        process.start()
+        # Ctrl-C reaches the child too (the terminal signals the whole process group), and a child
+        # still starting (importing, before _serve ignores it) would die of it and the write it was
+        # started for fail: the child starts with SIGINT blocked (the signal mask of the starting
+        # thread survives fork and exec) and never takes it. multiprocessing's resource tracker
+        # first: starting it unblocks SIGINT in the thread that starts it.
+        resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()  # the child's end lives in the child alone: its pipe closes when we end
         self._conn, self._process = parent, process
 
