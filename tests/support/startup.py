@@ -35,6 +35,8 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "votersdaily.pipelines",
     "votersdaily.laundromat.cleaning",  # the cleaning workers' (votersdaily/laundromat/steps.py)
     "votersdaily.laundromat.readers",
+    "votersdaily.cli.crawl",  # python -m votersdaily crawl's, and what it imports (the archive, the spool)
+    "votersdaily.archive",
 )
 
 #: Loads the project's spiders after what every crawl imports (``scrapy.crawler``): one (``-c … <name>``)
