@@ -20,7 +20,8 @@ included, is printed too: on a shared machine it is what the load disturbs least
 both cores, the references one). Load averages are printed before each format. A large
 N-Triples/N-Quads document is cleaned by the cleaning worker and one process it forks (the second
 core); Turtle and TriG by the compiled reader (``laundromat/_turtle.c``; built by scripts/setup.sh,
-else pyoxigraph) with a thread sorting runs; RDF/XML in ranges on both cores, each read by the
+else pyoxigraph), a large document in two ranges on both cores (``laundromat/turtle_ranges.py``),
+each with a thread sorting runs; RDF/XML in ranges on both cores, each read by the
 compiled reader of plain RDF/XML (``laundromat/_rdfxml.c``, else pyoxigraph); rapper and serdi use
 one core. Only local files.
 """

@@ -39,17 +39,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.services import REPO, PouchDBServer
+from votersdaily import settings
 from votersdaily.store import open_store
 from votersdaily.store.views import design_document
 
-FULL = (
+#: The full pipeline: the project's default (votersdaily/settings.py).
+PIPELINES = dict(settings.ITEM_PIPELINES)
+#: The stages before the store, then a naive writer in the store's place.
+STAGES = (
     "votersdaily.pipelines.NormaliseDatetimesPipeline",
     "votersdaily.pipelines.ValidateEventPipeline",
     "votersdaily.pipelines.EventIdPipeline",
-    "votersdaily.pipelines.EventStorePipeline",
 )
-PIPELINES = {path: 100 * (i + 1) for i, path in enumerate(FULL[:-1])} | {FULL[-1]: 800}
-NAIVE = {path: 100 * (i + 1) for i, path in enumerate(FULL[:-1])} | {
+NAIVE = {path: 100 * (i + 1) for i, path in enumerate(STAGES)} | {
     "benchmarks.bench_spiders.NaivePutPipeline": 800
 }
 SPIDERS = {

@@ -1,6 +1,7 @@
 """Every rule of docs/events.md §2, one test per rule."""
 
 import datetime
+import json
 
 import pytest
 
@@ -271,9 +272,10 @@ def test_web_and_file_urls_pass():
 # -- the one pass the pipeline runs (check_event) against the reference (clean_event, validate_event) --
 
 
-def recorded_events() -> list[dict]:
-    """Every event the event spiders parse from their shipped recordings (listings followed to the
-    recordings beside them), as the validation pipeline receives it (times normalised)."""
+def recorded_items():
+    """``(crawler, item)`` for every event the event spiders parse from their shipped recordings
+    (listings followed to the recordings beside them), as the spider yields it (the crawler is its
+    spider's)."""
     from pathlib import Path
     from urllib.parse import urlsplit
     from urllib.request import url2pathname
@@ -285,7 +287,6 @@ def recorded_events() -> list[dict]:
 
     from votersdaily.cli.crawl import event_spiders
     from votersdaily.items import EventItem
-    from votersdaily.pipelines import NormaliseDatetimesPipeline
     from votersdaily.requestmeta import SOURCE_URL_META
 
     def respond(request: Request):
@@ -293,12 +294,10 @@ def recorded_events() -> list[dict]:
         cls = responsetypes.from_args(url=request.url, body=body)
         return cls(url=request.url, body=body, request=request)
 
-    events = []
     for cls in event_spiders(get_project_settings()).values():
         crawler = get_crawler(cls)
         spider = cls.from_crawler(crawler)
         crawler.spider = spider
-        normalise = NormaliseDatetimesPipeline(crawler)
         for url in cls.recording_urls():
             pending = [(Request(url, meta={SOURCE_URL_META: spider.upstream_url(url)}), spider.parse_given)]
             while pending:
@@ -309,12 +308,21 @@ def recorded_events() -> list[dict]:
                     continue
                 for out in outputs:
                     if isinstance(out, EventItem):
-                        try:
-                            events.append(dict(normalise.process_item(out)))
-                        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
-                            continue
+                        yield crawler, out
                     elif isinstance(out, Request) and out.url.startswith("file:") and out.callback:
                         pending.append((out, out.callback))
+
+
+def recorded_events() -> list[dict]:
+    """Every event of :func:`recorded_items` as the validation pipeline receives it (times normalised)."""
+    from votersdaily.pipelines import NormaliseDatetimesPipeline
+
+    events = []
+    for crawler, item in recorded_items():
+        try:
+            events.append(dict(NormaliseDatetimesPipeline(crawler).process_item(item)))
+        except Exception:  # noqa: S112 - a datetime the normalising pipeline drops
+            continue
     return events
 
 
@@ -445,6 +453,35 @@ def test_one_pass_agrees_with_the_reference_on_hostile_variants(recorded):
     assert {s[0] for s in seen} == {"cleaned", "invalid", "recursion"}
     codes = {s[1] for s in seen if s[0] == "invalid"}
     assert codes >= {"not_json", "too_large", "text:title", "missing:title", "url:source_url", "timezone"}
+
+
+def test_the_checks_text_is_the_events_json(recorded):
+    """The one pass that makes the event's JSON text (check_event_json: the store writes it as it is)
+    agrees with the reference like check_event, and its text is the one ``json.dumps`` makes of the
+    checked event: on every recording (each of which gets one) and on the hostile variants that pass."""
+    from votersdaily.schema import check_event_json
+
+    def text_of(event: dict):
+        outcome_ = outcome(check_event_json, event)
+        if outcome_[1][0] != "cleaned":
+            return None
+        doc, (_, (_, text)) = outcome_
+        return doc, text
+
+    for event in recorded:
+        doc, text = text_of(event)
+        assert text == json.dumps(doc, ensure_ascii=False), event
+        assert outcome(lambda e: check_event_json(e)[0], event) == outcome(reference, event)
+    given = 0
+    for event in {e["parser_name"]: e for e in recorded}.values():
+        for hostile in hostile_variants(event):
+            with_text = outcome(lambda e: check_event_json(e)[0], hostile)
+            assert repr(with_text) == repr(outcome(reference, hostile)), hostile
+            found = text_of(hostile)
+            if found is not None and found[1] is not None:
+                given += 1
+                assert found[1] == json.dumps(found[0], ensure_ascii=False), hostile
+    assert given > 0
 
 
 def test_the_fast_checks_of_characters_agree_with_the_rules_regexes():

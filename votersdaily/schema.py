@@ -258,7 +258,8 @@ class _Reference(Exception):
 
 def check_event(event: MutableMapping[str, Any]) -> list[str]:
     """:func:`clean_event` then :func:`validate_event`, in one pass: the keys cleaned, or
-    :class:`InvalidEvent` for the first broken rule. What the event pipeline runs.
+    :class:`InvalidEvent` for the first broken rule. What the event pipeline runs when nothing would
+    use the event's JSON text (:func:`check_event_json` makes it, at some cost).
 
     Each top-level value is looked at once: a string is cleaned if it must be and its JSON size bound
     is taken from its length; a nested value (list, dict) is serialised once by the C encoder, which
@@ -279,18 +280,49 @@ def check_event(event: MutableMapping[str, Any]) -> list[str]:
     return [key for key, _ in cleaned]
 
 
+def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | None]:
+    """:func:`check_event`, and the event's JSON text (``json.dumps(event, ensure_ascii=False)``)
+    when the check made it, else None: what the event pipeline runs, handing the text on to the store
+    (which then does not encode the event again).
+
+    The common case is told from that text alone: the whole event is serialised once by the C
+    encoder, which proves it JSON and gives its exact size, and its text shows whether any string in
+    it (keys too) holds what :data:`BAD_TEXT_RE` forbids (the escape of a control, or a DEL, C1
+    control or lone surrogate left raw). Nothing to clean: only the rules are left. Anything else (a
+    string to clean, a value that is not plain JSON, a key that is not a clean string) takes
+    :func:`check_event`, so the paths always give the same event, keys and error
+    (``tests/test_schema.py`` holds them to the reference functions on every recording and on
+    hostile variants)."""
+    try:
+        text, size = _clean_json(event)
+    except _Reference:
+        return check_event(event), None
+    _check_rules(event, size)
+    return [], text
+
+
+def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
+    """The JSON text of an event with nothing to clean in it, and its size in bytes;
+    :class:`_Reference` when it is not JSON or has something to clean."""
+    _check_plain_keys(event)
+    try:
+        text = _nested_json(event)
+    except Exception:  # not JSON (a set, NaN, a cycle, too deep): the values decide
+        raise _Reference from None
+    if _nested_needs_cleaning(text):
+        raise _Reference
+    # No lone surrogate in it (it would be left raw): it encodes.
+    return text, len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 #: The keys of events seen (joined) that hold nothing to clean.
 _CLEAN_KEYS: set[str] = set()
 _CLEAN_KEYS_MAX = 4096
 
 
-def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
-    """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
-    without changing ``event``; :class:`_Reference` for anything the reference path must decide.
-
-    The strings are checked together (one scan of their joined text for what :data:`BAD_TEXT_RE`
-    finds); only when it finds something is each looked at, by its key's rule (``source_text`` keeps
-    its controls, URLs are not cleaned: validation refuses a bad one)."""
+def _check_plain_keys(event: Mapping[str, Any]) -> str:
+    """The event's keys joined; :class:`_Reference` when one is not a string or holds what
+    :data:`BAD_TEXT_RE` forbids."""
     try:
         keys = "".join(event)
     except TypeError:
@@ -301,6 +333,17 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
         if len(_CLEAN_KEYS) >= _CLEAN_KEYS_MAX:
             _CLEAN_KEYS.clear()
         _CLEAN_KEYS.add(keys)
+    return keys
+
+
+def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
+    """The cleaned top-level strings (key, new value) and an upper bound of the event's JSON size,
+    without changing ``event``; :class:`_Reference` for anything the reference path must decide.
+
+    The strings are checked together (one scan of their joined text for what :data:`BAD_TEXT_RE`
+    finds); only when it finds something is each looked at, by its key's rule (``source_text`` keeps
+    its controls, URLs are not cleaned: validation refuses a bad one)."""
+    keys = _check_plain_keys(event)
     size = 2 + 6 * len(keys) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
     texts = []
     nested = []

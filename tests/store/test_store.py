@@ -586,3 +586,52 @@ def test_spool_files_of_earlier_versions_are_delivered_with_the_hooks_they_meant
     assert report.documents == 2 and not report.kept and not report.problems
     assert sorted(report.result.superseded) == sorted([event(11)["_id"], event(12)["_id"]])
     assert not list(spool.directory.iterdir())
+
+
+def test_a_documents_own_text_is_stored_as_its_encoding_would_be(tmp_path):
+    """An EncodedDocument (the event check's JSON text with the event: what the event pipeline hands
+    the writer) is written and compared as the plain document is: the same bodies byte for byte, the
+    same revisions, the same verdicts, on every event of the real recordings; pickled with its text
+    (the store's process)."""
+    import pickle
+
+    from tests.test_schema import recorded_events
+    from votersdaily import schema
+    from votersdaily.store.base import EncodedDocument, body_json_of
+
+    plain, encoded = [], []
+    for event in recorded_events():
+        _, text = schema.check_event_json(event)
+        assert text is not None
+        event["_id"] = schema.event_id(event["datetime"], event["parser_name"], event["unique_key"])
+        plain.append(dict(event))
+        encoded.append(EncodedDocument(event, text))
+    twin = pickle.loads(pickle.dumps(encoded[0], protocol=pickle.HIGHEST_PROTOCOL))
+    assert type(twin) is EncodedDocument and twin == encoded[0] and twin.body_json == encoded[0].body_json
+    stores = {}
+    for name, docs in (("plain", plain), ("encoded", encoded)):
+        store = stores[name] = open_store("sqlite:///%s" % (tmp_path / ("%s.db" % name)))
+        store.ensure_db(DB)
+        first = upsert(store, DB, docs, ignore=schema.VOLATILE_EVENT_KEYS, insert_first=name == "encoded")
+        assert first.inserted and not first.failed
+        again = upsert(store, DB, docs, ignore=schema.VOLATILE_EVENT_KEYS)  # told by the text's MD5
+        assert sorted(again.unchanged) == sorted(first.inserted) and not again.updated
+        later = [  # a later access time: the document with the stored one (its own text does not serve)
+            EncodedDocument({**doc, "access_datetime": "2030-01-01T00:00:00Z"}, "not the text")
+            if name == "encoded"
+            else {**doc, "access_datetime": "2030-01-01T00:00:00Z"}
+            for doc in docs
+        ]
+        assert all(body_json_of(doc) is not None for doc in later if name == "encoded")
+        told = store.compare_stored(DB, {doc["_id"]: doc for doc in later}, schema.VOLATILE_EVENT_KEYS)
+        assert {stored.same for stored in told.values()} == {True}
+    bodies = [
+        sorted(
+            (doc_id, rev, body)
+            for doc_id, rev, body in store._conn.execute(
+                "SELECT id, rev, body FROM docs WHERE id NOT LIKE '%design%'"
+            )
+        )
+        for store in stores.values()
+    ]
+    assert bodies[0] == bodies[1] and len(bodies[0]) > 400

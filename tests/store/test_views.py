@@ -120,3 +120,23 @@ def test_js_map_functions_match_the_specs(db):
                 ["h1-119.2025", "2026-09-02T20:50:15Z"],
             ],
         }
+
+
+@pytest.mark.parametrize("db", sorted(VIEWS))
+def test_the_embedded_stores_view_rows_are_what_the_specs_emit(db):
+    """The embedded store's rows (``_view_rows_of``: ids looked for first, fields read once) are each
+    spec's keys, padded, for the samples above and every event of the real recordings."""
+    from tests.test_schema import recorded_events
+    from votersdaily.store.embedded import MAX_KEY_PARTS, _view_rows_of
+
+    docs = SAMPLES + [{"_id": "r%d" % i, **event} for i, event in enumerate(recorded_events())]
+    extract = _view_rows_of(db)
+    for doc in docs:
+        rows: list = []
+        extract("the-db", doc["_id"], doc, rows)
+        expected = [
+            ("the-db", view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc["_id"])
+            for view, spec in VIEWS[db].items()
+            for key in spec.keys(doc)
+        ]
+        assert rows == expected, doc["_id"]

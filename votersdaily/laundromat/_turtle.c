@@ -114,6 +114,16 @@ typedef struct {
     Py_ssize_t n_group, cap_group, group_at;
     Py_ssize_t statements;
     int named;
+    /* Reading in ranges (turtle_ranges.py): a first range stops at `stop` when it is where a
+     * statement of the top level starts and no directive came after the first statement (at_cut);
+     * a later range reads the prologue's directives, then jumps to `jump_to`. The numbers of the
+     * ranges before it are not known to a later range: it numbers its anonymous nodes from 0,
+     * writes them with a mark (DEFERRED_MARK) and their statements apart (`deferred`), for
+     * renumber() to add the first range's count; it gives up on a label that looks generated
+     * (the same label may have been numbered before it). */
+    Out deferred;
+    const u8 *stop, *jump_to;
+    int later_range, statement_seen, late_directive, at_cut;
     const char *why; /* why the reader gave up */
     Py_ssize_t why_at;
 } Reader;
@@ -173,6 +183,21 @@ static void skip_ws(Reader *t)
     t->p = p;
 }
 
+/* Bytes by what they are to the reader (a table: these are asked of every byte of every IRI). */
+enum { B_IRI_END = 1, B_IRI_BAD = 2, B_DELIMITER = 4 };
+static u8 byte_class[256];
+
+static void classify_bytes(void)
+{
+    for (int c = 0; c < 256; c++) {
+        if (c <= 0x20 || c >= 0x7f || strchr("<\"{}|^`\\", c))
+            byte_class[c] |= B_IRI_BAD;
+        if (c && strchr(" \t\n\r#<[(\"'.,;)]}", c))
+            byte_class[c] |= B_DELIMITER;
+    }
+    byte_class['>'] |= B_IRI_END;
+}
+
 static int at(Reader *t, u8 c)
 {
     return t->p < t->end && *t->p == c;
@@ -183,8 +208,7 @@ static int at_delimiter(Reader *t)
 {
     if (t->p >= t->end)
         return 1;
-    u8 c = *t->p;
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#' || (c && strchr("<[(\"'.,;)]}", c));
+    return byte_class[*t->p] & B_DELIMITER;
 }
 
 /* A path segment "." or ".." in [p, end) (a path, query and fragment). */
@@ -379,12 +403,10 @@ static int resolve(Reader *t, const u8 *p, const u8 *q, Term *x)
 static int read_iriref(Reader *t, Term *x)
 {
     const u8 *p = t->p + 1, *q = p;
-    while (q < t->end && *q != '>') {
-        u8 c = *q;
-        if (c <= 0x20 || c >= 0x7f || strchr("<\"{}|^`\\", c))
-            GIVE_UP(t, "an IRI with an escape, a non-ASCII or a forbidden character");
+    while (q < t->end && !(byte_class[*q] & (B_IRI_END | B_IRI_BAD)))
         q++;
-    }
+    if (q < t->end && *q != '>')
+        GIVE_UP(t, "an IRI with an escape, a non-ASCII or a forbidden character");
     if (q >= t->end)
         GIVE_UP(t, "an unterminated IRI");
     t->p = q + 1;
@@ -676,12 +698,18 @@ static int read_number(Reader *t, Term *x)
 
 /* -- statements ----------------------------------------------------------------------------------- */
 
-static int put_number(Reader *t, long *number)
+/* Before a number a later range gave (canonical lines hold no raw control character). */
+#define DEFERRED_MARK '\x01'
+
+static int put_number(Reader *t, long *number, int hex)
 {
-    if (*number < 0)
+    if (*number < 0) {
+        if (hex && t->later_range)
+            GIVE_UP(t, "a label that looks generated in a later range");
         *number = t->next_number++;
+    }
     char text[32];
-    int n = snprintf(text, sizeof text, "-anon%ld>", *number);
+    int n = snprintf(text, sizeof text, t->later_range ? "-anon\x01%ld>" : "-anon%ld>", *number);
     TRY(put(t, &t->out, t->genid, t->genid_len));
     return put(t, &t->out, text, n);
 }
@@ -696,13 +724,28 @@ static int put_term(Reader *t, const Term *x)
         TRY(put(t, &t->out, t->doc + x->off, x->len));
         return put(t, &t->out, ">", 1);
     case K_ANON:
-        return put_number(t, &t->anon[x->id]);
+        return put_number(t, &t->anon[x->id], 0);
     default:
-        return put_number(t, &t->hex[x->id].number);
+        return put_number(t, &t->hex[x->id].number, 1);
     }
 }
 
+static int write_quad_to_out(Reader *t, const Quad *q);
+
+/* A statement with a node a later range numbered goes to `deferred` (its number is not final). */
 static int write_quad(Reader *t, const Quad *q)
+{
+    if (!t->later_range || (q->s.kind != K_ANON && q->o.kind != K_ANON && !(q->has_g && q->g.kind == K_ANON)))
+        return write_quad_to_out(t, q);
+    Out out = t->out;
+    t->out = t->deferred;
+    int r = write_quad_to_out(t, q);
+    t->deferred = t->out;
+    t->out = out;
+    return r;
+}
+
+static int write_quad_to_out(Reader *t, const Quad *q)
 {
     TRY(put_term(t, &q->s));
     TRY(put(t, &t->out, " ", 1));
@@ -722,7 +765,7 @@ static int flush_group(Reader *t)
 {
     while (t->n_group)
         TRY(write_quad(t, &t->group[--t->n_group]));
-    if (t->out.len > MAX_STATEMENT || t->arena.len > MAX_STATEMENT ||
+    if (t->out.len > MAX_STATEMENT || t->deferred.len > MAX_STATEMENT || t->arena.len > MAX_STATEMENT ||
         t->n_anon > MAX_STATEMENT / (Py_ssize_t)sizeof(long))
         GIVE_UP(t, "a statement of 64 MiB or more");
     return 0;
@@ -1083,7 +1126,7 @@ static int read_trig_block(Reader *t)
     u8 c = *t->p;
     if (c == '{')
         return open_graph(t, NULL);
-    if (keyword(t, "graph")) {
+    if ((c | 0x20) == 'g' && keyword(t, "graph")) {
         t->p += 5;
         skip_ws(t);
         TRY(read_graph_label(t, &s));
@@ -1122,11 +1165,33 @@ static int read_statement(Reader *t)
     if (t->p >= t->end) {
         if (t->in_graph)
             GIVE_UP(t, "'}' expected");
+        if (t->jump_to)
+            GIVE_UP(t, "the range starts inside the prologue");
         return 1;
     }
     if (t->in_graph)
         return read_graph_part(t);
     u8 c = *t->p;
+    int directive =
+        c == '@' || ((c | 0x20) == 'p' && keyword(t, "prefix")) || ((c | 0x20) == 'b' && keyword(t, "base"));
+    if (t->jump_to && !directive) { /* the prologue read: on to the range */
+        if (t->jump_to < t->p)
+            GIVE_UP(t, "the range starts inside the prologue");
+        t->p = t->line_start = t->jump_to;
+        t->jump_to = NULL;
+        return 0;
+    }
+    if (t->stop && t->p >= t->stop) {
+        if (t->p == t->stop && !t->late_directive) {
+            t->at_cut = 1;
+            return 1;
+        }
+        t->stop = NULL; /* the range does not end between statements: the reader reads on */
+    }
+    if (!directive)
+        t->statement_seen = 1;
+    else if (t->statement_seen)
+        t->late_directive = 1;
     if (c == '@') {
         if (t->end - t->p > 7 && !memcmp(t->p, "@prefix", 7) && t->p[7] && strchr(" \t\r\n", t->p[7])) {
             t->p += 7;
@@ -1138,11 +1203,11 @@ static int read_statement(Reader *t)
         }
         GIVE_UP(t, "a directive of another kind");
     }
-    if (keyword(t, "prefix")) {
+    if (directive && keyword(t, "prefix")) {
         t->p += 6;
         return read_prefix(t, 1);
     }
-    if (keyword(t, "base")) {
+    if (directive && keyword(t, "base")) {
         t->p += 4;
         return read_base(t, 1);
     }
@@ -1160,6 +1225,7 @@ static void reader_release(Reader *t)
         munmap((void *)t->doc, t->map_len);
     t->doc = t->end = t->p = NULL;
     out_free(&t->out);
+    out_free(&t->deferred);
     out_free(&t->arena);
     out_free(&t->graph_text);
     out_free(&t->base);
@@ -1188,12 +1254,13 @@ static void reader_dealloc(Reader *t)
 
 static int reader_init(Reader *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"path", "trig", "base_iri", "prefix", NULL};
+    static char *kwlist[] = {"path", "trig", "base_iri", "prefix", "start", "stop", NULL};
     PyObject *path;
     int trig;
     Py_buffer base = {0}, prefix;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&pz*y*", kwlist, PyUnicode_FSConverter, &path, &trig, &base,
-                                     &prefix))
+    Py_ssize_t start = 0, stop = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&pz*y*|nn", kwlist, PyUnicode_FSConverter, &path, &trig, &base,
+                                     &prefix, &start, &stop))
         return -1;
     reader_release(t);
     memset((char *)t + sizeof(PyObject), 0, sizeof(Reader) - sizeof(PyObject));
@@ -1216,6 +1283,16 @@ static int reader_init(Reader *t, PyObject *args, PyObject *kwds)
     }
     t->p = t->line_start = t->doc;
     t->end = t->doc + st.st_size;
+    if (start < 0 || (start > 0 && start >= st.st_size) || stop == 0 || stop < -1 || stop > st.st_size) {
+        PyErr_SetString(PyExc_ValueError, "a range outside the document");
+        goto done;
+    }
+    if (start > 0) {
+        t->jump_to = t->doc + start;
+        t->later_range = 1;
+    }
+    if (stop > 0)
+        t->stop = t->doc + stop;
     if (!(t->genid = PyMem_RawMalloc(prefix.len ? prefix.len : 1))) {
         PyErr_NoMemory();
         goto done;
@@ -1257,7 +1334,7 @@ done:
 /* Statements until `size` bytes of lines are ready, without the GIL: 0, or -1 (given up), -2. */
 static int read_some(Reader *t, Py_ssize_t size)
 {
-    while (!t->done && t->out.len < size) {
+    while (!t->done && t->out.len + t->deferred.len < size) {
         const u8 *start = t->p;
         int r = read_statement(t);
         if (r < 0)
@@ -1295,9 +1372,65 @@ static PyObject *reader_read(Reader *t, PyObject *args)
         return PyErr_NoMemory();
     if (r == -1)
         return PyErr_Format(Unsupported, "%s (at byte %zd)", t->why, t->why_at);
-    if (!t->out.len && t->done)
+    if (!t->out.len && !t->deferred.len && t->done)
         Py_RETURN_NONE;
     return out_bytes(&t->out);
+}
+
+static PyObject *reader_take_deferred(Reader *t, PyObject *Py_UNUSED(args))
+{
+    PyObject *data = out_bytes(&t->deferred);
+    t->deferred.len = 0;
+    return data;
+}
+
+/* renumber(lines, offset): the lines a later range deferred, each marked number + offset. */
+static PyObject *turtle_renumber(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &offset))
+        return NULL;
+    Out o = {NULL, 0, 0};
+    const u8 *p = data.buf, *end = p + data.len;
+    int failed = 0;
+    while (p < end && !failed) {
+        const u8 *mark = memchr(p, DEFERRED_MARK, end - p);
+        if (!mark) {
+            failed = out_put(&o, p, end - p) < 0;
+            break;
+        }
+        failed = out_put(&o, p, mark - p) < 0;
+        long long number = 0;
+        for (p = mark + 1; p < end && is_digit(*p); p++)
+            number = number * 10 + (*p - '0');
+        char text[32];
+        int n = snprintf(text, sizeof text, "%lld", number + offset);
+        failed = failed || out_put(&o, (const u8 *)text, n) < 0;
+    }
+    PyBuffer_Release(&data);
+    if (failed) {
+        out_free(&o);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = out_bytes(&o);
+    out_free(&o);
+    return result;
+}
+
+static PyMethodDef turtle_functions[] = {
+    {"renumber", turtle_renumber, METH_VARARGS,
+     "renumber(lines, offset) -> the statements a later range deferred, each number it gave + offset"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *reader_resume(Reader *t, PyObject *Py_UNUSED(args))
+{
+    if (!t->at_cut)
+        return PyErr_Format(PyExc_ValueError, "the reader did not stop at its range's end");
+    t->at_cut = t->done = 0;
+    t->stop = NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *reader_close(Reader *t, PyObject *Py_UNUSED(args))
@@ -1311,6 +1444,11 @@ static PyMethodDef reader_methods[] = {
     {"read", (PyCFunction)reader_read, METH_VARARGS,
      "read([size]) -> the next block of final lines (about size bytes), None at the end; raises "
      "TurtleUnsupported when the document is not one this reader reads"},
+    {"take_deferred", (PyCFunction)reader_take_deferred, METH_NOARGS,
+     "take_deferred() -> the statements with a node this later range numbered, given since the last call, "
+     "their numbers marked (for renumber)"},
+    {"resume", (PyCFunction)reader_resume, METH_NOARGS,
+     "resume() -> None: a first range that stopped at its end (at_cut) reads on to the document's end"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "close() -> None: the document unmapped"},
     {NULL, NULL, 0, NULL},
 };
@@ -1325,7 +1463,28 @@ static PyObject *reader_named(Reader *t, void *Py_UNUSED(closure))
     return PyBool_FromLong(t->named);
 }
 
+static PyObject *reader_position(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(t->p - t->doc);
+}
+
+static PyObject *reader_numbered(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(t->next_number);
+}
+
+static PyObject *reader_at_cut(Reader *t, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(t->at_cut);
+}
+
 static PyGetSetDef reader_getset[] = {
+    {"position", (getter)reader_position, NULL, "the byte of the document the reader is at", NULL},
+    {"numbered", (getter)reader_numbered, NULL, "blank nodes numbered so far", NULL},
+    {"at_cut", (getter)reader_at_cut, NULL,
+     "whether the reader stopped at `stop`, where a statement of the top level starts and the prologue's "
+     "directives are the only ones read",
+     NULL},
     {"statements", (getter)reader_statements, NULL, "statements given so far", NULL},
     {"named", (getter)reader_named, NULL, "whether a statement given has a graph label", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -1335,7 +1494,8 @@ static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "votersdaily.laundromat._ntscan.TurtleReader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "TurtleReader(path, trig, base_iri, prefix): the final lines of a Turtle or TriG document",
+    .tp_doc = "TurtleReader(path, trig, base_iri, prefix, start=0, stop=-1): the final lines of a Turtle or TriG "
+              "document (of a range of it: from `start`, after the prologue's directives; to `stop`)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)reader_init,
     .tp_dealloc = (destructor)reader_dealloc,
@@ -1345,12 +1505,15 @@ static PyTypeObject ReaderType = {
 
 int nt_add_turtle(PyObject *module)
 {
+    classify_bytes();
     if (PyType_Ready(&ReaderType) < 0)
         return -1;
     Unsupported = PyErr_NewExceptionWithDoc("votersdaily.laundromat._ntscan.TurtleUnsupported",
                                             "The document is not one the compiled Turtle reader reads.",
                                             PyExc_ValueError, NULL);
     if (!Unsupported || PyModule_AddObject(module, "TurtleUnsupported", Unsupported) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, turtle_functions) < 0)
         return -1;
     Py_INCREF(&ReaderType);
     if (PyModule_AddObject(module, "TurtleReader", (PyObject *)&ReaderType) < 0)

@@ -30,6 +30,9 @@ the laundromat's run log says it as ``compiled_path``.
   the subset, or with any syntax error, raises :class:`TurtleUnsupported` (the caller cleans it with
   pyoxigraph, which reports the error). tests/laundromat/test_native.py holds both paths to the same
   output on the W3C Turtle and TriG suites, variants of their documents and the benchmark's file.
+  It also reads a range of a document (``start``, ``stop``; a later range's anonymous nodes
+  renumbered by :func:`renumbered`), so that :mod:`.turtle_ranges` reads a large one in two
+  processes; tests/laundromat/test_turtle_ranges.py holds that to one reading.
 * :func:`rdfxml_lines` (``_rdfxml.c``): the N-Quads pyoxigraph gives for plain RDF/XML (the flat
   shape of rapper's and most dumps), without a Python object per statement; None for anything
   else (nesting, ``rdf:parseType``, relative IRIs, any error), which pyoxigraph then parses.
@@ -162,23 +165,70 @@ class TurtleUnsupported(ValueError):
 class TurtleLines:
     """The final lines of the Turtle (TriG with ``trig``) document at ``path``, read with
     ``base_iri``, blank nodes skolemised under ``genid_prefix``, in blocks of about ``block`` bytes.
-    Iterating raises :class:`TurtleUnsupported` when the reader gives up (after some blocks, maybe)."""
+    Iterating raises :class:`TurtleUnsupported` when the reader gives up (after some blocks, maybe).
+
+    A range of the document (:mod:`.turtle_ranges`): with ``stop``, the lines of the statements
+    before that byte, when a statement of the top level starts there and no directive came after the
+    first statement (:attr:`at_cut`; else the reader reads on to the end); :meth:`resume` reads on
+    past it. With ``start``, the prologue's directives are read, then the statements from that byte
+    on; such a range numbers its anonymous nodes from 0 and gives their statements apart
+    (:meth:`take_deferred`, for :func:`renumbered` once the count before it is known), and gives up
+    on a label that looks generated (the ranges before it may have numbered it)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], trig: bool, base_iri: str | None, genid_prefix: bytes, block: int
+        self,
+        path: str | os.PathLike[str],
+        trig: bool,
+        base_iri: str | None,
+        genid_prefix: bytes,
+        block: int,
+        *,
+        start: int = 0,
+        stop: int = -1,
     ) -> None:
         self._module = _built()
-        self._reader = self._module.TurtleReader(path, trig, base_iri, genid_prefix)
+        self._reader = self._module.TurtleReader(path, trig, base_iri, genid_prefix, start, stop)
         self.block = block
 
     def __iter__(self) -> Iterator[bytes]:
+        paused = False
         try:
             while (data := self._reader.read(self.block)) is not None:
                 yield data
+            paused = self._reader.at_cut
         except self._module.TurtleUnsupported as exc:
             raise TurtleUnsupported(str(exc)) from None
         finally:
-            self._reader.close()
+            if not paused:  # a range stopped at its end stays open for resume()
+                self._reader.close()
+
+    @property
+    def position(self) -> int:
+        """The byte of the document the reader is at (0 once closed)."""
+        return int(self._reader.position)
+
+    @property
+    def numbered(self) -> int:
+        """Blank nodes numbered so far (anonymous ones, labels that look generated)."""
+        return int(self._reader.numbered)
+
+    def take_deferred(self) -> bytes:
+        """A later range's statements with an anonymous node, given since the last call, their
+        numbers marked for :func:`renumbered` (the range's other lines are final)."""
+        return bytes(self._reader.take_deferred())
+
+    @property
+    def at_cut(self) -> bool:
+        """Whether the reader stopped at ``stop`` (where a statement of the top level starts, after
+        no directive but the prologue's): the lines given are those of the statements before it."""
+        return bool(self._reader.at_cut)
+
+    def resume(self) -> None:
+        """After stopping at ``stop``: iterating again gives the lines of the rest of the document."""
+        self._reader.resume()
+
+    def close(self) -> None:
+        self._reader.close()
 
     @property
     def statements(self) -> int:
@@ -189,6 +239,12 @@ class TurtleLines:
     def named(self) -> bool:
         """Whether a line given has a graph label."""
         return bool(self._reader.named)
+
+
+def renumbered(deferred: bytes, offset: int) -> bytes:
+    """A later range's deferred statements (:meth:`TurtleLines.take_deferred`) made final: each number
+    it gave plus ``offset``, the blank nodes numbered before the range."""
+    return _built().renumber(deferred, offset)
 
 
 def xml_cuts(path: str | os.PathLike[str], start: int, span: int) -> list[int] | None:

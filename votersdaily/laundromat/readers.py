@@ -30,6 +30,7 @@ from .clean_types import (
 )
 from .contexts import ContextError, ContextLoader, has_remote_context, inline_contexts
 from .external_sort import RunWriter, SortedSink
+from .turtle_ranges import RUNS, TURTLE_BLOCK, Span, fill, read_in_ranges
 from .xml_ranges import parse_rdfxml_in_ranges
 from .xmlentities import EntityRefused, expand_entities
 from .xmlliterals import LiteralStop, canonical_xml_literals
@@ -87,19 +88,19 @@ def _batched(
         yield block
 
 
-#: Bytes of final lines the compiled Turtle reader gives at a time.
-TURTLE_BLOCK = 1 << 20
-
-
 def _turtle_compiled(path: Path, fmt: str, base_iri: str | None, sink: SortedSink) -> bool:
     """The document's final lines from the compiled Turtle reader (:class:`.native.TurtleLines`)
-    into sorted runs (a thread sorts each while the reader goes on): True; False, with nothing added
-    to ``sink``, when the reader gives up (the document is then parsed by pyoxigraph)."""
+    into sorted runs (a thread sorts each while the reader goes on; a large document is read in two
+    ranges at once, :mod:`.turtle_ranges`): True; False, with nothing added to ``sink``, when the
+    reader gives up (the document is then parsed by pyoxigraph)."""
+    in_ranges = read_in_ranges(path, fmt == F.TRIG, base_iri, sink)
+    if in_ranges is not None:
+        return in_ranges
     writer = RunWriter(sink.tmp, "turtle", sink.options.sorted_run_bytes, background=True)
     try:
         lines = native.TurtleLines(path, fmt == F.TRIG, base_iri, sink.skolem.prefix, TURTLE_BLOCK)
-        for block in lines:
-            writer.add(block)
+        size = path.stat().st_size
+        fill(lines, writer, Span(0, size, size), RUNS, sink.options)
         if writer.paths:
             sink.add_runs(writer.flush(), lines.statements, lines.named)
         else:  # it fits one run: kept in memory, like the sink's own (no run file needs room on disk)

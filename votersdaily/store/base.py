@@ -32,6 +32,33 @@ class StoreRefused(StoreUnavailable):
 STORE_RESULTS = tuple(cls.__name__ for cls in (StoreUnavailable, StoreRefused, StoreError))
 
 
+class EncodedDocument(dict[str, Any]):
+    """A document to write with the JSON text of its body already made (``body_json``: the
+    document but for ``_id``, as ``json.dumps(..., ensure_ascii=False)`` writes it), by whoever made
+    the document: the event check serialises every event once, and the embedded store then writes
+    and compares that text instead of encoding the event again. The text stands for the document as
+    it was made: whatever changes a document makes a plain copy (``dict(doc)``, as the writers do);
+    a store that cannot use the text (CouchDB, or a document with ``_rev`` or ``_attachments``)
+    encodes the document itself."""
+
+    __slots__ = ("body_json",)
+
+    def __init__(self, doc: dict[str, Any], body_json: str) -> None:
+        super().__init__(doc)
+        self.body_json = body_json
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its text (the store's process)
+        return (EncodedDocument, (dict(self), self.body_json))
+
+
+def body_json_of(doc: dict[str, Any]) -> str | None:
+    """The JSON text of ``doc``'s body, when it was made with the document and stands for all of it
+    (no ``_rev``, no ``_attachments``), else None."""
+    if type(doc) is EncodedDocument and "_rev" not in doc and "_attachments" not in doc:
+        return doc.body_json
+    return None
+
+
 @dataclass(frozen=True)
 class Row:
     id: str

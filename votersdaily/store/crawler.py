@@ -159,6 +159,13 @@ class CrawlerWriter:
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")
         self._opened: defer.Deferred[None] | None = None
 
+    @property
+    def takes_body_json(self) -> bool:
+        """Whether documents with their JSON text made (:class:`~.base.EncodedDocument`) save work:
+        the embedded store in this process writes that text as it is; a store's process would be sent
+        it beside the document (twice the bytes to pickle), CouchDB encodes the batch whole."""
+        return isinstance(self.batch.store, EmbeddedStore)
+
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
 

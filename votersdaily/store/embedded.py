@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.schema import SURROGATE_RE
 
-from .base import Row, StoreError, StoreUnavailable
+from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, next_rev, not_unicode, rev_number
 from .views import install_design, views_for
@@ -87,31 +87,41 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
 def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[str, ...]]], None]:
     """``extract(db_name, doc_id, body, rows)``: appends the document's view rows of ``db``'s views
     (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id)`` with unused key parts ``""``: what
-    :meth:`.views.ViewSpec.keys` emits, one loop over views whose fields were looked up once (views
-    keyed by ids, a row per id, ask the spec itself)."""
+    :meth:`.views.ViewSpec.keys` emits (``tests/store/test_views.py`` holds them to it), one loop over
+    views whose fields and padding were looked up once. A view keyed by ids looks for the ids first:
+    most events have none, and then it has no row whatever its other fields hold."""
     specs = []
     for view, spec in views_for(db).items():
         if not 1 <= spec.width <= MAX_KEY_PARTS:
             raise StoreError(
                 "embedded views take 1 to %d key parts: %s has %d" % (MAX_KEY_PARTS, view, spec.width)
             )
-        specs.append((view, spec.fields, spec.where, spec if spec.ids else None))
+        specs.append((view, spec.fields, spec.where, spec.ids, ("",) * (MAX_KEY_PARTS - spec.width)))
 
     def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple[str, ...]]) -> None:
         get = body.get
-        for view, fields, where, by_ids in specs:
-            if by_ids is not None:
-                for one in by_ids.keys(body):
-                    rows.append((db_name, view, *one, *[""] * (MAX_KEY_PARTS - len(one)), doc_id))
-                continue
-            key = [get(field) for field in fields]
+        for view, fields, where, id_keys, pad in specs:
+            ids: list[str] = []
+            if id_keys:
+                for id_key in id_keys:  # JavaScript's [].concat(...) of their values, strings only
+                    value = get(id_key)
+                    if isinstance(value, str):
+                        ids.append(value)
+                    elif isinstance(value, list):
+                        ids.extend([one for one in value if isinstance(one, str)])
+                if not ids:
+                    continue
+            key = tuple([get(field) for field in fields])
             for part in key:
                 if not isinstance(part, str):
                     break
             else:
-                if where is None or where(body):
-                    key += [""] * (MAX_KEY_PARTS - len(key))
-                    rows.append((db_name, view, *key, doc_id))  # type: ignore[arg-type]  # strings: checked above
+                if where is not None and not where(body):
+                    continue
+                if id_keys:
+                    rows.extend([(db_name, view, one, *key, *pad, doc_id) for one in ids])  # type: ignore[arg-type]  # strings: checked above
+                else:
+                    rows.append((db_name, view, *key, *pad, doc_id))  # type: ignore[arg-type]  # strings: checked above
 
     return extract
 
@@ -391,10 +401,24 @@ class EmbeddedStore:
             new = doc.get(key)
             if isinstance(new, str) and (not isinstance(old, str) or old != new):
                 return Stored(rev, None, False)  # the JSON of a string equals only that string's
-        stored = dict(zip(ignore, values[len(probe) : -1], strict=True))
-        candidate = {k: stored.get(k, v) for k, v in doc.items() if k not in ("_id", "_rev")}
+        # The document but for its meta keys, with the stored values of the ignored keys it has: the
+        # document itself when it holds those values (a reparse of the same record), whose text may
+        # be made already; else a copy (in C, then a few keys set: their places in the key order stay).
+        stored = values[len(probe) : -1]
+        text = body_json_of(doc) if isinstance(doc, dict) else None
         try:
-            data = _BODY_JSON(candidate).encode("utf-8")
+            if text is None or not all(
+                key not in doc or (type(doc[key]) is type(old) and doc[key] == old)
+                for key, old in zip(ignore, stored, strict=True)
+            ):
+                candidate = dict(doc)
+                candidate.pop("_id", None)
+                candidate.pop("_rev", None)
+                for key, old in zip(ignore, stored, strict=True):
+                    if key in candidate:
+                        candidate[key] = old
+                text = _BODY_JSON(candidate)
+            data = text.encode("utf-8")
         except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
             return Stored(rev, None, None)
         return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
@@ -493,7 +517,9 @@ class EmbeddedStore:
         del body["_id"]
         body.pop("_rev", None)
         attachments = body.pop("_attachments", None)
-        text = _BODY_JSON(body)
+        text = body_json_of(doc)
+        if text is None:
+            text = _BODY_JSON(body)
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # checked before anything of the document is written

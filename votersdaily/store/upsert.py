@@ -178,7 +178,9 @@ def upsert(
         for doc_id, doc in pending.items():
             old = existing.get(doc_id)
             if old is None:
-                writes.append(dict(doc))
+                writes.append(
+                    doc
+                )  # a store never changes what it writes (an EncodedDocument's text stays true)
                 kinds[doc_id] = "inserted"
             elif old.same_as(doc, ignore):
                 result.unchanged.append(doc_id)
