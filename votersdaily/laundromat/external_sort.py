@@ -304,10 +304,13 @@ class SortedSink:
         self.runs.append(path)
 
     def merged(self) -> Iterator[bytes]:
-        """Every unique line in byte order, newline-terminated, in blocks of whole lines (but for
-        the compiled path's runs: :meth:`_merged_pieces`)."""
+        """Every unique line in byte order, newline-terminated, in blocks of whole lines (the
+        compiled path's runs: in the merge's pieces, which cut lines; :meth:`write` takes those)."""
         if self.writer is not None:
-            if data := self.writer.take():
+            runs = self._compiled_runs()
+            if runs is not None:
+                yield from (piece for piece, _, _ in self._merged_pieces(runs))
+            elif data := self.writer.take():
                 yield data
             return
         if self.sorter is not None:
