@@ -7,6 +7,8 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
+from tests.laundromat.sitedata import NT_Z
+from tests.support.startup import ENTRY_POINTS, fresh_python
 from votersdaily.gc_freeze import FreezeStartupObjects
 from votersdaily.settings import EXTENSIONS
 
@@ -56,3 +58,29 @@ def test_python_s_threshold_kept_when_the_setting_is_0():
     finally:
         crawler.signals.send_catch_log(signals.engine_stopped)
     del extension
+
+
+def test_scrapy_crawl_ends_with_everything_frozen(sqlite_uri, tmp_path):
+    """``scrapy crawl`` (a laundromat crawl of a one-statement file: tests/laundromat/sitedata.py's)
+    freezes every object as its interpreter exits, so Python's last collections walk none of them.
+    The probe's handler is registered first, so it runs after the command's (atexit runs last in,
+    first out)."""
+    data = tmp_path / "z.nt"
+    data.write_text(NT_Z, encoding="utf-8")
+    args = [
+        "crawl",
+        "laundromat",
+        "-a",
+        "url=" + data.as_uri(),
+        "-s",
+        "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+    ]
+    probe = tmp_path / "frozen"
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: open(%r, 'w').write(str(gc.get_freeze_count())))\n" % str(probe)
+    ) + ENTRY_POINTS["scrapy"] % (args,)
+    proc = fresh_python(code, sqlite_uri, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert int(probe.read_text()) > 10_000  # modules, classes, functions, what the crawl made
+    assert any((tmp_path / "out" / "cleaned").glob("*.nt.gz"))  # the crawl did its work

@@ -14,10 +14,17 @@ becomes are freed by reference counting within a few thousand allocations, but a
 700 walks those still in flight (a writer's batch) and promotes them, so older generations are walked
 again and again (20,000 events: 1,100 collections, 0.9 s of CPU; 0.02 s at 50,000). Cycles are still
 collected, a little later. Python's thresholds are back when the engine stops.
+
+A command that ends its process after the crawl (``scrapy crawl``) freezes everything as the
+interpreter exits (:func:`freeze_at_exit`): its last collections would walk every object of the
+process only to free what the process's end frees anyway (0.2-0.9 s after a laundromat crawl, as
+long as the cleaning of a small document). Files and stores are closed by the code that opened
+them, never by a collection at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from typing import TYPE_CHECKING
 
@@ -26,6 +33,12 @@ from scrapy.exceptions import NotConfigured
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+
+def freeze_at_exit() -> None:
+    """Leave every object out of the collections Python makes as it exits (a process that runs its
+    crawl and ends)."""
+    atexit.register(gc.freeze)
 
 
 class FreezeStartupObjects:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import codecs
 import heapq
 import itertools
-import os
 import random
 import subprocess
 import sys
@@ -363,27 +362,154 @@ def test_sorted_unique_is_byte_order_each_line_once():
     assert native.sorted_unique(b"b\na\xff\na") == b"a\na\xff\nb\n"  # the last line had no newline
 
 
+def _write_run(block: bytes, path: Path) -> int:
+    """The lines of ``block`` written to ``path`` as a sorted run; how many."""
+    with open(path, "wb", buffering=0) as f:
+        return native.write_sorted_run(block, f.fileno())
+
+
+def _run_text(runs: list[str]) -> bytes:
+    """The lines of sorted runs (the merge of them), newline-terminated."""
+    return _read_merger(runs, external_sort.GZIP_PIECE, b"\n")[0]
+
+
+def _written_sorted(block: bytes, tmp_path: Path) -> bytes:
+    """The lines of ``block`` written as a sorted run and read back; the run is front-coded."""
+    count = _write_run(block, tmp_path / "run")
+    written = _run_text([str(tmp_path / "run")])
+    assert count == written.count(b"\n")
+    assert (tmp_path / "run").stat().st_size < len(written) or not written  # what lines share, once
+    return written
+
+
+def test_the_sort_orders_by_bytes_across_its_8_byte_steps(tmp_path):
+    """Lines of NUL, ``a`` and 0xFF bytes of every length around the sort's 8-byte steps (a line
+    that is a prefix of another, one ending where another has a NUL, lines alike up to a step), each
+    several times, shuffled: both the sorted bytes and the run written straight from the block
+    are Python's byte order, each line once; so are the suites' lines written as a run."""
+    rnd = random.Random(8)
+    lines = [bytes(rnd.choice(b"\x00a\xff") for _ in range(rnd.randrange(18))) for _ in range(3000)]
+    lines += [b"a" * n for n in range(18)] + [b"a" * n + b"\x00" for n in range(18)]
+    lines *= 3
+    rnd.shuffle(lines)
+    block = b"\n".join(lines)  # the last line without its newline
+    expected = b"".join(line + b"\n" for line in sorted(set(lines)))
+    assert native.sorted_unique(block) == expected
+    assert _written_sorted(block, tmp_path) == expected
+    assert _written_sorted(b"", tmp_path) == b""
+    suites = b"\n".join(_lines_of_suites()) + b"\n"
+    assert _written_sorted(suites, tmp_path) == native.sorted_unique(suites)
+
+
+def _sorted_runs(tmp_path: Path, rnd: random.Random, n: int, share: int) -> tuple[list[str], bytes]:
+    """``n`` sorted run files (the first empty) of the suites' lines and lines longer than the
+    merge's read and write buffers, each holding one in ``share`` of them; and all their lines,
+    sorted, each once, newline-terminated."""
+    lines = [*_lines_of_suites(), b"x" * (70 << 10), b"y" * (3 << 20), b"x" * (70 << 10) + b"z"]
+    runs, every = [], set()
+    for i in range(n):
+        run = tmp_path / ("run-%d" % i)
+        chosen = rnd.sample(lines, len(lines) // share) if i else []
+        every.update(chosen)
+        _write_run(b"\n".join(chosen) + b"\n" if chosen else b"", run)
+        runs.append(str(run))
+    return runs, b"".join(line + b"\n" for line in sorted(every))
+
+
 def test_merge_runs_merges_any_number_of_runs_each_line_once(tmp_path):
     """Runs with shared lines, an empty run, lines longer than the merge's read and write buffers."""
-    rnd = random.Random(9)
-    lines = [*_lines_of_suites(), b"x" * (70 << 10), b"y" * (3 << 20), b"x" * (70 << 10) + b"z"]
-    runs = []
-    for i in range(40):
-        run = tmp_path / ("run-%d" % i)
-        run.write_bytes(
-            native.sorted_unique(b"\n".join(rnd.sample(lines, len(lines) // 10)) + b"\n") if i else b""
-        )
-        runs.append(str(run))
-    read_fd, write_fd = os.pipe()
+    runs, expected = _sorted_runs(tmp_path, random.Random(9), 40, 10)
     out = tmp_path / "merged"
     with open(out, "wb") as f:
         written = native.merge_runs(runs, f.fileno())
-    os.close(read_fd)
-    os.close(write_fd)
-    expected = sorted({line for run in runs for line in Path(run).read_bytes().split(b"\n")[:-1]})
-    assert out.read_bytes() == b"".join(line + b"\n" for line in expected) and written == len(expected)
+    assert _run_text([str(out)]) == expected and written == expected.count(b"\n")
     with pytest.raises(OSError):
         native.merge_runs([str(tmp_path / "missing")], 1)
+
+
+def _read_merger(runs: list[str], size: int, mark: bytes) -> tuple[bytes, bytes, list[int]]:
+    """Everything a RunMerger of ``runs`` gives in pieces of ``size``: the bytes, the marked lines
+    and the piece lengths; its counts checked against the bytes."""
+    merger = native.run_merger(runs, mark)
+    pieces, marked = [], []
+    while piece := merger.read(size):
+        pieces.append(piece)
+        marked.append(merger.marked())
+    assert merger.read(size) == b"" and merger.marked() == b""
+    data = b"".join(pieces)
+    assert (merger.lines_read, merger.bytes_read) == (data.count(b"\n"), len(data))
+    merger.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        merger.read(size)
+    return data, b"".join(marked), [len(piece) for piece in pieces]
+
+
+def test_run_merger_gives_the_merge_in_fixed_pieces(tmp_path):
+    """The merge read in pieces (what the gzip is fed) is the runs' lines in order, each once, cut
+    every ``size`` bytes, whatever the size: lines cut between pieces, lines longer than a piece and
+    than the read buffer, an empty run. Its marked lines are those whose predicate holds the mark, in
+    order (the suites' lines whose second field holds "#type>", and ``rdf:type`` itself). A run this
+    module did not write (text, a run cut short) is an error, not lines."""
+    runs, expected = _sorted_runs(tmp_path, random.Random(11), 12, 4)
+    mark = b"#type>"
+    marked = b"".join(
+        line + b"\n"
+        for line in expected.split(b"\n")[:-1]
+        if len(line.split(b" ")) > 1 and mark in line.split(b" ")[1]
+    )
+    assert marked, "the suites have rdf:type statements"
+    for size in (1, 7, 4096, external_sort.GZIP_PIECE):
+        data, found, sizes = _read_merger(runs, size, mark)
+        assert data == expected and found == marked, size
+        assert all(n == size for n in sizes[:-1]) and 0 < sizes[-1] <= size
+    assert _read_merger([], 5, mark) == (b"", b"", [])
+    with pytest.raises(OSError):
+        native.run_merger([str(tmp_path / "missing")], mark)
+    with pytest.raises(ValueError, match="positive"):
+        native.run_merger(runs, mark).read(0)
+    whole = Path(runs[1]).read_bytes()
+    for damaged in (b"<http://a.example/s> <http://a.example/p> <http://a.example/o> .\n", whole[:-1]):
+        Path(runs[1]).write_bytes(damaged)
+        with pytest.raises(OSError):
+            _read_merger(runs, 4096, mark)
+
+
+def _clean_by_every_sort(path: Path, tmp_path: Path, monkeypatch) -> list[CleanResult]:
+    """The N-Triples document at ``path`` cleaned by ranges into small runs (more than SORT_BATCH of
+    them for 40,000 statements: a two-pass merge) merged by the compiled path, by GNU sort and by
+    the pure-Python merge."""
+    options = CleanOptions(parse_workers=2, parse_chunk=16 << 10, run_bytes=1, sorted_run_bytes=16 << 10)
+    results = []
+    for mode in ("native", "gnu", "python"):
+        with monkeypatch.context() as patch:
+            if mode != "native":
+                patch.setattr(external_sort.native, "available", lambda: False)
+            if mode == "python":
+                patch.setattr(external_sort.shutil, "which", lambda name: None)
+            results.append(clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options))
+    return results
+
+
+def test_data_dumps_are_the_same_on_every_path(tmp_path, monkeypatch):
+    """A document naming more than MAX_DATA_DUMPS dumps (the VoID statement of tests/laundromat/
+    sitedata.py, its object numbered; among the benchmark's statements) cleaned with the compiled
+    runs' merge, GNU sort and the pure-Python merge: the same first MAX_DATA_DUMPS dumps, in the
+    output's order."""
+    rnd = random.Random(5)
+    dumps = [
+        "<http://example.org/ds> <http://rdfs.org/ns/void#dataDump> <http://example.org/dumps/%04d.nt> .\n"
+        % i
+        for i in range(external_sort.MAX_DATA_DUMPS + 200)
+    ]
+    text = [statement(i, rnd) for i in range(20_000)] + dumps
+    rnd.shuffle(text)
+    path = tmp_path / "doc.nt"
+    path.write_text("".join(text), encoding="utf-8")
+    found = [
+        (result.key, result.void_data_dumps) for result in _clean_by_every_sort(path, tmp_path, monkeypatch)
+    ]
+    expected = ["http://example.org/dumps/%04d.nt" % i for i in range(external_sort.MAX_DATA_DUMPS)]
+    assert found == [(found[0][0], expected)] * 3
 
 
 def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
@@ -392,16 +518,10 @@ def test_native_sort_cleans_as_gnu_sort_and_python(tmp_path, monkeypatch):
     rnd = random.Random(4)
     path = tmp_path / "bench.nt"
     path.write_text("".join(statement(i, rnd) for i in range(40_000)), encoding="utf-8")
-    options = CleanOptions(parse_workers=2, parse_chunk=16 << 10, run_bytes=1, sorted_run_bytes=16 << 10)
-    keys = set()
-    for mode in ("native", "gnu", "python"):
-        with monkeypatch.context() as patch:
-            if mode != "native":
-                patch.setattr(external_sort.native, "available", lambda: False)
-            if mode == "python":
-                patch.setattr(external_sort.shutil, "which", lambda name: None)
-            result = clean_file(path, "N-Triples", KEY, tmp_path / mode, options=options)
-        keys.add((result.key, result.unique, result.statements))
+    keys = {
+        (result.key, result.unique, result.statements)
+        for result in _clean_by_every_sort(path, tmp_path, monkeypatch)
+    }
     assert len(keys) == 1 and next(iter(keys))[1] > 30_000
 
 
@@ -493,12 +613,13 @@ def test_merge_runs_takes_its_list_once(tmp_path):
         for i in range(4):
             path = os.path.join(folder, "run-%%d" %% i)
             with open(path, "wb") as f:
-                f.write(b"line %%d\\nz\\n" %% i)
+                native.write_sorted_run(b"line %%d\\nz\\n" %% i, f.fileno())
             runs.append(Shrinking(path))
         out = os.path.join(folder, "merged")
         with open(out, "wb") as f:
             written = native.merge_runs(runs, f.fileno())
-        print(written, open(out, "rb").read())
+        merger = native.run_merger([out], b"-")
+        print(written, merger.read(1 << 20))
         """
         % str(tmp_path)
     )
@@ -617,12 +738,19 @@ def test_fuzzed_documents_clean_sort_and_merge_the_same_on_both_paths(tmp_path, 
             assert native.sorted_unique(b"".join(line + b"\n" for line in fuzzed[i::3])) == b"".join(
                 line + b"\n" for line in run
             ), "a fuzzed line holds no newline, so each is one line"
-            (tmp_path / ("run-%d" % i)).write_bytes(b"".join(line + b"\n" for line in run))
+            assert _written_sorted(b"".join(line + b"\n" for line in fuzzed[i::3]), tmp_path) == b"".join(
+                line + b"\n" for line in run
+            )
+            _write_run(b"".join(line + b"\n" for line in run), tmp_path / ("run-%d" % i))
         with open(tmp_path / "merged", "wb") as f:
             written = native.merge_runs([str(tmp_path / ("run-%d" % i)) for i in range(3)], f.fileno())
-        merged = list(dict.fromkeys(heapq.merge(*runs)))
-        assert (tmp_path / "merged").read_bytes() == b"".join(line + b"\n" for line in merged)
-        assert written == len(merged)
+        merged = b"".join(line + b"\n" for line in dict.fromkeys(heapq.merge(*runs)))
+        assert _run_text([str(tmp_path / "merged")]) == merged
+        assert written == merged.count(b"\n")
+        in_pieces = _read_merger(
+            [str(tmp_path / ("run-%d" % i)) for i in range(3)], rnd.randrange(1, 200), b"<"
+        )
+        assert in_pieces[0] == merged
         if time.monotonic() > deadline:
             break
     assert rounds >= 5

@@ -292,13 +292,16 @@ def test_the_runs_of_a_document_merge_in_one_pass(workers, tmp_path, monkeypatch
     statements made about 1,900 runs, merged in two passes. Read whole and in two ranges, to
     pyoxigraph's bytes."""
     path = _benchmark_document("Turtle", tmp_path, 4_000)
-    merges = []
-    real = native.merge_runs
-    monkeypatch.setattr(native, "merge_runs", lambda runs, fd: merges.append(len(runs)) or real(runs, fd))
+    merges, passes = [], []
+    real, real_pass = native.run_merger, native.merge_runs
+    monkeypatch.setattr(native, "run_merger", lambda runs, mark: merges.append(len(runs)) or real(runs, mark))
+    monkeypatch.setattr(
+        native, "merge_runs", lambda runs, fd: passes.append(len(runs)) or real_pass(runs, fd)
+    )
     monkeypatch.setattr(turtle_ranges, "TURTLE_BLOCK", 256)
     monkeypatch.setattr(readers, "TURTLE_BLOCK", 256)
     options = CleanOptions(parse_workers=workers, run_bytes=64 << 10, sorted_run_bytes=256)
     fast = _clean(path, "Turtle", tmp_path / "fast", True, monkeypatch, options=options)
     slow = _clean(path, "Turtle", tmp_path / "slow", False, monkeypatch)
     assert fast == slow
-    assert len(merges) == 1 and 100 < merges[0] <= 256, merges
+    assert len(merges) == 1 and 100 < merges[0] <= 256 and not passes, (merges, passes)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from votersdaily.laundromat.worker_pool import StepTimeout, WorkerDied, WorkerPool
+from votersdaily.laundromat.worker_pool import MALLOC_TUNABLES, StepTimeout, WorkerDied, WorkerPool
 
 
 def _with_pool(size: int, scenario) -> WorkerPool:
@@ -93,5 +93,17 @@ def test_a_worker_that_dies_is_reported():
             await pool.run(os.kill, pid, signal.SIGKILL)
         assert not pool.idle  # a dead worker is not reused
         assert await pool.run(os.getpid) != pid
+
+    _with_pool(1, scenario)
+
+
+def test_a_worker_keeps_freed_buffers_for_the_next_range(monkeypatch):
+    """Workers run with glibc's allocator keeping freed buffers (MALLOC_TUNABLES), before a caller's
+    own tunables, which win; the setting reaches the worker's own environment."""
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+
+    async def scenario(pool: WorkerPool) -> None:
+        tunables = await pool.run(os.getenv, "GLIBC_TUNABLES")
+        assert tunables == MALLOC_TUNABLES + ":glibc.malloc.arena_max=2"
 
     _with_pool(1, scenario)

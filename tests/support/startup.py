@@ -33,6 +33,10 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "scrapy.core.downloader.contextfactory",
     "twisted.conch",
     "votersdaily.pipelines",
+    "votersdaily.laundromat.cleaning",  # the cleaning workers' (votersdaily/laundromat/steps.py)
+    "votersdaily.laundromat.readers",
+    "votersdaily.cli.crawl",  # python -m votersdaily crawl's, and what it imports (the archive, the spool)
+    "votersdaily.archive",
 )
 
 #: Loads the project's spiders after what every crawl imports (``scrapy.crawler``): one (``-c … <name>``)

@@ -21,7 +21,7 @@ from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import BadSpiderArgument, EventSpider
 from votersdaily.store import mask_uri, store_uri
-from votersdaily.store.base import StoreError
+from votersdaily.store.base import STORE_RESULTS, StoreError
 from votersdaily.store.check import StoreMisconfigured, checked_store
 from votersdaily.store.spool import NotSpooled, spool_dir
 
@@ -51,7 +51,6 @@ COLUMNS = (
     "seconds",
 )
 #: Results of runs that failed only because the store did not take their documents (then spooled).
-STORE_RESULTS = ("StoreUnavailable", "StoreRefused", "StoreError")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

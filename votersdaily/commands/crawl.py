@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
+from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
@@ -30,6 +31,7 @@ from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, 
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -47,8 +49,8 @@ def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
     were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
-    from votersdaily.cli.crawl import STORE_RESULTS
     from votersdaily.crawlcontext import crawl_context
+    from votersdaily.store.base import STORE_RESULTS
 
     if interrupted:
         return EXIT_INTERRUPTED
@@ -78,6 +80,19 @@ def bad_store_uri(settings: BaseSettings) -> list[str]:
     except StoreMisconfigured as exc:
         return [str(exc)]
     return []
+
+
+def event_spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
+    """Why an event spider cannot start with ``spider_args`` (``python -m votersdaily crawl``'s
+    check), or None. Only event spiders' arguments are checked; their modules import EventSpider's,
+    so a crawl of another spider (the laundromat, the ingest) never imports the CLI's crawl module
+    and what it imports (the archive, the spool)."""
+    base = sys.modules.get("votersdaily.spiders.base")
+    if base is None or not issubclass(spidercls, base.EventSpider):
+        return None
+    from votersdaily.cli.crawl import bad_spider_arguments
+
+    return bad_spider_arguments(spidercls, spider_args)
 
 
 class Command(crawl.Command):
@@ -113,8 +128,6 @@ class Command(crawl.Command):
         line, before Scrapy's crawler process logs its start-up."""
         from scrapy.spiderloader import get_spider_loader
 
-        from votersdaily.cli.crawl import bad_spider_arguments
-
         if self.settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
         loader = get_spider_loader(self.settings)
@@ -128,7 +141,7 @@ class Command(crawl.Command):
         except UsageError as exc:
             say(str(exc))
             return False
-        problem = bad_spider_arguments(spidercls, spider_args)
+        problem = event_spider_problem(spidercls, spider_args)
         if problem:
             say(problem)
             return False
@@ -150,6 +163,7 @@ class Command(crawl.Command):
             self.exitcode = EXIT_USAGE
             return
         self.crawler_process.crawl(crawler, **opts.spargs)
+        freeze_at_exit()  # the process ends after the crawl: no collection of everything at its exit
         interrupts = Interrupts(self.crawler_process, say)
         interrupts.install()
         self.crawler_process.start()

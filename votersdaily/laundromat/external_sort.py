@@ -15,6 +15,7 @@ import hashlib
 import heapq
 import importlib
 import os
+import queue
 import shutil
 import subprocess
 import threading
@@ -38,6 +39,8 @@ except ImportError:  # optional: zlib is used instead
     isal_zlib = None
 
 VOID_DATA_DUMP = b"<http://rdfs.org/ns/void#dataDump>"
+#: Data dumps a cleaned document names that are recorded (the first, in the output's order).
+MAX_DATA_DUMPS = 1000
 #: Bytes given to the gzip compressor per call (the same cut for any content: see ContentGzip).
 GZIP_PIECE = 1 << 20
 #: Sorted runs merged at once (by ``sort`` or the compiled merge): enough for one merge pass at any
@@ -144,8 +147,8 @@ class RunWriter:
 
 
 def _write_sorted(data: bytes, path: Path) -> None:
-    with open(path, "wb") as f:
-        f.write(native.sorted_unique(data))
+    with open(path, "wb", buffering=0) as f:
+        native.write_sorted_run(data, f.fileno())
 
 
 class SortedSink:
@@ -301,13 +304,14 @@ class SortedSink:
         self.runs.append(path)
 
     def merged(self) -> Iterator[bytes]:
-        """Every unique line in byte order, newline-terminated, in blocks of whole lines."""
+        """Every unique line in byte order, newline-terminated, in blocks of whole lines (the
+        compiled path's runs: in the merge's pieces, which cut lines; :meth:`write` takes those)."""
         if self.writer is not None:
-            if not self.runs and not self.writer.paths:  # it fits one run: sorted in memory
-                if data := self.writer.take():
-                    yield data
-                return
-            yield from self._merge_runs([*map(str, self.runs), *self.writer.flush()])
+            runs = self._compiled_runs()
+            if runs is not None:
+                yield from (piece for piece, _, _ in self._merged_pieces(runs))
+            elif data := self.writer.take():
+                yield data
             return
         if self.sorter is not None:
             yield from self._from_sorter()
@@ -321,9 +325,13 @@ class SortedSink:
         for i in range(0, len(lines), 65536):
             yield b"\n".join(lines[i : i + 65536]) + b"\n"
 
-    def _merge_runs(self, runs: list[str]) -> Iterator[bytes]:
-        """The compiled k-way merge of sorted run files, in a thread (it runs without the GIL, so
-        the caller's gzip and hash go on at the same time), more than SORT_BATCH runs in two passes."""
+    def _compiled_runs(self) -> list[str] | None:
+        """With the compiled path, when lines were written as sorted runs (None: they fit one run,
+        sorted in memory; or no compiled path): the runs to merge, at most SORT_BATCH (more are
+        merged in passes first: a second pass writes the whole document to disk once more)."""
+        if self.writer is None or (not self.runs and not self.writer.paths):
+            return None
+        runs = [*map(str, self.runs), *self.writer.flush()]
         passes = 0
         while len(runs) > SORT_BATCH:
             passes += 1
@@ -336,26 +344,40 @@ class SortedSink:
                     Path(done).unlink()
                 merged.append(str(path))
             runs = merged
-        read_fd, write_fd = os.pipe()
-        with contextlib.suppress(OSError):  # bigger pipe: fewer wake-ups of both sides
-            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+        return runs
+
+    def _merged_pieces(self, runs: list[str]) -> Iterator[tuple[bytes, bytes, int]]:
+        """The compiled k-way merge of sorted run files in pieces of GZIP_PIECE bytes (the last
+        shorter), each with its lines that name a ``void:dataDump`` and the lines merged so far
+        (a line cut between two pieces counted with the first). A thread merges (without the
+        GIL) while the caller compresses and hashes the piece before: the pieces are the cuts the
+        compressor takes, so no line blocks are cut, joined and cut again on the way."""
+        merger = native.run_merger(runs, VOID_DATA_DUMP)
+        pieces: queue.Queue[tuple[bytes, bytes, int] | None] = queue.Queue(maxsize=2)
+        stop = threading.Event()
         failed: list[BaseException] = []
 
         def merge() -> None:
             try:
-                native.merge_runs(runs, write_fd)
+                while not stop.is_set() and (piece := merger.read(GZIP_PIECE)):
+                    pieces.put((piece, merger.marked(), merger.lines_read))
             except BaseException as exc:  # reported below, by the reading side
                 failed.append(exc)
             finally:
-                os.close(write_fd)
+                pieces.put(None)
 
         thread = threading.Thread(target=merge, name="merge-sorted-runs", daemon=True)
         thread.start()
         try:
-            with open(read_fd, "rb") as stream:
-                yield from _whole_lines(stream)
+            while (item := pieces.get()) is not None:
+                yield item
         finally:
-            thread.join()  # a reader that stopped early closed the pipe: the merge ends (EPIPE)
+            stop.set()  # a reader that stopped early: the merge ends at its next piece
+            while thread.is_alive():
+                with contextlib.suppress(queue.Empty):
+                    pieces.get(timeout=0.1)  # room for the piece it may be putting
+            thread.join()
+            merger.close()
         if failed:
             raise CleaningError("merging the sorted runs failed: %s" % failed[0])
 
@@ -391,14 +413,19 @@ class SortedSink:
         dumps: list[str] = []
         with open(tmp_path, "wb") as out:
             gzip = ContentGzip(out, self.options.gzip_level)
-            for block in self.merged():
-                unique += block.count(b"\n")
-                raw_bytes += len(block)
-                if VOID_DATA_DUMP in block and len(dumps) < 1000:
-                    for line in block.split(b"\n"):
-                        if VOID_DATA_DUMP in line:
-                            dumps.extend(_data_dump(line))
-                gzip.add(block)
+            runs = self._compiled_runs()
+            if runs is not None:
+                for piece, marked, lines_so_far in self._merged_pieces(runs):
+                    unique = lines_so_far
+                    _add_data_dumps(dumps, marked)
+                    gzip.add(piece)
+                    raw_bytes += len(piece)
+            else:
+                for block in self.merged():
+                    unique += block.count(b"\n")
+                    raw_bytes += len(block)
+                    _add_data_dumps(dumps, block)
+                    gzip.add(block)
             key = gzip.finish()
         named = self.named
         final = out_dir / ("%s.%s.gz" % (key, "nq" if named else "nt"))
@@ -474,6 +501,18 @@ def _gzip_compressor(level: int) -> Any:
     if isal_zlib is not None and level <= isal_zlib.ISAL_BEST_COMPRESSION:
         return isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31)
     return zlib.compressobj(level, zlib.DEFLATED, 31)
+
+
+def _add_data_dumps(dumps: list[str], lines: bytes) -> None:
+    """The ``void:dataDump`` objects of ``lines`` (newline-terminated, in the output's order) added
+    to ``dumps``, the first MAX_DATA_DUMPS of the document in all."""
+    if VOID_DATA_DUMP not in lines:
+        return
+    for line in lines.split(b"\n"):
+        if len(dumps) >= MAX_DATA_DUMPS:
+            return
+        if VOID_DATA_DUMP in line:
+            dumps.extend(_data_dump(line))
 
 
 def _data_dump(line: bytes) -> list[str]:

@@ -14,10 +14,12 @@ the laundromat's run log says it as ``compiled_path``.
   clean every W3C N-Triples/N-Quads test, the benchmark's statements and mutated real lines alike.
   The same scanner takes the lines pyoxigraph's serializer writes from the other formats (Turtle,
   RDF/XML, JSON-LD): their canonical lines are copied, the rest go through :mod:`.rdf11` in Python.
-* :func:`sorted_unique` and :func:`merge_runs`: the external sort of the cleaned lines (runs sorted
-  by a multikey quicksort, merged k ways), in the byte order of ``LC_ALL=C sort -u``. The sort
-  nests at most log2 n frames and falls back to a heapsort when a crafted order keeps defeating
-  its pivots (tests/laundromat/sort_adversary.py builds one).
+* :func:`sorted_unique`, :func:`write_sorted_run` and :func:`merge_runs` (:func:`run_merger`: the
+  merge read in fixed pieces, for the gzip): the external sort of the cleaned lines (runs sorted by
+  a multikey quicksort on 8-byte characters, written front-coded, merged k ways), in the byte order
+  of ``LC_ALL=C sort -u``. The sort nests at most log2 n frames
+  and falls back to a heapsort when a crafted order keeps defeating its pivots
+  (tests/laundromat/sort_adversary.py builds one).
 * :func:`utf8_counts`: strict UTF-8 validation counting characters and line endings in one pass.
 * :func:`xml_cuts`: where a large RDF/XML document can be cut between its top-level elements, so
   that :mod:`.xml_ranges` parses its ranges at once.
@@ -44,7 +46,7 @@ import importlib
 import os
 from collections.abc import Iterator, Sequence
 from types import ModuleType
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 #: Lines this long or longer are left to pyoxigraph, which refuses a token past its 16 MiB buffer
 #: (the statement is dropped with that reason): both paths drop the same statements.
@@ -112,11 +114,48 @@ def sorted_unique(block: bytes) -> bytes:
     return _built().sorted_unique(block)
 
 
+def write_sorted_run(block: bytes, fd: int) -> int:
+    """The lines of ``block`` in unsigned byte order, each once, written to file descriptor ``fd`` as
+    a sorted run (each line front-coded: what it shares with the line before, then its other bytes;
+    what :func:`merge_runs` and :func:`run_merger` read); how many. Runs without the GIL."""
+    return int(_built().write_sorted_run(block, fd))
+
+
 def merge_runs(paths: Sequence[str | os.PathLike[str]], fd: int) -> int:
-    """Sorted unique run files merged into file descriptor ``fd``, each line once; lines written.
+    """Sorted runs (:func:`write_sorted_run`) merged into one written to file descriptor ``fd``,
+    each line once; lines written.
     ``paths`` is copied before any is opened. Runs without the GIL (call it from a thread to
     overlap the reader's work)."""
     return _built().merge_runs(paths, fd)
+
+
+class RunMerger(Protocol):
+    """Sorted unique run files merged k ways, each line once, read in pieces of a fixed size
+    (``_ntscan.RunMerger``; :func:`run_merger`)."""
+
+    #: Unique lines and their bytes read so far.
+    lines_read: int
+    bytes_read: int
+
+    def read(self, size: int) -> bytes:
+        """The next ``size`` bytes of the merged lines (a line may run on into the next piece);
+        fewer at the end, ``b""`` when done. Runs without the GIL; one thread at a time."""
+        ...
+
+    def marked(self) -> bytes:
+        """The lines read since the last call whose predicate (second field) holds the mark,
+        newline-terminated."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def run_merger(paths: Sequence[str | os.PathLike[str]], mark: bytes) -> RunMerger:
+    """A :class:`RunMerger` of the runs at ``paths`` (copied, each opened now) noting the lines whose
+    predicate holds ``mark``: the merge gives the gzip its fixed pieces straight (no line blocks
+    cut and joined in Python on the way)."""
+    merger: RunMerger = _built().RunMerger(paths, mark)
+    return merger
 
 
 class TurtleUnsupported(ValueError):

@@ -95,7 +95,7 @@ class Processor:
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
         self.seconds_per_mb = seconds_per_mb
-        self._pool = WorkerPool(self.workers, preload=(steps.__name__,))
+        self._pool = WorkerPool(self.workers, preload=steps.WORKER_MODULES)
         #: Document key → seconds of its time limit left (spent only while its steps run).
         self._budgets: dict[str, float] = {}
         #: One step per worker at a time: a submitted step runs at once, so its time is its own

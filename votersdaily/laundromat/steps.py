@@ -2,7 +2,9 @@
 
 Each step returns the keys it adds to the file's record. The spider runs them in a worker process
 (so parsing and sorting never hold the reactor's GIL) and persists the state transition around each
-one; :func:`launder_file` chains them for tests and benchmarks.
+one; :func:`launder_file` chains them for tests and benchmarks. The crawl names the steps without
+importing what they run (cleaning, recoding: imported in the function): a worker imports
+:data:`WORKER_MODULES` as it starts.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Any
 
 from . import archives
 from .clean_types import CleanOptions
-from .cleaning import clean_file
-from .encodings import SNIFF_BYTES, charset_of, recode_file
 from .formats import SNIFF_CHARS, guess_format
 from .uris import child_key
+
+#: What a worker imports before its first step (the steps' own imports, done while the crawl starts).
+WORKER_MODULES = (__name__, "votersdaily.laundromat.cleaning", "votersdaily.laundromat.encodings")
 
 
 def unpack_step(
@@ -56,6 +59,8 @@ def unpack_step(
 
 
 def recode_step(path: str, dst: str, content_type: str | None) -> dict[str, Any]:
+    from .encodings import charset_of, recode_file
+
     recoded = recode_file(Path(path), Path(dst), charset_of(content_type))
     record = recoded.as_record()
     record["recoded_path"] = str(recoded.path)
@@ -64,6 +69,8 @@ def recode_step(path: str, dst: str, content_type: str | None) -> dict[str, Any]
 
 
 def guess_step(path: str, content_type: str | None, name: str | None) -> dict[str, Any]:
+    from .encodings import SNIFF_BYTES
+
     with open(path, "rb") as f:
         head = f.read(min(SNIFF_BYTES, SNIFF_CHARS * 4)).decode("utf-8", "ignore")[:SNIFF_CHARS]
     return guess_format(head, content_type, name).as_record()
@@ -72,6 +79,8 @@ def guess_step(path: str, content_type: str | None, name: str | None) -> dict[st
 def clean_step(
     path: str, fmt: str, key: str, out_dir: str, base_iri: str | None, options: CleanOptions
 ) -> dict[str, Any]:
+    from .cleaning import clean_file
+
     return clean_file(path, fmt, key, out_dir, base_iri=base_iri, options=options).as_record()
 
 

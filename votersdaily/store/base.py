@@ -28,6 +28,10 @@ class StoreRefused(StoreUnavailable):
     in a loop: CouchDB 3.4+ locks a user out after 5 failed logins."""
 
 
+#: The results of a run the store failed (a run log's result is its exception's class name).
+STORE_RESULTS = tuple(cls.__name__ for cls in (StoreUnavailable, StoreRefused, StoreError))
+
+
 class EncodedDocument(dict[str, Any]):
     """A document to write with the JSON text of its body already made (``body_json``: the
     document but for ``_id``, as ``json.dumps(..., ensure_ascii=False)`` writes it), by whoever made
