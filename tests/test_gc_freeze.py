@@ -84,3 +84,17 @@ def test_scrapy_crawl_ends_with_everything_frozen(sqlite_uri, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(probe.read_text()) > 10_000  # modules, classes, functions, what the crawl made
     assert any((tmp_path / "out" / "cleaned").glob("*.nt.gz"))  # the crawl did its work
+
+
+def test_python_m_votersdaily_crawl_ends_with_everything_frozen(sqlite_uri, tmp_path):
+    """``python -m votersdaily crawl`` (the README's main job; here one spider on its shipped
+    recording) freezes every object as its interpreter exits, as ``scrapy crawl`` does."""
+    probe = tmp_path / "frozen"
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: open(%r, 'w').write(str(gc.get_freeze_count())))\n" % str(probe)
+    ) + ENTRY_POINTS["votersdaily"] % (["crawl", "--offline", "house_votes"],)
+    proc = fresh_python(code, sqlite_uri, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert int(probe.read_text()) > 10_000
+    assert "house_votes" in proc.stdout  # the summary row: the crawl ran

@@ -17,6 +17,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
 from votersdaily.crawlcontext import RunRecord, crawl_context
+from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import BadSpiderArgument, EventSpider
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if crawlers:
         progress.start_live(crawlers)
         interrupts.install()
+        freeze_at_exit()  # the process ends after the crawl: no collection of everything at its exit
         process.start()
     counted = [summary_row(c) for c in crawlers]
     rows = counted + [{"spider": n, "result": "skipped (no recording here)"} for n in skipped]

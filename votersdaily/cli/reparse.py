@@ -11,6 +11,7 @@ from scrapy.crawler import CrawlerProcess
 
 from votersdaily.archive import archive_dir, archived_runs
 from votersdaily.crawlcontext import crawl_context
+from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import Interrupts
 from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
 from votersdaily.schema import EVENTS_DB
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
     interrupts = Interrupts(process, say)  # Ctrl-C as in crawl: said, recorded interrupted, exit 130
     interrupts.install()
+    freeze_at_exit()  # as crawl: the process ends after it
     process.start()
     if interrupts.stop:
         return EXIT_INTERRUPTED
