@@ -1,6 +1,7 @@
 """The start-up objects are out of the garbage collector while a crawl runs, and back after it."""
 
 import gc
+from pathlib import Path
 
 import pytest
 from scrapy import Spider, signals
@@ -11,6 +12,7 @@ from tests.laundromat.sitedata import NT_Z
 from tests.support.startup import ENTRY_POINTS, fresh_python
 from votersdaily.gc_freeze import FreezeStartupObjects
 from votersdaily.settings import EXTENSIONS
+from votersdaily.store.embedded import EmbeddedStore
 
 
 def test_frozen_from_engine_start_to_engine_stop():
@@ -98,3 +100,6 @@ def test_python_m_votersdaily_crawl_ends_with_everything_frozen(sqlite_uri, tmp_
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(probe.read_text()) > 10_000
     assert "house_votes" in proc.stdout  # the summary row: the crawl ran
+    # The connections a frozen exit never collects are closed: the file alone holds every write.
+    db = Path(EmbeddedStore.path_of(sqlite_uri))
+    assert db.exists() and not Path(str(db) + "-wal").exists()

@@ -8,12 +8,15 @@ agree for the ASCII keys the views emit: ISO datetimes, branch, entity and parse
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -215,6 +218,26 @@ class _DocColumn:
         return doc
 
 
+#: The stores this process has open: each is closed as the process exits (:func:`_close_open_stores`).
+_OPEN: weakref.WeakSet[EmbeddedStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    """Close what is still open as the process exits: SQLite checkpoints the write-ahead log into the
+    file and removes ``-wal``/``-shm`` only when a connection closes, and a connection held in a
+    reference cycle is never closed by an exit that collects nothing (:func:`votersdaily.gc_freeze.
+    freeze_at_exit`): the file alone would then not hold the last writes."""
+    for store in list(_OPEN):
+        if store._opened_by != os.getpid():  # a forked child's copy: the connection is its parent's
+            continue
+        if store._lock.acquire(timeout=5):  # a daemon thread stuck inside a call keeps it
+            try:
+                store._conn.close()
+            finally:
+                store._lock.release()
+
+
 class EmbeddedStore:
     def __init__(self, path: str | Path, prefix: str = "") -> None:
         self.path = str(path)
@@ -234,6 +257,8 @@ class EmbeddedStore:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.executescript(SCHEMA)
+        self._opened_by = os.getpid()
+        _OPEN.add(self)
 
     @classmethod
     def from_uri(cls, uri: str, prefix: str = "") -> EmbeddedStore:
@@ -716,3 +741,4 @@ class EmbeddedStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        _OPEN.discard(self)
