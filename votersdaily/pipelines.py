@@ -30,6 +30,7 @@ from .items import EventItem
 from .store.base import EncodedDocument
 from .store.crawler import writer_for
 from .store.reschedules import RescheduleTracker
+from .store.revisions import META_KEYS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -200,10 +201,6 @@ class EventStorePipeline:
             await maybe_deferred_to_future(self.writer.close())
 
 
-#: Keys a store takes out of a document's body: an event that has any before its ``_id`` is set is
-#: stored without the check's text.
-_META_KEYS = ("_id", "_rev", "_attachments")
-
 #: The stage pipelines :class:`EventPipeline` stands for (listing it beside any of them would run a
 #: stage twice, or store every event twice).
 STAGE_PIPELINES = (NormaliseDatetimesPipeline, ValidateEventPipeline, EventIdPipeline, EventStorePipeline)
@@ -239,7 +236,8 @@ class EventPipeline(EventStorePipeline):
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         count_cleaned(self.crawler.stats, cleaned)
-        if any(key in item for key in _META_KEYS):  # a spider's own: the text is not the stored body's
+        # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the body's.
+        if not META_KEYS.isdisjoint(item.keys()):
             text = None
         set_event_id(item)  # the only key added after the check: the text stays the body's
         return self._store(item, text)
