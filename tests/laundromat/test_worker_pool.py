@@ -13,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from votersdaily.laundromat import worker_pool
 from votersdaily.laundromat.worker_pool import MALLOC_TUNABLES, StepTimeout, WorkerDied, WorkerPool
 
 
 def _with_pool(size: int, scenario) -> WorkerPool:
     """Run ``scenario(pool)`` on a new pool of ``size`` workers, closed afterwards."""
-    pool = WorkerPool(size)
+    return pool_run(WorkerPool(size), scenario)
+
+
+def pool_run(pool: WorkerPool, scenario) -> WorkerPool:
+    """Run ``scenario(pool)``, then close ``pool``."""
 
     async def run() -> None:
         try:
@@ -107,3 +112,61 @@ def test_a_worker_keeps_freed_buffers_for_the_next_range(monkeypatch):
         assert tunables == MALLOC_TUNABLES + ":glibc.malloc.arena_max=2"
 
     _with_pool(1, scenario)
+
+
+def test_a_worker_started_ahead_is_the_first_pools_own():
+    """``scrapy crawl laundromat`` starts its first cleaning worker before the spider's module is
+    imported; the spider's pool takes that worker instead of starting another."""
+    worker_pool.start_ahead(preload=())
+    worker_pool.start_ahead(preload=())  # one at a time
+    (ahead,) = worker_pool._ahead
+    pool = WorkerPool(1)
+    pool.warm()
+    assert worker_pool._ahead == [] and pool.idle == [ahead]
+
+    async def scenario(pool: WorkerPool) -> None:
+        assert await pool.run(os.getpid) == ahead.process.pid
+
+    pool_run(pool, scenario)
+    assert not ahead.alive()  # the pool closed it
+
+
+@pytest.mark.parametrize("differs", ["modules", "environment"])
+def test_a_worker_started_ahead_for_other_modules_or_environment_is_stopped_not_adopted(monkeypatch, differs):
+    worker_pool.start_ahead(preload=("json",) if differs == "modules" else ())
+    (ahead,) = worker_pool._ahead
+    if differs == "environment":  # another crawl of the same process (the tests'), its own environment
+        monkeypatch.setenv("VOTERSDAILY_TEST_AHEAD", "1")
+    pool = WorkerPool(1)
+    pool.warm()
+    try:
+        assert pool.idle and pool.idle[0] is not ahead
+        assert ahead.process.wait(5) is not None and worker_pool._ahead == []
+    finally:
+        pool.close()
+
+
+def test_a_worker_started_ahead_that_no_crawl_took_is_stopped():
+    worker_pool.start_ahead(preload=())
+    (ahead,) = worker_pool._ahead
+    worker_pool.drop_ahead()
+    assert worker_pool._ahead == [] and ahead.process.returncode is not None
+
+
+def test_a_laundromat_crawl_refused_at_its_options_leaves_no_worker(crawl, sqlite_uri, monkeypatch):
+    """``scrapy crawl laundromat`` starts a worker ahead as it reads its options; it goes with a
+    crawl refused there (exit status 2)."""
+    started: list[worker_pool.Worker] = []
+
+    class Recorded(worker_pool.Worker):
+        def __init__(self, preload: tuple[str, ...] = ()) -> None:
+            super().__init__(preload)
+            started.append(self)
+
+    monkeypatch.setattr(worker_pool, "Worker", Recorded)
+    proc = crawl("laundromat", [], sqlite_uri, "-s", "LAUNDROMAT_GZIP_LEVEL=fast")
+    assert proc.returncode == 2, proc.stderr
+    assert "LAUNDROMAT_GZIP_LEVEL" in proc.stderr
+    (ahead,) = started
+    assert ahead.preload == worker_pool.WORKER_MODULES
+    assert worker_pool._ahead == [] and ahead.process.returncode is not None

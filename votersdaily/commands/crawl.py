@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
 PREFIX = "scrapy crawl"
+#: Spiders whose crawl waits for a cleaning worker at its first document: the worker is started as
+#: the command reads its options, before the spider's module is imported and the crawler built
+#: (votersdaily/laundromat/worker_pool.py: start_ahead; the spider's pool adopts it).
+CLEANING_SPIDERS = frozenset({"laundromat", "laundromat_worker"})
 
 
 def say(message: str) -> None:
@@ -100,6 +104,19 @@ class Command(crawl.Command):
         return "Run a spider of the current project, by name (exit status: how the run went)"
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) == 1 and args[0] in CLEANING_SPIDERS:
+            from votersdaily.laundromat.worker_pool import drop_ahead, start_ahead
+
+            start_ahead()
+            try:
+                self._process_options(args, opts)
+            except BaseException:
+                drop_ahead()
+                raise
+        else:
+            self._process_options(args, opts)
+
+    def _process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         settings = self.settings
         if settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
@@ -148,6 +165,15 @@ class Command(crawl.Command):
         return True
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        try:
+            self._run(args, opts)
+        finally:
+            if len(args) == 1 and args[0] in CLEANING_SPIDERS:  # a worker started ahead, not adopted
+                from votersdaily.laundromat.worker_pool import drop_ahead
+
+                drop_ahead()
+
+    def _run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             super().run(args, opts)  # Scrapy's usage errors
             return
