@@ -257,3 +257,9 @@ if __name__ == "__main__":  # a worker: its classes come from the package, as th
     for module in sys.argv[2:]:
         importlib.import_module(module)
     serve(Connection(int(sys.argv[1])))
+    # The crawl waits for this process to end (as does whoever reads its stderr). Python's own end
+    # (collections, module teardown, freeing the heap of the last document) took 30-40 ms after a
+    # 2M-statement document; every step closed its files and joined its threads and processes.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
