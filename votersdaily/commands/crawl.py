@@ -120,11 +120,12 @@ class Command(crawl.Command):
         settings = self.settings
         if settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
+        scratch = settings.copy() if opts.set else settings  # one copy for all (a copy is 4-5 ms)
         for pair in opts.set:  # before Scrapy stores them: some values it cannot even store
             name, sep, value = pair.partition("=")
             if sep:
                 try:
-                    assign(settings.copy(), name.strip(), value)
+                    assign(scratch, name.strip(), value)
                 except BadSettingValue as exc:
                     say(str(exc))
                     raise SystemExit(EXIT_USAGE) from None
