@@ -25,6 +25,7 @@ from scrapy.exceptions import UsageError
 
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
+from votersdaily.scrapy_internals import prepare_version_line
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
 
@@ -120,6 +121,7 @@ class Command(crawl.Command):
         settings = self.settings
         if settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
+        prepare_version_line(settings)
         scratch = settings.copy() if opts.set else settings  # one copy for all (a copy is 4-5 ms)
         for pair in opts.set:  # before Scrapy stores them: some values it cannot even store
             name, sep, value = pair.partition("=")
