@@ -14,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.laundromat.sitedata import NT_Z
 from votersdaily.laundromat import worker_pool
 from votersdaily.laundromat.worker_pool import MALLOC_TUNABLES, StepTimeout, WorkerDied, WorkerPool
+
+
+@pytest.fixture(autouse=True)
+def no_worker_ahead():
+    """Each test starts and ends without a worker started ahead (one a failed test left behind)."""
+    worker_pool.drop_ahead()
+    yield
+    worker_pool.drop_ahead()
 
 
 def _with_pool(size: int, scenario) -> WorkerPool:
@@ -154,9 +163,8 @@ def test_a_worker_started_ahead_that_no_crawl_took_is_stopped():
     assert worker_pool._ahead == [] and ahead.process.returncode is not None
 
 
-def test_a_laundromat_crawl_refused_at_its_options_leaves_no_worker(crawl, sqlite_uri, monkeypatch):
-    """``scrapy crawl laundromat`` starts a worker ahead as it reads its options; it goes with a
-    crawl refused there (exit status 2)."""
+def _record_workers(monkeypatch) -> list[worker_pool.Worker]:
+    """The workers started from now on, in order."""
     started: list[worker_pool.Worker] = []
 
     class Recorded(worker_pool.Worker):
@@ -165,6 +173,25 @@ def test_a_laundromat_crawl_refused_at_its_options_leaves_no_worker(crawl, sqlit
             started.append(self)
 
     monkeypatch.setattr(worker_pool, "Worker", Recorded)
+    return started
+
+
+def test_a_laundromat_crawl_cleans_with_the_worker_it_started_ahead(crawl, sqlite_uri, tmp_path, monkeypatch):
+    """One worker for a one-document crawl: the one started as the command read its options."""
+    started = _record_workers(monkeypatch)
+    data = tmp_path / "z.nt"
+    data.write_text(NT_Z, encoding="utf-8")
+    proc = crawl("laundromat", data, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "cleaned %s" % (tmp_path / "out" / "cleaned") in proc.stderr
+    (worker,) = started
+    assert worker.preload == worker_pool.WORKER_MODULES and worker.process.returncode == 0
+
+
+def test_a_laundromat_crawl_refused_at_its_options_leaves_no_worker(crawl, sqlite_uri, monkeypatch):
+    """``scrapy crawl laundromat`` starts a worker ahead as it reads its options; it goes with a
+    crawl refused there (exit status 2)."""
+    started = _record_workers(monkeypatch)
     proc = crawl("laundromat", [], sqlite_uri, "-s", "LAUNDROMAT_GZIP_LEVEL=fast")
     assert proc.returncode == 2, proc.stderr
     assert "LAUNDROMAT_GZIP_LEVEL" in proc.stderr
