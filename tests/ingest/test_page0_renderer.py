@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-import array
+import asyncio
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -109,14 +108,10 @@ def stalled_render(
     """A render whose PDF stops arriving half way (the caller never ends its side): the renderer
     waits inside poppler's read of its stdin, as it would inside a slow render."""
     renderer = warm._take()
-    ours, theirs = socket.socketpair()
-    with theirs:
-        renderer.control.sendmsg(
-            [struct.pack("d", timeout)],
-            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
-        )
-    ours.sendall(part)
-    return renderer, ours
+    request = renderer.request(timeout)
+    assert request is not None
+    request.sendall(part)
+    return renderer, request
 
 
 def test_a_renderer_crash_costs_only_its_pdf(warm):
@@ -127,7 +122,7 @@ def test_a_renderer_crash_costs_only_its_pdf(warm):
     renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 30.0)
     beside = warm.render(blob)  # another process: the stalled one is taken
     os.kill(renderer.process.pid, signal.SIGSEGV)
-    page0, fate = renderer.answer(answer, 30.0)
+    page0, fate = asyncio.run(renderer.receive(answer, 30.0))
     assert (page0, fate) == (T.Page0(None, "the page-0 renderer crashed (SIGSEGV)"), T.Fate.KILLED)
     assert renderer.process.returncode == -signal.SIGSEGV
     assert beside == warm.render(blob) == pdftoppm(blob) and beside.jpeg is not None
@@ -139,7 +134,7 @@ def test_a_render_past_its_deadline_ends_with_the_reason(warm):
     and the next PDF renders in a new process."""
     blob = scholarly("dummy.pdf").read_bytes()
     renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 0.3)
-    page0, fate = renderer.answer(answer, 0.3)
+    page0, fate = asyncio.run(renderer.receive(answer, 0.3))
     assert (page0, fate) == (T.Page0(None, "the page-0 render timed out after 0.3 s"), T.Fate.ENDED)
     assert renderer.process.returncode == -signal.SIGALRM
     assert warm.render(blob) == pdftoppm(blob)

@@ -14,6 +14,7 @@ No pypdf here: the crawl process renders without importing it
 from __future__ import annotations
 
 import array
+import asyncio
 import atexit
 import contextlib
 import enum
@@ -173,8 +174,17 @@ class _RendererProcess:
         self.control = ours
         self.renders = 0
 
-    def send(self, blob: bytes, timeout: float) -> socket.socket | None:
-        """Hand it one PDF; the socket its answer comes on, or None when the process had ended."""
+    async def render(self, blob: bytes, timeout: float) -> tuple[Page0, Fate] | None:
+        """Hand it one PDF and read the answer (on the running event loop: no thread waits for
+        it); None when the process had ended before it took the PDF."""
+        request = self.request(timeout)
+        if request is None:
+            return None
+        return await self.receive(request, timeout, blob)
+
+    def request(self, timeout: float) -> socket.socket | None:
+        """A socket of this render's own, its other end handed to the process with the deadline;
+        None when the process had ended."""
         ours, theirs = socket.socketpair()
         with theirs:
             try:
@@ -185,27 +195,20 @@ class _RendererProcess:
             except OSError:
                 ours.close()
                 return None
-        ours.settimeout(timeout + _GRACE)
-        with contextlib.suppress(
-            BrokenPipeError, ConnectionResetError
-        ):  # it ended reading: the answer says why
-            ours.sendall(blob)
-            ours.shutdown(socket.SHUT_WR)
         return ours
 
-    def answer(self, answer: socket.socket, timeout: float) -> tuple[Page0, Fate]:
-        """(the outcome, what became of this process)."""
-        chunks = []
-        with answer:
+    async def receive(
+        self, request: socket.socket, timeout: float, blob: bytes | None = None
+    ) -> tuple[Page0, Fate]:
+        """(the outcome, what became of this process) of the render on ``request``, once ``blob``
+        is sent (None: the caller sent the PDF itself)."""
+        request.setblocking(False)
+        with request:
             try:
-                while chunk := answer.recv(65536):
-                    chunks.append(chunk)
+                data = await asyncio.wait_for(_exchange(request, blob), timeout + _GRACE)
             except TimeoutError:
                 self.close(kill=True)
                 return Page0(None, "the page-0 render timed out after %g s" % timeout), Fate.ENDED
-            except OSError:
-                pass
-        data = b"".join(chunks)
         if len(data) < 4:  # it ended under this PDF: its exit says how
             returncode = self.close(kill=False)
             killed = returncode < 0 and returncode != -signal.SIGALRM
@@ -237,6 +240,10 @@ class WarmRenderer:
         self._lock = threading.Lock()
 
     def render(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+        """:meth:`render_async` for a caller without an event loop (a thread, a tool)."""
+        return asyncio.run(self.render_async(blob, timeout))
+
+    async def render_async(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
         """The PDF's outcome. A process that ends under it (a signal, not its deadline) may have been
         killed while idle (the OOM killer) or crashed on this PDF: it gets one more, new process;
         a PDF that ends two is reported with the second one's reason."""
@@ -246,11 +253,11 @@ class WarmRenderer:
                 renderer = self._take()
             except OSError as exc:
                 return Page0(None, "the page-0 renderer could not start: %s" % exc)
-            answer = renderer.send(blob, timeout)
+            answer = await renderer.render(blob, timeout)
             if answer is None:  # it had ended before the PDF came
                 renderer.close()
                 continue
-            page0, fate = renderer.answer(answer, timeout)
+            page0, fate = answer
             if fate is Fate.READY and renderer.renders < RENDERS_PER_PROCESS:
                 with self._lock:
                     self._idle.append(renderer)
@@ -277,6 +284,20 @@ class WarmRenderer:
         """The idle renderers' process ids (tests send them real signals)."""
         with self._lock:
             return [renderer.process.pid for renderer in self._idle]
+
+
+async def _exchange(request: socket.socket, blob: bytes | None) -> bytes:
+    """Send the PDF (unless None) and end our side, then read the answer to its end."""
+    loop = asyncio.get_running_loop()
+    if blob is not None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it ended: its answer says why
+            await loop.sock_sendall(request, blob)
+            request.shutdown(socket.SHUT_WR)
+    chunks = []
+    with contextlib.suppress(OSError):
+        while chunk := await loop.sock_recv(request, 65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class _Warm:
