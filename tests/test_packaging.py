@@ -81,7 +81,9 @@ def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_rec
     assert [n for n in names if re.fullmatch(r"votersdaily/ingest/_page0\..*\.so", n)], sorted(names)
     assert shipped_data() <= names
     assert "votersdaily/feeds/templates/day.html" in names and "votersdaily/cli/where.py" in names
-    assert not [n for n in names if n.startswith(("tests/", "benchmarks/")) or n.endswith((".c", ".cc", ".pyc"))]
+    assert not [
+        n for n in names if n.startswith(("tests/", "benchmarks/")) or n.endswith((".c", ".cc", ".pyc"))
+    ]
     entry_points = zipfile.ZipFile(wheel).read("votersdaily-0.1.0.dist-info/entry_points.txt").decode()
     assert (
         "votersdaily = votersdaily.cli:main" in entry_points
