@@ -159,3 +159,19 @@ def test_renderers_end_with_the_crawl(warm):
     warm.close()
     assert warm.pids() == [] and not Path("/proc/%d" % pid).exists()
     assert warm.render(blob).jpeg is not None
+
+
+def test_renderers_whose_first_jpeg_is_not_pdftoppms_are_refused(warm, monkeypatch, caplog):
+    """The first render of a process is also rendered by pdftoppm; where they differ (here pdftoppm
+    asked for 90 px, as a poppler upgraded under the module would differ) pdftoppm's JPEG stands,
+    a warning says why, and pdftoppm renders from then on."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    ours = warm.render(blob)  # (this process's renderers compared with pdftoppm's real arguments)
+    monkeypatch.setattr(T, "_PDFTOPPM_ARGS", tuple("90" if a == "180" else a for a in T._PDFTOPPM_ARGS))
+    fresh = T.WarmRenderer()
+    monkeypatch.setattr(T._Warm, "renderer", fresh)
+    monkeypatch.setattr(T._Warm, "checked", True)
+    page0 = fresh.render(blob)
+    assert page0 == pdftoppm(blob) and page0.jpeg is not None and page0.jpeg != ours.jpeg
+    assert fresh.refused and "not pdftoppm's" in caplog.text and fresh.pids() == []
+    assert T.warm_renderer() is None and T.render_page0(blob) == page0

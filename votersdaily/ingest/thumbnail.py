@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import enum
 import importlib
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from typing import BinaryIO
+
+logger = logging.getLogger(__name__)
 
 #: pdftoppm (poppler-utils) renders the thumbnail where the warm renderer is not built.
 PDFTOPPM = shutil.which("pdftoppm")
@@ -79,6 +82,11 @@ def render_page0(blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
     renderer = warm_renderer()
     if renderer is not None:
         return renderer.render(blob, timeout)
+    return render_by_pdftoppm(blob, timeout)
+
+
+def render_by_pdftoppm(blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+    """One ``pdftoppm`` process's outcome (the fallback, and the warm renderer's first check)."""
     return PageZeroRender(blob, timeout).outcome()
 
 
@@ -238,15 +246,39 @@ class WarmRenderer:
     def __init__(self) -> None:
         self._idle: list[_RendererProcess] = []
         self._lock = threading.Lock()
+        #: Whether the first render was compared with ``pdftoppm``'s (once a process).
+        self._compared = False
+        #: Why these renderers are no longer used (their JPEG was not pdftoppm's), or None.
+        self.refused: str | None = None
 
     def render(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
         """:meth:`render_async` for a caller without an event loop (a thread, a tool)."""
         return asyncio.run(self.render_async(blob, timeout))
 
     async def render_async(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
-        """The PDF's outcome. A process that ends under it (a signal, not its deadline) may have been
-        killed while idle (the OOM killer) or crashed on this PDF: it gets one more, new process;
-        a PDF that ends two is reported with the second one's reason."""
+        """The PDF's outcome. The first one is also rendered by ``pdftoppm``: should the two differ
+        (a poppler upgraded under a module built for another), these renderers are refused for
+        the rest of the process, with a warning, and ``pdftoppm``'s outcome stands."""
+        page0 = await self._render(blob, timeout)
+        if self._compared or PDFTOPPM is None:
+            return page0
+        self._compared = True
+        loop = asyncio.get_running_loop()
+        reference = await loop.run_in_executor(None, render_by_pdftoppm, blob, timeout)
+        if reference.jpeg != page0.jpeg:
+            self.refused = "its page-0 JPEG was not pdftoppm's (%s against %s)" % (
+                "%d bytes" % len(page0.jpeg) if page0.jpeg else page0.reason,
+                "%d bytes" % len(reference.jpeg) if reference.jpeg else reference.reason,
+            )
+            logger.warning("the warm page-0 renderer is not used: %s; pdftoppm renders", self.refused)
+            self.close()
+            return reference
+        return page0
+
+    async def _render(self, blob: bytes, timeout: float) -> Page0:
+        """A process that ends under the PDF (a signal, not its deadline) may have been killed while
+        idle (the OOM killer) or crashed on this PDF: it gets one more, new process; a PDF that
+        ends two is reported with the second one's reason."""
         page0 = Page0(None, "the page-0 renderer ended before it took the PDF, twice")
         for _ in (1, 2):
             try:
@@ -309,10 +341,10 @@ class _Warm:
 
 
 def warm_renderer() -> WarmRenderer | None:
-    """This process's warm renderers; None when the compiled module is not built or poppler's
-    library cannot be loaded (then ``pdftoppm`` renders)."""
+    """This process's warm renderers; None when the compiled module is not built, poppler's
+    library cannot be loaded or the renderers were refused (then ``pdftoppm`` renders)."""
     if _Warm.checked:
-        return _Warm.renderer
+        return _Warm.renderer if _Warm.renderer is None or _Warm.renderer.refused is None else None
     with _Warm.lock:
         if not _Warm.checked:
             try:
@@ -323,7 +355,7 @@ def warm_renderer() -> WarmRenderer | None:
                 _Warm.renderer = WarmRenderer()
                 atexit.register(_Warm.renderer.close)
             _Warm.checked = True
-    return _Warm.renderer
+    return warm_renderer()
 
 
 def close_renderers(*args: Any, **kwargs: Any) -> None:
