@@ -102,6 +102,15 @@ def test_a_pdf_poppler_cannot_open_gives_no_thumbnail_and_the_reason(warm):
     assert warm.render(blob) == pdftoppm(blob)
 
 
+def run(coroutine):
+    """A coroutine's result on a loop of its own (the thread's current loop left alone)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
 def stalled_render(
     warm: T.WarmRenderer, part: bytes, timeout: float
 ) -> tuple[T._RendererProcess, socket.socket]:
@@ -122,7 +131,7 @@ def test_a_renderer_crash_costs_only_its_pdf(warm):
     renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 30.0)
     beside = warm.render(blob)  # another process: the stalled one is taken
     os.kill(renderer.process.pid, signal.SIGSEGV)
-    page0, fate = asyncio.run(renderer.receive(answer, 30.0))
+    page0, fate = run(renderer.receive(answer, 30.0))
     assert (page0, fate) == (T.Page0(None, "the page-0 renderer crashed (SIGSEGV)"), T.Fate.KILLED)
     assert renderer.process.returncode == -signal.SIGSEGV
     assert beside == warm.render(blob) == pdftoppm(blob) and beside.jpeg is not None
@@ -134,7 +143,7 @@ def test_a_render_past_its_deadline_ends_with_the_reason(warm):
     and the next PDF renders in a new process."""
     blob = scholarly("dummy.pdf").read_bytes()
     renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 0.3)
-    page0, fate = asyncio.run(renderer.receive(answer, 0.3))
+    page0, fate = run(renderer.receive(answer, 0.3))
     assert (page0, fate) == (T.Page0(None, "the page-0 render timed out after 0.3 s"), T.Fate.ENDED)
     assert renderer.process.returncode == -signal.SIGALRM
     assert warm.render(blob) == pdftoppm(blob)
@@ -175,3 +184,16 @@ def test_renderers_whose_first_jpeg_is_not_pdftoppms_are_refused(warm, monkeypat
     assert page0 == pdftoppm(blob) and page0.jpeg is not None and page0.jpeg != ours.jpeg
     assert fresh.refused and "not pdftoppm's" in caplog.text and fresh.pids() == []
     assert T.warm_renderer() is None and T.render_page0(blob) == page0
+
+
+def test_a_render_from_outside_a_loop_leaves_the_threads_event_loop_as_it_was(warm):
+    """render() runs on a loop of its own: the loop set for this thread (the tests' installed
+    reactor's, in a crawl) is still the current one afterwards."""
+    mine = asyncio.new_event_loop()
+    asyncio.set_event_loop(mine)
+    try:
+        assert warm.render(scholarly("dummy.pdf").read_bytes()).jpeg is not None
+        assert asyncio.get_event_loop_policy().get_event_loop() is mine
+    finally:
+        asyncio.set_event_loop(None)
+        mine.close()

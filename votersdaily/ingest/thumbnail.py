@@ -252,8 +252,15 @@ class WarmRenderer:
         self.refused: str | None = None
 
     def render(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
-        """:meth:`render_async` for a caller without an event loop (a thread, a tool)."""
-        return asyncio.run(self.render_async(blob, timeout))
+        """:meth:`render_async` for a caller without a running event loop (a thread, a tool), on a
+        loop of its own: the thread's current loop (a test's installed reactor) is left as it was,
+        which ``asyncio.run`` would not do."""
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(self.render_async(blob, timeout))
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
 
     async def render_async(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
         """The PDF's outcome. The first one is also rendered by ``pdftoppm``: should the two differ
