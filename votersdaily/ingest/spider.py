@@ -33,7 +33,7 @@ from . import ingest_requests as R
 from .config import IngestConfig
 from .downloader_room import DownloaderRoom
 from .fetch_failures import TIMEOUTS, failure_status
-from .filemeta import sniff_mimetype
+from .filemeta import INLINE_SNIFF_BYTES, SniffMemory, sniff_mimetype
 from .grobid import grobid_request, grobid_result
 from .membudget import (
     STREAM_META,
@@ -96,6 +96,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     resource_streams: ResourceStreams
     #: Page-0 renders running at once (:meth:`_page0`).
     renders: asyncio.Semaphore
+    #: Sub-resource mimetypes already sniffed (:meth:`_sniffed`).
+    sniffed: SniffMemory
 
     def __init__(
         self,
@@ -140,6 +142,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler)
         spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
+        spider.sniffed = SniffMemory()
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
@@ -615,11 +618,23 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if response.meta.get(WARC_META):
                 record.update(response.meta[WARC_META])
             info, head = await self._described(digest, response.body)
-            mimetype = await run_in_thread(sniff_mimetype, head) if head else None
+            mimetype = await self._sniffed(info["sha256hex"], head) if head else None
             record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
             return record
         finally:
             reservation.release()
+
+    async def _sniffed(self, sha256hex: str, head: bytes) -> str:
+        """libmagic's mimetype of a sub-resource body (``head``: its first bytes, ``sha256hex``: the
+        whole body's): remembered, in the reactor when small, else in a thread."""
+        mimetype = self.sniffed.get(sha256hex)
+        if mimetype is None:
+            if len(head) <= INLINE_SNIFF_BYTES:
+                mimetype = sniff_mimetype(head)
+            else:
+                mimetype = await run_in_thread(sniff_mimetype, head)
+            self.sniffed.put(sha256hex, mimetype)
+        return mimetype
 
     @staticmethod
     async def _described(digest: StreamDigest, body: bytes) -> tuple[dict[str, Any], bytes]:
