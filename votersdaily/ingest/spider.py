@@ -140,7 +140,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
-        spider.extract = ExtractPool(spider.config.extract_processes, crawler)
+        spider.extract = ExtractPool(spider.config.extract_processes, crawler, spider.config.extract_nice)
         spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
         spider.sniffed = SniffMemory()
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
