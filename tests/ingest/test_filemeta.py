@@ -36,30 +36,3 @@ def test_starts_like_html():
     assert describe_body(opening, "text/html", 10**8).file_meta["mimetype"] == "text/html"
     as_sandcrawler = describe_body(opening, "text/html", 10**8, html_by_header=False)
     assert as_sandcrawler.file_meta["mimetype"] == "application/javascript"
-
-
-def test_sniff_memory_answers_what_libmagic_answered_and_forgets_the_oldest(monkeypatch):
-    import asyncio
-    import hashlib
-    from types import SimpleNamespace
-
-    from tests.ingest.conftest import PNG
-    from votersdaily.ingest import spider as ingest_spider
-    from votersdaily.ingest.filemeta import SniffMemory, sniff_mimetype
-
-    css = scholarly("plos_one_article.html").read_bytes()[:2000]  # a head libmagic calls text
-    calls = []
-    monkeypatch.setattr(
-        ingest_spider, "sniff_mimetype", lambda head: calls.append(head) or sniff_mimetype(head)
-    )
-    holder = SimpleNamespace(sniffed=SniffMemory(entries=2))
-
-    def sniffed(body: bytes) -> str:
-        digest = hashlib.sha256(body).hexdigest()
-        return asyncio.run(ingest_spider.IngestSpider._sniffed(holder, digest, body))  # type: ignore[arg-type]
-
-    assert [sniffed(b) for b in (css, PNG, css, PNG)] == [sniff_mimetype(css), "image/png"] * 2
-    assert calls == [css, PNG]  # the second time each came from memory
-    sniffed(b"body{margin:0}")  # a third body: the least recently used (css) is forgotten
-    assert sniffed(PNG) == "image/png" and len(calls) == 3
-    assert sniffed(css) == sniff_mimetype(css) and calls[-1] == css

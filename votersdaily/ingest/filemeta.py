@@ -6,7 +6,6 @@ import base64
 import hashlib
 import re
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import magic
@@ -35,37 +34,6 @@ def sniff_mimetype(blob: bytes) -> str:
         elif b"<article " in head and b"<html" not in head:
             mimetype = "application/jats+xml"
     return mimetype
-
-
-#: A head up to this size is sniffed in the thread that has it: libmagic takes 0.2 ms of CPU on a
-#: small stylesheet or script, less than handing it to a thread and back (1,500 sub-resources of the
-#: ingest benchmark spent 0.5 s in libmagic and about 1 s in the thread pool's wake-ups around it).
-INLINE_SNIFF_BYTES = 16 * 1024
-#: Bodies whose sniffed mimetype is remembered, by their SHA-256: a site's stylesheets, scripts and
-#: images recur on every page of it.
-SNIFF_MEMORY_ENTRIES = 4096
-
-
-class SniffMemory:
-    """:func:`sniff_mimetype` of bodies already seen, by the SHA-256 of the whole body (which fixes
-    the bytes libmagic reads, so the answer is the one it would give again); least recently used
-    first out."""
-
-    def __init__(self, entries: int = SNIFF_MEMORY_ENTRIES) -> None:
-        self.entries = entries
-        self._known: OrderedDict[str, str] = OrderedDict()
-
-    def get(self, sha256hex: str) -> str | None:
-        mimetype = self._known.get(sha256hex)
-        if mimetype is not None:
-            self._known.move_to_end(sha256hex)
-        return mimetype
-
-    def put(self, sha256hex: str, mimetype: str) -> None:
-        self._known[sha256hex] = mimetype
-        self._known.move_to_end(sha256hex)
-        while len(self._known) > self.entries:
-            self._known.popitem(last=False)
 
 
 def describe(blob: bytes) -> str:

@@ -33,7 +33,6 @@ from . import ingest_requests as R
 from .config import IngestConfig
 from .downloader_room import DownloaderRoom
 from .fetch_failures import TIMEOUTS, failure_status
-from .filemeta import INLINE_SNIFF_BYTES, SniffMemory, sniff_mimetype
 from .grobid import grobid_request, grobid_result
 from .membudget import (
     STREAM_META,
@@ -52,6 +51,7 @@ from .process import (
     process_pdf,
     xml_error,
 )
+from .resource_sniff import ResourceSniffer
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from .thumbnail import page0_renderable, render_page0
@@ -96,8 +96,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     resource_streams: ResourceStreams
     #: Page-0 renders running at once (:meth:`_page0`).
     renders: asyncio.Semaphore
-    #: Sub-resource mimetypes already sniffed (:meth:`_sniffed`).
-    sniffed: SniffMemory
+    #: libmagic for the sub-resources, in threads of its own.
+    sniffer: ResourceSniffer
 
     def __init__(
         self,
@@ -142,7 +142,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler, spider.config.extract_nice)
         spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
-        spider.sniffed = SniffMemory()
+        spider.sniffer = ResourceSniffer()
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
@@ -150,6 +150,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
+        crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
         crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
         crawler.signals.connect(spider._count_bytes, signal=scrapy.signals.bytes_received)
@@ -618,23 +619,11 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if response.meta.get(WARC_META):
                 record.update(response.meta[WARC_META])
             info, head = await self._described(digest, response.body)
-            mimetype = await self._sniffed(info["sha256hex"], head) if head else None
+            mimetype = await self.sniffer.mimetype(info["sha256hex"], head) if head else None
             record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
             return record
         finally:
             reservation.release()
-
-    async def _sniffed(self, sha256hex: str, head: bytes) -> str:
-        """libmagic's mimetype of a sub-resource body (``head``: its first bytes, ``sha256hex``: the
-        whole body's): remembered, in the reactor when small, else in a thread."""
-        mimetype = self.sniffed.get(sha256hex)
-        if mimetype is None:
-            if len(head) <= INLINE_SNIFF_BYTES:
-                mimetype = sniff_mimetype(head)
-            else:
-                mimetype = await run_in_thread(sniff_mimetype, head)
-            self.sniffed.put(sha256hex, mimetype)
-        return mimetype
 
     @staticmethod
     async def _described(digest: StreamDigest, body: bytes) -> tuple[dict[str, Any], bytes]:
