@@ -297,6 +297,10 @@ INGEST_PDF_THUMBNAILS = True
 INGEST_HTML_BY_DECLARED_TYPE = True
 #: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
 INGEST_EXTRACT_PROCESSES: int | None = None
+#: Niceness added to those processes: the crawl's reactor (downloads, sub-resources, the store)
+#: goes first when they contend for the cores, and the extraction takes what is left (0: the
+#: crawl's own priority). On 2 cores the HTML benchmark's fetches otherwise waited for trafilatura.
+INGEST_EXTRACT_NICE: Annotated[int, AtLeast(0), AtMost(19)] = 10
 #: GROBID server base URL (e.g. http://localhost:8070); None: no GROBID processing.
 GROBID_URL: str | None = None
 GROBID_TIMEOUT: float = 180

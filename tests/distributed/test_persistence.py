@@ -125,8 +125,12 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
     volatile_redis.start()  # same port, empty: no append-only file
     wait_all(workers, tmp_path, status=1)  # their runs failed: work was lost
     fetched = base_hits(site, docs)
-    assert sum(n == 0 for n in fetched.values()) == never, (
-        "what was waiting is lost, what was leased finished"
+    # ``never`` also counts requests a worker had leased but not fetched yet when Redis went away
+    # (on a busy machine they wait for a download slot): those are fetched afterwards, the rest is lost.
+    unfetched = sum(n == 0 for n in fetched.values())
+    assert 0 < unfetched <= never, "what was waiting is lost, what was leased finished: %d of %d" % (
+        unfetched,
+        never,
     )
     assert max(fetched.values()) == 1
     lost = re.compile(
@@ -139,7 +143,8 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
         log = log_path(tmp_path, i).read_text()
         (found,) = lost.findall(log)
         waiting, leases, mine = map(int, found)
-        assert never <= waiting <= never + 40, (never, found)
+        # no leased request among the lost: each worker's last count of the waiting ones covers them
+        assert unfetched <= waiting <= never + 40, (unfetched, never, found)
         assert mine <= leases
         vanished += mine
         assert "may run twice" not in log and "run twice" not in log
@@ -150,7 +155,7 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
     assert all("waiting requests are lost" in run["errors"][0]["message"] for run in runs)
     # The results of everything that ran are stored: only the waiting requests are missing.
     results = read_db(couch_uri, "ingest_file_result")
-    assert len(results) == N - never
+    assert len(results) == N - unfetched
 
 
 def test_a_redis_that_evicts_keys_is_refused(tmp_path):

@@ -140,3 +140,20 @@ def test_answers_of_every_size_and_errors_come_back_whole(pool):
 
     values, sizes = asyncio.run(scenario())
     assert [len(v) for v in values] == sizes
+
+
+def niceness() -> int:
+    return os.nice(0)
+
+
+def test_the_extraction_processes_run_below_the_crawl_so_its_reactor_goes_first():
+    """INGEST_EXTRACT_NICE: the niceness is added to the crawl's (capped at 19, the kernel's least);
+    0 leaves the processes at the crawl's own priority."""
+    ours = os.nice(0)
+    for added in (3, 0):
+        pool = ExtractPool(1, SimpleNamespace(stats=_Stats()), niceness=added)
+        pool.start()
+        try:
+            assert asyncio.run(pool.run(niceness)) == min(ours + added, 19)
+        finally:
+            pool.close()

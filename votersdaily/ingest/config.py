@@ -33,6 +33,7 @@ class IngestConfig:
     ojs_fulltext_fix: bool = DEFAULTS["INGEST_OJS_FULLTEXT_FIX"]
     requests_db: str = DEFAULTS["INGEST_REQUESTS_DB"]
     extract_processes: int = 0
+    extract_nice: int = DEFAULTS["INGEST_EXTRACT_NICE"]
     html_by_declared_type: bool = DEFAULTS["INGEST_HTML_BY_DECLARED_TYPE"]
     pdf_thumbnails: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"]
     blocklists: Blocklists = field(default_factory=Blocklists)
@@ -66,6 +67,7 @@ class IngestConfig:
                 if settings.get("INGEST_EXTRACT_PROCESSES") not in (None, "")
                 else default_processes()
             ),
+            extract_nice=settings.getint("INGEST_EXTRACT_NICE"),
             html_by_declared_type=settings.getbool("INGEST_HTML_BY_DECLARED_TYPE"),
             pdf_thumbnails=settings.getbool("INGEST_PDF_THUMBNAILS"),
             blocklists=Blocklists.from_settings(settings),

@@ -33,7 +33,6 @@ from . import ingest_requests as R
 from .config import IngestConfig
 from .downloader_room import DownloaderRoom
 from .fetch_failures import TIMEOUTS, failure_status
-from .filemeta import sniff_mimetype
 from .grobid import grobid_request, grobid_result
 from .membudget import (
     STREAM_META,
@@ -52,6 +51,7 @@ from .process import (
     process_pdf,
     xml_error,
 )
+from .resource_sniff import ResourceSniffer
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
 from .thumbnail import close_renderers, page0_renderable, render_page0, warm_renderer
@@ -96,6 +96,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     resource_streams: ResourceStreams
     #: Page-0 renders running at once (:meth:`_page0`).
     renders: asyncio.Semaphore
+    #: libmagic for the sub-resources, in threads of its own.
+    sniffer: ResourceSniffer
 
     def __init__(
         self,
@@ -138,8 +140,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
-        spider.extract = ExtractPool(spider.config.extract_processes, crawler)
+        spider.extract = ExtractPool(spider.config.extract_processes, crawler, spider.config.extract_nice)
         spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
+        spider.sniffer = ResourceSniffer()
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
@@ -147,6 +150,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
+        crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(close_renderers, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
         crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
@@ -621,7 +625,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if response.meta.get(WARC_META):
                 record.update(response.meta[WARC_META])
             info, head = await self._described(digest, response.body)
-            mimetype = await run_in_thread(sniff_mimetype, head) if head else None
+            mimetype = await self.sniffer.mimetype(info["sha256hex"], head) if head else None
             record.update(info, mimetype=mimetype or header_mimetype(response.headers.get("Content-Type")))
             return record
         finally:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from votersdaily.blocking import run_in_thread
+from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,8 +56,16 @@ def default_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def _start_worker(worker_pid: int, niceness: int) -> None:
+    """Initialiser of every extraction process: it ends with the crawl process (:func:`_die_with`)
+    and runs ``niceness`` below it (INGEST_EXTRACT_NICE), so the reactor goes first."""
+    _die_with(worker_pid)
+    if niceness:
+        os.nice(niceness)
+
+
 def _die_with(worker_pid: int) -> None:
-    """Initialiser of every extraction process: it ends when its worker ends, even by SIGKILL.
+    """An extraction process ends when its worker ends, even by SIGKILL.
 
     Its parent is the fork server, not the worker, and it holds the write ends of its call queue, so
     left alone it would wait on that queue for ever (and keep the fork server and the resource
@@ -154,8 +163,11 @@ class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
 
-    def __init__(self, processes: int, crawler: Crawler | None = None) -> None:
+    def __init__(
+        self, processes: int, crawler: Crawler | None = None, niceness: int = DEFAULTS["INGEST_EXTRACT_NICE"]
+    ) -> None:
         self.processes = processes
+        self.niceness = niceness
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
         #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
@@ -171,7 +183,10 @@ class ExtractPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         self._executor = ProcessPoolExecutor(
-            self.processes, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
+            self.processes,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self.niceness),
         )
         for _ in range(self.processes):
             self._executor.submit(_warm)
