@@ -250,6 +250,32 @@ def test_shutdown_signal_handlers_and_names():
     assert scrapy_internals.signal_name(999) == "signal 999"
 
 
+def test_the_platform_of_scrapys_start_up_line_is_computed_ahead(monkeypatch):
+    """Scrapy's "Platform" (``uname -p`` in a subprocess) is computed in a thread as ``scrapy crawl``
+    reads its options; the line Scrapy then writes takes it from Python's cache, unchanged."""
+    import platform
+    import subprocess
+    import threading
+
+    from scrapy.settings import Settings
+    from scrapy.utils.versions import get_versions
+
+    monkeypatch.setattr(platform, "_uname_cache", None)  # as in a fresh interpreter
+    monkeypatch.setattr(platform, "_platform_cache", {})
+    scrapy_internals.prepare_version_line(Settings({"LOG_VERSIONS": ["lxml"]}))
+    assert "platform-line" not in {t.name for t in threading.enumerate()}  # not asked for: not computed
+    scrapy_internals.prepare_version_line(Settings())  # Scrapy's default LOG_VERSIONS name it
+    for thread in threading.enumerate():
+        if thread.name == "platform-line":
+            thread.join(10)
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("uname ran on the crawl's start: %r" % (args,))
+
+    monkeypatch.setattr(subprocess, "check_output", no_subprocess)
+    assert dict(get_versions(["Platform"])) == {"Platform": platform.platform()}
+
+
 #: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
 INTERNALS = re.compile(
     r"engine\)?\.(downloader|scraper|_slot|_start|paused|running)\b|crawler\)?\.crawling\b"

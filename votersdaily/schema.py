@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -213,11 +214,17 @@ def parse_iso_utc(value: str) -> datetime:
     return datetime.fromisoformat(value[:-1])
 
 
-#: The standard names as sets (membership is what validation asks), and the IANA zones once (pytz's
-#: ``all_timezones_set`` is a lazy proxy).
+#: The standard names as sets (membership is what validation asks).
 _BRANCH_SET = frozenset(BRANCHES)
 _ENTITY_SET = frozenset(ENTITIES)
-_ZONE_SET = frozenset(pytz.all_timezones)
+
+
+@functools.cache
+def _zone_set() -> frozenset[str]:
+    """The IANA zones, once (pytz's ``all_timezones_set`` is a lazy proxy), at the first event
+    checked: listing them looks for each zone's file (8 ms), which every crawl's start paid for when
+    this module was imported (the run log imports it), a laundromat crawl's too."""
+    return frozenset(pytz.all_timezones)
 
 
 def validate_event(event: Mapping[str, Any]) -> None:
@@ -495,7 +502,7 @@ def _event_rules(event: Mapping[str, Any]) -> None:
             raise InvalidEvent(
                 "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
             )
-    if event["source_timezone"] not in _ZONE_SET:
+    if event["source_timezone"] not in _zone_set():
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     validate_ids(event)
     unique_key = event.get("unique_key")

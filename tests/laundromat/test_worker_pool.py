@@ -4,6 +4,7 @@ one), a step's exception comes back as itself, a worker that dies is reported, n
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
 import subprocess
@@ -13,12 +14,26 @@ from pathlib import Path
 
 import pytest
 
+from tests.laundromat.sitedata import NT_Z
+from votersdaily.laundromat import worker_pool
 from votersdaily.laundromat.worker_pool import MALLOC_TUNABLES, StepTimeout, WorkerDied, WorkerPool
+
+
+@pytest.fixture(autouse=True)
+def no_worker_ahead():
+    """Each test starts and ends without a worker started ahead (one a failed test left behind)."""
+    worker_pool.drop_ahead()
+    yield
+    worker_pool.drop_ahead()
 
 
 def _with_pool(size: int, scenario) -> WorkerPool:
     """Run ``scenario(pool)`` on a new pool of ``size`` workers, closed afterwards."""
-    pool = WorkerPool(size)
+    return pool_run(WorkerPool(size), scenario)
+
+
+def pool_run(pool: WorkerPool, scenario) -> WorkerPool:
+    """Run ``scenario(pool)``, then close ``pool``."""
 
     async def run() -> None:
         try:
@@ -107,3 +122,96 @@ def test_a_worker_keeps_freed_buffers_for_the_next_range(monkeypatch):
         assert tunables == MALLOC_TUNABLES + ":glibc.malloc.arena_max=2"
 
     _with_pool(1, scenario)
+
+
+def test_a_worker_started_ahead_is_the_first_pools_own():
+    """``scrapy crawl laundromat`` starts its first cleaning worker before the spider's module is
+    imported; the spider's pool takes that worker instead of starting another."""
+    worker_pool.start_ahead(preload=())
+    worker_pool.start_ahead(preload=())  # one at a time
+    (ahead,) = worker_pool._ahead
+    pool = WorkerPool(1)
+    pool.warm()
+    assert worker_pool._ahead == [] and pool.idle == [ahead]
+
+    async def scenario(pool: WorkerPool) -> None:
+        assert await pool.run(os.getpid) == ahead.process.pid
+
+    pool_run(pool, scenario)
+    assert not ahead.alive()  # the pool closed it
+
+
+@pytest.mark.parametrize("differs", ["modules", "environment"])
+def test_a_worker_started_ahead_for_other_modules_or_environment_is_stopped_not_adopted(monkeypatch, differs):
+    worker_pool.start_ahead(preload=("json",) if differs == "modules" else ())
+    (ahead,) = worker_pool._ahead
+    if differs == "environment":  # another crawl of the same process (the tests'), its own environment
+        monkeypatch.setenv("VOTERSDAILY_TEST_AHEAD", "1")
+    pool = WorkerPool(1)
+    pool.warm()
+    try:
+        assert pool.idle and pool.idle[0] is not ahead
+        assert ahead.process.wait(5) is not None and worker_pool._ahead == []
+    finally:
+        pool.close()
+
+
+def test_a_worker_started_ahead_that_no_crawl_took_is_stopped():
+    worker_pool.start_ahead(preload=())
+    (ahead,) = worker_pool._ahead
+    worker_pool.drop_ahead()
+    assert worker_pool._ahead == [] and ahead.process.returncode is not None
+
+
+def _record_workers(monkeypatch) -> list[worker_pool.Worker]:
+    """The workers started from now on, in order."""
+    started: list[worker_pool.Worker] = []
+
+    class Recorded(worker_pool.Worker):
+        def __init__(self, preload: tuple[str, ...] = ()) -> None:
+            super().__init__(preload)
+            started.append(self)
+
+    monkeypatch.setattr(worker_pool, "Worker", Recorded)
+    return started
+
+
+def test_a_laundromat_crawl_cleans_with_the_worker_it_started_ahead(crawl, sqlite_uri, tmp_path, monkeypatch):
+    """One worker for a one-document crawl: the one started as the command read its options."""
+    started = _record_workers(monkeypatch)
+    data = tmp_path / "z.nt"
+    data.write_text(NT_Z, encoding="utf-8")
+    proc = crawl("laundromat", data, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "cleaned %s" % (tmp_path / "out" / "cleaned") in proc.stderr
+    (worker,) = started
+    assert worker.preload == worker_pool.WORKER_MODULES and worker.process.returncode == 0
+
+
+def test_a_laundromat_crawl_refused_at_its_options_leaves_no_worker(crawl, sqlite_uri, monkeypatch):
+    """``scrapy crawl laundromat`` starts a worker ahead as it reads its options; it goes with a
+    crawl refused there (exit status 2)."""
+    started = _record_workers(monkeypatch)
+    proc = crawl("laundromat", [], sqlite_uri, "-s", "LAUNDROMAT_GZIP_LEVEL=fast")
+    assert proc.returncode == 2, proc.stderr
+    assert "LAUNDROMAT_GZIP_LEVEL" in proc.stderr
+    (ahead,) = started
+    assert ahead.preload == worker_pool.WORKER_MODULES
+    assert worker_pool._ahead == [] and ahead.process.returncode is not None
+
+
+def test_a_worker_told_to_stop_ends_at_once_with_success(capfd):
+    """A stopped worker leaves without Python's end (collections, module teardown: 30-40 ms after a
+    large document; the steps closed their files): exit status 0, and nothing registered to run at
+    its exit runs."""
+    pool = WorkerPool(1)
+    workers = []
+
+    async def scenario(pool: WorkerPool) -> None:
+        await pool.run(atexit.register, print, "the worker ran Python's own end")
+        workers.extend(pool.idle)
+
+    pool_run(pool, scenario)
+    (worker,) = workers
+    assert worker.process.returncode == 0
+    assert "Python's own end" not in capfd.readouterr().out

@@ -35,6 +35,7 @@ NOT_FOR_A_FILE_LAUNDROMAT = (
     "votersdaily.pipelines",
     "votersdaily.laundromat.cleaning",  # the cleaning workers' (votersdaily/laundromat/steps.py)
     "votersdaily.laundromat.readers",
+    "pyoxigraph",  # the workers parse and sniff (votersdaily/laundromat/clean_types.py: ox_format)
     "votersdaily.cli.crawl",  # python -m votersdaily crawl's, and what it imports (the archive, the spool)
     "votersdaily.archive",
 )

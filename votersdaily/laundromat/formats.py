@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyoxigraph as ox
-
 JSON_LD = "JSON-LD"
 N_QUADS = "N-Quads"
 N_TRIPLES = "N-Triples"
@@ -220,6 +218,8 @@ def statement_cut_off(head: str) -> bool:
     before, _, last = head.lstrip("\ufeff").rpartition("\n")
     if not last.strip() or any(ln.strip() and not ln.lstrip().startswith("#") for ln in before.split("\n")):
         return False
+    import pyoxigraph as ox  # the workers sniff; the crawl imports this module without it
+
     try:
         for _ in ox.parse(last.encode("utf-8"), ox.RdfFormat.N_QUADS):
             pass
@@ -258,6 +258,8 @@ _SNIFF_BASE = "http://example.invalid/"
 def _parses_as(text: str, fmt: str) -> bool:
     """True when the head gives a statement as ``fmt`` (Turtle or TriG) before any error, or its only
     error is in a line the sniffing window cut off (plain text gives an error first)."""
+    import pyoxigraph as ox  # the workers sniff; the crawl imports this module without it
+
     oxf = ox.RdfFormat.TRIG if fmt == TRIG else ox.RdfFormat.TURTLE
     try:
         for _ in ox.parse(text, oxf, base_iri=_SNIFF_BASE):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 import pyoxigraph as ox
 
 from . import native
-from .clean_types import OX_FORMATS, CleaningError, CleanResult, Messages, serialize_quads
+from .clean_types import CleaningError, CleanResult, Messages, ox_format, serialize_quads
 from .external_sort import SORT_BATCH, LineWriter, PipeWriter, RunWriter, SortedSink, pipe_of
 from .rdf11 import canonical_lines, has_named_graph, records_messages
 from .skolem import Skolemiser
@@ -89,7 +89,7 @@ def _line_count(data: bytes) -> int:
 
 
 def parse_line_based(path: Path, fmt: str, sink: SortedSink, messages: Messages, chunk_bytes: int) -> None:
-    oxf = OX_FORMATS[fmt]
+    oxf = ox_format(fmt)
     line_offset = 0
     with open(path, "rb") as f:
         rest = b""
@@ -161,7 +161,7 @@ def _parse_ranges(
     """Parse the next untaken byte range until none is left, writing the final lines to ``out``;
     per range: its index, lines, statements, errors, warnings, messages, and whether a named graph
     was seen so far; and the sorted runs written."""
-    oxf = OX_FORMATS[fmt]
+    oxf = ox_format(fmt)
     size = Path(path).stat().st_size
     done: list[tuple[Any, ...]] = []
     named = False

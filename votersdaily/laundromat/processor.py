@@ -24,7 +24,7 @@ from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
 from .clean_types import CleanOptions
 from .seedlist import SeedList
-from .worker_pool import StepTimeout, WorkerPool
+from .worker_pool import WORKER_MODULES, StepTimeout, WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Processor:
         #: A document's time limit: ``timeout`` seconds plus ``seconds_per_mb`` per MiB (0: none).
         self.timeout = timeout
         self.seconds_per_mb = seconds_per_mb
-        self._pool = WorkerPool(self.workers, preload=steps.WORKER_MODULES)
+        self._pool = WorkerPool(self.workers, preload=WORKER_MODULES)
         #: Document key → seconds of its time limit left (spent only while its steps run).
         self._budgets: dict[str, float] = {}
         #: One step per worker at a time: a submitted step runs at once, so its time is its own

@@ -20,11 +20,11 @@ import pyoxigraph as ox
 from . import formats as F
 from . import native
 from .clean_types import (
-    OX_FORMATS,
     CleaningError,
     CleanOptions,
     DocumentLimitExceeded,
     Messages,
+    ox_format,
     serialize_quads,
     syntax_message,
 )
@@ -148,7 +148,7 @@ def parse_streamed(path: Path, fmt: str, base_iri: str | None, sink: SortedSink,
         quads = _jsonld(path.read_bytes(), base_iri, sink, messages)
         _from_dataset(ox.Dataset(_until_error(quads, messages)), sink)
         return
-    quads = ox.parse(path=str(path), format=OX_FORMATS[fmt], base_iri=base_iri)
+    quads = ox.parse(path=str(path), format=ox_format(fmt), base_iri=base_iri)
     for block in _batched(quads, messages, stop):
         sink.add_block(block)
 

@@ -4,7 +4,7 @@ Each step returns the keys it adds to the file's record. The spider runs them in
 (so parsing and sorting never hold the reactor's GIL) and persists the state transition around each
 one; :func:`launder_file` chains them for tests and benchmarks. The crawl names the steps without
 importing what they run (cleaning, recoding: imported in the function): a worker imports
-:data:`WORKER_MODULES` as it starts.
+:data:`~.worker_pool.WORKER_MODULES` as it starts.
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ from . import archives
 from .clean_types import CleanOptions
 from .formats import SNIFF_CHARS, guess_format
 from .uris import child_key
-
-#: What a worker imports before its first step (the steps' own imports, done while the crawl starts).
-WORKER_MODULES = (__name__, "votersdaily.laundromat.cleaning", "votersdaily.laundromat.encodings")
 
 
 def unpack_step(
