@@ -51,10 +51,12 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .crawlcontext import crawl_context
+from .gc_freeze import collections_paused
 from .requestmeta import REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for
 from .store.revisions import content, same_content
+from .store.views import view_installed
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
     from pathlib import Path
@@ -81,10 +83,13 @@ LISTED = 50
 #: An event's pointer into the archive (votersdaily.archive).
 ARCHIVE_POINTER = ("warc_file", "warc_offset", "warc_record_id")
 #: What the reparse reads of every stored event of its parser, at the start and at the end: never
-#: the whole documents (200,000 of them, mostly their ``source_text``); those it marks or repoints are
-#: read whole afterwards.
+#: the whole documents (200,000 of them, mostly their ``source_text``) but the rows of a view whose
+#: value holds these fields (:data:`PROVENANCE_VIEW`); those it marks or repoints are read whole
+#: afterwards.
 VERSION_FIELDS = ("warc_record_id", "parser_version")
 CHECK_FIELDS = (*ARCHIVE_POINTER, schema.NOT_ARCHIVED, "superseded_by", WITHDRAWN_BY, REPLACED_BY)
+#: The view of every event of a parser whose value holds :data:`VERSION_FIELDS` and :data:`CHECK_FIELDS`.
+PROVENANCE_VIEW = "by_parser_provenance"
 
 
 class UnverifiedEvents(Exception):
@@ -231,19 +236,27 @@ class ReparseExtension:
                 )
 
     @staticmethod
-    def _events_of(
-        store: Store, parser_name: str, fields: tuple[str, ...] | None = None
-    ) -> list[dict[str, Any]]:
-        """The stored events of ``parser_name``: whole, or only ``fields`` (with ``_id``)."""
-        rows = store.query(
-            schema.EVENTS_DB,
-            "by_parser_unique_key",
-            startkey=[parser_name],
-            endkey=[parser_name, {}],
-            include_docs=True,
-            fields=fields,
-        )
-        return [row.doc for row in rows if row.doc]
+    def _events_of(store: Store, parser_name: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+        """``fields`` (and ``_id``; ``None`` for a field an event lacks) of every stored event of
+        ``parser_name``, in the order of its unique keys: from the rows of :data:`PROVENANCE_VIEW`,
+        or, where that view is not installed as this code defines it (a dry run on a store written
+        before it existed: nothing installs views then), from the documents themselves."""
+        low, high = [parser_name], [parser_name, {}]
+        with collections_paused():  # 200,000 rows that all live on: nothing to collect
+            if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
+                rows = store.query(
+                    schema.EVENTS_DB, PROVENANCE_VIEW, startkey=low, endkey=high, include_docs=False
+                )
+                return [{"_id": row.id, **{key: row.value.get(key) for key in fields}} for row in rows]
+            rows = store.query(
+                schema.EVENTS_DB,
+                "by_parser_unique_key",
+                startkey=low,
+                endkey=high,
+                include_docs=True,
+                fields=fields,
+            )
+            return [row.doc for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse()
