@@ -83,3 +83,59 @@ def test_the_views_rows_give_what_the_documents_give(store):
     assert sum(bool(doc["superseded_by"]) for doc in every) and sum(
         bool(doc["withdrawn_by"]) for doc in every
     )
+
+
+def _reschedules(store, tracker) -> tuple[list[dict], list[dict]]:
+    """Two events each left with two live documents (two unaware runs), then a run that stores one
+    unchanged, moves the other and adds a third, through ``tracker``: its results and the store."""
+    from tests.store.test_store import _moved, _write, event
+
+    upsert(store, schema.EVENTS_DB, [event(3), _moved(3, 20), event(4), _moved(4, 21)])
+    known = getattr(tracker, "known_from", None)
+    if known is not None:
+        known(store)
+    batches = [[_moved(3, 20)], [_moved(4, 22), event(5)]]
+    results = [_write(store, tracker, batch).counts() for batch in batches]
+    return results, sorted(
+        ({k: v for k, v in doc.items() if k != "_rev"} for doc in store.iter_docs(schema.EVENTS_DB)),
+        key=lambda doc: doc["_id"],
+    )
+
+
+def test_a_reschedule_tracker_handed_the_reparses_read_marks_as_one_that_reads(
+    store_uri, tmp_path, monkeypatch
+):
+    """A reparse hands what it read of its parser's events at its start to the events' writer
+    (``RescheduleTracker.known``), which then reads no view of its own: the same marks, repairs and
+    counts as a tracker that reads by_parser_unique_key itself."""
+    from votersdaily.store.reschedules import RescheduleTracker
+
+    monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", "2026-10-02T18:00:00Z")
+    reads = []
+
+    class Handed(RescheduleTracker):
+        def known_from(self, store):
+            docs = ReparseExtension._events_of(store, "test_parser", VERSION_FIELDS)
+            ids_by_key: dict[str, set[str]] = {}
+            for doc in docs:
+                ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+            self.known("test_parser", ids_by_key)
+
+        def _read(self, store, db, parser_name):
+            reads.append(parser_name)
+            return super()._read(store, db, parser_name)
+
+    reading = open_store(store_uri)
+    reading.ensure_db(schema.EVENTS_DB)
+    reading.install_views(schema.EVENTS_DB)
+    handed = open_store("sqlite:///%s" % (tmp_path / "handed.db"))
+    handed.ensure_db(schema.EVENTS_DB)
+    handed.install_views(schema.EVENTS_DB)
+    try:
+        expected = _reschedules(reading, RescheduleTracker())
+        assert expected[0][0]["repaired"] == 1 and expected[0][1]["superseded"] == 1  # the scenario's marks
+        assert _reschedules(handed, Handed()) == expected
+        assert reads == []
+    finally:
+        reading.close()
+        handed.close()

@@ -54,7 +54,7 @@ from .crawlcontext import crawl_context
 from .gc_freeze import collections_paused
 from .requestmeta import REPLAY_META
 from .store.base import StoreError
-from .store.crawler import store_for
+from .store.crawler import store_for, writers_of
 from .store.revisions import content, same_content
 from .store.views import view_installed
 
@@ -226,19 +226,28 @@ class ReparseExtension:
             self._store_failed(spider, exc)
 
     def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
+        from .store.reschedules import RescheduleTracker
+
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
+        ids_by_key: dict[str, set[str]] = {}
         for doc in self._events_of(store, spider.name, VERSION_FIELDS):
+            ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
             if doc.get("warc_record_id"):
                 reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
                     str(doc.get("parser_version"))
                 )
+        # The events' writer would read the same rows (by_parser_unique_key's) before its first
+        # batch, through the store's process and while the reparse waits for it: read once, here.
+        for writer in writers_of(self.crawler):
+            if writer.db == schema.EVENTS_DB and isinstance(writer.hooks, RescheduleTracker):
+                writer.hooks.known(spider.name, {key: set(ids) for key, ids in ids_by_key.items()})
 
     @staticmethod
     def _events_of(store: Store, parser_name: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
-        """``fields`` (and ``_id``; ``None`` for a field an event lacks) of every stored event of
-        ``parser_name``, in the order of its unique keys: from the rows of :data:`PROVENANCE_VIEW`,
+        """``fields`` (and ``_id`` and ``unique_key``; ``None`` for a field an event lacks) of every
+        stored event of ``parser_name``, in the order of its unique keys: from the rows of :data:`PROVENANCE_VIEW`,
         or, where that view is not installed as this code defines it (a dry run on a store written
         before it existed: nothing installs views then), from the documents themselves."""
         low, high = [parser_name], [parser_name, {}]
@@ -247,7 +256,10 @@ class ReparseExtension:
                 rows = store.query(
                     schema.EVENTS_DB, PROVENANCE_VIEW, startkey=low, endkey=high, include_docs=False
                 )
-                return [{"_id": row.id, **{key: row.value.get(key) for key in fields}} for row in rows]
+                return [
+                    {"_id": row.id, "unique_key": row.key[1], **{key: row.value.get(key) for key in fields}}
+                    for row in rows
+                ]
             rows = store.query(
                 schema.EVENTS_DB,
                 "by_parser_unique_key",
@@ -256,7 +268,7 @@ class ReparseExtension:
                 include_docs=True,
                 fields=fields,
             )
-            return [row.doc for row in rows if row.doc]
+            return [{**row.doc, "unique_key": row.key[1]} for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse()
