@@ -471,6 +471,7 @@ class ArchiveCheck:
         from .archive import run_of
 
         read_files = set(reparse.files)
+        in_period: dict[str, bool] = {}  # by file: a few hundred names for 200,000 events
         for doc in events:
             warc_file = doc.get("warc_file")
             if not warc_file:
@@ -480,7 +481,10 @@ class ArchiveCheck:
                     else:
                         self.not_archived += 1
                 continue
-            if not run_of(warc_file, reparse.since, reparse.until):
+            name = str(warc_file)  # what run_of reads of it (a stored value may be anything)
+            if name not in in_period:
+                in_period[name] = run_of(name, reparse.since, reparse.until)
+            if not in_period[name]:
                 continue
             offset = doc.get("warc_offset")
             found = reparse.read.get((warc_file, offset)) if isinstance(offset, int) else None
