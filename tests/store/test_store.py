@@ -122,6 +122,19 @@ def test_unchanged_rewrite_is_a_no_op_and_keeps_first_access(db):
     assert doc["access_datetime"] == "2026-10-01T00:00:00Z"
 
 
+def test_a_batch_found_unchanged_writes_nothing_and_asks_the_store_no_write(db):
+    upsert(db, DB, [event(1), event(2)], ignore=("access_datetime",))
+    writes = []
+    real = db.bulk_docs
+    db.bulk_docs = lambda *a, **k: (writes.append(a), real(*a, **k))[1]
+    again = upsert(
+        db, DB, [event(1, access_datetime="2026-10-09T00:00:00Z"), event(2)], ignore=("access_datetime",)
+    )
+    assert sorted(again.unchanged) == sorted([event(1)["_id"], event(2)["_id"]]) and writes == []
+    upsert(db, DB, [event(1, title="changed"), event(2)], ignore=("access_datetime",))
+    assert [[doc["_id"] for doc in docs] for _, docs in writes] == [[event(1)["_id"]]]
+
+
 def test_changed_rewrite_gets_a_new_revision(db):
     upsert(db, DB, [event(1)])
     result = upsert(db, DB, [event(1, title="Rescheduled hearing")])
