@@ -231,18 +231,25 @@ class ReparseExtension:
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
-        ids_by_key: dict[str, set[str]] = {}
-        for doc in self._events_of(store, spider.name, VERSION_FIELDS):
-            ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
-            if doc.get("warc_record_id"):
-                reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
-                    str(doc.get("parser_version"))
-                )
         # The events' writer would read the same rows (by_parser_unique_key's) before its first
         # batch, through the store's process and while the reparse waits for it: read once, here.
-        for writer in writers_of(self.crawler):
-            if writer.db == schema.EVENTS_DB and isinstance(writer.hooks, RescheduleTracker):
-                writer.hooks.known(spider.name, {key: set(ids) for key, ids in ids_by_key.items()})
+        trackers = [
+            writer.hooks
+            for writer in writers_of(self.crawler)
+            if writer.db == schema.EVENTS_DB and isinstance(writer.hooks, RescheduleTracker)
+        ]
+        with collections_paused():  # some 400,000 objects made to live on: nothing to collect
+            ids_by_key: dict[str, set[str]] = {}
+            for doc in self._events_of(store, spider.name, VERSION_FIELDS):
+                ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+                if doc.get("warc_record_id"):
+                    reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
+                        str(doc.get("parser_version"))
+                    )
+            for n, tracker in enumerate(trackers):  # each its own (a tracker keeps it current)
+                tracker.known(
+                    spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()}
+                )
 
     @staticmethod
     def _events_of(store: Store, parser_name: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
