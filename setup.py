@@ -3,18 +3,25 @@
 
 * ``pip install .`` / ``python -m build``: the package with its recordings, templates, CouchDB design
   documents (``couchdb_views/`` becomes ``votersdaily._couchdb_views``) and the laundromat's compiled
-  fast path ``votersdaily.laundromat._ntscan``. The extension is optional: without a C compiler or the
-  Python headers the build warns and goes on, and the laundromat runs its pure-Python path (slower,
-  same output). ``scripts/build_native.py`` builds the same extension in place for development.
+  fast path ``votersdaily.laundromat._ntscan``, and the ingest's page-0 renderer
+  ``votersdaily.ingest._page0`` (C++ on poppler's own classes, Debian's ``libpoppler-private-dev``).
+  Both extensions are optional: without a compiler, the Python headers or poppler's, the build warns
+  and goes on, and the package runs its other path (the laundromat's pure-Python one, ``pdftoppm``
+  for thumbnails: slower, same output). ``scripts/build_native.py`` builds them in place for
+  development.
 * ``scrapyd-deploy`` (``setup.py bdist_egg``): a thin egg, the project's name, version and ``scrapy``
   settings entry point only. The code runs from the package installed on the scrapyd node (with its
   compiled module, which a zipped egg cannot load for another platform); docs/operations.md.
 """
 
+import shutil
+import subprocess
+
 from setuptools import Extension, find_namespace_packages, setup
 from setuptools.command.bdist_egg import bdist_egg
 
 NTSCAN = "votersdaily.laundromat._ntscan"
+PAGE0 = "votersdaily.ingest._page0"
 VIEWS = "votersdaily._couchdb_views"
 #: Folders of data (recordings, templates, views) are packages too, so every file in them is package
 #: data without a list of suffixes to keep up to date.
@@ -37,6 +44,34 @@ def ntscan_extension(
         extra_link_args=link_args or [],
         optional=True,
     )
+
+
+def page0_extension(*, compile_args: list[str] | None = None) -> Extension:
+    """The ingest's warm page-0 renderer: poppler's classes, called as ``pdftoppm`` calls them
+    (their headers: ``libpoppler-private-dev``, matching the installed poppler)."""
+    return Extension(
+        PAGE0,
+        sources=["votersdaily/ingest/_page0.cc"],
+        language="c++",
+        extra_compile_args=[
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            *("-isystem%s" % folder for folder in _pkg_config("--cflags-only-I", "poppler")),
+            *(compile_args if compile_args is not None else ["-O2"]),
+        ],
+        libraries=["poppler", "fontconfig"],
+        optional=True,
+    )
+
+
+def _pkg_config(option: str, package: str) -> list[str]:
+    """The folders pkg-config names for a package (``-I`` stripped); poppler's usual one without it."""
+    if shutil.which("pkg-config"):
+        done = subprocess.run(["pkg-config", option, package], capture_output=True, text=True, check=False)  # noqa: S603, S607 - a fixed command
+        if done.returncode == 0:
+            return [flag[2:] for flag in done.stdout.split() if flag.startswith("-I")]
+    return ["/usr/include/poppler"]
 
 
 class ProjectEgg(bdist_egg):
@@ -63,8 +98,8 @@ if __name__ == "__main__":
         package_dir={VIEWS: "couchdb_views"},
         package_data={"": ["*"]},
         # the C source is built, not shipped; a module built in place is rebuilt, not copied
-        exclude_package_data={"": ["*.c", "*.h", "*.so", "*.pyd", "*.pyc"]},
-        ext_modules=[ntscan_extension()],
+        exclude_package_data={"": ["*.c", "*.cc", "*.h", "*.so", "*.pyd", "*.pyc"]},
+        ext_modules=[ntscan_extension(), page0_extension()],
         cmdclass={"bdist_egg": ProjectEgg},
         zip_safe=False,
     )

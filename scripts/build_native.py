@@ -1,4 +1,5 @@
-"""Build the laundromat's compiled fast paths in place (``votersdaily/laundromat/_ntscan.c``).
+"""Build the compiled modules in place: the laundromat's fast paths (``votersdaily/laundromat/_ntscan.c``)
+and the ingest's page-0 renderer (``votersdaily/ingest/_page0.cc``, on poppler's headers).
 
     python3 scripts/build_native.py              # what scripts/setup.sh runs: only when the source is newer
     python3 scripts/build_native.py --sanitize   # an AddressSanitizer + UBSan build, then:
@@ -7,10 +8,11 @@
         python3 -m pytest -n 0 -p no:randomly tests/laundromat/test_native.py tests/laundromat/test_cleaning.py
     python3 scripts/build_native.py --force      # back to the optimised build
 
-Needs a C compiler and the Python headers; without them the laundromat runs its pure-Python paths
-(slower, same output), and this script says so and exits 1. The extension is the one ``pip install``
-builds (``ntscan_extension`` in setup.py); an editable install (``pip install -e .``) builds it in
-place too.
+Needs a C compiler and the Python headers (and for the renderer a C++ compiler and Debian's
+``libpoppler-private-dev``); without them the laundromat runs its pure-Python paths and thumbnails
+come from ``pdftoppm`` (slower, same output), and this script says which was not built and exits 1.
+The extensions are the ones ``pip install`` builds (``ntscan_extension`` and ``page0_extension`` in
+setup.py); an editable install (``pip install -e .``) builds them in place too.
 """
 
 from __future__ import annotations
@@ -34,10 +36,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="build even if the module is newer")
     args = parser.parse_args(argv)
     os.chdir(REPO)
-    extension = setup_module().ntscan_extension(
-        compile_args=SANITIZE if args.sanitize else None, link_args=SANITIZE if args.sanitize else None
-    )
+    setup = setup_module()
+    sanitize = SANITIZE if args.sanitize else None
+    built = [
+        build(setup.ntscan_extension(compile_args=sanitize), "the laundromat's compiled fast path", args),
+        build(setup.page0_extension(compile_args=sanitize), "the ingest's page-0 renderer", args),
+    ]
+    return 0 if all(built) else 1
+
+
+def build(extension, what: str, args: argparse.Namespace) -> bool:
+    """Build one extension in place; False (said on stderr) when it could not be built."""
     extension.optional = False  # here a failed build is an error the caller sees (exit 1)
+    if args.sanitize:
+        extension.extra_link_args = [*extension.extra_link_args, *SANITIZE]
     command = build_ext(Distribution({"name": "votersdaily-native", "ext_modules": [extension]}))
     command.inplace = True
     command.force = args.force or args.sanitize
@@ -45,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     command.ensure_finalized()
     try:
         command.run()
-    except Exception as exc:  # no compiler, no headers: the pure-Python paths still work
-        print("the laundromat's compiled fast path was not built: %s" % exc, file=sys.stderr)
-        return 1
-    return 0
+    except Exception as exc:  # no compiler, no headers: the other paths still work
+        print("%s was not built: %s" % (what, exc), file=sys.stderr)
+        return False
+    return True
 
 
 def setup_module():

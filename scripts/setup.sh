@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# raptor2-utils (rapper) and serdi: the references of benchmarks/laundromat.py; iproute2: the three-node rehearsal.
-APT_PACKAGES=(redis-server raptor2-utils serdi libmagic1 chromium poppler-utils iproute2)
+# raptor2-utils (rapper) and serdi: the references of benchmarks/laundromat.py; iproute2: the three-node rehearsal;
+# libpoppler-private-dev: poppler's headers for the ingest's warm page-0 renderer (votersdaily/ingest/_page0.cc).
+APT_PACKAGES=(redis-server raptor2-utils serdi libmagic1 chromium poppler-utils libpoppler-private-dev iproute2)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -23,6 +23,8 @@ from votersdaily.store import open_store
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
 NATIVE_CHECK = "from votersdaily.laundromat import native; print(native.available(), native.location())"
+#: Whether thumbnails come from the warm renderer (its compiled module built) or pdftoppm.
+PAGE0_CHECK = "from votersdaily.ingest.thumbnail import warm_renderer; print(warm_renderer() is not None)"
 
 
 def requirement_lines(path: Path) -> set[str]:
@@ -76,9 +78,12 @@ def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_rec
     (wheel,) = (tmp_path / "dist").glob("votersdaily-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [n for n in names if re.fullmatch(r"votersdaily/laundromat/_ntscan\..*\.so", n)], sorted(names)
+    assert [n for n in names if re.fullmatch(r"votersdaily/ingest/_page0\..*\.so", n)], sorted(names)
     assert shipped_data() <= names
     assert "votersdaily/feeds/templates/day.html" in names and "votersdaily/cli/where.py" in names
-    assert not [n for n in names if n.startswith(("tests/", "benchmarks/")) or n.endswith((".c", ".pyc"))]
+    assert not [
+        n for n in names if n.startswith(("tests/", "benchmarks/")) or n.endswith((".c", ".cc", ".pyc"))
+    ]
     entry_points = zipfile.ZipFile(wheel).read("votersdaily-0.1.0.dist-info/entry_points.txt").decode()
     assert (
         "votersdaily = votersdaily.cli:main" in entry_points
@@ -89,19 +94,20 @@ def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_rec
 @pytest.mark.slow  # a wheel build and a virtual environment
 def test_without_a_compiler_the_build_goes_on_and_the_pure_python_path_runs(tmp_path):
     source = copy_clone(tmp_path / "clone")
-    wheel = build_wheel(source, tmp_path / "dist", env={"CC": str(tmp_path / "no-such-compiler")})
-    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "_ntscan" in n]
+    no_compiler = str(tmp_path / "no-such-compiler")
+    wheel = build_wheel(source, tmp_path / "dist", env={"CC": no_compiler, "CXX": no_compiler})
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "_ntscan" in n or "_page0" in n]
     python = venv_python(tmp_path / "venv", system_site_packages=True)
     install(python, str(wheel), deps=False)
     (tmp_path / "empty").mkdir()
     check = subprocess.run(
-        [str(python), "-c", NATIVE_CHECK],
+        [str(python), "-c", "%s\n%s" % (NATIVE_CHECK, PAGE0_CHECK)],
         cwd=tmp_path / "empty",
         env=user_env(),
         capture_output=True,
         text=True,
     )
-    assert check.stdout.split() == ["False", "None"], check.stderr
+    assert check.stdout.split() == ["False", "None", "False"], check.stderr  # thumbnails by pdftoppm
 
 
 def events_of(db: Path) -> dict[str, dict]:

@@ -113,9 +113,10 @@ def test_a_killed_extraction_process_loses_no_request_of_the_redis_workers(
         "ingest_worker", 2, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=30)
     )
     wait_for_hits(site, docs, 0.25)
-    kill_extraction_process(workers[0].pid)
+    killed = kill_extraction_process(workers[0].pid)
     wait_all(workers, tmp_path)
-    assert _stat(log_path(tmp_path, 0).read_text(), "ingest/extract/process_died") == 1
+    log = log_path(tmp_path, 0).read_text()
+    assert _stat(log, "ingest/extract/process_died") == 1, "killed %d: %s" % (killed, log[-3000:])
     check_ingest_results(couch_uri, docs)
     assert set(base_hits(site, docs).values()) == {1}
     assert queue_state(redis_server, "ingest") == CLEAN_QUEUE

@@ -173,7 +173,7 @@ def test_landing_page_to_pdf_result_shape(crawled):
         # rendered by the spider, not the extraction process: the bytes of one pdftoppm run all the same
         from votersdaily.ingest.thumbnail import render_page0
 
-        assert thumb.read_bytes() == render_page0(scholarly("dummy.pdf").read_bytes())
+        assert thumb.read_bytes() == render_page0(scholarly("dummy.pdf").read_bytes()).jpeg
     else:
         assert pm["has_page0_thumbnail"] is False and not thumb.exists()
 

@@ -21,7 +21,8 @@ def test_pdf_thumbnail_only_when_wanted_and_renderable():
     if T.PDFTOPPM:
         meta, _, thumbnail = P.extract_pdf(blob)
         assert meta["has_page0_thumbnail"] is True and thumbnail[:3] == b"\xff\xd8\xff"
-    assert T.render_page0(b"%PDF-1.4 not really") is None  # a failed render is no thumbnail
+    failed = T.render_page0(b"%PDF-1.4 not really")  # a failed render is no thumbnail, and says why
+    assert failed.jpeg is None and failed.reason
 
 
 def test_thumbnail_rendered_beside_the_text_is_pdftoppms_own_bytes():

@@ -54,7 +54,7 @@ from .process import (
 )
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .thumbnail import page0_renderable, render_page0
+from .thumbnail import close_renderers, page0_renderable, render_page0, warm_renderer
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -147,6 +147,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
+        crawler.signals.connect(close_renderers, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
         crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
         crawler.signals.connect(spider._count_bytes, signal=scrapy.signals.bytes_received)
@@ -491,15 +492,20 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **fields)
 
     async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
-        """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by
-        ``pdftoppm`` from a thread of this process, as many at once as there are extraction
-        processes: the render is a process of its own, so the extraction processes read the next
-        documents meanwhile instead of waiting for it (they spent most of a PDF's time there)."""
+        """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by a warm
+        renderer, awaited on the reactor (else by ``pdftoppm``, from a thread), as many at once as
+        there are extraction processes: the render is a process of its own, so the extraction
+        processes read the next documents meanwhile. A render that fails is logged with its reason
+        and counted."""
         if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS
             return pdf_meta, None
         async with self.renders:
-            thumbnail = await run_in_thread(render_page0, body)
-        return dict(pdf_meta, has_page0_thumbnail=thumbnail is not None), thumbnail
+            warm = warm_renderer()
+            page0 = await (warm.render_async(body) if warm else run_in_thread(render_page0, body))
+        if page0.reason is not None:
+            self.crawler.stats.inc_value("ingest/page0/failed")
+            self.logger.info("no page-0 thumbnail for the PDF %s: %s", pdf_meta.get("sha1hex"), page0.reason)
+        return dict(pdf_meta, has_page0_thumbnail=page0.jpeg is not None), page0.jpeg
 
     async def _terminal_html(
         self,

@@ -1,21 +1,46 @@
-"""The page-0 thumbnail of a PDF, by poppler's ``pdftoppm`` (no pypdf here: the crawl process
-renders without importing it, :meth:`votersdaily.ingest.spider.IngestSpider._page0`)."""
+"""The page-0 thumbnail of a PDF: what ``pdftoppm -f 1 -l 1 -singlefile -jpeg -scale-to-x 180
+-scale-to-y -1`` writes, byte for byte.
+
+A ``pdftoppm`` process per PDF spends most of its ~10 ms of CPU starting and ending (linking poppler,
+reading fontconfig's configuration); a small page renders in under 1 ms. So the renders go to warm
+renderers (:class:`WarmRenderer`): processes running :mod:`votersdaily.ingest._page0` (pdftoppm's
+own calls, compiled against poppler, loaded once), each rendering one PDF at a time, so a crash or
+a timeout ends that process and costs only its PDF. Without the compiled module (not built, or
+poppler's library missing) each render is a ``pdftoppm`` process, as before: the same bytes
+(``tests/ingest/test_page0_renderer.py`` holds both to ``pdftoppm`` on every recorded PDF).
+No pypdf here: the crawl process renders without importing it
+(:meth:`votersdaily.ingest.spider.IngestSpider._page0`)."""
 
 from __future__ import annotations
 
+import array
+import asyncio
+import atexit
+import contextlib
+import enum
+import importlib
+import logging
 import os
 import shutil
+import signal
+import socket
+import struct
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-#: pdftoppm (poppler-utils) renders the thumbnail; without it there is none.
+logger = logging.getLogger(__name__)
+
+#: pdftoppm (poppler-utils) renders the thumbnail where the warm renderer is not built.
 PDFTOPPM = shutil.which("pdftoppm")
-#: Page 0 only, as JPEG, 180 px wide (sandcrawler's thumbnails are 180 px wide), from stdin.
+#: Page 0 only, as JPEG, 180 px wide (sandcrawler's thumbnails are 180 px wide), from stdin; the
+#: warm renderer runs exactly these (votersdaily/ingest/_page0.cc).
 _PDFTOPPM_ARGS = (
     "-f",
     "1",
@@ -30,26 +55,65 @@ _PDFTOPPM_ARGS = (
     "-",
 )
 
-
 #: Seconds a page-0 render may take, from its start.
 RENDER_TIMEOUT = 30.0
+#: The compiled renderer (setup.py's ``page0_extension``).
+PAGE0_MODULE = "votersdaily.ingest._page0"
+#: Renders a warm renderer serves before it is replaced (what poppler leaks on odd PDFs stays bounded).
+RENDERS_PER_PROCESS = 1000
+#: Seconds the caller waits past the renderer's own deadline before killing it.
+_GRACE = 2.0
+#: A JPEG shorter than this is no thumbnail (sandcrawler also drops tiny images).
+_MIN_JPEG_BYTES = 50
+#: A warm renderer process: the module's server loop on the control socket given as argv[1].
+_SERVE = "import sys\nfrom %s import serve\nserve(int(sys.argv[1]))" % PAGE0_MODULE
 
 
-def render_page0(blob: bytes, timeout: float = RENDER_TIMEOUT) -> bytes | None:
-    """A JPEG of the first page, 180 px wide, by poppler's ``pdftoppm``; None when it is not
-    installed or fails (sandcrawler renders with poppler too, and also drops tiny images)."""
-    return PageZeroRender(blob, timeout).result()
+class Page0(NamedTuple):
+    """A render's outcome: the JPEG, or None and why there is none."""
+
+    jpeg: bytes | None
+    reason: str | None = None
+
+
+def render_page0(blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+    """The first page as a 180 px wide JPEG, by a warm renderer or else ``pdftoppm`` (the same
+    bytes); no JPEG, with the reason, when neither is installed or the render fails or times out."""
+    renderer = warm_renderer()
+    if renderer is not None:
+        return renderer.render(blob, timeout)
+    return render_by_pdftoppm(blob, timeout)
+
+
+def render_by_pdftoppm(blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+    """One ``pdftoppm`` process's outcome (the fallback, and the warm renderer's first check)."""
+    return PageZeroRender(blob, timeout).outcome()
+
+
+def outcome(returncode: int, out: bytes, timeout: float) -> Page0:
+    """A render's result from pdftoppm's exit status (negative: the signal that ended it) and output."""
+    if returncode == 0:
+        if len(out) < _MIN_JPEG_BYTES:
+            return Page0(None, "the page-0 JPEG is %d bytes: too small" % len(out))
+        return Page0(out)
+    if returncode == -signal.SIGALRM:
+        return Page0(None, "the page-0 render timed out after %g s" % timeout)
+    if returncode < 0:
+        return Page0(None, "the page-0 renderer crashed (%s)" % signal.Signals(-returncode).name)
+    opened = " (poppler could not open the PDF)" if returncode == 1 else ""
+    return Page0(None, "the page-0 render failed: exit status %d%s" % (returncode, opened))
 
 
 class PageZeroRender:
     """``pdftoppm`` started on a PDF at once, its JPEG collected by :meth:`result`: the render runs
-    on another core while the extraction process reads the text (it waited ~10 ms per PDF for it
-    before). The same program, arguments and input as one blocking run, so the same bytes; the
-    timeout counts from the start, as it did."""
+    on another core while the caller reads the text. The same program, arguments and input as one
+    blocking run, so the same bytes; the timeout counts from the start."""
 
     def __init__(self, blob: bytes, timeout: float) -> None:
         self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
         self.process: subprocess.Popen[bytes] | None = None
+        self.failure = "poppler's pdftoppm is not installed"
         if PDFTOPPM is None:
             return
         try:
@@ -60,23 +124,25 @@ class PageZeroRender:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                 )
-        except OSError:
-            self.process = None
+        except OSError as exc:
+            self.failure = "pdftoppm could not start: %s" % exc
 
-    def result(self) -> bytes | None:
-        """The JPEG, or None (not installed, failed, too small, or past the timeout)."""
+    def outcome(self) -> Page0:
+        """The JPEG, or None and why (not installed, failed, too small, or past the timeout)."""
         process, self.process = self.process, None
         if process is None:
-            return None
+            return Page0(None, self.failure)
         try:
             out, _ = process.communicate(timeout=max(self.deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
-            return None
-        if process.returncode != 0 or len(out) < 50:
-            return None
-        return out
+            return Page0(None, "the page-0 render timed out after %g s" % self.timeout)
+        return outcome(process.returncode, out, self.timeout)
+
+    def result(self) -> bytes | None:
+        """The JPEG, or None (:meth:`outcome` says why)."""
+        return self.outcome().jpeg
 
     def cancel(self) -> None:
         """No thumbnail after all (the PDF did not parse): stop the render and reap it."""
@@ -84,6 +150,225 @@ class PageZeroRender:
         if process is not None:
             process.kill()
             process.communicate()
+
+
+class Fate(enum.Enum):
+    """What became of a warm renderer process after a render."""
+
+    READY = "ready for the next PDF"
+    ENDED = "ended by its deadline or a failure to answer"
+    KILLED = "ended by a signal under the PDF: a crash, or killed from outside"
+
+
+class _RendererProcess:
+    """One warm renderer: a process serving :func:`votersdaily.ingest._page0.serve` on the other end
+    of a control socket; each render sends it a socket of its own (the PDF in, the JPEG and the exit
+    status out). It ends when the control socket closes (this process closed it, or died)."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            try:
+                self.process = subprocess.Popen(  # noqa: S603 - this interpreter running the module's loop
+                    [sys.executable, "-c", _SERVE, str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            except OSError:
+                ours.close()
+                raise
+        self.control = ours
+        self.renders = 0
+
+    async def render(self, blob: bytes, timeout: float) -> tuple[Page0, Fate] | None:
+        """Hand it one PDF and read the answer (on the running event loop: no thread waits for
+        it); None when the process had ended before it took the PDF."""
+        request = self.request(timeout)
+        if request is None:
+            return None
+        return await self.receive(request, timeout, blob)
+
+    def request(self, timeout: float) -> socket.socket | None:
+        """A socket of this render's own, its other end handed to the process with the deadline;
+        None when the process had ended."""
+        ours, theirs = socket.socketpair()
+        with theirs:
+            try:
+                self.control.sendmsg(
+                    [struct.pack("d", timeout)],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
+                )
+            except OSError:
+                ours.close()
+                return None
+        return ours
+
+    async def receive(
+        self, request: socket.socket, timeout: float, blob: bytes | None = None
+    ) -> tuple[Page0, Fate]:
+        """(the outcome, what became of this process) of the render on ``request``, once ``blob``
+        is sent (None: the caller sent the PDF itself)."""
+        request.setblocking(False)
+        with request:
+            try:
+                data = await asyncio.wait_for(_exchange(request, blob), timeout + _GRACE)
+            except TimeoutError:
+                self.close(kill=True)
+                return Page0(None, "the page-0 render timed out after %g s" % timeout), Fate.ENDED
+        if len(data) < 4:  # it ended under this PDF: its exit says how
+            returncode = self.close(kill=False)
+            killed = returncode < 0 and returncode != -signal.SIGALRM
+            return outcome(returncode, b"", timeout), Fate.KILLED if killed else Fate.ENDED
+        self.renders += 1
+        status = int.from_bytes(data[-4:], sys.byteorder, signed=True)
+        return outcome(os.waitstatus_to_exitcode(status), data[:-4], timeout), Fate.READY
+
+    def close(self, kill: bool = False) -> int:
+        """End it (closing its socket ends its loop; ``kill`` does not wait for the render under way)
+        and reap it; its exit status (negative: the signal that ended it)."""
+        self.control.close()
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        try:
+            return self.process.wait(timeout=RENDER_TIMEOUT + _GRACE)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+class WarmRenderer:
+    """Warm renderer processes, one per render under way (the spider bounds how many run at once:
+    as many as extraction processes), started as needed and kept for the next renders."""
+
+    def __init__(self) -> None:
+        self._idle: list[_RendererProcess] = []
+        self._lock = threading.Lock()
+        #: Whether the first render was compared with ``pdftoppm``'s (once a process).
+        self._compared = False
+        #: Why these renderers are no longer used (their JPEG was not pdftoppm's), or None.
+        self.refused: str | None = None
+
+    def render(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+        """:meth:`render_async` for a caller without a running event loop (a thread, a tool), on a
+        loop of its own: the thread's current loop (a test's installed reactor) is left as it was,
+        which ``asyncio.run`` would not do."""
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(self.render_async(blob, timeout))
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+
+    async def render_async(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
+        """The PDF's outcome. The first one is also rendered by ``pdftoppm``: should the two differ
+        (a poppler upgraded under a module built for another), these renderers are refused for
+        the rest of the process, with a warning, and ``pdftoppm``'s outcome stands."""
+        page0 = await self._render(blob, timeout)
+        if self._compared or PDFTOPPM is None:
+            return page0
+        self._compared = True
+        loop = asyncio.get_running_loop()
+        reference = await loop.run_in_executor(None, render_by_pdftoppm, blob, timeout)
+        if reference.jpeg != page0.jpeg:
+            self.refused = "its page-0 JPEG was not pdftoppm's (%s against %s)" % (
+                "%d bytes" % len(page0.jpeg) if page0.jpeg else page0.reason,
+                "%d bytes" % len(reference.jpeg) if reference.jpeg else reference.reason,
+            )
+            logger.warning("the warm page-0 renderer is not used: %s; pdftoppm renders", self.refused)
+            self.close()
+            return reference
+        return page0
+
+    async def _render(self, blob: bytes, timeout: float) -> Page0:
+        """A process that ends under the PDF (a signal, not its deadline) may have been killed while
+        idle (the OOM killer) or crashed on this PDF: it gets one more, new process; a PDF that
+        ends two is reported with the second one's reason."""
+        page0 = Page0(None, "the page-0 renderer ended before it took the PDF, twice")
+        for _ in (1, 2):
+            try:
+                renderer = self._take()
+            except OSError as exc:
+                return Page0(None, "the page-0 renderer could not start: %s" % exc)
+            answer = await renderer.render(blob, timeout)
+            if answer is None:  # it had ended before the PDF came
+                renderer.close()
+                continue
+            page0, fate = answer
+            if fate is Fate.READY and renderer.renders < RENDERS_PER_PROCESS:
+                with self._lock:
+                    self._idle.append(renderer)
+            elif fate is Fate.READY:
+                renderer.close()
+            if fate is not Fate.KILLED:
+                return page0
+        return page0
+
+    def _take(self) -> _RendererProcess:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _RendererProcess()
+
+    def close(self) -> None:
+        """End the idle renderers (a render under way keeps its own; a later render starts new ones)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for renderer in idle:
+            renderer.close()
+
+    def pids(self) -> list[int]:
+        """The idle renderers' process ids (tests send them real signals)."""
+        with self._lock:
+            return [renderer.process.pid for renderer in self._idle]
+
+
+async def _exchange(request: socket.socket, blob: bytes | None) -> bytes:
+    """Send the PDF (unless None) and end our side, then read the answer to its end."""
+    loop = asyncio.get_running_loop()
+    if blob is not None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it ended: its answer says why
+            await loop.sock_sendall(request, blob)
+            request.shutdown(socket.SHUT_WR)
+    chunks = []
+    with contextlib.suppress(OSError):
+        while chunk := await loop.sock_recv(request, 65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _Warm:
+    """This process's warm renderers, made on first use (:func:`warm_renderer`)."""
+
+    renderer: WarmRenderer | None = None
+    checked = False
+    lock = threading.Lock()
+
+
+def warm_renderer() -> WarmRenderer | None:
+    """This process's warm renderers; None when the compiled module is not built, poppler's
+    library cannot be loaded or the renderers were refused (then ``pdftoppm`` renders)."""
+    if _Warm.checked:
+        return _Warm.renderer if _Warm.renderer is None or _Warm.renderer.refused is None else None
+    with _Warm.lock:
+        if not _Warm.checked:
+            try:
+                importlib.import_module(PAGE0_MODULE)
+            except ImportError:
+                _Warm.renderer = None
+            else:
+                _Warm.renderer = WarmRenderer()
+                atexit.register(_Warm.renderer.close)
+            _Warm.checked = True
+    return warm_renderer()
+
+
+def close_renderers(*args: Any, **kwargs: Any) -> None:
+    """End this process's idle warm renderers (the crawl closed; a next crawl starts new ones)."""
+    if _Warm.renderer is not None:
+        _Warm.renderer.close()
 
 
 def page0_renderable(meta: dict[str, Any]) -> bool:

@@ -1,0 +1,199 @@
+"""The page-0 thumbnail's renderers (votersdaily/ingest/thumbnail.py): the warm renderer
+(votersdaily/ingest/_page0.cc) and its fallback, ``pdftoppm`` itself, both held to the bytes of one
+``pdftoppm`` run on every recorded PDF; failures, crashes and timeouts cost only their own PDF."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.ingest.conftest import scholarly
+from votersdaily.ingest import thumbnail as T
+
+#: Real PDFs of pypdf's test resources (provenance: votersdaily/recordings/gov/FIXTURES.md).
+PDFS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "pdf").glob("*.pdf"))
+
+pytestmark = pytest.mark.skipif(T.PDFTOPPM is None, reason="poppler-utils' pdftoppm is not installed")
+
+
+def recorded_pdfs() -> list[tuple[str, bytes]]:
+    """Every recorded PDF: the scholarly fixture and the sixteen of tests/fixtures/pdf."""
+    return [("dummy.pdf", scholarly("dummy.pdf").read_bytes())] + [(p.name, p.read_bytes()) for p in PDFS]
+
+
+def pdftoppm(blob: bytes) -> T.Page0:
+    """What one blocking ``pdftoppm`` run gives, read the way both renderers read theirs."""
+    done = subprocess.run([T.PDFTOPPM, *T._PDFTOPPM_ARGS], input=blob, capture_output=True, check=False)
+    return T.outcome(done.returncode, done.stdout, T.RENDER_TIMEOUT)
+
+
+@pytest.fixture
+def warm():
+    """This process's warm renderers (skips where the compiled module is not built), ended after."""
+    renderer = T.warm_renderer()
+    if renderer is None:
+        pytest.skip("the warm page-0 renderer (votersdaily.ingest._page0) is not built")
+    yield renderer
+    renderer.close()
+
+
+@pytest.fixture
+def without_compiled_renderer(monkeypatch):
+    """The compiled module unimportable (as where it was not built): ``import`` raises ImportError."""
+    monkeypatch.setitem(sys.modules, T.PAGE0_MODULE, None)
+    monkeypatch.setattr(T._Warm, "renderer", None)
+    monkeypatch.setattr(T._Warm, "checked", False)
+    yield
+    monkeypatch.setattr(T._Warm, "checked", False)  # the next caller looks again
+
+
+def test_warm_renderer_gives_pdftoppms_bytes_on_every_recorded_pdf(warm):
+    """Each recorded PDF, twice, in two orders, from two renderers at once (what one render leaves
+    behind in a process must not change the next): exactly pdftoppm's JPEG, or its failure. The
+    password-protected PDF is one poppler cannot open (exit status 1) either way."""
+    pdfs = recorded_pdfs()
+    expected = {name: pdftoppm(blob) for name, blob in pdfs}
+    assert sum(page0.jpeg is not None for page0 in expected.values()) == len(pdfs) - 1
+    assert "exit status 1" in (expected["libreoffice-writer-password.pdf"].reason or "")
+    got: dict[str, list[T.Page0]] = {name: [] for name, _ in pdfs}
+
+    def render_all(order):
+        for name, blob in order:
+            got[name].append(warm.render(blob))
+
+    threads = [threading.Thread(target=render_all, args=(order,)) for order in (pdfs, pdfs[::-1])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got == {name: [page0, page0] for name, page0 in expected.items()}
+    assert 1 <= len(warm.pids()) <= 2  # kept for the next renders, one per render at once
+
+
+def test_without_the_compiled_renderer_pdftoppm_gives_the_same_bytes(without_compiled_renderer):
+    """Not built, or poppler's library missing: render_page0 runs pdftoppm itself, same outcome."""
+    assert T.warm_renderer() is None
+    password = PDFS[0].parent / "libreoffice-writer-password.pdf"
+    for name, blob in [*recorded_pdfs()[:6], ("password", password.read_bytes())]:
+        assert T.render_page0(blob) == pdftoppm(blob), name
+
+
+def test_a_pdf_poppler_cannot_open_gives_no_thumbnail_and_the_reason(warm):
+    """Variants of the recorded PDF (cut in half; its first 64 bytes): no JPEG, the reason said,
+    as pdftoppm says it; a variant poppler still renders (its middle zeroed) renders as pdftoppm
+    renders it. The renderer goes on with the next PDF."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    for variant in (blob[: len(blob) // 2], blob[:64]):
+        page0 = warm.render(variant)
+        assert page0 == pdftoppm(variant)
+        assert page0.jpeg is None and page0.reason == (
+            "the page-0 render failed: exit status 1 (poppler could not open the PDF)"
+        )
+    zeroed = blob[:2000] + bytes(len(blob) - 4000) + blob[-2000:]
+    assert warm.render(zeroed) == pdftoppm(zeroed) and warm.render(zeroed).jpeg is not None
+    assert warm.render(blob) == pdftoppm(blob)
+
+
+def run(coroutine):
+    """A coroutine's result on a loop of its own (the thread's current loop left alone)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
+def stalled_render(
+    warm: T.WarmRenderer, part: bytes, timeout: float
+) -> tuple[T._RendererProcess, socket.socket]:
+    """A render whose PDF stops arriving half way (the caller never ends its side): the renderer
+    waits inside poppler's read of its stdin, as it would inside a slow render."""
+    renderer = warm._take()
+    request = renderer.request(timeout)
+    assert request is not None
+    request.sendall(part)
+    return renderer, request
+
+
+def test_a_renderer_crash_costs_only_its_pdf(warm):
+    """A renderer process killed by a real SIGSEGV under a PDF (a variant of the recorded PDF cut
+    in half, stalled so the signal lands mid-read): that PDF has no thumbnail and the reason names
+    the crash; a render running meanwhile in another renderer, and the next one, are pdftoppm's."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 30.0)
+    beside = warm.render(blob)  # another process: the stalled one is taken
+    os.kill(renderer.process.pid, signal.SIGSEGV)
+    page0, fate = run(renderer.receive(answer, 30.0))
+    assert (page0, fate) == (T.Page0(None, "the page-0 renderer crashed (SIGSEGV)"), T.Fate.KILLED)
+    assert renderer.process.returncode == -signal.SIGSEGV
+    assert beside == warm.render(blob) == pdftoppm(blob) and beside.jpeg is not None
+
+
+def test_a_render_past_its_deadline_ends_with_the_reason(warm):
+    """The renderer's own deadline (SIGALRM) ends a render that takes too long (here a PDF that
+    stops arriving, a variant of the recorded PDF cut in half): no thumbnail, the reason says so,
+    and the next PDF renders in a new process."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 0.3)
+    page0, fate = run(renderer.receive(answer, 0.3))
+    assert (page0, fate) == (T.Page0(None, "the page-0 render timed out after 0.3 s"), T.Fate.ENDED)
+    assert renderer.process.returncode == -signal.SIGALRM
+    assert warm.render(blob) == pdftoppm(blob)
+
+
+def test_an_ended_renderer_is_replaced_before_it_takes_the_pdf(warm):
+    """A renderer that ended while idle (killed) is not handed the PDF: a new one renders it."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    assert warm.render(blob).jpeg is not None
+    (pid,) = warm.pids()
+    os.kill(pid, signal.SIGKILL)
+    assert warm.render(blob) == pdftoppm(blob)
+    assert warm.pids() != [pid]
+
+
+def test_renderers_end_with_the_crawl(warm):
+    """close() ends the idle renderers (their control socket closes and they exit); a later render
+    starts a new one."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    warm.render(blob)
+    (pid,) = warm.pids()
+    warm.close()
+    assert warm.pids() == [] and not Path("/proc/%d" % pid).exists()
+    assert warm.render(blob).jpeg is not None
+
+
+def test_renderers_whose_first_jpeg_is_not_pdftoppms_are_refused(warm, monkeypatch, caplog):
+    """The first render of a process is also rendered by pdftoppm; where they differ (here pdftoppm
+    asked for 90 px, as a poppler upgraded under the module would differ) pdftoppm's JPEG stands,
+    a warning says why, and pdftoppm renders from then on."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    ours = warm.render(blob)  # (this process's renderers compared with pdftoppm's real arguments)
+    monkeypatch.setattr(T, "_PDFTOPPM_ARGS", tuple("90" if a == "180" else a for a in T._PDFTOPPM_ARGS))
+    fresh = T.WarmRenderer()
+    monkeypatch.setattr(T._Warm, "renderer", fresh)
+    monkeypatch.setattr(T._Warm, "checked", True)
+    page0 = fresh.render(blob)
+    assert page0 == pdftoppm(blob) and page0.jpeg is not None and page0.jpeg != ours.jpeg
+    assert fresh.refused and "not pdftoppm's" in caplog.text and fresh.pids() == []
+    assert T.warm_renderer() is None and T.render_page0(blob) == page0
+
+
+def test_a_render_from_outside_a_loop_leaves_the_threads_event_loop_as_it_was(warm):
+    """render() runs on a loop of its own: the loop set for this thread (the tests' installed
+    reactor's, in a crawl) is still the current one afterwards."""
+    mine = asyncio.new_event_loop()
+    asyncio.set_event_loop(mine)
+    try:
+        assert warm.render(scholarly("dummy.pdf").read_bytes()).jpeg is not None
+        assert asyncio.get_event_loop_policy().get_event_loop() is mine
+    finally:
+        asyncio.set_event_loop(None)
+        mine.close()
