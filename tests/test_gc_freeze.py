@@ -10,7 +10,7 @@ from scrapy.utils.test import get_crawler
 
 from tests.laundromat.sitedata import NT_Z
 from tests.support.startup import ENTRY_POINTS, fresh_python
-from votersdaily.gc_freeze import FreezeStartupObjects
+from votersdaily.gc_freeze import FreezeStartupObjects, collections_paused
 from votersdaily.settings import EXTENSIONS
 from votersdaily.store.embedded import EmbeddedStore
 
@@ -26,6 +26,28 @@ def test_frozen_from_engine_start_to_engine_stop():
         crawler.signals.send_catch_log(signals.engine_stopped)
     assert gc.get_freeze_count() == 0
     del extension
+
+
+def test_no_collection_while_paused_and_the_collector_as_it_was_after():
+    runs = []
+
+    def count(phase, info):
+        runs.append(phase)
+
+    gc.callbacks.append(count)
+    try:
+        with collections_paused():
+            kept = [{"n": i} for i in range(3 * gc.get_threshold()[0])]  # several thresholds' worth
+            assert not gc.isenabled() and runs == []
+        assert gc.isenabled()
+        gc.disable()  # paused by someone else: still paused after
+        with collections_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.callbacks.remove(count)
+    del kept
 
 
 def test_off_by_its_settings_and_on_in_the_project():

@@ -51,10 +51,12 @@ from . import schema
 from . import signals as vd_signals
 from .clock import now_iso
 from .crawlcontext import crawl_context
+from .gc_freeze import collections_paused
 from .requestmeta import REPLAY_META
 from .store.base import StoreError
-from .store.crawler import store_for
+from .store.crawler import store_for, writers_of
 from .store.revisions import content, same_content
+from .store.views import view_installed
 
 if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in a reparse
     from pathlib import Path
@@ -81,10 +83,13 @@ LISTED = 50
 #: An event's pointer into the archive (votersdaily.archive).
 ARCHIVE_POINTER = ("warc_file", "warc_offset", "warc_record_id")
 #: What the reparse reads of every stored event of its parser, at the start and at the end: never
-#: the whole documents (200,000 of them, mostly their ``source_text``); those it marks or repoints are
-#: read whole afterwards.
+#: the whole documents (200,000 of them, mostly their ``source_text``) but the rows of a view whose
+#: value holds these fields (:data:`PROVENANCE_VIEW`); those it marks or repoints are read whole
+#: afterwards.
 VERSION_FIELDS = ("warc_record_id", "parser_version")
 CHECK_FIELDS = (*ARCHIVE_POINTER, schema.NOT_ARCHIVED, "superseded_by", WITHDRAWN_BY, REPLACED_BY)
+#: The view of every event of a parser whose value holds :data:`VERSION_FIELDS` and :data:`CHECK_FIELDS`.
+PROVENANCE_VIEW = "by_parser_provenance"
 
 
 class UnverifiedEvents(Exception):
@@ -221,29 +226,56 @@ class ReparseExtension:
             self._store_failed(spider, exc)
 
     def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
+        from .store.reschedules import RescheduleTracker
+
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
             return
-        for doc in self._events_of(store, spider.name, VERSION_FIELDS):
-            if doc.get("warc_record_id"):
-                reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
-                    str(doc.get("parser_version"))
+        # The events' writer would read the same rows (by_parser_unique_key's) before its first
+        # batch, through the store's process and while the reparse waits for it: read once, here.
+        trackers = [
+            writer.hooks
+            for writer in writers_of(self.crawler)
+            if writer.db == schema.EVENTS_DB and isinstance(writer.hooks, RescheduleTracker)
+        ]
+        with collections_paused():  # some 400,000 objects made to live on: nothing to collect
+            ids_by_key: dict[str, set[str]] = {}
+            for doc in self._events_of(store, spider.name, VERSION_FIELDS):
+                ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+                if doc.get("warc_record_id"):
+                    reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
+                        str(doc.get("parser_version"))
+                    )
+            for n, tracker in enumerate(trackers):  # each its own (a tracker keeps it current)
+                tracker.known(
+                    spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()}
                 )
 
     @staticmethod
-    def _events_of(
-        store: Store, parser_name: str, fields: tuple[str, ...] | None = None
-    ) -> list[dict[str, Any]]:
-        """The stored events of ``parser_name``: whole, or only ``fields`` (with ``_id``)."""
-        rows = store.query(
-            schema.EVENTS_DB,
-            "by_parser_unique_key",
-            startkey=[parser_name],
-            endkey=[parser_name, {}],
-            include_docs=True,
-            fields=fields,
-        )
-        return [row.doc for row in rows if row.doc]
+    def _events_of(store: Store, parser_name: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+        """``fields`` (and ``_id`` and ``unique_key``; ``None`` for a field an event lacks) of every
+        stored event of ``parser_name``, in the order of its unique keys: from the rows of :data:`PROVENANCE_VIEW`,
+        or, where that view is not installed as this code defines it (a dry run on a store written
+        before it existed: nothing installs views then), from the documents themselves."""
+        low, high = [parser_name], [parser_name, {}]
+        with collections_paused():  # 200,000 rows that all live on: nothing to collect
+            if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
+                rows = store.query(
+                    schema.EVENTS_DB, PROVENANCE_VIEW, startkey=low, endkey=high, include_docs=False
+                )
+                return [
+                    {"_id": row.id, "unique_key": row.key[1], **{key: row.value.get(key) for key in fields}}
+                    for row in rows
+                ]
+            rows = store.query(
+                schema.EVENTS_DB,
+                "by_parser_unique_key",
+                startkey=low,
+                endkey=high,
+                include_docs=True,
+                fields=fields,
+            )
+            return [{**row.doc, "unique_key": row.key[1]} for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse()
@@ -446,6 +478,7 @@ class ArchiveCheck:
         from .archive import run_of
 
         read_files = set(reparse.files)
+        in_period: dict[str, bool] = {}  # by file: a few hundred names for 200,000 events
         for doc in events:
             warc_file = doc.get("warc_file")
             if not warc_file:
@@ -455,7 +488,10 @@ class ArchiveCheck:
                     else:
                         self.not_archived += 1
                 continue
-            if not run_of(warc_file, reparse.since, reparse.until):
+            name = str(warc_file)  # what run_of reads of it (a stored value may be anything)
+            if name not in in_period:
+                in_period[name] = run_of(name, reparse.since, reparse.until)
+            if not in_period[name]:
                 continue
             offset = doc.get("warc_offset")
             found = reparse.read.get((warc_file, offset)) if isinstance(offset, int) else None

@@ -18,6 +18,7 @@ import pytest
 
 from votersdaily.store import StoreError, StoreUnavailable, open_store
 from votersdaily.store.base import StoreRefused
+from votersdaily.store.views import design_document
 
 #: CouchDB 3.4.3's answers, recorded (status, body).
 SESSION_OF_MEMBER = (
@@ -221,21 +222,28 @@ def archived(cli, tmp_path) -> dict[str, str]:
     return env
 
 
+def views_installed_by_an_admin() -> tuple[str, tuple[int, dict]]:
+    """The events' design document as ``views push`` installs it (a member may not write it)."""
+    return "/vd_events/_design/votersdaily", (200, {**design_document("vd_events"), "_rev": "1-a"})
+
+
 def test_a_member_reparses_without_asking_for_the_list_of_databases(cli, site, couch_stub, archived):
     """Before, the reparse asked ``_all_dbs`` (server admins only) at its end: a member's dry run
     failed with 90 lines of a 401 traceback."""
-    couch_stub("/vd_events/_design/votersdaily/_view/by_parser_unique_key", (200, {"rows": []}))
+    couch_stub(*views_installed_by_an_admin())
+    couch_stub("/vd_events/_design/votersdaily/_view/by_parser_provenance", (200, {"rows": []}))
     proc = cli("reparse", "--dry-run", "house_votes", store_uri=uri(site), env=archived)
     assert proc.returncode == 0, proc.stderr
     assert "would insert 3, update 0, withdraw 0, replace 0; 0 unchanged" in proc.stdout
     assert not site.hits.get("/_all_dbs")
 
 
-@pytest.mark.parametrize("where", ["/vd_events", "/vd_events/_design/votersdaily/_view/by_parser_unique_key"])
+@pytest.mark.parametrize("where", ["/vd_events", "/vd_events/_design/votersdaily/_view/by_parser_provenance"])
 def test_a_store_failing_under_a_reparse_is_one_line(cli, site, couch_stub, archived, where):
     """The store answers the check, then fails: on the events database (before any work: exit 3, as
     every store command), or on the view the reparse reads (the run fails with it: one line for the
     spider, exit 1). Before, 400 to 600 lines of tracebacks from the reparse's signal handlers."""
+    couch_stub(*views_installed_by_an_admin())
     couch_stub(where, (500, {"error": "internal_server_error", "reason": "No DB shards could be opened."}))
     proc = cli("reparse", "--dry-run", "house_votes", store_uri=uri(site), env=archived)
     said = (

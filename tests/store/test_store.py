@@ -122,6 +122,19 @@ def test_unchanged_rewrite_is_a_no_op_and_keeps_first_access(db):
     assert doc["access_datetime"] == "2026-10-01T00:00:00Z"
 
 
+def test_a_batch_found_unchanged_writes_nothing_and_asks_the_store_no_write(db):
+    upsert(db, DB, [event(1), event(2)], ignore=("access_datetime",))
+    writes = []
+    real = db.bulk_docs
+    db.bulk_docs = lambda *a, **k: (writes.append(a), real(*a, **k))[1]
+    again = upsert(
+        db, DB, [event(1, access_datetime="2026-10-09T00:00:00Z"), event(2)], ignore=("access_datetime",)
+    )
+    assert sorted(again.unchanged) == sorted([event(1)["_id"], event(2)["_id"]]) and writes == []
+    upsert(db, DB, [event(1, title="changed"), event(2)], ignore=("access_datetime",))
+    assert [[doc["_id"] for doc in docs] for _, docs in writes] == [[event(1)["_id"]]]
+
+
 def test_changed_rewrite_gets_a_new_revision(db):
     upsert(db, DB, [event(1)])
     result = upsert(db, DB, [event(1, title="Rescheduled hearing")])
@@ -200,6 +213,40 @@ def test_id_views_emit_a_row_per_id_and_follow_updates(db):
     assert [i for i, _ in ids("by_bill", "hr1-119")] == [event(1)["_id"]]
     assert [i for i, _ in ids("by_bill", "hr7-119")] == [event(0)["_id"]]
     assert [i for i, _ in ids("by_docket", "24-1")] == [event(2)["_id"]]
+
+
+def test_a_views_value_follows_the_document_and_is_read_without_it(db):
+    """by_parser_provenance's value: the keys the document holds of those its view emits (null and
+    false kept), on every backend (an embedded file with the earlier tables gets the column), and
+    it follows an update."""
+    pointer = {"warc_file": "a.warc.gz", "warc_offset": 7, "warc_record_id": "<urn:uuid:1>"}
+    upsert(db, DB, [event(1, parser_version="1.0", **pointer), event(2, archived=False, withdrawn_by=None)])
+    rows = db.query(
+        DB, "by_parser_provenance", startkey=["test_parser"], endkey=["test_parser", {}], include_docs=False
+    )
+    assert [(r.id, r.key, r.doc, r.value) for r in rows] == [
+        (event(1)["_id"], ["test_parser", "1"], None, {**pointer, "parser_version": "1.0"}),
+        (event(2)["_id"], ["test_parser", "2"], None, {"archived": False, "withdrawn_by": None}),
+    ]
+    assert db.query(DB, "by_parser_unique_key", include_docs=False)[0].value is None  # null elsewhere
+    upsert(db, DB, [event(1, parser_version="1.1", replaced_by=event(2)["_id"])])
+    (row,) = db.query(DB, "by_parser_provenance", keys=[["test_parser", "1"]], include_docs=False)
+    assert row.value == {"parser_version": "1.1", "replaced_by": event(2)["_id"]}
+
+
+def test_a_view_is_installed_when_the_design_holds_it_as_the_code_defines_it(tmp_path):
+    from votersdaily.store.views import view_installed
+
+    store = open_store("sqlite:///%s" % (tmp_path / "old.db"))
+    assert not view_installed(store, DB, "by_parser_provenance")  # no database yet
+    store.install_views(DB)
+    assert view_installed(store, DB, "by_parser_provenance")
+    assert not view_installed(store, DB, "no_such_view")
+    design = store.get(DB, DESIGN_ID)
+    design["views"]["by_parser_provenance"]["map"] = "function (doc) {}"  # an earlier version's
+    store.bulk_docs(DB, [design])
+    assert not view_installed(store, DB, "by_parser_provenance")
+    store.close()
 
 
 def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):

@@ -28,6 +28,28 @@ SAMPLES = [
         "unique_key": "51617",
     },
     {"_id": "c", "title": "no datetime", "parser_name": "x", "unique_key": "1"},
+    # by_parser_provenance's values: a pointer into the archive, a null mark (kept, as JSON keeps
+    # it), an event its crawl could not archive (false kept) with the three marks.
+    {
+        "_id": "p1",
+        "datetime": "2026-09-16T23:05:00Z",
+        "parser_name": "house_votes",
+        "unique_key": "2026-314",
+        "parser_version": "1.2",
+        "warc_file": "house_votes-20261002T180000Z-00000.warc.gz",
+        "warc_offset": 12345,
+        "warc_record_id": "<urn:uuid:6a1f0c5e-3f0e-4c39-9d0a-51d2c7d1c6b1>",
+        "replaced_by": None,
+    },
+    {
+        "_id": "p2",
+        "parser_name": "house_votes",
+        "unique_key": "2026-315",
+        "archived": False,
+        "superseded_by": "2026-09-17T00:00:00Z-house_votes-2026-315",
+        "withdrawn_by": "house_votes 1.3",
+        "replaced_by": "x",
+    },
     {"_id": "d", "datetime": None, "branch": "Judicial"},
     {"_id": "e", "datetime": "2026-01-01T00:00:00Z", "unique_key": 7, "parser_name": "p"},
     {
@@ -65,15 +87,18 @@ SAMPLES = [
 RUNNER = r"""
 const vm = require("vm");
 const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
-const out = {};
+const out = {keys: {}, values: {}};
 for (const [name, source] of Object.entries(input.maps)) {
-  out[name] = [];
+  out.keys[name] = [];
+  out.values[name] = [];
   for (const doc of input.docs) {
-    const emitted = [];
-    const sandbox = {emit: (k, v) => emitted.push(k)};
+    const keys = [];
+    const values = [];
+    const sandbox = {emit: (k, v) => { keys.push(k); values.push(v === undefined ? null : v); }};
     const fn = vm.runInNewContext("(" + source + ")", sandbox);
     fn(JSON.parse(JSON.stringify(doc)));
-    out[name].push(emitted);
+    out.keys[name].push(keys);
+    out.values[name].push(values);
   }
 }
 process.stdout.write(JSON.stringify(out));
@@ -97,10 +122,14 @@ def test_js_map_functions_match_the_specs(db):
         text=True,
         check=True,
     )
-    emitted = json.loads(answer.stdout)
+    answered = json.loads(answer.stdout)
+    emitted = answered["keys"]
     for name, spec in VIEWS[db].items():
         expected = [view_keys(spec, doc) for doc in SAMPLES]
         assert emitted[name] == expected, name
+        # What JSON carries of each value (the view's rows go over HTTP as JSON): the same.
+        values = [[json.loads(json.dumps(spec.value(doc)))] * len(view_keys(spec, doc)) for doc in SAMPLES]
+        assert answered["values"][name] == values, name
     if db == "vd_events":  # the samples reach every branch of the id views' maps
         emitted_ids = {
             name: [k for keys in emitted[name] for k in keys] for name in ("by_bill", "by_docket", "by_vote")
@@ -135,8 +164,10 @@ def test_the_embedded_stores_view_rows_are_what_the_specs_emit(db):
         rows: list = []
         extract("the-db", doc["_id"], doc, rows)
         expected = [
-            ("the-db", view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc["_id"])
+            ("the-db", view, *key, *[""] * (MAX_KEY_PARTS - len(key)), doc["_id"], spec.value(doc))
             for view, spec in VIEWS[db].items()
             for key in spec.keys(doc)
         ]
-        assert rows == expected, doc["_id"]
+        assert [(*row[:-1], None if row[-1] is None else json.loads(row[-1])) for row in rows] == expected, (
+            doc["_id"]
+        )

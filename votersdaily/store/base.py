@@ -64,6 +64,8 @@ class Row:
     id: str
     key: Any
     doc: dict[str, Any] | None = None
+    #: What the view emits beside the key (:attr:`.views.ViewSpec.values`; None for most views).
+    value: Any = None
 
 
 @runtime_checkable

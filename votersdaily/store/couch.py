@@ -338,10 +338,10 @@ class CouchStore:
             answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}))
         else:
             answer = self._json("GET", path, params=params)
-        rows = [Row(r["id"], r.get("key"), r.get("doc")) for r in answer.get("rows", [])]
+        rows = [Row(r["id"], r.get("key"), r.get("doc"), r.get("value")) for r in answer.get("rows", [])]
         if fields is None or not include_docs:
             return rows
-        return [Row(row.id, row.key, _fields_of(row.doc, fields)) for row in rows]
+        return [Row(row.id, row.key, _fields_of(row.doc, fields), row.value) for row in rows]
 
     def install_views(self, db: str) -> bool:
         return install_design(self, db)

@@ -160,6 +160,11 @@ class CrawlerWriter:
         self._opened: defer.Deferred[None] | None = None
 
     @property
+    def hooks(self) -> WriteHooks | None:
+        """What runs beside each batch's write (for events, the reschedule tracker)."""
+        return self.batch.hooks
+
+    @property
     def takes_body_json(self) -> bool:
         """Whether documents with their JSON text made (:class:`~.base.EncodedDocument`) save work:
         the embedded store in this process writes that text as it is; a store's process would be sent

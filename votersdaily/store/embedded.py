@@ -46,7 +46,9 @@ _BODY_JSON = ReusableJsonEncoder(ensure_ascii=False)
 #: The tables of a new file. Documents are a rowid table (bodies of a few KB appended in order, not
 #: spread over a B-tree keyed by id) with a unique index on (db, id); view rows are a table keyed by
 #: the view key itself. Files made by earlier versions keep their own tables (documents keyed by
-#: (db, id), view rows with two indexes): every statement below reads and writes both alike.
+#: (db, id), view rows with two indexes): every statement below reads and writes both alike. A view
+#: row's ``value`` is the JSON text of what its view emits beside the key (NULL for ``null``); a file
+#: made before views had values gets the column when opened (:data:`VALUE_COLUMN`).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dbs (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS docs (
@@ -60,11 +62,13 @@ CREATE TABLE IF NOT EXISTS attachments (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS view_rows (
     db TEXT NOT NULL, view TEXT NOT NULL, k0 TEXT NOT NULL, k1 TEXT NOT NULL, k2 TEXT NOT NULL,
-    id TEXT NOT NULL,
+    id TEXT NOT NULL, value TEXT,
     PRIMARY KEY (db, view, k0, k1, k2, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 """
+#: The column view rows of files made before views had values lack (each such row's value was null).
+VALUE_COLUMN = "ALTER TABLE view_rows ADD COLUMN value TEXT"
 #: The page size of a new file: a document body of a few KB fits a page more often than with
 #: SQLite's 4 KB default (fewer overflow pages to write and read).
 PAGE_SIZE = 8192
@@ -87,10 +91,13 @@ def _key_parts(key: Any, pad: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[str, ...]]], None]:
+def _view_rows_of(
+    db: str,
+) -> Callable[[str, str, Mapping[str, Any], list[tuple[str | None, ...]]], None]:
     """``extract(db_name, doc_id, body, rows)``: appends the document's view rows of ``db``'s views
-    (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id)`` with unused key parts ``""``: what
-    :meth:`.views.ViewSpec.keys` emits (``tests/store/test_views.py`` holds them to it), one loop over
+    (:mod:`.views`), each ``(db_name, view, k0, k1, k2, doc_id, value)`` with unused key parts ``""``
+    and the value's JSON text (None for ``null``): what :meth:`.views.ViewSpec.keys` and
+    :meth:`~.views.ViewSpec.value` emit (``tests/store/test_views.py`` holds them to it), one loop over
     views whose fields and padding were looked up once. A view keyed by ids looks for the ids first:
     most events have none, and then it has no row whatever its other fields hold."""
     specs = []
@@ -99,11 +106,14 @@ def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[
             raise StoreError(
                 "embedded views take 1 to %d key parts: %s has %d" % (MAX_KEY_PARTS, view, spec.width)
             )
-        specs.append((view, spec.fields, spec.where, spec.ids, ("",) * (MAX_KEY_PARTS - spec.width)))
+        pad = ("",) * (MAX_KEY_PARTS - spec.width)
+        specs.append((view, spec.fields, spec.where, spec.ids, pad, spec.values))
 
-    def extract(db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple[str, ...]]) -> None:
+    def extract(
+        db_name: str, doc_id: str, body: Mapping[str, Any], rows: list[tuple[str | None, ...]]
+    ) -> None:
         get = body.get
-        for view, fields, where, id_keys, pad in specs:
+        for view, fields, where, id_keys, pad, values in specs:
             ids: list[str] = []
             if id_keys:
                 for id_key in id_keys:  # JavaScript's [].concat(...) of their values, strings only
@@ -121,10 +131,11 @@ def _view_rows_of(db: str) -> Callable[[str, str, Mapping[str, Any], list[tuple[
             else:
                 if where is not None and not where(body):
                     continue
+                value = None if values is None else _BODY_JSON({k: body[k] for k in values if k in body})
                 if id_keys:
-                    rows.extend([(db_name, view, one, *key, *pad, doc_id) for one in ids])  # type: ignore[arg-type]  # strings: checked above
+                    rows.extend([(db_name, view, one, *key, *pad, doc_id, value) for one in ids])
                 else:
-                    rows.append((db_name, view, *key, *pad, doc_id))  # type: ignore[arg-type]  # strings: checked above
+                    rows.append((db_name, view, *key, *pad, doc_id, value))
 
     return extract
 
@@ -218,6 +229,11 @@ class _DocColumn:
         return doc
 
 
+def _value(text: str | None) -> Any:
+    """A view row's value from its stored JSON text (NULL: ``null``)."""
+    return None if text is None else json.loads(text)
+
+
 #: The stores this process has open: each is closed as the process exits (:func:`_close_open_stores`).
 _OPEN: weakref.WeakSet[EmbeddedStore] = weakref.WeakSet()
 
@@ -257,6 +273,9 @@ class EmbeddedStore:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.executescript(SCHEMA)
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(view_rows)")}
+        if "value" not in columns:
+            self._conn.execute(VALUE_COLUMN)
         self._opened_by = os.getpid()
         _OPEN.add(self)
 
@@ -467,7 +486,7 @@ class EmbeddedStore:
                 ids = [i for i in (d.get("_id") for d in docs) if isinstance(i, str)]
                 revs = self._current_revs(db, [i for i in ids if not SURROGATE_RE.search(i)])
                 rows: list[tuple[str, ...]] = []
-                view_rows: list[tuple[str, ...]] = []
+                view_rows: list[tuple[str | None, ...]] = []
                 replaced: list[str] = []
                 for doc in docs:
                     answer, row = self._prepare(db, doc, revs)
@@ -482,10 +501,12 @@ class EmbeddedStore:
                     extract(db, doc_id, body, view_rows)
                 self._delete_view_rows(db, replaced)
                 self._insert_rows("INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES ", rows)
-                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
+                self._insert_rows(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id, value) VALUES ", view_rows
+                )
         return results
 
-    def _insert_rows(self, head: str, rows: list[tuple[str, ...]]) -> None:
+    def _insert_rows(self, head: str, rows: Sequence[tuple[str | None, ...]]) -> None:
         """``head`` (an ``INSERT … VALUES``) for every row, in as few statements as SQLite's limit of
         parameters allows (one for a batch, mostly): each statement is one step of SQLite, during which
         the worker thread does not hold Python's lock, and after which it may wait a switch interval
@@ -671,7 +692,7 @@ class EmbeddedStore:
             params.extend(_key_parts(high, pad=""))
         order = "DESC" if descending else "ASC"
         sql = (
-            "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s WHERE %s "  # noqa: S608 - placeholders and fixed SQL fragments only
+            "SELECT v.id, v.k0, v.k1, v.k2, v.value, %s FROM view_rows v %s WHERE %s "  # noqa: S608 - placeholders and fixed SQL fragments only
             "ORDER BY v.k0 %s, v.k1 %s, v.k2 %s, v.id %s LIMIT ? OFFSET ?"
             % (select.columns, select.join, " AND ".join(where), order, order, order, order)
         )
@@ -679,10 +700,10 @@ class EmbeddedStore:
         with self._lock:
             fetched = self._conn.execute(sql, params).fetchall()
         out = []
-        for doc_id, k0, k1, k2, rev, body in fetched:
+        for doc_id, k0, k1, k2, value, rev, body in fetched:
             parts = [k0, k1, k2][:width]
             row_key = parts[0] if width == 1 else parts
-            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
+            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body), _value(value)))
         return out
 
     def _query_keys(
@@ -696,7 +717,7 @@ class EmbeddedStore:
         for start in range(0, len(unique), KEYS_PER_QUERY):
             chunk = unique[start : start + KEYS_PER_QUERY]
             sql = (
-                "SELECT v.id, v.k0, v.k1, v.k2, %s FROM view_rows v %s "  # noqa: S608 - placeholders and fixed SQL fragments only
+                "SELECT v.id, v.k0, v.k1, v.k2, v.value, %s FROM view_rows v %s "  # noqa: S608 - placeholders and fixed SQL fragments only
                 "WHERE v.db = ? AND v.view = ? AND (v.k0, v.k1, v.k2) IN (VALUES %s)"
                 % (select.columns, select.join, ", ".join(["(?, ?, ?)"] * len(chunk)))
             )
@@ -708,10 +729,10 @@ class EmbeddedStore:
                     found.setdefault(tuple(row[1:4]), []).append(row)
         out = []
         for parts in wanted:
-            for doc_id, k0, k1, k2, rev, body in sorted(found.get(parts, ()), reverse=descending):
+            for doc_id, k0, k1, k2, value, rev, body in sorted(found.get(parts, ()), reverse=descending):
                 key_parts = [k0, k1, k2][:width]
                 row_key = key_parts[0] if width == 1 else key_parts
-                out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body)))
+                out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body), _value(value)))
         return out
 
     def install_views(self, db: str) -> bool:
@@ -733,10 +754,12 @@ class EmbeddedStore:
                 "SELECT id, body FROM docs WHERE db = ? AND id NOT LIKE '\\_design/%' ESCAPE '\\'", (name,)
             )
             for batch in iter(lambda: rows.fetchmany(1000), []):
-                view_rows: list[tuple[str, ...]] = []
+                view_rows: list[tuple[str | None, ...]] = []
                 for doc_id, body in batch:
                     extract(name, doc_id, json.loads(body), view_rows)
-                self._insert_rows("INSERT INTO view_rows (db, view, k0, k1, k2, id) VALUES ", view_rows)
+                self._insert_rows(
+                    "INSERT INTO view_rows (db, view, k0, k1, k2, id, value) VALUES ", view_rows
+                )
 
     def close(self) -> None:
         with self._lock:

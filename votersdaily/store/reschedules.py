@@ -55,6 +55,12 @@ class RescheduleTracker:
         #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
         self._attempted: set[str] = set()
 
+    def known(self, parser_name: str, ids_by_key: dict[str, set[str]]) -> None:
+        """The documents of ``parser_name`` by unique key (the rows of ``by_parser_unique_key``) as
+        a caller read them before this run wrote any of that parser's (a reparse, at its start):
+        not read again. Once read, a parser's documents are kept as this run's writes left them."""
+        self._ids.setdefault(parser_name, ids_by_key)
+
     def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
             self._ids[parser] = self._read(store, db, parser)

@@ -193,7 +193,9 @@ def upsert(
         retry = {}
         if writes and before_write is not None:
             before_write(writes)
-        for answer in store.bulk_docs(db, writes):
+        # Nothing to write (a batch found unchanged: a reparse's, mostly): no call of the store
+        # (an empty transaction, or an empty _bulk_docs, with the writer waiting for its answer).
+        for answer in store.bulk_docs(db, writes) if writes else ():
             doc_id = answer["id"]  # every answer names its document (Store.bulk_docs)
             if "error" not in answer:
                 getattr(result, kinds[doc_id]).append(doc_id)

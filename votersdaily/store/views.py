@@ -38,6 +38,10 @@ class ViewSpec:
     #: key and ``fields`` after it (``by_bill``: ``[bill_id, datetime]``), as the JS map emits for
     #: each string of ``[].concat(doc.<key>, …)``.
     ids: tuple[str, ...] = ()
+    #: Keys whose values the view emits as each row's value: an object of those the document holds
+    #: (what JSON keeps of the JS map's ``{key: doc.key, …}``: a key the document lacks is left
+    #: out). None emits ``null``, as most views do.
+    values: tuple[str, ...] | None = None
 
     @property
     def width(self) -> int:
@@ -55,6 +59,12 @@ class ViewSpec:
             return [values]
         return [(one, *values) for one in _ids_of(doc, self.ids)]
 
+    def value(self, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The value each of the document's rows carries."""
+        if self.values is None:
+            return None
+        return {key: doc[key] for key in self.values if key in doc}
+
 
 def _ids_of(doc: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     """The string ids of ``keys`` in the document, in order: JavaScript's ``[].concat(…)`` of their
@@ -69,6 +79,21 @@ def _ids_of(doc: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     return found
 
 
+#: The value of ``by_parser_provenance``: an event's archive pointer (votersdaily/archive.py),
+#: ``archived`` (false when its crawl could not archive it), ``parser_version``, and the marks that
+#: take it out of the live views (a reschedule's ``superseded_by``, a reparse's ``withdrawn_by`` and
+#: ``replaced_by``).
+PROVENANCE = (
+    "warc_file",
+    "warc_offset",
+    "warc_record_id",
+    "archived",
+    "parser_version",
+    "superseded_by",
+    "withdrawn_by",
+    "replaced_by",
+)
+
 VIEWS: dict[str, dict[str, ViewSpec]] = {
     "vd_events": {
         "by_datetime": ViewSpec(("datetime",)),
@@ -76,6 +101,9 @@ VIEWS: dict[str, dict[str, ViewSpec]] = {
         "by_entity_datetime": ViewSpec(("entity", "datetime")),
         "by_parser_datetime": ViewSpec(("parser_name", "datetime")),
         "by_parser_unique_key": ViewSpec(("parser_name", "unique_key")),
+        # The same rows, each with what a reparse reads of every event of its parser (its archive
+        # pointer, parser version and marks: votersdaily/reparse.py), so it reads no document.
+        "by_parser_provenance": ViewSpec(("parser_name", "unique_key"), values=PROVENANCE),
         "by_committee_datetime": ViewSpec(("committee_code", "datetime")),
         # The ids of docs/events.md §2 ("Ids"): every event of one bill, case or roll call in time order.
         "by_bill": ViewSpec(("datetime",), ids=("bill_ids",)),
@@ -97,6 +125,17 @@ def views_for(db: str) -> dict[str, ViewSpec]:
 def view_keys(spec: ViewSpec, doc: Mapping[str, Any]) -> list[Any]:
     """The keys as CouchDB would return them: a scalar for one component, a list for several."""
     return [key[0] if len(key) == 1 else list(key) for key in spec.keys(doc)]
+
+
+def view_installed(store: Store, db: str, view: str) -> bool:
+    """Whether the design document in ``db`` holds ``view`` as this code defines it: its rows then
+    cover every stored document (an embedded store rebuilds them, CouchDB indexes them, when the
+    design changes). A reader that may run before anything installs the views (a dry run, a
+    member user) takes another way when it does not."""
+    design = design_document(db)
+    stored = store.get(db, DESIGN_ID) if store.has_db(db) else None
+    wanted = design["views"].get(view) if design is not None else None
+    return wanted is not None and stored is not None and stored.get("views", {}).get(view) == wanted
 
 
 def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict[str, Any] | None:
