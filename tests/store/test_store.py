@@ -269,6 +269,40 @@ def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):
     store.close()
 
 
+def test_a_rebuild_the_disk_cut_short_is_done_again_at_the_next_open(tmp_path):
+    """The upgrade above on a full disk (a real tmpfs): the rows cannot be rebuilt, and the design
+    document stays the earlier one, so no reader trusts a view whose rows are missing, and the next
+    open, with room again, rebuilds them. Written the other way round (design first), the new design
+    was stored, the rebuild failed, and every later open took the view as installed without rows."""
+    from tests.support.tmpfs import fill, small_tmpfs
+    from votersdaily.store.base import StoreUnavailable
+    from votersdaily.store.views import view_installed
+
+    with small_tmpfs(tmp_path / "disk", size="16m") as disk:
+        store = open_store("sqlite:///%s" % (disk / "old.db"))
+        store.install_views(DB)
+        upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(3000)])
+        design = store.get(DB, DESIGN_ID)
+        del design["views"]["by_bill"]
+        store.bulk_docs(DB, [design])
+        store._conn.execute("DELETE FROM view_rows WHERE view = 'by_bill'")
+        store.close()
+        filler = fill(disk, leave=256 * 1024)
+        store = open_store("sqlite:///%s" % (disk / "old.db"))
+        with pytest.raises(StoreUnavailable, match=str(disk)):
+            store.install_views(DB)
+        assert not view_installed(store, DB, "by_bill")
+        store.close()
+        filler.unlink()
+        store = open_store("sqlite:///%s" % (disk / "old.db"))
+        assert store.install_views(DB) is True
+        assert view_installed(store, DB, "by_bill")
+        rows = store.query(DB, "by_bill", startkey=["hr1-119"], endkey=["hr1-119", {}])
+        assert sorted(r.id for r in rows) == sorted(event(i)["_id"] for i in range(0, 3000, 3))
+        assert len(store.query(DB, "by_datetime")) == 3000
+        store.close()
+
+
 def test_log_views(store):
     store.ensure_db("vd_log")
     store.install_views("vd_log")

@@ -31,7 +31,7 @@ from votersdaily.schema import SURROGATE_RE
 from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, next_rev, not_unicode, rev_number
-from .views import install_design, views_for
+from .views import design_is_current, install_design, views_for
 
 T = TypeVar("T")
 
@@ -738,11 +738,16 @@ class EmbeddedStore:
     def install_views(self, db: str) -> bool:
         """Store the design document too, so a dump shows what CouchDB would hold. When it changed
         (an upgrade added or altered a view), the view rows are built again from the stored
-        documents, as CouchDB builds the index of a changed design document."""
-        changed = install_design(self, db)
-        if changed:
-            self._rebuild_view_rows(db)
-        return changed
+        documents, as CouchDB builds the index of a changed design document.
+
+        The rows are built before the design document is written: a rebuild that fails (a full
+        disk) leaves the old design in place, so the next open builds them again, and a reader
+        that trusts a view the design holds (``view_installed``) never reads half its rows."""
+        if design_is_current(self, db):
+            return False
+        self.ensure_db(db)
+        self._rebuild_view_rows(db)
+        return install_design(self, db)
 
     @_unavailable_when_sqlite_cannot
     def _rebuild_view_rows(self, db: str) -> None:

@@ -138,6 +138,19 @@ def view_installed(store: Store, db: str, view: str) -> bool:
     return wanted is not None and stored is not None and stored.get("views", {}).get(view) == wanted
 
 
+def design_is_current(store: Store, db: str) -> bool:
+    """Whether ``db`` holds this code's design document (or the code has none for it)."""
+    design = design_document(db)
+    if design is None:
+        return True
+    stored = store.get(db, DESIGN_ID) if store.has_db(db) else None
+    return stored is not None and _same_views(stored, design)
+
+
+def _same_views(stored: Mapping[str, Any], design: Mapping[str, Any]) -> bool:
+    return stored.get("views") == design["views"] and stored.get("language") == design["language"]
+
+
 def design_document(db: str, views_dir: Traversable = VIEWS_DIR) -> dict[str, Any] | None:
     """The design document for ``db`` built from its folder of map.js (and optional reduce.js)."""
     folder = views_dir / db / "views"
@@ -168,7 +181,7 @@ def install_design(store: Store, db: str, attempts: int = 5) -> bool:
     for _ in range(attempts):
         current = store.get(db, DESIGN_ID)
         if current is not None:
-            if current.get("views") == design["views"] and current.get("language") == design["language"]:
+            if _same_views(current, design):
                 return False
             design["_rev"] = current["_rev"]
         else:
