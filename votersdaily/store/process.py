@@ -203,9 +203,9 @@ class StoreProcess:
     def install_views(self, db: str) -> bool:
         return self._call("install_views", db)
 
-    def collector_state(self) -> tuple[tuple[int, int, int], int]:
-        """The child's :func:`gc.get_threshold` and :func:`gc.get_freeze_count` (what it was started
-        with holds)."""
+    def collector_state(self) -> dict[str, Any]:
+        """The child's garbage collector: ``threshold`` (:func:`gc.get_threshold`), ``frozen``
+        (:func:`gc.get_freeze_count`) and ``collections`` by generation so far."""
         return self._call("collector_state")
 
 
@@ -230,7 +230,13 @@ def _serve(conn: Any, path: str, prefix: str, freeze: bool, young_threshold: int
                 conn.send(("ok", None))
                 return
             if name == "collector_state":
-                conn.send(("ok", (gc.get_threshold(), gc.get_freeze_count())))
+                collections = [generation["collections"] for generation in gc.get_stats()]
+                state = {
+                    "threshold": gc.get_threshold(),
+                    "frozen": gc.get_freeze_count(),
+                    "collections": collections,
+                }
+                conn.send(("ok", state))
                 continue
             try:
                 answer: tuple[str, Any] = ("ok", getattr(store, name)(*args, **kwargs))
