@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -22,7 +23,7 @@ from votersdaily import locations
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
-from votersdaily.plumbing.full_disk import full_folder
+from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
 from votersdaily.store.crawler import store_for, writer_for
 from votersdaily.store.hooks import AfterBatch
 
@@ -73,6 +74,21 @@ def html_meta_doc(result: dict[str, Any], has_teixml: bool) -> dict[str, Any]:
         "biblio": result.get("html_biblio"),
         "resources": result.get("html_resources"),
     }
+
+
+@dataclass
+class FilesWritten:
+    """What :meth:`IngestStorePipeline._write_files` did in its worker thread, for the reactor."""
+
+    #: The TEI blob is in the blob store (``html_meta``'s ``has_teixml``).
+    tei_kept: bool = False
+    #: Full folders met, in order, each with the folder (the run says the first once).
+    full: list[tuple[OutputFolderFull, str]] = field(default_factory=list)
+    #: The new file-table row and the stored row of the same file, when the ingest is a hit.
+    row: dict[str, Any] | None = None
+    stored: dict[str, Any] | None = None
+    #: What stopped the writes (raised on the reactor thread).
+    error: Exception | None = None
 
 
 async def written(waiting: defer.Deferred[None] | None) -> None:
@@ -138,27 +154,46 @@ class IngestStorePipeline:
             self.crawler.stats.inc_value("ingest/not_persisted")
             return item
         await written(self.results.add(result_doc(result)))
+        if not result.get("file_meta"):
+            return item
         tei_xml = side.get("tei_xml")
-        if tei_xml and result.get("file_meta"):
-            sha1hex = result["file_meta"]["sha1hex"]
-            tei_xml = (
-                tei_xml if await self._kept(self.blobs.put, tei_path(sha1hex), tei_xml.encode()) else None
-            )
-            if tei_xml and self.feed is not None:
-                await self._kept(self.feed.publish, self._tei_message(result, tei_xml))
-        thumbnail = side.get("pdf_thumbnail")
-        if thumbnail and result.get("file_meta"):
-            path = thumbnail_path(result["file_meta"]["sha1hex"])
-            await self._kept(self.blobs.put, path, thumbnail, "image/jpeg")
-        if result["hit"] and result.get("file_meta"):
-            row, stored = await run_in_thread(self._file_row, result, side)
+        if not (tei_xml or side.get("pdf_thumbnail") or result["hit"]):
+            return item
+        # One trip through the thread pool per ingest: the hand-off costs the reactor more than the writes.
+        files = await run_in_thread(self._write_files, result, side)
+        for full, place in files.full:
+            self._say_full(full, place)
+        if files.error is not None:
+            raise files.error
+        if files.row is not None:
             # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
-            row = merge_row(self._pending_rows.get(row["_id"]) or stored, row)
+            row = merge_row(self._pending_rows.get(files.row["_id"]) or files.stored, files.row)
             self._pending_rows[row["_id"]] = row
             await written(self.files.add(row))
             if result.get("html_body"):
-                await written(self.html_meta.add(html_meta_doc(result, bool(tei_xml))))
+                await written(self.html_meta.add(html_meta_doc(result, files.tei_kept)))
         return item
+
+    def _write_files(self, result: dict[str, Any], side: dict[str, Any]) -> FilesWritten:
+        """The ingest's files in order (TEI blob, its feed line, the thumbnail blob) and its file row with
+        the stored row of the same file, in a worker thread. An error stops the rest, as it stopped the
+        item before; it is answered (with the full folders met before it) for the reactor to raise."""
+        files = FilesWritten()
+        sha1hex = result["file_meta"]["sha1hex"]
+        try:
+            tei_xml = side.get("tei_xml")
+            if tei_xml:
+                files.tei_kept = self._kept(files, self.blobs.put, tei_path(sha1hex), tei_xml.encode())
+                if files.tei_kept and self.feed is not None:
+                    self._kept(files, self.feed.publish, self._tei_message(result, tei_xml))
+            thumbnail = side.get("pdf_thumbnail")
+            if thumbnail:
+                self._kept(files, self.blobs.put, thumbnail_path(sha1hex), thumbnail, "image/jpeg")
+            if result["hit"]:
+                files.row, files.stored = self._file_row(result, side)
+        except Exception as exc:  # raised on the reactor thread, after the full folders are said
+            files.error = exc
+        return files
 
     @staticmethod
     def _tei_message(result: dict[str, Any], tei_xml: str) -> dict[str, Any]:
@@ -172,12 +207,12 @@ class IngestStorePipeline:
             "word_count": body.get("word_count"),
         }
 
-    async def _kept(self, write: Callable[..., Any], *args: Any) -> bool:
-        """Whether ``write`` (a blob, a feed line) was kept. A full disk under the blob folder or the
-        feed costs the result nothing (its result, file row and ``html_meta``, ``has_teixml: false``,
-        are stored all the same): the folder is said once and fails the run (``OutputFolderFull``)."""
+    def _kept(self, files: FilesWritten, write: Callable[..., Any], *args: Any) -> bool:
+        """Whether ``write`` (a blob, a feed line; worker thread) was kept. A full disk under the blob
+        folder or the feed costs the result nothing (its result, file row and ``html_meta``,
+        ``has_teixml: false``, are stored all the same): the folder goes to ``files.full``."""
         try:
-            await run_in_thread(write, *args)
+            write(*args)
         except OSError as exc:
             feed = self.feed is not None and write == self.feed.publish
             place = self.feed.path if feed and self.feed is not None else getattr(self.blobs, "root", "")
@@ -189,17 +224,22 @@ class IngestStorePipeline:
             )
             if full is None:
                 raise
-            if not self._full_said:
-                self._full_said = True
-                logger.error("%s", full.strerror)
-                self.crawler.signals.send_catch_log(
-                    vd_signals.source_failed,
-                    failure=Failure(full),
-                    url=str(place),
-                    spider=self.crawler.spider,
-                )
+            files.full.append((full, str(place)))
             return False
         return True
+
+    def _say_full(self, full: OutputFolderFull, place: str) -> None:
+        """A full blob folder or feed: said once a run, and it fails the run (``OutputFolderFull``)."""
+        if self._full_said:
+            return
+        self._full_said = True
+        logger.error("%s", full.strerror)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed,
+            failure=Failure(full),
+            url=place,
+            spider=self.crawler.spider,
+        )
 
     def _rows_written(
         self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult
