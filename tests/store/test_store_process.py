@@ -4,6 +4,7 @@ here, what a process adds: it dies, its crawl dies, Ctrl-C, a crawl's writers us
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -140,6 +141,28 @@ def test_a_crawls_writers_write_through_it_unless_switched_off(sqlite_uri, monke
     assert isinstance(writer_store_for(on), StoreProcess)
     assert isinstance(writer_store_for(off), EmbeddedStore)
     writer_store_for(on).close()
+
+
+def test_its_child_collects_garbage_as_the_crawl_process_does(sqlite_uri, monkeypatch):
+    """The crawl's young threshold reaches the child, which froze what it started with; switched off,
+    the child keeps Python's collector as it is."""
+    monkeypatch.setenv("VOTERSDAILY_STORE", sqlite_uri)
+    on = {"VOTERSDAILY_STORE_PROCESS": True}
+    tuned = get_crawler(
+        Spider, {**on, "VOTERSDAILY_GC_FREEZE": True, "VOTERSDAILY_GC_YOUNG_THRESHOLD": 43_210}
+    )
+    plain = get_crawler(Spider, {**on, "VOTERSDAILY_GC_FREEZE": False, "VOTERSDAILY_GC_YOUNG_THRESHOLD": 0})
+    for crawler in (tuned, plain):
+        assert isinstance(writer_store_for(crawler), StoreProcess)
+    try:
+        state = writer_store_for(tuned).collector_state()
+        assert state["threshold"] == (43_210, *gc.get_threshold()[1:])
+        assert state["frozen"] > 10_000  # the imports and the open store, not a handful
+        state = writer_store_for(plain).collector_state()
+        assert (state["threshold"], state["frozen"]) == (gc.get_threshold(), 0)
+    finally:
+        writer_store_for(tuned).close()
+        writer_store_for(plain).close()
 
 
 def test_it_compares_what_the_store_holds_sending_only_those_documents(process, sqlite_uri, monkeypatch):

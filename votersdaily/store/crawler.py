@@ -96,7 +96,11 @@ def writer_store_for(crawler: Crawler) -> Store:
     if writes.writer_store is None:
         store = store_for(crawler)
         if isinstance(store, EmbeddedStore) and crawler.settings.getbool("VOTERSDAILY_STORE_PROCESS"):
-            process = StoreProcess.of(store)
+            process = StoreProcess.of(
+                store,
+                freeze=crawler.settings.getbool("VOTERSDAILY_GC_FREEZE"),
+                young_threshold=crawler.settings.getint("VOTERSDAILY_GC_YOUNG_THRESHOLD"),
+            )
             crawler.signals.connect(process.close, signal=signals.engine_stopped, weak=False)
             writes.writer_store = process
         else:
