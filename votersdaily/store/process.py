@@ -67,20 +67,28 @@ class StoreProcess:
     """A :class:`~.base.Store` whose calls run in a child process on the embedded store ``path``."""
 
     def __init__(
-        self, path: str, prefix: str, display_uri: str, freeze: bool = False, young_threshold: int = 0
+        self,
+        path: str,
+        prefix: str,
+        display_uri: str,
+        freeze: bool | None = None,
+        young_threshold: int | None = None,
     ) -> None:
         self.path = path
         self.prefix = prefix
         self.display_uri = display_uri
-        #: The child's collector: freeze its start-up objects; its young threshold (0: Python's).
-        self.freeze = freeze
-        self.young_threshold = young_threshold
+        #: The child's collector (the crawl's VOTERSDAILY_GC_FREEZE and _YOUNG_THRESHOLD): freeze its
+        #: start-up objects; its young threshold. None, False or 0: Python's own.
+        self.freeze = bool(freeze)
+        self.young_threshold = young_threshold or 0
         self._lock = threading.Lock()
         self._conn: Any = None
         self._process: Any = None
 
     @classmethod
-    def of(cls, store: EmbeddedStore, freeze: bool = False, young_threshold: int = 0) -> StoreProcess:
+    def of(
+        cls, store: EmbeddedStore, freeze: bool | None = None, young_threshold: int | None = None
+    ) -> StoreProcess:
         return cls(store.path, store.prefix, store.display_uri, freeze, young_threshold)
 
     # -- the child ---------------------------------------------------------------------------
