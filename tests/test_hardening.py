@@ -4,6 +4,7 @@ an event spider refuses a response far larger than any event document."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.conftest import recording
 from votersdaily.store import open_store
@@ -43,6 +44,33 @@ def test_the_filter_masks_passwords_in_any_record():
     assert record.getMessage() == (
         "Overridden settings:\n{'REDIS_URL': 'redis://:***@r:6379/0', 'X': 'http://u:***@h/a@b'}"
     )
+
+
+def test_the_masks_quick_checks_change_no_text():
+    """``redact`` runs each pattern only on text holding what it needs ("://" and "@"; a secret
+    word): the same text as both patterns run everywhere, on every recorded source document (the
+    shipped recordings, cut in records' sizes), each also with a password and a secret setting put
+    in (derived variants), and on the settings line above."""
+    import itertools
+
+    from votersdaily.redact import CREDENTIALS_RE, SECRET_SETTING_RE, redact
+
+    def everywhere(text: str) -> str:
+        return SECRET_SETTING_RE.sub(r"\1\2***\2", CREDENTIALS_RE.sub(r"\1***@", text))
+
+    recordings = Path(__file__).parents[1] / "votersdaily" / "recordings"
+    texts = ["{'REDIS_URL': 'redis://:pw1@r:6379/0', 'X': 'http://u:p%40w@h/a@b'}"]
+    for path in sorted(p for p in recordings.rglob("*") if p.is_file()):
+        text = path.read_bytes().decode("utf-8", "replace")
+        texts += [text[i : i + 4000] for i in range(0, min(len(text), 40000), 4000)]
+    settings = ("AWS_SECRET_ACCESS_KEY", "API_TOKEN", "DB_PASSWORD", "FTP_PASSWD")
+    secrets = ["", " ftp://uploader:s3cret@127.0.0.1:9/x "] + [" '%s': 's3' " % name for name in settings]
+    masked = 0
+    for text, secret in itertools.product(texts, secrets):
+        variant = text[: len(text) // 2] + secret + text[len(text) // 2 :]
+        assert redact(variant) == everywhere(variant), variant[:200]
+        masked += redact(variant) != variant
+    assert len(texts) > 100 and masked >= 5 * (len(texts) - 1)  # every put-in secret was masked
 
 
 def test_no_remote_control_endpoint_in_a_crawl(crawl, sqlite_uri):

@@ -26,9 +26,18 @@ SECRET_SETTING_RE = re.compile(
 )
 
 
+#: What each pattern cannot match without: most records hold neither, and the patterns cost tens of
+#: nanoseconds a byte (a word boundary is tried as a scheme's start), hundreds of microseconds for a
+#: long record, in every record made, emitted or not.
+SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "PASSWD")
+
+
 def redact(text: str) -> str:
-    text = CREDENTIALS_RE.sub(r"\1***@", text)
-    return SECRET_SETTING_RE.sub(r"\1\2***\2", text)
+    if "://" in text and "@" in text:
+        text = CREDENTIALS_RE.sub(r"\1***@", text)
+    if any(word in text for word in SECRET_WORDS):
+        text = SECRET_SETTING_RE.sub(r"\1\2***\2", text)
+    return text
 
 
 class SecretFilter(logging.Filter):
