@@ -249,17 +249,25 @@ def test_a_view_is_installed_when_the_design_holds_it_as_the_code_defines_it(tmp
     store.close()
 
 
-def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):
-    """An embedded store written before the id views existed: its design document lacks them and its
-    documents have no rows in them (made here by taking both out of a store written today). The
-    upgraded code's install_views rebuilds the rows, as CouchDB indexes a changed design."""
-    store = open_store("sqlite:///%s" % (tmp_path / "old.db"))
+def _store_from_before_by_bill(path, count: int):
+    """An embedded store as a release before ``by_bill`` left it: ``count`` events with bills, a
+    design document without the view and no rows in it (made by taking both out of a store written
+    today)."""
+    store = open_store("sqlite:///%s" % path)
     store.install_views(DB)
-    upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(30)])
+    upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(count)])
     design = store.get(DB, DESIGN_ID)
     del design["views"]["by_bill"]
     store.bulk_docs(DB, [design])
     store._conn.execute("DELETE FROM view_rows WHERE view = 'by_bill'")
+    return store
+
+
+def test_an_upgrade_that_adds_a_view_indexes_the_stored_documents(tmp_path):
+    """An embedded store written before the id views existed: its design document lacks them and its
+    documents have no rows in them (made here by taking both out of a store written today). The
+    upgraded code's install_views rebuilds the rows, as CouchDB indexes a changed design."""
+    store = _store_from_before_by_bill(tmp_path / "old.db", 30)
     assert store.query(DB, "by_bill") == []
     assert store.install_views(DB) is True
     rows = store.query(DB, "by_bill", startkey=["hr1-119"], endkey=["hr1-119", {}])
@@ -279,14 +287,7 @@ def test_a_rebuild_the_disk_cut_short_is_done_again_at_the_next_open(tmp_path):
     from votersdaily.store.views import view_installed
 
     with small_tmpfs(tmp_path / "disk", size="16m") as disk:
-        store = open_store("sqlite:///%s" % (disk / "old.db"))
-        store.install_views(DB)
-        upsert(store, DB, [event(i, bill_ids=["hr%d-119" % (i % 3 + 1)]) for i in range(3000)])
-        design = store.get(DB, DESIGN_ID)
-        del design["views"]["by_bill"]
-        store.bulk_docs(DB, [design])
-        store._conn.execute("DELETE FROM view_rows WHERE view = 'by_bill'")
-        store.close()
+        _store_from_before_by_bill(disk / "old.db", 3000).close()
         filler = fill(disk, leave=256 * 1024)
         store = open_store("sqlite:///%s" % (disk / "old.db"))
         with pytest.raises(StoreUnavailable, match=str(disk)):
