@@ -3,7 +3,9 @@ family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm`` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import io
 import logging
 import re
@@ -11,6 +13,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from pypdf import PdfReader
+from pypdf import _codecs as pypdf_codecs
 from pypdf.errors import PdfReadError
 
 from votersdaily.datetimes import PartialDate
@@ -22,6 +25,38 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+#: pypdf's modules that build a named encoding's table for every page's text (the WinAnsi default
+#: font of each ``extract_text``) and for core fonts.
+_ENCODING_TABLE_USERS = ("pypdf._text_extraction._text_extractor", "pypdf.generic._font")
+
+
+@functools.cache
+def _encoding_table(encoding: str) -> dict[int, str]:
+    return pypdf_codecs.encoding_dict_from_named_encoding(encoding)
+
+
+def named_encoding_table(encoding: str) -> dict[int, str]:
+    """pypdf's ``encoding_dict_from_named_encoding``, each table decoded once per process: pypdf
+    decodes the 256 bytes one by one for every page it reads (0.1-0.2 ms a page, up to a tenth of a
+    one-page PDF's extraction). A fresh copy each call: pypdf changes a font's table in place."""
+    return dict(_encoding_table(encoding))
+
+
+def _share_encoding_tables() -> None:
+    """Point pypdf's per-page users of the named encoding tables at :func:`named_encoding_table`
+    (the same tables; pypdf versions that do not build them per page are left as they are)."""
+    own = getattr(pypdf_codecs, "encoding_dict_from_named_encoding", None)
+    for name in _ENCODING_TABLE_USERS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if own is not None and getattr(module, "encoding_dict_from_named_encoding", None) is own:
+            module.encoding_dict_from_named_encoding = named_encoding_table  # type: ignore[attr-defined]
+
+
+_share_encoding_tables()
 
 #: The information dictionary's date keys.
 _DATE_KEYS = ("CreationDate", "ModDate")
@@ -115,9 +150,11 @@ def _read_pdf(
         if thumbnail and page_count:
             renders.append(PageZeroRender(blob, RENDER_TIMEOUT))
         texts = []
+        chars = 0
         for page in reader.pages[:max_pages]:
             texts.append(page.extract_text() or "")
-            if sum(map(len, texts)) > max_text_chars:
+            chars += len(texts[-1])
+            if chars > max_text_chars:
                 break
         info = _pdf_info(reader.metadata or {})
         first_page = reader.pages[0] if page_count else None
@@ -126,9 +163,10 @@ def _read_pdf(
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
         return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), ""
     text = "\n\f".join(texts)[:max_text_chars]
+    box = first_page.mediabox if first_page is not None else None  # pypdf builds it at each call
     extra = {
-        "page0_height": float(first_page.mediabox.height) if first_page is not None else None,
-        "page0_width": float(first_page.mediabox.width) if first_page is not None else None,
+        "page0_height": float(box.height) if box is not None else None,
+        "page0_width": float(box.width) if box is not None else None,
         "page_count": page_count,
         "permanent_id": permanent_id,
         "update_id": update_id,
