@@ -3,9 +3,7 @@ family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm`` 
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import importlib
 import io
 import logging
 import re
@@ -13,12 +11,12 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from pypdf import PdfReader
-from pypdf import _codecs as pypdf_codecs
 from pypdf.errors import PdfReadError
 
 from votersdaily.datetimes import PartialDate
 from votersdaily.defaults import DEFAULTS
 
+from . import pdf_pypdf
 from .thumbnail import RENDER_TIMEOUT, PageZeroRender
 
 if TYPE_CHECKING:
@@ -26,37 +24,7 @@ if TYPE_CHECKING:
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
-#: pypdf's modules that build a named encoding's table for every page's text (the WinAnsi default
-#: font of each ``extract_text``) and for core fonts.
-_ENCODING_TABLE_USERS = ("pypdf._text_extraction._text_extractor", "pypdf.generic._font")
-
-
-@functools.cache
-def _encoding_table(encoding: str) -> dict[int, str]:
-    return pypdf_codecs.encoding_dict_from_named_encoding(encoding)
-
-
-def named_encoding_table(encoding: str) -> dict[int, str]:
-    """pypdf's ``encoding_dict_from_named_encoding``, each table decoded once per process: pypdf
-    decodes the 256 bytes one by one for every page it reads (0.1-0.2 ms a page, up to a tenth of a
-    one-page PDF's extraction). A fresh copy each call: pypdf changes a font's table in place."""
-    return dict(_encoding_table(encoding))
-
-
-def _share_encoding_tables() -> None:
-    """Point pypdf's per-page users of the named encoding tables at :func:`named_encoding_table`
-    (the same tables; pypdf versions that do not build them per page are left as they are)."""
-    own = getattr(pypdf_codecs, "encoding_dict_from_named_encoding", None)
-    for name in _ENCODING_TABLE_USERS:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        if own is not None and getattr(module, "encoding_dict_from_named_encoding", None) is own:
-            module.encoding_dict_from_named_encoding = named_encoding_table  # type: ignore[attr-defined]
-
-
-_share_encoding_tables()
+pdf_pypdf.install()  # pypdf's per-document work done once or in C, its own results
 
 #: The information dictionary's date keys.
 _DATE_KEYS = ("CreationDate", "ModDate")
