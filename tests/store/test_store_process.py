@@ -17,9 +17,12 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from tests.support.services import REPO
+from tests.test_schema import recorded_events
+from votersdaily import schema
 from votersdaily.store import StoreUnavailable, open_store
+from votersdaily.store.base import EncodedDocument
 from votersdaily.store.crawler import writer_store_for
-from votersdaily.store.embedded import EmbeddedStore
+from votersdaily.store.embedded import EmbeddedStore, compared_fields
 from votersdaily.store.process import PackedDocs, StoreProcess
 from votersdaily.store.upsert import upsert
 
@@ -165,40 +168,80 @@ def test_its_child_collects_garbage_as_the_crawl_process_does(sqlite_uri, monkey
         writer_store_for(plain).close()
 
 
-def test_it_compares_what_the_store_holds_sending_only_those_documents(process, sqlite_uri, monkeypatch):
-    """compare_stored through the process tells what the store itself tells; the documents the store
-    does not hold (a first crawl's) are not sent for it (they go once, with the write)."""
-    held = [dict(doc(i), access_datetime="2026-01-01T00:00:00Z") for i in range(3)]
-    upsert(process, DB, held)
+def _encoded(event: dict) -> EncodedDocument:
+    """An event as the event pipeline hands it to the writer: checked, with its JSON text and id."""
+    _, text = schema.check_event_json(event)
+    assert text is not None
+    event["_id"] = schema.event_id(event["datetime"], event["parser_name"], event["unique_key"])
+    return EncodedDocument(event, text)
+
+
+def test_it_tells_what_the_store_tells_sending_only_the_documents_to_encode_anew(
+    process, sqlite_uri, monkeypatch
+):
+    """compare_stored through the process tells what the store itself tells. Only ids cross to the
+    child, and only the documents it must encode anew (another access time; no text of their own)
+    follow them: an event with its own text and the stored volatile values (a reparse's) is hashed
+    in the crawl process, changed or not; one the store does not hold (a first crawl's) is never sent."""
+    events = recorded_events()[:8]
+    held = [_encoded(dict(event)) for event in events[:6]]
+    upsert(process, DB, held, ignore=schema.VOLATILE_EVENT_KEYS)
+    moved = dict(events[1], title="Moved")
+    later = {**held[2], "access_datetime": "2030-01-01T00:00:00Z"}
     asked = [
-        dict(held[0]),
-        dict(held[1], title="Moved"),
-        dict(held[2], access_datetime="2026-02-02T00:00:00Z"),
+        _encoded(dict(events[0])),  # as stored: told here, the same
+        _encoded(moved),  # its own new text: told here, not the same (the whole documents tell)
+        EncodedDocument(later, held[2].body_json),  # another access time: encoded anew, in the child
+        dict(held[3]),  # no text of its own: encoded in the child
+        dict(held[4], parser_version="9.9"),  # a new parser version: told by the probe, here
     ]
-    new = [doc(i) for i in range(3, 6)]
+    new = [_encoded(dict(event)) for event in events[6:]]
     docs = {d["_id"]: d for d in asked + new}
     sent: list[tuple[str, tuple]] = []
     call = process._call
     monkeypatch.setattr(process, "_call", lambda name, *a, **k: sent.append((name, a)) or call(name, *a, **k))
-    told = process.compare_stored(DB, docs, ("access_datetime",))
-    assert told == EmbeddedStore.from_uri(sqlite_uri).compare_stored(DB, docs, ("access_datetime",))
-    assert sorted(told) == ["doc-0", "doc-1", "doc-2"] and told["doc-0"].same and told["doc-2"].same
-    assert [name for name, _ in sent] == ["stored_ids", "compare_stored"]
-    assert sorted(sent[1][1][1].unpack()) == ["doc-0", "doc-1", "doc-2"]
+    told = process.compare_stored(DB, docs, schema.VOLATILE_EVENT_KEYS, schema.EVENT_CHANGE_PROBE)
+    itself = EmbeddedStore.from_uri(sqlite_uri).compare_stored(
+        DB, docs, schema.VOLATILE_EVENT_KEYS, schema.EVENT_CHANGE_PROBE
+    )
+    assert told == itself
+    assert [told[d["_id"]].same for d in asked] == [True, None, True, True, False]
+    assert [name for name, _ in sent] == ["stored_values", "compare_stored"]
+    assert sorted(sent[0][1][1]) == sorted(docs)  # the ids alone
+    assert sorted(sent[1][1][1].unpack()) == sorted([later["_id"], held[3]["_id"]])
     sent.clear()
-    assert process.compare_stored(DB, {d["_id"]: d for d in new}, ("access_datetime",)) == {}
-    assert [name for name, _ in sent] == ["stored_ids"]
+    assert process.compare_stored(DB, {d["_id"]: d for d in new}, schema.VOLATILE_EVENT_KEYS) == {}
+    assert [name for name, _ in sent] == ["stored_values"]
 
 
-def test_stored_ids_keeps_what_it_cannot_look_up(sqlite_uri):
+def test_a_reparse_of_unchanged_events_sends_the_store_their_ids_alone(process, monkeypatch):
+    """The events of a reparse, rewritten as they are stored: found unchanged with one call per batch
+    that carries ids, and no document crosses to the child."""
+    events = list({e["_id"]: e for e in (_encoded(dict(event)) for event in recorded_events())}.values())
+    first = upsert(process, DB, events, ignore=schema.VOLATILE_EVENT_KEYS, insert_first=True)
+    assert len(first.inserted) == len(events) > 400
+    again = [_encoded({k: v for k, v in event.items() if k != "_id"}) for event in events]
+    sent: list[str] = []
+    call = process._call
+    monkeypatch.setattr(process, "_call", lambda name, *a, **k: sent.append(name) or call(name, *a, **k))
+    result = upsert(process, DB, again, ignore=schema.VOLATILE_EVENT_KEYS, probe=schema.EVENT_CHANGE_PROBE)
+    assert sorted(result.unchanged) == sorted(first.inserted) and not result.updated and not result.failed
+    assert sent == ["stored_values"]
+
+
+def test_stored_values_reads_an_id_sqlite_cannot_carry_whole(sqlite_uri):
     store = EmbeddedStore.from_uri(sqlite_uri)
     store.ensure_db(DB)
-    upsert(store, DB, [doc(1), {"_id": "nul\x00id", "title": "x"}])
-    assert store.stored_ids(DB, ["doc-1", "doc-2", "nul\x00id", "other\x00", "doc-1"]) == [
-        "doc-1",
-        "nul\x00id",
-        "other\x00",
-    ]
+    upsert(store, DB, [doc(1), {"_id": "nul\x00id", "title": "x", "access_datetime": "2026-01-01T00:00:00Z"}])
+    fields = compared_fields(("access_datetime",), ("title",))
+    values = store.stored_values(DB, ["doc-1", "doc-2", "nul\x00id", "other\x00"], fields)
+    assert sorted(values) == ["doc-1", "nul\x00id"]
+    assert values["nul\x00id"][1] == ["x", "2026-01-01T00:00:00Z", None]
+    assert values["nul\x00id"][0] == store.get(DB, "nul\x00id")["_rev"]
+    told = store.compare_stored(
+        DB, {"nul\x00id": {"_id": "nul\x00id", "title": "x", "access_datetime": "2027"}}, ("access_datetime",)
+    )
+    assert told["nul\x00id"].same is True
 
 
 def test_documents_cross_to_the_child_pickled_one_by_one_and_come_back_whole():

@@ -171,9 +171,10 @@ class CrawlerWriter:
     @property
     def takes_body_json(self) -> bool:
         """Whether documents with their JSON text made (:class:`~.base.EncodedDocument`) save work:
-        the embedded store in this process writes that text as it is; a store's process would be sent
-        it beside the document (twice the bytes to pickle), CouchDB encodes the batch whole."""
-        return isinstance(self.batch.store, EmbeddedStore)
+        the embedded store writes that text as it is, and tells an unchanged document by hashing it
+        (in the crawl process when the store has a process of its own: nothing but ids is sent it,
+        :meth:`~.process.StoreProcess.compare_stored`); CouchDB encodes the batch whole."""
+        return isinstance(self.batch.store, (EmbeddedStore, StoreProcess))
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.schema import SURROGATE_RE
@@ -193,6 +193,82 @@ class Stored:
     rev: str
     attachments: dict[str, Any] | None
     same: bool | None
+
+
+@dataclass(frozen=True)
+class ComparedFields:
+    """The keys a comparison with a stored body reads: ``probe`` (a differing value proves a change),
+    then ``ignore`` (the caller's volatile keys, compared as the stored values), then ``_attachments``:
+    ``read``, in that order."""
+
+    probe: tuple[str, ...]
+    ignore: tuple[str, ...]
+
+    @property
+    def read(self) -> tuple[str, ...]:
+        return (*self.probe, *self.ignore, "_attachments")
+
+
+def compared_fields(ignore: Sequence[str], probe: Sequence[str] = ()) -> ComparedFields:
+    """The fields of a comparison: meta keys are never compared, a probe that is ignored is no probe."""
+    ignored = tuple(key for key in ignore if key not in META_KEYS)
+    return ComparedFields(tuple(key for key in probe if key not in ignored), ignored)
+
+
+@overload
+def tell_stored(
+    doc: Mapping[str, Any], rev: str, values: list[Any], fields: ComparedFields, encode: Literal[True] = True
+) -> Stored: ...
+
+
+@overload
+def tell_stored(
+    doc: Mapping[str, Any], rev: str, values: list[Any], fields: ComparedFields, encode: bool
+) -> Stored | None: ...
+
+
+def tell_stored(
+    doc: Mapping[str, Any], rev: str, values: list[Any], fields: ComparedFields, encode: bool = True
+) -> Stored | None:
+    """One document against a stored revision and its stored ``values`` of ``fields.read``
+    (:meth:`EmbeddedStore.stored_values`), as :meth:`EmbeddedStore.compare_stored` tells it.
+
+    The document is the stored body when, with the stored values of the ignored keys, it serialises
+    to the text the revision is the MD5 of: a document whose text was made with it and that holds
+    those values (a reparse of the same record) is hashed as it is; else a copy is encoded. With
+    ``encode`` False, a document that would need that encoding is not told (None): the caller has it
+    told where encoding costs less (the store's own process)."""
+    probe, ignore = fields.probe, fields.ignore
+    attachments = values[-1]
+    if attachments is not None or "_attachments" in doc:
+        return Stored(rev, attachments, None)
+    for key, old in zip(probe, values, strict=False):
+        new = doc.get(key)
+        if isinstance(new, str) and (not isinstance(old, str) or old != new):
+            return Stored(rev, None, False)  # the JSON of a string equals only that string's
+    # The document but for its meta keys, with the stored values of the ignored keys it has: the
+    # document itself when it holds those values, whose text may be made already; else a copy (in
+    # C, then a few keys set: their places in the key order stay).
+    stored = values[len(probe) : -1]
+    text = body_json_of(doc) if isinstance(doc, dict) else None
+    try:
+        if text is None or not all(
+            key not in doc or (type(doc[key]) is type(old) and doc[key] == old)
+            for key, old in zip(ignore, stored, strict=True)
+        ):
+            if not encode:
+                return None
+            candidate = dict(doc)
+            candidate.pop("_id", None)
+            candidate.pop("_rev", None)
+            for key, old in zip(ignore, stored, strict=True):
+                if key in candidate:
+                    candidate[key] = old
+            text = _BODY_JSON(candidate)
+        data = text.encode("utf-8")
+    except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
+        return Stored(rev, None, None)
+    return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
 
 
 class _DocColumn:
@@ -389,22 +465,32 @@ class EmbeddedStore:
         stored values of those keys serialises to the very text the stored revision is the MD5 of;
         False when a ``probe`` key (a short string) differs, which proves a change at once (a reparse
         by a new parser version); None when only the whole documents can tell (another key order,
-        attachments, an id SQLite's text functions cannot carry)."""
-        ignore = tuple(key for key in ignore if key not in META_KEYS)
-        probe = tuple(key for key in probe if key not in ignore)
-        fields = (*probe, *ignore, "_attachments")
-        for field in fields:
+        attachments)."""
+        fields = compared_fields(ignore, probe)
+        return {
+            doc_id: tell_stored(docs[doc_id], rev, values, fields)
+            for doc_id, (rev, values) in self.stored_values(db, list(docs), fields).items()
+        }
+
+    @_unavailable_when_sqlite_cannot
+    def stored_values(
+        self, db: str, ids: Sequence[str], fields: ComparedFields
+    ) -> dict[str, tuple[str, list[Any]]]:
+        """The revision and the stored values of ``fields.read`` (``None`` for one a body lacks) of
+        each stored one of ``ids``: all :func:`tell_stored` needs, read by SQLite without a body
+        reaching Python (an id SQLite's text functions cannot carry, one with a NUL, is read whole)."""
+        for field in fields.read:
             if '"' in field:
                 raise StoreError("a field to compare cannot hold a double quote: %r" % field)
         # Two paths or more: json_extract answers a JSON array only then.
-        paths = ['$."%s"' % field for field in fields] * (2 if len(fields) == 1 else 1)
-        ids = [i for i in docs if "\x00" not in i]
-        found: dict[str, Stored] = {}
+        paths = ['$."%s"' % field for field in fields.read] * (2 if len(fields.read) == 1 else 1)
+        plain = [i for i in ids if "\x00" not in i]
+        found: dict[str, tuple[str, list[Any]]] = {}
         name = self._name(db)
         with self._lock:
             self._require(name)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
+            for start in range(0, len(plain), 500):
+                chunk = plain[start : start + 500]
                 # One row for the chunk: one step of SQLite, one JSON text for Python to read.
                 (answer,) = self._conn.execute(
                     "SELECT json_group_array(json_array(id, rev, json_extract(body, %s))) FROM docs "  # noqa: S608 - placeholders and fixed SQL fragments only
@@ -412,60 +498,12 @@ class EmbeddedStore:
                     (*paths, name, *chunk),
                 ).fetchone()
                 for doc_id, rev, values in json.loads(answer):
-                    found[doc_id] = self._stored(docs[doc_id], rev, values[: len(fields)], probe, ignore)
-        for doc_id in docs.keys() - set(ids):  # a NUL in the id: read whole
+                    found[doc_id] = (rev, values[: len(fields.read)])
+        for doc_id in set(ids) - set(plain):
             stored = self.get(db, doc_id)
             if stored is not None:
-                found[doc_id] = Stored(stored["_rev"], stored.get("_attachments"), None)
+                found[doc_id] = (stored["_rev"], [stored.get(field) for field in fields.read])
         return found
-
-    @_unavailable_when_sqlite_cannot
-    def stored_ids(self, db: str, ids: Iterable[str]) -> list[str]:
-        """Which of ``ids`` the store may hold: those it holds, and any it cannot look up by text
-        (a NUL or a lone surrogate; :meth:`compare_stored` reads those whole). What a caller sends
-        :meth:`compare_stored` when the documents are dear to send (:mod:`.process`)."""
-        ids = list(dict.fromkeys(ids))
-        plain = [i for i in ids if "\x00" not in i and not SURROGATE_RE.search(i)]
-        name = self._name(db)
-        with self._lock:
-            self._require(name)
-            held = self._current_revs(name, plain)
-        return [i for i in ids if i in held or i not in plain]
-
-    @staticmethod
-    def _stored(
-        doc: Mapping[str, Any], rev: str, values: list[Any], probe: Sequence[str], ignore: Sequence[str]
-    ) -> Stored:
-        """One document against what :meth:`compare_stored` read of it (``values``: the stored values
-        of ``probe``, ``ignore`` and ``_attachments``, in that order)."""
-        attachments = values[-1]
-        if attachments is not None or "_attachments" in doc:
-            return Stored(rev, attachments, None)
-        for key, old in zip(probe, values, strict=False):
-            new = doc.get(key)
-            if isinstance(new, str) and (not isinstance(old, str) or old != new):
-                return Stored(rev, None, False)  # the JSON of a string equals only that string's
-        # The document but for its meta keys, with the stored values of the ignored keys it has: the
-        # document itself when it holds those values (a reparse of the same record), whose text may
-        # be made already; else a copy (in C, then a few keys set: their places in the key order stay).
-        stored = values[len(probe) : -1]
-        text = body_json_of(doc) if isinstance(doc, dict) else None
-        try:
-            if text is None or not all(
-                key not in doc or (type(doc[key]) is type(old) and doc[key] == old)
-                for key, old in zip(ignore, stored, strict=True)
-            ):
-                candidate = dict(doc)
-                candidate.pop("_id", None)
-                candidate.pop("_rev", None)
-                for key, old in zip(ignore, stored, strict=True):
-                    if key in candidate:
-                        candidate[key] = old
-                text = _BODY_JSON(candidate)
-            data = text.encode("utf-8")
-        except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
-            return Stored(rev, None, None)
-        return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
 
     @staticmethod
     def _materialise(doc_id: str, rev: str, body: str) -> dict[str, Any]:
