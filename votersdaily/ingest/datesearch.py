@@ -8,7 +8,7 @@ date (the House's and the Supreme Court's pages among the recordings) goes on to
 half of an article's extraction where the page holds no date (the benchmark's, 6 of 13 ms).
 
 Each pass's expression needs a few characters that are rare in text: digits in a date's shape
-(``[0-9]{4}[/.-][0-9]{2}[/.-][0-9]{2}``), a year (``199x``, ``20[0-3]x``), a copyright sign. A
+(``[/.-][0-9][0-9][/.-][0-9][0-9]``), a year (``199x``, ``20[0-3]x``), a copyright sign. A
 :class:`Prefiltered` pattern first looks for those with an expression that starts with a digit or a
 literal (the engine skips to candidates in C) and, when they are absent, answers as the full pass
 would: no match. When present, the full pass runs, unchanged. So the date found, and the order in
@@ -62,14 +62,16 @@ class Prefiltered:
 
 #: What every match of each prefiltered pass contains (a pattern, or literals one of which must
 #: occur), by the pass's name in ``htmldate.core`` (``LONG_TEXT_PATTERN``: ``htmldate.extractors``).
+#: Each starts with one character class, a separator where the pass has one (rarer than digits),
+#: so that the engine skips to its candidates in C; ``[0-9]{4}`` would be tried at every character.
 NEEDS: dict[str, re.Pattern[str] | tuple[str, ...]] = {
     "COPYRIGHT_PATTERN": ("©", "&copy;", "Copyright", "(c)"),
-    "THREE_LOOSE_PATTERN": re.compile(r"[0-9]{4}[/.-][0-9]{2}[/.-][0-9]{2}"),
-    "SELECT_YMD_PATTERN": re.compile(r"[0-9][/.-][0-9]{1,2}[/.-][0-9]{4}"),
+    "THREE_LOOSE_PATTERN": re.compile(r"[/.-][0-9][0-9][/.-][0-9][0-9]"),
+    "SELECT_YMD_PATTERN": re.compile(r"[/.-][0-9][0-9]?[/.-][0-9][0-9][0-9][0-9]"),
     "DATESTRINGS_PATTERN": re.compile(r"[12][0-9]{7}"),
-    "SLASHES_PATTERN": re.compile(r"[0-9][/.][0-9]{1,2}[/.][0-9]{2}"),
+    "SLASHES_PATTERN": re.compile(r"[/.][0-9][0-9]?[/.][0-9][0-9]"),
     "YYYYMM_PATTERN": re.compile(r"[12][0-9]{3}[/.-][01]"),
-    "MMYYYY_PATTERN": re.compile(r"[0-9][/.-][12][0-9]{3}"),
+    "MMYYYY_PATTERN": re.compile(r"[/.-][12][0-9][0-9][0-9]"),
     "SIMPLE_PATTERN": _YEAR,
     "LONG_TEXT_PATTERN": _YEAR,
 }
