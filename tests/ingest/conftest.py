@@ -21,6 +21,15 @@ def scholarly(name: str) -> Path:
     return shared_file("%s/%s" % (SCHOLARLY, name))
 
 
+#: Real PDFs of pypdf's test resources (provenance: votersdaily/recordings/gov/FIXTURES.md).
+PDFS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "pdf").glob("*.pdf"))
+
+
+def recorded_pdfs() -> list[tuple[str, bytes]]:
+    """Every recorded PDF: the scholarly fixture and the sixteen of tests/fixtures/pdf."""
+    return [("dummy.pdf", scholarly("dummy.pdf").read_bytes())] + [(p.name, p.read_bytes()) for p in PDFS]
+
+
 def words(n: int, word: str = "lorem") -> str:
     return " ".join("%s%d" % (word, i % 50) for i in range(n))
 

@@ -157,3 +157,33 @@ def test_the_extraction_processes_run_below_the_crawl_so_its_reactor_goes_first(
             assert asyncio.run(pool.run(niceness)) == min(ours + added, 19)
         finally:
             pool.close()
+
+
+def frozen_and_collected() -> tuple[int, int]:
+    """(objects in the collector's permanent generation, objects a collection found unreachable)."""
+    import gc
+
+    class Cycle:
+        pass
+
+    first = Cycle()
+    first.other = Cycle()  # type: ignore[attr-defined]
+    first.other.other = first  # type: ignore[attr-defined]
+    del first
+    return gc.get_freeze_count(), gc.collect()
+
+
+def test_the_extraction_processes_leave_their_preloaded_objects_out_of_collections():
+    """Each extraction process freezes what it was forked with (the preloaded trafilatura, htmldate,
+    lxml, pypdf) so collections walk only what its documents make; a cycle a document makes is
+    still collected."""
+    from votersdaily.ingest import workers
+
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+        frozen, collected = asyncio.run(pool.run(frozen_and_collected))
+    finally:
+        pool.close()
+    assert frozen > 10_000, "the preloaded modules' objects (%s) are frozen" % workers.PRELOAD
+    assert collected >= 2

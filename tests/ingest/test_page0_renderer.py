@@ -15,18 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.conftest import scholarly
+from tests.ingest.conftest import PDFS, recorded_pdfs, scholarly
 from votersdaily.ingest import thumbnail as T
 
-#: Real PDFs of pypdf's test resources (provenance: votersdaily/recordings/gov/FIXTURES.md).
-PDFS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "pdf").glob("*.pdf"))
-
 pytestmark = pytest.mark.skipif(T.PDFTOPPM is None, reason="poppler-utils' pdftoppm is not installed")
-
-
-def recorded_pdfs() -> list[tuple[str, bytes]]:
-    """Every recorded PDF: the scholarly fixture and the sixteen of tests/fixtures/pdf."""
-    return [("dummy.pdf", scholarly("dummy.pdf").read_bytes())] + [(p.name, p.read_bytes()) for p in PDFS]
 
 
 def pdftoppm(blob: bytes) -> T.Page0:

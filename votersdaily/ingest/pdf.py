@@ -16,12 +16,15 @@ from pypdf.errors import PdfReadError
 from votersdaily.datetimes import PartialDate
 from votersdaily.defaults import DEFAULTS
 
+from . import pdf_pypdf
 from .thumbnail import RENDER_TIMEOUT, PageZeroRender
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+pdf_pypdf.install()  # pypdf's per-document work done once or in C, its own results
 
 #: The information dictionary's date keys.
 _DATE_KEYS = ("CreationDate", "ModDate")
@@ -115,9 +118,11 @@ def _read_pdf(
         if thumbnail and page_count:
             renders.append(PageZeroRender(blob, RENDER_TIMEOUT))
         texts = []
+        chars = 0
         for page in reader.pages[:max_pages]:
             texts.append(page.extract_text() or "")
-            if sum(map(len, texts)) > max_text_chars:
+            chars += len(texts[-1])
+            if chars > max_text_chars:
                 break
         info = _pdf_info(reader.metadata or {})
         first_page = reader.pages[0] if page_count else None
@@ -126,9 +131,10 @@ def _read_pdf(
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
         return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), ""
     text = "\n\f".join(texts)[:max_text_chars]
+    box = first_page.mediabox if first_page is not None else None  # pypdf builds it at each call
     extra = {
-        "page0_height": float(first_page.mediabox.height) if first_page is not None else None,
-        "page0_width": float(first_page.mediabox.width) if first_page is not None else None,
+        "page0_height": float(box.height) if box is not None else None,
+        "page0_width": float(box.width) if box is not None else None,
         "page_count": page_count,
         "permanent_id": permanent_id,
         "update_id": update_id,
