@@ -14,15 +14,14 @@ into that file: its call counts hardly move with the machine's load, as the CPU 
 from __future__ import annotations
 
 import atexit
-import cProfile
 import json
 import os
 import sys
 import time
 from typing import Any
 
-from pydispatch import dispatcher
-from scrapy import signals
+# Nothing else at the top: the extraction processes import this module as their ``__mp_main__``
+# (as they imported ``scrapy.__main__`` under ``python -m scrapy``), so it costs them nothing more.
 
 #: Environment variable naming the JSON file written at exit.
 OUTPUT_ENV = "BENCH_CRAWL_CPU"
@@ -37,7 +36,11 @@ class CrawlCpu:
         self.start: tuple[float, float] | None = None
         self.end: tuple[float, float] | None = None
         self.profile_path = profile
-        self.profile = cProfile.Profile() if profile else None
+        self.profile = None
+        if profile:
+            import cProfile
+
+            self.profile = cProfile.Profile()
 
     @staticmethod
     def now() -> tuple[float, float]:
@@ -71,6 +74,9 @@ class CrawlCpu:
 
 
 def main() -> None:
+    from pydispatch import dispatcher
+    from scrapy import signals
+
     meter = CrawlCpu(os.environ.get(PROFILE_ENV))
     dispatcher.connect(meter.opened, signal=signals.spider_opened, sender=dispatcher.Any, weak=False)
     dispatcher.connect(meter.closed, signal=signals.spider_closed, sender=dispatcher.Any, weak=False)
