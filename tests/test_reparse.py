@@ -231,3 +231,32 @@ def test_retention_removes_old_archive_files(archived_embedded, crawl, sqlite_ur
     assert len(remaining) == 1 and remaining[0] != first  # the run's own file is kept, the oldest goes
     with gzip.open(remaining[0], "rb") as handle:
         assert handle.read(8) == b"WARC/1.0"
+
+
+def test_every_replayed_request_carries_the_same_callback_so_scrapy_reads_its_source_once(
+    crawl, sqlite_uri, tmp_path
+):
+    """Scrapy reads and parses a generator callback's source to warn of a returned value, and
+    remembers the answer only while that very callable lives (a weak cache); a replay's requests live
+    one at a time, so a new bound method per request had it read the source for every archived
+    document (a tenth of a reparse). Every request of the replay carries one callable."""
+    import asyncio
+
+    from scrapy.utils.test import get_crawler
+
+    crawl_offline(crawl, sqlite_uri, tmp_path)
+    crawler = get_crawler(HouseVotesSpider, {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")})
+    spider = HouseVotesSpider.from_crawler(crawler, reparse="archive")
+
+    async def replay() -> list:
+        requests = []
+        async for request in spider.archived_requests():
+            requests.append(request)
+            spider._replayed.callback(None)  # as the parse of the archived response does
+        return requests
+
+    requests = asyncio.run(replay())
+    assert len(requests) >= 3
+    assert all(request.callback is requests[0].callback for request in requests)
+    assert all(request.errback is requests[0].errback for request in requests)
+    assert requests[0].callback == spider._parse_archived
