@@ -159,6 +159,8 @@ class Runner:
         self.runs = 0
         self.last_cpu = 0.0
         self.last_load = 0.0
+        #: The last ingest crawl's own process CPU in its crawl window (benchmarks/crawl_cpu.py).
+        self.last_crawl_cpu: dict[str, float] | None = None
 
     def _run(self, args: list[str], env: dict) -> str:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -199,12 +201,13 @@ class Runner:
         )
         if self.cprofile:  # the reactor thread only: what the crawl process itself spends per ingest
             spy = [sys.executable, "-m", "cProfile", "-o", "%s.%s-%d" % (self.cprofile, name, self.runs)]
+        cpu_file = work / "crawl-cpu.json"
         stderr = self._run(
             [
                 *spy,
                 *([] if self.cprofile else [sys.executable]),
                 "-m",
-                "scrapy",
+                "benchmarks.crawl_cpu",  # scrapy, with the crawl process's own CPU written to cpu_file
                 "crawl",
                 "ingest",
                 "-a",
@@ -219,8 +222,13 @@ class Runner:
                 *self.common,
                 *self.ingest_settings,
             ],
-            dict(self.env, VOTERSDAILY_STORE="sqlite:///%s" % (work / "store.db")),
+            dict(
+                self.env,
+                VOTERSDAILY_STORE="sqlite:///%s" % (work / "store.db"),
+                BENCH_CRAWL_CPU=str(cpu_file),
+            ),
         )
+        self.last_crawl_cpu = json.loads(cpu_file.read_text()) if cpu_file.exists() else None
         statuses = {k: int(v) for k, v in re.findall(r"'ingest/status/([a-z-]+)': (\d+)", stderr)}
         fetched = stat(stderr, "ingest/resources/fetched")
         # The figures only count if every ingest completed: all success, every sub-resource fetched.
@@ -301,6 +309,7 @@ def main() -> int:
     site.start()
     figures = {}
     tree_cpu: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    crawl_cpu: dict[str, list[dict[str, float] | None]] = {}
     try:
         sets = build(site, args.n, pdf)
         with tempfile.TemporaryDirectory() as tmp:
@@ -310,15 +319,18 @@ def main() -> int:
                     continue
                 times: dict[str, list[float]] = {"ingest": [], "bare": [], "tuned": []}
                 cpus: dict[str, list[tuple[float, float]]] = {"ingest": [], "bare": [], "tuned": []}
+                crawl_cpus: list[dict[str, float] | None] = []
                 for _ in range(args.repeat):
                     times["bare"].append(runner.bare(urls))
                     cpus["bare"].append((runner.last_cpu, runner.last_load))
                     times["ingest"].append(runner.ingest(name, requests, n_resources)[0])
                     cpus["ingest"].append((runner.last_cpu, runner.last_load))
+                    crawl_cpus.append(runner.last_crawl_cpu)
                     times["tuned"].append(runner.bare(urls, tuned=True))
                     cpus["tuned"].append((runner.last_cpu, runner.last_load))
                 figures[name] = times
                 tree_cpu[name] = cpus
+                crawl_cpu[name] = crawl_cpus
     finally:
         site.stop()
     print(
@@ -351,6 +363,13 @@ def main() -> int:
                 "  %s: %-7s process tree CPU s (start-up included) / load average at its end: %s"
                 % (name, k, " ".join("%.1f/%.1f" % pair for pair in tree_cpu[name][k]))
             )
+        print(
+            "  %s: ingest crawl process CPU s in its crawl window, reactor thread/all its threads: %s"
+            % (
+                name,
+                " ".join("%.2f/%.2f" % (c["reactor"], c["process"]) if c else "?" for c in crawl_cpu[name]),
+            )
+        )
     n_all = sum(len(sets[name][0]) for name in figures)
     print(
         "  all: %.1f ingests/s; ingest URL rate / bare fetch rate: %.2f (Scrapy defaults), %.2f (tuned bare)"

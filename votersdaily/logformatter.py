@@ -1,8 +1,10 @@
-"""Scrapy's log formatter, minus the per-item DEBUG record when DEBUG is off; and network errors in
-one line above DEBUG.
+"""Scrapy's log formatter, minus the per-item and per-response DEBUG records when DEBUG is off; and
+network errors in one line above DEBUG.
 
-Scrapy builds a "Scraped from <response>" record for every item and lets the handler discard it; at
-thousands of items a second that costs more than some pipelines. Dropped items stay logged.
+Scrapy builds a "Scraped from <response>" record for every item and a "Crawled (200) <request>" record
+for every response, and lets the handler discard them; at thousands of items a second that costs more
+than some pipelines, and an ingest makes a record for each of its hops and sub-resources. Dropped
+items stay logged.
 
 Scrapy logs some download failures with their traceback (robots.txt: "Error downloading …"): for a
 host that does not resolve, 70 lines of Twisted frames before the one line that says what happened.
@@ -66,6 +68,13 @@ class LogFormatter(logformatter.LogFormatter):
         return result
 
     # Scrapy's LogFormatter documents None as "do not log" but types the result as always present.
+    def crawled(  # type: ignore[override]
+        self, request: Request, response: Response, spider: Spider
+    ) -> LogFormatterResult | None:
+        if self.level > logging.DEBUG:
+            return None
+        return super().crawled(request, response, spider)
+
     def scraped(  # type: ignore[override]
         self, item: Any, response: Response | Failure | None, spider: Spider
     ) -> LogFormatterResult | None:

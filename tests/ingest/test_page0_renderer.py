@@ -141,6 +141,21 @@ def test_a_render_past_its_deadline_ends_with_the_reason(warm):
     assert warm.render(blob) == pdftoppm(blob)
 
 
+def test_a_renderer_that_never_answers_is_killed_at_the_crawls_deadline(warm, monkeypatch):
+    """A renderer that cannot even keep its own deadline (stopped by a real SIGSTOP under a PDF, as
+    a process the machine starves would be) is waited for until the deadline and its grace, from
+    the reactor's side: no thumbnail, the reason says so, the process is killed, and the next PDF
+    renders in a new one."""
+    monkeypatch.setattr(T, "_GRACE", 0.2)
+    blob = scholarly("dummy.pdf").read_bytes()
+    renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 0.3)
+    os.kill(renderer.process.pid, signal.SIGSTOP)
+    page0, fate = run(renderer.receive(answer, 0.3))
+    assert (page0, fate) == (T.Page0(None, "the page-0 render timed out after 0.3 s"), T.Fate.ENDED)
+    assert renderer.process.returncode == -signal.SIGKILL
+    assert warm.render(blob) == pdftoppm(blob)
+
+
 def test_an_ended_renderer_is_replaced_before_it_takes_the_pdf(warm):
     """A renderer that ended while idle (killed) is not handed the PDF: a new one renders it."""
     blob = scholarly("dummy.pdf").read_bytes()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from votersdaily.plumbing.address_policy import is_public
+from votersdaily.plumbing.address_policy import _normal_address, is_public, literal_address
 
 
 @pytest.mark.parametrize(
@@ -20,3 +20,28 @@ from votersdaily.plumbing.address_policy import is_public
 )
 def test_is_public(address, public):
     assert is_public(address) is public
+
+
+ADDRESSES = [
+    "127.0.0.1",
+    "10.1.2.3",
+    "169.254.169.254",
+    "::1",
+    "::ffff:192.168.0.1",
+    "8.8.8.8",
+    "fe80::1%eth0",
+]
+
+
+def test_remembered_judgements_are_the_fresh_ones():
+    """The crawl asks about the same addresses for every request: the remembered answer is the
+    uncached function's, asked again or not, and a literal's list is the caller's own."""
+    for _ in range(2):
+        assert [is_public(a) for a in ADDRESSES] == [is_public.__wrapped__(a) for a in ADDRESSES]
+        for host in ["0:0::1", "127.0.0.1", "example.org", "8.8.8.8", "::ffff:192.168.0.1"]:
+            assert _normal_address(host) == _normal_address.__wrapped__(host)
+    first = literal_address("0:0::1")
+    assert first == ["::1"]
+    first.append("10.0.0.1")  # a caller that changes its list changes nobody else's
+    assert literal_address("0:0::1") == ["::1"]
+    assert literal_address("example.org") is None

@@ -213,7 +213,10 @@ class _RendererProcess:
         request.setblocking(False)
         with request:
             try:
-                data = await asyncio.wait_for(_exchange(request, blob), timeout + _GRACE)
+                # In this task (not wait_for's task of its own): two turns of a busy reactor less per
+                # render, and the renders' semaphore is held that much less.
+                async with asyncio.timeout(timeout + _GRACE):
+                    data = await _exchange(request, blob)
             except TimeoutError:
                 self.close(kill=True)
                 return Page0(None, "the page-0 render timed out after %g s" % timeout), Fate.ENDED

@@ -7,6 +7,7 @@ exceptions here; the middleware raises them as Scrapy's IgnoreRequest under the 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ class HostNotAllowed(Exception):
     """The policy has allowed hosts (``<PREFIX>_ALLOWED_HOSTS``) and the URL's host is not one of them."""
 
 
+#: Addresses whose judgement is remembered: a crawl asks about the same few hosts' addresses for
+#: every request (each judgement parses the address and tests it against a dozen networks).
+_REMEMBERED_ADDRESSES = 4096
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_ADDRESSES)
 def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
@@ -131,7 +138,14 @@ class AddressPolicy:
 
 def literal_address(host: str) -> list[str] | None:
     """``[host]`` normalised when it is an IP address literal, else None (a name to resolve)."""
+    address = _normal_address(host)
+    return None if address is None else [address]
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_ADDRESSES)
+def _normal_address(host: str) -> str | None:
+    """An IP address literal in its canonical form, or None (a host name: parsing it raised)."""
     try:
-        return [str(ipaddress.ip_address(host))]
+        return str(ipaddress.ip_address(host))
     except ValueError:
         return None
