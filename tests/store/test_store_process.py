@@ -254,3 +254,29 @@ def test_documents_cross_to_the_child_pickled_one_by_one_and_come_back_whole():
     back = PackedDocs(by_id).unpack()
     assert back == by_id and list(back) == list(by_id)
     assert back["doc-0"]["extra"] is not back["doc-1"]["extra"]
+
+
+def test_the_event_check_makes_the_text_for_the_stores_process_unless_the_writes_are_mostly_new(
+    sqlite_uri, monkeypatch
+):
+    """An event's JSON text serves the store's process only to tell it unchanged in the crawl
+    process: made while the writes are not mostly new (a reparse, a re-crawl), not for a first
+    crawl's inserts (sent pickled, the text would only double the bytes)."""
+    from votersdaily.store.crawler import writer_for
+
+    monkeypatch.setenv("VOTERSDAILY_STORE", sqlite_uri)
+    crawler = get_crawler(Spider, {"VOTERSDAILY_STORE_PROCESS": True})
+    writer = writer_for(crawler, DB, ignore=schema.VOLATILE_EVENT_KEYS)
+    try:
+        assert isinstance(writer.batch.store, StoreProcess)
+        writer.batch.store.ensure_db(DB)
+        events = list({e["_id"]: e for e in (_encoded(dict(event)) for event in recorded_events())}.values())
+        assert writer.takes_body_json  # nothing written yet: the text is made
+        writer.batch._write_now(events)  # a first crawl's batch: all inserted
+        assert not writer.takes_body_json
+        writer.batch._write_now(events)  # the same again: all unchanged
+        assert writer.takes_body_json
+    finally:
+        writer.batch.store.close()
+    in_crawl = get_crawler(Spider, {"VOTERSDAILY_STORE_PROCESS": False})
+    assert writer_for(in_crawl, DB).takes_body_json  # the embedded store writes the text as it is

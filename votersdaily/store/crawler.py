@@ -170,11 +170,16 @@ class CrawlerWriter:
 
     @property
     def takes_body_json(self) -> bool:
-        """Whether documents with their JSON text made (:class:`~.base.EncodedDocument`) save work:
-        the embedded store writes that text as it is, and tells an unchanged document by hashing it
-        (in the crawl process when the store has a process of its own: nothing but ids is sent it,
-        :meth:`~.process.StoreProcess.compare_stored`); CouchDB encodes the batch whole."""
-        return isinstance(self.batch.store, (EmbeddedStore, StoreProcess))
+        """Whether documents with their JSON text made (:class:`~.base.EncodedDocument`) save work
+        (CouchDB encodes a batch whole: never). The embedded store in this process writes that text as
+        it is. One in a process of its own is sent what it writes (the text only doubles the bytes to
+        pickle), but an unchanged document is told in this process by hashing its text, nothing of it
+        sent (:meth:`~.process.StoreProcess.compare_stored`): the text is made while the documents
+        written are not mostly new (a reparse, a re-crawl), not for a first crawl's."""
+        store = self.batch.store
+        if isinstance(store, StoreProcess):
+            return not self.batch.expects_new
+        return isinstance(store, EmbeddedStore)
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())

@@ -124,6 +124,12 @@ class BatchWriter:
         self.outage.failed(exc)
         self._store_down = True
 
+    @property
+    def expects_new(self) -> bool:
+        """Whether the last batch was mostly new documents (a first crawl's): the next is written
+        before it is read, nothing of it compared."""
+        return self._expect_new
+
     def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
         (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
