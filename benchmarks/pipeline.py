@@ -15,11 +15,15 @@ updated) against the same reparse with ``ITEM_PIPELINES={}`` into an empty store
 it, the reparse would mark every one withdrawn). Both are timed from the spider's opening to its
 closing, the reparse's own reads and checks included.
 
+``--reparse-stages`` adds, each round, the reparse through the three stages before the store
+pipeline alone (no store pipeline), into an empty store and into the filled one: what the stages,
+the reparse's reads of the stored events and the store pipeline each add to the bare reparse.
+
 ``--stores embedded,pouchdb`` adds the PouchDB Server modes on ``--spiders`` (full pipeline into a
 fresh server, a re-run, a naive one-PUT-per-item writer, the server's own ceiling for the documents,
 its deferred view indexing): the figures of the CouchDB write path.
 
-    flock /tmp/bench.lock python3 -m benchmarks.pipeline [--count 20000] [--repeat 5] [--reparse 200000]
+    flock /tmp/bench.lock python3 -m benchmarks.pipeline [--count 20000] [--repeat 5] [--reparse 200000 [--reparse-stages]]
 """
 
 from __future__ import annotations
@@ -196,8 +200,12 @@ def embedded_rounds(spider: str, count: int, repeat: int, tmp: Path) -> list[dic
 # -- the reparse of archived history -----------------------------------------------------------------
 
 
-def reparse_rounds(count: int, repeat: int, new_version: bool, tmp: Path) -> list[dict[str, dict]]:
-    """A crawl of ``count`` events fills an archive and a store (not timed); then the rounds."""
+def reparse_rounds(
+    count: int, repeat: int, new_version: bool, tmp: Path, stages: bool = False
+) -> list[dict[str, dict]]:
+    """A crawl of ``count`` events fills an archive and a store (not timed); then the rounds. With
+    ``stages``, each round also runs the three stages before the store pipeline (no store pipeline)
+    into an empty store and into the filled one: where the full run's time goes."""
     spider = "bench_federal_register"
     work = tmp / "reparse"
     work.mkdir()
@@ -218,6 +226,19 @@ def reparse_rounds(count: int, repeat: int, new_version: bool, tmp: Path) -> lis
         results["reparse, no pipelines"] = crawl(
             "reparse-none", spider, "sqlite:///%s" % empty, {}, work, archive, args
         )
+        if stages:
+            only_stages = {path: 100 * (i + 1) for i, path in enumerate(STAGES)}
+            no_events = work / ("stages-empty-%d.db" % round_no)
+            results["reparse, stages, empty store"] = crawl(
+                "reparse-stages-empty", spider, "sqlite:///%s" % no_events, only_stages, work, archive, args
+            )
+            no_events.unlink()
+            filled_copy = work / ("stages-%d.db" % round_no)
+            shutil.copy(history, filled_copy)
+            results["reparse, stages, filled store"] = crawl(
+                "reparse-stages", spider, "sqlite:///%s" % filled_copy, only_stages, work, archive, args
+            )
+            filled_copy.unlink()
         # Every round reparses the same history: the store as the crawl left it.
         store = work / ("store-%d.db" % round_no)
         shutil.copy(history, store)
@@ -358,6 +379,11 @@ def main() -> None:
     )
     parser.add_argument("--reparse-only", action="store_true", help="only the reparse")
     parser.add_argument(
+        "--reparse-stages",
+        action="store_true",
+        help="also the reparse through the stages alone, into an empty and a filled store",
+    )
+    parser.add_argument(
         "--new-version",
         action="store_true",
         help="the reparse's parser has a new version: every event updated",
@@ -391,7 +417,7 @@ def main() -> None:
                     shutil.rmtree(work)
                 report_pouchdb(SPIDERS[spider], rounds, catch_ups, ceilings)
         if args.reparse:
-            rounds = reparse_rounds(args.reparse, args.repeat, args.new_version, tmp)
+            rounds = reparse_rounds(args.reparse, args.repeat, args.new_version, tmp, args.reparse_stages)
             report_ratio(
                 "reparse of archived history (%s)"
                 % (
