@@ -448,12 +448,12 @@ class ReparseExtension:
             if record not in reparse.replayed or not schema.is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
+            stored_digest = text_digest(doc.get("source_text"))
             successor = next(
                 (
                     new_id
                     for new_id, datetime_, source_digest in reparse.produced.get(record, ())
-                    if datetime_ == doc.get("datetime")
-                    and source_digest == text_digest(doc.get("source_text"))
+                    if datetime_ == doc.get("datetime") and source_digest == stored_digest
                 ),
                 None,
             )

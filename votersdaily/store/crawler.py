@@ -175,7 +175,8 @@ class CrawlerWriter:
         it is. One in a process of its own is sent what it writes (the text only doubles the bytes to
         pickle), but an unchanged document is told in this process by hashing its text, nothing of it
         sent (:meth:`~.process.StoreProcess.compare_stored`): the text is made while the documents
-        written are not mostly new (a reparse, a re-crawl), not for a first crawl's."""
+        written are not mostly new, not for a first crawl's. It pays in a reparse (each event holds
+        its stored access time); a re-crawl's events, fetched anew, are sent whole with it."""
         store = self.batch.store
         if isinstance(store, StoreProcess):
             return not self.batch.expects_new

@@ -479,11 +479,12 @@ class EmbeddedStore:
         """The revision and the stored values of ``fields.read`` (``None`` for one a body lacks) of
         each stored one of ``ids``: all :func:`tell_stored` needs, read by SQLite without a body
         reaching Python (an id SQLite's text functions cannot carry, one with a NUL, is read whole)."""
-        for field in fields.read:
+        read = fields.read
+        for field in read:
             if '"' in field:
                 raise StoreError("a field to compare cannot hold a double quote: %r" % field)
         # Two paths or more: json_extract answers a JSON array only then.
-        paths = ['$."%s"' % field for field in fields.read] * (2 if len(fields.read) == 1 else 1)
+        paths = ['$."%s"' % field for field in read] * (2 if len(read) == 1 else 1)
         plain = [i for i in ids if "\x00" not in i]
         found: dict[str, tuple[str, list[Any]]] = {}
         name = self._name(db)
@@ -498,11 +499,11 @@ class EmbeddedStore:
                     (*paths, name, *chunk),
                 ).fetchone()
                 for doc_id, rev, values in json.loads(answer):
-                    found[doc_id] = (rev, values[: len(fields.read)])
+                    found[doc_id] = (rev, values[: len(read)])
         for doc_id in set(ids) - set(plain):
             stored = self.get(db, doc_id)
             if stored is not None:
-                found[doc_id] = (stored["_rev"], [stored.get(field) for field in fields.read])
+                found[doc_id] = (stored["_rev"], [stored.get(field) for field in read])
         return found
 
     @staticmethod

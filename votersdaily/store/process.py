@@ -190,8 +190,8 @@ class StoreProcess:
     ) -> dict[str, Stored]:
         """What the store itself tells (:meth:`.embedded.EmbeddedStore.compare_stored`), with as
         little as can be sent: the ids go over and each stored one's revision and compared values come
-        back; a document whose text was made with it and holds the stored values (a reparse's, a
-        re-crawl of the same record) is then told here, by hashing that text, instead of being pickled,
+        back; a document whose text was made with it and holds the stored values (a reparse's: the
+        archived record's access time and pointer) is then told here, by hashing that text, instead of being pickled,
         sent and unpickled for the store's process to hash (200,000 events of a reparse: 5 s of the
         crawl process's CPU, and the other core's time). Only the documents that must be encoded
         anew (another access time) go over, to be told there."""
