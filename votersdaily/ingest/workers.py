@@ -30,14 +30,13 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
@@ -45,8 +44,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s).
-PRELOAD = ["votersdaily.ingest.process", "votersdaily.ingest.htmlbody", "votersdaily.ingest.pdf"]
+#: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s). Neither
+#: Scrapy nor Twisted: an extraction process never needs them, and they cost the fork server 0.2 s of
+#: CPU at each crawl's start, before the first page could be read. First, the crawl's main script
+#: (:mod:`.forkserver_main`).
+PRELOAD = [
+    "votersdaily.ingest.forkserver_main",
+    "votersdaily.ingest.process",
+    "votersdaily.ingest.htmlbody",
+    "votersdaily.ingest.pdf",
+]
 
 
 class ExtractionCrashed(RuntimeError):
@@ -172,6 +179,25 @@ def _unpack(answer: _Answer) -> Any:
     return answer.value
 
 
+@contextlib.contextmanager
+def naming_the_main_script() -> Iterator[None]:
+    """Name the crawl's main script (the path multiprocessing gives each process it starts, if it is
+    a script) to the fork server this block starts (:mod:`.forkserver_main`)."""
+    from multiprocessing import spawn
+
+    from .forkserver_main import MAIN_SCRIPT_ENV
+
+    script = spawn.get_preparation_data("extract").get("init_main_from_path")
+    if not script:
+        yield
+        return
+    os.environ[MAIN_SCRIPT_ENV] = script
+    try:
+        yield
+    finally:
+        os.environ.pop(MAIN_SCRIPT_ENV, None)
+
+
 class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
@@ -201,11 +227,14 @@ class ExtractPool:
             initializer=_start_worker,
             initargs=(os.getpid(), self.niceness),
         )
-        for _ in range(self.processes):
-            self._executor.submit(_warm)
+        with naming_the_main_script():  # the first submit starts the fork server
+            for _ in range(self.processes):
+                self._executor.submit(_warm)
 
     async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
+            from votersdaily.blocking import run_in_thread  # here: the fork server never needs Scrapy
+
             return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
