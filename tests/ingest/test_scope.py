@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ingest.conftest import recorded_html_pages
 from votersdaily.ingest.htmldoc import parse_html
 from votersdaily.ingest.scope import guess_scope
 
@@ -43,20 +44,11 @@ def test_ojs_footer_is_recognised_in_any_case(footer, platform):
 
 
 def _recorded_pages() -> list[tuple[str, str]]:
-    """(name, text) of every recorded HTML page: the scholarly and government fixtures and the
-    project's own recordings."""
-    from pathlib import Path
-
-    from tests.support.services import REPO, shared_dir
-
-    paths = sorted((shared_dir() / "fixtures").rglob("*.htm*")) + sorted(
-        (REPO / "votersdaily" / "recordings").rglob("*.htm*")
-    )
-    pages = []
-    for path in paths:
-        doc = parse_html(Path(path).read_bytes(), "https://example.org/a/b", "text/html")
-        pages.append((path.name, doc.text))
-    return pages
+    """(name, text) of every recorded HTML page."""
+    return [
+        (path.name, parse_html(path.read_bytes(), "https://example.org/a/b", "text/html").text)
+        for path in recorded_html_pages()
+    ]
 
 
 #: The footer OJS 2 sites print (as in the test above), spelt as pages and case-folding spell it.
