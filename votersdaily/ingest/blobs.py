@@ -33,15 +33,23 @@ class FolderBlobs:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        #: Folders made (or found) by this writer: each blob's folder is made once, not once a blob.
+        self._made: set[Path] = set()
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
         if not _SAFE_PATH.match(path):
             raise ValueError("refusing blob path %r" % path)
         target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent not in self._made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(target.parent)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
         try:
-            tmp.write_bytes(data)
+            try:
+                tmp.write_bytes(data)
+            except FileNotFoundError:  # the folder was removed since: made again, as before
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_bytes(data)
             tmp.replace(target)
         except OSError:  # a full disk: no half-written file left beside the blobs
             tmp.unlink(missing_ok=True)
