@@ -37,3 +37,21 @@ def test_blobs_are_written_whole_with_their_folders_made_once_and_again_when_rem
     assert blobs.get(tei_path(sha1hex)) is None
     assert Path(blobs.put(tei_path(sha1hex), pages[0])).read_bytes() == pages[0]
     assert not list((tmp_path / "blobs").rglob("*.tmp*"))
+
+
+def test_the_feed_appends_whole_lines_with_its_folder_made_once_and_again_when_removed(tmp_path):
+    """One message a recorded page (its text as the TEI), read back line by line; the feed's folder
+    removed during the run is made again for the next message."""
+    import json
+
+    from votersdaily.ingest.blobs import JsonLinesFeed
+
+    feed = JsonLinesFeed(tmp_path / "feeds" / "teixml.jsonl")
+    pages = [path.read_bytes().decode("utf-8", "replace") for path in recorded_html_pages()[:4]]
+    for n, text in enumerate(pages):
+        feed.publish({"key": str(n), "tei_xml": text})
+    lines = (tmp_path / "feeds" / "teixml.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tei_xml"] for line in lines] == pages
+    shutil.rmtree(tmp_path / "feeds")
+    feed.publish({"key": "after", "tei_xml": pages[0]})
+    assert [json.loads(line)["key"] for line in feed.path.read_text().splitlines()] == ["after"]

@@ -93,14 +93,15 @@ class JsonLinesFeed:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        #: The feed's folder is made (or found) by the first message, not by every one.
+        self._folder_made = False
 
     def publish(self, message: dict[str, Any]) -> None:
         """Append one message as a whole line, or nothing: a write the disk takes only part of is cut
         back (a cut line would also swallow the next message appended after it)."""
         line = memoryview((json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 start = os.fstat(fd).st_size
                 try:
@@ -111,3 +112,14 @@ class JsonLinesFeed:
                     raise
             finally:
                 os.close(fd)
+
+    def _open(self) -> int:
+        """The feed opened for appending, its folder made the first time (and again if it went)."""
+        if not self._folder_made:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._folder_made = True
+        try:
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the folder was removed since: made again, as before
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
