@@ -56,6 +56,7 @@ from .gc_freeze import collections_paused
 from .requestmeta import REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for, writers_of
+from .store.embedded import EmbeddedStore, text_md5_of
 from .store.revisions import content, same_content
 from .store.views import view_installed
 
@@ -244,38 +245,62 @@ class ReparseExtension:
             return
         # The events' writer would read the same rows (by_parser_unique_key's) before its first
         # batch, through the store's process and while the reparse waits for it: read once, here.
-        trackers = [
-            writer.hooks
+        writers = [
+            writer
             for writer in writers_of(self.crawler)
             if writer.db == schema.EVENTS_DB and isinstance(writer.hooks, RescheduleTracker)
         ]
-        with collections_paused():  # some 400,000 objects made to live on: nothing to collect
+        # With the stored revisions too, where they are the MD5 of the stored texts: an event the
+        # current parser makes again as it is stored is then told unchanged where it is added.
+        telling = [
+            writer
+            for writer in writers
+            if not reparse.dry_run and isinstance(store, EmbeddedStore) and writer.revisions_hash_texts
+        ]
+        with collections_paused():  # some 600,000 objects made to live on: nothing to collect
             ids_by_key: dict[str, set[str]] = {}
-            for doc in self._events_of(store, spider.name, VERSION_FIELDS):
+            digests: dict[str, str] = {}
+            for doc in self._events_of(store, spider.name, VERSION_FIELDS, revisions=bool(telling)):
                 ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+                if telling and doc.get("_rev"):
+                    digests[doc["_id"]] = text_md5_of(doc["_rev"])
                 if doc.get("warc_record_id"):
                     reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
                         str(doc.get("parser_version"))
                     )
-            for n, tracker in enumerate(trackers):  # each its own (a tracker keeps it current)
-                tracker.known(
-                    spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()}
-                )
+            for n, writer in enumerate(writers):  # each its own (a tracker keeps it current)
+                hooks = cast("RescheduleTracker", writer.hooks)
+                hooks.known(spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()})
+            for n, writer in enumerate(telling):
+                writer.batch.know_stored_texts(digests if n == 0 else dict(digests))
 
     @staticmethod
-    def _events_of(store: Store, parser_name: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    def _events_of(
+        store: Store, parser_name: str, fields: tuple[str, ...], revisions: bool = False
+    ) -> list[dict[str, Any]]:
         """``fields`` (and ``_id`` and ``unique_key``; ``None`` for a field an event lacks) of every
         stored event of ``parser_name``, in the order of its unique keys: from the rows of :data:`PROVENANCE_VIEW`,
         or, where that view is not installed as this code defines it (a dry run on a store written
-        before it existed: nothing installs views then), from the documents themselves."""
+        before it existed: nothing installs views then), from the documents themselves. With
+        ``revisions``, each one's ``_rev`` too."""
         low, high = [parser_name], [parser_name, {}]
         with collections_paused():  # 200,000 rows that all live on: nothing to collect
             if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
                 rows = store.query(
-                    schema.EVENTS_DB, PROVENANCE_VIEW, startkey=low, endkey=high, include_docs=False
+                    schema.EVENTS_DB,
+                    PROVENANCE_VIEW,
+                    startkey=low,
+                    endkey=high,
+                    include_docs=revisions,
+                    fields=(),  # of a document, its revision alone
                 )
                 return [
-                    {"_id": row.id, "unique_key": row.key[1], **{key: row.value.get(key) for key in fields}}
+                    {
+                        "_id": row.id,
+                        "unique_key": row.key[1],
+                        **({"_rev": row.doc["_rev"]} if revisions and row.doc else {}),
+                        **{key: row.value.get(key) for key in fields},
+                    }
                     for row in rows
                 ]
             rows = store.query(

@@ -175,12 +175,21 @@ class CrawlerWriter:
         it is. One in a process of its own is sent what it writes (the text only doubles the bytes to
         pickle), but an unchanged document is told in this process by hashing its text, nothing of it
         sent (:meth:`~.process.StoreProcess.compare_stored`): the text is made while the documents
-        written are not mostly new, not for a first crawl's. It pays in a reparse (each event holds
-        its stored access time); a re-crawl's events, fetched anew, are sent whole with it."""
+        written are not mostly new, not for a first crawl's, and always while the writer tells
+        unchanged documents where they are added (a reparse: :meth:`BatchWriter.know_stored_texts`).
+        It pays in a reparse (each event holds its stored access time); a re-crawl's events, fetched
+        anew, are sent whole with it."""
         store = self.batch.store
         if isinstance(store, StoreProcess):
-            return not self.batch.expects_new
+            return self.batch.tells_unchanged or not self.batch.expects_new
         return isinstance(store, EmbeddedStore)
+
+    @property
+    def revisions_hash_texts(self) -> bool:
+        """Whether each revision the store written to makes is the MD5 of the document's JSON text
+        (the embedded store, in this process or its own: :func:`~.embedded.text_md5_of`), so a
+        stored document's digest tells an unchanged one (:meth:`BatchWriter.know_stored_texts`)."""
+        return isinstance(self.batch.store, (EmbeddedStore, StoreProcess))
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())

@@ -185,6 +185,11 @@ def docs_by_pages(
         after = page[-1]["_id"]
 
 
+def text_md5_of(rev: str) -> str:
+    """The MD5 of the stored JSON text a revision of this store names (``<n>-<md5>``)."""
+    return rev.partition("-")[2]
+
+
 @dataclass(frozen=True)
 class Stored:
     """A stored document as :meth:`EmbeddedStore.compare_stored` tells it: its revision, its
@@ -268,7 +273,7 @@ def tell_stored(
         data = text.encode("utf-8")
     except (TypeError, ValueError):  # not JSON: the whole documents tell (and the write refuses it)
         return Stored(rev, None, None)
-    return Stored(rev, None, True if md5_holding_the_gil(data) == rev.partition("-")[2] else None)
+    return Stored(rev, None, True if md5_holding_the_gil(data) == text_md5_of(rev) else None)
 
 
 class _DocColumn:
@@ -287,6 +292,9 @@ class _DocColumn:
         if self.fields is None:
             self.columns = "d.rev, d.body"
             return
+        if not self.fields:  # the revision alone: no body read past its first page
+            self.columns = "d.rev, ''"
+            return
         for field in self.fields:
             if '"' in field:
                 raise StoreError("a field to read cannot hold a double quote: %r" % field)
@@ -299,7 +307,7 @@ class _DocColumn:
             return None
         if self.fields is None:
             return EmbeddedStore._materialise(doc_id, rev or "", value)
-        doc = dict(zip(self.fields, json.loads(value), strict=False))
+        doc = dict(zip(self.fields, json.loads(value), strict=False)) if self.fields else {}
         doc["_id"] = doc_id
         doc["_rev"] = rev
         return doc

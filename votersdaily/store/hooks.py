@@ -30,6 +30,12 @@ class WriteHooks(Protocol):
     def after_batch(self, store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         """``batch`` was written with ``result``; further writes add their ids to ``result``."""
 
+    def settled_unchanged(self, doc: dict[str, Any]) -> bool:
+        """Whether ``doc``, were it found unchanged, would need nothing of these hooks, so that the
+        writer may tell it unchanged where it is added, out of any batch
+        (:meth:`~.writer.BatchWriter.know_stored_texts`). Called with every document added, in
+        order, in the adding thread."""
+
 
 class AfterBatch:
     """Hooks that only react to a written batch (``call(store, db, batch, result)``)."""
@@ -44,3 +50,6 @@ class AfterBatch:
 
     def after_batch(self, store: Store, db: str, batch: list[dict[str, Any]], result: UpsertResult) -> None:
         self.call(store, db, batch, result)
+
+    def settled_unchanged(self, doc: dict[str, Any]) -> bool:
+        return False  # the call hears of every document of a batch, unchanged ones too

@@ -54,12 +54,38 @@ class RescheduleTracker:
         #: Ids this run tried to write whose marking has not run yet: when the answer of that write
         #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
         self._attempted: set[str] = set()
+        #: (parser_name, unique_key) of every event added to the writer so far, and of the keys
+        #: they replace (:meth:`settled_unchanged`; the adding thread's alone).
+        self._added: set[tuple[Any, Any]] = set()
 
     def known(self, parser_name: str, ids_by_key: dict[str, set[str]]) -> None:
         """The documents of ``parser_name`` by unique key (the rows of ``by_parser_unique_key``) as
         a caller read them before this run wrote any of that parser's (a reparse, at its start):
         not read again. Once read, a parser's documents are kept as this run's writes left them."""
         self._ids.setdefault(parser_name, ids_by_key)
+
+    def settled_unchanged(self, doc: dict[str, Any]) -> bool:
+        """An unchanged event needs nothing of the tracker when it is the first of its key this run
+        and the only document of that key when the run started: marking would find no other
+        document to point at it. The key's ids are the start's as long as no event of it was added
+        (the writer's thread changes only the ids of keys of events added, and of the keys they
+        replace), so they are read here without waiting for the batches in flight."""
+        parser, key, replaces = doc.get("parser_name"), doc.get("unique_key"), doc.get("replaces_key")
+        if not isinstance(parser, str) or not isinstance(key, str):
+            return False  # no event the check let through: the batch tells
+        first = (parser, key) not in self._added
+        self._added.add((parser, key))
+        changes_scheme = bool(replaces) and replaces != key
+        old_key_unseen = True
+        if changes_scheme:  # the key it replaces: its document may be marked replaced by this one
+            if not isinstance(replaces, str):
+                return False
+            old_key_unseen = (parser, replaces) not in self._added
+            self._added.add((parser, replaces))
+        known = self._ids.get(parser)
+        if known is None or not first or known.get(key) != {doc["_id"]}:
+            return False
+        return not changes_scheme or (old_key_unseen and not known.get(str(replaces)))
 
     def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():

@@ -29,7 +29,8 @@ from twisted.internet import defer, threads
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
 
-from .base import Store, StoreError, StoreRefused, StoreUnavailable
+from .base import Store, StoreError, StoreRefused, StoreUnavailable, body_json_of
+from .embedded import md5_holding_the_gil
 from .hooks import WriteHooks
 from .identity import identity_of
 from .spool import FULL_FOLDERS, NotSpooled, Spool
@@ -112,6 +113,11 @@ class BatchWriter:
         self._chain: defer.Deferred[Any] = defer.succeed(None)
         self._waiters: list[defer.Deferred[None]] = []
         self._expect_new = False
+        #: Id → the MD5 of its stored JSON text, read before this run wrote anything
+        #: (:meth:`know_stored_texts`), until a document of that id is added.
+        self._stored_texts: dict[str, str] | None = None
+        #: Ids told unchanged where they were added, not yet counted (:meth:`_report_told`).
+        self._told: list[str] = []
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
 
@@ -130,9 +136,27 @@ class BatchWriter:
         before it is read, nothing of it compared."""
         return self._expect_new
 
+    def know_stored_texts(self, digests: dict[str, str]) -> None:
+        """The MD5 of each stored document's JSON text by id, read before this run wrote anything,
+        from a store whose revisions are that MD5 (the embedded one). The first document of an id
+        added with its text made (:class:`~.base.EncodedDocument`) whose text has that MD5 is the
+        stored document itself: when the hooks need nothing of it
+        (:meth:`~.hooks.WriteHooks.settled_unchanged`) it is counted unchanged where it is added,
+        with no batch, thread hand-off or call of the store (a reparse's events, mostly unchanged:
+        the store's own verdict, told without it). Told as of the start: a document another run
+        rewrites meanwhile keeps that run's version, as if this one had been compared first."""
+        self._stored_texts = digests
+
+    @property
+    def tells_unchanged(self) -> bool:
+        """Whether documents added with their text made may be told unchanged where they are added."""
+        return self._stored_texts is not None
+
     def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
         (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
+        if self._stored_texts is not None and self._unchanged_as_stored(doc, self._stored_texts):
+            return None
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
@@ -142,15 +166,46 @@ class BatchWriter:
             return waiter
         return None
 
+    def _unchanged_as_stored(self, doc: dict[str, Any], digests: dict[str, str]) -> bool:
+        """Whether ``doc`` is told unchanged here (see :meth:`know_stored_texts`). The hooks hear of
+        every document added, in order, told or not."""
+        digest = digests.pop(doc["_id"], None)
+        settled = self.hooks is None or self.hooks.settled_unchanged(doc)
+        text = body_json_of(doc) if digest is not None and settled else None
+        if text is None:
+            return False
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # the store refuses it: told by the write
+            return False
+        if md5_holding_the_gil(data) != digest:
+            return False
+        self._told.append(doc["_id"])
+        if len(self._told) >= self.batch_size:
+            self._report_told()
+        return True
+
+    def _report_told(self) -> None:
+        """Count the documents told unchanged where they were added, as a batch's result is."""
+        if not self._told:
+            return
+        result = UpsertResult(unchanged=self._told)
+        self._told = []
+        self.total.merge(result)
+        if self.on_result is not None:
+            self.on_result(result)
+
     def take_unwritten(self) -> list[dict[str, Any]]:
         """The documents buffered and not yet handed to a batch, now this caller's to keep (a forced
         stop spools them: ``CrawlerWriter.spool_unwritten``)."""
+        self._report_told()
         unwritten, self._buffer = self._buffer, []
         return unwritten
 
     def flush(self) -> defer.Deferred[None]:
         """Write what is buffered (and what this writer spooled, if the store is back); fires when
         every submitted batch is done."""
+        self._report_told()
         if self._buffer:
             self._submit()
         if self.spool is not None:
