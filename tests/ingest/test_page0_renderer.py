@@ -107,26 +107,62 @@ def stalled_render(
     warm: T.WarmRenderer, part: bytes, timeout: float
 ) -> tuple[T._RendererProcess, socket.socket]:
     """A render whose PDF stops arriving half way (the caller never ends its side): the renderer
-    waits inside poppler's read of its stdin, as it would inside a slow render."""
-    renderer = warm._take()
+    has taken it and waits inside poppler's read of its stdin, as it would inside a slow render."""
+    renderer, _ = warm._take()
     request = renderer.request(timeout)
     assert request is not None
     request.sendall(part)
+    assert request.recv(1, socket.MSG_PEEK) == T._TAKEN  # it took the PDF (its answer left unread)
     return renderer, request
 
 
 def test_a_renderer_crash_costs_only_its_pdf(warm):
     """A renderer process killed by a real SIGSEGV under a PDF (a variant of the recorded PDF cut
     in half, stalled so the signal lands mid-read): that PDF has no thumbnail and the reason names
-    the crash; a render running meanwhile in another renderer, and the next one, are pdftoppm's."""
+    the crash; the PDF queued behind it in the same process, never taken, is rendered by a new
+    one, and so is the next: both pdftoppm's JPEG."""
     blob = scholarly("dummy.pdf").read_bytes()
     renderer, answer = stalled_render(warm, blob[: len(blob) // 2], 30.0)
-    beside = warm.render(blob)  # another process: the stalled one is taken
+    queued: list[T.Page0] = []
+    behind = threading.Thread(target=lambda: queued.append(warm.render(blob)))
+    behind.start()
+    while renderer.outstanding < 2:  # handed to the stalled process, behind the stalled PDF
+        behind.join(0.01)
     os.kill(renderer.process.pid, signal.SIGSEGV)
     page0, fate = run(renderer.receive(answer, 30.0))
+    behind.join(30)
     assert (page0, fate) == (T.Page0(None, "the page-0 renderer crashed (SIGSEGV)"), T.Fate.KILLED)
     assert renderer.process.returncode == -signal.SIGSEGV
-    assert beside == warm.render(blob) == pdftoppm(blob) and beside.jpeg is not None
+    assert queued == [pdftoppm(blob)] and queued[0].jpeg is not None
+    assert warm.render(blob) == pdftoppm(blob) and renderer.process.pid not in warm.pids()
+
+
+def test_pdfs_handed_to_one_renderer_at_once_render_one_after_the_other(warm):
+    """Up to RENDER_QUEUE_DEPTH PDFs go to one renderer at once (the next is taken as soon as the
+    last is written): four recorded PDFs handed at once to two renderers' queues give pdftoppm's
+    JPEGs, and no third process is started."""
+    warm.close()
+    pdfs = recorded_pdfs()[:4]
+
+    async def all_at_once():
+        return await asyncio.gather(*(warm.render_async(blob) for _, blob in pdfs))
+
+    assert run(all_at_once()) == [pdftoppm(blob) for _, blob in pdfs]
+    assert len(warm.pids()) == len(pdfs) // T.RENDER_QUEUE_DEPTH
+
+
+def test_a_renderer_built_from_an_older_source_is_not_used(monkeypatch):
+    """A compiled module whose answers are not this code's (no PROTOCOL 2: built before its answers
+    said that the request was taken; a module object standing in for such a build) is not used:
+    pdftoppm renders, the same bytes."""
+    import types
+
+    monkeypatch.setitem(sys.modules, T.PAGE0_MODULE, types.ModuleType(T.PAGE0_MODULE))
+    monkeypatch.setattr(T._Warm, "renderer", None)
+    monkeypatch.setattr(T._Warm, "checked", False)
+    blob = scholarly("dummy.pdf").read_bytes()
+    assert T.warm_renderer() is None and T.render_page0(blob) == pdftoppm(blob)
+    monkeypatch.setattr(T._Warm, "checked", False)  # the next caller looks again
 
 
 def test_a_render_past_its_deadline_ends_with_the_reason(warm):

@@ -39,13 +39,13 @@ def encoded(event: dict[str, Any]) -> EncodedDocument:
 
 @pytest.fixture(scope="module")
 def parser_events() -> list[dict[str, Any]]:
-    """Ten recorded events of one parser with ten unique keys."""
+    """Twelve recorded events of one parser with twelve unique keys."""
     by_parser: dict[str, dict[str, dict[str, Any]]] = {}
     for event in recorded_events():
         by_parser.setdefault(event["parser_name"], {}).setdefault(event["unique_key"], event)
     events = max(by_parser.values(), key=len)
-    assert len(events) >= 10
-    return [dict(event) for event in list(events.values())[:10]]
+    assert len(events) >= 12
+    return [dict(event) for event in list(events.values())[:12]]
 
 
 def rescheduled(event: dict[str, Any]) -> dict[str, Any]:
@@ -87,13 +87,14 @@ def replay(store: EmbeddedStore, steps: list[Any], parser: str, tell: bool) -> t
     total, batched = UpsertResult(), []
     for step in [*steps, BATCH]:
         if step is BATCH:
-            batch = writer.take_unwritten()  # what the writer hands to its thread
+            batch, writer._buffer = writer._buffer, []  # what the writer hands to its thread
             batched += batch
             if batch:
                 total.merge(writer._write_now(batch))
         else:
             assert writer.add(step) is None
-    total.merge(writer.total)  # the events told where they were added
+    assert not writer.take_unwritten()
+    total.merge(writer.total)  # the events told where they were added, counted at the end
     return total, batched
 
 
@@ -109,7 +110,7 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
     unmarked = encoded(dict(parser_events[8], unique_key=new_scheme["replaces_key"]))
     # Derived: another under a new key scheme whose old key has no document until this run writes one.
     fresh_scheme = encoded(dict(parser_events[9], replaces_key=parser_events[9]["unique_key"] + "-old"))
-    stored = [*events[:7], second_live, old_scheme, new_scheme, unmarked, fresh_scheme]
+    stored = [*events[:7], *events[10:], second_live, old_scheme, new_scheme, unmarked, fresh_scheme]
     stores = []
     for name in ("batched", "told"):
         store = EmbeddedStore(tmp_path / ("%s.db" % name))
@@ -119,22 +120,23 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         stores.append(store)
     steps = [
         encoded(parser_events[0]),  # as stored
-        encoded(parser_events[1]),  # as stored, and again after a batch
-        BATCH,
-        encoded(parser_events[1]),
+        encoded(parser_events[1]),  # as stored, and again (another archived copy)
+        encoded(dict(parser_events[1], access_datetime="2031-01-01T00:00:00Z")),
         encoded(rescheduled(parser_events[2])),  # derived: rescheduled, then back as stored
         encoded(parser_events[2]),
         encoded(dict(parser_events[3], title="Retitled")),  # derived: changed
         encoded(dict(parser_events[4], access_datetime="2031-01-01T00:00:00Z")),  # derived: fetched anew
+        encoded(parser_events[0]),  # as stored, once more
+        encoded(parser_events[10]),  # as stored
         BATCH,
         encoded(parser_events[5]),  # as stored, its key with a second live document: repaired
         encoded(dict(parser_events[6], replaces_key=old_scheme["unique_key"])),  # derived: a new key scheme
         EncodedDocument(dict(old_scheme), old_scheme.body_json),  # the old scheme's event, as stored
         encoded(parser_events[7]),  # never stored
-        encoded(parser_events[0]),  # as stored, once more
         EncodedDocument(dict(new_scheme), new_scheme.body_json),  # as stored: its old document marked
         encoded(dict(parser_events[9], unique_key=fresh_scheme["replaces_key"])),  # derived: the old key's
         EncodedDocument(dict(fresh_scheme), fresh_scheme.body_json),  # as stored: that one marked
+        encoded(parser_events[11]),  # as stored
     ]
     batched, batched_docs = replay(stores[0], steps, parser, tell=False)
     told, told_docs = replay(stores[1], steps, parser, tell=True)
@@ -142,6 +144,7 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         k: sorted(v) if isinstance(v, list) else v for k, v in vars(batched).items()
     }
     assert batched.counts() == {
+        "duplicates": 2,
         "inserted": 3,
         "updated": 2,
         "unchanged": 10,
@@ -152,9 +155,10 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
     after = [{doc["_id"]: doc for doc in store.iter_docs(DB)} for store in stores]
     assert after[0] == after[1]
     assert any(doc.get("superseded_by") for doc in after[1].values())
-    # Only the first of events 0 and 1 as stored, never sent before, were told out of a batch.
+    # Told out of any batch: the first copies of events 0 and 1 (each then counted a duplicate, as in
+    # one batch), and events 10 and 11.
     assert Counter(d["_id"] for d in batched_docs) - Counter(d["_id"] for d in told_docs) == Counter(
-        {events[0]["_id"]: 1, events[1]["_id"]: 1}
+        [events[0]["_id"], events[1]["_id"], events[10]["_id"], events[11]["_id"]]
     )
     for store in stores:
         store.close()

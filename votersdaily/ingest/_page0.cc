@@ -8,7 +8,8 @@
 // (utils/pdftoppm.cc of poppler 22.12) runs for those arguments, the same calls in the same order:
 // the PDF is read through "fd://0" with the request's socket as fd 0 (as pdftoppm reads its
 // stdin), the JPEG written to the socket (its stdout), then pdftoppm's exit status as a 4-byte wait
-// status. Each render has its own PDFDoc and SplashOutputDev, as in pdftoppm; what outlives one
+// status. Before all that, one byte (kTaken) says the server took the request: the caller may queue
+// a next request while one renders, and a request left without even that byte was never taken. Each render has its own PDFDoc and SplashOutputDev, as in pdftoppm; what outlives one
 // render is what pdftoppm builds before the first (GlobalParams, fontconfig).
 //
 // A server renders one PDF at a time, so a crash (a signal) or the deadline (SIGALRM, its default
@@ -49,6 +50,8 @@ namespace {
 
 // pdftoppm's exit status for a page range it cannot render (its kOtherError).
 constexpr int kOtherError = 99;
+// The first byte of every answer: the server took this request (thumbnail.py's _TAKEN).
+constexpr char kTaken = 'T';
 // The width asked for: -scale-to-x 180 (sandcrawler's thumbnails are 180 px wide), -scale-to-y -1.
 constexpr int kScaleToX = 180;
 constexpr int kScaleToY = -1;
@@ -177,6 +180,7 @@ void set_deadline(double seconds)
 // wait status (exited with that code).
 void answer(int request, double timeout)
 {
+    (void)send(request, &kTaken, 1, MSG_NOSIGNAL);
     set_deadline(timeout);
     int status = kOtherError;
     FILE *out = nullptr;
@@ -242,5 +246,11 @@ struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__page0(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    // What thumbnail.py expects of serve(): 2 since each answer starts with kTaken.
+    if (m != nullptr && PyModule_AddIntConstant(m, "PROTOCOL", 2) < 0) {
+        Py_DECREF(m);
+        return nullptr;
+    }
+    return m;
 }

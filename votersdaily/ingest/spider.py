@@ -54,7 +54,7 @@ from .process import (
 from .resource_sniff import ResourceSniffer
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .thumbnail import close_renderers, page0_renderable, render_page0, warm_renderer
+from .thumbnail import RENDER_QUEUE_DEPTH, close_renderers, page0_renderable, render_page0, warm_renderer
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -141,7 +141,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.config = IngestConfig.from_settings(crawler.settings)
         spider.extract = ExtractPool(spider.config.extract_processes, crawler, spider.config.extract_nice)
-        spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1))
+        # a warm renderer per extraction process, each handed RENDER_QUEUE_DEPTH PDFs at once
+        spider.renders = asyncio.Semaphore(max(spider.config.extract_processes, 1) * RENDER_QUEUE_DEPTH)
         spider.sniffer = ResourceSniffer()
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
@@ -524,7 +525,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by a warm
         renderer, awaited on the reactor (else by ``pdftoppm``, from a thread), as many at once as
-        there are extraction processes: the render is a process of its own, so the extraction
+        :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per extraction process: the render is a process of its own, so the extraction
         processes read the next documents meanwhile. A render that fails is logged with its reason
         and counted."""
         if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS

@@ -59,14 +59,22 @@ _PDFTOPPM_ARGS = (
 RENDER_TIMEOUT = 30.0
 #: The compiled renderer (setup.py's ``page0_extension``).
 PAGE0_MODULE = "votersdaily.ingest._page0"
+#: The answers its ``serve()`` gives (its ``PROTOCOL``): a module built from an older source is not used.
+PAGE0_PROTOCOL = 2
 #: Renders a warm renderer serves before it is replaced (what poppler leaks on odd PDFs stays bounded).
 RENDERS_PER_PROCESS = 1000
+#: PDFs handed to one warm renderer at once: it renders them one after the other, the next one
+#: taken as soon as the last is written, not a turn of the crawl's event loop later.
+RENDER_QUEUE_DEPTH = 2
 #: Seconds the caller waits past the renderer's own deadline before killing it.
 _GRACE = 2.0
+#: The first byte of a warm renderer's every answer: it took the request (``kTaken`` in _page0.cc).
+_TAKEN = b"T"
 #: A JPEG shorter than this is no thumbnail (sandcrawler also drops tiny images).
 _MIN_JPEG_BYTES = 50
-#: A warm renderer process: the module's server loop on the control socket given as argv[1].
-_SERVE = "import sys\nfrom %s import serve\nserve(int(sys.argv[1]))" % PAGE0_MODULE
+#: A warm renderer process: the module's server loop on the control socket given as argv[1]; once the
+#: socket ends, it exits at once (no interpreter shutdown for the crawl to wait for at its close).
+_SERVE = "import os, sys\nfrom %s import serve\nserve(int(sys.argv[1]))\nos._exit(0)" % PAGE0_MODULE
 
 
 class Page0(NamedTuple):
@@ -181,14 +189,19 @@ class _RendererProcess:
                 raise
         self.control = ours
         self.renders = 0
+        #: PDFs handed to it and not answered yet (:data:`RENDER_QUEUE_DEPTH` at most).
+        self.outstanding = 0
+        #: Given its last PDF (:data:`RENDERS_PER_PROCESS`): ended once its queue is empty.
+        self.retired = False
 
-    async def render(self, blob: bytes, timeout: float) -> tuple[Page0, Fate] | None:
+    async def render(self, blob: bytes, timeout: float, ahead: int = 0) -> tuple[Page0, Fate] | None:
         """Hand it one PDF and read the answer (on the running event loop: no thread waits for
-        it); None when the process had ended before it took the PDF."""
+        it); None when the process ended before it took the PDF. ``ahead``: the PDFs it renders
+        first, each within its own ``timeout``."""
         request = self.request(timeout)
         if request is None:
             return None
-        return await self.receive(request, timeout, blob)
+        return await self.receive(request, timeout, blob, ahead)
 
     def request(self, timeout: float) -> socket.socket | None:
         """A socket of this render's own, its other end handed to the process with the deadline;
@@ -206,20 +219,26 @@ class _RendererProcess:
         return ours
 
     async def receive(
-        self, request: socket.socket, timeout: float, blob: bytes | None = None
-    ) -> tuple[Page0, Fate]:
+        self, request: socket.socket, timeout: float, blob: bytes | None = None, ahead: int = 0
+    ) -> tuple[Page0, Fate] | None:
         """(the outcome, what became of this process) of the render on ``request``, once ``blob``
-        is sent (None: the caller sent the PDF itself)."""
+        is sent (None: the caller sent the PDF itself), waited for as long as the ``ahead`` PDFs
+        queued before it and this one may take; None when the process ended before it took this
+        PDF (under one queued before it)."""
         request.setblocking(False)
         with request:
             try:
                 # In this task (not wait_for's task of its own): two turns of a busy reactor less per
                 # render, and the renders' semaphore is held that much less.
-                async with asyncio.timeout(timeout + _GRACE):
+                async with asyncio.timeout(timeout * (ahead + 1) + _GRACE):
                     data = await _exchange(request, blob)
             except TimeoutError:
                 self.close(kill=True)
                 return Page0(None, "the page-0 render timed out after %g s" % timeout), Fate.ENDED
+        if not data.startswith(_TAKEN):
+            self.close(kill=False)
+            return None
+        data = data[len(_TAKEN) :]
         if len(data) < 4:  # it ended under this PDF: its exit says how
             returncode = self.close(kill=False)
             killed = returncode < 0 and returncode != -signal.SIGALRM
@@ -243,11 +262,14 @@ class _RendererProcess:
 
 
 class WarmRenderer:
-    """Warm renderer processes, one per render under way (the spider bounds how many run at once:
-    as many as extraction processes), started as needed and kept for the next renders."""
+    """Warm renderer processes, started as needed and kept for the next renders. Each is handed up
+    to :data:`RENDER_QUEUE_DEPTH` PDFs at once and renders them one after the other (the spider
+    bounds the renders under way: that many per extraction process), so a renderer does not sit
+    idle between the crawl's reading one answer and sending the next PDF."""
 
     def __init__(self) -> None:
-        self._idle: list[_RendererProcess] = []
+        #: The renderers started and not ended, busy or idle.
+        self._live: list[_RendererProcess] = []
         self._lock = threading.Lock()
         #: Whether the first render was compared with ``pdftoppm``'s (once a process).
         self._compared = False
@@ -292,40 +314,64 @@ class WarmRenderer:
         page0 = Page0(None, "the page-0 renderer ended before it took the PDF, twice")
         for _ in (1, 2):
             try:
-                renderer = self._take()
+                renderer, ahead = self._take()
             except OSError as exc:
                 return Page0(None, "the page-0 renderer could not start: %s" % exc)
-            answer = await renderer.render(blob, timeout)
+            answer = await renderer.render(blob, timeout, ahead)
             if answer is None:  # it had ended before the PDF came
+                self._settle(renderer, Fate.ENDED)
                 renderer.close()
                 continue
             page0, fate = answer
-            if fate is Fate.READY and renderer.renders < RENDERS_PER_PROCESS:
-                with self._lock:
-                    self._idle.append(renderer)
-            elif fate is Fate.READY:
-                renderer.close()
+            self._settle(renderer, fate)
             if fate is not Fate.KILLED:
                 return page0
         return page0
 
-    def _take(self) -> _RendererProcess:
+    def _take(self) -> tuple[_RendererProcess, int]:
+        """A renderer for the next PDF and how many PDFs it has before it: the least busy one
+        with room in its queue, else a new one."""
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return _RendererProcess()
+            room = [r for r in self._live if not r.retired and r.outstanding < RENDER_QUEUE_DEPTH]
+            if room:
+                renderer = min(room, key=lambda r: r.outstanding)
+                renderer.outstanding += 1
+                return renderer, renderer.outstanding - 1
+        renderer = _RendererProcess()
+        with self._lock:
+            renderer.outstanding = 1
+            self._live.append(renderer)
+        return renderer, 0
+
+    def _settle(self, renderer: _RendererProcess, fate: Fate) -> None:
+        """A PDF answered: a renderer that ended under it is given no more; one that has served
+        :data:`RENDERS_PER_PROCESS` PDFs ends once its queue is empty."""
+        with self._lock:
+            renderer.outstanding -= 1
+            if renderer.renders >= RENDERS_PER_PROCESS:
+                renderer.retired = True
+            ended = fate is not Fate.READY
+            done = ended or (renderer.retired and renderer.outstanding == 0)
+            if done and renderer in self._live:
+                self._live.remove(renderer)
+        if done and not ended:
+            renderer.close()
 
     def close(self) -> None:
-        """End the idle renderers (a render under way keeps its own; a later render starts new ones)."""
+        """End the idle renderers (a render under way keeps its own; a later render starts new
+        ones): each is told first, then each is reaped, so they end at once, not one after the other."""
         with self._lock:
-            idle, self._idle = self._idle, []
+            idle = [r for r in self._live if r.outstanding == 0]
+            self._live = [r for r in self._live if r.outstanding]
+        for renderer in idle:
+            renderer.control.close()
         for renderer in idle:
             renderer.close()
 
     def pids(self) -> list[int]:
         """The idle renderers' process ids (tests send them real signals)."""
         with self._lock:
-            return [renderer.process.pid for renderer in self._idle]
+            return [renderer.process.pid for renderer in self._live if renderer.outstanding == 0]
 
 
 async def _exchange(request: socket.socket, blob: bytes | None) -> bytes:
@@ -351,15 +397,18 @@ class _Warm:
 
 
 def warm_renderer() -> WarmRenderer | None:
-    """This process's warm renderers; None when the compiled module is not built, poppler's
-    library cannot be loaded or the renderers were refused (then ``pdftoppm`` renders)."""
+    """This process's warm renderers; None when the compiled module is not built (or was built
+    from an older source), poppler's library cannot be loaded or the renderers were refused (then
+    ``pdftoppm`` renders)."""
     if _Warm.checked:
         return _Warm.renderer if _Warm.renderer is None or _Warm.renderer.refused is None else None
     with _Warm.lock:
         if not _Warm.checked:
             try:
-                importlib.import_module(PAGE0_MODULE)
+                module = importlib.import_module(PAGE0_MODULE)
             except ImportError:
+                module = None
+            if getattr(module, "PROTOCOL", None) != PAGE0_PROTOCOL:  # not built, or built before
                 _Warm.renderer = None
             else:
                 _Warm.renderer = WarmRenderer()

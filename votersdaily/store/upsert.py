@@ -40,7 +40,8 @@ class UpsertResult:
     replaced: list[str] = field(default_factory=list)
     #: Ids of documents a batch hook marked to repair a key with two live documents.
     repaired: list[str] = field(default_factory=list)
-    #: Ids given more than once in one batch (the last one is written; the others are counted here).
+    #: Ids given more than once in one batch (the last one is written; the others are counted here),
+    #: or again after a writer told them unchanged where they were added (``BatchWriter.know_stored_texts``).
     duplicates: list[str] = field(default_factory=list)
     #: Ids kept in the local spool because the store was unavailable (see :mod:`.spool`).
     spooled: list[str] = field(default_factory=list)

@@ -116,8 +116,11 @@ class BatchWriter:
         #: Id → the MD5 of its stored JSON text, read before this run wrote anything
         #: (:meth:`know_stored_texts`), until a document of that id is added.
         self._stored_texts: dict[str, str] | None = None
-        #: Ids told unchanged where they were added, not yet counted (:meth:`_report_told`).
-        self._told: list[str] = []
+        #: Ids told unchanged where they were added, and the ids among those added again since (the
+        #: earlier one then counts as a duplicate, as in one batch): counted at the end
+        #: (:meth:`_report_told`), once an id can no longer come again.
+        self._told: dict[str, None] = {}
+        self._told_again: list[str] = []
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
 
@@ -141,8 +144,9 @@ class BatchWriter:
         from a store whose revisions are that MD5 (the embedded one). The first document of an id
         added with its text made (:class:`~.base.EncodedDocument`) whose text has that MD5 is the
         stored document itself: when the hooks need nothing of it
-        (:meth:`~.hooks.WriteHooks.settled_unchanged`) it is counted unchanged where it is added,
-        with no batch, thread hand-off or call of the store (a reparse's events, mostly unchanged:
+        (:meth:`~.hooks.WriteHooks.settled_unchanged`) it is told unchanged where it is added,
+        with no batch, thread hand-off or call of the store, and counted when the writer is flushed
+        (a later copy of it makes it a duplicate, as in one batch) (a reparse's events, mostly unchanged:
         the store's own verdict, told without it). Told as of the start: a document another run
         rewrites meanwhile keeps that run's version, as if this one had been compared first."""
         self._stored_texts = digests
@@ -169,7 +173,11 @@ class BatchWriter:
     def _unchanged_as_stored(self, doc: dict[str, Any], digests: dict[str, str]) -> bool:
         """Whether ``doc`` is told unchanged here (see :meth:`know_stored_texts`). The hooks hear of
         every document added, in order, told or not."""
-        digest = digests.pop(doc["_id"], None)
+        doc_id = doc["_id"]
+        if doc_id in self._told:  # added again (a second archived copy): a batch tells this one
+            del self._told[doc_id]
+            self._told_again.append(doc_id)
+        digest = digests.pop(doc_id, None)
         settled = self.hooks is None or self.hooks.settled_unchanged(doc)
         text = body_json_of(doc) if digest is not None and settled else None
         if text is None:
@@ -180,17 +188,15 @@ class BatchWriter:
             return False
         if md5_holding_the_gil(data) != digest:
             return False
-        self._told.append(doc["_id"])
-        if len(self._told) >= self.batch_size:
-            self._report_told()
+        self._told[doc_id] = None
         return True
 
     def _report_told(self) -> None:
         """Count the documents told unchanged where they were added, as a batch's result is."""
-        if not self._told:
+        if not self._told and not self._told_again:
             return
-        result = UpsertResult(unchanged=self._told)
-        self._told = []
+        result = UpsertResult(unchanged=list(self._told), duplicates=self._told_again)
+        self._told, self._told_again = {}, []
         self.total.merge(result)
         if self.on_result is not None:
             self.on_result(result)
