@@ -30,6 +30,16 @@ def recorded_pdfs() -> list[tuple[str, bytes]]:
     return [("dummy.pdf", scholarly("dummy.pdf").read_bytes())] + [(p.name, p.read_bytes()) for p in PDFS]
 
 
+def recorded_html_pages() -> list[Path]:
+    """Every recorded HTML page: the scholarly and government fixtures and the project's own
+    recordings (votersdaily/recordings)."""
+    from tests.support.services import REPO, shared_dir
+
+    return sorted((shared_dir() / "fixtures").rglob("*.htm*")) + sorted(
+        (REPO / "votersdaily" / "recordings").rglob("*.htm*")
+    )
+
+
 def words(n: int, word: str = "lorem") -> str:
     return " ".join("%s%d" % (word, i % 50) for i in range(n))
 

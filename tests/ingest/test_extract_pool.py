@@ -125,9 +125,11 @@ def test_a_process_killed_while_it_answers_never_hangs_the_pool(pool):
         return await asyncio.wait_for(pool.run(large_answer, 1 << 20), 60)
 
     assert asyncio.run(scenario()) == b"x" * (1 << 20)
-    folder = Path(pool._answers)
+    folders = [Path(folder) for folder in pool._answers]
     pool.close()
-    assert not folder.exists()  # the half-written answers of the killed processes went with it
+    assert not [
+        f for f in folders if f.exists()
+    ]  # the half-written answers of the killed processes went with them
 
 
 def test_answers_of_every_size_and_errors_come_back_whole(pool):
@@ -187,3 +189,93 @@ def test_the_extraction_processes_leave_their_preloaded_objects_out_of_collectio
         pool.close()
     assert frozen > 10_000, "the preloaded modules' objects (%s) are frozen" % workers.PRELOAD
     assert collected >= 2
+
+
+def test_the_fork_servers_preload_imports_neither_scrapy_nor_twisted():
+    """The extraction processes never need Scrapy or Twisted: importing them cost the fork server
+    0.4 s of CPU at each crawl's start, before the first page could be read."""
+    import subprocess
+    import sys
+
+    from votersdaily.ingest import workers
+
+    code = (
+        "import sys\n"
+        "for name in %r:\n"
+        "    __import__(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted')))\n"
+        % [m for m in workers.PRELOAD if m != "__main__"]
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_crawl_started_as_a_script_is_imported_once_by_the_fork_server_not_by_each_process(tmp_path):
+    """multiprocessing runs the main script again in every process it starts (``__mp_main__``); with
+    ``__main__`` preloaded the fork server does it once and the extraction processes inherit it."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "imports.log"
+    script = tmp_path / "crawl_script.py"
+    script.write_text(
+        "import os\n"
+        "with open(%r, 'a') as out:\n"
+        "    out.write('%%d\\n' %% os.getpid())\n"
+        "if __name__ == '__main__':\n"
+        "    import asyncio\n"
+        "    from votersdaily.ingest.workers import ExtractPool\n"
+        "    pool = ExtractPool(2)\n"
+        "    pool.start()\n"
+        "    async def calls():\n"
+        "        return await asyncio.gather(*(pool.run(os.getpid) for _ in range(8)))\n"
+        "    pids = asyncio.run(asyncio.wait_for(calls(), 120))\n"
+        "    pool.close()\n"
+        "    print(os.getpid(), *sorted(set(pids)))\n" % str(log)
+    )
+    from tests.support.services import REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300, env=env
+    )
+    crawl, *extraction = (int(pid) for pid in out.stdout.split())
+    imported = [int(line) for line in log.read_text().split()]
+    assert extraction and crawl not in extraction
+    assert imported[0] == crawl and len(imported) == 2, (imported, extraction)  # the crawl, the fork server
+    assert not set(imported) & set(extraction)
+
+
+def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
+    """Answers too large for the pipe go through a folder in memory (``/dev/shm``: no journal, no disk
+    locks); one the memory folder has no room for (a real small tmpfs standing for a full
+    ``/dev/shm``) goes through the disk folder whole, and nothing half-written stays behind."""
+    from tests.support.tmpfs import small_tmpfs
+    from votersdaily.ingest import workers
+
+    folders = workers._answer_folders()
+    try:
+        assert len(folders) == (2 if Path(workers.MEMORY_FOLDER).is_dir() else 1)
+        assert all(Path(f).is_dir() for f in folders)
+        if len(folders) == 2:
+            assert Path(folders[0]).parent == Path(workers.MEMORY_FOLDER)
+    finally:
+        for folder in folders:
+            Path(folder).rmdir()
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    with small_tmpfs(tmp_path / "memory", size="256k") as memory:
+        disk = pool._answers[-1]
+        pool._answers = (str(memory), disk)
+        try:
+
+            async def both() -> list[bytes]:
+                return await asyncio.gather(
+                    pool.run(large_answer, 100 << 10), pool.run(large_answer, 1 << 20)
+                )
+
+            small, large = asyncio.run(asyncio.wait_for(both(), 120))
+            assert (small, large) == (b"x" * (100 << 10), b"x" * (1 << 20))
+            assert not list(memory.iterdir()) and not list(Path(disk).iterdir())
+        finally:
+            pool.close()

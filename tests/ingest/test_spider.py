@@ -49,3 +49,24 @@ def test_page0_is_rendered_only_when_wanted_and_renderable():
         spider.config = config
         assert asyncio.run(asyncio.wait_for(spider._page0(blob, meta), 5)) == (meta, None)
     assert read["has_page0_thumbnail"] is False and unread["status"] == "parse-error"
+
+
+def test_each_download_signal_has_one_ingest_receiver_for_hops_and_sub_resources():
+    """Every receiver of a download signal costs every request (about 7 us): the ingest's hop checks,
+    byte budgets, digests and downloader room share one receiver a signal."""
+    from pydispatch import dispatcher
+    from scrapy import signals
+    from scrapy.utils.test import get_crawler
+
+    from votersdaily.ingest.spider import IngestSpider
+
+    crawler = get_crawler(IngestSpider)
+    spider = IngestSpider.from_crawler(crawler)  # held: the receivers are weak references
+    for signal in (signals.request_reached_downloader, signals.headers_received, signals.bytes_received):
+        receivers = [
+            r
+            for r in dispatcher.liveReceivers(dispatcher.getAllReceivers(crawler, signal))
+            if getattr(r, "__module__", "").startswith("votersdaily.ingest")
+        ]
+        assert len(receivers) == 1, (signal, receivers)
+    assert spider.room is not None

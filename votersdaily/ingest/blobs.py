@@ -33,15 +33,23 @@ class FolderBlobs:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        #: Folders made (or found) by this writer: each blob's folder is made once, not once a blob.
+        self._made: set[Path] = set()
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
         if not _SAFE_PATH.match(path):
             raise ValueError("refusing blob path %r" % path)
         target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent not in self._made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(target.parent)
         tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
         try:
-            tmp.write_bytes(data)
+            try:
+                tmp.write_bytes(data)
+            except FileNotFoundError:  # the folder was removed since: made again, as before
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_bytes(data)
             tmp.replace(target)
         except OSError:  # a full disk: no half-written file left beside the blobs
             tmp.unlink(missing_ok=True)
@@ -85,14 +93,15 @@ class JsonLinesFeed:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        #: The feed's folder is made (or found) by the first message, not by every one.
+        self._folder_made = False
 
     def publish(self, message: dict[str, Any]) -> None:
         """Append one message as a whole line, or nothing: a write the disk takes only part of is cut
         back (a cut line would also swallow the next message appended after it)."""
         line = memoryview((json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 start = os.fstat(fd).st_size
                 try:
@@ -103,3 +112,14 @@ class JsonLinesFeed:
                     raise
             finally:
                 os.close(fd)
+
+    def _open(self) -> int:
+        """The feed opened for appending, its folder made the first time (and again if it went)."""
+        if not self._folder_made:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._folder_made = True
+        try:
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the folder was removed since: made again, as before
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -21,7 +21,6 @@ from votersdaily import scrapy_internals
 from votersdaily.scrapy_internals import Load
 
 if TYPE_CHECKING:
-    from scrapy import Spider
     from scrapy.crawler import Crawler
 
 _KEY = "ingest_room_slot"
@@ -42,7 +41,7 @@ class DownloaderRoom:
         self._queues: dict[str, deque[asyncio.Future[None]]] = {}
         self._entering: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
-        crawler.signals.connect(self._request_reached, signal=signals.request_reached_downloader)
+        # request_reached_downloader: the ingest spider's receiver calls reached()
         crawler.signals.connect(self._wake, signal=signals.request_left_downloader)
 
     def _has_room(self, key: str) -> bool:
@@ -88,9 +87,10 @@ class DownloaderRoom:
         if not self._entering[key]:
             del self._entering[key]
 
-    def _request_reached(self, request: Request | None = None, spider: Spider | None = None) -> None:
-        if request is not None:
-            self._arrived(request)
+    def reached(self, request: Request) -> None:
+        """``request_reached_downloader`` of a request: the place reserved for it is now the
+        downloader's."""
+        self._arrived(request)
 
     def _wake(self, *args: Any, **kwargs: Any) -> None:
         for key, queue in list(self._queues.items()):

@@ -16,13 +16,9 @@ import hashlib
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
-
 from .filemeta import SNIFF_BYTES
 
 if TYPE_CHECKING:
-    from scrapy import Spider
-    from scrapy.crawler import Crawler
     from scrapy.http import Headers, Request
 
 #: request.meta key of a sub-resource download's :class:`Reservation` and :class:`StreamDigest`.
@@ -138,14 +134,15 @@ def _stream_of(request: Request) -> tuple[Reservation, StreamDigest] | None:
 
 
 class ResourceStreams:
-    """Connects the download signals to the reservations and digests of sub-resource requests."""
+    """The reservations and digests of sub-resource requests, fed by the ingest spider's receivers
+    of the download signals (:meth:`~votersdaily.ingest.spider.IngestSpider._headers_received`:
+    one receiver a signal for every request, hops and sub-resources alike)."""
 
-    def __init__(self, crawler: Crawler, per_worker: int) -> None:
+    def __init__(self, per_worker: int) -> None:
         self.worker = ByteBudget(per_worker)
-        crawler.signals.connect(self._headers, signal=signals.headers_received)
-        crawler.signals.connect(self._bytes, signal=signals.bytes_received)
 
-    def _headers(self, headers: Headers, body_length: int, request: Request, spider: Spider) -> None:
+    def headers(self, headers: Headers, body_length: int, request: Request) -> None:
+        """``headers_received`` of a request: a sub-resource's announced size shrinks its reservation."""
         stream = _stream_of(request)
         if stream is None:
             return
@@ -155,7 +152,8 @@ class ResourceStreams:
         if isinstance(body_length, int):  # not Twisted's UNKNOWN_LENGTH
             reservation.shrink(body_length)
 
-    def _bytes(self, data: bytes, request: Request, spider: Spider) -> None:
+    def received(self, data: bytes, request: Request) -> None:
+        """``bytes_received`` of a request: a sub-resource's bytes go to its digest."""
         stream = _stream_of(request)
         if stream is not None and not stream[1].encoded:
             stream[1].update(data)

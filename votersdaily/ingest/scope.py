@@ -41,7 +41,7 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     if body is not None and body.get("id") == "pkp-common-openJournalSystems":
         return "ojs"
     text = doc.text
-    if '<a href="https://pkp.sfu.ca/ojs/">' in text or _POWERED_BY_OJS.search(text):
+    if '<a href="https://pkp.sfu.ca/ojs/">' in text or powered_by_ojs(text):
         return "ojs"
     if '<a href="https://www.pubpub.org">Published with' in text:
         return "pubpub"
@@ -58,6 +58,14 @@ def guess_platform(doc: HtmlDoc) -> str | None:
     if "scielo" in doc.url:
         return "scielo"
     return None
+
+
+def powered_by_ojs(text: str) -> bool:
+    """Whether :data:`_POWERED_BY_OJS` is in ``text``. Searched case-insensitively, the expression is
+    tried at every "p" of the page (0.1-0.7 ms a page). Every match holds "pkp", and each character
+    matching "p" or "k" case-insensitively lowercases to it (the Kelvin sign too), so a page whose
+    lowercased text holds no "pkp" has no match: the search runs only on the others."""
+    return "pkp" in text.lower() and _POWERED_BY_OJS.search(text) is not None
 
 
 def guess_scope(  # noqa: PLR0911 - one answer a rule

@@ -147,30 +147,56 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
-        spider.resource_streams = ResourceStreams(crawler, spider.config.resource_bytes_per_worker)
+        spider.resource_streams = ResourceStreams(spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(close_renderers, signal=scrapy.signals.spider_closed)
-        crawler.signals.connect(spider._start_clock, signal=scrapy.signals.request_reached_downloader)
-        crawler.signals.connect(spider._stop_if_too_large, signal=scrapy.signals.headers_received)
-        crawler.signals.connect(spider._count_bytes, signal=scrapy.signals.bytes_received)
+        # one receiver a download signal for hops and sub-resources alike (each costs every request)
+        crawler.signals.connect(spider._request_reached, signal=scrapy.signals.request_reached_downloader)
+        crawler.signals.connect(spider._headers_received, signal=scrapy.signals.headers_received)
+        crawler.signals.connect(spider._bytes_received, signal=scrapy.signals.bytes_received)
         return spider
+
+    def _request_reached(self, request: Request, spider: Spider | None = None) -> None:
+        """``request_reached_downloader``: a hop starts its ingest's clock; a sub-resource's place in
+        the downloader room is the downloader's now."""
+        if H.STATE_META in request.meta:
+            self._start_clock(request)
+        else:
+            self.room.reached(request)
+
+    def _headers_received(
+        self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
+    ) -> None:
+        """``headers_received``: a hop's announced size is checked; a sub-resource's shrinks its
+        byte reservation."""
+        if H.STATE_META in request.meta:
+            self._stop_if_too_large(headers, body_length, request)
+        else:
+            self.resource_streams.headers(headers, body_length, request)
+
+    def _bytes_received(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
+        """``bytes_received``: a hop's bytes are counted; a sub-resource's are hashed as they come."""
+        if H.STATE_META in request.meta:
+            self._count_bytes(data, request)
+        else:
+            self.resource_streams.received(data, request)
 
     # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
 
     def _stop_if_too_large(
         self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
     ) -> None:
-        """``headers_received``: a hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
+        """A hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
         its response kept, so ``body-too-large`` names the URL, status and date that were fetched
         (DOWNLOAD_MAXSIZE would fail the request without them)."""
         if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
             self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
 
     def _count_bytes(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
-        """``bytes_received``: the same for a hop whose body grows past the limit unannounced."""
+        """The same for a hop whose body grows past the limit unannounced."""
         if H.STATE_META not in request.meta:
             return
         received = request.meta[_RECEIVED] = request.meta.get(_RECEIVED, 0) + len(data)
@@ -303,7 +329,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self.config.timeout - (time.time() - state["started"])
 
     def _start_clock(self, request: Request, spider: Spider | None = None) -> None:
-        """``request_reached_downloader``: an ingest's INGEST_TIMEOUT runs from its first fetch."""
+        """An ingest's INGEST_TIMEOUT runs from its first fetch (:meth:`_request_reached`)."""
         state = request.meta.get(H.STATE_META)
         if state is not None and state.get("started") is None:
             state["started"] = time.time()

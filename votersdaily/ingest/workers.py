@@ -14,8 +14,8 @@ A process can also die while it answers. The executor reads an answer as one mes
 and a message cut short leaves its reader waiting for the rest for ever: no death is noticed, the
 crawl hangs (seen here: an ingest waited two hours after one SIGKILL). So an answer travels whole or
 not at all: one that fits an atomic pipe write (``PIPE_BUF``) goes by the pipe, a larger one is
-written to a file in the pool's own folder and only its name goes by the pipe
-(:func:`_answer`, :meth:`ExtractPool.run`).
+written to a file in the pool's own folder (in memory when the machine has ``/dev/shm``) and only its
+name goes by the pipe (:func:`_answer`, :meth:`ExtractPool.run`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,13 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
@@ -45,8 +44,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s).
-PRELOAD = ["votersdaily.ingest.process", "votersdaily.ingest.htmlbody", "votersdaily.ingest.pdf"]
+#: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s). Neither
+#: Scrapy nor Twisted: an extraction process never needs them, and they cost the fork server 0.2 s of
+#: CPU at each crawl's start, before the first page could be read. First, the crawl's main script
+#: (:mod:`.forkserver_main`).
+PRELOAD = [
+    "votersdaily.ingest.forkserver_main",
+    "votersdaily.ingest.process",
+    "votersdaily.ingest.htmlbody",
+    "votersdaily.ingest.pdf",
+]
 
 
 class ExtractionCrashed(RuntimeError):
@@ -137,9 +144,10 @@ class _Answer:
     path: str | None = None
 
 
-def _answer(folder: str, func: Callable[..., Any], *args: Any) -> _Answer:
+def _answer(folders: tuple[str, ...], func: Callable[..., Any], *args: Any) -> _Answer:
     """Run ``func(*args)`` in the worker process and package the outcome so that it reaches the
-    crawl whole or not at all (module docstring)."""
+    crawl whole or not at all (module docstring): a large one in a file of the first of ``folders``
+    that takes it whole."""
     try:
         outcome = _Answer(value=func(*args))
     except Exception as exc:
@@ -153,10 +161,39 @@ def _answer(folder: str, func: Callable[..., Any], *args: Any) -> _Answer:
         data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
     if len(data) <= INLINE_ANSWER_BYTES:
         return outcome
+    for folder in folders[:-1]:
+        with contextlib.suppress(OSError):  # a full memory folder: the next one
+            return _Answer(path=_write_answer(folder, data))
+    return _Answer(path=_write_answer(folders[-1], data))
+
+
+def _write_answer(folder: str, data: bytes) -> str:
+    """A file of ``folder`` holding ``data`` whole, or none (a write the disk cut short is removed)."""
     fd, path = tempfile.mkstemp(dir=folder, suffix=".answer")
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    return _Answer(path=path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except OSError:
+        Path(path).unlink()
+        raise
+    return path
+
+
+#: Where large answers wait first: a folder in memory (tmpfs: the crawl and the extraction
+#: processes create, read and remove a file per answer there without a journal or a disk, and
+#: without the disk's directory locks that stalled the reactor); then the temporary folder.
+MEMORY_FOLDER = "/dev/shm"  # noqa: S108 - a private folder made in it, removed at close
+
+
+def _answer_folders() -> tuple[str, ...]:
+    """The folders of one pool's answers, made now: the memory one when there is one, then one on
+    the temporary folder's disk (for answers the memory folder has no room for)."""
+    folders = []
+    if Path(MEMORY_FOLDER).is_dir():
+        with contextlib.suppress(OSError):  # not writable here: the disk alone
+            folders.append(tempfile.mkdtemp(prefix="votersdaily-extract-", dir=MEMORY_FOLDER))
+    folders.append(tempfile.mkdtemp(prefix="votersdaily-extract-"))
+    return tuple(folders)
 
 
 def _unpack(answer: _Answer) -> Any:
@@ -172,6 +209,25 @@ def _unpack(answer: _Answer) -> Any:
     return answer.value
 
 
+@contextlib.contextmanager
+def naming_the_main_script() -> Iterator[None]:
+    """Name the crawl's main script (the path multiprocessing gives each process it starts, if it is
+    a script) to the fork server this block starts (:mod:`.forkserver_main`)."""
+    from multiprocessing import spawn
+
+    from .forkserver_main import MAIN_SCRIPT_ENV
+
+    script = spawn.get_preparation_data("extract").get("init_main_from_path")
+    if not script:
+        yield
+        return
+    os.environ[MAIN_SCRIPT_ENV] = script
+    try:
+        yield
+    finally:
+        os.environ.pop(MAIN_SCRIPT_ENV, None)
+
+
 class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0."""
@@ -184,7 +240,7 @@ class ExtractPool:
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
         self._executor: ProcessPoolExecutor | None = None
         #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
-        self._answers: str | None = None
+        self._answers: tuple[str, ...] | None = None
 
     def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
@@ -192,7 +248,7 @@ class ExtractPool:
             return
         # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
         if self._answers is None:
-            self._answers = tempfile.mkdtemp(prefix="votersdaily-extract-")
+            self._answers = _answer_folders()
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         self._executor = ProcessPoolExecutor(
@@ -201,11 +257,14 @@ class ExtractPool:
             initializer=_start_worker,
             initargs=(os.getpid(), self.niceness),
         )
-        for _ in range(self.processes):
-            self._executor.submit(_warm)
+        with naming_the_main_script():  # the first submit starts the fork server
+            for _ in range(self.processes):
+                self._executor.submit(_warm)
 
     async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
+            from votersdaily.blocking import run_in_thread  # here: the fork server never needs Scrapy
+
             return await run_in_thread(func, *args)
         for attempt in (1, 2):
             if self._executor is None:
@@ -250,6 +309,7 @@ class ExtractPool:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-        if self._answers is not None:  # the folder start() made, with answers nobody took
-            shutil.rmtree(self._answers, ignore_errors=True)
+        if self._answers is not None:  # the folders start() made, with answers nobody took
+            for folder in self._answers:
+                shutil.rmtree(folder, ignore_errors=True)
             self._answers = None

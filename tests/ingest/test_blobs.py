@@ -1,0 +1,57 @@
+"""The blob folder (votersdaily/ingest/blobs.py): each blob's folder made once, and again if it goes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.ingest.conftest import recorded_html_pages
+from votersdaily.ingest.blobs import FolderBlobs, tei_path, thumbnail_path
+from votersdaily.ingest.filemeta import hashes
+
+
+def test_blobs_are_written_whole_with_their_folders_made_once_and_again_when_removed(tmp_path, monkeypatch):
+    """The recorded pages stored as blobs: every one read back byte for byte; the two folders are made
+    by one mkdir each, not one a blob; a folder removed during the run is made again (as every blob
+    made it before)."""
+    pages = [path.read_bytes() for path in recorded_html_pages()]
+    blobs = FolderBlobs(tmp_path / "blobs")
+    made: list[Path] = []
+    mkdir = Path.mkdir
+
+    def counted(self: Path, *args: object, **kwargs: object) -> None:
+        if kwargs.get("parents"):  # a writer's call (pathlib's own recursion passes parents=False)
+            made.append(self)
+        mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", counted)
+    for body in pages:
+        sha1hex = hashes(body)["sha1hex"]
+        for path in (tei_path(sha1hex), thumbnail_path(sha1hex)):
+            assert Path(blobs.put(path, body)).read_bytes() == body
+            assert blobs.get(path) == body
+    blob_folders = [tmp_path / "blobs" / "html", tmp_path / "blobs" / "thumbnail"]
+    assert sorted(made) == [tmp_path / "blobs", *blob_folders]  # the root once, by pathlib, for the first
+    shutil.rmtree(tmp_path / "blobs")
+    sha1hex = hashes(pages[0])["sha1hex"]
+    assert blobs.get(tei_path(sha1hex)) is None
+    assert Path(blobs.put(tei_path(sha1hex), pages[0])).read_bytes() == pages[0]
+    assert not list((tmp_path / "blobs").rglob("*.tmp*"))
+
+
+def test_the_feed_appends_whole_lines_with_its_folder_made_once_and_again_when_removed(tmp_path):
+    """One message a recorded page (its text as the TEI), read back line by line; the feed's folder
+    removed during the run is made again for the next message."""
+    import json
+
+    from votersdaily.ingest.blobs import JsonLinesFeed
+
+    feed = JsonLinesFeed(tmp_path / "feeds" / "teixml.jsonl")
+    pages = [path.read_bytes().decode("utf-8", "replace") for path in recorded_html_pages()[:4]]
+    for n, text in enumerate(pages):
+        feed.publish({"key": str(n), "tei_xml": text})
+    lines = (tmp_path / "feeds" / "teixml.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tei_xml"] for line in lines] == pages
+    shutil.rmtree(tmp_path / "feeds")
+    feed.publish({"key": "after", "tei_xml": pages[0]})
+    assert [json.loads(line)["key"] for line in feed.path.read_text().splitlines()] == ["after"]
