@@ -196,7 +196,9 @@ def test_each_prefiltered_date_pass_finds_what_htmldates_finds():
     """Every prefiltered pass (htmldate's ``findall`` of ``search_page``, ``regex_parse``'s
     ``search``) on every recorded page, the benchmark's articles and 5,000 generated texts, from
     the start and from the middle: the same matches as htmldate's own expression."""
-    from votersdaily.ingest import datesearch
+    from votersdaily.ingest import datesearch, htmlbody
+
+    assert htmlbody.datesearch is datesearch  # importing htmlbody installed the prefilters
 
     texts = [text for _, text in recorded_pages()] + _generated_texts(5000)
     found = 0
