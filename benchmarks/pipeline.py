@@ -4,7 +4,8 @@
 Default: ``bench_federal_register`` (the real federal_register spider on its two recordings, repeated:
 20,000 documents). The modes of a round run one after another and the rounds are interleaved, so a
 round's modes share the host's conditions; each round's ratio is taken within the round and the best
-and median are printed with every round's value and the load average. Besides items/s each mode
+and median are printed with every round's value and the load average, and beside them the ratio of
+the two modes' best rates (a round whose baseline alone ran slow cannot lift it). Besides items/s each mode
 shows its CPU seconds (the process, the reactor thread, the store's writer thread, the garbage
 collector) and how long the writers held the engine back: where the time goes.
 
@@ -166,12 +167,14 @@ def report_ratio(title: str, rounds: list[dict[str, dict]], base: str, full: str
         best = max(rounds, key=lambda r: r[mode]["rate"])[mode]
         print("%-34s %s" % ("", where(best)))
     print(
-        "ratio %s / %s: best %.2f, median %.2f (target >= %.2f); rounds %s; load average at each: %s"
+        "ratio %s / %s: best %.2f, median %.2f, best rates %.2f (target >= %.2f); rounds %s; "
+        "load average at each: %s"
         % (
             full,
             base,
             max(ratios),
             statistics.median(ratios),
+            max(r[full]["rate"] for r in rounds) / max(r[base]["rate"] for r in rounds),
             target,
             " ".join("%.2f" % x for x in ratios),
             " ".join("%s/%s" % (r[base]["load"], r[full]["load"]) for r in rounds),
