@@ -141,13 +141,14 @@ class BatchWriter:
 
     def know_stored_texts(self, digests: dict[str, str]) -> None:
         """The MD5 of each stored document's JSON text by id, read before this run wrote anything,
-        from a store whose revisions are that MD5 (the embedded one). The first document of an id
-        added with its text made (:class:`~.base.EncodedDocument`) whose text has that MD5 is the
-        stored document itself: when the hooks need nothing of it
-        (:meth:`~.hooks.WriteHooks.settled_unchanged`) it is told unchanged where it is added,
-        with no batch, thread hand-off or call of the store, and counted when the writer is flushed
-        (a later copy of it makes it a duplicate, as in one batch) (a reparse's events, mostly unchanged:
-        the store's own verdict, told without it). Told as of the start: a document another run
+        from a store whose revisions are that MD5 (the embedded one).
+
+        The first document of an id added with its text made (:class:`~.base.EncodedDocument`)
+        whose text has that MD5 is the stored document itself. When the hooks need nothing of it
+        (:meth:`~.hooks.WriteHooks.settled_unchanged`) it is told unchanged where it is added, with
+        no batch, thread hand-off or call of the store: the store's own verdict, told without it (a
+        reparse's events, mostly unchanged). It is counted when the writer is flushed; a later copy
+        of it makes it a duplicate, as in one batch. Told as of the start: a document another run
         rewrites meanwhile keeps that run's version, as if this one had been compared first."""
         self._stored_texts = digests
 
