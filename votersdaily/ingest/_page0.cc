@@ -9,8 +9,9 @@
 // the PDF is read through "fd://0" with the request's socket as fd 0 (as pdftoppm reads its
 // stdin), the JPEG written to the socket (its stdout), then pdftoppm's exit status as a 4-byte wait
 // status. Before all that, one byte (kTaken) says the server took the request: the caller may queue
-// a next request while one renders, and a request left without even that byte was never taken. Each render has its own PDFDoc and SplashOutputDev, as in pdftoppm; what outlives one
-// render is what pdftoppm builds before the first (GlobalParams, fontconfig).
+// a next request while one renders, and a request left without even that byte was never taken.
+// Each render has its own PDFDoc and SplashOutputDev, as in pdftoppm; what outlives one render is
+// what pdftoppm builds before the first (GlobalParams, fontconfig).
 //
 // A server renders one PDF at a time, so a crash (a signal) or the deadline (SIGALRM, its default
 // action) ends the server with only that PDF lost: the caller reads the server's end from its

@@ -186,16 +186,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- bodies over INGEST_MAX_BODY_BYTES ---------------------------------------------------------
 
-    def _stop_if_too_large(
-        self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
-    ) -> None:
-        """A hop announcing more than INGEST_MAX_BODY_BYTES is stopped with
-        its response kept, so ``body-too-large`` names the URL, status and date that were fetched
-        (DOWNLOAD_MAXSIZE would fail the request without them)."""
+    def _stop_if_too_large(self, headers: Headers, body_length: int, request: Request) -> None:
+        """A hop announcing more than INGEST_MAX_BODY_BYTES is stopped with its response kept, so
+        ``body-too-large`` names the URL, status and date that were fetched (DOWNLOAD_MAXSIZE would
+        fail the request without them)."""
         if H.STATE_META in request.meta and body_length is not None and body_length > self.config.max_body:
             self._too_large(request, "%d bytes announced (limit %d)" % (body_length, self.config.max_body))
 
-    def _count_bytes(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
+    def _count_bytes(self, data: bytes, request: Request) -> None:
         """The same for a hop whose body grows past the limit unannounced."""
         if H.STATE_META not in request.meta:
             return
@@ -328,7 +326,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return self.config.timeout
         return self.config.timeout - (time.time() - state["started"])
 
-    def _start_clock(self, request: Request, spider: Spider | None = None) -> None:
+    def _start_clock(self, request: Request) -> None:
         """An ingest's INGEST_TIMEOUT runs from its first fetch (:meth:`_request_reached`)."""
         state = request.meta.get(H.STATE_META)
         if state is not None and state.get("started") is None:
@@ -525,8 +523,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by a warm
         renderer, awaited on the reactor (else by ``pdftoppm``, from a thread), as many at once as
-        :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per extraction process: the render is a process of its own, so the extraction
-        processes read the next documents meanwhile. A render that fails is logged with its reason
+        :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per extraction process: the render is a process of its
+        own, so the extraction processes read the next documents meanwhile. A render that fails is logged with its reason
         and counted."""
         if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS
             return pdf_meta, None
