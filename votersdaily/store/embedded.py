@@ -124,6 +124,8 @@ def _view_rows_of(
                         ids.extend([one for one in value if isinstance(one, str)])
                 if not ids:
                     continue
+                if len(ids) > 1:  # each id once, as views._ids_of
+                    ids = list(dict.fromkeys(ids))
             key = tuple([get(field) for field in fields])
             for part in key:
                 if not isinstance(part, str):
