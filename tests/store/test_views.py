@@ -172,6 +172,43 @@ def test_the_embedded_stores_view_rows_are_what_the_specs_emit(db):
         )
 
 
+def test_the_embedded_stores_view_rows_as_tuples_are_its_query_rows(tmp_path):
+    """``EmbeddedStore.view_rows`` (what a reparse reads of 200,000 events: tuples, the values parsed
+    as one JSON text) answers each view's key ranges with the rows, keys, values and revisions
+    ``query`` answers, for the samples above and every event of the real recordings."""
+    from tests.test_schema import recorded_events
+    from votersdaily.store.embedded import EmbeddedStore
+
+    store = EmbeddedStore(str(tmp_path / "rows.db"))
+    try:
+        for db in sorted(VIEWS):
+            store.ensure_db(db)
+            store.install_views(db)
+            docs = SAMPLES + [{"_id": "r%d" % i, **event} for i, event in enumerate(recorded_events())]
+            assert all("rev" in answer for answer in store.bulk_docs(db, [dict(doc) for doc in docs]))
+            for view, spec in VIEWS[db].items():
+                every = store.query(db, view, include_docs=False)
+                assert every, (db, view)
+                low, high = every[len(every) // 3].key, every[2 * len(every) // 3].key
+                if spec.width > 1:  # a prefix and CouchDB's {} high key too
+                    ranges = [(low, high), (low[:1], [*low[:1], {}])]
+                else:
+                    ranges = [(low, high), (None, None)]
+                for startkey, endkey in ranges:
+                    for revisions in (False, True):
+                        rows = store.query(
+                            db, view, startkey=startkey, endkey=endkey, include_docs=revisions, fields=()
+                        )
+                        expected = [
+                            (row.id, row.key, row.value, row.doc["_rev"] if row.doc else None) for row in rows
+                        ]
+                        got = store.view_rows(db, view, startkey=startkey, endkey=endkey, revisions=revisions)
+                        assert got == expected, (db, view, startkey, revisions)
+                        assert all(isinstance(one[3], str) == revisions for one in got)
+    finally:
+        store.close()
+
+
 def test_an_event_naming_an_id_twice_is_stored_with_its_neighbours_and_listed_once(store):
     """An event that names its vote twice (as ``vote_id`` and in ``vote_ids``) and its bill twice: the
     embedded store holds a key of a document once, so such an event used to fail the whole batch
