@@ -509,6 +509,49 @@ def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
     assert answers[0]["error"] == "bad_request" and answers[1]["ok"]
 
 
+def test_a_document_that_is_not_json_is_refused_on_its_own(db):
+    """A value JSON has no form for (a set, bytes, NaN or an infinity, which CouchDB's parser refuses),
+    a cycle, or a nesting deeper than the encoder goes (variants generated here) used to fail its whole
+    batch, whose writer then counted every document failed; the embedded store even kept NaN. Now that
+    one document is refused with its reason and the rest is written, by ``upsert`` and by
+    ``bulk_docs``, on every store."""
+    deep: dict = {}
+    inner = deep
+    for _ in range(5000):
+        inner["a"] = {}
+        inner = inner["a"]
+    cyclic: dict = {}
+    cyclic["self"] = cyclic
+    bad = {
+        2: event(2, tags={"a"}),
+        4: event(4, raw=b"x"),
+        6: event(6, score=float("nan")),
+        8: event(8, score=float("-inf")),
+        10: event(10, nested=deep),
+        12: event(12, loop=cyclic),
+    }
+    result = upsert(db, DB, [event(1), *bad.values(), event(3)])
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert set(result.failed) == {doc["_id"] for doc in bad.values()}
+    assert all(
+        reason.startswith("bad_request: the document is not JSON") for reason in result.failed.values()
+    )
+    assert sorted(d["_id"] for d in db.iter_docs(DB)) == sorted([event(1)["_id"], event(3)["_id"]])
+    # A stored document's update that is not JSON: refused, the stored one kept, its neighbour written.
+    again = upsert(db, DB, [event(1, tags={"a"}), event(9)])
+    assert list(again.failed) == [event(1)["_id"]] and again.inserted == [event(9)["_id"]]
+    assert "tags" not in db.get(DB, event(1)["_id"])
+    answers = db.bulk_docs(DB, [bad[2], event(5), bad[6], bad[4], event(7)])
+    assert [answer.get("error") for answer in answers] == [
+        "bad_request",
+        None,
+        "bad_request",
+        "bad_request",
+        None,
+    ]
+    assert db.get(DB, event(5)["_id"]) and db.get(DB, event(7)["_id"]) and not db.get(DB, bad[6]["_id"])
+
+
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""

@@ -24,7 +24,7 @@ from votersdaily.rfc3986 import mask_uri, service_base
 
 from .base import Row, StoreError, StoreRefused, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
-from .revisions import not_unicode
+from .revisions import not_json
 from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
@@ -262,10 +262,11 @@ class CouchStore:
         if not docs:
             return []
         try:
-            body = json.dumps({"docs": docs}, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            # Refuse the documents that are not valid Unicode, as the embedded store does; send the rest.
-            refused = [not_unicode(doc) for doc in docs]
+            body = json.dumps({"docs": docs}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError, RecursionError):  # a lone surrogate is a ValueError too
+            # Refuse the documents that are not JSON or not valid Unicode, as the embedded store does;
+            # send the rest.
+            refused = [not_json(doc) for doc in docs]
             sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
             answers = iter(self.bulk_docs(db, sendable))
             return [answer or next(answers) for answer in refused]

@@ -7,6 +7,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from votersdaily.json_encoder import ReusableJsonEncoder
+
+from .base import body_json_of
+
+#: JSON as CouchDB's parser takes it: no NaN or infinity.
+_STRICT_JSON = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
+
 #: Keys CouchDB manages; never part of a document's content.
 META_KEYS = frozenset({"_id", "_rev", "_attachments", "_deleted", "_conflicts", "_revisions"})
 
@@ -26,19 +33,22 @@ def same_content(old: Mapping[str, Any], new: Mapping[str, Any], ignore: Iterabl
     return canonical_json(content(old, ignore)) == canonical_json(content(new, ignore))
 
 
-def not_unicode(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ``_bulk_docs`` answer for a document that is not valid Unicode (a lone surrogate, which
-    JSON can spell but UTF-8 cannot encode), or None: such a document is refused on its own, so it
-    never costs its batch."""
+def not_json(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``_bulk_docs`` answer for a document no store can take, or None: one that is not valid
+    Unicode (a lone surrogate, which JSON can spell but UTF-8 cannot encode) or not JSON at all (a
+    set, bytes or another object, NaN or an infinity, which CouchDB's parser refuses, a cycle, a
+    nesting deeper than the encoder goes). Such a document is refused on its own, with the reason, so
+    it never costs its batch; a document whose JSON text was made with it is checked by that text."""
+    text = body_json_of(doc)
     try:
-        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        (_STRICT_JSON(doc) if text is None else text).encode("utf-8")
     except UnicodeEncodeError as exc:
-        return {
-            "id": doc.get("_id"),
-            "error": "bad_request",
-            "reason": "the document is not valid Unicode (%s)" % exc.reason,
-        }
-    return None
+        reason = "the document is not valid Unicode (%s)" % exc.reason
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "the document is not JSON (%s)" % exc
+    else:
+        return None
+    return {"id": doc.get("_id"), "error": "bad_request", "reason": reason}
 
 
 def rev_number(rev: str | None) -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Store, StoreError
-from .revisions import same_content
+from .revisions import not_json, same_content
 
 if TYPE_CHECKING:
     from .embedded import Stored
@@ -126,6 +126,25 @@ def _existing(
     return told
 
 
+def _admitted(docs: Iterable[dict[str, Any]], result: UpsertResult) -> dict[str, dict[str, Any]]:
+    """The documents to write by id, the last of an id given twice (the others counted in
+    ``result.duplicates``); one that no store could take, nor compare, is refused on its own in
+    ``result.failed``, so it never costs its batch."""
+    pending: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        if SURROGATE_RE.search(doc["_id"]):  # no store can look it up
+            result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
+            continue
+        refused = not_json(doc)
+        if refused is not None:
+            result.failed[doc["_id"]] = "bad_request: %s" % refused["reason"]
+            continue
+        if doc["_id"] in pending:
+            result.duplicates.append(doc["_id"])
+        pending[doc["_id"]] = doc
+    return pending
+
+
 def upsert(
     store: Store,
     db: str,
@@ -148,14 +167,7 @@ def upsert(
     ignore = tuple(ignore)
     probe = tuple(probe)
     result = UpsertResult()
-    pending: dict[str, dict[str, Any]] = {}
-    for doc in docs:
-        if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
-            result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
-            continue
-        if doc["_id"] in pending:
-            result.duplicates.append(doc["_id"])
-        pending[doc["_id"]] = doc
+    pending = _admitted(docs, result)
     if insert_first and pending:
         existing_ids = {}
         if before_write is not None:
