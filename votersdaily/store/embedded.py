@@ -30,7 +30,7 @@ from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
-from .revisions import META_KEYS, next_rev, not_json, rev_number
+from .revisions import META_KEYS, misshapen, next_rev, rev_number, unstorable
 from .views import design_is_current, install_design, views_for
 
 T = TypeVar("T")
@@ -595,9 +595,11 @@ class EmbeddedStore:
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
             return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
-        if SURROGATE_RE.search(doc_id):
-            refused = not_json(doc)
+        refused = misshapen(doc)  # what CouchDB refuses, refused here too
+        if refused is None and SURROGATE_RE.search(doc_id):
+            refused = unstorable(doc)
             assert refused is not None, "a lone surrogate never encodes"  # noqa: S101 - invariant
+        if refused is not None:
             return refused, None
         current = revs.get(doc_id)
         if current != doc.get("_rev"):
@@ -619,7 +621,7 @@ class EmbeddedStore:
                 text = _BODY_JSON(body)
             data = text.encode("utf-8")
         except (TypeError, ValueError, RecursionError):  # a lone surrogate is a ValueError too
-            refused = not_json(doc)
+            refused = unstorable(doc)
             assert refused is not None, "the same encoding fails there"  # noqa: S101 - invariant
             return refused, None
         if attachments is not None or current is not None:
