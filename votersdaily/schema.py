@@ -160,6 +160,25 @@ def clean_text(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> str:
     return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
 
 
+def storable_value(value: Any) -> Any:
+    """``value`` as JSON any store takes, for a record that must be kept whatever went into it (a
+    run log: the message of a failure may come from a file name decoded with ``surrogateescape``, a
+    receiver of ``run_log_building`` may add any object). A lone surrogate becomes U+FFFD (text keeps
+    everything else, the source's own text included), a key that is no string becomes its text, a
+    tuple a list; NaN, an infinity and what JSON has no form for (a date, a set) become their text."""
+    if isinstance(value, str):
+        return clean_text(str(value), SURROGATE_RE)
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {storable_value(str(key)): storable_value(member) for key, member in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable_value(member) for member in value]
+    return storable_value(str(value))
+
+
 def clean_value(value: Any, pattern: re.Pattern[str] = BAD_TEXT_RE) -> Any:
     """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
     object when nothing needed cleaning."""
