@@ -383,6 +383,7 @@ def test_a_failure_no_store_takes_as_it_is_still_has_its_run_log(crawl, sqlite_u
     run log and the spool could not take it, so the run's only record was lost. The run log is now
     stored, the surrogate as U+FFFD and each value JSON has no form for as its text
     (tests/misconfigured_spiders.py: the real house_votes spider, its failure generated)."""
+    # In a process of its own: the crawl's log holds the surrogate, which pytest-xdist cannot send on.
     proc = failed(
         crawl(
             "unprintable_failure_votes",
@@ -390,6 +391,7 @@ def test_a_failure_no_store_takes_as_it_is_still_has_its_run_log(crawl, sqlite_u
             sqlite_uri,
             "-s",
             "SPIDER_MODULES=tests.misconfigured_spiders",
+            subprocess=True,
         )
     )
     assert "neither the store nor the spool" not in proc.stderr
