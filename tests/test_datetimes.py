@@ -190,4 +190,94 @@ def test_a_remembered_normalisation_is_the_one_made_afresh():
         remembered = [normalise(value, zone) for value in asked]
         assert remembered == [_normalise(value, zone) for value in asked], zone
     assert _normalised_value.cache_info().hits > len(values)
+    texts = [
+        *iso_texts(),
+        "16-Sep-2026 19:05",
+        "November 17, 2004,  05:48 PM",
+        "Wed, 22 Jul 2026 14:37:21 GMT",
+    ]
+    for zone in (NY, "Asia/Kolkata"):
+        for text in texts + texts:
+            assert _outcome(normalise, text, zone) == _outcome(_normalise, text, zone), (text, zone)
     assert normalise(date(2026, 3, 8), NY).all_day and not normalise(datetime(2026, 3, 8), NY).all_day
+
+
+def iso_texts() -> list[str]:
+    """ISO 8601 texts of every shape the standard library's reader takes (a date; a time to the
+    second, with a fraction of one to six digits; Z, an offset or none), around the year's and the
+    DST changes' edges, and impossible ones (30 February, hour 24, second 60, offset 24:00) and near
+    misses it leaves to dateutil (a space for T, an offset without colon, seven fraction digits)."""
+    days = ["2026-01-01", "2026-02-28", "2026-03-08", "2026-11-01", "2026-12-31", "2024-02-29", "0001-01-01"]
+    times = ["00:00:00", "01:59:59", "02:30:00", "12:00:00", "23:59:59"]
+    zones = ["", "Z", "+00:00", "-00:00", "-04:00", "+05:30", "+14:00", "-12:00"]
+    texts = list(days)
+    for day in days:
+        for clock in times:
+            for fraction in ("", ".5", ".123", ".999999"):
+                texts += ["%sT%s%s%s" % (day, clock, fraction, zone) for zone in zones]
+    return texts + [
+        "2026-02-30",
+        "2025-02-29T10:00:00Z",
+        "2026-09-16T24:00:00",
+        "2026-12-31T23:59:60Z",
+        "2026-09-16T10:00:00+24:00",
+        "2026-13-01",
+        "2026-09-16 19:05:00",
+        "2026-09-16T19:05:00-0400",
+        "2026-09-16T19:05:00.1234567Z",
+        "2026-09-16T19:05",
+        " 2026-09-16T19:05:00Z",
+    ]
+
+
+def test_iso_text_is_read_as_dateutil_reads_it():
+    """``_parse_text`` reads ISO 8601 text with the standard library (2 µs, where dateutil's two
+    parses take 100): the same instant, offset and wall time as dateutil reads (the reference,
+    ``_parse_text_with_dateutil``), the same date-only verdict, the same error for what neither takes,
+    and the same normalised value in three zones."""
+    from votersdaily.datetimes import _normalise, _parse_text, _parse_text_with_dateutil
+
+    texts = iso_texts()
+    assert len(texts) > 1000
+    for text in texts:
+        try:
+            expected = _parse_text_with_dateutil(text)
+        except ValueError as exc:
+            with pytest.raises(ValueError) as raised:
+                _parse_text(text)
+            assert str(raised.value) == str(exc), text
+            continue
+        parsed, date_only = _parse_text(text)
+        assert date_only == expected[1], text
+        assert parsed == expected[0], text
+        assert parsed.replace(tzinfo=None) == expected[0].replace(tzinfo=None), text  # the wall time too
+        assert _offset(parsed) == _offset(expected[0]), text
+        for zone in (NY, "UTC", "Asia/Kolkata"):
+            assert _outcome(_normalise, text, zone) == _outcome(_normalise_by_dateutil, text, zone), (
+                text,
+                zone,
+            )
+
+
+def _normalise_by_dateutil(text: str, zone: str):
+    """What ``normalise`` made of ``text`` when dateutil read every text (the reference)."""
+    from votersdaily import datetimes
+
+    parsed, date_only = datetimes._parse_text_with_dateutil(text)
+    return datetimes._normalise(parsed.date() if date_only else parsed, zone)
+
+
+def _offset(value):
+    """The value's UTC offset, or the error (dateutil takes +24:00, which no datetime can give)."""
+    try:
+        return value.utcoffset()
+    except ValueError as exc:
+        return str(exc)
+
+
+def _outcome(normalise_text, text: str, zone: str):
+    """The value, or the error (the year 1 in a zone west of UTC is before the first instant)."""
+    try:
+        return normalise_text(text, zone)
+    except (ValueError, OverflowError) as exc:
+        return type(exc).__name__, str(exc)
