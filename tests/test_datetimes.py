@@ -215,7 +215,8 @@ def iso_texts() -> list[str]:
         for clock in times:
             for fraction in ("", ".5", ".123", ".999999"):
                 texts += ["%sT%s%s%s" % (day, clock, fraction, zone) for zone in zones]
-    return texts + [
+    return [
+        *texts,
         "2026-02-30",
         "2025-02-29T10:00:00Z",
         "2026-09-16T24:00:00",

@@ -6,8 +6,10 @@ the nested JSON is generated (a hostile input, not a source's format)."""
 
 from __future__ import annotations
 
+import io
 import json
 import struct
+import tarfile
 
 import pytest
 
@@ -266,3 +268,31 @@ def test_a_stored_record_naming_a_file_outside_the_output_is_never_read_nor_remo
     assert failed["error"] == "names ../victim.nt, which is not a file of %s: not read, not removed" % (
         out.resolve() / "files"
     )
+
+
+def tar_with_a_latin1_member_name() -> bytes:
+    """A valid tar (generated here) of one N-Triples file named ``café.nt`` in Latin-1: a tar name is
+    bytes, and old archives in the wild carry names that are not UTF-8."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT, encoding="latin-1") as tar:
+        info = tarfile.TarInfo("caf\xe9.nt")
+        info.size = len(NT)
+        tar.addfile(info, io.BytesIO(NT))
+    return raw.getvalue()
+
+
+def test_a_tar_member_named_in_latin1_is_unpacked_and_parsed(site, sqlite_uri, tmp_path):
+    """The member's name reached the records and the entry's key as lone surrogates (tarfile's
+    ``surrogateescape``), which neither a store nor the key's hash takes: the whole archive failed as
+    "tar is corrupt". Its entry is now parsed, its name shown with the byte escaped."""
+    from votersdaily.laundromat.archives import printable_name
+
+    assert printable_name("caf\udce9.nt") == "caf\\xe9.nt" and printable_name("café.nt") == "café.nt"
+    assert printable_name("lone \ud800") == "lone \\xed\\xa0\\x80"
+    url = site.route("/d/latin.tar", tar_with_a_latin1_member_name(), content_type="application/x-tar")
+    _finish(_start(url, sqlite_uri, tmp_path / "out"))
+    docs = _docs(sqlite_uri)
+    assert not [doc for doc in docs.values() if doc.get("status") == "failed"]
+    (entry,) = [doc for doc in docs.values() if doc.get("entry_name")]
+    assert entry["entry_name"] == "caf\\xe9.nt" and entry["status"] == "parsed"
+    assert entry["number_of_statements"] == 1

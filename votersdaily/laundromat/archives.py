@@ -107,6 +107,21 @@ def archive_kind(path: Path) -> str | None:
     return None
 
 
+def printable_name(raw: str) -> str:
+    """An entry name as text any record and key can hold. A tar member's name is bytes, which tarfile
+    decodes as UTF-8 and, where they are not (a Latin-1 name, common in the wild), keeps as lone
+    surrogates that no store and no hash takes: those bytes are shown as ``\\xe9``."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            data = raw.encode("utf-8", "surrogateescape")  # the archive's own bytes back
+        except UnicodeEncodeError:
+            data = raw.encode("utf-8", "surrogatepass")
+        return data.decode("utf-8", "backslashreplace")
+    return raw
+
+
 def safe_name(raw: str) -> str:
     """A relative, traversal-free rendering of an entry name (``../../etc/passwd`` → ``etc/passwd``)."""
     name = raw.replace("\\", "/").replace("\x00", "")
@@ -272,16 +287,17 @@ def _untar(path: Path, out_dir: Path, key_of: Callable[..., Any], budget: _Budge
             for index, member in enumerate(archive):
                 if member.isdir():
                     continue
+                name = printable_name(member.name)
                 if not member.isfile():
                     # Links and devices are never followed or created.
-                    result.skipped.append({"name": safe_name(member.name), "reason": "not a regular file"})
+                    result.skipped.append({"name": safe_name(name), "reason": "not a regular file"})
                     continue
                 budget.entry()
                 stream = archive.extractfile(member)
                 assert stream is not None, "tarfile reads every regular file"  # noqa: S101 - invariant
-                dst = out_dir / key_of(entry_id(index, member.name))
+                dst = out_dir / key_of(entry_id(index, name))
                 size = _copy(stream, dst, budget)
-                result.entries.append(Entry(member.name, safe_name(member.name), dst, size))
+                result.entries.append(Entry(name, safe_name(name), dst, size))
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ArchiveError("tar is corrupt: %s" % exc) from None
 
