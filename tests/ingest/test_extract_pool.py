@@ -279,3 +279,117 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
             assert not list(memory.iterdir()) and not list(Path(disk).iterdir())
         finally:
             pool.close()
+
+
+def started_then_slow(marker: str, seconds: float) -> int:
+    """Says it started (a line in ``marker``), then works ``seconds`` (the first time only: a call
+    run once more answers at once); answers its pid."""
+    import time
+
+    path = Path(marker)
+    first = not path.exists()
+    with path.open("a") as out:
+        out.write("%d\n" % os.getpid())
+    if first:
+        time.sleep(seconds)
+    return os.getpid()
+
+
+async def _started(marker: Path, lines: int) -> None:
+    while not marker.exists() or len(marker.read_text().split()) < lines:
+        await asyncio.sleep(0.01)
+
+
+def test_a_process_killed_from_outside_mid_call_is_replaced_and_only_its_call_retried(tmp_path):
+    """A real SIGKILL (as the OOM killer's) of a process running a call with another queued behind
+    it: a new process runs the interrupted call once more and the queued one, which had not
+    started, once; one death, one retry, nothing failed."""
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+    try:
+
+        async def scenario() -> tuple[int, list[int]]:
+            (victim,) = pool.pids()
+            running = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 30))
+            queued = asyncio.ensure_future(pool.run(slow_pid, 0))
+            await asyncio.wait_for(_started(marker, 1), 60)
+            os.kill(victim, signal.SIGKILL)
+            answers = await asyncio.wait_for(asyncio.gather(running, queued), 60)
+            return victim, [*answers, *pool.pids()]
+
+        victim, (retried_pid, queued_pid, replacement) = asyncio.run(scenario())
+    finally:
+        pool.close()
+    started = [int(pid) for pid in marker.read_text().split()]
+    assert started == [victim, replacement] and retried_pid == queued_pid == replacement != victim
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1 and stats["ingest/extract/retried"] == 1, stats
+    assert "ingest/extract/crashed" not in stats
+
+
+def test_a_process_killed_while_idle_costs_no_call(tmp_path):
+    """The OOM killer may pick an idle process: it is replaced and no call is retried or failed."""
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+
+        async def scenario() -> list[int]:
+            first = await pool.run(slow_pid, 0)
+            os.kill(first, signal.SIGKILL)
+            while first in pool.pids():  # the loop reads the ended socket
+                await asyncio.sleep(0.01)
+            return await asyncio.gather(*(pool.run(slow_pid, 0) for _ in range(6)))
+
+        pids = asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        pool.close()
+    assert len(pids) == 6 and all(pids)
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1, stats
+    assert "ingest/extract/retried" not in stats and "ingest/extract/crashed" not in stats
+
+
+def length_and_digest(blob: bytes) -> tuple[int, str]:
+    import hashlib
+
+    return len(blob), hashlib.sha256(blob).hexdigest()
+
+
+def test_large_arguments_and_many_calls_at_once_arrive_whole_and_answered_in_order():
+    """A call's arguments larger than the socket takes at once (a large PDF) reach the process whole
+    while the loop sends them piece by piece; many calls in flight each get their own answer."""
+    import hashlib
+
+    blobs = [os.urandom(n) for n in (0, 1, 5000, 3 << 20, 9 << 20)] + [b"%d" % i for i in range(40)]
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+
+        async def scenario() -> list[tuple[int, str]]:
+            return await asyncio.gather(*(pool.run(length_and_digest, blob) for blob in blobs))
+
+        answers = asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        pool.close()
+    assert answers == [(len(b), hashlib.sha256(b).hexdigest()) for b in blobs]
+
+
+def test_closing_with_a_call_under_way_ends_every_process_and_leaves_nothing(tmp_path):
+    """close() while a process works on a call: the call is cancelled, every process ends (none
+    waits on its socket for ever), and the answers' folders are gone."""
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+
+    async def scenario() -> None:
+        call = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 60))
+        await asyncio.wait_for(_started(marker, 1), 60)
+        pool.close()
+        with pytest.raises(asyncio.CancelledError):  # its caller is told, not left waiting
+            await asyncio.wait_for(call, 10)
+
+    pids, folders = pool.pids(), [Path(folder) for folder in pool._answers or ()]
+    asyncio.run(scenario())
+    assert len(pids) == 2 and not [pid for pid in pids if Path("/proc/%d" % pid).exists()]  # ended and reaped
+    assert folders and not [folder for folder in folders if folder.exists()]
