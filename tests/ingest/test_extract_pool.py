@@ -393,3 +393,42 @@ def test_closing_with_a_call_under_way_ends_every_process_and_leaves_nothing(tmp
     asyncio.run(scenario())
     assert len(pids) == 2 and not [pid for pid in pids if Path("/proc/%d" % pid).exists()]  # ended and reaped
     assert folders and not [folder for folder in folders if folder.exists()]
+
+
+def answers_half_then_dies(marker: str) -> bytes:
+    """The first time (no ``marker`` yet): writes the start of an answer message to its socket, the
+    length saying more is coming, and dies (SIGKILL) before the rest; then answers."""
+    import socket
+    import stat
+
+    from votersdaily.ingest import workers
+
+    path = Path(marker)
+    if path.exists():
+        return b"answered whole"
+    written = 0
+    for entry in Path("/proc/self/fd").iterdir():
+        fd = int(entry.name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                with socket.socket(fileno=os.dup(fd)) as channel:
+                    if channel.family == socket.AF_UNIX and channel.type == socket.SOCK_STREAM:
+                        os.write(fd, workers._LENGTH.pack(40_000) + b"x" * 1000)
+                        written += 1
+    path.write_text("sockets written to: %d" % written)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")
+
+
+def test_an_answer_cut_short_on_the_socket_is_a_death_never_a_wait(pool, tmp_path):
+    """A process that dies having sent part of an answer (its length, some of its bytes): the pool
+    reads the socket's end as the death it is (no reader waits for the rest), and the call runs once
+    more, whole."""
+
+    async def scenario() -> bytes:
+        return await asyncio.wait_for(pool.run(answers_half_then_dies, str(tmp_path / "marker")), 60)
+
+    assert asyncio.run(scenario()) == b"answered whole"
+    assert (tmp_path / "marker").read_text() == "sockets written to: 1"  # its channel to the crawl
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1 and stats["ingest/extract/retried"] == 1, stats

@@ -17,10 +17,10 @@ raises :class:`ExtractionCrashed`, for the spider to fail that one request with 
 
 A process can also die while it answers. A message cut short is no answer: it is a death (the socket
 ended before the message did), never a reader waiting for the rest for ever (seen here with
-concurrent.futures' pool: an ingest waited two hours after one SIGKILL). An answer that fits an
-atomic pipe write (``PIPE_BUF``) goes by the socket, a larger one is written to a file in the pool's
-own folder (in memory when the machine has ``/dev/shm``) and only its name goes by the socket
-(:func:`_answer`, :meth:`ExtractPool.run`), so the reactor reads small messages only.
+concurrent.futures' pool: an ingest waited two hours after one SIGKILL). An answer of up to
+:data:`INLINE_ANSWER_BYTES` goes by the socket, a larger one is written to a file in the pool's own
+folder (in memory when the machine has ``/dev/shm``) and only its name goes by the socket
+(:func:`_answer`, :meth:`ExtractPool.run`).
 """
 
 from __future__ import annotations
@@ -129,9 +129,12 @@ def _watch(pid: int) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-#: The largest answer sent by the socket itself: a write of at most PIPE_BUF bytes (4096 on Linux, the
-#: least POSIX allows is 512: ``select.PIPE_BUF``) is atomic, with room for the message's framing.
-INLINE_ANSWER_BYTES = 3072
+#: The largest answer sent by the socket itself (a message cut short is a death, whatever its size):
+#: less than a socket's buffer holds (Linux gives a Unix socket about 200 KiB), so the process writes
+#: it at once and takes its next call, never waiting for a busy reactor to read it piece by piece.
+#: A larger one waits in a file (an HTML page's answer, its TEI and text, is 10-40 KiB: by the socket,
+#: the reactor reads it with no file to open and remove).
+INLINE_ANSWER_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -334,7 +337,7 @@ class ExtractPool:
         #: Calls no process has room for yet, in order.
         self._waiting: deque[_Call] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
+        #: Where answers too large for the socket wait for the crawl (made at start).
         self._answers: tuple[str, ...] | None = None
 
     def start(self, *args: Any, **kwargs: Any) -> None:
