@@ -286,23 +286,16 @@ class ReparseExtension:
         low, high = [parser_name], [parser_name, {}]
         with collections_paused():  # 200,000 rows that all live on: nothing to collect
             if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
-                rows = store.query(
-                    schema.EVENTS_DB,
-                    PROVENANCE_VIEW,
-                    startkey=low,
-                    endkey=high,
-                    include_docs=revisions,
-                    fields=(),  # of a document, its revision alone
-                )
-                return [
-                    {
-                        "_id": row.id,
-                        "unique_key": row.key[1],
-                        **({"_rev": row.doc["_rev"]} if revisions and row.doc else {}),
-                        **{key: row.value.get(key) for key in fields},
-                    }
-                    for row in rows
-                ]
+                events = []
+                for doc_id, key, value, rev in _provenance_rows(store, low, high, revisions):
+                    event = {"_id": doc_id, "unique_key": key[1]}
+                    if rev is not None:
+                        event["_rev"] = rev
+                    get = value.get
+                    for name in fields:
+                        event[name] = get(name)
+                    events.append(event)
+                return events
             rows = store.query(
                 schema.EVENTS_DB,
                 "by_parser_unique_key",
@@ -585,6 +578,27 @@ class ArchiveCheck:
         if self.retired:
             fields["retired_count"] = self.retired
         return fields
+
+
+def _provenance_rows(
+    store: Store, low: list[Any], high: list[Any], revisions: bool
+) -> list[tuple[str, Any, Any, str | None]]:
+    """The rows of :data:`PROVENANCE_VIEW` from ``low`` to ``high`` as ``(id, key, value, revision)``
+    (the document's revision only with ``revisions``): the embedded store answers them as tuples,
+    without a row object and a document per row (:meth:`.EmbeddedStore.view_rows`)."""
+    if isinstance(store, EmbeddedStore):
+        return store.view_rows(
+            schema.EVENTS_DB, PROVENANCE_VIEW, startkey=low, endkey=high, revisions=revisions
+        )
+    rows = store.query(
+        schema.EVENTS_DB,
+        PROVENANCE_VIEW,
+        startkey=low,
+        endkey=high,
+        include_docs=revisions,
+        fields=(),  # of a document, its revision alone
+    )
+    return [(row.id, row.key, row.value, row.doc["_rev"] if revisions and row.doc else None) for row in rows]
 
 
 def points_into_archive(

@@ -144,8 +144,7 @@ def test_js_map_functions_match_the_specs(db):
             "by_docket": [["21-476", "2023-06-30T00:00:00Z"], ["22O156", "2023-06-30T00:00:00Z"]],
             "by_vote": [
                 ["h314-119.2026", "2026-09-16T23:05:00Z"],
-                ["h294-119.2026", "2026-09-02T20:50:15Z"],
-                ["h294-119.2026", "2026-09-02T20:50:15Z"],
+                ["h294-119.2026", "2026-09-02T20:50:15Z"],  # i2 names it twice: one row
                 ["h1-119.2025", "2026-09-02T20:50:15Z"],
             ],
         }
@@ -171,3 +170,69 @@ def test_the_embedded_stores_view_rows_are_what_the_specs_emit(db):
         assert [(*row[:-1], None if row[-1] is None else json.loads(row[-1])) for row in rows] == expected, (
             doc["_id"]
         )
+
+
+def test_the_embedded_stores_view_rows_as_tuples_are_its_query_rows(tmp_path):
+    """``EmbeddedStore.view_rows`` (what a reparse reads of 200,000 events: tuples, the values parsed
+    as one JSON text) answers each view's key ranges with the rows, keys, values and revisions
+    ``query`` answers, for the samples above and every event of the real recordings."""
+    from tests.test_schema import recorded_events
+    from votersdaily.store.embedded import EmbeddedStore
+
+    store = EmbeddedStore(str(tmp_path / "rows.db"))
+    try:
+        for db in sorted(VIEWS):
+            store.ensure_db(db)
+            store.install_views(db)
+            docs = SAMPLES + [{"_id": "r%d" % i, **event} for i, event in enumerate(recorded_events())]
+            assert all("rev" in answer for answer in store.bulk_docs(db, [dict(doc) for doc in docs]))
+            for view, spec in VIEWS[db].items():
+                every = store.query(db, view, include_docs=False)
+                assert every, (db, view)
+                low, high = every[len(every) // 3].key, every[2 * len(every) // 3].key
+                if spec.width > 1:  # a prefix and CouchDB's {} high key too
+                    ranges = [(low, high), (low[:1], [*low[:1], {}])]
+                else:
+                    ranges = [(low, high), (None, None)]
+                for startkey, endkey in ranges:
+                    for revisions in (False, True):
+                        rows = store.query(
+                            db, view, startkey=startkey, endkey=endkey, include_docs=revisions, fields=()
+                        )
+                        expected = [
+                            (row.id, row.key, row.value, row.doc["_rev"] if row.doc else None) for row in rows
+                        ]
+                        got = store.view_rows(db, view, startkey=startkey, endkey=endkey, revisions=revisions)
+                        assert got == expected, (db, view, startkey, revisions)
+                        assert all(isinstance(one[3], str) == revisions for one in got)
+    finally:
+        store.close()
+
+
+def test_an_event_naming_an_id_twice_is_stored_with_its_neighbours_and_listed_once(store):
+    """An event that names its vote twice (as ``vote_id`` and in ``vote_ids``) and its bill twice: the
+    embedded store holds a key of a document once, so such an event used to fail the whole batch
+    (SQLite's unique constraint) and take its neighbours with it. Each id now gives one row, on both
+    stores. The events are real recorded ones; the doubled ids are derived here."""
+    from tests.test_schema import recorded_events
+    from votersdaily import schema
+    from votersdaily.store.upsert import upsert
+
+    voted = [event for event in recorded_events() if event.get("vote_ids") and event.get("bill_ids")]
+    assert len(voted) >= 3
+    docs = []
+    for event in voted[:3]:
+        doc = dict(event, _id=schema.event_id(event["datetime"], event["parser_name"], event["unique_key"]))
+        docs.append(doc)
+    doubled = docs[1]
+    doubled["vote_id"] = doubled["vote_ids"][0]
+    doubled["bill_ids"] = [*doubled["bill_ids"], *doubled["bill_ids"]]
+    store.ensure_db(schema.EVENTS_DB)
+    store.install_views(schema.EVENTS_DB)
+    result = upsert(store, schema.EVENTS_DB, docs)
+    assert not result.failed and store.count(schema.EVENTS_DB) == len(docs)
+    vote, bill = doubled["vote_id"], doubled["bill_ids"][0]
+    by_vote = store.query(schema.EVENTS_DB, "by_vote", startkey=[vote], endkey=[vote, {}], include_docs=False)
+    by_bill = store.query(schema.EVENTS_DB, "by_bill", startkey=[bill], endkey=[bill, {}], include_docs=False)
+    assert [row.id for row in by_vote].count(doubled["_id"]) == 1
+    assert [row.id for row in by_bill].count(doubled["_id"]) == 1

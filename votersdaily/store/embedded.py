@@ -124,6 +124,8 @@ def _view_rows_of(
                         ids.extend([one for one in value if isinstance(one, str)])
                 if not ids:
                     continue
+                if len(ids) > 1:  # each id once, as views._ids_of
+                    ids = list(dict.fromkeys(ids))
             key = tuple([get(field) for field in fields])
             for part in key:
                 if not isinstance(part, str):
@@ -717,17 +719,58 @@ class EmbeddedStore:
         include_docs: bool = True,
         fields: Sequence[str] | None = None,
     ) -> list[Row]:
-        spec = views_for(db).get(view)
-        if spec is None:
-            raise StoreError("database %r has no view %r" % (db, view))
-        width = spec.width
-        db = self._name(db)
+        width = self._view_width(db, view)
         select = _DocColumn(include_docs, fields)
         if keys is not None:
-            rows = self._query_keys(db, view, width, keys, descending, select)
+            rows = self._query_keys(self._name(db), view, width, keys, descending, select)
             return rows[skip : None if limit is None else skip + limit]
         if key is not None:
             startkey = endkey = key
+        fetched = self._range(db, view, startkey, endkey, descending, limit, skip, select)
+        out = []
+        for doc_id, k0, k1, k2, value, rev, body in fetched:
+            parts = [k0, k1, k2][:width]
+            row_key = parts[0] if width == 1 else parts
+            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body), _value(value)))
+        return out
+
+    def view_rows(
+        self, db: str, view: str, *, startkey: Any, endkey: Any, revisions: bool = False
+    ) -> list[tuple[str, Any, Any, str | None]]:
+        """The rows of ``view`` from ``startkey`` to ``endkey`` as :meth:`query` answers them, each
+        an ``(id, key, value, revision)`` tuple (the document's revision only with ``revisions``, else
+        None): no :class:`~.base.Row` and no document made per row, and the values parsed as one JSON
+        text. What a reparse reads of every event of its parser, 200,000 rows twice a run."""
+        width = self._view_width(db, view)
+        select = _DocColumn(revisions, () if revisions else None)
+        fetched = self._range(db, view, startkey, endkey, False, None, 0, select)
+        values = json.loads("[%s]" % ",".join("null" if row[4] is None else row[4] for row in fetched))
+        if width == 1:
+            return [(row[0], row[1], value, row[5]) for row, value in zip(fetched, values, strict=True)]
+        return [
+            (row[0], [row[1], row[2], row[3]][:width], value, row[5])
+            for row, value in zip(fetched, values, strict=True)
+        ]
+
+    def _view_width(self, db: str, view: str) -> int:
+        spec = views_for(db).get(view)
+        if spec is None:
+            raise StoreError("database %r has no view %r" % (db, view))
+        return spec.width
+
+    def _range(
+        self,
+        db: str,
+        view: str,
+        startkey: Any,
+        endkey: Any,
+        descending: bool,
+        limit: int | None,
+        skip: int,
+        select: _DocColumn,
+    ) -> list[tuple[Any, ...]]:
+        """The SQL rows ``(id, k0, k1, k2, value, rev, body)`` of a key range of a view, in its order."""
+        db = self._name(db)
         where = ["v.db = ?", "v.view = ?"]
         params: list[Any] = [*select.params, db, view]
         low, high = (endkey, startkey) if descending else (startkey, endkey)
@@ -745,13 +788,7 @@ class EmbeddedStore:
         )
         params.extend([-1 if limit is None else limit, skip])
         with self._lock:
-            fetched = self._conn.execute(sql, params).fetchall()
-        out = []
-        for doc_id, k0, k1, k2, value, rev, body in fetched:
-            parts = [k0, k1, k2][:width]
-            row_key = parts[0] if width == 1 else parts
-            out.append(Row(doc_id, row_key, select.doc(doc_id, rev, body), _value(value)))
-        return out
+            return self._conn.execute(sql, params).fetchall()
 
     def _query_keys(
         self, db: str, view: str, width: int, keys: list[Any], descending: bool, select: _DocColumn

@@ -34,9 +34,9 @@ class ViewSpec:
     fields: tuple[str, ...]
     #: Extra condition on the document (mirrors the ``if`` of the JS map function).
     where: Callable[[Mapping[str, Any]], bool] | None = None
-    #: Keys holding ids (a string, or a list of strings): one row per id, with the id first in the
-    #: key and ``fields`` after it (``by_bill``: ``[bill_id, datetime]``), as the JS map emits for
-    #: each string of ``[].concat(doc.<key>, …)``.
+    #: Keys holding ids (a string, or a list of strings): one row per distinct id, with the id first
+    #: in the key and ``fields`` after it (``by_bill``: ``[bill_id, datetime]``), as the JS map emits
+    #: for each string of ``[].concat(doc.<key>, …)`` the first time it meets it.
     ids: tuple[str, ...] = ()
     #: Keys whose values the view emits as each row's value: an object of those the document holds
     #: (what JSON keeps of the JS map's ``{key: doc.key, …}``: a key the document lacks is left
@@ -67,8 +67,10 @@ class ViewSpec:
 
 
 def _ids_of(doc: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
-    """The string ids of ``keys`` in the document, in order: JavaScript's ``[].concat(…)`` of their
-    values (a string is one id, a list gives its members) with what is no string skipped."""
+    """The string ids of ``keys`` in the document, in order, each once: JavaScript's ``[].concat(…)``
+    of their values (a string is one id, a list gives its members) with what is no string skipped and
+    an id met before skipped too (an event listing its vote as ``vote_id`` and in ``vote_ids`` is one
+    row of ``by_vote``, not two: the embedded store holds a key of a document once)."""
     found: list[str] = []
     for key in keys:
         value = doc.get(key)
@@ -76,7 +78,7 @@ def _ids_of(doc: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
             found.append(value)
         elif isinstance(value, list):
             found.extend(one for one in value if isinstance(one, str))
-    return found
+    return list(dict.fromkeys(found))
 
 
 #: The value of ``by_parser_provenance``: an event's archive pointer (votersdaily/archive.py),

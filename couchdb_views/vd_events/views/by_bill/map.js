@@ -1,3 +1,3 @@
 function (doc) {
-  if (typeof doc.datetime === "string") [].concat(doc.bill_ids).forEach(function (id) { if (typeof id === "string") emit([id, doc.datetime], null); });
+  if (typeof doc.datetime === "string") [].concat(doc.bill_ids).forEach(function (id, i, ids) { if (typeof id === "string" && ids.indexOf(id) === i) emit([id, doc.datetime], null); });
 }
