@@ -432,3 +432,30 @@ def test_an_answer_cut_short_on_the_socket_is_a_death_never_a_wait(pool, tmp_pat
     assert (tmp_path / "marker").read_text() == "sockets written to: 1"  # its channel to the crawl
     stats = pool.crawler.stats.get_stats()
     assert stats["ingest/extract/process_died"] == 1 and stats["ingest/extract/retried"] == 1, stats
+
+
+class _NeedsTwoArguments(Exception):
+    """An exception pickle cannot rebuild (its ``__init__`` wants two arguments, ``args`` holds one)."""
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__("%s: %s" % (what, why))
+
+
+def raises_what_cannot_be_rebuilt() -> None:
+    raise _NeedsTwoArguments("this", "that")
+
+
+def test_an_answer_the_crawl_cannot_read_fails_its_call_alone(pool):
+    """An answer that travels whole but cannot be unpickled in the crawl (an exception class whose
+    constructor wants other arguments): that call fails with the reason, and the same process
+    answers the next calls."""
+
+    async def scenario() -> list[int]:
+        with pytest.raises(RuntimeError, match="answer of raises_what_cannot_be_rebuilt could not be read"):
+            await asyncio.wait_for(pool.run(raises_what_cannot_be_rebuilt), 60)
+        return await asyncio.wait_for(asyncio.gather(*(pool.run(slow_pid, 0) for _ in range(4))), 60)
+
+    pids = asyncio.run(scenario())
+    assert (
+        set(pids) <= set(pool.pids()) and "ingest/extract/process_died" not in pool.crawler.stats.get_stats()
+    )

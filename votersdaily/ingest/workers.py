@@ -452,11 +452,17 @@ class ExtractPool:
             end = _LENGTH.size + _LENGTH.unpack_from(inbox)[0]
             if len(inbox) < end:
                 break
-            answer = pickle.loads(inbox[_LENGTH.size : end])  # noqa: S301 - from our own process
+            message = inbox[_LENGTH.size : end]
             del inbox[:end]
             call = worker.calls.popleft()
-            if not call.future.done():  # not cancelled meanwhile
-                call.future.set_result(answer)
+            if call.future.done():  # cancelled meanwhile
+                continue
+            try:
+                call.future.set_result(pickle.loads(message))  # noqa: S301 - from our own process
+            except Exception as exc:  # e.g. an exception whose class cannot be rebuilt from its args
+                call.future.set_exception(
+                    RuntimeError("the answer of %s could not be read: %r" % (call.name, exc))
+                )
         self._dispatch()
 
     def _died(self, worker: _Process) -> None:
@@ -489,7 +495,17 @@ class ExtractPool:
                 self._count("ingest/extract/retried")
                 logger.warning("an extraction process died under %s: running it once more", running.name)
         self._waiting.extendleft(reversed(calls))
-        self._live.append(self._spawn())
+        try:
+            self._live.append(self._spawn())
+        except Exception as exc:  # no process can be started (no memory, no fork server)
+            logger.error("no new extraction process could be started: %s", exc)
+            if not self._live:  # nobody will run the waiting calls: their callers are told
+                waiting, self._waiting = self._waiting, deque()
+                for call in waiting:
+                    if not call.future.done():
+                        call.future.set_exception(
+                            ExtractionCrashed("no extraction process could be started: %s" % exc)
+                        )
         self._dispatch()
 
     @staticmethod
