@@ -64,9 +64,10 @@ def test_the_extraction_process_renders_page0_by_its_warm_renderer_and_hands_bac
 
     from votersdaily.ingest import thumbnail as T
     from votersdaily.ingest.config import IngestConfig
-    from votersdaily.ingest.process import examine_hop, process_pdf, warm_page0
+    from votersdaily.ingest.process import examine_hop, process_pdf, start_page0, warm_page0
 
-    if T.warm_renderer() is None or not T.PDFTOPPM:
+    warm = T.warm_renderer()
+    if warm is None or not T.PDFTOPPM:
         pytest.skip("the warm page-0 renderer (votersdaily.ingest._page0) or pdftoppm is missing")
     blob = scholarly("dummy.pdf").read_bytes()
     url = "https://example.org/paper.pdf"
@@ -74,11 +75,13 @@ def test_the_extraction_process_renders_page0_by_its_warm_renderer_and_hands_bac
     meta, text, jpeg = process_pdf(blob, IngestConfig())
     assert facts.page0 == T.Page0(T.render_by_pdftoppm(blob).jpeg) and facts.page0.jpeg
     assert facts.pdf == (dict(meta, has_page0_thumbnail=True), text, facts.page0.jpeg)
+    assert start_page0(blob, IngestConfig(pdf_thumbnails=False)) is None
     pdf = (meta, text, jpeg)
-    assert warm_page0(blob, pdf, IngestConfig(pdf_thumbnails=False)) == (pdf, None)
+    assert warm_page0(pdf, None) == (pdf, None)
     cut = blob[: len(blob) // 2]
     unread = process_pdf(cut, IngestConfig())
-    assert warm_page0(cut, unread, IngestConfig()) == (unread, None)
+    assert warm_page0(unread, start_page0(cut, IngestConfig())) == (unread, None)
+    assert warm.pids(), "the render started for the PDF that was not read was read, the renderer idle"
 
 
 def test_a_page0_render_that_failed_in_the_extraction_process_is_counted_and_not_repeated(caplog):

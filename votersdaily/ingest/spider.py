@@ -535,7 +535,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None) for a PDF the extraction
-        process did not render (:func:`~.process.warm_page0`: no warm renderer there, so a
+        process did not render (:func:`~.process.start_page0`: no warm renderer there, so a
         ``pdftoppm`` process): rendered by a warm renderer, awaited on the reactor (else by
         ``pdftoppm``, from a thread), as many at once as :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per
         extraction process, so the extraction processes read the next documents meanwhile. A render
