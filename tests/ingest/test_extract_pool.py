@@ -459,3 +459,25 @@ def test_an_answer_the_crawl_cannot_read_fails_its_call_alone(pool):
     assert (
         set(pids) <= set(pool.pids()) and "ingest/extract/process_died" not in pool.crawler.stats.get_stats()
     )
+
+
+def test_a_call_cancelled_while_it_waits_is_never_run(tmp_path):
+    """A caller that goes (cancelled: the ingest's time ran out) before any process had room for its
+    call: no process runs it."""
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+    try:
+
+        async def scenario() -> None:
+            busy = [asyncio.ensure_future(pool.run(slow_pid, 0.3)) for _ in range(2)]  # its room, full
+            waiting = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 0))
+            await asyncio.sleep(0.05)
+            waiting.cancel()
+            await asyncio.wait_for(asyncio.gather(*busy), 60)
+            await asyncio.wait_for(pool.run(slow_pid, 0), 60)  # after the cancelled one's turn
+
+        asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert not marker.exists()

@@ -403,8 +403,10 @@ class ExtractPool:
             room = [w for w in self._live if len(w.calls) < CALLS_PER_PROCESS]
             if not room:
                 return
-            worker = min(room, key=lambda w: len(w.calls))
             call = self._waiting.popleft()
+            if call.future.done():  # its caller has gone (cancelled): no process spends time on it
+                continue
+            worker = min(room, key=lambda w: len(w.calls))
             worker.calls.append(call)
             self._send(worker, call.message)
 
