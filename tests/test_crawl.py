@@ -375,3 +375,28 @@ def test_crawl_takes_settings(cli, sqlite_uri):
     (log,) = logs(open_store(sqlite_uri))
     assert log["source_text_truncated"] is True
     assert run_main("crawl", "house_votes", "-s", "NOEQUALS", store_uri=sqlite_uri).returncode == 2
+
+
+def test_a_failure_no_store_takes_as_it_is_still_has_its_run_log(crawl, sqlite_uri):
+    """A source that fails with a message holding a lone surrogate (what a file name decoded with
+    ``surrogateescape`` gives), and a run log a receiver added a set and a date to: the store refused the
+    run log and the spool could not take it, so the run's only record was lost. The run log is now
+    stored, the surrogate as U+FFFD and each value JSON has no form for as its text
+    (tests/misconfigured_spiders.py: the real house_votes spider, its failure generated)."""
+    # In a process of its own: the crawl's log holds the surrogate, which pytest-xdist cannot send on.
+    proc = failed(
+        crawl(
+            "unprintable_failure_votes",
+            [ROLL314],
+            sqlite_uri,
+            "-s",
+            "SPIDER_MODULES=tests.misconfigured_spiders",
+            subprocess=True,
+        )
+    )
+    assert "neither the store nor the spool" not in proc.stderr
+    (log,) = logs(open_store(sqlite_uri), "unprintable_failure_votes")
+    assert log["result"] == "ValueError"
+    assert log["error_message"] == "cannot read roll\ufffd.xml \x1b[31mhere\x1b[0m"
+    assert "roll\ufffd.xml" in log["traceback"]
+    assert log["checked_on"] == "2026-09-16" and log["tags"] == "{'votes'}"

@@ -160,3 +160,34 @@ def test_the_day_a_partial_date_is_read_changes_nothing(dateutil_today):
         with pytest.raises(ValueError):
             normalise("26 January", NY)
     assert readings == {("2017-01", "2017-01")}
+
+
+def test_a_remembered_normalisation_is_the_one_made_afresh():
+    """``normalise`` remembers what it made of a date or a datetime (``datetimes._normalised_value``):
+    each value, asked after an equal one was (the same instant in another zone, the same wall time
+    with the other ``fold``, a date and the datetime of its midnight), answers what it answers alone:
+    the days of 2026, every half hour of the two DST changes in New York (a skipped and a repeated
+    hour), aware values in fixed offsets and pytz zones."""
+    import itertools
+    from datetime import date, datetime, timedelta, timezone
+
+    import pytz
+
+    from votersdaily.datetimes import _normalise, _normalised_value
+
+    _normalised_value.cache_clear()
+    values: list = [date(2026, 1, 1) + timedelta(days=n) for n in range(365)]
+    values += [datetime.combine(day, datetime.min.time()) for day in values[:60]]  # equal-hash midnights
+    for start in (datetime(2026, 3, 8, 0, 0), datetime(2026, 11, 1, 0, 0)):
+        for step in range(10):
+            wall = start + timedelta(minutes=30 * step)
+            values += [wall, wall.replace(fold=1)]
+            values += [wall.replace(tzinfo=timezone(timedelta(hours=h))) for h in (-5, -4, 0, 2)]
+            values.append(pytz.timezone(NY).localize(wall, is_dst=False))
+            values.append(pytz.timezone("Europe/Berlin").localize(wall))
+    asked = list(itertools.chain(values, reversed(values)))
+    for zone in (NY, "UTC", "Asia/Kolkata"):
+        remembered = [normalise(value, zone) for value in asked]
+        assert remembered == [_normalise(value, zone) for value in asked], zone
+    assert _normalised_value.cache_info().hits > len(values)
+    assert normalise(date(2026, 3, 8), NY).all_day and not normalise(datetime(2026, 3, 8), NY).all_day

@@ -140,6 +140,7 @@ def test_the_folded_pipeline_hands_the_store_what_the_four_stages_do(tmp_path, s
         "text:title",
         "missing:title",
         "timezone",
+        "reserved:_deleted",
     }
     assert any(key.startswith("events/cleaned/") for stats in one.stats() for key in stats)
     # The folded pipeline hands on the check's JSON text with every recorded event (the embedded store

@@ -501,6 +501,10 @@ class RunLog:
             doc["error_count"] = len(self.failures)
         self.crawler.signals.send_catch_log(vd_signals.run_log_building, doc=doc, spider=spider)
         self._attach_source(doc)
+        # Kept whatever went into it: a failure's message the store would refuse cost the whole log.
+        storable = schema.storable_value(doc)
+        doc.clear()
+        doc.update(storable)
         crawl_context(self.crawler).run = RunRecord.from_run_log(doc, schema.EVENTS_DB)
         # For operators (Scrapy's stats dump); the commands read the record.
         stats.set_value("votersdaily/spooled", still_spooled)

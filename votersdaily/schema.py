@@ -160,6 +160,25 @@ def clean_text(value: str, pattern: re.Pattern[str] = BAD_TEXT_RE) -> str:
     return pattern.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", value)
 
 
+def storable_value(value: Any) -> Any:
+    """``value`` as JSON any store takes, for a record that must be kept whatever went into it (a
+    run log: the message of a failure may come from a file name decoded with ``surrogateescape``, a
+    receiver of ``run_log_building`` may add any object). A lone surrogate becomes U+FFFD (text keeps
+    everything else, the source's own text included), a key that is no string becomes its text, a
+    tuple a list; NaN, an infinity and what JSON has no form for (a date, a set) become their text."""
+    if isinstance(value, str):
+        return clean_text(str(value), SURROGATE_RE)
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {storable_value(str(key)): storable_value(member) for key, member in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable_value(member) for member in value]
+    return storable_value(str(value))
+
+
 def clean_value(value: Any, pattern: re.Pattern[str] = BAD_TEXT_RE) -> Any:
     """``value`` with every string in it (nested, keys too) cleaned by :func:`clean_text`; the same
     object when nothing needed cleaning."""
@@ -230,6 +249,7 @@ def _zone_set() -> frozenset[str]:
 def validate_event(event: Mapping[str, Any]) -> None:
     """Raise :class:`InvalidEvent` for the first broken rule of docs/events.md §2."""
     _required_keys(event, cleaned=False)
+    _check_own_keys(event)
     _event_rules(event)
     unique_key = event["unique_key"]
     if BAD_TEXT_RE.search(unique_key):
@@ -322,25 +342,41 @@ def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     return text, len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-#: The keys of events seen (joined) that hold nothing to clean.
-_CLEAN_KEYS: set[str] = set()
+#: The keys of events seen, in order, that hold nothing to clean and no key of CouchDB's, each with
+#: the length of the keys joined.
+_CLEAN_KEYS: dict[tuple[Any, ...], int] = {}
 _CLEAN_KEYS_MAX = 4096
 
 
-def _check_plain_keys(event: Mapping[str, Any]) -> str:
-    """The event's keys joined; :class:`_Reference` when one is not a string or holds what
-    :data:`BAD_TEXT_RE` forbids."""
-    try:
-        keys = "".join(event)
-    except TypeError:
-        raise _Reference from None
-    if keys not in _CLEAN_KEYS:  # the events of a spider mostly have the same keys
-        if needs_cleaning(keys):
+def _check_plain_keys(event: Mapping[str, Any]) -> int:
+    """The length of the event's keys joined; :class:`_Reference` when one is not a string, holds
+    what :data:`BAD_TEXT_RE` forbids, or starts with an underscore (:func:`_check_own_keys`)."""
+    keys = tuple(event)
+    length = _CLEAN_KEYS.get(keys)  # the events of a spider mostly have the same keys
+    if length is None:
+        try:
+            joined = "".join(keys)
+        except TypeError:
+            raise _Reference from None
+        if needs_cleaning(joined) or any(key[:1] == "_" and key != "_id" for key in keys):
             raise _Reference
         if len(_CLEAN_KEYS) >= _CLEAN_KEYS_MAX:
             _CLEAN_KEYS.clear()
-        _CLEAN_KEYS.add(keys)
-    return keys
+        length = _CLEAN_KEYS[keys] = len(joined)
+    return length
+
+
+def _check_own_keys(event: Mapping[str, Any]) -> None:
+    """:class:`InvalidEvent` for a key starting with an underscore other than ``_id``. Such keys are
+    CouchDB's: ``_deleted`` would delete the stored event, ``_rev`` and ``_attachments`` are the
+    store's to set, and CouchDB refuses any other (docs/events.md §2)."""
+    for key in event:
+        if isinstance(key, str) and key[:1] == "_" and key != "_id":
+            raise InvalidEvent(
+                "reserved:%s" % key,
+                "key %r starts with an underscore: such keys are CouchDB's, and an event holds none but _id"
+                % key,
+            )
 
 
 def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
@@ -350,8 +386,7 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
     The strings are checked together (one scan of their joined text for what :data:`BAD_TEXT_RE`
     finds); only when it finds something is each looked at, by its key's rule (``source_text`` keeps
     its controls, URLs are not cleaned: validation refuses a bad one)."""
-    keys = _check_plain_keys(event)
-    size = 2 + 6 * len(keys) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
+    size = 2 + 6 * _check_plain_keys(event) + 6 * len(event)  # each key quoted, escaped, ": " and ", "
     texts = []
     nested = []
     cleaned = []

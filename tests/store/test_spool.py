@@ -706,3 +706,22 @@ def test_every_failure_row_of_the_operations_guide_names_tests_that_exist():
             )
             checked += 1
     assert checked >= len(rows)
+
+
+def test_a_document_no_store_could_take_is_refused_not_lost_while_the_store_is_down(tmp_path):
+    """With its store unreachable (a port where nothing listens) a writer spools each batch. A
+    document in it that is not JSON (a set; the variant is generated here) used to make the spool
+    refuse the batch, in halves down to that one document, which was then counted lost and reported as
+    a spool folder that could not take documents. It is refused now, with its reason, as the store
+    would refuse it, and the rest of the batch is spooled."""
+    from tests.store.test_store import event
+    from votersdaily.store.writer import BatchWriter
+
+    store = open_store("http://127.0.0.1:%d/" % free_port())
+    writer = BatchWriter(store, schema.EVENTS_DB, retry_times=0, spool=Spool(tmp_path / "spool"))
+    bad = event(2, tags={"not", "json"})
+    result = writer._write([event(1), bad, event(3)])  # what the writer's thread runs for a batch
+    assert sorted(result.spooled) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert list(result.failed) == [bad["_id"]] and not result.lost and writer.outage.lost == 0
+    assert result.failed[bad["_id"]].startswith("bad_request: the document is not JSON")
+    assert sorted(r["doc"]["_id"] for r in spooled_records(tmp_path / "spool")) == sorted(result.spooled)

@@ -509,6 +509,80 @@ def test_a_document_that_is_not_unicode_is_refused_on_its_own(db):
     assert answers[0]["error"] == "bad_request" and answers[1]["ok"]
 
 
+def test_a_document_that_is_not_json_is_refused_on_its_own(db):
+    """A value JSON has no form for (a set, bytes, NaN or an infinity, which CouchDB's parser refuses),
+    a cycle, or a nesting deeper than the encoder goes (variants generated here) used to fail its whole
+    batch, whose writer then counted every document failed; the embedded store even kept NaN. Now that
+    one document is refused with its reason and the rest is written, by ``upsert`` and by
+    ``bulk_docs``, on every store."""
+    deep: dict = {}
+    inner = deep
+    for _ in range(5000):
+        inner["a"] = {}
+        inner = inner["a"]
+    cyclic: dict = {}
+    cyclic["self"] = cyclic
+    bad = {
+        2: event(2, tags={"a"}),
+        4: event(4, raw=b"x"),
+        6: event(6, score=float("nan")),
+        8: event(8, score=float("-inf")),
+        10: event(10, nested=deep),
+        12: event(12, loop=cyclic),
+    }
+    result = upsert(db, DB, [event(1), *bad.values(), event(3)])
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert set(result.failed) == {doc["_id"] for doc in bad.values()}
+    assert all(
+        reason.startswith("bad_request: the document is not JSON") for reason in result.failed.values()
+    )
+    assert sorted(d["_id"] for d in db.iter_docs(DB)) == sorted([event(1)["_id"], event(3)["_id"]])
+    # A stored document's update that is not JSON: refused, the stored one kept, its neighbour written.
+    again = upsert(db, DB, [event(1, tags={"a"}), event(9)])
+    assert list(again.failed) == [event(1)["_id"]] and again.inserted == [event(9)["_id"]]
+    assert "tags" not in db.get(DB, event(1)["_id"])
+    answers = db.bulk_docs(DB, [bad[2], event(5), bad[6], bad[4], event(7)])
+    assert [answer.get("error") for answer in answers] == [
+        "bad_request",
+        None,
+        "bad_request",
+        "bad_request",
+        None,
+    ]
+    assert db.get(DB, event(5)["_id"]) and db.get(DB, event(7)["_id"]) and not db.get(DB, bad[6]["_id"])
+
+
+def test_a_document_couchdb_refuses_a_whole_batch_for_is_refused_on_its_own(db):
+    """CouchDB answers HTTP 400 to a whole ``_bulk_docs`` request holding one document whose id starts
+    with an underscore but is not reserved, or that holds a key starting with one that is not
+    CouchDB's own (the pinned PouchDB Server does the same for the id). Such a document (generated
+    here) failed its batch, and every later delivery of the spool file it then waited in; the embedded
+    store took it. Both stores now refuse it on its own. ``upsert`` writes content: it refuses a
+    ``_deleted`` (it would delete the stored document) and ignores a ``_rev`` given (the revisions are
+    the store's; a caller's could only conflict)."""
+    docs = [event(1), dict(event(2), _id="_not_reserved"), event(3, _private=1), event(4)]
+    result = upsert(db, DB, docs)
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(4)["_id"]])
+    assert set(result.failed) == {"_not_reserved", event(3)["_id"]}
+    assert all(reason.startswith("bad_request: ") for reason in result.failed.values())
+    answers = db.bulk_docs(DB, [event(5, _private=1), event(6), dict(event(8), _id="_bad")])
+    assert [answer.get("error") for answer in answers] == ["bad_request", None, "bad_request"]
+    assert db.get(DB, event(6)["_id"]) and not db.get(DB, event(5)["_id"])
+    again = upsert(
+        db,
+        DB,
+        [
+            event(1, title="new", _deleted=True),
+            event(7, _rev="1-0123"),
+            event(4, title="changed", _rev="9-bogus"),
+        ],
+    )
+    assert list(again.failed) == [event(1)["_id"]] and "_deleted" in again.failed[event(1)["_id"]]
+    assert db.get(DB, event(1)["_id"])["title"] == event(1)["title"]
+    assert again.inserted == [event(7)["_id"]] and again.updated == [event(4)["_id"]]
+    assert db.get(DB, event(4)["_id"])["title"] == "changed"
+
+
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""

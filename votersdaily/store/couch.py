@@ -24,7 +24,7 @@ from votersdaily.rfc3986 import mask_uri, service_base
 
 from .base import Row, StoreError, StoreRefused, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
-from .revisions import not_unicode
+from .revisions import misshapen, unstorable
 from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
@@ -261,18 +261,24 @@ class CouchStore:
     def bulk_docs(self, db: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not docs:
             return []
-        try:
-            body = json.dumps({"docs": docs}, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            # Refuse the documents that are not valid Unicode, as the embedded store does; send the rest.
-            refused = [not_unicode(doc) for doc in docs]
-            sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
-            answers = iter(self.bulk_docs(db, sendable))
-            return [answer or next(answers) for answer in refused]
-        answer: list[dict[str, Any]] = self._json(
-            "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
-        )
-        return answer
+        refused = [misshapen(doc) for doc in docs]
+        if not any(refused):
+            try:
+                body = json.dumps({"docs": docs}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError, RecursionError) as exc:  # a lone surrogate is a ValueError too
+                refused = [unstorable(doc) for doc in docs]
+                if not any(refused):  # each alone encodes: the request as a whole does not
+                    raise StoreError("the documents for %s could not be encoded: %s" % (db, exc)) from exc
+            else:
+                answer: list[dict[str, Any]] = self._json(
+                    "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
+                )
+                return answer
+        # CouchDB would refuse the whole request for one of them: each is refused on its own, as the
+        # embedded store refuses it, and the rest is sent.
+        sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
+        answers = iter(self.bulk_docs(db, sendable))
+        return [answer or next(answers) for answer in refused]
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
         path = "%s/%s/%s" % (self._db(db), _doc_path(doc_id), quote(name, safe=""))

@@ -30,7 +30,7 @@ from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
-from .revisions import META_KEYS, next_rev, not_unicode, rev_number
+from .revisions import META_KEYS, misshapen, next_rev, rev_number, unstorable
 from .views import design_is_current, install_design, views_for
 
 T = TypeVar("T")
@@ -40,8 +40,9 @@ MAX_KEY_PARTS = 3
 KEYS_PER_QUERY = 200
 #: Sorts after every string: CouchDB's ``{}`` as a high key.
 HIGH = "\U0010ffff"
-#: Documents as stored: ``json.dumps(body, ensure_ascii=False)``, by one encoder made once.
-_BODY_JSON = ReusableJsonEncoder(ensure_ascii=False)
+#: Documents as stored: ``json.dumps(body, ensure_ascii=False)``, by one encoder made once (no NaN or
+#: infinity: CouchDB's JSON has none, and a document holding one is refused as it would refuse it).
+_BODY_JSON = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 
 #: The tables of a new file. Documents are a rowid table (bodies of a few KB appended in order, not
 #: spread over a B-tree keyed by id) with a unique index on (db, id); view rows are a table keyed by
@@ -594,9 +595,11 @@ class EmbeddedStore:
         doc_id = doc.get("_id")
         if not isinstance(doc_id, str) or not doc_id:
             return {"id": doc_id, "error": "bad_request", "reason": "document has no _id"}, None
-        if SURROGATE_RE.search(doc_id):
-            refused = not_unicode(doc)
+        refused = misshapen(doc)  # what CouchDB refuses, refused here too
+        if refused is None and SURROGATE_RE.search(doc_id):
+            refused = unstorable(doc)
             assert refused is not None, "a lone surrogate never encodes"  # noqa: S101 - invariant
+        if refused is not None:
             return refused, None
         current = revs.get(doc_id)
         if current != doc.get("_rev"):
@@ -613,12 +616,12 @@ class EmbeddedStore:
         body.pop("_rev", None)
         attachments = body.pop("_attachments", None)
         text = body_json_of(doc)
-        if text is None:
-            text = _BODY_JSON(body)
-        try:
+        try:  # checked before anything of the document is written
+            if text is None:
+                text = _BODY_JSON(body)
             data = text.encode("utf-8")
-        except UnicodeEncodeError:  # checked before anything of the document is written
-            refused = not_unicode(doc)
+        except (TypeError, ValueError, RecursionError):  # a lone surrogate is a ValueError too
+            refused = unstorable(doc)
             assert refused is not None, "the same encoding fails there"  # noqa: S101 - invariant
             return refused, None
         if attachments is not None or current is not None:

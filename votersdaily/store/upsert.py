@@ -7,6 +7,7 @@ revision. A conflict from a concurrent writer is resolved by re-reading and re-a
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,10 +17,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Store, StoreError
-from .revisions import same_content
+from .revisions import same_content, unstorable
 
 if TYPE_CHECKING:
     from .embedded import Stored
+
+#: What ``upsert`` calls with the documents about to be written, before each write.
+BeforeWrite = Callable[[list[dict[str, Any]]], None]
 
 MAX_CONFLICT_ROUNDS = 8
 #: Conflict rounds back off by a random delay (up to this times 2**round seconds) so two writers
@@ -126,13 +130,33 @@ def _existing(
     return told
 
 
+def _admitted(docs: Iterable[dict[str, Any]], result: UpsertResult) -> dict[str, dict[str, Any]]:
+    """The documents to write by id, the last of an id given twice (the others counted in
+    ``result.duplicates``), without a ``_rev`` given; one whose id no store can look up, or that
+    would delete a document, is refused on its own in ``result.failed``, so it never costs its batch."""
+    pending: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        if SURROGATE_RE.search(doc["_id"]):  # no store can look it up
+            result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
+            continue
+        if doc.get("_deleted"):  # content to write, never a deletion (an event's own key, say)
+            result.failed[doc["_id"]] = "bad_request: upsert writes documents and deletes none (_deleted)"
+            continue
+        if "_rev" in doc:  # upsert keeps the revisions: a caller's could only conflict
+            doc = {key: value for key, value in doc.items() if key != "_rev"}  # noqa: PLW2901 - the copy is the document
+        if doc["_id"] in pending:
+            result.duplicates.append(doc["_id"])
+        pending[doc["_id"]] = doc
+    return pending
+
+
 def upsert(
     store: Store,
     db: str,
     docs: Iterable[dict[str, Any]],
     ignore: Iterable[str] = (),
     insert_first: bool = False,
-    before_write: Callable[[list[dict[str, Any]]], None] | None = None,
+    before_write: BeforeWrite | None = None,
     probe: Iterable[str] = (),
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
@@ -144,18 +168,46 @@ def upsert(
     before each write: a hook that reads what the store held before the batch does it there.
     ``probe``: keys whose stored value, when it differs, proves a document changed (a store that
     compares for itself reads them first; for events, ``parser_version``).
+    A document no store takes (:func:`.revisions.unstorable`) is refused on its own, in ``failed``.
     """
-    ignore = tuple(ignore)
-    probe = tuple(probe)
+    write = functools.partial(
+        _upsert,
+        store,
+        db,
+        ignore=tuple(ignore),
+        insert_first=insert_first,
+        before_write=before_write,
+        probe=tuple(probe),
+    )
+    docs = list(docs)
+    try:
+        return write(docs)
+    except (TypeError, ValueError, RecursionError):
+        # A document that is not JSON failed its comparison with the stored one (a store refuses one
+        # it is given on its own): it is refused here, and the rest written.
+        refusals = [unstorable(doc) for doc in docs]
+        if not any(refusals):
+            raise
+    result = write([doc for doc, refusal in zip(docs, refusals, strict=True) if refusal is None])
+    for doc, refusal in zip(docs, refusals, strict=True):
+        if refusal is not None:
+            result.failed[doc["_id"]] = "bad_request: %s" % refusal["reason"]
+    return result
+
+
+def _upsert(
+    store: Store,
+    db: str,
+    docs: list[dict[str, Any]],
+    *,
+    ignore: tuple[str, ...],
+    insert_first: bool,
+    before_write: BeforeWrite | None,
+    probe: tuple[str, ...],
+) -> UpsertResult:
+    """:func:`upsert`, for documents that are JSON."""
     result = UpsertResult()
-    pending: dict[str, dict[str, Any]] = {}
-    for doc in docs:
-        if SURROGATE_RE.search(doc["_id"]):  # no store can look it up: refused on its own
-            result.failed[doc["_id"]] = "bad_request: the _id is not valid Unicode"
-            continue
-        if doc["_id"] in pending:
-            result.duplicates.append(doc["_id"])
-        pending[doc["_id"]] = doc
+    pending = _admitted(docs, result)
     if insert_first and pending:
         existing_ids = {}
         if before_write is not None:

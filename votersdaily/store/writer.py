@@ -33,6 +33,7 @@ from .base import Store, StoreError, StoreRefused, StoreUnavailable, body_json_o
 from .embedded import md5_holding_the_gil
 from .hooks import WriteHooks
 from .identity import identity_of
+from .revisions import unstorable
 from .spool import FULL_FOLDERS, NotSpooled, Spool
 from .upsert import UpsertResult, upsert
 
@@ -337,7 +338,15 @@ class BatchWriter:
         if not batch:
             return UpsertResult()
         assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
-        result, not_spooled = self._spool_pieces(batch)
+        # A document no store could take is refused now, with its reason, as a store would refuse
+        # it: neither spooled nor lost for want of room in the spool.
+        refused = {id(doc): unstorable(doc) for doc in batch}
+        kept = [doc for doc in batch if refused[id(doc)] is None]
+        result, not_spooled = self._spool_pieces(kept) if kept else (UpsertResult(), None)
+        for doc in batch:
+            answer = refused[id(doc)]
+            if answer is not None:
+                result.failed[doc["_id"]] = "bad_request: %s" % answer["reason"]
         if not_spooled is not None:
             self.outage.lost += len(result.lost)
             self.errors.append(not_spooled)
