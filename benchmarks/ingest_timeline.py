@@ -26,41 +26,46 @@ from typing import Any
 OUTPUT_ENV = "INGEST_TIMELINE_OUT"
 
 
-def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float, int]:
+def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float, int, float | None]:
     """In an extraction process: the pool's answer with when its call ran (CLOCK_MONOTONIC is one
-    clock for every process of the machine)."""
-    from votersdaily.ingest import workers
+    clock for every process of the machine) and how long the page-0 render inside it took, if any."""
+    from votersdaily.ingest import process, workers
 
+    if not hasattr(process, "_untimed_warm_page0"):  # once a process: time its renders
+        process._untimed_warm_page0 = process.warm_page0  # type: ignore[attr-defined]
+
+        def timed_warm_page0(*call: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return process._untimed_warm_page0(*call)  # type: ignore[attr-defined]
+            finally:
+                _RENDERS.append(time.monotonic() - started)
+
+        process.warm_page0 = timed_warm_page0  # type: ignore[assignment]
+    _RENDERS.clear()
     started = time.monotonic()
     answer = getattr(workers, "_untimed_answer", workers._answer)(folder, func, *args)
-    return answer, started, time.monotonic(), os.getpid()
+    return answer, started, time.monotonic(), os.getpid(), _RENDERS[-1] if _RENDERS else None
 
 
-def probe() -> None:
-    """Scrapy's command line with the crawl's events recorded (monotonic time, reactor thread CPU)."""
-    import asyncio.base_events
-    import atexit
-    import json
+#: In an extraction process: the page-0 renders' durations of the call under way.
+_RENDERS: list[float] = []
 
-    from pydispatch import dispatcher
-    from scrapy import signals
-    from scrapy.cmdline import execute
 
-    from votersdaily.ingest import persist, spider, workers
-
-    events: list[dict[str, Any]] = []
-    iterations: list[float] = []
-
-    def record(kind: str, **fields: Any) -> None:
-        events.append(dict(fields, k=kind, t=time.monotonic(), tt=time.thread_time()))
+def _time_extraction(record: Any) -> None:
+    """Record each extraction call: when it was asked for and resumed (``extract``), when it ran in
+    its process (``worker``), and the page-0 render inside it."""
+    from votersdaily.ingest import workers
 
     workers._untimed_answer = workers._answer  # type: ignore[attr-defined]
     workers._answer = _timed_answer  # type: ignore[assignment]
     unpack = workers._unpack
 
     def timed_unpack(answer: Any) -> Any:
-        inner, started, ended, pid = answer
+        inner, started, ended, pid, render = answer
         record("worker", w0=started, w1=ended, pid=pid)
+        if render is not None:
+            record("page0 (extraction process)", t0=time.monotonic() - render)
         return unpack(inner)
 
     workers._unpack = timed_unpack
@@ -75,6 +80,27 @@ def probe() -> None:
             record("extract", f=func.__name__, url=url, t0=started)
 
     workers.ExtractPool.run = timed_run  # type: ignore[method-assign]
+
+
+def probe() -> None:
+    """Scrapy's command line with the crawl's events recorded (monotonic time, reactor thread CPU)."""
+    import asyncio.base_events
+    import atexit
+    import json
+
+    from pydispatch import dispatcher
+    from scrapy import signals
+    from scrapy.cmdline import execute
+
+    from votersdaily.ingest import persist, spider
+
+    events: list[dict[str, Any]] = []
+    iterations: list[float] = []
+
+    def record(kind: str, **fields: Any) -> None:
+        events.append(dict(fields, k=kind, t=time.monotonic(), tt=time.thread_time()))
+
+    _time_extraction(record)
     page0 = spider.IngestSpider._page0
 
     async def timed_page0(self: Any, *args: Any) -> Any:
@@ -246,7 +272,7 @@ def report(events: list[dict[str, Any]], iterations: list[float]) -> None:
             "%-22s n=%d: submitted -> started median %.1f ms, compute median %.2f ms, done -> resumed median %.1f ms"
             % (kind, len(rows), *(1000 * statistics.median(r[i] for r in rows) for i in range(3)))
         )
-    for kind in ("page0", "persist"):
+    for kind in ("page0", "page0 (extraction process)", "persist"):
         spans = [e["t"] - e["t0"] for e in of(kind)]
         if spans:
             print(

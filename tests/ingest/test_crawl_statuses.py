@@ -170,7 +170,7 @@ def test_landing_page_to_pdf_result_shape(crawled):
     thumb = crawled["tmp"] / "blobs" / "thumbnail" / ("%s.jpg" % fm["sha1hex"])
     if shutil.which("pdftoppm"):
         assert pm["has_page0_thumbnail"] is True and thumb.read_bytes()[:3] == b"\xff\xd8\xff"  # JPEG
-        # rendered by the spider, not the extraction process: the bytes of one pdftoppm run all the same
+        # rendered by the extraction process's warm renderer (or the spider): pdftoppm's bytes all the same
         from votersdaily.ingest.thumbnail import render_page0
 
         assert thumb.read_bytes() == render_page0(scholarly("dummy.pdf").read_bytes()).jpeg

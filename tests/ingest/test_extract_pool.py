@@ -279,3 +279,205 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
             assert not list(memory.iterdir()) and not list(Path(disk).iterdir())
         finally:
             pool.close()
+
+
+def started_then_slow(marker: str, seconds: float) -> int:
+    """Says it started (a line in ``marker``), then works ``seconds`` (the first time only: a call
+    run once more answers at once); answers its pid."""
+    import time
+
+    path = Path(marker)
+    first = not path.exists()
+    with path.open("a") as out:
+        out.write("%d\n" % os.getpid())
+    if first:
+        time.sleep(seconds)
+    return os.getpid()
+
+
+async def _started(marker: Path, lines: int) -> None:
+    while not marker.exists() or len(marker.read_text().split()) < lines:
+        await asyncio.sleep(0.01)
+
+
+def test_a_process_killed_from_outside_mid_call_is_replaced_and_only_its_call_retried(tmp_path):
+    """A real SIGKILL (as the OOM killer's) of a process running a call with another queued behind
+    it: a new process runs the interrupted call once more and the queued one, which had not
+    started, once; one death, one retry, nothing failed."""
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+    try:
+
+        async def scenario() -> tuple[int, list[int]]:
+            (victim,) = pool.pids()
+            running = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 30))
+            queued = asyncio.ensure_future(pool.run(slow_pid, 0))
+            await asyncio.wait_for(_started(marker, 1), 60)
+            os.kill(victim, signal.SIGKILL)
+            answers = await asyncio.wait_for(asyncio.gather(running, queued), 60)
+            return victim, [*answers, *pool.pids()]
+
+        victim, (retried_pid, queued_pid, replacement) = asyncio.run(scenario())
+    finally:
+        pool.close()
+    started = [int(pid) for pid in marker.read_text().split()]
+    assert started == [victim, replacement] and retried_pid == queued_pid == replacement != victim
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1 and stats["ingest/extract/retried"] == 1, stats
+    assert "ingest/extract/crashed" not in stats
+
+
+def test_a_process_killed_while_idle_costs_no_call(tmp_path):
+    """The OOM killer may pick an idle process: it is replaced and no call is retried or failed."""
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+
+        async def scenario() -> list[int]:
+            first = await pool.run(slow_pid, 0)
+            os.kill(first, signal.SIGKILL)
+            while first in pool.pids():  # the loop reads the ended socket
+                await asyncio.sleep(0.01)
+            return await asyncio.gather(*(pool.run(slow_pid, 0) for _ in range(6)))
+
+        pids = asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        pool.close()
+    assert len(pids) == 6 and all(pids)
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1, stats
+    assert "ingest/extract/retried" not in stats and "ingest/extract/crashed" not in stats
+
+
+def length_and_digest(blob: bytes) -> tuple[int, str]:
+    import hashlib
+
+    return len(blob), hashlib.sha256(blob).hexdigest()
+
+
+def test_large_arguments_and_many_calls_at_once_arrive_whole_and_answered_in_order():
+    """A call's arguments larger than the socket takes at once (a large PDF) reach the process whole
+    while the loop sends them piece by piece; many calls in flight each get their own answer."""
+    import hashlib
+
+    blobs = [os.urandom(n) for n in (0, 1, 5000, 3 << 20, 9 << 20)] + [b"%d" % i for i in range(40)]
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+
+        async def scenario() -> list[tuple[int, str]]:
+            return await asyncio.gather(*(pool.run(length_and_digest, blob) for blob in blobs))
+
+        answers = asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        pool.close()
+    assert answers == [(len(b), hashlib.sha256(b).hexdigest()) for b in blobs]
+
+
+def test_closing_with_a_call_under_way_ends_every_process_and_leaves_nothing(tmp_path):
+    """close() while a process works on a call: the call is cancelled, every process ends (none
+    waits on its socket for ever), and the answers' folders are gone."""
+    pool = ExtractPool(2, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+
+    async def scenario() -> None:
+        call = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 60))
+        await asyncio.wait_for(_started(marker, 1), 60)
+        pool.close()
+        with pytest.raises(asyncio.CancelledError):  # its caller is told, not left waiting
+            await asyncio.wait_for(call, 10)
+
+    pids, folders = pool.pids(), [Path(folder) for folder in pool._answers or ()]
+    asyncio.run(scenario())
+    assert len(pids) == 2 and not [pid for pid in pids if Path("/proc/%d" % pid).exists()]  # ended and reaped
+    assert folders and not [folder for folder in folders if folder.exists()]
+
+
+def answers_half_then_dies(marker: str) -> bytes:
+    """The first time (no ``marker`` yet): writes the start of an answer message to its socket, the
+    length saying more is coming, and dies (SIGKILL) before the rest; then answers."""
+    import socket
+    import stat
+
+    from votersdaily.ingest import workers
+
+    path = Path(marker)
+    if path.exists():
+        return b"answered whole"
+    written = 0
+    for entry in Path("/proc/self/fd").iterdir():
+        fd = int(entry.name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                with socket.socket(fileno=os.dup(fd)) as channel:
+                    if channel.family == socket.AF_UNIX and channel.type == socket.SOCK_STREAM:
+                        os.write(fd, workers._LENGTH.pack(40_000) + b"x" * 1000)
+                        written += 1
+    path.write_text("sockets written to: %d" % written)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")
+
+
+def test_an_answer_cut_short_on_the_socket_is_a_death_never_a_wait(pool, tmp_path):
+    """A process that dies having sent part of an answer (its length, some of its bytes): the pool
+    reads the socket's end as the death it is (no reader waits for the rest), and the call runs once
+    more, whole."""
+
+    async def scenario() -> bytes:
+        return await asyncio.wait_for(pool.run(answers_half_then_dies, str(tmp_path / "marker")), 60)
+
+    assert asyncio.run(scenario()) == b"answered whole"
+    assert (tmp_path / "marker").read_text() == "sockets written to: 1"  # its channel to the crawl
+    stats = pool.crawler.stats.get_stats()
+    assert stats["ingest/extract/process_died"] == 1 and stats["ingest/extract/retried"] == 1, stats
+
+
+class _NeedsTwoArguments(Exception):
+    """An exception pickle cannot rebuild (its ``__init__`` wants two arguments, ``args`` holds one)."""
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__("%s: %s" % (what, why))
+
+
+def raises_what_cannot_be_rebuilt() -> None:
+    raise _NeedsTwoArguments("this", "that")
+
+
+def test_an_answer_the_crawl_cannot_read_fails_its_call_alone(pool):
+    """An answer that travels whole but cannot be unpickled in the crawl (an exception class whose
+    constructor wants other arguments): that call fails with the reason, and the same process
+    answers the next calls."""
+
+    async def scenario() -> list[int]:
+        with pytest.raises(RuntimeError, match="answer of raises_what_cannot_be_rebuilt could not be read"):
+            await asyncio.wait_for(pool.run(raises_what_cannot_be_rebuilt), 60)
+        return await asyncio.wait_for(asyncio.gather(*(pool.run(slow_pid, 0) for _ in range(4))), 60)
+
+    pids = asyncio.run(scenario())
+    assert (
+        set(pids) <= set(pool.pids()) and "ingest/extract/process_died" not in pool.crawler.stats.get_stats()
+    )
+
+
+def test_a_call_cancelled_while_it_waits_is_never_run(tmp_path):
+    """A caller that goes (cancelled: the ingest's time ran out) before any process had room for its
+    call: no process runs it."""
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    marker = tmp_path / "started"
+    try:
+
+        async def scenario() -> None:
+            busy = [asyncio.ensure_future(pool.run(slow_pid, 0.3)) for _ in range(2)]  # its room, full
+            waiting = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 0))
+            await asyncio.sleep(0.05)
+            waiting.cancel()
+            await asyncio.wait_for(asyncio.gather(*busy), 60)
+            await asyncio.wait_for(pool.run(slow_pid, 0), 60)  # after the cancelled one's turn
+
+        asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert not marker.exists()

@@ -240,3 +240,41 @@ def test_a_render_from_outside_a_loop_leaves_the_threads_event_loop_as_it_was(wa
     finally:
         asyncio.set_event_loop(None)
         mine.close()
+
+
+def test_a_render_started_before_other_work_gives_pdftoppms_bytes(warm):
+    """start() hands the PDF over at once (the extraction process then reads its text while it
+    renders); outcome() reads pdftoppm's JPEG, on every recorded PDF, and leaves the renderer idle."""
+    for _, blob in recorded_pdfs():
+        pending = warm.start(blob)
+        assert pending.outcome() == pdftoppm(blob)
+    assert len(warm.pids()) == 1
+
+
+def test_a_started_render_whose_renderer_dies_before_taking_it_goes_to_a_new_one(warm):
+    """A renderer stopped (SIGSTOP) when the PDF is handed over, then killed (SIGKILL) before it
+    took it: the PDF is rendered by a new process, pdftoppm's bytes."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    assert warm.render(blob).jpeg is not None
+    (pid,) = warm.pids()
+    os.kill(pid, signal.SIGSTOP)
+    pending = warm.start(blob)  # the control message and the PDF wait in the sockets' buffers
+    os.kill(pid, signal.SIGKILL)
+    assert pending.outcome() == pdftoppm(blob)
+    assert pid not in warm.pids() and len(warm.pids()) == 1
+
+
+def test_a_started_render_the_renderer_never_reads_ends_at_the_deadline(warm, monkeypatch):
+    """A renderer that never reads the PDF (stopped by a real SIGSTOP, as a starved process would
+    be) while the PDF is larger than the socket takes (a variant of the recorded PDF padded to
+    4 MiB): start() gives up at the deadline and its grace, kills it, and says so; the next PDF
+    renders in a new process."""
+    monkeypatch.setattr(T, "_GRACE", 0.2)
+    blob = scholarly("dummy.pdf").read_bytes()
+    assert warm.render(blob).jpeg is not None
+    (pid,) = warm.pids()
+    os.kill(pid, signal.SIGSTOP)
+    padded = blob + b" " * ((4 << 20) - len(blob))
+    assert warm.start(padded, 0.3).outcome() == T.Page0(None, "the page-0 render timed out after 0.3 s")
+    assert not Path("/proc/%d" % pid).exists() or "zombie" in Path("/proc/%d/status" % pid).read_text()
+    assert warm.render(blob) == pdftoppm(blob) and pid not in warm.pids()

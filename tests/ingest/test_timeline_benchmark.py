@@ -32,6 +32,8 @@ def test_the_timeline_benchmark_follows_every_chain_and_says_where_it_waited():
     for hop in ("landing", "pdf"):
         assert re.search(r"^examine_hop %s +n=4: submitted -> started" % hop, out, re.M), out
         assert re.search(r"^%s +extraction +n=4 median" % hop, out, re.M), out
-    assert re.search(r"^page0 +n=4: median", out, re.M) and re.search(r"^persist +n=4: median", out, re.M)
+    # rendered by the spider, or (the warm renderer built) inside the PDF's extraction call
+    assert re.search(r"^page0( \(extraction process\))? +n=4: median", out, re.M), out
+    assert re.search(r"^persist +n=4: median", out, re.M), out
     completed = re.findall(r"\d+:\d+/\d+/\d+/\d+/(\d+)", out)
     assert sum(map(int, completed)) == 4, out  # every chain ended in an item inside the window

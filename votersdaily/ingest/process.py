@@ -33,6 +33,7 @@ from .htmldoc import HtmlDoc, HtmlParseError, parse_html
 from .resources import BLOCKED_HOSTS, extract_resources
 from .result import header_mimetype
 from .scope import guess_platform, guess_scope
+from .thumbnail import Page0, PendingRender, page0_renderable, warm_renderer
 from .urls import surt
 
 _GZIP_TYPES = (
@@ -191,12 +192,37 @@ def process_html_bytes(
 def process_pdf(
     body: bytes, config: IngestConfig, sha1hex: str | None = None
 ) -> tuple[dict[str, Any], str, bytes | None]:
-    """(pdf_meta, text, None): the page-0 thumbnail is the spider's to render
-    (:meth:`~votersdaily.ingest.spider.IngestSpider._page0`), so an extraction process never waits
-    for ``pdftoppm``. ``sha1hex``: the body's, when already known."""
+    """(pdf_meta, text, None): the page-0 thumbnail is rendered apart (:func:`start_page0`, or the
+    spider's :meth:`~votersdaily.ingest.spider.IngestSpider._page0`), so an extraction process never
+    waits for ``pdftoppm``. ``sha1hex``: the body's, when already known."""
     from .pdf import extract_pdf  # imported here: see process_html
 
     return extract_pdf(body, max_pages=config.pdf_max_pages, thumbnail=False, sha1hex=sha1hex)
+
+
+def start_page0(body: bytes, config: IngestConfig) -> PendingRender | None:
+    """The PDF handed to this process's warm renderer (:mod:`.thumbnail`, a process of its own: a
+    crash there costs the thumbnail, never this call) when INGEST_PDF_THUMBNAILS wants a
+    thumbnail, before the text is read, so that the page renders meanwhile; None without a warm
+    renderer: a render is then a ``pdftoppm`` process, which an extraction process never waits for,
+    and the spider renders it (:meth:`~votersdaily.ingest.spider.IngestSpider._page0`)."""
+    renderer = warm_renderer() if config.pdf_thumbnails else None
+    return renderer.start(body) if renderer is not None else None
+
+
+def warm_page0(
+    pdf: tuple[dict[str, Any], str, bytes | None], pending: PendingRender | None
+) -> tuple[tuple[dict[str, Any], str, bytes | None], Page0 | None]:
+    """(``pdf`` with its page-0 thumbnail, the render's outcome) once the text is read, for a PDF
+    that was read and has a first page (:func:`~.thumbnail.page0_renderable`); else ``pdf`` as it
+    is and None (the render, if one was started, is read and dropped). Rendered here, the
+    thumbnail comes back with the text: one hand-off less per PDF."""
+    meta, text, _ = pdf
+    wanted = page0_renderable(meta)
+    page0 = pending.outcome(compare=wanted) if pending is not None else None
+    if page0 is None or not wanted:
+        return pdf, None
+    return (dict(meta, has_page0_thumbnail=page0.jpeg is not None), text, page0.jpeg), page0
 
 
 def xml_error(body: bytes) -> str | None:
@@ -224,6 +250,8 @@ class HopFacts:
     html: dict[str, Any] | None = None
     #: (pdf_meta, text, page-0 thumbnail) when this is the terminal PDF.
     pdf: tuple[dict[str, Any], str, bytes | None] | None = None
+    #: The page-0 render's outcome when this process rendered it (:func:`start_page0`).
+    page0: Page0 | None = None
     #: ``xml_error()`` of a terminal XML document ("" when well-formed).
     xml_error: str | None = None
 
@@ -269,7 +297,14 @@ def examine_hop(
         return facts
     facts.magic = describe(body)
     if ingest_type == "pdf" or (ingest_type == "component" and mimetype == "application/pdf"):
-        facts.pdf = process_pdf(body, config, facts.file_meta["sha1hex"])
+        pending = start_page0(body, config)
+        try:
+            pdf = process_pdf(body, config, facts.file_meta["sha1hex"])
+        except BaseException:
+            if pending is not None:  # the renderer is free again
+                pending.outcome(compare=False)
+            raise
+        facts.pdf, facts.page0 = warm_page0(pdf, pending)
     elif ingest_type == "xml":
         facts.xml_error = xml_error(body) or ""
     elif ingest_type == "html" and doc is not None and facts.landing is not None:

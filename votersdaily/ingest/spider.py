@@ -54,7 +54,14 @@ from .process import (
 from .resource_sniff import ResourceSniffer
 from .result import IngestItem, cdx, dt14, failed, finished, header_mimetype, iso_seconds, terminal
 from .scope import ACCEPTED_SCOPES, BLOCKED_SCOPES
-from .thumbnail import RENDER_QUEUE_DEPTH, close_renderers, page0_renderable, render_page0, warm_renderer
+from .thumbnail import (
+    RENDER_QUEUE_DEPTH,
+    Page0,
+    close_renderers,
+    page0_renderable,
+    render_page0,
+    warm_renderer,
+)
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
@@ -475,7 +482,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             return self._finish(state, *refused, side, **common)
         body = facts.body if facts.body is not None else response.body
         if itype == "pdf" or (itype == "component" and mimetype == "application/pdf"):
-            pdf = facts.pdf or await self.extract.run(process_pdf, body, self.config)
+            if facts.pdf is not None:
+                return await self._terminal_pdf(state, body, facts.pdf, side, common, facts.page0)
+            pdf = await self.extract.run(process_pdf, body, self.config)
             return await self._terminal_pdf(state, body, pdf, side, common)
         if itype == "xml":
             error = (
@@ -497,9 +506,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         pdf: tuple[dict[str, Any], str, bytes | None],
         side: dict[str, Any],
         common: dict[str, Any],
+        rendered: Page0 | None = None,
     ) -> IngestItem:
+        """``rendered``: the page-0 render's outcome when the extraction process rendered it."""
         pdf_meta, text, thumbnail = pdf
-        if thumbnail is None:
+        if rendered is not None:
+            self._page0_failure(pdf_meta, rendered)
+        elif thumbnail is None:
             pdf_meta, thumbnail = await self._page0(body, pdf_meta)
         side["pdf_text"] = text
         side["pdf_thumbnail"] = thumbnail
@@ -521,20 +534,25 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         return self._finish(state, "success", None, side, **fields)
 
     async def _page0(self, body: bytes, pdf_meta: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
-        """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None), rendered by a warm
-        renderer, awaited on the reactor (else by ``pdftoppm``, from a thread), as many at once as
-        :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per extraction process: the render is a process of its
-        own, so the extraction processes read the next documents meanwhile. A render that fails is logged with its reason
-        and counted."""
+        """(``pdf_meta`` saying whether there is one, the page-0 JPEG or None) for a PDF the extraction
+        process did not render (:func:`~.process.start_page0`: no warm renderer there, so a
+        ``pdftoppm`` process): rendered by a warm renderer, awaited on the reactor (else by
+        ``pdftoppm``, from a thread), as many at once as :data:`~.thumbnail.RENDER_QUEUE_DEPTH` per
+        extraction process, so the extraction processes read the next documents meanwhile. A render
+        that fails is logged with its reason and counted."""
         if not (self.config.pdf_thumbnails and page0_renderable(pdf_meta)):  # INGEST_PDF_THUMBNAILS
             return pdf_meta, None
         async with self.renders:
             warm = warm_renderer()
             page0 = await (warm.render_async(body) if warm else run_in_thread(render_page0, body))
+        self._page0_failure(pdf_meta, page0)
+        return dict(pdf_meta, has_page0_thumbnail=page0.jpeg is not None), page0.jpeg
+
+    def _page0_failure(self, pdf_meta: dict[str, Any], page0: Page0) -> None:
+        """A render that failed is logged with its reason and counted."""
         if page0.reason is not None:
             self.crawler.stats.inc_value("ingest/page0/failed")
             self.logger.info("no page-0 thumbnail for the PDF %s: %s", pdf_meta.get("sha1hex"), page0.reason)
-        return dict(pdf_meta, has_page0_thumbnail=page0.jpeg is not None), page0.jpeg
 
     async def _terminal_html(
         self,

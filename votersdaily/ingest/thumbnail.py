@@ -30,9 +30,11 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
     from typing import BinaryIO
 
 logger = logging.getLogger(__name__)
@@ -105,7 +107,7 @@ def outcome(returncode: int, out: bytes, timeout: float) -> Page0:
             return Page0(None, "the page-0 JPEG is %d bytes: too small" % len(out))
         return Page0(out)
     if returncode == -signal.SIGALRM:
-        return Page0(None, "the page-0 render timed out after %g s" % timeout)
+        return Page0(None, _timed_out(timeout))
     if returncode < 0:
         return Page0(None, "the page-0 renderer crashed (%s)" % signal.Signals(-returncode).name)
     opened = " (poppler could not open the PDF)" if returncode == 1 else ""
@@ -145,7 +147,7 @@ class PageZeroRender:
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
-            return Page0(None, "the page-0 render timed out after %g s" % self.timeout)
+            return Page0(None, _timed_out(self.timeout))
         return outcome(process.returncode, out, self.timeout)
 
     def result(self) -> bytes | None:
@@ -234,7 +236,7 @@ class _RendererProcess:
                     data = await _exchange(request, blob)
             except TimeoutError:
                 self.close(kill=True)
-                return Page0(None, "the page-0 render timed out after %g s" % timeout), Fate.ENDED
+                return Page0(None, _timed_out(timeout)), Fate.ENDED
         if not data.startswith(_TAKEN):
             self.close(kill=False)
             return None
@@ -280,19 +282,45 @@ class WarmRenderer:
         """:meth:`render_async` for a caller without a running event loop (a thread, a tool), on a
         loop of its own: the thread's current loop (a test's installed reactor) is left as it was,
         which ``asyncio.run`` would not do."""
-        loop = asyncio.new_event_loop()
-        try:
-            return loop.run_until_complete(self.render_async(blob, timeout))
-        finally:
-            loop.run_until_complete(loop.shutdown_default_executor())
-            loop.close()
+        return _on_a_loop_of_its_own(self.render_async(blob, timeout))
 
-    async def render_async(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> Page0:
-        """The PDF's outcome. The first one is also rendered by ``pdftoppm``: should the two differ
-        (a poppler upgraded under a module built for another), these renderers are refused for
-        the rest of the process, with a warning, and ``pdftoppm``'s outcome stands."""
-        page0 = await self._render(blob, timeout)
-        if self._compared or PDFTOPPM is None:
+    def start(self, blob: bytes, timeout: float = RENDER_TIMEOUT) -> PendingRender:
+        """Hand the PDF to a renderer now and return, for a caller without an event loop that has
+        other work meanwhile (an extraction process reading the PDF's text while the renderer, a
+        process of its own, renders its first page): :meth:`PendingRender.outcome` reads the
+        answer, with what :meth:`render` does after it (one more process, the first comparison)."""
+        try:
+            renderer, ahead = self._take()
+        except OSError:
+            return PendingRender(self, blob, timeout)  # the outcome tries again, or says why
+        request = renderer.request(timeout)
+        if request is None:  # it had ended before the PDF came
+            self._settle(renderer, Fate.ENDED)
+            renderer.close()
+            return PendingRender(self, blob, timeout)
+        request.settimeout(timeout * (ahead + 1) + _GRACE)  # a renderer that never reads the PDF
+        try:
+            request.sendall(blob)
+            request.shutdown(socket.SHUT_WR)
+        except TimeoutError:
+            request.close()
+            renderer.close(kill=True)
+            self._settle(renderer, Fate.ENDED)
+            return PendingRender(self, blob, timeout, ready=Page0(None, _timed_out(timeout)))
+        except (BrokenPipeError, ConnectionResetError):  # it ended: its answer says why
+            pass
+        return PendingRender(self, blob, timeout, sent=(renderer, request, ahead))
+
+    async def render_async(
+        self, blob: bytes, timeout: float = RENDER_TIMEOUT, sent: _Sent | None = None, compare: bool = True
+    ) -> Page0:
+        """The PDF's outcome (``sent``: already handed to a renderer, :meth:`start`). The first one
+        is also rendered by ``pdftoppm`` (unless ``compare`` is false: an outcome nobody uses):
+        should the two differ (a poppler upgraded under a module built for another), these
+        renderers are refused for the rest of the process, with a warning, and ``pdftoppm``'s
+        outcome stands."""
+        page0 = await self._render(blob, timeout, sent)
+        if self._compared or PDFTOPPM is None or not compare:
             return page0
         self._compared = True
         loop = asyncio.get_running_loop()
@@ -307,17 +335,22 @@ class WarmRenderer:
             return reference
         return page0
 
-    async def _render(self, blob: bytes, timeout: float) -> Page0:
+    async def _render(self, blob: bytes, timeout: float, sent: _Sent | None = None) -> Page0:
         """A process that ends under the PDF (a signal, not its deadline) may have been killed while
         idle (the OOM killer) or crashed on this PDF: it gets one more, new process; a PDF that
-        ends two is reported with the second one's reason."""
+        ends two is reported with the second one's reason. ``sent``: the first process already has
+        the PDF (:meth:`start`)."""
         page0 = Page0(None, "the page-0 renderer ended before it took the PDF, twice")
         for _ in (1, 2):
-            try:
-                renderer, ahead = self._take()
-            except OSError as exc:
-                return Page0(None, "the page-0 renderer could not start: %s" % exc)
-            answer = await renderer.render(blob, timeout, ahead)
+            if sent is not None:
+                (renderer, request, ahead), sent = sent, None
+                answer = await renderer.receive(request, timeout, None, ahead)
+            else:
+                try:
+                    renderer, ahead = self._take()
+                except OSError as exc:
+                    return Page0(None, "the page-0 renderer could not start: %s" % exc)
+                answer = await renderer.render(blob, timeout, ahead)
             if answer is None:  # it had ended before the PDF came
                 self._settle(renderer, Fate.ENDED)
                 renderer.close()
@@ -386,6 +419,46 @@ async def _exchange(request: socket.socket, blob: bytes | None) -> bytes:
         while chunk := await loop.sock_recv(request, 65536):
             chunks.append(chunk)
     return b"".join(chunks)
+
+
+#: A PDF handed to a renderer: the process, the render's socket, the PDFs queued before it.
+_Sent = tuple[_RendererProcess, socket.socket, int]
+
+
+@dataclass
+class PendingRender:
+    """A PDF a warm renderer has (:meth:`WarmRenderer.start`); :meth:`outcome` waits for its JPEG.
+    Read it once, even when it is not wanted after all: the renderer is then free again."""
+
+    renderers: WarmRenderer
+    blob: bytes
+    timeout: float
+    #: The renderer that has it (None: none took it yet; :meth:`outcome` hands it over).
+    sent: _Sent | None = None
+    #: The outcome already known (the renderer never read the PDF).
+    ready: Page0 | None = None
+
+    def outcome(self, compare: bool = True) -> Page0:
+        """The render's outcome (as :meth:`WarmRenderer.render` gives it); ``compare``: false for an
+        outcome that will not be used (the first comparison with pdftoppm waits for one that is)."""
+        if self.ready is not None:
+            return self.ready
+        sent, self.sent = self.sent, None
+        return _on_a_loop_of_its_own(self.renderers.render_async(self.blob, self.timeout, sent, compare))
+
+
+def _on_a_loop_of_its_own(coroutine: Coroutine[Any, Any, Page0]) -> Page0:
+    """``coroutine``'s result on a new event loop, the thread's current one left as it was."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+def _timed_out(timeout: float) -> str:
+    return "the page-0 render timed out after %g s" % timeout
 
 
 class _Warm:

@@ -5,17 +5,22 @@ inline: the profile of the benchmark showed the reactor thread and the extractio
 turns on one core. Worker processes put the extraction on the other cores while the reactor keeps
 downloading. ``INGEST_EXTRACT_PROCESSES = 0`` falls back to the reactor's thread pool.
 
-A worker process can die under a call (the kernel's OOM killer, a crash in a C library): the
-executor is then broken for every call, so it is replaced by a new one and each interrupted call
-runs once more; a call that kills its process twice raises :class:`ExtractionCrashed`, for the
-spider to fail that one request with a clear status.
+Each process is fed over a socket of its own that the crawl's event loop reads itself
+(:class:`ExtractPool`): an answer wakes the reactor once, with no thread between (concurrent.futures'
+pool had a feeder and a manager thread on every call's way, each waiting for Python's lock behind
+the busy reactor: 10-13 ms a hop each way, and a fifth of the crawl process's CPU).
 
-A process can also die while it answers. The executor reads an answer as one message from a pipe,
-and a message cut short leaves its reader waiting for the rest for ever: no death is noticed, the
-crawl hangs (seen here: an ingest waited two hours after one SIGKILL). So an answer travels whole or
-not at all: one that fits an atomic pipe write (``PIPE_BUF``) goes by the pipe, a larger one is
-written to a file in the pool's own folder (in memory when the machine has ``/dev/shm``) and only its
-name goes by the pipe (:func:`_answer`, :meth:`ExtractPool.run`).
+A worker process can die under a call (the kernel's OOM killer, a crash in a C library): its socket
+ends, a new process replaces it and the call it was running runs once more (the calls queued behind
+it had not started and simply go to the next free process); a call that kills its process twice
+raises :class:`ExtractionCrashed`, for the spider to fail that one request with a clear status.
+
+A process can also die while it answers. A message cut short is no answer: it is a death (the socket
+ended before the message did), never a reader waiting for the rest for ever (seen here with
+concurrent.futures' pool: an ingest waited two hours after one SIGKILL). An answer of up to
+:data:`INLINE_ANSWER_BYTES` goes by the socket, a larger one is written to a file in the pool's own
+folder (in memory when the machine has ``/dev/shm``) and only its name goes by the socket
+(:func:`_answer`, :meth:`ExtractPool.run`).
 """
 
 from __future__ import annotations
@@ -23,16 +28,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib
 import logging
 import multiprocessing
 import os
 import pickle
 import shutil
+import socket
+import struct
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 from votersdaily.defaults import DEFAULTS
 
 if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -122,17 +129,12 @@ def _watch(pid: int) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _warm() -> int:
-    """The import is the warm-up (a worker the fork server did not preload)."""
-    for module in PRELOAD:
-        importlib.import_module(module)
-    return os.getpid()
-
-
-#: The largest answer sent by the pipe itself: a write of at most PIPE_BUF bytes (4096 on Linux, the
-#: least POSIX allows is 512: ``select.PIPE_BUF``) is atomic, and the executor adds its own framing
-#: (a 4-byte length, the pickled result item around the answer) to ours.
-INLINE_ANSWER_BYTES = 3072
+#: The largest answer sent by the socket itself (a message cut short is a death, whatever its size):
+#: less than a socket's buffer holds (Linux gives a Unix socket about 200 KiB), so the process writes
+#: it at once and takes its next call, never waiting for a busy reactor to read it piece by piece.
+#: A larger one waits in a file (an HTML page's answer, its TEI and text, is 10-40 KiB: by the socket,
+#: the reactor reads it with no file to open and remove).
+INLINE_ANSWER_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -228,9 +230,102 @@ def naming_the_main_script() -> Iterator[None]:
         os.environ.pop(MAIN_SCRIPT_ENV, None)
 
 
+#: Calls handed to one extraction process at once: it runs them one after the other, taking the next
+#: as soon as it has written an answer, not a turn of the crawl's event loop later.
+CALLS_PER_PROCESS = 2
+#: A message's length, before it: 8 bytes, network order (a PDF body may pass 4 GiB-1 one day).
+_LENGTH = struct.Struct("!Q")
+#: Bytes read from a process's socket at a time.
+_READ_BYTES = 1 << 16
+
+
+def _serve(channel: socket.socket, folders: tuple[str, ...], crawl_pid: int, niceness: int) -> None:
+    """An extraction process's loop: a call from ``channel`` (``(packager, func, args)``, pickled),
+    its answer back (:func:`_answer`), until the crawl closes its end."""
+    _start_worker(crawl_pid, niceness)
+    channel.setblocking(True)
+    with channel:
+        while (message := _receive(channel)) is not None:
+            try:
+                packager, func, args = pickle.loads(message)  # noqa: S301 - sent by the crawl that made us
+            except Exception as exc:  # a value whose class this process cannot load: said to the caller
+                answer = _Answer(error=RuntimeError("the call could not be read: %r" % exc))
+            else:
+                answer = packager(folders, func, *args)
+            data = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
+            try:
+                channel.sendall(_LENGTH.pack(len(data)) + data)
+            except OSError:  # the crawl closed (or died): nobody waits for the answer
+                return
+
+
+def _receive(channel: socket.socket) -> bytearray | None:
+    """One whole message from a blocking ``channel``; None at its end."""
+    head = _read_exact(channel, _LENGTH.size)
+    if head is None:
+        return None
+    return _read_exact(channel, _LENGTH.unpack(head)[0])
+
+
+def _read_exact(channel: socket.socket, size: int) -> bytearray | None:
+    buffer = bytearray(size)
+    with memoryview(buffer) as view:
+        got = 0
+        while got < size:
+            n = channel.recv_into(view[got:])
+            if not n:
+                return None
+            got += n
+    return buffer
+
+
+@dataclass(eq=False)
+class _Call:
+    """A call waiting for its answer: its message, the caller's future, the deaths it was under."""
+
+    name: str
+    message: bytes
+    future: asyncio.Future[Any]
+    deaths: int = 0
+
+
+class _Process:
+    """One extraction process and the crawl's end of its socket: the calls sent to it and not answered
+    yet, oldest first (the first is the one it runs), and what it has sent of the next answer."""
+
+    def __init__(self, process: BaseProcess, channel: socket.socket) -> None:
+        self.process = process
+        self.channel = channel
+        self.fd = channel.fileno()
+        self.calls: deque[_Call] = deque()
+        self.inbox = bytearray()
+        self.outbox = bytearray()
+        #: The event loop watching its socket, or None.
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def watch(self, loop: asyncio.AbstractEventLoop, readable: Callable[[_Process], None]) -> None:
+        """Have ``loop`` call ``readable(self)`` whenever its socket has bytes (or has ended)."""
+        self.unwatch()
+        loop.add_reader(self.fd, readable, self)
+        self.loop = loop
+
+    def unwatch(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.fd)
+            loop.remove_writer(self.fd)
+
+
 class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
-    runs in a worker process, or in a thread when ``processes`` is 0."""
+    runs in a worker process, or in a thread when ``processes`` is 0.
+
+    Each process has a socket of its own that the running event loop (the crawl's reactor) reads
+    itself: an answer wakes the loop once and resolves its call there, with no thread between
+    (concurrent.futures' pool put a feeder and a manager thread, each waiting for Python's lock
+    behind the reactor, on every call's way). Calls are handed to the least busy process,
+    :data:`CALLS_PER_PROCESS` at once; the rest wait in the pool, in order. Not thread-safe: every
+    call comes from the one event loop (a later ``asyncio.run`` of a test takes the sockets over)."""
 
     def __init__(
         self, processes: int, crawler: Crawler | None = None, niceness: int = DEFAULTS["INGEST_EXTRACT_NICE"]
@@ -238,78 +333,215 @@ class ExtractPool:
         self.processes = processes
         self.niceness = niceness
         self.crawler = crawler  # its stats count the deaths (they exist once the crawl starts)
-        self._executor: ProcessPoolExecutor | None = None
-        #: Where answers too large for one atomic pipe write wait for the crawl (made at start).
+        self._live: list[_Process] = []
+        #: Calls no process has room for yet, in order.
+        self._waiting: deque[_Call] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Where answers too large for the socket wait for the crawl (made at start).
         self._answers: tuple[str, ...] | None = None
 
     def start(self, *args: Any, **kwargs: Any) -> None:
-        """Start the workers now, so the first pages do not wait for them (a signal handler too)."""
-        if self.processes <= 0 or self._executor is not None:
+        """Start the processes now, so the first pages do not wait for them (a signal handler too)."""
+        if self.processes <= 0 or self._live:
             return
-        # Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state.
         if self._answers is None:
             self._answers = _answer_folders()
+        with naming_the_main_script():  # the first process starts the fork server
+            for _ in range(self.processes):
+                self._live.append(self._spawn())
+
+    def _spawn(self) -> _Process:
+        """A new extraction process, forked by the fork server (which imported :data:`PRELOAD`).
+        Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state."""
+        assert self._answers is not None, "start() makes them"  # noqa: S101 - invariant
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        self._executor = ProcessPoolExecutor(
-            self.processes,
-            mp_context=context,
-            initializer=_start_worker,
-            initargs=(os.getpid(), self.niceness),
-        )
-        with naming_the_main_script():  # the first submit starts the fork server
-            for _ in range(self.processes):
-                self._executor.submit(_warm)
+        ours, theirs = socket.socketpair()
+        with theirs:
+            process = context.Process(
+                target=_serve,
+                args=(theirs, self._answers, os.getpid(), self.niceness),
+                name="votersdaily-extract",
+                daemon=True,  # ended by the crawl process's exit, should close() not have run
+            )
+            try:
+                process.start()
+            except BaseException:
+                ours.close()
+                raise
+        ours.setblocking(False)
+        worker = _Process(process, ours)
+        if self._loop is not None and not self._loop.is_closed():
+            worker.watch(self._loop, self._readable)
+        return worker
 
     async def run(self, func: Callable[..., Any], *args: Any) -> Any:
         if self.processes <= 0:
             from votersdaily.blocking import run_in_thread  # here: the fork server never needs Scrapy
 
             return await run_in_thread(func, *args)
-        for attempt in (1, 2):
-            if self._executor is None:
-                self.start()
-            executor, answers = self._executor, self._answers
-            assert executor is not None and answers is not None, "start() makes them"  # noqa: S101 - invariant
-            try:
-                answer = await asyncio.wrap_future(executor.submit(_answer, answers, func, *args))
-            except BrokenProcessPool:
-                self._replace(executor)
-                if attempt == 2:
-                    self._count("ingest/extract/crashed")
-                    raise ExtractionCrashed(
-                        "the extraction process died twice running %s (killed, e.g. by the OOM "
-                        "killer, or crashed)" % func.__name__
-                    ) from None
-                self._count("ingest/extract/retried")
-                logger.warning("an extraction process died under %s: running it once more", func.__name__)
-            else:
-                return _unpack(answer)
-        raise AssertionError("unreachable: the second attempt returns or raises")  # pragma: no cover
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._attach(loop)
+        if not self._live:
+            self.start()
+        data = pickle.dumps((_answer, func, args), pickle.HIGHEST_PROTOCOL)
+        call = _Call(func.__name__, _LENGTH.pack(len(data)) + data, loop.create_future())
+        self._waiting.append(call)
+        self._dispatch()
+        return _unpack(await call.future)
 
-    def _replace(self, broken: ProcessPoolExecutor) -> None:
-        """Every call running on the broken executor lands here: the first one replaces it."""
-        if self._executor is not broken:
+    def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Watch every process's socket from ``loop`` (the crawl's; a test's next ``asyncio.run``)."""
+        self._loop = loop
+        for worker in self._live:
+            worker.watch(loop, self._readable)
+
+    def _dispatch(self) -> None:
+        """Hand the waiting calls, oldest first, to the processes with room, least busy first."""
+        while self._waiting:
+            room = [w for w in self._live if len(w.calls) < CALLS_PER_PROCESS]
+            if not room:
+                return
+            call = self._waiting.popleft()
+            if call.future.done():  # its caller has gone (cancelled): no process spends time on it
+                continue
+            worker = min(room, key=lambda w: len(w.calls))
+            worker.calls.append(call)
+            self._send(worker, call.message)
+
+    def _send(self, worker: _Process, data: bytes) -> None:
+        """Write what the socket takes now; the rest when it takes more (the loop says when)."""
+        if worker.outbox:
+            worker.outbox += data
             return
+        try:
+            sent = worker.channel.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:  # the process ended: its socket's end says so to _readable
+            return
+        if sent < len(data):
+            worker.outbox += memoryview(data)[sent:]
+            if worker.loop is not None:
+                worker.loop.add_writer(worker.fd, self._writable, worker)
+
+    def _writable(self, worker: _Process) -> None:
+        try:
+            sent = worker.channel.send(worker.outbox)
+        except BlockingIOError:
+            return
+        except OSError:
+            sent = len(worker.outbox)  # ended: _readable replaces it
+        del worker.outbox[:sent]
+        if not worker.outbox and worker.loop is not None:
+            worker.loop.remove_writer(worker.fd)
+
+    def _readable(self, worker: _Process) -> None:
+        """Answers from ``worker``: each resolves its call; an ended socket is a dead process."""
+        try:
+            chunk = worker.channel.recv(_READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._died(worker)
+            return
+        inbox = worker.inbox
+        inbox += chunk
+        while len(inbox) >= _LENGTH.size:
+            end = _LENGTH.size + _LENGTH.unpack_from(inbox)[0]
+            if len(inbox) < end:
+                break
+            message = inbox[_LENGTH.size : end]
+            del inbox[:end]
+            call = worker.calls.popleft()
+            if call.future.done():  # cancelled meanwhile
+                continue
+            try:
+                call.future.set_result(pickle.loads(message))  # noqa: S301 - from our own process
+            except Exception as exc:  # e.g. an exception whose class cannot be rebuilt from its args
+                call.future.set_exception(
+                    RuntimeError("the answer of %s could not be read: %r" % (call.name, exc))
+                )
+        self._dispatch()
+
+    def _died(self, worker: _Process) -> None:
+        """A process ended under its calls (the OOM killer, a crash; an answer cut short is no answer):
+        a new one replaces it; the call it was running runs once more, or fails with
+        :class:`ExtractionCrashed` if it was under a death before; the calls queued behind it
+        had not started and go first to the next free process."""
         self._count("ingest/extract/process_died")
         logger.warning(
             "an extraction process of the ingest died (killed, e.g. by the OOM killer, or crashed): "
-            "starting %d new ones",
-            self.processes,
+            "starting a new one"
         )
-        self._executor = None
-        broken.shutdown(wait=False, cancel_futures=True)
-        self.start()
+        self._retire(worker, kill=True)
+        self._live.remove(worker)
+        calls = worker.calls
+        if calls:
+            running = calls[0]
+            running.deaths += 1
+            if running.deaths >= 2:
+                calls.popleft()
+                self._count("ingest/extract/crashed")
+                if not running.future.done():
+                    running.future.set_exception(
+                        ExtractionCrashed(
+                            "the extraction process died twice running %s (killed, e.g. by the OOM "
+                            "killer, or crashed)" % running.name
+                        )
+                    )
+            else:
+                self._count("ingest/extract/retried")
+                logger.warning("an extraction process died under %s: running it once more", running.name)
+        self._waiting.extendleft(reversed(calls))
+        try:
+            self._live.append(self._spawn())
+        except Exception as exc:  # no process can be started (no memory, no fork server)
+            logger.error("no new extraction process could be started: %s", exc)
+            if not self._live:  # nobody will run the waiting calls: their callers are told
+                waiting, self._waiting = self._waiting, deque()
+                for call in waiting:
+                    if not call.future.done():
+                        call.future.set_exception(
+                            ExtractionCrashed("no extraction process could be started: %s" % exc)
+                        )
+        self._dispatch()
+
+    @staticmethod
+    def _retire(worker: _Process, kill: bool) -> None:
+        """Stop watching ``worker`` and close our end (an idle process then ends on its own);
+        ``kill``: end it now (it may be in a call nobody waits for)."""
+        worker.unwatch()
+        worker.channel.close()
+        if kill and worker.process.exitcode is None:
+            with contextlib.suppress(OSError, ValueError):  # ended meanwhile
+                worker.process.kill()
+
+    def pids(self) -> list[int]:
+        """The extraction processes' ids (tests send them real signals)."""
+        return [worker.process.pid for worker in self._live if worker.process.pid is not None]
 
     def _count(self, key: str) -> None:
         if self.crawler is not None:
             self.crawler.stats.inc_value(key)
 
     def close(self, *args: Any, **kwargs: Any) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
-        if self._answers is not None:  # the folders start() made, with answers nobody took
+        """End the processes (one under a call at once: its caller is cancelled, as the calls still
+        waiting) and remove the answers' folders, with answers nobody took."""
+        live, self._live = self._live, []
+        unanswered = [*self._waiting, *(call for worker in live for call in worker.calls)]
+        self._waiting.clear()
+        for worker in live:
+            self._retire(worker, kill=bool(worker.calls))
+        for call in unanswered:
+            if not call.future.get_loop().is_closed():
+                call.future.cancel()
+        for worker in live:
+            worker.process.join()
+        if self._answers is not None:
             for folder in self._answers:
                 shutil.rmtree(folder, ignore_errors=True)
             self._answers = None
