@@ -245,9 +245,11 @@ def install_package(prefix: Path) -> None:
     for name in ("scrapy", "scrapyd", "scrapyd-deploy"):
         (point,) = entry_points(group="console_scripts", name=name)
         script = prefix / "bin" / name
-        script.write_text(
-            "#!%s\nimport sys\nfrom %s import %s\nsys.exit(%s())\n"
-            % (prefix / "bin" / "python", point.module, point.attr, point.attr)
+        script.write_text(  # distlib's template, as pip writes it: the guard lets multiprocessing import it
+            "#!%s\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\n"
+            "if __name__ == '__main__':\n"
+            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+            "    sys.exit(%s())\n" % (prefix / "bin" / "python", point.module, point.attr, point.attr)
         )
         script.chmod(0o755)
 

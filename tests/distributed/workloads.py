@@ -242,9 +242,11 @@ def queue_state(redis_server, name: str) -> dict:
 
 
 def consumer_of(redis_server, name: str, pid: int) -> str | None:
-    """The consumer name of worker process ``pid`` in queue ``name`` (``host/pid/random``)."""
+    """The consumer name of worker process ``pid`` in queue ``name`` (``host/pid/random``; the group
+    also holds ``requeued``, which holds the entries given back or failed, of no process)."""
     for consumer in redis_server.client().xinfo_consumers("%s:requests" % name, "workers"):
-        if consumer["name"].decode().split("/")[1] == str(pid):
+        parts = consumer["name"].decode().split("/")
+        if len(parts) == 3 and parts[1] == str(pid):
             return consumer["name"].decode()
     return None
 
