@@ -210,40 +210,43 @@ def test_the_fork_servers_preload_imports_neither_scrapy_nor_twisted():
     assert out.stdout.strip() == "[]", out.stdout
 
 
-def test_a_crawl_started_as_a_script_is_imported_once_by_the_fork_server_not_by_each_process(tmp_path):
-    """multiprocessing runs the main script again in every process it starts (``__mp_main__``); with
-    ``__main__`` preloaded the fork server does it once and the extraction processes inherit it."""
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded script", "script without the guard"])
+def test_a_crawl_started_as_a_script_is_imported_by_no_process_of_ours(tmp_path, guarded):
+    """multiprocessing imports the main script again in every process it starts (``__mp_main__``).
+    Neither the fork server nor the extraction processes need it (they run module-level functions),
+    and a script without the ``if __name__ == "__main__":`` guard (Scrapy's "run from a script"
+    example has none) would run again in each of them: it is imported by the crawl alone, guarded or
+    not. The store's process too: ``tests/store/test_store_process.py``."""
     import subprocess
     import sys
 
-    log = tmp_path / "imports.log"
-    script = tmp_path / "crawl_script.py"
-    script.write_text(
-        "import os\n"
-        "with open(%r, 'a') as out:\n"
-        "    out.write('%%d\\n' %% os.getpid())\n"
-        "if __name__ == '__main__':\n"
-        "    import asyncio\n"
-        "    from votersdaily.ingest.workers import ExtractPool\n"
-        "    pool = ExtractPool(2)\n"
-        "    pool.start()\n"
-        "    async def calls():\n"
-        "        return await asyncio.gather(*(pool.run(os.getpid) for _ in range(8)))\n"
-        "    pids = asyncio.run(asyncio.wait_for(calls(), 120))\n"
-        "    pool.close()\n"
-        "    print(os.getpid(), *sorted(set(pids)))\n" % str(log)
-    )
     from tests.support.services import REPO
 
+    log = tmp_path / "imports.log"
+    work = (
+        "import asyncio\n"
+        "from votersdaily.ingest.workers import ExtractPool\n"
+        "pool = ExtractPool(2)\n"
+        "pool.start()\n"
+        "async def calls():\n"
+        "    return await asyncio.gather(*(pool.run(os.getpid) for _ in range(8)))\n"
+        "pids = asyncio.run(asyncio.wait_for(calls(), 120))\n"
+        "pool.close()\n"
+        "print(os.getpid(), *sorted(set(pids)))\n"
+    )
+    if guarded:
+        work = "if __name__ == '__main__':\n" + "".join("    " + line + "\n" for line in work.splitlines())
+    script = tmp_path / "crawl_script.py"
+    script.write_text(
+        "import os\nwith open(%r, 'a') as out:\n    out.write('%%d\\n' %% os.getpid())\n" % str(log) + work
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300, env=env
     )
     crawl, *extraction = (int(pid) for pid in out.stdout.split())
-    imported = [int(line) for line in log.read_text().split()]
     assert extraction and crawl not in extraction
-    assert imported[0] == crawl and len(imported) == 2, (imported, extraction)  # the crawl, the fork server
-    assert not set(imported) & set(extraction)
+    assert [int(line) for line in log.read_text().split()] == [crawl]
 
 
 def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):

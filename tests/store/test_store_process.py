@@ -280,3 +280,41 @@ def test_the_event_check_makes_the_text_for_the_stores_process_unless_the_writes
         writer.batch.store.close()
     in_crawl = get_crawler(Spider, {"VOTERSDAILY_STORE_PROCESS": False})
     assert writer_for(in_crawl, DB).takes_body_json  # the embedded store writes the text as it is
+
+
+def test_a_script_without_the_main_guard_is_not_run_again_in_the_stores_process(tmp_path):
+    """multiprocessing imports the main script again in every process it starts; the store's
+    process runs ``_serve`` alone and is not told the script (``plumbing/processes.py``). A script
+    without the ``if __name__ == "__main__":`` guard, as Scrapy's "run from a script" example is
+    written, ran again there: here its store, written from the store's process too, would hold two
+    documents and its log two lines."""
+    log = tmp_path / "imports.log"
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os
+            with open(%r, "a") as out:
+                out.write("%%d\\n" %% os.getpid())
+            from votersdaily.store.embedded import EmbeddedStore
+            from votersdaily.store.process import StoreProcess
+            store = StoreProcess.of(EmbeddedStore(%r))
+            store.ensure_db("vd_log")
+            store.bulk_docs("vd_log", [{"_id": "run-%%d" %% os.getpid()}])
+            print(os.getpid(), store.count("vd_log"))
+            store.close()
+            """
+            % (str(log), str(tmp_path / "store.db"))
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    pid, count = (int(word) for word in out.stdout.split())
+    assert count == 1
+    assert [int(line) for line in log.read_text().split()] == [pid]

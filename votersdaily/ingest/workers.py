@@ -37,12 +37,13 @@ import socket
 import struct
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.processes import without_the_main_script
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -53,10 +54,9 @@ logger = logging.getLogger(__name__)
 
 #: Imported by the fork server once, so forked workers start warm (trafilatura takes ~0.7 s). Neither
 #: Scrapy nor Twisted: an extraction process never needs them, and they cost the fork server 0.2 s of
-#: CPU at each crawl's start, before the first page could be read. First, the crawl's main script
-#: (:mod:`.forkserver_main`).
+#: CPU at each crawl's start, before the first page could be read. Nor the crawl's main script
+#: (:mod:`votersdaily.plumbing.processes`).
 PRELOAD = [
-    "votersdaily.ingest.forkserver_main",
     "votersdaily.ingest.process",
     "votersdaily.ingest.htmlbody",
     "votersdaily.ingest.pdf",
@@ -211,25 +211,6 @@ def _unpack(answer: _Answer) -> Any:
     return answer.value
 
 
-@contextlib.contextmanager
-def naming_the_main_script() -> Iterator[None]:
-    """Name the crawl's main script (the path multiprocessing gives each process it starts, if it is
-    a script) to the fork server this block starts (:mod:`.forkserver_main`)."""
-    from multiprocessing import spawn
-
-    from .forkserver_main import MAIN_SCRIPT_ENV
-
-    script = spawn.get_preparation_data("extract").get("init_main_from_path")
-    if not script:
-        yield
-        return
-    os.environ[MAIN_SCRIPT_ENV] = script
-    try:
-        yield
-    finally:
-        os.environ.pop(MAIN_SCRIPT_ENV, None)
-
-
 #: Calls handed to one extraction process at once: it runs them one after the other, taking the next
 #: as soon as it has written an answer, not a turn of the crawl's event loop later.
 CALLS_PER_PROCESS = 2
@@ -346,7 +327,7 @@ class ExtractPool:
             return
         if self._answers is None:
             self._answers = _answer_folders()
-        with naming_the_main_script():  # the first process starts the fork server
+        with without_the_main_script():  # the first process starts the fork server
             for _ in range(self.processes):
                 self._live.append(self._spawn())
 

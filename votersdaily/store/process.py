@@ -35,6 +35,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from multiprocessing import resource_tracker
 from typing import Any
 
+from votersdaily.plumbing.processes import without_the_main_script
+
 from .base import Row, StoreError, StoreUnavailable
 from .embedded import EmbeddedStore, Stored, compared_fields, docs_by_pages, tell_stored
 
@@ -112,7 +114,8 @@ class StoreProcess:
         resource_tracker.ensure_running()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            process.start()
+            with without_the_main_script():  # the child runs _serve: a script's own code is not for it
+                process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()  # the child's end lives in the child alone: its pipe closes when we end
