@@ -264,6 +264,11 @@ def test_edge_values(clean_text):
         check_one(clean_text, {char: char, "in text %s here" % char: ["a%sb" % char]})
     for char in ["\u2028", "\ud7ff", "\ud800", "\udfff", "\ue000", "😀", "\U0010ffff"]:
         check_one(clean_text, ["é" + char, "plain"])
+    # the passes look at 8 bytes (4 two-byte characters) at once: a character at every place of a run
+    for prefix in ("", "é", "\u2028", "😀"):
+        for char in ['"', "\\", "\n", "\t", "\x01", "\x1f", "\x7f", "\x85", "é", "\u2028", "\ud800", "😀"]:
+            for place in range(18):
+                check_one(clean_text, ["%s%s%s%s" % (prefix, "x" * place, char, "y" * (17 - place))])
     for digits in (sys.get_int_max_str_digits() - 1, sys.get_int_max_str_digits() + 1):
         check_one(clean_text, [10**digits])
 
@@ -360,3 +365,23 @@ def test_a_refusal_takes_the_python_path(recorded, monkeypatch):
     for event in recorded[:50]:
         doc = dict(event)
         assert check_event_json(doc) == ([], dumps(event))
+
+
+def test_memory_errors_propagate(clean_text):
+    """Every allocation the call makes failing in turn (CPython's _testcapi hook): MemoryError, or the
+    right answer, never a wrong one or a crash."""
+    testcapi = pytest.importorskip("_testcapi")
+    values = [["x" * 10, 2**100, 1.5], ["a"] * 300, {"k": "é" * 20}]
+    for value in values:
+        outcomes = set()
+        for start in range(8):
+            testcapi.set_nomemory(start)
+            try:
+                found = clean_text(value)
+            except MemoryError:
+                found = MemoryError
+            finally:
+                testcapi.remove_mem_hooks()
+            assert found is MemoryError or found == (dumps(value), len(dumps(value).encode()))
+            outcomes.add(found is MemoryError)
+        assert outcomes == {True, False}, value

@@ -90,6 +90,29 @@ static int push_extra(Measure *m, Py_ssize_t extra)
 
 /* ---- the first pass: check and measure ---- */
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether 8 ASCII characters hold one char_class marks (a control, '"', '\\' or DEL): exact for
+ * bytes below 0x80 (the borrows of the subtractions cannot reach a byte's high bit otherwise). */
+static inline int ascii_word_needs_look(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES * '"'), backslash = x ^ (ONES * '\\'), del = x ^ (ONES * 0x7f);
+    uint64_t found = (x - ONES * 0x20) | (quote - ONES) | (backslash - ONES) | (del - ONES);
+    return (found & ~x & HIGHS) != 0;
+}
+
+#define ONES16 0x0001000100010001ULL
+#define HIGHS16 0x8000800080008000ULL
+
+/* ascii_word_needs_look for 4 two-byte characters, each below 0x80. */
+static inline int ucs2_ascii_word_needs_look(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES16 * '"'), backslash = x ^ (ONES16 * '\\'), del = x ^ (ONES16 * 0x7f);
+    uint64_t found = (x - ONES16 * 0x20) | (quote - ONES16) | (backslash - ONES16) | (del - ONES16);
+    return (found & HIGHS16) != 0;
+}
+
 static int measure_str(Measure *m, PyObject *s)
 {
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
@@ -101,7 +124,22 @@ static int measure_str(Measure *m, PyObject *s)
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *p = data;
         if (PyUnicode_IS_ASCII(s)) {
-            for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t i = 0;
+            for (; i + 8 <= n; i += 8) {
+                uint64_t x;
+                memcpy(&x, p + i, 8);
+                if (!ascii_word_needs_look(x))
+                    continue;
+                for (int j = 0; j < 8; j++) {
+                    unsigned char k = char_class[p[i + j]];
+                    if (k) {
+                        if (k & refuse)
+                            return REFUSED;
+                        extra += k & 7;
+                    }
+                }
+            }
+            for (; i < n; i++) {
                 unsigned char k = char_class[p[i]];
                 if (k) {
                     if (k & refuse)
@@ -111,6 +149,14 @@ static int measure_str(Measure *m, PyObject *s)
             }
         } else {
             for (Py_ssize_t i = 0; i < n; i++) {
+                if (!(i & 7) && i + 8 <= n) { /* a word of plain ASCII characters at once */
+                    uint64_t x;
+                    memcpy(&x, p + i, 8);
+                    if (!(x & HIGHS) && !ascii_word_needs_look(x)) {
+                        i += 7;
+                        continue;
+                    }
+                }
                 Py_UCS1 c = p[i];
                 unsigned char k = char_class[c];
                 if (k) {
@@ -127,6 +173,14 @@ static int measure_str(Measure *m, PyObject *s)
         }
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
+            if (kind == PyUnicode_2BYTE_KIND && !(i & 3) && i + 4 <= n) { /* 4 plain ASCII at once */
+                uint64_t x;
+                memcpy(&x, (const Py_UCS2 *)data + i, 8);
+                if (!(x & (ONES16 * 0xff80)) && !ucs2_ascii_word_needs_look(x)) {
+                    i += 3;
+                    continue;
+                }
+            }
             Py_UCS4 c = kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)data)[i] : ((const Py_UCS4 *)data)[i];
             if (c < 0x100) {
                 unsigned char k = char_class[c];
@@ -310,54 +364,107 @@ static int write_ascii(Writer *w, const char *text, Py_ssize_t n)
     return DONE;
 }
 
-/* A string, quoted and escaped as json's encode_basestring (ensure_ascii=False) does: '"', '\\' and
- * the C0 controls only, these as \n \r \t \b \f or \u00xx (lower-case hex). */
-static int write_str(Writer *w, Measure *m, PyObject *s)
+/* The escape of a character json's encode_basestring (ensure_ascii=False) escapes: '"', '\\' and the C0
+ * controls, these as \n \r \t \b \f or \u00xx (lower-case hex); its length. */
+static int escape_of(Py_UCS4 c, char *escape)
 {
     static const char hex[] = "0123456789abcdef";
+    escape[0] = '\\';
+    switch (c) {
+    case '"': escape[1] = '"'; return 2;
+    case '\\': escape[1] = '\\'; return 2;
+    case '\n': escape[1] = 'n'; return 2;
+    case '\r': escape[1] = 'r'; return 2;
+    case '\t': escape[1] = 't'; return 2;
+    case '\b': escape[1] = 'b'; return 2;
+    case '\f': escape[1] = 'f'; return 2;
+    default:
+        escape[1] = 'u';
+        escape[2] = '0';
+        escape[3] = '0';
+        escape[4] = hex[(c >> 4) & 0xf];
+        escape[5] = hex[c & 0xf];
+        return 6;
+    }
+}
+
+/* Whether 8 one-byte characters (any, not only ASCII) hold one json escapes: a control, '"' or '\\'
+ * (exact: each test masks the bytes whose own high bit is set). */
+static inline int word_needs_escape(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES * '"'), backslash = x ^ (ONES * '\\');
+    uint64_t found = ((x - ONES * 0x20) & ~x) | ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash);
+    return (found & HIGHS) != 0;
+}
+
+/* Writes a string's n characters (of type IN) escaped into the writer's (of type OUT), adding at most
+ * `extra` characters (what the first pass counted; past it, REFUSED before anything is written).
+ * One-byte into one-byte (the most text) goes by words of 8: a plain word is copied at once. */
+#define ESCAPE_ONE(IN, OUT)                                                                         \
+    do {                                                                                            \
+        IN c = from[i];                                                                             \
+        if (c >= 0x20 && c != '"' && c != '\\') {                                                   \
+            *to++ = (OUT)c;                                                                         \
+        } else {                                                                                    \
+            char escape[6];                                                                         \
+            int len = escape_of(c, escape);                                                         \
+            added += len - 1;                                                                       \
+            if (added > extra)                                                                      \
+                return REFUSED;                                                                     \
+            for (int j = 0; j < len; j++)                                                           \
+                *to++ = (OUT)(unsigned char)escape[j];                                              \
+        }                                                                                           \
+    } while (0)
+
+#define ESCAPE_INTO(IN, OUT)                                                                        \
+    do {                                                                                            \
+        const IN *from = (const IN *)data;                                                          \
+        OUT *to = (OUT *)w->data + w->pos, *first = to;                                             \
+        Py_ssize_t i = 0;                                                                           \
+        if (sizeof(IN) == 1 && sizeof(OUT) == 1) {                                                  \
+            while (i + 8 <= n) {                                                                    \
+                uint64_t x;                                                                         \
+                memcpy(&x, from + i, 8);                                                            \
+                if (!word_needs_escape(x)) {                                                        \
+                    memcpy(to, from + i, 8);                                                        \
+                    to += 8;                                                                        \
+                    i += 8;                                                                         \
+                    continue;                                                                       \
+                }                                                                                   \
+                for (Py_ssize_t end = i + 8; i < end; i++)                                          \
+                    ESCAPE_ONE(IN, OUT);                                                            \
+            }                                                                                       \
+        }                                                                                           \
+        for (; i < n; i++)                                                                          \
+            ESCAPE_ONE(IN, OUT);                                                                    \
+        w->pos += to - first;                                                                       \
+    } while (0)
+
+/* A string, quoted and escaped as json's encode_basestring (ensure_ascii=False) does. */
+static int write_str(Writer *w, Measure *m, PyObject *s)
+{
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     if (m->next >= m->count || kind > w->kind)
         return REFUSED;
-    Py_ssize_t extra = m->extra[m->next++];
+    Py_ssize_t extra = m->extra[m->next++], added = 0;
     if (n + 2 + extra > w->size - w->pos)
         return REFUSED;
     copy_chars(w, PyUnicode_1BYTE_KIND, "\"", 0, 1);
     if (!extra) {
         copy_chars(w, kind, data, 0, n);
     } else {
-        Py_ssize_t start = 0, written = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c >= 0x20 && c != '"' && c != '\\')
-                continue;
-            char escape[6] = {'\\', 0, 0, 0, 0, 0};
-            int len = 2;
-            switch (c) {
-            case '"': escape[1] = '"'; break;
-            case '\\': escape[1] = '\\'; break;
-            case '\n': escape[1] = 'n'; break;
-            case '\r': escape[1] = 'r'; break;
-            case '\t': escape[1] = 't'; break;
-            case '\b': escape[1] = 'b'; break;
-            case '\f': escape[1] = 'f'; break;
-            default:
-                escape[1] = 'u';
-                escape[2] = '0';
-                escape[3] = '0';
-                escape[4] = hex[c >> 4];
-                escape[5] = hex[c & 0xf];
-                len = 6;
-            }
-            copy_chars(w, kind, data, start, i - start);
-            copy_chars(w, PyUnicode_1BYTE_KIND, escape, 0, len);
-            written += len - 1;
-            start = i + 1;
+        switch (kind * 8 + w->kind) {
+        case 1 * 8 + 1: ESCAPE_INTO(Py_UCS1, Py_UCS1); break;
+        case 1 * 8 + 2: ESCAPE_INTO(Py_UCS1, Py_UCS2); break;
+        case 1 * 8 + 4: ESCAPE_INTO(Py_UCS1, Py_UCS4); break;
+        case 2 * 8 + 2: ESCAPE_INTO(Py_UCS2, Py_UCS2); break;
+        case 2 * 8 + 4: ESCAPE_INTO(Py_UCS2, Py_UCS4); break;
+        default: ESCAPE_INTO(Py_UCS4, Py_UCS4); break;
         }
-        if (written != extra)
+        if (added != extra)
             return REFUSED; /* cannot happen: the first pass counted these */
-        copy_chars(w, kind, data, start, n - start);
     }
     copy_chars(w, PyUnicode_1BYTE_KIND, "\"", 0, 1);
     return DONE;
