@@ -115,6 +115,10 @@ static inline int ucs2_ascii_word_needs_look(uint64_t x)
 
 static int measure_str(Measure *m, PyObject *s)
 {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) /* a string of the old wchar_t API, made canonical as json does */
+        return FAILED;
+#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
