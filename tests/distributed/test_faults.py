@@ -113,10 +113,15 @@ def test_a_killed_extraction_process_loses_no_request_of_the_redis_workers(
         "ingest_worker", 2, couch_uri, redis_server.url, tmp_path, *ingest_settings(tmp_path, lease=30)
     )
     wait_for_hits(site, docs, 0.25)
-    killed = kill_extraction_process(workers[0].pid)
+    index, killed = kill_extraction_process(*(worker.pid for worker in workers))
     wait_all(workers, tmp_path)
-    log = log_path(tmp_path, 0).read_text()
-    assert _stat(log, "ingest/extract/process_died") == 1, "killed %d: %s" % (killed, log[-3000:])
+    logs = [log_path(tmp_path, i).read_text() for i in range(len(workers))]
+    died = [_stat(log, "ingest/extract/process_died") for log in logs]
+    assert died == [int(i == index) for i in range(len(workers))], "killed %d of worker %d: %s" % (
+        killed,
+        index,
+        logs[index][-3000:],
+    )
     check_ingest_results(couch_uri, docs)
     assert set(base_hits(site, docs).values()) == {1}
     assert queue_state(redis_server, "ingest") == CLEAN_QUEUE

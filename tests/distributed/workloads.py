@@ -435,16 +435,37 @@ def extraction_processes(pid: int) -> list[int]:
     return found
 
 
-def kill_extraction_process(pid: int, timeout: float = 60) -> int:
-    """SIGKILL one extraction process of crawl process ``pid`` (as the OOM killer would); its pid."""
+def _cpu_ticks(pid: int) -> int:
+    """The CPU time process ``pid`` has used, in clock ticks (0 once it is gone)."""
+    try:
+        fields = Path("/proc/%d/stat" % pid).read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+#: CPU ticks (1/100 s) an extraction process has used once it has run calls (its start costs less:
+#: the fork server imported everything before forking it).
+_WORKED_TICKS = 3
+
+
+def kill_extraction_process(*pids: int, timeout: float = 60) -> tuple[int, int]:
+    """SIGKILL one extraction process of crawl processes ``pids`` (as the OOM killer would) while it
+    runs calls: one whose CPU time grows between two looks 50 ms apart, so its crawl is using its pool
+    (a process killed before its crawl's first call, or after its last, dies unnoticed and harmless);
+    the index of its crawl in ``pids``, and its pid."""
     deadline = time.monotonic() + timeout
+    before: dict[int, int] = {}
     while time.monotonic() < deadline:
-        found = extraction_processes(pid)
-        if found:
-            os.kill(found[0], signal.SIGKILL)
-            return found[0]
+        for index, pid in enumerate(pids):
+            for child in extraction_processes(pid):
+                ticks = _cpu_ticks(child)
+                if ticks >= _WORKED_TICKS and ticks > before.get(child, ticks):
+                    os.kill(child, signal.SIGKILL)
+                    return index, child
+                before[child] = ticks
         time.sleep(0.05)
-    raise AssertionError("crawl process %d has no extraction process" % pid)
+    raise AssertionError("no extraction process of crawl processes %s ran calls" % (pids,))
 
 
 def wait_until(predicate, what: str, timeout: float = 120) -> None:

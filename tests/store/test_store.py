@@ -304,6 +304,60 @@ def test_a_rebuild_the_disk_cut_short_is_done_again_at_the_next_open(tmp_path):
         store.close()
 
 
+def _revision_plans(store, startkey, endkey) -> list[str]:
+    """How SQLite reads the documents' table in ``view_rows`` with revisions (its query plan)."""
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        rows = store.view_rows(DB, "by_parser_provenance", startkey=startkey, endkey=endkey, revisions=True)
+    finally:
+        store._conn.set_trace_callback(None)
+    (select,) = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT V.ID")]
+    plan = [row[3] for row in store._conn.execute("EXPLAIN QUERY PLAN " + select)]
+    return rows, [step for step in plan if " d " in step + " "]
+
+
+def test_the_revisions_are_read_from_their_index_which_an_older_file_gets_and_a_full_disk_goes_without(
+    tmp_path,
+):
+    """A view read with the revision alone (a reparse's 200,000 events) takes it from the
+    ``docs_rev`` index, not from each document's row among the bodies. A file from before the index
+    gets it when opened; on a full disk (a real tmpfs) the file opens and is read without it, with
+    the same revisions, and gets it at the next open with room."""
+    import sqlite3
+
+    from tests.support.tmpfs import fill, small_tmpfs
+    from votersdaily.store.embedded import REV_INDEX, EmbeddedStore
+
+    low, high = ["p"], ["p", {}]
+    with small_tmpfs(tmp_path / "disk", size="16m") as disk:
+        path = disk / "events.db"
+        store = EmbeddedStore(path)
+        store.ensure_db(DB)
+        store.install_views(DB)
+        docs = [event(i, parser_name="p", warc_record_id="<urn:uuid:%d>" % i) for i in range(3000)]
+        upsert(store, DB, docs[:2000])
+        upsert(store, DB, [dict(doc, title="changed") for doc in docs[1000:]])  # second revisions too
+        expected, plan = _revision_plans(store, low, high)
+        assert len(expected) == 3000 and {rev[:2] for *_, rev in expected} == {"1-", "2-"}
+        assert plan == ["SEARCH d USING COVERING INDEX %s (db=? AND id=?)" % REV_INDEX], plan
+        store.close()
+        with sqlite3.connect(path) as older:  # the file as an earlier version left it
+            older.execute("DROP INDEX %s" % REV_INDEX)
+        filler = fill(disk, leave=16 * 1024)
+        store = EmbeddedStore(path)
+        rows, plan = _revision_plans(store, low, high)
+        assert rows == expected
+        assert plan and all(REV_INDEX not in step for step in plan), plan
+        store.close()
+        filler.unlink()
+        store = EmbeddedStore(path)
+        rows, plan = _revision_plans(store, low, high)
+        assert rows == expected
+        assert plan == ["SEARCH d USING COVERING INDEX %s (db=? AND id=?)" % REV_INDEX], plan
+        store.close()
+
+
 def test_log_views(store):
     store.ensure_db("vd_log")
     store.install_views("vd_log")

@@ -13,6 +13,7 @@ import base64
 import functools
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -32,6 +33,8 @@ from .base import Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, misshapen, next_rev, rev_number, unstorable
 from .views import design_is_current, install_design, views_for
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -70,6 +73,13 @@ CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 """
 #: The column view rows of files made before views had values lack (each such row's value was null).
 VALUE_COLUMN = "ALTER TABLE view_rows ADD COLUMN value TEXT"
+#: The documents' revisions by id, apart from their bodies: a view read with the revision alone (a
+#: reparse reads 200,000 events' so) finds it here, in a few MB, rather than in each document's row
+#: among the bodies (0.4 s against 1.1 s for 200,000 rows from the page cache, 7.5 s from the disk).
+#: Made when a file is opened; a file it cannot be made in (a full disk, a read-only file) is read
+#: without it, as before.
+REV_INDEX = "docs_rev"
+REV_INDEX_SQL = "CREATE INDEX IF NOT EXISTS %s ON docs (db, id, rev)" % REV_INDEX
 #: The page size of a new file: a document body of a few KB fits a page more often than with
 #: SQLite's 4 KB default (fewer overflow pages to write and read).
 PAGE_SIZE = 8192
@@ -284,7 +294,7 @@ class _DocColumn:
     view rows), the whole body, or only ``fields`` (``json_extract`` in SQLite, one small JSON array a
     row: the body is neither sent to Python nor parsed there)."""
 
-    def __init__(self, include_docs: bool, fields: Sequence[str] | None):
+    def __init__(self, include_docs: bool, fields: Sequence[str] | None, rev_index: bool = False):
         self.fields = tuple(fields) if include_docs and fields is not None else None
         #: The parameters of :attr:`columns` (before the query's own).
         self.params: list[str] = []
@@ -295,7 +305,9 @@ class _DocColumn:
         if self.fields is None:
             self.columns = "d.rev, d.body"
             return
-        if not self.fields:  # the revision alone: no body read past its first page
+        if not self.fields:  # the revision alone: from :data:`REV_INDEX` where the file has it
+            if rev_index:
+                self.join = "JOIN docs d INDEXED BY %s ON d.db = v.db AND d.id = v.id" % REV_INDEX
             self.columns = "d.rev, ''"
             return
         for field in self.fields:
@@ -363,8 +375,23 @@ class EmbeddedStore:
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(view_rows)")}
         if "value" not in columns:
             self._conn.execute(VALUE_COLUMN)
+        self._rev_index = self._make_rev_index()
         self._opened_by = os.getpid()
         _OPEN.add(self)
+
+    def _make_rev_index(self) -> bool:
+        """Whether the file has :data:`REV_INDEX` (made now if it can be: a file of an earlier
+        version gets it once, in about a second per 200,000 documents)."""
+        try:
+            self._conn.execute(REV_INDEX_SQL)
+        except sqlite3.OperationalError as exc:  # full, read-only, locked too long: read without it
+            logger.info("embedded store %s: reads revisions without their index (%s)", self.display_uri, exc)
+        return (
+            self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (REV_INDEX,)
+            ).fetchone()
+            is not None
+        )
 
     @classmethod
     def from_uri(cls, uri: str, prefix: str = "") -> EmbeddedStore:
@@ -723,7 +750,7 @@ class EmbeddedStore:
         fields: Sequence[str] | None = None,
     ) -> list[Row]:
         width = self._view_width(db, view)
-        select = _DocColumn(include_docs, fields)
+        select = _DocColumn(include_docs, fields, self._rev_index)
         if keys is not None:
             rows = self._query_keys(self._name(db), view, width, keys, descending, select)
             return rows[skip : None if limit is None else skip + limit]
@@ -745,7 +772,7 @@ class EmbeddedStore:
         None): no :class:`~.base.Row` and no document made per row, and the values parsed as one JSON
         text. What a reparse reads of every event of its parser, 200,000 rows twice a run."""
         width = self._view_width(db, view)
-        select = _DocColumn(revisions, () if revisions else None)
+        select = _DocColumn(revisions, () if revisions else None, self._rev_index)
         fetched = self._range(db, view, startkey, endkey, False, None, 0, select)
         values = json.loads("[%s]" % ",".join("null" if row[4] is None else row[4] for row in fetched))
         if width == 1:
