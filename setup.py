@@ -3,11 +3,12 @@
 
 * ``pip install .`` / ``python -m build``: the package with its recordings, templates, CouchDB design
   documents (``couchdb_views/`` becomes ``votersdaily._couchdb_views``) and the laundromat's compiled
-  fast path ``votersdaily.laundromat._ntscan``, and the ingest's page-0 renderer
-  ``votersdaily.ingest._page0`` (C++ on poppler's own classes, Debian's ``libpoppler-private-dev``).
-  Both extensions are optional: without a compiler, the Python headers or poppler's, the build warns
-  and goes on, and the package runs its other path (the laundromat's pure-Python one, ``pdftoppm``
-  for thumbnails: slower, same output). ``scripts/build_native.py`` builds them in place for
+  fast path ``votersdaily.laundromat._ntscan``, the event pipeline's JSON text of an event
+  ``votersdaily._eventjson``, and the ingest's page-0 renderer ``votersdaily.ingest._page0`` (C++ on
+  poppler's own classes, Debian's ``libpoppler-private-dev``). The extensions are optional: without a
+  compiler, the Python headers or poppler's, the build warns and goes on, and the package runs its
+  other path (the laundromat's pure-Python one, the C JSON encoder of Python's ``json`` for events,
+  ``pdftoppm`` for thumbnails: slower, same output). ``scripts/build_native.py`` builds them in place for
   development.
 * ``scrapyd-deploy`` (``setup.py bdist_egg``): a thin egg, the project's name, version and ``scrapy``
   settings entry point only. The code runs from the package installed on the scrapyd node (with its
@@ -21,6 +22,7 @@ from setuptools import Extension, find_namespace_packages, setup
 from setuptools.command.bdist_egg import bdist_egg
 
 NTSCAN = "votersdaily.laundromat._ntscan"
+EVENTJSON = "votersdaily._eventjson"
 PAGE0 = "votersdaily.ingest._page0"
 VIEWS = "votersdaily._couchdb_views"
 #: Folders of data (recordings, templates, views) are packages too, so every file in them is package
@@ -40,6 +42,20 @@ def ntscan_extension(
             "votersdaily/laundromat/_rdfxml.c",
         ],
         depends=["votersdaily/laundromat/_ntscan.h"],
+        extra_compile_args=["-Wall", "-Wextra", *(compile_args if compile_args is not None else ["-O3"])],
+        extra_link_args=link_args or [],
+        optional=True,
+    )
+
+
+def eventjson_extension(
+    *, compile_args: list[str] | None = None, link_args: list[str] | None = None
+) -> Extension:
+    """The event pipeline's compiled JSON text of an event (C, no dependencies beyond the Python
+    headers; schema.py runs its Python path without it)."""
+    return Extension(
+        EVENTJSON,
+        sources=["votersdaily/_eventjson.c"],
         extra_compile_args=["-Wall", "-Wextra", *(compile_args if compile_args is not None else ["-O3"])],
         extra_link_args=link_args or [],
         optional=True,
@@ -99,7 +115,7 @@ if __name__ == "__main__":
         package_data={"": ["*"]},
         # the C source is built, not shipped; a module built in place is rebuilt, not copied
         exclude_package_data={"": ["*.c", "*.cc", "*.h", "*.so", "*.pyd", "*.pyc"]},
-        ext_modules=[ntscan_extension(), page0_extension()],
+        ext_modules=[ntscan_extension(), eventjson_extension(), page0_extension()],
         cmdclass={"bdist_egg": ProjectEgg},
         zip_safe=False,
     )

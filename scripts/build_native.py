@@ -1,18 +1,21 @@
-"""Build the compiled modules in place: the laundromat's fast paths (``votersdaily/laundromat/_ntscan.c``)
-and the ingest's page-0 renderer (``votersdaily/ingest/_page0.cc``, on poppler's headers).
+"""Build the compiled modules in place: the laundromat's fast paths (``votersdaily/laundromat/_ntscan.c``),
+the event pipeline's JSON text of an event (``votersdaily/_eventjson.c``) and the ingest's page-0
+renderer (``votersdaily/ingest/_page0.cc``, on poppler's headers).
 
     python3 scripts/build_native.py              # what scripts/setup.sh runs: only when the source is newer
     python3 scripts/build_native.py --sanitize   # an AddressSanitizer + UBSan build, then:
         LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \\
         ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \\
-        python3 -m pytest -n 0 -p no:randomly tests/laundromat/test_native.py tests/laundromat/test_cleaning.py
+        python3 -m pytest -n 0 -p no:randomly tests/laundromat/test_native.py tests/laundromat/test_cleaning.py \\
+            tests/test_eventjson.py
     python3 scripts/build_native.py --force      # back to the optimised build
 
 Needs a C compiler and the Python headers (and for the renderer a C++ compiler and Debian's
-``libpoppler-private-dev``); without them the laundromat runs its pure-Python paths and thumbnails
-come from ``pdftoppm`` (slower, same output), and this script says which was not built and exits 1.
-The extensions are the ones ``pip install`` builds (``ntscan_extension`` and ``page0_extension`` in
-setup.py); an editable install (``pip install -e .``) builds them in place too.
+``libpoppler-private-dev``); without them the laundromat runs its pure-Python paths, events are
+encoded by Python's ``json`` and thumbnails come from ``pdftoppm`` (slower, same output), and this
+script says which was not built and exits 1. The extensions are the ones ``pip install`` builds
+(``ntscan_extension``, ``eventjson_extension`` and ``page0_extension`` in setup.py); an editable
+install (``pip install -e .``) builds them in place too.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     sanitize = SANITIZE if args.sanitize else None
     built = [
         build(setup.ntscan_extension(compile_args=sanitize), "the laundromat's compiled fast path", args),
+        build(setup.eventjson_extension(compile_args=sanitize), "the events' compiled JSON text", args),
         build(setup.page0_extension(compile_args=sanitize), "the ingest's page-0 renderer", args),
     ]
     return 0 if all(built) else 1

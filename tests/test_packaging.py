@@ -25,6 +25,11 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
 NATIVE_CHECK = "from votersdaily.laundromat import native; print(native.available(), native.location())"
 #: Whether thumbnails come from the warm renderer (its compiled module built) or pdftoppm.
 PAGE0_CHECK = "from votersdaily.ingest.thumbnail import warm_renderer; print(warm_renderer() is not None)"
+#: Whether the event pipeline encodes events with the compiled module, and the file it was loaded from.
+EVENTJSON_CHECK = (
+    "import sys; from votersdaily import schema; print(schema._compiled_clean_text is not None, "
+    "getattr(sys.modules.get('votersdaily._eventjson'), '__file__', None))"
+)
 
 
 def requirement_lines(path: Path) -> set[str]:
@@ -79,6 +84,7 @@ def test_a_wheel_built_as_users_build_it_holds_the_compiled_module_views_and_rec
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [n for n in names if re.fullmatch(r"votersdaily/laundromat/_ntscan\..*\.so", n)], sorted(names)
     assert [n for n in names if re.fullmatch(r"votersdaily/ingest/_page0\..*\.so", n)], sorted(names)
+    assert [n for n in names if re.fullmatch(r"votersdaily/_eventjson\..*\.so", n)], sorted(names)
     assert shipped_data() <= names
     assert "votersdaily/feeds/templates/day.html" in names and "votersdaily/cli/where.py" in names
     assert not [
@@ -96,18 +102,21 @@ def test_without_a_compiler_the_build_goes_on_and_the_pure_python_path_runs(tmp_
     source = copy_clone(tmp_path / "clone")
     no_compiler = str(tmp_path / "no-such-compiler")
     wheel = build_wheel(source, tmp_path / "dist", env={"CC": no_compiler, "CXX": no_compiler})
-    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "_ntscan" in n or "_page0" in n]
+    compiled = ("_ntscan", "_page0", "_eventjson")
+    names = [n for n in zipfile.ZipFile(wheel).namelist() if not n.endswith(".pyi")]  # a stub is no module
+    assert not [n for n in names if any(name in n for name in compiled)]
     python = venv_python(tmp_path / "venv", system_site_packages=True)
     install(python, str(wheel), deps=False)
     (tmp_path / "empty").mkdir()
     check = subprocess.run(
-        [str(python), "-c", "%s\n%s" % (NATIVE_CHECK, PAGE0_CHECK)],
+        [str(python), "-c", "%s\n%s\n%s" % (NATIVE_CHECK, PAGE0_CHECK, EVENTJSON_CHECK)],
         cwd=tmp_path / "empty",
         env=user_env(),
         capture_output=True,
         text=True,
     )
-    assert check.stdout.split() == ["False", "None", "False"], check.stderr  # thumbnails by pdftoppm
+    # thumbnails by pdftoppm, events encoded by Python's json
+    assert check.stdout.split() == ["False", "None", "False", "False", "None"], check.stderr
 
 
 def events_of(db: Path) -> dict[str, dict]:
@@ -136,11 +145,10 @@ def test_pip_install_of_a_clone_then_the_main_job_from_an_empty_folder(tmp_path,
     empty, home = tmp_path / "empty", tmp_path / "data"
     empty.mkdir()
     env = user_env(XDG_DATA_HOME=str(home), VOTERSDAILY_FROZEN_NOW=frozen_now)
-    check = subprocess.run(
-        [str(python), "-c", NATIVE_CHECK], cwd=empty, env=env, capture_output=True, text=True
-    )
-    available, location = check.stdout.split()
-    assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr
+    for code in (NATIVE_CHECK, EVENTJSON_CHECK):
+        check = subprocess.run([str(python), "-c", code], cwd=empty, env=env, capture_output=True, text=True)
+        available, location = check.stdout.split()
+        assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr
     installed = subprocess.run(
         [str(tmp_path / "venv" / "bin" / "votersdaily"), "crawl", "--all", "--offline"],
         cwd=empty,
@@ -193,8 +201,9 @@ def test_pip_install_of_a_git_url_brings_the_command_and_the_compiled_module(tmp
         text=True,
     )
     assert "data home  %s" % (tmp_path / "data" / "votersdaily") in where.stdout, where.stderr
-    check = subprocess.run(
-        [str(python), "-c", NATIVE_CHECK], cwd=tmp_path / "empty", env=env, capture_output=True, text=True
-    )
-    available, location = check.stdout.split()
-    assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr
+    for code in (NATIVE_CHECK, EVENTJSON_CHECK):
+        check = subprocess.run(
+            [str(python), "-c", code], cwd=tmp_path / "empty", env=env, capture_output=True, text=True
+        )
+        available, location = check.stdout.split()
+        assert available == "True" and location.startswith(str(tmp_path / "venv")), check.stderr

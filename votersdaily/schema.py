@@ -7,7 +7,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -278,6 +278,15 @@ def _nested_needs_cleaning(text: str) -> bool:
 #: Nested values as JSON text (validation needs it strict: NaN is no JSON).
 _nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 
+#: The compiled JSON text of an event with nothing to clean (``_eventjson.c``: the same text as
+#: :data:`_nested_json`, or None for anything else, which then takes the Python path); None when the
+#: module is not built (``scripts/build_native.py``).
+_compiled_clean_text: Callable[[Any], tuple[str, int] | None] | None
+try:
+    from ._eventjson import clean_text as _compiled_clean_text
+except ImportError:  # not built: the C encoder of Python's json, then a scan of its text
+    _compiled_clean_text = None
+
 
 class _Reference(Exception):
     """Raised inside :func:`check_event` for what only the reference path decides."""
@@ -332,6 +341,10 @@ def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     """The JSON text of an event with nothing to clean in it, and its size in bytes;
     :class:`_Reference` when it is not JSON or has something to clean."""
     _check_plain_keys(event)
+    if _compiled_clean_text is not None:
+        found = _compiled_clean_text(event)
+        if found is not None:
+            return found
     try:
         text = _nested_json(event)
     except Exception:  # not JSON (a set, NaN, a cycle, too deep): the values decide

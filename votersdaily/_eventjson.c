@@ -1,0 +1,595 @@
+/* The JSON text of an event, compiled: schema._clean_json's fast path (schema.py falls back to its
+ * Python path, the C JSON encoder and a scan of its text, when this module is not built or says None).
+ *
+ * clean_text(value, strict=True) -> (text, utf8_size) or None
+ *     text is exactly json.dumps(value, ensure_ascii=False, allow_nan=False) (separators ", " and
+ *     ": ", keys in the dict's order) and utf8_size len(text.encode("utf-8")), when the value is plain:
+ *     every container an exact dict (exact str keys) or an exact list, every scalar an exact str,
+ *     int, float, bool or None, floats finite, nesting at most MAX_DEPTH deep, and (strict) no string,
+ *     key or value, holding a character of schema.BAD_TEXT_RE (C0 controls but tab and newline, DEL,
+ *     C1 controls, lone surrogates). Anything else is None: the caller's Python path decides, so None
+ *     is never wrong, only slower. MemoryError propagates.
+ *     strict=False lets the characters of BAD_TEXT_RE through (escaped as json escapes them; a lone
+ *     surrogate counted as three bytes, as "surrogatepass" encodes it): for tests of the escapes only.
+ *
+ * Two passes over the value: the first checks it and measures the text (characters, widest
+ * character, UTF-8 bytes, each string's escapes); the second writes it into one str of that size and
+ * kind. Nothing between them runs Python code (no object the walk allocates is tracked by the
+ * garbage collector), and the second pass checks every write against the first's measure anyway.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Deeper values are left to the Python path (json's own encoder recurses up to the interpreter's
+ * recursion limit; events nest a few levels). */
+#define MAX_DEPTH 200
+
+/* Per character below 256: the characters an escape adds (low bits) and BAD for BAD_TEXT_RE's. */
+#define BAD 0x80
+static unsigned char char_class[256];
+
+static void init_classes(void)
+{
+    for (int c = 0; c < 256; c++) {
+        unsigned char k = 0;
+        if (c < 0x20)
+            k = (c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') ? 1 : 5;
+        else if (c == '"' || c == '\\')
+            k = 1;
+        if ((c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c <= 0x9f))
+            k |= BAD;
+        char_class[c] = k;
+    }
+}
+
+/* The escapes (each string's added characters, in walk order) measured by the first pass. */
+typedef struct {
+    Py_ssize_t *extra;
+    Py_ssize_t count, capacity, next;
+    Py_ssize_t inline_extra[128];
+    Py_ssize_t length; /* characters of the text */
+    Py_ssize_t utf8_more; /* UTF-8 bytes beyond one a character */
+    Py_UCS4 maxchar;
+    int strict;
+} Measure;
+
+typedef struct {
+    void *data;
+    int kind;
+    Py_ssize_t pos, size;
+} Writer;
+
+enum { REFUSED = 0, DONE = 1, FAILED = -1 };
+
+static int push_extra(Measure *m, Py_ssize_t extra)
+{
+    if (m->count == m->capacity) {
+        Py_ssize_t capacity = m->capacity * 2;
+        Py_ssize_t *grown;
+        if (m->extra == m->inline_extra) {
+            grown = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+            if (grown)
+                memcpy(grown, m->extra, m->count * sizeof(Py_ssize_t));
+        } else {
+            grown = PyMem_Realloc(m->extra, capacity * sizeof(Py_ssize_t));
+        }
+        if (!grown) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        m->extra = grown;
+        m->capacity = capacity;
+    }
+    m->extra[m->count++] = extra;
+    return DONE;
+}
+
+/* ---- the first pass: check and measure ---- */
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether 8 ASCII characters hold one char_class marks (a control, '"', '\\' or DEL): exact for
+ * bytes below 0x80 (the borrows of the subtractions cannot reach a byte's high bit otherwise). */
+static inline int ascii_word_needs_look(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES * '"'), backslash = x ^ (ONES * '\\'), del = x ^ (ONES * 0x7f);
+    uint64_t found = (x - ONES * 0x20) | (quote - ONES) | (backslash - ONES) | (del - ONES);
+    return (found & ~x & HIGHS) != 0;
+}
+
+#define ONES16 0x0001000100010001ULL
+#define HIGHS16 0x8000800080008000ULL
+
+/* ascii_word_needs_look for 4 two-byte characters, each below 0x80. */
+static inline int ucs2_ascii_word_needs_look(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES16 * '"'), backslash = x ^ (ONES16 * '\\'), del = x ^ (ONES16 * 0x7f);
+    uint64_t found = (x - ONES16 * 0x20) | (quote - ONES16) | (backslash - ONES16) | (del - ONES16);
+    return (found & HIGHS16) != 0;
+}
+
+static int measure_str(Measure *m, PyObject *s)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) /* a string of the old wchar_t API, made canonical as json does */
+        return FAILED;
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t extra = 0, more = 0;
+    Py_UCS4 maxchar = 0;
+    unsigned char refuse = m->strict ? BAD : 0;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = data;
+        if (PyUnicode_IS_ASCII(s)) {
+            Py_ssize_t i = 0;
+            for (; i + 8 <= n; i += 8) {
+                uint64_t x;
+                memcpy(&x, p + i, 8);
+                if (!ascii_word_needs_look(x))
+                    continue;
+                for (int j = 0; j < 8; j++) {
+                    unsigned char k = char_class[p[i + j]];
+                    if (k) {
+                        if (k & refuse)
+                            return REFUSED;
+                        extra += k & 7;
+                    }
+                }
+            }
+            for (; i < n; i++) {
+                unsigned char k = char_class[p[i]];
+                if (k) {
+                    if (k & refuse)
+                        return REFUSED;
+                    extra += k & 7;
+                }
+            }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (!(i & 7) && i + 8 <= n) { /* a word of plain ASCII characters at once */
+                    uint64_t x;
+                    memcpy(&x, p + i, 8);
+                    if (!(x & HIGHS) && !ascii_word_needs_look(x)) {
+                        i += 7;
+                        continue;
+                    }
+                }
+                Py_UCS1 c = p[i];
+                unsigned char k = char_class[c];
+                if (k) {
+                    if (k & refuse)
+                        return REFUSED;
+                    extra += k & 7;
+                }
+                if (c >= 0x80) {
+                    more += 1;
+                    if (c > maxchar)
+                        maxchar = c;
+                }
+            }
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (kind == PyUnicode_2BYTE_KIND && !(i & 3) && i + 4 <= n) { /* 4 plain ASCII at once */
+                uint64_t x;
+                memcpy(&x, (const Py_UCS2 *)data + i, 8);
+                if (!(x & (ONES16 * 0xff80)) && !ucs2_ascii_word_needs_look(x)) {
+                    i += 3;
+                    continue;
+                }
+            }
+            Py_UCS4 c = kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)data)[i] : ((const Py_UCS4 *)data)[i];
+            if (c < 0x100) {
+                unsigned char k = char_class[c];
+                if (k) {
+                    if (k & refuse)
+                        return REFUSED;
+                    extra += k & 7;
+                }
+                if (c >= 0x80)
+                    more += 1;
+            } else if (c < 0x800) {
+                more += 1;
+            } else if (c < 0x10000) {
+                if (c >= 0xd800 && c <= 0xdfff && refuse)
+                    return REFUSED;
+                more += 2;
+            } else {
+                more += 3;
+            }
+            if (c > maxchar)
+                maxchar = c;
+        }
+    }
+    if (maxchar > m->maxchar)
+        m->maxchar = maxchar;
+    m->length += n + 2 + extra;
+    m->utf8_more += more;
+    return push_extra(m, extra);
+}
+
+/* An int as int.__repr__ writes it, into buf (at least 24 bytes); its length, or -1 when it does not
+ * fit a long long (the caller then asks int.__repr__). */
+static int format_int(PyObject *v, char *buf)
+{
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    char digits[24];
+    int n = 0, len = 0;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        buf[len++] = '-';
+    while (n)
+        buf[len++] = digits[--n];
+    return len;
+}
+
+/* int.__repr__ of a big int: a new str, or NULL with REFUSED/FAILED in *status (past
+ * sys.set_int_max_str_digits json refuses it too; MemoryError propagates). */
+static PyObject *big_int_repr(PyObject *v, int *status)
+{
+    PyObject *text = PyLong_Type.tp_repr(v);
+    if (!text) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            *status = FAILED;
+        } else {
+            PyErr_Clear();
+            *status = REFUSED;
+        }
+    }
+    return text;
+}
+
+/* float.__repr__'s text (json writes a float so): a PyMem buffer to free, or NULL (MemoryError set). */
+static char *float_repr(PyObject *v)
+{
+    char *buf = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!buf)
+        PyErr_NoMemory();
+    return buf;
+}
+
+static int measure(Measure *m, PyObject *v, int depth)
+{
+    PyTypeObject *type = Py_TYPE(v);
+    if (type == &PyUnicode_Type)
+        return measure_str(m, v);
+    if (type == &PyDict_Type) {
+        Py_ssize_t pos = 0, n = PyDict_GET_SIZE(v);
+        PyObject *key, *value;
+        if (depth >= MAX_DEPTH)
+            return REFUSED;
+        m->length += 2 + (n ? 4 * n - 2 : 0); /* braces, ": " each, ", " between */
+        while (PyDict_Next(v, &pos, &key, &value)) {
+            if (Py_TYPE(key) != &PyUnicode_Type)
+                return REFUSED;
+            int done = measure_str(m, key);
+            if (done == DONE)
+                done = measure(m, value, depth + 1);
+            if (done != DONE)
+                return done;
+        }
+        return DONE;
+    }
+    if (type == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(v);
+        if (depth >= MAX_DEPTH)
+            return REFUSED;
+        m->length += 2 + (n ? 2 * n - 2 : 0);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+            int done = measure(m, PyList_GET_ITEM(v, i), depth + 1);
+            if (done != DONE)
+                return done;
+        }
+        return DONE;
+    }
+    if (v == Py_None || v == Py_True) {
+        m->length += 4;
+        return DONE;
+    }
+    if (v == Py_False) {
+        m->length += 5;
+        return DONE;
+    }
+    if (type == &PyLong_Type) {
+        char buf[24];
+        int len = format_int(v, buf);
+        if (len < 0) {
+            int status = DONE;
+            PyObject *text = big_int_repr(v, &status);
+            if (!text)
+                return status;
+            m->length += PyUnicode_GET_LENGTH(text);
+            Py_DECREF(text);
+        } else {
+            m->length += len;
+        }
+        return DONE;
+    }
+    if (type == &PyFloat_Type) {
+        if (!Py_IS_FINITE(PyFloat_AS_DOUBLE(v)))
+            return REFUSED; /* allow_nan=False: json refuses it */
+        char *buf = float_repr(v);
+        if (!buf)
+            return FAILED;
+        m->length += (Py_ssize_t)strlen(buf);
+        PyMem_Free(buf);
+        return DONE;
+    }
+    return REFUSED;
+}
+
+/* ---- the second pass: write ---- */
+
+/* Copies n characters of one kind to the writer's (as wide or wider: the first pass measured it). */
+static void copy_chars(Writer *w, int kind, const void *data, Py_ssize_t start, Py_ssize_t n)
+{
+    if (kind == w->kind) {
+        memcpy((char *)w->data + w->pos * kind, (const char *)data + start * kind, n * kind);
+    } else if (w->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS1 *from = (const Py_UCS1 *)data + start;
+        Py_UCS2 *to = (Py_UCS2 *)w->data + w->pos;
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[i] = from[i];
+    } else if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *from = (const Py_UCS1 *)data + start;
+        Py_UCS4 *to = (Py_UCS4 *)w->data + w->pos;
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[i] = from[i];
+    } else {
+        const Py_UCS2 *from = (const Py_UCS2 *)data + start;
+        Py_UCS4 *to = (Py_UCS4 *)w->data + w->pos;
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[i] = from[i];
+    }
+    w->pos += n;
+}
+
+static int write_ascii(Writer *w, const char *text, Py_ssize_t n)
+{
+    if (n > w->size - w->pos)
+        return REFUSED;
+    copy_chars(w, PyUnicode_1BYTE_KIND, text, 0, n);
+    return DONE;
+}
+
+/* The escape of a character json's encode_basestring (ensure_ascii=False) escapes: '"', '\\' and the C0
+ * controls, these as \n \r \t \b \f or \u00xx (lower-case hex); its length. */
+static int escape_of(Py_UCS4 c, char *escape)
+{
+    static const char hex[] = "0123456789abcdef";
+    escape[0] = '\\';
+    switch (c) {
+    case '"': escape[1] = '"'; return 2;
+    case '\\': escape[1] = '\\'; return 2;
+    case '\n': escape[1] = 'n'; return 2;
+    case '\r': escape[1] = 'r'; return 2;
+    case '\t': escape[1] = 't'; return 2;
+    case '\b': escape[1] = 'b'; return 2;
+    case '\f': escape[1] = 'f'; return 2;
+    default:
+        escape[1] = 'u';
+        escape[2] = '0';
+        escape[3] = '0';
+        escape[4] = hex[(c >> 4) & 0xf];
+        escape[5] = hex[c & 0xf];
+        return 6;
+    }
+}
+
+/* Whether 8 one-byte characters (any, not only ASCII) hold one json escapes: a control, '"' or '\\'
+ * (exact: each test masks the bytes whose own high bit is set). */
+static inline int word_needs_escape(uint64_t x)
+{
+    uint64_t quote = x ^ (ONES * '"'), backslash = x ^ (ONES * '\\');
+    uint64_t found = ((x - ONES * 0x20) & ~x) | ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash);
+    return (found & HIGHS) != 0;
+}
+
+/* Writes a string's n characters (of type IN) escaped into the writer's (of type OUT), adding at most
+ * `extra` characters (what the first pass counted; past it, REFUSED before anything is written).
+ * One-byte into one-byte (the most text) goes by words of 8: a plain word is copied at once. */
+#define ESCAPE_ONE(IN, OUT)                                                                         \
+    do {                                                                                            \
+        IN c = from[i];                                                                             \
+        if (c >= 0x20 && c != '"' && c != '\\') {                                                   \
+            *to++ = (OUT)c;                                                                         \
+        } else {                                                                                    \
+            char escape[6];                                                                         \
+            int len = escape_of(c, escape);                                                         \
+            added += len - 1;                                                                       \
+            if (added > extra)                                                                      \
+                return REFUSED;                                                                     \
+            for (int j = 0; j < len; j++)                                                           \
+                *to++ = (OUT)(unsigned char)escape[j];                                              \
+        }                                                                                           \
+    } while (0)
+
+#define ESCAPE_INTO(IN, OUT)                                                                        \
+    do {                                                                                            \
+        const IN *from = (const IN *)data;                                                          \
+        OUT *to = (OUT *)w->data + w->pos, *first = to;                                             \
+        Py_ssize_t i = 0;                                                                           \
+        if (sizeof(IN) == 1 && sizeof(OUT) == 1) {                                                  \
+            while (i + 8 <= n) {                                                                    \
+                uint64_t x;                                                                         \
+                memcpy(&x, from + i, 8);                                                            \
+                if (!word_needs_escape(x)) {                                                        \
+                    memcpy(to, from + i, 8);                                                        \
+                    to += 8;                                                                        \
+                    i += 8;                                                                         \
+                    continue;                                                                       \
+                }                                                                                   \
+                for (Py_ssize_t end = i + 8; i < end; i++)                                          \
+                    ESCAPE_ONE(IN, OUT);                                                            \
+            }                                                                                       \
+        }                                                                                           \
+        for (; i < n; i++)                                                                          \
+            ESCAPE_ONE(IN, OUT);                                                                    \
+        w->pos += to - first;                                                                       \
+    } while (0)
+
+/* A string, quoted and escaped as json's encode_basestring (ensure_ascii=False) does. */
+static int write_str(Writer *w, Measure *m, PyObject *s)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    if (m->next >= m->count || kind > w->kind)
+        return REFUSED;
+    Py_ssize_t extra = m->extra[m->next++], added = 0;
+    if (n + 2 + extra > w->size - w->pos)
+        return REFUSED;
+    copy_chars(w, PyUnicode_1BYTE_KIND, "\"", 0, 1);
+    if (!extra) {
+        copy_chars(w, kind, data, 0, n);
+    } else {
+        switch (kind * 8 + w->kind) {
+        case 1 * 8 + 1: ESCAPE_INTO(Py_UCS1, Py_UCS1); break;
+        case 1 * 8 + 2: ESCAPE_INTO(Py_UCS1, Py_UCS2); break;
+        case 1 * 8 + 4: ESCAPE_INTO(Py_UCS1, Py_UCS4); break;
+        case 2 * 8 + 2: ESCAPE_INTO(Py_UCS2, Py_UCS2); break;
+        case 2 * 8 + 4: ESCAPE_INTO(Py_UCS2, Py_UCS4); break;
+        default: ESCAPE_INTO(Py_UCS4, Py_UCS4); break;
+        }
+        if (added != extra)
+            return REFUSED; /* cannot happen: the first pass counted these */
+    }
+    copy_chars(w, PyUnicode_1BYTE_KIND, "\"", 0, 1);
+    return DONE;
+}
+
+static int write_value(Writer *w, Measure *m, PyObject *v)
+{
+    PyTypeObject *type = Py_TYPE(v);
+    if (type == &PyUnicode_Type)
+        return write_str(w, m, v);
+    if (type == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        int done = write_ascii(w, "{", 1), first = 1;
+        while (done == DONE && PyDict_Next(v, &pos, &key, &value)) {
+            if (!first)
+                done = write_ascii(w, ", ", 2);
+            first = 0;
+            if (done == DONE)
+                done = Py_TYPE(key) == &PyUnicode_Type ? write_str(w, m, key) : REFUSED;
+            if (done == DONE)
+                done = write_ascii(w, ": ", 2);
+            if (done == DONE)
+                done = write_value(w, m, value);
+        }
+        return done == DONE ? write_ascii(w, "}", 1) : done;
+    }
+    if (type == &PyList_Type) {
+        int done = write_ascii(w, "[", 1);
+        for (Py_ssize_t i = 0; done == DONE && i < PyList_GET_SIZE(v); i++) {
+            if (i)
+                done = write_ascii(w, ", ", 2);
+            if (done == DONE)
+                done = write_value(w, m, PyList_GET_ITEM(v, i));
+        }
+        return done == DONE ? write_ascii(w, "]", 1) : done;
+    }
+    if (v == Py_None)
+        return write_ascii(w, "null", 4);
+    if (v == Py_True)
+        return write_ascii(w, "true", 4);
+    if (v == Py_False)
+        return write_ascii(w, "false", 5);
+    if (type == &PyLong_Type) {
+        char buf[24];
+        int len = format_int(v, buf);
+        if (len >= 0)
+            return write_ascii(w, buf, len);
+        int status = DONE;
+        PyObject *text = big_int_repr(v, &status);
+        if (!text)
+            return status;
+        status = write_ascii(w, (const char *)PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text));
+        Py_DECREF(text);
+        return status;
+    }
+    if (type == &PyFloat_Type) {
+        char *buf = float_repr(v);
+        if (!buf)
+            return FAILED;
+        int status = write_ascii(w, buf, (Py_ssize_t)strlen(buf));
+        PyMem_Free(buf);
+        return status;
+    }
+    return REFUSED;
+}
+
+static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "clean_text(value, strict=True)");
+        return NULL;
+    }
+    Measure m;
+    m.extra = m.inline_extra;
+    m.count = m.next = 0;
+    m.capacity = sizeof(m.inline_extra) / sizeof(m.inline_extra[0]);
+    m.length = m.utf8_more = 0;
+    m.maxchar = 0;
+    m.strict = 1;
+    if (nargs == 2) {
+        m.strict = PyObject_IsTrue(args[1]);
+        if (m.strict < 0)
+            return NULL;
+    }
+    PyObject *result = NULL, *text = NULL;
+    int done = measure(&m, args[0], 0);
+    if (done == DONE) {
+        text = PyUnicode_New(m.length, m.maxchar);
+        if (!text) {
+            done = FAILED;
+        } else {
+            Writer w = {PyUnicode_DATA(text), PyUnicode_KIND(text), 0, m.length};
+            done = write_value(&w, &m, args[0]);
+            if (done == DONE && (w.pos != w.size || m.next != m.count))
+                done = REFUSED; /* cannot happen: the passes walk the same value */
+        }
+    }
+    if (done == DONE)
+        result = Py_BuildValue("(Nn)", text, m.length + m.utf8_more);
+    else
+        Py_XDECREF(text);
+    if (m.extra != m.inline_extra)
+        PyMem_Free(m.extra);
+    if (done == REFUSED)
+        Py_RETURN_NONE;
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"clean_text", (PyCFunction)(void (*)(void))clean_text, METH_FASTCALL,
+     "clean_text(value, strict=True) -> (text, utf8_size) or None: json.dumps(value, ensure_ascii=False, "
+     "allow_nan=False) of a plain value with nothing to clean, else None (see the module's source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_eventjson", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__eventjson(void)
+{
+    init_classes();
+    return PyModule_Create(&module);
+}
