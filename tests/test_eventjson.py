@@ -385,3 +385,26 @@ def test_memory_errors_propagate(clean_text):
             assert found is MemoryError or found == (dumps(value), len(dumps(value).encode()))
             outcomes.add(found is MemoryError)
         assert outcomes == {True, False}, value
+
+
+def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, monkeypatch):
+    """The pipeline's events are EventItem, a dict subclass the compiled encoder (exact dicts only)
+    gets as a plain copy: it answers every recording so, with json.dumps's text of the item itself;
+    sound because EventItem overrides nothing json reads a dict subclass by."""
+    from votersdaily.items import EventItem
+
+    for name in ("items", "keys", "values", "__iter__", "__getitem__", "__len__"):
+        assert getattr(EventItem, name) is getattr(dict, name), name
+    answered = []
+
+    def counted(value):
+        assert type(value) is dict
+        found = clean_text(value)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(schema, "_compiled_clean_text", counted)
+    for event in recorded:
+        item = EventItem(event)
+        assert check_event_json(item) == ([], dumps(item))
+    assert len(answered) == len(recorded) and all(answered)

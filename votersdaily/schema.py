@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytz
 
+from .items import EventItem
 from .json_encoder import ReusableJsonEncoder
 
 EVENTS_DB = "vd_events"
@@ -282,6 +283,10 @@ _nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 #: :data:`_nested_json`, or None for anything else, which then takes the Python path); None when the
 #: module is not built (``scripts/build_native.py``).
 _compiled_clean_text: Callable[[Any], tuple[str, int] | None] | None
+#: The dict subclasses whose JSON text is their plain copy's (json reads a subclass through its
+#: ``items()``; these override nothing a dict is read by): the compiled encoder, which takes exact
+#: dicts only, is handed such an event's copy. The events of the pipeline are :class:`EventItem`.
+_READ_AS_DICTS = frozenset({EventItem})
 try:
     from ._eventjson import clean_text as _compiled_clean_text
 except ImportError:  # not built: the C encoder of Python's json, then a scan of its text
@@ -342,7 +347,9 @@ def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     :class:`_Reference` when it is not JSON or has something to clean."""
     _check_plain_keys(event)
     if _compiled_clean_text is not None:
-        found = _compiled_clean_text(event)
+        kind = type(event)
+        plain = event if kind is dict else dict(event) if kind in _READ_AS_DICTS else None
+        found = None if plain is None else _compiled_clean_text(plain)
         if found is not None:
             return found
     try:
