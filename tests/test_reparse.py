@@ -208,6 +208,39 @@ def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_
     assert logs(store_uri)[-1]["withdrawn_count"] == 1
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("-s", "REPARSE_TEST_CHANGE=invalid"),  # its new event is dropped by a rule
+        ("-s", "REPARSE_TEST_CHANGE=raise"),  # the callback raises on it
+        ("-s", "ITEM_PIPELINES={}"),  # no event reaches the id stage: none can be matched
+    ],
+    ids=["dropped", "raised", "no-pipelines"],
+)
+def test_a_document_whose_new_events_failed_keeps_its_stored_events(archived, store_uri, change):
+    """A parser's bug is no withdrawal: a document whose events the reparse dropped, failed, or could
+    not tell apart (no id) is not judged, its stored events stay live as they were, and the run log
+    counts it; the other documents are judged as ever."""
+    before = events(store_uri)
+    (bugged_id,) = [i for i, d in before.items() if d["unique_key"] == DROPPED_KEY]
+    dry = archived("reparse", "house_votes", "--dry-run", *FIXED, *change)
+    assert "withdraw 0, replace 0" in dry.stdout, dry.stdout + dry.stderr[-2000:]
+    proc = archived("reparse", "house_votes", *FIXED, *change)
+    # a dropped event or a raising callback fails the run, as in any crawl; no pipelines is no failure
+    assert proc.returncode == (0 if "ITEM_PIPELINES={}" in change else 1), proc.stderr[-3000:]
+    after = events(store_uri)
+    assert not [i for i, d in after.items() if "withdrawn_by" in d or "replaced_by" in d]
+    assert after[bugged_id]["title"] == before[bugged_id]["title"]
+    log = logs(store_uri)[-1]
+    unjudged = len(before) if "ITEM_PIPELINES={}" in change else 1
+    assert log["reparse"] is True and log["unjudged_documents"] == unjudged, log
+    assert log["withdrawn_count"] == log["replaced_count"] == 0
+    assert "left as they are" in proc.stderr
+    assert proc.stdout.splitlines()[0].split()[-1] == "unjudged", proc.stdout  # the table's last column
+    if "ITEM_PIPELINES={}" not in change:  # the fixed parser's other events are written
+        assert sum(d["parser_version"] == "9.0" for d in after.values()) == len(before) - 1
+
+
 def test_reparse_never_fetches(cli, crawl, sqlite_uri, site, tmp_path):
     """A recorded roll call served over HTTP is crawled and archived; the reparse asks the site nothing."""
     env = archive_env(tmp_path)

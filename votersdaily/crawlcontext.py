@@ -49,9 +49,11 @@ class RunRecord:
     #: Documents earlier runs spooled that this run delivered: theirs, counted apart.
     spool_delivered: int = 0
     seconds: float = 0.0
-    #: A reparse's marks (``withdrawn_count``, ``replaced_count`` of its run log).
+    #: A reparse's marks (``withdrawn_count``, ``replaced_count`` of its run log), and the documents
+    #: it left unjudged because the parser failed on them (``unjudged_documents``).
     withdrawn: int = 0
     replaced: int = 0
+    unjudged: int = 0
     #: What became of the run log itself when the store did not take it: ``spooled`` or ``lost``.
     run_log: str | None = None
 
@@ -72,6 +74,7 @@ class RunRecord:
             seconds=doc["parser_runtime"],
             withdrawn=int(doc.get("withdrawn_count", 0)),
             replaced=int(doc.get("replaced_count", 0)),
+            unjudged=int(doc.get("unjudged_documents", 0)),
         )
 
 

@@ -15,6 +15,10 @@ What the store then holds:
   feeds, the site and the live views like a superseded one; when the current parser produces an event
   of the same document with the same time and source fragment under another id (its key changed), the
   old one is marked ``replaced_by: <new id>`` instead, so the change is one event, not a reschedule;
+* a document the current parser failed on is not judged: when one of its events was dropped (a rule
+  refused it), failed in a pipeline, or reached no id stage, or its callback raised, none of its
+  stored events is withdrawn or replaced (a parser's bug is no withdrawal); the run log counts them
+  (``unjudged_documents``) and the log says so once;
 * the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
 
 With ``dry_run`` nothing is written or spooled (the store pipeline and the run log stand aside): the
@@ -53,7 +57,8 @@ from . import signals as vd_signals
 from .clock import now_iso
 from .crawlcontext import crawl_context
 from .gc_freeze import collections_paused
-from .requestmeta import REPLAY_META
+from .items import EventItem
+from .requestmeta import ARCHIVE_META, REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for, writers_of
 from .store.embedded import EmbeddedStore, text_md5_of
@@ -66,6 +71,7 @@ if TYPE_CHECKING:  # the reparse extension is in every crawl, an archive only in
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
+    from twisted.python.failure import Failure
 
     from votersdaily.spiders.base import EventSpider
     from votersdaily.store.base import Store
@@ -147,6 +153,9 @@ class Reparse:
     #: Event id → the archive pointer (values of :data:`ARCHIVE_POINTER`) of the (latest) record read
     #: back whole that produced it.
     sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: WARC-Record-ID → why the current parser's events of that document cannot be judged against
+    #: its stored ones (an event dropped, failed or without an id, its callback raised): the first reason.
+    unjudged: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,6 +217,9 @@ class ReparseExtension:
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(ext.item_error, signal=signals.item_error)
+        crawler.signals.connect(ext.spider_error, signal=signals.spider_error)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
@@ -308,7 +320,11 @@ class ReparseExtension:
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         reparse = self._reparse()
-        if reparse is None or "_id" not in item:
+        if reparse is None:
+            return
+        if "_id" not in item:
+            if isinstance(item, EventItem):  # no id stage ran (ITEM_PIPELINES without it)
+                self._unjudged(reparse, response, "an event reached no id stage")
             return
         if reparse.dry_run:
             reparse.events[item["_id"]] = dict(item)
@@ -318,6 +334,33 @@ class ReparseExtension:
             reparse.produced.setdefault(record, []).append(
                 (item["_id"], item.get("datetime"), text_digest(item.get("source_text")))
             )
+
+    def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
+        reparse = self._reparse()
+        if reparse is not None and isinstance(item, EventItem):
+            self._unjudged(
+                reparse, response, "an event was dropped (%s)" % getattr(exception, "reason", exception)
+            )
+
+    def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
+        reparse = self._reparse()
+        if reparse is not None and isinstance(item, EventItem):
+            self._unjudged(
+                reparse, response, "an event failed in a pipeline (%s)" % type(failure.value).__name__
+            )
+
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
+        reparse = self._reparse()
+        if reparse is not None:
+            self._unjudged(reparse, response, "the parser raised %s" % type(failure.value).__name__)
+
+    @staticmethod
+    def _unjudged(reparse: Reparse, response: Response | None, reason: str) -> None:
+        """The document of ``response`` cannot be judged: the current parser failed on it."""
+        meta = getattr(response, "meta", None) or {}
+        record = (meta.get(ARCHIVE_META) or {}).get("warc_record_id")
+        if record:
+            reparse.unjudged.setdefault(record, reason)
 
     def spider_closed(self, spider: EventSpider, reason: str) -> None:
         """Synchronous on purpose: the marks are written before the run log (a later receiver) reads them."""
@@ -360,12 +403,24 @@ class ReparseExtension:
             "replayed_documents": len(reparse.replayed),
             "withdrawn_count": len(withdrawn),
             "replaced_count": len(replaced),
+            "unjudged_documents": len(reparse.unjudged),
             **checked.report(reparse.damage),
         }
         stats = self.crawler.stats
         stats.set_value("reparse/withdrawn", len(withdrawn))
         stats.set_value("reparse/replaced", len(replaced))
         stats.set_value("reparse/replayed", len(reparse.replayed))
+        stats.set_value("reparse/unjudged", len(reparse.unjudged))
+        if reparse.unjudged:
+            record, reason = next(iter(reparse.unjudged.items()))
+            logger.warning(
+                "reparse of %s: the current parser failed on %d archived document(s) (the first, %s: %s): "
+                "their stored events are left as they are, neither withdrawn nor replaced",
+                spider.name,
+                len(reparse.unjudged),
+                record,
+                reason,
+            )
         if reparse.dry_run:
             plan = self._plan(store, reparse.events)
             plan["withdraw"] = [m["_id"] for m in withdrawn]
@@ -384,6 +439,9 @@ class ReparseExtension:
                     "damaged stretches of the archive skipped": len(reparse.damage),
                     "stored events not verified": len(checked.unverified),
                     "events would point at another copy of their document": len(checked.repointed),
+                    "documents the parser failed on, their stored events left as they are": len(
+                        reparse.unjudged
+                    ),
                 },
             )
 
@@ -451,19 +509,18 @@ class ReparseExtension:
             return [], versions
 
         produced_ids = {e[0] for events in reparse.produced.values() for e in events}
+        judged = reparse.replayed - reparse.unjudged.keys()
         gone = [
             doc["_id"]
             for doc in events
-            if doc.get("warc_record_id") in reparse.replayed
-            and doc["_id"] not in produced_ids
-            and schema.is_live(doc)
+            if doc.get("warc_record_id") in judged and doc["_id"] not in produced_ids and schema.is_live(doc)
         ]
         whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []
         stamp = now_iso()
         for doc in (whole[doc_id] for doc_id in gone if doc_id in whole):
             record = doc.get("warc_record_id")
-            if record not in reparse.replayed or not schema.is_live(doc):
+            if record not in judged or not schema.is_live(doc):
                 continue
             mark = {k: v for k, v in doc.items() if k != "_rev"}
             stored_digest = text_digest(doc.get("source_text"))

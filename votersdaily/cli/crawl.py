@@ -389,6 +389,7 @@ def _row(record: RunRecord) -> dict[str, Any]:
         "seconds": record.seconds,
         "withdrawn": record.withdrawn,
         "replaced": record.replaced,
+        "unjudged": record.unjudged,
     }
 
 

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 summarise_plan(plan, sys.stdout)
         return EXIT_OK if ok and all(plans) else EXIT_FAILED
-    print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced"))
+    print_table(rows, columns=(*COLUMNS_BASE, "withdrawn", "replaced", "unjudged"))
     return EXIT_OK if ok else EXIT_FAILED
 
 
