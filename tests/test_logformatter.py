@@ -30,3 +30,22 @@ def test_crawled_record_only_at_debug():
     assert record["level"] == logging.DEBUG
     assert record["msg"] % record["args"] == "Crawled (200) <GET %s> (referer: None)" % request.url
     assert LogFormatter(logging.INFO).crawled(request, response, spider) is None
+
+
+def test_an_invalid_event_is_dropped_in_one_line_above_debug():
+    """The drop's reason names the event and the rule: above DEBUG that line alone, not the item's repr
+    (a roll call's is some 50 KB); at DEBUG, and for other drops, Scrapy's record with the item."""
+    from votersdaily.pipelines import InvalidEvent
+
+    response = Response("https://clerk.house.gov/evs/2023/roll037.xml")
+    spider = get_crawler(Spider)._create_spider("s")
+    item = {"unique_key": "118-1-37", "member_votes": [{"name": "Adams", "vote": "Aye"}] * 400}
+    reason = InvalidEvent(
+        "invalid event (datetime:datetime) from %s [unique_key='118-1-37']" % response.url, "x"
+    )
+    quiet = LogFormatter(logging.INFO).dropped(item, reason, response, spider)
+    assert quiet["msg"] % quiet["args"] == "Dropped: " + str(reason)
+    loud = LogFormatter(logging.DEBUG).dropped(item, reason, response, spider)
+    assert repr(item) in loud["msg"] % loud["args"]
+    other = LogFormatter(logging.INFO).dropped(item, DropItem("a pipeline of yours"), response, spider)
+    assert repr(item) in other["msg"] % other["args"]

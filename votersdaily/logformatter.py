@@ -13,7 +13,8 @@ refused, timeout, lost connection, …) keeps its message and loses the tracebac
 So does a source that answered with something its spider cannot read (a
 :class:`~votersdaily.sources.errors.SourceError`: an empty or malformed document, an error page):
 60 lines of Scrapy's frames said less than its one line, which names the exception and the document
-(the run log keeps the traceback).
+(the run log keeps the traceback). An event a rule refused is one line above DEBUG too: its reason,
+which names the event, without the item's repr.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 
 #: What a source did wrong (votersdaily/sources/errors.py), by name: this module imports no spider code.
 SOURCE_ERROR = "votersdaily.sources.errors.SourceError"
+#: An event a rule refused (votersdaily/pipelines.py), by name: its message names the event (source URL,
+#: unique key) and the rule, so above DEBUG its drop is that one line, without the item's repr (a roll
+#: call's is some 50 KB on one line).
+INVALID_EVENT = "votersdaily.pipelines.InvalidEvent"
 
 
 class LogFormatter(logformatter.LogFormatter):
@@ -65,6 +70,18 @@ class LogFormatter(logformatter.LogFormatter):
         ):
             result["msg"] = "%s: %%(exception)s: %%(error)s" % result["msg"]
             result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
+        return result
+
+    def dropped(
+        self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult:
+        """Scrapy's "Dropped: <reason>" and the item's repr; for an invalid event above DEBUG, the
+        reason alone (it names the event)."""
+        result = super().dropped(item, exception, response, spider)
+        if self.level > logging.DEBUG and any(
+            "%s.%s" % (cls.__module__, cls.__qualname__) == INVALID_EVENT for cls in type(exception).__mro__
+        ):
+            result["msg"] = "Dropped: %(exception)s"
         return result
 
     # Scrapy's LogFormatter documents None as "do not log" but types the result as always present.
