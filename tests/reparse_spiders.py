@@ -1,7 +1,7 @@
 """house_votes as a maintainer would change it, for the reparse tests: the real spider's code on the
 real Clerk recordings, with one change chosen by the setting REPARSE_TEST_CHANGE (a fixed title, a
-changed key, an event no longer emitted, or one of a parser's bugs: an invalid event, a callback that
-raises). Loaded with
+changed key, an event no longer emitted, or one of a parser's bugs: an invalid event, a record it
+cannot read, a callback that raises). Loaded with
 ``-s SPIDER_MODULES=tests.reparse_spiders`` (it keeps the name ``house_votes``, as a fixed parser does).
 """
 
@@ -25,6 +25,9 @@ class FixedHouseVotesSpider(HouseVotesSpider):
                 continue
             elif change == "invalid" and event["unique_key"] == DROPPED_KEY:
                 event["datetime"] = "the 37th roll call"  # a parser bug: no time, the event dropped
+            elif change == "record" and event["unique_key"] == DROPPED_KEY:  # as parse_events drops one
+                self.drop_record(response, ValueError("the fixed parser cannot read roll 37's record"))
+                continue
             elif change == "raise" and event["unique_key"] == DROPPED_KEY:
                 raise ValueError("the fixed parser fails on roll 37")  # a parser bug: the callback raised
             yield event

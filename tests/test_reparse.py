@@ -212,10 +212,11 @@ def test_an_event_the_fixed_parser_no_longer_emits_is_withdrawn(archived, store_
     "change",
     [
         ("-s", "REPARSE_TEST_CHANGE=invalid"),  # its new event is dropped by a rule
+        ("-s", "REPARSE_TEST_CHANGE=record"),  # its record cannot be read (dropped with its reason)
         ("-s", "REPARSE_TEST_CHANGE=raise"),  # the callback raises on it
         ("-s", "ITEM_PIPELINES={}"),  # no event reaches the id stage: none can be matched
     ],
-    ids=["dropped", "raised", "no-pipelines"],
+    ids=["dropped", "record", "raised", "no-pipelines"],
 )
 def test_a_document_whose_new_events_failed_keeps_its_stored_events(archived, store_uri, change):
     """A parser's bug is no withdrawal: a document whose events the reparse dropped, failed, or could

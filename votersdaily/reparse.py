@@ -16,7 +16,8 @@ What the store then holds:
   of the same document with the same time and source fragment under another id (its key changed), the
   old one is marked ``replaced_by: <new id>`` instead, so the change is one event, not a reschedule;
 * a document the current parser failed on is not judged: when one of its events was dropped (a rule
-  refused it), failed in a pipeline, or reached no id stage, or its callback raised, none of its
+  refused it), failed in a pipeline, or reached no id stage, a record of it could not be read
+  (``record_dropped``), or its callback raised, none of its
   stored events is withdrawn or replaced (a parser's bug is no withdrawal); the run log counts them
   (``unjudged_documents``) and the log says so once;
 * the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
@@ -220,6 +221,7 @@ class ReparseExtension:
         crawler.signals.connect(ext.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(ext.item_error, signal=signals.item_error)
         crawler.signals.connect(ext.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(ext.record_dropped, signal=vd_signals.record_dropped)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.run_log_fields, signal=vd_signals.run_log_building)
         return ext
@@ -353,6 +355,12 @@ class ReparseExtension:
         reparse = self._reparse()
         if reparse is not None:
             self._unjudged(reparse, response, "the parser raised %s" % type(failure.value).__name__)
+
+    def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
+        """A record the parser could not make an event of (it raised; None is a record that is no event)."""
+        reparse = self._reparse()
+        if reparse is not None:
+            self._unjudged(reparse, response, "a record was dropped (%s)" % reason)
 
     @staticmethod
     def _unjudged(reparse: Reparse, response: Response | None, reason: str) -> None:
