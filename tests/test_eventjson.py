@@ -408,3 +408,52 @@ def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, 
         item = EventItem(event)
         assert check_event_json(item) == ([], dumps(item))
     assert len(answered) == len(recorded) and all(answered)
+
+
+def test_check_event_sizes_nested_values_by_the_module_with_the_same_outcome(
+    clean_text, recorded, monkeypatch
+):
+    """check_event (the path without the text: CouchDB stores, the stage pipelines) has the compiled
+    encoder size an event's nested values and say none needs cleaning; with the module absent, and on
+    the hostile variants (nested text to clean among them: the module says None), the outcome, the
+    event after it and the cleaned keys are the same."""
+    answered = []
+
+    def counted(value):
+        found = clean_text(value)
+        answered.append(found is not None)
+        return found
+
+    def both_ways(event: dict) -> list[tuple]:
+        outcomes = []
+        for compiled in (counted, None):
+            with monkeypatch.context() as patch:
+                patch.setattr(schema, "_compiled_clean_text", compiled)
+                doc = dict(event)
+                try:
+                    outcomes.append(("checked", schema.check_event(doc), repr(doc)))
+                except schema.InvalidEvent as exc:
+                    outcomes.append(("invalid", exc.code, repr(doc)))
+                except RecursionError:
+                    outcomes.append(("recursion",))
+        return outcomes
+
+    for event in recorded:
+        compiled, python = both_ways(event)
+        assert compiled == python
+    assert answered and all(answered)  # every recording's nested values, by the module
+    for event in {e["parser_name"]: e for e in recorded}.values():
+        for hostile in hostile_variants(event):
+            compiled, python = both_ways(hostile)
+            assert compiled == python, hostile
+    assert not all(answered)  # some hostile nested text went the Python path
+    # derived variants (not a source's format) whose nested text is what takes them past, or keeps them
+    # under, the size limit: the module's size is the one the rule reads
+    event = recorded[0]
+    for over in (True, False):
+        room = schema.MAX_DOCUMENT_BYTES - len(dumps(event).encode("utf-8")) - 30
+        pieces = room // 1004 + (2 if over else -1)  # 1,000 UTF-8 bytes each, quoted, with ", "
+        variant = dict(event, attachments_text=["é" * 500] * pieces)
+        compiled, python = both_ways(variant)
+        assert compiled == python
+        assert (compiled[0], compiled[1]) == (("invalid", "too_large") if over else ("checked", []))

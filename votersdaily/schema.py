@@ -303,8 +303,10 @@ def check_event(event: MutableMapping[str, Any]) -> list[str]:
     use the event's JSON text (:func:`check_event_json` makes it, at some cost).
 
     Each top-level value is looked at once: a string is cleaned if it must be and its JSON size bound
-    is taken from its length; a nested value (list, dict) is serialised once by the C encoder, which
-    proves it JSON and gives its size, and its text shows whether any string in it needs cleaning.
+    is taken from its length; the nested values (lists, dicts) are serialised together once, by the
+    compiled encoder (:data:`_compiled_clean_text`, which also says none of their strings needs
+    cleaning) or else by the C encoder of Python's json, whose text shows whether any string needs it;
+    either proves them JSON and gives their size.
     Anything else (a nested string to clean, a value that is not plain JSON, a subclass of str or dict,
     a key that is not a clean string) is left to the reference functions, on the untouched event,
     so the two paths always give the same event, keys and error (``tests/test_schema.py`` holds them
@@ -438,6 +440,9 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
             if needs_cleaning(value, pattern):
                 cleaned.append((key, clean_text(value, pattern)))
     if nested:
+        found = None if _compiled_clean_text is None else _compiled_clean_text(nested)
+        if found is not None:  # all of them plain, nothing to clean: their exact size
+            return cleaned, size + found[1]
         try:
             text = _nested_json(nested)  # all of them in one call of the C encoder
         except Exception:  # not JSON (a set, NaN, a cycle, too deep): the reference says which
