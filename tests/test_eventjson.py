@@ -307,16 +307,28 @@ def test_mutation_between_calls_is_not_cached(clean_text):
 # -- through check_event_json, with and without the module --
 
 
-def check_both_ways(monkeypatch, event: dict):
-    """check_event_json on a copy of ``event`` with the compiled path, then with the Python path alone
-    (the module absent): each outcome, the event after it and the text."""
+def counting(clean_text, answered: list[bool]):
+    """``clean_text`` noting in ``answered`` whether it answered each call (or said None)."""
+
+    def counted(value):
+        found = clean_text(value)
+        answered.append(found is not None)
+        return found
+
+    return counted
+
+
+def check_both_ways(monkeypatch, event: dict, check=check_event_json, compiled=None):
+    """``check`` (check_event_json, or check_event) on a copy of ``event`` with the compiled path
+    (``compiled``, else the module's), then with the Python path alone (the module absent): each
+    outcome, the event after it and what the check returned."""
     outcomes = []
-    for compiled in (schema._compiled_clean_text, None):
+    for clean in (compiled or schema._compiled_clean_text, None):
         with monkeypatch.context() as patch:
-            patch.setattr(schema, "_compiled_clean_text", compiled)
+            patch.setattr(schema, "_compiled_clean_text", clean)
             doc = dict(event)
             try:
-                outcomes.append(("checked", check_event_json(doc), repr(doc)))
+                outcomes.append(("checked", check(doc), repr(doc)))
             except schema.InvalidEvent as exc:
                 outcomes.append(("invalid", exc.code, repr(doc)))
             except RecursionError:
@@ -327,11 +339,7 @@ def check_both_ways(monkeypatch, event: dict):
 def test_check_event_json_is_the_same_without_the_module(clean_text, recorded, monkeypatch):
     calls = []
 
-    def counted(value):
-        found = clean_text(value)
-        calls.append(found is not None)
-        return found
-
+    counted = counting(clean_text, calls)
     for event in recorded:
         with monkeypatch.context() as patch:
             patch.setattr(schema, "_compiled_clean_text", counted)
@@ -397,11 +405,11 @@ def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, 
         assert getattr(EventItem, name) is getattr(dict, name), name
     answered = []
 
+    answering = counting(clean_text, answered)
+
     def counted(value):
         assert type(value) is dict
-        found = clean_text(value)
-        answered.append(found is not None)
-        return found
+        return answering(value)
 
     monkeypatch.setattr(schema, "_compiled_clean_text", counted)
     for event in recorded:
@@ -419,24 +427,10 @@ def test_check_event_sizes_nested_values_by_the_module_with_the_same_outcome(
     event after it and the cleaned keys are the same."""
     answered = []
 
-    def counted(value):
-        found = clean_text(value)
-        answered.append(found is not None)
-        return found
+    counted = counting(clean_text, answered)
 
     def both_ways(event: dict) -> list[tuple]:
-        outcomes = []
-        for compiled in (counted, None):
-            with monkeypatch.context() as patch:
-                patch.setattr(schema, "_compiled_clean_text", compiled)
-                doc = dict(event)
-                try:
-                    outcomes.append(("checked", schema.check_event(doc), repr(doc)))
-                except schema.InvalidEvent as exc:
-                    outcomes.append(("invalid", exc.code, repr(doc)))
-                except RecursionError:
-                    outcomes.append(("recursion",))
-        return outcomes
+        return check_both_ways(monkeypatch, event, schema.check_event, counted)
 
     for event in recorded:
         compiled, python = both_ways(event)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import logformatter
@@ -39,6 +40,12 @@ SOURCE_ERROR = "votersdaily.sources.errors.SourceError"
 #: unique key) and the rule, so above DEBUG its drop is that one line, without the item's repr (a roll
 #: call's is some 50 KB on one line).
 INVALID_EVENT = "votersdaily.pipelines.InvalidEvent"
+
+
+def is_one_of(exc: object, classes: AbstractSet[str]) -> bool:
+    """Whether ``exc`` is an instance of a class named (dotted) in ``classes``, named so that this
+    module imports none of them."""
+    return any("%s.%s" % (cls.__module__, cls.__qualname__) in classes for cls in type(exc).__mro__)
 
 
 class LogFormatter(logformatter.LogFormatter):
@@ -65,9 +72,7 @@ class LogFormatter(logformatter.LogFormatter):
         traceback is left out (above DEBUG, for a SourceError)."""
         result = super().spider_error(failure, request, response, spider)
         error = failure.value
-        if self.level > logging.DEBUG and any(
-            "%s.%s" % (cls.__module__, cls.__qualname__) == SOURCE_ERROR for cls in type(error).__mro__
-        ):
+        if self.level > logging.DEBUG and is_one_of(error, {SOURCE_ERROR}):
             result["msg"] = "%s: %%(exception)s: %%(error)s" % result["msg"]
             result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
         return result
@@ -78,9 +83,7 @@ class LogFormatter(logformatter.LogFormatter):
         """Scrapy's "Dropped: <reason>" and the item's repr; for an invalid event above DEBUG, the
         reason alone (it names the event)."""
         result = super().dropped(item, exception, response, spider)
-        if self.level > logging.DEBUG and any(
-            "%s.%s" % (cls.__module__, cls.__qualname__) == INVALID_EVENT for cls in type(exception).__mro__
-        ):
+        if self.level > logging.DEBUG and is_one_of(exception, {INVALID_EVENT}):
             result["msg"] = "Dropped: %(exception)s"
         return result
 
@@ -123,9 +126,7 @@ class _NetworkErrorsInOneLine:
 
     def is_network_error(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return exc is not None and any(
-            "%s.%s" % (cls.__module__, cls.__qualname__) in self.errors for cls in type(exc).__mro__
-        )
+        return exc is not None and is_one_of(exc, self.errors)
 
 
 def network_errors_in_one_line(errors: frozenset[str], quiet: bool) -> None:

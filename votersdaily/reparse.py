@@ -16,10 +16,10 @@ What the store then holds:
   of the same document with the same time and source fragment under another id (its key changed), the
   old one is marked ``replaced_by: <new id>`` instead, so the change is one event, not a reschedule;
 * a document the current parser failed on is not judged: when one of its events was dropped (a rule
-  refused it), failed in a pipeline, or reached no id stage, a record of it could not be read
-  (``record_dropped``), or its callback raised, none of its
-  stored events is withdrawn or replaced (a parser's bug is no withdrawal); the run log counts them
-  (``unjudged_documents``) and the log says so once;
+  refused it), failed in a pipeline or reached no id stage, a record of it could not be read
+  (``record_dropped``), or its callback raised, none of its stored events is withdrawn or replaced (a
+  parser's bug is no withdrawal); the run log counts them (``unjudged_documents``) and the log says
+  so once;
 * the run log of the reparse carries ``reparse: true``, the parser versions involved and the counts.
 
 With ``dry_run`` nothing is written or spooled (the store pipeline and the run log stand aside): the
@@ -155,7 +155,8 @@ class Reparse:
     #: back whole that produced it.
     sources: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: WARC-Record-ID → why the current parser's events of that document cannot be judged against
-    #: its stored ones (an event dropped, failed or without an id, its callback raised): the first reason.
+    #: its stored ones (an event dropped, failed or without an id, a record dropped, its callback
+    #: raised): the first reason.
     unjudged: dict[str, str] = field(default_factory=dict)
 
 
@@ -326,7 +327,7 @@ class ReparseExtension:
             return
         if "_id" not in item:
             if isinstance(item, EventItem):  # no id stage ran (ITEM_PIPELINES without it)
-                self._unjudged(reparse, response, "an event reached no id stage")
+                self._unjudged(response, "an event reached no id stage")
             return
         if reparse.dry_run:
             reparse.events[item["_id"]] = dict(item)
@@ -338,36 +339,26 @@ class ReparseExtension:
             )
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
-        reparse = self._reparse()
-        if reparse is not None and isinstance(item, EventItem):
-            self._unjudged(
-                reparse, response, "an event was dropped (%s)" % getattr(exception, "reason", exception)
-            )
+        if isinstance(item, EventItem):
+            self._unjudged(response, "an event was dropped (%s)" % getattr(exception, "reason", exception))
 
     def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
-        reparse = self._reparse()
-        if reparse is not None and isinstance(item, EventItem):
-            self._unjudged(
-                reparse, response, "an event failed in a pipeline (%s)" % type(failure.value).__name__
-            )
+        if isinstance(item, EventItem):
+            self._unjudged(response, "an event failed in a pipeline (%s)" % type(failure.value).__name__)
 
     def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
-        reparse = self._reparse()
-        if reparse is not None:
-            self._unjudged(reparse, response, "the parser raised %s" % type(failure.value).__name__)
+        self._unjudged(response, "the parser raised %s" % type(failure.value).__name__)
 
     def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
         """A record the parser could not make an event of (it raised; None is a record that is no event)."""
-        reparse = self._reparse()
-        if reparse is not None:
-            self._unjudged(reparse, response, "a record was dropped (%s)" % reason)
+        self._unjudged(response, "a record was dropped (%s)" % reason)
 
-    @staticmethod
-    def _unjudged(reparse: Reparse, response: Response | None, reason: str) -> None:
-        """The document of ``response`` cannot be judged: the current parser failed on it."""
+    def _unjudged(self, response: Response | None, reason: str) -> None:
+        """In a reparse, the document of ``response`` cannot be judged: the current parser failed on it."""
+        reparse = self._reparse()
         meta = getattr(response, "meta", None) or {}
         record = (meta.get(ARCHIVE_META) or {}).get("warc_record_id")
-        if record:
+        if reparse is not None and record:
             reparse.unjudged.setdefault(record, reason)
 
     def spider_closed(self, spider: EventSpider, reason: str) -> None:
