@@ -508,6 +508,7 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
     the memory one holds RAM until the next boot: the next pool started removes them. A living
     crawl's (its pool holds its folders' owner lock), one without an owner file (another version's or
     another tool's), another user's and this pool's own stay."""
+    import shutil
     import subprocess
     import sys
     import tempfile
@@ -515,7 +516,10 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
     from tests.support.services import REPO
     from votersdaily.ingest import workers
 
-    memory, disk = tmp_path / "shm", tmp_path / "tmp"
+    # Short paths: multiprocessing's fork server puts its socket under the temporary folder, and a
+    # socket's path (108 bytes) would not fit under pytest-xdist's tmp_path.
+    top = Path(tempfile.mkdtemp(prefix="vd-", dir="/tmp"))
+    memory, disk = top / "shm", top / "tmp"
     memory.mkdir()
     disk.mkdir()
     script = tmp_path / "holder.py"
@@ -560,3 +564,4 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
         for proc in (killed, living):
             proc.kill()
             proc.wait(60)
+        shutil.rmtree(top)
