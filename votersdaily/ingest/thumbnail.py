@@ -237,6 +237,36 @@ class _RendererProcess:
             except TimeoutError:
                 self.close(kill=True)
                 return Page0(None, _timed_out(timeout)), Fate.ENDED
+        return self.judge(data, timeout)
+
+    def receive_blocking(
+        self, request: socket.socket, timeout: float, ahead: int = 0
+    ) -> tuple[Page0, Fate] | None:
+        """:meth:`receive` for a caller without an event loop (an extraction process that sent the
+        PDF itself, :meth:`WarmRenderer.start`): the same deadline from now, the same outcome, read
+        from the blocking socket with no event loop made for it (one a PDF cost the extraction
+        process a quarter of its CPU per PDF)."""
+        deadline = time.monotonic() + timeout * (ahead + 1) + _GRACE
+        chunks = []
+        with request:
+            try:
+                while (left := deadline - time.monotonic()) > 0:
+                    request.settimeout(left)
+                    if not (chunk := request.recv(65536)):
+                        break
+                    chunks.append(chunk)
+                else:
+                    raise TimeoutError
+            except TimeoutError:
+                self.close(kill=True)
+                return Page0(None, _timed_out(timeout)), Fate.ENDED
+            except OSError:  # as _exchange: what came before the error is the answer
+                pass
+        return self.judge(b"".join(chunks), timeout)
+
+    def judge(self, data: bytes, timeout: float) -> tuple[Page0, Fate] | None:
+        """(the outcome, what became of this process) from a render's whole answer; None when the
+        process ended before it took the PDF."""
         if not data.startswith(_TAKEN):
             self.close(kill=False)
             return None
@@ -312,19 +342,55 @@ class WarmRenderer:
         return PendingRender(self, blob, timeout, sent=(renderer, request, ahead))
 
     async def render_async(
-        self, blob: bytes, timeout: float = RENDER_TIMEOUT, sent: _Sent | None = None, compare: bool = True
+        self,
+        blob: bytes,
+        timeout: float = RENDER_TIMEOUT,
+        sent: _Sent | None = None,
+        compare: bool = True,
+        attempts: int = 2,
+        previous: Page0 | None = None,
     ) -> Page0:
         """The PDF's outcome (``sent``: already handed to a renderer, :meth:`start`). The first one
         is also rendered by ``pdftoppm`` (unless ``compare`` is false: an outcome nobody uses):
         should the two differ (a poppler upgraded under a module built for another), these
         renderers are refused for the rest of the process, with a warning, and ``pdftoppm``'s
-        outcome stands."""
-        page0 = await self._render(blob, timeout, sent)
-        if self._compared or PDFTOPPM is None or not compare:
+        outcome stands. ``attempts`` and ``previous``: :meth:`_render`'s."""
+        page0 = await self._render(blob, timeout, sent, attempts, previous)
+        if not self._compares(compare):
             return page0
-        self._compared = True
         loop = asyncio.get_running_loop()
-        reference = await loop.run_in_executor(None, render_by_pdftoppm, blob, timeout)
+        return self._checked(page0, await loop.run_in_executor(None, render_by_pdftoppm, blob, timeout))
+
+    def collect(self, blob: bytes, timeout: float, sent: _Sent, compare: bool = True) -> Page0:
+        """:meth:`render_async` of a PDF handed over by :meth:`start`, for a caller without an event
+        loop: its answer read from the blocking socket (:meth:`_RendererProcess.receive_blocking`);
+        only a PDF its process did not render (it ended first, or crashed under it) goes the
+        event loop's way, to a new process, as :meth:`_render` sends it."""
+        renderer, request, ahead = sent
+        answer = renderer.receive_blocking(request, timeout, ahead)
+        if answer is None:  # it had ended before the PDF came
+            self._settle(renderer, Fate.ENDED)
+            renderer.close()
+            return _on_a_loop_of_its_own(self.render_async(blob, timeout, compare=compare, attempts=1))
+        page0, fate = answer
+        self._settle(renderer, fate)
+        if fate is Fate.KILLED:
+            return _on_a_loop_of_its_own(
+                self.render_async(blob, timeout, compare=compare, attempts=1, previous=page0)
+            )
+        if not self._compares(compare):
+            return page0
+        return self._checked(page0, render_by_pdftoppm(blob, timeout))
+
+    def _compares(self, compare: bool) -> bool:
+        """Whether this outcome is the process's first, to be held to pdftoppm's (marked done now)."""
+        if self._compared or PDFTOPPM is None or not compare:
+            return False
+        self._compared = True
+        return True
+
+    def _checked(self, page0: Page0, reference: Page0) -> Page0:
+        """``page0``, or pdftoppm's ``reference`` where they differ (these renderers then refused)."""
         if reference.jpeg != page0.jpeg:
             self.refused = "its page-0 JPEG was not pdftoppm's (%s against %s)" % (
                 "%d bytes" % len(page0.jpeg) if page0.jpeg else page0.reason,
@@ -335,13 +401,21 @@ class WarmRenderer:
             return reference
         return page0
 
-    async def _render(self, blob: bytes, timeout: float, sent: _Sent | None = None) -> Page0:
+    async def _render(
+        self,
+        blob: bytes,
+        timeout: float,
+        sent: _Sent | None = None,
+        attempts: int = 2,
+        previous: Page0 | None = None,
+    ) -> Page0:
         """A process that ends under the PDF (a signal, not its deadline) may have been killed while
         idle (the OOM killer) or crashed on this PDF: it gets one more, new process; a PDF that
         ends two is reported with the second one's reason. ``sent``: the first process already has
-        the PDF (:meth:`start`)."""
-        page0 = Page0(None, "the page-0 renderer ended before it took the PDF, twice")
-        for _ in (1, 2):
+        the PDF (:meth:`start`). ``attempts``: the processes left to try (1 after :meth:`collect`'s
+        own), ``previous``: the last one's outcome, when it ended under the PDF."""
+        page0 = previous or Page0(None, "the page-0 renderer ended before it took the PDF, twice")
+        for _ in range(attempts):
             if sent is not None:
                 (renderer, request, ahead), sent = sent, None
                 answer = await renderer.receive(request, timeout, None, ahead)
@@ -444,7 +518,9 @@ class PendingRender:
         if self.ready is not None:
             return self.ready
         sent, self.sent = self.sent, None
-        return _on_a_loop_of_its_own(self.renderers.render_async(self.blob, self.timeout, sent, compare))
+        if sent is not None:
+            return self.renderers.collect(self.blob, self.timeout, sent, compare)
+        return _on_a_loop_of_its_own(self.renderers.render_async(self.blob, self.timeout, None, compare))
 
 
 def _on_a_loop_of_its_own(coroutine: Coroutine[Any, Any, Page0]) -> Page0:
