@@ -321,3 +321,22 @@ def test_a_started_render_whose_renderer_crashes_under_it_goes_to_a_new_one(warm
     os.kill(renderer.process.pid, signal.SIGSEGV)
     assert warm.collect(blob, 30.0, (renderer, answer, 0)) == pdftoppm(blob)
     assert renderer.process.returncode == -signal.SIGSEGV and renderer.process.pid not in warm.pids()
+
+
+def test_a_renderer_loads_the_module_file_this_process_imported_from_any_folder(warm, tmp_path, monkeypatch):
+    """A renderer process started from another folder (a crawl's working directory is anywhere)
+    loads the compiled module's file this process imported, not whatever ``votersdaily`` the
+    folder or site-packages would give (another checkout's build), and renders pdftoppm's bytes."""
+    import importlib
+
+    path = os.path.realpath(importlib.import_module(T.PAGE0_MODULE).__file__)
+    monkeypatch.chdir(tmp_path)
+    fresh = T.WarmRenderer()
+    try:
+        blob = scholarly("dummy.pdf").read_bytes()
+        assert fresh.render(blob) == pdftoppm(blob)
+        (pid,) = fresh.pids()
+        mapped = {line.split()[-1] for line in Path("/proc/%d/maps" % pid).read_text().splitlines()}
+        assert path in mapped
+    finally:
+        fresh.close()
