@@ -340,3 +340,33 @@ def test_a_renderer_loads_the_module_file_this_process_imported_from_any_folder(
         assert path in mapped
     finally:
         fresh.close()
+
+
+def _minor_faults(pid: int) -> int:
+    """A process's minor page faults so far (/proc/<pid>/stat's tenth field)."""
+    return int(Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()[7])
+
+
+def test_a_warm_renderer_keeps_its_memory_between_renders():
+    """A renderer keeps the memory a page's render takes for the next one (glibc returned the
+    bitmap to the kernel at each render's end and the next faulted it in again: some 35 page faults
+    a render): in a new renderer, 20 renders of the recorded PDF after the first three, each
+    pdftoppm's bytes, fault in next to nothing."""
+    if T.warm_renderer() is None:
+        pytest.skip("the warm page-0 renderer (votersdaily.ingest._page0) is not built")
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        pytest.skip("AddressSanitizer's allocator (scripts/build_native.py --sanitize) is not glibc's")
+    blob = scholarly("dummy.pdf").read_bytes()
+    expected = pdftoppm(blob)
+    fresh = T.WarmRenderer()
+    try:
+        for _ in range(3):  # its heap grown to what this page takes
+            assert fresh.start(blob).outcome(compare=False) == expected
+        (pid,) = fresh.pids()
+        before = _minor_faults(pid)
+        for _ in range(20):
+            assert fresh.start(blob).outcome(compare=False) == expected
+        faults = _minor_faults(pid) - before
+        assert faults < 20, faults
+    finally:
+        fresh.close()
