@@ -257,8 +257,8 @@ class _RendererProcess:
     ) -> tuple[Page0, Fate] | None:
         """:meth:`receive` for a caller without an event loop (an extraction process that sent the
         PDF itself, :meth:`WarmRenderer.start`): the same deadline from now, the same outcome, read
-        from the blocking socket with no event loop made for it (one a PDF cost the extraction
-        process a quarter of its CPU per PDF)."""
+        from the blocking socket with no event loop made for it (one a PDF, with its hand-offs,
+        cost the extraction process 0.44 ms of the 1.95 ms it spent on the benchmark's PDF)."""
         deadline = time.monotonic() + timeout * (ahead + 1) + _GRACE
         chunks = []
         with request:
