@@ -310,8 +310,8 @@ def test_mutation_between_calls_is_not_cached(clean_text):
 def counting(clean_text, answered: list[bool]):
     """``clean_text`` noting in ``answered`` whether it answered each call (or said None)."""
 
-    def counted(value):
-        found = clean_text(value)
+    def counted(value, *args):
+        found = clean_text(value, *args)
         answered.append(found is not None)
         return found
 
@@ -369,7 +369,7 @@ def test_check_event_json_on_hostile_variants(recorded, monkeypatch):
 
 def test_a_refusal_takes_the_python_path(recorded, monkeypatch):
     """None from the compiled path is never an answer: the Python path runs unchanged."""
-    monkeypatch.setattr(schema, "_compiled_clean_text", lambda value: None)
+    monkeypatch.setattr(schema, "_compiled_clean_text", lambda value, *args: None)
     for event in recorded[:50]:
         doc = dict(event)
         assert check_event_json(doc) == ([], dumps(event))
@@ -397,8 +397,9 @@ def test_memory_errors_propagate(clean_text):
 
 def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, monkeypatch):
     """The pipeline's events are EventItem, a dict subclass the compiled encoder (exact dicts only)
-    gets as a plain copy: it answers every recording so, with json.dumps's text of the item itself;
-    sound because EventItem overrides nothing json reads a dict subclass by."""
+    reads as a dict in its event mode, without a copy: it answers every recording so, with
+    json.dumps's text of the item itself; sound because EventItem overrides nothing json reads a dict
+    subclass by."""
     from votersdaily.items import EventItem
 
     for name in ("items", "keys", "values", "__iter__", "__getitem__", "__len__"):
@@ -407,9 +408,9 @@ def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, 
 
     answering = counting(clean_text, answered)
 
-    def counted(value):
-        assert type(value) is dict
-        return answering(value)
+    def counted(value, *args):
+        assert type(value) is EventItem and args == (True, True)
+        return answering(value, *args)
 
     monkeypatch.setattr(schema, "_compiled_clean_text", counted)
     for event in recorded:
@@ -451,3 +452,67 @@ def test_check_event_sizes_nested_values_by_the_module_with_the_same_outcome(
         compiled, python = both_ways(variant)
         assert compiled == python
         assert (compiled[0], compiled[1]) == (("invalid", "too_large") if over else ("checked", []))
+
+
+def test_the_event_mode_reads_the_top_mapping_as_a_dict_and_refuses_couchdbs_keys(clean_text, recorded):
+    """clean_text(event, True, True): the text of the exact dict, for the top-level mapping alone (a
+    dict subclass inside stays refused), and None for a top-level key CouchDB owns (the Python path's
+    _check_plain_keys refuses those); without the mode an EventItem is refused as before."""
+    from votersdaily.items import EventItem
+
+    for event in recorded:
+        assert clean_text(EventItem(event), True, True) == clean_text(dict(event)) is not None
+        assert clean_text(EventItem(event)) is None
+    event = dict(recorded[0])
+    for key in ("_rev", "_deleted", "_attachments", "_", "__", "_x", "_ide", "_i"):
+        assert clean_text(dict(event, **{key: 1}), True, True) is None, key
+        assert clean_text(EventItem(event, **{key: 1}), True, True) is None, key
+        assert clean_text(dict(event, nested={key: 1}), True, True) is not None, key  # nested: plain JSON
+        assert clean_text(dict(event, **{key: 1})) is not None, key  # without the mode: plain JSON
+    assert clean_text(dict(event, _id="x"), True, True) == clean_text(dict(event, _id="x"))
+    assert clean_text(dict(event, nested=EventItem(a=1)), True, True) is None
+    assert clean_text(["_rev"], True, True) is None and clean_text("x", True, True) is None
+    loop = EventItem(a=1)
+    loop["again"] = loop
+    assert clean_text(loop, True, True) is None  # a cycle through the top: past the depth limit
+
+
+def test_the_event_mode_and_the_python_path_agree_on_couchdbs_keys(recorded, monkeypatch):
+    """Events with a key of CouchDB's at the top, in a check either way: the same outcome (refused by
+    the rule ``reserved``; ``_id`` let through)."""
+    from votersdaily.items import EventItem
+
+    event = recorded[0]
+    for key in ("_rev", "_deleted", "_x", "_id"):
+        outcomes = []
+        for clean in (schema._compiled_clean_text, None):
+            monkeypatch.setattr(schema, "_compiled_clean_text", clean)
+            for kind in (dict, EventItem):
+                try:
+                    outcomes.append(check_event_json(kind(event, **{key: "1"})))
+                except schema.InvalidEvent as exc:
+                    outcomes.append(exc.code)
+        want = ([], dumps(dict(event, **{key: "1"}))) if key == "_id" else "reserved:%s" % key
+        assert outcomes == [want] * 4, key
+
+
+def test_md5_hex_is_hashlibs_of_bytes_and_of_a_texts_utf8(clean_text):
+    """The store's revision digest (votersdaily/_eventjson.c md5_hex): every length around MD5's
+    64-byte blocks and its 56-byte padding edge, large data, every buffer kind, and str of each width
+    (a lone surrogate has no UTF-8: None)."""
+    import hashlib
+
+    from votersdaily import _eventjson
+
+    rng = random.Random(20261127)
+    for size in [*range(0, 200), 1000, 2047, 2048, 4096, 65_536, 1_000_003]:
+        data = rng.randbytes(size)
+        want = hashlib.md5(data).hexdigest()
+        assert _eventjson.md5_hex(data) == want, size
+        assert _eventjson.md5_hex(bytearray(data)) == _eventjson.md5_hex(memoryview(data)) == want
+    for text in ["", "plain", "x" * 3000, "é" * 3000, "\u2028" * 10, "中文" * 999, "😀x" * 77, "a\x00b"]:
+        assert _eventjson.md5_hex(text) == hashlib.md5(text.encode("utf-8")).hexdigest(), text[:9]
+    for text in ["\ud800", "x" * 100 + "\udfff", "😀\ud83d"]:
+        assert _eventjson.md5_hex(text) is None
+    with pytest.raises(TypeError):
+        _eventjson.md5_hex(12)

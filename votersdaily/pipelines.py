@@ -27,7 +27,6 @@ from . import schema
 from .crawlcontext import crawl_context
 from .datetimes import normalise
 from .items import EventItem
-from .store.base import EncodedDocument
 from .store.crawler import writer_for
 from .store.reschedules import RescheduleTracker
 from .store.revisions import META_KEYS
@@ -186,7 +185,7 @@ class EventStorePipeline:
         ``_id`` when the check made it, travels with it (the embedded store writes it as it is)."""
         if self._dry_run():
             return item
-        waiting = self.writer.add(dict(item) if body_json is None else EncodedDocument(item, body_json))
+        waiting = self.writer.add_copy(item, body_json)
         if waiting is None:  # no back-pressure: no per-item Future
             return item
         return self._after(waiting, item)

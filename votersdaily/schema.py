@@ -282,10 +282,10 @@ _nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 #: The compiled JSON text of an event with nothing to clean (``_eventjson.c``: the same text as
 #: :data:`_nested_json`, or None for anything else, which then takes the Python path); None when the
 #: module is not built (``scripts/build_native.py``).
-_compiled_clean_text: Callable[[Any], tuple[str, int] | None] | None
+_compiled_clean_text: Callable[..., tuple[str, int] | None] | None
 #: The dict subclasses whose JSON text is their plain copy's (json reads a subclass through its
-#: ``items()``; these override nothing a dict is read by): the compiled encoder, which takes exact
-#: dicts only, is handed such an event's copy. The events of the pipeline are :class:`EventItem`.
+#: ``items()``; these override nothing a dict is read by): the compiled encoder reads such an event
+#: as a dict (its ``event`` mode), without a copy. The events of the pipeline are :class:`EventItem`.
 _READ_AS_DICTS = frozenset({EventItem})
 try:
     from ._eventjson import clean_text as _compiled_clean_text
@@ -347,13 +347,13 @@ def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | 
 def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     """The JSON text of an event with nothing to clean in it, and its size in bytes;
     :class:`_Reference` when it is not JSON or has something to clean."""
-    _check_plain_keys(event)
-    if _compiled_clean_text is not None:
-        kind = type(event)
-        plain = event if kind is dict else dict(event) if kind in _READ_AS_DICTS else None
-        found = None if plain is None else _compiled_clean_text(plain)
+    if _compiled_clean_text is not None and (type(event) is dict or type(event) in _READ_AS_DICTS):
+        # Its event mode also refuses what _check_plain_keys refuses (a key not a clean string, or
+        # CouchDB's): an answer needs no other check.
+        found = _compiled_clean_text(event, True, True)
         if found is not None:
             return found
+    _check_plain_keys(event)
     try:
         text = _nested_json(event)
     except Exception:  # not JSON (a set, NaN, a cycle, too deep): the values decide
