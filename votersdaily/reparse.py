@@ -329,14 +329,16 @@ class ReparseExtension:
             if isinstance(item, EventItem):  # no id stage ran (ITEM_PIPELINES without it)
                 self._unjudged(response, "an event reached no id stage")
             return
+        doc_id, get = item["_id"], item.get
         if reparse.dry_run:
-            reparse.events[item["_id"]] = dict(item)
-        record = item.get("warc_record_id")
+            reparse.events[doc_id] = dict(item)
+        record = get("warc_record_id")
         if record:
-            reparse.sources[item["_id"]] = tuple(item.get(key) for key in ARCHIVE_POINTER)
-            reparse.produced.setdefault(record, []).append(
-                (item["_id"], item.get("datetime"), text_digest(item.get("source_text")))
-            )
+            reparse.sources[doc_id] = (get("warc_file"), get("warc_offset"), record)  # ARCHIVE_POINTER's
+            produced = reparse.produced.get(record)
+            if produced is None:
+                produced = reparse.produced[record] = []
+            produced.append((doc_id, get("datetime"), text_digest(get("source_text"))))
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
