@@ -546,10 +546,11 @@ def _event_rules(event: Mapping[str, Any]) -> None:
     if event["entity"] not in _ENTITY_SET:
         raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
     for key in ("datetime", "access_datetime", "end_datetime"):
-        if event[key] is None:
+        value = event[key]
+        if value is None or value in _VALID_ISO:  # the check's own cache, without a call
             continue
         try:
-            _valid_iso(event[key])
+            _valid_iso(value)
         except ValueError as exc:
             raise InvalidEvent("datetime:%s" % key, "%s: %s" % (key, exc)) from None
     if event["end_datetime"] is not None and event["end_datetime"] < event["datetime"]:
@@ -558,10 +559,9 @@ def _event_rules(event: Mapping[str, Any]) -> None:
             "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
         )
     for key in URL_KEYS:
-        if event[key] and not _valid_url(event[key]):
-            raise InvalidEvent(
-                "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
-            )
+        value = event[key]
+        if value and value not in _VALID_URLS and not _valid_url(value):
+            raise InvalidEvent("url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, value))
     if event["source_timezone"] not in _zone_set():
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     validate_ids(event)
@@ -587,7 +587,7 @@ def validate_ids(event: Mapping[str, Any]) -> None:
         ids = event.get(key)
         if ids is None:
             continue
-        if type(ids) is not list or not all(type(i) is str and form.fullmatch(i) for i in ids):
+        if type(ids) is not list or (ids and not all(type(i) is str and form.fullmatch(i) for i in ids)):
             raise InvalidEvent("ids:%s" % key, "%s %r is not a list of canonical ids" % (key, ids))
     for key, form in ID_FORMS_SINGLE.items():
         one = event.get(key)
