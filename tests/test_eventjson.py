@@ -326,6 +326,8 @@ def check_both_ways(monkeypatch, event: dict, check=check_event_json, compiled=N
     for clean in (compiled or schema._compiled_clean_text, None):
         with monkeypatch.context() as patch:
             patch.setattr(schema, "_compiled_clean_text", clean)
+            if clean is None:  # the Python path alone: its rules too
+                patch.setattr(schema, "_compiled_rules", None)
             doc = dict(event)
             try:
                 outcomes.append(("checked", check(doc), repr(doc)))
@@ -516,3 +518,89 @@ def test_md5_hex_is_hashlibs_of_bytes_and_of_a_texts_utf8(clean_text):
         assert _eventjson.md5_hex(text) is None
     with pytest.raises(TypeError):
         _eventjson.md5_hex(12)
+
+
+def rule_variants(event: dict) -> list[dict]:
+    """Variants of a real event (derived, not a source's format), each breaking or just keeping one
+    rule the compiled rules read: every required key missing, None, blank, not a str or a str
+    subclass; the sets; datetimes; the order of start and end; URLs; id lists and the single id."""
+
+    class Smart(str):
+        """A str subclass, as lxml's smart strings are."""
+
+    variants = []
+    for key in schema.EVENT_KEYS:
+        for value in (..., None, "", " \t\u2003", 7, Smart(str(event.get(key) or "x"))):
+            changed = dict(event)
+            if value is ...:
+                del changed[key]
+            else:
+                changed[key] = value
+            variants.append(changed)
+    for changes in [
+        {"branch": "Judicial"},
+        {"entity": "Supreme Court"},
+        {"source_timezone": "America/Chicago"},
+        {"source_timezone": "Mars/Olympus"},
+        {"datetime": "2026-02-30T10:00:00Z"},
+        {"access_datetime": "2026-09-16T25:00:00Z"},
+        {"end_datetime": event["datetime"]},
+        {"end_datetime": "2000-01-01T00:00:00Z"},
+        {"end_datetime": "2999-01-01T00:00:00Z"},
+        {"source_url": "ftp://example.org/x"},
+        {"event_url": "https://example.org/event"},
+        {"event_url": "example.org/no-scheme"},
+        {"bill_ids": ["hr1-118", "s2-118"]},
+        {"bill_ids": ["hr1-118", "HR1"]},
+        {"bill_ids": "hr1-118"},
+        {"bill_ids": [7]},
+        {"bill_ids": None, "public_laws": []},
+        {"dockets": ["22-451", "22O141"]},
+        {"vote_id": "h1-118.2024"},
+        {"vote_id": "vote 1"},
+        {"vote_id": ["h1-118.2024"]},
+        {"unique_key": "  "},
+        {"unique_key": 5},
+        {"unique_key": Smart("k")},
+    ]:
+        variants.append(dict(event, **changes))
+    return variants
+
+
+def test_the_compiled_rules_agree_with_the_python_rules(recorded, monkeypatch):
+    """The compiled rules (``rules_hold``) say True only for an event the Python rules let through,
+    and a check either way ends the same (the verdict, the error's rule, the event); on the
+    recordings they answer every event (past the first of each datetime and URL, which the Python
+    rules check and remember)."""
+    from votersdaily.items import EventItem
+
+    assert schema._compiled_rules is not None  # scripts/setup.sh builds it
+    spec = schema._rules_spec()
+
+    def python_rules(event) -> str | None:
+        try:
+            if not schema._required_keys_hold(event):
+                schema._required_keys(event, cleaned=True)
+            schema._event_rules(event)
+        except schema.InvalidEvent as exc:
+            return exc.code
+        return None
+
+    for event in recorded:
+        python_rules(event)  # its datetimes and URLs now in the Python rules' caches
+        assert schema._compiled_rules(event, spec) is True, event["unique_key"]
+        assert schema._compiled_rules(EventItem(event), spec) is True
+    told = broken = 0
+    for event in {e["parser_name"]: e for e in recorded}.values():
+        for variant in rule_variants(event):
+            python_rules(variant)  # fills the caches as a first check of it would
+            verdict = python_rules(variant)
+            held = schema._compiled_rules(variant, spec)
+            assert not held or verdict is None, (verdict, variant)
+            told += held
+            broken += verdict is not None
+            compiled, python = check_both_ways(monkeypatch, variant)
+            assert compiled == python, variant
+    assert told > 100 and broken > 300  # both verdicts are exercised
+    with pytest.raises(TypeError):
+        schema._compiled_rules(recorded[0], spec[:-1])

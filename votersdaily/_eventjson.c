@@ -19,6 +19,16 @@
  *     copy; None as well when one of its keys is CouchDB's (starts with an underscore but is not
  *     "_id"), which the Python path refuses.
  *
+ * rules_hold(event, spec) -> bool
+ *     True when every rule schema._check_rules checks (but the size) surely holds for a checked event
+ *     (a dict or dict subclass read as a dict): the required keys present, exact str and not blank
+ *     (None where they may be, "" where they may be empty), branch, entity and source_timezone in
+ *     their sets, each datetime in the Python rules' own cache of valid ones (the first of each is
+ *     left to them), end_datetime not before datetime, each URL in their cache of valid ones, each
+ *     id list an exact list of exact str that fullmatch their pattern, unique_key not blank. False
+ *     whenever one does not surely hold: the Python rules then run, and raise the first broken rule
+ *     (or fill their caches), so False is never wrong, only slower. spec: schema._rules_spec().
+ *
  * md5_hex(data) -> str or None
  *     hashlib.md5(data).hexdigest() of bytes-like data, or of a str's UTF-8 (an ASCII str's
  *     characters as they are, no copy); None for a str UTF-8 cannot encode (a lone surrogate). The
@@ -740,6 +750,187 @@ static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+/* ---- rules_hold(event, spec): see the module's comment ---- */
+
+/* Whether v is an exact str with a character str.strip() keeps. */
+static int non_blank_str(PyObject *v)
+{
+    if (Py_TYPE(v) != &PyUnicode_Type)
+        return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+    int kind = PyUnicode_KIND(v);
+    const void *data = PyUnicode_DATA(v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the set (or frozenset) holds v, 0 when not or v is no exact str, -1 with an error set. */
+static int str_in(PyObject *set, PyObject *v)
+{
+    if (Py_TYPE(v) != &PyUnicode_Type)
+        return 0;
+    return PySet_Contains(set, v);
+}
+
+/* event[key] of an exact dict or dict subclass (a borrowed reference), NULL when it lacks it. */
+static PyObject *member(PyObject *event, PyObject *key)
+{
+    return PyDict_GetItemWithError(event, key);
+}
+
+enum {
+    SPEC_NOT_NULL, SPEC_NULLABLE, SPEC_MAY_BE_EMPTY, SPEC_BRANCHES, SPEC_ENTITIES, SPEC_ISO, SPEC_URLS,
+    SPEC_ZONES, SPEC_DATETIMES, SPEC_URL_KEYS, SPEC_ID_LISTS, SPEC_ID_ONES, SPEC_NAMES, SPEC_SIZE
+};
+/* SPEC_NAMES: (datetime, end_datetime, branch, entity, source_timezone, unique_key). */
+enum { NAME_DATETIME, NAME_END, NAME_BRANCH, NAME_ENTITY, NAME_ZONE, NAME_UNIQUE_KEY, NAME_SIZE };
+
+/* Whether every id of (key, pattern) pairs holds: a list of exact str each fullmatching (lists) or
+ * one such str (ones); absent or None holds. 1, 0 or -1 (an error set). */
+static int ids_hold(PyObject *event, PyObject *pairs, int lists)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
+        PyObject *ids = member(event, PyTuple_GET_ITEM(pair, 0));
+        if (!ids) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (ids == Py_None)
+            continue;
+        if (lists && Py_TYPE(ids) != &PyList_Type)
+            return 0;
+        Py_ssize_t n = lists ? PyList_GET_SIZE(ids) : 1;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *one = lists ? PyList_GET_ITEM(ids, j) : ids;
+            if (Py_TYPE(one) != &PyUnicode_Type)
+                return 0;
+            Py_INCREF(one);
+            PyObject *match = PyObject_CallMethod(PyTuple_GET_ITEM(pair, 1), "fullmatch", "O", one);
+            Py_DECREF(one);
+            if (!match)
+                return -1;
+            int matched = match != Py_None;
+            Py_DECREF(match);
+            if (!matched)
+                return 0;
+            if (lists && (Py_TYPE(ids) != &PyList_Type || PyList_GET_SIZE(ids) != n))
+                return 0; /* the pattern's call changed the list: the Python rules decide */
+        }
+    }
+    return 1;
+}
+
+/* The rules of schema._check_rules but the size; 1 (they hold), 0 (the Python rules decide) or -1. */
+static int rules_of(PyObject *event, PyObject *spec)
+{
+    PyObject *names = PyTuple_GET_ITEM(spec, SPEC_NAMES);
+    PyObject *keys = PyTuple_GET_ITEM(spec, SPEC_NOT_NULL);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!non_blank_str(v))
+            return 0;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_NULLABLE);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i), *v = member(event, key);
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None)
+            continue;
+        if (Py_TYPE(v) != &PyUnicode_Type)
+            return 0;
+        int may_be_empty = PySet_Contains(PyTuple_GET_ITEM(spec, SPEC_MAY_BE_EMPTY), key);
+        if (may_be_empty < 0)
+            return -1;
+        if (!may_be_empty && !non_blank_str(v))
+            return 0;
+    }
+    /* every required key is now there, an exact str (or None where it may be) */
+    static const int sets[][2] = {{NAME_BRANCH, SPEC_BRANCHES}, {NAME_ENTITY, SPEC_ENTITIES}, {NAME_ZONE, SPEC_ZONES}};
+    for (int i = 0; i < 3; i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(names, sets[i][0]));
+        int found = v ? str_in(PyTuple_GET_ITEM(spec, sets[i][1]), v) : (PyErr_Occurred() ? -1 : 0);
+        if (found != 1)
+            return found;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_DATETIMES);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None)
+            continue;
+        int found = str_in(PyTuple_GET_ITEM(spec, SPEC_ISO), v); /* the Python rules' cache */
+        if (found != 1)
+            return found;
+    }
+    PyObject *start = member(event, PyTuple_GET_ITEM(names, NAME_DATETIME));
+    PyObject *end = start ? member(event, PyTuple_GET_ITEM(names, NAME_END)) : NULL;
+    if (!start || !end)
+        return PyErr_Occurred() ? -1 : 0;
+    if (end != Py_None) {
+        if (Py_TYPE(start) != &PyUnicode_Type || Py_TYPE(end) != &PyUnicode_Type)
+            return 0;
+        int before = PyUnicode_Compare(end, start);
+        if (before == -1 && PyErr_Occurred())
+            return -1;
+        if (before < 0)
+            return 0;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_URL_KEYS);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None || (Py_TYPE(v) == &PyUnicode_Type && PyUnicode_GET_LENGTH(v) == 0))
+            continue; /* falsy: no URL to check */
+        int found = str_in(PyTuple_GET_ITEM(spec, SPEC_URLS), v); /* the Python rules' cache */
+        if (found != 1)
+            return found;
+    }
+    int held = ids_hold(event, PyTuple_GET_ITEM(spec, SPEC_ID_LISTS), 1);
+    if (held == 1)
+        held = ids_hold(event, PyTuple_GET_ITEM(spec, SPEC_ID_ONES), 0);
+    if (held != 1)
+        return held;
+    PyObject *unique_key = member(event, PyTuple_GET_ITEM(names, NAME_UNIQUE_KEY));
+    if (!unique_key)
+        return PyErr_Occurred() ? -1 : 0;
+    return non_blank_str(unique_key);
+}
+
+static PyObject *rules_hold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != SPEC_SIZE ||
+        !PyTuple_Check(PyTuple_GET_ITEM(args[1], SPEC_NAMES)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[1], SPEC_NAMES)) != NAME_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "rules_hold(event: dict, spec: tuple) (see schema._RULES_SPEC)");
+        return NULL;
+    }
+    for (int i = 0; i < SPEC_SIZE; i++) {
+        PyObject *part = PyTuple_GET_ITEM(args[1], i);
+        int is_set = PyAnySet_Check(part), is_tuple = PyTuple_Check(part);
+        int want_set = i == SPEC_MAY_BE_EMPTY || i == SPEC_BRANCHES || i == SPEC_ENTITIES || i == SPEC_ISO ||
+                       i == SPEC_URLS || i == SPEC_ZONES;
+        if (want_set ? !is_set : !is_tuple) {
+            PyErr_SetString(PyExc_TypeError, "rules_hold: a part of the spec is not of its kind");
+            return NULL;
+        }
+    }
+    int held = rules_of(args[0], args[1]);
+    if (held < 0)
+        return NULL;
+    return PyBool_FromLong(held);
+}
+
 /* md5_hex(data): see the module's comment. */
 static PyObject *md5_hex_of(PyObject *module, PyObject *data)
 {
@@ -778,6 +969,9 @@ static PyMethodDef methods[] = {
      "clean_text(value, strict=True, event=False) -> (text, utf8_size) or None: json.dumps(value, "
      "ensure_ascii=False, allow_nan=False) of a plain value with nothing to clean, else None (see the "
      "module's source)."},
+    {"rules_hold", (PyCFunction)(void (*)(void))rules_hold, METH_FASTCALL,
+     "rules_hold(event, spec) -> bool: True when every rule of schema._check_rules but the size surely "
+     "holds, False when the Python rules must decide (see the module's source)."},
     {"md5_hex", md5_hex_of, METH_O,
      "md5_hex(data) -> str: hashlib.md5(data).hexdigest() of bytes, or of a str's UTF-8 (None when it "
      "has none: a lone surrogate), without letting other threads run meanwhile."},

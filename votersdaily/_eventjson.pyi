@@ -1,4 +1,4 @@
-"""The compiled JSON text of an event and the MD5 of a text (``_eventjson.c``; schema.py and
+"""The compiled JSON text of an event, its rules and the MD5 of a text (``_eventjson.c``; schema.py and
 store/embedded.py fall back without it)."""
 
 from typing import Any, overload
@@ -8,3 +8,4 @@ def clean_text(value: Any, strict: bool = True, event: bool = False, /) -> tuple
 def md5_hex(data: str, /) -> str | None: ...
 @overload
 def md5_hex(data: bytes | bytearray | memoryview, /) -> str: ...
+def rules_hold(event: dict[str, Any], spec: tuple[Any, ...], /) -> bool: ...

@@ -287,10 +287,15 @@ _compiled_clean_text: Callable[..., tuple[str, int] | None] | None
 #: ``items()``; these override nothing a dict is read by): the compiled encoder reads such an event
 #: as a dict (its ``event`` mode), without a copy. The events of the pipeline are :class:`EventItem`.
 _READ_AS_DICTS = frozenset({EventItem})
+#: The rules of :func:`_check_rules` but the size, compiled (``_eventjson.c``: True when they surely
+#: hold, False when the Python rules must decide; their spec :func:`_rules_spec`); None when the
+#: module is not built.
+_compiled_rules: Callable[[Any, tuple[Any, ...]], bool] | None
 try:
     from ._eventjson import clean_text as _compiled_clean_text
+    from ._eventjson import rules_hold as _compiled_rules
 except ImportError:  # not built: the C encoder of Python's json, then a scan of its text
-    _compiled_clean_text = None
+    _compiled_clean_text = _compiled_rules = None
 
 
 class _Reference(Exception):
@@ -455,10 +460,17 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
 
 def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
     """:func:`validate_event`'s rules in its order, for an event :func:`_clean_plain` cleaned: every
-    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON."""
-    if not _required_keys_hold(event):
-        _required_keys(event, cleaned=True)  # raises for the first one broken
-    _event_rules(event)
+    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON.
+    The compiled rules tell an event that keeps them all; any other goes through these, which say
+    the first rule it breaks."""
+    if not (
+        _compiled_rules is not None
+        and (type(event) is dict or type(event) in _READ_AS_DICTS)
+        and _compiled_rules(event, _rules_spec())
+    ):
+        if not _required_keys_hold(event):
+            _required_keys(event, cleaned=True)  # raises for the first one broken
+        _event_rules(event)
     if size_bound >= MAX_DOCUMENT_BYTES:
         _check_size(event)
 
@@ -539,13 +551,39 @@ def _valid_url(value: str) -> bool:
     return True
 
 
+#: The keys of an event that hold a time.
+_DATETIME_KEYS = ("datetime", "access_datetime", "end_datetime")
+
+
+@functools.cache
+def _rules_spec() -> tuple[Any, ...]:
+    """What the compiled rules check against, in the order ``_eventjson.c`` reads it: the sets and
+    caches of the Python rules themselves (the same objects: a datetime or URL they found valid is
+    valid to it), and the keys each rule reads."""
+    return (
+        _NOT_NULL_KEYS,
+        _NULLABLE_KEYS,
+        MAY_BE_EMPTY,
+        _BRANCH_SET,
+        _ENTITY_SET,
+        _VALID_ISO,
+        _VALID_URLS,
+        _zone_set(),
+        _DATETIME_KEYS,
+        URL_KEYS,
+        tuple(ID_FORMS.items()),
+        tuple(ID_FORMS_SINGLE.items()),
+        ("datetime", "end_datetime", "branch", "entity", "source_timezone", "unique_key"),
+    )
+
+
 def _event_rules(event: Mapping[str, Any]) -> None:
     """The rules after each required key's own (both validations share them, in this order)."""
     if event["branch"] not in _BRANCH_SET:
         raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
     if event["entity"] not in _ENTITY_SET:
         raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
-    for key in ("datetime", "access_datetime", "end_datetime"):
+    for key in _DATETIME_KEYS:
         value = event[key]
         if value is None or value in _VALID_ISO:  # the check's own cache, without a call
             continue
