@@ -236,7 +236,7 @@ class EventPipeline(EventStorePipeline):
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         count_cleaned(self.crawler.stats, cleaned)
         # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the body's.
-        if not META_KEYS.isdisjoint(item.keys()):
+        if not item.keys().isdisjoint(META_KEYS):  # a look-up of each of META_KEYS in the item
             text = None
         set_event_id(item)  # the only key added after the check: the text stays the body's
         return self._store(item, text)
