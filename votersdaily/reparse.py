@@ -62,7 +62,7 @@ from .items import EventItem
 from .requestmeta import ARCHIVE_META, REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for, writers_of
-from .store.embedded import EmbeddedStore, text_md5_of
+from .store.embedded import EmbeddedStore, text_md5, text_md5_of
 from .store.revisions import content, same_content
 from .store.views import view_installed
 
@@ -104,8 +104,14 @@ PROVENANCE_VIEW = "by_parser_provenance"
 def text_digest(value: Any) -> Any:
     """What a reparse keeps of an event's ``source_text`` to match it with a stored one at its end: a
     digest of a string (the texts of 200,000 events held to the end of a reparse: 700 MB), anything
-    else as it is (a digest is bytes, which no stored JSON value is)."""
+    else as it is (never equal to a digest: only a string is digested, and no stored value is bytes).
+    The digest is the text's MD5 (hex) as the store names revisions (:func:`.store.embedded.text_md5`,
+    compiled: no encoded copy, no hash object), or for a text with no UTF-8 (a lone surrogate) the
+    BLAKE2 digest of its ``surrogatepass`` bytes: equal texts, equal digests."""
     if isinstance(value, str):
+        digest = text_md5(value)
+        if digest is not None:
+            return digest
         return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     return value
 
@@ -509,12 +515,12 @@ class ReparseExtension:
         if not reparse.replayed or not events:
             return [], versions
 
-        produced_ids = {e[0] for events in reparse.produced.values() for e in events}
+        produced = reparse.sources  # by the id of every event produced from a record, as produced
         judged = reparse.replayed - reparse.unjudged.keys()
         gone = [
             doc["_id"]
             for doc in events
-            if doc.get("warc_record_id") in judged and doc["_id"] not in produced_ids and schema.is_live(doc)
+            if doc.get("warc_record_id") in judged and doc["_id"] not in produced and schema.is_live(doc)
         ]
         whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []
