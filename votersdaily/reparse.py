@@ -149,8 +149,8 @@ class Reparse:
     replayed: set[str] = field(default_factory=set)
     produced: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
-    #: WARC-Record-ID → parser versions of its stored events when the reparse started.
-    versions_before: dict[str, set[str]] = field(default_factory=dict)
+    #: WARC-Record-ID → parser versions of its stored events when the reparse started (each once).
+    versions_before: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
@@ -281,14 +281,26 @@ class ReparseExtension:
         with collections_paused():  # some 600,000 objects made to live on: nothing to collect
             ids_by_key: dict[str, set[str]] = {}
             digests: dict[str, str] = {}
+            versions = reparse.versions_before
+            names: dict[str, str] = {}  # each version's name once, not once an event
             for doc in self._events_of(store, spider.name, VERSION_FIELDS, revisions=bool(telling)):
-                ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+                doc_id, key = doc["_id"], doc["unique_key"]
+                ids = ids_by_key.get(key)
+                if ids is None:
+                    ids_by_key[key] = {doc_id}
+                else:
+                    ids.add(doc_id)
                 if telling and doc.get("_rev"):
-                    digests[doc["_id"]] = text_md5_of(doc["_rev"])
-                if doc.get("warc_record_id"):
-                    reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
-                        str(doc.get("parser_version"))
-                    )
+                    digests[doc_id] = text_md5_of(doc["_rev"])
+                record = doc["warc_record_id"]
+                if record:
+                    name = str(doc["parser_version"])
+                    name = names.setdefault(name, name)
+                    known = versions.get(record)
+                    if known is None:
+                        versions[record] = (name,)
+                    elif name not in known:
+                        versions[record] = (*known, name)
             for n, writer in enumerate(writers):  # each its own (a tracker keeps it current)
                 hooks = cast("RescheduleTracker", writer.hooks)
                 hooks.known(spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()})
