@@ -804,6 +804,10 @@ class EmbeddedStore:
         values = json.loads("[%s]" % ",".join("null" if row[4] is None else row[4] for row in fetched))
         if width == 1:
             return [(row[0], row[1], value, row[5]) for row, value in zip(fetched, values, strict=True)]
+        if width == 2:  # a parser's views: one list a row, not a list and its slice
+            return [
+                (row[0], [row[1], row[2]], value, row[5]) for row, value in zip(fetched, values, strict=True)
+            ]
         return [
             (row[0], [row[1], row[2], row[3]][:width], value, row[5])
             for row, value in zip(fetched, values, strict=True)
