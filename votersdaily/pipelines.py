@@ -102,6 +102,8 @@ def count_cleaned(stats: StatsCollector, cleaned: list[str]) -> None:
 class _CrawlerPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        #: The crawl's context, looked up once (one object for the crawler's life; read per item).
+        self.context = crawl_context(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -115,7 +117,7 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
         if not isinstance(item, EventItem):
             return item
         try:
-            normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
+            normalise_datetimes(item, self.context.source_timezone)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         return item
@@ -155,6 +157,7 @@ class EventStorePipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.context = crawl_context(crawler)  # as _CrawlerPipeline's
         self.writer = writer_for(
             crawler,
             schema.EVENTS_DB,
@@ -169,7 +172,7 @@ class EventStorePipeline:
 
     def _dry_run(self) -> bool:
         """A reparse's dry run writes nothing, spools nothing, delivers no spool (votersdaily.reparse)."""
-        return crawl_context(self.crawler).dry_run
+        return self.context.dry_run
 
     async def open_spider(self) -> None:
         if not self._dry_run():
@@ -227,7 +230,7 @@ class EventPipeline(EventStorePipeline):
         if not isinstance(item, EventItem):
             return item
         try:
-            normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
+            normalise_datetimes(item, self.context.source_timezone)
             if self.writer.takes_body_json:
                 cleaned, text = schema.check_event_json(item)
             else:  # nothing would use the text: the check without it is cheaper

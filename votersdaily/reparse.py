@@ -216,6 +216,8 @@ class ReparseExtension:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        #: The crawl's context, looked up once (one object for the crawler's life; read per item).
+        self.context = crawl_context(crawler)
         self.report: dict[str, Any] = {}
         #: The store failed under the reparse (said once): nothing is marked at its end.
         self.store_failed = False
@@ -234,7 +236,7 @@ class ReparseExtension:
         return ext
 
     def _reparse(self) -> Reparse | None:
-        return crawl_context(self.crawler).reparse
+        return self.context.reparse
 
     def _store_failed(self, spider: Spider, exc: StoreError) -> None:
         """The store stopped answering (or refused) while the reparse read it: one line, and the run
@@ -242,7 +244,7 @@ class ReparseExtension:
         from twisted.python.failure import Failure
 
         self.store_failed = True
-        self.report = {"reparse": True, "reparse_dry_run": crawl_context(self.crawler).dry_run}
+        self.report = {"reparse": True, "reparse_dry_run": self.context.dry_run}
         logger.error("reparse of %s: %s", spider.name, exc)
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
@@ -446,7 +448,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            crawl_context(self.crawler).reparse_plan = ReparsePlan(
+            self.context.reparse_plan = ReparsePlan(
                 spider=spider.name,
                 parser=current,
                 plan=plan,
