@@ -1,7 +1,7 @@
 """house_votes as a maintainer would change it, for the reparse tests: the real spider's code on the
 real Clerk recordings, with one change chosen by the setting REPARSE_TEST_CHANGE (a fixed title, a
 changed key, an event no longer emitted, or one of a parser's bugs: an invalid event, a record it
-cannot read, a callback that raises). Loaded with
+cannot read, a callback that raises on one document or on every one). Loaded with
 ``-s SPIDER_MODULES=tests.reparse_spiders`` (it keeps the name ``house_votes``, as a fixed parser does).
 """
 
@@ -30,4 +30,6 @@ class FixedHouseVotesSpider(HouseVotesSpider):
                 continue
             elif change == "raise" and event["unique_key"] == DROPPED_KEY:
                 raise ValueError("the fixed parser fails on roll 37")  # a parser bug: the callback raised
+            elif change == "raise-all":  # a parser bug on every document: the same line raises each time
+                raise KeyError("roll call %s has no 'legis-num'" % event["unique_key"])
             yield event

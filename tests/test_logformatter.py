@@ -49,3 +49,48 @@ def test_an_invalid_event_is_dropped_in_one_line_above_debug():
     assert repr(item) in loud["msg"] % loud["args"]
     other = LogFormatter(logging.INFO).dropped(item, DropItem("a pipeline of yours"), response, spider)
     assert repr(item) in other["msg"] % other["args"]
+
+
+def _parser_bug(unique_key: str) -> None:
+    raise KeyError("roll call %s has no 'legis-num'" % unique_key)
+
+
+def _failure_of(unique_key: str):
+    from twisted.python.failure import Failure
+
+    try:
+        _parser_bug(unique_key)
+    except KeyError:
+        return Failure()
+
+
+def test_a_repeated_spider_error_is_one_line_above_debug_and_whole_at_debug():
+    """The same exception raised at the same line: its first record keeps the traceback, each repeat
+    names the error in its line and its record loses the traceback; at DEBUG every one is whole."""
+    from scrapy.utils.log import failure_to_exc_info
+
+    request = Request("https://clerk.house.gov/evs/2023/roll037.xml")
+    response = Response(request.url, request=request)
+    spider = get_crawler(Spider)._create_spider("s")
+    logger = logging.getLogger("scrapy.core.scraper")
+
+    def logged(formatter: LogFormatter, key: str) -> tuple[str, bool]:
+        failure = _failure_of(key)
+        result = formatter.spider_error(failure, request, response, spider)
+        record = logger.makeRecord(
+            logger.name, result["level"], "x", 0, result["msg"], result["args"], failure_to_exc_info(failure)
+        )
+        return record.getMessage(), record.exc_info is not None
+
+    quiet = LogFormatter(logging.INFO)
+    first, second, third = (logged(quiet, key) for key in ("118-1-1", "118-1-2", "118-1-3"))
+    assert first == ("Spider error processing <GET %s> (referer: None)" % request.url, True)
+    assert second == (
+        'Spider error processing <GET %s> (referer: None): KeyError: "roll call 118-1-2 has no '
+        "'legis-num'\" (traceback shown for the first)" % request.url,
+        False,
+    )
+    assert third[1] is False
+    assert logged(LogFormatter(logging.INFO), "118-1-4")[1] is True  # each crawl shows its first
+    loud = LogFormatter(logging.DEBUG)
+    assert [logged(loud, key)[1] for key in ("118-1-1", "118-1-2")] == [True, True]

@@ -243,6 +243,25 @@ def test_a_document_whose_new_events_failed_keeps_its_stored_events(archived, st
         assert sum(d["parser_version"] == "9.0" for d in after.values()) == len(before) - 1
 
 
+def test_a_parser_bug_on_every_document_shows_its_traceback_once(archived_embedded, sqlite_uri):
+    """The fixed parser raises at the same line on every archived roll call: the first error comes with
+    its traceback (where a parser's bug is found), each other is its one line naming the request and
+    the error, not the same traceback again per document; the run log counts every one."""
+    before = events(sqlite_uri)
+    proc = archived_embedded("reparse", "house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=raise-all")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "Spider error processing" in line]
+    assert len(errors) == len(before)  # one line per document, none left out
+    assert proc.stderr.count("Traceback (most recent call last)") == 1, proc.stderr[-5000:]
+    repeats = [line for line in errors if line.endswith("(traceback shown for the first)")]
+    assert len(repeats) == len(before) - 1
+    assert all('KeyError: "roll call ' in line and "has no 'legis-num'" in line for line in repeats), repeats
+    assert events(sqlite_uri) == before  # nothing judged: every stored event stays as it was
+    log = logs(sqlite_uri)[-1]
+    assert log["unjudged_documents"] == log["error_count"] == len(before), log
+    assert log["result"] == "KeyError" and log["traceback"].startswith("Traceback")
+
+
 def test_reparse_never_fetches(cli, crawl, sqlite_uri, site, tmp_path):
     """A recorded roll call served over HTTP is crawled and archived; the reparse asks the site nothing."""
     env = archive_env(tmp_path)

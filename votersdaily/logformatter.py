@@ -15,11 +15,18 @@ So does a source that answered with something its spider cannot read (a
 60 lines of Scrapy's frames said less than its one line, which names the exception and the document
 (the run log keeps the traceback). An event a rule refused is one line above DEBUG too: its reason,
 which names the event, without the item's repr.
+
+Any other spider error (a parser's bug) keeps its traceback the first time: that is where it helps.
+Above DEBUG, the same error again (the same exception class raised at the same line: a reparse of
+years of archives through a parser that fails on a kind of document) is one line naming the exception,
+the error and the request, not the same 40 lines per document; the run log keeps the first's traceback and
+lists the errors (``errors``, ``error_count``).
 """
 
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Self
@@ -52,6 +59,8 @@ class LogFormatter(logformatter.LogFormatter):
     def __init__(self, level: int = logging.DEBUG) -> None:
         super().__init__()
         self.level = level
+        #: The spider errors whose traceback this crawl has printed: (exception class, file, line).
+        self.tracebacks_shown: set[tuple[str, str, int]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -68,14 +77,33 @@ class LogFormatter(logformatter.LogFormatter):
     def spider_error(
         self, failure: Failure, request: Request, response: Response | Failure, spider: Spider
     ) -> LogFormatterResult:
-        """Scrapy's "Spider error processing <request>", with the source's error in the line when its
-        traceback is left out (above DEBUG, for a SourceError)."""
+        """Scrapy's "Spider error processing <request>", with the error in the line when its
+        traceback is left out (above DEBUG: a SourceError, or an error whose traceback was shown)."""
         result = super().spider_error(failure, request, response, spider)
         error = failure.value
-        if self.level > logging.DEBUG and is_one_of(error, {SOURCE_ERROR}):
-            result["msg"] = "%s: %%(exception)s: %%(error)s" % result["msg"]
-            result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
+        if self.level <= logging.DEBUG or error is None:
+            return result
+        if is_one_of(error, {SOURCE_ERROR}):
+            suffix = ""
+        elif self._first_time(failure):
+            return result
+        else:
+            suffix = " (traceback shown for the first)"
+            _records_in_one_line().leave_out_traceback_of(error)
+        result["msg"] = "%s: %%(exception)s: %%(error)s%s" % (result["msg"], suffix)
+        result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
         return result
+
+    def _first_time(self, failure: Failure) -> bool:
+        """Whether this crawl has not yet shown the traceback of this error: its exception class
+        raised at this line."""
+        frame = traceback.extract_tb(failure.getTracebackObject())[-1:] if failure.tb else []
+        where = (frame[0].filename, frame[0].lineno or 0) if frame else ("", 0)
+        key = (type(failure.value).__qualname__, *where)
+        if key in self.tracebacks_shown:
+            return False
+        self.tracebacks_shown.add(key)
+        return True
 
     def dropped(
         self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
@@ -105,34 +133,47 @@ class LogFormatter(logformatter.LogFormatter):
 
 class _NetworkErrorsInOneLine:
     """A log record factory: Scrapy's records about network errors lose their traceback while
-    ``quiet`` (the latest crawl's level is above DEBUG); ``marks`` it installed."""
+    ``quiet`` (the latest crawl's level is above DEBUG), and so does the next record of an error
+    the log formatter names (a repeated spider error)."""
 
     def __init__(self, factory: Callable[..., logging.LogRecord]) -> None:
         self.factory = factory
         #: Dotted names of the network errors' classes.
         self.errors: frozenset[str] = frozenset()
         self.quiet = False
+        #: The error whose record, logged next, goes without its traceback.
+        self.one_line_error: BaseException | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
         record = self.factory(*args, **kwargs)
-        if (
-            self.quiet
-            and record.exc_info
-            and record.name.startswith("scrapy.")
-            and self.is_network_error(record)
-        ):
+        if not record.exc_info or not record.name.startswith("scrapy."):
+            return record
+        if record.exc_info[1] is self.one_line_error:
+            self.one_line_error = None
+            record.exc_info, record.exc_text = None, None
+        elif self.quiet and self.is_network_error(record):
             record.exc_info, record.exc_text = None, None
         return record
+
+    def leave_out_traceback_of(self, error: BaseException) -> None:
+        """The next record of ``error`` (Scrapy logs it right after asking the formatter) is one line."""
+        self.one_line_error = error
 
     def is_network_error(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         return exc is not None and is_one_of(exc, self.errors)
 
 
-def network_errors_in_one_line(errors: frozenset[str], quiet: bool) -> None:
-    """Install (once) or update the record factory above, for ``errors``."""
+def _records_in_one_line() -> _NetworkErrorsInOneLine:
+    """The record factory above, installed once."""
     factory = logging.getLogRecordFactory()
     if not isinstance(factory, _NetworkErrorsInOneLine):
         factory = _NetworkErrorsInOneLine(factory)
         logging.setLogRecordFactory(factory)
+    return factory
+
+
+def network_errors_in_one_line(errors: frozenset[str], quiet: bool) -> None:
+    """Install (once) or update the record factory above, for ``errors``."""
+    factory = _records_in_one_line()
     factory.errors, factory.quiet = errors, quiet

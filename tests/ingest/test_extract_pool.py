@@ -256,14 +256,16 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
     from tests.support.tmpfs import small_tmpfs
     from votersdaily.ingest import workers
 
-    folders = workers._answer_folders()
+    folders, locks = workers._answer_folders()
     try:
-        assert len(folders) == (2 if Path(workers.MEMORY_FOLDER).is_dir() else 1)
+        assert len(folders) == len(locks) == (2 if Path(workers.MEMORY_FOLDER).is_dir() else 1)
         assert all(Path(f).is_dir() for f in folders)
         if len(folders) == 2:
             assert Path(folders[0]).parent == Path(workers.MEMORY_FOLDER)
     finally:
-        for folder in folders:
+        for folder, fd in zip(folders, locks, strict=True):
+            os.close(fd)
+            (Path(folder) / workers.OWNER_LOCK).unlink()
             Path(folder).rmdir()
     pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
     pool.start()
@@ -279,7 +281,7 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
 
             small, large = asyncio.run(asyncio.wait_for(both(), 120))
             assert (small, large) == (b"x" * (100 << 10), b"x" * (1 << 20))
-            assert not list(memory.iterdir()) and not list(Path(disk).iterdir())
+            assert not list(memory.iterdir()) and not list(Path(disk).glob("[!.]*"))  # the owner file only
         finally:
             pool.close()
 
@@ -484,3 +486,77 @@ def test_a_call_cancelled_while_it_waits_is_never_run(tmp_path):
     finally:
         pool.close()
     assert not marker.exists()
+
+
+#: A crawl process as the kernel sees it: a pool started in a script (its answer folders under the
+#: folders the test gives), which says where they are and then waits to be ended.
+POOL_HOLDER = """
+import sys, tempfile, time
+from types import SimpleNamespace
+from votersdaily.ingest import workers
+if __name__ == "__main__":
+    workers.MEMORY_FOLDER, tempfile.tempdir = sys.argv[1], sys.argv[2]
+    pool = workers.ExtractPool(1, None)
+    pool.start()
+    print(*pool._answers, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, monkeypatch):
+    """A crawl killed outright (SIGKILL, as the OOM killer does) cannot remove its answer folders, and
+    the memory one holds RAM until the next boot: the next pool started removes them. A living
+    crawl's (its pool holds its folders' owner lock), one without an owner file (another version's or
+    another tool's), another user's and this pool's own stay."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from tests.support.services import REPO
+    from votersdaily.ingest import workers
+
+    memory, disk = tmp_path / "shm", tmp_path / "tmp"
+    memory.mkdir()
+    disk.mkdir()
+    script = tmp_path / "holder.py"
+    script.write_text(POOL_HOLDER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def crawl() -> tuple[subprocess.Popen, list[Path]]:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(memory), str(disk)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        assert proc.stdout is not None
+        return proc, [Path(folder) for folder in proc.stdout.readline().split()]
+
+    killed, killed_folders = crawl()
+    living, living_folders = crawl()
+    try:
+        assert [f.parent for f in killed_folders] == [memory, disk]
+        (killed_folders[0] / "answer-in-flight").write_bytes(b"x" * 4096)  # what was in RAM
+        killed.kill()
+        killed.wait(60)
+        foreign = Path(tempfile.mkdtemp(prefix=workers.ANSWER_FOLDER_PREFIX, dir=memory))  # no owner file
+        others = []
+        if os.getuid() == 0:  # another user's folder, its lock free too
+            others.append(Path(tempfile.mkdtemp(prefix=workers.ANSWER_FOLDER_PREFIX, dir=disk)))
+            fd = workers._hold_owner_lock(str(others[0]))
+            os.close(fd)
+            os.chown(others[0], 65534, 65534)
+        monkeypatch.setattr(workers, "MEMORY_FOLDER", str(memory))
+        monkeypatch.setattr(tempfile, "tempdir", str(disk))
+        pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+        pool.start()
+        try:
+            own = [Path(folder) for folder in pool._answers or ()]
+            assert not [f for f in killed_folders if f.exists()]
+            left = sorted([*memory.glob("votersdaily-*"), *disk.glob("votersdaily-*")])
+            assert left == sorted([*living_folders, foreign, *others, *own])
+        finally:
+            pool.close()
+        assert not [f for f in own if f.exists()]
+        assert all(f.exists() for f in living_folders)
+    finally:
+        for proc in (killed, living):
+            proc.kill()
+            proc.wait(60)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import gc
 import logging
 import multiprocessing
@@ -187,15 +188,76 @@ def _write_answer(folder: str, data: bytes) -> str:
 MEMORY_FOLDER = "/dev/shm"  # noqa: S108 - a private folder made in it, removed at close
 
 
-def _answer_folders() -> tuple[str, ...]:
+#: What answer folders are called (in the memory folder and the temporary folder).
+ANSWER_FOLDER_PREFIX = "votersdaily-extract-"
+#: The file in an answer folder its pool holds locked while it lives: the kernel lets the lock go when
+#: the crawl process ends however it ends (a SIGKILL, the OOM killer), so a folder whose lock can be
+#: taken belongs to no living crawl, whatever process namespace the crawl ran in.
+OWNER_LOCK = ".owner"
+
+
+def _answer_folders() -> tuple[tuple[str, ...], list[int]]:
     """The folders of one pool's answers, made now: the memory one when there is one, then one on
-    the temporary folder's disk (for answers the memory folder has no room for)."""
-    folders = []
+    the temporary folder's disk (for answers the memory folder has no room for); with the descriptors
+    of their held owner locks. Folders a killed crawl left (its answers in memory, RAM until the next
+    boot) are removed first."""
+    parents = [tempfile.gettempdir()]
     if Path(MEMORY_FOLDER).is_dir():
-        with contextlib.suppress(OSError):  # not writable here: the disk alone
-            folders.append(tempfile.mkdtemp(prefix="votersdaily-extract-", dir=MEMORY_FOLDER))
-    folders.append(tempfile.mkdtemp(prefix="votersdaily-extract-"))
-    return tuple(folders)
+        parents.insert(0, MEMORY_FOLDER)
+    folders: list[str] = []
+    locks: list[int] = []
+    for parent in parents:
+        remove_abandoned_answer_folders(parent)
+        folder = ""
+        try:
+            folder = tempfile.mkdtemp(prefix=ANSWER_FOLDER_PREFIX, dir=parent)
+            locks.append(_hold_owner_lock(folder))
+        except OSError:
+            if folder:  # made, but no room for its owner file: ours to remove
+                shutil.rmtree(folder, ignore_errors=True)
+            if parent != parents[-1]:
+                continue  # the memory folder not writable here (or full): the disk alone
+            for fd in locks:
+                os.close(fd)
+            raise
+        folders.append(folder)
+    return tuple(folders), locks
+
+
+def _hold_owner_lock(folder: str) -> int:
+    """Lock the folder's owner file for this process's life; the file appears already locked
+    (written under another name, locked, renamed), so no sweep ever takes a starting pool's."""
+    claim = Path(folder) / (OWNER_LOCK + ".new")
+    fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        claim.rename(Path(folder) / OWNER_LOCK)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def remove_abandoned_answer_folders(parent: str) -> list[str]:
+    """Remove the answer folders in ``parent`` that belong to no living crawl: this user's, made by a
+    pool (they hold its owner file) whose lock is free. Anything else, a folder without the owner file
+    included (another version's, another tool's), is left. Returns the folders removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for folder in Path(parent).glob(ANSWER_FOLDER_PREFIX + "*"):
+            with contextlib.suppress(OSError):
+                if folder.is_symlink() or folder.lstat().st_uid != os.getuid():
+                    continue
+                fd = os.open(folder / OWNER_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: its crawl lives
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed.append(str(folder))
+                finally:
+                    os.close(fd)
+    if removed:
+        logger.info("removed %d answer folder(s) that killed crawls left in %s", len(removed), parent)
+    return removed
 
 
 def _unpack(answer: _Answer) -> Any:
@@ -320,13 +382,15 @@ class ExtractPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Where answers too large for the socket wait for the crawl (made at start).
         self._answers: tuple[str, ...] | None = None
+        #: The held owner locks of those folders (released, and the folders removed, at close).
+        self._answer_locks: list[int] = []
 
     def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the processes now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._live:
             return
         if self._answers is None:
-            self._answers = _answer_folders()
+            self._answers, self._answer_locks = _answer_folders()
         with without_the_main_script():  # the first process starts the fork server
             for _ in range(self.processes):
                 self._live.append(self._spawn())
@@ -526,3 +590,6 @@ class ExtractPool:
             for folder in self._answers:
                 shutil.rmtree(folder, ignore_errors=True)
             self._answers = None
+        for fd in self._answer_locks:
+            os.close(fd)
+        self._answer_locks = []
