@@ -139,7 +139,8 @@ class ValidateEventPipeline(_CrawlerPipeline):
             cleaned = schema.check_event(item)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
-        count_cleaned(self.crawler.stats, cleaned)
+        if cleaned:  # crawler.stats is a descriptor of Scrapy's: read only when it is needed
+            count_cleaned(self.crawler.stats, cleaned)
         return item
 
 
@@ -237,7 +238,8 @@ class EventPipeline(EventStorePipeline):
                 cleaned, text = schema.check_event(item), None
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
-        count_cleaned(self.crawler.stats, cleaned)
+        if cleaned:  # crawler.stats is a descriptor of Scrapy's: read only when it is needed
+            count_cleaned(self.crawler.stats, cleaned)
         # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the body's.
         if not item.keys().isdisjoint(META_KEYS):  # a look-up of each of META_KEYS in the item
             text = None
