@@ -488,6 +488,27 @@ def test_a_call_cancelled_while_it_waits_is_never_run(tmp_path):
     assert not marker.exists()
 
 
+def test_an_answer_is_pickled_once_in_the_extraction_process(monkeypatch, tmp_path):
+    """The extraction process pickles an answer once (to tell its size, then to send those bytes:
+    a PDF's answer is 2.7 KB, 6 us a pickle) and the crawl reads it whole; an answer too large for
+    the socket is read from its file; a call that cannot be read is answered with why."""
+    import pickle
+
+    from votersdaily.ingest import workers
+
+    real = pickle.dumps
+    pickled: list[object] = []
+    monkeypatch.setattr(pickle, "dumps", lambda value, *args: pickled.append(value) or real(value, *args))
+    message = real((workers._answer, large_answer, (100,)), pickle.HIGHEST_PROTOCOL)
+    answer = pickle.loads(workers._handle(message, (str(tmp_path),)))
+    assert answer == workers._Answer(value=b"x" * 100) and pickled == [answer]
+    message = real((workers._answer, large_answer, (1 << 20,)), pickle.HIGHEST_PROTOCOL)
+    answer = pickle.loads(workers._handle(message, (str(tmp_path),)))
+    assert answer.path and workers._unpack(answer) == b"x" * (1 << 20) and not any(tmp_path.iterdir())
+    answer = pickle.loads(workers._handle(b"not a pickle", (str(tmp_path),)))
+    assert "the call could not be read" in str(answer.error)
+
+
 #: A crawl process as the kernel sees it: a pool started in a script (its answer folders under the
 #: folders the test gives), which says where they are and then waits to be ended.
 POOL_HOLDER = """
@@ -508,6 +529,7 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
     the memory one holds RAM until the next boot: the next pool started removes them. A living
     crawl's (its pool holds its folders' owner lock), one without an owner file (another version's or
     another tool's), another user's and this pool's own stay."""
+    import shutil
     import subprocess
     import sys
     import tempfile
@@ -515,7 +537,10 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
     from tests.support.services import REPO
     from votersdaily.ingest import workers
 
-    memory, disk = tmp_path / "shm", tmp_path / "tmp"
+    # Short paths: multiprocessing's fork server puts its socket under the temporary folder, and a
+    # socket's path (108 bytes) would not fit under pytest-xdist's tmp_path.
+    top = Path(tempfile.mkdtemp(prefix="vd-", dir="/tmp"))
+    memory, disk = top / "shm", top / "tmp"
     memory.mkdir()
     disk.mkdir()
     script = tmp_path / "holder.py"
@@ -560,3 +585,4 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
         for proc in (killed, living):
             proc.kill()
             proc.wait(60)
+        shutil.rmtree(top)

@@ -247,3 +247,29 @@ def test_a_pass_htmldate_changed_keeps_htmldates_own(monkeypatch):
     finally:
         monkeypatch.undo()
         assert datesearch.install() is True
+
+
+def test_meta_contents_are_those_of_the_meta_elements_on_every_recorded_page():
+    """``HtmlDoc.meta_contents`` stops at the index for a key no meta has (the biblio asks some 100
+    keys a page): on every recorded page and the benchmark's landing page, for every key the biblio
+    asks and every key each page has (as written, upper case, padded), the non-empty contents of
+    ``meta_elements``, in order."""
+    from votersdaily.ingest.biblio import LIST_SELECTORS, SCALAR_SELECTORS
+    from votersdaily.ingest.htmldoc import parse_html
+
+    asked = {s if isinstance(s, str) else s[0] for sel in SCALAR_SELECTORS.values() for s in sel}
+    asked |= {s for sel in LIST_SELECTORS.values() for s in sel}
+    landing = (
+        '<html><head><meta name="citation_title" content="Paper 7"><meta name="citation_pdf_url" '
+        'content="/pdf/7.pdf"></head><body>x</body></html>'
+    )  # benchmarks/ingest.py's landing page
+    pages = [*recorded_pages(), ("benchmark landing page", landing)]
+    found = 0
+    for name, text in pages:
+        doc = parse_html(text, "https://example.org/")
+        keys = asked | set(doc.metas) | {k.upper() for k in doc.metas} | {" %s " % k for k in doc.metas}
+        for key in sorted(keys):
+            expected = [c for c in (m.get("content") for m in doc.meta_elements(key)) if c]
+            assert doc.meta_contents(key) == expected, (name, key)
+            found += bool(expected)
+    assert found > 100, "the pages have metas to compare"

@@ -54,8 +54,11 @@ class HtmlDoc:
         return self.metas.get(key.strip().lower(), [])
 
     def meta_contents(self, key: str) -> list[str]:
-        """Non-empty ``content`` of every head meta whose key is ``key`` (:meth:`meta_elements`)."""
-        return [c for c in (m.get("content") for m in self.meta_elements(key)) if c]
+        """Non-empty ``content`` of every head meta whose key is ``key`` (:meth:`meta_elements`).
+        Most keys asked are on no page (the biblio asks some 100 per page): those go no further
+        than the index."""
+        elements = self.metas.get(key.strip().lower())
+        return [c for c in (m.get("content") for m in elements) if c] if elements else []
 
     def pragma_elements(self, name: str) -> list[etree._Element]:
         """Head metas whose ``http-equiv`` is ``name`` (``refresh``), any case."""

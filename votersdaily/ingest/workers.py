@@ -163,11 +163,27 @@ def _answer(folders: tuple[str, ...], func: Callable[..., Any], *args: Any) -> _
         )
         data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
     if len(data) <= INLINE_ANSWER_BYTES:
+        _LastPickled.answer, _LastPickled.data = outcome, data
         return outcome
     for folder in folders[:-1]:
         with contextlib.suppress(OSError):  # a full memory folder: the next one
             return _Answer(path=_write_answer(folder, data))
     return _Answer(path=_write_answer(folders[-1], data))
+
+
+class _LastPickled:
+    """The answer :func:`_answer` last pickled to tell its size, and its bytes: :func:`_handle` sends
+    those, not a second pickle of the same answer."""
+
+    answer: _Answer | None = None
+    data: bytes = b""
+
+
+def _pickled(answer: Any) -> bytes:
+    """``answer`` pickled: the bytes :func:`_answer` made of it, else made now."""
+    last, _LastPickled.answer = _LastPickled.answer, None
+    data, _LastPickled.data = _LastPickled.data, b""
+    return data if last is answer else pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
 
 
 def _write_answer(folder: str, data: bytes) -> str:
@@ -289,17 +305,22 @@ def _serve(channel: socket.socket, folders: tuple[str, ...], crawl_pid: int, nic
     channel.setblocking(True)
     with channel:
         while (message := _receive(channel)) is not None:
-            try:
-                packager, func, args = pickle.loads(message)  # noqa: S301 - sent by the crawl that made us
-            except Exception as exc:  # a value whose class this process cannot load: said to the caller
-                answer = _Answer(error=RuntimeError("the call could not be read: %r" % exc))
-            else:
-                answer = packager(folders, func, *args)
-            data = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
+            data = _handle(message, folders)
             try:
                 channel.sendall(_LENGTH.pack(len(data)) + data)
             except OSError:  # the crawl closed (or died): nobody waits for the answer
                 return
+
+
+def _handle(message: bytes | bytearray, folders: tuple[str, ...]) -> bytes:
+    """One call's message (``(packager, func, args)``, pickled) in, its answer's pickle out."""
+    try:
+        packager, func, args = pickle.loads(message)  # noqa: S301 - sent by the crawl that made us
+    except Exception as exc:  # a value whose class this process cannot load: said to the caller
+        return pickle.dumps(
+            _Answer(error=RuntimeError("the call could not be read: %r" % exc)), pickle.HIGHEST_PROTOCOL
+        )
+    return _pickled(packager(folders, func, *args))
 
 
 def _receive(channel: socket.socket) -> bytearray | None:
