@@ -310,8 +310,8 @@ def test_mutation_between_calls_is_not_cached(clean_text):
 def counting(clean_text, answered: list[bool]):
     """``clean_text`` noting in ``answered`` whether it answered each call (or said None)."""
 
-    def counted(value):
-        found = clean_text(value)
+    def counted(value, *args):
+        found = clean_text(value, *args)
         answered.append(found is not None)
         return found
 
@@ -326,6 +326,8 @@ def check_both_ways(monkeypatch, event: dict, check=check_event_json, compiled=N
     for clean in (compiled or schema._compiled_clean_text, None):
         with monkeypatch.context() as patch:
             patch.setattr(schema, "_compiled_clean_text", clean)
+            if clean is None:  # the Python path alone: its rules too
+                patch.setattr(schema, "_compiled_rules", None)
             doc = dict(event)
             try:
                 outcomes.append(("checked", check(doc), repr(doc)))
@@ -369,7 +371,7 @@ def test_check_event_json_on_hostile_variants(recorded, monkeypatch):
 
 def test_a_refusal_takes_the_python_path(recorded, monkeypatch):
     """None from the compiled path is never an answer: the Python path runs unchanged."""
-    monkeypatch.setattr(schema, "_compiled_clean_text", lambda value: None)
+    monkeypatch.setattr(schema, "_compiled_clean_text", lambda value, *args: None)
     for event in recorded[:50]:
         doc = dict(event)
         assert check_event_json(doc) == ([], dumps(event))
@@ -397,8 +399,9 @@ def test_memory_errors_propagate(clean_text):
 
 def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, monkeypatch):
     """The pipeline's events are EventItem, a dict subclass the compiled encoder (exact dicts only)
-    gets as a plain copy: it answers every recording so, with json.dumps's text of the item itself;
-    sound because EventItem overrides nothing json reads a dict subclass by."""
+    reads as a dict in its event mode, without a copy: it answers every recording so, with
+    json.dumps's text of the item itself; sound because EventItem overrides nothing json reads a dict
+    subclass by."""
     from votersdaily.items import EventItem
 
     for name in ("items", "keys", "values", "__iter__", "__getitem__", "__len__"):
@@ -407,9 +410,9 @@ def test_the_pipelines_event_items_take_the_compiled_path(clean_text, recorded, 
 
     answering = counting(clean_text, answered)
 
-    def counted(value):
-        assert type(value) is dict
-        return answering(value)
+    def counted(value, *args):
+        assert type(value) is EventItem and args == (True, True)
+        return answering(value, *args)
 
     monkeypatch.setattr(schema, "_compiled_clean_text", counted)
     for event in recorded:
@@ -451,3 +454,153 @@ def test_check_event_sizes_nested_values_by_the_module_with_the_same_outcome(
         compiled, python = both_ways(variant)
         assert compiled == python
         assert (compiled[0], compiled[1]) == (("invalid", "too_large") if over else ("checked", []))
+
+
+def test_the_event_mode_reads_the_top_mapping_as_a_dict_and_refuses_couchdbs_keys(clean_text, recorded):
+    """clean_text(event, True, True): the text of the exact dict, for the top-level mapping alone (a
+    dict subclass inside stays refused), and None for a top-level key CouchDB owns (the Python path's
+    _check_plain_keys refuses those); without the mode an EventItem is refused as before."""
+    from votersdaily.items import EventItem
+
+    for event in recorded:
+        assert clean_text(EventItem(event), True, True) == clean_text(dict(event)) is not None
+        assert clean_text(EventItem(event)) is None
+    event = dict(recorded[0])
+    for key in ("_rev", "_deleted", "_attachments", "_", "__", "_x", "_ide", "_i"):
+        assert clean_text(dict(event, **{key: 1}), True, True) is None, key
+        assert clean_text(EventItem(event, **{key: 1}), True, True) is None, key
+        assert clean_text(dict(event, nested={key: 1}), True, True) is not None, key  # nested: plain JSON
+        assert clean_text(dict(event, **{key: 1})) is not None, key  # without the mode: plain JSON
+    assert clean_text(dict(event, _id="x"), True, True) == clean_text(dict(event, _id="x"))
+    assert clean_text(dict(event, nested=EventItem(a=1)), True, True) is None
+    assert clean_text(["_rev"], True, True) is None and clean_text("x", True, True) is None
+    loop = EventItem(a=1)
+    loop["again"] = loop
+    assert clean_text(loop, True, True) is None  # a cycle through the top: past the depth limit
+
+
+def test_the_event_mode_and_the_python_path_agree_on_couchdbs_keys(recorded, monkeypatch):
+    """Events with a key of CouchDB's at the top, in a check either way: the same outcome (refused by
+    the rule ``reserved``; ``_id`` let through)."""
+    from votersdaily.items import EventItem
+
+    event = recorded[0]
+    for key in ("_rev", "_deleted", "_x", "_id"):
+        outcomes = []
+        for clean in (schema._compiled_clean_text, None):
+            monkeypatch.setattr(schema, "_compiled_clean_text", clean)
+            for kind in (dict, EventItem):
+                try:
+                    outcomes.append(check_event_json(kind(event, **{key: "1"})))
+                except schema.InvalidEvent as exc:
+                    outcomes.append(exc.code)
+        want = ([], dumps(dict(event, **{key: "1"}))) if key == "_id" else "reserved:%s" % key
+        assert outcomes == [want] * 4, key
+
+
+def test_md5_hex_is_hashlibs_of_bytes_and_of_a_texts_utf8(clean_text):
+    """The store's revision digest (votersdaily/_eventjson.c md5_hex): every length around MD5's
+    64-byte blocks and its 56-byte padding edge, large data, every buffer kind, and str of each width
+    (a lone surrogate has no UTF-8: None)."""
+    import hashlib
+
+    from votersdaily import _eventjson
+
+    rng = random.Random(20261127)
+    for size in [*range(0, 200), 1000, 2047, 2048, 4096, 65_536, 1_000_003]:
+        data = rng.randbytes(size)
+        want = hashlib.md5(data).hexdigest()
+        assert _eventjson.md5_hex(data) == want, size
+        assert _eventjson.md5_hex(bytearray(data)) == _eventjson.md5_hex(memoryview(data)) == want
+    for text in ["", "plain", "x" * 3000, "é" * 3000, "\u2028" * 10, "中文" * 999, "😀x" * 77, "a\x00b"]:
+        assert _eventjson.md5_hex(text) == hashlib.md5(text.encode("utf-8")).hexdigest(), text[:9]
+    for text in ["\ud800", "x" * 100 + "\udfff", "😀\ud83d"]:
+        assert _eventjson.md5_hex(text) is None
+    with pytest.raises(TypeError):
+        _eventjson.md5_hex(12)
+
+
+def rule_variants(event: dict) -> list[dict]:
+    """Variants of a real event (derived, not a source's format), each breaking or just keeping one
+    rule the compiled rules read: every required key missing, None, blank, not a str or a str
+    subclass; the sets; datetimes; the order of start and end; URLs; id lists and the single id."""
+
+    class Smart(str):
+        """A str subclass, as lxml's smart strings are."""
+
+    variants = []
+    for key in schema.EVENT_KEYS:
+        for value in (..., None, "", " \t\u2003", 7, Smart(str(event.get(key) or "x"))):
+            changed = dict(event)
+            if value is ...:
+                del changed[key]
+            else:
+                changed[key] = value
+            variants.append(changed)
+    for changes in [
+        {"branch": "Judicial"},
+        {"entity": "Supreme Court"},
+        {"source_timezone": "America/Chicago"},
+        {"source_timezone": "Mars/Olympus"},
+        {"datetime": "2026-02-30T10:00:00Z"},
+        {"access_datetime": "2026-09-16T25:00:00Z"},
+        {"end_datetime": event["datetime"]},
+        {"end_datetime": "2000-01-01T00:00:00Z"},
+        {"end_datetime": "2999-01-01T00:00:00Z"},
+        {"source_url": "ftp://example.org/x"},
+        {"event_url": "https://example.org/event"},
+        {"event_url": "example.org/no-scheme"},
+        {"bill_ids": ["hr1-118", "s2-118"]},
+        {"bill_ids": ["hr1-118", "HR1"]},
+        {"bill_ids": "hr1-118"},
+        {"bill_ids": [7]},
+        {"bill_ids": None, "public_laws": []},
+        {"dockets": ["22-451", "22O141"]},
+        {"vote_id": "h1-118.2024"},
+        {"vote_id": "vote 1"},
+        {"vote_id": ["h1-118.2024"]},
+        {"unique_key": "  "},
+        {"unique_key": 5},
+        {"unique_key": Smart("k")},
+    ]:
+        variants.append(dict(event, **changes))
+    return variants
+
+
+def test_the_compiled_rules_agree_with_the_python_rules(recorded, monkeypatch):
+    """The compiled rules (``rules_hold``) say True only for an event the Python rules let through,
+    and a check either way ends the same (the verdict, the error's rule, the event); on the
+    recordings they answer every event (past the first of each datetime and URL, which the Python
+    rules check and remember)."""
+    from votersdaily.items import EventItem
+
+    assert schema._compiled_rules is not None  # scripts/setup.sh builds it
+    spec = schema._rules_spec()
+
+    def python_rules(event) -> str | None:
+        try:
+            if not schema._required_keys_hold(event):
+                schema._required_keys(event, cleaned=True)
+            schema._event_rules(event)
+        except schema.InvalidEvent as exc:
+            return exc.code
+        return None
+
+    for event in recorded:
+        python_rules(event)  # its datetimes and URLs now in the Python rules' caches
+        assert schema._compiled_rules(event, spec) is True, event["unique_key"]
+        assert schema._compiled_rules(EventItem(event), spec) is True
+    told = broken = 0
+    for event in {e["parser_name"]: e for e in recorded}.values():
+        for variant in rule_variants(event):
+            python_rules(variant)  # fills the caches as a first check of it would
+            verdict = python_rules(variant)
+            held = schema._compiled_rules(variant, spec)
+            assert not held or verdict is None, (verdict, variant)
+            told += held
+            broken += verdict is not None
+            compiled, python = check_both_ways(monkeypatch, variant)
+            assert compiled == python, variant
+    assert told > 100 and broken > 300  # both verdicts are exercised
+    with pytest.raises(TypeError):
+        schema._compiled_rules(recorded[0], spec[:-1])

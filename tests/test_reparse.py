@@ -314,3 +314,32 @@ def test_every_replayed_request_carries_the_same_callback_so_scrapy_reads_its_so
     assert all(request.callback is requests[0].callback for request in requests)
     assert all(request.errback is requests[0].errback for request in requests)
     assert requests[0].callback == spider._parse_archived
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "hashlib"])
+def test_a_source_texts_digest_is_equal_exactly_for_equal_texts(compiled, monkeypatch):
+    """What a reparse keeps of each produced event's source_text to find a withdrawn event's successor
+    (votersdaily/reparse.py:text_digest): equal texts give equal digests, different ones different
+    digests (texts of each width, a lone surrogate's, one character apart); anything but a str is
+    kept as it is and equals no digest. With and without the compiled MD5."""
+    from votersdaily.reparse import text_digest
+    from votersdaily.store import embedded
+
+    if not compiled:
+        monkeypatch.setattr(embedded, "_compiled_text_md5", None)
+    texts = [
+        "",
+        "<p>a</p>",
+        "<p>b</p>",
+        "é" * 900,
+        "é" * 899 + "e",
+        "😀\u2028",
+        "a\ud800",
+        "a\udfff",
+        "b\ud800",
+    ]
+    digests = [text_digest(text) for text in texts]
+    assert [text_digest("".join(list(text))) for text in texts] == digests  # equal, not the same object
+    assert len(set(digests)) == len(texts)
+    for value in (None, 7, ["<p>a</p>"], {"t": "<p>a</p>"}):
+        assert text_digest(value) == value and value not in digests

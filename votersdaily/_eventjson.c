@@ -1,5 +1,7 @@
-/* The JSON text of an event, compiled: schema._clean_json's fast path (schema.py falls back to its
- * Python path, the C JSON encoder and a scan of its text, when this module is not built or says None).
+/* The JSON text of an event, compiled, and the MD5 of such a text: schema._clean_json's fast path
+ * (schema.py falls back to its Python path, the C JSON encoder and a scan of its text, when this
+ * module is not built or says None) and the embedded store's revision digest (store/embedded.py
+ * falls back to hashlib).
  *
  * clean_text(value, strict=True) -> (text, utf8_size) or None
  *     text is exactly json.dumps(value, ensure_ascii=False, allow_nan=False) (separators ", " and
@@ -11,6 +13,28 @@
  *     is never wrong, only slower. MemoryError propagates.
  *     strict=False lets the characters of BAD_TEXT_RE through (escaped as json escapes them; a lone
  *     surrogate counted as three bytes, as "surrogatepass" encodes it): for tests of the escapes only.
+ *
+ * clean_text(event, True, True): the same for an event, whose top-level mapping may be a dict
+ *     subclass the caller reads as a dict (schema's EventItem: json.dumps reads it so), without a
+ *     copy; None as well when one of its keys is CouchDB's (starts with an underscore but is not
+ *     "_id"), which the Python path refuses.
+ *
+ * rules_hold(event, spec) -> bool
+ *     True when every rule schema._check_rules checks (but the size) surely holds for a checked event
+ *     (a dict or dict subclass read as a dict): the required keys present, exact str and not blank
+ *     (None where they may be, "" where they may be empty), branch, entity and source_timezone in
+ *     their sets, each datetime in the Python rules' own cache of valid ones (the first of each is
+ *     left to them), end_datetime not before datetime, each URL in their cache of valid ones, each
+ *     id list an exact list of exact str that fullmatch their pattern, unique_key not blank. False
+ *     whenever one does not surely hold: the Python rules then run, and raise the first broken rule
+ *     (or fill their caches), so False is never wrong, only slower. spec: schema._rules_spec().
+ *
+ * md5_hex(data) -> str or None
+ *     hashlib.md5(data).hexdigest() of bytes-like data, or of a str's UTF-8 (an ASCII str's
+ *     characters as they are, no copy); None for a str UTF-8 cannot encode (a lone surrogate). The
+ *     embedded store names a revision by the MD5 of the document's JSON text; hashlib lets other
+ *     threads take Python's lock while it hashes 2 KiB or more, and the thread hashing then waits
+ *     for it back. This holds it: a few microseconds of hashing are not worth a switch interval.
  *
  * Two passes over the value: the first checks it and measures the text (characters, widest
  * character, UTF-8 bytes, each string's escapes); the second writes it into one str of that size and
@@ -55,12 +79,16 @@ typedef struct {
     Py_ssize_t utf8_more; /* UTF-8 bytes beyond one a character */
     Py_UCS4 maxchar;
     int strict;
+    /* An event (event=True): this top-level mapping is read as a dict, and refused when one of its
+     * keys is CouchDB's (starts with an underscore, but for "_id"). NULL otherwise. */
+    PyObject *top;
 } Measure;
 
 typedef struct {
     void *data;
     int kind;
     Py_ssize_t pos, size;
+    PyObject *top; /* Measure's */
 } Writer;
 
 enum { REFUSED = 0, DONE = 1, FAILED = -1 };
@@ -86,6 +114,129 @@ static int push_extra(Measure *m, Py_ssize_t extra)
     }
     m->extra[m->count++] = extra;
     return DONE;
+}
+
+/* ---- the MD5 a store names a revision by (RFC 1321; the rounds as in Alexander Peslyak's
+ * public-domain implementation) ---- */
+
+#define MD5_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+#define MD5_G(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
+#define MD5_H(x, y, z) ((x) ^ (y) ^ (z))
+#define MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
+#define MD5_STEP(f, a, b, c, d, x, t, s)                                                            \
+    (a) += f((b), (c), (d)) + (x) + (t);                                                            \
+    (a) = (((a) << (s)) | (((a) & 0xffffffff) >> (32 - (s))));                                      \
+    (a) += (b);
+
+static inline uint32_t md5_word(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Runs the block function over n whole 64-byte blocks of data. */
+static void md5_blocks(uint32_t state[4], const unsigned char *data, size_t n)
+{
+    uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+    for (; n; n--, data += 64) {
+        uint32_t x[16];
+        for (int i = 0; i < 16; i++)
+            x[i] = md5_word(data + 4 * i);
+        uint32_t sa = a, sb = b, sc = c, sd = d;
+        MD5_STEP(MD5_F, a, b, c, d, x[0], 0xd76aa478, 7)
+        MD5_STEP(MD5_F, d, a, b, c, x[1], 0xe8c7b756, 12)
+        MD5_STEP(MD5_F, c, d, a, b, x[2], 0x242070db, 17)
+        MD5_STEP(MD5_F, b, c, d, a, x[3], 0xc1bdceee, 22)
+        MD5_STEP(MD5_F, a, b, c, d, x[4], 0xf57c0faf, 7)
+        MD5_STEP(MD5_F, d, a, b, c, x[5], 0x4787c62a, 12)
+        MD5_STEP(MD5_F, c, d, a, b, x[6], 0xa8304613, 17)
+        MD5_STEP(MD5_F, b, c, d, a, x[7], 0xfd469501, 22)
+        MD5_STEP(MD5_F, a, b, c, d, x[8], 0x698098d8, 7)
+        MD5_STEP(MD5_F, d, a, b, c, x[9], 0x8b44f7af, 12)
+        MD5_STEP(MD5_F, c, d, a, b, x[10], 0xffff5bb1, 17)
+        MD5_STEP(MD5_F, b, c, d, a, x[11], 0x895cd7be, 22)
+        MD5_STEP(MD5_F, a, b, c, d, x[12], 0x6b901122, 7)
+        MD5_STEP(MD5_F, d, a, b, c, x[13], 0xfd987193, 12)
+        MD5_STEP(MD5_F, c, d, a, b, x[14], 0xa679438e, 17)
+        MD5_STEP(MD5_F, b, c, d, a, x[15], 0x49b40821, 22)
+        MD5_STEP(MD5_G, a, b, c, d, x[1], 0xf61e2562, 5)
+        MD5_STEP(MD5_G, d, a, b, c, x[6], 0xc040b340, 9)
+        MD5_STEP(MD5_G, c, d, a, b, x[11], 0x265e5a51, 14)
+        MD5_STEP(MD5_G, b, c, d, a, x[0], 0xe9b6c7aa, 20)
+        MD5_STEP(MD5_G, a, b, c, d, x[5], 0xd62f105d, 5)
+        MD5_STEP(MD5_G, d, a, b, c, x[10], 0x02441453, 9)
+        MD5_STEP(MD5_G, c, d, a, b, x[15], 0xd8a1e681, 14)
+        MD5_STEP(MD5_G, b, c, d, a, x[4], 0xe7d3fbc8, 20)
+        MD5_STEP(MD5_G, a, b, c, d, x[9], 0x21e1cde6, 5)
+        MD5_STEP(MD5_G, d, a, b, c, x[14], 0xc33707d6, 9)
+        MD5_STEP(MD5_G, c, d, a, b, x[3], 0xf4d50d87, 14)
+        MD5_STEP(MD5_G, b, c, d, a, x[8], 0x455a14ed, 20)
+        MD5_STEP(MD5_G, a, b, c, d, x[13], 0xa9e3e905, 5)
+        MD5_STEP(MD5_G, d, a, b, c, x[2], 0xfcefa3f8, 9)
+        MD5_STEP(MD5_G, c, d, a, b, x[7], 0x676f02d9, 14)
+        MD5_STEP(MD5_G, b, c, d, a, x[12], 0x8d2a4c8a, 20)
+        MD5_STEP(MD5_H, a, b, c, d, x[5], 0xfffa3942, 4)
+        MD5_STEP(MD5_H, d, a, b, c, x[8], 0x8771f681, 11)
+        MD5_STEP(MD5_H, c, d, a, b, x[11], 0x6d9d6122, 16)
+        MD5_STEP(MD5_H, b, c, d, a, x[14], 0xfde5380c, 23)
+        MD5_STEP(MD5_H, a, b, c, d, x[1], 0xa4beea44, 4)
+        MD5_STEP(MD5_H, d, a, b, c, x[4], 0x4bdecfa9, 11)
+        MD5_STEP(MD5_H, c, d, a, b, x[7], 0xf6bb4b60, 16)
+        MD5_STEP(MD5_H, b, c, d, a, x[10], 0xbebfbc70, 23)
+        MD5_STEP(MD5_H, a, b, c, d, x[13], 0x289b7ec6, 4)
+        MD5_STEP(MD5_H, d, a, b, c, x[0], 0xeaa127fa, 11)
+        MD5_STEP(MD5_H, c, d, a, b, x[3], 0xd4ef3085, 16)
+        MD5_STEP(MD5_H, b, c, d, a, x[6], 0x04881d05, 23)
+        MD5_STEP(MD5_H, a, b, c, d, x[9], 0xd9d4d039, 4)
+        MD5_STEP(MD5_H, d, a, b, c, x[12], 0xe6db99e5, 11)
+        MD5_STEP(MD5_H, c, d, a, b, x[15], 0x1fa27cf8, 16)
+        MD5_STEP(MD5_H, b, c, d, a, x[2], 0xc4ac5665, 23)
+        MD5_STEP(MD5_I, a, b, c, d, x[0], 0xf4292244, 6)
+        MD5_STEP(MD5_I, d, a, b, c, x[7], 0x432aff97, 10)
+        MD5_STEP(MD5_I, c, d, a, b, x[14], 0xab9423a7, 15)
+        MD5_STEP(MD5_I, b, c, d, a, x[5], 0xfc93a039, 21)
+        MD5_STEP(MD5_I, a, b, c, d, x[12], 0x655b59c3, 6)
+        MD5_STEP(MD5_I, d, a, b, c, x[3], 0x8f0ccc92, 10)
+        MD5_STEP(MD5_I, c, d, a, b, x[10], 0xffeff47d, 15)
+        MD5_STEP(MD5_I, b, c, d, a, x[1], 0x85845dd1, 21)
+        MD5_STEP(MD5_I, a, b, c, d, x[8], 0x6fa87e4f, 6)
+        MD5_STEP(MD5_I, d, a, b, c, x[15], 0xfe2ce6e0, 10)
+        MD5_STEP(MD5_I, c, d, a, b, x[6], 0xa3014314, 15)
+        MD5_STEP(MD5_I, b, c, d, a, x[13], 0x4e0811a1, 21)
+        MD5_STEP(MD5_I, a, b, c, d, x[4], 0xf7537e82, 6)
+        MD5_STEP(MD5_I, d, a, b, c, x[11], 0xbd3af235, 10)
+        MD5_STEP(MD5_I, c, d, a, b, x[2], 0x2ad7d2bb, 15)
+        MD5_STEP(MD5_I, b, c, d, a, x[9], 0xeb86d391, 21)
+        a += sa;
+        b += sb;
+        c += sc;
+        d += sd;
+    }
+    state[0] = a;
+    state[1] = b;
+    state[2] = c;
+    state[3] = d;
+}
+
+/* The MD5 of n bytes as 32 lower-case hex digits into hex (no terminator). */
+static void md5_hex(const unsigned char *data, size_t n, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    uint32_t state[4] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
+    unsigned char tail[128];
+    size_t whole = n / 64, rest = n % 64, tail_len = rest < 56 ? 64 : 128;
+    uint64_t bits = (uint64_t)n * 8;
+    md5_blocks(state, data, whole);
+    memset(tail, 0, sizeof(tail));
+    memcpy(tail, data + whole * 64, rest);
+    tail[rest] = 0x80;
+    for (int i = 0; i < 8; i++)
+        tail[tail_len - 8 + i] = (unsigned char)(bits >> (8 * i));
+    md5_blocks(state, tail, tail_len / 64);
+    for (int i = 0; i < 16; i++) {
+        unsigned char byte = (unsigned char)(state[i / 4] >> (8 * (i % 4)));
+        hex[2 * i] = digits[byte >> 4];
+        hex[2 * i + 1] = digits[byte & 0xf];
+    }
 }
 
 /* ---- the first pass: check and measure ---- */
@@ -264,19 +415,28 @@ static char *float_repr(PyObject *v)
     return buf;
 }
 
+/* Whether a key is CouchDB's: it starts with an underscore and is not "_id" (schema's rule). */
+static int reserved_key(PyObject *key)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    if (!n || PyUnicode_READ_CHAR(key, 0) != '_')
+        return 0;
+    return !(n == 3 && PyUnicode_READ_CHAR(key, 1) == 'i' && PyUnicode_READ_CHAR(key, 2) == 'd');
+}
+
 static int measure(Measure *m, PyObject *v, int depth)
 {
     PyTypeObject *type = Py_TYPE(v);
     if (type == &PyUnicode_Type)
         return measure_str(m, v);
-    if (type == &PyDict_Type) {
+    if (type == &PyDict_Type || v == m->top) {
         Py_ssize_t pos = 0, n = PyDict_GET_SIZE(v);
         PyObject *key, *value;
         if (depth >= MAX_DEPTH)
             return REFUSED;
         m->length += 2 + (n ? 4 * n - 2 : 0); /* braces, ": " each, ", " between */
         while (PyDict_Next(v, &pos, &key, &value)) {
-            if (Py_TYPE(key) != &PyUnicode_Type)
+            if (Py_TYPE(key) != &PyUnicode_Type || (v == m->top && reserved_key(key)))
                 return REFUSED;
             int done = measure_str(m, key);
             if (done == DONE)
@@ -479,7 +639,7 @@ static int write_value(Writer *w, Measure *m, PyObject *v)
     PyTypeObject *type = Py_TYPE(v);
     if (type == &PyUnicode_Type)
         return write_str(w, m, v);
-    if (type == &PyDict_Type) {
+    if (type == &PyDict_Type || v == w->top) {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         int done = write_ascii(w, "{", 1), first = 1;
@@ -539,8 +699,8 @@ static int write_value(Writer *w, Measure *m, PyObject *v)
 static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "clean_text(value, strict=True)");
+    if (nargs < 1 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "clean_text(value, strict=True, event=False)");
         return NULL;
     }
     Measure m;
@@ -550,10 +710,21 @@ static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t 
     m.length = m.utf8_more = 0;
     m.maxchar = 0;
     m.strict = 1;
-    if (nargs == 2) {
+    m.top = NULL;
+    if (nargs >= 2) {
         m.strict = PyObject_IsTrue(args[1]);
         if (m.strict < 0)
             return NULL;
+    }
+    if (nargs == 3) {
+        int event = PyObject_IsTrue(args[2]);
+        if (event < 0)
+            return NULL;
+        if (event) {
+            if (!PyDict_Check(args[0]))
+                Py_RETURN_NONE;
+            m.top = args[0];
+        }
     }
     PyObject *result = NULL, *text = NULL;
     int done = measure(&m, args[0], 0);
@@ -562,7 +733,7 @@ static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t 
         if (!text) {
             done = FAILED;
         } else {
-            Writer w = {PyUnicode_DATA(text), PyUnicode_KIND(text), 0, m.length};
+            Writer w = {PyUnicode_DATA(text), PyUnicode_KIND(text), 0, m.length, m.top};
             done = write_value(&w, &m, args[0]);
             if (done == DONE && (w.pos != w.size || m.next != m.count))
                 done = REFUSED; /* cannot happen: the passes walk the same value */
@@ -579,10 +750,231 @@ static PyObject *clean_text(PyObject *module, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+/* ---- rules_hold(event, spec): see the module's comment ---- */
+
+/* Whether v is an exact str with a character str.strip() keeps. */
+static int non_blank_str(PyObject *v)
+{
+    if (Py_TYPE(v) != &PyUnicode_Type)
+        return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+    int kind = PyUnicode_KIND(v);
+    const void *data = PyUnicode_DATA(v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the set (or frozenset) holds v, 0 when not or v is no exact str, -1 with an error set. */
+static int str_in(PyObject *set, PyObject *v)
+{
+    if (Py_TYPE(v) != &PyUnicode_Type)
+        return 0;
+    return PySet_Contains(set, v);
+}
+
+/* event[key] of an exact dict or dict subclass (a borrowed reference), NULL when it lacks it. */
+static PyObject *member(PyObject *event, PyObject *key)
+{
+    return PyDict_GetItemWithError(event, key);
+}
+
+enum {
+    SPEC_NOT_NULL, SPEC_NULLABLE, SPEC_MAY_BE_EMPTY, SPEC_BRANCHES, SPEC_ENTITIES, SPEC_ISO, SPEC_URLS,
+    SPEC_ZONES, SPEC_DATETIMES, SPEC_URL_KEYS, SPEC_ID_LISTS, SPEC_ID_ONES, SPEC_NAMES, SPEC_SIZE
+};
+/* SPEC_NAMES: (datetime, end_datetime, branch, entity, source_timezone, unique_key). */
+enum { NAME_DATETIME, NAME_END, NAME_BRANCH, NAME_ENTITY, NAME_ZONE, NAME_UNIQUE_KEY, NAME_SIZE };
+
+/* Whether every id of (key, pattern) pairs holds: a list of exact str each fullmatching (lists) or
+ * one such str (ones); absent or None holds. 1, 0 or -1 (an error set). */
+static int ids_hold(PyObject *event, PyObject *pairs, int lists)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
+        PyObject *ids = member(event, PyTuple_GET_ITEM(pair, 0));
+        if (!ids) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (ids == Py_None)
+            continue;
+        if (lists && Py_TYPE(ids) != &PyList_Type)
+            return 0;
+        Py_ssize_t n = lists ? PyList_GET_SIZE(ids) : 1;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *one = lists ? PyList_GET_ITEM(ids, j) : ids;
+            if (Py_TYPE(one) != &PyUnicode_Type)
+                return 0;
+            Py_INCREF(one);
+            PyObject *match = PyObject_CallMethod(PyTuple_GET_ITEM(pair, 1), "fullmatch", "O", one);
+            Py_DECREF(one);
+            if (!match)
+                return -1;
+            int matched = match != Py_None;
+            Py_DECREF(match);
+            if (!matched)
+                return 0;
+            if (lists && (Py_TYPE(ids) != &PyList_Type || PyList_GET_SIZE(ids) != n))
+                return 0; /* the pattern's call changed the list: the Python rules decide */
+        }
+    }
+    return 1;
+}
+
+/* The rules of schema._check_rules but the size; 1 (they hold), 0 (the Python rules decide) or -1. */
+static int rules_of(PyObject *event, PyObject *spec)
+{
+    PyObject *names = PyTuple_GET_ITEM(spec, SPEC_NAMES);
+    PyObject *keys = PyTuple_GET_ITEM(spec, SPEC_NOT_NULL);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!non_blank_str(v))
+            return 0;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_NULLABLE);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i), *v = member(event, key);
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None)
+            continue;
+        if (Py_TYPE(v) != &PyUnicode_Type)
+            return 0;
+        int may_be_empty = PySet_Contains(PyTuple_GET_ITEM(spec, SPEC_MAY_BE_EMPTY), key);
+        if (may_be_empty < 0)
+            return -1;
+        if (!may_be_empty && !non_blank_str(v))
+            return 0;
+    }
+    /* every required key is now there, an exact str (or None where it may be) */
+    static const int sets[][2] = {{NAME_BRANCH, SPEC_BRANCHES}, {NAME_ENTITY, SPEC_ENTITIES}, {NAME_ZONE, SPEC_ZONES}};
+    for (int i = 0; i < 3; i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(names, sets[i][0]));
+        int found = v ? str_in(PyTuple_GET_ITEM(spec, sets[i][1]), v) : (PyErr_Occurred() ? -1 : 0);
+        if (found != 1)
+            return found;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_DATETIMES);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None)
+            continue;
+        int found = str_in(PyTuple_GET_ITEM(spec, SPEC_ISO), v); /* the Python rules' cache */
+        if (found != 1)
+            return found;
+    }
+    PyObject *start = member(event, PyTuple_GET_ITEM(names, NAME_DATETIME));
+    PyObject *end = start ? member(event, PyTuple_GET_ITEM(names, NAME_END)) : NULL;
+    if (!start || !end)
+        return PyErr_Occurred() ? -1 : 0;
+    if (end != Py_None) {
+        if (Py_TYPE(start) != &PyUnicode_Type || Py_TYPE(end) != &PyUnicode_Type)
+            return 0;
+        int before = PyUnicode_Compare(end, start);
+        if (before == -1 && PyErr_Occurred())
+            return -1;
+        if (before < 0)
+            return 0;
+    }
+    keys = PyTuple_GET_ITEM(spec, SPEC_URL_KEYS);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *v = member(event, PyTuple_GET_ITEM(keys, i));
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        if (v == Py_None || (Py_TYPE(v) == &PyUnicode_Type && PyUnicode_GET_LENGTH(v) == 0))
+            continue; /* falsy: no URL to check */
+        int found = str_in(PyTuple_GET_ITEM(spec, SPEC_URLS), v); /* the Python rules' cache */
+        if (found != 1)
+            return found;
+    }
+    int held = ids_hold(event, PyTuple_GET_ITEM(spec, SPEC_ID_LISTS), 1);
+    if (held == 1)
+        held = ids_hold(event, PyTuple_GET_ITEM(spec, SPEC_ID_ONES), 0);
+    if (held != 1)
+        return held;
+    PyObject *unique_key = member(event, PyTuple_GET_ITEM(names, NAME_UNIQUE_KEY));
+    if (!unique_key)
+        return PyErr_Occurred() ? -1 : 0;
+    return non_blank_str(unique_key);
+}
+
+static PyObject *rules_hold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != SPEC_SIZE ||
+        !PyTuple_Check(PyTuple_GET_ITEM(args[1], SPEC_NAMES)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[1], SPEC_NAMES)) != NAME_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "rules_hold(event: dict, spec: tuple) (see schema._RULES_SPEC)");
+        return NULL;
+    }
+    for (int i = 0; i < SPEC_SIZE; i++) {
+        PyObject *part = PyTuple_GET_ITEM(args[1], i);
+        int is_set = PyAnySet_Check(part), is_tuple = PyTuple_Check(part);
+        int want_set = i == SPEC_MAY_BE_EMPTY || i == SPEC_BRANCHES || i == SPEC_ENTITIES || i == SPEC_ISO ||
+                       i == SPEC_URLS || i == SPEC_ZONES;
+        if (want_set ? !is_set : !is_tuple) {
+            PyErr_SetString(PyExc_TypeError, "rules_hold: a part of the spec is not of its kind");
+            return NULL;
+        }
+    }
+    int held = rules_of(args[0], args[1]);
+    if (held < 0)
+        return NULL;
+    return PyBool_FromLong(held);
+}
+
+/* md5_hex(data): see the module's comment. */
+static PyObject *md5_hex_of(PyObject *module, PyObject *data)
+{
+    (void)module;
+    char hex[32];
+    if (PyUnicode_Check(data)) {
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(data) < 0)
+            return NULL;
+#endif
+        if (PyUnicode_IS_ASCII(data)) { /* its characters are its UTF-8 */
+            md5_hex(PyUnicode_DATA(data), (size_t)PyUnicode_GET_LENGTH(data), hex);
+        } else {
+            PyObject *utf8 = PyUnicode_AsUTF8String(data);
+            if (!utf8) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                    return NULL;
+                PyErr_Clear(); /* a lone surrogate: no UTF-8, no MD5 */
+                Py_RETURN_NONE;
+            }
+            md5_hex((const unsigned char *)PyBytes_AS_STRING(utf8), (size_t)PyBytes_GET_SIZE(utf8), hex);
+            Py_DECREF(utf8);
+        }
+        return PyUnicode_FromStringAndSize(hex, 32);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    md5_hex(view.buf, (size_t)view.len, hex);
+    PyBuffer_Release(&view);
+    return PyUnicode_FromStringAndSize(hex, 32);
+}
+
 static PyMethodDef methods[] = {
     {"clean_text", (PyCFunction)(void (*)(void))clean_text, METH_FASTCALL,
-     "clean_text(value, strict=True) -> (text, utf8_size) or None: json.dumps(value, ensure_ascii=False, "
-     "allow_nan=False) of a plain value with nothing to clean, else None (see the module's source)."},
+     "clean_text(value, strict=True, event=False) -> (text, utf8_size) or None: json.dumps(value, "
+     "ensure_ascii=False, allow_nan=False) of a plain value with nothing to clean, else None (see the "
+     "module's source)."},
+    {"rules_hold", (PyCFunction)(void (*)(void))rules_hold, METH_FASTCALL,
+     "rules_hold(event, spec) -> bool: True when every rule of schema._check_rules but the size surely "
+     "holds, False when the Python rules must decide (see the module's source)."},
+    {"md5_hex", md5_hex_of, METH_O,
+     "md5_hex(data) -> str: hashlib.md5(data).hexdigest() of bytes, or of a str's UTF-8 (None when it "
+     "has none: a lone surrogate), without letting other threads run meanwhile."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,7 +27,6 @@ from . import schema
 from .crawlcontext import crawl_context
 from .datetimes import normalise
 from .items import EventItem
-from .store.base import EncodedDocument
 from .store.crawler import writer_for
 from .store.reschedules import RescheduleTracker
 from .store.revisions import META_KEYS
@@ -103,6 +102,8 @@ def count_cleaned(stats: StatsCollector, cleaned: list[str]) -> None:
 class _CrawlerPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        #: The crawl's context, looked up once (one object for the crawler's life; read per item).
+        self.context = crawl_context(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -116,7 +117,7 @@ class NormaliseDatetimesPipeline(_CrawlerPipeline):
         if not isinstance(item, EventItem):
             return item
         try:
-            normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
+            normalise_datetimes(item, self.context.source_timezone)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         return item
@@ -138,7 +139,8 @@ class ValidateEventPipeline(_CrawlerPipeline):
             cleaned = schema.check_event(item)
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
-        count_cleaned(self.crawler.stats, cleaned)
+        if cleaned:  # crawler.stats is a descriptor of Scrapy's: read only when it is needed
+            count_cleaned(self.crawler.stats, cleaned)
         return item
 
 
@@ -156,6 +158,7 @@ class EventStorePipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.context = crawl_context(crawler)  # as _CrawlerPipeline's
         self.writer = writer_for(
             crawler,
             schema.EVENTS_DB,
@@ -170,7 +173,7 @@ class EventStorePipeline:
 
     def _dry_run(self) -> bool:
         """A reparse's dry run writes nothing, spools nothing, delivers no spool (votersdaily.reparse)."""
-        return crawl_context(self.crawler).dry_run
+        return self.context.dry_run
 
     async def open_spider(self) -> None:
         if not self._dry_run():
@@ -186,7 +189,7 @@ class EventStorePipeline:
         ``_id`` when the check made it, travels with it (the embedded store writes it as it is)."""
         if self._dry_run():
             return item
-        waiting = self.writer.add(dict(item) if body_json is None else EncodedDocument(item, body_json))
+        waiting = self.writer.add_copy(item, body_json)
         if waiting is None:  # no back-pressure: no per-item Future
             return item
         return self._after(waiting, item)
@@ -228,16 +231,17 @@ class EventPipeline(EventStorePipeline):
         if not isinstance(item, EventItem):
             return item
         try:
-            normalise_datetimes(item, crawl_context(self.crawler).source_timezone)
+            normalise_datetimes(item, self.context.source_timezone)
             if self.writer.takes_body_json:
                 cleaned, text = schema.check_event_json(item)
             else:  # nothing would use the text: the check without it is cheaper
                 cleaned, text = schema.check_event(item), None
         except schema.InvalidEvent as exc:
             raise _drop(self.crawler, exc.code, str(exc), item) from None
-        count_cleaned(self.crawler.stats, cleaned)
+        if cleaned:  # crawler.stats is a descriptor of Scrapy's: read only when it is needed
+            count_cleaned(self.crawler.stats, cleaned)
         # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the body's.
-        if not META_KEYS.isdisjoint(item.keys()):
+        if not item.keys().isdisjoint(META_KEYS):  # a look-up of each of META_KEYS in the item
             text = None
         set_event_id(item)  # the only key added after the check: the text stays the body's
         return self._store(item, text)

@@ -62,7 +62,7 @@ from .items import EventItem
 from .requestmeta import ARCHIVE_META, REPLAY_META
 from .store.base import StoreError
 from .store.crawler import store_for, writers_of
-from .store.embedded import EmbeddedStore, text_md5_of
+from .store.embedded import EmbeddedStore, text_md5, text_md5_of
 from .store.revisions import content, same_content
 from .store.views import view_installed
 
@@ -104,8 +104,14 @@ PROVENANCE_VIEW = "by_parser_provenance"
 def text_digest(value: Any) -> Any:
     """What a reparse keeps of an event's ``source_text`` to match it with a stored one at its end: a
     digest of a string (the texts of 200,000 events held to the end of a reparse: 700 MB), anything
-    else as it is (a digest is bytes, which no stored JSON value is)."""
+    else as it is (never equal to a digest: only a string is digested, and no stored value is bytes).
+    The digest is the text's MD5 (hex) as the store names revisions (:func:`.store.embedded.text_md5`,
+    compiled: no encoded copy, no hash object), or for a text with no UTF-8 (a lone surrogate) the
+    BLAKE2 digest of its ``surrogatepass`` bytes: equal texts, equal digests."""
     if isinstance(value, str):
+        digest = text_md5(value)
+        if digest is not None:
+            return digest
         return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     return value
 
@@ -143,8 +149,8 @@ class Reparse:
     replayed: set[str] = field(default_factory=set)
     produced: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
-    #: WARC-Record-ID → parser versions of its stored events when the reparse started.
-    versions_before: dict[str, set[str]] = field(default_factory=dict)
+    #: WARC-Record-ID → parser versions of its stored events when the reparse started (each once).
+    versions_before: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: A dry run's events by id (what the store pipeline would have written).
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Every response record read back whole: (warc_file, warc_offset) → WARC-Record-ID.
@@ -210,6 +216,8 @@ class ReparseExtension:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        #: The crawl's context, looked up once (one object for the crawler's life; read per item).
+        self.context = crawl_context(crawler)
         self.report: dict[str, Any] = {}
         #: The store failed under the reparse (said once): nothing is marked at its end.
         self.store_failed = False
@@ -228,7 +236,7 @@ class ReparseExtension:
         return ext
 
     def _reparse(self) -> Reparse | None:
-        return crawl_context(self.crawler).reparse
+        return self.context.reparse
 
     def _store_failed(self, spider: Spider, exc: StoreError) -> None:
         """The store stopped answering (or refused) while the reparse read it: one line, and the run
@@ -236,7 +244,7 @@ class ReparseExtension:
         from twisted.python.failure import Failure
 
         self.store_failed = True
-        self.report = {"reparse": True, "reparse_dry_run": crawl_context(self.crawler).dry_run}
+        self.report = {"reparse": True, "reparse_dry_run": self.context.dry_run}
         logger.error("reparse of %s: %s", spider.name, exc)
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
@@ -275,14 +283,26 @@ class ReparseExtension:
         with collections_paused():  # some 600,000 objects made to live on: nothing to collect
             ids_by_key: dict[str, set[str]] = {}
             digests: dict[str, str] = {}
+            versions = reparse.versions_before
+            names: dict[str, str] = {}  # each version's name once, not once an event
             for doc in self._events_of(store, spider.name, VERSION_FIELDS, revisions=bool(telling)):
-                ids_by_key.setdefault(doc["unique_key"], set()).add(doc["_id"])
+                doc_id, key = doc["_id"], doc["unique_key"]
+                ids = ids_by_key.get(key)
+                if ids is None:
+                    ids_by_key[key] = {doc_id}
+                else:
+                    ids.add(doc_id)
                 if telling and doc.get("_rev"):
-                    digests[doc["_id"]] = text_md5_of(doc["_rev"])
-                if doc.get("warc_record_id"):
-                    reparse.versions_before.setdefault(doc["warc_record_id"], set()).add(
-                        str(doc.get("parser_version"))
-                    )
+                    digests[doc_id] = text_md5_of(doc["_rev"])
+                record = doc["warc_record_id"]
+                if record:
+                    name = str(doc["parser_version"])
+                    name = names.setdefault(name, name)
+                    known = versions.get(record)
+                    if known is None:
+                        versions[record] = (name,)
+                    elif name not in known:
+                        versions[record] = (*known, name)
             for n, writer in enumerate(writers):  # each its own (a tracker keeps it current)
                 hooks = cast("RescheduleTracker", writer.hooks)
                 hooks.known(spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()})
@@ -329,14 +349,16 @@ class ReparseExtension:
             if isinstance(item, EventItem):  # no id stage ran (ITEM_PIPELINES without it)
                 self._unjudged(response, "an event reached no id stage")
             return
+        doc_id, get = item["_id"], item.get
         if reparse.dry_run:
-            reparse.events[item["_id"]] = dict(item)
-        record = item.get("warc_record_id")
+            reparse.events[doc_id] = dict(item)
+        record = get("warc_record_id")
         if record:
-            reparse.sources[item["_id"]] = tuple(item.get(key) for key in ARCHIVE_POINTER)
-            reparse.produced.setdefault(record, []).append(
-                (item["_id"], item.get("datetime"), text_digest(item.get("source_text")))
-            )
+            reparse.sources[doc_id] = (get("warc_file"), get("warc_offset"), record)  # ARCHIVE_POINTER's
+            produced = reparse.produced.get(record)
+            if produced is None:
+                produced = reparse.produced[record] = []
+            produced.append((doc_id, get("datetime"), text_digest(get("source_text"))))
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
@@ -426,7 +448,7 @@ class ReparseExtension:
             plan["replace"] = ["%s -> %s" % (m["_id"], m[REPLACED_BY]) for m in replaced]
             for kind, ids in plan.items():
                 stats.set_value("reparse/plan/%s" % kind, len(ids))
-            crawl_context(self.crawler).reparse_plan = ReparsePlan(
+            self.context.reparse_plan = ReparsePlan(
                 spider=spider.name,
                 parser=current,
                 plan=plan,
@@ -507,12 +529,12 @@ class ReparseExtension:
         if not reparse.replayed or not events:
             return [], versions
 
-        produced_ids = {e[0] for events in reparse.produced.values() for e in events}
+        produced = reparse.sources  # by the id of every event produced from a record, as produced
         judged = reparse.replayed - reparse.unjudged.keys()
         gone = [
             doc["_id"]
             for doc in events
-            if doc.get("warc_record_id") in judged and doc["_id"] not in produced_ids and schema.is_live(doc)
+            if doc.get("warc_record_id") in judged and doc["_id"] not in produced and schema.is_live(doc)
         ]
         whole = store.get_many(schema.EVENTS_DB, gone) if gone else {}
         marks = []

@@ -282,15 +282,20 @@ _nested_json = ReusableJsonEncoder(ensure_ascii=False, allow_nan=False)
 #: The compiled JSON text of an event with nothing to clean (``_eventjson.c``: the same text as
 #: :data:`_nested_json`, or None for anything else, which then takes the Python path); None when the
 #: module is not built (``scripts/build_native.py``).
-_compiled_clean_text: Callable[[Any], tuple[str, int] | None] | None
+_compiled_clean_text: Callable[..., tuple[str, int] | None] | None
 #: The dict subclasses whose JSON text is their plain copy's (json reads a subclass through its
-#: ``items()``; these override nothing a dict is read by): the compiled encoder, which takes exact
-#: dicts only, is handed such an event's copy. The events of the pipeline are :class:`EventItem`.
+#: ``items()``; these override nothing a dict is read by): the compiled encoder reads such an event
+#: as a dict (its ``event`` mode), without a copy. The events of the pipeline are :class:`EventItem`.
 _READ_AS_DICTS = frozenset({EventItem})
+#: The rules of :func:`_check_rules` but the size, compiled (``_eventjson.c``: True when they surely
+#: hold, False when the Python rules must decide; their spec :func:`_rules_spec`); None when the
+#: module is not built.
+_compiled_rules: Callable[[Any, tuple[Any, ...]], bool] | None
 try:
     from ._eventjson import clean_text as _compiled_clean_text
+    from ._eventjson import rules_hold as _compiled_rules
 except ImportError:  # not built: the C encoder of Python's json, then a scan of its text
-    _compiled_clean_text = None
+    _compiled_clean_text = _compiled_rules = None
 
 
 class _Reference(Exception):
@@ -347,13 +352,13 @@ def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | 
 def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     """The JSON text of an event with nothing to clean in it, and its size in bytes;
     :class:`_Reference` when it is not JSON or has something to clean."""
-    _check_plain_keys(event)
-    if _compiled_clean_text is not None:
-        kind = type(event)
-        plain = event if kind is dict else dict(event) if kind in _READ_AS_DICTS else None
-        found = None if plain is None else _compiled_clean_text(plain)
+    if _compiled_clean_text is not None and (type(event) is dict or type(event) in _READ_AS_DICTS):
+        # Its event mode also refuses what _check_plain_keys refuses (a key not a clean string, or
+        # CouchDB's): an answer needs no other check.
+        found = _compiled_clean_text(event, True, True)
         if found is not None:
             return found
+    _check_plain_keys(event)
     try:
         text = _nested_json(event)
     except Exception:  # not JSON (a set, NaN, a cycle, too deep): the values decide
@@ -455,10 +460,17 @@ def _clean_plain(event: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
 
 def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
     """:func:`validate_event`'s rules in its order, for an event :func:`_clean_plain` cleaned: every
-    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON."""
-    if not _required_keys_hold(event):
-        _required_keys(event, cleaned=True)  # raises for the first one broken
-    _event_rules(event)
+    string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON.
+    The compiled rules tell an event that keeps them all; any other goes through these, which say
+    the first rule it breaks."""
+    if not (
+        _compiled_rules is not None
+        and (type(event) is dict or type(event) in _READ_AS_DICTS)
+        and _compiled_rules(event, _rules_spec())
+    ):
+        if not _required_keys_hold(event):
+            _required_keys(event, cleaned=True)  # raises for the first one broken
+        _event_rules(event)
     if size_bound >= MAX_DOCUMENT_BYTES:
         _check_size(event)
 
@@ -539,17 +551,44 @@ def _valid_url(value: str) -> bool:
     return True
 
 
+#: The keys of an event that hold a time.
+_DATETIME_KEYS = ("datetime", "access_datetime", "end_datetime")
+
+
+@functools.cache
+def _rules_spec() -> tuple[Any, ...]:
+    """What the compiled rules check against, in the order ``_eventjson.c`` reads it: the sets and
+    caches of the Python rules themselves (the same objects: a datetime or URL they found valid is
+    valid to it), and the keys each rule reads."""
+    return (
+        _NOT_NULL_KEYS,
+        _NULLABLE_KEYS,
+        MAY_BE_EMPTY,
+        _BRANCH_SET,
+        _ENTITY_SET,
+        _VALID_ISO,
+        _VALID_URLS,
+        _zone_set(),
+        _DATETIME_KEYS,
+        URL_KEYS,
+        tuple(ID_FORMS.items()),
+        tuple(ID_FORMS_SINGLE.items()),
+        ("datetime", "end_datetime", "branch", "entity", "source_timezone", "unique_key"),
+    )
+
+
 def _event_rules(event: Mapping[str, Any]) -> None:
     """The rules after each required key's own (both validations share them, in this order)."""
     if event["branch"] not in _BRANCH_SET:
         raise InvalidEvent("branch", "branch %r is not one of %s" % (event["branch"], ", ".join(BRANCHES)))
     if event["entity"] not in _ENTITY_SET:
         raise InvalidEvent("entity", "entity %r is not a standard entity name" % (event["entity"],))
-    for key in ("datetime", "access_datetime", "end_datetime"):
-        if event[key] is None:
+    for key in _DATETIME_KEYS:
+        value = event[key]
+        if value is None or value in _VALID_ISO:  # the check's own cache, without a call
             continue
         try:
-            _valid_iso(event[key])
+            _valid_iso(value)
         except ValueError as exc:
             raise InvalidEvent("datetime:%s" % key, "%s: %s" % (key, exc)) from None
     if event["end_datetime"] is not None and event["end_datetime"] < event["datetime"]:
@@ -558,10 +597,9 @@ def _event_rules(event: Mapping[str, Any]) -> None:
             "end_datetime %s is before datetime %s" % (event["end_datetime"], event["datetime"]),
         )
     for key in URL_KEYS:
-        if event[key] and not _valid_url(event[key]):
-            raise InvalidEvent(
-                "url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, event[key])
-            )
+        value = event[key]
+        if value and value not in _VALID_URLS and not _valid_url(value):
+            raise InvalidEvent("url:%s" % key, "%s %r is not an absolute http(s) or file URL" % (key, value))
     if event["source_timezone"] not in _zone_set():
         raise InvalidEvent("timezone", "source_timezone %r is not an IANA zone" % (event["source_timezone"],))
     validate_ids(event)
@@ -587,7 +625,7 @@ def validate_ids(event: Mapping[str, Any]) -> None:
         ids = event.get(key)
         if ids is None:
             continue
-        if type(ids) is not list or not all(type(i) is str and form.fullmatch(i) for i in ids):
+        if type(ids) is not list or (ids and not all(type(i) is str and form.fullmatch(i) for i in ids)):
             raise InvalidEvent("ids:%s" % key, "%s %r is not a list of canonical ids" % (key, ids))
     for key, form in ID_FORMS_SINGLE.items():
         one = event.get(key)

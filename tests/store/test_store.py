@@ -667,13 +667,26 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     assert sorted(live) == sorted(d["_id"] for d in moved)
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "pieces"])
 @pytest.mark.parametrize("size", [10, 2047, 2048, 4095, 100_000])
-def test_embedded_revisions_are_the_md5_of_the_stored_body(sqlite_uri, size):
-    """The body is hashed in pieces that keep Python's lock (store/embedded.py:md5_holding_the_gil):
-    the revision is still the MD5 of the stored JSON, whatever its length."""
+def test_embedded_revisions_are_the_md5_of_the_stored_body(sqlite_uri, size, compiled, monkeypatch):
+    """The body is hashed keeping Python's lock (store/embedded.py:md5_holding_the_gil: compiled, or
+    in pieces by hashlib without the module): the revision is still the MD5 of the stored JSON,
+    whatever its length; and text_md5 (a text's, as the writer tells an unchanged event by it) is the
+    same either way, None for a text without UTF-8."""
     import hashlib
     import json
 
+    from votersdaily.store import embedded
+
+    if compiled:
+        assert embedded._compiled_text_md5 is not None  # scripts/setup.sh builds it
+    else:
+        monkeypatch.setattr(embedded, "md5_holding_the_gil", embedded._md5_in_pieces)
+        monkeypatch.setattr(embedded, "_compiled_text_md5", None)
+    for text in ("x" * size, "é" * size, "😀" * size):
+        assert embedded.text_md5(text) == hashlib.md5(text.encode("utf-8")).hexdigest()
+    assert embedded.text_md5("x" * size + "\ud800") is None
     store = open_store(sqlite_uri)
     store.ensure_db(DB)
     doc = event(1, text="x" * size)

@@ -68,9 +68,12 @@ def start_read(store: EmbeddedStore, parser: str) -> tuple[dict[str, set[str]], 
     return ids, digests
 
 
-def replay(store: EmbeddedStore, steps: list[Any], parser: str, tell: bool) -> tuple[UpsertResult, list]:
+def replay(
+    store: EmbeddedStore, steps: list[Any], parser: str, tell: bool, copy: bool = False
+) -> tuple[UpsertResult, list]:
     """The steps through a writer as the reparse sets it up (batches written at ``BATCH``): the
-    total result, and every document that went into a batch."""
+    total result, and every document that went into a batch. With ``copy``, each step is added as
+    the event pipeline adds it (``add_copy``: the event and its text; the writer copies it)."""
     ids, digests = start_read(store, parser)
     tracker = RescheduleTracker()
     tracker.known(parser, ids)
@@ -91,6 +94,10 @@ def replay(store: EmbeddedStore, steps: list[Any], parser: str, tell: bool) -> t
             batched += batch
             if batch:
                 total.merge(writer._write_now(batch))
+        elif copy:
+            event = dict(step)
+            assert writer.add_copy(event, step.body_json) is None
+            assert all(doc is not event for doc in writer._buffer)
         else:
             assert writer.add(step) is None
     assert not writer.take_unwritten()
@@ -98,8 +105,9 @@ def replay(store: EmbeddedStore, steps: list[Any], parser: str, tell: bool) -> t
     return total, batched
 
 
+@pytest.mark.parametrize("copy", [False, True], ids=["added", "copied"])
 def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_the_same(
-    parser_events, tmp_path, frozen_now
+    parser_events, tmp_path, frozen_now, copy
 ):
     events = [encoded(event) for event in parser_events]
     parser = events[0]["parser_name"]
@@ -139,7 +147,7 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         encoded(parser_events[11]),  # as stored
     ]
     batched, batched_docs = replay(stores[0], steps, parser, tell=False)
-    told, told_docs = replay(stores[1], steps, parser, tell=True)
+    told, told_docs = replay(stores[1], steps, parser, tell=True, copy=copy)
     assert {k: sorted(v) if isinstance(v, list) else v for k, v in vars(told).items()} == {
         k: sorted(v) if isinstance(v, list) else v for k, v in vars(batched).items()
     }
@@ -185,4 +193,28 @@ def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp
     unwritten = writer.take_unwritten()
     assert [doc["_id"] for doc in unwritten] == [events[0]["_id"], events[1]["_id"], unwritten[2]["_id"]]
     assert writer.total.unchanged == [events[2]["_id"]]
+    # The same four as the event pipeline adds them (the writer copies what it keeps), and an event
+    # with a revision of its own (its text is not its body's: a batch).
+    writer.add_copy(dict(events[0]))
+    writer.add_copy(dict(events[1]), events[1].body_json + " ")
+    fresh = encoded(parser_events[5])
+    writer.add_copy(dict(fresh), fresh.body_json)
+    writer.add_copy(dict(events[3], _rev="1-x"), events[3].body_json)
+    writer.add_copy(dict(events[2]), events[2].body_json)  # as stored again: a duplicate now
+    unwritten = writer.take_unwritten()
+    assert [doc["_id"] for doc in unwritten] == [
+        events[0]["_id"],
+        events[1]["_id"],
+        fresh["_id"],
+        events[3]["_id"],
+        events[2]["_id"],
+    ]
+    assert [type(doc) for doc in unwritten] == [
+        dict,
+        EncodedDocument,
+        EncodedDocument,
+        EncodedDocument,
+        EncodedDocument,
+    ]
+    assert unwritten[1].body_json == events[1].body_json + " " and unwritten[2] == fresh
     store.close()

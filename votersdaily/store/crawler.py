@@ -236,7 +236,14 @@ class CrawlerWriter:
 
     def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc`` for writing; None, or a Deferred to wait for when the store is behind."""
-        waiting = self.batch.add(doc)
+        return self._held(self.batch.add(doc))
+
+    def add_copy(self, doc: dict[str, Any], body_json: str | None = None) -> defer.Deferred[None] | None:
+        """Buffer a copy of ``doc`` (with its body's JSON text ``body_json``; no copy of a document
+        told unchanged: :meth:`.writer.BatchWriter.add_copy`); as :meth:`add`."""
+        return self._held(self.batch.add_copy(doc, body_json))
+
+    def _held(self, waiting: defer.Deferred[None] | None) -> defer.Deferred[None] | None:
         if waiting is not None and self.pause_engine:
             self._hold_engine(waiting)
         return waiting

@@ -160,7 +160,7 @@ def _view_rows_of(
 _HASH_GIL_MINSIZE = 2048
 
 
-def md5_holding_the_gil(data: bytes) -> str:
+def _md5_in_pieces(data: bytes) -> str:
     """``hashlib.md5(data).hexdigest()``, fed in pieces below :data:`_HASH_GIL_MINSIZE` so that
     hashing a body never gives up Python's lock (a few microseconds of hashing are not worth a
     5 ms wait for it)."""
@@ -168,6 +168,32 @@ def md5_holding_the_gil(data: bytes) -> str:
     for start in range(0, len(data), _HASH_GIL_MINSIZE - 1):
         digest.update(data[start : start + _HASH_GIL_MINSIZE - 1])
     return digest.hexdigest()
+
+
+#: ``hashlib.md5(data).hexdigest()`` of bytes without giving up Python's lock: compiled
+#: (``votersdaily/_eventjson.c``: one call, no pieces copied), else :func:`_md5_in_pieces`.
+md5_holding_the_gil: Callable[[bytes], str]
+#: The MD5 of a str's UTF-8 (None when it has none: a lone surrogate), the same way.
+_compiled_text_md5: Callable[[str], str | None] | None
+try:
+    from votersdaily._eventjson import md5_hex as _compiled_md5_hex
+except ImportError:  # not built
+    md5_holding_the_gil, _compiled_text_md5 = _md5_in_pieces, None
+else:
+    md5_holding_the_gil = _compiled_text_md5 = _compiled_md5_hex
+
+
+def text_md5(text: str) -> str | None:
+    """The MD5 (hex) of ``text``'s UTF-8, as :func:`md5_holding_the_gil` makes a revision's from the
+    encoded text; None when ``text`` has no UTF-8 (a lone surrogate: the store refuses it). An ASCII
+    text is hashed as it is, without an encoded copy, when the compiled module is built."""
+    if _compiled_text_md5 is not None:
+        return _compiled_text_md5(text)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return _md5_in_pieces(data)
 
 
 def _unavailable_when_sqlite_cannot(method: Callable[..., T]) -> Callable[..., T]:
@@ -778,6 +804,10 @@ class EmbeddedStore:
         values = json.loads("[%s]" % ",".join("null" if row[4] is None else row[4] for row in fetched))
         if width == 1:
             return [(row[0], row[1], value, row[5]) for row, value in zip(fetched, values, strict=True)]
+        if width == 2:  # a parser's views: one list a row, not a list and its slice
+            return [
+                (row[0], [row[1], row[2]], value, row[5]) for row, value in zip(fetched, values, strict=True)
+            ]
         return [
             (row[0], [row[1], row[2], row[3]][:width], value, row[5])
             for row, value in zip(fetched, values, strict=True)

@@ -54,9 +54,9 @@ class RescheduleTracker:
         #: Ids this run tried to write whose marking has not run yet: when the answer of that write
         #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
         self._attempted: set[str] = set()
-        #: (parser_name, unique_key) of every event added to the writer so far, and of the keys
-        #: they replace (:meth:`settled_unchanged`; the adding thread's alone).
-        self._added: set[tuple[Any, Any]] = set()
+        #: parser_name → the unique keys of every event of it added to the writer so far, and the
+        #: keys they replace (:meth:`settled_unchanged`; the adding thread's alone).
+        self._added: dict[str, set[str]] = {}
 
     def known(self, parser_name: str, ids_by_key: dict[str, set[str]]) -> None:
         """The documents of ``parser_name`` by unique key (the rows of ``by_parser_unique_key``) as
@@ -73,17 +73,23 @@ class RescheduleTracker:
         parser, key, replaces = doc.get("parser_name"), doc.get("unique_key"), doc.get("replaces_key")
         if not isinstance(parser, str) or not isinstance(key, str):
             return False  # no event the check let through: the batch tells
-        first = (parser, key) not in self._added
-        self._added.add((parser, key))
+        added = self._added.get(parser)
+        if added is None:
+            added = self._added[parser] = set()
+        first = key not in added
+        added.add(key)
         changes_scheme = bool(replaces) and replaces != key
         old_key_unseen = True
         if changes_scheme:  # the key it replaces: its document may be marked replaced by this one
             if not isinstance(replaces, str):
                 return False
-            old_key_unseen = (parser, replaces) not in self._added
-            self._added.add((parser, replaces))
+            old_key_unseen = replaces not in added
+            added.add(replaces)
         known = self._ids.get(parser)
-        if known is None or not first or known.get(key) != {doc["_id"]}:
+        if known is None or not first:
+            return False
+        ids = known.get(key)  # this one document alone
+        if ids is None or len(ids) != 1 or doc["_id"] not in ids:
             return False
         return not changes_scheme or (old_key_unseen and not known.get(str(replaces)))
 

@@ -29,8 +29,8 @@ from twisted.internet import defer, threads
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
 
-from .base import Store, StoreError, StoreRefused, StoreUnavailable, body_json_of
-from .embedded import md5_holding_the_gil
+from .base import EncodedDocument, Store, StoreError, StoreRefused, StoreUnavailable, body_json_of
+from .embedded import text_md5
 from .hooks import WriteHooks
 from .identity import identity_of
 from .revisions import unstorable
@@ -161,8 +161,25 @@ class BatchWriter:
     def add(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         """Buffer ``doc``; None when the caller may go on, else a Deferred that fires once it may
         (``max_pending`` batches in flight: back-pressure). No Deferred for every document."""
-        if self._stored_texts is not None and self._unchanged_as_stored(doc, self._stored_texts):
+        if self._stored_texts is not None and self._unchanged_as_stored(
+            doc, body_json_of(doc), self._stored_texts
+        ):
             return None
+        return self._buffered(doc)
+
+    def add_copy(self, doc: dict[str, Any], body_json: str | None = None) -> defer.Deferred[None] | None:
+        """:meth:`add` of a copy of ``doc`` that the caller keeps (an :class:`~.base.EncodedDocument`
+        with ``body_json``, the JSON text of its body, when given; else a dict). A document told
+        unchanged where it is added (:meth:`know_stored_texts`) is told from ``doc`` and its text as
+        its copy would be, and no copy is made."""
+        if self._stored_texts is not None:
+            # What body_json_of says of the copy: the text stands for a body without these keys.
+            text = None if body_json is None or "_rev" in doc or "_attachments" in doc else body_json
+            if self._unchanged_as_stored(doc, text, self._stored_texts):
+                return None
+        return self._buffered(dict(doc) if body_json is None else EncodedDocument(doc, body_json))
+
+    def _buffered(self, doc: dict[str, Any]) -> defer.Deferred[None] | None:
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
@@ -172,23 +189,19 @@ class BatchWriter:
             return waiter
         return None
 
-    def _unchanged_as_stored(self, doc: dict[str, Any], digests: dict[str, str]) -> bool:
-        """Whether ``doc`` is told unchanged here (see :meth:`know_stored_texts`). The hooks hear of
-        every document added, in order, told or not."""
+    def _unchanged_as_stored(self, doc: dict[str, Any], text: str | None, digests: dict[str, str]) -> bool:
+        """Whether ``doc``, whose body's JSON text is ``text`` (None: not made), is told unchanged
+        here (see :meth:`know_stored_texts`). The hooks hear of every document added, in order, told
+        or not."""
         doc_id = doc["_id"]
         if doc_id in self._told:  # added again (a second archived copy): a batch tells this one
             del self._told[doc_id]
             self._told_again.append(doc_id)
         digest = digests.pop(doc_id, None)
         settled = self.hooks is None or self.hooks.settled_unchanged(doc)
-        text = body_json_of(doc) if digest is not None and settled else None
-        if text is None:
+        if digest is None or not settled or text is None:
             return False
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:  # the store refuses it: told by the write
-            return False
-        if md5_holding_the_gil(data) != digest:
+        if text_md5(text) != digest:  # None for a text the store refuses (a lone surrogate): the write tells
             return False
         self._told[doc_id] = None
         return True
