@@ -55,3 +55,28 @@ def test_the_feed_appends_whole_lines_with_its_folder_made_once_and_again_when_r
     shutil.rmtree(tmp_path / "feeds")
     feed.publish({"key": "after", "tei_xml": pages[0]})
     assert [json.loads(line)["key"] for line in feed.path.read_text().splitlines()] == ["after"]
+
+
+def test_a_blob_is_the_file_pathlib_writes_under_every_kind_of_root(tmp_path, monkeypatch):
+    """The blob writer opens, writes and renames with plain os calls, not a ``Path`` a blob: for a
+    root given absolute, relative (``.``, ``a/../b``), with a trailing slash or as text, each
+    recorded page and PDF comes back as the path ``str(root / path)`` names, byte for byte, with
+    the permissions ``Path.write_bytes`` gives a file there, and no temporary file is left; an
+    empty blob is an empty file."""
+    from tests.ingest.conftest import recorded_pdfs
+
+    bodies = [path.read_bytes() for path in recorded_html_pages()] + [b for _, b in recorded_pdfs()] + [b""]
+    monkeypatch.chdir(tmp_path)
+    for root in (tmp_path / "abs", ".", "rel/../rel2", str(tmp_path / "slash") + "/", Path("p")):
+        blobs = FolderBlobs(root)
+        for body in bodies:
+            sha1hex = hashes(body)["sha1hex"]
+            for path in (tei_path(sha1hex), thumbnail_path(sha1hex)):
+                written = blobs.put(path, body)
+                assert written == str(Path(root) / path)
+                assert Path(written).read_bytes() == body
+                reference = Path(written).with_name("reference")
+                reference.write_bytes(body)
+                assert Path(written).stat().st_mode == reference.stat().st_mode
+                reference.unlink()
+        assert not list(Path(root).rglob("*.tmp*"))

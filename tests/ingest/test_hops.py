@@ -47,3 +47,30 @@ def test_landing_page_rules():
     assert "terminal" not in result and result["platform"] is None
     assert result["html_biblio"] == biblio
     assert "error_message" not in finished(pdf, "success", "ignored")
+
+
+def test_the_remembered_second_of_dt14_is_the_clock_formatted_afresh(monkeypatch):
+    """``dt14()`` formats the current second once: under a frozen clock moved back and forth, and
+    under the live clock, it is ``now_utc()`` formatted afresh; a given datetime is its own."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from votersdaily.clock import FROZEN_NOW_ENV, now_utc
+    from votersdaily.ingest.result import dt14
+
+    for frozen in (
+        "2026-10-02T18:00:00Z",
+        "2026-10-02T18:00:01Z",
+        "2026-10-02T18:00:00Z",
+        "1999-12-31T23:59:59+01:00",
+    ):
+        monkeypatch.setenv(FROZEN_NOW_ENV, frozen)
+        assert dt14() == dt14() == now_utc().strftime("%Y%m%d%H%M%S")
+    monkeypatch.delenv(FROZEN_NOW_ENV)
+    for _ in range(3):
+        before = now_utc().strftime("%Y%m%d%H%M%S")
+        stamp = dt14()
+        after = now_utc().strftime("%Y%m%d%H%M%S")
+        assert before <= stamp <= after and len(stamp) == 14
+    given = datetime(2020, 10, 28, 23, 51, 3, tzinfo=UTC)
+    assert dt14(given) == "20201028235103"
+    assert dt14(given.astimezone(timezone(timedelta(hours=2)))) == "20201029015103"  # its own fields

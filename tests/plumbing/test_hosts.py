@@ -73,6 +73,39 @@ def test_a_port_entry_opens_that_port_only_a_host_entry_every_port():
     assert pickle.loads(pickle.dumps(hosts)) == hosts  # the laundromat's workers get it pickled
 
 
+def test_a_remembered_normal_host_is_the_one_made_afresh_and_no_list_matches_nothing():
+    """The SSRF guard normalises the same few hosts for every request: the remembered form is the
+    uncached function's, asked again or not (names, IDN, addresses in several spellings, brackets,
+    trailing dots, case); an empty list answers no without normalising, as the full check does."""
+    from votersdaily.plumbing.hosts import normal_host
+
+    hosts = [
+        "127.0.0.1",
+        "0:0::1",
+        "[::1]",
+        "EXAMPLE.org.",
+        " Example.ORG ",
+        "b\u00fccher.example",
+        "xn--bcher-kva.example",
+        "::ffff:192.168.0.1",
+        "fe80::1",
+        "bad..name",
+        "\u2603.net",
+        "",
+    ]
+    for _ in range(2):
+        assert [normal_host(h) for h in hosts] == [normal_host.__wrapped__(h) for h in hosts]
+    none, some = HostList(), HostList.parse(["127.0.0.1:18080", "example.org"], "INGEST_PRIVATE_HOSTS")
+    for host in hosts:
+        for port in (80, 18080):
+            full = normal_host(host) in none.any_port or (normal_host(host), port) in none.ports
+            assert none.matches(host, port) is full is False
+            assert some.matches(host, port) == (
+                normal_host.__wrapped__(host) in some.any_port
+                or (normal_host.__wrapped__(host), port) in some.ports
+            )
+
+
 def _policy(**settings) -> AddressPolicy:
     values = Settings()
     set_defaults(values)

@@ -4,6 +4,7 @@ and the ``html-teixml`` JSON-lines feed that announces them (like its Kafka topi
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -33,32 +34,51 @@ class FolderBlobs:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        #: Folders made (or found) by this writer: each blob's folder is made once, not once a blob.
-        self._made: set[Path] = set()
+        #: Each blob folder made (or found) by this writer, with its path as text: made once, not
+        #: once a blob, and a blob's path is that text and its name (no ``Path`` objects a blob).
+        self._folders: dict[str, tuple[Path, str]] = {}
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
+        """Write ``data`` whole as ``path`` (a temporary file renamed over it, so a reader never sees
+        half a blob) and return the file's path, ``str(root / path)``."""
         if not _SAFE_PATH.match(path):
             raise ValueError("refusing blob path %r" % path)
-        target = self.root / path
-        if target.parent not in self._made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(target.parent)
-        tmp = target.with_suffix(target.suffix + ".tmp%d" % threading.get_ident())
+        name, _, base = path.partition("/")  # one folder and a file name (_SAFE_PATH)
+        folder = self._folders.get(name)
+        if folder is None:
+            made = self.root / name
+            made.mkdir(parents=True, exist_ok=True)
+            folder = self._folders[name] = (made, str(made))
+        target = "%s/%s" % (folder[1], base)
+        tmp = "%s.tmp%d" % (target, threading.get_ident())
         try:
             try:
-                tmp.write_bytes(data)
+                _write_whole(tmp, data)
             except FileNotFoundError:  # the folder was removed since: made again, as before
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp.write_bytes(data)
-            tmp.replace(target)
+                folder[0].mkdir(parents=True, exist_ok=True)
+                _write_whole(tmp, data)
+            os.replace(tmp, target)  # noqa: PTH105 - no Path object a blob (the reason for text paths)
         except OSError:  # a full disk: no half-written file left beside the blobs
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # noqa: PTH108 - as above
             raise
-        return str(target)
+        return target
 
     def get(self, path: str) -> bytes | None:
         target = self.root / path
         return target.read_bytes() if _SAFE_PATH.match(path) and target.exists() else None
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """``data`` as the file ``path`` (made or emptied, as ``open(path, "wb")`` does), all of it or an
+    error."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 class StoreBlobs:

@@ -15,8 +15,21 @@ SUCCESS = "success"
 
 
 def dt14(value: datetime | None = None) -> str:
-    """``YYYYMMDDhhmmss`` in UTC (the CDX/wayback timestamp)."""
-    return (value or now_utc()).strftime("%Y%m%d%H%M%S")
+    """``YYYYMMDDhhmmss`` in UTC (the CDX/wayback timestamp). The current second's is formatted once
+    (:data:`_LAST_SECOND`): a crawl stamps every hop and sub-resource, hundreds a second."""
+    if value is not None:
+        return value.strftime("%Y%m%d%H%M%S")
+    global _LAST_SECOND  # noqa: PLW0603 - one (second, text) pair, replaced whole
+    now = now_utc()
+    last, text = _LAST_SECOND
+    if now != last:
+        text = now.strftime("%Y%m%d%H%M%S")
+        _LAST_SECOND = (now, text)
+    return text
+
+
+#: The last second :func:`dt14` formatted for the clock (``now_utc``: UTC, whole seconds) and its text.
+_LAST_SECOND: tuple[datetime | None, str] = (None, "")
 
 
 def iso_seconds(value: str) -> str:

@@ -68,7 +68,6 @@ from .workers import ExtractionCrashed, ExtractPool
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Request, Response
     from scrapy.settings import BaseSettings
@@ -160,13 +159,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(close_renderers, signal=scrapy.signals.spider_closed)
-        # one receiver a download signal for hops and sub-resources alike (each costs every request)
+        # one receiver a download signal for hops and sub-resources alike (each costs every request;
+        # each takes ``**_``, so PyDispatcher hands it the signal's arguments without sorting them)
         crawler.signals.connect(spider._request_reached, signal=scrapy.signals.request_reached_downloader)
         crawler.signals.connect(spider._headers_received, signal=scrapy.signals.headers_received)
         crawler.signals.connect(spider._bytes_received, signal=scrapy.signals.bytes_received)
         return spider
 
-    def _request_reached(self, request: Request, spider: Spider | None = None) -> None:
+    def _request_reached(self, request: Request, **_: object) -> None:
         """``request_reached_downloader``: a hop starts its ingest's clock; a sub-resource's place in
         the downloader room is the downloader's now."""
         if H.STATE_META in request.meta:
@@ -174,9 +174,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         else:
             self.room.reached(request)
 
-    def _headers_received(
-        self, headers: Headers, body_length: int, request: Request, spider: Spider | None = None
-    ) -> None:
+    def _headers_received(self, headers: Headers, body_length: int, request: Request, **_: object) -> None:
         """``headers_received``: a hop's announced size is checked; a sub-resource's shrinks its
         byte reservation."""
         if H.STATE_META in request.meta:
@@ -184,7 +182,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         else:
             self.resource_streams.headers(headers, body_length, request)
 
-    def _bytes_received(self, data: bytes, request: Request, spider: Spider | None = None) -> None:
+    def _bytes_received(self, data: bytes, request: Request, **_: object) -> None:
         """``bytes_received``: a hop's bytes are counted; a sub-resource's are hashed as they come."""
         if H.STATE_META in request.meta:
             self._count_bytes(data, request)

@@ -10,6 +10,7 @@ operator meant to keep out. No Scrapy here: the laundromat's cleaning workers un
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -23,9 +24,16 @@ class BadHostEntry(ValueError):
     """A host list entry that can never match a URL; the message names the setting and the entry."""
 
 
+#: Hosts whose normal form is remembered: the SSRF guard asks about the same few hosts for every
+#: request of a crawl (each time an IP address parse, which raises for every name).
+_REMEMBERED_HOSTS = 4096
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_HOSTS)
 def normal_host(host: str) -> str:
     """The form hosts are compared in: lower case, no brackets or trailing dot, IP addresses in their
-    canonical form (``0:0::1`` is ``::1``), names in their ASCII (IDNA) form."""
+    canonical form (``0:0::1`` is ``::1``), names in their ASCII (IDNA) form. Remembered
+    (:data:`_REMEMBERED_HOSTS`): a pure function of the string."""
     host = host.strip().strip("[]").rstrip(".").lower()
     try:
         return str(ipaddress.ip_address(host))
@@ -121,6 +129,8 @@ class HostList:
         return bool(self.any_port or self.ports)
 
     def matches(self, host: str, port: int) -> bool:
+        if not (self.any_port or self.ports):  # no list (the default): nothing to normalise
+            return False
         host = normal_host(host)
         return host in self.any_port or (host, port) in self.ports
 
