@@ -287,6 +287,14 @@ _compiled_clean_text: Callable[..., tuple[str, int] | None] | None
 #: ``items()``; these override nothing a dict is read by): the compiled encoder reads such an event
 #: as a dict (its ``event`` mode), without a copy. The events of the pipeline are :class:`EventItem`.
 _READ_AS_DICTS = frozenset({EventItem})
+
+
+def _compiled_reads(event: Mapping[str, Any]) -> bool:
+    """Whether the compiled module reads ``event`` as it is: an exact dict or one of :data:`_READ_AS_DICTS`."""
+    kind = type(event)
+    return kind is dict or kind in _READ_AS_DICTS
+
+
 #: The rules of :func:`_check_rules` but the size, compiled (``_eventjson.c``: True when they surely
 #: hold, False when the Python rules must decide; their spec :func:`_rules_spec`); None when the
 #: module is not built.
@@ -352,7 +360,7 @@ def check_event_json(event: MutableMapping[str, Any]) -> tuple[list[str], str | 
 def _clean_json(event: Mapping[str, Any]) -> tuple[str, int]:
     """The JSON text of an event with nothing to clean in it, and its size in bytes;
     :class:`_Reference` when it is not JSON or has something to clean."""
-    if _compiled_clean_text is not None and (type(event) is dict or type(event) in _READ_AS_DICTS):
+    if _compiled_clean_text is not None and _compiled_reads(event):
         # Its event mode also refuses what _check_plain_keys refuses (a key not a clean string, or
         # CouchDB's): an answer needs no other check.
         found = _compiled_clean_text(event, True, True)
@@ -463,11 +471,7 @@ def _check_rules(event: Mapping[str, Any], size_bound: int) -> None:
     string in it is plain and clean (the text rule cannot fail) and ``size_bound`` bounds its JSON.
     The compiled rules tell an event that keeps them all; any other goes through these, which say
     the first rule it breaks."""
-    if not (
-        _compiled_rules is not None
-        and (type(event) is dict or type(event) in _READ_AS_DICTS)
-        and _compiled_rules(event, _rules_spec())
-    ):
+    if not (_compiled_rules is not None and _compiled_reads(event) and _compiled_rules(event, _rules_spec())):
         if not _required_keys_hold(event):
             _required_keys(event, cleaned=True)  # raises for the first one broken
         _event_rules(event)

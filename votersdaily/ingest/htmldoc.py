@@ -57,7 +57,7 @@ class HtmlDoc:
         """Non-empty ``content`` of every head meta whose key is ``key`` (:meth:`meta_elements`).
         Most keys asked are on no page (the biblio asks some 100 per page): those go no further
         than the index."""
-        elements = self.metas.get(key.strip().lower())
+        elements = self.meta_elements(key)
         return [c for c in (m.get("content") for m in elements) if c] if elements else []
 
     def pragma_elements(self, name: str) -> list[etree._Element]:

@@ -129,7 +129,7 @@ class HostList:
         return bool(self.any_port or self.ports)
 
     def matches(self, host: str, port: int) -> bool:
-        if not (self.any_port or self.ports):  # no list (the default): nothing to normalise
+        if not self:  # no list (the default): nothing to normalise
             return False
         host = normal_host(host)
         return host in self.any_port or (host, port) in self.ports

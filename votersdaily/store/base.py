@@ -54,9 +54,13 @@ class EncodedDocument(dict[str, Any]):
 def body_json_of(doc: dict[str, Any]) -> str | None:
     """The JSON text of ``doc``'s body, when it was made with the document and stands for all of it
     (no ``_rev``, no ``_attachments``), else None."""
-    if type(doc) is EncodedDocument and "_rev" not in doc and "_attachments" not in doc:
-        return doc.body_json
-    return None
+    return standing_body_json(doc, doc.body_json) if type(doc) is EncodedDocument else None
+
+
+def standing_body_json(doc: dict[str, Any], body_json: str | None) -> str | None:
+    """``body_json``, made with ``doc``, when it stands for all of its body (no ``_rev``, no
+    ``_attachments``: the store takes those out), else None."""
+    return None if body_json is None or "_rev" in doc or "_attachments" in doc else body_json
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,15 @@ from twisted.internet import defer, threads
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
 
-from .base import EncodedDocument, Store, StoreError, StoreRefused, StoreUnavailable, body_json_of
+from .base import (
+    EncodedDocument,
+    Store,
+    StoreError,
+    StoreRefused,
+    StoreUnavailable,
+    body_json_of,
+    standing_body_json,
+)
 from .embedded import text_md5
 from .hooks import WriteHooks
 from .identity import identity_of
@@ -173,8 +181,7 @@ class BatchWriter:
         unchanged where it is added (:meth:`know_stored_texts`) is told from ``doc`` and its text as
         its copy would be, and no copy is made."""
         if self._stored_texts is not None:
-            # What body_json_of says of the copy: the text stands for a body without these keys.
-            text = None if body_json is None or "_rev" in doc or "_attachments" in doc else body_json
+            text = standing_body_json(doc, body_json)  # what body_json_of would say of the copy
             if self._unchanged_as_stored(doc, text, self._stored_texts):
                 return None
         return self._buffered(dict(doc) if body_json is None else EncodedDocument(doc, body_json))
