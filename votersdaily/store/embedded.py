@@ -420,6 +420,16 @@ class EmbeddedStore:
             is not None
         )
 
+    @_unavailable_when_sqlite_cannot
+    def change_token(self) -> tuple[int, int]:
+        """Equal at two moments only when nothing was committed to the file in between, by any
+        connection: SQLite's ``data_version`` (which moves with every commit of another connection,
+        another process's included: the store's process, another crawl) and this connection's own
+        ``total_changes``. A reader that took it before a read may reuse what it read while it holds."""
+        with self._lock:
+            (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            return version, self._conn.total_changes
+
     @classmethod
     def from_uri(cls, uri: str, prefix: str = "") -> EmbeddedStore:
         return cls(cls.path_of(uri), prefix)
