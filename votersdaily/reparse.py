@@ -394,7 +394,7 @@ class ReparseExtension:
             return [{**row.doc, "unique_key": row.key[1]} for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
-        reparse = self._reparse()
+        reparse = self.context.reparse  # _reparse(), without a call an item
         if reparse is None:
             return
         if "_id" not in item:
@@ -407,10 +407,10 @@ class ReparseExtension:
         record = get("warc_record_id")
         if record:
             reparse.sources[doc_id] = (get("warc_file"), get("warc_offset"), record)  # ARCHIVE_POINTER's
-            produced = reparse.produced.get(record)
-            if produced is None:
-                produced = reparse.produced[record] = []
-            produced.append((doc_id, get("datetime"), text_digest(get("source_text"))))
+            source = get("source_text")
+            # text_digest's, its common case without a call: the text's MD5 (None: no UTF-8)
+            digest = (text_md5(source) if type(source) is str else None) or text_digest(source)
+            reparse.produced.setdefault(record, []).append((doc_id, get("datetime"), digest))
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):

@@ -172,19 +172,26 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         store.close()
 
 
-def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp_path):
-    """Without the event's own text, with a text not the stored one, for an id not stored: a batch."""
-    store = EmbeddedStore(tmp_path / "store.db")
+def telling_writer(store: EmbeddedStore, events: list[EncodedDocument]) -> tuple[BatchWriter, dict[str, str]]:
+    """``events`` stored, then a writer set up as a reparse's (its start read handed over): the
+    writer, and the digests it was given."""
     store.ensure_db(DB)
     store.install_views(DB)
-    events = [encoded(event) for event in parser_events[:4]]
     upsert(store, DB, events, ignore=schema.VOLATILE_EVENT_KEYS)
     parser = events[0]["parser_name"]
     ids, digests = start_read(store, parser)
     tracker = RescheduleTracker()
     tracker.known(parser, ids)
     writer = BatchWriter(store, DB, batch_size=10_000, ignore=schema.VOLATILE_EVENT_KEYS, hooks=tracker)
-    writer.know_stored_texts(digests)
+    writer.know_stored_texts(dict(digests))
+    return writer, digests
+
+
+def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp_path):
+    """Without the event's own text, with a text not the stored one, for an id not stored: a batch."""
+    store = EmbeddedStore(tmp_path / "store.db")
+    events = [encoded(event) for event in parser_events[:4]]
+    writer, _ = telling_writer(store, events)
     assert writer.tells_unchanged
     writer.add(dict(events[0]))  # no text of its own
     writer.add(EncodedDocument(dict(events[1]), events[1].body_json + " "))  # derived: not the stored text
@@ -217,4 +224,19 @@ def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp
         EncodedDocument,
     ]
     assert unwritten[1].body_json == events[1].body_json + " " and unwritten[2] == fresh
+    store.close()
+
+
+def test_digests_known_again_leave_a_told_event_told_once(parser_events, tmp_path):
+    """An event told unchanged spends its digest: given the digests again (the same start read) it
+    is not told a second time; its next copy goes to a batch and makes it a duplicate, as before."""
+    store = EmbeddedStore(tmp_path / "store.db")
+    events = [encoded(event) for event in parser_events[:2]]
+    writer, digests = telling_writer(store, events)
+    writer.add_copy(dict(events[0]), events[0].body_json)  # told
+    writer.know_stored_texts(dict(digests))
+    writer.add_copy(dict(events[0]), events[0].body_json)  # its second copy
+    writer.add_copy(dict(events[1]), events[1].body_json)  # told
+    assert [doc["_id"] for doc in writer.take_unwritten()] == [events[0]["_id"]]
+    assert (writer.total.unchanged, writer.total.duplicates) == ([events[1]["_id"]], [events[0]["_id"]])
     store.close()

@@ -76,8 +76,9 @@ class RescheduleTracker:
         added = self._added.get(parser)
         if added is None:
             added = self._added[parser] = set()
-        first = key not in added
+        seen = len(added)
         added.add(key)
+        first = len(added) != seen  # one look-up in the set, not two
         changes_scheme = bool(replaces) and replaces != key
         old_key_unseen = True
         if changes_scheme:  # the key it replaces: its document may be marked replaced by this one
