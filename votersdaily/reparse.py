@@ -332,13 +332,20 @@ class ReparseExtension:
         :data:`CHECK_FIELDS` by ``get``, as :meth:`_events_of` gives it); where that view is not installed,
         each value is the event's :data:`VERSION_FIELDS` read from its document (see
         :meth:`_events_of`). The revision only with ``revisions``."""
-        low, high = [parser_name], [parser_name, {}]
         if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
-            rows = []
-            for doc_id, key, value, rev in _provenance_rows(store, low, high, revisions):
-                value["_id"] = doc_id  # the value, made what the end reads of the event
-                value["unique_key"] = key[1]
-                rows.append((doc_id, key[1], value, rev))
+            if isinstance(store, EmbeddedStore):  # no key list a row
+                rows = store.rows_of_first_key(
+                    schema.EVENTS_DB, PROVENANCE_VIEW, parser_name, revisions=revisions
+                )
+            else:
+                low, high = [parser_name], [parser_name, {}]
+                rows = [
+                    (doc_id, key[1], value, rev)
+                    for doc_id, key, value, rev in _provenance_rows(store, low, high, revisions)
+                ]
+            for doc_id, key, value, _ in rows:  # each value made what the end reads of its event
+                value["_id"] = doc_id
+                value["unique_key"] = key
             return rows, True
         docs = ReparseExtension._events_of(store, parser_name, VERSION_FIELDS, revisions)
         return [(doc["_id"], doc["unique_key"], doc, doc.get("_rev")) for doc in docs], False
