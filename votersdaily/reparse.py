@@ -267,7 +267,7 @@ class ReparseExtension:
             self._store_failed(spider, exc)
 
     def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
-        from .store.reschedules import RescheduleTracker
+        from .store.reschedules import KeyIds, RescheduleTracker, key_ids
 
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
@@ -290,17 +290,15 @@ class ReparseExtension:
         # process's) makes the end read the rows again.
         token = store.change_token() if isinstance(store, EmbeddedStore) else None
         with collections_paused():  # some 600,000 objects made to live on: nothing to collect
-            ids_by_key: dict[str, set[str]] = {}
+            ids_by_key: dict[str, KeyIds] = {}  # a key's one id alone (no set a key: KeyIds)
             digests: dict[str, str] = {}
             versions = reparse.versions_before
             names: dict[str, str] = {}  # each version's name once, not once an event
             rows, whole = self._provenance_of(store, spider.name, revisions=bool(telling))
             for doc_id, key, value, rev in rows:
-                ids = ids_by_key.get(key)
-                if ids is None:
-                    ids_by_key[key] = {doc_id}
-                else:
-                    ids.add(doc_id)
+                ids = ids_by_key.setdefault(key, doc_id)
+                if ids is not doc_id:  # a second document of the key
+                    key_ids(ids_by_key, key).add(doc_id)
                 if telling and rev:
                     digests[doc_id] = text_md5_of(rev)
                 get = value.get
@@ -318,7 +316,12 @@ class ReparseExtension:
                 reparse.store_token = token
             for n, writer in enumerate(writers):  # each its own (a tracker keeps it current)
                 hooks = cast("RescheduleTracker", writer.hooks)
-                hooks.known(spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()})
+                hooks.known(
+                    spider.name,
+                    ids_by_key
+                    if n == 0
+                    else {k: v if type(v) is str else set(v) for k, v in ids_by_key.items()},
+                )
             for n, writer in enumerate(telling):
                 writer.batch.know_stored_texts(digests if n == 0 else dict(digests))
 
