@@ -161,12 +161,14 @@ def test_a_reschedule_tracker_handed_the_reparses_read_marks_as_one_that_reads(
 def _flipped(crawl, uri: str, env: dict) -> tuple[str, ...]:
     """house_floor crawled twice, a byte flipped in its first WARC's second record (as
     tests/test_reparse_damaged.py does): an unchanged reparse that repoints and names the damage."""
+    from tests.test_reparse import events
     from tests.test_reparse_damaged import response_offsets
     from votersdaily.spiders.house_floor import HouseFloorSpider
 
     for _ in range(2):
         assert crawl("house_floor", HouseFloorSpider.recording_urls(), uri, env=env).returncode == 0
-    first = sorted((Path(env["VOTERSDAILY_ARCHIVE_DIR"]) / "house_floor").glob("*.warc.gz"))[0]
+    (pointed,) = {event["warc_file"] for event in events(uri).values()}  # the first run's, kept
+    first = Path(env["VOTERSDAILY_ARCHIVE_DIR"]) / "house_floor" / pointed
     data = bytearray(first.read_bytes())
     data[response_offsets(first)[1] + 300] ^= 0xFF
     first.write_bytes(bytes(data))
