@@ -139,6 +139,48 @@ def scheduler_has_pending(crawler: Crawler) -> bool | None:
     return None if scheduler is None else bool(scheduler.has_pending_requests())
 
 
+def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], Request | None]] | None:
+    """What the spider middlewares do to a request a callback yields, as one call each, in the order
+    Scrapy's ``process_spider_output`` chain applies them (``engine.scraper.spidermw.methods``): each
+    middleware's ``get_processed_request`` (a request back, or None: dropped). None when a middleware
+    of the chain does more with a callback's output (:func:`processes_each_request_alone`).
+    Checked on Scrapy 2.19.0."""
+    scraper = getattr(_engine(crawler), "scraper", None)
+    methods = getattr(getattr(scraper, "spidermw", None), "methods", None)
+    if methods is None or "process_spider_output" not in methods:
+        raise ScrapyInternalsChanged("the engine has no scraper.spidermw.methods['process_spider_output']")
+    processors: list[Callable[[Request, Response], Request | None]] = []
+    for method in methods["process_spider_output"]:
+        if method is None:  # a middleware without one (HttpErrorMiddleware)
+            continue
+        middleware = method.__self__
+        if not processes_each_request_alone(middleware):
+            return None
+        processors.append(middleware.get_processed_request)
+    return processors
+
+
+#: What a spider middleware may override to do more with a callback's output than process each request.
+_OUTPUT_METHODS = ("process_spider_output", "process_spider_output_async", "_get_processed")
+
+
+def processes_each_request_alone(middleware: object) -> bool:
+    """Whether all a spider middleware does to a request in a callback's output is its
+    ``get_processed_request``: a ``BaseSpiderMiddleware`` without its own ``process_spider_output``,
+    ``process_spider_output_async`` or ``_get_processed`` (Scrapy's ``DepthMiddleware`` overrides the
+    first two only to give the response its depth, which a callback's response already has)."""
+    from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+    from scrapy.spidermiddlewares.depth import DepthMiddleware
+
+    if not isinstance(middleware, BaseSpiderMiddleware):
+        return False
+    kind = type(middleware)
+    own = {name for name in _OUTPUT_METHODS if getattr(kind, name) is not getattr(BaseSpiderMiddleware, name)}
+    if issubclass(kind, DepthMiddleware):
+        own = {name for name in own if getattr(kind, name) is not getattr(DepthMiddleware, name)}
+    return not own
+
+
 def engine_paused(crawler: Crawler) -> bool:
     """Whether someone paused the engine (``engine.pause()``; the ``paused`` flag). Checked on
     Scrapy 2.13.4 to 2.19.0."""
