@@ -103,6 +103,13 @@ class Probe(scrapy.Spider):
         crawler = self.crawler
         self.seen["scraping"] = response.request in scrapy_internals.scraping(crawler)
         self.seen["processors"] = scrapy_internals.request_processors(crawler)
+        slot = crawler.engine.scraper.slot
+        before = slot.active_size
+        release = scrapy_internals.count_as_scraping(crawler, response)
+        during = slot.active_size
+        release()
+        release()  # once only
+        self.seen["counted"] = (during - before, slot.active_size - before, len(response.body))
         self.seen["start_left_while_start_waits"] = scrapy_internals.start_requests_left(crawler)
         self.seen["pending_before"] = scrapy_internals.scheduler_has_pending(crawler)
         crawler.engine.crawl(Request(self.base + "/b", callback=self.parse_a))
@@ -196,6 +203,11 @@ def test_request_processors_are_the_spider_middlewares_get_processed_request(pro
         processed = process(processed, response)
     assert processed.meta["depth"] == 1
     assert processed.headers.get("Referer") == source.url.encode()
+
+
+def test_count_as_scraping_adds_a_body_to_the_scrapers_size_until_released(probe):
+    added, left, body = seen(probe, "counted")
+    assert body > 1024 and added == body and left == 0
 
 
 class OwnOutput(BaseSpiderMiddleware):

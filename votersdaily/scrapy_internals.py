@@ -160,6 +160,28 @@ def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], R
     return processors
 
 
+def count_as_scraping(crawler: Crawler, response: Response) -> Callable[[], None]:
+    """Count ``response`` toward the scraper slot's ``active_size`` as Scrapy counts a response it
+    hands to a callback (its body, at least ``Slot.MIN_RESPONSE_SIZE``), until the call returned is
+    made (once): above ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` the engine starts no more requests, so
+    bodies a callback holds (a hop it fetched itself) hold back the downloads as scheduled ones did.
+    ``engine.scraper.slot.active_size``; checked on Scrapy 2.19.0."""
+    slot = getattr(_engine(crawler).scraper, "slot", None)
+    if slot is None:  # the spider is closing
+        return lambda: None
+    if not hasattr(slot, "active_size") or not hasattr(slot, "MIN_RESPONSE_SIZE"):
+        raise ScrapyInternalsChanged("the scraper's slot has no active_size or MIN_RESPONSE_SIZE")
+    size = max(len(response.body), slot.MIN_RESPONSE_SIZE)
+    slot.active_size += size
+    counted = [size]
+
+    def release() -> None:
+        if counted:
+            slot.active_size -= counted.pop()
+
+    return release
+
+
 #: What a spider middleware may override to do more with a callback's output than process each request.
 _OUTPUT_METHODS = ("process_spider_output", "process_spider_output_async", "_get_processed")
 

@@ -12,6 +12,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 
 from tests.conftest import CRAWL_MODE
+from votersdaily.ingest.persist import IngestStorePipeline
 from votersdaily.ingest.spider import IngestSpider
 
 from .conftest import build_site, read_results, run_ingest, write_requests
@@ -133,3 +134,39 @@ def test_a_refused_hop_is_not_fetched_either_way(crawl, site, tmp_path, monkeypa
     assert new_seen == old_seen
     assert "/hop1" not in {path for _, path, _ in new_seen}
     assert stat(new_log, "test/refused") == stat(old_log, "test/refused") == 1
+
+
+def test_a_hop_body_the_callback_holds_counts_toward_the_scrapers_limit_either_way(
+    crawl, site, tmp_path, monkeypatch
+):
+    """The engine starts no more requests while the scraper holds more than
+    SCRAPER_SLOT_MAX_ACTIVE_SIZE of response bodies: a PDF the callback fetched itself counts there
+    while its chain works on it, as a scheduled hop's response did."""
+    build_site(site)
+    held: dict[bool, list[tuple[int, int]]] = {}
+    terminal = IngestSpider._terminal
+
+    async def measured(self, state, response, *args):
+        slot = self.crawler.engine.scraper.slot
+        held.setdefault(self.hops_through_scheduler, []).append((slot.active_size, len(response.body)))
+        return await terminal(self, state, response, *args)
+
+    monkeypatch.setattr(IngestSpider, "_terminal", measured)
+    at_close: list[int] = []
+    close = IngestStorePipeline.close_spider
+
+    async def closing(self):
+        at_close.append(self.crawler.engine.scraper.slot.active_size)
+        await close(self)
+
+    monkeypatch.setattr(IngestStorePipeline, "close_spider", closing)
+    requests = [
+        {"base_url": site.url + path, "ingest_type": "pdf"}
+        for path in ("/start", "/missing", "/landing-nopdf")  # a PDF, a hop failed, no link
+    ]
+    (old, _, _), (new, _, _) = both_ways(crawl, site, tmp_path, monkeypatch, requests)
+    assert steady(new) == steady(old)
+    for through_scheduler in (True, False):
+        [(active, body)] = held[through_scheduler]
+        assert body > 1024 and active >= body, (through_scheduler, active, body)
+    assert at_close == [0, 0]  # every body counted was given back

@@ -28,7 +28,7 @@ from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
-from votersdaily.scrapy_internals import request_processors
+from votersdaily.scrapy_internals import count_as_scraping, request_processors
 
 from . import hops as H
 from . import ingest_requests as R
@@ -374,26 +374,35 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         (:meth:`_next_hop`), not yielded to the scheduler, unless :attr:`hops_through_scheduler`.
         An extraction process that died twice on a hop fails this ingest only."""
         processors = self._hop_processors()
-        while True:
-            follow = None
-            try:
-                async for output in self._parse_hop(response):
-                    if processors is not None and isinstance(output, scrapy.Request):
-                        follow = output
-                    else:
-                        yield output
-            except ExtractionCrashed as exc:
-                state = response.meta[H.STATE_META]
-                term = terminal(response.url, dt14(), response.status)
-                yield self._finish(state, "extract-process-died", str(exc), terminal=term)
-            if follow is None or processors is None:
-                return
-            fetched = await self._next_hop(follow, response, processors)
-            if not isinstance(fetched, Response):
-                if fetched is not None:
-                    yield fetched
-                return
-            response = fetched
+        release = None  # stops counting the body of the hop this callback fetched last
+        try:
+            while True:
+                follow = None
+                try:
+                    async for output in self._parse_hop(response):
+                        if processors is not None and isinstance(output, scrapy.Request):
+                            follow = output
+                        else:
+                            yield output
+                except ExtractionCrashed as exc:
+                    state = response.meta[H.STATE_META]
+                    term = terminal(response.url, dt14(), response.status)
+                    yield self._finish(state, "extract-process-died", str(exc), terminal=term)
+                if follow is None or processors is None:
+                    return
+                fetched = await self._next_hop(follow, response, processors)
+                if not isinstance(fetched, Response):
+                    if fetched is not None:
+                        yield fetched
+                    return
+                if release is not None:
+                    release()
+                # its body holds the engine's downloads back, as a scheduled hop's did in the scraper
+                release = count_as_scraping(self.crawler, fetched)
+                response = fetched
+        finally:
+            if release is not None:
+                release()
 
     def _hop_processors(self) -> list[Callable[[Request, Response], Request | None]] | None:
         """The spider middlewares' processing of a yielded request (asked once a crawl), or None when
