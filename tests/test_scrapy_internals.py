@@ -20,6 +20,10 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, TextResponse
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
+from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 from twisted.web.iweb import IPolicyForHTTPS
@@ -98,6 +102,14 @@ class Probe(scrapy.Spider):
     def parse_a(self, response: TextResponse):
         crawler = self.crawler
         self.seen["scraping"] = response.request in scrapy_internals.scraping(crawler)
+        self.seen["processors"] = scrapy_internals.request_processors(crawler)
+        slot = crawler.engine.scraper.slot
+        before = slot.active_size
+        release = scrapy_internals.count_as_scraping(crawler, response)
+        during = slot.active_size
+        release()
+        release()  # once only
+        self.seen["counted"] = (during - before, slot.active_size - before, len(response.body))
         self.seen["start_left_while_start_waits"] = scrapy_internals.start_requests_left(crawler)
         self.seen["pending_before"] = scrapy_internals.scheduler_has_pending(crawler)
         crawler.engine.crawl(Request(self.base + "/b", callback=self.parse_a))
@@ -172,6 +184,68 @@ def test_the_scraper_slots_queue_holds_result_request_deferred():
     assert scrapy_internals.scraper_slot_requests(slot) == {request}
     slot.next_response_request_deferred()
     assert scrapy_internals.scraper_slot_requests(slot) == {request}  # now active
+
+
+def test_request_processors_are_the_spider_middlewares_get_processed_request(probe):
+    names = [type(process.__self__).__name__ for process in seen(probe, "processors")]
+    # process_spider_output's order: the highest SPIDER_MIDDLEWARES_BASE number first
+    assert names == [
+        "MetaCopyDetectionMiddleware",
+        "DepthMiddleware",
+        "UrlLengthMiddleware",
+        "RefererMiddleware",
+        "StartSpiderMiddleware",
+    ]
+    source = Request(probe.spider.base + "/a", meta={"depth": 0})  # as DepthMiddleware leaves it
+    response = TextResponse(source.url, body=b"x", request=source)
+    processed = Request(probe.spider.base + "/b")
+    for process in seen(probe, "processors"):
+        processed = process(processed, response)
+    assert processed.meta["depth"] == 1
+    assert processed.headers.get("Referer") == source.url.encode()
+
+
+def test_count_as_scraping_adds_a_body_to_the_scrapers_size_until_released(probe):
+    added, left, body = seen(probe, "counted")
+    assert body > 1024 and added == body and left == 0
+
+
+class OwnOutput(BaseSpiderMiddleware):
+    def process_spider_output(self, response, result):
+        yield from result
+
+
+class OwnAsyncOutput(BaseSpiderMiddleware):
+    async def process_spider_output_async(self, response, result):
+        async for o in result:
+            yield o
+
+
+class DeeperDepth(DepthMiddleware):
+    def _get_processed(self, o, response):
+        return o
+
+
+class OnlyRequests(BaseSpiderMiddleware):
+    def get_processed_request(self, request, response):
+        return request
+
+
+def test_a_middleware_doing_more_with_the_output_is_told_apart():
+    crawler = get_crawler()
+    alone = [
+        OnlyRequests(crawler),
+        DepthMiddleware.from_crawler(crawler),
+        RefererMiddleware(crawler.settings),
+    ]
+    assert all(scrapy_internals.processes_each_request_alone(mw) for mw in alone)
+    more = [
+        OwnOutput(crawler),
+        OwnAsyncOutput(crawler),
+        DeeperDepth.from_crawler(crawler),
+        HttpErrorMiddleware,
+    ]
+    assert not any(scrapy_internals.processes_each_request_alone(mw) for mw in more)
 
 
 def test_slot_key_and_loads(probe):

@@ -139,6 +139,70 @@ def scheduler_has_pending(crawler: Crawler) -> bool | None:
     return None if scheduler is None else bool(scheduler.has_pending_requests())
 
 
+def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], Request | None]] | None:
+    """What the spider middlewares do to a request a callback yields, as one call each, in the order
+    Scrapy's ``process_spider_output`` chain applies them (``engine.scraper.spidermw.methods``): each
+    middleware's ``get_processed_request`` (a request back, or None: dropped). None when a middleware
+    of the chain does more with a callback's output (:func:`processes_each_request_alone`).
+    Checked on Scrapy 2.19.0."""
+    scraper = getattr(_engine(crawler), "scraper", None)
+    methods = getattr(getattr(scraper, "spidermw", None), "methods", None)
+    if methods is None or "process_spider_output" not in methods:
+        raise ScrapyInternalsChanged("the engine has no scraper.spidermw.methods['process_spider_output']")
+    processors: list[Callable[[Request, Response], Request | None]] = []
+    for method in methods["process_spider_output"]:
+        if method is None:  # a middleware without one (HttpErrorMiddleware)
+            continue
+        middleware = method.__self__
+        if not processes_each_request_alone(middleware):
+            return None
+        processors.append(middleware.get_processed_request)
+    return processors
+
+
+def count_as_scraping(crawler: Crawler, response: Response) -> Callable[[], None]:
+    """Count ``response`` toward the scraper slot's ``active_size`` as Scrapy counts a response it
+    hands to a callback (its body, at least ``Slot.MIN_RESPONSE_SIZE``), until the call returned is
+    made (once): above ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` the engine starts no more requests, so
+    bodies a callback holds (a hop it fetched itself) hold back the downloads as scheduled ones did.
+    ``engine.scraper.slot.active_size``; checked on Scrapy 2.19.0."""
+    slot = getattr(_engine(crawler).scraper, "slot", None)
+    if slot is None:  # the spider is closing
+        return lambda: None
+    if not hasattr(slot, "active_size") or not hasattr(slot, "MIN_RESPONSE_SIZE"):
+        raise ScrapyInternalsChanged("the scraper's slot has no active_size or MIN_RESPONSE_SIZE")
+    size = max(len(response.body), slot.MIN_RESPONSE_SIZE)
+    slot.active_size += size
+    counted = [size]
+
+    def release() -> None:
+        if counted:
+            slot.active_size -= counted.pop()
+
+    return release
+
+
+#: What a spider middleware may override to do more with a callback's output than process each request.
+_OUTPUT_METHODS = ("process_spider_output", "process_spider_output_async", "_get_processed")
+
+
+def processes_each_request_alone(middleware: object) -> bool:
+    """Whether all a spider middleware does to a request in a callback's output is its
+    ``get_processed_request``: a ``BaseSpiderMiddleware`` without its own ``process_spider_output``,
+    ``process_spider_output_async`` or ``_get_processed`` (Scrapy's ``DepthMiddleware`` overrides the
+    first two only to give the response its depth, which a callback's response already has)."""
+    from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+    from scrapy.spidermiddlewares.depth import DepthMiddleware
+
+    if not isinstance(middleware, BaseSpiderMiddleware):
+        return False
+    kind = type(middleware)
+    own = {name for name in _OUTPUT_METHODS if getattr(kind, name) is not getattr(BaseSpiderMiddleware, name)}
+    if issubclass(kind, DepthMiddleware):
+        own = {name for name in own if getattr(kind, name) is not getattr(DepthMiddleware, name)}
+    return not own
+
+
 def engine_paused(crawler: Crawler) -> bool:
     """Whether someone paused the engine (``engine.pause()``; the ``paused`` flag). Checked on
     Scrapy 2.13.4 to 2.19.0."""
