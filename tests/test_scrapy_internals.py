@@ -248,6 +248,63 @@ def test_a_middleware_doing_more_with_the_output_is_told_apart():
     assert not any(scrapy_internals.processes_each_request_alone(mw) for mw in more)
 
 
+class Fetcher(scrapy.Spider):
+    """Fetches /a; its callback awaits /b fetched through ``scrapy_internals.download`` (as the
+    ingest's hops and sub-resources are) and keeps what came back and which signals saw it."""
+
+    name = "scrapy_internals_fetcher"
+    custom_settings = {"ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "INFO"}
+
+    def __init__(self, base: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base = base
+        self.seen: dict[str, Any] = {"reached": [], "received": []}
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(spider.received, signal=signals.response_received)
+        return spider
+
+    def reached(self, request: Request, spider: scrapy.Spider) -> None:
+        self.seen["reached"].append(request.url.rsplit("/", 1)[1])
+
+    def received(self, response, request: Request, spider: scrapy.Spider) -> None:
+        self.seen["received"].append(request.url.rsplit("/", 1)[1])
+
+    async def start(self):
+        yield Request(self.base + "/a", callback=self.parse_a)
+
+    async def parse_a(self, response: TextResponse):
+        fetched = await scrapy_internals.download(self.crawler, Request(self.base + "/b", dont_filter=True))
+        self.seen["fetched"] = (fetched.url.rsplit("/", 1)[1], fetched.status, fetched.body)
+        return
+        yield
+
+
+def test_download_fetches_for_a_callback_through_the_downloader():
+    """``download`` (``engine.download_async``): the awaited response, seen by the downloader's
+    signals as a scheduled request is."""
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.support.services import LocalSite
+
+    site = LocalSite().start()
+    try:
+        body = ROLL314.read_bytes()
+        for path in ("/a", "/b"):
+            site.route(path, body, content_type="text/xml")
+        runner = CrawlerRunner({"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"})
+        crawler = runner.create_crawler(Fetcher)
+        session_reactor().call(lambda: runner.crawl(crawler, base=site.url), 120)
+    finally:
+        site.stop()
+    assert crawler.spider.seen.get("fetched") == ("b", 200, body), "the crawl's log says why"
+    assert crawler.spider.seen["reached"] == ["a", "b"]
+    assert crawler.spider.seen["received"] == ["a", "b"]
+
+
 def test_slot_key_and_loads(probe):
     assert seen(probe, "slot_key") == HOST
     assert seen(probe, "slot_load") == Load(active=1, limit=1)  # CONCURRENT_REQUESTS_PER_DOMAIN
@@ -352,7 +409,7 @@ def test_the_platform_of_scrapys_start_up_line_is_computed_ahead(monkeypatch):
 
 #: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
 INTERNALS = re.compile(
-    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running)\b|crawler\)?\.crawling\b"
+    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running|download_async|download)\b|crawler\)?\.crawling\b"
     r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
     r"|scrapy\.utils\.ossignal"
 )

@@ -28,7 +28,7 @@ from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
-from votersdaily.scrapy_internals import count_as_scraping, request_processors
+from votersdaily.scrapy_internals import count_as_scraping, download, request_processors
 
 from . import hops as H
 from . import ingest_requests as R
@@ -442,7 +442,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         ):
             return None
         try:
-            return await self.crawler.engine.download_async(request)
+            return await download(self.crawler, request)
         except Exception:
             failure = Failure()
             failure.request = request  # type: ignore[attr-defined]  # as Scrapy sets it for an errback
@@ -599,7 +599,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout, "dont_retry": True},
             )
             try:
-                answer = await self.crawler.engine.download_async(request)
+                answer = await download(self.crawler, request)
                 grobid, tei = await self.extract.run(grobid_result, answer.status, answer.body)
             except Exception as exc:
                 grobid, tei = {"status": "error", "status_code": None, "error_msg": str(exc)[:1000]}, None
@@ -730,7 +730,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         try:
             await self.room.wait(request)
             try:
-                response = await self.crawler.engine.download_async(request)
+                response = await download(self.crawler, request)
             except Exception as exc:
                 record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
                 return record
