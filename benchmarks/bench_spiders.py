@@ -126,6 +126,8 @@ class BenchResult:
         }
         for kind in ("inserted", "updated", "unchanged"):
             figures[kind] = stats.get("store/vd_events/%s" % kind, 0)
+        # A reparse's end: its start read reused (nothing committed to the store since) or read again.
+        figures["end_read"] = stats.get("reparse/end_read")
         Path(out).write_text(json.dumps(figures))
 
 

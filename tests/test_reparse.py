@@ -343,3 +343,38 @@ def test_a_source_texts_digest_is_equal_exactly_for_equal_texts(compiled, monkey
     assert len(set(digests)) == len(texts)
     for value in (None, 7, ["<p>a</p>"], {"t": "<p>a</p>"}):
         assert text_digest(value) == value and value not in digests
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "hashlib"])
+def test_what_a_reparse_keeps_of_each_scraped_event_is_its_pointer_and_text_digest(compiled, monkeypatch):
+    """``ReparseExtension.item_scraped`` keeps each event's archive pointer and the
+    :func:`~votersdaily.reparse.text_digest` of its source_text (made there without a call in the
+    common case): the same digest for texts of each width, a lone surrogate's, a str subclass's and
+    what is no text."""
+    from types import SimpleNamespace
+
+    from votersdaily.items import EventItem
+    from votersdaily.reparse import Reparse, ReparseExtension, text_digest
+    from votersdaily.store import embedded
+
+    if not compiled:
+        monkeypatch.setattr(embedded, "_compiled_text_md5", None)
+
+    class Text(str):
+        pass
+
+    sources = ["", "<p>a</p>", "é" * 900, "😀\u2028", "a\ud800", Text("<p>a</p>"), None, 7, ["<p>a</p>"]]
+    extension = ReparseExtension.__new__(ReparseExtension)
+    extension.context = SimpleNamespace(reparse=Reparse())
+    for n, source in enumerate(sources):
+        item = EventItem(_id="e%d" % n, datetime="2026-10-02T18:00:00Z", source_text=source)
+        item.update(warc_file="f.warc.gz", warc_offset=10 * n, warc_record_id="<urn:uuid:%d>" % (n % 3))
+        extension.item_scraped(item, None, None)
+    reparse = extension.context.reparse
+    assert reparse.sources == {
+        "e%d" % n: ("f.warc.gz", 10 * n, "<urn:uuid:%d>" % (n % 3)) for n in range(len(sources))
+    }
+    kept = [event for record in sorted(reparse.produced) for event in reparse.produced[record]]
+    assert sorted(kept, key=lambda event: int(event[0][1:])) == [
+        ("e%d" % n, "2026-10-02T18:00:00Z", text_digest(source)) for n, source in enumerate(sources)
+    ]

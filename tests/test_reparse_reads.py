@@ -6,6 +6,8 @@ as the code defines it), on both stores."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.test_schema import recorded_events
@@ -85,6 +87,21 @@ def test_the_views_rows_give_what_the_documents_give(store):
     )
 
 
+def test_the_start_reads_rows_give_what_the_end_reads(store):
+    """The end of a reparse may reuse its start read (``_stored_at_end``): each of its values gives
+    every field the end reads as the end's own read does (``get``: a field the event lacks is None)."""
+    docs = provenance_variants()
+    assert not upsert(store, schema.EVENTS_DB, docs).failed
+    wanted = ("_id", "unique_key", *CHECK_FIELDS)
+    for parser in sorted({doc["parser_name"] for doc in docs}):
+        rows, whole = ReparseExtension._provenance_of(store, parser, revisions=True)
+        assert whole
+        at_start = [{k: value.get(k) for k in wanted} for _, _, value, _ in rows]
+        assert at_start == ReparseExtension._events_of(store, parser, CHECK_FIELDS)
+        assert [row[0] for row in rows] == [doc["_id"] for doc in at_start]
+        assert all(rev for *_, rev in rows)
+
+
 def _reschedules(store, tracker) -> tuple[list[dict], list[dict]]:
     """Two events each left with two live documents (two unaware runs), then a run that stores one
     unchanged, moves the other and adds a third, through ``tracker``: its results and the store."""
@@ -139,3 +156,108 @@ def test_a_reschedule_tracker_handed_the_reparses_read_marks_as_one_that_reads(
     finally:
         reading.close()
         handed.close()
+
+
+def _flipped(crawl, uri: str, env: dict) -> tuple[str, ...]:
+    """house_floor crawled twice, a byte flipped in its first WARC's second record (as
+    tests/test_reparse_damaged.py does): an unchanged reparse that repoints and names the damage."""
+    from tests.test_reparse import events
+    from tests.test_reparse_damaged import response_offsets
+    from votersdaily.spiders.house_floor import HouseFloorSpider
+
+    for _ in range(2):
+        assert crawl("house_floor", HouseFloorSpider.recording_urls(), uri, env=env).returncode == 0
+    (pointed,) = {event["warc_file"] for event in events(uri).values()}  # the first run's, kept
+    first = Path(env["VOTERSDAILY_ARCHIVE_DIR"]) / "house_floor" / pointed
+    data = bytearray(first.read_bytes())
+    data[response_offsets(first)[1] + 300] ^= 0xFF
+    first.write_bytes(bytes(data))
+    return ("house_floor",)
+
+
+def _retired(crawl, uri: str, env: dict) -> tuple[str, ...]:
+    """house_votes, its first WARC removed by the retention (listed in retired.txt): an unchanged
+    reparse that counts a retired event."""
+    from votersdaily.spiders.house_votes import HouseVotesSpider
+
+    first, second, _ = HouseVotesSpider.recording_urls()
+    assert crawl("house_votes", [first], uri, env=env).returncode == 0
+    assert (
+        crawl("house_votes", [second], uri, "-s", "VOTERSDAILY_ARCHIVE_MAX_BYTES=1", env=env).returncode == 0
+    )
+    return ("house_votes",)
+
+
+def _rekeyed(crawl, uri: str, env: dict) -> tuple[str, ...]:
+    """house_votes, reparsed by the fixed parser that changed its key scheme: every event is written
+    anew (under another id), each old one replaced; the new ones are what the end must read."""
+    from tests.test_reparse import FIXED
+    from votersdaily.spiders.house_votes import HouseVotesSpider
+
+    assert crawl("house_votes", HouseVotesSpider.recording_urls(), uri, env=env).returncode == 0
+    return ("house_votes", *FIXED, "-s", "REPARSE_TEST_CHANGE=key")
+
+
+@pytest.mark.slow  # offline crawls, then the same reparse of two copies of their store and archive
+@pytest.mark.parametrize(
+    ("scenario", "end_read"), [(_flipped, "reused"), (_retired, "reused"), (_rekeyed, "read")]
+)
+def test_the_end_reuses_the_start_read_only_while_nothing_was_committed_and_concludes_the_same(
+    crawl, tmp_path, scenario, end_read
+):
+    """The end of a reparse checks every stored event of its parser (``_stored_at_end``): it reuses
+    the rows its start read when the store's change token says nothing was committed since (a
+    reparse of unchanged events writes nothing before its end), and reads them again otherwise (this
+    run's writes, anyone's). The same reparse of two copies of one store and archive, one end reusing
+    where it may and the other made to read again: the same run log and the same stored events."""
+    import json
+    import shutil
+
+    from tests.test_reparse import events, logs
+    from votersdaily.store.embedded import EmbeddedStore
+
+    frozen = {"VOTERSDAILY_FROZEN_NOW": "2026-10-02T18:00:00Z"}
+    origin = tmp_path / "origin"
+    args = scenario(
+        crawl,
+        "sqlite:///%s" % (origin / "store.db"),
+        dict(frozen, VOTERSDAILY_ARCHIVE_DIR=str(origin / "archive")),
+    )
+    found = {}
+    for way in ("as it may", "read again"):
+        folder = tmp_path / way.replace(" ", "-")
+        shutil.copytree(origin, folder)
+        uri = "sqlite:///%s" % (folder / "store.db")
+        with pytest.MonkeyPatch.context() as patch:
+            if way == "read again":  # a token never equal to the start's
+                patch.setattr(EmbeddedStore, "change_token", lambda self: object())
+            proc = crawl(
+                args[0],
+                None,
+                uri,
+                "-a",
+                "reparse=archive",
+                *args[1:],
+                env=dict(frozen, VOTERSDAILY_ARCHIVE_DIR=str(folder / "archive")),
+            )
+        assert "'reparse/end_read': '%s'" % (end_read if way == "as it may" else "read") in proc.stderr
+        (log,) = [log for log in logs(uri) if log.get("reparse")]
+        volatile = ("_rev", "parser_runtime")  # the write, the clock
+        found[way] = (
+            proc.returncode,
+            # the folder named in a damage's message: each copy's own
+            json.loads(
+                json.dumps({k: v for k, v in log.items() if k not in volatile}).replace(str(folder), "")
+            ),
+            {i: {k: v for k, v in e.items() if k != "_rev"} for i, e in events(uri).items()},
+        )
+    assert found["as it may"] == found["read again"]
+    returncode, log, stored = found["as it may"]
+    assert log["reparse"] is True and log["verified_count"] > 0
+    if scenario is _flipped:
+        assert returncode == 1 and log["result"] == "DamagedWarc" and log["repointed_count"] > 0
+    if scenario is _retired:
+        assert returncode == 0 and log["retired_count"] == 1
+    if scenario is _rekeyed:  # the old events and the new ones, each pointing at its record
+        assert returncode == 0 and log["replaced_count"] == log["insert_count"] == len(stored) // 2
+        assert log["verified_count"] == len(stored)

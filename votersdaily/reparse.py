@@ -164,6 +164,12 @@ class Reparse:
     #: its stored ones (an event dropped, failed or without an id, a record dropped, its callback
     #: raised): the first reason.
     unjudged: dict[str, str] = field(default_factory=dict)
+    #: What the start read found of every stored event of the parser, each readable as the end's
+    #: read gives it (:data:`CHECK_FIELDS`, ``_id`` and ``unique_key`` by ``get``: the view's values),
+    #: and the store's change token taken before that read: the end reuses them while the token
+    #: holds (nothing was committed to the store in between), and reads them again otherwise.
+    stored_at_start: list[dict[str, Any]] | None = None
+    store_token: Any = None
 
 
 @dataclass
@@ -261,7 +267,7 @@ class ReparseExtension:
             self._store_failed(spider, exc)
 
     def _versions_before(self, spider: Spider, reparse: Reparse) -> None:
-        from .store.reschedules import RescheduleTracker
+        from .store.reschedules import KeyIds, RescheduleTracker, key_ids
 
         store = store_for(self.crawler)
         if not store.has_db(schema.EVENTS_DB):
@@ -280,34 +286,90 @@ class ReparseExtension:
             for writer in writers
             if not reparse.dry_run and isinstance(store, EmbeddedStore) and writer.revisions_hash_texts
         ]
+        # Taken before the read: whatever is committed after it (this run's writes, another
+        # process's) makes the end read the rows again.
+        token = store.change_token() if isinstance(store, EmbeddedStore) else None
         with collections_paused():  # some 600,000 objects made to live on: nothing to collect
-            ids_by_key: dict[str, set[str]] = {}
+            ids_by_key: dict[str, KeyIds] = {}  # a key's one id alone (no set a key: KeyIds)
             digests: dict[str, str] = {}
             versions = reparse.versions_before
             names: dict[str, str] = {}  # each version's name once, not once an event
-            for doc in self._events_of(store, spider.name, VERSION_FIELDS, revisions=bool(telling)):
-                doc_id, key = doc["_id"], doc["unique_key"]
-                ids = ids_by_key.get(key)
-                if ids is None:
-                    ids_by_key[key] = {doc_id}
-                else:
-                    ids.add(doc_id)
-                if telling and doc.get("_rev"):
-                    digests[doc_id] = text_md5_of(doc["_rev"])
-                record = doc["warc_record_id"]
+            rows, whole = self._provenance_of(store, spider.name, revisions=bool(telling))
+            for doc_id, key, value, rev in rows:
+                ids = ids_by_key.setdefault(key, doc_id)
+                if ids is not doc_id:  # a second document of the key
+                    key_ids(ids_by_key, key).add(doc_id)
+                if telling and rev:
+                    digests[doc_id] = text_md5_of(rev)
+                get = value.get
+                record = get("warc_record_id")
                 if record:
-                    name = str(doc["parser_version"])
+                    name = str(get("parser_version"))
                     name = names.setdefault(name, name)
                     known = versions.get(record)
                     if known is None:
                         versions[record] = (name,)
                     elif name not in known:
                         versions[record] = (*known, name)
+            if whole and token is not None:
+                reparse.stored_at_start = [row[2] for row in rows]
+                reparse.store_token = token
             for n, writer in enumerate(writers):  # each its own (a tracker keeps it current)
                 hooks = cast("RescheduleTracker", writer.hooks)
-                hooks.known(spider.name, ids_by_key if n == 0 else {k: set(v) for k, v in ids_by_key.items()})
+                hooks.known(
+                    spider.name,
+                    ids_by_key
+                    if n == 0
+                    else {k: v if type(v) is str else set(v) for k, v in ids_by_key.items()},
+                )
             for n, writer in enumerate(telling):
                 writer.batch.know_stored_texts(digests if n == 0 else dict(digests))
+
+    @staticmethod
+    def _provenance_of(
+        store: Store, parser_name: str, revisions: bool
+    ) -> tuple[list[tuple[str, str, Any, str | None]], bool]:
+        """Every stored event of ``parser_name`` as ``(id, unique_key, value, revision)`` in the
+        order of its unique keys, and whether each value is its row's of :data:`PROVENANCE_VIEW`
+        with the event's ``_id`` and ``unique_key`` (what the end reads of it, every field of
+        :data:`CHECK_FIELDS` by ``get``, as :meth:`_events_of` gives it); where that view is not installed,
+        each value is the event's :data:`VERSION_FIELDS` read from its document (see
+        :meth:`_events_of`). The revision only with ``revisions``."""
+        if view_installed(store, schema.EVENTS_DB, PROVENANCE_VIEW):
+            if isinstance(store, EmbeddedStore):  # no key list a row
+                rows = store.rows_of_first_key(
+                    schema.EVENTS_DB, PROVENANCE_VIEW, parser_name, revisions=revisions
+                )
+            else:
+                low, high = [parser_name], [parser_name, {}]
+                rows = [
+                    (doc_id, key[1], value, rev)
+                    for doc_id, key, value, rev in _provenance_rows(store, low, high, revisions)
+                ]
+            for doc_id, key, value, _ in rows:  # each value made what the end reads of its event
+                value["_id"] = doc_id
+                value["unique_key"] = key
+            return rows, True
+        docs = ReparseExtension._events_of(store, parser_name, VERSION_FIELDS, revisions)
+        return [(doc["_id"], doc["unique_key"], doc, doc.get("_rev")) for doc in docs], False
+
+    def _stored_at_end(self, store: Store, parser_name: str, reparse: Reparse) -> list[dict[str, Any]]:
+        """What the end checks of every stored event (:data:`CHECK_FIELDS`): the start read's rows
+        when nothing was committed to the store since it was taken (the same rows a read would
+        give), else the rows read again."""
+        if not store.has_db(schema.EVENTS_DB):
+            return []
+        kept, reparse.stored_at_start = reparse.stored_at_start, None
+        reused = (
+            kept is not None
+            and isinstance(store, EmbeddedStore)
+            and store.change_token() == reparse.store_token
+        )
+        self.crawler.stats.set_value("reparse/end_read", "reused" if reused else "read")
+        if reused:
+            assert kept is not None  # noqa: S101 - narrowed for the type checker
+            return kept
+        return self._events_of(store, parser_name, CHECK_FIELDS)
 
     @staticmethod
     def _events_of(
@@ -342,7 +404,7 @@ class ReparseExtension:
             return [{**row.doc, "unique_key": row.key[1]} for row in rows if row.doc]
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
-        reparse = self._reparse()
+        reparse = self.context.reparse  # _reparse(), without a call an item
         if reparse is None:
             return
         if "_id" not in item:
@@ -355,10 +417,10 @@ class ReparseExtension:
         record = get("warc_record_id")
         if record:
             reparse.sources[doc_id] = (get("warc_file"), get("warc_offset"), record)  # ARCHIVE_POINTER's
-            produced = reparse.produced.get(record)
-            if produced is None:
-                produced = reparse.produced[record] = []
-            produced.append((doc_id, get("datetime"), text_digest(get("source_text"))))
+            source = get("source_text")
+            # text_digest's, its common case without a call: the text's MD5 (None: no UTF-8)
+            digest = (text_md5(source) if type(source) is str else None) or text_digest(source)
+            reparse.produced.setdefault(record, []).append((doc_id, get("datetime"), digest))
 
     def item_dropped(self, item: Any, response: Response, exception: BaseException, spider: Spider) -> None:
         if isinstance(item, EventItem):
@@ -406,7 +468,7 @@ class ReparseExtension:
 
     def _finish(self, spider: EventSpider, reparse: Reparse) -> None:
         store = store_for(self.crawler)
-        events = self._events_of(store, spider.name, CHECK_FIELDS) if store.has_db(schema.EVENTS_DB) else []
+        events = self._stored_at_end(store, spider.name, reparse)
         marks, versions = self._marks(store, spider, reparse, events)
         current = "%s %s" % (spider.name, spider.version)
         withdrawn = [m for m in marks if REPLACED_BY not in m]

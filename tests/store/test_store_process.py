@@ -318,3 +318,22 @@ def test_a_script_without_the_main_guard_is_not_run_again_in_the_stores_process(
     pid, count = (int(word) for word in out.stdout.split())
     assert count == 1
     assert [int(line) for line in log.read_text().split()] == [pid]
+
+
+def test_the_change_token_moves_with_every_commit_to_the_file_and_with_nothing_else(process, sqlite_uri):
+    """What lets a reparse reuse its start read at its end (votersdaily/reparse.py): the crawl
+    process's token holds over reads and over a write that changes nothing, and moves with a commit
+    of its own connection, of the store's process (its writers') and of another opened store."""
+    crawl = open_store(sqlite_uri)
+    assert isinstance(crawl, EmbeddedStore)
+    upsert(process, DB, [doc(1)])
+    token = crawl.change_token()
+    assert crawl.get(DB, "doc-1") is not None
+    assert crawl.view_rows(DB, "by_datetime", startkey=None, endkey=None) == []
+    assert upsert(process, DB, [doc(1)]).unchanged == ["doc-1"]  # compared, nothing written
+    assert crawl.change_token() == token
+    for n, writer in enumerate((process, crawl, open_store(sqlite_uri)), start=2):
+        before = crawl.change_token()
+        assert upsert(writer, DB, [doc(n)]).inserted == ["doc-%d" % n]
+        assert crawl.change_token() != before, writer
+    crawl.close()

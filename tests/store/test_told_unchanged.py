@@ -19,7 +19,7 @@ from tests.test_schema import recorded_events
 from votersdaily import schema
 from votersdaily.store.base import EncodedDocument
 from votersdaily.store.embedded import EmbeddedStore, text_md5_of
-from votersdaily.store.reschedules import RescheduleTracker
+from votersdaily.store.reschedules import KeyIds, RescheduleTracker, key_ids
 from votersdaily.store.upsert import UpsertResult, upsert
 from votersdaily.store.writer import BatchWriter
 
@@ -54,27 +54,33 @@ def rescheduled(event: dict[str, Any]) -> dict[str, Any]:
     return dict(event, datetime=event["datetime"][:8] + "%02d" % (day % 27 + 1) + event["datetime"][10:])
 
 
-def start_read(store: EmbeddedStore, parser: str) -> tuple[dict[str, set[str]], dict[str, str]]:
-    """What the reparse reads at its start: the ids of each key, and each stored text's digest."""
-    ids: dict[str, set[str]] = {}
+def start_read(
+    store: EmbeddedStore, parser: str, compact: bool = False
+) -> tuple[dict[str, KeyIds], dict[str, str]]:
+    """What the reparse reads at its start: the ids of each key (with ``compact``, as the reparse
+    hands them over: a key with one document gives its id alone), and each stored text's digest."""
+    ids: dict[str, KeyIds] = {}
     digests: dict[str, str] = {}
     rows = store.query(
         DB, "by_parser_provenance", startkey=[parser], endkey=[parser, {}], include_docs=True, fields=()
     )
     for row in rows:
-        ids.setdefault(row.key[1], set()).add(row.id)
+        if compact and row.key[1] not in ids:
+            ids[row.key[1]] = row.id
+        else:
+            key_ids(ids, row.key[1]).add(row.id)
         assert row.doc is not None and set(row.doc) == {"_id", "_rev"}
         digests[row.id] = text_md5_of(row.doc["_rev"])
     return ids, digests
 
 
 def replay(
-    store: EmbeddedStore, steps: list[Any], parser: str, tell: bool, copy: bool = False
+    store: EmbeddedStore, steps: list[Any], parser: str, tell: bool, copy: bool = False, compact: bool = False
 ) -> tuple[UpsertResult, list]:
     """The steps through a writer as the reparse sets it up (batches written at ``BATCH``): the
     total result, and every document that went into a batch. With ``copy``, each step is added as
     the event pipeline adds it (``add_copy``: the event and its text; the writer copies it)."""
-    ids, digests = start_read(store, parser)
+    ids, digests = start_read(store, parser, compact)
     tracker = RescheduleTracker()
     tracker.known(parser, ids)
     writer = BatchWriter(
@@ -105,9 +111,10 @@ def replay(
     return total, batched
 
 
+@pytest.mark.parametrize("compact", [False, True], ids=["sets", "ids-alone"])
 @pytest.mark.parametrize("copy", [False, True], ids=["added", "copied"])
 def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_the_same(
-    parser_events, tmp_path, frozen_now, copy
+    parser_events, tmp_path, frozen_now, copy, compact
 ):
     events = [encoded(event) for event in parser_events]
     parser = events[0]["parser_name"]
@@ -145,18 +152,19 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         encoded(dict(parser_events[9], unique_key=fresh_scheme["replaces_key"])),  # derived: the old key's
         EncodedDocument(dict(fresh_scheme), fresh_scheme.body_json),  # as stored: that one marked
         encoded(parser_events[11]),  # as stored
+        encoded(rescheduled(parser_events[11])),  # derived: then rescheduled, the stored one superseded
     ]
     batched, batched_docs = replay(stores[0], steps, parser, tell=False)
-    told, told_docs = replay(stores[1], steps, parser, tell=True, copy=copy)
+    told, told_docs = replay(stores[1], steps, parser, tell=True, copy=copy, compact=compact)
     assert {k: sorted(v) if isinstance(v, list) else v for k, v in vars(told).items()} == {
         k: sorted(v) if isinstance(v, list) else v for k, v in vars(batched).items()
     }
     assert batched.counts() == {
         "duplicates": 2,
-        "inserted": 3,
+        "inserted": 4,
         "updated": 2,
         "unchanged": 10,
-        "superseded": 1,
+        "superseded": 2,
         "replaced": 3,
         "repaired": 1,
     }, batched.counts()
@@ -172,19 +180,26 @@ def test_told_where_added_or_written_in_batches_the_store_and_counts_come_out_th
         store.close()
 
 
-def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp_path):
-    """Without the event's own text, with a text not the stored one, for an id not stored: a batch."""
-    store = EmbeddedStore(tmp_path / "store.db")
+def telling_writer(store: EmbeddedStore, events: list[EncodedDocument]) -> tuple[BatchWriter, dict[str, str]]:
+    """``events`` stored, then a writer set up as a reparse's (its start read handed over): the
+    writer, and the digests it was given."""
     store.ensure_db(DB)
     store.install_views(DB)
-    events = [encoded(event) for event in parser_events[:4]]
     upsert(store, DB, events, ignore=schema.VOLATILE_EVENT_KEYS)
     parser = events[0]["parser_name"]
     ids, digests = start_read(store, parser)
     tracker = RescheduleTracker()
     tracker.known(parser, ids)
     writer = BatchWriter(store, DB, batch_size=10_000, ignore=schema.VOLATILE_EVENT_KEYS, hooks=tracker)
-    writer.know_stored_texts(digests)
+    writer.know_stored_texts(dict(digests))
+    return writer, digests
+
+
+def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp_path):
+    """Without the event's own text, with a text not the stored one, for an id not stored: a batch."""
+    store = EmbeddedStore(tmp_path / "store.db")
+    events = [encoded(event) for event in parser_events[:4]]
+    writer, _ = telling_writer(store, events)
     assert writer.tells_unchanged
     writer.add(dict(events[0]))  # no text of its own
     writer.add(EncodedDocument(dict(events[1]), events[1].body_json + " "))  # derived: not the stored text
@@ -217,4 +232,19 @@ def test_told_unchanged_only_where_the_text_is_the_stored_one(parser_events, tmp
         EncodedDocument,
     ]
     assert unwritten[1].body_json == events[1].body_json + " " and unwritten[2] == fresh
+    store.close()
+
+
+def test_digests_known_again_leave_a_told_event_told_once(parser_events, tmp_path):
+    """An event told unchanged spends its digest: given the digests again (the same start read) it
+    is not told a second time; its next copy goes to a batch and makes it a duplicate, as before."""
+    store = EmbeddedStore(tmp_path / "store.db")
+    events = [encoded(event) for event in parser_events[:2]]
+    writer, digests = telling_writer(store, events)
+    writer.add_copy(dict(events[0]), events[0].body_json)  # told
+    writer.know_stored_texts(dict(digests))
+    writer.add_copy(dict(events[0]), events[0].body_json)  # its second copy
+    writer.add_copy(dict(events[1]), events[1].body_json)  # told
+    assert [doc["_id"] for doc in writer.take_unwritten()] == [events[0]["_id"]]
+    assert (writer.total.unchanged, writer.total.duplicates) == ([events[1]["_id"]], [events[0]["_id"]])
     store.close()

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from votersdaily.store.base import StoreError
 from votersdaily.store.views import VIEWS, design_document, view_keys
 
 SAMPLES = [
@@ -205,6 +206,13 @@ def test_the_embedded_stores_view_rows_as_tuples_are_its_query_rows(tmp_path):
                         got = store.view_rows(db, view, startkey=startkey, endkey=endkey, revisions=revisions)
                         assert got == expected, (db, view, startkey, revisions)
                         assert all(isinstance(one[3], str) == revisions for one in got)
+                        if spec.width == 2 and endkey == [*low[:1], {}]:  # a parser's rows, keys cut
+                            assert store.rows_of_first_key(db, view, low[0], revisions=revisions) == [
+                                (doc_id, key[1], value, rev) for doc_id, key, value, rev in expected
+                            ], (db, view, revisions)
+                if spec.width != 2:
+                    with pytest.raises(StoreError, match="not keyed by two strings"):
+                        store.rows_of_first_key(db, view, "x")
     finally:
         store.close()
 

@@ -25,6 +25,25 @@ from .upsert import UpsertResult, upsert
 
 logger = logging.getLogger(__name__)
 
+#: A key's documents that may still be live: their ids, or the id alone of a key with one document
+#: (how a reparse hands over 200,000 keys: a set each would be 43 MB more, made at its start).
+KeyIds = set[str] | str
+
+
+def key_ids(known: dict[str, KeyIds], key: str) -> set[str]:
+    """The ids of ``key``'s documents in ``known``, as the set the tracker changes (made so)."""
+    ids = known.get(key)
+    if isinstance(ids, set):
+        return ids
+    made: set[str] = set() if ids is None else {ids}
+    known[key] = made
+    return made
+
+
+def holds(ids: KeyIds | None, doc_id: str) -> bool:
+    """Whether a key's documents (``known.get(key)``) include ``doc_id``."""
+    return ids == doc_id if type(ids) is str else ids is not None and doc_id in ids
+
 
 class RescheduleTracker:
     """Marks an event's older documents ``superseded_by`` the current one when it reappears under
@@ -50,7 +69,7 @@ class RescheduleTracker:
 
     def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.
-        self._ids: dict[str, dict[str, set[str]]] = {}
+        self._ids: dict[str, dict[str, KeyIds]] = {}
         #: Ids this run tried to write whose marking has not run yet: when the answer of that write
         #: was lost, its retry finds them unchanged, and what they replace is a reschedule.
         self._attempted: set[str] = set()
@@ -58,10 +77,10 @@ class RescheduleTracker:
         #: keys they replace (:meth:`settled_unchanged`; the adding thread's alone).
         self._added: dict[str, set[str]] = {}
 
-    def known(self, parser_name: str, ids_by_key: dict[str, set[str]]) -> None:
+    def known(self, parser_name: str, ids_by_key: dict[str, KeyIds]) -> None:
         """The documents of ``parser_name`` by unique key (the rows of ``by_parser_unique_key``) as
-        a caller read them before this run wrote any of that parser's (a reparse, at its start):
-        not read again. Once read, a parser's documents are kept as this run's writes left them."""
+        a caller read them before this run wrote any of that parser's (a reparse, at its start; a
+        key with one document may give its id alone, :data:`KeyIds`): not read again. Once read, a parser's documents are kept as this run's writes left them."""
         self._ids.setdefault(parser_name, ids_by_key)
 
     def settled_unchanged(self, doc: dict[str, Any]) -> bool:
@@ -76,8 +95,9 @@ class RescheduleTracker:
         added = self._added.get(parser)
         if added is None:
             added = self._added[parser] = set()
-        first = key not in added
+        seen = len(added)
         added.add(key)
+        first = len(added) != seen  # one look-up in the set, not two
         changes_scheme = bool(replaces) and replaces != key
         old_key_unseen = True
         if changes_scheme:  # the key it replaces: its document may be marked replaced by this one
@@ -89,9 +109,15 @@ class RescheduleTracker:
         if known is None or not first:
             return False
         ids = known.get(key)  # this one document alone
-        if ids is None or len(ids) != 1 or doc["_id"] not in ids:
+        if type(ids) is str:  # the id alone of a key with one document
+            if ids != doc["_id"]:
+                return False
+        elif ids is None or len(ids) != 1 or doc["_id"] not in ids:
             return False
-        return not changes_scheme or (old_key_unseen and not known.get(str(replaces)))
+        if not changes_scheme:
+            return True
+        old = known.get(str(replaces))
+        return old_key_unseen and (old is None or (type(old) is not str and not old))
 
     def before_write(self, store: Store, db: str, docs: list[dict[str, Any]]) -> None:
         for parser in {doc["parser_name"] for doc in docs} - self._ids.keys():
@@ -115,7 +141,7 @@ class RescheduleTracker:
                 continue
             if parser not in self._ids:
                 self._ids[parser] = self._read(store, db, parser)
-            ids = self._ids[parser].setdefault(doc["unique_key"], set())
+            ids = key_ids(self._ids[parser], doc["unique_key"])
             key = (parser, doc["unique_key"])
             older.setdefault(key, set()).update(ids)
             ids.clear()
@@ -160,7 +186,7 @@ class RescheduleTracker:
             if doc["_id"] not in stored or not old_key or old_key == doc["unique_key"]:
                 continue
             old_id = schema.event_id(doc["datetime"], doc["parser_name"], old_key)
-            if old_id in self._ids.get(doc["parser_name"], {}).get(old_key, ()):
+            if holds(self._ids.get(doc["parser_name"], {}).get(old_key), old_id):
                 replaced[old_id] = doc["_id"]
         return replaced
 
@@ -177,12 +203,12 @@ class RescheduleTracker:
         return marks
 
     @staticmethod
-    def _read(store: Store, db: str, parser_name: str) -> dict[str, set[str]]:
-        ids: dict[str, set[str]] = {}
+    def _read(store: Store, db: str, parser_name: str) -> dict[str, KeyIds]:
+        ids: dict[str, KeyIds] = {}
         for row in store.query(
             db, "by_parser_unique_key", startkey=[parser_name], endkey=[parser_name, {}], include_docs=False
         ):
-            ids.setdefault(row.key[1], set()).add(row.id)
+            key_ids(ids, row.key[1]).add(row.id)
         return ids
 
 

@@ -159,6 +159,8 @@ class BatchWriter:
         reparse's events, mostly unchanged). It is counted when the writer is flushed; a later copy
         of it makes it a duplicate, as in one batch. Told as of the start: a document another run
         rewrites meanwhile keeps that run's version, as if this one had been compared first."""
+        for doc_id in self._told:  # a told document's digest is spent (see _unchanged_as_stored)
+            digests.pop(doc_id, None)
         self._stored_texts = digests
 
     @property
@@ -201,10 +203,12 @@ class BatchWriter:
         here (see :meth:`know_stored_texts`). The hooks hear of every document added, in order, told
         or not."""
         doc_id = doc["_id"]
-        if doc_id in self._told:  # added again (a second archived copy): a batch tells this one
+        digest = digests.pop(doc_id, None)
+        # Added again (a second archived copy): a batch tells this one. A document told is one whose
+        # digest was taken, so only one without a digest may have been.
+        if digest is None and doc_id in self._told:
             del self._told[doc_id]
             self._told_again.append(doc_id)
-        digest = digests.pop(doc_id, None)
         settled = self.hooks is None or self.hooks.settled_unchanged(doc)
         if digest is None or not settled or text is None:
             return False
