@@ -273,3 +273,76 @@ def test_meta_contents_are_those_of_the_meta_elements_on_every_recorded_page():
             assert doc.meta_contents(key) == expected, (name, key)
             found += bool(expected)
     assert found > 100, "the pages have metas to compare"
+
+
+def _one_key_pages() -> list[tuple[str, bytes]]:
+    """The benchmark's landing page (benchmarks/ingest.py) with one more meta, for each key the
+    biblio asks, written as its selector writes it (``prism.eIssn``: mixed case) and its value the
+    key itself (the DOI-scheme selector's meta with its scheme): alone on the page, a key is read
+    whichever selectors come before it."""
+    from votersdaily.ingest.biblio import LIST_SELECTORS, SCALAR_SELECTORS
+
+    pages = []
+    for selectors in (*SCALAR_SELECTORS.values(), *LIST_SELECTORS.values()):
+        for selector in selectors:
+            key, scheme = (selector, "") if isinstance(selector, str) else selector
+            page = (
+                '<html><head><meta name="citation_title" content="Paper 7"><meta name="citation_pdf_url" '
+                'content="/pdf/7.pdf"><meta name="%s" content="10.5555/%s" scheme="%s"></head>'
+                "<body>x</body></html>" % (key, key, scheme)
+            )
+            pages.append(("the landing page with %s" % key, page.encode()))
+    return pages
+
+
+def test_the_biblio_asks_a_page_only_for_its_own_keys_and_reads_what_asking_every_key_reads(
+    monkeypatch,
+):
+    """``extract_biblio`` normalises its some 100 keys once and asks a page only for the keys the page
+    has (``HtmlDoc.has_meta``): on every recorded HTML page, the benchmark's pages and its landing
+    page with each key asked added, the same biblio as asking every key of every selector
+    (``has_meta`` answering yes for each, the old way)."""
+    from tests.ingest.conftest import recorded_html_pages
+    from votersdaily.ingest.biblio import extract_biblio
+    from votersdaily.ingest.htmldoc import HtmlDoc, parse_html
+
+    pages = [(path.name, path.read_bytes()) for path in recorded_html_pages()]
+    pages += [*_one_key_pages(), *((n, t.encode()) for n, t in recorded_pages())]
+    found = 0
+    for name, body in pages:
+        doc = parse_html(body, "https://example.org/paper", "text/html")
+        ours = extract_biblio(doc)
+        with monkeypatch.context() as every_key:
+            every_key.setattr(HtmlDoc, "has_meta", lambda self, key: True)
+            assert extract_biblio(doc) == ours, name
+        found += len(ours)
+    assert found > 300, "the pages have biblio fields to compare"
+
+
+def test_a_compiled_selector_selects_what_its_expression_selects_on_every_recorded_page():
+    """``HtmlDoc.select`` evaluates each CSS selector's XPath compiled once: on every recorded HTML
+    page, every selector of the fulltext patterns and rules and the scope's, the same elements in
+    the same order as ``root.xpath`` of the expression (compiled at each call, the old way)."""
+    from pathlib import Path
+
+    from tests.ingest.conftest import recorded_html_pages
+    from votersdaily.ingest import fulltext, scope
+    from votersdaily.ingest.htmldoc import css_xpath, parse_html
+
+    patterns = (
+        *fulltext.PDF_PATTERNS,
+        *fulltext.XML_PATTERNS,
+        *fulltext.HTML_PATTERNS,
+        *fulltext.COMPONENT_PATTERNS,
+    )
+    selectors = {p.selector for p in patterns if not fulltext._META_SEL.match(p.selector)}
+    for module in (fulltext, scope):
+        selectors |= set(re.findall(r'doc\.select\("([^"]+)"\)', Path(module.__file__).read_text()))
+    assert len(selectors) > 50
+    selected = 0
+    for path in recorded_html_pages():
+        doc = parse_html(path.read_bytes(), "https://example.org/", "text/html")
+        for css in sorted(selectors):
+            assert doc.select(css) == doc.root.xpath(css_xpath(css)), (path.name, css)
+            selected += len(doc.select(css))
+    assert selected > 100, "the pages have elements to compare"
