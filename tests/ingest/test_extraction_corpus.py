@@ -346,3 +346,77 @@ def test_a_compiled_selector_selects_what_its_expression_selects_on_every_record
             assert doc.select(css) == doc.root.xpath(css_xpath(css)), (path.name, css)
             selected += len(doc.select(css))
     assert selected > 100, "the pages have elements to compare"
+
+
+def _fingerprint_texts() -> list[str]:
+    """What trafilatura fingerprints (title, a space, the text) of every recorded page and the
+    benchmark's articles, and generated texts: none, one word, the same word many times, a word
+    an odd and an even number of times (a bit's sum at 0 sets it), punctuation only, words
+    trafilatura drops (``word3_45``), non-Latin text (its own sampling path)."""
+    from trafilatura import bare_extraction
+
+    texts = []
+    for _, page in recorded_pages():
+        doc = bare_extraction(page, output_format="xmltei", include_formatting=True, with_metadata=True)
+        if doc is not None:
+            texts.append(str(doc.title) + " " + str(doc.raw_text))
+    draw = random.Random(20261127)
+    vocabulary = ["ingest", "landing", "pdf", "a", "of", "fingerprint", "2026", "Über", "naïve", "x1"]
+    texts += [
+        "",
+        "word",
+        " ".join(["hashing"] * 41),
+        "alpha beta " * 3 + "alpha",
+        "alpha beta " * 4,
+        "... !!! ---",
+        " ".join("word%d_%d" % (i, i) for i in range(300)),
+        "中文的文本。没有空格，也没有拉丁标点。" * 3,
+    ]
+    texts += [" ".join(draw.choice(vocabulary) for _ in range(draw.randint(1, 400))) for _ in range(300)]
+    return texts
+
+
+def test_the_fingerprint_is_trafilaturas_own_on_every_recorded_page():
+    """``Simhash.create_hash`` counted over all the tokens at once (votersdaily/ingest/fingerprint.py):
+    on every recorded page, the benchmark's articles and generated texts, the same hash as
+    trafilatura's own, at its 64 bits and at other widths (which go to trafilatura's own); and the
+    TEI of every recorded page the same, byte for byte."""
+    from trafilatura import deduplication
+
+    from votersdaily.ingest import fingerprint
+    from votersdaily.ingest.htmlbody import extract_body
+
+    assert deduplication.Simhash.create_hash is fingerprint.create_hash, "importing htmlbody installs it"
+    texts = _fingerprint_texts()
+    pages = recorded_pages()
+    widths = (64, 32, 128)
+    ours = [[deduplication.Simhash(text, length=width).hash for width in widths] for text in texts]
+    tei = [extract_body(text) for _, text in pages]
+    fingerprint.uninstall()
+    try:
+        own = [[deduplication.Simhash(text, length=width).hash for width in widths] for text in texts]
+        own_tei = [extract_body(text) for _, text in pages]
+    finally:
+        assert fingerprint.install() is True
+    assert ours == own and tei == own_tei
+    assert len({hashes[0] for hashes in own}) > 100, "the texts' fingerprints differ"
+    assert sum('type="fingerprint"' in b.get("tei_xml", "") for b in own_tei) >= 10
+
+
+def test_a_fingerprint_trafilatura_computes_otherwise_keeps_trafilaturas_own(monkeypatch):
+    """A trafilatura whose ``create_hash`` gives another hash (a newer algorithm) keeps its own: the
+    probe's fingerprints differ, and install() says so."""
+    from trafilatura import deduplication
+
+    from votersdaily.ingest import fingerprint
+
+    def changed(self, inputstring):
+        return 12345
+
+    monkeypatch.setattr(fingerprint, "_OWN_CREATE_HASH", changed)
+    try:
+        assert fingerprint.install() is False
+        assert deduplication.Simhash.create_hash is changed
+    finally:
+        monkeypatch.undo()
+        assert fingerprint.install() is True
