@@ -20,6 +20,10 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, TextResponse
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
+from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 from twisted.web.iweb import IPolicyForHTTPS
@@ -98,6 +102,14 @@ class Probe(scrapy.Spider):
     def parse_a(self, response: TextResponse):
         crawler = self.crawler
         self.seen["scraping"] = response.request in scrapy_internals.scraping(crawler)
+        self.seen["processors"] = scrapy_internals.request_processors(crawler)
+        slot = crawler.engine.scraper.slot
+        before = slot.active_size
+        release = scrapy_internals.count_as_scraping(crawler, response)
+        during = slot.active_size
+        release()
+        release()  # once only
+        self.seen["counted"] = (during - before, slot.active_size - before, len(response.body))
         self.seen["start_left_while_start_waits"] = scrapy_internals.start_requests_left(crawler)
         self.seen["pending_before"] = scrapy_internals.scheduler_has_pending(crawler)
         crawler.engine.crawl(Request(self.base + "/b", callback=self.parse_a))
@@ -172,6 +184,125 @@ def test_the_scraper_slots_queue_holds_result_request_deferred():
     assert scrapy_internals.scraper_slot_requests(slot) == {request}
     slot.next_response_request_deferred()
     assert scrapy_internals.scraper_slot_requests(slot) == {request}  # now active
+
+
+def test_request_processors_are_the_spider_middlewares_get_processed_request(probe):
+    names = [type(process.__self__).__name__ for process in seen(probe, "processors")]
+    # process_spider_output's order: the highest SPIDER_MIDDLEWARES_BASE number first
+    assert names == [
+        "MetaCopyDetectionMiddleware",
+        "DepthMiddleware",
+        "UrlLengthMiddleware",
+        "RefererMiddleware",
+        "StartSpiderMiddleware",
+    ]
+    source = Request(probe.spider.base + "/a", meta={"depth": 0})  # as DepthMiddleware leaves it
+    response = TextResponse(source.url, body=b"x", request=source)
+    processed = Request(probe.spider.base + "/b")
+    for process in seen(probe, "processors"):
+        processed = process(processed, response)
+    assert processed.meta["depth"] == 1
+    assert processed.headers.get("Referer") == source.url.encode()
+
+
+def test_count_as_scraping_adds_a_body_to_the_scrapers_size_until_released(probe):
+    added, left, body = seen(probe, "counted")
+    assert body > 1024 and added == body and left == 0
+
+
+class OwnOutput(BaseSpiderMiddleware):
+    def process_spider_output(self, response, result):
+        yield from result
+
+
+class OwnAsyncOutput(BaseSpiderMiddleware):
+    async def process_spider_output_async(self, response, result):
+        async for o in result:
+            yield o
+
+
+class DeeperDepth(DepthMiddleware):
+    def _get_processed(self, o, response):
+        return o
+
+
+class OnlyRequests(BaseSpiderMiddleware):
+    def get_processed_request(self, request, response):
+        return request
+
+
+def test_a_middleware_doing_more_with_the_output_is_told_apart():
+    crawler = get_crawler()
+    alone = [
+        OnlyRequests(crawler),
+        DepthMiddleware.from_crawler(crawler),
+        RefererMiddleware(crawler.settings),
+    ]
+    assert all(scrapy_internals.processes_each_request_alone(mw) for mw in alone)
+    more = [
+        OwnOutput(crawler),
+        OwnAsyncOutput(crawler),
+        DeeperDepth.from_crawler(crawler),
+        HttpErrorMiddleware,
+    ]
+    assert not any(scrapy_internals.processes_each_request_alone(mw) for mw in more)
+
+
+class Fetcher(scrapy.Spider):
+    """Fetches /a; its callback awaits /b fetched through ``scrapy_internals.download`` (as the
+    ingest's hops and sub-resources are) and keeps what came back and which signals saw it."""
+
+    name = "scrapy_internals_fetcher"
+    custom_settings = {"ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "INFO"}
+
+    def __init__(self, base: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base = base
+        self.seen: dict[str, Any] = {"reached": [], "received": []}
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(spider.received, signal=signals.response_received)
+        return spider
+
+    def reached(self, request: Request, spider: scrapy.Spider) -> None:
+        self.seen["reached"].append(request.url.rsplit("/", 1)[1])
+
+    def received(self, response, request: Request, spider: scrapy.Spider) -> None:
+        self.seen["received"].append(request.url.rsplit("/", 1)[1])
+
+    async def start(self):
+        yield Request(self.base + "/a", callback=self.parse_a)
+
+    async def parse_a(self, response: TextResponse):
+        fetched = await scrapy_internals.download(self.crawler, Request(self.base + "/b", dont_filter=True))
+        self.seen["fetched"] = (fetched.url.rsplit("/", 1)[1], fetched.status, fetched.body)
+        return
+        yield
+
+
+def test_download_fetches_for_a_callback_through_the_downloader():
+    """``download`` (``engine.download_async``): the awaited response, seen by the downloader's
+    signals as a scheduled request is."""
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.support.services import LocalSite
+
+    site = LocalSite().start()
+    try:
+        body = ROLL314.read_bytes()
+        for path in ("/a", "/b"):
+            site.route(path, body, content_type="text/xml")
+        runner = CrawlerRunner({"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"})
+        crawler = runner.create_crawler(Fetcher)
+        session_reactor().call(lambda: runner.crawl(crawler, base=site.url), 120)
+    finally:
+        site.stop()
+    assert crawler.spider.seen.get("fetched") == ("b", 200, body), "the crawl's log says why"
+    assert crawler.spider.seen["reached"] == ["a", "b"]
+    assert crawler.spider.seen["received"] == ["a", "b"]
 
 
 def test_slot_key_and_loads(probe):
@@ -278,7 +409,7 @@ def test_the_platform_of_scrapys_start_up_line_is_computed_ahead(monkeypatch):
 
 #: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
 INTERNALS = re.compile(
-    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running)\b|crawler\)?\.crawling\b"
+    r"engine\)?\.(downloader|scraper|_slot|_start|paused|running|download_async|download)\b|crawler\)?\.crawling\b"
     r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
     r"|scrapy\.utils\.ossignal"
 )

@@ -17,7 +17,7 @@ registry, so an upgrade that breaks one fails there, by name, before the pin in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 #: The Scrapy releases every function below was checked on (tests/test_scrapy_internals.py, run in a
 #: throwaway virtual environment per release; the newest on the registry by .ci/newest-scrapy).
-CHECKED_ON = ("2.13.4", "2.14.2", "2.15.2", "2.16.0", "2.17.0", "2.18.0", "2.19.0")
+CHECKED_ON = ("2.18.0", "2.19.0")
 
 
 class ScrapyInternalsChanged(RuntimeError):
@@ -52,14 +52,14 @@ def _engine(crawler: Crawler) -> ExecutionEngine:
 
 def downloading(crawler: Crawler) -> set[Request]:
     """Requests handed to the downloader and not finished: waiting for their slot, or downloading
-    (``engine.downloader.active``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    (``engine.downloader.active``). Checked on Scrapy 2.18.0 and 2.19.0."""
     return set(_engine(crawler).downloader.active)
 
 
 def scraping(crawler: Crawler) -> set[Request]:
     """Requests whose response (or failure) waits for, or is in, its callback and the item pipelines
     (the scraper's slot: ``engine.scraper.slot.active`` and the ``(result, request, deferred)``
-    tuples of its ``queue``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    tuples of its ``queue``). Checked on Scrapy 2.18.0 and 2.19.0."""
     slot = _engine(crawler).scraper.slot
     return set() if slot is None else scraper_slot_requests(slot)
 
@@ -73,12 +73,23 @@ def take_queued_requests(crawler: Crawler) -> list[tuple[Request, Deferred[Respo
     """Take every request waiting in a downloader slot's queue (a download delay or the slot's
     concurrency holds it), with the Deferred the downloader fires with its response: the caller
     must fire it (an errback) so the request leaves the crawl. ``engine.downloader.slots[*].queue``
-    of ``(request, deferred)``; checked on Scrapy 2.13.4 to 2.19.0."""
+    of ``(request, deferred)``; checked on Scrapy 2.18.0 and 2.19.0."""
     taken = []
     for slot in _engine(crawler).downloader.slots.values():
         while slot.queue:
             taken.append(slot.queue.popleft())
     return taken
+
+
+async def download(crawler: Crawler, request: Request) -> Response:
+    """``request`` fetched by the engine for a callback that awaits it (the ingest's hops, sub-resources
+    and GROBID calls): through every downloader middleware and download signal, not the scheduler
+    (``engine.download_async``). Checked on Scrapy 2.18.0 and 2.19.0."""
+    engine = _engine(crawler)
+    download_async = getattr(engine, "download_async", None)
+    if download_async is None:
+        raise ScrapyInternalsChanged("the engine has no download_async")
+    return cast("Response", await download_async(request))
 
 
 # -- the downloader's slots ------------------------------------------------------------------------
@@ -94,13 +105,13 @@ class Load:
 
 def slot_key(crawler: Crawler, request: Request) -> str:
     """The downloader slot ``request`` goes to (its host, or ``meta["download_slot"]``):
-    ``engine.downloader.get_slot_key``. Checked on Scrapy 2.13.4 to 2.19.0."""
+    ``engine.downloader.get_slot_key``. Checked on Scrapy 2.18.0 and 2.19.0."""
     return str(_engine(crawler).downloader.get_slot_key(request))
 
 
 def downloader_load(crawler: Crawler) -> Load:
     """Requests in the downloader against ``CONCURRENT_REQUESTS`` (``downloader.active``,
-    ``downloader.total_concurrency``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    ``downloader.total_concurrency``). Checked on Scrapy 2.18.0 and 2.19.0."""
     downloader = _engine(crawler).downloader
     return Load(len(downloader.active), int(downloader.total_concurrency))
 
@@ -108,7 +119,7 @@ def downloader_load(crawler: Crawler) -> Load:
 def slot_load(crawler: Crawler, key: str) -> Load | None:
     """Requests in the downloader slot ``key`` against its concurrency (``downloader.slots[key]``:
     ``.active``, ``.concurrency``); None when the downloader has no such slot (yet, or any more).
-    Checked on Scrapy 2.13.4 to 2.19.0."""
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     slot = _engine(crawler).downloader.slots.get(key)
     return None if slot is None else Load(len(slot.active), int(slot.concurrency))
 
@@ -118,7 +129,7 @@ def slot_load(crawler: Crawler, key: str) -> Load | None:
 
 def start_requests_left(crawler: Crawler) -> bool:
     """Whether the spider's ``start()`` may still yield (the engine still holds its iterator,
-    ``engine._start``; None once exhausted or before it starts). Checked on Scrapy 2.13.4 to 2.19.0."""
+    ``engine._start``; None once exhausted or before it starts). Checked on Scrapy 2.18.0 and 2.19.0."""
     engine = _engine(crawler)
     if not hasattr(engine, "_start"):
         raise ScrapyInternalsChanged("ExecutionEngine has no _start (the spider's start iterator)")
@@ -128,7 +139,7 @@ def start_requests_left(crawler: Crawler) -> bool:
 def scheduler_has_pending(crawler: Crawler) -> bool | None:
     """Whether the crawl's scheduler holds requests not yet handed to the downloader; None when the
     spider is not open (no scheduler). ``engine.scheduler`` from Scrapy 2.19, ``engine._slot.scheduler``
-    before; checked on Scrapy 2.13.4 to 2.19.0."""
+    before; checked on Scrapy 2.18.0 and 2.19.0."""
     engine = _engine(crawler)
     scheduler: BaseScheduler | None
     if hasattr(type(engine), "scheduler"):
@@ -139,28 +150,92 @@ def scheduler_has_pending(crawler: Crawler) -> bool | None:
     return None if scheduler is None else bool(scheduler.has_pending_requests())
 
 
+def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], Request | None]] | None:
+    """What the spider middlewares do to a request a callback yields, as one call each, in the order
+    Scrapy's ``process_spider_output`` chain applies them (``engine.scraper.spidermw.methods``): each
+    middleware's ``get_processed_request`` (a request back, or None: dropped). None when a middleware
+    of the chain does more with a callback's output (:func:`processes_each_request_alone`).
+    Checked on Scrapy 2.18.0 and 2.19.0."""
+    scraper = getattr(_engine(crawler), "scraper", None)
+    methods = getattr(getattr(scraper, "spidermw", None), "methods", None)
+    if methods is None or "process_spider_output" not in methods:
+        raise ScrapyInternalsChanged("the engine has no scraper.spidermw.methods['process_spider_output']")
+    processors: list[Callable[[Request, Response], Request | None]] = []
+    for method in methods["process_spider_output"]:
+        if method is None:  # a middleware without one (HttpErrorMiddleware)
+            continue
+        middleware = method.__self__
+        if not processes_each_request_alone(middleware):
+            return None
+        processors.append(middleware.get_processed_request)
+    return processors
+
+
+def count_as_scraping(crawler: Crawler, response: Response) -> Callable[[], None]:
+    """Count ``response`` toward the scraper slot's ``active_size`` as Scrapy counts a response it
+    hands to a callback (its body, at least ``Slot.MIN_RESPONSE_SIZE``), until the call returned is
+    made (once): above ``SCRAPER_SLOT_MAX_ACTIVE_SIZE`` the engine starts no more requests, so
+    bodies a callback holds (a hop it fetched itself) hold back the downloads as scheduled ones did.
+    ``engine.scraper.slot.active_size``; checked on Scrapy 2.18.0 and 2.19.0."""
+    slot = getattr(_engine(crawler).scraper, "slot", None)
+    if slot is None:  # the spider is closing
+        return lambda: None
+    if not hasattr(slot, "active_size") or not hasattr(slot, "MIN_RESPONSE_SIZE"):
+        raise ScrapyInternalsChanged("the scraper's slot has no active_size or MIN_RESPONSE_SIZE")
+    size = max(len(response.body), slot.MIN_RESPONSE_SIZE)
+    slot.active_size += size
+    counted = [size]
+
+    def release() -> None:
+        if counted:
+            slot.active_size -= counted.pop()
+
+    return release
+
+
+#: What a spider middleware may override to do more with a callback's output than process each request.
+_OUTPUT_METHODS = ("process_spider_output", "process_spider_output_async", "_get_processed")
+
+
+def processes_each_request_alone(middleware: object) -> bool:
+    """Whether all a spider middleware does to a request in a callback's output is its
+    ``get_processed_request``: a ``BaseSpiderMiddleware`` without its own ``process_spider_output``,
+    ``process_spider_output_async`` or ``_get_processed`` (Scrapy's ``DepthMiddleware`` overrides the
+    first two only to give the response its depth, which a callback's response already has)."""
+    from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+    from scrapy.spidermiddlewares.depth import DepthMiddleware
+
+    if not isinstance(middleware, BaseSpiderMiddleware):
+        return False
+    kind = type(middleware)
+    own = {name for name in _OUTPUT_METHODS if getattr(kind, name) is not getattr(BaseSpiderMiddleware, name)}
+    if issubclass(kind, DepthMiddleware):
+        own = {name for name in own if getattr(kind, name) is not getattr(DepthMiddleware, name)}
+    return not own
+
+
 def engine_paused(crawler: Crawler) -> bool:
     """Whether someone paused the engine (``engine.pause()``; the ``paused`` flag). Checked on
-    Scrapy 2.13.4 to 2.19.0."""
+    Scrapy 2.18.0 and 2.19.0."""
     return bool(_engine(crawler).paused)
 
 
 def engine_running(crawler: Crawler) -> bool:
     """Whether the engine runs (False before it starts, while the spider opens, and once it is
-    stopping: Ctrl-C, ``close_spider``); the ``running`` flag. Checked on Scrapy 2.13.4 to 2.19.0."""
+    stopping: Ctrl-C, ``close_spider``); the ``running`` flag. Checked on Scrapy 2.18.0 and 2.19.0."""
     return bool(_engine(crawler).running)
 
 
 def is_crawling(crawler: Crawler) -> bool:
     """Whether the crawler is crawling and not yet stopping (``Crawler.crawling``). Checked on
-    Scrapy 2.13.4 to 2.19.0."""
+    Scrapy 2.18.0 and 2.19.0."""
     return bool(crawler.crawling)
 
 
 def mark_stopped(crawler: Crawler) -> None:
     """Mark the crawler as stopping already (``Crawler.crawling = False``), so that Scrapy's graceful
     stop at reactor shutdown leaves it alone (the forced stop of votersdaily/interrupts.py).
-    Checked on Scrapy 2.13.4 to 2.19.0."""
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     crawler.crawling = False
 
 
@@ -171,7 +246,7 @@ def tls_context_factory(crawler: Crawler) -> Any:
     """The TLS context factory Scrapy's HTTP handler would use (``DOWNLOADER_CLIENTCONTEXTFACTORY``,
     ``DOWNLOADER_CLIENT_TLS_METHOD``): the private ``_load_context_factory_from_settings(crawler)``,
     or ``load_context_factory_from_settings(settings, crawler)`` in releases before it. Checked on
-    Scrapy 2.19.0."""
+    Scrapy 2.18.0 and 2.19.0."""
     from scrapy.core.downloader import contextfactory
 
     if hasattr(contextfactory, "_load_context_factory_from_settings"):
@@ -181,21 +256,21 @@ def tls_context_factory(crawler: Crawler) -> Any:
 
 def cache_entry_path(storage: FilesystemCacheStorage, spider: Spider, request: Request) -> str:
     """The folder of ``request``'s entry in a filesystem HTTP cache (``_get_request_path``).
-    Checked on Scrapy 2.13.4 to 2.19.0."""
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     return str(storage._get_request_path(spider, request))
 
 
 def on_shutdown_signals(handler: Callable[[int, Any], None]) -> None:
     """Make ``handler`` the handler of the shutdown signals (SIGINT, SIGTERM, SIGBREAK), as Scrapy's
     crawler process installs its own (``scrapy.utils.ossignal.install_shutdown_handlers``).
-    Checked on Scrapy 2.13.4 to 2.19.0."""
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     from scrapy.utils.ossignal import install_shutdown_handlers
 
     install_shutdown_handlers(handler)
 
 
 def signal_name(signum: int) -> str:
-    """``SIGTERM`` for 15 (``scrapy.utils.ossignal.signal_names``). Checked on Scrapy 2.13.4 to 2.19.0."""
+    """``SIGTERM`` for 15 (``scrapy.utils.ossignal.signal_names``). Checked on Scrapy 2.18.0 and 2.19.0."""
     from scrapy.utils.ossignal import signal_names
 
     return signal_names.get(signum, "signal %d" % signum)
@@ -209,7 +284,7 @@ def prepare_version_line(settings: BaseSettings) -> None:
     (``scrapy.utils.versions``), which runs ``uname -p`` in a subprocess and reads the interpreter's
     binary for its C library: 5-6 ms on the crawl's start, at any log level. Computed in a thread
     while the command reads its options, it is in Python's own cache when the crawler process logs
-    the line (the same text: the same call). Checked on Scrapy 2.13.4 to 2.19.0."""
+    the line (the same text: the same call). Checked on Scrapy 2.18.0 and 2.19.0."""
     import platform
     import threading
 

@@ -84,7 +84,7 @@ def test_an_answer_nobody_awaits_any_more_is_dropped_and_close_ends_the_threads(
 
     assert asyncio.run(scenario()) == "image/png"
     assert errors == []  # no "invalid state" from answering a cancelled call
-    threads = list(sniffer._started)
+    threads = list(sniffer.lane._started)
     sniffer.close()
     for thread in threads:
         thread.join(5)

@@ -18,6 +18,8 @@ from .redis_worker import WorkerMixin
 class IngestWorker(WorkerMixin, IngestSpider):
     name = "ingest_worker"
     queue_name = "ingest"
+    #: Every hop goes back to the shared queue, so any worker may fetch it.
+    hops_through_scheduler = True
 
     @classmethod
     def enqueue_arguments(cls, sources: list[str]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Scrapy 2.19's downloader starts every request queued in a slot at once when a tr
 ``_process_queue`` counts free slots from ``transferring``, which a request joins only when its
 download task starts, so the loop drains the whole queue. The engine never queues much (it backs
 off at CONCURRENT_REQUESTS), but a page's sub-resources handed over together with
-``engine.download_async`` did: the benchmark saw 400+ simultaneous connections to one host with
+``scrapy_internals.download`` did: the benchmark saw 400+ simultaneous connections to one host with
 CONCURRENT_REQUESTS_PER_DOMAIN = 32, and Twisted's pool then opened and dropped ~4 connections per
 page. Waiting for room keeps the per-domain limit (politeness) and the pooled connections.
 """
@@ -30,7 +30,7 @@ _RECHECK = 0.005
 
 
 class DownloaderRoom:
-    """``await room.wait(request)`` before ``engine.download_async(request)``; ``room.left(request)``
+    """``await room.wait(request)`` before ``scrapy_internals.download(crawler, request)``; ``room.left(request)``
     after it (in ``finally``). Waiters queue per slot and are let through in order as places free
     up; a place is reserved for a request let through until it reaches the downloader (its
     middlewares run first), so two waiters cannot take the same place."""

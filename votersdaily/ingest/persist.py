@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 
 from votersdaily import locations
 from votersdaily import signals as vd_signals
-from votersdaily.blocking import run_in_thread
+from votersdaily.blocking import ThreadLane, run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
 from votersdaily.store.crawler import store_for, writer_for
@@ -45,6 +45,9 @@ RESULTS_DB = "ingest_file_result"
 HTML_META_DB = "html_meta"
 #: Results whose terminal URL is longer than this are not persisted (as upstream).
 MAX_TERMINAL_URL = 2048
+#: Threads writing the ingests' files and reading their stored rows (:meth:`IngestStorePipeline._write_files`):
+#: as many as the store answers at once without a queue forming behind a slow one.
+FILE_THREADS = 4
 
 
 def result_id(result: dict[str, Any]) -> str:
@@ -126,6 +129,8 @@ class IngestStorePipeline:
             raise NotConfigured("INGEST_BLOB_BACKEND must be 'folder' or 'store', not %r" % backend)
         feed = locations.ingest_teixml_feed(settings)
         self.feed = JsonLinesFeed(feed) if feed else None
+        #: Where each ingest's files are written (:meth:`_write_files`), one hand-off an ingest.
+        self.file_lane = ThreadLane(FILE_THREADS, "ingest-files")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -159,8 +164,8 @@ class IngestStorePipeline:
         tei_xml = side.get("tei_xml")
         if not (tei_xml or side.get("pdf_thumbnail") or result["hit"]):
             return item
-        # One trip through the thread pool per ingest: the hand-off costs the reactor more than the writes.
-        files = await run_in_thread(self._write_files, result, side)
+        # One trip to the file threads per ingest: the hand-off costs the reactor more than the writes.
+        files = await self.file_lane.run(self._write_files, result, side)
         for full, place in files.full:
             self._say_full(full, place)
         if files.error is not None:
@@ -270,5 +275,6 @@ class IngestStorePipeline:
         return row, self.store.get(self.file_table, row["_id"])
 
     async def close_spider(self) -> None:
+        self.file_lane.close(wait=True)  # every item is through: the threads are idle
         for writer in (self.results, self.files, self.html_meta):
             await maybe_deferred_to_future(writer.close())

@@ -17,7 +17,8 @@ import time
 from typing import TYPE_CHECKING, Any, Self
 
 import scrapy
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from votersdaily import signals as vd_signals
@@ -27,6 +28,7 @@ from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
+from votersdaily.scrapy_internals import count_as_scraping, download, request_processors
 
 from . import hops as H
 from . import ingest_requests as R
@@ -66,10 +68,10 @@ from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from scrapy.crawler import Crawler
-    from scrapy.http import Headers, Request, Response
+    from scrapy.http import Headers, Request
     from scrapy.settings import BaseSettings
 
 
@@ -93,6 +95,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # starts CONCURRENT_ITEMS worker tasks per response (100 by default: ~1 ms each time).
         "CONCURRENT_ITEMS": 4,
     }
+
+    #: Whether a chain's next hop is yielded to Scrapy's scheduler (a Redis-fed worker's queue, which
+    #: shares every hop among the workers) instead of being fetched by the callback that found it.
+    hops_through_scheduler = False
+    #: :meth:`_hop_processors`' answer, once asked.
+    _processors: list[Callable[[Request, Response], Request | None]] | None
 
     # Set by from_crawler: each needs the crawler's settings or signals.
     config: IngestConfig
@@ -363,14 +371,83 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- the hop loop ------------------------------------------------------------------------------
 
     async def parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
-        """One fetched hop; an extraction process that died twice on it fails this ingest only."""
+        """A fetched hop and the chain's next hops: each next hop is fetched from here
+        (:meth:`_next_hop`), not yielded to the scheduler, unless :attr:`hops_through_scheduler`.
+        An extraction process that died twice on a hop fails this ingest only."""
+        processors = self._hop_processors()
+        release = None  # stops counting the body of the hop this callback fetched last
         try:
-            async for output in self._parse_hop(response):
-                yield output
-        except ExtractionCrashed as exc:
-            state = response.meta[H.STATE_META]
-            term = terminal(response.url, dt14(), response.status)
-            yield self._finish(state, "extract-process-died", str(exc), terminal=term)
+            while True:
+                follow = None
+                try:
+                    async for output in self._parse_hop(response):
+                        if processors is not None and isinstance(output, scrapy.Request):
+                            follow = output
+                        else:
+                            yield output
+                except ExtractionCrashed as exc:
+                    state = response.meta[H.STATE_META]
+                    term = terminal(response.url, dt14(), response.status)
+                    yield self._finish(state, "extract-process-died", str(exc), terminal=term)
+                if follow is None or processors is None:
+                    return
+                fetched = await self._next_hop(follow, response, processors)
+                if not isinstance(fetched, Response):
+                    if fetched is not None:
+                        yield fetched
+                    return
+                if release is not None:
+                    release()
+                # its body holds the engine's downloads back, as a scheduled hop's did in the scraper
+                release = count_as_scraping(self.crawler, fetched)
+                response = fetched
+        finally:
+            if release is not None:
+                release()
+
+    def _hop_processors(self) -> list[Callable[[Request, Response], Request | None]] | None:
+        """The spider middlewares' processing of a yielded request (asked once a crawl), or None when
+        hops go through the scheduler: :attr:`hops_through_scheduler`, or a spider middleware that
+        does more with a callback's output than process each request
+        (:func:`~votersdaily.scrapy_internals.request_processors`). A method, not a property: the
+        Redis queue looks for a request's callback among the spider's members before a crawl."""
+        try:
+            return self._processors
+        except AttributeError:
+            self._processors = None if self.hops_through_scheduler else request_processors(self.crawler)
+            return self._processors
+
+    async def _next_hop(
+        self,
+        request: scrapy.Request,
+        response: Response,
+        processors: list[Callable[[Request, Response], Request | None]],
+    ) -> Response | IngestItem | None:
+        """The hop ``request`` found on ``response``, fetched as the scheduler's path would fetch it,
+        with less of Scrapy's work per hop (no scheduler queue, no new callback chain of spider
+        middlewares for its response): the spider middlewares process it (the ``Referer``, the URL
+        length limit, the depth), ``request_scheduled`` is sent (an interrupted crawl refuses it,
+        as it refuses a scheduled one), and every downloader middleware and download signal sees
+        it. Its response; the ingest's result when the fetch failed (:meth:`hop_failed`, its
+        errback); None when it was dropped, as Scrapy drops it."""
+        for process in processors:
+            processed = process(request, response)
+            if processed is None:
+                return None
+            request = processed
+        refusals = self.crawler.signals.send_catch_log(
+            scrapy.signals.request_scheduled, request=request, spider=self, dont_log=IgnoreRequest
+        )
+        if any(
+            isinstance(answer, Failure) and isinstance(answer.value, IgnoreRequest) for _, answer in refusals
+        ):
+            return None
+        try:
+            return await download(self.crawler, request)
+        except Exception:
+            failure = Failure()
+            failure.request = request  # type: ignore[attr-defined]  # as Scrapy sets it for an errback
+            return self.hop_failed(failure)
 
     async def _parse_hop(self, response: Response) -> AsyncIterator[scrapy.Request | IngestItem]:
         state = response.meta[H.STATE_META]
@@ -523,7 +600,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 meta={TRUSTED_META: True, "download_timeout": self.config.grobid_timeout, "dont_retry": True},
             )
             try:
-                answer = await self.crawler.engine.download_async(request)
+                answer = await download(self.crawler, request)
                 grobid, tei = await self.extract.run(grobid_result, answer.status, answer.body)
             except Exception as exc:
                 grobid, tei = {"status": "error", "status_code": None, "error_msg": str(exc)[:1000]}, None
@@ -654,7 +731,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         try:
             await self.room.wait(request)
             try:
-                response = await self.crawler.engine.download_async(request)
+                response = await download(self.crawler, request)
             except Exception as exc:
                 record.update(status_code=None, error="%s: %s" % (type(exc).__name__, str(exc)[:300]))
                 return record
