@@ -586,3 +586,64 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
             proc.kill()
             proc.wait(60)
         shutil.rmtree(top)
+
+
+def modules_the_first_calls_import(hops: list[tuple[bytes, str, str, str]]) -> list[str]:
+    """The modules an extraction process imports while it examines its first ``hops`` (body, URL,
+    content type, ingest type), each the terminal document of its ingest."""
+    import sys
+
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.ingest.process import examine_hop
+
+    before = set(sys.modules)
+    for body, url, content_type, ingest_type in hops:
+        examine_hop(body, url, content_type, ingest_type, [url], IngestConfig())
+    return sorted(set(sys.modules) - before)
+
+
+def test_the_fork_server_preloads_what_the_first_documents_would_import():
+    """Each extraction process is forked with everything its first landing page, PDF (its page-0
+    thumbnail handed to a warm renderer) and HTML article need: an import in the first calls was
+    paid once per process (8 ms of the first PDF's CPU, twice a crawl), where the fork server
+    pays it once. Recorded documents: the scholarly landing page and article, the dummy PDF."""
+    from tests.ingest.conftest import scholarly
+
+    hops = [
+        (scholarly("genders_g58_fairlie.html").read_bytes(), "https://example.org/g58", "text/html", "pdf"),
+        (scholarly("dummy.pdf").read_bytes(), "https://example.org/dummy.pdf", "application/pdf", "pdf"),
+        (scholarly("elife_article.html").read_bytes(), "https://example.org/elife", "text/html", "html"),
+    ]
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    pool.start()
+    try:
+        imported = asyncio.run(asyncio.wait_for(pool.run(modules_the_first_calls_import, hops), 120))
+    finally:
+        pool.close()
+    assert imported == []
+
+
+@pytest.mark.parametrize("crawling", [True, False], ids=["a crawl", "enqueue (no crawl)"])
+def test_a_crawl_starts_the_fork_server_as_it_creates_the_spider(crawling):
+    """The fork server starts when a crawl creates the ingest spider, so its imports overlap the
+    crawl's own start-up instead of the first fetches; a crawler that does not crawl (``enqueue``
+    runs only ``start()``) starts none. A fresh interpreter: the fork server is one a process."""
+    import subprocess
+    import sys
+
+    from tests.support.services import REPO
+
+    code = (
+        "from multiprocessing import forkserver\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from votersdaily.ingest.spider import IngestSpider\n"
+        "crawler = get_crawler(IngestSpider)\n"
+        "crawler.crawling = %r\n"
+        "spider = IngestSpider.from_crawler(crawler, url='https://example.org/paper.pdf')\n"
+        "print(forkserver._forkserver._forkserver_pid is not None, spider.extract.pids())\n" % crawling
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, env=env
+    )
+    assert out.stdout.split() == [str(crawling), "[]"], out.stderr[-2000:]

@@ -273,3 +273,150 @@ def test_meta_contents_are_those_of_the_meta_elements_on_every_recorded_page():
             assert doc.meta_contents(key) == expected, (name, key)
             found += bool(expected)
     assert found > 100, "the pages have metas to compare"
+
+
+def _one_key_pages() -> list[tuple[str, bytes]]:
+    """The benchmark's landing page (benchmarks/ingest.py) with one more meta, for each key the
+    biblio asks, written as its selector writes it (``prism.eIssn``: mixed case) and its value the
+    key itself (the DOI-scheme selector's meta with its scheme): alone on the page, a key is read
+    whichever selectors come before it."""
+    from votersdaily.ingest.biblio import LIST_SELECTORS, SCALAR_SELECTORS
+
+    pages = []
+    for selectors in (*SCALAR_SELECTORS.values(), *LIST_SELECTORS.values()):
+        for selector in selectors:
+            key, scheme = (selector, "") if isinstance(selector, str) else selector
+            page = (
+                '<html><head><meta name="citation_title" content="Paper 7"><meta name="citation_pdf_url" '
+                'content="/pdf/7.pdf"><meta name="%s" content="10.5555/%s" scheme="%s"></head>'
+                "<body>x</body></html>" % (key, key, scheme)
+            )
+            pages.append(("the landing page with %s" % key, page.encode()))
+    return pages
+
+
+def test_the_biblio_asks_a_page_only_for_its_own_keys_and_reads_what_asking_every_key_reads(
+    monkeypatch,
+):
+    """``extract_biblio`` normalises its some 100 keys once and asks a page only for the keys the page
+    has (``HtmlDoc.has_meta``): on every recorded HTML page, the benchmark's pages and its landing
+    page with each key asked added, the same biblio as asking every key of every selector
+    (``has_meta`` answering yes for each, the old way)."""
+    from tests.ingest.conftest import recorded_html_pages
+    from votersdaily.ingest.biblio import extract_biblio
+    from votersdaily.ingest.htmldoc import HtmlDoc, parse_html
+
+    pages = [(path.name, path.read_bytes()) for path in recorded_html_pages()]
+    pages += [*_one_key_pages(), *((n, t.encode()) for n, t in recorded_pages())]
+    found = 0
+    for name, body in pages:
+        doc = parse_html(body, "https://example.org/paper", "text/html")
+        ours = extract_biblio(doc)
+        with monkeypatch.context() as every_key:
+            every_key.setattr(HtmlDoc, "has_meta", lambda self, key: True)
+            assert extract_biblio(doc) == ours, name
+        found += len(ours)
+    assert found > 300, "the pages have biblio fields to compare"
+
+
+def test_a_compiled_selector_selects_what_its_expression_selects_on_every_recorded_page():
+    """``HtmlDoc.select`` evaluates each CSS selector's XPath compiled once: on every recorded HTML
+    page, every selector of the fulltext patterns and rules and the scope's, the same elements in
+    the same order as ``root.xpath`` of the expression (compiled at each call, the old way)."""
+    from pathlib import Path
+
+    from tests.ingest.conftest import recorded_html_pages
+    from votersdaily.ingest import fulltext, scope
+    from votersdaily.ingest.htmldoc import css_xpath, parse_html
+
+    patterns = (
+        *fulltext.PDF_PATTERNS,
+        *fulltext.XML_PATTERNS,
+        *fulltext.HTML_PATTERNS,
+        *fulltext.COMPONENT_PATTERNS,
+    )
+    selectors = {p.selector for p in patterns if not fulltext._META_SEL.match(p.selector)}
+    for module in (fulltext, scope):
+        selectors |= set(re.findall(r'doc\.select\("([^"]+)"\)', Path(module.__file__).read_text()))
+    assert len(selectors) > 50
+    selected = 0
+    for path in recorded_html_pages():
+        doc = parse_html(path.read_bytes(), "https://example.org/", "text/html")
+        for css in sorted(selectors):
+            assert doc.select(css) == doc.root.xpath(css_xpath(css)), (path.name, css)
+            selected += len(doc.select(css))
+    assert selected > 100, "the pages have elements to compare"
+
+
+def _fingerprint_texts() -> list[str]:
+    """What trafilatura fingerprints (title, a space, the text) of every recorded page and the
+    benchmark's articles, and generated texts: none, one word, the same word many times, a word
+    an odd and an even number of times (a bit's sum at 0 sets it), punctuation only, words
+    trafilatura drops (``word3_45``), non-Latin text (its own sampling path)."""
+    from trafilatura import bare_extraction
+
+    texts = []
+    for _, page in recorded_pages():
+        doc = bare_extraction(page, output_format="xmltei", include_formatting=True, with_metadata=True)
+        if doc is not None:
+            texts.append(str(doc.title) + " " + str(doc.raw_text))
+    draw = random.Random(20261127)
+    vocabulary = ["ingest", "landing", "pdf", "a", "of", "fingerprint", "2026", "Über", "naïve", "x1"]
+    texts += [
+        "",
+        "word",
+        " ".join(["hashing"] * 41),
+        "alpha beta " * 3 + "alpha",
+        "alpha beta " * 4,
+        "... !!! ---",
+        " ".join("word%d_%d" % (i, i) for i in range(300)),
+        "中文的文本。没有空格，也没有拉丁标点。" * 3,
+    ]
+    texts += [" ".join(draw.choice(vocabulary) for _ in range(draw.randint(1, 400))) for _ in range(300)]
+    return texts
+
+
+def test_the_fingerprint_is_trafilaturas_own_on_every_recorded_page():
+    """``Simhash.create_hash`` counted over all the tokens at once (votersdaily/ingest/fingerprint.py):
+    on every recorded page, the benchmark's articles and generated texts, the same hash as
+    trafilatura's own, at its 64 bits and at other widths (which go to trafilatura's own); and the
+    TEI of every recorded page the same, byte for byte."""
+    from trafilatura import deduplication
+
+    from votersdaily.ingest import fingerprint
+    from votersdaily.ingest.htmlbody import extract_body
+
+    assert deduplication.Simhash.create_hash is fingerprint.create_hash, "importing htmlbody installs it"
+    texts = _fingerprint_texts()
+    pages = recorded_pages()
+    widths = (64, 32, 128)
+    ours = [[deduplication.Simhash(text, length=width).hash for width in widths] for text in texts]
+    tei = [extract_body(text) for _, text in pages]
+    fingerprint.uninstall()
+    try:
+        own = [[deduplication.Simhash(text, length=width).hash for width in widths] for text in texts]
+        own_tei = [extract_body(text) for _, text in pages]
+    finally:
+        assert fingerprint.install() is True
+    assert ours == own and tei == own_tei
+    assert len({hashes[0] for hashes in own}) > 100, "the texts' fingerprints differ"
+    assert sum('type="fingerprint"' in b.get("tei_xml", "") for b in own_tei) >= 10
+
+
+def test_a_fingerprint_trafilatura_computes_otherwise_keeps_trafilaturas_own(monkeypatch):
+    """A trafilatura whose ``create_hash`` gives another hash (a newer algorithm) keeps its own: the
+    probe's fingerprints differ, and install() says so."""
+    from trafilatura import deduplication
+
+    from votersdaily.ingest import fingerprint
+
+    def changed(self, inputstring):
+        return 12345
+
+    monkeypatch.setattr(fingerprint, "_OWN_CREATE_HASH", changed)
+    try:
+        assert fingerprint.install() is False
+        assert deduplication.Simhash.create_hash is changed
+    finally:
+        monkeypatch.undo()
+        assert fingerprint.install() is True

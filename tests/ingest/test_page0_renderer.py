@@ -370,3 +370,45 @@ def test_a_warm_renderer_keeps_its_memory_between_renders():
         assert faults < 20, faults
     finally:
         fresh.close()
+
+
+def test_a_renderer_started_ahead_renders_the_next_pdf(warm):
+    """prestart() starts a renderer when none runs (a second call starts no other); the next PDF
+    goes to it and comes back as pdftoppm's JPEG."""
+    blob = scholarly("dummy.pdf").read_bytes()
+    warm.close()
+    warm.prestart()
+    warm.prestart()
+    (pid,) = warm.pids()
+    assert warm.start(blob).outcome() == pdftoppm(blob)
+    assert warm.pids() == [pid]
+
+
+@pytest.mark.parametrize(
+    ("landing", "thumbnails", "started"),
+    [
+        ("plos_one_article.html", True, True),
+        ("plos_one_article.html", False, False),
+        ("elife_article.html", True, False),
+    ],
+    ids=["a link to a PDF", "thumbnails off", "no link"],
+)
+def test_a_pdf_ingests_landing_page_starts_the_renderer_for_its_pdf(warm, landing, thumbnails, started):
+    """The extraction process starts its renderer at a PDF ingest's landing page that links a PDF
+    (recorded PLOS ONE page), so its start overlaps the PDF's fetch; not when INGEST_PDF_THUMBNAILS
+    is off, nor at a page with no link to follow (recorded eLife page, read at another address)."""
+    from votersdaily.ingest.config import IngestConfig
+    from votersdaily.ingest.process import examine_hop
+
+    warm.close()
+    url = "https://example.org/article"
+    facts = examine_hop(
+        scholarly(landing).read_bytes(),
+        url,
+        "text/html",
+        "pdf",
+        [url],
+        IngestConfig(pdf_thumbnails=thumbnails),
+    )
+    assert bool(facts.landing.next_hop) is (landing == "plos_one_article.html")
+    assert len(warm.pids()) == int(started)

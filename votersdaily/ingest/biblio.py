@@ -9,7 +9,7 @@ from typing import Any
 from votersdaily.datetimes import PartialDate, parse_partial_date
 
 from .fulltext import COMPONENT_PATTERNS, HTML_PATTERNS, PDF_PATTERNS, XML_PATTERNS, match_fulltext_url
-from .htmldoc import HtmlDoc
+from .htmldoc import HtmlDoc, meta_key
 
 #: Every BiblioMetadata field, in upstream's order.
 BIBLIO_FIELDS = (
@@ -197,10 +197,27 @@ RELEASE_TYPES = {"research article": "article-journal", "text.serial.journal": "
 _PROFILE_URL = re.compile(r"^https?://", re.I)
 
 
-def _scalar(doc: HtmlDoc, selectors: tuple[str | tuple[str, str], ...]) -> str | None:
-    for selector in selectors:
+#: Selectors, each with its meta key as a page's index writes it (:func:`meta_key`).
+Indexed = tuple[tuple[str | tuple[str, str], str], ...]
+
+
+def _indexed(selectors: tuple[str | tuple[str, str], ...]) -> Indexed:
+    """``selectors``, each with its meta key as a page's index writes it."""
+    return tuple((s, meta_key(s if isinstance(s, str) else s[0])) for s in selectors)
+
+
+#: :data:`SCALAR_SELECTORS` and :data:`LIST_SELECTORS` with their keys as indexed: a page is asked
+#: only for keys it has (the some 100 keys are normalised once, not at every page).
+_SCALAR_INDEXED = {name: _indexed(selectors) for name, selectors in SCALAR_SELECTORS.items()}
+_LIST_INDEXED = {name: _indexed(selectors) for name, selectors in LIST_SELECTORS.items()}
+
+
+def _scalar(doc: HtmlDoc, selectors: Indexed) -> str | None:
+    for selector, key in selectors:
+        if not doc.has_meta(key):
+            continue
         if isinstance(selector, tuple):
-            key, scheme = selector
+            scheme = selector[1]
             for meta in doc.meta_elements(key):
                 content = (meta.get("content") or "").strip()
                 if (meta.get("scheme") or "").lower() == scheme and content:
@@ -212,10 +229,12 @@ def _scalar(doc: HtmlDoc, selectors: tuple[str | tuple[str, str], ...]) -> str |
     return None
 
 
-def _list(doc: HtmlDoc, name: str, selectors: tuple[str, ...]) -> list[str] | None:
+def _list(doc: HtmlDoc, name: str, selectors: Indexed) -> list[str] | None:
     """Every value of the first selector with a usable one. A contributor is a name: OpenGraph's
     ``article:author`` is a profile URL, which names no one."""
-    for key in selectors:
+    for _, key in selectors:
+        if not doc.has_meta(key):
+            continue
         values = [c.strip() for c in doc.meta_contents(key) if c.strip()]
         if name == "contrib_names":
             values = [v for v in values if not _PROFILE_URL.match(v)]
@@ -260,12 +279,12 @@ def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
     if not doc.has_head:
         return {}
     meta: dict[str, Any] = {}
-    for name, selectors in SCALAR_SELECTORS.items():
-        value = _scalar(doc, selectors)
+    for name, indexed in _SCALAR_INDEXED.items():
+        value = _scalar(doc, indexed)
         if value:
             meta[name] = value
-    for name, selectors in LIST_SELECTORS.items():
-        values = _list(doc, name, selectors)
+    for name, indexed in _LIST_INDEXED.items():
+        values = _list(doc, name, indexed)
         if values:
             meta[name] = values
     if "doi" in meta:

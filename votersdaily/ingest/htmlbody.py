@@ -7,7 +7,7 @@ from typing import Any
 import trafilatura
 from lxml import etree
 
-from . import datesearch
+from . import datesearch, fingerprint
 
 AGENT = "trafilatura/%s" % trafilatura.__version__
 _FIRST_MONDAY_DOCTYPE = '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" 2012"http://www.w3.org/TR/html4/loose.dtd">'
@@ -15,6 +15,7 @@ _TEI = "{http://www.tei-c.org/ns/1.0}"
 _parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 datesearch.install()  # htmldate's whole-page date search skips the passes that cannot match
+fingerprint.install()  # the TEI's fingerprint counted a token at a time in C
 
 
 class TeiXmlError(ValueError):

@@ -210,6 +210,14 @@ def start_page0(body: bytes, config: IngestConfig) -> PendingRender | None:
     return renderer.start(body) if renderer is not None else None
 
 
+def prestart_page0(config: IngestConfig) -> None:
+    """This process's warm renderer started ahead of the PDF a landing page leads to (its start then
+    overlaps the PDF's fetch), when INGEST_PDF_THUMBNAILS wants thumbnails and none runs yet."""
+    renderer = warm_renderer() if config.pdf_thumbnails else None
+    if renderer is not None:
+        renderer.prestart()
+
+
 def warm_page0(
     pdf: tuple[dict[str, Any], str, bytes | None], pending: PendingRender | None
 ) -> tuple[tuple[dict[str, Any], str, bytes | None], Page0 | None]:
@@ -286,6 +294,8 @@ def examine_hop(
         facts.landing, doc = analyse_landing(body, url, ingest_type, content_type)
         next_hop = facts.landing.next_hop
         if ingest_type == "pdf":
+            if next_hop:
+                prestart_page0(config)
             return facts  # a landing page: the next hop or no-pdf-link
         if (
             ingest_type in ("xml", "html", "component")

@@ -164,6 +164,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.resource_streams = ResourceStreams(spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
+        spider.extract.prepare()  # its fork server's imports overlap the rest of the start-up
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(close_renderers, signal=scrapy.signals.spider_closed)

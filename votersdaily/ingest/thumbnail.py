@@ -450,6 +450,21 @@ class WarmRenderer:
                 return page0
         return page0
 
+    def prestart(self) -> None:
+        """Start a renderer now when none runs, ahead of a PDF to come (an extraction process does
+        it at a PDF ingest's landing page): its start (an interpreter and poppler's libraries, some
+        27 ms of CPU and more of wall clock) then overlaps the fetch of the PDF, where the first PDF
+        waited for it. A renderer that cannot start is left to the PDF's render, which says why."""
+        with self._lock:
+            if self._live:
+                return
+        try:
+            renderer = _RendererProcess(self.module_path)
+        except OSError:
+            return
+        with self._lock:
+            self._live.append(renderer)
+
     def _take(self) -> tuple[_RendererProcess, int]:
         """A renderer for the next PDF and how many PDFs it has before it: the least busy one
         with room in its queue, else a new one."""

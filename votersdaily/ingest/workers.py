@@ -61,6 +61,14 @@ PRELOAD = [
     "votersdaily.ingest.process",
     "votersdaily.ingest.htmlbody",
     "votersdaily.ingest.pdf",
+    # What the first PDF's call imported in each process otherwise (8 ms of its CPU, twice a
+    # crawl): pypdf's stream filters, the codecs of its text strings, and the compiled page-0
+    # module (poppler's libraries linked), whose version a process checks before handing a PDF to
+    # its warm renderer. A module that cannot be imported (not built) is skipped.
+    "pypdf.filters",
+    "encodings.utf_16_be",
+    "encodings.charmap",
+    "votersdaily.ingest._page0",
 ]
 
 
@@ -380,6 +388,13 @@ class _Process:
             loop.remove_writer(self.fd)
 
 
+def _forkserver_context() -> multiprocessing.context.ForkServerContext:
+    """multiprocessing's fork server context, told to preload :data:`PRELOAD` when it starts."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 class ExtractPool:
     """``await pool.run(func, *args)``: ``func`` (a module-level function, picklable arguments)
     runs in a worker process, or in a thread when ``processes`` is 0.
@@ -406,6 +421,21 @@ class ExtractPool:
         #: The held owner locks of those folders (released, and the folders removed, at close).
         self._answer_locks: list[int] = []
 
+    def prepare(self) -> None:
+        """Start the fork server now, as a crawl creates its spider, for a crawler that crawls (not
+        ``enqueue``'s, which only runs ``start()``): its imports of :data:`PRELOAD` (some 0.25 s of
+        CPU) then overlap the crawl's own start-up on the other core (engine, middlewares, store:
+        0.3-1 s here before ``spider_opened``), where at ``spider_opened`` they competed with the
+        first fetches and the first pages waited for them (the first call 0.35-0.45 s after it).
+        :meth:`start` forks the processes from it at ``spider_opened``."""
+        if self.processes <= 0 or self.crawler is None or not getattr(self.crawler, "crawling", False):
+            return
+        from multiprocessing import forkserver
+
+        _forkserver_context()
+        with without_the_main_script():  # the fork server never imports the main script
+            forkserver.ensure_running()
+
     def start(self, *args: Any, **kwargs: Any) -> None:
         """Start the processes now, so the first pages do not wait for them (a signal handler too)."""
         if self.processes <= 0 or self._live:
@@ -420,8 +450,7 @@ class ExtractPool:
         """A new extraction process, forked by the fork server (which imported :data:`PRELOAD`).
         Not "fork": the crawl process has threads (store writers, DNS) a fork would copy mid-state."""
         assert self._answers is not None, "start() makes them"  # noqa: S101 - invariant
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context = _forkserver_context()
         ours, theirs = socket.socketpair()
         with theirs:
             process = context.Process(
