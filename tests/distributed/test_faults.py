@@ -27,6 +27,7 @@ from tests.distributed.workloads import (
     start_workers,
     wait_all,
     wait_for_hits,
+    wait_for_workers_on_queue,
     wait_until,
     write_ingest_requests,
 )
@@ -52,6 +53,7 @@ def test_ingest_workers_survive_a_redis_restart(site, durable_redis, couch_uri, 
     workers = start_workers(
         "ingest_worker", 2, couch_uri, durable_redis.url, tmp_path, *ingest_settings(tmp_path, lease=45)
     )
+    wait_for_workers_on_queue(tmp_path, 2)
     wait_for_hits(site, docs, 0.25)
     durable_redis.kill()
     # Until both workers have noticed, then long enough for several reconnection attempts

@@ -21,6 +21,7 @@ from tests.distributed.workloads import (
     start_workers,
     wait_all,
     wait_for_hits,
+    wait_for_workers_on_queue,
     wait_until,
     write_ingest_requests,
 )
@@ -114,6 +115,7 @@ def test_a_redis_restarted_without_its_data_is_reported_as_lost_work(
         *ingest_settings(tmp_path, lease=45),
         "VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False",
     )
+    wait_for_workers_on_queue(tmp_path, 2)
     wait_for_hits(site, docs, 0.2)
     volatile_redis.kill()
     wait_until(

@@ -212,3 +212,49 @@ def test_a_request_retried_and_leased_again_by_the_same_worker_keeps_its_new_lea
     assert scheduler.leased == {again.id: again.request}, "the new lease is still this worker's"
     assert again.request not in scheduler.failed, "and starts without the old delivery's failure"
     assert queue.ack([again.id]) == 1
+
+
+def test_a_redis_gone_before_the_scheduler_opens_is_an_outage_and_the_queue_is_joined_when_back(
+    redis_server, caplog
+):
+    """Redis answered the worker's start-up check and went away before Scrapy opened the scheduler:
+    the open says so in one warning and waits, as for an outage mid-run (before, the error escaped
+    ``open``, the engine's close failed with "Engine slot not assigned" and the worker hung), and the
+    queue is joined (its format, its epoch, the worker's line) once Redis answers again."""
+    import asyncio
+    import logging
+
+    from scrapy.utils.defer import deferred_from_coro
+    from scrapy.utils.test import get_crawler
+
+    from tests.support.inprocess import session_reactor
+    from votersdaily.distributed.redis_scheduler import ReliableScheduler
+
+    crawler = get_crawler(_Spider, {"REDIS_URL": redis_server.url})
+    scheduler = ReliableScheduler(crawler, redis_server.client())
+    scheduler.link.first_delay = scheduler.link.max_delay = 0.2
+    redis_server.kill()
+
+    async def outage_at_open() -> dict:
+        crawler.engine = crawler._create_engine()  # a real engine, not started (the scheduler asks it)
+        scheduler.open(_Spider())
+        seen = {"up_after_open": scheduler.link.up, "joined_after_open": scheduler._joined}
+        await asyncio.to_thread(redis_server.start)
+        for _ in range(150):
+            if scheduler.link.up and scheduler._joined:
+                break
+            await asyncio.sleep(0.1)
+        seen["epoch"] = scheduler.queue.epoch if scheduler.queue is not None else None
+        seen["up"], seen["joined"] = scheduler.link.up, scheduler._joined
+        await scheduler._close()
+        return seen
+
+    with caplog.at_level(logging.INFO, logger="votersdaily.distributed"):
+        seen = session_reactor().call(lambda: deferred_from_coro(outage_at_open()), 60)
+    assert (seen["up_after_open"], seen["joined_after_open"]) == (False, False)
+    assert (seen["up"], seen["joined"]) == (True, True) and seen["epoch"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("is unreachable" in m for m in messages) == 1, messages
+    assert sum(m.startswith("Redis worker ") and "on queue queue_test:requests" in m for m in messages) == 1
+    assert any("is back after" in m for m in messages), messages
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"

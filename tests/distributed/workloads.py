@@ -476,6 +476,19 @@ def wait_until(predicate, what: str, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
+def wait_for_workers_on_queue(tmp_path: Path, n: int, timeout: float = 120) -> None:
+    """Until each of the ``n`` workers has opened its scheduler on the queue (its "Redis worker ... on
+    queue" line): one worker may fetch a share of the documents before the other has opened, and a
+    fault meant to hit both running workers must wait for both."""
+    opened = re.compile(r"Redis worker \S+ on queue ")
+
+    def every_worker_opened() -> bool:
+        logs = [log_path(tmp_path, i) for i in range(n)]
+        return all(log.exists() and opened.search(log.read_text()) for log in logs)
+
+    wait_until(every_worker_opened, "every worker opened its scheduler on the queue", timeout)
+
+
 def wait_for_hits(site, docs, share: float, timeout: float = 120) -> None:
     """Until ``share`` of the documents have been fetched (a point well inside the run)."""
     wait_until(

@@ -115,6 +115,8 @@ class ReliableScheduler:
         #: Until then the queue had nothing for this worker: no lease is asked (see EMPTY_WAIT).
         self._empty_until = 0.0
         self._closing = False
+        #: Whether :meth:`_join` ran: the queue's format and epoch are known.
+        self._joined = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -152,9 +154,27 @@ class ReliableScheduler:
             max_attempts=self.max_attempts,
             dupefilter_key=self.df.key,
         )
+        try:
+            self._join(queue)
+        except REDIS_DOWN as exc:  # gone since the worker's start-up check: an outage like any other
+            self._lost(exc)
+        for step, interval in (
+            (self._renew, self.lease / 3),
+            (self._checkpoint, self.ack_interval),
+            (self._survey, self.reap_interval),
+        ):
+            loop = task.LoopingCall(lambda step=step: deferred_from_coro(self._guarded(step)))
+            loop.start(interval, now=False)
+            self._loops.append(loop)
+
+    def _join(self, queue: StreamQueue) -> None:
+        """Bring the queue into its current format and learn its epoch (what a Redis that comes back
+        without it is told by), then say where this worker takes its work from: at :meth:`open`,
+        or when Redis answers again if it was away then."""
         migrate(self.server, queue)
         sizes = queue.sizes()
         counters = queue.counters()
+        self._joined = True
         logger.info(
             "Redis worker %s on queue %s (%d waiting, %d leased; epoch %s since %s: %s enqueued, %s acked, "
             "%s given up)",
@@ -168,14 +188,6 @@ class ReliableScheduler:
             counters.get("acked", "0"),
             counters.get("dead", "0"),
         )
-        for step, interval in (
-            (self._renew, self.lease / 3),
-            (self._checkpoint, self.ack_interval),
-            (self._survey, self.reap_interval),
-        ):
-            loop = task.LoopingCall(lambda step=step: deferred_from_coro(self._guarded(step)))
-            loop.start(interval, now=False)
-            self._loops.append(loop)
 
     def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close())
@@ -303,6 +315,8 @@ class ReliableScheduler:
             await _sleep(self.link.next_delay())
             try:
                 await run_in_thread(self.server.ping)
+                if not self._joined:  # Redis was away when the worker opened
+                    await run_in_thread(self._join, self._opened_queue)
                 try:
                     await self._adopt_mine()
                     renewal = await self._renew(quiet=True)  # first: our leases must not look expired
