@@ -428,7 +428,9 @@ class ExtractPool:
         0.3-1 s here before ``spider_opened``), where at ``spider_opened`` they competed with the
         first fetches and the first pages waited for them (the first call 0.35-0.45 s after it).
         :meth:`start` forks the processes from it at ``spider_opened``."""
-        if self.processes <= 0 or self.crawler is None or not getattr(self.crawler, "crawling", False):
+        from votersdaily.scrapy_internals import is_crawling
+
+        if self.processes <= 0 or self.crawler is None or not is_crawling(self.crawler):
             return
         from multiprocessing import forkserver
 
