@@ -29,7 +29,6 @@ from .datetimes import normalise
 from .items import EventItem
 from .store.crawler import writer_for
 from .store.reschedules import RescheduleTracker
-from .store.revisions import META_KEYS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -240,8 +239,10 @@ class EventPipeline(EventStorePipeline):
             raise _drop(self.crawler, exc.code, str(exc), item) from None
         if cleaned:  # crawler.stats is a descriptor of Scrapy's: read only when it is needed
             count_cleaned(self.crawler.stats, cleaned)
-        # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the body's.
-        if not item.keys().isdisjoint(META_KEYS):  # a look-up of each of META_KEYS in the item
+        # A key the store takes out of a body (a spider's own ``_id``, ``_rev``...): the text is not the
+        # body's. Every such key starts with an underscore, and the check made no text of an event
+        # with such a key but ``_id`` (it refuses the others: ``reserved:<key>``): one look-up.
+        if text is not None and "_id" in item:
             text = None
         set_event_id(item)  # the only key added after the check: the text stays the body's
         return self._store(item, text)
