@@ -427,3 +427,56 @@ def test_no_module_but_the_adapter_touches_scrapys_internals():
         if INTERNALS.search(line.split("#", 1)[0])
     ]
     assert found == []
+
+
+#: Host names for the IDNA encoding: ASCII, an address, upper case, non-ASCII, a punycode emoji label
+#: and an underscore (both refused by the idna package, taken by Scrapy's fallbacks), and two that no
+#: encoding takes.
+HOST_NAMES = (
+    "127.0.0.1",
+    "example.org",
+    "WWW.Example.ORG",
+    "bücher.example",
+    "xn--i-7iq.ws",
+    "under_score.example.com",
+    "bad host.example",
+    "ex!ample.org",
+)
+
+
+def _encoding(encode: Any, host: str) -> bytes | type[BaseException]:
+    try:
+        return encode(host)
+    except UnicodeError as exc:
+        return type(exc)
+
+
+def test_remembered_host_encodings_are_what_the_handlers_function_answers(monkeypatch):
+    """``remember_host_encodings``: the endpoint's ``_idnaBytes`` answers what Scrapy's HTTP handler
+    installs (``_idna_patch._patched_idna_bytes``, the idna package with its fallbacks) for every
+    name, a second time from memory, and failing names fail each time; a handler made afterwards
+    leaves the cache in place."""
+    from scrapy.core.downloader import _idna_patch
+    from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+    from twisted.internet import _idna, endpoints
+
+    # Twisted as imported: neither Scrapy's fallbacks nor the cache (both put back after the test)
+    for module in (_idna, endpoints):
+        monkeypatch.setattr(module, "_idnaBytes", _idna_patch._original_idna_bytes)
+    scrapy_internals.remember_host_encodings()
+    scrapy_internals.remember_host_encodings()  # idempotent: one cache, not a cache of a cache
+    remembered = endpoints._idnaBytes
+    assert remembered.__wrapped__ is _idna_patch._patched_idna_bytes
+    expected = [_encoding(_idna_patch._patched_idna_bytes, host) for host in HOST_NAMES]
+    assert expected[5] == b"under_score.example.com"  # the fallback's answer, not the idna error
+    assert expected[6] is expected[7]  # some names no encoding takes
+    assert issubclass(expected[6], UnicodeError)
+    assert [_encoding(remembered, host) for host in HOST_NAMES] == expected
+    hits = remembered.cache_info().hits
+    assert [_encoding(remembered, host) for host in HOST_NAMES] == expected
+    assert remembered.cache_info().hits == hits + len(HOST_NAMES) - 2  # the failures are not kept
+    HTTP11DownloadHandler(get_crawler())
+    assert endpoints._idnaBytes is remembered
+    assert [endpoints.HostnameEndpoint._hostAsBytesAndText(host)[:2] for host in HOST_NAMES[:6]] == [
+        (False, encoded) for encoded in expected[:6]
+    ]

@@ -28,7 +28,12 @@ from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
 from votersdaily.requestmeta import START_META
-from votersdaily.scrapy_internals import count_as_scraping, download, request_processors
+from votersdaily.scrapy_internals import (
+    count_as_scraping,
+    download,
+    remember_host_encodings,
+    request_processors,
+)
 
 from . import hops as H
 from . import ingest_requests as R
@@ -161,6 +166,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # not ``download_timeout``: Scrapy reads (and deprecates) that spider attribute
         spider.hop_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         spider.room = DownloaderRoom(crawler)
+        remember_host_encodings()  # a hop or sub-resource host's IDNA encoding, once a process
         spider.resource_streams = ResourceStreams(spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
         crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
