@@ -80,3 +80,72 @@ def test_a_blob_is_the_file_pathlib_writes_under_every_kind_of_root(tmp_path, mo
                 assert Path(written).stat().st_mode == reference.stat().st_mode
                 reference.unlink()
         assert not list(Path(root).rglob("*.tmp*"))
+
+
+def _written_as_before(folder: Path, path: str, data: bytes) -> Path:
+    """What the writer made of ``path`` before it read an existing blob back: a new file holding
+    ``data`` renamed over whatever was there."""
+    target = folder / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return target
+
+
+def test_a_blob_already_written_is_kept_and_anything_else_is_written_as_before(tmp_path, monkeypatch):
+    """Each recorded page and PDF, and an empty blob, put where its blob already is (a second
+    ingest of the same file) is not written again (no rename), and the file is the one the writer
+    made before; put over what is not that blob (another content of the same size, a longer or
+    shorter file, a link to the same bytes, a pipe) is written as before: the same bytes, a
+    regular file of the same permissions, no temporary file left."""
+    import os
+    import stat
+
+    from tests.ingest.conftest import recorded_pdfs
+    from votersdaily.ingest import blobs as blobs_module
+
+    bodies = [path.read_bytes() for path in recorded_html_pages()] + [b for _, b in recorded_pdfs()] + [b""]
+    renames: list[str] = []
+    replace = os.replace
+
+    def counted(src: str, dst: str) -> None:
+        renames.append(dst)
+        replace(src, dst)
+
+    monkeypatch.setattr(blobs_module.os, "replace", counted)
+    blobs = FolderBlobs(tmp_path / "blobs")
+    for body in bodies:
+        sha1hex = hashes(body)["sha1hex"]
+        path = thumbnail_path(sha1hex)
+        before = _written_as_before(tmp_path / "before", path, body)
+        target = Path(blobs.put(path, body, "image/jpeg"))
+        inode = target.stat().st_ino
+        renames.clear()
+        assert blobs.put(path, body, "image/jpeg") == str(target)
+        assert renames == []  # kept as it was: not written again
+        assert target.stat().st_ino == inode
+        assert target.read_bytes() == before.read_bytes() == body
+        assert target.stat().st_mode == before.stat().st_mode
+        others = [body + b"x"]
+        if body:  # the same size with another last byte; a shorter file
+            others += [body[:-1] + bytes([body[-1] ^ 1]), body[: len(body) // 2]]
+        for other in others:
+            target.write_bytes(other)
+            renames.clear()
+            blobs.put(path, body, "image/jpeg")
+            assert renames == [str(target)]
+            assert target.read_bytes() == body
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.write_bytes(body)
+        target.unlink()
+        target.symlink_to(elsewhere)
+        blobs.put(path, body, "image/jpeg")
+        assert not target.is_symlink() and target.read_bytes() == body
+        assert elsewhere.read_bytes() == body
+        target.unlink()
+        os.mkfifo(target)  # read, it would block: written over as before
+        blobs.put(path, body, "image/jpeg")
+        assert stat.S_ISREG(target.lstat().st_mode) and target.read_bytes() == body
+        assert target.stat().st_mode == before.stat().st_mode
+    assert not list((tmp_path / "blobs").rglob("*.tmp*"))

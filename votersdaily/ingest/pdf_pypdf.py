@@ -14,6 +14,8 @@ recorded ones) showed pypdf repeating work that does not depend on the document:
 
 :func:`install` points pypdf's callers at them, only where pypdf's own functions are in place;
 ``tests/ingest/test_extraction_corpus.py`` holds the extraction to pypdf's own on every recorded PDF.
+They match pypdf from 7.0, the floor in ``pyproject.toml`` (pypdf 5 and 6 raise another error for a
+hex string with a character that is not hexadecimal).
 """
 
 from __future__ import annotations
