@@ -529,6 +529,7 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
     the memory one holds RAM until the next boot: the next pool started removes them. A living
     crawl's (its pool holds its folders' owner lock), one without an owner file (another version's or
     another tool's), another user's and this pool's own stay."""
+    import multiprocessing.util
     import shutil
     import subprocess
     import sys
@@ -569,6 +570,10 @@ def test_answer_folders_a_killed_crawl_left_are_removed_and_no_other(tmp_path, m
             os.close(fd)
             os.chown(others[0], 65534, 65534)
         monkeypatch.setattr(workers, "MEMORY_FOLDER", str(memory))
+        # multiprocessing makes its folder (the fork server's socket) once a process, under the
+        # temporary folder of that moment, and removes it at exit: made here under `disk`, it would
+        # go with `top` below, and every later test of this process that starts a pool would fail.
+        multiprocessing.util.get_temp_dir()
         monkeypatch.setattr(tempfile, "tempdir", str(disk))
         pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
         pool.start()
