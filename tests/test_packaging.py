@@ -7,6 +7,8 @@ downloads the dependencies, or takes them from pip's cache)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -55,6 +57,49 @@ def test_requirement_files_repeat_the_package_metadata():
     dev = {r for r in extras["test"] + extras["dev"] if not r.startswith("votersdaily")}
     assert requirement_lines(REPO / "requirements-dev.txt") == dev
     assert "votersdaily[test]" in extras["dev"]
+
+
+def distribution_key(name: str) -> str:
+    """A distribution's name as the registry compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_modules(package: Path) -> dict[str, set[str]]:
+    """Each top-level module the package's own code imports by absolute name (the standard library's
+    and the package's own left out), with the files importing it."""
+    found: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != package.name:
+                    found.setdefault(top, set()).add(path.relative_to(REPO).as_posix())
+    return found
+
+
+def test_every_module_the_package_imports_is_a_declared_dependency():
+    """A module reached only through another dependency (Twisted through Scrapy, htmldate through
+    trafilatura) is installed at whatever version that one allows, not at a floor this package was
+    tested on (.ci/lowest-floors), and goes when that one stops needing it."""
+    declared = {
+        distribution_key(re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0])
+        for requirement in PYPROJECT["project"]["dependencies"]
+    }
+    providers = importlib.metadata.packages_distributions()
+    imports = imported_modules(REPO / "votersdaily")
+    assert {"scrapy", "twisted", "lxml"} <= set(imports)  # the scan sees the package's imports
+    undeclared = {
+        module: sorted(files)
+        for module, files in imports.items()
+        if not declared & {distribution_key(d) for d in providers.get(module, [module])}
+    }
+    assert undeclared == {}
 
 
 def test_the_metadata_names_the_command_and_scrapy_settings():

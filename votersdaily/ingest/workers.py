@@ -68,6 +68,9 @@ PRELOAD = [
     "pypdf.filters",
     "encodings.utf_16_be",
     "encodings.charmap",
+    # w3lib before 2.5 encodes a URL's host name with Python's IDNA codec (the first landing page's
+    # links); 2.5 does not, and the codec is small.
+    "encodings.idna",
     "votersdaily.ingest._page0",
 ]
 
