@@ -174,6 +174,43 @@ def _project_names() -> list[str]:
     return [name for name in dir(project_settings) if name.isupper()]
 
 
+def _scrapy_names() -> list[str]:
+    from scrapy.settings import default_settings
+
+    return [name for name in dir(default_settings) if name.isupper()]
+
+
+def _typos_apart(given: str, known: str, limit: int) -> bool:
+    """Whether ``given`` becomes ``known`` by at most ``limit`` typos (a letter left out, added,
+    replaced, or two swapped: optimal string alignment distance)."""
+    if abs(len(given) - len(known)) > limit:
+        return False
+    before: list[int] = []
+    row = list(range(len(known) + 1))
+    for i, a in enumerate(given, 1):
+        current = [i] + [0] * len(known)
+        for j, b in enumerate(known, 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a != b))
+            if i > 1 and j > 1 and a == known[j - 2] and given[i - 2] == b:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return row[-1] <= limit
+
+
+def meant_setting(name: str) -> str | None:
+    """The setting (the project's or Scrapy's) that ``name``, which is neither, is a typo of: one
+    or two typos away (one for a short name), or the same in another case; None when it is none's
+    (another package's setting, say scrapy-redis's ``SCHEDULER_PERSIST``, is taken as it is)."""
+    known = sorted({*_project_names(), *_scrapy_names()})
+    if name in known:
+        return None
+    upper = name.upper()
+    limit = 1 if len(upper) < 10 else 2
+    if upper in known:
+        return upper
+    return next((candidate for candidate in known if _typos_apart(upper, candidate, limit)), None)
+
+
 def all_rules() -> dict[str, Rule]:
     return {**scrapy_rules(), **project_rules()}
 
@@ -200,6 +237,10 @@ def assign(settings: BaseSettings, name: str, value: str, priority: str = "cmdli
         raise BadSettingValue(
             "unknown setting %s%s" % (name, "; did you mean %s?" % close[0] if close else "")
         )
+    meant = meant_setting(name) if rule is None else None
+    if meant is not None:
+        # So would a typo in the prefix (VOTERDAILY_BATCH_SIZE) or in one of Scrapy's names.
+        raise BadSettingValue("unknown setting %s; did you mean %s?" % (name, meant))
     try:
         settings.set(name, value, priority=priority)
     except (TypeError, ValueError):

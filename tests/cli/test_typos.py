@@ -225,6 +225,39 @@ def test_a_mistyped_setting_of_the_project_is_named_not_ignored(cli_main, sqlite
     )
 
 
+@pytest.mark.parametrize(
+    "given, meant",
+    [
+        ("VOTERDAILY_BATCH_SIZE", "VOTERSDAILY_BATCH_SIZE"),  # the prefix mistyped
+        ("votersdaily_batch_size", "VOTERSDAILY_BATCH_SIZE"),  # another case
+        ("HTTPCACHE_ENABLD", "HTTPCACHE_ENABLED"),  # one of Scrapy's, which settings.py sets
+        ("DOWNLAOD_DELAY", "DOWNLOAD_DELAY"),  # one of Scrapy's, two letters swapped
+    ],
+)
+def test_a_mistyped_setting_outside_the_prefixes_is_named_not_ignored(cli_main, tmp_path, given, meant):
+    """``-s VOTERDAILY_BATCH_SIZE=10`` or ``-s HTTPCACHE_ENABLD=True`` used to run with the default,
+    without a word: only names with the project's own prefixes were checked. Both crawl commands."""
+    store = tmp_path / "store.db"
+    expected = "unknown setting %s; did you mean %s?" % (given, meant)
+    proc = cli_main("crawl", "house_votes", "-s", "%s=1" % given, store_uri="sqlite:///%s" % store)
+    assert one_line(proc) == "votersdaily crawl: " + expected
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-s", "%s=1" % given], "sqlite:///%s" % store
+    )
+    assert one_line(proc) == "scrapy crawl: " + expected
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["SCHEDULER_PERSIST", "REDIS_START_URLS_KEY", "PLAYWRIGHT_BROWSER_TYPE", "LOG_FILE", "JOBDIR"]
+)
+def test_other_packages_settings_are_no_typos(name):
+    """scrapy-redis's, scrapy-playwright's and Scrapy's own names are taken as they are."""
+    settings = get_project_settings()
+    assign(settings, name, "x")
+    assert settings.get(name) == "x"
+
+
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
     store = tmp_path / "store.db"
     for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):
