@@ -5,6 +5,7 @@ exit status now says how the run went."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -15,7 +16,14 @@ from scrapy.utils.project import get_project_settings
 
 from tests.conftest import recording
 from tests.support.services import REPO, run_cli
-from votersdaily.setting_rules import BadSettingValue, all_rules, assign, bad_settings, project_rules
+from votersdaily.setting_rules import (
+    BadSettingValue,
+    _typos_apart,
+    all_rules,
+    assign,
+    bad_settings,
+    project_rules,
+)
 from votersdaily.store import open_store
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
@@ -279,6 +287,32 @@ def test_a_bad_value_from_the_environment_is_one_line_too(cli_main, tmp_path):
 
 
 @pytest.mark.parametrize(
+    "variable, meant",
+    [("VOTERSDAILY_STOR", "VOTERSDAILY_STORE"), ("VOTERDAILY_STORE", "VOTERSDAILY_STORE")],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command, variable, meant):
+    """``VOTERSDAILY_STOR=<the store meant>`` used to crawl into the default store without a word."""
+    store, meant_store = tmp_path / "store.db", tmp_path / "meant.db"
+    base = (
+        [sys.executable, "-m", "votersdaily", "crawl"]
+        if command == "votersdaily crawl"
+        else [sys.executable, "-m", "scrapy", "crawl"]
+    )
+    proc = run_cli(
+        [*base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "sqlite:///%s" % store,
+        env={variable: "sqlite:///%s" % meant_store},
+    )
+    assert one_line(proc) == "%s: unknown environment variable %s; did you mean %s?" % (
+        command,
+        variable,
+        meant,
+    )
+    assert not store.exists() and not meant_store.exists()
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (
@@ -372,3 +406,34 @@ def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
+
+
+def osa_distance(a: str, b: str) -> int:
+    """The whole table, no band and no early stop: what ``_typos_apart`` must agree with."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def test_the_banded_typo_count_agrees_with_the_whole_table():
+    rng = random.Random(20261127)
+    for _ in range(5000):
+        a = "".join(rng.choice("AB_C") for _ in range(rng.randint(0, 9)))
+        b = list(a)
+        for _ in range(rng.randint(0, 4)):
+            k = rng.randrange(len(b) + 1)
+            match rng.randrange(4):
+                case 0 if k < len(b):
+                    del b[k]
+                case 1:
+                    b.insert(k, rng.choice("AB_C"))
+                case 2 if k < len(b):
+                    b[k] = rng.choice("AB_C")
+                case 3 if k + 1 < len(b):
+                    b[k], b[k + 1] = b[k + 1], b[k]
+        for limit in (0, 1, 2):
+            assert _typos_apart(a, "".join(b), limit) == (osa_distance(a, "".join(b)) <= limit), (a, b, limit)
