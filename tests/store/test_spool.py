@@ -725,3 +725,28 @@ def test_a_document_no_store_could_take_is_refused_not_lost_while_the_store_is_d
     assert list(result.failed) == [bad["_id"]] and not result.lost and writer.outage.lost == 0
     assert result.failed[bad["_id"]].startswith("bad_request: the document is not JSON")
     assert sorted(r["doc"]["_id"] for r in spooled_records(tmp_path / "spool")) == sorted(result.spooled)
+
+
+def test_a_spool_folder_that_holds_the_users_files_keeps_them_as_they_are(sqlite_uri, tmp_path):
+    """``VOTERSDAILY_SPOOL_DIR`` pointed at a folder of the user's: files named ``<x>--<y>.jsonl`` (a
+    dump kept there, an empty note) were taken for earlier versions' spool files: ``flush`` counted
+    them as waiting (exit 4), ``flush --untagged`` renamed the dump to ``….undelivered`` and deleted
+    the empty note. Only names in the form every version wrote (``<db>--[<key>--]<time>-<pid>-<n>``)
+    are spool files."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    mine = {
+        "vd_log--2026-11.jsonl": '{"_id": "a run log I dumped"}\n',
+        "vd_events--2026-11-27.jsonl": '{"_id": "an event I dumped"}\n',
+        "notes--todo.jsonl": "",
+        "x--y.jsonl.undelivered": "mine too\n",
+    }
+    for name, text in mine.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    env = {"VOTERSDAILY_SPOOL_DIR": str(folder)}
+    for args in (("flush",), ("flush", "--untagged")):
+        proc = run_main(*args, store_uri=sqlite_uri, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "nothing spooled in %s" % folder, proc.stdout + proc.stderr
+        assert {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()} == mine
+    assert Spool(folder).pending() == [] and Spool(folder).kept() == []
