@@ -266,6 +266,30 @@ def test_other_packages_settings_are_no_typos(name):
     assert settings.get(name) == "x"
 
 
+@pytest.mark.parametrize("uri", ["sqlite:///", "sqlite:", "sqlite://"])
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri):
+    """``VOTERSDAILY_STORE=sqlite:///`` (the file left out) was a store outage: ``votersdaily crawl``
+    exited 3 and spooled a run log for a store that cannot exist, ``scrapy crawl`` printed a
+    50-line traceback and exited 1. It is a malformed store URI, as ``couchdb`` or ``ftp://…`` are."""
+    spool = tmp_path / "spool"
+    base = [
+        sys.executable,
+        "-m",
+        *(("votersdaily", "crawl") if command == "votersdaily crawl" else ("scrapy", "crawl")),
+    ]
+    proc = run_cli(
+        [*base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        uri,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert one_line(proc) == (
+        "%s: store URI %r names no file: use sqlite:///path/to/file.db or "
+        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (command, uri)
+    )
+    assert not spool.exists()
+
+
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
     store = tmp_path / "store.db"
     for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):

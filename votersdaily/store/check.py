@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from votersdaily.locations import absolute_store_uri
+from votersdaily.locations import absolute_store_uri, embedded_path
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
@@ -72,6 +72,8 @@ def uri_scheme(uri: str) -> str:
         raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (shown, scheme, USE))
     if scheme != "sqlite" and not parts.hostname:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
+    if scheme == "sqlite" and not embedded_path(uri):
+        raise StoreMisconfigured("store URI %r names no file: %s" % (shown, USE))
     return scheme
 
 
