@@ -290,6 +290,35 @@ def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri)
     assert not spool.exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],
+)
+def test_a_store_uri_that_names_a_folder_is_a_usage_error(tmp_path, command):
+    """``VOTERSDAILY_STORE=sqlite:////srv/votersdaily`` (the data folder, not its file) was a store
+    outage: exit 3, and a crawl spooled a run log for a store that can never open (a read command
+    said the file does not exist)."""
+    folder, spool = tmp_path / "data", tmp_path / "spool"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("the user's\n")
+    args = {
+        "crawl": ["house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "dump": ["vd_events"],
+        "views": ["push"],
+    }
+    proc = run_cli(
+        [sys.executable, "-m", *command, *args[command[1]]],
+        "sqlite:///%s" % folder,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    prefix = "scrapy crawl" if command[0] == "scrapy" else "votersdaily %s" % command[1]
+    assert one_line(proc) == (
+        "%s: store URI 'sqlite:///%s' names a folder, not a file: use sqlite:///path/to/file.db or "
+        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (prefix, folder)
+    )
+    assert not spool.exists() and [p.name for p in folder.iterdir()] == ["mine.txt"]
+
+
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
     store = tmp_path / "store.db"
     for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from votersdaily.locations import absolute_store_uri, embedded_path
+from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
@@ -74,6 +74,10 @@ def uri_scheme(uri: str) -> str:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
     if scheme == "sqlite" and not embedded_path(uri):
         raise StoreMisconfigured("store URI %r names no file: %s" % (shown, USE))
+    if scheme == "sqlite" and Path(absolute_store_uri(uri)[len(SQLITE_PREFIX) :]).is_dir():
+        # A local fact, not an outage: SQLite's "unable to open database file" would spool for a
+        # store that can never open (and, under scrapy crawl, end in a traceback).
+        raise StoreMisconfigured("store URI %r names a folder, not a file: %s" % (shown, USE))
     return scheme
 
 
