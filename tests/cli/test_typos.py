@@ -294,13 +294,26 @@ def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri)
     "command",
     [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],
 )
-def test_a_store_uri_that_names_a_folder_is_a_usage_error(tmp_path, command):
-    """``VOTERSDAILY_STORE=sqlite:////srv/votersdaily`` (the data folder, not its file) was a store
-    outage: exit 3, and a crawl spooled a run log for a store that can never open (a read command
-    said the file does not exist)."""
+@pytest.mark.parametrize("what", ["a folder", "a file of the user's", "a path under a file"])
+def test_a_store_uri_that_can_never_name_a_store_is_a_usage_error(tmp_path, command, what):
+    """``VOTERSDAILY_STORE=sqlite:////srv/votersdaily`` (the data folder, not its file), a text file,
+    or a path under a file: SQLite's error was a store outage, exit 3, and a crawl spooled a run log
+    for a store that can never open (``scrapy crawl``: SQLite's traceback, exit 1; a read command said
+    the file does not exist). One line, exit 2, and the user's files as they were."""
     folder, spool = tmp_path / "data", tmp_path / "spool"
     folder.mkdir()
     (folder / "mine.txt").write_text("the user's\n")
+    path, problem = {
+        "a folder": (folder, "names a folder, not a file"),
+        "a file of the user's": (
+            folder / "mine.txt",
+            "names %s, which is not an SQLite database" % (folder / "mine.txt"),
+        ),
+        "a path under a file": (
+            folder / "mine.txt" / "votersdaily.db",
+            "names a file under %s, which is not a folder" % (folder / "mine.txt"),
+        ),
+    }[what]
     args = {
         "crawl": ["house_votes", "-a", "url=" + ROLL314.as_uri()],
         "dump": ["vd_events"],
@@ -308,15 +321,16 @@ def test_a_store_uri_that_names_a_folder_is_a_usage_error(tmp_path, command):
     }
     proc = run_cli(
         [sys.executable, "-m", *command, *args[command[1]]],
-        "sqlite:///%s" % folder,
+        "sqlite:///%s" % path,
         env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
     )
     prefix = "scrapy crawl" if command[0] == "scrapy" else "votersdaily %s" % command[1]
     assert one_line(proc) == (
-        "%s: store URI 'sqlite:///%s' names a folder, not a file: use sqlite:///path/to/file.db or "
-        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (prefix, folder)
+        "%s: store URI 'sqlite:///%s' %s: use sqlite:///path/to/file.db or "
+        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (prefix, path, problem)
     )
     assert not spool.exists() and [p.name for p in folder.iterdir()] == ["mine.txt"]
+    assert (folder / "mine.txt").read_text() == "the user's\n"
 
 
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):

@@ -7,11 +7,12 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path
+from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path, is_embedded_uri
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
@@ -65,20 +66,46 @@ def uri_scheme(uri: str) -> str:
         if "port" in str(exc).lower():
             raise StoreMisconfigured("store URI %r has an invalid port: %s" % (shown, USE)) from None
         raise StoreMisconfigured("store URI %r is not a URI (%s): %s" % (shown, exc, USE)) from None
-    scheme = parts.scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
+    scheme = parts.scheme.lower() if "://" in uri or is_embedded_uri(uri) else ""
     if not scheme:
         raise StoreMisconfigured("store URI %r is not a URI: %s" % (shown, USE))
     if scheme not in ("sqlite", "http", "https"):
         raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (shown, scheme, USE))
     if scheme != "sqlite" and not parts.hostname:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
-    if scheme == "sqlite" and not embedded_path(uri):
-        raise StoreMisconfigured("store URI %r names no file: %s" % (shown, USE))
-    if scheme == "sqlite" and Path(absolute_store_uri(uri)[len(SQLITE_PREFIX) :]).is_dir():
-        # A local fact, not an outage: SQLite's "unable to open database file" would spool for a
-        # store that can never open (and, under scrapy crawl, end in a traceback).
-        raise StoreMisconfigured("store URI %r names a folder, not a file: %s" % (shown, USE))
+    if scheme == "sqlite":
+        problem = embedded_problem(uri)
+        if problem is not None:
+            raise StoreMisconfigured("store URI %r %s: %s" % (shown, problem, USE))
     return scheme
+
+
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def embedded_problem(uri: str) -> str | None:
+    """Why an embedded-store URI can never name a store, from the file system alone (nothing is
+    opened or created), or None. Local facts, not an outage: SQLite's own error would come after the
+    crawl started (under ``scrapy crawl``, a traceback) and spool for a store that can never open."""
+    if not embedded_path(uri):
+        return "names no file"
+    path = Path(absolute_store_uri(uri)[len(SQLITE_PREFIX) :])
+    if str(path) == ":memory:":
+        return None
+    if path.is_dir():
+        return "names a folder, not a file"
+    if path.is_file():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+        except OSError:  # unreadable: the store says so when it opens it
+            return None
+        return "names %s, which is not an SQLite database" % path if head and head != SQLITE_HEADER else None
+    above = next((folder for folder in path.parents if os.path.lexists(folder)), None)
+    if above is not None and not above.is_dir():
+        return "names a file under %s, which is not a folder" % above
+    return None
 
 
 def _embedded(uri: str, must_exist: bool) -> Store:
