@@ -415,6 +415,33 @@ def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_p
     assert not (tmp_path / "store.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("laundromat", "-a", "ulr=" + ROLL314.as_uri()),
+            "laundromat takes no argument 'ulr'; it takes: seedlist, url",
+        ),
+        (
+            ("laundromat_worker", "-a", "seedlst=seeds.txt"),
+            "laundromat_worker takes no argument 'seedlst'; it takes: seedlist, url",
+        ),
+        (
+            ("ingest", "-a", "url=http://example.org/a.pdf", "-a", "ingest_typ=html"),
+            "ingest takes no argument 'ingest_typ'; it takes: force_recrawl, ingest_request_source, "
+            "ingest_type, link_source, link_source_id, release_stage, requests, url",
+        ),
+    ],
+)
+def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, message):
+    """``scrapy crawl laundromat -a ulr=…`` ran (exit 0) with the argument ignored, and ``-a
+    ingest_typ=html`` ingested the document as a PDF: only the event spiders checked their names."""
+    store = tmp_path / "store.db"
+    proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], "sqlite:///%s" % store)
+    assert one_line(proc) == "scrapy crawl: " + message
+    assert not store.exists()
+
+
 def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     """``crawl --all house_votse`` ignored the name and crawled every live source."""
     proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
