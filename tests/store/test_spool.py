@@ -750,3 +750,25 @@ def test_a_spool_folder_that_holds_the_users_files_keeps_them_as_they_are(sqlite
         assert proc.stdout.strip() == "nothing spooled in %s" % folder, proc.stdout + proc.stderr
         assert {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()} == mine
     assert Spool(folder).pending() == [] and Spool(folder).kept() == []
+
+
+@pytest.mark.parametrize(
+    "store, args",
+    [
+        ("ftp://127.0.0.1/", ("flush",)),
+        (None, ("flush", "--from", "ftp://127.0.0.1/")),
+        (None, ("flush", "--from", "couchdb")),
+    ],
+)
+def test_flush_with_a_store_uri_that_cannot_be_one_is_a_usage_error(sqlite_uri, tmp_path, store, args):
+    """A mistyped store (``$VOTERSDAILY_STORE``, ``--store``) was "store still unavailable, documents
+    stay spooled" (exit 3), as for an outage; a mistyped ``--from`` was taken and matched nothing,
+    without a word. One line, exit 2, and the spooled file as it was."""
+    spool = Spool(tmp_path / "spool")
+    spooled = spool.write(store_identity(sqlite_uri, ""), "vd_events", [{"_id": "one"}])
+    before = spooled.read_bytes()
+    proc = run_main(*args, store_uri=store or sqlite_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("votersdaily flush: ") and "store URI" in line, line
+    assert [p.name for p in spool.directory.iterdir()] == [spooled.name] and spooled.read_bytes() == before
