@@ -7,6 +7,7 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,8 +81,19 @@ def uri_scheme(uri: str) -> str:
     return scheme
 
 
-#: The first bytes of every SQLite database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
+def _not_a_database(path: Path) -> bool:
+    """Whether the file at ``path`` is something other than an SQLite database (an empty file is
+    one to be). Asked of SQLite, read-only, never by opening the file ourselves: closing any other
+    descriptor of a file drops the locks this process's own connections hold on it (POSIX locks),
+    and a store open in this process would then fail ("disk I/O error")."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as db:
+            db.execute("PRAGMA schema_version")
+    except sqlite3.Error as exc:  # unreadable, locked, …: the store says so when it opens it
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
+    return False
 
 
 def embedded_problem(uri: str) -> str | None:
@@ -96,12 +108,7 @@ def embedded_problem(uri: str) -> str | None:
     if path.is_dir():
         return "names a folder, not a file"
     if path.is_file():
-        try:
-            with open(path, "rb") as f:
-                head = f.read(len(SQLITE_HEADER))
-        except OSError:  # unreadable: the store says so when it opens it
-            return None
-        return "names %s, which is not an SQLite database" % path if head and head != SQLITE_HEADER else None
+        return "names %s, which is not an SQLite database" % path if _not_a_database(path) else None
     above = next((folder for folder in path.parents if os.path.lexists(folder)), None)
     if above is not None and not above.is_dir():
         return "names a file under %s, which is not a folder" % above
