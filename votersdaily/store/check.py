@@ -83,13 +83,14 @@ def uri_scheme(uri: str) -> str:
 
 def _not_a_database(path: Path) -> bool:
     """Whether the file at ``path`` is something other than an SQLite database (an empty file is
-    one to be). Asked of SQLite, read-only, never by opening the file ourselves: closing any other
-    descriptor of a file drops the locks this process's own connections hold on it (POSIX locks),
-    and a store open in this process would then fail ("disk I/O error")."""
+    one to be). Asked of SQLite, never by opening the file ourselves: closing any other descriptor
+    of a file drops the locks this process's own connections hold on it (POSIX locks), and a store
+    open in this process would then fail ("disk I/O error"). Read-only and ``immutable``: the look
+    leaves no ``-wal``/``-shm`` file beside a store it only looked at."""
     import sqlite3
 
     try:
-        with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as db:
+        with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro&immutable=1", uri=True)) as db:
             db.execute("PRAGMA schema_version")
     except sqlite3.Error as exc:  # unreadable, locked, …: the store says so when it opens it
         return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
