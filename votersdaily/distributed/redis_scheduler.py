@@ -48,7 +48,7 @@ from votersdaily.store.crawler import writers_of
 from . import queue_name, redis_server, redis_url, serializer
 from .legacy import migrate
 from .link import REDIS_DOWN, RedisLink
-from .queue import RedisQueueLost, Renewal, StreamQueue
+from .queue import RedisQueueLost, Renewal, StreamQueue, Unrunnable, UnrunnableRequest
 
 if TYPE_CHECKING:
     from asyncio import Future
@@ -258,6 +258,7 @@ class ReliableScheduler:
         if queue.buried_last:
             self._buried += queue.buried_last
             self.stats.inc_value("redis/dead", queue.buried_last)
+        self._report_unrunnable(queue.unrunnable_last)
         if lease is None:
             self._empty_until = now + self.empty_wait
             return None
@@ -347,6 +348,34 @@ class ReliableScheduler:
                 self.leased[id_] = request
                 self._adopted.append(id_)
                 self.stats.inc_value("scheduler/dequeued/redis")
+        self._report_unrunnable(self._opened_queue.unrunnable_last)
+
+    def _report_unrunnable(self, entries: list[Unrunnable]) -> None:
+        """Entries of the queue this worker could not make a request of (a callback its spider
+        lacks: another spider's request, or another version's): each an error of the run, handed
+        back as a failed delivery, given up to the dead stream after VOTERSDAILY_REDIS_MAX_ATTEMPTS."""
+        queue = self._opened_queue
+        for entry in entries:
+            self.stats.inc_value("redis/unrunnable")
+            if entry.given_up:
+                self._buried += 1
+                self.stats.inc_value("redis/dead")
+            message = "entry %s of %s is no request %s can run (%s): %s" % (
+                entry.id,
+                queue.key,
+                self.spider.name,
+                entry.reason,
+                "given up after %d deliveries, in %s" % (self.max_attempts, queue.dead)
+                if entry.given_up
+                else "handed back for another worker (a failed delivery)",
+            )
+            logger.error(message)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed,
+                failure=Failure(UnrunnableRequest(message)),
+                url=queue.key,
+                spider=self.spider,
+            )
 
     def _queue_lost(self, exc: RedisQueueLost) -> None:
         """Redis has no (or another) epoch for the queue: say what was lost, once, and go on with
