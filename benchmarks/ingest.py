@@ -1,7 +1,7 @@
 """Ingest throughput: ``python3 -m benchmarks.ingest [--n N] [--repeat R]``.
 
 Serves N HTML articles (5-10 sub-resources each) and N redirect → landing page → PDF chains from a
-local server. For each set it runs ``scrapy crawl ingest`` (embedded store, everything stored: results,
+local server; each chain's PDF is its own file, a variant of one real recording (:func:`pdf_variant`). For each set it runs ``scrapy crawl ingest`` (embedded store, everything stored: results,
 file table, html_meta, TEI blobs and feed; trafilatura, pypdf, libmagic, hashes all done) and a bare
 Scrapy spider fetching exactly the same URLs, alternating, R times each, and prints complete ingests/s,
 resources/s and the ratio to the bare fetch rate. A run only counts if every ingest ended ``success``
@@ -59,8 +59,39 @@ def article(i: int, n_res: int) -> str:
     )
 
 
-def build(site: LocalSite, n: int, pdf: bytes) -> dict[str, tuple[list[dict], list[str], int]]:
-    """Routes for both sets; per set (ingest requests, every URL an ingest fetches, sub-resources)."""
+#: Where the PDF chains' document is read in place (FIXTURES.md there: do not copy it into the project).
+RECORDED_PDF = Path("fixtures") / "inplace" / "scholarly" / "dummy.pdf"
+
+
+def recorded_pdf() -> bytes:
+    """The PDF chains' document: sandcrawler's real ``dummy.pdf`` (13,264 bytes, one page), read in
+    place from ``../shared``; without it the benchmark ends with one line saying so (it measures
+    that document's extraction, not a stand-in's)."""
+    path = shared_dir() / RECORDED_PDF
+    if not path.is_file():
+        sys.exit("%s is absent: the PDF chains serve that real document, read in place" % path)
+    return path.read_bytes()
+
+
+def pdf_variant(pdf: bytes, i: int | None) -> bytes:
+    """``pdf`` with its trailer's first file identifier ending in ``i`` (8 hex digits, the same
+    length, so no offset moves): a derived variant of the recording, one a chain, so that every
+    chain's file is its own (its SHA-1, file-table record, blob and thumbnail), as in a real ingest,
+    while each extraction does the same document's work. ``i`` None: ``pdf`` itself."""
+    if i is None:
+        return pdf
+    m = re.search(rb"/ID\s*\[\s*<([0-9A-Fa-f]{16,})>", pdf)
+    if m is None:
+        raise ValueError("the PDF has no trailer /ID to vary")
+    return pdf[: m.end(1) - 8] + b"%08X" % i + pdf[m.end(1) :]
+
+
+def build(
+    site: LocalSite, n: int, pdf: bytes, one_pdf: bool = False
+) -> dict[str, tuple[list[dict], list[str], int]]:
+    """Routes for both sets; per set (ingest requests, every URL an ingest fetches, sub-resources).
+    Every PDF chain serves its own variant of ``pdf`` (:func:`pdf_variant`); ``one_pdf``, the same
+    file in every chain (the set of the figures before 28 Nov 2026)."""
     sets = {"html": ([], [], 0), "pdf": ([], [], 0)}
     html_requests, html_urls, pdf_requests, pdf_urls = [], [], [], []
     resources = 0
@@ -88,7 +119,9 @@ def build(site: LocalSite, n: int, pdf: bytes) -> dict[str, tuple[list[dict], li
             '<meta name="citation_pdf_url" content="/pdf/%d.pdf"></head><body>x</body></html>' % (i, i),
             content_type="text/html",
         )
-        site.route("/pdf/%d.pdf" % i, pdf, content_type="application/pdf")
+        site.route(
+            "/pdf/%d.pdf" % i, pdf_variant(pdf, None if one_pdf else i), content_type="application/pdf"
+        )
         pdf_urls += [site.url + "/doi/%d" % i, site.url + "/land/%d" % i, site.url + "/pdf/%d.pdf" % i]
         pdf_requests.append({"base_url": site.url + "/doi/%d" % i, "ingest_type": "pdf"})
     sets["html"] = (html_requests, html_urls, resources)
@@ -287,6 +320,11 @@ def main() -> int:
     )
     parser.add_argument("--sets", default="html,pdf", help="which sets to run (html, pdf)")
     parser.add_argument(
+        "--one-pdf",
+        action="store_true",
+        help="serve the same PDF in every chain (the set before 28 Nov 2026) instead of a variant a chain",
+    )
+    parser.add_argument(
         "-s",
         "--ingest-setting",
         action="append",
@@ -294,8 +332,7 @@ def main() -> int:
         help="a setting for the ingest crawls only (repeatable), e.g. INGEST_PDF_THUMBNAILS=False",
     )
     args = parser.parse_args()
-    pdf_path = shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf"
-    pdf = pdf_path.read_bytes() if pdf_path.exists() else b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
+    pdf = recorded_pdf()
     print("load average before: %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0))
     adopt_orphans()
     site = LocalSite()
@@ -311,7 +348,7 @@ def main() -> int:
     tree_cpu: dict[str, dict[str, list[tuple[float, float]]]] = {}
     crawl_cpu: dict[str, list[dict[str, float] | None]] = {}
     try:
-        sets = build(site, args.n, pdf)
+        sets = build(site, args.n, pdf, args.one_pdf)
         with tempfile.TemporaryDirectory() as tmp:
             runner = Runner(Path(tmp), args.concurrency, args.py_spy, args.cprofile, args.ingest_setting)
             for name, (requests, urls, n_resources) in sets.items():
@@ -334,9 +371,16 @@ def main() -> int:
     finally:
         site.stop()
     print(
-        "ingest benchmark: %d HTML articles (%d sub-resources) and %d redirect->landing->PDF chains, "
-        "concurrency %d; best of %d alternating runs (all runs in brackets)"
-        % (args.n, sets["html"][2], args.n, args.concurrency, args.repeat)
+        "ingest benchmark: %d HTML articles (%d sub-resources) and %d redirect->landing->PDF chains "
+        "(%s), concurrency %d; best of %d alternating runs (all runs in brackets)"
+        % (
+            args.n,
+            sets["html"][2],
+            args.n,
+            "one PDF file in every chain" if args.one_pdf else "a PDF file of its own each",
+            args.concurrency,
+            args.repeat,
+        )
     )
     totals = {"ingest": 0.0, "bare": 0.0, "tuned": 0.0}
     for name, times in figures.items():

@@ -170,8 +170,8 @@ def main() -> int:
     from pathlib import Path
     from urllib.parse import urlsplit
 
-    from benchmarks.ingest import adopt_orphans, build, elapsed, reap_orphans
-    from tests.support.services import REPO, LocalSite, shared_dir
+    from benchmarks.ingest import adopt_orphans, build, elapsed, reap_orphans, recorded_pdf
+    from tests.support.services import REPO, LocalSite
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="HTML articles (and as many PDF chains)")
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("--sets", default="pdf", help="which set to run (html or pdf)")
     parser.add_argument("-s", "--ingest-setting", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
-    pdf = (shared_dir() / "fixtures" / "inplace" / "scholarly" / "dummy.pdf").read_bytes()
+    pdf = recorded_pdf()
     print("load average before: %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0))
     adopt_orphans()
     site = LocalSite()

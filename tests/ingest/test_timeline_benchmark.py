@@ -4,6 +4,7 @@ was followed, not for its speed (speed is the benchmarks' own business)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -37,3 +38,20 @@ def test_the_timeline_benchmark_follows_every_chain_and_says_where_it_waited():
     assert re.search(r"^persist +n=4: median", out, re.M), out
     completed = re.findall(r"\d+:\d+/\d+/\d+/\d+/(\d+)", out)
     assert sum(map(int, completed)) == 4, out  # every chain ended in an item inside the window
+
+
+def test_every_pdf_chain_of_the_benchmark_serves_a_file_of_its_own_with_the_recordings_text():
+    """The chains' PDFs are derived variants of the one real recording (its trailer's /ID varied):
+    each its own SHA-1, every byte else the recording's, the same document to extract."""
+    from benchmarks.ingest import pdf_variant, recorded_pdf
+    from votersdaily.ingest.pdf import extract_pdf
+
+    pdf = recorded_pdf()
+    variants = [pdf_variant(pdf, i) for i in range(200)]
+    assert pdf_variant(pdf, None) == pdf
+    assert len({hashlib.sha1(v).digest() for v in variants} | {hashlib.sha1(pdf).digest()}) == 201
+    for variant in (variants[0], variants[199]):
+        assert len(variant) == len(pdf)
+        assert sum(a != b for a, b in zip(variant, pdf, strict=True)) <= 8  # within the /ID's last 8 digits
+        meta, text, _ = extract_pdf(variant, thumbnail=False)
+        assert (meta["status"], text) == ("success", extract_pdf(pdf, thumbnail=False)[1])

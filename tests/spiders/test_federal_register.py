@@ -12,6 +12,7 @@ from tests.spiders.gov_support import crawl_twice, failed, ok, parse, run_logs, 
 from votersdaily.feeds.health import BROKEN, MANUAL, OK, classify, run_from_log, spider_health
 from votersdaily.feeds.site import build_site
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, UnexpectedDocument
+from votersdaily.spiders.federal_register import SGML_ENTITY_RE
 from votersdaily.spiders.federal_register import FederalRegisterSpider as Spider
 from votersdaily.store import open_store
 
@@ -94,6 +95,23 @@ def test_newest_page_agencies_and_abstracts(newest):
     assert "Republic of Türkiye (Türkiye)" in foil["abstract"] and "[uuml]" not in foil["description"]
     assert foil["title"].startswith("Certain Aluminum Foil From the Republic of Türkiye")
     assert docs["2026-20267"]["agency_names"] == ["Agriculture Department"]
+
+
+def test_sgml_entities_are_decoded_in_every_text_field(frozen_now):
+    """The API left "T[uuml]rkiye" in both the abstract and the excerpts of 2026-20272 (the real
+    page, as recorded); the excerpts were stored with it while the abstract was decoded. Every text
+    field of every document of both real pages is held to it, not the one field first noticed."""
+    events = parse(Spider, NEWEST, NEWEST_URL).events + parse(Spider, EO, EO_URL).events
+    foil = next(e for e in events if e["unique_key"] == "2026-20272")
+    assert "[uuml]" in json.loads(foil["source_text"])["excerpts"]  # the recording does say it
+    assert foil["excerpts"] == (
+        "The U.S. Department of Commerce (Commerce) determines that countervailable subsidies were "
+        "provided to producers and exporters of certain aluminum foil (aluminum foil) from the "
+        "Republic of Türkiye (Türkiye), during the period of review (POR)..."
+    )
+    for e in events:
+        for key in ("title", "description", "abstract", "excerpts"):
+            assert not SGML_ENTITY_RE.search(e[key] or ""), (e["unique_key"], key, e[key])
 
 
 def test_source_text_is_the_result_object_as_published(newest):

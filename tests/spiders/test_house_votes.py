@@ -83,6 +83,25 @@ def test_roll314_current_serialisation(spider):
     )
 
 
+def test_a_roll_call_of_2_january_links_its_sessions_page(spider, frozen_now):
+    """Derived from roll314.xml, only its date changed: cast on 2 January 2027, still the 119th
+    Congress's 2nd session (the file says so, and the Clerk files it under evs/2026/). The Clerk's
+    page is keyed like the file, by the year the session began: Votes/2026314. The date's year gave
+    Votes/2027314, the page of roll call 314 of the session that begins in 2027, another vote."""
+    body = ROLL314.read_bytes().replace(b"<action-date>16-Sep-2026<", b"<action-date>2-Jan-2027<")
+    (event,) = events_of(spider, response(URL314, body))
+    assert event["datetime"] == "2027-01-03T00:05:00Z"  # 2 Jan 2027 7:05 PM EST
+    assert event["vote_id"] == "h314-119.2026"
+    assert event["event_url"] == "https://clerk.house.gov/Votes/2026314"
+    # Every recording: the page's year is the session's, as in the file's own evs/<year>/ address.
+    for url, path in ((URL314, ROLL314), (URL037, ROLL037), (URL_SPEAKER, SPEAKER)):
+        (event,) = events_of(spider, response(url, path))
+        assert event["event_url"] == "https://clerk.house.gov/Votes/%s%d" % (
+            url.split("/")[4],
+            event["roll_call"],
+        )
+
+
 def test_roll037_compact_serialisation_with_external_doctype(spider):
     (event,) = events_of(spider, response(URL037, ROLL037))
     assert event["datetime"] == "2023-01-26T22:23:00Z"  # 26-Jan-2023 17:23 EST

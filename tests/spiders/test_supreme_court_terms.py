@@ -184,6 +184,27 @@ def test_argument_audio_of_four_terms_with_a_header_before_each_session():
     assert argentina["event_url"].endswith("argument_audio_detail.aspx?argument=12-842&TY=2013")
 
 
+def test_a_reargument_is_marked_in_either_sites_spelling(frozen_now):
+    """The 2014 site writes a reargued case's link "10-1491 (Reargued)" (Kiobel v. Royal Dutch
+    Petroleum, reargued on 1 October 2012; its first argument of 28 February 2012 is "10-1491" on
+    the same page); the 2017 site names the audio page "15-1498rearg". Both are rearguments: the
+    2014 one was stored with ``reargument: false``."""
+    events = read(BY_NAME["audio_2010_2013.html"]).by_key()
+    reargued, first = events["10-1491 (Reargued)"], events["10-1491"]
+    assert (reargued["datetime"], reargued["reargument"]) == ("2012-10-01T00:00:00Z", True)
+    assert (first["datetime"], first["reargument"]) == ("2012-02-28T00:00:00Z", False)
+    assert reargued["dockets"] == first["dockets"] == ["10-1491"]
+    # Every argument of every recorded term: a reargument exactly where the page marks one.
+    marked = {
+        e["unique_key"]
+        for page in PAGES
+        if page.spider is SupremeCourtArgumentsSpider
+        for e in read(page).events
+        if e["reargument"]
+    }
+    assert marked == {"10-1491 (Reargued)", "15-1498rearg", "15-1204rearg"}
+
+
 def test_column_meanings():
     assert [column_meaning(h) for h in ("R-", "J.", "Pt.", "Term Year", "Date Argued", "Oral Argument")] == [
         "release number",

@@ -16,6 +16,10 @@ proposed rules, notices of the agencies) under "Federal Register", with its agen
 Ids (version 1.1): the bills and Public Laws a document's title or abstract names, a bill in the
 Congress sitting on its publication date. An agency's own docket numbers are no Supreme Court
 dockets and are not read.
+
+Text (version 1.2): the API leaves SGML character entities in its text fields (``T[uuml]rkiye`` in
+the abstract and the excerpts of 2026-20272, beside a real "Türkiye" in its title); they are
+decoded in every text field it gives (``title``, ``abstract``, ``excerpts``), not in one alone.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def _unsgml(text: str) -> str:
 
 class FederalRegisterSpider(EventSpider):
     name = "federal_register"
-    version = "1.1"
+    version = "1.2"
     branch = "Executive"
     entity = "Federal Register"
     frequency_hours = 6.0  # published once per business day, early morning Eastern
@@ -140,7 +144,7 @@ class FederalRegisterSpider(EventSpider):
             raise UnexpectedDocument("%s: a result without a document_number" % url)
         agencies = self._parse_agencies(data)
         published = self._parse_publication_date(data, url)
-        title = " ".join(str(data.get("title") or "").split())
+        title = self._parse_title(data)
         abstract = self._parse_abstract(data)
         return {
             "datetime": published,
@@ -159,7 +163,7 @@ class FederalRegisterSpider(EventSpider):
             "public_inspection_pdf_url": data.get("public_inspection_pdf_url") or "",
             "agencies": agencies,
             "agency_names": [a["name"] for a in agencies if a["name"]],
-            "excerpts": data.get("excerpts"),
+            "excerpts": self._parse_excerpts(data),
             "presidential_document_type": data.get("presidential_document_type"),
             "executive_order_number": data.get("executive_order_number"),
             "signing_date": data.get("signing_date"),
@@ -181,6 +185,18 @@ class FederalRegisterSpider(EventSpider):
         """``bill_ids`` and ``public_laws`` the title and abstract name, with their evidence."""
         found = named_in_text(title, "title", congress) + named_in_text(abstract, "abstract", congress)
         return id_keys(found, (BILL_IDS, PUBLIC_LAWS))
+
+    @staticmethod
+    def _parse_title(data: dict[str, Any]) -> str:
+        """The title, whitespace folded and SGML entities left in by the API decoded."""
+        return _unsgml(" ".join(str(data.get("title") or "").split()))
+
+    @staticmethod
+    def _parse_excerpts(data: dict[str, Any]) -> Any:
+        """The excerpts as the API gives them (text, or null when it gives none), SGML entities
+        decoded as in the abstract; whitespace is kept (a search's excerpts may hold markup)."""
+        excerpts = data.get("excerpts")
+        return _unsgml(excerpts) if isinstance(excerpts, str) else excerpts
 
     @staticmethod
     def _parse_abstract(data: dict[str, Any]) -> str:

@@ -13,6 +13,10 @@ ending session's year; ``bill_ids`` come from ``legis-num`` (the Clerk's ``H R 2
 ``H RES 1142``; an election or a quorum call has none) and the text of ``vote-desc``. An amendment
 vote names the bill it amends; the amendment (``amendment-num``) is no bill. Members keep the
 Clerk's ``name-id`` (the bioguide id).
+
+``event_url`` (version 1.4): the Clerk's page ``Votes/<year><roll>`` is keyed, like ``evs/<year>/``,
+by the year the session began, not the vote's date: a roll call of 2 January 2027 in the 119th
+Congress's 2nd session is ``Votes/2026314``, never ``Votes/2027314`` (another session's roll 314).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ INDEX_URL = "https://clerk.house.gov/evs/{year}/index.asp"
 
 class HouseVotesSpider(EventSpider):
     name = "house_votes"
-    version = "1.3"
+    version = "1.4"
     branch = "Legislative"
     entity = "House of Representatives"
     frequency_hours = 1.0
@@ -148,7 +152,7 @@ class HouseVotesSpider(EventSpider):
             "description": text_of(meta, "vote-desc"),
             "unique_key": "%s-%s-%s" % (congress, session, roll),
             "source_text": outer_xml(root),
-            "event_url": self._parse_event_url(meta, roll),
+            "event_url": self._parse_event_url(meta, congress, session, roll),
             "congress": congress,
             "session": session,
             "roll_call": roll,
@@ -257,12 +261,21 @@ class HouseVotesSpider(EventSpider):
         return None
 
     @staticmethod
-    def _parse_event_url(meta: etree._Element, roll: int | None) -> str:
-        day = text_of(meta, "action-date")
-        year = day[-4:] if day[-4:].isdigit() else None
+    def _parse_event_url(
+        meta: etree._Element, congress: int | None, session: int | None, roll: int | None
+    ) -> str:
+        """The Clerk's page of the roll call, ``Votes/<year><roll>``: the year its session began, as in
+        ``evs/<year>/`` and ``vote_id`` (roll numbers restart each session, not each calendar year, so
+        a roll call of 2 January before the new session is its ending session's); the date's year only
+        when the file gives no congress and session."""
+        if congress and session:
+            year: int | None = session_year(congress, session)
+        else:
+            day = text_of(meta, "action-date")
+            year = int(day[-4:]) if day[-4:].isdigit() else None
         if not (year and roll):
             return ""
-        return "https://clerk.house.gov/Votes/%s%d" % (year, roll)
+        return "https://clerk.house.gov/Votes/%d%d" % (year, roll)
 
     @staticmethod
     def _parse_totals(row: etree._Element | None) -> dict[str, int | None]:
