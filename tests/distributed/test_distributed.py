@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 
 import pytest
 
@@ -33,6 +34,8 @@ from tests.distributed.workloads import (
     wait_for_hits,
     wait_until,
 )
+from tests.support.processes import TEST_SETTINGS, start_crawl
+from tests.support.services import run_cli
 from votersdaily.laundromat.uris import uri_key
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
@@ -183,3 +186,49 @@ def test_enqueuing_the_same_requests_twice_queues_them_once(site, redis_server, 
     forced = enqueue("ingest", requests, couch_uri, redis_server.url)
     assert "ingest:requests: 1 requests queued, 2 already seen" in forced.stdout, forced.stdout
     assert queue_state(redis_server, "ingest")["waiting"] == 4
+
+
+def test_two_deployments_on_one_redis_keep_their_queues_apart(site, redis_server, couch_uri, tmp_path):
+    """Two deployments on one CouchDB (docs/operations.md: each its own VOTERSDAILY_DB_PREFIX) that
+    share one Redis: each enqueues the same pages, and each deployment's worker does its own
+    deployment's requests into its own databases. Before, both used ``vd_fetch:requests`` and one
+    duplicate filter: the second deployment's enqueue queued nothing (every page "already seen"), and
+    the first deployment's requests were done by whichever worker came first, into its databases."""
+    urls = [site.route("/page/%d" % i, b"page %d" % i, content_type="text/plain") for i in range(5)]
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for u in urls))
+    for prefix in ("staging_", ""):
+        out = run_cli(
+            [sys.executable, "-m", "votersdaily", "enqueue", "vd_fetch", str(listed)],
+            couch_uri,
+            env={
+                "VOTERSDAILY_REDIS_URL": redis_server.url,
+                "VOTERSDAILY_DB_PREFIX": prefix,
+                "SCRAPY_SETTINGS_MODULE": TEST_SETTINGS,
+            },
+        )
+        assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+        assert "%svd_fetch:requests: 5 requests queued, 0 already seen" % prefix in out.stdout, out.stdout
+    for i, prefix in enumerate(
+        ("staging_", "")
+    ):  # one after the other: the staging worker sees the other queue
+        worker = start_crawl(
+            "vd_fetch_worker",
+            couch_uri,
+            *QUEUE_SETTINGS,
+            "LOG_LEVEL=INFO",
+            "TEST_WORKER_NAME=%s" % (prefix or "production"),
+            log=log_path(tmp_path, i),
+            env={"VOTERSDAILY_REDIS_URL": redis_server.url, "VOTERSDAILY_DB_PREFIX": prefix},
+        )
+        assert worker.wait(180) == 0, log_path(tmp_path, i).read_text()[-3000:]
+    staging_log = log_path(tmp_path, 0).read_text()
+    assert "Redis also holds the queue vd_fetch:requests (5 requests), which this worker does not read" in (
+        staging_log
+    ), staging_log[-3000:]
+    assert "Redis also holds" not in log_path(tmp_path, 1).read_text()
+    for db, worker in (("vd_fetch", "production"), ("staging_vd_fetch", "staging_")):
+        docs = read_db(couch_uri, db)
+        assert sorted(d["url"] for d in docs) == sorted(urls), db
+        assert {d["worker"] for d in docs} == {worker}, db
+    assert {site.hits["/page/%d" % i] for i in range(5)} == {2}, "each page once per deployment"

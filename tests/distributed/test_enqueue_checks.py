@@ -95,7 +95,9 @@ def test_enqueue_refuses_a_host_list_entry_that_can_never_match_in_one_line(
 
 
 def test_enqueue_of_a_url_list_reports_each_line_that_is_no_url(redis_server, sqlite_uri, tmp_path):
-    """The same for any spider's URL list (it stopped with a traceback on the first bad line)."""
+    """The same for any spider's URL list (it stopped with a traceback on the first bad line): here
+    vd_fetch's, a spider with a Redis-fed worker and no enqueue arguments of its own (an event
+    spider's requests are refused: no worker reads them)."""
     urls = tmp_path / "urls.txt"
     urls.write_text(
         "https://clerk.house.gov/evs/2026/roll314.xml\n"
@@ -103,9 +105,23 @@ def test_enqueue_of_a_url_list_reports_each_line_that_is_no_url(redis_server, sq
         "https://clerk.house.gov/evs/2026/roll316.xml\x07\n"
         "gopher://clerk.house.gov/\n"
     )
-    out = _enqueue("house_votes", urls, redis_server, sqlite_uri)
+    out = _enqueue("vd_fetch", urls, redis_server, sqlite_uri)
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stdout + out.stderr[-3000:]
     assert "1 requests queued, 0 already seen, 0 items ignored (3 bad)" in out.stdout, out.stdout
     bad = _bad_lines(out, urls, "input")
     assert sorted(bad) == [2, 3, 4]
     assert "not a URL" in bad[2] and "control character" in bad[3] and "not an http(s) or file: URL" in bad[4]
+
+
+def test_enqueue_refuses_a_spider_no_worker_reads_and_queues_nothing(redis_server, sqlite_uri, tmp_path):
+    """Only the ingest and the laundromat (and a project's own workers) have Redis-fed workers: an
+    event spider's requests, queued, would wait under ``<spider>:requests`` for ever, and enqueue
+    said they were queued. Now it says which spiders have workers, in one line, and queues nothing."""
+    urls = tmp_path / "urls.txt"
+    urls.write_text("https://clerk.house.gov/evs/2024/index.asp\n")
+    out = _enqueue("house_votes", urls, redis_server, sqlite_uri)
+    assert out.returncode == 2, out.stdout + out.stderr[-3000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("votersdaily enqueue: no worker reads the queue of house_votes"), line
+    assert "ingest (ingest_worker)" in line and "laundromat (laundromat_worker)" in line, line
+    assert redis_server.client().keys("house_votes:*") == []

@@ -9,6 +9,7 @@ import re
 import time
 
 import pytest
+import scrapy
 
 from tests.distributed.workloads import (
     INGEST_SETTINGS,
@@ -32,6 +33,8 @@ from tests.distributed.workloads import (
     write_ingest_requests,
 )
 from tests.support.processes import start_crawl
+from votersdaily.distributed import serializer
+from votersdaily.distributed.queue import StreamQueue
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
@@ -206,3 +209,53 @@ def test_requests_yielded_while_redis_is_away_are_pushed_when_it_is_back(
     assert back == [("10", "10", "10")], log[-3000:]
     assert (_stat(log, "redis/buffered"), _stat(log, "redis/acked")) == (10, 20)
     assert queue_state(durable_redis, "vd_fetch") == CLEAN_QUEUE
+
+
+class _Other(scrapy.Spider):
+    name = "other"
+
+    def parse_elsewhere(self, response):
+        return None
+
+
+def test_a_request_the_worker_cannot_run_is_given_up_and_the_rest_done(
+    site, redis_server, couch_uri, tmp_path
+):
+    """An entry no callback of the worker's spider can take (another spider's request, or one a
+    newer version yielded during a rolling upgrade): before, decoding it raised out of the
+    scheduler's next_request, and the worker never leased again nor stopped (each worker that took
+    the entry over froze in turn). Now it is a failed delivery, an error of the run, then a dead
+    letter with reason ``unrunnable``; every other request is done."""
+    urls = [site.route("/fine/%d" % i, b"fine", content_type="text/plain") for i in range(10)]
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for u in urls))
+    out = enqueue("vd_fetch", listed, couch_uri, redis_server.url)
+    assert "10 requests queued" in out.stdout, out.stdout
+    other = _Other()
+    queue = StreamQueue(redis_server.client(), other, "vd_fetch:requests", serializer=serializer)
+    queue.ensure()
+    bad = site.route("/elsewhere", b"fine", content_type="text/plain")
+    assert queue.push(scrapy.Request(bad, callback=other.parse_elsewhere))
+    (worker,) = start_workers(
+        "vd_fetch_worker",
+        1,
+        couch_uri,
+        redis_server.url,
+        tmp_path,
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=3",
+        "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2",
+    )
+    wait_all([worker], tmp_path, timeout=90, status=1)  # its run failed: an entry it cannot run
+    log = log_path(tmp_path, 0).read_text()
+    stored = {doc["url"] for doc in read_db(couch_uri, "vd_fetch")}
+    assert stored == set(urls)
+    state = queue_state(redis_server, "vd_fetch")
+    assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1), state
+    ((_, dead),) = redis_server.client().xrange("vd_fetch:requests:dead")
+    assert (dead[b"reason"], dead[b"deliveries"]) == (b"unrunnable", b"2"), dead
+    assert site.hits.get("/elsewhere", 0) == 0, "never fetched: no callback of this worker would read it"
+    assert log.count("is no request vd_fetch_worker can run (ValueError: Method 'parse_elsewhere'") == 2, log[
+        -3000:
+    ]
+    assert "given up after 2 deliveries, in vd_fetch:requests:dead" in log, log[-3000:]

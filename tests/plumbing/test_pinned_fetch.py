@@ -4,6 +4,10 @@ fixture)."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+
 import pytest
 
 from votersdaily.plumbing.address_policy import AddressPolicy, HostNotAllowed, PrivateAddressRefused
@@ -34,3 +38,76 @@ def test_fetch_limited_applies_the_policy_outside_the_reactor(site, hostile):
             timeout=10,
         )
     assert hostile.hits == {}
+
+
+class _Trickle:
+    """A local server that answers every connection with ``head`` and then one byte of ``drip``
+    every 50 ms for as long as the client listens (a slow-loris source: every read gets a byte
+    before the socket's timeout, so only a deadline on the whole fetch ends it)."""
+
+    def __init__(self, head: bytes, drip: bytes) -> None:
+        self.head, self.drip = head, drip
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(self.head)
+                while not self.stopped.wait(0.05):
+                    conn.sendall(self.drip)
+            except OSError:  # the client hung up
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.listener.close()
+
+
+@pytest.mark.parametrize(
+    "head, drip",
+    [
+        pytest.param(b"HTTP/1.1 200 OK\r\nContent-Type: application/ld+json\r\n\r\n", b" ", id="body"),
+        pytest.param(b"HTTP/1.1 200 OK\r\nX-Slow: ", b"a", id="headers"),
+    ],
+)
+def test_fetch_limited_ends_a_trickling_answer_at_its_timeout(head, drip):
+    """The timeout bounds the whole fetch, not each read: a server that sends a byte every 50 ms
+    never lets a read time out, and a fetch of a JSON-LD context (in a cleaning worker) must still
+    end after ``timeout`` seconds instead of reading for hours."""
+    server = _Trickle(head, drip)
+    policy = AddressPolicy(private_hosts=HostList.parse(["127.0.0.1:%d" % server.port], "test"))
+    outcome: list[BaseException | object] = []
+
+    def fetch() -> None:
+        try:
+            outcome.append(
+                fetch_limited(
+                    "http://127.0.0.1:%d/context.jsonld" % server.port, policy, max_bytes=10**6, timeout=1
+                )
+            )
+        except BaseException as exc:  # the test reads what it was
+            outcome.append(exc)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    worker.join(15)
+    took = time.monotonic() - started
+    server.stop()
+    assert not worker.is_alive(), "fetch_limited(timeout=1) was still reading after 15 s"
+    assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
+    assert took < 5, took

@@ -102,3 +102,32 @@ def test_checked_addresses_are_pinned_for_the_connection():
     with pytest.raises(PrivateAddressRefused):
         asyncio.run(guard.process_request(scrapy.Request("http://rebound.example.org/")))
     assert pinned("rebound.example.org") is None
+
+
+@pytest.mark.parametrize(
+    "spider, guard",
+    [
+        ("house_committee_meetings", "votersdaily.spiders.address_guard.EventAddressGuard"),
+        ("ingest", "votersdaily.plumbing.ssrf.SsrfGuardMiddleware"),
+        ("ingest_worker", "votersdaily.plumbing.ssrf.SsrfGuardMiddleware"),
+        ("laundromat", "votersdaily.laundromat.fetching.AddressGuardMiddleware"),
+        ("laundromat_worker", "votersdaily.laundromat.fetching.AddressGuardMiddleware"),
+    ],
+)
+def test_the_guard_stays_in_every_spider_whatever_downloader_middlewares_the_operator_gives(
+    spider, guard, monkeypatch
+):
+    """``-s DOWNLOADER_MIDDLEWARES=…`` replaced the spider's value, guard included; the crawler as
+    ``scrapy crawl`` builds it (a crawler, then the process's settings applied to it once more)
+    keeps the guard, and the operator's middleware."""
+    from scrapy.crawler import CrawlerRunner
+    from scrapy.utils.project import get_project_settings
+
+    monkeypatch.setenv("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    settings = get_project_settings()
+    own = "scrapy.downloadermiddlewares.stats.DownloaderStats"
+    settings.set("DOWNLOADER_MIDDLEWARES", '{"%s": 851}' % own, priority="cmdline")
+    runner = CrawlerRunner(settings)
+    crawler = runner.create_crawler(runner.create_crawler(spider))
+    middlewares = crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares.get(guard) is not None and middlewares.get(own) == 851

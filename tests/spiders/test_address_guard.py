@@ -103,3 +103,21 @@ def test_a_recorded_listing_reads_only_the_files_beside_it(crawl, sqlite_uri, tm
         secret,
     ) in (proc.stderr)
     assert run_log(sqlite_uri)["insert_count"] == 0
+
+
+def test_the_guard_stays_when_the_operator_sets_the_downloader_middlewares(
+    crawl, site, other_service, sqlite_uri
+):
+    """An operator who sets DOWNLOADER_MIDDLEWARES (``-s``, a scrapyd job's ``setting=``, a spider's
+    ``custom_settings = {**RENDER_SETTINGS, ...}``) to add a middleware of their own replaces the
+    spider's value: before, that removed the address guard with it (and the archive and replay
+    middlewares), and the feed's enclosure on another local service was fetched and stored."""
+    feed = with_enclosures(other_service.url + "/meeting.xml")
+    listing = site.route("/Committee/RSS.ashx", feed, content_type="text/xml")
+    own = '{"scrapy.downloadermiddlewares.stats.DownloaderStats": 851}'
+    proc = crawl(SPIDER, listing, sqlite_uri, "-s", "DOWNLOADER_MIDDLEWARES=" + own)
+    assert other_service.hits == {}, proc.stderr[-3000:]
+    log = run_log(sqlite_uri)
+    refused = {e["url"]: e["exception"] for e in log["errors"]}
+    assert refused[other_service.url + "/meeting.xml"] == "PrivateAddressRefused"
+    assert log["insert_count"] == 0

@@ -29,8 +29,8 @@ from votersdaily import schema
 from votersdaily.recordings import HERE as RECORDINGS
 from votersdaily.spiders.house_floor import HouseFloorSpider
 from votersdaily.store import open_store
-from votersdaily.store.identity import store_identity, store_key
-from votersdaily.store.spool import Spool
+from votersdaily.store.identity import identity_of, store_identity, store_key
+from votersdaily.store.spool import Spool, process_start
 
 ROLL = RECORDINGS / "gov/house_roll_call/roll314.xml"
 #: What the store has to go through quickly in a test (the defaults wait 31 s before spooling).
@@ -772,3 +772,39 @@ def test_flush_with_a_store_uri_that_cannot_be_one_is_a_usage_error(sqlite_uri, 
     (line,) = proc.stderr.splitlines()
     assert line.startswith("votersdaily flush: ") and "store URI" in line, line
     assert [p.name for p in spool.directory.iterdir()] == [spooled.name] and spooled.read_bytes() == before
+
+
+def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tmp_path):
+    """A process killed while delivering (or writing) a spool file leaves its claim named by its
+    process id. After a restart the id is often taken again (a container's crawl is pid 1 every time;
+    after a reboot ids start over), and the claim looked alive for ever: its documents were neither
+    delivered nor reported. A claim names its process by id and start time, so only the process
+    that made it holds it; a living process's own claim is still left alone."""
+    store = open_store("sqlite:///%s" % (tmp_path / "store.db"))
+    spool = Spool(tmp_path / "spool")
+    target = identity_of(store)
+    stale = []
+    for owner in (
+        "%d" % os.getpid(),  # an earlier version's claim with this process's id (not this process's)
+        "%d-1" % os.getpid(),  # this id, another start: a process before a reboot or container restart
+    ):
+        for suffix in (".delivering", ".writing"):
+            doc_id = "doc-%s%s" % (owner, suffix)
+            path = spool.write(target, "vd_events", [{"_id": doc_id}])
+            stale.append((doc_id, path.rename(path.with_name("%s.%s%s" % (path.name, owner, suffix)))))
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        path = spool.write(target, "vd_events", [{"_id": "held"}])
+        held = path.rename(
+            path.with_name("%s.%d-%s.delivering" % (path.name, alive.pid, process_start(alive.pid)))
+        )
+        report = spool.deliver(store)
+        assert report.documents == len(stale), report
+        ids = [doc_id for doc_id, _ in stale]
+        assert sorted(store.get_many("vd_events", ids)) == sorted(ids)
+        assert not any(claim.exists() for _, claim in stale)
+        assert held.exists() and store.get("vd_events", "held") is None, "a living process's claim is its own"
+    finally:
+        alive.kill()
+        alive.wait()
+        store.close()

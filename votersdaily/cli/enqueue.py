@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
 
-from votersdaily.distributed import REDIS_ENV
+from votersdaily.distributed import REDIS_ENV, spider_queue_name
 from votersdaily.plumbing.environment import project_settings, setting_or_environment
 from votersdaily.plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
 from votersdaily.store import mask_uri
@@ -71,6 +71,36 @@ def urls_from(sources: list[str], bad: list[str]) -> dict[str, Any]:
     return {"url": ",".join(urls)}
 
 
+def spider_problem(loader: SpiderLoader, name: str) -> str | None:
+    """Why ``name``'s requests cannot be queued (no such spider, or no worker reads its queue), or None."""
+    if name not in loader.list():
+        return "unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list())))
+    readers = queue_readers(loader)
+    if spider_queue_name(loader.load(name)) in readers:
+        return None
+    return (
+        "no worker reads the queue of %s: what it queued would wait for ever; spiders with Redis-fed "
+        "workers: %s (or run `scrapy crawl %s` itself)"
+        % (
+            name,
+            ", ".join("%s (%s)" % (queue, ", ".join(workers)) for queue, workers in sorted(readers.items())),
+            name,
+        )
+    )
+
+
+def queue_readers(loader: SpiderLoader) -> dict[str, list[str]]:
+    """Each queue a Redis-fed worker of the project reads (its base spider's name), with those workers."""
+    from votersdaily.distributed.redis_worker import WorkerMixin
+
+    readers: dict[str, list[str]] = {}
+    for name in sorted(loader.list()):
+        spidercls = loader.load(name)
+        if issubclass(spidercls, WorkerMixin):
+            readers.setdefault(spider_queue_name(spidercls), []).append(name)
+    return readers
+
+
 def redis_unreachable(redis_url: str, exc: Exception) -> int:
     return fail(
         "cannot reach Redis at %s (%s): start redis-server or fix --redis-url" % (mask_uri(redis_url), exc),
@@ -97,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     if not redis_url:
         return fail("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV)
     loader = SpiderLoader.from_settings(settings)
-    if args.spider not in loader.list():
-        return fail("unknown spider %r; known: %s" % (args.spider, ", ".join(sorted(loader.list()))))
+    problem = spider_problem(loader, args.spider)
+    if problem:
+        return fail(problem)
     try:
         redis_server(settings)  # the service first: the inputs matter only once they can be queued
     except RedisError as exc:

@@ -37,8 +37,19 @@ def as_text(value: bytes | str | float) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def queue_name(spider_or_cls: Spider | type[Spider]) -> str:
-    """The Redis key prefix a spider's requests live under (workers share their base spider's)."""
+def queue_name(spider_or_cls: Spider | type[Spider], settings: BaseSettings | None = None) -> str:
+    """The Redis key prefix a spider's requests live under: its deployment's database prefix
+    (``VOTERSDAILY_DB_PREFIX``) and its name (workers share their base spider's). Two deployments
+    on one Redis thus keep their queues and duplicate filters apart, as their databases are: without
+    the prefix, one deployment's workers did the other's requests into their own databases, and the
+    shared duplicate filter made the second deployment's enqueue queue nothing."""
+    from votersdaily.store.names import db_prefix
+
+    return db_prefix(settings) + spider_queue_name(spider_or_cls)
+
+
+def spider_queue_name(spider_or_cls: Spider | type[Spider]) -> str:
+    """The spider's part of its queue's name: its own, or a worker's base spider's."""
     return getattr(spider_or_cls, "queue_name", None) or spider_or_cls.name
 
 

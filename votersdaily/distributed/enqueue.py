@@ -105,7 +105,7 @@ def enqueue(spider_name: str, settings: Settings, **spider_args: Any) -> Enqueue
     spidercls = SpiderLoader.from_settings(settings).load(spider_name)
     bad: list[str] = []
     outputs, spider = start_requests(spidercls, settings, bad, **spider_args)
-    name = queue_name(spidercls)
+    name = queue_name(spidercls, settings)
     dupefilter = RFPDupeFilter(server, key="%s:dupefilter" % name)
     queue = StreamQueue(
         server, spider, "%s:requests" % name, serializer=serializer, dupefilter_key=dupefilter.key

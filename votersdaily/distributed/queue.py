@@ -7,8 +7,8 @@ Keys, for a queue ``<name>:requests``:
                              it, then *pending* for that worker (its lease) until acked, when it is
                              deleted. So the stream's length is waiting + leased.
 - ``<name>:requests:dead``   a stream of the requests given up on (``request``, ``deliveries``,
-                             ``consumer``: the last worker that had it, ``reason``: ``expired`` or
-                             ``failed``, ``entry``: its id in the queue)
+                             ``consumer``: the last worker that had it, ``reason``: ``expired``,
+                             ``failed`` or ``unrunnable``, ``entry``: its id in the queue)
 - ``<name>:requests:meta``   a hash: ``epoch`` (a random id written when the queue is created: a
                              Redis that comes back without it lost the queue), ``since``, and the
                              counters ``enqueued``, ``acked``, ``dead``, ``recovered``, ``migrated``
@@ -21,7 +21,11 @@ dead (or stalled) worker: the next worker that leases claims it (``XCLAIM``, whi
 delivery) before reading new entries; one delivered ``max_attempts`` times without an ack goes to the
 dead stream. A request given back unprocessed (a worker shutting down) or whose processing failed is
 handed to the consumer ``requeued`` with its idle time set past any lease, so the next lease takes
-it; a give-back does not count as a delivery, a failure does.
+it; a give-back does not count as a delivery, a failure does. So does an entry the leasing worker
+cannot make a request of (a callback its spider lacks: another spider's request, or one of another
+version during an upgrade; damaged JSON): it goes back for another worker, and after
+``max_attempts`` deliveries to the dead stream as ``unrunnable``; the worker leases on (such an
+entry must never stop a worker, nor, one worker after another, the whole queue).
 
 Every operation is one Lua script (atomic, one round trip) that first checks the queue's epoch:
 a Redis that restarted without its data (or was flushed) answers ``RedisQueueLost`` instead of silently
@@ -61,6 +65,8 @@ _FAR_IDLE = 10**12
 #: A consumer with nothing pending and idle this many leases is a worker gone: it is removed.
 STALE_LEASES = 10
 _LOST = "VDQUEUELOST"
+#: Entries one lease may hand back as unrunnable before it answers "nothing" (the next lease goes on).
+_UNRUNNABLE_PER_LEASE = 16
 
 #: KEYS[1] stream, KEYS[2] meta; ARGV[1] the epoch the caller knows, ARGV[2] the group.
 _GUARD = (
@@ -211,11 +217,13 @@ return {acked, length, pending}
 )
 
 # KEYS: stream, meta, dead; ARGV: epoch, group, consumer, max deliveries, mode ('release': given
-# back unprocessed, not a delivery; 'retry': processing failed), ids. Answer: {requeued, dead}.
+# back unprocessed, not a delivery; 'retry': processing failed; 'unrunnable': this worker cannot
+# even make the request, a failed delivery too, given up as 'unrunnable'), ids. Answer: {requeued, dead}.
 REQUEUE = (
     _GUARD
     + """
 local me, max, mode = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local reason = mode == 'unrunnable' and 'unrunnable' or 'failed'
 local requeued, buried = 0, 0
 for i = 6, #ARGV do
   local id = ARGV[i]
@@ -226,7 +234,7 @@ for i = 6, #ARGV do
         'RETRYCOUNT', math.max(deliveries - 1, 0), 'JUSTID')
       requeued = requeued + 1
     elseif deliveries >= max then
-      bury(KEYS[3], id, deliveries, me, 'failed')
+      bury(KEYS[3], id, deliveries, me, reason)
       buried = buried + 1
     else
       redis.call('XCLAIM', stream, group, '%s', 0, id, 'IDLE', %d, 'JUSTID')
@@ -336,6 +344,21 @@ class Lease:
         return self.previous not in ("", REQUEUED)
 
 
+class UnrunnableRequest(Exception):
+    """A queue entry the leasing worker cannot make a request of (the run log's error)."""
+
+
+@dataclass(frozen=True)
+class Unrunnable:
+    """A leased entry this worker could not make a request of: handed back as a failed delivery."""
+
+    id: str
+    reason: str
+    deliveries: int
+    #: Delivered ``max_attempts`` times: now in the dead stream.
+    given_up: bool
+
+
 @dataclass(frozen=True)
 class Renewal:
     renewed: int
@@ -379,6 +402,8 @@ class StreamQueue(Base):
         #: When Redis last answered with the sizes (time.monotonic()).
         self.last_sizes_at = 0.0
         self.buried_last = 0
+        #: Entries the last :meth:`lease` or :meth:`mine` could not make a request of.
+        self.unrunnable_last: list[Unrunnable] = []
         self._scripts = {
             name: server.register_script(text)
             for name, text in (
@@ -467,22 +492,49 @@ class StreamQueue(Base):
 
     def lease(self, reclaim: bool = True) -> Lease | None:
         """Lease an expired or requeued request (when ``reclaim``), else the next waiting one; None
-        when there is none (``buried_last`` then says how many expired ones were given up)."""
-        id_, data, previous, deliveries, length, pending, buried = self._run(
-            "lease",
-            [self.key, self.meta, self.dead],
-            [self.consumer, self.lease_ms, self.max_attempts, "1" if reclaim else "0"],
-        )
-        self._seen(length, pending)
-        self.buried_last = int(buried)
-        if not id_:
-            return None
-        return Lease(as_text(id_), self._decode_request(data), as_text(previous), int(deliveries))
+        when there is none (``buried_last`` then says how many expired ones were given up).
+        An entry that is no request of this spider is handed back as a failed delivery
+        (``unrunnable_last``) and the next waiting one leased instead."""
+        self.buried_last = 0
+        self.unrunnable_last = []
+        for _ in range(_UNRUNNABLE_PER_LEASE):
+            id_, data, previous, deliveries, length, pending, buried = self._run(
+                "lease",
+                [self.key, self.meta, self.dead],
+                [self.consumer, self.lease_ms, self.max_attempts, "1" if reclaim else "0"],
+            )
+            self._seen(length, pending)
+            self.buried_last += int(buried)
+            if not id_:
+                return None
+            request = self._request_or_unrunnable(as_text(id_), data, int(deliveries))
+            if request is not None:
+                return Lease(as_text(id_), request, as_text(previous), int(deliveries))
+            reclaim = False  # the entry handed back would be reclaimed first: a new one now
+        return None
+
+    def _request_or_unrunnable(self, id_: str, data: bytes | str, deliveries: int) -> Request | None:
+        """The request of a leased entry, or None: it is handed back as a failed delivery (given up
+        after ``max_attempts``) and recorded in ``unrunnable_last``."""
+        try:
+            return self._decode_request(data)
+        except Exception as exc:  # whatever the entry holds, it must not stop the worker
+            reason = "%s: %s" % (type(exc).__name__, exc)
+        _requeued, dead = self._requeue("unrunnable", [id_])
+        self.unrunnable_last.append(Unrunnable(id_, reason, deliveries, bool(dead)))
+        return None
 
     def mine(self) -> list[tuple[str, Request]]:
         """This consumer's live leases (to find again a lease whose answer was lost)."""
+        self.unrunnable_last = []
         flat = self._run("mine", [self.key, self.meta], [self.consumer, self.lease_ms])
-        return [(as_text(flat[i]), self._decode_request(flat[i + 1])) for i in range(0, len(flat), 2)]
+        found = []
+        for i in range(0, len(flat), 2):
+            id_ = as_text(flat[i])
+            request = self._request_or_unrunnable(id_, flat[i + 1], 0)
+            if request is not None:
+                found.append((id_, request))
+        return found
 
     def renew(self, ids: Iterable[str]) -> Renewal:
         ids = list(ids)

@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Self
 
+from redis.exceptions import ResponseError
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
@@ -45,10 +46,10 @@ from votersdaily.blocking import run_in_thread
 from votersdaily.store import mask_uri
 from votersdaily.store.crawler import writers_of
 
-from . import queue_name, redis_server, redis_url, serializer
+from . import as_text, queue_name, redis_server, redis_url, serializer, spider_queue_name
 from .legacy import migrate
 from .link import REDIS_DOWN, RedisLink
-from .queue import RedisQueueLost, Renewal, StreamQueue
+from .queue import RedisQueueLost, Renewal, StreamQueue, Unrunnable, UnrunnableRequest
 
 if TYPE_CHECKING:
     from asyncio import Future
@@ -142,7 +143,7 @@ class ReliableScheduler:
     # -- Scrapy's scheduler interface ----------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        name = queue_name(spider)
+        name = queue_name(spider, self.crawler.settings)
         self.spider = spider
         self.df = RFPDupeFilter(self.server, key="%s:dupefilter" % name, debug=self.debug)
         self.queue = queue = StreamQueue(
@@ -188,6 +189,34 @@ class ReliableScheduler:
             counters.get("acked", "0"),
             counters.get("dead", "0"),
         )
+        self._note_unprefixed(queue)
+
+    def _note_unprefixed(self, queue: StreamQueue) -> None:
+        """A deployment with a database prefix reads ``<prefix><name>:requests``; versions before
+        queues took the prefix filled ``<name>:requests``, which its workers no longer read: say so
+        when that queue holds requests (it may also be another deployment's, without a prefix)."""
+        unprefixed = "%s:requests" % spider_queue_name(self.spider)
+        if unprefixed == queue.key:
+            return
+        try:  # an ACL user of this deployment's keys only may not even look
+            kind = as_text(self.server.type(unprefixed))
+            held = {"stream": self.server.xlen, "zset": self.server.zcard}.get(kind, lambda _key: 0)(
+                unprefixed
+            )
+        except ResponseError:
+            return
+        if held:
+            logger.warning(
+                "Redis also holds the queue %s (%d requests), which this worker does not read: its queue "
+                "is %s (VOTERSDAILY_DB_PREFIX). If those requests are this deployment's (queued by a "
+                "version before queues took the prefix), move them: RENAME %s %s, and the same for "
+                "its :meta, :dead and the :dupefilter, before the first enqueue here",
+                unprefixed,
+                held,
+                queue.key,
+                unprefixed,
+                queue.key,
+            )
 
     def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close())
@@ -258,6 +287,7 @@ class ReliableScheduler:
         if queue.buried_last:
             self._buried += queue.buried_last
             self.stats.inc_value("redis/dead", queue.buried_last)
+        self._report_unrunnable(queue.unrunnable_last)
         if lease is None:
             self._empty_until = now + self.empty_wait
             return None
@@ -347,6 +377,34 @@ class ReliableScheduler:
                 self.leased[id_] = request
                 self._adopted.append(id_)
                 self.stats.inc_value("scheduler/dequeued/redis")
+        self._report_unrunnable(self._opened_queue.unrunnable_last)
+
+    def _report_unrunnable(self, entries: list[Unrunnable]) -> None:
+        """Entries of the queue this worker could not make a request of (a callback its spider
+        lacks: another spider's request, or another version's): each an error of the run, handed
+        back as a failed delivery, given up to the dead stream after VOTERSDAILY_REDIS_MAX_ATTEMPTS."""
+        queue = self._opened_queue
+        for entry in entries:
+            self.stats.inc_value("redis/unrunnable")
+            if entry.given_up:
+                self._buried += 1
+                self.stats.inc_value("redis/dead")
+            message = "entry %s of %s is no request %s can run (%s): %s" % (
+                entry.id,
+                queue.key,
+                self.spider.name,
+                entry.reason,
+                "given up after %d deliveries, in %s" % (self.max_attempts, queue.dead)
+                if entry.given_up
+                else "handed back for another worker (a failed delivery)",
+            )
+            logger.error(message)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed,
+                failure=Failure(UnrunnableRequest(message)),
+                url=queue.key,
+                spider=self.spider,
+            )
 
     def _queue_lost(self, exc: RedisQueueLost) -> None:
         """Redis has no (or another) epoch for the queue: say what was lost, once, and go on with

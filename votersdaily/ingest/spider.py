@@ -26,7 +26,7 @@ from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs
-from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings
+from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.scrapy_internals import (
     count_as_scraping,
@@ -150,10 +150,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         before it starts."""
         super().update_settings(settings)
         check_policy_settings(settings, "INGEST")
+        # The guard stays, whatever DOWNLOADER_MIDDLEWARES was given; so does the WARC writer.
+        keep_downloader_middlewares(settings, IngestSpider.custom_settings["DOWNLOADER_MIDDLEWARES"])
         if settings.getbool("INGEST_WARC_ENABLED"):
-            middlewares = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
-            middlewares.setdefault("votersdaily.ingest.warc.WarcWriterMiddleware", 650)
-            settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+            keep_downloader_middlewares(settings, {"votersdaily.ingest.warc.WarcWriterMiddleware": 650})
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

@@ -27,7 +27,7 @@ from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.locations import LocationUnset
 from votersdaily.plumbing.inputs import checked_inputs, split_urls
-from votersdaily.plumbing.ssrf import check_policy_settings
+from votersdaily.plumbing.ssrf import check_policy_settings, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.store.crawler import count_writes, store_for
 from votersdaily.store.upsert import UpsertResult
@@ -126,6 +126,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         """A host list entry that can never match stops the crawl before it starts."""
         super().update_settings(settings)
         check_policy_settings(settings, "LAUNDROMAT")
+        # The guard stays (and Content-Encoding stays undecoded), whatever DOWNLOADER_MIDDLEWARES was given.
+        keep_downloader_middlewares(settings, LaundromatSpider.custom_settings["DOWNLOADER_MIDDLEWARES"])
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

@@ -61,6 +61,29 @@ def check_policy_settings(settings: BaseSettings, prefix: str) -> None:
         raise UsageError(str(exc), print_help=False) from None
 
 
+def keep_downloader_middlewares(settings: BaseSettings, components: dict[str, int]) -> None:
+    """Put ``components`` (the address guard and what a spider cannot work without) into
+    ``DOWNLOADER_MIDDLEWARES`` whatever replaced the spider's own value: a dict setting is replaced
+    whole, so an operator's ``-s DOWNLOADER_MIDDLEWARES=…`` (or a scrapyd job's ``setting=``, or a
+    spider's ``custom_settings = {**RENDER_SETTINGS, …}``) that adds a middleware would drop the
+    guard with the spider's value, and every URL from crawled content would be fetched unchecked.
+    A component the value names already (``None``: switched off on purpose) is left as it is.
+
+    Above the operator's priority: Scrapy's crawler process applies its own settings to the crawler
+    again before the crawl (``CrawlerRunner.create_crawler``), and the operator's value would win a
+    tie."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    current = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
+    missing = {name: order for name, order in components.items() if name not in current}
+    if missing:
+        given = settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0
+        spider = SETTINGS_PRIORITIES["spider"]
+        settings.set(
+            "DOWNLOADER_MIDDLEWARES", {**current, **missing}, priority=given + 1 if given > spider else spider
+        )
+
+
 #: host name → the addresses the guard checked (most recent last); shared by the middleware and
 #: the reactor's name resolver, both on the reactor thread.
 _PINS: OrderedDict[str, list[str]] = OrderedDict()

@@ -155,11 +155,13 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        from votersdaily.plumbing.ssrf import check_policy_settings
+        from votersdaily.plumbing.ssrf import check_policy_settings, keep_downloader_middlewares
 
         from .address_guard import PREFIX
 
         check_policy_settings(settings, PREFIX)  # a host entry that can never match stops it here
+        # The replay, the address guard and the archive stay, whatever DOWNLOADER_MIDDLEWARES was given.
+        keep_downloader_middlewares(settings, EventSpider.custom_settings["DOWNLOADER_MIDDLEWARES"])
         # A runaway response is refused rather than parsed (a spider's own custom_settings win).
         if (settings.getpriority("DOWNLOAD_MAXSIZE") or 0) < SETTINGS_PRIORITIES["spider"]:
             settings.set("DOWNLOAD_MAXSIZE", settings.getint("VOTERSDAILY_EVENT_MAXSIZE"), priority="spider")

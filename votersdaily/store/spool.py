@@ -10,11 +10,13 @@ apart from that run's own work) or by ``python -m votersdaily flush``.
 The spool folder holds (``<key>``: :func:`~.identity.store_key` of the store's identity):
 
 * ``<db>--<key>--<time>-<pid>-<n>.jsonl``: one spooled batch, JSON lines ``{"store", "db", "ignore",
-  "after_batch", "doc"}``. Written whole or not at all: into ``….jsonl.<pid>.writing``, synced, then
+  "after_batch", "doc"}``. Written whole or not at all: into ``….jsonl.<pid>-<start>.writing``, synced, then
   renamed; a batch that does not fit (a full disk) raises :class:`NotSpooled` and leaves nothing.
-* ``….jsonl.<pid>.delivering``: claimed by a deliverer (renamed first, so two deliverers never send one
-  file); the claim of a dead process is taken over, and so is the ``.writing`` file of a writer that
-  died mid-write (its whole lines are delivered; a cut last line makes it damaged).
+* ``….jsonl.<pid>-<start>.delivering``: claimed by a deliverer (renamed first, so two deliverers never
+  send one file); the claim of a dead process is taken over, and so is the ``.writing`` file of a
+  writer that died mid-write (its whole lines are delivered; a cut last line makes it damaged). A
+  process is named by its id and start time: an id alone is taken again (after a reboot, or by the
+  same program in a restarted container), and the claim of the dead process would look alive for ever.
 * ``….jsonl.undelivered``: a file holding lines no delivery can help (cut short, not JSON, another
   store's): its other documents were delivered, the file is kept for the operator, untouched, and
   reported until they remove it. A file whose documents the store refused (``forbidden``) stays a
@@ -32,6 +34,7 @@ its file is kept, like a damaged one; nothing it names is imported.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -329,7 +332,7 @@ class Spool:
             SUFFIX,
         )
         final = self.directory / name
-        partial = final.with_name("%s.%d%s" % (name, os.getpid(), WRITING))
+        partial = final.with_name("%s.%s%s" % (name, _own_mark(), WRITING))
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -464,7 +467,7 @@ class Spool:
         return report
 
     def _claim(self, path: Path) -> Path | None:
-        claimed = path.with_name("%s.%d%s" % (_ready_name(path).name, os.getpid(), CLAIM))
+        claimed = path.with_name("%s.%s%s" % (_ready_name(path).name, _own_mark(), CLAIM))
         try:
             path.rename(claimed)
         except FileNotFoundError:  # another deliverer got it first
@@ -574,10 +577,47 @@ class _LeftNotices:
 LEFT_NOTICES = _LeftNotices()
 
 
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot, Linux's ``/proc/<pid>/stat``), as text;
+    None where that cannot be read (no such process, no ``/proc``)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()  # after the command name, which may hold anything
+    return fields[19].decode("ascii") if len(fields) > 19 else None
+
+
+@functools.lru_cache(maxsize=4)
+def _owner_mark(pid: int) -> str:
+    """What names this process in the files it claims or writes: ``<pid>-<start>`` (a process id
+    alone is taken again after the process is gone: by any process after a reboot, by the same
+    program in a restarted container)."""
+    start = process_start(pid)
+    return "%d-%s" % (pid, start) if start else "%d" % pid
+
+
+def _own_mark() -> str:
+    return _owner_mark(os.getpid())
+
+
 def _owner_alive(name: str) -> bool:
-    """Whether the process named in a ``.delivering`` or ``.writing`` file name is alive."""
-    pid = name.rsplit(".", 2)[-2]
-    return not pid.isdigit() or _pid_alive(int(pid))
+    """Whether the process named in a ``.delivering`` or ``.writing`` file name is alive: the process
+    of that id, started when the name says (a name of an earlier version gives the id alone)."""
+    mark = name.rsplit(".", 2)[-2]
+    pid_text, _, start = mark.partition("-")
+    if not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():  # this process's own files carry its mark; another is a dead one's
+        return mark == _own_mark()
+    if not _pid_alive(pid):
+        return False
+    if start:
+        now = process_start(pid)
+        return now is None or now == start
+    return True
 
 
 def _ready_name(path: Path) -> Path:
