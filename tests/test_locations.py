@@ -117,6 +117,29 @@ def test_store_uris_other_than_a_relative_file_are_kept(tmp_path, monkeypatch, n
     assert (tmp_path / "rel" / "y.db").is_file() and not (REPO / "votersdaily" / "rel").exists()
 
 
+@pytest.mark.parametrize(
+    "uri, under_home",
+    [
+        ("sqlite:rel/x.db", "rel/x.db"),  # the scheme and the path, no slashes
+        ("sqlite://rel/x.db", "rel/x.db"),  # two slashes: the store reads a relative path too
+        ("SQLite:///rel/x.db", "rel/x.db"),  # the scheme in another case
+    ],
+)
+def test_every_spelling_of_a_relative_store_file_is_under_the_home(
+    tmp_path, monkeypatch, no_location_env, uri, under_home
+):
+    """The store opens ``sqlite:x.db`` and ``sqlite://x.db`` as relative files; only ``sqlite:///x.db``
+    was put under the data home, so the others were made in the working folder, and the crawl said
+    ``events and run logs are in sqlite:x.db``."""
+    monkeypatch.setenv(locations.HOME_ENV, str(tmp_path / "home"))
+    expected = "sqlite:///%s" % (tmp_path / "home" / under_home)
+    assert locations.absolute_store_uri(uri) == expected
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    open_store(uri).close()
+    assert (tmp_path / "home" / under_home).is_file() and list((tmp_path / "work").iterdir()) == []
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """A user's environment: the checkout importable, no location chosen by the test process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VOTERSDAILY_", "SCRAPY_"))}
@@ -196,6 +219,23 @@ def test_outside_a_project_the_command_writes_to_one_place_from_anywhere(tmp_pat
         env,
     )
     assert (home / "rel" / "x.db").is_file() and list((tmp_path / "two").iterdir()) == []
+    # and so is one written sqlite:rel.db, which the crawl used to make in the working folder
+    said = run(
+        [
+            sys.executable,
+            "-m",
+            "votersdaily",
+            "--store",
+            "sqlite:rel.db",
+            "crawl",
+            "house_votes",
+            "--offline",
+        ],
+        tmp_path / "two",
+        env,
+    )
+    assert (home / "rel.db").is_file() and list((tmp_path / "two").iterdir()) == []
+    assert "events and run logs are in sqlite:///%s" % (home / "rel.db") in said.stderr
 
 
 def test_offline_replays_the_recordings_of_the_machine_that_runs_the_spider():

@@ -35,7 +35,8 @@ ARCHIVE_ENV = "VOTERSDAILY_ARCHIVE_DIR"
 #: The folder under the platform's data folder, and Scrapy's project file.
 APP_NAME = "votersdaily"
 SCRAPY_CFG = "scrapy.cfg"
-SQLITE_PREFIX = "sqlite:///"
+SQLITE_SCHEME = "sqlite:"
+SQLITE_PREFIX = SQLITE_SCHEME + "///"
 
 
 class LocationUnset(ValueError):
@@ -119,14 +120,33 @@ def _folder(settings: Any, name: str) -> Path:
 # -- the store -----------------------------------------------------------------------------------
 
 
+def is_embedded_uri(uri: str) -> bool:
+    """Whether ``uri`` names an embedded store (``sqlite:``, in any case)."""
+    return uri[: len(SQLITE_SCHEME)].lower() == SQLITE_SCHEME
+
+
+def embedded_path(uri: str) -> str:
+    """The file an embedded-store URI names, as written: ``sqlite:///relative.db`` and
+    ``sqlite:////absolute.db`` (SQLAlchemy's spelling), also ``sqlite://x.db`` and ``sqlite:x.db``;
+    '' when it names none (``sqlite:///``)."""
+    path = uri[len(SQLITE_SCHEME) :]
+    if path.startswith("///"):
+        return path[3:]
+    return path[2:] if path.startswith("//") else path
+
+
 def absolute_store_uri(uri: str, settings: Any = None) -> str:
-    """``uri`` with a relative embedded-store path made absolute under the data home; any other
-    URI (CouchDB, an absolute or in-memory SQLite file) as it is."""
-    if not uri.startswith(SQLITE_PREFIX):
+    """``uri`` with a relative embedded-store path made absolute under the data home, in the one
+    spelling ``sqlite:///<path>`` (however the scheme and slashes were written: each names a file
+    the store opens, and a relative one would be under the working folder); any other URI (CouchDB,
+    an embedded one naming no file) as it is."""
+    if not is_embedded_uri(uri):
         return uri
-    path = uri[len(SQLITE_PREFIX) :]
-    if not path or path == ":memory:" or path.startswith("/"):
+    path = embedded_path(uri)
+    if not path:
         return uri
+    if path == ":memory:" or path.startswith("/"):
+        return SQLITE_PREFIX + path
     return SQLITE_PREFIX + str(under_home(path, settings))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -174,6 +175,54 @@ def _project_names() -> list[str]:
     return [name for name in dir(project_settings) if name.isupper()]
 
 
+def _scrapy_names() -> list[str]:
+    from scrapy.settings import default_settings
+
+    return [name for name in dir(default_settings) if name.isupper()]
+
+
+def _typos_apart(given: str, known: str, limit: int) -> bool:
+    """Whether ``given`` becomes ``known`` by at most ``limit`` typos (a letter left out, added,
+    replaced, or two swapped: optimal string alignment distance). Only the cells within ``limit`` of
+    the diagonal can stay within it, and once a row is past it every later row is: names that differ
+    early cost a few cells."""
+    if abs(len(given) - len(known)) > limit:
+        return False
+    over = limit + 1
+    before: list[int] = []
+    row = [j if j <= limit else over for j in range(len(known) + 1)]
+    for i, a in enumerate(given, 1):
+        current = [i if i <= limit else over] + [over] * len(known)
+        for j in range(max(1, i - limit), min(len(known), i + limit) + 1):
+            b = known[j - 1]
+            cell = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a != b))
+            if i > 1 and j > 1 and a == known[j - 2] and given[i - 2] == b:
+                cell = min(cell, before[j - 2] + 1)
+            current[j] = min(cell, over)
+        if min(current) > limit:
+            return False
+        before, row = row, current
+    return row[-1] <= limit
+
+
+def typo_of(name: str, known: list[str]) -> str | None:
+    """The name of ``known`` (sorted) that ``name``, which is none of them, is a typo of: one or two
+    typos away (one for a short name), or the same in another case; None when it is none's."""
+    if name in known:
+        return None
+    upper = name.upper()
+    if upper in known:
+        return upper
+    limit = 1 if len(upper) < 10 else 2
+    return next((candidate for candidate in known if _typos_apart(upper, candidate, limit)), None)
+
+
+def meant_setting(name: str) -> str | None:
+    """The setting (the project's or Scrapy's) that ``name`` is a typo of; None for a known name and
+    for another package's (scrapy-redis's ``SCHEDULER_PERSIST`` is taken as it is)."""
+    return typo_of(name, sorted({*_project_names(), *_scrapy_names()}))
+
+
 def all_rules() -> dict[str, Rule]:
     return {**scrapy_rules(), **project_rules()}
 
@@ -200,6 +249,10 @@ def assign(settings: BaseSettings, name: str, value: str, priority: str = "cmdli
         raise BadSettingValue(
             "unknown setting %s%s" % (name, "; did you mean %s?" % close[0] if close else "")
         )
+    meant = meant_setting(name) if rule is None else None
+    if meant is not None:
+        # So would a typo in the prefix (VOTERDAILY_BATCH_SIZE) or in one of Scrapy's names.
+        raise BadSettingValue("unknown setting %s; did you mean %s?" % (name, meant))
     try:
         settings.set(name, value, priority=priority)
     except (TypeError, ValueError):
@@ -222,6 +275,13 @@ def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
                 rule.describe(),
                 value,
             )
+    # A mistyped variable (VOTERSDAILY_STOR=http://…) would be ignored without a word: the run would
+    # write to the default store. Only names a typo or two from one the project reads are named.
+    read = sorted({environment_name(name) for name in (*own, *ENVIRONMENT_NAMES)})
+    for variable, value in sorted(os.environ.items()):
+        meant = typo_of(variable, read) if value else None
+        if meant is not None:
+            yield "unknown environment variable %s; did you mean %s?" % (variable, meant)
 
 
 def check_settings(settings: BaseSettings) -> None:

@@ -169,7 +169,7 @@ def test_a_folder_holding_the_projects_data_is_never_replaced(cli_main, tmp_path
     assert "a folder that holds the store" in line and tree(data) == before
     spool = tmp_path / "spool"
     spool.mkdir()
-    (spool / "vd_events--1-1-0.jsonl").write_text("{}\n")
+    (spool / "vd_events--1795000000.000000-1-0.jsonl").write_text("{}\n")
     proc = cli_main(
         "site", "build", str(spool), "--force", store_uri=uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )

@@ -106,7 +106,7 @@ def test_every_store_command_on_a_refused_store_is_one_line(cli_main, tmp_path, 
     port = free_port()
     site = tmp_path / "site"
     (tmp_path / "spool").mkdir()
-    (tmp_path / "spool" / "vd_events--1-1-0.jsonl").write_text(
+    (tmp_path / "spool" / "vd_events--1795000000.000000-1-0.jsonl").write_text(
         json.dumps({"db": "vd_events", "doc": {"_id": "x"}}) + "\n"
     )
     args = [str(site) if a == "SITE" else a for a in command]

@@ -5,6 +5,7 @@ exit status now says how the run went."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -15,7 +16,14 @@ from scrapy.utils.project import get_project_settings
 
 from tests.conftest import recording
 from tests.support.services import REPO, run_cli
-from votersdaily.setting_rules import BadSettingValue, all_rules, assign, bad_settings, project_rules
+from votersdaily.setting_rules import (
+    BadSettingValue,
+    _typos_apart,
+    all_rules,
+    assign,
+    bad_settings,
+    project_rules,
+)
 from votersdaily.store import open_store
 
 ROLL314 = recording("gov/house_roll_call/roll314.xml")
@@ -225,6 +233,106 @@ def test_a_mistyped_setting_of_the_project_is_named_not_ignored(cli_main, sqlite
     )
 
 
+@pytest.mark.parametrize(
+    "given, meant",
+    [
+        ("VOTERDAILY_BATCH_SIZE", "VOTERSDAILY_BATCH_SIZE"),  # the prefix mistyped
+        ("votersdaily_batch_size", "VOTERSDAILY_BATCH_SIZE"),  # another case
+        ("HTTPCACHE_ENABLD", "HTTPCACHE_ENABLED"),  # one of Scrapy's, which settings.py sets
+        ("DOWNLAOD_DELAY", "DOWNLOAD_DELAY"),  # one of Scrapy's, two letters swapped
+    ],
+)
+def test_a_mistyped_setting_outside_the_prefixes_is_named_not_ignored(cli_main, tmp_path, given, meant):
+    """``-s VOTERDAILY_BATCH_SIZE=10`` or ``-s HTTPCACHE_ENABLD=True`` used to run with the default,
+    without a word: only names with the project's own prefixes were checked. Both crawl commands."""
+    store = tmp_path / "store.db"
+    expected = "unknown setting %s; did you mean %s?" % (given, meant)
+    proc = cli_main("crawl", "house_votes", "-s", "%s=1" % given, store_uri="sqlite:///%s" % store)
+    assert one_line(proc) == "votersdaily crawl: " + expected
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-s", "%s=1" % given], "sqlite:///%s" % store
+    )
+    assert one_line(proc) == "scrapy crawl: " + expected
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["SCHEDULER_PERSIST", "REDIS_START_URLS_KEY", "PLAYWRIGHT_BROWSER_TYPE", "LOG_FILE", "JOBDIR"]
+)
+def test_other_packages_settings_are_no_typos(name):
+    """scrapy-redis's, scrapy-playwright's and Scrapy's own names are taken as they are."""
+    settings = get_project_settings()
+    assign(settings, name, "x")
+    assert settings.get(name) == "x"
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///", "sqlite:", "sqlite://"])
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri):
+    """``VOTERSDAILY_STORE=sqlite:///`` (the file left out) was a store outage: ``votersdaily crawl``
+    exited 3 and spooled a run log for a store that cannot exist, ``scrapy crawl`` printed a
+    50-line traceback and exited 1. It is a malformed store URI, as ``couchdb`` or ``ftp://…`` are."""
+    spool = tmp_path / "spool"
+    base = [
+        sys.executable,
+        "-m",
+        *(("votersdaily", "crawl") if command == "votersdaily crawl" else ("scrapy", "crawl")),
+    ]
+    proc = run_cli(
+        [*base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        uri,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert one_line(proc) == (
+        "%s: store URI %r names no file: use sqlite:///path/to/file.db or "
+        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (command, uri)
+    )
+    assert not spool.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],
+)
+@pytest.mark.parametrize("what", ["a folder", "a file of the user's", "a path under a file"])
+def test_a_store_uri_that_can_never_name_a_store_is_a_usage_error(tmp_path, command, what):
+    """``VOTERSDAILY_STORE=sqlite:////srv/votersdaily`` (the data folder, not its file), a text file,
+    or a path under a file: SQLite's error was a store outage, exit 3, and a crawl spooled a run log
+    for a store that can never open (``scrapy crawl``: SQLite's traceback, exit 1; a read command said
+    the file does not exist). One line, exit 2, and the user's files as they were."""
+    folder, spool = tmp_path / "data", tmp_path / "spool"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("the user's\n")
+    path, problem = {
+        "a folder": (folder, "names a folder, not a file"),
+        "a file of the user's": (
+            folder / "mine.txt",
+            "names %s, which is not an SQLite database" % (folder / "mine.txt"),
+        ),
+        "a path under a file": (
+            folder / "mine.txt" / "votersdaily.db",
+            "names a file under %s, which is not a folder" % (folder / "mine.txt"),
+        ),
+    }[what]
+    args = {
+        "crawl": ["house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "dump": ["vd_events"],
+        "views": ["push"],
+    }
+    proc = run_cli(
+        [sys.executable, "-m", *command, *args[command[1]]],
+        "sqlite:///%s" % path,
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    prefix = "scrapy crawl" if command[0] == "scrapy" else "votersdaily %s" % command[1]
+    assert one_line(proc) == (
+        "%s: store URI 'sqlite:///%s' %s: use sqlite:///path/to/file.db or "
+        "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (prefix, path, problem)
+    )
+    assert not spool.exists() and [p.name for p in folder.iterdir()] == ["mine.txt"]
+    assert (folder / "mine.txt").read_text() == "the user's\n"
+
+
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):
     store = tmp_path / "store.db"
     for command in (("ingest", "load-catalog"), ("ingest", "enqueue")):
@@ -243,6 +351,32 @@ def test_a_bad_value_from_the_environment_is_one_line_too(cli_main, tmp_path):
         "votersdaily crawl: environment variable VOTERSDAILY_REDIS_LEASE takes a number of at least 0, not 'a minute'"
     )
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "variable, meant",
+    [("VOTERSDAILY_STOR", "VOTERSDAILY_STORE"), ("VOTERDAILY_STORE", "VOTERSDAILY_STORE")],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command, variable, meant):
+    """``VOTERSDAILY_STOR=<the store meant>`` used to crawl into the default store without a word."""
+    store, meant_store = tmp_path / "store.db", tmp_path / "meant.db"
+    base = (
+        [sys.executable, "-m", "votersdaily", "crawl"]
+        if command == "votersdaily crawl"
+        else [sys.executable, "-m", "scrapy", "crawl"]
+    )
+    proc = run_cli(
+        [*base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "sqlite:///%s" % store,
+        env={variable: "sqlite:///%s" % meant_store},
+    )
+    assert one_line(proc) == "%s: unknown environment variable %s; did you mean %s?" % (
+        command,
+        variable,
+        meant,
+    )
+    assert not store.exists() and not meant_store.exists()
 
 
 @pytest.mark.parametrize(
@@ -279,6 +413,33 @@ def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_p
     assert proc.returncode == 2
     assert proc.stderr == "%s: %s\n" % (command, message)
     assert not (tmp_path / "store.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("laundromat", "-a", "ulr=" + ROLL314.as_uri()),
+            "laundromat takes no argument 'ulr'; it takes: seedlist, url",
+        ),
+        (
+            ("laundromat_worker", "-a", "seedlst=seeds.txt"),
+            "laundromat_worker takes no argument 'seedlst'; it takes: seedlist, url",
+        ),
+        (
+            ("ingest", "-a", "url=http://example.org/a.pdf", "-a", "ingest_typ=html"),
+            "ingest takes no argument 'ingest_typ'; it takes: force_recrawl, ingest_request_source, "
+            "ingest_type, link_source, link_source_id, release_stage, requests, url",
+        ),
+    ],
+)
+def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, message):
+    """``scrapy crawl laundromat -a ulr=…`` ran (exit 0) with the argument ignored, and ``-a
+    ingest_typ=html`` ingested the document as a PDF: only the event spiders checked their names."""
+    store = tmp_path / "store.db"
+    proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], "sqlite:///%s" % store)
+    assert one_line(proc) == "scrapy crawl: " + message
+    assert not store.exists()
 
 
 def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
@@ -339,3 +500,34 @@ def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
+
+
+def osa_distance(a: str, b: str) -> int:
+    """The whole table, no band and no early stop: what ``_typos_apart`` must agree with."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def test_the_banded_typo_count_agrees_with_the_whole_table():
+    rng = random.Random(20261127)
+    for _ in range(5000):
+        a = "".join(rng.choice("AB_C") for _ in range(rng.randint(0, 9)))
+        b = list(a)
+        for _ in range(rng.randint(0, 4)):
+            k = rng.randrange(len(b) + 1)
+            match rng.randrange(4):
+                case 0 if k < len(b):
+                    del b[k]
+                case 1:
+                    b.insert(k, rng.choice("AB_C"))
+                case 2 if k < len(b):
+                    b[k] = rng.choice("AB_C")
+                case 3 if k + 1 < len(b):
+                    b[k], b[k + 1] = b[k + 1], b[k]
+        for limit in (0, 1, 2):
+            assert _typos_apart(a, "".join(b), limit) == (osa_distance(a, "".join(b)) <= limit), (a, b, limit)

@@ -27,12 +27,16 @@ def failed(proc):
     return proc
 
 
-def records(store_uri: str) -> dict[str, dict]:
+def documents(store_uri: str, db: str) -> list[dict]:
     store = open_store(store_uri)
     try:
-        return {d["_id"]: d for d in store.iter_docs("ll_seeds")}
+        return list(store.iter_docs(db))
     finally:
         store.close()
+
+
+def records(store_uri: str) -> dict[str, dict]:
+    return {d["_id"]: d for d in documents(store_uri, "ll_seeds")}
 
 
 def cleaned_statements(out: Path, doc: dict) -> set[str]:
@@ -223,3 +227,52 @@ def test_download_records_keep_every_hop(crawl, site, sqlite_uri, tmp_path):
     assert failed["body_excerpt"] == {"label": "body excerpt (first 12 of 12 bytes)", "text": "no such dump"}
     assert failed["timestamp"]["begin"] <= failed["timestamp"]["end"]
     assert "file" not in failed and not [d for d in docs.values() if d.get("parent") == failed["_id"]]
+
+
+def run_logs(store_uri: str) -> list[dict]:
+    return sorted(documents(store_uri, "vd_log"), key=lambda d: d["access_datetime"])
+
+
+def test_a_seed_list_that_cannot_be_read_fails_the_run(crawl, sqlite_uri, tmp_path):
+    """``-a seedlist=`` naming a file that is not there (or a folder) used to end ``success``, exit 0,
+    with nothing registered: the operator's whole input lost. It fails the run, as the ingest's
+    unreadable ``-a requests=`` file does, and the run log says which file and why."""
+    out = tmp_path / "out"
+    for given in (tmp_path / "seeds.txt", tmp_path):
+        failed(
+            crawl(
+                "laundromat",
+                None,
+                sqlite_uri,
+                "-a",
+                "seedlist=%s" % given,
+                "-s",
+                "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+            )
+        )
+        log = run_logs(sqlite_uri)[-1]
+        assert log["result"] == "SeedListUnreadable", log
+        assert log["errors"][0]["url"] == str(given)
+        assert "cannot read the seed list" in log["error_message"], log
+    assert not [d for d in records(sqlite_uri).values() if "uri" in d]
+
+
+def test_seeds_none_of_which_can_be_fetched_fail_the_run(crawl, sqlite_uri, tmp_path):
+    """Every seed the operator gave is refused (no http(s) or file: URL): the run fails (exit 1), as
+    the ingest's does when no request is usable, instead of a ``success`` that did nothing."""
+    seedlist = tmp_path / "seeds.txt"
+    seedlist.write_text("ftp://example.org/dump.nt\n", encoding="utf-8")
+    out = tmp_path / "out"
+    failed(
+        crawl(
+            "laundromat",
+            ["gopher://example.org/dump.nt"],
+            sqlite_uri,
+            "-a",
+            "seedlist=%s" % seedlist,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
+        )
+    )
+    log = run_logs(sqlite_uri)[-1]
+    assert log["result"] == "BadSeed" and log["error_count"] == 2, log

@@ -727,6 +727,53 @@ def test_a_document_no_store_could_take_is_refused_not_lost_while_the_store_is_d
     assert sorted(r["doc"]["_id"] for r in spooled_records(tmp_path / "spool")) == sorted(result.spooled)
 
 
+def test_a_spool_folder_that_holds_the_users_files_keeps_them_as_they_are(sqlite_uri, tmp_path):
+    """``VOTERSDAILY_SPOOL_DIR`` pointed at a folder of the user's: files named ``<x>--<y>.jsonl`` (a
+    dump kept there, an empty note) were taken for earlier versions' spool files: ``flush`` counted
+    them as waiting (exit 4), ``flush --untagged`` renamed the dump to ``….undelivered`` and deleted
+    the empty note. Only names in the form every version wrote (``<db>--[<key>--]<time>-<pid>-<n>``)
+    are spool files."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    mine = {
+        "vd_log--2026-11.jsonl": '{"_id": "a run log I dumped"}\n',
+        "vd_events--2026-11-27.jsonl": '{"_id": "an event I dumped"}\n',
+        "notes--todo.jsonl": "",
+        "x--y.jsonl.undelivered": "mine too\n",
+    }
+    for name, text in mine.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    env = {"VOTERSDAILY_SPOOL_DIR": str(folder)}
+    for args in (("flush",), ("flush", "--untagged")):
+        proc = run_main(*args, store_uri=sqlite_uri, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "nothing spooled in %s" % folder, proc.stdout + proc.stderr
+        assert {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()} == mine
+    assert Spool(folder).pending() == [] and Spool(folder).kept() == []
+
+
+@pytest.mark.parametrize(
+    "store, args",
+    [
+        ("ftp://127.0.0.1/", ("flush",)),
+        (None, ("flush", "--from", "ftp://127.0.0.1/")),
+        (None, ("flush", "--from", "couchdb")),
+    ],
+)
+def test_flush_with_a_store_uri_that_cannot_be_one_is_a_usage_error(sqlite_uri, tmp_path, store, args):
+    """A mistyped store (``$VOTERSDAILY_STORE``, ``--store``) was "store still unavailable, documents
+    stay spooled" (exit 3), as for an outage; a mistyped ``--from`` was taken and matched nothing,
+    without a word. One line, exit 2, and the spooled file as it was."""
+    spool = Spool(tmp_path / "spool")
+    spooled = spool.write(store_identity(sqlite_uri, ""), "vd_events", [{"_id": "one"}])
+    before = spooled.read_bytes()
+    proc = run_main(*args, store_uri=store or sqlite_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("votersdaily flush: ") and "store URI" in line, line
+    assert [p.name for p in spool.directory.iterdir()] == [spooled.name] and spooled.read_bytes() == before
+
+
 def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tmp_path):
     """A process killed while delivering (or writing) a spool file leaves its claim named by its
     process id. After a restart the id is often taken again (a container's crawl is pid 1 every time;

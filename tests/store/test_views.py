@@ -2,11 +2,14 @@
 view specs compute, so both backends answer the same queries."""
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
+from tests.support.services import REPO
 from votersdaily.store.base import StoreError
 from votersdaily.store.views import VIEWS, design_document, view_keys
 
@@ -244,3 +247,28 @@ def test_an_event_naming_an_id_twice_is_stored_with_its_neighbours_and_listed_on
     by_bill = store.query(schema.EVENTS_DB, "by_bill", startkey=[bill], endkey=[bill, {}], include_docs=False)
     assert [row.id for row in by_vote].count(doubled["_id"]) == 1
     assert [row.id for row in by_bill].count(doubled["_id"]) == 1
+
+
+def test_an_installed_package_reads_its_own_design_documents_not_a_neighbours(tmp_path):
+    """Installed (a wheel, ``pip install --target``), the package's views are its ``_couchdb_views``.
+    It used to take any ``couchdb_views`` folder beside the package (``site-packages/couchdb_views``,
+    ``/opt/app/couchdb_views`` of another CouchDB application) for a checkout's, and push those."""
+    site = tmp_path / "site"
+    shutil.copytree(
+        REPO / "votersdaily",
+        site / "votersdaily",
+        ignore=shutil.ignore_patterns("__pycache__", "recordings", "*.so"),
+    )
+    shutil.copytree(REPO / "couchdb_views", site / "votersdaily" / "_couchdb_views")
+    decoy = site / "couchdb_views" / "vd_events" / "views" / "by_datetime"
+    decoy.mkdir(parents=True)
+    (decoy / "map.js").write_text("function (doc) { emit('not votersdaily', null); }\n")
+    shown = subprocess.run(
+        [sys.executable, "-c", "from votersdaily.store import views; print(views.VIEWS_DIR)"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(site)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert shown == str(site / "votersdaily" / "_couchdb_views")

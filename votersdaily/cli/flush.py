@@ -9,20 +9,17 @@ spooled; each is named), 3 the store still does not take documents, 4 documents 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
 
 from scrapy.utils.project import get_project_settings
 
 from votersdaily.store.base import StoreError, StoreUnavailable
-from votersdaily.store.check import checked_store
+from votersdaily.store.check import StoreMisconfigured, checked_store, uri_scheme
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
 from .options import existing_folder
-
-if TYPE_CHECKING:
-    import argparse
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="STORE_URI",
         action="append",
         default=[],
+        type=store_uri_argument,
         help="also deliver here what was spooled for this other store (e.g. the store moved); repeatable",
     )
     parser.add_argument(
@@ -50,6 +48,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also deliver here what earlier versions spooled, which names no store",
     )
     parser.set_defaults(func=run)
+
+
+def store_uri_argument(value: str) -> str:
+    """An argparse type: a URI that can name a store (a mistyped ``--from`` would match no spooled
+    document and deliver nothing, without a word)."""
+    try:
+        uri_scheme(value)
+    except StoreMisconfigured as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def still_spooled(spool: Spool, exc: StoreError) -> int:
@@ -64,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         store = checked_store()
+    except StoreMisconfigured:
+        raise  # a URI that cannot name a store is the user's to fix (exit 2), not an outage
     except StoreError as exc:
         return still_spooled(spool, exc)
     earlier_kept = spool.kept(args.db)

@@ -88,13 +88,18 @@ def bad_store_uri(settings: BaseSettings) -> list[str]:
 
 
 def event_spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
-    """Why an event spider cannot start with ``spider_args`` (``python -m votersdaily crawl``'s
-    check), or None. Only event spiders' arguments are checked; their modules import EventSpider's,
-    so a crawl of another spider (the laundromat, the ingest) never imports the CLI's crawl module
-    and what it imports (the archive, the spool)."""
+    """Why a spider of the project cannot start with ``spider_args``, or None: an event spider's
+    arguments are checked as ``python -m votersdaily crawl`` checks them (their modules import
+    EventSpider's, so a crawl of another spider never imports the CLI's crawl module and what it
+    imports: the archive, the spool); another one's (the laundromat, the ingest) for names it does
+    not take, which it would otherwise run without."""
     base = sys.modules.get("votersdaily.spiders.base")
     if base is None or not issubclass(spidercls, base.EventSpider):
-        return None
+        if not spidercls.__module__.startswith("votersdaily."):
+            return None
+        from votersdaily.plumbing.inputs import unknown_spider_arguments
+
+        return unknown_spider_arguments(spidercls, spider_args)
     from votersdaily.cli.crawl import bad_spider_arguments
 
     return bad_spider_arguments(spidercls, spider_args)

@@ -39,6 +39,10 @@ class BadSeed(ValueError):
     """An operator's seed (``-a url=``, a seed list line) that is no URL the laundromat can fetch."""
 
 
+class SeedListUnreadable(BadSeed):
+    """The seed list file (``-a seedlist=``) cannot be read at all: the run fails."""
+
+
 def checked_seed(uri: str) -> str:
     """``uri`` stripped, or :class:`BadSeed` saying why it can never be fetched (before it is
     registered, queued or shared with other workers): an http(s) URL with a host, or a file: URL."""
@@ -54,7 +58,7 @@ def seedlist_lines(path: str | Path) -> Iterator[tuple[str, str | Exception]]:
     try:
         yield from listed_lines(path, MAX_URL + 2)
     except OSError as exc:
-        yield str(path), BadSeed("cannot read the seed list: %s" % exc)
+        yield str(path), SeedListUnreadable("cannot read the seed list: %s" % exc)
 
 
 def interval_for(changefreq: str | None, default: float = DEFAULT_INTERVAL) -> float:

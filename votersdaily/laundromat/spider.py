@@ -40,7 +40,16 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .processor import OutputFolderFull, Processor, full_disk
 from .seedlist import SeedList
-from .seeds import checked_seed, interval_for, is_due, is_seed, new_seed, seedlist_lines, stale_after
+from .seeds import (
+    SeedListUnreadable,
+    checked_seed,
+    interval_for,
+    is_due,
+    is_seed,
+    new_seed,
+    seedlist_lines,
+    stale_after,
+)
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
 
 if TYPE_CHECKING:
@@ -272,13 +281,21 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     def _checked_seeds(self, found: list[tuple[str, str | Exception]]) -> list[str]:
         """The seeds that can be fetched; each other one is reported with its line and left out
-        (``input_rejected``: the run log's ``rejected``, ``enqueue``'s bad lines)."""
+        (``input_rejected``: the run log's ``rejected``, ``enqueue``'s bad lines). As the ingest's
+        requests: an unreadable seed list, or given seeds none of which can be fetched, fail the run
+        (``source_failed``) rather than end a run that did nothing ``success``."""
+        checked = list(checked_inputs(found, checked_seed))
+        any_valid = any(not isinstance(seed, ValueError) for _, seed in checked)
         given = []
-        for where, seed in checked_inputs(found, checked_seed):
+        for where, seed in checked:
             if isinstance(seed, ValueError):
                 self.logger.error("bad seed at %s: %s", where, seed)
+                fatal = not any_valid or isinstance(seed, SeedListUnreadable)
                 self.crawler.signals.send_catch_log(
-                    vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
+                    vd_signals.source_failed if fatal else vd_signals.input_rejected,
+                    failure=Failure(seed),
+                    url=where,
+                    spider=self,
                 )
             else:
                 given.append(seed)

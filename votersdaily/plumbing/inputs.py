@@ -1,14 +1,15 @@
 """Operators' input files (ingest request files, laundromat seed lists, URL lists), read line by line
 within a bound, so one huge line never fills memory and one bad line never stops the file; the
 characters no input field may hold; the URLs of a spider's ``-a url=`` argument (comma-separated);
-and the one check of a URL an operator gives."""
+the one check of a URL an operator gives; and the spider arguments (``-a NAME=VALUE``) a spider takes."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 #: C0 and C1 control characters and lone surrogates (which have no UTF-8 form).
@@ -109,3 +110,35 @@ def _schemes(schemes: tuple[str, ...]) -> str:
     if "http" in schemes and "https" in schemes:
         names.insert(0, "http(s)")
     return " or ".join(names)
+
+
+def spider_argument_names(spidercls: type) -> set[str]:
+    """The spider arguments (``-a NAME=VALUE``) a spider class takes: the keyword parameters of the
+    ``__init__`` of each of its classes but Scrapy's own (whose ``**kwargs`` takes anything, as
+    attributes no code of the project reads)."""
+    names = set()
+    for klass in spidercls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass.__module__.split(".")[0] in ("scrapy", "builtins"):
+            continue
+        names |= {
+            p.name
+            for p in inspect.signature(init).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+        }
+    return names
+
+
+def unknown_spider_arguments(spidercls: type, given: dict[str, Any]) -> str | None:
+    """The line saying which of the ``given`` spider arguments the spider does not take (a typo,
+    ``-a ulr=…``, would otherwise be an attribute nothing reads: the run goes on without it), naming
+    the ones it takes; None when it takes them all. ``name`` and scrapyd's ``_job`` are Scrapy's."""
+    takes = spider_argument_names(spidercls)
+    unknown = sorted(k for k in given if k not in takes and k != "name" and not k.startswith("_"))
+    if not unknown:
+        return None
+    return "%s takes no argument %s; it takes: %s" % (
+        getattr(spidercls, "name", spidercls.__name__),
+        ", ".join(map(repr, unknown)),
+        ", ".join(sorted(takes)),
+    )

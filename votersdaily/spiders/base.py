@@ -5,7 +5,6 @@ framework's job.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import shutil
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -30,7 +29,12 @@ from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
-from votersdaily.plumbing.inputs import checked_url, split_urls
+from votersdaily.plumbing.inputs import (
+    checked_url,
+    spider_argument_names,
+    split_urls,
+    unknown_spider_arguments,
+)
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
 from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
@@ -176,17 +180,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
     def argument_names(cls) -> set[str]:
         """The spider arguments (``-a NAME=VALUE``) this spider takes: the keyword parameters of its
         classes' ``__init__``."""
-        names = set()
-        for klass in cls.__mro__:
-            init = klass.__dict__.get("__init__")
-            if init is None or klass is scrapy.Spider or not issubclass(klass, EventSpider):
-                continue
-            names |= {
-                p.name
-                for p in inspect.signature(init).parameters.values()
-                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-            }
-        return names
+        return spider_argument_names(cls)
 
     def __init__(
         self,
@@ -199,12 +193,9 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         offline: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
-        unknown = sorted(k for k in kwargs if k != "name" and not k.startswith("_"))  # scrapyd's _job
+        unknown = unknown_spider_arguments(type(self), kwargs)
         if unknown:
-            raise BadSpiderArgument(
-                "%s takes no argument %s; it takes: %s"
-                % (self.name, ", ".join(map(repr, unknown)), ", ".join(sorted(self.argument_names())))
-            )
+            raise BadSpiderArgument(unknown)
         super().__init__(*args, **kwargs)
         self.given_urls = split_urls(url)
         if url is not None and not self.given_urls:  # `-a url=$UNSET`: not a live crawl of everything

@@ -27,7 +27,7 @@ def open_store(uri: str | None = None, settings: Any = None) -> Store:
     the data home), its databases under the configured prefix (:mod:`.names`)."""
     uri = locations.absolute_store_uri(uri, settings) if uri else store_uri(settings)
     prefix = db_prefix(settings)
-    if uri.startswith("sqlite:"):
+    if locations.is_embedded_uri(uri):
         from .embedded import EmbeddedStore
 
         return EmbeddedStore.from_uri(uri, prefix=prefix)

@@ -7,11 +7,13 @@ wrong and how to fix it (the Troubleshooting section of docs/operations.md lists
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from votersdaily.locations import absolute_store_uri
+from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path, is_embedded_uri
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
@@ -65,14 +67,53 @@ def uri_scheme(uri: str) -> str:
         if "port" in str(exc).lower():
             raise StoreMisconfigured("store URI %r has an invalid port: %s" % (shown, USE)) from None
         raise StoreMisconfigured("store URI %r is not a URI (%s): %s" % (shown, exc, USE)) from None
-    scheme = parts.scheme.lower() if "://" in uri or uri.startswith("sqlite:") else ""
+    scheme = parts.scheme.lower() if "://" in uri or is_embedded_uri(uri) else ""
     if not scheme:
         raise StoreMisconfigured("store URI %r is not a URI: %s" % (shown, USE))
     if scheme not in ("sqlite", "http", "https"):
         raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (shown, scheme, USE))
     if scheme != "sqlite" and not parts.hostname:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
+    if scheme == "sqlite":
+        problem = embedded_problem(uri)
+        if problem is not None:
+            raise StoreMisconfigured("store URI %r %s: %s" % (shown, problem, USE))
     return scheme
+
+
+def _not_a_database(path: Path) -> bool:
+    """Whether the file at ``path`` is something other than an SQLite database (an empty file is
+    one to be). Asked of SQLite, never by opening the file ourselves: closing any other descriptor
+    of a file drops the locks this process's own connections hold on it (POSIX locks), and a store
+    open in this process would then fail ("disk I/O error"). Read-only and ``immutable``: the look
+    leaves no ``-wal``/``-shm`` file beside a store it only looked at."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro&immutable=1", uri=True)) as db:
+            db.execute("PRAGMA schema_version")
+    except sqlite3.Error as exc:  # unreadable, locked, …: the store says so when it opens it
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
+    return False
+
+
+def embedded_problem(uri: str) -> str | None:
+    """Why an embedded-store URI can never name a store, from the file system alone (nothing is
+    opened or created), or None. Local facts, not an outage: SQLite's own error would come after the
+    crawl started (under ``scrapy crawl``, a traceback) and spool for a store that can never open."""
+    if not embedded_path(uri):
+        return "names no file"
+    path = Path(absolute_store_uri(uri)[len(SQLITE_PREFIX) :])
+    if str(path) == ":memory:":
+        return None
+    if path.is_dir():
+        return "names a folder, not a file"
+    if path.is_file():
+        return "names %s, which is not an SQLite database" % path if _not_a_database(path) else None
+    above = next((folder for folder in path.parents if os.path.lexists(folder)), None)
+    if above is not None and not above.is_dir():
+        return "names a file under %s, which is not a folder" % above
+    return None
 
 
 def _embedded(uri: str, must_exist: bool) -> Store:

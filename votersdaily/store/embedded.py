@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
 
 from votersdaily.json_encoder import ReusableJsonEncoder
+from votersdaily.locations import embedded_path
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable, body_json_of
@@ -437,11 +438,7 @@ class EmbeddedStore:
     @staticmethod
     def path_of(uri: str) -> str:
         """The file of ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy's spelling)."""
-        path = uri[len("sqlite:") :]
-        if path.startswith("///"):
-            path = path[3:]
-        elif path.startswith("//"):
-            path = path[2:]
+        path = embedded_path(uri)
         if not path:
             raise StoreError("sqlite store URI needs a path: %r" % uri)
         return path

@@ -68,6 +68,9 @@ UNDELIVERED = ".undelivered"
 #: Separates the database name, the store key and the rest of a spool file name.
 SEP = "--"
 KEY = re.compile(r"[0-9a-f]{16}")
+#: The end of every spool file's name, as every version wrote it (``%017.6f-<pid>-<n>``): a file of
+#: someone else's in the folder (``vd_log--2026-11.jsonl``, a dump kept there) is never taken for one.
+STAMP = re.compile(r"[0-9]+\.[0-9]{6}-[0-9]+-[0-9]+")
 DELIVERY_CHUNK = 500
 #: How many reasons a kept file's report lists (its line numbers; the count says how many there were).
 REASONS_SHOWN = 5
@@ -222,9 +225,9 @@ class SpoolFile:
 def parse_name(name: str) -> tuple[str, str | None] | None:
     """``(db, store key or None)`` of a spool file name, or None for a file that is not one."""
     base = name.split(SUFFIX, 1)[0]
-    if SUFFIX not in name or SEP not in base:
+    head, sep, stamp = base.rpartition(SEP)
+    if SUFFIX not in name or not sep or not STAMP.fullmatch(stamp):
         return None
-    head = base.rpartition(SEP)[0]
     db, sep, key = head.rpartition(SEP)
     if sep and KEY.fullmatch(key):
         return db, key

@@ -19,10 +19,16 @@ if TYPE_CHECKING:
 DESIGN_NAME = "votersdaily"
 DESIGN_ID = "_design/" + DESIGN_NAME
 
-#: Where the CouchDB design documents live: a checkout of the repository (an editable install too),
-#: else the copy setup.py packages as votersdaily._couchdb_views (a wheel, a scrapyd node's install).
-VIEWS_DIR: Traversable = Path(__file__).resolve().parents[2] / "couchdb_views"
-if not VIEWS_DIR.is_dir():
+#: Where the CouchDB design documents live: a checkout of the repository (an editable install too:
+#: the folder beside the package holds the project's pyproject.toml and scrapy.cfg), else the copy
+#: setup.py packages as votersdaily._couchdb_views (a wheel, a scrapyd node's install), never a
+#: ``couchdb_views`` folder that merely sits beside an installed package.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+VIEWS_DIR: Traversable = _CHECKOUT / "couchdb_views"
+if (
+    not all((_CHECKOUT / name).is_file() for name in ("pyproject.toml", "scrapy.cfg"))
+    or not VIEWS_DIR.is_dir()
+):
     import importlib.resources
 
     VIEWS_DIR = importlib.resources.files("votersdaily").joinpath("_couchdb_views")
