@@ -39,6 +39,19 @@ SQLITE_SCHEME = "sqlite:"
 SQLITE_PREFIX = SQLITE_SCHEME + "///"
 
 
+#: The votersdaily package's folder, and the folder that holds it.
+PACKAGE = Path(__file__).resolve().parent
+#: Files that make the folder holding the package a checkout of the repository (not site-packages,
+#: nor a pip ``--target`` folder that merely holds other things beside it).
+CHECKOUT_FILES = ("pyproject.toml", SCRAPY_CFG)
+
+
+def checkout_root() -> Path | None:
+    """The source checkout the package is run from (an editable install too), if it is run from one."""
+    root = PACKAGE.parent
+    return root if all((root / name).is_file() for name in CHECKOUT_FILES) else None
+
+
 class LocationUnset(ValueError):
     """A location setting is empty where the component needs a place to write."""
 

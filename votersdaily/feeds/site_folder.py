@@ -29,13 +29,13 @@ from typing import Any
 
 from votersdaily import __version__
 from votersdaily.clock import now_iso
+from votersdaily.locations import PACKAGE, checkout_root
 
 #: The file in a built site that says which build wrote it and what it wrote.
 MARKER = ".votersdaily-site"
 GENERATOR = "votersdaily site build"
 #: Folders directly under the root are the system's (/etc, /usr, /home, /tmp, …): never replaced.
 SPECIAL_FILESYSTEMS = ("/proc", "/sys", "/dev", "/run")
-PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class RefusedTarget(ValueError):
@@ -44,12 +44,6 @@ class RefusedTarget(ValueError):
     def __init__(self, message: str, forceable: bool):
         super().__init__(message)
         self.forceable = forceable
-
-
-def checkout_root() -> Path | None:
-    """The source checkout the package is run from (it has the project's pyproject.toml), if any."""
-    root = PACKAGE.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "scrapy.cfg").is_file() else None
 
 
 def _within(path: Path, folder: Path) -> bool:

@@ -7,11 +7,13 @@ map function under Node on sample documents and checks it emits exactly what the
 
 from __future__ import annotations
 
+import importlib.resources
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from votersdaily.locations import checkout_root
 
 if TYPE_CHECKING:
     from votersdaily.store.base import Store
@@ -23,15 +25,12 @@ DESIGN_ID = "_design/" + DESIGN_NAME
 #: the folder beside the package holds the project's pyproject.toml and scrapy.cfg), else the copy
 #: setup.py packages as votersdaily._couchdb_views (a wheel, a scrapyd node's install), never a
 #: ``couchdb_views`` folder that merely sits beside an installed package.
-_CHECKOUT = Path(__file__).resolve().parents[2]
-VIEWS_DIR: Traversable = _CHECKOUT / "couchdb_views"
-if (
-    not all((_CHECKOUT / name).is_file() for name in ("pyproject.toml", "scrapy.cfg"))
-    or not VIEWS_DIR.is_dir()
-):
-    import importlib.resources
-
-    VIEWS_DIR = importlib.resources.files("votersdaily").joinpath("_couchdb_views")
+_CHECKOUT = checkout_root()
+VIEWS_DIR: Traversable = (
+    _CHECKOUT / "couchdb_views"
+    if _CHECKOUT is not None and (_CHECKOUT / "couchdb_views").is_dir()
+    else importlib.resources.files("votersdaily").joinpath("_couchdb_views")
+)
 
 
 @dataclass(frozen=True)
