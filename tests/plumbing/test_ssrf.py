@@ -131,3 +131,27 @@ def test_the_guard_stays_in_every_spider_whatever_downloader_middlewares_the_ope
     crawler = runner.create_crawler(runner.create_crawler(spider))
     middlewares = crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES")
     assert middlewares.get(guard) is not None and middlewares.get(own) == 851
+
+
+@pytest.mark.parametrize("spider", ["laundromat", "laundromat_worker"])
+def test_the_laundromats_streaming_handler_stays_whatever_download_handlers_the_operator_gives(
+    spider, monkeypatch
+):
+    """``-s DOWNLOAD_HANDLERS=…`` replaced the laundromat's, and with its streaming handler the
+    downloads' size and time limits (LAUNDROMAT_MAX_DOWNLOAD_BYTES, LAUNDROMAT_DOWNLOAD_TIMEOUT) and
+    their place on disk; the crawler as ``scrapy crawl`` builds it keeps the handler for every
+    scheme the operator's value does not name, and the operator's own."""
+    from scrapy.crawler import CrawlerRunner
+    from scrapy.utils.project import get_project_settings
+
+    monkeypatch.setenv("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
+    settings = get_project_settings()
+    settings.set("DOWNLOAD_HANDLERS", '{"s3": null}', priority="cmdline")
+    runner = CrawlerRunner(settings)
+    crawler = runner.create_crawler(runner.create_crawler(spider))
+    handlers = crawler.settings.getwithbase("DOWNLOAD_HANDLERS")
+    streaming = "votersdaily.laundromat.fetching.StreamingDownloadHandler"
+    assert {scheme: handlers.get(scheme) for scheme in ("http", "https", "file")} == dict.fromkeys(
+        ("http", "https", "file"), streaming
+    )
+    assert handlers.get("s3") is None

@@ -27,7 +27,7 @@ from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.locations import LocationUnset
 from votersdaily.plumbing.inputs import checked_inputs, split_urls
-from votersdaily.plumbing.ssrf import check_policy_settings, keep_downloader_middlewares
+from votersdaily.plumbing.ssrf import check_policy_settings, keep_components, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.store.crawler import count_writes, store_for
 from votersdaily.store.upsert import UpsertResult
@@ -128,6 +128,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         check_policy_settings(settings, "LAUNDROMAT")
         # The guard stays (and Content-Encoding stays undecoded), whatever DOWNLOADER_MIDDLEWARES was given.
         keep_downloader_middlewares(settings, LaundromatSpider.custom_settings["DOWNLOADER_MIDDLEWARES"])
+        # So does the streaming handler, with the download's size and time limits, whatever DOWNLOAD_HANDLERS was given.
+        keep_components(settings, "DOWNLOAD_HANDLERS", LaundromatSpider.custom_settings["DOWNLOAD_HANDLERS"])
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

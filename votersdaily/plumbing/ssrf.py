@@ -32,7 +32,7 @@ from votersdaily.plumbing.address_policy import AddressPolicy, literal_address
 from votersdaily.plumbing.hosts import BadHostEntry
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request
@@ -61,27 +61,32 @@ def check_policy_settings(settings: BaseSettings, prefix: str) -> None:
         raise UsageError(str(exc), print_help=False) from None
 
 
-def keep_downloader_middlewares(settings: BaseSettings, components: dict[str, int]) -> None:
+def keep_downloader_middlewares(settings: BaseSettings, components: Mapping[str, Any]) -> None:
     """Put ``components`` (the address guard and what a spider cannot work without) into
     ``DOWNLOADER_MIDDLEWARES`` whatever replaced the spider's own value: a dict setting is replaced
     whole, so an operator's ``-s DOWNLOADER_MIDDLEWARES=…`` (or a scrapyd job's ``setting=``, or a
     spider's ``custom_settings = {**RENDER_SETTINGS, …}``) that adds a middleware would drop the
-    guard with the spider's value, and every URL from crawled content would be fetched unchecked.
-    A component the value names already (``None``: switched off on purpose) is left as it is.
+    guard with the spider's value, and every URL from crawled content would be fetched unchecked."""
+    keep_components(settings, "DOWNLOADER_MIDDLEWARES", components)
+
+
+def keep_components(settings: BaseSettings, name: str, components: Mapping[str, Any]) -> None:
+    """Put ``components`` into the dict setting ``name`` (``DOWNLOADER_MIDDLEWARES``, or the
+    laundromat's ``DOWNLOAD_HANDLERS``, whose streaming handler holds its size and time limits)
+    where a value that replaced the spider's own does not name them. A component the value names
+    already (``None``: switched off on purpose) is left as it is.
 
     Above the operator's priority: Scrapy's crawler process applies its own settings to the crawler
     again before the crawl (``CrawlerRunner.create_crawler``), and the operator's value would win a
     tie."""
     from scrapy.settings import SETTINGS_PRIORITIES
 
-    current = dict(settings.getdict("DOWNLOADER_MIDDLEWARES"))
-    missing = {name: order for name, order in components.items() if name not in current}
+    current = dict(settings.getdict(name))
+    missing = {key: value for key, value in components.items() if key not in current}
     if missing:
-        given = settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0
+        given = settings.getpriority(name) or 0
         spider = SETTINGS_PRIORITIES["spider"]
-        settings.set(
-            "DOWNLOADER_MIDDLEWARES", {**current, **missing}, priority=given + 1 if given > spider else spider
-        )
+        settings.set(name, {**current, **missing}, priority=given + 1 if given > spider else spider)
 
 
 #: host name → the addresses the guard checked (most recent last); shared by the middleware and
