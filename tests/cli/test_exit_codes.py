@@ -227,3 +227,29 @@ def test_a_document_its_spider_cannot_read_is_one_line_at_the_default_level(cli,
     )
     (log,) = open_store(sqlite_uri).iter_docs("vd_log")
     assert log["result"] == "MalformedDocument" and log["traceback"].startswith("Traceback")
+
+
+def test_the_usage_line_names_the_command_as_the_person_ran_it(tmp_path):
+    """``votersdaily --help`` (the installed script, which pip writes as below) says ``usage:
+    votersdaily``; ``python -m votersdaily --help`` says that."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.services import REPO
+
+    script = tmp_path / "votersdaily"
+    script.write_text(
+        "#!%s\nimport sys\nfrom votersdaily.cli import main\nsys.exit(main())\n" % sys.executable
+    )
+    script.chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for command, usage in (
+        ([str(script)], "votersdaily"),
+        ([sys.executable, "-m", "votersdaily"], "python -m votersdaily"),
+    ):
+        proc = subprocess.run(
+            [*command, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("usage: %s [-h]" % usage), proc.stdout[:200]

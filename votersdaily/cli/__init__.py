@@ -19,6 +19,7 @@ import importlib
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 from votersdaily.interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: the shell's status for SIGINT
@@ -96,8 +97,14 @@ def command_prefix(prog: str) -> str:
     return " ".join(words[start : start + 2])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="python -m votersdaily", description=__doc__.split("\n")[0])
+def invoked_as(argv0: str) -> str:
+    """How the person ran the command, for its usage lines: ``votersdaily`` (the installed script)
+    or ``python -m votersdaily``."""
+    return "votersdaily" if Path(argv0).name == "votersdaily" else "python -m votersdaily"
+
+
+def build_parser(prog: str = "python -m votersdaily") -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument(
         "--store",
         help="store URI (default: $VOTERSDAILY_STORE or sqlite:///votersdaily.db; a relative sqlite path"
@@ -123,7 +130,7 @@ def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
     _running["command"] = ""
-    args = build_parser().parse_args(argv)
+    args = build_parser(invoked_as(sys.argv[0])).parse_args(argv)
     _running["command"] = args.command
     if args.store is not None and not args.store.strip():  # `--store "$STORE"` unset: not the default store
         return fail("--store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE")
