@@ -808,3 +808,19 @@ def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tm
         alive.kill()
         alive.wait()
         store.close()
+
+
+def test_flush_of_a_mistyped_database_names_the_databases_spooled_there(tmp_path, sqlite_uri):
+    """``flush --db vd_event`` (for ``vd_events``) said "nothing spooled", as if everything had been
+    delivered; it now names the databases that do have documents waiting, and leaves them."""
+    spool = tmp_path / "spool"
+    doc = {"_id": "2026-09-16T23:05:00Z-test-1", "title": "spooled"}
+    Spool(spool).write(store_identity(sqlite_uri), schema.EVENTS_DB, [doc])
+    proc = run_main(
+        "flush", "--db", "vd_event", store_uri=sqlite_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout == "nothing spooled for database vd_event in %s (spooled there for: vd_events)\n" % spool
+    )
+    assert [f.db for f in Spool(spool).pending()] == [schema.EVENTS_DB]

@@ -68,7 +68,14 @@ def still_spooled(spool: Spool, exc: StoreError) -> int:
 def run(args: argparse.Namespace) -> int:
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     if not spool.pending(args.db) and not spool.kept(args.db):
-        print("nothing spooled in %s" % spool.directory)
+        others = sorted(spool.databases()) if args.db else []
+        if others:  # a mistyped --db would otherwise read as "all delivered"
+            print(
+                "nothing spooled for database %s in %s (spooled there for: %s)"
+                % (args.db, spool.directory, ", ".join(others))
+            )
+        else:
+            print("nothing spooled in %s" % spool.directory)
         return EXIT_OK
     try:
         store = checked_store()

@@ -369,6 +369,12 @@ class Spool:
                 files.append(SpoolFile(path, *parsed))
         return sorted(files, key=lambda f: f.path.name)
 
+    def databases(self) -> set[str]:
+        """The databases of the files waiting for delivery or kept by earlier deliveries."""
+        return {spooled.db for spooled in self.pending()} | {
+            parsed[0] for path in self.kept() if (parsed := parse_name(path.name)) is not None
+        }
+
     def kept(self, db: str | None = None) -> list[Path]:
         """Files kept by earlier deliveries (``.undelivered``), waiting for the operator."""
         if not self.directory.is_dir():
