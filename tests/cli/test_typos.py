@@ -384,7 +384,11 @@ def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command,
     [
         (
             ("senate_votes", "-a", "congress=abc"),
-            "senate_votes cannot start with -a congress=abc: invalid literal for int() with base 10: 'abc'",
+            "senate_votes cannot start with -a congress=abc: congress is not a whole number: 'abc'",
+        ),
+        (
+            ("house_votes", "-a", "year=20x6"),
+            "house_votes cannot start with -a year=20x6: year is not a whole number: '20x6'",
         ),
         (
             ("house_votes", "-a", "ulr=" + ROLL314.as_uri()),

@@ -65,6 +65,16 @@ class BadSpiderArgument(ValueError):
     before the crawl starts (both crawl commands build the spider first)."""
 
 
+def whole_number(name: str, value: str | None) -> int | None:
+    """A whole-number spider argument (``-a year=2020``), None when not given."""
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("%s is not a whole number: %r" % (name, value)) from None
+
+
 def _yes(value: str | bool | None) -> bool:
     """A yes/no spider argument (``-a name=true``)."""
     return str(value).lower() in ("1", "true", "yes")

@@ -39,7 +39,7 @@ from votersdaily.sources.eastern import eastern_today, parse_local, parse_local_
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
-from .base import EventSpider
+from .base import EventSpider, whole_number
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -81,7 +81,7 @@ class HouseVotesSpider(EventSpider):
     def __init__(self, *args: Any, year: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a year=2020`` discovers that year's roll calls instead of the current year's.
-        self.year = int(year) if year else None
+        self.year = whole_number("year", year)
 
     @property
     def listing_urls(self) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from votersdaily.sources.eastern import eastern_today, parse_local
 from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
-from .base import EventSpider
+from .base import EventSpider, whole_number
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -80,8 +80,8 @@ class SenateVotesSpider(EventSpider):
     ) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a congress=119 -a session=1`` discovers that session's votes instead of the current one's.
-        self.congress = int(congress) if congress else None
-        self.session = int(session) if session else None
+        self.congress = whole_number("congress", congress)
+        self.session = whole_number("session", session)
 
     @property
     def listing_urls(self) -> tuple[str, ...]:
