@@ -74,6 +74,7 @@ class _Trickle:
 
     def stop(self) -> None:
         self.stopped.set()
+        self.thread.join()  # out of accept() within its 0.2 s first: a closed listener there raises EBADF
         self.listener.close()
 
 
