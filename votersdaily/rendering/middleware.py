@@ -1,4 +1,7 @@
-"""Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright."""
+"""Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright.
+
+Playwright's browser fetches through the gate (:mod:`.gate`); its contexts block service workers,
+whose requests no page route sees."""
 
 from __future__ import annotations
 
@@ -45,6 +48,8 @@ class RenderMiddleware:
         if not self.splash_url:
             if not request.meta.get("playwright"):
                 request.meta["playwright"] = True
+            context = request.meta.get("playwright_context_kwargs") or {}
+            request.meta["playwright_context_kwargs"] = {**context, "service_workers": "block"}
             return None
         # Splash's render.html GET API: the rendered DOM as HTML.
         query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})
