@@ -95,6 +95,7 @@ def test_splash_render_html_api(site, sqlite_uri, tmp_path):
         sqlite_uri,
         "TEST_DB=vd_fetch",
         "SPLASH_URL=" + site.url,
+        "SPLASH_NETWORK_CONFINED=True",
         allowed(site),
         log=tmp_path / "crawl.log",
         args={"url": url},
@@ -167,3 +168,26 @@ def test_a_page_gets_at_most_its_requests_and_bytes(site, sqlite_uri, tmp_path):
     contents, log = render(site, sqlite_uri, tmp_path, url, "VOTERSDAILY_BROWSER_MAX_BYTES=2000")
     assert contents == ["allowed and third"], log[-3000:]
     assert "'render/too_large': 1" in log and "exceeds 2000 bytes" in log, log[-3000:]
+
+
+def test_splash_is_not_asked_until_its_network_is_stated_confined(site, sqlite_uri, tmp_path):
+    """Splash fetches a page's sub-resources on its own machine, where the address policy does not
+    reach: before, SPLASH_URL alone sent every page there; now the render middleware stays off with
+    one line saying why, and nothing goes to Splash."""
+    url = site.route("/js.html", PAGE, content_type="text/html; charset=utf-8")
+    site.route("/render.html", PAGE, content_type="text/html; charset=utf-8")
+    log = tmp_path / "crawl.log"
+    proc = start_crawl(
+        "vd_rendered",
+        sqlite_uri,
+        "TEST_DB=vd_fetch",
+        "SPLASH_URL=" + site.url,
+        allowed(site),
+        log=log,
+        args={"url": url},
+    )
+    assert proc.wait(120) == 0, log.read_text()[-3000:]
+    assert "render.html" not in str(site.hits)
+    assert "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only" in (
+        log.read_text()
+    )

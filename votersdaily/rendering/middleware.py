@@ -1,7 +1,10 @@
 """Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright.
 
-Playwright's browser fetches through the gate (:mod:`.gate`); its contexts block service workers,
-whose requests no page route sees."""
+Splash fetches a page's sub-resources on its own machine, where no address policy of ours applies:
+with SPLASH_URL set the middleware stays off (NotConfigured, one line saying why) unless
+SPLASH_NETWORK_CONFINED states that Splash's network reaches public addresses only. Playwright's
+browser fetches through the gate (:mod:`.gate`); its contexts block service workers, whose requests
+no page route sees."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Self
 from urllib.parse import urlencode
 
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
 if TYPE_CHECKING:
@@ -39,6 +43,12 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        if crawler.settings.get("SPLASH_URL") and not crawler.settings.getbool("SPLASH_NETWORK_CONFINED"):
+            raise NotConfigured(
+                "SPLASH_URL is set, but Splash fetches a page's scripts, images and frames from its "
+                "own machine, outside the crawl's address policy: nothing is rendered until "
+                "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only"
+            )
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
