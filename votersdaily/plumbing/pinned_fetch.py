@@ -60,7 +60,10 @@ def fetch_limited(
     DownloadTooLarge, OSError/TimeoutError, or http.client errors; a non-2xx answer is an OSError."""
     deadline = time.monotonic() + timeout
     for _ in range(max_redirects + 1):
-        host, port, addresses = policy.resolve_sync(url)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("fetching %s took longer than %s s" % (url, timeout))
+        host, port, addresses = policy.resolve_sync(url, timeout=remaining)
         answer = fetch_hop(
             url,
             host,
