@@ -19,8 +19,9 @@ from votersdaily.archive import archive_dir
 from votersdaily.crawlcontext import RunRecord, crawl_context
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
+from votersdaily.plumbing.inputs import bad_spider_arguments
 from votersdaily.reactor import installed_reactor
-from votersdaily.spiders.base import BadSpiderArgument, EventSpider
+from votersdaily.spiders.base import EventSpider
 from votersdaily.store import mask_uri, store_uri
 from votersdaily.store.base import STORE_RESULTS, StoreError
 from votersdaily.store.check import StoreMisconfigured, checked_store
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
@@ -158,22 +158,6 @@ def run(args: argparse.Namespace) -> int:
             )
     status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
-
-
-def bad_spider_arguments(spidercls: type[Spider], kwargs: dict[str, Any]) -> str | None:
-    """Why the event spider ``spidercls`` cannot start with the spider arguments ``kwargs`` (one it
-    does not take, a value it cannot use), or None; the spider is built to find out, as a crawl
-    would (without a crawler: its ``__init__`` reads arguments only)."""
-    if not issubclass(spidercls, EventSpider):
-        return None
-    try:
-        spidercls(**kwargs)
-    except BadSpiderArgument as exc:
-        return str(exc)
-    except (ValueError, TypeError) as exc:
-        given = " ".join("-a %s=%s" % (k, v) for k, v in sorted(kwargs.items()) if k != "url" or len(v) < 200)
-        return "%s cannot start with %s: %s" % (spidercls.name, given or "these arguments", exc)
-    return None
 
 
 def crawl_status(

@@ -87,20 +87,14 @@ def bad_store_uri(settings: BaseSettings) -> list[str]:
     return []
 
 
-def event_spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
-    """Why a spider of the project cannot start with ``spider_args``, or None: an event spider's
-    arguments are checked as ``python -m votersdaily crawl`` checks them (their modules import
-    EventSpider's, so a crawl of another spider never imports the CLI's crawl module and what it
-    imports: the archive, the spool); another one's (the laundromat, the ingest) for names it does
-    not take, which it would otherwise run without."""
-    base = sys.modules.get("votersdaily.spiders.base")
-    if base is None or not issubclass(spidercls, base.EventSpider):
-        if not spidercls.__module__.startswith("votersdaily."):
-            return None
-        from votersdaily.plumbing.inputs import unknown_spider_arguments
-
-        return unknown_spider_arguments(spidercls, spider_args)
-    from votersdaily.cli.crawl import bad_spider_arguments
+def spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
+    """Why a spider of the project cannot start with ``spider_args`` (a name it does not take, which
+    it would otherwise run without; a value it cannot use, which would fail the run), or None: the
+    spider is built to find out, as ``python -m votersdaily crawl`` does. Another package's spider is
+    left to Scrapy."""
+    if not spidercls.__module__.startswith("votersdaily."):
+        return None
+    from votersdaily.plumbing.inputs import bad_spider_arguments
 
     return bad_spider_arguments(spidercls, spider_args)
 
@@ -166,7 +160,7 @@ class Command(crawl.Command):
         except UsageError as exc:
             say(str(exc))
             return False
-        problem = event_spider_problem(spidercls, spider_args)
+        problem = spider_problem(spidercls, spider_args)
         if problem:
             say(problem)
             return False
