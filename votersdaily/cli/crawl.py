@@ -16,7 +16,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
-from votersdaily.crawlcontext import RunRecord, crawl_context
+from votersdaily.crawlcontext import RunRecord, crawl_context, not_archived_line
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.plumbing.inputs import bad_spider_arguments
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=not_archived)
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
 
 
@@ -194,21 +194,13 @@ def crawl_status(
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
 
 
-def not_archived_runs(crawlers: list[Crawler]) -> dict[str, str]:
-    """Runs whose source documents could not all be archived (by spider: why), said in one line: their
-    events are stored all the same (``archived: false``), but the command did not do all its job."""
-    errors = {
-        c.spidercls.name: c.stats.get_value("archive/error")
-        for c in crawlers
-        if c.stats.get_value("archive/error")
-    }
-    if errors:
-        say(
-            "the source documents of %d runs (%s) were not all archived: %s; "
-            "their events are stored, marked archived: false"
-            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
-        )
-    return errors
+def not_archived_runs(crawlers: list[Crawler]) -> bool:
+    """Whether runs' source documents could not all be archived, said in one line: their events are
+    stored all the same (``archived: false``), but the command did not do all its job."""
+    line = not_archived_line(crawl_context(c).run for c in crawlers)
+    if line:
+        say(line)
+    return line is not None
 
 
 def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:

@@ -9,7 +9,8 @@ Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one di
 * Ctrl-C stops after the current requests and says so, a second one now (votersdaily/interrupts.py);
 * the exit status says how the run went, as ``python -m votersdaily crawl``'s does: 0 when its run
   log says ``success``, 1 when the spider could not start, its run failed (the run log in ``vd_log``
-  says why) or documents were lost, 2 for an unknown spider or a bad setting, 4 when documents wait
+  says why), documents were lost or its source documents were not all archived (its events stored,
+  ``archived: false``), 2 for an unknown spider or a bad setting, 4 when documents wait
   in the spool, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
 
 scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
@@ -51,14 +52,19 @@ def say(message: str) -> None:
 
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
-    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
-    were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
+    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why), documents
+    were lost or source documents not all archived; 4 when it is done but documents wait in the spool
+    (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
-    from votersdaily.crawlcontext import crawl_context
+    from votersdaily.crawlcontext import crawl_context, not_archived_line
     from votersdaily.store.base import STORE_RESULTS
 
     if interrupted:
         return EXIT_INTERRUPTED
+    not_archived = not_archived_line(crawl_context(c).run for c in crawlers)
+    if not_archived:
+        say(not_archived)
+        return EXIT_FAILED
     status = EXIT_OK
     for crawler in crawlers:
         record = crawl_context(crawler).run
