@@ -123,7 +123,11 @@ def test_scrapy_crawl_of_a_failed_run_exits_non_zero(tmp_path):
     missing = (tmp_path / "gone" / "roll999.xml").as_uri()
     proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + missing], uri)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    (log,) = open_store(uri).iter_docs("vd_log")
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
     assert log["result"] == "FileNotFoundError"
     ok = run_cli(
         [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()], uri
@@ -145,7 +149,11 @@ def test_votersdaily_crawl_takes_spider_arguments_and_settings(cli, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[2].split()[:3] == ["house_votes", "success", "1"]
-    (log,) = open_store(uri).iter_docs("vd_log")
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
     assert log["input"] == "replay" and log["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
     failed = cli("crawl", "house_votes", "-a", "url=" + (tmp_path / "gone.xml").as_uri(), store_uri=uri)
     assert failed.returncode == 1 and "FileNotFoundError" in failed.stdout
@@ -587,3 +595,32 @@ def test_the_banded_typo_count_agrees_with_the_whole_table():
                     b[k], b[k + 1] = b[k + 1], b[k]
         for limit in (0, 1, 2):
             assert _typos_apart(a, "".join(b), limit) == (osa_distance(a, "".join(b)) <= limit), (a, b, limit)
+
+
+def test_a_scrapyd_job_refused_while_its_store_is_away_spools_its_run_log(cli_main, tmp_path):
+    """A scrapyd job (``-a _job=``, as scrapyd runs ``scrapy crawl``) refused at the start while its
+    store cannot take the run log (here: the embedded store does not exist yet, and is not created
+    for it): the run log is spooled for that store, and ``flush`` delivers it once the store is there.
+    tests/deploy/test_scrapyd.py runs the same through a real scrapyd into a reachable store."""
+    store = tmp_path / "store.db"
+    uri = "sqlite:///%s" % store
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    job = [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "_job=j1"]
+    proc = run_cli([*job, "-s", "VOTERSDAILY_BATCH_SIZ=3"], uri, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "scrapy crawl: job j1: its run log (BadSettingValue) is spooled to %s: the store %s did not "
+        "take it (no store at %s)" % (tmp_path / "spool", uri, uri)
+    )
+    assert not store.exists()
+    flushed = run_cli([sys.executable, "-m", "votersdaily", "flush"], uri, env=env)
+    assert flushed.returncode == 0, flushed.stderr
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
+    assert (log["parser_name"], log["result"], log["scrapyd_job"]) == ("house_votes", "BadSettingValue", "j1")
+    assert (
+        log["error_message"] == "unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
+    )

@@ -205,7 +205,11 @@ def bad_spider_arguments(spidercls: type, kwargs: dict[str, Any]) -> str | None:
     except BadSpiderArgument as exc:
         return str(exc)
     except (ValueError, TypeError) as exc:
-        given = " ".join("-a %s=%s" % (k, v) for k, v in sorted(kwargs.items()) if k != "url" or len(v) < 200)
+        given = " ".join(
+            "-a %s=%s" % (k, v)
+            for k, v in sorted(kwargs.items())
+            if not k.startswith("_") and (k != "url" or len(v) < 200)  # not scrapyd's -a _job=
+        )
         return "%s cannot start with %s: %s" % (
             getattr(spidercls, "name", spidercls.__name__),
             given or "these arguments",
