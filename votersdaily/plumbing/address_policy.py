@@ -52,6 +52,11 @@ def _is_local_name(host: str) -> bool:
     return host == "localhost" or host.endswith((".localhost", ".local", ".internal"))
 
 
+def host_port(url: str) -> tuple[str, int]:
+    """The host (lower case, no brackets) and port (the scheme's default when none) a URL connects to."""
+    return _host_port(urlsplit(url))
+
+
 def _host_port(parts: SplitResult) -> tuple[str, int]:
     try:
         port = parts.port
