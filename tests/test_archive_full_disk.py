@@ -98,7 +98,7 @@ def test_a_spider_on_an_archive_disk_full_from_the_start(crawl, sqlite_uri, tmp_
             sqlite_uri,
             env={"VOTERSDAILY_ARCHIVE_DIR": str(folder)},
         )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 1, proc.stderr[-3000:]  # the events stored, not archived: as `crawl`
         assert not list(folder.rglob("*.warc.gz"))
     events = stored(sqlite_uri, "vd_events")
     assert len(events) == len(HouseVotesSpider.recordings)
@@ -121,8 +121,35 @@ def test_an_event_first_archived_keeps_its_pointer_when_a_later_run_cannot_archi
     with small_tmpfs(tmp_path / "full", size="64k") as folder:
         fill(folder)
         proc = crawl("house_votes", urls, sqlite_uri, env={"VOTERSDAILY_ARCHIVE_DIR": str(folder)})
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 1, proc.stderr[-3000:]
     assert {e["_id"]: e for e in stored(sqlite_uri, "vd_events")} == before
+
+
+@pytest.mark.parametrize("command", ["scrapy", "votersdaily"])
+def test_an_archive_folder_that_is_a_file_is_a_failed_archive_with_either_command(command, tmp_path):
+    """``scrapy crawl`` exited 0 (its run log ``archived: false``) where ``python -m votersdaily crawl``
+    exited 1: both now say the documents were not archived, in the same line, and exit 1 (the work
+    not all done, docs/cli.md: Exit codes); the events are stored and the file is left as it was."""
+    not_a_folder = tmp_path / "archive"
+    not_a_folder.write_bytes(b"an operator's file")
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    url = "url=" + ",".join(HouseVotesSpider.recording_urls())
+    proc = run_cli(
+        [sys.executable, "-m", command, "crawl", "house_votes", "-a", url],
+        uri,
+        env={"VOTERSDAILY_ARCHIVE_DIR": str(not_a_folder)},
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = (
+        "%s crawl: the source documents of 1 runs (house_votes) were not all archived: cannot write to "
+        "the folder %s (Not a directory); the rest of their work is stored (run log: archived: false)"
+        % (command, not_a_folder)
+    )
+    assert said in proc.stderr.splitlines()
+    assert len(stored(uri, "vd_events")) == len(HouseVotesSpider.recordings)
+    (log,) = stored(uri, "vd_log")
+    assert log["result"] == "success" and log["archived"] is False
+    assert not_a_folder.read_bytes() == b"an operator's file"
 
 
 @pytest.mark.slow  # two crawls and a reparse on a small filesystem
@@ -134,7 +161,7 @@ def test_a_reparse_points_not_archived_events_at_a_later_copy(crawl, cli, sqlite
         fill(folder)
         assert (
             crawl("house_votes", urls, sqlite_uri, env={"VOTERSDAILY_ARCHIVE_DIR": str(folder)}).returncode
-            == 0
+            == 1
         )
     env = {"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")}
     assert crawl("house_votes", urls, sqlite_uri, env=env).returncode == 0

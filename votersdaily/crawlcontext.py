@@ -10,7 +10,7 @@ run log leaves its document there as a :class:`RunRecord`, which is what both cr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from weakref import WeakKeyDictionary
@@ -57,6 +57,9 @@ class RunRecord:
     unjudged: int = 0
     #: What became of the run log itself when the store did not take it: ``spooled`` or ``lost``.
     run_log: str | None = None
+    #: Why the run's source documents were not all archived (``archived: false``), else None: its
+    #: events are stored all the same, but the run did not do all its job (exit status 1).
+    archive_error: str | None = None
 
     @classmethod
     def from_run_log(cls, doc: dict[str, Any], events_db: str) -> RunRecord:
@@ -76,7 +79,23 @@ class RunRecord:
             withdrawn=int(doc.get("withdrawn_count", 0)),
             replaced=int(doc.get("replaced_count", 0)),
             unjudged=int(doc.get("unjudged_documents", 0)),
+            archive_error=(doc.get("archive_error") or "not archived")
+            if doc.get("archived") is False
+            else None,
         )
+
+
+def not_archived_line(records: Iterable[RunRecord | None]) -> str | None:
+    """The line both crawl commands say when runs' source documents were not all archived (then
+    they exit 1), or None."""
+    errors = {r.spider: r.archive_error for r in records if r is not None and r.archive_error}
+    if not errors:
+        return None
+    return (
+        "the source documents of %d runs (%s) were not all archived: %s; the rest of their work is "
+        "stored (run log: archived: false)"
+        % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
+    )
 
 
 @dataclass

@@ -95,6 +95,23 @@ def spool_run_log(settings: BaseSettings, doc: dict[str, Any]) -> Spool:
 
 def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseException) -> dict[str, Any]:
     """The run log of a run that did not start because its store was unavailable."""
+    doc = not_started_run_log(
+        spidercls,
+        source_url,
+        exc,
+        result=StoreUnavailable.__name__,
+        where="store",
+        reason="store unavailable",
+    )
+    doc["store_outage"] = {schema.LOG_DB: {"error": str(exc)}}
+    return doc
+
+
+def not_started_run_log(
+    spidercls: type[Spider], source_url: str, exc: BaseException, *, result: str, where: str, reason: str
+) -> dict[str, Any]:
+    """The run log of a run that never started: ``result`` (the run log's word for why), the
+    exception's name and message in ``errors``, nothing fetched or stored."""
     now = now_iso()
     message = str(exc)
     return {
@@ -106,17 +123,48 @@ def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseExcep
         "access_datetime": now,
         "latest_access_datetime": now,
         "insert_count": 0,
-        "result": StoreUnavailable.__name__,
+        "result": result,
         "error_message": message,
-        "errors": [{"exception": type(exc).__name__, "message": message, "where": "store", "url": None}],
+        "errors": [{"exception": type(exc).__name__, "message": message, "where": where, "url": None}],
         "error_count": 1,
         "traceback": "",
-        "finish_reason": "store unavailable",
+        "finish_reason": reason,
         "items_scraped": 0,
         "responses": 0,
         "empty": False,
-        "store_outage": {schema.LOG_DB: {"error": message}},
     }
+
+
+def keep_refused_run_log(settings: BaseSettings, doc: dict[str, Any]) -> str:
+    """Writes the run log of a start refused before any crawl (a scrapyd job's mistyped setting,
+    seen otherwise only in scrapyd's job log) to ``vd_log`` of the configured store if it answers
+    (an embedded store is never created for it), else spools it for that store; says where it went.
+    Raises :class:`~.store.spool.NotSpooled` when neither took it."""
+    from .store import open_store
+    from .store.embedded import EmbeddedStore
+
+    doc.setdefault("_id", schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"]))
+    uri = store_uri(settings)
+    try:
+        if locations.is_embedded_uri(uri) and not Path(EmbeddedStore.path_of(uri)).is_file():
+            raise StoreUnavailable("no store at %s" % mask_uri(uri))
+        store = open_store(uri, settings)
+        try:
+            store.ensure_db(schema.LOG_DB)
+            answer = store.bulk_docs(schema.LOG_DB, [doc])[0]
+        finally:
+            store.close()
+        if "error" in answer:
+            raise StoreError("run log write refused: %s" % (answer,))
+    except Exception as exc:  # any refusal (down, 401/403, an error answer): kept like any run log
+        spool = spool_run_log(settings, doc)
+        return "its run log (%s) is spooled to %s: the store %s did not take it (%s)" % (
+            doc["result"],
+            spool.directory,
+            mask_uri(uri),
+            exc,
+        )
+    return "its run log (%s) is in %s of %s" % (doc["result"], schema.LOG_DB, mask_uri(uri))
 
 
 def _same_run_log(stored: dict[str, Any] | None, doc: dict[str, Any]) -> bool:

@@ -123,7 +123,11 @@ def test_scrapy_crawl_of_a_failed_run_exits_non_zero(tmp_path):
     missing = (tmp_path / "gone" / "roll999.xml").as_uri()
     proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + missing], uri)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    (log,) = open_store(uri).iter_docs("vd_log")
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
     assert log["result"] == "FileNotFoundError"
     ok = run_cli(
         [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()], uri
@@ -145,7 +149,11 @@ def test_votersdaily_crawl_takes_spider_arguments_and_settings(cli, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[2].split()[:3] == ["house_votes", "success", "1"]
-    (log,) = open_store(uri).iter_docs("vd_log")
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
     assert log["input"] == "replay" and log["source_url"] == "https://clerk.house.gov/evs/2026/roll314.xml"
     failed = cli("crawl", "house_votes", "-a", "url=" + (tmp_path / "gone.xml").as_uri(), store_uri=uri)
     assert failed.returncode == 1 and "FileNotFoundError" in failed.stdout
@@ -402,6 +410,41 @@ def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command,
             ("house_votes", "-a", "url="),
             "house_votes: -a url= is empty; give a URL, or leave it out for the live source",
         ),
+        (
+            ("house_votes", "-a", "offline=ture"),
+            "house_votes cannot start with -a offline=ture: offline takes 1, true, yes, on, 0, false, no, "
+            "off, not 'ture'; did you mean true?",
+        ),
+        (
+            ("house_votes", "-a", "reparse=arhive"),
+            "house_votes cannot start with -a reparse=arhive: reparse takes archive, not 'arhive'; "
+            "did you mean archive?",
+        ),
+        (
+            ("house_votes", "-a", "since=2024-01-01"),
+            "house_votes cannot start with -a since=2024-01-01: since, until and dry_run are for "
+            "-a reparse=archive",
+        ),
+        (
+            ("senate_votes", "-a", "session=3"),
+            "senate_votes cannot start with -a session=3: session takes 1, 2, not '3'",
+        ),
+        (
+            ("federal_register", "-a", "max_pages=0"),
+            "federal_register cannot start with -a max_pages=0: max_pages takes a whole number of at "
+            "least 1, not 0",
+        ),
+        (
+            ("federal_register", "-a", "follow=maybe"),
+            "federal_register cannot start with -a follow=maybe: follow takes 1, true, yes, on, 0, false, "
+            "no, off, not 'maybe'",
+        ),
+        (
+            ("house_committee_meetings", "-a", "committees=RU00,ru0"),
+            "house_committee_meetings cannot start with -a committees=RU00,ru0: committees takes AG00, "
+            "AP00, AS00, BA00, BU00, ED00, FA00, GO00, HA00, HM00, IF00, IG00, II00, JU00, PW00, RU00, "
+            "SM00, SO00, SY00, VR00, WM00, not 'ru0'; did you mean RU00?",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
@@ -435,11 +478,28 @@ def test_a_spider_argument_it_cannot_take_is_one_line_before_any_work(cli, tmp_p
             "ingest takes no argument 'ingest_typ'; it takes: force_recrawl, ingest_request_source, "
             "ingest_type, link_source, link_source_id, release_stage, requests, url",
         ),
+        (
+            ("ingest", "-a", "url=http://example.org/a.pdf", "-a", "ingest_type=pfd"),
+            "ingest cannot start with -a ingest_type=pfd -a url=http://example.org/a.pdf: ingest_type "
+            "takes pdf, xml, html, src, component, file, not 'pfd'; did you mean pdf?",
+        ),
+        (
+            ("ingest_worker", "-a", "url=http://example.org/a.pdf", "-a", "force_recrawl=ture"),
+            "ingest_worker cannot start with -a force_recrawl=ture -a url=http://example.org/a.pdf: "
+            "force_recrawl takes 1, true, yes, on, 0, false, no, off, not 'ture'; did you mean true?",
+        ),
+        (
+            ("ingest", "-a", "requests=store:"),
+            "ingest cannot start with -a requests=store:: requests takes a JSON-lines file, store or "
+            "store:<database>, not 'store:'",
+        ),
     ],
 )
 def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, message):
     """``scrapy crawl laundromat -a ulr=…`` ran (exit 0) with the argument ignored, and ``-a
-    ingest_typ=html`` ingested the document as a PDF: only the event spiders checked their names."""
+    ingest_typ=html`` ingested the document as a PDF: only the event spiders checked their names.
+    A value out of an argument's set (``-a ingest_type=pfd``) failed the run (exit 1): every request
+    rejected in the run log."""
     store = tmp_path / "store.db"
     proc = run_cli([sys.executable, "-m", "scrapy", "crawl", *args], "sqlite:///%s" % store)
     assert one_line(proc) == "scrapy crawl: " + message
@@ -535,3 +595,32 @@ def test_the_banded_typo_count_agrees_with_the_whole_table():
                     b[k], b[k + 1] = b[k + 1], b[k]
         for limit in (0, 1, 2):
             assert _typos_apart(a, "".join(b), limit) == (osa_distance(a, "".join(b)) <= limit), (a, b, limit)
+
+
+def test_a_scrapyd_job_refused_while_its_store_is_away_spools_its_run_log(cli_main, tmp_path):
+    """A scrapyd job (``-a _job=``, as scrapyd runs ``scrapy crawl``) refused at the start while its
+    store cannot take the run log (here: the embedded store does not exist yet, and is not created
+    for it): the run log is spooled for that store, and ``flush`` delivers it once the store is there.
+    tests/deploy/test_scrapyd.py runs the same through a real scrapyd into a reachable store."""
+    store = tmp_path / "store.db"
+    uri = "sqlite:///%s" % store
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    job = [sys.executable, "-m", "scrapy", "crawl", "house_votes", "-a", "_job=j1"]
+    proc = run_cli([*job, "-s", "VOTERSDAILY_BATCH_SIZ=3"], uri, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "scrapy crawl: job j1: its run log (BadSettingValue) is spooled to %s: the store %s did not "
+        "take it (no store at %s)" % (tmp_path / "spool", uri, uri)
+    )
+    assert not store.exists()
+    flushed = run_cli([sys.executable, "-m", "votersdaily", "flush"], uri, env=env)
+    assert flushed.returncode == 0, flushed.stderr
+    delivered = open_store(uri)
+    try:
+        (log,) = delivered.iter_docs("vd_log")
+    finally:
+        delivered.close()
+    assert (log["parser_name"], log["result"], log["scrapyd_job"]) == ("house_votes", "BadSettingValue", "j1")
+    assert (
+        log["error_message"] == "unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
+    )

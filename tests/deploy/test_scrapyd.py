@@ -440,3 +440,27 @@ def test_the_scheduler_loop_shows_each_change_and_stores_only_changes(scrapyd, c
     decisions = _decisions(couch_uri)
     assert 1 <= len(decisions) <= 2, decisions  # at most VOTERSDAILY_SCHEDULER_DECISIONS kept
     assert decisions[-1]["decision"] in ("scheduled", "skipped-running") and decisions[-1]["jobid"] == jobid
+
+
+def test_a_job_refused_at_the_start_leaves_a_run_log(scrapyd, couch_uri):
+    """Before: a job with a mistyped ``setting=`` exited 2 before Scrapy opened its log file, its one
+    line in scrapyd's own log alone, and vd_log had nothing of it. Now its run log says the refusal
+    (the exception's name, the message) in the node's store; a refusal of where run logs go is kept
+    nowhere (the right store is unknown), and the line says so."""
+    server, client = scrapyd
+    url = recording(ROLL).resolve().as_uri()
+    jobid = client.schedule("house_votes", settings={"VOTERSDAILY_BATCH_SIZ": "3"}, url=url)
+    wait_finished(client, [jobid])
+    said = (server.workdir / "scrapyd.out").read_text()
+    log = _run_log(couch_uri, "house_votes")
+    assert log["result"] == "BadSettingValue", said[-3000:]
+    message = "unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
+    assert log["error_message"] == message and log["errors"][0]["exception"] == "BadSettingValue"
+    assert log["scrapyd_job"] == jobid and log["insert_count"] == 0
+    assert "scrapy crawl: job %s: its run log (BadSettingValue) is in vd_log of " % jobid in said
+
+    astray = client.schedule("house_votes", settings={"VOTERSDAILY_STOR": couch_uri + "elsewhere"}, url=url)
+    wait_finished(client, [astray])
+    said = (server.workdir / "scrapyd.out").read_text()
+    assert "job %s: no run log kept: the refusal concerns where run logs go" % astray in said
+    assert _run_log(couch_uri, "house_votes")["scrapyd_job"] == jobid  # still the one run log

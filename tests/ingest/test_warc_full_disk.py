@@ -26,7 +26,13 @@ def test_a_full_warc_disk_costs_no_ingest_result(crawl, sqlite_uri, ingest_site,
     with small_tmpfs(tmp_path / "warcs", size="64k") as folder:
         fill(folder, leave=8192)  # room for a record or two, not for the run
         run_ingest(
-            crawl, sqlite_uri, requests, tmp_path, "INGEST_WARC_ENABLED=True", "INGEST_WARC_DIR=%s" % folder
+            crawl,
+            sqlite_uri,
+            requests,
+            tmp_path,
+            "INGEST_WARC_ENABLED=True",
+            "INGEST_WARC_DIR=%s" % folder,
+            status=1,  # the results stored, not all archived: the work not all done
         )
         for path in folder.glob("*.warc.gz"):
             assert not [e for e in iter_records(path) if isinstance(e, WarcDamage)]

@@ -148,6 +148,23 @@ def test_lists_and_punctuation_around_a_designation():
     assert ids(bills_in_text("• H.R. 934 (Rep. McClintock)", "f", 118)) == ["hr934-118"]
 
 
+def test_a_comma_before_three_last_digits_separates_thousands():
+    """ "H.R. 1,234" was read as hr1. No text recorded here writes a bill number with a separator (a
+    grep of /work/shared, tests/fixtures and votersdaily/recordings finds none): the first text is a
+    derived variant of billsthisweek's real line above, its numbers written with separators."""
+    text = "Rule provides for consideration of H.R. 1,501, H.R. 9,436, H. Res. 1,490 and H.R. 4,795."
+    assert ids(bills_in_text(text, "f", 119)) == ["hr1501-119", "hr9436-119", "hres1490-119", "hr4795-119"]
+    assert ids(bills_in_text("H.R. 12,345", "f", 119)) == ["hr12345-119"]
+    assert ids(bills_in_designation("H.R. 1,234", "legis-num", 119)) == ["hr1234-119"]
+    (stated,) = bills_in_text("S. 1,234, 118th Congress", "f", 119)
+    assert (stated.id, stated.explicit, stated.text) == ("s1234-118", True, "S. 1,234, 118th Congress")
+    # A comma and a space end the number (a list; a pin cite, "577 U. S. 364, 372" in slip_2015.html):
+    # never one bill of both numbers' digits. Nor digits that cannot be a bill number's.
+    assert ids(bills_in_text("H.R. 1, 234", "f", 119)) == ["hr1-119"]
+    for text in ("H.R. 1,234,567", "H.R. 1,2345"):
+        assert "hr1234-119" not in ids(bills_in_text(text, "f", 119))
+
+
 @pytest.mark.parametrize(
     "href, expected",
     [

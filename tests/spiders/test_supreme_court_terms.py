@@ -24,7 +24,7 @@ from tests.spiders.supreme_court_pages import (
     opinion_oracle_mismatches,
 )
 from votersdaily.sources.errors import UnexpectedDocument
-from votersdaily.sources.supremecourt import ARGUMENT_AUDIO, column_meaning, header_columns
+from votersdaily.sources.supremecourt import ARGUMENT_AUDIO, column_meaning, current_term, header_columns
 from votersdaily.spiders.supreme_court_arguments import SupremeCourtArgumentsSpider
 from votersdaily.spiders.supreme_court_opinions import SupremeCourtOpinionsSpider
 from votersdaily.spiders.supreme_court_orders import SupremeCourtOrdersSpider
@@ -312,3 +312,20 @@ def test_earlier_terms_are_tests_only():
     shipped = {Path(n).name for s in SPIDERS for n in s.recordings}
     assert shipped.isdisjoint(p.name for p in EARLIER_TERMS.glob("*.html"))
     assert recording("gov/supreme_court/scotus_slip_example.html").name in shipped
+
+
+@pytest.mark.parametrize(
+    ("now", "term"),
+    [
+        ("2026-10-01T03:59:59Z", 2025),  # 11:59:59 p.m. on 30 September in Washington (EDT)
+        ("2026-10-01T04:00:00Z", 2026),  # midnight, 1 October, in Washington
+        ("2027-01-01T04:59:59Z", 2026),  # New Year's Eve in Washington (EST): the same term either way
+    ],
+)
+def test_the_term_turns_by_the_date_in_washington(monkeypatch, now, term):
+    """``current_term()`` read the UTC date: from 8 p.m. Eastern on 30 September it named the next
+    term (the arguments spider asked for its empty listing). The frozen framework clock, as a crawl's."""
+    monkeypatch.setenv("VOTERSDAILY_FROZEN_NOW", now)
+    assert current_term() == term
+    (listing,) = SupremeCourtArgumentsSpider().listing_urls
+    assert listing.endswith("/oral_arguments/argument_audio/%d" % term)

@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 
 from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
-from tests.support.services import PouchDBServer, free_port
+from tests.support.services import REPO, PouchDBServer, cli_environment, free_port, run_cli
 from votersdaily import schema
 from votersdaily.recordings import HERE as RECORDINGS
 from votersdaily.spiders.house_floor import HouseFloorSpider
@@ -794,7 +795,8 @@ def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tm
             stale.append((doc_id, path.rename(path.with_name("%s.%s%s" % (path.name, owner, suffix)))))
     alive = subprocess.Popen(["sleep", "60"])
     try:
-        path = spool.write(target, "vd_events", [{"_id": "held"}])
+        # In another database: one being delivered holds its database's later files back (in order).
+        path = spool.write(target, "vd_log", [{"_id": "held"}])
         held = path.rename(
             path.with_name("%s.%d-%s.delivering" % (path.name, alive.pid, process_start(alive.pid)))
         )
@@ -803,7 +805,8 @@ def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tm
         ids = [doc_id for doc_id, _ in stale]
         assert sorted(store.get_many("vd_events", ids)) == sorted(ids)
         assert not any(claim.exists() for _, claim in stale)
-        assert held.exists() and store.get("vd_events", "held") is None, "a living process's claim is its own"
+        store.ensure_db("vd_log")
+        assert held.exists() and store.get("vd_log", "held") is None, "a living process's claim is its own"
     finally:
         alive.kill()
         alive.wait()
@@ -824,3 +827,141 @@ def test_flush_of_a_mistyped_database_names_the_databases_spooled_there(tmp_path
         proc.stdout == "nothing spooled for database vd_event in %s (spooled there for: vd_events)\n" % spool
     )
     assert [f.db for f in Spool(spool).pending()] == [schema.EVENTS_DB]
+
+
+@contextlib.contextmanager
+def writer_that_spooled(pouchdb, tmp_path):
+    """A writer on PouchDB Server behind a proxy not yet started (the store refuses connections)
+    that spooled version A of ``doc`` (the writer's thread's call): ``(writer, proxy)``; the proxy's
+    start brings the store back."""
+    from votersdaily.store.writer import BatchWriter
+
+    proxy = FaultProxy(pouchdb.port)
+    store = open_store(proxy.url)
+    writer = BatchWriter(
+        store, "db_%s" % uuid.uuid4().hex[:12], retry_times=0, spool=Spool(tmp_path / "spool")
+    )
+    try:
+        assert writer._write([{"_id": "doc", "version": "A"}]).spooled == ["doc"]
+        yield writer, proxy
+    finally:
+        store.close()
+        proxy.stop()
+
+
+def test_a_spooled_version_another_process_delivers_never_replaces_the_writers_newer_one(pouchdb, tmp_path):
+    """Two processes on one spool. A writer whose store was away spooled version A of a document;
+    the store came back and ``flush``, another process, took that spool file and was delivering it
+    (its write held 3 s by the proxy) when the writer wrote version B. The writer found its file
+    claimed, took it for delivered and wrote B at once; flush's A then replaced B. Now a writer whose
+    file (or any file of its database for its store) another live process is delivering queues its
+    batch behind it in the spool, and delivers it once that delivery is done: B stays."""
+    with writer_that_spooled(pouchdb, tmp_path) as (writer, proxy):
+        store, spool, db = writer.store, writer.spool, writer.db
+        proxy.start()
+        write = b"POST /%s/_bulk_docs" % db.encode()
+        proxy.delay(write, 3.0)
+        env = cli_environment(proxy.url, {"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
+        flush = subprocess.Popen(
+            [sys.executable, "-m", "votersdaily", "flush"],
+            cwd=REPO,
+            env=dict(os.environ, **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not proxy.delayed and flush.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.delayed, flush.communicate()
+        proxy.delay(write, 0)  # flush's version A is on its way; the writer's writes pass at once
+        newer = writer._write([{"_id": "doc", "version": "B"}])
+        out, err = flush.communicate(timeout=60)
+        assert flush.returncode == 0, out + err
+        writer._drain([])  # the writer's last call at its end: what it spooled, delivered in order
+        assert store.get(db, "doc")["version"] == "B"
+        assert newer.spooled == ["doc"] and not newer.inserted  # behind A, not before it
+        assert not spool.pending()
+
+
+def _claimed_by(spool: Spool, store, doc: dict, process: subprocess.Popen) -> Path:
+    """A spool file of ``doc`` for ``store``, claimed by the live ``process`` as a deliverer claims it."""
+    path = spool.write(identity_of(store), "vd_events", [doc])
+    return path.rename(
+        path.with_name("%s.%d-%s.delivering" % (path.name, process.pid, process_start(process.pid)))
+    )
+
+
+def test_a_database_spooled_for_a_store_is_delivered_by_one_process_in_order(tmp_path):
+    """While another live process delivers a file of a database for a store, a second delivery (a
+    second ``flush``, the next run's) leaves that database's later files for that store: delivered
+    at once, they could land before the earlier file's versions, which would then replace them. Once
+    that process is gone, its claim is taken over and everything delivered, oldest first."""
+    store = open_store("sqlite:///%s" % (tmp_path / "store.db"))
+    store.ensure_db("vd_events")
+    spool = Spool(tmp_path / "spool")
+    deliverer = subprocess.Popen(["sleep", "60"])
+    try:
+        claim = _claimed_by(spool, store, {"_id": "doc", "version": "A"}, deliverer)
+        spool.write(identity_of(store), "vd_events", [{"_id": "doc", "version": "B"}])
+        spool.write(identity_of(store), "vd_log", [{"_id": "log"}])  # another database: not held up
+        uri = "sqlite:///%s" % (tmp_path / "store.db")
+        flushed = run_cli(
+            [sys.executable, "-m", "votersdaily", "flush", "--db", "vd_events"],
+            uri,
+            env={"VOTERSDAILY_SPOOL_DIR": str(spool.directory)},
+        )
+        assert flushed.returncode == 4, flushed.stderr
+        assert flushed.stderr == (
+            "votersdaily flush: left 1 spool files spooled: another process is delivering files of their "
+            "database for this store now (they go after it, in order); flush again once it is done\n"
+        )
+        report = spool.deliver(store)
+        assert (report.behind, report.documents) == (1, 1)
+        assert store.get("vd_events", "doc") is None and store.get("vd_log", "log") is not None
+    finally:
+        deliverer.kill()
+        deliverer.wait()
+    try:
+        report = spool.deliver(store)
+        assert (report.behind, report.documents) == (0, 2) and not claim.exists()
+        assert store.get("vd_events", "doc")["version"] == "B"
+    finally:
+        store.close()
+
+
+def test_a_writer_writes_behind_what_another_process_is_delivering(tmp_path):
+    """The next run's writer (no spool file of its own) while another process delivers earlier
+    versions of its database for its store: its batch waits behind them in the spool, not written
+    before them (they would replace it); once that delivery is done, the writer delivers it."""
+    from votersdaily.store.writer import BatchWriter
+
+    store = open_store("sqlite:///%s" % (tmp_path / "store.db"))
+    store.ensure_db("vd_events")
+    spool = Spool(tmp_path / "spool")
+    writer = BatchWriter(store, "vd_events", retry_times=0, spool=spool)
+    deliverer = subprocess.Popen(["sleep", "60"])
+    try:
+        claim = _claimed_by(spool, store, {"_id": "doc", "version": "A"}, deliverer)
+        newer = writer._write([{"_id": "doc", "version": "B"}])  # the writer's thread's call
+        assert newer.spooled == ["doc"] and store.get("vd_events", "doc") is None
+        store.bulk_docs("vd_events", [{"_id": "doc", "version": "A"}])  # what that delivery wrote
+        claim.unlink()  # and its file done
+        writer._drain([])
+        assert store.get("vd_events", "doc")["version"] == "B"
+    finally:
+        deliverer.kill()
+        deliverer.wait()
+        store.close()
+
+
+def test_a_writers_spool_file_a_dead_deliverer_claimed_is_delivered_by_the_writer(pouchdb, tmp_path):
+    """A deliverer that died holding the writer's own spool file: the writer takes the claim over and
+    delivers it in its order (it took the missing file for delivered, wrote its newer versions, and
+    the next delivery then replaced them with the older ones)."""
+    with writer_that_spooled(pouchdb, tmp_path) as (writer, proxy):
+        (path,) = writer.spool.directory.iterdir()
+        dead = path.rename(path.with_name("%s.%d-1.delivering" % (path.name, os.getpid())))  # before a reboot
+        proxy.start()
+        writer._drain([])
+        assert writer.store.get(writer.db, "doc")["version"] == "A" and not dead.exists()

@@ -16,11 +16,12 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
-from votersdaily.crawlcontext import RunRecord, crawl_context
+from votersdaily.crawlcontext import RunRecord, crawl_context, not_archived_line
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
+from votersdaily.plumbing.inputs import bad_spider_arguments
 from votersdaily.reactor import installed_reactor
-from votersdaily.spiders.base import BadSpiderArgument, EventSpider
+from votersdaily.spiders.base import EventSpider
 from votersdaily.store import mask_uri, store_uri
 from votersdaily.store.base import STORE_RESULTS, StoreError
 from votersdaily.store.check import StoreMisconfigured, checked_store
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.internet.task import LoopingCall
@@ -156,24 +156,8 @@ def run(args: argparse.Namespace) -> int:
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=bool(not_archived))
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=not_archived)
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
-
-
-def bad_spider_arguments(spidercls: type[Spider], kwargs: dict[str, Any]) -> str | None:
-    """Why the event spider ``spidercls`` cannot start with the spider arguments ``kwargs`` (one it
-    does not take, a value it cannot use), or None; the spider is built to find out, as a crawl
-    would (without a crawler: its ``__init__`` reads arguments only)."""
-    if not issubclass(spidercls, EventSpider):
-        return None
-    try:
-        spidercls(**kwargs)
-    except BadSpiderArgument as exc:
-        return str(exc)
-    except (ValueError, TypeError) as exc:
-        given = " ".join("-a %s=%s" % (k, v) for k, v in sorted(kwargs.items()) if k != "url" or len(v) < 200)
-        return "%s cannot start with %s: %s" % (spidercls.name, given or "these arguments", exc)
-    return None
 
 
 def crawl_status(
@@ -210,21 +194,13 @@ def crawl_status(
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
 
 
-def not_archived_runs(crawlers: list[Crawler]) -> dict[str, str]:
-    """Runs whose source documents could not all be archived (by spider: why), said in one line: their
-    events are stored all the same (``archived: false``), but the command did not do all its job."""
-    errors = {
-        c.spidercls.name: c.stats.get_value("archive/error")
-        for c in crawlers
-        if c.stats.get_value("archive/error")
-    }
-    if errors:
-        say(
-            "the source documents of %d runs (%s) were not all archived: %s; "
-            "their events are stored, marked archived: false"
-            % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
-        )
-    return errors
+def not_archived_runs(crawlers: list[Crawler]) -> bool:
+    """Whether runs' source documents could not all be archived, said in one line: their events are
+    stored all the same (``archived: false``), but the command did not do all its job."""
+    line = not_archived_line(crawl_context(c).run for c in crawlers)
+    if line:
+        say(line)
+    return line is not None
 
 
 def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:

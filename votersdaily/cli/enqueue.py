@@ -11,7 +11,13 @@ from scrapy.spiderloader import SpiderLoader
 
 from votersdaily.distributed import REDIS_ENV, spider_queue_name
 from votersdaily.plumbing.environment import project_settings, setting_or_environment
-from votersdaily.plumbing.inputs import MAX_URL, checked_inputs, checked_url, listed_lines
+from votersdaily.plumbing.inputs import (
+    MAX_URL,
+    bad_spider_arguments,
+    checked_inputs,
+    checked_url,
+    listed_lines,
+)
 from votersdaily.store import mask_uri
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
@@ -69,6 +75,17 @@ def urls_from(sources: list[str], bad: list[str]) -> dict[str, Any]:
         else:
             urls.append(url)
     return {"url": ",".join(urls)}
+
+
+def add_spider_arguments(kwargs: dict[str, Any], given: list[str], spidercls: type[Spider]) -> str | None:
+    """Adds the ``-a NAME=VALUE`` arguments ``given`` to ``kwargs``; why the spider cannot start with
+    them, or None (a mistyped value, ``-a ingest_type=pfd``, would queue requests that all fail)."""
+    for item in given:
+        name, sep, value = item.partition("=")
+        if not sep:
+            return "spider argument %r is not NAME=VALUE" % item
+        kwargs[name] = value
+    return bad_spider_arguments(spidercls, kwargs)
 
 
 def spider_problem(loader: SpiderLoader, name: str) -> str | None:
@@ -147,11 +164,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     for line in bad_inputs:
         say("bad input at %s" % line)
-    for item in args.spider_args:
-        name, sep, value = item.partition("=")
-        if not sep:
-            return fail("spider argument %r is not NAME=VALUE" % item)
-        kwargs[name] = value
+    problem = add_spider_arguments(kwargs, args.spider_args, loader.load(args.spider))
+    if problem:
+        return fail(problem)
     try:
         report = enqueue(args.spider, settings, **kwargs)
     except RedisNotDurable as exc:

@@ -117,9 +117,14 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in earlier_kept:
         say("kept %s: lines an earlier flush could not deliver; look at it, then remove it" % path)
+    if report.behind:
+        say(
+            "left %d spool files spooled: another process is delivering files of their database for "
+            "this store now (they go after it, in order); flush again once it is done" % report.behind
+        )
     if report.kept or report.refused or earlier_kept:
         return EXIT_FAILED
-    return EXIT_SPOOLED if report.left else EXIT_OK
+    return EXIT_SPOOLED if report.left or report.behind else EXIT_OK
 
 
 def left_behind(report: DeliveryReport, here: str) -> None:

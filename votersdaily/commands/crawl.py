@@ -9,7 +9,8 @@ Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one di
 * Ctrl-C stops after the current requests and says so, a second one now (votersdaily/interrupts.py);
 * the exit status says how the run went, as ``python -m votersdaily crawl``'s does: 0 when its run
   log says ``success``, 1 when the spider could not start, its run failed (the run log in ``vd_log``
-  says why) or documents were lost, 2 for an unknown spider or a bad setting, 4 when documents wait
+  says why), documents were lost or its source documents were not all archived (its events stored,
+  ``archived: false``), 2 for an unknown spider or a bad setting, 4 when documents wait
   in the spool, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
 
 scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
@@ -17,8 +18,9 @@ scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit
 
 from __future__ import annotations
 
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
@@ -51,14 +53,19 @@ def say(message: str) -> None:
 
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
-    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why) or documents
-    were lost; 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
+    (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why), documents
+    were lost or source documents not all archived; 4 when it is done but documents wait in the spool
+    (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
-    from votersdaily.crawlcontext import crawl_context
+    from votersdaily.crawlcontext import crawl_context, not_archived_line
     from votersdaily.store.base import STORE_RESULTS
 
     if interrupted:
         return EXIT_INTERRUPTED
+    not_archived = not_archived_line(crawl_context(c).run for c in crawlers)
+    if not_archived:
+        say(not_archived)
+        return EXIT_FAILED
     status = EXIT_OK
     for crawler in crawlers:
         record = crawl_context(crawler).run
@@ -87,22 +94,81 @@ def bad_store_uri(settings: BaseSettings) -> list[str]:
     return []
 
 
-def event_spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
-    """Why a spider of the project cannot start with ``spider_args``, or None: an event spider's
-    arguments are checked as ``python -m votersdaily crawl`` checks them (their modules import
-    EventSpider's, so a crawl of another spider never imports the CLI's crawl module and what it
-    imports: the archive, the spool); another one's (the laundromat, the ingest) for names it does
-    not take, which it would otherwise run without."""
-    base = sys.modules.get("votersdaily.spiders.base")
-    if base is None or not issubclass(spidercls, base.EventSpider):
-        if not spidercls.__module__.startswith("votersdaily."):
-            return None
-        from votersdaily.plumbing.inputs import unknown_spider_arguments
-
-        return unknown_spider_arguments(spidercls, spider_args)
-    from votersdaily.cli.crawl import bad_spider_arguments
+def spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str | None:
+    """Why a spider of the project cannot start with ``spider_args`` (a name it does not take, which
+    it would otherwise run without; a value it cannot use, which would fail the run), or None: the
+    spider is built to find out, as ``python -m votersdaily crawl`` does. Another package's spider is
+    left to Scrapy."""
+    if not spidercls.__module__.startswith("votersdaily."):
+        return None
+    from votersdaily.plumbing.inputs import bad_spider_arguments
 
     return bad_spider_arguments(spidercls, spider_args)
+
+
+class UnknownSpider(KeyError):
+    """``scrapy crawl`` of a name no spider of the project has: no run log can name its spider."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class StoreLocationRefused(ValueError):
+    """A refused start whose refusal concerns where run logs go (the store URI): no run log is kept."""
+
+
+#: The settings (and environment variables) that say where a run log goes: a refusal naming one of
+#: them cannot be kept there, and a scrapyd job's ``setting=`` giving one is where its refusal goes.
+STORE_LOCATION = ("VOTERSDAILY_STORE", "VOTERSDAILY_DB_PREFIX", "VOTERSDAILY_SPOOL_DIR", "VOTERSDAILY_HOME")
+_NAMES_STORE_LOCATION = re.compile(r"\b(?:%s)\b" % "|".join(STORE_LOCATION))
+
+
+def scrapyd_job(spider_args: list[str] | dict[str, Any]) -> str | None:
+    """The scrapyd job this crawl is (scrapyd runs ``scrapy crawl SPIDER -a _job=ID``), or None;
+    ``spider_args`` as given (``NAME=VALUE`` texts) or as Scrapy parsed them."""
+    if isinstance(spider_args, dict):
+        return spider_args.get("_job")
+    for pair in spider_args:
+        name, sep, value = pair.partition("=")
+        if sep and name.strip() == "_job":
+            return value
+    return None
+
+
+def record_refusal(
+    spider: str, job: str, refusal: Exception, settings: BaseSettings, given: list[str]
+) -> None:
+    """Keeps the run log of scrapyd job ``job`` of ``spider`` refused at the start (result: the
+    refusal's exception name; its message) in the configured store, or spooled for it, and says
+    where: the brief's "a failing source is logged in vd_log", for a failure before any crawl. Not
+    when the refusal concerns where run logs go (a bad store URI, a mistyped store setting): then
+    the right store is unknown, and nothing is written anywhere else; that is said instead."""
+    from scrapy.spiderloader import get_spider_loader
+
+    from votersdaily.extensions import keep_refused_run_log, not_started_run_log
+    from votersdaily.store.spool import NotSpooled
+
+    if isinstance(refusal, StoreLocationRefused) or _NAMES_STORE_LOCATION.search(str(refusal)):
+        say("job %s: no run log kept: the refusal concerns where run logs go" % job)
+        return
+    located = settings.copy()
+    for pair in given:  # the job's own store, even when the refused setting came before it
+        name, sep, value = pair.partition("=")
+        if sep and name.strip() in STORE_LOCATION:
+            located.set(name.strip(), value, priority="cmdline")
+    try:
+        spidercls = get_spider_loader(located).load(spider)
+    except KeyError:
+        say("job %s: no run log kept: no spider is named %r" % (job, spider))
+        return
+    doc = not_started_run_log(
+        spidercls, "", refusal, result=type(refusal).__name__, where="start", reason="refused at the start"
+    )
+    doc["scrapyd_job"] = job
+    try:
+        say("job %s: %s" % (job, keep_refused_run_log(located, doc)))
+    except NotSpooled:
+        say("job %s: its run log is lost: neither the store nor the spool took it" % job)
 
 
 class Command(crawl.Command):
@@ -134,24 +200,39 @@ class Command(crawl.Command):
                 try:
                     assign(scratch, name.strip(), value)
                 except BadSettingValue as exc:
-                    say(str(exc))
-                    raise SystemExit(EXIT_USAGE) from None
+                    self._refuse(exc, args, opts)
         super().process_options(args, opts)
         level = settings.get("LOG_LEVEL")
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = settings.getpriority("LOG_LEVEL") or "cmdline"
             settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(settings), *bad_store_uri(settings)):
-            say(problem)
-            raise SystemExit(EXIT_USAGE)  # before Scrapy builds its crawler process with that value
-        if len(args) == 1 and not self._spider_ready(args[0], opts.spargs):
-            raise SystemExit(EXIT_USAGE)
+        for problem in (*bad_environment(), *bad_settings(settings)):
+            self._refuse(BadSettingValue(problem), args, opts)  # before Scrapy builds its crawler process
+        for problem in bad_store_uri(settings):
+            self._refuse(StoreLocationRefused(problem), args, opts)
+        if len(args) == 1:
+            refusal = self._spider_refusal(args[0], opts.spargs)
+            if refusal is not None:
+                self._refuse(refusal, args, opts)
 
-    def _spider_ready(self, name: str, spider_args: dict[str, Any]) -> bool:
-        """Whether ``name`` is a spider of the project whose own settings checks pass (a host list
-        entry that can never match, …) and that takes ``spider_args``; if not, says why in one
-        line, before Scrapy's crawler process logs its start-up."""
+    def _refuse(self, refusal: Exception, args: list[str], opts: argparse.Namespace) -> NoReturn:
+        """Says why the crawl cannot start, in one line, and exits 2. A scrapyd job's refusal is also
+        kept as a run log (:func:`record_refusal`): no one reads a job's standard error."""
+        say(str(refusal))
+        job = scrapyd_job(opts.spargs)
+        if job is not None and len(args) == 1 and not isinstance(refusal, UnknownSpider):
+            if self.settings is None:
+                raise RuntimeError("Scrapy sets a command's settings before its options")
+            record_refusal(args[0], job, refusal, self.settings, opts.set)
+        raise SystemExit(EXIT_USAGE)
+
+    def _spider_refusal(self, name: str, spider_args: dict[str, Any]) -> Exception | None:
+        """Why ``name`` cannot run, before Scrapy's crawler process logs its start-up: no spider of
+        the project, its own settings checks fail (a host list entry that can never match, …) or
+        it does not take ``spider_args``; None when it can."""
         from scrapy.spiderloader import get_spider_loader
+
+        from votersdaily.plumbing.inputs import BadSpiderArgument
 
         if self.settings is None:
             raise RuntimeError("Scrapy sets a command's settings before its options")
@@ -159,18 +240,13 @@ class Command(crawl.Command):
         try:
             spidercls = loader.load(name)
         except KeyError:
-            say("unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list()))))
-            return False
+            return UnknownSpider("unknown spider %r; known: %s" % (name, ", ".join(sorted(loader.list()))))
         try:
             spidercls.update_settings(self.settings.copy())  # what building its crawler checks
         except UsageError as exc:
-            say(str(exc))
-            return False
-        problem = event_spider_problem(spidercls, spider_args)
-        if problem:
-            say(problem)
-            return False
-        return True
+            return exc
+        problem = spider_problem(spidercls, spider_args)
+        return BadSpiderArgument(problem) if problem else None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:

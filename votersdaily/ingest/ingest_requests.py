@@ -12,6 +12,8 @@ from typing import Any
 from votersdaily.plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
+#: What ``-a ingest_type=`` takes: the types, and the legacy ``file`` (read as ``pdf``).
+ARGUMENT_INGEST_TYPES = (*INGEST_TYPES, "file")
 #: Preferred mimetype per type (what a fetch asks for in ``Accept``).
 PREFERRED_MIMETYPE = {
     "pdf": "application/pdf",

@@ -25,7 +25,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
-from votersdaily.plumbing.inputs import checked_inputs
+from votersdaily.plumbing.inputs import checked_inputs, one_of, yes_or_no
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.scrapy_internals import (
@@ -133,14 +133,16 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
-        self.ingest_type = ingest_type
+        self.ingest_type = one_of("ingest_type", ingest_type, R.ARGUMENT_INGEST_TYPES)
+        if requests is not None and requests.strip() in ("", "store:"):  # `-a requests=$UNSET`
+            raise ValueError("requests takes a JSON-lines file, store or store:<database>, not %r" % requests)
         self.requests_source = requests
         self.request_extra = {
             "link_source": link_source,
             "link_source_id": link_source_id,
             "ingest_request_source": ingest_request_source,
             "release_stage": release_stage,
-            "force_recrawl": (force_recrawl.lower() in ("1", "true", "yes")) if force_recrawl else None,
+            "force_recrawl": yes_or_no("force_recrawl", force_recrawl) if force_recrawl is not None else None,
         }
 
     @classmethod

@@ -1,13 +1,16 @@
 """Operators' input files (ingest request files, laundromat seed lists, URL lists), read line by line
 within a bound, so one huge line never fills memory and one bad line never stops the file; the
 characters no input field may hold; the URLs of a spider's ``-a url=`` argument (comma-separated);
-the one check of a URL an operator gives; and the spider arguments (``-a NAME=VALUE``) a spider takes."""
+the one check of a URL an operator gives; and the spider arguments (``-a NAME=VALUE``) a spider takes,
+with the one check of each kind of value they take (a word of a closed set, yes or no, a whole
+number), so that a mistyped value is refused before the run, as a usage error, not a failed run."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -142,3 +145,74 @@ def unknown_spider_arguments(spidercls: type, given: dict[str, Any]) -> str | No
         ", ".join(map(repr, unknown)),
         ", ".join(sorted(takes)),
     )
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
+
+
+#: The words of a yes-or-no spider argument (``-a offline=true``).
+YES_WORDS = ("1", "true", "yes", "on")
+NO_WORDS = ("0", "false", "no", "off")
+
+
+def one_of(name: str, value: str, allowed: Sequence[str]) -> str:
+    """A spider argument with a closed set of values (``-a ingest_type=pdf``): ``value``, or a
+    ValueError naming the argument, the values it takes and the one probably meant (a typo would
+    otherwise be read as another value or fail the run)."""
+    if value in allowed:
+        return value
+    folded = {word.lower(): word for word in allowed}
+    meant = [folded[word] for word in difflib.get_close_matches(value.strip().lower(), folded, n=1)]
+    raise ValueError(
+        "%s takes %s, not %s%s"
+        % (name, ", ".join(allowed), shown(value), "; did you mean %s?" % meant[0] if meant else "")
+    )
+
+
+def yes_or_no(name: str, value: str | bool | None) -> bool:
+    """A yes-or-no spider argument (``-a offline=true``), False when not given; a word that is
+    neither (``-a offline=ture``, which read as "no" and crawled the live source) is a ValueError."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    word = value.strip().lower()
+    return one_of(name, word if word in YES_WORDS + NO_WORDS else value, YES_WORDS + NO_WORDS) in YES_WORDS
+
+
+def whole_number(name: str, value: str | int | None, least: int = 0) -> int | None:
+    """A whole-number spider argument (``-a year=2020``) of at least ``least``, None when not given."""
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("%s is not a whole number: %r" % (name, value)) from None
+    if number < least:
+        raise ValueError("%s takes a whole number of at least %d, not %d" % (name, least, number))
+    return number
+
+
+def bad_spider_arguments(spidercls: type, kwargs: dict[str, Any]) -> str | None:
+    """Why the spider ``spidercls`` cannot start with the spider arguments ``kwargs`` (one it does
+    not take, a value it cannot use), or None: the spider is built to find out, as a crawl would
+    (without a crawler: a spider's ``__init__`` reads its arguments only)."""
+    unknown = unknown_spider_arguments(spidercls, kwargs)
+    if unknown:
+        return unknown
+    try:
+        spidercls(**kwargs)
+    except BadSpiderArgument as exc:
+        return str(exc)
+    except (ValueError, TypeError) as exc:
+        given = " ".join(
+            "-a %s=%s" % (k, v)
+            for k, v in sorted(kwargs.items())
+            if not k.startswith("_") and (k != "url" or len(v) < 200)  # not scrapyd's -a _job=
+        )
+        return "%s cannot start with %s: %s" % (
+            getattr(spidercls, "name", spidercls.__name__),
+            given or "these arguments",
+            exc,
+        )
+    return None

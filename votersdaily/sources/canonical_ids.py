@@ -90,13 +90,15 @@ THOMAS_TYPES = {
 
 #: A designation and its number. Not glued to a word, a dot or an initial before it ("U.S. 1", "U. S.
 #: 570": Supreme Court citations), not followed by more digits, a dash and digits (a report, a law) or
-#: an ordinal; "S. Con. Res. 1, 119th Congress" states its Congress. The look-behinds follow the
+#: an ordinal; "S. Con. Res. 1, 119th Congress" states its Congress. A comma straight before three
+#: last digits separates thousands ("H.R. 1,234" is hr1234); one with a space after it ends the number
+#: ("H.R. 1, 234": a list, or a pin cite as in "577 U. S. 364, 372"). The look-behinds follow the
 #: first letter (they look back over it), so the pattern starts with a character set and the regex
 #: engine skips to the next H or S instead of testing them at every position (3x faster on a page).
 DESIGNATION_RE = re.compile(
     r"""
     (?P<designation>[HS](?<![\w.&'’-][HS])(?<![A-Z]\.\s[HS])(?:\.?\s?(?:Con|CON|Res|RES|J|R))*\.?)
-    \s?(?P<number>[1-9][0-9]{0,4})
+    \s?(?P<number>[1-9][0-9]?,[0-9]{3}(?!,?[0-9])|[1-9][0-9]{0,4})
     (?![0-9]|[-–.][0-9]|\s?(?:st|nd|rd|th)\b)
     (?:(?:,\s?|\s\(|\s(?:of\s)?(?:the\s)?)(?P<congress>[1-9][0-9]{0,2})(?:st|nd|rd|th)\sCongress)?
     """,
@@ -186,7 +188,8 @@ class FoundId:
 
 
 def bill_id(bill_type: str, number: int | str, congress: int) -> str:
-    return "%s%d-%d" % (bill_type, int(number), congress)
+    """``hr1234-119``; ``number`` may separate thousands (``"1,234"``)."""
+    return "%s%d-%d" % (bill_type, int(str(number).replace(",", "")), congress)
 
 
 def bill_type_of(designation: str) -> str | None:

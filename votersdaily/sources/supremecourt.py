@@ -28,9 +28,7 @@ from parsel import Selector
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
-from votersdaily.clock import now_utc
-
-from .eastern import parse_local_date
+from .eastern import eastern_today, parse_local_date
 from .errors import UnexpectedDocument
 from .html import enclosing_markup, fold, raise_if_error_page, require_complete_page
 
@@ -140,8 +138,9 @@ def term_year(today: date) -> int:
 
 
 def current_term() -> int:
-    """The term under way by the framework clock (a frozen clock freezes it too)."""
-    return term_year(now_utc().date())
+    """The term under way by the framework clock (a frozen clock freezes it too), on the Court's
+    calendar: the date in Washington (by UTC's date the term turned at 8 p.m. Eastern on 30 September)."""
+    return term_year(eastern_today())
 
 
 @dataclass

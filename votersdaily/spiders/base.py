@@ -30,10 +30,13 @@ from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
 from votersdaily.plumbing.inputs import (
+    BadSpiderArgument,
     checked_url,
+    one_of,
     spider_argument_names,
     split_urls,
     unknown_spider_arguments,
+    yes_or_no,
 )
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
@@ -58,26 +61,6 @@ REPLAY_CALLBACK_META = "vd_replay_callback"
 
 
 logger = logging.getLogger(__name__)
-
-
-class BadSpiderArgument(ValueError):
-    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
-    before the crawl starts (both crawl commands build the spider first)."""
-
-
-def whole_number(name: str, value: str | None) -> int | None:
-    """A whole-number spider argument (``-a year=2020``), None when not given."""
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError("%s is not a whole number: %r" % (name, value)) from None
-
-
-def _yes(value: str | bool | None) -> bool:
-    """A yes/no spider argument (``-a name=true``)."""
-    return str(value).lower() in ("1", "true", "yes")
 
 
 class HomeCacheStorage(FilesystemCacheStorage):
@@ -216,7 +199,7 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
             checked_url(given, "url")  # a typo is said now, not as a failed run
         #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
         #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
-        if _yes(offline):
+        if yes_or_no("offline", offline):
             if self.given_urls:
                 raise ValueError("give url or offline, not both")
             self.given_urls = self.recording_urls()
@@ -224,17 +207,17 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
                 raise ValueError("offline: %s has no recording shipped on this machine" % self.name)
         #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
         self.reparse: Reparse | None = None
+        dry = yes_or_no("dry_run", dry_run)
+        if not reparse and (since or until or dry):  # else ignored: a live crawl of everything
+            raise ValueError("since, until and dry_run are for -a reparse=archive")
         if reparse:
-            if reparse != "archive":
-                raise ValueError(
-                    "reparse takes 'archive' (the spider's archived documents), got %r" % reparse
-                )
+            one_of("reparse", reparse, ("archive",))
             from votersdaily.reparse import Reparse, parse_date_arg
 
             self.reparse = Reparse(
                 since=parse_date_arg(since, end=False),
                 until=parse_date_arg(until, end=True),
-                dry_run=_yes(dry_run),
+                dry_run=dry,
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}
         self._replayed: defer.Deferred[None] | None = None

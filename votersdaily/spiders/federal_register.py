@@ -30,6 +30,7 @@ from html.entities import name2codepoint
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from votersdaily.plumbing.inputs import whole_number, yes_or_no
 from votersdaily.sources.canonical_ids import BILL_IDS, PUBLIC_LAWS, id_keys, named_in_text
 from votersdaily.sources.congress import sitting_on
 from votersdaily.sources.errors import UnexpectedDocument
@@ -66,7 +67,6 @@ FIELDS = (
 SGML_ENTITY_RE = re.compile(r"\[([A-Za-z]{1,2}(?:uml|acute|grave|circ|tilde|cedil|ring|slash|lig)|szlig)\]")
 NEXT_PAGE_META = "vd_next_page"
 PAGE_META = "vd_page"
-TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 def _unsgml(text: str) -> str:
@@ -99,8 +99,8 @@ class FederalRegisterSpider(EventSpider):
         self, *args: Any, max_pages: str | int | None = None, follow: str | bool | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.max_pages_arg = int(max_pages) if max_pages not in (None, "") else None
-        self.follow_given = str(follow).strip().lower() in TRUE_WORDS if follow is not None else False
+        self.max_pages_arg = whole_number("max_pages", max_pages, least=1)
+        self.follow_given = yes_or_no("follow", follow)
 
     @property
     def max_pages(self) -> int:

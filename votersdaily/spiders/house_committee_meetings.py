@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from votersdaily.plumbing.inputs import one_of
 from votersdaily.sources.canonical_ids import (
     BILL_IDS,
     COMMITTEE_IDS,
@@ -81,7 +82,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
         super().__init__(*args, **kwargs)
         #: ``-a committees=RU00,SY00`` limits discovery to those committees' feeds.
         self.committees = (
-            tuple(c.strip() for c in committees.split(",") if c.strip()) if committees else COMMITTEES
+            tuple(one_of("committees", c.strip(), COMMITTEES) for c in committees.split(",") if c.strip())
+            if committees
+            else COMMITTEES
         )
 
     @property

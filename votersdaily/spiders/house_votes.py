@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.http import TextResponse
 
+from votersdaily.plumbing.inputs import whole_number
 from votersdaily.sources.canonical_ids import (
     BILL_IDS,
     PUBLIC_LAWS,
@@ -39,7 +40,7 @@ from votersdaily.sources.eastern import eastern_today, parse_local, parse_local_
 from votersdaily.sources.errors import UnexpectedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
-from .base import EventSpider, whole_number
+from .base import EventSpider
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -81,7 +82,7 @@ class HouseVotesSpider(EventSpider):
     def __init__(self, *args: Any, year: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a year=2020`` discovers that year's roll calls instead of the current year's.
-        self.year = whole_number("year", year)
+        self.year = whole_number("year", year, least=1)
 
     @property
     def listing_urls(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from votersdaily.plumbing.inputs import one_of, whole_number
 from votersdaily.sources.canonical_ids import (
     BILL_IDS,
     NOMINATION_IDS,
@@ -34,7 +35,7 @@ from votersdaily.sources.eastern import eastern_today, parse_local
 from votersdaily.sources.errors import MalformedDocument
 from votersdaily.sources.xml import outer_xml, parse_xml, text_of
 
-from .base import EventSpider, whole_number
+from .base import EventSpider
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,6 +60,10 @@ def position_of(vote_cast: str) -> str:
     return POSITIONS.get(value, value)
 
 
+#: The sessions of a Congress whose vote menus senate.gov publishes (``-a session=``).
+SESSIONS = ("1", "2")
+
+
 class SenateVotesSpider(EventSpider):
     name = "senate_votes"
     version = "1.2"
@@ -80,8 +85,8 @@ class SenateVotesSpider(EventSpider):
     ) -> None:
         super().__init__(*args, **kwargs)
         #: ``-a congress=119 -a session=1`` discovers that session's votes instead of the current one's.
-        self.congress = whole_number("congress", congress)
-        self.session = whole_number("session", session)
+        self.congress = whole_number("congress", congress, least=1)
+        self.session = int(one_of("session", session, SESSIONS)) if session else None
 
     @property
     def listing_urls(self) -> tuple[str, ...]:

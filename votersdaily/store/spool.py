@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import itertools
 import json
 import logging
@@ -163,6 +164,16 @@ class NotSpooled(Exception):
         )
 
 
+class SpoolBusy(Exception):
+    """Another live process is delivering spooled documents of this database for this store: a
+    writer's later versions must wait behind them in the spool, or the earlier versions, written
+    after, would replace them."""
+
+    def __init__(self, claim: Path) -> None:
+        self.claim = claim
+        super().__init__("another process is delivering spooled documents now (%s)" % claim.name)
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror and exc.errno is not None:
         return "[Errno %d] %s" % (exc.errno, exc.strerror)
@@ -277,6 +288,9 @@ class DeliveryReport:
     refused: list[KeptFile] = field(default_factory=list)
     #: One line per kept or refused file, for a caller that does not report them itself.
     problems: list[str] = field(default_factory=list)
+    #: Files left spooled because another process was delivering files of their database for their
+    #: store (delivered in order, by one process at a time): the next delivery takes them.
+    behind: int = 0
 
     def log_problems(self) -> None:
         for line in self.problems:
@@ -397,6 +411,16 @@ class Spool:
                 counts[spooled.db] = counts.get(spooled.db, 0) + _line_count(spooled.path)
         return counts
 
+    def delivering(self, db: str, key: str | None) -> Path | None:
+        """The claim of a live process delivering a file of ``db`` for the store ``key`` now, or
+        None. A dead process's claim is none: the next delivery takes it over."""
+        if not self.directory.is_dir():
+            return None
+        for path in self.directory.iterdir():
+            if path.name.endswith(CLAIM) and parse_name(path.name) == (db, key) and _owner_alive(path.name):
+                return path
+        return None
+
     # -- delivery ------------------------------------------------------------------------------
 
     def deliver(
@@ -422,11 +446,16 @@ class Spool:
         keys = {store_key(tag) if tag is not None else None for tag in accepted}
         report = DeliveryReport()
         hooks: dict[str, WriteHooks] = {}
+        busy: set[tuple[str, str | None]] = set()
         for spooled in self.pending(db):
             if spooled.key not in keys:
                 left = report.left.setdefault(_store_of(spooled), LeftBehind())
                 left.files += 1
                 left.documents += _line_count(spooled.path)
+                continue
+            if (spooled.db, spooled.key) in busy or self.delivering(spooled.db, spooled.key) is not None:
+                busy.add((spooled.db, spooled.key))  # its later files too: one deliverer, in order
+                report.behind += 1
                 continue
             claimed = self._claim(spooled.path)
             if claimed is None:
@@ -452,17 +481,35 @@ class Spool:
                 db,
                 store.display_uri,
             )
+        if report.behind:
+            logger.warning(
+                "%d spool files for %s wait: another process is delivering that database's spool for "
+                "this store now",
+                report.behind,
+                db,
+            )
         for label, left in report.left.items():
             LEFT_NOTICES.notice(self.directory, label, left, db)
         report.log_problems()
         return report
 
     def deliver_path(self, store: Store, path: Path) -> DeliveryReport:
-        """Deliver one spool file (a writer's own, in order); removed once delivered."""
+        """Deliver one spool file (a writer's own, in order); removed once delivered. Raises
+        :class:`SpoolBusy` while another process delivers files of its database for its store (this
+        one among them, maybe): the writer's later versions then wait behind them. A file another
+        process has delivered meanwhile is done."""
         report = DeliveryReport()
-        claimed = self._claim(Path(path))
-        if claimed is None:
-            return report
+        path = Path(path)
+        parsed = parse_name(path.name)
+        while True:
+            claim = self.delivering(*parsed) if parsed is not None else None
+            if claim is not None:
+                raise SpoolBusy(claim)
+            claimed = self._claim(path) or self._take_over(path)
+            if claimed is not None:
+                break
+            if not path.exists() and (parsed is None or self.delivering(*parsed) is None):
+                return report  # delivered (or kept) by another process
         try:
             problems = self._deliver_file(store, claimed, {identity_of(store)}, report, {})
         except BaseException:
@@ -479,6 +526,15 @@ class Spool:
         except FileNotFoundError:  # another deliverer got it first
             return None
         return claimed
+
+    def _take_over(self, path: Path) -> Path | None:
+        """This process's claim of the ready file ``path`` that a dead process had claimed, or None."""
+        for claim in self.directory.glob(glob.escape(path.name) + ".*" + CLAIM):
+            if not _owner_alive(claim.name):
+                claimed = self._claim(claim)
+                if claimed is not None:
+                    return claimed
+        return None
 
     def _done(self, claimed: Path, problems: Problems, report: DeliveryReport) -> None:
         """A delivered file goes. One with damaged lines is kept, renamed (``.undelivered``: no

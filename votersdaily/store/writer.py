@@ -40,9 +40,9 @@ from .base import (
 )
 from .embedded import text_md5
 from .hooks import WriteHooks
-from .identity import identity_of
+from .identity import identity_of, store_key
 from .revisions import unstorable
-from .spool import FULL_FOLDERS, NotSpooled, Spool
+from .spool import FULL_FOLDERS, NotSpooled, Spool, SpoolBusy
 from .upsert import UpsertResult, upsert
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ class BatchWriter:
         #: Where what this writer spools goes: the store's identity (no credentials), which alone
         #: may receive it.
         self.target = identity_of(store)
+        #: The spool's name for that store (the files of another process delivering to it now).
+        self._key = store_key(self.target)
         #: This writer's spool files, oldest first (delivered in order once the store is back).
         self._spooled: list[Path] = []
         self.total = UpsertResult()
@@ -303,7 +305,12 @@ class BatchWriter:
         try:
             if self._spooled:
                 result.merge(self._retrying(self._deliver_spooled, retries))
+            elif self.spool is not None and (claim := self.spool.delivering(self.db, self._key)) is not None:
+                raise SpoolBusy(claim)  # earlier versions of these documents may be in it
             result.merge(self._retrying(lambda: self._write_now(batch), retries))
+        except SpoolBusy as exc:
+            logger.warning("%s: %d documents for %s wait behind it in the spool", exc, len(batch), self.db)
+            result.merge(self._spool(batch, reason=str(exc)))
         except StoreError:
             if self.spool is None:
                 raise
@@ -318,6 +325,16 @@ class BatchWriter:
             if self._store_down:  # it could not even be opened: the spool is delivered by `flush`
                 raise StoreUnavailable(self.outage.last_error)
             return self._retrying(self._deliver_spooled, self.retry_times)
+        except SpoolBusy as exc:
+            logger.warning(
+                "%s: %d documents for %s stay spooled behind it in %s; `python -m votersdaily flush` "
+                "delivers them once it is done",
+                exc,
+                self.outage.still_spooled,
+                self.db,
+                self.spool.directory if self.spool is not None else "",
+            )
+            return UpsertResult()
         except StoreError:
             logger.error(
                 "store %s still does not take documents: %d documents for %s stay spooled in %s; "
@@ -379,7 +396,7 @@ class BatchWriter:
             outage=self.outage,
         )
 
-    def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
+    def _spool(self, batch: list[dict[str, Any]], reason: str | None = None) -> UpsertResult:
         """Keep ``batch`` in the spool for this writer's store, whole, or else in halves down to single
         documents; what even that fails for is lost: counted, reported once per folder, and one error
         of the run per batch (a Redis worker then does not ack the requests behind it)."""
@@ -390,7 +407,7 @@ class BatchWriter:
         # it: neither spooled nor lost for want of room in the spool.
         refused = {id(doc): unstorable(doc) for doc in batch}
         kept = [doc for doc in batch if refused[id(doc)] is None]
-        result, not_spooled = self._spool_pieces(kept) if kept else (UpsertResult(), None)
+        result, not_spooled = self._spool_pieces(kept, reason) if kept else (UpsertResult(), None)
         for doc in batch:
             answer = refused[id(doc)]
             if answer is not None:
@@ -401,7 +418,9 @@ class BatchWriter:
             FULL_FOLDERS.failed(not_spooled)
         return result
 
-    def _spool_pieces(self, batch: list[dict[str, Any]]) -> tuple[UpsertResult, NotSpooled | None]:
+    def _spool_pieces(
+        self, batch: list[dict[str, Any]], reason: str | None = None
+    ) -> tuple[UpsertResult, NotSpooled | None]:
         assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
         try:
             path = self.spool.write(self.target, self.db, batch, self.ignore, self.hooks)
@@ -409,8 +428,8 @@ class BatchWriter:
             if len(batch) == 1:
                 return UpsertResult(lost=[batch[0]["_id"]]), exc
             half = len(batch) // 2  # a full disk may take part of it: as much as fits, in order
-            result, first = self._spool_pieces(batch[:half])
-            rest, second = self._spool_pieces(batch[half:])
+            result, first = self._spool_pieces(batch[:half], reason)
+            rest, second = self._spool_pieces(batch[half:], reason)
             result.merge(rest)
             return result, first or second
         self._spooled.append(path)
@@ -420,7 +439,7 @@ class BatchWriter:
             self.store.display_uri,
             len(batch),
             self.db,
-            self.outage.last_error,
+            reason or self.outage.last_error,
             path,
         )
         return UpsertResult(spooled=[doc["_id"] for doc in batch]), None
