@@ -44,6 +44,12 @@ DESIGN_REFUSED = (
     [{"id": "_design/votersdaily", "error": "forbidden", "reason": "You are not a db or server admin."}],
 )
 
+#: Apache CouchDB 3.5.0's answers to ``POST /{db}/_bulk_docs`` (built from its source, tag 3.5.0, QuickJS;
+#: recorded 2026-11-28): the whole request refused for one document of 9,000,000 bytes of JSON (its
+#: default ``max_document_size`` is 8,000,000), the reason that document's id; a document taken.
+TOO_LARGE = (413, {"error": "document_too_large", "reason": "big"})
+TAKEN = {"ok": True, "id": "small2", "rev": "1-23202479633c2b380f79507a776743d5"}
+
 
 @pytest.fixture
 def couch_stub(site):
@@ -261,3 +267,51 @@ def test_a_store_failing_under_a_reparse_is_one_line(cli, site, couch_stub, arch
         assert proc.returncode == 1
         (line,) = [line for line in proc.stderr.splitlines() if "ERROR" in line]
         assert line.endswith("ERROR: reparse of house_votes: %s" % said)
+
+
+def test_a_document_over_the_servers_size_limit_is_refused_on_its_own(site, couch_stub):
+    """CouchDB 3 refuses a whole ``_bulk_docs`` request for one document over its
+    ``max_document_size``: before, the batch failed with it (StoreError), spooled, and every ``flush``
+    failed the same way. The stub is a DERIVED variant of the recorded answers: it applies the rule with
+    a limit of 1,000 bytes (a server whose admin lowered the setting) and names the first document over
+    it, so the test sends small documents; what it answers has the recorded shapes."""
+    limit = 1000
+    posted: list[list[str]] = []
+
+    def bulk_docs(handler) -> tuple[int, dict, bytes]:
+        docs = json.loads(handler.request_body)["docs"]
+        posted.append([doc["_id"] for doc in docs])
+        over = [doc["_id"] for doc in docs if len(json.dumps(doc)) > limit]
+        if over:
+            status, body = TOO_LARGE
+            answer: object = dict(body, reason=over[0])
+        else:
+            status, answer = 201, [dict(TAKEN, id=doc["_id"]) for doc in docs]
+        return status, {"Content-Type": "application/json"}, json.dumps(answer).encode()
+
+    site.route("/vd_events/_bulk_docs", bulk_docs)
+    store = open_store(uri(site))
+    docs = [
+        {"_id": "small1", "n": 1},
+        {"_id": "big1", "text": "x" * limit},
+        {"_id": "small2", "n": 2},
+        {"_id": "big2", "text": "y" * limit},
+    ]
+    answers = store.bulk_docs("vd_events", docs)
+    assert [answer["id"] for answer in answers] == ["small1", "big1", "small2", "big2"]
+    assert [answer.get("error") for answer in answers] == [
+        None,
+        "document_too_large",
+        None,
+        "document_too_large",
+    ]
+    assert "max_document_size" in answers[1]["reason"]
+    assert posted == [
+        ["small1", "big1", "small2", "big2"],
+        ["small1", "small2", "big2"],
+        ["small1", "small2"],
+    ]
+    refused = TOO_LARGE[0], {"error": "document_too_large", "reason": "one that is not in the batch"}
+    couch_stub("/vd_events/_bulk_docs", refused)  # an answer naming no document sent: the refusal, as before
+    with pytest.raises(StoreError, match="HTTP 413 document_too_large"):
+        store.bulk_docs("vd_events", docs[:1])

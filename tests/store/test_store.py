@@ -637,6 +637,26 @@ def test_a_document_couchdb_refuses_a_whole_batch_for_is_refused_on_its_own(db):
     assert db.get(DB, event(4)["_id"])["title"] == "changed"
 
 
+def test_a_document_over_couchdbs_size_limit_is_refused_on_its_own(couchdb, couch_uri):
+    """Apache CouchDB 3 refuses a whole ``_bulk_docs`` request for one document over its
+    ``max_document_size`` (default 8,000,000 bytes of JSON): before, the batch failed with it, and every
+    delivery of the spool file it then waited in. Only a real CouchDB has the limit (the pinned PouchDB
+    Server has none); tests/cli/test_couch_answers.py shows the same on every run from its answers."""
+    from tests.support.services import ExternalCouchDB
+
+    if not isinstance(couchdb, ExternalCouchDB):
+        pytest.skip("needs a real CouchDB 3 ($VOTERSDAILY_TEST_COUCHDB): PouchDB Server has no size limit")
+    store = open_store(couch_uri)
+    store.ensure_db(DB)
+    big = event(2, text="x" * 9_000_000)
+    result = upsert(store, DB, [event(1), big, event(3)])
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert list(result.failed) == [big["_id"]]
+    assert result.failed[big["_id"]].startswith("document_too_large: ")
+    assert store.get(DB, event(3)["_id"]) and store.get(DB, big["_id"]) is None
+    store.close()
+
+
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""
