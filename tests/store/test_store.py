@@ -660,7 +660,7 @@ def test_a_document_over_couchdbs_size_limit_is_refused_on_its_own(couchdb, couc
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""
-    from votersdaily.store.identity import store_identity
+    from votersdaily.store.identity import identity_of
     from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
@@ -675,7 +675,7 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
         for doc in earlier
     ]
     spool = Spool(tmp_path / "spool")
-    spool.write(store_identity(db.display_uri), DB, moved, (), RescheduleTracker())
+    spool.write(identity_of(db), DB, moved, (), RescheduleTracker())
     reads = []
     real_query = db.query
     db.query = lambda *a, **k: (reads.append(a[1]), real_query(*a, **k))[1]
@@ -813,15 +813,13 @@ def test_the_embedded_store_tells_what_it_can_without_the_bodies(sqlite_uri):
 def test_spool_files_of_earlier_versions_are_delivered_with_the_hooks_they_meant(db, tmp_path, recorded):
     """Their lines name the hooks by import path (as versions before the registry wrote them): the
     delivery runs the reschedule tracker they meant, found by name, and marks what they replace."""
-    from votersdaily.store.identity import store_identity
+    from votersdaily.store.identity import identity_of
     from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
     upsert(db, DB, [event(11), event(12)])
     spool = Spool(tmp_path / "spool")
-    path = spool.write(
-        store_identity(db.display_uri), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker()
-    )
+    path = spool.write(identity_of(db), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker())
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert {line["after_batch"] for line in lines} == {"reschedules"}
     path.write_text("".join(json.dumps(dict(line, after_batch=recorded)) + "\n" for line in lines))
