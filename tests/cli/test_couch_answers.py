@@ -315,3 +315,25 @@ def test_a_document_over_the_servers_size_limit_is_refused_on_its_own(site, couc
     couch_stub("/vd_events/_bulk_docs", refused)  # an answer naming no document sent: the refusal, as before
     with pytest.raises(StoreError, match="HTTP 413 document_too_large"):
         store.bulk_docs("vd_events", docs[:1])
+
+
+def test_a_flush_the_store_refuses_says_it_refused_not_that_it_is_unavailable(
+    cli_main, site, couch_stub, tmp_path
+):
+    """A user who is no member flushes: the store answers, and refuses the database. Before, the line
+    said "store still unavailable", as if the server were down, so the operator waited for it."""
+    from votersdaily.store.identity import store_identity
+    from votersdaily.store.spool import Spool
+
+    couch_stub("/vd_events", NOT_A_MEMBER)
+    spool = tmp_path / "spool"
+    Spool(spool).write(store_identity(uri(site)), "vd_events", [{"_id": "one", "title": "One"}])
+    proc = cli_main("flush", store_uri=uri(site), env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr.splitlines() == [
+        "votersdaily flush: the store refused them, documents stay spooled in %s: user 'member1' may not use "
+        "database 'vd_events' in the store at %s (GET /vd_events: HTTP 403 forbidden: You are not allowed to "
+        "access this db.): a server admin makes it a member there (docs/operations.md: Users and roles)"
+        % (spool, shown(site))
+    ]
+    assert len(list(spool.glob("*.jsonl"))) == 1  # kept for a flush with a member's credentials
