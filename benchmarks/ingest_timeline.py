@@ -3,9 +3,13 @@
 Runs ONE ``scrapy crawl ingest`` of a set of ``benchmarks.ingest`` (the same local site and requests)
 with its crawl process instrumented, and prints a timeline instead of a rate: the fixed costs inside
 the crawl's window (from ``spider_opened`` to ``spider_closed``: the first request, renderer start-up,
-the last chains' tail), then per 100 ms the reactor thread's CPU share, the extraction processes'
-busy share, the reactor loop's iterations and the chains started and completed, then per hop of a
-chain where it waited (fetch, scheduling, extraction queue and compute, page-0 render, store).
+the last chains' tail), each extraction process's wall-clock time in its calls beside its CPU (in
+its calls, in all, and its page-0 renderers'), then per 100 ms the reactor thread's CPU share, the
+extraction processes' busy share, the reactor loop's iterations and the chains started and
+completed, then per hop of a chain where it waited (fetch, scheduling, extraction queue and
+compute, page-0 render, store). Busy is wall clock: an extraction process runs niced beside the
+reactor on two cores and waits for its renderer, so its busy time is about twice its CPU on the
+benchmark's host; the CPU columns say what the extraction itself costs.
 It measures one run and no baseline: read it beside ``benchmarks.ingest``'s ratios. Run it under the
 shared lock: ``flock /tmp/bench.lock python3 -m benchmarks.ingest_timeline --sets pdf``.
 
@@ -18,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 # Nothing else at the top: the extraction processes import this module as their ``__mp_main__``.
 
@@ -26,9 +30,10 @@ from typing import Any
 OUTPUT_ENV = "INGEST_TIMELINE_OUT"
 
 
-def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float, int, float | None]:
+def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float, int, float | None, Cpu]:
     """In an extraction process: the pool's answer with when its call ran (CLOCK_MONOTONIC is one
-    clock for every process of the machine) and how long the page-0 render inside it took, if any."""
+    clock for every process of the machine), how long the page-0 render inside it took, if any,
+    and the CPU it and this process used (:class:`Cpu`)."""
     from votersdaily.ingest import process, workers
 
     if not hasattr(process, "_untimed_warm_page0"):  # once a process: time its renders
@@ -43,13 +48,40 @@ def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float
 
         process.warm_page0 = timed_warm_page0  # type: ignore[assignment]
     _RENDERS.clear()
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.thread_time()
     answer = getattr(workers, "_untimed_answer", workers._answer)(folder, func, *args)
-    return answer, started, time.monotonic(), os.getpid(), _RENDERS[-1] if _RENDERS else None
+    ended, cpu = time.monotonic(), time.thread_time() - cpu
+    spent = Cpu(call=cpu, process=time.process_time(), renderers=_renderers_cpu())
+    return answer, started, ended, os.getpid(), _RENDERS[-1] if _RENDERS else None, spent
 
 
 #: In an extraction process: the page-0 renders' durations of the call under way.
 _RENDERS: list[float] = []
+
+
+class Cpu(NamedTuple):
+    """An extraction call's CPU seconds (the thread that ran it), and its process's since it
+    started and its live page-0 renderers' since they started, when the call ended."""
+
+    call: float
+    process: float
+    renderers: float
+
+
+def _renderers_cpu() -> float:
+    """The CPU seconds of this process's live warm renderers (Linux's /proc; 0 elsewhere)."""
+    from votersdaily.ingest import thumbnail
+
+    renderer = thumbnail._Warm.renderer
+    total = 0.0
+    for pid in [live.process.pid for live in renderer._live] if renderer is not None else []:
+        try:
+            with open("/proc/%d/stat" % pid, encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return total
 
 
 def _time_extraction(record: Any) -> None:
@@ -62,8 +94,8 @@ def _time_extraction(record: Any) -> None:
     unpack = workers._unpack
 
     def timed_unpack(answer: Any) -> Any:
-        inner, started, ended, pid, render = answer
-        record("worker", w0=started, w1=ended, pid=pid)
+        inner, started, ended, pid, render, cpu = answer
+        record("worker", w0=started, w1=ended, pid=pid, c=cpu.call, pc=cpu.process, rc=cpu.renderers)
         if render is not None:
             record("page0 (extraction process)", t0=time.monotonic() - render)
         return unpack(inner)
@@ -249,11 +281,21 @@ def report(events: list[dict[str, Any]], iterations: list[float]) -> None:
         )
     )
     workers = of("worker")
+    spent = [0.0, 0.0, 0.0]
     for pid in sorted({e["pid"] for e in workers}):
         mine = [e for e in workers if e["pid"] == pid]
+        cpu = (sum(e["c"] for e in mine), max(e["pc"] for e in mine), max(e["rc"] for e in mine))
+        spent = [a + b for a, b in zip(spent, cpu, strict=True)]
         print(
-            "extraction process %d: %d calls, busy %.3f s"
-            % (pid, len(mine), sum(e["w1"] - e["w0"] for e in mine))
+            "extraction process %d: %d calls, busy %.3f s (wall clock); CPU %.3f s in its calls, "
+            "%.3f s since its start, its page-0 renderers %.3f s"
+            % (pid, len(mine), sum(e["w1"] - e["w0"] for e in mine), *cpu)
+        )
+    ingests = len(of("scraped"))
+    if ingests:
+        print(
+            "extraction CPU per ingest: %.2f ms in calls, %.2f ms in the processes, %.2f ms in their renderers"
+            % tuple(1000 * x / ingests for x in spent)
         )
     # each extract event follows its worker event (recorded as the answer is unpacked)
     waits: dict[str, list[tuple[float, float, float]]] = {}

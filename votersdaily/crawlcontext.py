@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from votersdaily.plumbing.ssrf import CrawledUrlCheck
     from votersdaily.reparse import Reparse, ReparsePlan
 
 Shared = TypeVar("Shared")
@@ -90,6 +91,9 @@ class CrawlContext:
     reparse_plan: ReparsePlan | None = None
     #: The run's record once its run log is built (None: not yet, or the run log is switched off).
     run: RunRecord | None = None
+    #: The crawl's address guard (its downloader middleware, once built): what the rendering
+    #: browser's fetches are checked by (None: the crawl has none, and its browser fetches nothing).
+    address_guard: CrawledUrlCheck | None = None
 
     @property
     def dry_run(self) -> bool:

@@ -9,6 +9,7 @@ the exception (with traceback) that made the run fail. A failed run leaves store
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 import traceback as tb
@@ -39,11 +40,20 @@ from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
 from .store import mask_uri, store_uri
-from .store.base import StoreError, StoreRefused, StoreUnavailable
-from .store.crawler import count_spool_delivered, crawl_writes, store_for, write_totals, writers_of
+from .store.base import Store, StoreError, StoreRefused, StoreUnavailable
+from .store.crawler import (
+    count_spool_delivered,
+    crawl_writes,
+    retry_policy,
+    store_for,
+    store_given_up,
+    write_totals,
+    writers_of,
+)
 from .store.identity import store_identity
 from .store.names import db_prefix
 from .store.spool import FULL_FOLDERS, NotSpooled, Spool
+from .store.writer import retried
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -107,6 +117,15 @@ def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseExcep
         "empty": False,
         "store_outage": {schema.LOG_DB: {"error": message}},
     }
+
+
+def _same_run_log(stored: dict[str, Any] | None, doc: dict[str, Any]) -> bool:
+    """Whether ``stored`` is ``doc`` (its ``_rev`` and attachment stubs aside): the same run's log."""
+    if stored is None:
+        return False
+    unstored = ("_rev", "_attachments")
+    mine = json.loads(json.dumps({k: v for k, v in doc.items() if k not in unstored}))
+    return {k: v for k, v in stored.items() if k not in unstored} == mine
 
 
 def running_code() -> dict[str, str]:
@@ -552,20 +571,19 @@ class RunLog:
 
     def _write(self, doc: dict[str, Any]) -> None:
         store = store_for(self.crawler)
-        store.ensure_db(schema.LOG_DB)
-        store.install_views(schema.LOG_DB)
+        # Retried under the store retry policy, as the writers' batches are: a store that fails a
+        # request now and then (a restart, a proxy's hiccup) still gets the log.
+        policy = retry_policy(self.crawler.settings)
+        if self.started is None or store_given_up(self.crawler):  # known down: one attempt, then the spool
+            policy["retry_times"] = 0
+        retried(lambda: self._ready(store), shown=store.display_uri, **policy)
         # Run logs an earlier run spooled for this store go first: it takes documents again. They
         # are that run's; this one only counts them apart.
         earlier = Spool.from_settings(self.crawler.settings).deliver_earlier(store, schema.LOG_DB)
         count_spool_delivered(self.crawler, schema.LOG_DB, earlier.documents)
         doc["spool_delivered_count"] = sum(crawl_writes(self.crawler).spool_delivered.values())
         self.record.spool_delivered = doc["spool_delivered_count"]
-        base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
-        for attempt in range(1, 100):
-            doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)
-            answer = store.bulk_docs(schema.LOG_DB, [doc])[0]
-            if answer.get("error") != "conflict":
-                break
+        answer = retried(lambda: self._insert(store, doc), shown=store.display_uri, **policy)
         if answer.get("error") in ("unauthorized", "forbidden"):
             raise StoreRefused("the run log was refused: %s: %s" % (answer["error"], answer.get("reason")))
         if "error" in answer:
@@ -582,3 +600,23 @@ class RunLog:
             "".join(" and %s" % path for path in doc.get("outputs", {}).values()),
         )
         self.crawler.stats.set_value("votersdaily/run_log_id", doc["_id"])
+
+    @staticmethod
+    def _ready(store: Store) -> None:
+        store.ensure_db(schema.LOG_DB)
+        store.install_views(schema.LOG_DB)
+
+    @staticmethod
+    def _insert(store: Store, doc: dict[str, Any]) -> dict[str, Any]:
+        """Insert ``doc`` under its log id, or the next free ``-2``, ``-3``... (another run of the
+        same source, result and second). A conflict with this very document is a retry whose first
+        answer was lost after the store took it: that one is the answer, not a second copy."""
+        base_id = schema.log_id(doc["access_datetime"], doc["parser_name"], doc["result"])
+        for attempt in range(1, 100):
+            doc["_id"] = base_id if attempt == 1 else "%s-%d" % (base_id, attempt)
+            answer = store.bulk_docs(schema.LOG_DB, [doc])[0]
+            if answer.get("error") != "conflict":
+                return answer
+            if _same_run_log(store.get(schema.LOG_DB, doc["_id"]), doc):
+                return {"id": doc["_id"], "ok": True}
+        return answer

@@ -153,6 +153,18 @@ SPLASH_URL: str | None = None
 #: Seconds Splash waits after load, and its render timeout.
 SPLASH_WAIT = 0.5
 SPLASH_TIMEOUT = 30.0
+#: Splash fetches a page's scripts, images and frames from its own machine, outside the crawl's
+#: address policy: SPLASH_URL is used only once the operator states (True) that Splash's network
+#: reaches public addresses only (docs/operations.md, "JavaScript").
+SPLASH_NETWORK_CONFINED = False
+#: Chromium fetches nothing itself (votersdaily/rendering/gate.py): every request of a rendered page
+#: is checked by the crawl's address guard and fetched for it, at most this many per page (the page
+#: and its scripts, images, frames, XHR; the rest are refused) ...
+VOTERSDAILY_BROWSER_MAX_REQUESTS: Annotated[int, AtLeast(1)] = 200
+#: ... each at most this many bytes ...
+VOTERSDAILY_BROWSER_MAX_BYTES: Annotated[int, AtLeast(1)] = 20 * 1024 * 1024
+#: ... within this many seconds, its redirect hops included.
+VOTERSDAILY_BROWSER_TIMEOUT: Annotated[float, AtLeast(0.001)] = 20.0
 
 # -- the static site and its spider health page (votersdaily/feeds) --------------------------------
 #: Zone the day pages group and show times in (all-day events keep their own date).

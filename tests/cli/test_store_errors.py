@@ -191,18 +191,19 @@ def test_a_live_crawl_on_an_unreachable_store_names_the_listing_it_would_have_re
 @pytest.mark.parametrize("fmt", ["ics", "json"])
 def test_a_store_failing_half_way_through_an_export_leaves_no_partial_feed(cli_main, couchdb, fmt):
     """The feed's head is written before its events are read: a store that stops answering then (here
-    a proxy that loses the answer of the first view query) must not leave a truncated feed behind."""
+    a proxy that loses the answers of the first view query, and of the one retry a read gets) must not
+    leave a truncated feed behind."""
     couchdb.reset()
     store = open_store(couchdb.url)
     load_events(store)
     store.close()
     proxy = FaultProxy(couchdb.port, couchdb.host).start()
     try:
-        proxy.lose_answer(b"/_view/")
+        proxy.lose_answer(b"/_view/", times=2)
         proc = cli_main("export", fmt, store_uri=couchdb.url_at(proxy.port))
     finally:
         proxy.stop()
-    assert proxy.lost == 1
+    assert proxy.lost == 2
     assert proc.returncode == 3 and proc.stdout == ""
     (line,) = lines(proc.stderr)
     assert line.startswith("votersdaily export: GET ") and line.endswith("failed: ConnectionError")

@@ -63,7 +63,15 @@ class RenderedSpider(FetchSpider):
 
     name = "vd_rendered"
     render_js = True
-    custom_settings = {**RENDER_SETTINGS, **FetchSpider.custom_settings}
+    custom_settings = {
+        **RENDER_SETTINGS,
+        **FetchSpider.custom_settings,
+        # The ingest's guard (INGEST_* settings): what the browser's requests are checked by.
+        "DOWNLOADER_MIDDLEWARES": {
+            **RENDER_SETTINGS["DOWNLOADER_MIDDLEWARES"],
+            "votersdaily.plumbing.ssrf.SsrfGuardMiddleware": 50,
+        },
+    }
 
     def parse_page(self, response):
         yield {

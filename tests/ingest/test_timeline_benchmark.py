@@ -36,6 +36,19 @@ def test_the_timeline_benchmark_follows_every_chain_and_says_where_it_waited():
     # rendered by the spider, or (the warm renderer built) inside the PDF's extraction call
     assert re.search(r"^page0( \(extraction process\))? +n=4: median", out, re.M), out
     assert re.search(r"^persist +n=4: median", out, re.M), out
+    # each extraction process's CPU beside its wall-clock busy time: its calls' CPU, some, within its own
+    processes = re.findall(
+        r"^extraction process \d+: \d+ calls, busy [0-9.]+ s \(wall clock\); CPU ([0-9.]+) s in its "
+        r"calls, ([0-9.]+) s since its start, its page-0 renderers [0-9.]+ s$",
+        out,
+        re.M,
+    )
+    assert processes, out
+    assert all(0 < float(calls) <= float(total) for calls, total in processes), out
+    assert sum(float(calls) for calls, _ in processes) > 0.001, out  # 8 calls: a PDF's pypdf alone is ms
+    assert re.search(
+        r"^extraction CPU per ingest: [0-9.]+ ms in calls, [0-9.]+ ms in the processes", out, re.M
+    ), out
     completed = re.findall(r"\d+:\d+/\d+/\d+/\d+/(\d+)", out)
     assert sum(map(int, completed)) == 4, out  # every chain ended in an item inside the window
 

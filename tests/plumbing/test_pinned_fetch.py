@@ -112,3 +112,28 @@ def test_fetch_limited_ends_a_trickling_answer_at_its_timeout(head, drip):
     assert not worker.is_alive(), "fetch_limited(timeout=1) was still reading after 15 s"
     assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
     assert took < 5, took
+
+
+def test_fetch_limited_gives_up_a_slow_dns_lookup_at_its_timeout(monkeypatch):
+    """The timeout covers the lookups too: a resolver that takes its time (its own timeouts and
+    retries run to tens of seconds a name) must not hold a cleaning worker past the fetch's timeout.
+    A resolver that hangs cannot be set up for one test, so ``getaddrinfo`` stands in for it: it
+    waits for the name ``slow.example`` until the test ends (any other name resolves as usual)."""
+    released = threading.Event()
+    real_getaddrinfo = socket.getaddrinfo
+
+    def hanging_getaddrinfo(host, *args, **kwargs):
+        if host == "slow.example":
+            released.wait(60)
+            raise socket.gaierror(socket.EAI_AGAIN, "released")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging_getaddrinfo)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match=r"DNS lookup of slow\.example took longer than"):
+            fetch_limited("http://slow.example/context.jsonld", AddressPolicy(), max_bytes=1000, timeout=1)
+        took = time.monotonic() - started
+    finally:
+        released.set()
+    assert took < 3, took

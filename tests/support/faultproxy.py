@@ -10,7 +10,10 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
 * stop at the first such request: nothing of it is forwarded, every connection is closed and the
   port stops listening (connections are refused from then on), as when the server is stopped just
   before it: a store that answered the command's check and then went away;
-* delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped).
+* delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped);
+* close a kept-alive connection when a request comes on it again, forwarding nothing: a server
+  that closed an idle keep-alive connection just as the client reused it (the client sees the
+  connection aborted before any answer).
 
 The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
 request line starts a request.
@@ -40,6 +43,9 @@ class FaultProxy:
         #: Requests delayed so far (a test waits for the first).
         self.delayed = 0
         self._stop_at: bytes | None = None
+        self._close_reused: dict[bytes, int] = {}
+        #: Requests met by a closed kept-alive connection so far.
+        self.closed_reused = 0
         #: Set once the proxy stopped at the request named by :meth:`stop_at`.
         self.stopped = threading.Event()
         self._lock = threading.Lock()
@@ -66,6 +72,12 @@ class FaultProxy:
     def stop_at(self, fragment: bytes) -> None:
         """Stop (as a stopped server: refused connections) when a request line holds ``fragment``."""
         self._stop_at = fragment
+
+    def close_reused(self, fragment: bytes, times: int = 1) -> None:
+        """Close the connection, forwarding nothing, when one of the next ``times`` requests whose
+        request line holds ``fragment`` comes on a connection that carried a request before."""
+        with self._lock:
+            self._close_reused[fragment] = times
 
     def start(self) -> FaultProxy:
         self._listener = socket.create_server(("127.0.0.1", self.port))
@@ -95,10 +107,15 @@ class FaultProxy:
             threading.Thread(target=self._answers, args=(upstream, client, state), daemon=True).start()
 
     def _requests(self, client: socket.socket, upstream: socket.socket, state: dict) -> None:
+        carried = 0
         while data := self._recv(client):
             line = data.split(b"\r\n", 1)[0]
             if self.stopped.is_set():
                 break
+            if line.split(b" ", 1)[0].isalpha() and b" HTTP/1." in line:
+                carried += 1
+                if carried > 1 and self._closes_reused(line):
+                    break
             if self._stop_at is not None and self._stop_at in line:
                 self.stopped.set()
                 self.stop()
@@ -125,6 +142,15 @@ class FaultProxy:
             except OSError:
                 break
         self._close(client, upstream)
+
+    def _closes_reused(self, line: bytes) -> bool:
+        with self._lock:
+            for fragment, times in self._close_reused.items():
+                if times and fragment in line:
+                    self._close_reused[fragment] = times - 1
+                    self.closed_reused += 1
+                    return True
+        return False
 
     def _answers(self, upstream: socket.socket, client: socket.socket, state: dict) -> None:
         while data := self._recv(upstream):

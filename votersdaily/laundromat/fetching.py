@@ -83,7 +83,7 @@ class AddressGuardMiddleware(SsrfGuardMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(address_policy(crawler.settings))
-        guard.install()
+        guard.install(crawler)
         return guard
 
     async def process_request(self, request: Request) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from votersdaily.plumbing.hosts import NO_HOSTS, HostList
@@ -50,6 +51,11 @@ def is_public(address: str) -> bool:
 
 def _is_local_name(host: str) -> bool:
     return host == "localhost" or host.endswith((".localhost", ".local", ".internal"))
+
+
+def host_port(url: str) -> tuple[str, int]:
+    """The host (lower case, no brackets) and port (the scheme's default when none) a URL connects to."""
+    return _host_port(urlsplit(url))
 
 
 def _host_port(parts: SplitResult) -> tuple[str, int]:
@@ -118,7 +124,8 @@ class AddressPolicy:
                 )
 
     def resolve_sync(self, url: str, timeout: float | None = None) -> tuple[str, int, list[str] | None]:
-        """``(host, port, addresses)`` to connect to for ``url`` (blocking DNS); addresses None: any."""
+        """``(host, port, addresses)`` to connect to for ``url`` (blocking DNS, within ``timeout``
+        seconds when given: TimeoutError after); addresses None: any."""
         target = self.refusal(url)
         if target is None:
             return (*_host_port(urlsplit(url)), None)
@@ -126,7 +133,7 @@ class AddressPolicy:
         addresses = literal_address(host)
         if addresses is None:
             try:
-                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                infos = _getaddrinfo_within(host, port, timeout)
             except socket.gaierror as exc:
                 from scrapy.exceptions import CannotResolveHostError
 
@@ -134,6 +141,30 @@ class AddressPolicy:
             addresses = sorted({str(info[4][0]) for info in infos})
         self.check_addresses(url, addresses)
         return host, port, addresses
+
+
+def _getaddrinfo_within(host: str, port: int, timeout: float | None) -> list[Any]:
+    """``getaddrinfo`` that gives up after ``timeout`` seconds (TimeoutError). The resolver's own
+    timeouts and retries can take tens of seconds a name; a fetch's deadline covers its lookups too.
+    A lookup given up on ends in its daemon thread when the resolver does."""
+    if timeout is None:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    outcome: list[Any] = []
+
+    def look_up() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except Exception as exc:  # handed to the caller below
+            outcome.append(exc)
+
+    lookup = threading.Thread(target=look_up, name="dns %s" % host, daemon=True)
+    lookup.start()
+    lookup.join(max(timeout, 0.0))
+    if not outcome:
+        raise TimeoutError("DNS lookup of %s took longer than %.1f s" % (host, timeout))
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
 
 
 def literal_address(host: str) -> list[str] | None:

@@ -20,7 +20,7 @@ import asyncio
 import socket
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, UsageError
 from twisted.internet.address import IPv4Address, IPv6Address
@@ -155,6 +155,16 @@ def install_pinning(reactor: Any) -> None:
         reactor.installNameResolver(PinnedNameResolver(reactor.nameResolver))
 
 
+class CrawledUrlCheck(Protocol):
+    """What a fetch made outside the downloader asks the crawl's address guard (the rendering
+    browser's gate, votersdaily/rendering/gate.py): one rule for a URL whoever fetches it."""
+
+    async def check_crawled(self, url: str) -> list[str] | None:
+        """Raise the policy's refusal unless ``url``, named by crawled content, may be fetched; the
+        addresses the connection must use (None: its name resolves as usual, the operator's choice)."""
+        ...
+
+
 class SsrfGuardMiddleware:
     """Checks every request (each redirect step passes through the downloader middlewares again)
     against an :class:`AddressPolicy`; requests with ``meta[trusted_meta]`` are the operator's own."""
@@ -169,10 +179,15 @@ class SsrfGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(policy=AddressPolicy.from_settings(crawler.settings, "INGEST"))
-        guard.install()
+        guard.install(crawler)
         return guard
 
-    def install(self) -> None:
+    def install(self, crawler: Crawler) -> None:
+        """Pin checked names on the reactor, and be the crawl's guard for fetches made outside the
+        downloader (``crawl_context(crawler).address_guard``)."""
+        from votersdaily.crawlcontext import crawl_context
+
+        crawl_context(crawler).address_guard = self
         if not self.allow_private:
             from twisted.internet import reactor
 
@@ -199,14 +214,18 @@ class SsrfGuardMiddleware:
         await self.check(request.url)
         return None
 
-    async def check(self, url: str) -> None:
-        """Raise unless ``url`` may be fetched; a checked name is pinned to its checked addresses."""
+    async def check_crawled(self, url: str) -> list[str] | None:
+        return await self.check(url)
+
+    async def check(self, url: str) -> list[str] | None:
+        """Raise unless ``url`` may be fetched; a checked name is pinned to its checked addresses,
+        which are returned (None: no address check applies)."""
         if self.allow_private and not self.policy.allowed_hosts:
-            return
+            return None
         try:
             target = self.policy.refusal(url)
             if target is None:
-                return
+                return None
             host, port = target
             addresses = literal_address(host) or await self._addresses(host, port)
             self.policy.check_addresses(url, addresses)
@@ -216,3 +235,4 @@ class SsrfGuardMiddleware:
             raise PrivateAddressRefused(*exc.args) from None
         if addresses and addresses[0] != host:
             pin(host, addresses)  # the connection uses these, not a second DNS answer
+        return addresses

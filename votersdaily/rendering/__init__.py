@@ -1,6 +1,7 @@
 """JavaScript rendering, opted into per spider (``render_js = True``) or per request
 (``meta={"render_js": True}``): Splash's HTTP API when SPLASH_URL is set, else scrapy-playwright
-driving the system Chromium (Debian's /usr/bin/chromium; no browser is ever downloaded).
+driving the system Chromium (Debian's /usr/bin/chromium; no browser is ever downloaded), which
+fetches nothing itself: every request it makes goes through the crawl's address guard (:mod:`.gate`).
 
 A spider that renders sets ``custom_settings = {**RENDER_SETTINGS, ...}`` (the Playwright download
 handlers only take requests marked for rendering; every other request keeps Scrapy's handler).
@@ -19,10 +20,20 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+#: Chromium's own network leads nowhere: every request it makes is fetched for it by the gate
+#: (:mod:`.gate`); what no route sees (a WebSocket, a service worker, a redirect the browser follows)
+#: goes to a proxy whose name never resolves, loopback included (Chromium exempts loopback from a
+#: proxy unless ``<-loopback>`` says not to).
+NO_NETWORK_ARGS = [
+    "--proxy-server=http://nowhere.invalid:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+
 RENDER_SETTINGS = {
     "DOWNLOAD_HANDLERS": {
-        "http": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
-        "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
+        "http": "votersdaily.rendering.gate.GatedPlaywrightHandler",
+        "https": "votersdaily.rendering.gate.GatedPlaywrightHandler",
     },
     "PLAYWRIGHT_BROWSER_TYPE": "chromium",
     "PLAYWRIGHT_LAUNCH_OPTIONS": {"executable_path": CHROMIUM, "args": CHROMIUM_ARGS, "headless": True},

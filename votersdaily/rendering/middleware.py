@@ -1,4 +1,10 @@
-"""Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright."""
+"""Marks requests for rendering and routes them to Splash (SPLASH_URL set) or Playwright.
+
+Splash fetches a page's sub-resources on its own machine, where no address policy of ours applies:
+with SPLASH_URL set the middleware stays off (NotConfigured, one line saying why) unless
+SPLASH_NETWORK_CONFINED states that Splash's network reaches public addresses only. Playwright's
+browser fetches through the gate (:mod:`.gate`); its contexts block service workers, whose requests
+no page route sees."""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Self
 from urllib.parse import urlencode
 
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
 
 if TYPE_CHECKING:
@@ -36,6 +43,12 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        if crawler.settings.get("SPLASH_URL") and not crawler.settings.getbool("SPLASH_NETWORK_CONFINED"):
+            raise NotConfigured(
+                "SPLASH_URL is set, but Splash fetches a page's scripts, images and frames from its "
+                "own machine, outside the crawl's address policy: nothing is rendered until "
+                "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only"
+            )
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
@@ -45,6 +58,8 @@ class RenderMiddleware:
         if not self.splash_url:
             if not request.meta.get("playwright"):
                 request.meta["playwright"] = True
+            context = request.meta.get("playwright_context_kwargs") or {}
+            request.meta["playwright_context_kwargs"] = {**context, "service_workers": "block"}
             return None
         # Splash's render.html GET API: the rendered DOM as HTML.
         query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})

@@ -50,7 +50,7 @@ class EventAddressGuard(SsrfGuardMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         guard = cls(AddressPolicy.from_settings(crawler.settings, PREFIX))
-        guard.install()
+        guard.install(crawler)
         return guard
 
     async def process_request(self, request: Request) -> None:
@@ -62,15 +62,20 @@ class EventAddressGuard(SsrfGuardMiddleware):
             else:
                 self._start_origins.add((scheme, parts.netloc.lower()))
             return None
+        await self.check_crawled(request.url)
+        return None
+
+    async def check_crawled(self, url: str) -> list[str] | None:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
         if scheme == "file":
-            path = file_path(request.url)
+            path = file_path(url)
             if not any(folder in path.parents for folder in self._start_folders):
                 raise PrivateAddressRefused(
                     "refusing %s: a file: URL named by crawled content, not beside a listing the run "
-                    "started from" % request.url
+                    "started from" % url
                 )
             return None
         if (scheme, parts.netloc.lower()) in self._start_origins:
             return None
-        await self.check(request.url)
-        return None
+        return await self.check(url)

@@ -29,6 +29,12 @@ from .views import DESIGN_NAME, install_design
 
 PAGE_SIZE = 1000
 TIMEOUT = (10, 120)
+#: Requests sent once more when their connection fails before an answer (not a timeout). A pooled
+#: keep-alive connection the server closes just as it is reused (Node's keep-alive timeout is 5 s,
+#: CouchDB's its own) fails the first request after an idle spell, though the server is up. Reads are
+#: safe to repeat; a write (``_bulk_docs``) is not repeated here: its caller retries it under the
+#: store retry policy and knows its own answer when it meets it again.
+SAFE_METHODS = ("GET", "HEAD")
 STORE_ENV = "VOTERSDAILY_STORE"
 
 #: CouchDB 3.4+'s reason (HTTP 403) once a user is locked out after failed logins (couch_httpd_auth.erl).
@@ -171,16 +177,27 @@ class CouchStore:
         *,
         ok: tuple[int, ...] = (200, 201, 202),
         allow: tuple[int, ...] = (),
+        read: bool = False,
         **kwargs: Any,
     ) -> requests.Response:
+        """``method path``; ``read``: a POST that only reads (``_all_docs`` by keys), safe to repeat."""
         url = self.base + path
-        try:
-            response = self.session.request(method, url, timeout=self.timeout, **kwargs)
-        except requests.RequestException as exc:
-            # The exception text may carry the URL; the base URL never holds credentials.
-            raise StoreUnavailable(
-                "%s %s%s failed: %s" % (method, self.display_uri, path, type(exc).__name__)
-            ) from None
+        attempts = 2 if read or method in SAFE_METHODS else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self.session.request(method, url, timeout=self.timeout, **kwargs)
+                break
+            except requests.RequestException as exc:
+                if (
+                    attempt < attempts
+                    and isinstance(exc, requests.ConnectionError)
+                    and not isinstance(exc, requests.Timeout)
+                ):
+                    continue
+                # The exception text may carry the URL; the base URL never holds credentials.
+                raise StoreUnavailable(
+                    "%s %s%s failed: %s" % (method, self.display_uri, path, type(exc).__name__)
+                ) from None
         if response.status_code in ok or (response.status_code in allow and couch_error(response)):
             return response
         raise self.refusal(response, method, path)
@@ -257,6 +274,7 @@ class CouchStore:
                 "%s/_all_docs" % self._db(db),
                 params={"include_docs": "true"},
                 data=json.dumps({"keys": chunk}),
+                read=True,
             )
             for row in answer.get("rows", []):
                 doc = row.get("doc")
@@ -369,7 +387,7 @@ class CouchStore:
             }
         )
         if keys is not None:
-            answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}))
+            answer = self._json("POST", path, params=params, data=json.dumps({"keys": keys}), read=True)
         else:
             answer = self._json("GET", path, params=params)
         rows = [Row(r["id"], r.get("key"), r.get("doc"), r.get("value")) for r in answer.get("rows", [])]

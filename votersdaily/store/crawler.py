@@ -35,6 +35,7 @@ from .writer import BatchWriter, Outage
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,22 @@ def writer_store_for(crawler: Crawler) -> Store:
     return writes.writer_store
 
 
+def retry_policy(settings: BaseSettings) -> dict[str, Any]:
+    """The store retry policy (``VOTERSDAILY_STORE_RETRY_*``) as the keywords of
+    :func:`~.writer.retried` and :class:`~.writer.BatchWriter`: the writers' and the run log's."""
+    return {
+        "retry_times": settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
+        "retry_backoff": settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
+        "retry_max_delay": settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY"),
+    }
+
+
+def store_given_up(crawler: Crawler) -> bool:
+    """Whether a writer of this crawl found the store down after its retries: what is written after
+    that (the run log) gets one attempt before the spool, not the retry policy's wait again."""
+    return any(writer.batch.gave_up for writer in writers_of(crawler))
+
+
 def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
     return list(crawl_writes(crawler).writers)
 
@@ -155,9 +172,7 @@ class CrawlerWriter:
             probe=probe,
             hooks=hooks,
             on_result=self._count,
-            retry_times=settings.getint("VOTERSDAILY_STORE_RETRY_TIMES"),
-            retry_backoff=settings.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
-            retry_max_delay=settings.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY"),
+            **retry_policy(settings),
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
         )
         self.pause_engine = settings.getbool("VOTERSDAILY_PAUSE_ENGINE_ON_BACKPRESSURE")

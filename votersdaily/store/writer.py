@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from twisted.internet import defer, threads
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,6 +78,40 @@ class Outage:
         self.first_failure = self.first_failure or now_iso()
         self.last_failure = now_iso()
         self.last_error = str(exc)
+
+
+def retried(
+    call: Callable[[], T],
+    *,
+    shown: str,
+    retry_times: int,
+    retry_backoff: float,
+    retry_max_delay: float,
+    outage: Outage | None = None,
+) -> T:
+    """``call()``, retried with exponential backoff while the store is unavailable (in a thread: it
+    sleeps); a refusal or another store error is not retried. The store retry policy
+    (``VOTERSDAILY_STORE_RETRY_*``) of the writers and the run log."""
+    for attempt in range(retry_times + 1):
+        try:
+            return call()
+        except StoreError as exc:
+            if outage is not None:
+                outage.failed(exc)
+            if (
+                attempt == retry_times
+                or not isinstance(exc, StoreUnavailable)
+                or isinstance(exc, StoreRefused)
+            ):
+                raise
+            delay = min(retry_max_delay, retry_backoff * 2**attempt)
+            if outage is not None:
+                outage.retries += 1
+            logger.warning(
+                "store %s unavailable (%s); retry %d/%d in %.1fs", shown, exc, attempt + 1, retry_times, delay
+            )
+            time.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class BatchWriter:
@@ -132,6 +167,11 @@ class BatchWriter:
         self._told_again: list[str] = []
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
+
+    @property
+    def gave_up(self) -> bool:
+        """Whether this writer found the store down after its retries (it spools what it writes)."""
+        return self._store_down or bool(self._spooled)
 
     def start_spooled(self, exc: BaseException) -> None:
         """The store could not be opened: every batch of this run goes straight to the spool (one
@@ -329,31 +369,15 @@ class BatchWriter:
         result.merge(kept)
 
     def _retrying(self, call: Callable[[], UpsertResult], retries: int) -> UpsertResult:
-        """``call()``, retried with exponential backoff while the store is unavailable (in a thread);
-        a refusal or another store error is not retried."""
-        for attempt in range(retries + 1):
-            try:
-                return call()
-            except StoreError as exc:
-                self.outage.failed(exc)
-                if (
-                    attempt == retries
-                    or not isinstance(exc, StoreUnavailable)
-                    or isinstance(exc, StoreRefused)
-                ):
-                    raise
-                delay = min(self.retry_max_delay, self.retry_backoff * 2**attempt)
-                self.outage.retries += 1
-                logger.warning(
-                    "store %s unavailable (%s); retry %d/%d in %.1fs",
-                    self.store.display_uri,
-                    exc,
-                    attempt + 1,
-                    retries,
-                    delay,
-                )
-                time.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        """``call()`` under the store retry policy (:func:`retried`), its failures in :attr:`outage`."""
+        return retried(
+            call,
+            shown=self.store.display_uri,
+            retry_times=retries,
+            retry_backoff=self.retry_backoff,
+            retry_max_delay=self.retry_max_delay,
+            outage=self.outage,
+        )
 
     def _spool(self, batch: list[dict[str, Any]]) -> UpsertResult:
         """Keep ``batch`` in the spool for this writer's store, whole, or else in halves down to single
