@@ -44,6 +44,12 @@ DESIGN_REFUSED = (
     [{"id": "_design/votersdaily", "error": "forbidden", "reason": "You are not a db or server admin."}],
 )
 
+#: Apache CouchDB 3.5.0's answers to ``POST /{db}/_bulk_docs`` (built from its source, tag 3.5.0, QuickJS;
+#: recorded 2026-11-28): the whole request refused for one document of 9,000,000 bytes of JSON (its
+#: default ``max_document_size`` is 8,000,000), the reason that document's id; a document taken.
+TOO_LARGE = (413, {"error": "document_too_large", "reason": "big"})
+TAKEN = {"ok": True, "id": "small2", "rev": "1-23202479633c2b380f79507a776743d5"}
+
 
 @pytest.fixture
 def couch_stub(site):
@@ -261,3 +267,73 @@ def test_a_store_failing_under_a_reparse_is_one_line(cli, site, couch_stub, arch
         assert proc.returncode == 1
         (line,) = [line for line in proc.stderr.splitlines() if "ERROR" in line]
         assert line.endswith("ERROR: reparse of house_votes: %s" % said)
+
+
+def test_a_document_over_the_servers_size_limit_is_refused_on_its_own(site, couch_stub):
+    """CouchDB 3 refuses a whole ``_bulk_docs`` request for one document over its
+    ``max_document_size``: before, the batch failed with it (StoreError), spooled, and every ``flush``
+    failed the same way. The stub is a DERIVED variant of the recorded answers: it applies the rule with
+    a limit of 1,000 bytes (a server whose admin lowered the setting) and names the first document over
+    it, so the test sends small documents; what it answers has the recorded shapes."""
+    limit = 1000
+    posted: list[list[str]] = []
+
+    def bulk_docs(handler) -> tuple[int, dict, bytes]:
+        docs = json.loads(handler.request_body)["docs"]
+        posted.append([doc["_id"] for doc in docs])
+        over = [doc["_id"] for doc in docs if len(json.dumps(doc)) > limit]
+        if over:
+            status, body = TOO_LARGE
+            answer: object = dict(body, reason=over[0])
+        else:
+            status, answer = 201, [dict(TAKEN, id=doc["_id"]) for doc in docs]
+        return status, {"Content-Type": "application/json"}, json.dumps(answer).encode()
+
+    site.route("/vd_events/_bulk_docs", bulk_docs)
+    store = open_store(uri(site))
+    docs = [
+        {"_id": "small1", "n": 1},
+        {"_id": "big1", "text": "x" * limit},
+        {"_id": "small2", "n": 2},
+        {"_id": "big2", "text": "y" * limit},
+    ]
+    answers = store.bulk_docs("vd_events", docs)
+    assert [answer["id"] for answer in answers] == ["small1", "big1", "small2", "big2"]
+    assert [answer.get("error") for answer in answers] == [
+        None,
+        "document_too_large",
+        None,
+        "document_too_large",
+    ]
+    assert "max_document_size" in answers[1]["reason"]
+    assert posted == [
+        ["small1", "big1", "small2", "big2"],
+        ["small1", "small2", "big2"],
+        ["small1", "small2"],
+    ]
+    refused = TOO_LARGE[0], {"error": "document_too_large", "reason": "one that is not in the batch"}
+    couch_stub("/vd_events/_bulk_docs", refused)  # an answer naming no document sent: the refusal, as before
+    with pytest.raises(StoreError, match="HTTP 413 document_too_large"):
+        store.bulk_docs("vd_events", docs[:1])
+
+
+def test_a_flush_the_store_refuses_says_it_refused_not_that_it_is_unavailable(
+    cli_main, site, couch_stub, tmp_path
+):
+    """A user who is no member flushes: the store answers, and refuses the database. Before, the line
+    said "store still unavailable", as if the server were down, so the operator waited for it."""
+    from votersdaily.store.identity import store_identity
+    from votersdaily.store.spool import Spool
+
+    couch_stub("/vd_events", NOT_A_MEMBER)
+    spool = tmp_path / "spool"
+    Spool(spool).write(store_identity(uri(site)), "vd_events", [{"_id": "one", "title": "One"}])
+    proc = cli_main("flush", store_uri=uri(site), env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr.splitlines() == [
+        "votersdaily flush: the store refused them, documents stay spooled in %s: user 'member1' may not use "
+        "database 'vd_events' in the store at %s (GET /vd_events: HTTP 403 forbidden: You are not allowed to "
+        "access this db.): a server admin makes it a member there (docs/operations.md: Users and roles)"
+        % (spool, shown(site))
+    ]
+    assert len(list(spool.glob("*.jsonl"))) == 1  # kept for a flush with a member's credentials

@@ -109,17 +109,18 @@ def test_a_member_crawls_and_runs_every_read_command(cli, cli_main, deployment, 
 def test_a_member_may_not_create_a_database_and_is_told_who_may(cli_main, deployment):
     couchdb, uris, users, role = deployment
     set_up(cli_main, couchdb, role)
-    proc = cli_main("views", "push", "vd_other", store_uri=uris["member"])
+    couchdb.request("DELETE", database_name(couchdb.prefix, "ll_seeds"))  # one the admin did not make
+    proc = cli_main("views", "push", "ll_seeds", store_uri=uris["member"])
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         "votersdaily views: database %r does not exist in the store at %s and user %r may not create it "
         "(PUT /%s: HTTP 401 unauthorized: You are not a server admin.): a server admin creates the "
         "databases once, e.g. with `python -m votersdaily views push` (docs/operations.md: Users and roles)"
         % (
-            database_name(couchdb.prefix, "vd_other"),
+            database_name(couchdb.prefix, "ll_seeds"),
             uris["member"].replace(users["member"][1], "***"),
             users["member"][0],
-            database_name(couchdb.prefix, "vd_other"),
+            database_name(couchdb.prefix, "ll_seeds"),
         )
     ]
 

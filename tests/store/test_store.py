@@ -637,10 +637,30 @@ def test_a_document_couchdb_refuses_a_whole_batch_for_is_refused_on_its_own(db):
     assert db.get(DB, event(4)["_id"])["title"] == "changed"
 
 
+def test_a_document_over_couchdbs_size_limit_is_refused_on_its_own(couchdb, couch_uri):
+    """Apache CouchDB 3 refuses a whole ``_bulk_docs`` request for one document over its
+    ``max_document_size`` (default 8,000,000 bytes of JSON): before, the batch failed with it, and every
+    delivery of the spool file it then waited in. Only a real CouchDB has the limit (the pinned PouchDB
+    Server has none); tests/cli/test_couch_answers.py shows the same on every run from its answers."""
+    from tests.support.services import ExternalCouchDB
+
+    if not isinstance(couchdb, ExternalCouchDB):
+        pytest.skip("needs a real CouchDB 3 ($VOTERSDAILY_TEST_COUCHDB): PouchDB Server has no size limit")
+    store = open_store(couch_uri)
+    store.ensure_db(DB)
+    big = event(2, text="x" * 9_000_000)
+    result = upsert(store, DB, [event(1), big, event(3)])
+    assert sorted(result.inserted) == sorted([event(1)["_id"], event(3)["_id"]])
+    assert list(result.failed) == [big["_id"]]
+    assert result.failed[big["_id"]].startswith("document_too_large: ")
+    assert store.get(DB, event(3)["_id"]) and store.get(DB, big["_id"]) is None
+    store.close()
+
+
 def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
     """Delivering 1,200 spooled reschedules (three chunks) reads the view once, not once per chunk,
     and still marks every document they replace."""
-    from votersdaily.store.identity import store_identity
+    from votersdaily.store.identity import identity_of
     from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
@@ -655,7 +675,7 @@ def test_a_spool_delivery_reads_the_reschedule_view_once(db, tmp_path):
         for doc in earlier
     ]
     spool = Spool(tmp_path / "spool")
-    spool.write(store_identity(db.display_uri), DB, moved, (), RescheduleTracker())
+    spool.write(identity_of(db), DB, moved, (), RescheduleTracker())
     reads = []
     real_query = db.query
     db.query = lambda *a, **k: (reads.append(a[1]), real_query(*a, **k))[1]
@@ -793,15 +813,13 @@ def test_the_embedded_store_tells_what_it_can_without_the_bodies(sqlite_uri):
 def test_spool_files_of_earlier_versions_are_delivered_with_the_hooks_they_meant(db, tmp_path, recorded):
     """Their lines name the hooks by import path (as versions before the registry wrote them): the
     delivery runs the reschedule tracker they meant, found by name, and marks what they replace."""
-    from votersdaily.store.identity import store_identity
+    from votersdaily.store.identity import identity_of
     from votersdaily.store.reschedules import RescheduleTracker
     from votersdaily.store.spool import Spool
 
     upsert(db, DB, [event(11), event(12)])
     spool = Spool(tmp_path / "spool")
-    path = spool.write(
-        store_identity(db.display_uri), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker()
-    )
+    path = spool.write(identity_of(db), DB, [_moved(11, 25), _moved(12, 26)], (), RescheduleTracker())
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert {line["after_batch"] for line in lines} == {"reschedules"}
     path.write_text("".join(json.dumps(dict(line, after_batch=recorded)) + "\n" for line in lines))

@@ -13,7 +13,7 @@ import argparse
 
 from scrapy.utils.project import get_project_settings
 
-from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.base import StoreError, StoreRefused, StoreUnavailable
 from votersdaily.store.check import StoreMisconfigured, checked_store, uri_scheme
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
@@ -61,7 +61,10 @@ def store_uri_argument(value: str) -> str:
 
 
 def still_spooled(spool: Spool, exc: StoreError) -> int:
-    say("store still unavailable, documents stay spooled in %s: %s" % (spool.directory, exc))
+    """One line for a flush that delivered nothing: a store that answers but refuses the user (no
+    member, wrong password, a database it may not create) is not one to wait for."""
+    why = "the store refused them" if isinstance(exc, StoreRefused) else "store still unavailable"
+    say("%s, documents stay spooled in %s: %s" % (why, spool.directory, exc))
     return EXIT_UNAVAILABLE
 
 

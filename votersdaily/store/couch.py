@@ -47,6 +47,12 @@ LOCKOUT_DEFAULTS = (
     "after threshold = 5 failures)"
 )
 ROLES_DOC = "docs/operations.md: Users and roles"
+#: CouchDB 3's error (HTTP 413) for a document over its ``[couchdb] max_document_size``.
+TOO_LARGE = "document_too_large"
+TOO_LARGE_REASON = (
+    "the document is larger than the server's [couchdb] max_document_size (CouchDB 3's default: "
+    "8000000 bytes of JSON, attachments not counted); a server admin may raise it"
+)
 
 
 def _doc_path(doc_id: str) -> str:
@@ -288,15 +294,37 @@ class CouchStore:
                 if not any(refused):  # each alone encodes: the request as a whole does not
                     raise StoreError("the documents for %s could not be encoded: %s" % (db, exc)) from exc
             else:
-                answer: list[dict[str, Any]] = self._json(
-                    "POST", "%s/_bulk_docs" % self._db(db), expect=list, data=body
-                )
-                return answer
+                return self._post_bulk_docs(db, docs, body)
         # CouchDB would refuse the whole request for one of them: each is refused on its own, as the
         # embedded store refuses it, and the rest is sent.
         sendable = [doc for doc, answer in zip(docs, refused, strict=True) if answer is None]
         answers = iter(self.bulk_docs(db, sendable))
         return [answer or next(answers) for answer in refused]
+
+    def _post_bulk_docs(self, db: str, docs: list[dict[str, Any]], body: bytes) -> list[dict[str, Any]]:
+        """``POST /{db}/_bulk_docs`` of ``docs`` (encoded as ``body``). CouchDB 3 refuses the whole
+        request (HTTP 413 ``document_too_large``, its reason the document's id) for one document over
+        the server's ``max_document_size``: that one is refused on its own and the rest sent again, so
+        it never costs its batch (PouchDB Server has no such limit)."""
+        path = "%s/_bulk_docs" % self._db(db)
+        too_large: dict[int, dict[str, Any]] = {}
+        sending = list(range(len(docs)))
+        while True:
+            response = self._request("POST", path, data=body, allow=(413,))
+            if response.status_code != 413:
+                break
+            error, reason = couch_error(response) or ("", "")
+            named = {i for i in sending if docs[i].get("_id") == reason}
+            if error != TOO_LARGE or not named:
+                raise self.refusal(response, "POST", path)
+            too_large.update(
+                (i, {"id": reason, "error": TOO_LARGE, "reason": TOO_LARGE_REASON}) for i in named
+            )
+            sending = [i for i in sending if i not in named]
+            rest = [docs[i] for i in sending]
+            body = json.dumps({"docs": rest}, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        answers = iter(self._decoded(response, "POST", path, expect=list))
+        return [too_large[i] if i in too_large else next(answers) for i in range(len(docs))]
 
     def get_attachment(self, db: str, doc_id: str, name: str) -> bytes | None:
         path = "%s/%s/%s" % (self._db(db), _doc_path(doc_id), quote(name, safe=""))
