@@ -408,10 +408,16 @@ def main() -> int:
                 % (name, k, " ".join("%.1f/%.1f" % pair for pair in tree_cpu[name][k]))
             )
         print(
-            "  %s: ingest crawl process CPU s in its crawl window, reactor thread/all its threads: %s"
+            "  %s: ingest crawl process CPU s in its crawl window, reactor thread/all its threads"
+            " (+ the reactor's wait for a free core): %s"
             % (
                 name,
-                " ".join("%.2f/%.2f" % (c["reactor"], c["process"]) if c else "?" for c in crawl_cpu[name]),
+                " ".join(
+                    "%.2f/%.2f (+%.2f)" % (c["reactor"], c["process"], c.get("reactor_waited", 0.0))
+                    if c
+                    else "?"
+                    for c in crawl_cpu[name]
+                ),
             )
         )
     n_all = sum(len(sets[name][0]) for name in figures)

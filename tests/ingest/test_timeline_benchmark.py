@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,32 @@ def test_every_pdf_chain_of_the_benchmark_serves_a_file_of_its_own_with_the_reco
         assert sum(a != b for a, b in zip(variant, pdf, strict=True)) <= 8  # within the /ID's last 8 digits
         meta, text, _ = extract_pdf(variant, thumbnail=False)
         assert (meta["status"], text) == ("success", extract_pdf(pdf, thumbnail=False)[1])
+
+
+def test_the_crawl_cpu_meter_reads_the_threads_wait_for_a_core_not_its_run_time():
+    """``reactor_waited`` is the scheduler's runnable-but-waiting time (schedstat's second field),
+    not the thread's CPU (its first), which grows by every second the thread computes."""
+    import threading
+    import time
+
+    from benchmarks.crawl_cpu import _runqueue_wait
+
+    schedstat = Path("/proc/thread-self/schedstat")
+    if not schedstat.exists():
+        pytest.skip("this kernel keeps no schedstat")
+    readings: list[tuple[float, float, float]] = []
+
+    def busy_thread() -> None:
+        before = _runqueue_wait(), time.thread_time()
+        while time.thread_time() - before[1] < 0.3:
+            pass
+        run_ns, wait_ns = (int(field) for field in schedstat.read_text().split()[:2])
+        readings.append((_runqueue_wait() - wait_ns / 1e9, before[0], run_ns / 1e9))
+
+    thread = threading.Thread(target=busy_thread)
+    thread.start()
+    thread.join()
+    drift, waited_before, ran = readings[0]
+    assert 0 <= drift < 0.05  # the same field, read a moment later
+    assert waited_before >= 0
+    assert ran >= 0.3  # the first field holds the 0.3 s computed; the meter does not read it
