@@ -208,6 +208,7 @@ class CrawlerWriter:
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
+        count_spool_delivered(self.crawler, self.db, self.batch.take_delivered_earlier())
 
     @property
     def errors(self) -> list[BaseException]:
