@@ -830,11 +830,12 @@ def test_flush_of_a_mistyped_database_names_the_databases_spooled_there(tmp_path
     assert [f.db for f in Spool(spool).pending()] == [schema.EVENTS_DB]
 
 
-def _flush_process(proxy: FaultProxy, spool: Spool) -> subprocess.Popen:
-    """A real ``python -m votersdaily flush`` of ``spool`` into the store behind ``proxy``."""
+def _command_process(proxy: FaultProxy, spool: Spool, *command: str) -> subprocess.Popen:
+    """A real ``python -m votersdaily flush`` (or ``command``) with ``spool``, into the store behind
+    ``proxy``."""
     env = cli_environment(proxy.url, {"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
     return subprocess.Popen(
-        [sys.executable, "-m", "votersdaily", "flush"],
+        [sys.executable, "-m", "votersdaily", *(command or ("flush",))],
         cwd=REPO,
         env=dict(os.environ, **env),
         stdout=subprocess.PIPE,
@@ -875,7 +876,7 @@ def test_a_spooled_version_another_process_delivers_never_replaces_the_writers_n
         proxy.start()
         write = b"POST /%s/_bulk_docs" % db.encode()
         proxy.delay(write, 3.0)
-        flush = _flush_process(proxy, spool)
+        flush = _command_process(proxy, spool)
         deadline = time.monotonic() + 60
         while not proxy.delayed and flush.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -975,7 +976,7 @@ def test_a_writers_spool_file_a_dead_deliverer_claimed_is_delivered_by_the_write
 
 def _flushed(proxy: FaultProxy, spool: Spool) -> str:
     """Run ``flush`` to its end (it must deliver everything): its output."""
-    out, err = _flush_process(proxy, spool).communicate(timeout=120)
+    out, err = _command_process(proxy, spool).communicate(timeout=120)
     assert not spool.pending(), out + err
     return out + err
 
@@ -987,7 +988,7 @@ def _flush_delivering(proxy: FaultProxy, spool: Spool, db: str):
     claim is left by a dead process."""
     write = b"POST /%s/_bulk_docs" % db.encode()
     proxy.hold(write)
-    flush = _flush_process(proxy, spool)
+    flush = _command_process(proxy, spool)
     try:
         deadline = time.monotonic() + 120
         while not proxy.holding and flush.poll() is None and time.monotonic() < deadline:
@@ -1095,3 +1096,38 @@ def test_a_spool_file_the_store_refuses_is_left_for_flush_not_tried_before_every
         assert [f.path for f in spool.pending()] == [path]
     finally:
         store.close()
+
+
+def test_what_another_process_spooled_a_crawl_delivers_before_its_write_is_counted_apart(pouchdb, tmp_path):
+    """A crawl's writer that delivers another process's spool file ahead of its next write (here a
+    claim whose deliverer died after the crawl opened: its first batch held by the proxy meanwhile)
+    counts those documents as delivered from the spool, never as its own: the summary's line, the
+    run log's ``spool_delivered_count``, not its ``insert_count``."""
+    pouchdb.reset()
+    proxy = FaultProxy(pouchdb.port).start()
+    store = open_store(proxy.url)
+    spool = Spool(tmp_path / "spool")
+    try:
+        store.ensure_db(schema.EVENTS_DB)
+        store.install_views(schema.EVENTS_DB)  # as `views push` did: the crawl's first POST is its batch
+        proxy.hold(b"POST /%s/_" % schema.EVENTS_DB.encode())
+        crawl = _command_process(
+            proxy, spool, "crawl", "house_votes", "--offline", "-s", "VOTERSDAILY_BATCH_SIZE=1"
+        )
+        deadline = time.monotonic() + 120
+        while not proxy.holding and crawl.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.holding, crawl.communicate()
+        path = spool.write(identity_of(store), schema.EVENTS_DB, [{"_id": "spooled-elsewhere"}])
+        path.rename(path.with_name("%s.%d-1.delivering" % (path.name, os.getpid())))  # its deliverer is gone
+        proxy.release()
+        _, err = crawl.communicate(timeout=300)
+        assert crawl.returncode == 0, err
+        assert "1 documents spooled by earlier runs were delivered to" in err
+        [log] = store.iter_docs(schema.LOG_DB)
+        events = [doc["_id"] for doc in store.iter_docs(schema.EVENTS_DB)]
+        assert "spooled-elsewhere" in events and not spool.pending()
+        assert (log["spool_delivered_count"], log["insert_count"]) == (1, len(events) - 1)
+    finally:
+        store.close()
+        proxy.stop()
