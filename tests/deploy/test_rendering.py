@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.support.processes import start_crawl
-from tests.support.services import LocalSite
-from votersdaily.rendering import CHROMIUM, CHROMIUM_ARGS, RENDER_SETTINGS
+from tests.support.services import ConnectionRecorder, LocalSite
+from votersdaily.rendering import CHROMIUM, CHROMIUM_ARGS, NO_NETWORK_ARGS, RENDER_SETTINGS
 from votersdaily.store import open_store
 
 pytestmark = pytest.mark.slow  # a Chromium browser and crawl subprocesses
@@ -191,3 +191,78 @@ def test_splash_is_not_asked_until_its_network_is_stated_confined(site, sqlite_u
     assert "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only" in (
         log.read_text()
     )
+
+
+SOCKET_PAGE = """<!doctype html><html><body><p id="content"></p><img src="/slow.png">
+<script>content.textContent = "written by JavaScript"; new WebSocket("{ws}/socket");</script>
+</body></html>"""
+REFUSED = "nothing is rendered until VOTERSDAILY_BROWSER_NETWORK_CONFINED=True states"
+
+
+@pytest.fixture
+def recorders():
+    """(the operator's proxy, another service of this machine): ports that record any connection."""
+    proxy, internal = ConnectionRecorder(), ConnectionRecorder()
+    yield proxy, internal
+    proxy.stop()
+    internal.stop()
+
+
+def socket_page(site, internal) -> str:
+    """A page whose WebSocket reaches for ``internal``; its slow image holds the load event while
+    the socket has its chance."""
+    site.route("/slow.png", lambda handler: time.sleep(1.5) or b"", content_type="image/png")
+    page = SOCKET_PAGE.format(ws=internal.url.replace("http:", "ws:"))
+    return site.route("/socket.html", page, content_type="text/html; charset=utf-8")
+
+
+def launch_options(**options) -> str:
+    """PLAYWRIGHT_LAUNCH_OPTIONS: ours with the operator's ``options``; Local Network Access checks
+    off (they would stop a socket to loopback themselves, not one to a public address)."""
+    args = [*CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks", *options.pop("args", [])]
+    launch = {**RENDER_SETTINGS["PLAYWRIGHT_LAUNCH_OPTIONS"], "args": args, **options}
+    return "PLAYWRIGHT_LAUNCH_OPTIONS=" + json.dumps(launch)
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    "operator",
+    [
+        pytest.param(lambda proxy: {"proxy": {"server": proxy.url}}, id="proxy"),
+        pytest.param(
+            lambda proxy: {"proxy": {"server": proxy.url}, "ignore_default_args": NO_NETWORK_ARGS},
+            id="proxy-without-ours",
+        ),
+        pytest.param(
+            lambda proxy: {"args": ["--no-proxy-server"], "ignore_default_args": NO_NETWORK_ARGS[2:]},
+            id="no-proxy-server-without-our-resolver",
+        ),
+    ],
+)
+def test_an_operators_own_browser_network_is_refused(site, recorders, sqlite_uri, tmp_path, operator):
+    """The operator's own proxy (or switches undoing ours) in PLAYWRIGHT_LAUNCH_OPTIONS. Before, ours
+    were added last and won over their proxy (which then saw nothing, silently), but
+    ``ignore_default_args`` dropped ours: the page's WebSocket reached the other service through
+    their proxy, or directly. Now such options are refused with one line, nothing is rendered (the
+    page is fetched as it is) and neither port sees a connection."""
+    proxy, internal = recorders
+    url = socket_page(site, internal)
+    contents, log = render(site, sqlite_uri, tmp_path, url, launch_options(**operator(proxy)))
+    assert proxy.seen == internal.seen == [], log[-3000:]
+    assert contents == [None], log[-3000:]
+    assert log.count(REFUSED) == 1, log[-3000:]
+
+
+@needs_chromium
+def test_an_operator_who_states_the_browser_confined_gets_their_proxy(site, recorders, sqlite_uri, tmp_path):
+    """VOTERSDAILY_BROWSER_NETWORK_CONFINED=True: the operator's proxy is the browser's network, as
+    written (the WebSocket goes to it); every routed request is still fetched through the gate."""
+    proxy, internal = recorders
+    url = socket_page(site, internal)
+    launch = launch_options(proxy={"server": proxy.url})
+    contents, log = render(
+        site, sqlite_uri, tmp_path, url, launch, "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True"
+    )
+    assert contents == ["written by JavaScript"], log[-3000:]
+    assert any(b"CONNECT 127.0.0.1:%d " % internal.port in seen for seen in proxy.seen), proxy.seen
+    assert REFUSED not in log and "'render/fetched'" in log

@@ -36,6 +36,12 @@ from votersdaily.crawlcontext import crawl_context
 from votersdaily.plumbing.address_policy import HostNotAllowed, PrivateAddressRefused, host_port
 from votersdaily.plumbing.pinned_fetch import DownloadTooLarge, fetch_hop
 from votersdaily.rendering import NO_NETWORK_ARGS
+from votersdaily.rendering.confinement import (
+    STATEMENT,
+    network_context_options,
+    network_launch_options,
+    unconfined_reason,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -55,6 +61,10 @@ _CONNECTION_HEADERS = frozenset(
 )
 #: Answer headers that describe our connection's framing, not the body handed to the browser.
 _FRAMING_HEADERS = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive"})
+
+
+class BrowserNotConfined(RuntimeError):
+    """The rendering browser's own network would not be confined: nothing is rendered."""
 
 
 class Refused(Exception):
@@ -246,14 +256,38 @@ class GatedRoute:
 
 class GatedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     """scrapy-playwright's download handler with every browser request through :class:`BrowserGate`,
-    and Chromium started with :data:`NO_NETWORK_ARGS` whatever PLAYWRIGHT_LAUNCH_OPTIONS says."""
+    and Chromium started with :data:`NO_NETWORK_ARGS` last (Chromium takes the last of two equal
+    switches). Settings that would give the browser a network of its own
+    (:func:`~votersdaily.rendering.confinement.unconfined_reason`) launch nothing unless the operator
+    states that it is confined; then their network options are used as written."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.gate = BrowserGate.from_crawler(crawler)
+        #: Said once by the render middleware (NotConfigured); here the handler fails closed.
+        self.refusal = unconfined_reason(crawler.settings)
+        self.stated_confined = crawler.settings.getbool(STATEMENT)
         options = self.config.launch_options
-        args = [arg for arg in options.get("args", []) if arg not in NO_NETWORK_ARGS]
-        self.config.launch_options = {**options, "args": [*args, *NO_NETWORK_ARGS]}
+        if not (self.stated_confined and network_launch_options(options)):
+            args = [arg for arg in options.get("args", []) if arg not in NO_NETWORK_ARGS]
+            self.config.launch_options = {**options, "args": [*args, *NO_NETWORK_ARGS]}
+
+    async def _launch(self) -> None:
+        if self.refusal is None:
+            await super()._launch()
+
+    async def _create_browser_context(
+        self, name: str, context_kwargs: dict[str, Any] | None, spider: Any = None
+    ) -> Any:
+        if self.refusal is not None:
+            raise BrowserNotConfined(self.refusal)
+        named = network_context_options(context_kwargs)
+        if named and not self.stated_confined:
+            raise BrowserNotConfined(
+                "browser context %r would have a network of its own (%s): not created until %s=True"
+                % (name, ", ".join(named), STATEMENT)
+            )
+        return await super()._create_browser_context(name, context_kwargs, spider)
 
     def _make_request_handler(
         self, *args: Any, **kwargs: Any

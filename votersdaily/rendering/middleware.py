@@ -3,8 +3,9 @@
 Splash fetches a page's sub-resources on its own machine, where no address policy of ours applies:
 with SPLASH_URL set the middleware stays off (NotConfigured, one line saying why) unless
 SPLASH_NETWORK_CONFINED states that Splash's network reaches public addresses only. Playwright's
-browser fetches through the gate (:mod:`.gate`); its contexts block service workers, whose requests
-no page route sees."""
+browser fetches through the gate (:mod:`.gate`), its own network confined by our launch flags: settings
+that would undo them (:mod:`.confinement`) keep the middleware off the same way. Its contexts block
+service workers, whose requests no page route sees."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from urllib.parse import urlencode
 
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+
+from votersdaily.rendering.confinement import unconfined_reason
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -49,6 +52,9 @@ class RenderMiddleware:
                 "own machine, outside the crawl's address policy: nothing is rendered until "
                 "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only"
             )
+        refusal = None if crawler.settings.get("SPLASH_URL") else unconfined_reason(crawler.settings)
+        if refusal is not None:
+            raise NotConfigured(refusal)
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
