@@ -19,6 +19,8 @@ def launch(**options) -> dict:
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
+        ({"PLAYWRIGHT_CDP_URL": "http://browser.example:9222"}, "PLAYWRIGHT_CDP_URL is set"),
+        ({"PLAYWRIGHT_CONNECT_URL": "ws://browser.example:3000"}, "PLAYWRIGHT_CONNECT_URL is set"),
         ({"PLAYWRIGHT_BROWSER_PROVIDER": "somewhere.Provider"}, "PLAYWRIGHT_BROWSER_PROVIDER is set"),
         ({"PLAYWRIGHT_BROWSER_TYPE": "firefox"}, "PLAYWRIGHT_BROWSER_TYPE is firefox"),
         (launch(proxy={"server": "http://proxy.example:3128"}), "(proxy)"),

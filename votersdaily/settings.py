@@ -158,8 +158,8 @@ SPLASH_TIMEOUT = 30.0
 #: reaches public addresses only (docs/operations.md, "JavaScript").
 SPLASH_NETWORK_CONFINED = False
 #: Chromium's own network (what no page route sees: WebSockets, service workers, redirects it
-#: follows) leads nowhere by our launch flags. A browser provider or type of its own, or
-#: launch/context options setting its network (a proxy, the
+#: follows) leads nowhere by our launch flags. A remote browser (PLAYWRIGHT_CDP_URL/_CONNECT_URL), a
+#: browser provider or type of its own, or launch/context options setting its network (a proxy, the
 #: proxy or resolver switches, ignore_default_args naming ours, a persistent context) would undo
 #: them: nothing is rendered with those until the operator states (True) that the browser's own
 #: network reaches public addresses only; then their options are used as written.

@@ -7,6 +7,7 @@ make a browser fetch."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -14,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.support.processes import start_crawl
-from tests.support.services import ConnectionRecorder, LocalSite
+from tests.support.services import ConnectionRecorder, LocalSite, free_port, wait_http
 from votersdaily.rendering import CHROMIUM, CHROMIUM_ARGS, NO_NETWORK_ARGS, RENDER_SETTINGS
 from votersdaily.store import open_store
 
@@ -266,3 +267,50 @@ def test_an_operator_who_states_the_browser_confined_gets_their_proxy(site, reco
     assert contents == ["written by JavaScript"], log[-3000:]
     assert any(b"CONNECT 127.0.0.1:%d " % internal.port in seen for seen in proxy.seen), proxy.seen
     assert REFUSED not in log and "'render/fetched'" in log
+
+
+@pytest.fixture
+def remote_chromium(tmp_path):
+    """A browser of its own, as a remote one would be: Debian's Chromium with its DevTools port open
+    and none of our launch flags; PLAYWRIGHT_CDP_URL's value."""
+    port = free_port()
+    browser = subprocess.Popen(
+        [
+            CHROMIUM,
+            *CHROMIUM_ARGS,
+            "--headless",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=%d" % port,
+            "--user-data-dir=%s" % (tmp_path / "remote-profile"),
+            "--disable-features=LocalNetworkAccessChecks",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = "http://127.0.0.1:%d" % port
+    wait_http(url + "/json/version")
+    yield url
+    browser.terminate()
+    browser.wait(30)
+
+
+@needs_chromium
+def test_a_remote_browser_is_used_only_when_stated_confined(
+    site, recorders, remote_chromium, sqlite_uri, tmp_path
+):
+    """PLAYWRIGHT_CDP_URL: a remote browser gets none of our launch flags. Before, it rendered the
+    page and the page's WebSocket reached the other service; now nothing is rendered, one line says
+    why, and the service sees no connection. With VOTERSDAILY_BROWSER_NETWORK_CONFINED=True the
+    remote browser renders (its routed requests still through the gate)."""
+    _, internal = recorders
+    url = socket_page(site, internal)
+    cdp = "PLAYWRIGHT_CDP_URL=" + remote_chromium
+    contents, log = render(site, sqlite_uri, tmp_path, url, cdp)
+    assert internal.seen == [], log[-3000:]
+    assert contents == [None], log[-3000:]
+    assert log.count("PLAYWRIGHT_CDP_URL is set, but a remote browser gets none") == 1, log[-3000:]
+
+    confined = "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True"
+    contents, log = render(site, sqlite_uri, tmp_path, url + "?again", cdp, confined)
+    assert "written by JavaScript" in contents and REFUSED not in log, log[-3000:]

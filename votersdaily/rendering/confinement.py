@@ -5,7 +5,8 @@ settings are ours (:data:`~votersdaily.rendering.NO_NETWORK_ARGS`) unless the op
 
 Chromium takes the last of two equal switches, so ours, added last, win over the operator's
 ``--proxy-server``; but an operator's option can still undo them (``ignore_default_args`` drops
-them, ``--no-proxy-server`` and a PAC script outrank any proxy, another browser type never sees them, a persistent context launches without them). Such an option is refused, not
+them, ``--no-proxy-server`` and a PAC script outrank any proxy, a remote browser or another browser
+type never sees them, a persistent context launches without them). Such an option is refused, not
 silently neutralised: the operator asked for their own network, and gets a line saying why not.
 """
 
@@ -63,6 +64,12 @@ def unconfined_reason(settings: BaseSettings) -> str | None:
     (or when the operator has stated that it is confined)."""
     if settings.getbool(STATEMENT):
         return None
+    for remote in ("PLAYWRIGHT_CDP_URL", "PLAYWRIGHT_CONNECT_URL"):
+        if settings.get(remote):
+            return (
+                "%s is set, but a remote browser gets none of the launch flags that confine its own "
+                "network%s" % (remote, _UNTIL)
+            )
     if settings.get("PLAYWRIGHT_BROWSER_PROVIDER"):
         return (
             "PLAYWRIGHT_BROWSER_PROVIDER is set: a browser provider of its own launches the browser, "
