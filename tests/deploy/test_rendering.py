@@ -314,3 +314,35 @@ def test_a_remote_browser_is_used_only_when_stated_confined(
     confined = "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True"
     contents, log = render(site, sqlite_uri, tmp_path, url + "?again", cdp, confined)
     assert "written by JavaScript" in contents and REFUSED not in log, log[-3000:]
+
+
+WORKER_PAGE = """<!doctype html><html><body><p id="content"></p><img src="/slow.png">
+<script>content.textContent = "written by JavaScript";
+navigator.serviceWorker && navigator.serviceWorker.register("/worker.js").catch(() => null);</script>
+</body></html>"""
+
+
+@needs_chromium
+def test_service_workers_are_blocked_in_every_context(site, recorders, sqlite_uri, tmp_path):
+    """A page registers a service worker that fetches another service of this machine; no page route
+    sees a service worker's requests. With our network switches in force they lead nowhere anyway,
+    so here the operator has stated the browser confined and dropped them (an open network): what
+    remains is the block on service workers, in every context, a startup one of PLAYWRIGHT_CONTEXTS
+    too (before, only contexts the render middleware's requests made were blocked). The service
+    sees nothing; the worker's own script is never asked for."""
+    _, internal = recorders
+    site.route("/slow.png", lambda handler: time.sleep(1.5) or b"", content_type="image/png")
+    worker = 'fetch("%s/from-worker").catch(() => null);' % internal.url
+    site.route("/worker.js", worker, content_type="text/javascript")
+    url = site.route("/worker.html", WORKER_PAGE, content_type="text/html; charset=utf-8")
+    contents, log = render(
+        site,
+        sqlite_uri,
+        tmp_path,
+        url,
+        launch_options(ignore_default_args=NO_NETWORK_ARGS),
+        "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True",
+        'PLAYWRIGHT_CONTEXTS={"default": {}}',
+    )
+    assert contents == ["written by JavaScript"], log[-3000:]
+    assert internal.seen == [] and "/worker.js" not in site.hits, (internal.seen, site.hits)

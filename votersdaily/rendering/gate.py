@@ -17,7 +17,8 @@ Why the gate follows redirects itself: a redirect the browser follows, fulfilled
 is not routed again but goes to the network (Chromium 156, Playwright 1.65). So a redirected page
 renders at the URL Scrapy asked for. What no route sees (WebSockets, service workers) meets
 Chromium's network settings (:data:`votersdaily.rendering.NO_NETWORK_ARGS`: a proxy that leads
-nowhere, no loopback exception) and contexts that block service workers (the render middleware).
+nowhere, no loopback exception) and contexts that block service workers (every context the
+handler makes, startup contexts of PLAYWRIGHT_CONTEXTS too).
 """
 
 from __future__ import annotations
@@ -287,7 +288,9 @@ class GatedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
                 "browser context %r would have a network of its own (%s): not created until %s=True"
                 % (name, ", ".join(named), STATEMENT)
             )
-        return await super()._create_browser_context(name, context_kwargs, spider)
+        # Requests of service workers are seen by no page route: every context blocks them.
+        blocked = {**(context_kwargs or {}), "service_workers": "block"}
+        return await super()._create_browser_context(name, blocked, spider)
 
     def _make_request_handler(
         self, *args: Any, **kwargs: Any

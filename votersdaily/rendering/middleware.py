@@ -4,8 +4,7 @@ Splash fetches a page's sub-resources on its own machine, where no address polic
 with SPLASH_URL set the middleware stays off (NotConfigured, one line saying why) unless
 SPLASH_NETWORK_CONFINED states that Splash's network reaches public addresses only. Playwright's
 browser fetches through the gate (:mod:`.gate`), its own network confined by our launch flags: settings
-that would undo them (:mod:`.confinement`) keep the middleware off the same way. Its contexts block
-service workers, whose requests no page route sees."""
+that would undo them (:mod:`.confinement`) keep the middleware off the same way."""
 
 from __future__ import annotations
 
@@ -64,8 +63,6 @@ class RenderMiddleware:
         if not self.splash_url:
             if not request.meta.get("playwright"):
                 request.meta["playwright"] = True
-            context = request.meta.get("playwright_context_kwargs") or {}
-            request.meta["playwright_context_kwargs"] = {**context, "service_workers": "block"}
             return None
         # Splash's render.html GET API: the rendered DOM as HTML.
         query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})
