@@ -172,6 +172,10 @@ VOTERSDAILY_BROWSER_MAX_REQUESTS: Annotated[int, AtLeast(1)] = 200
 VOTERSDAILY_BROWSER_MAX_BYTES: Annotated[int, AtLeast(1)] = 20 * 1024 * 1024
 #: ... within this many seconds, its redirect hops included.
 VOTERSDAILY_BROWSER_TIMEOUT: Annotated[float, AtLeast(0.001)] = 20.0
+#: Threads the rendering gate fetches on (a pool of its own): a page's many slow requests wait for
+#: each other, not for the threads the crawl's address guard resolves hosts on (asyncio's default
+#: executor, a handful on a small machine).
+VOTERSDAILY_BROWSER_FETCH_THREADS: Annotated[int, AtLeast(1)] = 8
 
 # -- the static site and its spider health page (votersdaily/feeds) --------------------------------
 #: Zone the day pages group and show times in (all-day events keep their own date).

@@ -24,9 +24,11 @@ handler makes, startup contexts of PLAYWRIGHT_CONTEXTS too).
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -84,6 +86,7 @@ class ResourceLimits:
     timeout: float
     #: Scrapy's REDIRECT_MAX_TIMES: the crawl's own limit, for the browser's redirects too.
     max_redirects: int
+    fetch_threads: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Self:
@@ -92,6 +95,7 @@ class ResourceLimits:
             max_bytes=settings.getint("VOTERSDAILY_BROWSER_MAX_BYTES"),
             timeout=settings.getfloat("VOTERSDAILY_BROWSER_TIMEOUT"),
             max_redirects=settings.getint("REDIRECT_MAX_TIMES"),
+            fetch_threads=settings.getint("VOTERSDAILY_BROWSER_FETCH_THREADS"),
         )
 
 
@@ -112,6 +116,12 @@ class BrowserGate:
         self.crawler = crawler
         self.limits = limits
         self._refused_logged: set[tuple[str, int]] = set()
+        # Threads of its own (fetch_hop blocks): a page's many slow requests wait for each other,
+        # not for asyncio's default executor, where the address guard resolves every host.
+        self._threads = ThreadPoolExecutor(limits.fetch_threads, thread_name_prefix="browser-gate")
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -175,7 +185,7 @@ class BrowserGate:
         await route.fulfill(status=answer.status, headers=_answer_headers(answer), body=answer.body)
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> Answer:
-        """Each hop checked by the crawl's guard, then fetched pinned (in a thread: it blocks)."""
+        """Each hop checked by the crawl's guard, then fetched pinned (on the gate's threads: it blocks)."""
         guard = crawl_context(self.crawler).address_guard
         deadline = time.monotonic() + self.limits.timeout
         sent = {name: value for name, value in headers.items() if name.lower() not in _CONNECTION_HEADERS}
@@ -190,7 +200,7 @@ class BrowserGate:
             except (PrivateAddressRefused, HostNotAllowed) as exc:
                 raise Refused(url, str(exc)) from None
             host, port = host_port(url)
-            answer = await asyncio.to_thread(
+            fetch = functools.partial(
                 fetch_hop,
                 url,
                 host,
@@ -204,6 +214,7 @@ class BrowserGate:
                 timeout=self.limits.timeout,
                 error_bodies=True,
             )
+            answer = await asyncio.get_running_loop().run_in_executor(self._threads, fetch)
             if answer.location is None:
                 return answer
             url = answer.location
@@ -272,6 +283,10 @@ class GatedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         if not (self.stated_confined and network_launch_options(options)):
             args = [arg for arg in options.get("args", []) if arg not in NO_NETWORK_ARGS]
             self.config.launch_options = {**options, "args": [*args, *NO_NETWORK_ARGS]}
+
+    async def _close(self) -> None:
+        await super()._close()
+        self.gate.close()
 
     async def _launch(self) -> None:
         if self.refusal is None:
