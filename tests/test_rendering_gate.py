@@ -1,5 +1,6 @@
 """The rendering gate's fetches (votersdaily/rendering/gate.py) beside the rest of the crawl's thread
-work, with a real site and real threads; no browser (what the browser asks is what is fetched)."""
+work, with a real site and real threads; the download handler's refusals, made before any browser
+is launched."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import scrapy
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -14,7 +16,8 @@ from scrapy.utils.test import get_crawler
 from votersdaily.crawlcontext import crawl_context
 from votersdaily.plumbing.address_policy import AddressPolicy
 from votersdaily.plumbing.ssrf import SsrfGuardMiddleware
-from votersdaily.rendering.gate import BrowserGate
+from votersdaily.rendering import RENDER_SETTINGS
+from votersdaily.rendering.gate import BrowserGate, BrowserNotConfined, GatedPlaywrightHandler
 
 SLOW = 0.6
 
@@ -62,3 +65,35 @@ def test_a_pages_many_slow_requests_leave_the_crawls_thread_work_alone(site):
     assert statuses == [200] * requests
     assert waited < SLOW / 2, "the crawl's lookup waited %.2f s for the page's fetches" % waited
     assert site.hits["/slow.js?0"] == 1
+
+
+def handler_for(**settings) -> GatedPlaywrightHandler:
+    project = Settings()
+    project.setmodule("votersdaily.settings")
+    return GatedPlaywrightHandler(
+        get_crawler(scrapy.Spider, {**project.copy_to_dict(), **RENDER_SETTINGS, **settings})
+    )
+
+
+@pytest.mark.parametrize(
+    "context_kwargs",
+    [{"proxy": {"server": "http://proxy.example:3128"}}, {"user_data_dir": "profile"}],
+    ids=["proxy", "persistent"],
+)
+def test_a_request_cannot_give_its_context_a_network_of_its_own(context_kwargs):
+    """A request's ``playwright_context_kwargs`` (spider code) with a proxy of its own, or a persistent
+    context, which Playwright launches from the context's options only, without our switches: the
+    context is not made (before any browser is launched) unless the operator stated confinement."""
+    handler = handler_for()
+    with pytest.raises(BrowserNotConfined, match="would have a network of its own"):
+        asyncio.run(handler._create_browser_context("c", context_kwargs))
+    assert handler_for(VOTERSDAILY_BROWSER_NETWORK_CONFINED=True).refusal is None
+
+
+def test_a_refused_browser_launches_nothing():
+    """The render middleware says why once (NotConfigured); the handler fails closed on its own."""
+    handler = handler_for(PLAYWRIGHT_CDP_URL="http://browser.example:9222")
+    asyncio.run(handler._launch())
+    assert not hasattr(handler, "browser_provider")
+    with pytest.raises(BrowserNotConfined, match="PLAYWRIGHT_CDP_URL is set"):
+        asyncio.run(handler._create_browser_context("default", {}))
