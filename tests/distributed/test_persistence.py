@@ -90,6 +90,22 @@ def test_a_worker_that_cannot_reach_its_redis_says_so_in_one_line(couch_uri, tmp
     assert line.endswith("start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"), line
 
 
+def test_a_worker_whose_redis_refuses_its_credentials_says_so_in_one_line(redis_server, couch_uri, tmp_path):
+    """Before: "cannot reach Redis …: start redis-server", of a Redis that answered and refused the
+    password."""
+    redis_server.client().execute_command("ACL", "SETUSER", "votersdaily", "on", ">right", "~*", "+@all")
+    url = "redis://votersdaily:wrong@127.0.0.1:%d/0" % redis_server.port
+    worker = start_crawl(
+        "vd_fetch_worker", couch_uri, log=tmp_path / "worker.log", env={"VOTERSDAILY_REDIS_URL": url}
+    )
+    assert worker.wait(120) == 1
+    log = (tmp_path / "worker.log").read_text()
+    (line,) = [line for line in log.splitlines() if "refused the credentials" in line]
+    masked = "redis://votersdaily:***@127.0.0.1:%d/0" % redis_server.port
+    assert line.startswith("scrapy crawl: Redis at %s refused the credentials (" % masked), line
+    assert "in REDIS_URL / $VOTERSDAILY_REDIS_URL" in line and "Traceback" not in log
+
+
 def test_persistence_is_read_from_info_when_an_acl_refuses_config(tmp_path):
     """Managed Redis services forbid CONFIG: INFO persistence still says whether the file is on."""
     for appendfsync, expected in (("everysec", True), (None, False)):

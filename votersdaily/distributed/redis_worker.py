@@ -15,7 +15,7 @@ from scrapy.exceptions import NotConfigured
 from votersdaily.store import mask_uri
 
 from . import WORKER_SETTINGS, redis_server, redis_url
-from .link import REDIS_DOWN
+from .link import REDIS_DOWN, redis_down_line
 from .persistence import LOSS, RedisNotDurable, read_persistence
 
 if TYPE_CHECKING:
@@ -66,10 +66,7 @@ def check_redis(settings: BaseSettings, *, say_found: bool = True) -> None:
     try:
         found = read_persistence(redis_server(settings))
     except REDIS_DOWN as exc:
-        raise NotConfigured(
-            "cannot reach Redis at %s (%s): start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"
-            % (where, exc)
-        ) from None
+        raise NotConfigured(redis_down_line(where, exc, "REDIS_URL / $VOTERSDAILY_REDIS_URL")) from None
     problem = found.problem(where)
     if problem is None:
         if say_found:
