@@ -86,6 +86,15 @@ def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
     )
 
 
+def test_crawl_due_without_spiders_says_to_name_them_or_give_all(cli_main, sqlite_uri):
+    """Before: ``crawl --due`` said "unknown event spider(s): (none given)", as if a name were wrong."""
+    proc = cli_main("crawl", "--due", store_uri=sqlite_uri)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert first_line(proc).startswith(
+        "votersdaily crawl: name the spiders to crawl, or give --all; known: federal_register, "
+    )
+
+
 def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(
     cli, cli_main, sqlite_uri, redis_server, tmp_path
 ):
