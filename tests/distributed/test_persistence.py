@@ -28,6 +28,7 @@ from tests.distributed.workloads import (
 from tests.support.processes import RedisServer, start_crawl
 from tests.support.services import free_port
 from votersdaily.distributed.persistence import read_persistence
+from votersdaily.store import open_store
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
@@ -88,6 +89,30 @@ def test_a_worker_that_cannot_reach_its_redis_says_so_in_one_line(couch_uri, tmp
     (line,) = [line for line in log.splitlines() if "cannot reach Redis" in line]
     assert line.startswith("scrapy crawl: cannot reach Redis at %s (" % url), line
     assert line.endswith("start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"), line
+
+
+def test_a_scrapyd_job_of_a_worker_refused_at_its_start_leaves_a_run_log(couch_uri, tmp_path):
+    """A worker that scrapyd runs (``-a _job=``) and that cannot use its Redis: before, the one line
+    went to the job's standard error, which no one reads, and vd_log had nothing of the job."""
+    url = "redis://127.0.0.1:%d/0" % free_port()  # nothing listens there
+    worker = start_crawl(
+        "vd_fetch_worker",
+        couch_uri,
+        log=tmp_path / "worker.log",
+        args={"_job": "j7"},
+        env={"VOTERSDAILY_REDIS_URL": url},
+    )
+    assert worker.wait(120) == 1
+    log = (tmp_path / "worker.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert "scrapy crawl: job j7: its run log (NotConfigured) is in vd_log of " in log, log[-3000:]
+    store = open_store(couch_uri)
+    try:
+        (run_log,) = [doc for doc in store.iter_docs("vd_log") if doc.get("scrapyd_job") == "j7"]
+    finally:
+        store.close()
+    assert (run_log["parser_name"], run_log["result"]) == ("vd_fetch_worker", "NotConfigured")
+    assert run_log["error_message"].startswith("cannot reach Redis at %s (" % url)
 
 
 def test_a_worker_whose_redis_refuses_its_credentials_says_so_in_one_line(redis_server, couch_uri, tmp_path):

@@ -115,18 +115,23 @@ class ChecksBeforeStart(Protocol):
         """Raises NotConfigured (or a subclass) with the line saying why."""
 
 
-def start_refusal(crawler: Crawler) -> str | None:
-    """Why the crawler's spider cannot start, by its own check (:class:`ChecksBeforeStart`), in one
-    line, or None. Its ``from_crawler`` would raise the same inside Scrapy's start task, which logs a
+def start_refusal(crawler: Crawler) -> NotConfigured | None:
+    """Why the crawler's spider cannot start, by its own check (:class:`ChecksBeforeStart`), or
+    None. Its ``from_crawler`` would raise the same inside Scrapy's start task, which logs a
     traceback at ERROR ("Task exception was never retrieved") instead of the line."""
     check = getattr(crawler.spidercls, "check_before_start", None)
     if check is None:
         return None
     try:
         check(crawler.settings)
-    except NotConfigured as exc:  # a subclass's name says what was refused (RedisNotDurable)
-        return str(exc) if type(exc) is NotConfigured else "%s: %s" % (type(exc).__name__, exc)
+    except NotConfigured as exc:
+        return exc
     return None
+
+
+def refusal_line(refusal: NotConfigured) -> str:
+    """The one line of a start refusal: a subclass's name says what was refused (RedisNotDurable)."""
+    return str(refusal) if type(refusal) is NotConfigured else "%s: %s" % (type(refusal).__name__, refusal)
 
 
 class UnknownSpider(KeyError):
@@ -297,7 +302,10 @@ class Command(crawl.Command):
             return
         refusal = start_refusal(crawler)
         if refusal is not None:
-            say(refusal)
+            say(refusal_line(refusal))
+            job = scrapyd_job(opts.spargs)
+            if job is not None and self.settings is not None:  # no one reads a job's stderr: vd_log keeps it
+                record_refusal(args[0], job, refusal, self.settings, opts.set)
             self.exitcode = EXIT_FAILED
             return
         self.crawler_process.crawl(crawler, **opts.spargs)
