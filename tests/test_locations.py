@@ -278,3 +278,24 @@ def test_folders_named_on_the_command_line_are_under_the_working_folder_and_said
     )
     built = run([*vd, "site", "build", "out"], here, env)
     assert built.stderr.splitlines()[-1].endswith(" on the health page in %s" % (here / "out"))
+
+
+def test_where_says_why_the_data_home_is_there_and_how_to_change_it_once(tmp_path):
+    """Chosen by $VOTERSDAILY_HOME: the line names it once (it said "$VOTERSDAILY_HOME; $VOTERSDAILY_HOME
+    or the setting of that name changes it"); chosen by default: it says what changes it."""
+    (tmp_path / "cwd").mkdir()
+    chosen = run(
+        [sys.executable, "-m", "votersdaily", "where"],
+        tmp_path / "cwd",
+        clean_env(VOTERSDAILY_HOME=str(tmp_path / "home")),
+    ).stdout.splitlines()
+    assert chosen[:2] == ["data home  %s" % (tmp_path / "home"), "           ($VOTERSDAILY_HOME)"]
+    default = run(
+        [sys.executable, "-m", "votersdaily", "where"],
+        tmp_path / "cwd",
+        clean_env(XDG_DATA_HOME=str(tmp_path)),
+    ).stdout.splitlines()
+    assert default[1] == (
+        "           (the platform's data folder (no scrapy.cfg here or above); "
+        "$VOTERSDAILY_HOME or the setting of that name changes it)"
+    )

@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     settings = get_project_settings()
     home, reason = locations.home_and_reason(settings)
     print("data home  %s" % home)
-    print("           (%s; $%s or the setting of that name changes it)" % (reason, locations.HOME_ENV))
+    chosen_by_operator = reason in ("$%s" % locations.HOME_ENV, "the %s setting" % locations.HOME_ENV)
+    change = "" if chosen_by_operator else "; $%s or the setting of that name changes it" % locations.HOME_ENV
+    print("           (%s%s)" % (reason, change))
     found = locations.locations(settings)
     width = max(map(len, locations.BY_SETTING))
     for name, location in locations.BY_SETTING.items():
