@@ -506,6 +506,63 @@ def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, mes
     assert not store.exists()
 
 
+@pytest.mark.parametrize(
+    ("spider", "url", "message"),
+    [
+        (
+            "ingest",
+            "htps://example.org/a.pdf",
+            "ingest cannot start with -a url=htps://example.org/a.pdf: url is not an http(s) URL: "
+            "'htps://example.org/a.pdf'; did you mean https://example.org/a.pdf?",
+        ),
+        (
+            "ingest",
+            "example.org/a.pdf",
+            "ingest cannot start with -a url=example.org/a.pdf: url is not an http(s) URL: "
+            "'example.org/a.pdf'; did you mean http(s)://example.org/a.pdf?",
+        ),
+        (
+            "ingest",
+            "file:///etc/hostname",
+            "ingest cannot start with -a url=file:///etc/hostname: url is not an http(s) URL: "
+            "'file:///etc/hostname'",
+        ),
+        ("ingest", " , ", "ingest: -a url= is empty; give a URL, or leave it out and give -a requests="),
+        (
+            "laundromat",
+            "ftp://example.org/dump.nt",
+            "laundromat cannot start with -a url=ftp://example.org/dump.nt: url is not an http(s) or file: "
+            "URL: 'ftp://example.org/dump.nt'",
+        ),
+        (
+            "laundromat",
+            "localhost:8080/dump.nt",
+            "laundromat cannot start with -a url=localhost:8080/dump.nt: url is not an http(s) or file: "
+            "URL: 'localhost:8080/dump.nt'; did you mean http(s)://localhost:8080/dump.nt?",
+        ),
+        (
+            "laundromat",
+            " , ",
+            "laundromat: -a url= is empty; give a URL, or leave it out to process the stale seeds in the store",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily enqueue"])
+def test_a_url_that_is_none_is_refused_before_the_run(tmp_path, redis_server, command, spider, url, message):
+    """The ingest's and the laundromat's ``-a url=`` (``enqueue``'s URLs) were checked only inside
+    the run: a failed run in vd_log (exit 1), an empty one a run of nothing or of the store's stale
+    seeds, and ``enqueue`` queued the good URLs beside it. A well-formed URL to a private address is
+    still the address policy's, at run time (tests/ingest/test_crawl_services.py)."""
+    store = tmp_path / "store.db"
+    if command == "scrapy crawl":
+        args = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", "url=" + url]
+    else:
+        args = [sys.executable, "-m", "votersdaily", "enqueue", spider, url, "--redis-url", redis_server.url]
+    proc = run_cli(args, "sqlite:///%s" % store, env={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "out")})
+    assert one_line(proc) == "%s: %s" % (command, message)
+    assert not store.exists() and not (tmp_path / "out").exists()
+
+
 def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     """``crawl --all house_votse`` ignored the name and crawled every live source."""
     proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
@@ -523,7 +580,8 @@ def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
         ),
         (
             ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
-            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800' (see --help)",
+            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800'; did you mean "
+            "http(s)://127.0.0.1:6800? (see --help)",
         ),
         (
             ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--interval", "-5"),

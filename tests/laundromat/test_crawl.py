@@ -258,15 +258,16 @@ def test_a_seed_list_that_cannot_be_read_fails_the_run(crawl, sqlite_uri, tmp_pa
 
 
 def test_seeds_none_of_which_can_be_fetched_fail_the_run(crawl, sqlite_uri, tmp_path):
-    """Every seed the operator gave is refused (no http(s) or file: URL): the run fails (exit 1), as
-    the ingest's does when no request is usable, instead of a ``success`` that did nothing."""
+    """Every seed of the seed list is refused (no http(s) or file: URL): the run fails (exit 1), as
+    the ingest's does when no request is usable, instead of a ``success`` that did nothing. (Such a
+    seed given as ``-a url=`` is refused before the run: tests/cli/test_typos.py.)"""
     seedlist = tmp_path / "seeds.txt"
-    seedlist.write_text("ftp://example.org/dump.nt\n", encoding="utf-8")
+    seedlist.write_text("ftp://example.org/dump.nt\ngopher://example.org/dump.nt\n", encoding="utf-8")
     out = tmp_path / "out"
     failed(
         crawl(
             "laundromat",
-            ["gopher://example.org/dump.nt"],
+            None,
             sqlite_uri,
             "-a",
             "seedlist=%s" % seedlist,

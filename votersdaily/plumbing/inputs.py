@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -101,10 +102,51 @@ def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http
         raise ValueError("%s is not a URL (%s): %s" % (what, exc, shown(value))) from None
     scheme = parts.scheme.lower()
     if scheme not in schemes:
-        raise ValueError("%s is not an %s URL: %s" % (what, _schemes(schemes), shown(value)))
+        raise ValueError(
+            "%s is not an %s URL: %s%s" % (what, _schemes(schemes), shown(value), _meant_url(value, schemes))
+        )
     if scheme != "file" and not parts.hostname:
         raise ValueError("%s names no host: %s" % (what, shown(value)))
     return value
+
+
+#: What a host name looks like (``example.org``): the start of a URL given without its scheme; and
+#: the endings of the files the project reads, which make a name a file's (``roll314.xml``), not a host's.
+_HOST_LIKE = re.compile(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:[0-9]+)?")
+_FILE_ENDINGS = re.compile(
+    r".*\.(xml|json|jsonl|html?|pdf|txt|csv|ics|nt|nq|ttl|trig|rdf|owl|jsonld|gz|bz2|xz|zip|tar)",
+    re.IGNORECASE,
+)
+
+
+def _meant_url(value: str, schemes: tuple[str, ...]) -> str:
+    """``; did you mean …?`` for a URL whose scheme is misspelt (``htps://x``, ``http//x``: the
+    scheme meant), or missing before a file there is (its ``file:`` URL, where one is taken) or a
+    host name (``example.org/a``: ``http(s)://``); else nothing."""
+    scheme, colon, rest = value.partition(":")
+    if not colon and (dropped := re.fullmatch(r"(https?)//(.+)", value, re.IGNORECASE)):
+        scheme, colon, rest = dropped[1], ":", "//" + dropped[2]
+    if colon and rest.startswith("/") and scheme.isalpha():
+        meant = difflib.get_close_matches(scheme.lower(), schemes, n=1, cutoff=0.6)
+        if meant:
+            return "; did you mean %s:%s?" % (meant[0], rest)
+    if colon and not ("http" in schemes and re.match(r"[0-9]+(/|$)", rest)):  # not host:port
+        return ""
+    if _is_file(value):
+        if "file" in schemes:
+            return "; did you mean %s?" % Path(os.path.abspath(value)).as_uri()
+        return "; that is a file here, not a URL"
+    host = value.split("/", 1)[0]
+    if "http" in schemes and (colon or (_HOST_LIKE.fullmatch(host) and not _FILE_ENDINGS.fullmatch(host))):
+        return "; did you mean http(s)://%s?" % value
+    return ""
+
+
+def _is_file(value: str) -> bool:
+    try:
+        return Path(value).is_file()
+    except OSError:  # a name too long
+        return False
 
 
 def _schemes(schemes: tuple[str, ...]) -> str:
@@ -113,6 +155,24 @@ def _schemes(schemes: tuple[str, ...]) -> str:
     if "http" in schemes and "https" in schemes:
         names.insert(0, "http(s)")
     return " or ".join(names)
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
+
+
+def url_argument(spider: str, value: str | None, schemes: tuple[str, ...], left_out: str) -> list[str]:
+    """The URLs of a spider's ``-a url=`` (comma-separated), each checked by :func:`checked_url`
+    before the run: a typo (``htps://``, no scheme) is a usage error, not a failed run. An empty
+    value (``-a url=$UNSET``) is one too, never read as the argument left out (``left_out`` says
+    what that does)."""
+    urls = split_urls(value)
+    if value is not None and not urls:
+        raise BadSpiderArgument("%s: -a url= is empty; give a URL, or leave it out %s" % (spider, left_out))
+    for given in urls:
+        checked_url(given, "url", schemes)
+    return urls
 
 
 def spider_argument_names(spidercls: type) -> set[str]:
@@ -145,11 +205,6 @@ def unknown_spider_arguments(spidercls: type, given: dict[str, Any]) -> str | No
         ", ".join(map(repr, unknown)),
         ", ".join(sorted(takes)),
     )
-
-
-class BadSpiderArgument(ValueError):
-    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
-    before the crawl starts (both crawl commands build the spider first)."""
 
 
 #: The words of a yes-or-no spider argument (``-a offline=true``).
