@@ -563,6 +563,77 @@ def test_a_url_that_is_none_is_refused_before_the_run(tmp_path, redis_server, co
     assert not store.exists() and not (tmp_path / "out").exists()
 
 
+REQUESTS_FILE_TAKES = "a requests file holds one ingest request (a JSON object) a line"
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("missing.jsonl", "does not exist"),
+        ("folder.jsonl", "is a folder, not a file"),
+        ("x" * 300 + ".jsonl", "cannot be read: File name too long"),
+        (
+            "urls.txt",
+            "line 1 is not JSON (Expecting value): 'https://example.org/a.pdf'; " + REQUESTS_FILE_TAKES,
+        ),
+        ("array.jsonl", "line 2 is a JSON array, not an object; " + REQUESTS_FILE_TAKES),
+        ("latin1.jsonl", "line 1 is not UTF-8: "),
+    ],
+)
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily enqueue"])
+def test_a_requests_file_it_cannot_read_is_refused_before_the_run(
+    tmp_path, redis_server, command, given, problem
+):
+    """``-a requests=FILE`` absent, a folder, unreadable, or no JSON-lines file at all (a list of
+    URLs): before, a run started and failed (``RequestSourceError`` in vd_log, exit 1), or for
+    ``enqueue`` nothing queued and exit 1. The file is relative to the folder the command runs from,
+    and the message names it absolute. (Root reads a file without read permission: the test shows
+    an unreadable name instead.)"""
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "folder.jsonl").mkdir()
+    (here / "urls.txt").write_text("https://example.org/a.pdf\n")
+    (here / "array.jsonl").write_text("\n[1, 2]\n")
+    (here / "latin1.jsonl").write_bytes(
+        '{"base_url": "https://example.org/caf\u00e9.pdf"}\n'.encode("latin-1")
+    )
+    store = tmp_path / "store.db"
+    if command == "scrapy crawl":
+        args = [sys.executable, "-m", "scrapy", "crawl", "ingest", "-a", "requests=" + given]
+    else:
+        args = [sys.executable, "-m", "votersdaily", "enqueue", "ingest", "https://example.org/b.pdf"]
+        args += ["-a", "requests=" + given, "--redis-url", redis_server.url]
+    proc = run_cli(args, "sqlite:///%s" % store, cwd=here)
+    line = one_line(proc)
+    assert line.startswith("%s: ingest: -a requests=%s: %s %s" % (command, given, here / given, problem)), (
+        line
+    )
+    assert not store.exists()
+
+
+def test_enqueue_of_a_requests_file_that_is_not_there_names_it(cli, sqlite_uri, redis_server, tmp_path):
+    """``enqueue ingest missing.jsonl`` queued the name as a URL (every request rejected, exit 1)."""
+    missing = tmp_path / "missing.jsonl"
+    proc = cli("enqueue", "ingest", str(missing), "--redis-url", redis_server.url, store_uri=sqlite_uri)
+    assert one_line(proc) == "votersdaily enqueue: ingest: -a requests=%s: %s does not exist" % (
+        missing,
+        missing,
+    )
+
+
+def test_the_requests_file_read_is_the_one_named_wherever_the_run_goes_on(tmp_path, monkeypatch):
+    """A relative ``-a requests=`` is read from where the command ran, not from a later folder;
+    ``store`` and ``store:<db>`` are the store's requests, never a file of that name."""
+    from votersdaily.ingest.spider import IngestSpider
+
+    (tmp_path / "r.jsonl").write_text('{"base_url": "https://example.org/a.pdf"}\n')
+    (tmp_path / "store").write_text("not requests\n")
+    monkeypatch.chdir(tmp_path)
+    assert IngestSpider(requests="r.jsonl").requests_source == str(tmp_path / "r.jsonl")
+    assert IngestSpider(requests="store").requests_source == "store"
+    assert IngestSpider(requests="store:mine").requests_source == "store:mine"
+
+
 def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     """``crawl --all house_votse`` ignored the name and crawled every live source."""
     proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)

@@ -136,6 +136,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         self.ingest_type = one_of("ingest_type", ingest_type, R.ARGUMENT_INGEST_TYPES)
         if requests is not None and requests.strip() in ("", "store:"):  # `-a requests=$UNSET`
             raise ValueError("requests takes a JSON-lines file, store or store:<database>, not %r" % requests)
+        if requests and requests != "store" and not requests.startswith("store:"):
+            requests = str(R.requests_file(self.name, requests))
         self.requests_source = requests
         self.request_extra = {
             "link_source": link_source,

@@ -11,6 +11,7 @@ import difflib
 import inspect
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -173,6 +174,32 @@ def url_argument(spider: str, value: str | None, schemes: tuple[str, ...], left_
     for given in urls:
         checked_url(given, "url", schemes)
     return urls
+
+
+def input_file(spider: str, argument: str, value: str) -> Path:
+    """The absolute path of the input file a spider argument names (``-a requests=FILE``, relative
+    to the folder the command runs from), or :class:`BadSpiderArgument` naming the argument and the
+    file when it is absent, a folder or cannot be opened: a usage error before the run, not a run
+    that fails. Only a regular file is opened (a pipe's lines are the run's)."""
+    path = Path(os.path.abspath(value))
+    problem = None
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        problem = "does not exist"
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character
+        problem = "cannot be read: %s" % (getattr(exc, "strerror", None) or exc)
+    else:
+        if stat.S_ISDIR(mode):
+            problem = "is a folder, not a file"
+        elif stat.S_ISREG(mode):
+            try:
+                open(path, "rb").close()
+            except OSError as exc:
+                problem = "cannot be read: %s" % (exc.strerror or exc)
+    if problem:
+        raise BadSpiderArgument("%s: -a %s=%s: %s %s" % (spider, argument, value, path, problem))
+    return path
 
 
 def spider_argument_names(spidercls: type) -> set[str]:
