@@ -685,11 +685,34 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
             ("dump", "vd_events", "--store="),
             "votersdaily dump: --store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE",
         ),
+        (
+            ("flush", "--spool-dir="),
+            "votersdaily flush: argument --spool-dir: empty: give a folder, or leave the option out for its default",
+        ),
+        (
+            ("reparse", "--archive-dir="),
+            "votersdaily reparse: argument --archive-dir: empty: give a folder, or leave the option out for its "
+            "default",
+        ),
+        (
+            ("flush", "--db="),
+            "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("ingest", "enqueue", "--db=", "--url", "https://example.org/a.pdf"),
+            "votersdaily ingest: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("ingest", "load-catalog", "--db=", "works.jsonl"),
+            "votersdaily ingest: argument --db: empty: give a database, or leave the option out for its default",
+        ),
     ],
 )
 def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
     """``--since "$FROM"``, ``--parser "$P"``, ``--store "$STORE"`` with the variable unset: before,
-    every event, every spider's events, the default store, exit 0."""
+    every event, every spider's events, the default store, exit 0; ``--spool-dir ""`` and
+    ``--archive-dir ""`` read the working folder ("nothing spooled in <cwd>", exit 0), ``--db ""``
+    the default database."""
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
