@@ -9,6 +9,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import requests
@@ -716,6 +717,24 @@ def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "htps://example.org/a.pdf",
+            "the URL is not an http(s) URL: 'htps://example.org/a.pdf'; did you mean https://example.org/a.pdf?",
+        ),
+        ("", "the URL is not an http(s) URL: ''"),
+    ],
+)
+def test_ingest_enqueue_of_a_url_that_is_none_creates_nothing(cli_main, sqlite_uri, url, message):
+    """``ingest enqueue --url htps://…`` made the store and its database, queued nothing and exited 1
+    as for a file's bad line: a mistyped argument is a usage error, before the store."""
+    proc = cli_main("ingest", "enqueue", "--url", url, store_uri=sqlite_uri)
+    assert one_line(proc) == "votersdaily ingest: argument --url: %s (see --help)" % message
+    assert not Path(sqlite_uri.removeprefix("sqlite:///")).exists()
 
 
 def osa_distance(a: str, b: str) -> int:

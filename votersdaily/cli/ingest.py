@@ -20,7 +20,7 @@ from votersdaily.store.check import checked_store
 from votersdaily.store.upsert import upsert
 
 from . import EXIT_FAILED, EXIT_USAGE, fail, say
-from .options import database_name
+from .options import database_name, http_url
 
 if TYPE_CHECKING:
     import argparse
@@ -41,7 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "enqueue", help="queue ingest requests for `scrapy crawl ingest -a requests=store`"
     )
     enqueue.add_argument("path", nargs="?", help="JSON-lines file of ingest requests")
-    enqueue.add_argument("--url", action="append", default=[], help="a base_url to queue (repeatable)")
+    enqueue.add_argument(
+        "--url", action="append", default=[], type=http_url, help="a base_url to queue (repeatable)"
+    )
     enqueue.add_argument(
         "--type", default="pdf", choices=R.INGEST_TYPES, help="ingest_type for --url (default pdf)"
     )

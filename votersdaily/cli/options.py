@@ -73,7 +73,8 @@ def positive_number(value: str) -> float:
 
 
 def http_url(value: str) -> str:
-    """An argparse type: an http(s) URL of a service (one URL check: votersdaily/plumbing/inputs.py)."""
+    """An argparse type: an http(s) URL, of a service or to fetch (one URL check:
+    votersdaily/plumbing/inputs.py)."""
     from votersdaily.plumbing.inputs import checked_url
 
     try:
