@@ -29,7 +29,15 @@ from votersdaily.store.writer import BatchWriter
 PACKAGE = Path(project_settings.__file__).resolve().parent
 GETTERS = {"get", "getint", "getfloat", "getbool", "getlist", "getdict", "getdictorlist", "getwithbase"}
 #: Settings read by the code that neither Scrapy nor the project defines (third-party add-ons' own).
-THIRD_PARTY: set[str] = set()
+#: Settings of scrapy-playwright, read (votersdaily/rendering/confinement.py) with its own defaults.
+THIRD_PARTY: set[str] = {
+    "PLAYWRIGHT_BROWSER_PROVIDER",
+    "PLAYWRIGHT_BROWSER_TYPE",
+    "PLAYWRIGHT_CONTEXTS",
+    "PLAYWRIGHT_LAUNCH_OPTIONS",
+    "PLAYWRIGHT_CDP_URL",
+    "PLAYWRIGHT_CONNECT_URL",
+}
 
 
 def setting_reads() -> list[tuple[str, int, str, bool]]:

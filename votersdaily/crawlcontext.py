@@ -11,7 +11,7 @@ run log leaves its document there as a :class:`RunRecord`, which is what both cr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -55,6 +55,10 @@ class RunRecord:
     withdrawn: int = 0
     replaced: int = 0
     unjudged: int = 0
+    #: Documents the store refused on their own (``failed_writes``: over its ``max_document_size``,
+    #: not JSON), not stored nor spooled, and the first of them by id with why (``failed_documents``).
+    failed: int = 0
+    not_stored: dict[str, str] = field(default_factory=dict)
     #: What became of the run log itself when the store did not take it: ``spooled`` or ``lost``.
     run_log: str | None = None
     #: Why the run's source documents were not all archived (``archived: false``), else None: its
@@ -79,6 +83,8 @@ class RunRecord:
             withdrawn=int(doc.get("withdrawn_count", 0)),
             replaced=int(doc.get("replaced_count", 0)),
             unjudged=int(doc.get("unjudged_documents", 0)),
+            failed=int(doc.get("failed_writes", 0)),
+            not_stored=dict(doc.get("failed_documents") or {}),
             archive_error=(doc.get("archive_error") or "not archived")
             if doc.get("archived") is False
             else None,
@@ -96,6 +102,33 @@ def not_archived_line(records: Iterable[RunRecord | None]) -> str | None:
         "stored (run log: archived: false)"
         % (len(errors), ", ".join(sorted(errors)), sorted(set(errors.values()))[0])
     )
+
+
+def not_stored_line(records: Iterable[RunRecord | None]) -> str | None:
+    """The line both crawl commands say when the store refused documents of runs on their own (then
+    they exit 1): how many, the first by id with the store's reason (which names the setting, e.g.
+    ``max_document_size``), or None. Said once, at the end: a refusal is no outage, nothing waits."""
+    refused = [r for r in records if r is not None and r.failed]
+    if not refused:
+        return None
+    first = next(((doc_id, why) for r in refused for doc_id, why in r.not_stored.items()), None)
+    return (
+        "%d documents of %d runs (%s) were not stored: the store refused them%s; their run logs name "
+        "them (failed_documents)"
+        % (
+            sum(r.failed for r in refused),
+            len(refused),
+            ", ".join(sorted(r.spider for r in refused)),
+            " (%s: %s)" % first if first else "",
+        )
+    )
+
+
+def incomplete_lines(records: Iterable[RunRecord | None]) -> list[str]:
+    """What both crawl commands say of runs that did not do all their job though they succeeded
+    (source documents not archived, documents the store refused): each line makes them exit 1."""
+    records = list(records)
+    return [line for line in (not_archived_line(records), not_stored_line(records)) if line is not None]
 
 
 @dataclass

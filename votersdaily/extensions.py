@@ -546,6 +546,9 @@ class RunLog:
         if interrupted:
             doc["interrupted"] = "forced" if reason == FORCED_STOP else "graceful"
             doc["not_fetched_count"] = not_fetched
+        not_stored = crawl_writes(self.crawler).not_stored
+        if not_stored:
+            doc["failed_documents"] = dict(not_stored)
         if self.dropped_records:
             doc["dropped_records"] = self.dropped_records[:50]
         if not_beside:

@@ -157,6 +157,13 @@ SPLASH_TIMEOUT = 30.0
 #: address policy: SPLASH_URL is used only once the operator states (True) that Splash's network
 #: reaches public addresses only (docs/operations.md, "JavaScript").
 SPLASH_NETWORK_CONFINED = False
+#: Chromium's own network (what no page route sees: WebSockets, service workers, redirects it
+#: follows) leads nowhere by our launch flags. A remote browser (PLAYWRIGHT_CDP_URL/_CONNECT_URL), a
+#: browser provider or type of its own, or launch/context options setting its network (a proxy, the
+#: proxy or resolver switches, ignore_default_args naming ours, a persistent context) would undo
+#: them: nothing is rendered with those until the operator states (True) that the browser's own
+#: network reaches public addresses only; then their options are used as written.
+VOTERSDAILY_BROWSER_NETWORK_CONFINED = False
 #: Chromium fetches nothing itself (votersdaily/rendering/gate.py): every request of a rendered page
 #: is checked by the crawl's address guard and fetched for it, at most this many per page (the page
 #: and its scripts, images, frames, XHR; the rest are refused) ...
@@ -165,6 +172,10 @@ VOTERSDAILY_BROWSER_MAX_REQUESTS: Annotated[int, AtLeast(1)] = 200
 VOTERSDAILY_BROWSER_MAX_BYTES: Annotated[int, AtLeast(1)] = 20 * 1024 * 1024
 #: ... within this many seconds, its redirect hops included.
 VOTERSDAILY_BROWSER_TIMEOUT: Annotated[float, AtLeast(0.001)] = 20.0
+#: Threads the rendering gate fetches on (a pool of its own): a page's many slow requests wait for
+#: each other, not for the threads the crawl's address guard resolves hosts on (asyncio's default
+#: executor, a handful on a small machine).
+VOTERSDAILY_BROWSER_FETCH_THREADS: Annotated[int, AtLeast(1)] = 8
 
 # -- the static site and its spider health page (votersdaily/feeds) --------------------------------
 #: Zone the day pages group and show times in (all-day events keep their own date).

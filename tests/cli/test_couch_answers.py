@@ -16,6 +16,8 @@ import json
 
 import pytest
 
+from tests.support.couchlimit import TAKEN, TOO_LARGE, SizeLimitProxy, refusal
+from votersdaily.recordings import HERE as RECORDINGS
 from votersdaily.store import StoreError, StoreUnavailable, open_store
 from votersdaily.store.base import StoreRefused
 from votersdaily.store.views import design_document
@@ -43,12 +45,6 @@ DESIGN_REFUSED = (
     201,
     [{"id": "_design/votersdaily", "error": "forbidden", "reason": "You are not a db or server admin."}],
 )
-
-#: Apache CouchDB 3.5.0's answers to ``POST /{db}/_bulk_docs`` (built from its source, tag 3.5.0, QuickJS;
-#: recorded 2026-11-28): the whole request refused for one document of 9,000,000 bytes of JSON (its
-#: default ``max_document_size`` is 8,000,000), the reason that document's id; a document taken.
-TOO_LARGE = (413, {"error": "document_too_large", "reason": "big"})
-TAKEN = {"ok": True, "id": "small2", "rev": "1-23202479633c2b380f79507a776743d5"}
 
 
 @pytest.fixture
@@ -281,12 +277,7 @@ def test_a_document_over_the_servers_size_limit_is_refused_on_its_own(site, couc
     def bulk_docs(handler) -> tuple[int, dict, bytes]:
         docs = json.loads(handler.request_body)["docs"]
         posted.append([doc["_id"] for doc in docs])
-        over = [doc["_id"] for doc in docs if len(json.dumps(doc)) > limit]
-        if over:
-            status, body = TOO_LARGE
-            answer: object = dict(body, reason=over[0])
-        else:
-            status, answer = 201, [dict(TAKEN, id=doc["_id"]) for doc in docs]
+        status, answer = refusal(docs, limit) or (201, [dict(TAKEN, id=doc["_id"]) for doc in docs])
         return status, {"Content-Type": "application/json"}, json.dumps(answer).encode()
 
     site.route("/vd_events/_bulk_docs", bulk_docs)
@@ -337,3 +328,54 @@ def test_a_flush_the_store_refuses_says_it_refused_not_that_it_is_unavailable(
         % (spool, shown(site))
     ]
     assert len(list(spool.glob("*.jsonl"))) == 1  # kept for a flush with a member's credentials
+
+
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_document_over_the_servers_size_limit_is_said_once_by_id_and_fails_the_crawl(
+    cli, crawl, pouchdb, tmp_path, command
+):
+    """A crawl into CouchDB 3 with an event over its ``max_document_size``: the store refuses that
+    event on its own (the rest stored) and it is never spooled (no later try can store it). Before, the
+    run log counted it (``failed_writes``) and nothing else did: a run of result ``success``, no line,
+    exit 0. Now the crawl's last lines say it once, naming the document and the setting, its run log
+    names it (``failed_documents``), and the crawl exits 1. PouchDB Server behind a proxy answering the
+    recorded 413 (tests/support/couchlimit.py: a DERIVED variant, a limit just under the largest event
+    of the recording, learnt from a first crawl)."""
+    from votersdaily.store.couch import TOO_LARGE_REASON
+
+    env = {
+        "VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive"),
+        "VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+
+    def crawled(uri: str):
+        if command == "scrapy crawl":
+            # A process of its own: the in-process runner leaves the command's last lines out of its stderr.
+            roll = RECORDINGS / "gov/house_roll_call/roll314.xml"
+            return crawl("house_votes", roll, uri, env=env, subprocess=True)
+        return cli("crawl", "house_votes", "--offline", store_uri=uri, env=env)
+
+    pouchdb.reset()
+    with SizeLimitProxy(pouchdb.port, "vd_events") as measured:
+        assert crawled(measured.url).returncode == 0
+    sizes = [0, *sorted(measured.sizes.values())]  # a limit between the largest event and the next
+    assert sizes[-1] - sizes[-2] > 200, sizes  # one event alone over it
+    (largest,) = [doc_id for doc_id, size in measured.sizes.items() if size == sizes[-1]]
+    pouchdb.reset()
+    with SizeLimitProxy(pouchdb.port, "vd_events", limit=(sizes[-1] + sizes[-2]) // 2) as limited:
+        proc = crawled(limited.url)
+    assert limited.refused >= 1
+    assert proc.returncode == 1, proc.stderr
+    reason = "document_too_large: %s" % TOO_LARGE_REASON
+    assert [line for line in proc.stderr.splitlines() if largest in line] == [
+        "%s: 1 documents of 1 runs (house_votes) were not stored: the store refused them "
+        "(%s: %s); their run logs name them (failed_documents)" % (command, largest, reason)
+    ]
+    store = open_store(pouchdb.url)
+    try:
+        [log] = store.iter_docs("vd_log")
+        assert (log["failed_writes"], log["failed_documents"]) == (1, {largest: reason})
+        assert {doc["_id"] for doc in store.iter_docs("vd_events")} == set(measured.sizes) - {largest}
+    finally:
+        store.close()
+    assert not list((tmp_path / "spool").glob("*.jsonl")), "a refused document is not spooled"

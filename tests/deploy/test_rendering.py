@@ -7,6 +7,7 @@ make a browser fetch."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -14,8 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.support.processes import start_crawl
-from tests.support.services import LocalSite
-from votersdaily.rendering import CHROMIUM, CHROMIUM_ARGS, RENDER_SETTINGS
+from tests.support.services import ConnectionRecorder, LocalSite, free_port, wait_http
+from votersdaily.rendering import CHROMIUM, CHROMIUM_ARGS, NO_NETWORK_ARGS, RENDER_SETTINGS
 from votersdaily.store import open_store
 
 pytestmark = pytest.mark.slow  # a Chromium browser and crawl subprocesses
@@ -191,3 +192,157 @@ def test_splash_is_not_asked_until_its_network_is_stated_confined(site, sqlite_u
     assert "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only" in (
         log.read_text()
     )
+
+
+SOCKET_PAGE = """<!doctype html><html><body><p id="content"></p><img src="/slow.png">
+<script>content.textContent = "written by JavaScript"; new WebSocket("{ws}/socket");</script>
+</body></html>"""
+REFUSED = "nothing is rendered until VOTERSDAILY_BROWSER_NETWORK_CONFINED=True states"
+
+
+@pytest.fixture
+def recorders():
+    """(the operator's proxy, another service of this machine): ports that record any connection."""
+    proxy, internal = ConnectionRecorder(), ConnectionRecorder()
+    yield proxy, internal
+    proxy.stop()
+    internal.stop()
+
+
+def socket_page(site, internal) -> str:
+    """A page whose WebSocket reaches for ``internal``; its slow image holds the load event while
+    the socket has its chance."""
+    site.route("/slow.png", lambda handler: time.sleep(1.5) or b"", content_type="image/png")
+    page = SOCKET_PAGE.format(ws=internal.url.replace("http:", "ws:"))
+    return site.route("/socket.html", page, content_type="text/html; charset=utf-8")
+
+
+def launch_options(**options) -> str:
+    """PLAYWRIGHT_LAUNCH_OPTIONS: ours with the operator's ``options``; Local Network Access checks
+    off (they would stop a socket to loopback themselves, not one to a public address)."""
+    args = [*CHROMIUM_ARGS, "--disable-features=LocalNetworkAccessChecks", *options.pop("args", [])]
+    launch = {**RENDER_SETTINGS["PLAYWRIGHT_LAUNCH_OPTIONS"], "args": args, **options}
+    return "PLAYWRIGHT_LAUNCH_OPTIONS=" + json.dumps(launch)
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    "operator",
+    [
+        pytest.param(lambda proxy: {"proxy": {"server": proxy.url}}, id="proxy"),
+        pytest.param(
+            lambda proxy: {"proxy": {"server": proxy.url}, "ignore_default_args": NO_NETWORK_ARGS},
+            id="proxy-without-ours",
+        ),
+        pytest.param(
+            lambda proxy: {"args": ["--no-proxy-server"], "ignore_default_args": NO_NETWORK_ARGS[2:]},
+            id="no-proxy-server-without-our-resolver",
+        ),
+    ],
+)
+def test_an_operators_own_browser_network_is_refused(site, recorders, sqlite_uri, tmp_path, operator):
+    """The operator's own proxy (or switches undoing ours) in PLAYWRIGHT_LAUNCH_OPTIONS. Before, ours
+    were added last and won over their proxy (which then saw nothing, silently), but
+    ``ignore_default_args`` dropped ours: the page's WebSocket reached the other service through
+    their proxy, or directly. Now such options are refused with one line, nothing is rendered (the
+    page is fetched as it is) and neither port sees a connection."""
+    proxy, internal = recorders
+    url = socket_page(site, internal)
+    contents, log = render(site, sqlite_uri, tmp_path, url, launch_options(**operator(proxy)))
+    assert proxy.seen == internal.seen == [], log[-3000:]
+    assert contents == [None], log[-3000:]
+    assert log.count(REFUSED) == 1, log[-3000:]
+
+
+@needs_chromium
+def test_an_operator_who_states_the_browser_confined_gets_their_proxy(site, recorders, sqlite_uri, tmp_path):
+    """VOTERSDAILY_BROWSER_NETWORK_CONFINED=True: the operator's proxy is the browser's network, as
+    written (the WebSocket goes to it); every routed request is still fetched through the gate."""
+    proxy, internal = recorders
+    url = socket_page(site, internal)
+    launch = launch_options(proxy={"server": proxy.url})
+    contents, log = render(
+        site, sqlite_uri, tmp_path, url, launch, "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True"
+    )
+    assert contents == ["written by JavaScript"], log[-3000:]
+    assert any(b"CONNECT 127.0.0.1:%d " % internal.port in seen for seen in proxy.seen), proxy.seen
+    assert REFUSED not in log and "'render/fetched'" in log
+
+
+@pytest.fixture
+def remote_chromium(tmp_path):
+    """A browser of its own, as a remote one would be: Debian's Chromium with its DevTools port open
+    and none of our launch flags; PLAYWRIGHT_CDP_URL's value."""
+    port = free_port()
+    browser = subprocess.Popen(
+        [
+            CHROMIUM,
+            *CHROMIUM_ARGS,
+            "--headless",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=%d" % port,
+            "--user-data-dir=%s" % (tmp_path / "remote-profile"),
+            "--disable-features=LocalNetworkAccessChecks",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = "http://127.0.0.1:%d" % port
+    wait_http(url + "/json/version")
+    yield url
+    browser.terminate()
+    browser.wait(30)
+
+
+@needs_chromium
+def test_a_remote_browser_is_used_only_when_stated_confined(
+    site, recorders, remote_chromium, sqlite_uri, tmp_path
+):
+    """PLAYWRIGHT_CDP_URL: a remote browser gets none of our launch flags. Before, it rendered the
+    page and the page's WebSocket reached the other service; now nothing is rendered, one line says
+    why, and the service sees no connection. With VOTERSDAILY_BROWSER_NETWORK_CONFINED=True the
+    remote browser renders (its routed requests still through the gate)."""
+    _, internal = recorders
+    url = socket_page(site, internal)
+    cdp = "PLAYWRIGHT_CDP_URL=" + remote_chromium
+    contents, log = render(site, sqlite_uri, tmp_path, url, cdp)
+    assert internal.seen == [], log[-3000:]
+    assert contents == [None], log[-3000:]
+    assert log.count("PLAYWRIGHT_CDP_URL is set, but a remote browser gets none") == 1, log[-3000:]
+
+    confined = "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True"
+    contents, log = render(site, sqlite_uri, tmp_path, url + "?again", cdp, confined)
+    assert "written by JavaScript" in contents and REFUSED not in log, log[-3000:]
+
+
+WORKER_PAGE = """<!doctype html><html><body><p id="content"></p><img src="/slow.png">
+<script>content.textContent = "written by JavaScript";
+navigator.serviceWorker && navigator.serviceWorker.register("/worker.js").catch(() => null);</script>
+</body></html>"""
+
+
+@needs_chromium
+def test_service_workers_are_blocked_in_every_context(site, recorders, sqlite_uri, tmp_path):
+    """A page registers a service worker that fetches another service of this machine; no page route
+    sees a service worker's requests. With our network switches in force they lead nowhere anyway,
+    so here the operator has stated the browser confined and dropped them (an open network): what
+    remains is the block on service workers, in every context, a startup one of PLAYWRIGHT_CONTEXTS
+    too (before, only contexts the render middleware's requests made were blocked). The service
+    sees nothing; the worker's own script is never asked for."""
+    _, internal = recorders
+    site.route("/slow.png", lambda handler: time.sleep(1.5) or b"", content_type="image/png")
+    worker = 'fetch("%s/from-worker").catch(() => null);' % internal.url
+    site.route("/worker.js", worker, content_type="text/javascript")
+    url = site.route("/worker.html", WORKER_PAGE, content_type="text/html; charset=utf-8")
+    contents, log = render(
+        site,
+        sqlite_uri,
+        tmp_path,
+        url,
+        launch_options(ignore_default_args=NO_NETWORK_ARGS),
+        "VOTERSDAILY_BROWSER_NETWORK_CONFINED=True",
+        'PLAYWRIGHT_CONTEXTS={"default": {}}',
+    )
+    assert contents == ["written by JavaScript"], log[-3000:]
+    assert internal.seen == [] and "/worker.js" not in site.hits, (internal.seen, site.hits)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import logging
 import os
 import re
 import subprocess
@@ -877,6 +878,20 @@ def test_flush_of_a_mistyped_database_names_the_databases_spooled_there(tmp_path
     assert [f.db for f in Spool(spool).pending()] == [schema.EVENTS_DB]
 
 
+def _command_process(proxy: FaultProxy, spool: Spool, *command: str) -> subprocess.Popen:
+    """A real ``python -m votersdaily flush`` (or ``command``) with ``spool``, into the store behind
+    ``proxy``."""
+    env = cli_environment(proxy.url, {"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "votersdaily", *(command or ("flush",))],
+        cwd=REPO,
+        env=dict(os.environ, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 @contextlib.contextmanager
 def writer_that_spooled(pouchdb, tmp_path):
     """A writer on PouchDB Server behind a proxy not yet started (the store refuses connections)
@@ -909,15 +924,7 @@ def test_a_spooled_version_another_process_delivers_never_replaces_the_writers_n
         proxy.start()
         write = b"POST /%s/_bulk_docs" % db.encode()
         proxy.delay(write, 3.0)
-        env = cli_environment(proxy.url, {"VOTERSDAILY_SPOOL_DIR": str(spool.directory)})
-        flush = subprocess.Popen(
-            [sys.executable, "-m", "votersdaily", "flush"],
-            cwd=REPO,
-            env=dict(os.environ, **env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        flush = _command_process(proxy, spool)
         deadline = time.monotonic() + 60
         while not proxy.delayed and flush.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -1013,3 +1020,162 @@ def test_a_writers_spool_file_a_dead_deliverer_claimed_is_delivered_by_the_write
         proxy.start()
         writer._drain([])
         assert writer.store.get(writer.db, "doc")["version"] == "A" and not dead.exists()
+
+
+def _flushed(proxy: FaultProxy, spool: Spool) -> str:
+    """Run ``flush`` to its end (it must deliver everything): its output."""
+    out, err = _command_process(proxy, spool).communicate(timeout=120)
+    assert not spool.pending(), out + err
+    return out + err
+
+
+@contextlib.contextmanager
+def _flush_delivering(proxy: FaultProxy, spool: Spool, db: str):
+    """A real ``flush`` held in the middle of its write of ``db`` (its spool file claimed); at the
+    block's end it is killed (``kill -9``) and its held write dropped, never reaching the store: its
+    claim is left by a dead process."""
+    write = b"POST /%s/_bulk_docs" % db.encode()
+    proxy.hold(write)
+    flush = _command_process(proxy, spool)
+    try:
+        deadline = time.monotonic() + 120
+        while not proxy.holding and flush.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.holding, flush.communicate()
+        yield flush
+    finally:
+        flush.kill()
+        flush.communicate()
+        proxy.release()
+    deadline = time.monotonic() + 30
+    while proxy.dropped_after_hold + proxy.passed_after_hold < proxy.holding and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (proxy.dropped_after_hold, proxy.passed_after_hold) == (1, 0), (
+        "the killed flush's write never arrived"
+    )
+    assert len(list(spool.directory.glob("*.delivering"))) == 1, "the dead flush's claim is left"
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        "the writer writes after the kill",
+        "the writer waited behind the delivery, then it died",
+        "flush again before the writer writes",
+        "the file was the writer's own",
+    ],
+)
+def test_a_dead_deliverers_older_version_never_replaces_a_live_writers_newer_one(pouchdb, tmp_path, order):
+    """A real ``flush`` killed (``kill -9``) while delivering a spool file of version A leaves its
+    claim; a live writer, then, writes version B of the same document. The writer saw no live
+    delivery and wrote B at once (or, had it waited behind that delivery, delivered only its own
+    file once it was dead); the next ``flush`` took the dead claim over and A replaced B. Now a
+    writer delivers every file of its database for its store that it goes after (another process's,
+    a dead one's claim) before it writes, in order: B stays, in every order of events."""
+    from votersdaily.store.writer import BatchWriter
+
+    proxy = FaultProxy(pouchdb.port)
+    spool = Spool(tmp_path / "spool")
+    store = open_store(proxy.url)
+    db = "db_%s" % uuid.uuid4().hex[:12]
+    writer = BatchWriter(store, db, retry_times=0, spool=spool)
+    try:
+        if order == "the file was the writer's own":  # the store was away: the writer spooled A
+            assert writer._write([{"_id": "doc", "version": "A"}]).spooled == ["doc"]
+        else:  # an earlier run's spool file
+            spool.write(identity_of(store), db, [{"_id": "doc", "version": "A"}])
+        proxy.start()
+        with _flush_delivering(proxy, spool, db):
+            if order == "the writer waited behind the delivery, then it died":
+                assert writer._write([{"_id": "doc", "version": "B"}]).spooled == ["doc"]
+        if order == "flush again before the writer writes":
+            _flushed(proxy, spool)
+            assert store.get(db, "doc")["version"] == "A"
+        if order != "the writer waited behind the delivery, then it died":
+            newer = writer._write([{"_id": "doc", "version": "B"}])  # the writer's thread's call
+            assert newer.updated == ["doc"] or newer.inserted == ["doc"], newer
+        writer._drain([])  # the writer's last call at its end
+        if spool.pending():
+            _flushed(proxy, spool)
+        assert store.get(db, "doc")["version"] == "B"
+        # Another process's A, delivered by the writer first, is counted apart from its run's own.
+        delivered_by_writer = order in (
+            "the writer writes after the kill",
+            "the writer waited behind the delivery, then it died",
+        )
+        assert writer.take_delivered_earlier() == (1 if delivered_by_writer else 0)
+        spooled_by_writer = order in (
+            "the writer waited behind the delivery, then it died",
+            "the file was the writer's own",
+        )
+        assert (writer.outage.spooled, writer.outage.delivered_from_spool) == (
+            spooled_by_writer,
+            spooled_by_writer,
+        )
+        assert not spool.pending() and not list(spool.directory.iterdir())
+    finally:
+        store.close()
+        proxy.stop()
+
+
+def test_a_spool_file_the_store_refuses_is_left_for_flush_not_tried_before_every_write(
+    pouchdb, tmp_path, caplog
+):
+    """A writer delivers the spool files of its database ahead of its writes; one whose document the
+    store refuses (a ``validate_doc_update``) stays spooled for ``flush``, and the writer does not try
+    it again before each of its later batches (a round trip and an error line per batch)."""
+    from votersdaily.store.writer import BatchWriter
+
+    store = open_store(pouchdb.url)
+    db = "db_%s" % uuid.uuid4().hex[:12]
+    store.ensure_db(db)
+    guard = "function (doc) { if (doc._id === 'refused') { throw({forbidden: 'not this one'}); } }"
+    store.bulk_docs(db, [{"_id": "_design/guard", "validate_doc_update": guard}])
+    spool = Spool(tmp_path / "spool")
+    path = spool.write(identity_of(store), db, [{"_id": "refused"}, {"_id": "taken"}])
+    writer = BatchWriter(store, db, retry_times=0, spool=spool)
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert writer._write([{"_id": "first"}]).inserted == ["first"]
+            assert writer._write([{"_id": "second"}]).inserted == ["second"]
+        refusals = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
+        assert len(refusals) == 1 and "forbidden: not this one" in refusals[0]
+        assert writer.take_delivered_earlier() == 1 and store.get(db, "taken") is not None
+        assert [f.path for f in spool.pending()] == [path]
+    finally:
+        store.close()
+
+
+def test_what_another_process_spooled_a_crawl_delivers_before_its_write_is_counted_apart(pouchdb, tmp_path):
+    """A crawl's writer that delivers another process's spool file ahead of its next write (here a
+    claim whose deliverer died after the crawl opened: its first batch held by the proxy meanwhile)
+    counts those documents as delivered from the spool, never as its own: the summary's line, the
+    run log's ``spool_delivered_count``, not its ``insert_count``."""
+    pouchdb.reset()
+    proxy = FaultProxy(pouchdb.port).start()
+    store = open_store(proxy.url)
+    spool = Spool(tmp_path / "spool")
+    try:
+        store.ensure_db(schema.EVENTS_DB)
+        store.install_views(schema.EVENTS_DB)  # as `views push` did: the crawl's first POST is its batch
+        proxy.hold(b"POST /%s/_" % schema.EVENTS_DB.encode())
+        crawl = _command_process(
+            proxy, spool, "crawl", "house_votes", "--offline", "-s", "VOTERSDAILY_BATCH_SIZE=1"
+        )
+        deadline = time.monotonic() + 120
+        while not proxy.holding and crawl.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proxy.holding, crawl.communicate()
+        path = spool.write(identity_of(store), schema.EVENTS_DB, [{"_id": "spooled-elsewhere"}])
+        path.rename(path.with_name("%s.%d-1.delivering" % (path.name, os.getpid())))  # its deliverer is gone
+        proxy.release()
+        _, err = crawl.communicate(timeout=300)
+        assert crawl.returncode == 0, err
+        assert "1 documents spooled by earlier runs were delivered to" in err
+        [log] = store.iter_docs(schema.LOG_DB)
+        events = [doc["_id"] for doc in store.iter_docs(schema.EVENTS_DB)]
+        assert "spooled-elsewhere" in events and not spool.pending()
+        assert (log["spool_delivered_count"], log["insert_count"]) == (1, len(events) - 1)
+    finally:
+        store.close()
+        proxy.stop()

@@ -11,6 +11,8 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
   port stops listening (connections are refused from then on), as when the server is stopped just
   before it: a store that answered the command's check and then went away;
 * delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped);
+* hold requests until released, then pass on only those whose client is still there: a write in
+  flight when its process is killed (``kill -9`` at that moment) never reaches the server;
 * close a kept-alive connection when a request comes on it again, forwarding nothing: a server
   that closed an idle keep-alive connection just as the client reused it (the client sees the
   connection aborted before any answer).
@@ -25,6 +27,7 @@ request line starts a request.
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 import time
@@ -45,6 +48,13 @@ class FaultProxy:
         self._delays: dict[bytes, float] = {}
         #: Requests delayed so far (a test waits for the first).
         self.delayed = 0
+        self._holding: bytes | None = None
+        self._released = threading.Event()
+        #: Requests held so far by :meth:`hold` (a test waits for the first), and of those, the ones
+        #: passed on when released (their client was still there) and the ones dropped.
+        self.holding = 0
+        self.passed_after_hold = 0
+        self.dropped_after_hold = 0
         self._stop_at: bytes | None = None
         self._close_reused: dict[bytes, int] = {}
         #: Requests met by a closed kept-alive connection so far.
@@ -73,6 +83,16 @@ class FaultProxy:
     def delay(self, fragment: bytes, seconds: float) -> None:
         """Pass every request whose request line holds ``fragment`` on after ``seconds``."""
         self._delays[fragment] = seconds
+
+    def hold(self, fragment: bytes) -> None:
+        """Hold every request whose request line holds ``fragment`` until :meth:`release`."""
+        self._released.clear()
+        self._holding = fragment
+
+    def release(self) -> None:
+        """Pass the held requests on, those whose client is still connected; hold no more."""
+        self._holding = None
+        self._released.set()
 
     def stop_at(self, fragment: bytes) -> None:
         """Stop (as a stopped server: refused connections) when a request line holds ``fragment``."""
@@ -135,6 +155,18 @@ class FaultProxy:
                     if self.held >= barrier.parties:
                         self._barrier = None
                 barrier.wait()
+            if self._holding is not None and self._holding in line:
+                with self._lock:
+                    self.holding += 1
+                self._released.wait(timeout=120)
+                connected = self._connected(client)
+                with self._lock:
+                    if connected:
+                        self.passed_after_hold += 1
+                    else:
+                        self.dropped_after_hold += 1
+                if not connected:
+                    break
             for fragment, seconds in self._delays.items():
                 if fragment in line:
                     with self._lock:
@@ -177,6 +209,16 @@ class FaultProxy:
             except OSError:
                 break
         self._close(client, upstream)
+
+    @staticmethod
+    def _connected(client: socket.socket) -> bool:
+        """Whether the client is still there: its end not closed (a killed process's is), even with
+        the rest of its request unread (Linux's POLLRDHUP tells that; a peek would not)."""
+        poller = select.poll()
+        poller.register(client, select.POLLRDHUP)
+        return not any(
+            events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, events in poller.poll(0)
+        )
 
     @staticmethod
     def _recv(sock: socket.socket) -> bytes:

@@ -341,6 +341,32 @@ class LocalSite:
         return Route(404, b"<html><body>Not Found</body></html>", {"Content-Type": "text/html"})
 
 
+class ConnectionRecorder:
+    """A loopback port that accepts any connection and keeps its first bytes (``seen``): what a
+    browser sent there (a WebSocket's upgrade, a proxy's CONNECT), whatever the protocol."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.seen: list[bytes] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed by stop()
+            while True:
+                connection, _ = self.listener.accept()
+                with connection:
+                    connection.settimeout(2)
+                    try:
+                        self.seen.append(connection.recv(200))
+                    except OSError:
+                        self.seen.append(b"")
+
+    def stop(self) -> None:
+        self.listener.close()
+
+
 def guess_type(path: Path) -> str:
     import mimetypes
 

@@ -16,7 +16,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.spiderloader import get_spider_loader
 
 from votersdaily.archive import archive_dir
-from votersdaily.crawlcontext import RunRecord, crawl_context, not_archived_line
+from votersdaily.crawlcontext import RunRecord, crawl_context, incomplete_lines, not_archived_line
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.plumbing.inputs import bad_spider_arguments
@@ -148,24 +148,25 @@ def run(args: argparse.Namespace) -> int:
     rows += [{"spider": n, "result": "not due"} for n in not_due]
     lost = sum(r["lost"] for r in counted)
     print_table(rows, columns=(*COLUMNS, "lost") if lost else COLUMNS)
-    not_archived = not_archived_runs(crawlers)
+    records = [crawl_context(c).run for c in crawlers]
+    incomplete = incomplete_runs(records)
     if crawlers:
         print("events and run logs are in %s" % mask_uri(uri), file=sys.stderr)
-        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED") and not not_archived:
+        if settings.getbool("VOTERSDAILY_ARCHIVE_ENABLED") and not_archived_line(records) is None:
             print(
                 "the parsed source documents are archived in %s" % archive_dir(settings).resolve(),
                 file=sys.stderr,
             )
-    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), not_archived=not_archived)
+    status = crawl_status(counted, spool_dir(settings), mask_uri(uri), incomplete=incomplete)
     return interrupted(interrupts.stop, counted, settings) if interrupts.stop else status
 
 
 def crawl_status(
-    rows: list[dict[str, Any]], spool_folder: Path | str, shown_uri: str, not_archived: bool = False
+    rows: list[dict[str, Any]], spool_folder: Path | str, shown_uri: str, incomplete: bool = False
 ) -> int:
     """What the crawl's exit status says, with a line for what is not in the table: 1 when a run
-    failed, documents were lost or source documents not archived, else 4 when documents wait in the
-    spool, else 0."""
+    failed, documents were lost, or runs were ``incomplete`` (source documents not archived,
+    documents the store refused), else 4 when documents wait in the spool, else 0."""
     delivered = sum(r["spool_delivered"] for r in rows)
     if delivered:
         print(
@@ -187,20 +188,21 @@ def crawl_status(
             % (lost, spool_folder)
         )
         return EXIT_FAILED
-    if not_archived or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
+    if incomplete or any(r["result"] not in ("success", *STORE_RESULTS) for r in rows):
         return EXIT_FAILED
     if spooled:
         return EXIT_SPOOLED
     return EXIT_OK if all(r["result"] == "success" for r in rows) else EXIT_FAILED
 
 
-def not_archived_runs(crawlers: list[Crawler]) -> bool:
-    """Whether runs' source documents could not all be archived, said in one line: their events are
-    stored all the same (``archived: false``), but the command did not do all its job."""
-    line = not_archived_line(crawl_context(c).run for c in crawlers)
-    if line:
+def incomplete_runs(records: list[RunRecord | None]) -> bool:
+    """Whether runs did not do all their job though they succeeded, each way said in one line
+    (:func:`~votersdaily.crawlcontext.incomplete_lines`): source documents not all archived (their
+    events are stored all the same, ``archived: false``), documents the store refused."""
+    lines = incomplete_lines(records)
+    for line in lines:
         say(line)
-    return line is not None
+    return bool(lines)
 
 
 def interrupted(stop: str, rows: list[dict[str, Any]], settings: BaseSettings) -> int:

@@ -54,17 +54,18 @@ def say(message: str) -> None:
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
     (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why), documents
-    were lost or source documents not all archived; 4 when it is done but documents wait in the spool
+    were lost, source documents not all archived or documents refused by the store; 4 when it is done but documents wait in the spool
     (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
-    from votersdaily.crawlcontext import crawl_context, not_archived_line
+    from votersdaily.crawlcontext import crawl_context, incomplete_lines
     from votersdaily.store.base import STORE_RESULTS
 
     if interrupted:
         return EXIT_INTERRUPTED
-    not_archived = not_archived_line(crawl_context(c).run for c in crawlers)
-    if not_archived:
-        say(not_archived)
+    incomplete = incomplete_lines(crawl_context(c).run for c in crawlers)
+    for line in incomplete:
+        say(line)
+    if incomplete:
         return EXIT_FAILED
     status = EXIT_OK
     for crawler in crawlers:

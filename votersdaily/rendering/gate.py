@@ -17,15 +17,18 @@ Why the gate follows redirects itself: a redirect the browser follows, fulfilled
 is not routed again but goes to the network (Chromium 156, Playwright 1.65). So a redirected page
 renders at the URL Scrapy asked for. What no route sees (WebSockets, service workers) meets
 Chromium's network settings (:data:`votersdaily.rendering.NO_NETWORK_ARGS`: a proxy that leads
-nowhere, no loopback exception) and contexts that block service workers (the render middleware).
+nowhere, no loopback exception) and contexts that block service workers (every context the
+handler makes, startup contexts of PLAYWRIGHT_CONTEXTS too).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -36,6 +39,12 @@ from votersdaily.crawlcontext import crawl_context
 from votersdaily.plumbing.address_policy import HostNotAllowed, PrivateAddressRefused, host_port
 from votersdaily.plumbing.pinned_fetch import DownloadTooLarge, fetch_hop
 from votersdaily.rendering import NO_NETWORK_ARGS
+from votersdaily.rendering.confinement import (
+    STATEMENT,
+    network_context_options,
+    network_launch_options,
+    unconfined_reason,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -57,6 +66,10 @@ _CONNECTION_HEADERS = frozenset(
 _FRAMING_HEADERS = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive"})
 
 
+class BrowserNotConfined(RuntimeError):
+    """The rendering browser's own network would not be confined: nothing is rendered."""
+
+
 class Refused(Exception):
     """The crawl's address policy refused one hop (``url``) of a browser's request: ``reason`` says why."""
 
@@ -73,6 +86,7 @@ class ResourceLimits:
     timeout: float
     #: Scrapy's REDIRECT_MAX_TIMES: the crawl's own limit, for the browser's redirects too.
     max_redirects: int
+    fetch_threads: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Self:
@@ -81,6 +95,7 @@ class ResourceLimits:
             max_bytes=settings.getint("VOTERSDAILY_BROWSER_MAX_BYTES"),
             timeout=settings.getfloat("VOTERSDAILY_BROWSER_TIMEOUT"),
             max_redirects=settings.getint("REDIRECT_MAX_TIMES"),
+            fetch_threads=settings.getint("VOTERSDAILY_BROWSER_FETCH_THREADS"),
         )
 
 
@@ -101,6 +116,12 @@ class BrowserGate:
         self.crawler = crawler
         self.limits = limits
         self._refused_logged: set[tuple[str, int]] = set()
+        # Threads of its own (fetch_hop blocks): a page's many slow requests wait for each other,
+        # not for asyncio's default executor, where the address guard resolves every host.
+        self._threads = ThreadPoolExecutor(limits.fetch_threads, thread_name_prefix="browser-gate")
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -164,7 +185,7 @@ class BrowserGate:
         await route.fulfill(status=answer.status, headers=_answer_headers(answer), body=answer.body)
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str], body: bytes | None) -> Answer:
-        """Each hop checked by the crawl's guard, then fetched pinned (in a thread: it blocks)."""
+        """Each hop checked by the crawl's guard, then fetched pinned (on the gate's threads: it blocks)."""
         guard = crawl_context(self.crawler).address_guard
         deadline = time.monotonic() + self.limits.timeout
         sent = {name: value for name, value in headers.items() if name.lower() not in _CONNECTION_HEADERS}
@@ -179,7 +200,7 @@ class BrowserGate:
             except (PrivateAddressRefused, HostNotAllowed) as exc:
                 raise Refused(url, str(exc)) from None
             host, port = host_port(url)
-            answer = await asyncio.to_thread(
+            fetch = functools.partial(
                 fetch_hop,
                 url,
                 host,
@@ -193,6 +214,7 @@ class BrowserGate:
                 timeout=self.limits.timeout,
                 error_bodies=True,
             )
+            answer = await asyncio.get_running_loop().run_in_executor(self._threads, fetch)
             if answer.location is None:
                 return answer
             url = answer.location
@@ -246,14 +268,44 @@ class GatedRoute:
 
 class GatedPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     """scrapy-playwright's download handler with every browser request through :class:`BrowserGate`,
-    and Chromium started with :data:`NO_NETWORK_ARGS` whatever PLAYWRIGHT_LAUNCH_OPTIONS says."""
+    and Chromium started with :data:`NO_NETWORK_ARGS` last (Chromium takes the last of two equal
+    switches). Settings that would give the browser a network of its own
+    (:func:`~votersdaily.rendering.confinement.unconfined_reason`) launch nothing unless the operator
+    states that it is confined; then their network options are used as written."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.gate = BrowserGate.from_crawler(crawler)
+        #: Said once by the render middleware (NotConfigured); here the handler fails closed.
+        self.refusal = unconfined_reason(crawler.settings)
+        self.stated_confined = crawler.settings.getbool(STATEMENT)
         options = self.config.launch_options
-        args = [arg for arg in options.get("args", []) if arg not in NO_NETWORK_ARGS]
-        self.config.launch_options = {**options, "args": [*args, *NO_NETWORK_ARGS]}
+        if not (self.stated_confined and network_launch_options(options)):
+            args = [arg for arg in options.get("args", []) if arg not in NO_NETWORK_ARGS]
+            self.config.launch_options = {**options, "args": [*args, *NO_NETWORK_ARGS]}
+
+    async def _close(self) -> None:
+        await super()._close()
+        self.gate.close()
+
+    async def _launch(self) -> None:
+        if self.refusal is None:
+            await super()._launch()
+
+    async def _create_browser_context(
+        self, name: str, context_kwargs: dict[str, Any] | None, spider: Any = None
+    ) -> Any:
+        if self.refusal is not None:
+            raise BrowserNotConfined(self.refusal)
+        named = network_context_options(context_kwargs)
+        if named and not self.stated_confined:
+            raise BrowserNotConfined(
+                "browser context %r would have a network of its own (%s): not created until %s=True"
+                % (name, ", ".join(named), STATEMENT)
+            )
+        # Requests of service workers are seen by no page route: every context blocks them.
+        blocked = {**(context_kwargs or {}), "service_workers": "block"}
+        return await super()._create_browser_context(name, blocked, spider)
 
     def _make_request_handler(
         self, *args: Any, **kwargs: Any

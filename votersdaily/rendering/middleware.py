@@ -3,8 +3,8 @@
 Splash fetches a page's sub-resources on its own machine, where no address policy of ours applies:
 with SPLASH_URL set the middleware stays off (NotConfigured, one line saying why) unless
 SPLASH_NETWORK_CONFINED states that Splash's network reaches public addresses only. Playwright's
-browser fetches through the gate (:mod:`.gate`); its contexts block service workers, whose requests
-no page route sees."""
+browser fetches through the gate (:mod:`.gate`), its own network confined by our launch flags: settings
+that would undo them (:mod:`.confinement`) keep the middleware off the same way."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from urllib.parse import urlencode
 
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+
+from votersdaily.rendering.confinement import unconfined_reason
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -49,6 +51,9 @@ class RenderMiddleware:
                 "own machine, outside the crawl's address policy: nothing is rendered until "
                 "SPLASH_NETWORK_CONFINED=True states that Splash's network reaches public addresses only"
             )
+        refusal = None if crawler.settings.get("SPLASH_URL") else unconfined_reason(crawler.settings)
+        if refusal is not None:
+            raise NotConfigured(refusal)
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
@@ -58,8 +63,6 @@ class RenderMiddleware:
         if not self.splash_url:
             if not request.meta.get("playwright"):
                 request.meta["playwright"] = True
-            context = request.meta.get("playwright_context_kwargs") or {}
-            request.meta["playwright_context_kwargs"] = {**context, "service_workers": "block"}
             return None
         # Splash's render.html GET API: the rendered DOM as HTML.
         query = urlencode({"url": request.url, "wait": self.splash_wait, "timeout": self.splash_timeout})

@@ -76,10 +76,16 @@ class CrawlWrites:
     totals: WriteTotals = field(default_factory=WriteTotals)
     #: Documents spooled by earlier runs that this crawl delivered, by database: never its own work.
     spool_delivered: Counter[str] = field(default_factory=Counter)
+    #: Documents of this crawl not stored (the store refused them on their own: over its
+    #: ``max_document_size``, not JSON; no later try can store them): id → why, the first
+    #: :data:`NOT_STORED_SHOWN` (the run log's ``failed_writes`` counts them all).
+    not_stored: dict[str, str] = field(default_factory=dict)
     hold: EngineHold = field(default_factory=EngineHold)
 
 
 crawl_writes = PerCrawl(CrawlWrites)
+#: How many documents not stored a run log names (``failed_documents``); ``failed_writes`` counts all.
+NOT_STORED_SHOWN = 50
 
 
 def store_for(crawler: Crawler) -> Store:
@@ -139,6 +145,16 @@ def count_spool_delivered(crawler: Crawler, db: str, documents: int) -> None:
     if documents:
         crawl_writes(crawler).spool_delivered[db] += documents
         crawler.stats.inc_value("spool/%s/delivered" % db, documents)
+
+
+def note_not_stored(crawler: Crawler, failed: Mapping[str, str]) -> None:
+    """Keep the ids of documents the store did not take and why (the first
+    :data:`NOT_STORED_SHOWN`), for the run log and the crawl's last lines."""
+    kept = crawl_writes(crawler).not_stored
+    for doc_id, reason in failed.items():
+        if len(kept) >= NOT_STORED_SHOWN:
+            return
+        kept.setdefault(doc_id, reason)
 
 
 def count_writes(crawler: Crawler, db: str, counts: Mapping[str, int]) -> None:
@@ -208,6 +224,8 @@ class CrawlerWriter:
 
     def _count(self, result: UpsertResult) -> None:
         count_writes(self.crawler, self.db, result.counts())
+        note_not_stored(self.crawler, result.failed)
+        count_spool_delivered(self.crawler, self.db, self.batch.take_delivered_earlier())
 
     @property
     def errors(self) -> list[BaseException]:

@@ -421,6 +421,16 @@ class Spool:
                 return path
         return None
 
+    def ahead(self, db: str, key: str | None) -> list[SpoolFile]:
+        """The files of ``db`` for the store ``key`` that a write to it goes after, oldest first:
+        ready ones, and those a dead process claimed or was writing (written before them, a version
+        would be replaced by their earlier ones once they are delivered). Raises :class:`SpoolBusy`
+        while a live process delivers one (the write then waits behind it in the spool)."""
+        claim = self.delivering(db, key)
+        if claim is not None:
+            raise SpoolBusy(claim)
+        return [spooled for spooled in self.pending(db) if spooled.key == key]
+
     # -- delivery ------------------------------------------------------------------------------
 
     def deliver(
@@ -463,7 +473,7 @@ class Spool:
             try:
                 problems = self._deliver_file(store, claimed, accepted, report, hooks)
             except BaseException:
-                claimed.rename(_ready_name(claimed))
+                claimed.rename(ready_name(claimed))
                 raise
             self._done(claimed, problems, report)
         return report
@@ -494,7 +504,8 @@ class Spool:
         return report
 
     def deliver_path(self, store: Store, path: Path) -> DeliveryReport:
-        """Deliver one spool file (a writer's own, in order); removed once delivered. Raises
+        """Deliver one spool file (a writer's, in order: its own, or one :meth:`ahead` of its next
+        write, a dead process's claim among them); removed once delivered. Raises
         :class:`SpoolBusy` while another process delivers files of its database for its store (this
         one among them, maybe): the writer's later versions then wait behind them. A file another
         process has delivered meanwhile is done."""
@@ -513,14 +524,14 @@ class Spool:
         try:
             problems = self._deliver_file(store, claimed, {identity_of(store)}, report, {})
         except BaseException:
-            claimed.rename(path)
+            claimed.rename(ready_name(claimed))
             raise
         self._done(claimed, problems, report)
         report.log_problems()
         return report
 
     def _claim(self, path: Path) -> Path | None:
-        claimed = path.with_name("%s.%s%s" % (_ready_name(path).name, _own_mark(), CLAIM))
+        claimed = path.with_name("%s.%s%s" % (ready_name(path).name, _own_mark(), CLAIM))
         try:
             path.rename(claimed)
         except FileNotFoundError:  # another deliverer got it first
@@ -548,11 +559,11 @@ class Spool:
             "document %s refused by the store (%s)" % r for r in problems.refused.items()
         ]
         if problems.damaged:
-            kept = KeptFile(_unused_kept_name(_ready_name(claimed)), reasons[:REASONS_SHOWN], len(reasons))
+            kept = KeptFile(_unused_kept_name(ready_name(claimed)), reasons[:REASONS_SHOWN], len(reasons))
             report.kept.append(kept)
             what = "its other documents were delivered, the file is kept"
         else:
-            kept = KeptFile(_ready_name(claimed), reasons[:REASONS_SHOWN], len(reasons))
+            kept = KeptFile(ready_name(claimed), reasons[:REASONS_SHOWN], len(reasons))
             report.refused.append(kept)
             what = "its other documents were delivered, the file stays spooled for the next delivery"
         claimed.rename(kept.path)
@@ -682,7 +693,7 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def _ready_name(path: Path) -> Path:
+def ready_name(path: Path) -> Path:
     """``….jsonl`` for a claimed, half-written or kept spool file."""
     return path.with_name(path.name.split(SUFFIX, 1)[0] + SUFFIX)
 

@@ -10,8 +10,9 @@ server error (:class:`~.base.StoreUnavailable`: retried with exponential backoff
 refusing the credentials or the rights (:class:`~.base.StoreRefused`, also per document: never retried,
 a locked-out user stays locked out), or failing otherwise (:class:`~.base.StoreError`). If a
 :class:`~.spool.Spool` is given, what the store did not take is spooled for that store instead of
-being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the spooled documents first, so
-a later version of a document still never overtakes an earlier one. A batch the spool cannot take
+being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the spooled documents first
+(every file of the database for the store waiting ahead: another process's too), so a later version of
+a document still never overtakes an earlier one. A batch the spool cannot take
 either (a full disk) is counted ``lost``, reported once per folder, and fails the run.
 """
 
@@ -42,7 +43,7 @@ from .embedded import text_md5
 from .hooks import WriteHooks
 from .identity import identity_of, store_key
 from .revisions import unstorable
-from .spool import FULL_FOLDERS, NotSpooled, Spool, SpoolBusy
+from .spool import FULL_FOLDERS, NotSpooled, Spool, SpoolBusy, ready_name
 from .upsert import UpsertResult, upsert
 
 if TYPE_CHECKING:
@@ -152,6 +153,11 @@ class BatchWriter:
         self._key = store_key(self.target)
         #: This writer's spool files, oldest first (delivered in order once the store is back).
         self._spooled: list[Path] = []
+        #: Spool files whose documents the store refused: left for `flush`, not tried before each write.
+        self._left_for_flush: set[Path] = set()
+        #: Documents other processes spooled that this writer delivered ahead of its writes, not yet
+        #: told (:meth:`take_delivered_earlier`).
+        self.delivered_earlier = 0
         self.total = UpsertResult()
         self.errors: list[BaseException] = []
         self._buffer: list[dict[str, Any]] = []
@@ -269,6 +275,12 @@ class BatchWriter:
         if self.on_result is not None:
             self.on_result(result)
 
+    def take_delivered_earlier(self) -> int:
+        """How many documents other processes spooled this writer delivered since the last call
+        (called between batches: they are counted apart from this run's)."""
+        taken, self.delivered_earlier = self.delivered_earlier, 0
+        return taken
+
     def take_unwritten(self) -> list[dict[str, Any]]:
         """The documents buffered and not yet handed to a batch, now this caller's to keep (a forced
         stop spools them: ``CrawlerWriter.spool_unwritten``)."""
@@ -303,10 +315,8 @@ class BatchWriter:
         retries = 0 if self._spooled else self.retry_times
         result = UpsertResult()
         try:
-            if self._spooled:
+            if self.spool is not None:  # earlier versions of these documents may be spooled
                 result.merge(self._retrying(self._deliver_spooled, retries))
-            elif self.spool is not None and (claim := self.spool.delivering(self.db, self._key)) is not None:
-                raise SpoolBusy(claim)  # earlier versions of these documents may be in it
             result.merge(self._retrying(lambda: self._write_now(batch), retries))
         except SpoolBusy as exc:
             logger.warning("%s: %d documents for %s wait behind it in the spool", exc, len(batch), self.db)
@@ -445,25 +455,46 @@ class BatchWriter:
         return UpsertResult(spooled=[doc["_id"] for doc in batch]), None
 
     def _deliver_spooled(self) -> UpsertResult:
-        """Deliver this writer's spool files in order; those not delivered stay for the next try."""
-        assert self.spool is not None and self._spooled, "only a spooling writer delivers"  # noqa: S101 - invariant
+        """Deliver, oldest first, every spool file of this database for this store that the next
+        write goes after (:meth:`.spool.Spool.ahead`): this writer's own, and another process's (one
+        that died delivering it, or spooled it meanwhile), or their earlier versions, delivered
+        later, would replace this writer's. Those not delivered stay for the next try; another
+        process's documents are counted apart (:attr:`delivered_earlier`)."""
+        assert self.spool is not None, "only a spooling writer delivers"  # noqa: S101 - invariant
         result = UpsertResult()
         delivered = 0
-        while self._spooled:
-            report = self.spool.deliver_path(self.store, self._spooled[0])
-            self._spooled.pop(0)
+        for spooled in self.spool.ahead(self.db, self._key):
+            ready = ready_name(spooled.path)
+            if ready in self._left_for_flush:
+                continue
+            report = self.spool.deliver_path(self.store, spooled.path)
             # Documents the store refused stay in their spool file (for `flush`): not failed, not lost.
             taken = report.documents - len(report.result.failed)
+            if report.refused:
+                self._left_for_flush.add(ready)
+            if ready not in self._spooled:
+                self.delivered_earlier += taken
+                logger.warning(
+                    "delivered %d documents another process spooled for %s to %s first (not counted as "
+                    "this run's)",
+                    taken,
+                    self.db,
+                    self.store.display_uri,
+                )
+                continue
+            self._spooled.remove(ready)
             report.result.failed = {}
             delivered += taken
             self.outage.delivered_from_spool += taken
             result.merge(report.result)
-        logger.warning(
-            "store %s is back: %d spooled documents delivered to %s",
-            self.store.display_uri,
-            delivered,
-            self.db,
-        )
+        if self._spooled or delivered:
+            self._spooled = []  # those not met were delivered by another process
+            logger.warning(
+                "store %s is back: %d spooled documents delivered to %s",
+                self.store.display_uri,
+                delivered,
+                self.db,
+            )
         return result
 
     def _failed(self, failure: Failure, batch: list[dict[str, Any]]) -> UpsertResult:
