@@ -25,7 +25,7 @@ ANY = ("http", "https", "file")
 )
 def test_a_url_that_is_none_says_the_one_meant(given, schemes, hint):
     with pytest.raises(ValueError) as refused:
-        checked_url(given, "url", schemes)
+        checked_url(given, "url", schemes, local=True)
     assert str(refused.value).endswith("%r%s" % (given[:80], hint) if len(given) <= 80 else hint)
 
 
@@ -33,6 +33,9 @@ def test_a_file_there_is_named_by_its_file_url_or_as_no_url(tmp_path, monkeypatc
     (tmp_path / "roll314.xml").write_text("<rollcall-vote/>")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=r"; did you mean %s\?$" % (tmp_path / "roll314.xml").as_uri()):
-        checked_url("roll314.xml", "url", ANY)
+        checked_url("roll314.xml", "url", ANY, local=True)
     with pytest.raises(ValueError, match=r"; that is a file here, not a URL$"):
-        checked_url("roll314.xml", "url", HTTP)
+        checked_url("roll314.xml", "url", HTTP, local=True)
+    # a value read from data (a requests file's base_url) never tells what files are here
+    with pytest.raises(ValueError, match=r"not an http\(s\) URL: 'roll314.xml'$"):
+        checked_url("roll314.xml", "base_url", HTTP)

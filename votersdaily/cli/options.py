@@ -78,7 +78,7 @@ def http_url(value: str) -> str:
     from votersdaily.plumbing.inputs import checked_url
 
     try:
-        return checked_url(value, "the URL", schemes=("http", "https"))
+        return checked_url(value, "the URL", schemes=("http", "https"), local=True)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

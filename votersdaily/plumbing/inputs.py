@@ -87,10 +87,14 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
     return [u.strip() for u in value if u.strip()]
 
 
-def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file")) -> str:
+def checked_url(
+    value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file"), local: bool = False
+) -> str:
     """``value`` stripped, or ValueError (its message starts with ``what``) when it can never be
     fetched: longer than MAX_URL, a control character in it, not a URL (a bad port or IPv6 literal),
-    another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)"""
+    another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)
+    ``local``: the value is the operator's own argument, so a file of that name here may be named
+    in the hint (never for a value read from crawled or queued data: no probing this machine's files)."""
     value = value.strip()
     if len(value) > MAX_URL:
         raise ValueError("%s is longer than %d characters: %s" % (what, MAX_URL, shown(value)))
@@ -104,7 +108,8 @@ def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http
     scheme = parts.scheme.lower()
     if scheme not in schemes:
         raise ValueError(
-            "%s is not an %s URL: %s%s" % (what, _schemes(schemes), shown(value), _meant_url(value, schemes))
+            "%s is not an %s URL: %s%s"
+            % (what, _schemes(schemes), shown(value), _meant_url(value, schemes, local))
         )
     if scheme != "file" and not parts.hostname:
         raise ValueError("%s names no host: %s" % (what, shown(value)))
@@ -120,7 +125,7 @@ _FILE_ENDINGS = re.compile(
 )
 
 
-def _meant_url(value: str, schemes: tuple[str, ...]) -> str:
+def _meant_url(value: str, schemes: tuple[str, ...], local: bool) -> str:
     """``; did you mean …?`` for a URL whose scheme is misspelt (``htps://x``, ``http//x``: the
     scheme meant), or missing before a file there is (its ``file:`` URL, where one is taken) or a
     host name (``example.org/a``: ``http(s)://``); else nothing."""
@@ -133,7 +138,7 @@ def _meant_url(value: str, schemes: tuple[str, ...]) -> str:
             return "; did you mean %s:%s?" % (meant[0], rest)
     if colon and not ("http" in schemes and re.match(r"[0-9]+(/|$)", rest)):  # not host:port
         return ""
-    if _is_file(value):
+    if local and _is_file(value):
         if "file" in schemes:
             return "; did you mean %s?" % Path(os.path.abspath(value)).as_uri()
         return "; that is a file here, not a URL"
@@ -172,7 +177,7 @@ def url_argument(spider: str, value: str | None, schemes: tuple[str, ...], left_
     if value is not None and not urls:
         raise BadSpiderArgument("%s: -a url= is empty; give a URL, or leave it out %s" % (spider, left_out))
     for given in urls:
-        checked_url(given, "url", schemes)
+        checked_url(given, "url", schemes, local=True)
     return urls
 
 
