@@ -178,6 +178,24 @@ def test_without_a_compiler_the_build_goes_on_and_the_pure_python_path_runs(tmp_
     assert check.stdout.split() == ["False", "None", "False", "False", "None"], check.stderr
 
 
+@pytest.mark.slow  # a wheel build and a virtual environment
+def test_the_documented_upgrade_replaces_a_package_of_the_same_version(tmp_path):
+    """Every build is version 0.1.0 until the project has releases, and ``pip install`` of a wheel of
+    the version installed does nothing ("already installed with the same version"): before, the
+    upgrade docs/operations.md gave left a node on its old code, saying nothing."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    (upgrade,) = re.findall(r"Upgrading a node to a new wheel:\s*`([^`]+)`", text)
+    wheel = build_wheel(copy_clone(tmp_path / "clone"), tmp_path / "dist")
+    python = venv_python(tmp_path / "venv", system_site_packages=True)
+    install(python, str(wheel), deps=False)
+    (installed,) = (tmp_path / "venv" / "lib").glob("python3*/site-packages/votersdaily/__init__.py")
+    installed.write_text(installed.read_text() + "\nOLDER_BUILD = True\n")  # the node's older build
+    command = upgrade.replace("python3", str(python)).replace("votersdaily-*.whl", str(wheel))
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "OLDER_BUILD" not in installed.read_text()
+
+
 def events_of(db: Path) -> dict[str, dict]:
     """The stored events, without what differs between two machines' runs of the same documents
     (revisions, the archive pointer, the replayed file's own path)."""

@@ -223,8 +223,16 @@ def meant_setting(name: str) -> str | None:
     return typo_of(name, sorted({*_project_names(), *_scrapy_names()}))
 
 
+#: Other packages' settings the project reads itself: the rendering's confinement check reads
+#: scrapy-playwright's launch options and contexts (``votersdaily/rendering/confinement.py``).
+OTHER_PACKAGES_RULES = {
+    "PLAYWRIGHT_LAUNCH_OPTIONS": Rule(dict),
+    "PLAYWRIGHT_CONTEXTS": Rule(dict),
+}
+
+
 def all_rules() -> dict[str, Rule]:
-    return {**scrapy_rules(), **project_rules()}
+    return {**scrapy_rules(), **OTHER_PACKAGES_RULES, **project_rules()}
 
 
 def bad_settings(settings: BaseSettings, rules: Mapping[str, Rule] | None = None) -> Iterator[str]:

@@ -86,6 +86,15 @@ def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
     )
 
 
+def test_crawl_due_without_spiders_says_to_name_them_or_give_all(cli_main, sqlite_uri):
+    """Before: ``crawl --due`` said "unknown event spider(s): (none given)", as if a name were wrong."""
+    proc = cli_main("crawl", "--due", store_uri=sqlite_uri)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert first_line(proc).startswith(
+        "votersdaily crawl: name the spiders to crawl, or give --all; known: federal_register, "
+    )
+
+
 def test_enqueue_ingest_counts_bad_lines_like_ingest_enqueue(
     cli, cli_main, sqlite_uri, redis_server, tmp_path
 ):
@@ -115,6 +124,23 @@ def test_enqueue_with_redis_down_exits_3(cli, sqlite_uri, tmp_path):
     assert proc.returncode == 3
     assert first_line(proc).startswith("votersdaily enqueue: cannot reach Redis at %s (" % url)
     assert len(proc.stderr.splitlines()) == 1
+
+
+def test_enqueue_on_a_redis_that_refuses_the_credentials_says_so_not_that_it_is_down(
+    cli, sqlite_uri, redis_server
+):
+    """Before: a wrong password for the ACL user of docs/operations.md's Redis read "cannot reach
+    Redis …: start redis-server", which was running."""
+    redis_server.client().execute_command("ACL", "SETUSER", "votersdaily", "on", ">right", "~*", "+@all")
+    url = "redis://votersdaily:wrong@127.0.0.1:%d/0" % redis_server.port
+    proc = cli(
+        "enqueue", "laundromat", "https://example.org/data.nt", "--redis-url", url, store_uri=sqlite_uri
+    )
+    assert proc.returncode == 3 and len(proc.stderr.splitlines()) == 1
+    masked = "redis://votersdaily:***@127.0.0.1:%d/0" % redis_server.port
+    assert first_line(proc).startswith("votersdaily enqueue: Redis at %s refused the credentials (" % masked)
+    assert "give its ACL user and password in --redis-url" in first_line(proc) and "wrong" not in proc.stderr
+    assert redis_server.client().keys("*") == [], "nothing queued"
 
 
 # -- exit codes and messages that agree with docs/cli.md's table -----------------------------------

@@ -33,7 +33,7 @@ DOCUMENTS = (
 )
 BLOCK_RE = re.compile(r"(?:<!-- readme: not run — (?P<why>[^>]+?) -->\n)?```sh\n(?P<body>.*?)```", re.S)
 LINE_MARK = re.compile(r"#\s*not run in CI:\s*(?P<why>.+)$")
-OPERATORS = {"&&", "||", "|", ";", "&", ">", ">>", "<"}
+OPERATORS = {"&&", "||", "|", ";", "&", ">", ">>", "<", "(", ")"}
 SCRAPY_CRAWL_OPTIONS = {"-a", "-s", "-o", "-O", "-L", "--logfile"}
 
 
@@ -306,3 +306,31 @@ def test_readme_has_the_operator_sections():
     from votersdaily.store.check import USE
 
     assert USE in text
+
+
+def operator_block() -> list[Command]:
+    """docs/operations.md's block that starts scrapyd, the scheduler, Redis and the workers."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text.split("### Starting scrapyd, the scheduler, Redis and the workers", 1)[1]
+    (block,) = readme_blocks(section.split("\n### ", 1)[0])[1:]
+    return block
+
+
+def test_the_operator_block_finds_the_project_outside_a_checkout(tmp_path):
+    """An operator who installed the wheel has no clone and no ``scrapy.cfg``: the environment the
+    block exports must name the project, or its ``scrapy crawl ingest_worker`` answers ``no active
+    project`` (exit 2; before, the block relied on a checkout's ``scrapy.cfg``)."""
+    exports = [c.line for c in operator_block() if c.line.startswith("export ") and c.skipped_because is None]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", "-c", "set -e\n%s\nscrapy list" % "\n".join(exports)],
+        cwd=tmp_path,  # an empty folder: no scrapy.cfg here or above
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {"ingest_worker", "laundromat_worker"} <= set(proc.stdout.split())

@@ -795,3 +795,15 @@ def test_a_scrapyd_job_refused_while_its_store_is_away_spools_its_run_log(cli_ma
     assert (
         log["error_message"] == "unknown setting VOTERSDAILY_BATCH_SIZ; did you mean VOTERSDAILY_BATCH_SIZE?"
     )
+
+
+@pytest.mark.parametrize("name", ["PLAYWRIGHT_LAUNCH_OPTIONS", "PLAYWRIGHT_CONTEXTS"])
+def test_another_packages_setting_the_project_reads_is_checked_too(name):
+    """scrapy-playwright's options, read by the rendering's confinement check: text that is no JSON
+    object is refused in one line before the run, not a traceback when the check reads it."""
+    settings = get_project_settings()
+    with pytest.raises(BadSettingValue) as refused:
+        assign(settings, name, "abc")
+    assert str(refused.value) == "setting %s takes a JSON object, not 'abc'" % name
+    assign(settings, name, '{"headless": true}')
+    assert settings.getdict(name) == {"headless": True}

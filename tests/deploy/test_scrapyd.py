@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -16,6 +17,7 @@ import pytest
 from tests.conftest import recording, shared_file
 from tests.support.cli_main import run_main
 from tests.support.processes import Deployment, ScrapydServer, deployment, scrapyd_env
+from tests.support.services import REPO
 from votersdaily.deploy.scrapyd import Scrapyd
 from votersdaily.store import open_store
 
@@ -291,6 +293,53 @@ def test_a_job_says_which_code_it_runs(scrapyd, couch_uri, deployed):
     assert "code: votersdaily %s from %s" % (code["version"], code["path"]) in server.job_log(
         "house_votes", jobid
     )
+
+
+def documented_deploy_folder_cfg() -> str:
+    """docs/operations.md's ``scrapy.cfg`` for a node without a clone (its ```ini block)."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    (body,) = re.findall(r"```ini\n\s*# ~/votersdaily-deploy/scrapy\.cfg\n(.*?)```", text, re.S)
+    return "\n".join(line.strip() for line in body.splitlines()) + "\n"
+
+
+def test_a_node_without_a_clone_deploys_from_the_documented_folder(scrapyd, couch_uri, deployed, tmp_path):
+    """Before: the docs ran ``scrapyd-deploy`` where only a clone has a ``scrapy.cfg``; on a node
+    that installed the wheel it said ``no Scrapy project found`` (exit 1). From a folder holding only
+    the documented file it uploads an egg whose jobs run the installed package."""
+    import requests
+
+    server, client = scrapyd
+    folder = tmp_path / "votersdaily-deploy"
+    folder.mkdir()
+    (folder / "scrapy.cfg").write_text(
+        documented_deploy_folder_cfg().replace("http://127.0.0.1:6800/", server.url)
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCRAPY_", "VOTERSDAILY_"))}
+    env.update(PYTHONPATH="", SCRAPYD_USERNAME=server.USERNAME, SCRAPYD_PASSWORD=server.PASSWORD)
+    deploy = subprocess.run(
+        [str(deployed.python), "-m", "scrapyd_client.deploy", "--version", "from-wheel"],  # scrapyd-deploy
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    try:
+        assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+        assert '"status": "ok"' in deploy.stdout, deploy.stdout + deploy.stderr
+        jobid = client.schedule("house_votes", _version="from-wheel", url=recording(ROLL).resolve().as_uri())
+        wait_finished(client, [jobid])
+        log = _run_log(couch_uri, "house_votes")
+        assert log["result"] == "success", log
+        assert log["code"]["path"].startswith(str(deployed.python.parent.parent)), log["code"]
+    finally:
+        requests.post(
+            server.url + "delversion.json",
+            data={"project": "votersdaily", "version": "from-wheel"},
+            auth=(server.USERNAME, server.PASSWORD),
+            timeout=10,
+        )
 
 
 def test_an_ingest_job_without_requests_fails_and_the_scheduler_gives_it_the_store(scrapyd, couch_uri, site):

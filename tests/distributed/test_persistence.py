@@ -26,6 +26,7 @@ from tests.distributed.workloads import (
     write_ingest_requests,
 )
 from tests.support.processes import RedisServer, start_crawl
+from tests.support.services import free_port
 from votersdaily.distributed.persistence import read_persistence
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
@@ -66,9 +67,43 @@ def test_a_worker_refuses_a_redis_without_an_append_only_file(volatile_redis, co
     )
     assert worker.wait(120) == 1
     log = (tmp_path / "worker.log").read_text()
-    assert re.search(r"RedisNotDurable: Redis at \S+ keeps no append-only file", log), log[-3000:]
+    assert re.search(r"^scrapy crawl: RedisNotDurable: Redis at \S+ keeps no append-only file", log, re.M), (
+        log[-3000:]
+    )
     assert "VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False" in log
+    assert "Traceback" not in log, "one line, not Scrapy's start task's traceback"
     assert volatile_redis.client().keys("*") == [], "the worker touched nothing"
+
+
+def test_a_worker_that_cannot_reach_its_redis_says_so_in_one_line(couch_uri, tmp_path):
+    """Before: the refusal came out of Scrapy's start task as a traceback at ERROR ("Task exception
+    was never retrieved") ending in the line; a worker started before its Redis is up says it once."""
+    url = "redis://127.0.0.1:%d/0" % free_port()  # nothing listens there
+    worker = start_crawl(
+        "vd_fetch_worker", couch_uri, log=tmp_path / "worker.log", env={"VOTERSDAILY_REDIS_URL": url}
+    )
+    assert worker.wait(120) == 1
+    log = (tmp_path / "worker.log").read_text()
+    assert "Traceback" not in log and "Task exception" not in log, log[-3000:]
+    (line,) = [line for line in log.splitlines() if "cannot reach Redis" in line]
+    assert line.startswith("scrapy crawl: cannot reach Redis at %s (" % url), line
+    assert line.endswith("start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"), line
+
+
+def test_a_worker_whose_redis_refuses_its_credentials_says_so_in_one_line(redis_server, couch_uri, tmp_path):
+    """Before: "cannot reach Redis …: start redis-server", of a Redis that answered and refused the
+    password."""
+    redis_server.client().execute_command("ACL", "SETUSER", "votersdaily", "on", ">right", "~*", "+@all")
+    url = "redis://votersdaily:wrong@127.0.0.1:%d/0" % redis_server.port
+    worker = start_crawl(
+        "vd_fetch_worker", couch_uri, log=tmp_path / "worker.log", env={"VOTERSDAILY_REDIS_URL": url}
+    )
+    assert worker.wait(120) == 1
+    log = (tmp_path / "worker.log").read_text()
+    (line,) = [line for line in log.splitlines() if "refused the credentials" in line]
+    masked = "redis://votersdaily:***@127.0.0.1:%d/0" % redis_server.port
+    assert line.startswith("scrapy crawl: Redis at %s refused the credentials (" % masked), line
+    assert "in REDIS_URL / $VOTERSDAILY_REDIS_URL" in line and "Traceback" not in log
 
 
 def test_persistence_is_read_from_info_when_an_acl_refuses_config(tmp_path):

@@ -71,7 +71,9 @@ def venv_python(folder: Path, *, system_site_packages: bool) -> Path:
 
 def install(python: Path, *requirements: str, deps: bool = True) -> None:
     """``python -m pip install`` into that environment (pip comes from this one when the environment
-    has none of its own)."""
+    has none of its own). Without ``deps`` (the package alone, over this environment's dependencies)
+    it is installed even when this environment has the same version (the checkout, editable): pip
+    would skip it, and the "node" would run the checkout."""
     subprocess.run(
         [
             str(python),
@@ -80,7 +82,7 @@ def install(python: Path, *requirements: str, deps: bool = True) -> None:
             "install",
             "-q",
             "--disable-pip-version-check",
-            *(() if deps else ("--no-deps",)),
+            *(() if deps else ("--no-deps", "--ignore-installed")),
             *requirements,
         ],
         check=True,

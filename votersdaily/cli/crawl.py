@@ -95,11 +95,15 @@ def run(args: argparse.Namespace) -> int:
         return fail("give --all or spider names, not both (%s)" % ", ".join(args.spiders))
     available = event_spiders(settings, None if args.all else args.spiders)
     names = sorted(available) if args.all else args.spiders
+    if not names and not args.all:  # `crawl --due`: it selects among the spiders named, or --all
+        return fail(
+            "name the spiders to crawl, or give --all; known: %s" % ", ".join(event_spiders(settings))
+        )
     unknown = [n for n in names if n not in available]
-    if unknown or (not names and not args.all):
+    if unknown:
         return fail(
             "unknown event spider(s): %s; known: %s"
-            % (", ".join(unknown) or "(none given)", ", ".join(event_spiders(settings)))
+            % (", ".join(unknown), ", ".join(event_spiders(settings)))
         )
     spider_args = dict(args.spider_args)
     if args.offline and "url" in spider_args:

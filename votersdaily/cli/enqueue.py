@@ -119,10 +119,9 @@ def queue_readers(loader: SpiderLoader) -> dict[str, list[str]]:
 
 
 def redis_unreachable(redis_url: str, exc: Exception) -> int:
-    return fail(
-        "cannot reach Redis at %s (%s): start redis-server or fix --redis-url" % (mask_uri(redis_url), exc),
-        EXIT_UNAVAILABLE,
-    )
+    from votersdaily.distributed.link import redis_down_line
+
+    return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), EXIT_UNAVAILABLE)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from scrapy.commands import crawl
-from scrapy.exceptions import UsageError
+from scrapy.exceptions import NotConfigured, UsageError
 
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
@@ -105,6 +105,28 @@ def spider_problem(spidercls: type[Spider], spider_args: dict[str, Any]) -> str 
     from votersdaily.plumbing.inputs import bad_spider_arguments
 
     return bad_spider_arguments(spidercls, spider_args)
+
+
+class ChecksBeforeStart(Protocol):
+    """A spider that can say, before its crawl starts, that it cannot run (a worker's Redis)."""
+
+    @classmethod
+    def check_before_start(cls, settings: BaseSettings) -> None:
+        """Raises NotConfigured (or a subclass) with the line saying why."""
+
+
+def start_refusal(crawler: Crawler) -> str | None:
+    """Why the crawler's spider cannot start, by its own check (:class:`ChecksBeforeStart`), in one
+    line, or None. Its ``from_crawler`` would raise the same inside Scrapy's start task, which logs a
+    traceback at ERROR ("Task exception was never retrieved") instead of the line."""
+    check = getattr(crawler.spidercls, "check_before_start", None)
+    if check is None:
+        return None
+    try:
+        check(crawler.settings)
+    except NotConfigured as exc:  # a subclass's name says what was refused (RedisNotDurable)
+        return str(exc) if type(exc) is NotConfigured else "%s: %s" % (type(exc).__name__, exc)
+    return None
 
 
 class UnknownSpider(KeyError):
@@ -272,6 +294,11 @@ class Command(crawl.Command):
                 % (args[0], ", ".join(sorted(self.crawler_process.spider_loader.list())))
             )
             self.exitcode = EXIT_USAGE
+            return
+        refusal = start_refusal(crawler)
+        if refusal is not None:
+            say(refusal)
+            self.exitcode = EXIT_FAILED
             return
         self.crawler_process.crawl(crawler, **opts.spargs)
         freeze_at_exit()  # the process ends after the crawl: no collection of everything at its exit

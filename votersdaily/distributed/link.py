@@ -15,6 +15,18 @@ logger = logging.getLogger(__name__)
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
+def redis_down_line(where: str, exc: Exception, url_from: str) -> str:
+    """Why a Redis could not be used at the start, and what to fix (the URL, given by ``url_from``).
+    A refused login is a ConnectionError too in redis-py, but Redis is up: starting it is no fix."""
+    if isinstance(exc, redis.exceptions.AuthenticationError):
+        return (
+            "Redis at %s refused the credentials (%s): give its ACL user and password in %s "
+            "(redis://<user>:<password>@host:port/db, docs/operations.md, section Redis)"
+            % (where, exc, url_from)
+        )
+    return "cannot reach Redis at %s (%s): start redis-server or fix %s" % (where, exc, url_from)
+
+
 class RedisLink:
     def __init__(self, where: str, first_delay: float, max_delay: float) -> None:
         self.where = where

@@ -15,7 +15,7 @@ from scrapy.exceptions import NotConfigured
 from votersdaily.store import mask_uri
 
 from . import WORKER_SETTINGS, redis_server, redis_url
-from .link import REDIS_DOWN
+from .link import REDIS_DOWN, redis_down_line
 from .persistence import LOSS, RedisNotDurable, read_persistence
 
 if TYPE_CHECKING:
@@ -45,27 +45,33 @@ class WorkerMixin(_MixedIntoSpider):
         check_redis(crawler.settings)
         return super().from_crawler(crawler, *args, **kwargs)
 
+    @classmethod
+    def check_before_start(cls, settings: BaseSettings) -> None:
+        """What ``scrapy crawl`` asks before starting the crawl (votersdaily/commands/crawl.py), so
+        that a Redis the worker cannot use is one line, not a traceback from Scrapy's start task
+        (what it finds is said once, by the worker's own check)."""
+        check_redis(settings, say_found=False)
+
     async def start(self) -> AsyncIterator[Request]:
         """No start requests of its own: the work comes from the Redis queue."""
         return
         yield  # an async generator
 
 
-def check_redis(settings: BaseSettings) -> None:
+def check_redis(settings: BaseSettings, *, say_found: bool = True) -> None:
     """Before a worker starts: its Redis answers and keeps its data (an append-only file), or it is
-    told to go on without (VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False, loudly)."""
+    told to go on without (VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE=False, loudly); ``say_found``
+    False: the refusals only, for a check the worker's own repeats."""
     where = mask_uri(redis_url(settings))
     try:
         found = read_persistence(redis_server(settings))
     except REDIS_DOWN as exc:
-        raise NotConfigured(
-            "cannot reach Redis at %s (%s): start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"
-            % (where, exc)
-        ) from None
+        raise NotConfigured(redis_down_line(where, exc, "REDIS_URL / $VOTERSDAILY_REDIS_URL")) from None
     problem = found.problem(where)
     if problem is None:
-        logger.info("Redis at %s keeps its data (%s): %s", where, found.describe(), found.guarantee())
+        if say_found:
+            logger.info("Redis at %s keeps its data (%s): %s", where, found.describe(), found.guarantee())
     elif settings.getbool("VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE"):
         raise RedisNotDurable(found.refusal(where))
-    else:
+    elif say_found:
         logger.warning("%s. Going on: VOTERSDAILY_REDIS_REQUIRE_PERSISTENCE is False (%s)", problem, LOSS)
