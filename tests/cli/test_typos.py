@@ -9,6 +9,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import requests
@@ -506,6 +507,134 @@ def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, mes
     assert not store.exists()
 
 
+@pytest.mark.parametrize(
+    ("spider", "url", "message"),
+    [
+        (
+            "ingest",
+            "htps://example.org/a.pdf",
+            "ingest cannot start with -a url=htps://example.org/a.pdf: url is not an http(s) URL: "
+            "'htps://example.org/a.pdf'; did you mean https://example.org/a.pdf?",
+        ),
+        (
+            "ingest",
+            "example.org/a.pdf",
+            "ingest cannot start with -a url=example.org/a.pdf: url is not an http(s) URL: "
+            "'example.org/a.pdf'; did you mean http(s)://example.org/a.pdf?",
+        ),
+        (
+            "ingest",
+            "file:///etc/hostname",
+            "ingest cannot start with -a url=file:///etc/hostname: url is not an http(s) URL: "
+            "'file:///etc/hostname'",
+        ),
+        ("ingest", " , ", "ingest: -a url= is empty; give a URL, or leave it out and give -a requests="),
+        (
+            "laundromat",
+            "ftp://example.org/dump.nt",
+            "laundromat cannot start with -a url=ftp://example.org/dump.nt: url is not an http(s) or file: "
+            "URL: 'ftp://example.org/dump.nt'",
+        ),
+        (
+            "laundromat",
+            "localhost:8080/dump.nt",
+            "laundromat cannot start with -a url=localhost:8080/dump.nt: url is not an http(s) or file: "
+            "URL: 'localhost:8080/dump.nt'; did you mean http(s)://localhost:8080/dump.nt?",
+        ),
+        (
+            "laundromat",
+            " , ",
+            "laundromat: -a url= is empty; give a URL, or leave it out to process the stale seeds in the store",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily enqueue"])
+def test_a_url_that_is_none_is_refused_before_the_run(tmp_path, redis_server, command, spider, url, message):
+    """The ingest's and the laundromat's ``-a url=`` (``enqueue``'s URLs) were checked only inside
+    the run: a failed run in vd_log (exit 1), an empty one a run of nothing or of the store's stale
+    seeds, and ``enqueue`` queued the good URLs beside it. A well-formed URL to a private address is
+    still the address policy's, at run time (tests/ingest/test_crawl_services.py)."""
+    store = tmp_path / "store.db"
+    if command == "scrapy crawl":
+        args = [sys.executable, "-m", "scrapy", "crawl", spider, "-a", "url=" + url]
+    else:
+        args = [sys.executable, "-m", "votersdaily", "enqueue", spider, url, "--redis-url", redis_server.url]
+    proc = run_cli(args, "sqlite:///%s" % store, env={"LAUNDROMAT_OUTPUT_DIR": str(tmp_path / "out")})
+    assert one_line(proc) == "%s: %s" % (command, message)
+    assert not store.exists() and not (tmp_path / "out").exists()
+
+
+REQUESTS_FILE_TAKES = "a requests file holds one ingest request (a JSON object) a line"
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("missing.jsonl", "does not exist"),
+        ("folder.jsonl", "is a folder, not a file"),
+        ("x" * 300 + ".jsonl", "cannot be read: File name too long"),
+        (
+            "urls.txt",
+            "line 1 is not JSON (Expecting value): 'https://example.org/a.pdf'; " + REQUESTS_FILE_TAKES,
+        ),
+        ("array.jsonl", "line 2 is a JSON array, not an object; " + REQUESTS_FILE_TAKES),
+        ("latin1.jsonl", "line 1 is not UTF-8: "),
+    ],
+)
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily enqueue"])
+def test_a_requests_file_it_cannot_read_is_refused_before_the_run(
+    tmp_path, redis_server, command, given, problem
+):
+    """``-a requests=FILE`` absent, a folder, unreadable, or no JSON-lines file at all (a list of
+    URLs): before, a run started and failed (``RequestSourceError`` in vd_log, exit 1), or for
+    ``enqueue`` nothing queued and exit 1. The file is relative to the folder the command runs from,
+    and the message names it absolute. (Root reads a file without read permission: the test shows
+    an unreadable name instead.)"""
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "folder.jsonl").mkdir()
+    (here / "urls.txt").write_text("https://example.org/a.pdf\n")
+    (here / "array.jsonl").write_text("\n[1, 2]\n")
+    (here / "latin1.jsonl").write_bytes(
+        '{"base_url": "https://example.org/caf\u00e9.pdf"}\n'.encode("latin-1")
+    )
+    store = tmp_path / "store.db"
+    if command == "scrapy crawl":
+        args = [sys.executable, "-m", "scrapy", "crawl", "ingest", "-a", "requests=" + given]
+    else:
+        args = [sys.executable, "-m", "votersdaily", "enqueue", "ingest", "https://example.org/b.pdf"]
+        args += ["-a", "requests=" + given, "--redis-url", redis_server.url]
+    proc = run_cli(args, "sqlite:///%s" % store, cwd=here)
+    line = one_line(proc)
+    assert line.startswith("%s: ingest: -a requests=%s: %s %s" % (command, given, here / given, problem)), (
+        line
+    )
+    assert not store.exists()
+
+
+def test_enqueue_of_a_requests_file_that_is_not_there_names_it(cli, sqlite_uri, redis_server, tmp_path):
+    """``enqueue ingest missing.jsonl`` queued the name as a URL (every request rejected, exit 1)."""
+    missing = tmp_path / "missing.jsonl"
+    proc = cli("enqueue", "ingest", str(missing), "--redis-url", redis_server.url, store_uri=sqlite_uri)
+    assert one_line(proc) == "votersdaily enqueue: ingest: -a requests=%s: %s does not exist" % (
+        missing,
+        missing,
+    )
+
+
+def test_the_requests_file_read_is_the_one_named_wherever_the_run_goes_on(tmp_path, monkeypatch):
+    """A relative ``-a requests=`` is read from where the command ran, not from a later folder;
+    ``store`` and ``store:<db>`` are the store's requests, never a file of that name."""
+    from votersdaily.ingest.spider import IngestSpider
+
+    (tmp_path / "r.jsonl").write_text('{"base_url": "https://example.org/a.pdf"}\n')
+    (tmp_path / "store").write_text("not requests\n")
+    monkeypatch.chdir(tmp_path)
+    assert IngestSpider(requests="r.jsonl").requests_source == str(tmp_path / "r.jsonl")
+    assert IngestSpider(requests="store").requests_source == "store"
+    assert IngestSpider(requests="store:mine").requests_source == "store:mine"
+
+
 def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     """``crawl --all house_votse`` ignored the name and crawled every live source."""
     proc = cli_main("crawl", "--all", "house_votse", store_uri=sqlite_uri)
@@ -523,7 +652,8 @@ def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
         ),
         (
             ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
-            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800' (see --help)",
+            "votersdaily scheduler: argument --scrapyd: the URL is not an http(s) URL: '127.0.0.1:6800'; did you mean "
+            "http(s)://127.0.0.1:6800? (see --help)",
         ),
         (
             ("scheduler", "--scrapyd", "http://127.0.0.1:6800/", "--interval", "-5"),
@@ -556,14 +686,55 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
             ("dump", "vd_events", "--store="),
             "votersdaily dump: --store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE",
         ),
+        (
+            ("flush", "--spool-dir="),
+            "votersdaily flush: argument --spool-dir: empty: give a folder, or leave the option out for its default",
+        ),
+        (
+            ("reparse", "--archive-dir="),
+            "votersdaily reparse: argument --archive-dir: empty: give a folder, or leave the option out for its "
+            "default",
+        ),
+        (
+            ("flush", "--db="),
+            "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("ingest", "enqueue", "--db=", "--url", "https://example.org/a.pdf"),
+            "votersdaily ingest: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("ingest", "load-catalog", "--db=", "works.jsonl"),
+            "votersdaily ingest: argument --db: empty: give a database, or leave the option out for its default",
+        ),
     ],
 )
 def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
     """``--since "$FROM"``, ``--parser "$P"``, ``--store "$STORE"`` with the variable unset: before,
-    every event, every spider's events, the default store, exit 0."""
+    every event, every spider's events, the default store, exit 0; ``--spool-dir ""`` and
+    ``--archive-dir ""`` read the working folder ("nothing spooled in <cwd>", exit 0), ``--db ""``
+    the default database."""
     proc = cli_main(*args, store_uri=sqlite_uri)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(message) and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "htps://example.org/a.pdf",
+            "the URL is not an http(s) URL: 'htps://example.org/a.pdf'; did you mean https://example.org/a.pdf?",
+        ),
+        ("", "the URL is not an http(s) URL: ''"),
+    ],
+)
+def test_ingest_enqueue_of_a_url_that_is_none_creates_nothing(cli_main, sqlite_uri, url, message):
+    """``ingest enqueue --url htps://…`` made the store and its database, queued nothing and exited 1
+    as for a file's bad line: a mistyped argument is a usage error, before the store."""
+    proc = cli_main("ingest", "enqueue", "--url", url, store_uri=sqlite_uri)
+    assert one_line(proc) == "votersdaily ingest: argument --url: %s (see --help)" % message
+    assert not Path(sqlite_uri.removeprefix("sqlite:///")).exists()
 
 
 def osa_distance(a: str, b: str) -> int:

@@ -236,18 +236,19 @@ def test_limits_and_strict_resources(crawl, sqlite_uri, ingest_site, tmp_path):
 
 
 def test_run_fails_when_no_request_is_usable(crawl, sqlite_uri, ingest_site, tmp_path):
+    """A requests file of JSON objects none of which is a request fails the run; one that is not
+    there is refused before the run (tests/cli/test_typos.py), no run log."""
     requests = write_requests(tmp_path / "r.jsonl", [{"ingest_type": "pdf"}, "not an object"])
     run_ingest(crawl, sqlite_uri, requests, tmp_path, status=1)
-    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path, status=1)
+    run_ingest(crawl, sqlite_uri, tmp_path / "missing.jsonl", tmp_path, status=2)
     store = open_store(sqlite_uri)
     try:
         logs = sorted(store.iter_docs("vd_log"), key=lambda d: d["access_datetime"])
         assert "ingest_file_result" not in store.list_dbs() or not store.count("ingest_file_result")
     finally:
         store.close()
-    assert [log["result"] for log in logs] == ["IngestRequestError", "RequestSourceError"]
+    assert [log["result"] for log in logs] == ["IngestRequestError"]
     assert logs[0]["error_count"] == 2
-    assert "cannot read requests file" in logs[1]["error_message"]
 
 
 def test_private_addresses_refused_by_default(crawl, sqlite_uri, ingest_site, tmp_path):

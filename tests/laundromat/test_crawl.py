@@ -233,40 +233,43 @@ def run_logs(store_uri: str) -> list[dict]:
     return sorted(documents(store_uri, "vd_log"), key=lambda d: d["access_datetime"])
 
 
-def test_a_seed_list_that_cannot_be_read_fails_the_run(crawl, sqlite_uri, tmp_path):
+def test_a_seed_list_that_cannot_be_read_is_refused_before_the_run(crawl, sqlite_uri, tmp_path):
     """``-a seedlist=`` naming a file that is not there (or a folder) used to end ``success``, exit 0,
-    with nothing registered: the operator's whole input lost. It fails the run, as the ingest's
-    unreadable ``-a requests=`` file does, and the run log says which file and why."""
+    with nothing registered (the operator's whole input lost), then a failed run. It is refused
+    before the run, as the ingest's ``-a requests=`` file is: one line naming the argument, the file
+    and what is wrong, exit 2, no run log."""
     out = tmp_path / "out"
-    for given in (tmp_path / "seeds.txt", tmp_path):
-        failed(
-            crawl(
-                "laundromat",
-                None,
-                sqlite_uri,
-                "-a",
-                "seedlist=%s" % given,
-                "-s",
-                "LAUNDROMAT_OUTPUT_DIR=%s" % out,
-            )
+    for given, problem in ((tmp_path / "seeds.txt", "does not exist"), (tmp_path, "is a folder, not a file")):
+        proc = crawl(
+            "laundromat",
+            None,
+            sqlite_uri,
+            "-a",
+            "seedlist=%s" % given,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % out,
         )
-        log = run_logs(sqlite_uri)[-1]
-        assert log["result"] == "SeedListUnreadable", log
-        assert log["errors"][0]["url"] == str(given)
-        assert "cannot read the seed list" in log["error_message"], log
-    assert not [d for d in records(sqlite_uri).values() if "uri" in d]
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert proc.stderr.splitlines()[-1] == "scrapy crawl: laundromat: -a seedlist=%s: %s %s" % (
+            given,
+            given,
+            problem,
+        )
+        assert not Path(sqlite_uri.removeprefix("sqlite:///")).exists()  # no store: no run log
+    assert not out.exists()
 
 
 def test_seeds_none_of_which_can_be_fetched_fail_the_run(crawl, sqlite_uri, tmp_path):
-    """Every seed the operator gave is refused (no http(s) or file: URL): the run fails (exit 1), as
-    the ingest's does when no request is usable, instead of a ``success`` that did nothing."""
+    """Every seed of the seed list is refused (no http(s) or file: URL): the run fails (exit 1), as
+    the ingest's does when no request is usable, instead of a ``success`` that did nothing. (Such a
+    seed given as ``-a url=`` is refused before the run: tests/cli/test_typos.py.)"""
     seedlist = tmp_path / "seeds.txt"
-    seedlist.write_text("ftp://example.org/dump.nt\n", encoding="utf-8")
+    seedlist.write_text("ftp://example.org/dump.nt\ngopher://example.org/dump.nt\n", encoding="utf-8")
     out = tmp_path / "out"
     failed(
         crawl(
             "laundromat",
-            ["gopher://example.org/dump.nt"],
+            None,
             sqlite_uri,
             "-a",
             "seedlist=%s" % seedlist,

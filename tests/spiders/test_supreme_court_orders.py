@@ -176,6 +176,9 @@ def test_order_links_outside_the_known_rows_are_dropped_with_a_reason():
 def test_term_year():
     assert term_year(date(2026, 10, 2)) == 2026
     assert term_year(date(2026, 9, 30)) == 2025
+    # The days before the first Monday of October (5 October 2026) count to the new term, as its
+    # docstring says (it said "first Monday of October").
+    assert term_year(date(2026, 10, 1)) == 2026
 
 
 # The fast subset crawls event spiders twice with house_votes and house_floor; this crawls one of the

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
@@ -388,6 +389,53 @@ def test_a_wrong_password_loses_nothing_and_flush_delivers_once_it_is_fixed(craw
     assert [d["unique_key"] for d in docs(pouchdb.url, "vd_events")] == ["119-2-314"]
     [log] = docs(pouchdb.url, "vd_log")
     assert log["result"] == "StoreRefused" and "HTTP 401" in log["error_message"]
+
+
+@pytest.fixture
+def crawler_user(pouchdb):
+    """A user of its own on the session's PouchDB Server (never the shared admin party's): its name
+    and password. CouchDB 3.4+ would lock it out after 5 failed logins; PouchDB Server counts none,
+    so the test counts them itself."""
+    name = "crawler-%s" % uuid.uuid4().hex[:8]
+    password = uuid.uuid4().hex
+    user = "%s_users/org.couchdb.user:%s" % (pouchdb.url, name)
+    doc = {"name": name, "password": password, "roles": [], "type": "user"}
+    assert requests.put(user, json=doc, timeout=10).status_code == 201
+    yield name, password
+    rev = requests.get(user, timeout=10).json()["_rev"]
+    requests.delete(user, params={"rev": rev}, timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("spider", "args"),
+    [
+        ("house_votes", ("-a", "url=" + ROLL.as_uri())),
+        # five databases: each writer's first request was one more failed login, a lockout in one run
+        ("ingest", ("-a", "url=http://127.0.0.1:9/a.pdf", "-s", "INGEST_ALLOW_PRIVATE=True")),
+    ],
+)
+def test_a_wrong_password_is_tried_once_a_crawl(crawl, pouchdb, crawler_user, tmp_path, spider, args):
+    """A wrong password cost two failed logins a crawl (the events' writer, then the run log), five
+    an ingest (a writer a database, then the run log): concurrent scrapyd jobs locked the user out
+    for everyone. Once the server refused it, the crawl sends it no more; the run log is spooled, as
+    for any store that refuses, and so are the events."""
+    name, _ = crawler_user
+    proxy = FaultProxy(pouchdb.port).start()
+    spool = tmp_path / "spool"
+    try:
+        wrong = "http://%s:wrong@127.0.0.1:%d/" % (name, proxy.port)
+        proc = crawl(spider, None, wrong, *args, env={"VOTERSDAILY_SPOOL_DIR": str(spool)})
+    finally:
+        proxy.stop()
+    failed_logins = [line for line, authorized, status in proxy.exchanges if authorized and status == 401]
+    assert len(failed_logins) == 1, (proxy.exchanges, proc.stderr[-3000:])
+    [log] = [record["doc"] for record in spooled_records(spool) if record["db"] == schema.LOG_DB]
+    assert "refused the credentials (HTTP 401)" in log["error_message"], log
+    if spider == "house_votes":
+        assert proc.returncode == 4 and log["result"] == "StoreRefused", proc.stderr[-3000:]
+        assert [r["doc"]["unique_key"] for r in spooled_records(spool) if r["db"] == "vd_events"] == [
+            "119-2-314"
+        ]
 
 
 def test_documents_the_store_forbids_are_spooled_not_lost(crawl, pouchdb, tmp_path):

@@ -17,6 +17,9 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
   that closed an idle keep-alive connection just as the client reused it (the client sees the
   connection aborted before any answer).
 
+Every answer is recorded with its request (:attr:`FaultProxy.exchanges`): what a client asked, with
+or without credentials, and the status it got (how often a wrong password was tried).
+
 The client is expected not to pipeline (``requests`` never does), so a chunk that starts with a
 request line starts a request.
 """
@@ -61,6 +64,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
+        #: ``(request line, whether it carried credentials, answer's status)`` of every answer.
+        self.exchanges: list[tuple[bytes, bool, int]] = []
 
     @property
     def url(self) -> str:
@@ -122,7 +127,7 @@ class FaultProxy:
                 continue
             upstream = socket.create_connection(self.target)
             self._sockets += [client, upstream]
-            state = {"lose": False}
+            state: dict = {"lose": False, "asked": []}
             threading.Thread(target=self._requests, args=(client, upstream, state), daemon=True).start()
             threading.Thread(target=self._answers, args=(upstream, client, state), daemon=True).start()
 
@@ -134,6 +139,9 @@ class FaultProxy:
                 break
             if line.split(b" ", 1)[0].isalpha() and b" HTTP/1." in line:
                 carried += 1
+                head = data.split(b"\r\n\r\n", 1)[0].lower()
+                with self._lock:
+                    state["asked"].append((line, b"\r\nauthorization:" in head))
                 if carried > 1 and self._closes_reused(line):
                     break
             if self._stop_at is not None and self._stop_at in line:
@@ -186,6 +194,11 @@ class FaultProxy:
 
     def _answers(self, upstream: socket.socket, client: socket.socket, state: dict) -> None:
         while data := self._recv(upstream):
+            if data.startswith(b"HTTP/1.") and data[9:12].isdigit():
+                with self._lock:
+                    if state["asked"]:
+                        line, authorized = state["asked"].pop(0)
+                        self.exchanges.append((line, authorized, int(data[9:12])))
             if state["lose"]:
                 # The server has applied the request (it is answering): the client never hears it.
                 with self._lock:

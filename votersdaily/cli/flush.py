@@ -19,7 +19,7 @@ from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
-from .options import existing_folder
+from .options import database_name, existing_folder
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="spool folder, which must exist (default: $VOTERSDAILY_SPOOL_DIR or the VOTERSDAILY_SPOOL_DIR "
         "setting)",
     )
-    parser.add_argument("--db", help="only this database")
+    parser.add_argument("--db", type=database_name, help="only this database")
     parser.add_argument(
         "--from",
         dest="also_for",

@@ -20,6 +20,7 @@ from votersdaily.store.check import checked_store
 from votersdaily.store.upsert import upsert
 
 from . import EXIT_FAILED, EXIT_USAGE, fail, say
+from .options import database_name, http_url
 
 if TYPE_CHECKING:
     import argparse
@@ -32,17 +33,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "load-catalog", help="load known works (JSON lines with doi, title) for match0"
     )
     catalog.add_argument("path", help="JSON-lines file of works")
-    catalog.add_argument("--db", help="catalog database (default: the INGEST_CATALOG_DB setting)")
+    catalog.add_argument(
+        "--db", type=database_name, help="catalog database (default: the INGEST_CATALOG_DB setting)"
+    )
     catalog.set_defaults(func=load_catalog)
     enqueue = commands.add_parser(
         "enqueue", help="queue ingest requests for `scrapy crawl ingest -a requests=store`"
     )
     enqueue.add_argument("path", nargs="?", help="JSON-lines file of ingest requests")
-    enqueue.add_argument("--url", action="append", default=[], help="a base_url to queue (repeatable)")
+    enqueue.add_argument(
+        "--url", action="append", default=[], type=http_url, help="a base_url to queue (repeatable)"
+    )
     enqueue.add_argument(
         "--type", default="pdf", choices=R.INGEST_TYPES, help="ingest_type for --url (default pdf)"
     )
-    enqueue.add_argument("--db", help="requests database (default: the INGEST_REQUESTS_DB setting)")
+    enqueue.add_argument(
+        "--db", type=database_name, help="requests database (default: the INGEST_REQUESTS_DB setting)"
+    )
     enqueue.set_defaults(func=enqueue_requests)
 
 

@@ -73,19 +73,31 @@ def positive_number(value: str) -> float:
 
 
 def http_url(value: str) -> str:
-    """An argparse type: an http(s) URL of a service (one URL check: votersdaily/plumbing/inputs.py)."""
+    """An argparse type: an http(s) URL, of a service or to fetch (one URL check:
+    votersdaily/plumbing/inputs.py)."""
     from votersdaily.plumbing.inputs import checked_url
 
     try:
-        return checked_url(value, "the URL", schemes=("http", "https"))
+        return checked_url(value, "the URL", schemes=("http", "https"), local=True)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def database_name(value: str) -> str:
+    """An argparse type: a database's name, never empty (``--db "$UNSET"`` would otherwise be the
+    default database, without a word)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a database, or leave the option out for its default")
+    return value
 
 
 def existing_folder(value: str) -> Path:
     """An argparse type: a folder that exists (a command reading from it must not find "nothing" in
     a mistyped path), as an absolute path: a relative one is under the working folder, as the shell
-    means it, whatever the command hands it to (a setting's relative value is under the data home)."""
+    means it, whatever the command hands it to (a setting's relative value is under the data home).
+    An empty value (``--spool-dir "$UNSET"``) is no folder: it would be the working folder."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a folder, or leave the option out for its default")
     path = Path(os.path.abspath(Path(value).expanduser()))
     if not path.is_dir():
         raise argparse.ArgumentTypeError(

@@ -23,8 +23,9 @@ class IngestWorker(WorkerMixin, IngestSpider):
 
     @classmethod
     def enqueue_arguments(cls, sources: list[str]) -> dict[str, Any]:
-        """JSON-lines files are ingest request files; anything else is a URL (or a file of URLs)."""
-        files = [s for s in sources if s.endswith((".json", ".jsonl")) and Path(s).is_file()]
+        """JSON-lines files are ingest request files (one that is not there is refused as such, not
+        taken for a URL); anything else is a URL."""
+        files = [s for s in sources if s.endswith((".json", ".jsonl")) and "://" not in s]
         if len(files) > 1:
             raise ValueError("give one ingest requests file at a time")
         args = _urls([s for s in sources if s not in files])

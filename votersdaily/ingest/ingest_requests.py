@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from votersdaily.plumbing.inputs import CONTROL, CONTROL_IN_TEXT, BadLine, bounded_lines, checked_url, shown
+from votersdaily.plumbing.inputs import (
+    CONTROL,
+    CONTROL_IN_TEXT,
+    BadLine,
+    BadSpiderArgument,
+    bounded_lines,
+    checked_url,
+    input_file,
+    shown,
+)
 
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: What ``-a ingest_type=`` takes: the types, and the legacy ``file`` (read as ``pdf``).
@@ -154,6 +163,39 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Excepti
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
+
+
+def requests_file(spider: str, value: str) -> Path:
+    """The absolute path of ``-a requests=FILE``, or :class:`BadSpiderArgument` (one line, before
+    the run) when it is no file to read (:func:`input_file`) or no JSON-lines file: its first line
+    is not a JSON object (a list of URLs, a PDF, a JSON array given by mistake). A later bad line is
+    one rejected request, as sandcrawler's (the run log lists it)."""
+    path = input_file(spider, "requests", value)
+    if not path.is_file():
+        return path  # a pipe: its lines are the run's, read once
+    for lineno, line in bounded_lines(path, MAX_LINE_BYTES):
+        if isinstance(line, BadLine):
+            problem = str(line).removeprefix("line ")
+        elif not line.strip():
+            continue
+        else:
+            try:
+                first = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problem = "is not JSON (%s): %s" % (exc.msg, shown(line, 40))
+            else:
+                if isinstance(first, dict):
+                    return path
+                problem = "is a JSON %s, not an object" % _json_kind(first)
+        raise BadSpiderArgument(
+            "%s: -a requests=%s: %s line %d %s; a requests file holds one ingest request (a JSON object) a line"
+            % (spider, value, path, lineno, problem)
+        )
+    return path
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def from_store_doc(doc: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
-from votersdaily.plumbing.inputs import checked_inputs, one_of, yes_or_no
+from votersdaily.plumbing.inputs import checked_inputs, one_of, url_argument, yes_or_no
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.scrapy_internals import (
@@ -132,10 +132,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.given_urls = [u.strip() for u in (url or "").split(",") if u.strip()]
+        self.given_urls = url_argument(self.name, url, ("http", "https"), "and give -a requests=")
         self.ingest_type = one_of("ingest_type", ingest_type, R.ARGUMENT_INGEST_TYPES)
         if requests is not None and requests.strip() in ("", "store:"):  # `-a requests=$UNSET`
             raise ValueError("requests takes a JSON-lines file, store or store:<database>, not %r" % requests)
+        if requests and requests != "store" and not requests.startswith("store:"):
+            requests = str(R.requests_file(self.name, requests))
         self.requests_source = requests
         self.request_extra = {
             "link_source": link_source,

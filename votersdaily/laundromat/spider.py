@@ -26,7 +26,7 @@ from votersdaily.blocking import run_in_thread
 from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.locations import LocationUnset
-from votersdaily.plumbing.inputs import checked_inputs, split_urls
+from votersdaily.plumbing.inputs import checked_inputs, input_file, url_argument
 from votersdaily.plumbing.ssrf import check_policy_settings, keep_components, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.store.crawler import count_writes, store_for
@@ -117,8 +117,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         self, *args: Any, url: str | None = None, seedlist: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.given_urls = split_urls(url)
-        self.seedlist_file = seedlist
+        self.given_urls = url_argument(
+            self.name, url, ("http", "https", "file"), "to process the stale seeds in the store"
+        )
+        self.seedlist_file = str(input_file(self.name, "seedlist", seedlist)) if seedlist else None
         self.start_urls = self.given_urls[:1]
 
     @classmethod

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,10 +87,14 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
     return [u.strip() for u in value if u.strip()]
 
 
-def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file")) -> str:
+def checked_url(
+    value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file"), local: bool = False
+) -> str:
     """``value`` stripped, or ValueError (its message starts with ``what``) when it can never be
     fetched: longer than MAX_URL, a control character in it, not a URL (a bad port or IPv6 literal),
-    another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)"""
+    another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)
+    ``local``: the value is the operator's own argument, so a file of that name here may be named
+    in the hint (never for a value read from crawled or queued data: no probing this machine's files)."""
     value = value.strip()
     if len(value) > MAX_URL:
         raise ValueError("%s is longer than %d characters: %s" % (what, MAX_URL, shown(value)))
@@ -101,10 +107,52 @@ def checked_url(value: str, what: str = "URL", schemes: tuple[str, ...] = ("http
         raise ValueError("%s is not a URL (%s): %s" % (what, exc, shown(value))) from None
     scheme = parts.scheme.lower()
     if scheme not in schemes:
-        raise ValueError("%s is not an %s URL: %s" % (what, _schemes(schemes), shown(value)))
+        raise ValueError(
+            "%s is not an %s URL: %s%s"
+            % (what, _schemes(schemes), shown(value), _meant_url(value, schemes, local))
+        )
     if scheme != "file" and not parts.hostname:
         raise ValueError("%s names no host: %s" % (what, shown(value)))
     return value
+
+
+#: What a host name looks like (``example.org``): the start of a URL given without its scheme; and
+#: the endings of the files the project reads, which make a name a file's (``roll314.xml``), not a host's.
+_HOST_LIKE = re.compile(r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:[0-9]+)?")
+_FILE_ENDINGS = re.compile(
+    r".*\.(xml|json|jsonl|html?|pdf|txt|csv|ics|nt|nq|ttl|trig|rdf|owl|jsonld|gz|bz2|xz|zip|tar)",
+    re.IGNORECASE,
+)
+
+
+def _meant_url(value: str, schemes: tuple[str, ...], local: bool) -> str:
+    """``; did you mean …?`` for a URL whose scheme is misspelt (``htps://x``, ``http//x``: the
+    scheme meant), or missing before a file there is (its ``file:`` URL, where one is taken) or a
+    host name (``example.org/a``: ``http(s)://``); else nothing."""
+    scheme, colon, rest = value.partition(":")
+    if not colon and (dropped := re.fullmatch(r"(https?)//(.+)", value, re.IGNORECASE)):
+        scheme, colon, rest = dropped[1], ":", "//" + dropped[2]
+    if colon and rest.startswith("/") and scheme.isalpha():
+        meant = difflib.get_close_matches(scheme.lower(), schemes, n=1, cutoff=0.6)
+        if meant:
+            return "; did you mean %s:%s?" % (meant[0], rest)
+    if colon and not ("http" in schemes and re.match(r"[0-9]+(/|$)", rest)):  # not host:port
+        return ""
+    if local and _is_file(value):
+        if "file" in schemes:
+            return "; did you mean %s?" % Path(os.path.abspath(value)).as_uri()
+        return "; that is a file here, not a URL"
+    host = value.split("/", 1)[0]
+    if "http" in schemes and (colon or (_HOST_LIKE.fullmatch(host) and not _FILE_ENDINGS.fullmatch(host))):
+        return "; did you mean http(s)://%s?" % value
+    return ""
+
+
+def _is_file(value: str) -> bool:
+    try:
+        return Path(value).is_file()
+    except OSError:  # a name too long
+        return False
 
 
 def _schemes(schemes: tuple[str, ...]) -> str:
@@ -113,6 +161,50 @@ def _schemes(schemes: tuple[str, ...]) -> str:
     if "http" in schemes and "https" in schemes:
         names.insert(0, "http(s)")
     return " or ".join(names)
+
+
+class BadSpiderArgument(ValueError):
+    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
+    before the crawl starts (both crawl commands build the spider first)."""
+
+
+def url_argument(spider: str, value: str | None, schemes: tuple[str, ...], left_out: str) -> list[str]:
+    """The URLs of a spider's ``-a url=`` (comma-separated), each checked by :func:`checked_url`
+    before the run: a typo (``htps://``, no scheme) is a usage error, not a failed run. An empty
+    value (``-a url=$UNSET``) is one too, never read as the argument left out (``left_out`` says
+    what that does)."""
+    urls = split_urls(value)
+    if value is not None and not urls:
+        raise BadSpiderArgument("%s: -a url= is empty; give a URL, or leave it out %s" % (spider, left_out))
+    for given in urls:
+        checked_url(given, "url", schemes, local=True)
+    return urls
+
+
+def input_file(spider: str, argument: str, value: str) -> Path:
+    """The absolute path of the input file a spider argument names (``-a requests=FILE``, relative
+    to the folder the command runs from), or :class:`BadSpiderArgument` naming the argument and the
+    file when it is absent, a folder or cannot be opened: a usage error before the run, not a run
+    that fails. Only a regular file is opened (a pipe's lines are the run's)."""
+    path = Path(os.path.abspath(value))
+    problem = None
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        problem = "does not exist"
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character
+        problem = "cannot be read: %s" % (getattr(exc, "strerror", None) or exc)
+    else:
+        if stat.S_ISDIR(mode):
+            problem = "is a folder, not a file"
+        elif stat.S_ISREG(mode):
+            try:
+                open(path, "rb").close()
+            except OSError as exc:
+                problem = "cannot be read: %s" % (exc.strerror or exc)
+    if problem:
+        raise BadSpiderArgument("%s: -a %s=%s: %s %s" % (spider, argument, value, path, problem))
+    return path
 
 
 def spider_argument_names(spidercls: type) -> set[str]:
@@ -145,11 +237,6 @@ def unknown_spider_arguments(spidercls: type, given: dict[str, Any]) -> str | No
         ", ".join(map(repr, unknown)),
         ", ".join(sorted(takes)),
     )
-
-
-class BadSpiderArgument(ValueError):
-    """A spider argument the spider does not take, or a value it cannot use: a usage error, said
-    before the crawl starts (both crawl commands build the spider first)."""
 
 
 #: The words of a yes-or-no spider argument (``-a offline=true``).

@@ -133,7 +133,9 @@ TERM_RE = re.compile(r"\b(\d{4})\b")
 
 
 def term_year(today: date) -> int:
-    """The Court's term is named for the year it opens (first Monday of October)."""
+    """The year of the Court's term under way on ``today``: a term is named for the year it opens, and
+    is taken to open on 1 October (the term's first Monday of October can be as late as the 7th: the
+    days before it count to the new term)."""
     return today.year if today.month >= 10 else today.year - 1
 
 

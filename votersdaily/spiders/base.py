@@ -31,11 +31,10 @@ from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
 from votersdaily.plumbing.inputs import (
     BadSpiderArgument,
-    checked_url,
     one_of,
     spider_argument_names,
-    split_urls,
     unknown_spider_arguments,
+    url_argument,
     yes_or_no,
 )
 from votersdaily.recordings import recording_path
@@ -190,13 +189,8 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if unknown:
             raise BadSpiderArgument(unknown)
         super().__init__(*args, **kwargs)
-        self.given_urls = split_urls(url)
-        if url is not None and not self.given_urls:  # `-a url=$UNSET`: not a live crawl of everything
-            raise BadSpiderArgument(
-                "%s: -a url= is empty; give a URL, or leave it out for the live source" % self.name
-            )
-        for given in self.given_urls:
-            checked_url(given, "url")  # a typo is said now, not as a failed run
+        # `-a url=$UNSET` is no live crawl of everything; a typo is said now, not as a failed run
+        self.given_urls = url_argument(self.name, url, ("http", "https", "file"), "for the live source")
         #: ``-a offline=true``: replay the recordings shipped with the package where the spider runs (a
         #: scrapyd node finds its own copy; no path of another machine is handed over). Never live.
         if yes_or_no("offline", offline):

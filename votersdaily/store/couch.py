@@ -85,6 +85,14 @@ def couch_error(response: requests.Response) -> tuple[str, str] | None:
     return answer["error"], str(answer.get("reason") or "")
 
 
+def wrong_password(answer: tuple[str, str] | None, user: str | None) -> bool:
+    """Whether CouchDB's ``(error, reason)`` refuses a user's password: a failed login, which
+    CouchDB 3.4+ counts towards locking the user out (5 by default)."""
+    return (
+        answer is not None and answer[0] == "unauthorized" and bool(user) and "password" in answer[1].lower()
+    )
+
+
 def refusal(
     response: requests.Response, request: str, display_uri: str, user: str | None, db: str | None = None
 ) -> StoreError:
@@ -118,7 +126,7 @@ def refusal(
             "%s, by its [chttpd_auth_lockout] settings; fix the password in $%s, then wait"
             % (at, who, said, LOCKOUT_DEFAULTS, STORE_ENV)
         )
-    if error == "unauthorized" and user and "password" in reason.lower():
+    if wrong_password(answer, user):
         return StoreRefused(
             "%s refused the credentials (HTTP 401): fix the user and password in $%s (a server in admin "
             "party, like the PouchDB Server scripts/pouchdb_server.py starts, takes none)" % (at, STORE_ENV)
@@ -164,6 +172,9 @@ class CouchStore:
         self.session = requests.Session()
         self.session.headers.update({"Accept": "application/json", "Content-Type": "application/json"})
         self.session.auth = auth
+        #: The refusal of this store's password, once the server answered one: every later request
+        #: with it would be another failed login, so none is sent (:meth:`_request`).
+        self.password_refused: StoreRefused | None = None
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
@@ -181,6 +192,11 @@ class CouchStore:
         **kwargs: Any,
     ) -> requests.Response:
         """``method path``; ``read``: a POST that only reads (``_all_docs`` by keys), safe to repeat."""
+        if self.password_refused is not None:
+            raise StoreRefused(
+                "%s (not asked again: CouchDB 3.4+ locks a user out after 5 failed logins)"
+                % self.password_refused
+            )
         url = self.base + path
         attempts = 2 if read or method in SAFE_METHODS else 1
         for attempt in range(1, attempts + 1):
@@ -205,7 +221,10 @@ class CouchStore:
     def refusal(self, response: requests.Response, method: str, path: str) -> StoreError:
         first = unquote(path.split("/", 1)[0])
         db = first if first and not first.startswith("_") else None
-        return refusal(response, "%s /%s" % (method, path), self.display_uri, self.user, db)
+        refused = refusal(response, "%s /%s" % (method, path), self.display_uri, self.user, db)
+        if isinstance(refused, StoreRefused) and wrong_password(couch_error(response), self.user):
+            self.password_refused = refused
+        return refused
 
     def _db(self, db: str) -> str:
         """The path of the project's database ``db`` (its name on the server: :mod:`.names`)."""
