@@ -299,3 +299,80 @@ def test_where_says_why_the_data_home_is_there_and_how_to_change_it_once(tmp_pat
         "           (the platform's data folder (no scrapy.cfg here or above); "
         "$VOTERSDAILY_HOME or the setting of that name changes it)"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("VOTERSDAILY_SPOOL_DIR", "{file}", "names {file}, which is a file, not a folder"),
+        (
+            "VOTERSDAILY_SPOOL_DIR",
+            "{file}/spool",
+            "names {file}/spool, under {file}, which is a file, not a folder",
+        ),
+        ("INGEST_TEIXML_FEED", "{folder}", "names {folder}, which is a folder, not a file"),
+        (
+            "INGEST_TEIXML_FEED",
+            "{file}/f.jsonl",
+            "names {file}/f.jsonl, under {file}, which is a file, not a folder",
+        ),
+        ("INGEST_TEIXML_FEED", "{file}", None),  # a feed file is appended to
+        ("VOTERSDAILY_SPOOL_DIR", "{folder}/not/yet", None),  # made when first written
+    ],
+)
+def test_a_location_naming_a_file_for_a_folder_or_the_reverse_is_named(tmp_path, name, value, expected):
+    (tmp_path / "a-file").write_text("the operator's")
+    names = {"file": tmp_path / "a-file", "folder": tmp_path}
+    settings = Settings({name: value.format(**names)})
+    problems = locations.misplaced(settings, (name,))
+    assert problems == ([] if expected is None else ["%s %s" % (name, expected.format(**names))])
+
+
+def test_a_location_a_run_does_not_use_is_not_checked(tmp_path):
+    (tmp_path / "a-file").write_text("the operator's")
+    warc = {"INGEST_WARC_DIR": str(tmp_path / "a-file")}
+    assert locations.misplaced(Settings(warc), ("INGEST_WARC_DIR",)) == []  # INGEST_WARC_ENABLED is off
+    assert locations.misplaced(Settings({**warc, "INGEST_WARC_ENABLED": "True"}), ("INGEST_WARC_DIR",)) == [
+        "INGEST_WARC_DIR names %s, which is a file, not a folder" % (tmp_path / "a-file")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "setting"),
+    [
+        (["votersdaily", "crawl", "house_votes", "--offline"], "VOTERSDAILY_SPOOL_DIR"),
+        (["scrapy", "crawl", "house_votes", "-a", "offline=true"], "VOTERSDAILY_SPOOL_DIR"),
+        (["scrapy", "crawl", "laundromat", "-a", "url=http://127.0.0.1:9/x.nt"], "LAUNDROMAT_OUTPUT_DIR"),
+        (["votersdaily", "flush"], "VOTERSDAILY_SPOOL_DIR"),
+        (["votersdaily", "reparse"], "VOTERSDAILY_ARCHIVE_DIR"),
+    ],
+)
+def test_a_folder_setting_that_names_a_file_is_refused_before_any_work(tmp_path, command, setting):
+    """Before: with the spool folder a file and the store away, a crawl ran and lost every document
+    the store did not take ("free space there"); ``flush`` said "nothing spooled" and ``reparse``
+    found no archive, both exit 0. Now one line naming the setting, exit 2, nothing written."""
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "a-file").write_text("the operator's")
+    env = clean_env(
+        VOTERSDAILY_HOME=str(tmp_path / "home"),
+        VOTERSDAILY_STORE="http://127.0.0.1:9/",  # away: the spool is where the documents would go
+        SCRAPY_SETTINGS_MODULE="votersdaily.settings",
+        **{setting: str(tmp_path / "a-file")},
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", *command],
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.splitlines()[-1] == "%s: %s names %s, which is a file, not a folder" % (
+        " ".join(command[:2]) if command[0] == "votersdaily" else "scrapy crawl",
+        setting,
+        tmp_path / "a-file",
+    )
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "a-file").read_text() == "the operator's"
+    assert not (tmp_path / "home").exists() and list((tmp_path / "cwd").iterdir()) == []

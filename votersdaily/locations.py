@@ -241,6 +241,60 @@ BY_SETTING: Mapping[str, Location] = MappingProxyType(
 )
 
 
+#: Where every run may write besides the store (whose URI ``store/check.py:bad_store_uri`` checks):
+#: the spool, which keeps what the store does not take. A spider's ``output_settings`` add to it.
+RUN_LOCATIONS = (SPOOL_ENV,)
+#: Locations that name a file, not a folder.
+FILE_LOCATIONS = frozenset({"INGEST_TEIXML_FEED"})
+
+
+def _in_use(settings: Any, name: str) -> bool:
+    """Whether a run writes to location ``name`` at all: the ingest's WARC folder only with
+    ``INGEST_WARC_ENABLED``, its blob folder only with the ``folder`` backend."""
+    if name == "INGEST_WARC_DIR":
+        return _configured(settings, "INGEST_WARC_ENABLED").lower() in ("true", "1", "yes", "on")
+    if name == "INGEST_BLOB_DIR":
+        return _configured(settings, "INGEST_BLOB_BACKEND") == "folder"
+    return True
+
+
+def _not_a_folder(path: Path) -> tuple[Path, str] | None:
+    """What stops ``path`` from being, or being made, a folder: itself or the nearest of its
+    parents that exists, when that is something else, and what it is; None when nothing does."""
+    for existing in (path, *path.parents):
+        if existing.is_dir():
+            return None
+        if existing.exists() or existing.is_symlink():
+            return existing, "a file" if existing.is_file() else "no folder"
+    return None
+
+
+def misplaced(settings: Any = None, names: tuple[str, ...] = RUN_LOCATIONS) -> list[str]:
+    """One line for each location of ``names`` that names a file where a folder must be, a folder
+    where a file must be, or a place under a file: a run would write nothing there (the spool: the
+    documents the store did not take would be lost), so a command refuses it before any work."""
+    problems = []
+    for name in names:
+        if not _in_use(settings, name):
+            continue
+        try:
+            value = BY_SETTING[name].resolve(settings)
+        except LocationUnset:
+            continue
+        if value is None:
+            continue
+        target = Path(value)
+        if name in FILE_LOCATIONS and target.is_dir():
+            problems.append("%s names %s, which is a folder, not a file" % (name, value))
+            continue
+        blocked = _not_a_folder(target.parent if name in FILE_LOCATIONS else target)
+        if blocked is not None:
+            where, what = blocked
+            under = "" if where == target else ", under %s" % where
+            problems.append("%s names %s%s, which is %s, not a folder" % (name, value, under, what))
+    return problems
+
+
 def locations(settings: Any = None, names: tuple[str, ...] | None = None) -> dict[str, str]:
     """The absolute location of each setting of ``names`` (default: all), as strings; a switched-off
     location (an empty feed file) is left out."""

@@ -70,15 +70,16 @@ def test_each_ingest_hands_its_files_and_file_row_to_the_file_threads_once(
 def test_a_blob_folder_that_is_not_a_folder_fails_the_item_after_its_result_as_before(
     crawl, sqlite_uri, ingest_site, tmp_path
 ):
-    """A blob write failing for another reason than a full disk (here the blob "folder" is a file, a
-    real ``OSError``) stops that ingest's writes where it stopped them before the single hand-off: its
-    result is stored, its feed line, file row and ``html_meta`` are not."""
+    """A blob write failing for another reason than a full disk (here the blob folder's ``html``, where
+    the TEI goes, is a file, a real ``OSError``; a blob folder that is itself a file is refused before
+    the run) stops that ingest's writes where it stopped them before the single hand-off: its result
+    is stored, its feed line, file row and ``html_meta`` are not."""
     article = ingest_site.url + "/scholarly/plos_one_article.html"
     requests = write_requests(tmp_path / "r.jsonl", [{"base_url": article, "ingest_type": "html"}])
-    (tmp_path / "not-a-folder").write_bytes(b"")
-    proc = run_ingest(
-        crawl, sqlite_uri, requests, tmp_path, "INGEST_BLOB_DIR=%s" % (tmp_path / "not-a-folder"), status=1
-    )
+    blobs = tmp_path / "blobs-html-a-file"
+    blobs.mkdir()
+    (blobs / "html").write_bytes(b"")
+    proc = run_ingest(crawl, sqlite_uri, requests, tmp_path, "INGEST_BLOB_DIR=%s" % blobs, status=1)
     assert "Error processing" in proc.stderr and " is full " not in proc.stderr
     (result,) = read_results(sqlite_uri).values()
     assert result["status"] == "success"
@@ -91,4 +92,4 @@ def test_a_blob_folder_that_is_not_a_folder_fails_the_item_after_its_result_as_b
         (log,) = store.iter_docs("vd_log")
     finally:
         store.close()
-    assert log["result"] == "NotADirectoryError"
+    assert log["result"] == "FileExistsError"  # making the folder html, which is a file

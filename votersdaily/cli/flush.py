@@ -13,12 +13,13 @@ import argparse
 
 from scrapy.utils.project import get_project_settings
 
+from votersdaily.locations import SPOOL_ENV, misplaced
 from votersdaily.store.base import StoreError, StoreRefused, StoreUnavailable
 from votersdaily.store.check import StoreMisconfigured, checked_store, uri_scheme
 from votersdaily.store.identity import identity_of
 from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, say
+from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
 from .options import database_name, existing_folder
 
 
@@ -69,6 +70,9 @@ def still_spooled(spool: Spool, exc: StoreError) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.spool_dir:  # the setting's folder (--spool-dir is checked by argparse)
+        for problem in misplaced(get_project_settings(), (SPOOL_ENV,)):  # "nothing spooled" would be wrong
+            return fail(problem)
     spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
     if not spool.pending(args.db) and not spool.kept(args.db):
         others = sorted(spool.databases()) if args.db else []

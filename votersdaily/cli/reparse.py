@@ -13,6 +13,7 @@ from votersdaily.archive import archive_dir, archived_runs
 from votersdaily.crawlcontext import crawl_context
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import Interrupts
+from votersdaily.locations import misplaced
 from votersdaily.reparse import parse_date_arg, points_into_archive, summarise_plan
 from votersdaily.schema import EVENTS_DB
 from votersdaily.store.check import checked_store
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if args.archive_dir:  # a folder that exists (argparse type existing_folder)
         os.environ["VOTERSDAILY_ARCHIVE_DIR"] = str(args.archive_dir)
+    for problem in misplaced(settings, ("VOTERSDAILY_ARCHIVE_DIR",)):  # it would find nothing there
+        return fail(problem)
     try:
         since = parse_date_arg(args.since, end=False)
         until = parse_date_arg(args.until, end=True)

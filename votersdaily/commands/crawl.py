@@ -27,6 +27,7 @@ from scrapy.exceptions import NotConfigured, UsageError
 
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
+from votersdaily.locations import misplaced
 from votersdaily.scrapy_internals import prepare_version_line
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
@@ -234,7 +235,7 @@ class Command(crawl.Command):
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = settings.getpriority("LOG_LEVEL") or "cmdline"
             settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(settings)):
+        for problem in (*bad_environment(), *bad_settings(settings), *misplaced(settings)):
             self._refuse(BadSettingValue(problem), args, opts)  # before Scrapy builds its crawler process
         for problem in bad_store_uri(settings):
             self._refuse(StoreLocationRefused(problem), args, opts)
@@ -274,7 +275,10 @@ class Command(crawl.Command):
         except UsageError as exc:
             return exc
         problem = spider_problem(spidercls, spider_args)
-        return BadSpiderArgument(problem) if problem else None
+        if problem:
+            return BadSpiderArgument(problem)
+        outputs = misplaced(self.settings, tuple(getattr(spidercls, "output_settings", ())))
+        return BadSettingValue(outputs[0]) if outputs else None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
