@@ -431,8 +431,9 @@ def test_a_wrong_password_is_tried_once_a_crawl(crawl, pouchdb, crawler_user, tm
     assert len(failed_logins) == 1, (proxy.exchanges, proc.stderr[-3000:])
     [log] = [record["doc"] for record in spooled_records(spool) if record["db"] == schema.LOG_DB]
     assert "refused the credentials (HTTP 401)" in log["error_message"], log
+    assert proc.returncode == 4 and log["result"] == "StoreRefused", proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # the ingest's catalog check: one line
     if spider == "house_votes":
-        assert proc.returncode == 4 and log["result"] == "StoreRefused", proc.stderr[-3000:]
         assert [r["doc"]["unique_key"] for r in spooled_records(spool) if r["db"] == "vd_events"] == [
             "119-2-314"
         ]

@@ -24,6 +24,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import ThreadLane, run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
+from votersdaily.store.base import StoreError
 from votersdaily.store.crawler import store_for, writer_for
 from votersdaily.store.hooks import AfterBatch
 
@@ -148,7 +149,10 @@ class IngestStorePipeline:
             )
             for error in errors:
                 logger.error("catalog: %s", error)
-        self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
+        try:
+            self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
+        except StoreError as exc:  # refused or away: the writers spool; the catalog is not consulted
+            logger.warning("catalog %s not consulted in this run: %s", self.catalog_db, exc)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
