@@ -279,3 +279,13 @@ def test_the_usage_line_names_the_command_as_the_person_ran_it(tmp_path):
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("usage: %s [-h]" % usage), proc.stdout[:200]
+
+
+def test_a_reparse_window_that_ends_before_it_starts_is_refused(cli_main, crawled):
+    """``--since`` after ``--until`` (the two swapped): it found nothing and exited 0, as if the archive
+    held no run in the window."""
+    proc = cli_main("reparse", "--since", "2026-11-20", "--until", "2026-11-01", store_uri=crawled)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "votersdaily reparse: --since 2026-11-20 is after --until 2026-11-01: no run can be in between"
+    ]

@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         until = parse_date_arg(args.until, end=True)
     except ValueError as exc:
         return fail(str(exc))
+    if since is not None and until is not None and since > until:  # it would find nothing, exit 0
+        return fail("--since %s is after --until %s: no run can be in between" % (args.since, args.until))
     available = event_spiders(settings)
     unknown = [n for n in args.spiders if n not in available]
     if unknown:
