@@ -294,9 +294,6 @@ def bad_environment(rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
 
 def check_settings(settings: BaseSettings) -> None:
     """Raise :class:`BadSettingValue` naming the first setting (given or from the environment) its
-    readers could not use: a value, or a location every run writes to (the store's file, the spool)
-    that names a file where a folder must be, or the reverse."""
-    from votersdaily.locations import misplaced
-
-    for problem in (*bad_environment(), *bad_settings(settings), *misplaced(settings)):
+    readers could not use."""
+    for problem in (*bad_environment(), *bad_settings(settings)):
         raise BadSettingValue(problem)

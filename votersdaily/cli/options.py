@@ -11,6 +11,7 @@ from pathlib import Path
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
+from votersdaily.locations import misplaced
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, check_settings
 
@@ -137,8 +138,9 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scrapy_settings(args: argparse.Namespace) -> Settings:
     """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top,
-    each setting checked (votersdaily/setting_rules.py) before any work: :class:`BadSetting` names
-    the first one that cannot be used."""
+    each setting checked (votersdaily/setting_rules.py), and the spool folder (a file there would lose
+    what the store does not take: votersdaily/locations.py), before any work: :class:`BadSetting`
+    names the first one that cannot be used."""
     settings = get_project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
     try:
@@ -150,4 +152,6 @@ def scrapy_settings(args: argparse.Namespace) -> Settings:
         check_settings(settings)
     except BadSettingValue as exc:
         raise BadSetting(str(exc)) from None
+    for problem in misplaced(settings):  # the spool a file: what the store does not take would be lost
+        raise BadSetting(problem)
     return settings
