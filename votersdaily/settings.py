@@ -85,6 +85,15 @@ VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 #: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
 VOTERSDAILY_DB_PREFIX = ""
 VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
+#: Seconds a document waits at most in a writer's buffer before its batch is written, full or not;
+#: 0: until VOTERSDAILY_BATCH_SIZE documents came or the crawl ends. The ingest spider sets 1 s: a
+#: long ingest (a file of requests, one a second) otherwise held up to a batch of results in memory
+#: alone, all lost when the process was killed (the OOM killer, ``kill -9``, a lost node). Event
+#: spiders keep 0: their runs are short, and a source that lists an event twice (two Federal
+#: Register pages share documents) with its copies in two batches writes two revisions where one
+#: batch writes the last copy only. The counts do not depend on where batches end, except that an
+#: event changed by its first copy and changed back by its second counts updated, not unchanged.
+VOTERSDAILY_BATCH_MAX_WAIT: Annotated[float, AtLeast(0)] = 0.0
 VOTERSDAILY_MAX_PENDING_BATCHES: Annotated[int, AtLeast(1)] = 2
 #: The embedded store's writes run in a process of their own (votersdaily/store/process.py): the
 #: encoding, hashing and SQLite work of every batch leaves the crawl process's lock to the reactor.

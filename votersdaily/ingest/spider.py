@@ -99,6 +99,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         # Every callback yields exactly one item or request per response; with asyncio Scrapy
         # starts CONCURRENT_ITEMS worker tasks per response (100 by default: ~1 ms each time).
         "CONCURRENT_ITEMS": 4,
+        # A result is stored within a second of its ingest (VOTERSDAILY_BATCH_MAX_WAIT), not when
+        # the batch is full: an ingest of hours killed by the OOM killer loses that second only.
+        "VOTERSDAILY_BATCH_MAX_WAIT": 1.0,
     }
 
     #: Whether a chain's next hop is yielded to Scrapy's scheduler (a Redis-fed worker's queue, which

@@ -183,6 +183,7 @@ class CrawlerWriter:
             writer_store_for(crawler),
             db,
             batch_size=settings.getint("VOTERSDAILY_BATCH_SIZE"),
+            max_wait=settings.getfloat("VOTERSDAILY_BATCH_MAX_WAIT"),
             max_pending=settings.getint("VOTERSDAILY_MAX_PENDING_BATCHES"),
             ignore=ignore,
             probe=probe,

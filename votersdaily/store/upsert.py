@@ -51,6 +51,10 @@ class UpsertResult:
     spooled: list[str] = field(default_factory=list)
     #: Ids neither written nor spooled: the store did not take them and the spool could not.
     lost: list[str] = field(default_factory=list)
+    #: Outcomes of earlier batches of the same run this result takes back, by kind (``inserted``,
+    #: ``updated``, ``unchanged``): the ids written again here, counted as in one batch
+    #: (:meth:`.writer.BatchWriter._as_one_run`). Negative in :meth:`counts`.
+    withdrawn: dict[str, list[str]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """How many documents each outcome had (only those that happened): the run log's ``store``."""
@@ -67,9 +71,12 @@ class UpsertResult:
             "failed": len(self.failed),
             "conflicts_resolved": self.conflicts_resolved,
         }
+        for kind, ids in self.withdrawn.items():
+            counts[kind] -= len(ids)
         return {kind: n for kind, n in counts.items() if n}
 
     def merge(self, other: UpsertResult) -> None:
+        """Add ``other`` to this result; what ``other`` takes back (:attr:`withdrawn`) leaves it."""
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
@@ -81,6 +88,10 @@ class UpsertResult:
         self.repaired += other.repaired
         self.spooled += other.spooled
         self.lost += other.lost
+        for kind, ids in other.withdrawn.items():  # one pass over the kind's ids, however many leave
+            gone = set(ids)
+            outcomes = getattr(self, kind)
+            outcomes[:] = [doc_id for doc_id in outcomes if doc_id not in gone]
 
 
 @runtime_checkable

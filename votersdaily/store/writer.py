@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from twisted.internet import defer, threads
 
@@ -47,10 +47,17 @@ from .spool import FULL_FOLDERS, NotSpooled, Spool, SpoolBusy, ready_name
 from .upsert import UpsertResult, upsert
 
 if TYPE_CHECKING:
+    from twisted.internet.base import DelayedCall
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class Timer(Protocol):
+    """What a writer needs of the reactor's clock (a test's ``twisted.internet.task.Clock`` too)."""
+
+    def callLater(self, delay: float, func: Callable[..., Any], /, *args: Any) -> DelayedCall: ...
 
 
 @dataclass
@@ -122,6 +129,7 @@ class BatchWriter:
         db: str,
         *,
         batch_size: int = DEFAULTS["VOTERSDAILY_BATCH_SIZE"],
+        max_wait: float = DEFAULTS["VOTERSDAILY_BATCH_MAX_WAIT"],
         max_pending: int = DEFAULTS["VOTERSDAILY_MAX_PENDING_BATCHES"],
         ignore: Iterable[str] = (),
         probe: Iterable[str] = (),
@@ -131,10 +139,16 @@ class BatchWriter:
         retry_backoff: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_BACKOFF"],
         retry_max_delay: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_MAX_DELAY"],
         spool: Spool | None = None,
+        clock: Timer | None = None,
     ) -> None:
         self.store = store
         self.db = db
         self.batch_size = batch_size
+        #: Seconds the first buffered document waits at most for its batch (0: until the batch is
+        #: full or the writer flushed): what a killed process loses is bounded in time.
+        self.max_wait = max_wait
+        #: The reactor's clock (a test's ``task.Clock``); the global reactor when None.
+        self.clock = clock
         self.max_pending = max_pending
         self.ignore = tuple(ignore)
         #: Keys whose stored value, when it differs, proves a document changed (see upsert).
@@ -175,6 +189,11 @@ class BatchWriter:
         self._told_again: list[str] = []
         #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
         self._store_down = False
+        #: Submits the buffer once its first document has waited ``max_wait`` (:meth:`_start_waiting`).
+        self._wait: DelayedCall | None = None
+        #: Id → how its first write of this run counted (inserted, updated, unchanged), for the
+        #: ids a later batch writes again (:meth:`_as_one_run`).
+        self._first_outcomes: dict[str, str] = {}
 
     @property
     def gave_up(self) -> bool:
@@ -240,6 +259,8 @@ class BatchWriter:
         self._buffer.append(doc)
         if len(self._buffer) >= self.batch_size:
             self._submit()
+        elif len(self._buffer) == 1:
+            self._start_waiting()
         if self._pending >= self.max_pending:
             waiter: defer.Deferred[None] = defer.Deferred()
             self._waiters.append(waiter)
@@ -285,6 +306,7 @@ class BatchWriter:
         """The documents buffered and not yet handed to a batch, now this caller's to keep (a forced
         stop spools them: ``CrawlerWriter.spool_unwritten``)."""
         self._report_told()
+        self._stop_waiting()
         unwritten, self._buffer = self._buffer, []
         return unwritten
 
@@ -300,7 +322,35 @@ class BatchWriter:
         self._chain.addBoth(lambda _: done.callback(None))
         return done
 
+    def _start_waiting(self) -> None:
+        """The buffer's first document arrived: submit the buffer ``max_wait`` seconds from now,
+        full or not. A slow crawl (an ingest of a request a second, a source paged slowly) otherwise
+        kept up to ``batch_size`` documents in memory alone for as long as it took them to come, all
+        lost with a process the OOM killer (or ``kill -9``, a lost node) ended."""
+        if self.max_wait <= 0:
+            return
+        if self.clock is None:
+            from twisted.internet import reactor
+
+            self.clock = cast("Timer", reactor)
+        self._wait = self.clock.callLater(self.max_wait, self._waited)
+
+    def _stop_waiting(self) -> None:
+        if self._wait is not None:
+            if self._wait.active():
+                self._wait.cancel()
+            self._wait = None
+
+    def _waited(self) -> None:
+        """The buffer's first document has waited ``max_wait``: submit the buffer now, or, while a
+        batch is being written, as soon as it is done (:meth:`_batch_done`): a batch of what came
+        meanwhile, not a batch a document."""
+        self._wait = None
+        if self._buffer and not self._pending:
+            self._submit()
+
     def _submit(self, drain: bool = False) -> None:
+        self._stop_waiting()
         batch, self._buffer = self._buffer, []
         self._pending += 1
         write = self._drain if drain else self._write
@@ -516,8 +566,38 @@ class BatchWriter:
     def _batch_done(self, result: UpsertResult | Failure) -> None:
         self._pending -= 1
         if isinstance(result, UpsertResult):
+            self._as_one_run(result)
             self.total.merge(result)
             if self.on_result is not None:
                 self.on_result(result)
         while self._waiters and self._pending < self.max_pending:
             self._waiters.pop(0).callback(None)
+        if self._buffer and not self._pending and self._wait is None and self.max_wait > 0:
+            self._submit()  # its first document waited past max_wait for this batch (_waited)
+
+    def _as_one_run(self, result: UpsertResult) -> None:
+        """Count ``result`` as if the run's documents were written in one batch, wherever its
+        batches ended (``batch_size``, ``max_wait``): an id a later batch writes again makes its
+        earlier write a duplicate, as two copies in one batch do, and the id counts once, as its
+        last version against what the store held before the run. Before, the two recorded Federal
+        Register pages that share three documents counted them duplicates in one batch and updated
+        in two. The earlier batch's count is taken back (``result.withdrawn``) where that differs:
+        unchanged at first, then changed, is updated."""
+        first_outcomes = self._first_outcomes
+        for kind in ("inserted", "updated", "unchanged"):
+            ids: list[str] = getattr(result, kind)
+            counted = []
+            for doc_id in ids:
+                first = first_outcomes.get(doc_id)
+                if first is None:
+                    first_outcomes[doc_id] = kind
+                    counted.append(doc_id)
+                    continue
+                result.duplicates.append(doc_id)
+                # against the store before the run: new stays new, changed stays changed
+                outcome = kind if first == "unchanged" else first
+                if outcome != first:
+                    result.withdrawn.setdefault(first, []).append(doc_id)
+                    first_outcomes[doc_id] = outcome
+                    counted.append(doc_id)
+            ids[:] = counted
