@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
+from tests.support.cli_main import run_main
 from tests.support.services import REPO
 from votersdaily import locations
 from votersdaily.store import open_store, store_uri
@@ -337,6 +338,23 @@ def test_a_location_a_run_does_not_use_is_not_checked(tmp_path):
     ]
 
 
+def run_beside_a_file(tmp_path: Path, command: list[str], **env: str) -> subprocess.CompletedProcess:
+    """``python -m <command>`` run from an empty folder of its own (``cwd``), with a data home that does
+    not exist yet and a file of the operator's (``a-file``) beside them; ``env`` on top."""
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "a-file").write_text("the operator's")
+    return subprocess.run(
+        [sys.executable, "-m", *command],
+        cwd=tmp_path / "cwd",
+        env=clean_env(
+            VOTERSDAILY_HOME=str(tmp_path / "home"), SCRAPY_SETTINGS_MODULE="votersdaily.settings", **env
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.parametrize(
     ("command", "setting"),
     [
@@ -345,27 +363,20 @@ def test_a_location_a_run_does_not_use_is_not_checked(tmp_path):
         (["scrapy", "crawl", "laundromat", "-a", "url=http://127.0.0.1:9/x.nt"], "LAUNDROMAT_OUTPUT_DIR"),
         (["votersdaily", "flush"], "VOTERSDAILY_SPOOL_DIR"),
         (["votersdaily", "reparse"], "VOTERSDAILY_ARCHIVE_DIR"),
+        (["votersdaily", "crawl", "house_votes", "--offline"], "VOTERSDAILY_ARCHIVE_DIR"),
+        (["scrapy", "crawl", "house_votes", "-a", "offline=true"], "VOTERSDAILY_ARCHIVE_DIR"),
     ],
 )
 def test_a_folder_setting_that_names_a_file_is_refused_before_any_work(tmp_path, command, setting):
     """Before: with the spool folder a file and the store away, a crawl ran and lost every document
     the store did not take ("free space there"); ``flush`` said "nothing spooled" and ``reparse``
-    found no archive, both exit 0. Now one line naming the setting, exit 2, nothing written."""
-    (tmp_path / "cwd").mkdir()
-    (tmp_path / "a-file").write_text("the operator's")
-    env = clean_env(
-        VOTERSDAILY_HOME=str(tmp_path / "home"),
+    found no archive, both exit 0; with the archive folder a file, an event crawl stored its events
+    with no WARC copy of any and exited 1. Now one line naming the setting, exit 2, nothing written."""
+    proc = run_beside_a_file(
+        tmp_path,
+        command,
         VOTERSDAILY_STORE="http://127.0.0.1:9/",  # away: the spool is where the documents would go
-        SCRAPY_SETTINGS_MODULE="votersdaily.settings",
         **{setting: str(tmp_path / "a-file")},
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", *command],
-        cwd=tmp_path / "cwd",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.splitlines()[-1] == "%s: %s names %s, which is a file, not a folder" % (
@@ -376,3 +387,28 @@ def test_a_folder_setting_that_names_a_file_is_refused_before_any_work(tmp_path,
     assert "Traceback" not in proc.stderr
     assert (tmp_path / "a-file").read_text() == "the operator's"
     assert not (tmp_path / "home").exists() and list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_an_archive_switched_off_in_the_environment_is_neither_checked_nor_announced(tmp_path):
+    """``VOTERSDAILY_ARCHIVE_ENABLED=False`` in the environment (which wins over the settings, as for
+    the crawls): the archive folder is not written, so naming a file there stops nothing. Before,
+    ``votersdaily crawl`` read its settings without the environment and ended with "the parsed source
+    documents are archived in <the file>"."""
+    proc = run_beside_a_file(
+        tmp_path,
+        ["votersdaily", "crawl", "house_votes", "--offline"],
+        VOTERSDAILY_STORE="sqlite:///%s" % (tmp_path / "store.db"),
+        VOTERSDAILY_ARCHIVE_ENABLED="False",
+        VOTERSDAILY_ARCHIVE_DIR=str(tmp_path / "a-file"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "archived" not in proc.stderr, proc.stderr[-3000:]
+    assert (tmp_path / "a-file").read_text() == "the operator's"
+    assert (
+        len(
+            run_main(
+                "dump", "vd_events", store_uri="sqlite:///%s" % (tmp_path / "store.db")
+            ).stdout.splitlines()
+        )
+        == 3
+    )

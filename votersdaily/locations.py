@@ -258,6 +258,14 @@ def _in_use(settings: Any, name: str) -> bool:
     return True
 
 
+def archive_written(settings: Any) -> tuple[str, ...]:
+    """The event spiders' archive folder setting, when their runs write the archive
+    (``VOTERSDAILY_ARCHIVE_ENABLED``): what a crawl of them checks with :func:`misplaced` (a reparse,
+    which reads it, checks it whatever that says)."""
+    enabled = _configured(settings, "VOTERSDAILY_ARCHIVE_ENABLED").lower() in ("true", "1", "yes", "on")
+    return (ARCHIVE_ENV,) if enabled else ()
+
+
 def _not_a_folder(path: Path) -> tuple[Path, str] | None:
     """What stops ``path`` from being, or being made, a folder: itself or the nearest of its
     parents that exists, when that is something else, and what it is; None when nothing does."""

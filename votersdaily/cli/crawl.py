@@ -19,6 +19,7 @@ from votersdaily.archive import archive_dir
 from votersdaily.crawlcontext import RunRecord, crawl_context, incomplete_lines, not_archived_line
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
+from votersdaily.locations import archive_written, misplaced
 from votersdaily.plumbing.inputs import bad_spider_arguments
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import EventSpider
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         settings = scrapy_settings(args)
     except BadSetting as exc:
         return fail(str(exc))
+    for misplacement in misplaced(settings, archive_written(settings)):  # a file: no WARC copy of any
+        return fail(misplacement)
     if args.all and args.spiders:  # `crawl --all house_votse`: the names were ignored and everything crawled
         return fail("give --all or spider names, not both (%s)" % ", ".join(args.spiders))
     available = event_spiders(settings, None if args.all else args.spiders)

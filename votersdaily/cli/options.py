@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scrapy.settings import Settings
-from scrapy.utils.project import get_project_settings
 
 from votersdaily.locations import misplaced
+from votersdaily.plumbing.environment import project_settings
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, check_settings
 
@@ -137,11 +137,14 @@ def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def scrapy_settings(args: argparse.Namespace) -> Settings:
-    """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top,
-    each setting checked (votersdaily/setting_rules.py), and the spool folder (a file there would lose
-    what the store does not take: votersdaily/locations.py), before any work: :class:`BadSetting`
-    names the first one that cannot be used."""
-    settings = get_project_settings()
+    """The project settings with the command line's ``--log-level`` and ``-s NAME=VALUE`` on top and
+    the environment above both, as the crawls have them (votersdaily/plumbing/environment.py: before,
+    the command's own lines read the settings without it, and said "the parsed source documents are
+    archived" under ``VOTERSDAILY_ARCHIVE_ENABLED=False``), each setting checked
+    (votersdaily/setting_rules.py), and the spool folder (a file there would lose what the store does
+    not take: votersdaily/locations.py), before any work: :class:`BadSetting` names the first one
+    that cannot be used."""
+    settings = project_settings()
     settings.set("LOG_LEVEL", args.log_level, priority="cmdline")
     try:
         for assignment in args.set:

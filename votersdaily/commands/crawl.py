@@ -27,7 +27,7 @@ from scrapy.exceptions import NotConfigured, UsageError
 
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
-from votersdaily.locations import misplaced
+from votersdaily.locations import archive_written, misplaced
 from votersdaily.scrapy_internals import prepare_version_line
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
@@ -277,7 +277,16 @@ class Command(crawl.Command):
         problem = spider_problem(spidercls, spider_args)
         if problem:
             return BadSpiderArgument(problem)
-        outputs = misplaced(self.settings, tuple(getattr(spidercls, "output_settings", ())))
+        from votersdaily.spiders.base import EventSpider
+
+        outputs = misplaced(
+            self.settings,
+            (
+                *getattr(spidercls, "output_settings", ()),
+                # it archives every document it parses (a file there: no WARC copy of any)
+                *(archive_written(self.settings) if issubclass(spidercls, EventSpider) else ()),
+            ),
+        )
         return BadSettingValue(outputs[0]) if outputs else None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
