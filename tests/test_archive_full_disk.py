@@ -126,24 +126,27 @@ def test_an_event_first_archived_keeps_its_pointer_when_a_later_run_cannot_archi
 
 
 @pytest.mark.parametrize("command", ["scrapy", "votersdaily"])
-def test_an_archive_folder_that_is_a_file_is_a_failed_archive_with_either_command(command, tmp_path):
+def test_a_file_where_the_archive_needs_a_folder_is_a_failed_archive_with_either_command(command, tmp_path):
     """``scrapy crawl`` exited 0 (its run log ``archived: false``) where ``python -m votersdaily crawl``
     exited 1: both now say the documents were not archived, in the same line, and exit 1 (the work
-    not all done, docs/cli.md: Exit codes); the events are stored and the file is left as it was."""
-    not_a_folder = tmp_path / "archive"
+    not all done, docs/cli.md: Exit codes); the events are stored and the file is left as it was.
+    The spider's folder in the archive is the file: an archive folder that is one itself is refused
+    before any work (tests/test_locations.py), a file in the archive is met only as the run writes."""
+    (tmp_path / "archive").mkdir()
+    not_a_folder = tmp_path / "archive" / "house_votes"
     not_a_folder.write_bytes(b"an operator's file")
     uri = "sqlite:///%s" % (tmp_path / "store.db")
     url = "url=" + ",".join(HouseVotesSpider.recording_urls())
     proc = run_cli(
         [sys.executable, "-m", command, "crawl", "house_votes", "-a", url],
         uri,
-        env={"VOTERSDAILY_ARCHIVE_DIR": str(not_a_folder)},
+        env={"VOTERSDAILY_ARCHIVE_DIR": str(tmp_path / "archive")},
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
     said = (
         "%s crawl: the source documents of 1 runs (house_votes) were not all archived: cannot write to "
-        "the folder %s (Not a directory); the rest of their work is stored (run log: archived: false)"
-        % (command, not_a_folder)
+        "the folder %s (%s: File exists); the rest of their work is stored (run log: archived: false)"
+        % (command, tmp_path / "archive", not_a_folder)
     )
     assert said in proc.stderr.splitlines()
     assert len(stored(uri, "vd_events")) == len(HouseVotesSpider.recordings)

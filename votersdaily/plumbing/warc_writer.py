@@ -263,7 +263,10 @@ class WarcFileWriter:
         if exc.errno in FULL_DISK_ERRORS:
             self.error = "the folder %s is full (%s)" % (self.folder, exc.strerror)
         else:
-            self.error = "cannot write to the folder %s (%s)" % (self.folder, exc.strerror or exc)
+            reason = exc.strerror or str(exc)
+            if exc.filename and os.fspath(exc.filename) != str(self.folder):  # a file in its way, not itself
+                reason = "%s: %s" % (os.fspath(exc.filename), reason)
+            self.error = "cannot write to the folder %s (%s)" % (self.folder, reason)
         self._discard_partial()
         key = str(self.folder)
         with self._reported_lock:
