@@ -252,7 +252,7 @@ def _in_use(settings: Any, name: str) -> bool:
     """Whether a run writes to location ``name`` at all: the ingest's WARC folder only with
     ``INGEST_WARC_ENABLED``, its blob folder only with the ``folder`` backend."""
     if name == "INGEST_WARC_DIR":
-        return _configured(settings, "INGEST_WARC_ENABLED").lower() in ("true", "1", "yes", "on")
+        return _switched_on(settings, "INGEST_WARC_ENABLED")
     if name == "INGEST_BLOB_DIR":
         return _configured(settings, "INGEST_BLOB_BACKEND") == "folder"
     return True
@@ -262,8 +262,12 @@ def archive_written(settings: Any) -> tuple[str, ...]:
     """The event spiders' archive folder setting, when their runs write the archive
     (``VOTERSDAILY_ARCHIVE_ENABLED``): what a crawl of them checks with :func:`misplaced` (a reparse,
     which reads it, checks it whatever that says)."""
-    enabled = _configured(settings, "VOTERSDAILY_ARCHIVE_ENABLED").lower() in ("true", "1", "yes", "on")
-    return (ARCHIVE_ENV,) if enabled else ()
+    return (ARCHIVE_ENV,) if _switched_on(settings, "VOTERSDAILY_ARCHIVE_ENABLED") else ()
+
+
+def _switched_on(settings: Any, name: str) -> bool:
+    """Whether the yes-or-no setting ``name`` says yes, the environment first (as :func:`_configured`)."""
+    return _configured(settings, name).lower() in ("true", "1", "yes", "on")
 
 
 def _not_a_folder(path: Path) -> tuple[Path, str] | None:
