@@ -8,7 +8,9 @@ derived from them and say so where they are made. The writers run on the test se
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -219,3 +221,35 @@ def test_a_crawl_counts_the_same_with_batches_of_two(cli, tmp_path):
         rows[batch_size] = row[1:8]  # result, inserted, updated, unchanged, duplicate, dropped, items
     assert rows[2] == rows[1000], rows
     assert rows[1000][4] == "3" and int(rows[1000][1]) + 3 == int(rows[1000][6]), rows
+
+
+@pytest.mark.slow  # a crawl with its store on a full filesystem
+def test_a_full_store_disk_is_one_error_however_many_batches_spool(cli, tmp_path):
+    """Every small batch the store on a full disk did not take was an error line of its own (seven
+    for the 133 recorded House floor events in batches of 20): one error now, the rest in the run's
+    last lines; nothing is lost."""
+    from tests.store.test_spool import spooled_records
+    from tests.support.tmpfs import small_tmpfs
+
+    with small_tmpfs(tmp_path / "full", size="256k") as folder:
+        proc = cli(
+            "crawl",
+            "house_floor",
+            "--offline",
+            "-s",
+            "VOTERSDAILY_BATCH_SIZE=20",
+            "-s",
+            "VOTERSDAILY_BATCH_MAX_WAIT=0.05",
+            "-s",
+            "VOTERSDAILY_STORE_RETRY_TIMES=0",
+            store_uri="sqlite:///%s" % (folder / "store.db"),
+            env={"VOTERSDAILY_HOME": str(tmp_path / "home")},
+        )
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    spooled_lines = [line for line in proc.stderr.splitlines() if "documents for vd_events (" in line]
+    assert len(spooled_lines) == 1 and " ERROR: " in spooled_lines[0], spooled_lines
+    (row,) = [line.split() for line in proc.stdout.splitlines() if line.startswith("house_floor ")]
+    inserted, items = int(row[2]), int(row[7])
+    (spool,) = re.findall(r"documents wait in the spool (\S+) for", proc.stderr)
+    records = spooled_records(Path(spool))
+    assert inserted + sum(r["db"] == "vd_events" for r in records) == items  # nothing lost

@@ -494,7 +494,10 @@ class BatchWriter:
             return result, first or second
         self._spooled.append(path)
         self.outage.spooled += len(batch)
-        logger.error(
+        # An error for the outage's first file; the batches after it (one a second with
+        # VOTERSDAILY_BATCH_MAX_WAIT) add up in the run's last lines, not a line each.
+        logger.log(
+            logging.ERROR if len(self._spooled) == 1 else logging.INFO,
             "store %s did not take %d documents for %s (%s): spooled to %s",
             self.store.display_uri,
             len(batch),
