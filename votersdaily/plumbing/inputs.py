@@ -250,12 +250,17 @@ def one_of(name: str, value: str, allowed: Sequence[str]) -> str:
     otherwise be read as another value or fail the run)."""
     if value in allowed:
         return value
-    folded = {word.lower(): word for word in allowed}
-    meant = [folded[word] for word in difflib.get_close_matches(value.strip().lower(), folded, n=1)]
     raise ValueError(
-        "%s takes %s, not %s%s"
-        % (name, ", ".join(allowed), shown(value), "; did you mean %s?" % meant[0] if meant else "")
+        "%s takes %s, not %s%s" % (name, ", ".join(allowed), shown(value), meant(value, allowed))
     )
+
+
+def meant(value: str, known: Iterable[str]) -> str:
+    """``; did you mean …?`` naming the one of ``known`` closest to ``value`` (in any case), or
+    nothing when none is close: the end of the line refusing a mistyped name."""
+    folded = {word.lower(): word for word in known}
+    close = difflib.get_close_matches(value.strip().lower(), folded, n=1)
+    return "; did you mean %s?" % folded[close[0]] if close else ""
 
 
 def yes_or_no(name: str, value: str | bool | None) -> bool:
