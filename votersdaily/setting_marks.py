@@ -8,6 +8,7 @@ prefix.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
@@ -33,3 +34,23 @@ class OneOf:
 
     def __init__(self, *choices: str):
         object.__setattr__(self, "choices", choices)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Text that matches ``pattern`` whole; ``what`` says what it takes, in the refusal's words."""
+
+    pattern: str
+    what: str
+
+    def __call__(self, value: str) -> bool:
+        return re.fullmatch(self.pattern, value) is not None
+
+
+#: What a database name prefix takes: CouchDB's rule for the start of a database name (docs:
+#: "Database name"), empty for no prefix (``VOTERSDAILY_DB_PREFIX``, checked before any work, and by
+#: each store as it opens: votersdaily/store/names.py).
+DB_PREFIX = Matches(
+    r"(?:[a-z][a-z0-9_$()+/-]*)?",
+    "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
+)

@@ -7,6 +7,7 @@ here slows every source down to the slowest one's needs.
 from typing import Annotated
 
 from votersdaily import __version__
+from votersdaily.setting_marks import DB_PREFIX as database_prefix
 from votersdaily.setting_marks import LOG_LEVELS as log_levels
 from votersdaily.setting_marks import AtLeast, AtMost, OneOf
 
@@ -83,7 +84,7 @@ VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 #: Put before the name of every database the project creates or reads (``staging_``: ``staging_vd_events``,
 #: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
 #: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
-VOTERSDAILY_DB_PREFIX = ""
+VOTERSDAILY_DB_PREFIX: Annotated[str, database_prefix] = ""
 VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
 #: Seconds a document waits at most in a writer's buffer before its batch is written, full or not;
 #: 0: until VOTERSDAILY_BATCH_SIZE documents came or the crawl ends. The ingest spider sets 1 s: a

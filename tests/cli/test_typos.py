@@ -107,6 +107,35 @@ def test_scrapy_crawl_checks_settings_before_any_work(tmp_path, args, message):
     assert not store.exists()
 
 
+@pytest.mark.parametrize(
+    "args, env, given",
+    [
+        ((), {"VOTERSDAILY_DB_PREFIX": "Staging_"}, "environment variable"),
+        (("-s", "VOTERSDAILY_DB_PREFIX=9x"), {}, "setting"),
+    ],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_database_prefix_no_database_name_can_start_with_is_one_line_before_any_work(
+    tmp_path, command, args, env, given
+):
+    """``VOTERSDAILY_DB_PREFIX=Staging_``: ``scrapy crawl`` was a traceback from the pipeline's
+    opening store, exit 1; ``votersdaily crawl`` two lines, exit 3 (an unavailable store). Both
+    refuse it now with every other setting, before any work."""
+    store = tmp_path / "store.db"
+    base = ["-m", "votersdaily", "crawl"] if command == "votersdaily crawl" else ["-m", "scrapy", "crawl"]
+    proc = run_cli(
+        [sys.executable, *base, "house_votes", "-a", "url=" + ROLL314.as_uri(), *args],
+        "sqlite:///%s" % store,
+        env=env,
+    )
+    value = env.get("VOTERSDAILY_DB_PREFIX") or args[1].partition("=")[2]
+    assert one_line(proc) == (
+        "%s: %s VOTERSDAILY_DB_PREFIX takes the start of a CouchDB database name: a lowercase letter, "
+        "then lowercase letters, digits or _$()+-/, not %r" % (command, given, value)
+    )
+    assert not store.exists()
+
+
 def test_scrapy_crawl_takes_any_case_of_a_level(crawl, sqlite_uri):
     assert crawl("house_votes", ROLL314, sqlite_uri, "-L", "warning").returncode == 0
 
@@ -178,12 +207,18 @@ def bad_value(rule) -> str:
         return "perhaps"
     if rule.choices:
         return "NOT-A-CHOICE"
+    if rule.matches is not None:
+        return "Not Of The Form!"
     if rule.minimum is not None:
         return str(rule.minimum - 1)
     return "twelve"
 
 
-TYPED = {name: rule for name, rule in project_rules().items() if rule.kind is not str or rule.choices}
+TYPED = {
+    name: rule
+    for name, rule in project_rules().items()
+    if rule.kind is not str or rule.choices or rule.matches is not None
+}
 TYPED = {name: rule for name, rule in TYPED.items() if rule.kind is not list}  # a list takes any text
 
 
