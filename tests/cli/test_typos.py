@@ -424,6 +424,39 @@ def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command,
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        ("dump", "vd_events"),
+        ("export", "ics"),
+        ("flush",),
+        ("ingest", "enqueue", "--url", "https://example.org/a.pdf"),
+        ("site", "build", "site"),
+        ("views", "push"),
+        ("where",),
+    ],
+    ids=" ".join,
+)
+def test_every_command_names_a_mistyped_environment_variable(cli_main, tmp_path, command):
+    """Only the crawls checked the environment: ``VOTERSDAILY_STOR=<the store meant> votersdaily
+    dump vd_events`` dumped the default store, ``ingest enqueue`` queued into it, ``where`` showed it,
+    each exit 0. Every command now refuses a mistyped variable (and a value its setting cannot
+    take) before any work."""
+    store, meant_store = tmp_path / "store.db", tmp_path / "meant.db"
+    proc = cli_main(
+        *command,
+        store_uri="sqlite:///%s" % store,
+        env={"VOTERSDAILY_STOR": "sqlite:///%s" % meant_store, "VOTERSDAILY_HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert (
+        one_line(proc) == "votersdaily %s: unknown environment variable VOTERSDAILY_STOR; did you mean "
+        "VOTERSDAILY_STORE?" % command[0]
+    )
+    assert proc.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (

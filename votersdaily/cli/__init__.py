@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from votersdaily.interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: the shell's status for SIGINT
+from votersdaily.setting_rules import bad_environment
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import StoreMisconfigured, StoreMissing
 
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE")
     if args.store:
         os.environ["VOTERSDAILY_STORE"] = args.store
+    for problem in bad_environment():  # a mistyped VOTERSDAILY_STOR would read the default store
+        return fail(problem)
     # A command that runs Scrapy (crawl) gets Scrapy's log handler; a second one here would print
     # every message twice.
     if not logging.getLogger().handlers and not getattr(args, "scrapy_logging", False):
