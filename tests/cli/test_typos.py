@@ -456,6 +456,41 @@ def test_every_command_names_a_mistyped_environment_variable(cli_main, tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_the_ingest_commands_write_where_the_environment_says_the_crawl_reads(cli_main, tmp_path):
+    """``INGEST_REQUESTS_DB=staged_requests votersdaily ingest enqueue`` queued into ``ingest_requests``
+    (the commands read the settings without the environment), where ``scrapy crawl ingest -a
+    requests=store`` with the same environment never looks; the catalog alike."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    works = tmp_path / "works.jsonl"
+    works.write_text('{"doi": "10.1234/abc", "title": "A work"}\n')
+    env = {"INGEST_REQUESTS_DB": "staged_requests", "INGEST_CATALOG_DB": "staged_catalog"}
+    queued = cli_main("ingest", "enqueue", "--url", "https://example.org/a.pdf", store_uri=uri, env=env)
+    loaded = cli_main("ingest", "load-catalog", str(works), store_uri=uri, env=env)
+    assert (queued.returncode, loaded.returncode) == (0, 0), queued.stderr + loaded.stderr
+    assert queued.stdout.startswith("queued 1 ingest requests in staged_requests of ")
+    assert loaded.stdout.startswith("loaded 1 works into staged_catalog of ")
+    store = open_store(uri)
+    try:
+        assert [store.has_db(db) for db in ("staged_requests", "staged_catalog")] == [True, True]
+        assert [store.has_db(db) for db in ("ingest_requests", "ingest_catalog")] == [False, False]
+    finally:
+        store.close()
+
+
+def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
+    """``VOTERSDAILY_SITE_TIMEZONE`` in the environment was not read: the site was built in the
+    default zone (a zone that does not exist was not even noticed), exit 0."""
+    proc = cli_main(
+        "site",
+        "build",
+        str(tmp_path / "site"),
+        store_uri="sqlite:///%s" % (tmp_path / "store.db"),
+        env={"VOTERSDAILY_SITE_TIMEZONE": "America/New_Yrok"},
+    )
+    assert one_line(proc) == "votersdaily site: unknown IANA time zone 'America/New_Yrok' for the site"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

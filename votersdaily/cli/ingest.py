@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.project import get_project_settings
-
 from votersdaily.ingest import ingest_requests as R
 from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.plumbing.environment import project_settings
 from votersdaily.store.check import checked_store
 from votersdaily.store.upsert import upsert
 
@@ -59,7 +58,7 @@ def input_status(exc: OSError) -> int:
 
 
 def load_catalog(args: argparse.Namespace) -> int:
-    db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
+    db = args.db or project_settings().get("INGEST_CATALOG_DB")
     path = Path(args.path)
     if not path.is_file():  # before the store: a typo creates nothing
         return fail(
@@ -81,7 +80,7 @@ def load_catalog(args: argparse.Namespace) -> int:
 def enqueue_requests(args: argparse.Namespace) -> int:
     if not args.path and not args.url:
         return fail("give a JSON-lines file of requests or --url")
-    db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
+    db = args.db or project_settings().get("INGEST_REQUESTS_DB")
     found: list[tuple[str, dict[str, Any] | Exception]] = [
         ("--url", raw) for raw in R.from_args(args.url, args.type)
     ]
