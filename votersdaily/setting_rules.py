@@ -218,11 +218,12 @@ def typo_of(name: str, known: list[str]) -> str | None:
     typos away (one for a short name), or the same in another case; None when it is none's."""
     if name in known:
         return None
-    upper = name.upper()
-    if upper in known:
-        return upper
-    limit = 1 if len(upper) < 10 else 2
-    return next((candidate for candidate in known if _typos_apart(upper, candidate, limit)), None)
+    folded = {candidate.casefold(): candidate for candidate in known}
+    given = name.casefold()
+    if given in folded:
+        return folded[given]
+    limit = 1 if len(given) < 10 else 2
+    return next((folded[c] for c in folded if _typos_apart(given, c, limit)), None)
 
 
 def meant_setting(name: str) -> str | None:

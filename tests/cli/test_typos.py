@@ -477,6 +477,40 @@ def test_the_ingest_commands_write_where_the_environment_says_the_crawl_reads(cl
         store.close()
 
 
+#: ``ingest <command>``: its one line.
+WRONG_INGEST_DATABASES = {
+    "enqueue --db ingest_request": "--db ingest_request is none of the project's databases; did you "
+    "mean ingest_requests?",
+    "load-catalog --db ingest_catalo": "--db ingest_catalo is none of the project's databases; did you "
+    "mean ingest_catalog?",
+    "enqueue --db vd_events": "--db vd_events is another of the project's databases: ingest requests go "
+    "in ingest_requests (the INGEST_REQUESTS_DB setting) or a database of their own",
+}
+
+
+@pytest.mark.parametrize("command", sorted(WRONG_INGEST_DATABASES))
+def test_an_ingest_database_the_crawl_would_never_read_is_refused(cli_main, couch_uri, tmp_path, command):
+    """``ingest enqueue --db ingest_request`` created that database and queued there, where
+    ``scrapy crawl ingest -a requests=store`` never looks (exit 0); ``--db vd_events`` put ingest
+    requests among the events. Both are one line, exit 2, and nothing is created."""
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"doi": "10.1234/abc", "base_url": "https://example.org/a.pdf"}\n')
+    before = requests.get(couch_uri + "_all_dbs", timeout=10).json()
+    proc = cli_main("ingest", *command.split(), str(lines), store_uri=couch_uri)
+    assert one_line(proc) == "votersdaily ingest: " + WRONG_INGEST_DATABASES[command]
+    assert requests.get(couch_uri + "_all_dbs", timeout=10).json() == before
+
+
+def test_an_ingest_database_of_its_own_is_taken(cli_main, couch_uri):
+    """A name far from every project database is the operator's own (a crawl given
+    ``-s INGEST_REQUESTS_DB=`` that name reads it)."""
+    proc = cli_main(
+        "ingest", "enqueue", "--url", "https://example.org/a.pdf", "--db", "night_queue", store_uri=couch_uri
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("queued 1 ingest requests in night_queue of ")
+
+
 def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
     """``VOTERSDAILY_SITE_TIMEZONE`` in the environment was not read: the site was built in the
     default zone (a zone that does not exist was not even noticed), exit 0."""
