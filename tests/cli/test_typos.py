@@ -563,6 +563,15 @@ def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
             "house_votes cannot start with -a since=2024-01-01: since, until and dry_run are for "
             "-a reparse=archive",
         ),
+        (  # read as left out: a live crawl
+            ("house_votes", "-a", "reparse="),
+            "house_votes cannot start with -a reparse=: reparse takes archive, not ''",
+        ),
+        (  # read as no bound: the whole archive
+            ("house_votes", "-a", "reparse=archive", "-a", "since="),
+            "house_votes cannot start with -a reparse=archive -a since=: since is empty: give a date "
+            "(YYYY-MM-DD) or ISO 8601 instant, or leave it out",
+        ),
         (
             ("senate_votes", "-a", "session=3"),
             "senate_votes cannot start with -a session=3: session takes 1, 2, not '3'",
@@ -835,6 +844,14 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
         (
             ("flush", "--db="),
             "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("reparse", "--since="),  # read as no bound: the whole archive was reparsed, exit 0
+            "votersdaily reparse: --since is empty: give a date (YYYY-MM-DD) or ISO 8601 instant, or leave it out",
+        ),
+        (
+            ("reparse", "--until= "),
+            "votersdaily reparse: --until is empty: give a date (YYYY-MM-DD) or ISO 8601 instant, or leave it out",
         ),
         (
             ("ingest", "enqueue", "--db=", "--url", "https://example.org/a.pdf"),
