@@ -521,7 +521,9 @@ def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
         store_uri="sqlite:///%s" % (tmp_path / "store.db"),
         env={"VOTERSDAILY_SITE_TIMEZONE": "America/New_Yrok"},
     )
-    assert one_line(proc) == "votersdaily site: unknown IANA time zone 'America/New_Yrok' for the site"
+    assert one_line(proc) == (
+        "votersdaily site: unknown IANA time zone 'America/New_Yrok' for the site; did you mean America/New_York?"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -844,6 +846,10 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
         (
             ("flush", "--db="),
             "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("site", "build", "site", "--timezone="),  # read as the setting's zone, exit 0
+            "votersdaily site: unknown IANA time zone '' for the site",
         ),
         (
             ("reparse", "--since="),  # read as no bound: the whole archive was reparsed, exit 0
