@@ -78,6 +78,25 @@ def test_scheduler_names_the_known_spiders(cli_main, sqlite_uri):
     assert "house_votes" in first_line(proc)
 
 
+def test_scheduler_hours_of_a_spider_that_is_none_is_one_line(cli_main, sqlite_uri):
+    """``--hours house_vote=2`` (for ``house_votes``) was a KeyError traceback from the spider loader, exit 1."""
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--hours",
+        "house_vote=2",
+        store_uri=sqlite_uri,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(
+        "votersdaily scheduler: --hours house_vote=2: no spider is named 'house_vote'; known: "
+    )
+    assert line.endswith(", white_house; did you mean house_votes?")
+
+
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
     proc = cli_main("crawl", "house_vote", store_uri=sqlite_uri)
     assert proc.returncode == 2

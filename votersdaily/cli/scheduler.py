@@ -8,6 +8,7 @@ from typing import Any
 from scrapy.spiderloader import SpiderLoader
 
 from votersdaily.plumbing.environment import project_settings
+from votersdaily.plumbing.inputs import meant
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
@@ -91,8 +92,14 @@ def run(args: argparse.Namespace) -> int:
 
     settings = project_settings()
     hours = spider_frequencies(settings)
+    loader = SpiderLoader.from_settings(settings)
     try:
         for name, value in _pairs(args.hours, "--hours").items():
+            if name not in loader.list():  # a typo would be a spider to load: a traceback
+                raise ValueError(
+                    "--hours %s=%s: no spider is named %r; known: %s%s"
+                    % (name, value, name, ", ".join(sorted(loader.list())), meant(name, loader.list()))
+                )
             try:
                 hours[name] = positive_number(value)
             except argparse.ArgumentTypeError as exc:
@@ -107,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
             "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
             % (", ".join(unknown), ", ".join(sorted(hours)))
         )
-    loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:
         cls = loader.load(name)
