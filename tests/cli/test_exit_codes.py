@@ -97,6 +97,36 @@ def test_scheduler_hours_of_a_spider_that_is_none_is_one_line(cli_main, sqlite_u
     assert line.endswith(", white_house; did you mean house_votes?")
 
 
+@pytest.mark.parametrize(
+    "setting, line",
+    [
+        (
+            "VOTERDAILY_BATCH_SIZE=30",
+            "unknown setting VOTERDAILY_BATCH_SIZE; did you mean VOTERSDAILY_BATCH_SIZE?",
+        ),
+        (
+            "VOTERSDAILY_BATCH_SIZE=abc",
+            "setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not 'abc'",
+        ),
+    ],
+)
+def test_scheduler_checks_the_settings_it_gives_every_job(cli_main, tmp_path, setting, line):
+    """A ``--setting`` every job is refused for was handed to scrapyd pass after pass (each job
+    refused at its start, the scheduler's pass exit 0): it is refused once, before any pass."""
+    store = tmp_path / "store.db"
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--setting",
+        setting,
+        store_uri="sqlite:///%s" % store,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "votersdaily scheduler: %s\n" % line)
+    assert not store.exists()
+
+
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
     proc = cli_main("crawl", "house_vote", store_uri=sqlite_uri)
     assert proc.returncode == 2

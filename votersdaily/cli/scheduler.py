@@ -9,6 +9,7 @@ from scrapy.spiderloader import SpiderLoader
 
 from votersdaily.plumbing.environment import project_settings
 from votersdaily.plumbing.inputs import meant
+from votersdaily.setting_rules import assign
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
@@ -105,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
             except argparse.ArgumentTypeError as exc:
                 raise ValueError("--hours %s=%s: %s" % (name, value, exc)) from None
         job_settings = _pairs(args.setting, "--setting")
+        checked = settings.copy()
+        for name, value in job_settings.items():  # else every job scrapyd starts is refused, each pass
+            assign(checked, name, value)
     except ValueError as exc:
         return fail(str(exc))
     names = args.spider or sorted(hours)
