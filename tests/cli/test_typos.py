@@ -334,6 +334,39 @@ def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri)
     assert not spool.exists()
 
 
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_store_uri_ending_with_a_database_is_a_usage_error(couch_uri, tmp_path, command):
+    """``VOTERSDAILY_STORE=http://host:5984/vd_events`` (a database's URL, as Fauxton shows it):
+    ``scrapy crawl`` made documents named ``vd_events`` and ``vd_log`` inside the real ``vd_events``
+    (``PUT /vd_events/vd_log``), spooled what it scraped for a store that can never take it and
+    exited 4; ``votersdaily crawl`` said the store answered 404 (exit 3). One line, exit 2, nothing
+    written anywhere."""
+    requests.put(couch_uri + "vd_events", timeout=10).raise_for_status()
+    spool = tmp_path / "spool"
+    base = ["-m", "votersdaily", "crawl"] if command == "votersdaily crawl" else ["-m", "scrapy", "crawl"]
+    proc = run_cli(
+        [sys.executable, *base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        couch_uri + "vd_events",
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert one_line(proc) == (
+        "%s: store URI '%svd_events' ends with the database 'vd_events': a store URI names the server "
+        "(%s), the project names its databases itself" % (command, couch_uri, couch_uri)
+    )
+    assert not spool.exists()
+    assert requests.get(couch_uri + "vd_events/_all_docs", timeout=10).json()["rows"] == []
+
+
+def test_a_store_uri_with_a_path_couchdb_is_not_at_is_a_usage_error(cli_main, couch_uri, tmp_path):
+    """Any other path where the server's ``/_session`` is not: one line naming the server, exit 2
+    (was: the store's 404, as an unavailable store, exit 3)."""
+    proc = cli_main("dump", "vd_log", store_uri=couch_uri + "couchdb/")
+    assert one_line(proc).startswith(
+        "votersdaily dump: the store at %scouchdb/ answered GET /_session: HTTP 404 " % couch_uri
+    )
+    assert one_line(proc).endswith(": a store URI names the server (%s), not a path on it" % couch_uri)
+
+
 @pytest.mark.parametrize(
     "command",
     [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],

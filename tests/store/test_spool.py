@@ -888,6 +888,19 @@ def test_flush_of_a_mistyped_database_says_so_and_names_the_one_meant(tmp_path, 
     assert (sorted(p.name for p in spool.iterdir()) if spool.exists() else []) == before
 
 
+def test_what_was_spooled_for_a_database_url_is_delivered_with_from(couch_uri, tmp_path):
+    """A store URI ending with a database is refused now; what earlier versions spooled for one
+    (``http://host:5984/vd_events``) is still delivered to the server with ``flush --from``."""
+    spool = tmp_path / "spool"
+    wrong = couch_uri + "vd_events"
+    Spool(spool).write(store_identity(wrong), schema.EVENTS_DB, [{"_id": "e1", "title": "spooled"}])
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    proc = run_main("flush", "--from", wrong, store_uri=couch_uri, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("delivered 1 documents from 1 spool files to %s" % couch_uri)
+    assert requests.get(couch_uri + "vd_events/e1", timeout=10).json()["title"] == "spooled"
+
+
 def test_flush_of_a_database_spooled_under_another_name_delivers_it(tmp_path, sqlite_uri):
     """A database is known by being spooled too (a crawl run with another ``INGEST_REQUESTS_DB``):
     ``--db`` of it delivers it; of a known database with nothing spooled, the databases spooled are

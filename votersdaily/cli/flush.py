@@ -57,7 +57,7 @@ def store_uri_argument(value: str) -> str:
     """An argparse type: a URI that can name a store (a mistyped ``--from`` would match no spooled
     document and deliver nothing, without a word)."""
     try:
-        uri_scheme(value)
+        uri_scheme(value, spooled_for=True)
     except StoreMisconfigured as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
