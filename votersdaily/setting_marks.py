@@ -54,3 +54,11 @@ DB_PREFIX = Matches(
     r"(?:[a-z][a-z0-9_$()+/-]*)?",
     "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
 )
+
+#: What a Redis URL takes: redis-py reads ``redis://host:6379/abc`` (or ``/l`` for ``/1``) as database
+#: 0 without a word, so a queue would go where the workers do not read (``REDIS_URL``, its
+#: environment variable, ``enqueue --redis-url``).
+REDIS_URL_FORM = Matches(
+    r"(?:rediss?://[^/?#]*(?:/[0-9]*)?|unix://[^?#]+)(?:\?[^#]*)?(?:#.*)?",
+    "a Redis URL: redis://[user:password@]host:port/<database number> (or rediss://, unix://)",
+)

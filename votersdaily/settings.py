@@ -9,6 +9,7 @@ from typing import Annotated
 from votersdaily import __version__
 from votersdaily.setting_marks import DB_PREFIX as database_prefix
 from votersdaily.setting_marks import LOG_LEVELS as log_levels
+from votersdaily.setting_marks import REDIS_URL_FORM as redis_url_form
 from votersdaily.setting_marks import AtLeast, AtMost, OneOf
 
 # A setting takes what its default's type allows; an annotation declares more (a type where the
@@ -122,7 +123,7 @@ VOTERSDAILY_GC_YOUNG_THRESHOLD: Annotated[int, AtLeast(0)] = 50_000
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
-REDIS_URL: str | None = None
+REDIS_URL: Annotated[str | None, redis_url_form] = None
 #: A worker renews its leases every third of this; a dead worker's requests come back after it.
 VOTERSDAILY_REDIS_LEASE = 60.0
 #: How often finished requests are acked (after the store writers have flushed).

@@ -803,6 +803,26 @@ def test_enqueue_of_a_requests_file_that_is_not_there_names_it(cli, sqlite_uri, 
     )
 
 
+@pytest.mark.parametrize("given", ["--redis-url", "VOTERSDAILY_REDIS_URL"])
+def test_a_redis_url_whose_database_is_no_number_queues_nothing(cli, sqlite_uri, redis_server, given):
+    """``redis://host:6379/l`` (for ``/1``): redis-py read it as database 0, so ``enqueue`` queued
+    where the workers of database 1 never read, exit 0. It is refused before Redis is asked."""
+    import redis
+
+    url = redis_server.url.rpartition("/")[0] + "/l"
+    args = ("--redis-url", url) if given == "--redis-url" else ()
+    env = {"VOTERSDAILY_REDIS_URL": url} if given != "--redis-url" else {}
+    proc = cli("enqueue", "ingest", "https://example.org/a.pdf", *args, store_uri=sqlite_uri, env=env)
+    form = "a Redis URL: redis://[user:password@]host:port/<database number> (or rediss://, unix://)"
+    assert one_line(proc) == (
+        "votersdaily enqueue: %s is not %s" % (url, form)
+        if given == "--redis-url"
+        else "votersdaily enqueue: environment variable VOTERSDAILY_REDIS_URL takes %s (or None), not %r"
+        % (form, url)
+    )
+    assert redis.Redis.from_url(redis_server.url).dbsize() == 0
+
+
 def test_the_requests_file_read_is_the_one_named_wherever_the_run_goes_on(tmp_path, monkeypatch):
     """A relative ``-a requests=`` is read from where the command ran, not from a later folder;
     ``store`` and ``store:<db>`` are the store's requests, never a file of that name."""
@@ -828,8 +848,13 @@ def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     [
         (
             ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "localhost:6379"),
-            "votersdaily enqueue: localhost:6379 is not a Redis URL (Redis URL must specify one of the following "
-            "schemes (redis://, rediss://, unix://)): e.g. redis://127.0.0.1:6379/0",
+            "votersdaily enqueue: localhost:6379 is not a Redis URL: redis://[user:password@]host:port/<database "
+            "number> (or rediss://, unix://)",
+        ),
+        (  # redis-py reads /l (for /1) as database 0: queued where no worker reads, exit 0
+            ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "redis://127.0.0.1:6379/l"),
+            "votersdaily enqueue: redis://127.0.0.1:6379/l is not a Redis URL: redis://[user:password@]host:port/"
+            "<database number> (or rediss://, unix://)",
         ),
         (
             ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
