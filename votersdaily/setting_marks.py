@@ -62,3 +62,7 @@ REDIS_URL_FORM = Matches(
     r"(?:rediss?://[^/?#]*(?:/[0-9]*)?|unix://[^?#]+)(?:\?[^#]*)?(?:#.*)?",
     "a Redis URL: redis://[user:password@]host:port/<database number> (or rediss://, unix://)",
 )
+
+#: What the data home takes: an absolute folder (``~`` for the user's home): a relative one would be
+#: another folder from every working folder, and every relative location under it.
+ABSOLUTE_FOLDER = Matches(r"\s*(?:/|~).*", "an absolute folder (/srv/votersdaily, ~/votersdaily)")

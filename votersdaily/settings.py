@@ -7,6 +7,7 @@ here slows every source down to the slowest one's needs.
 from typing import Annotated
 
 from votersdaily import __version__
+from votersdaily.setting_marks import ABSOLUTE_FOLDER as absolute_folder
 from votersdaily.setting_marks import DB_PREFIX as database_prefix
 from votersdaily.setting_marks import LOG_LEVELS as log_levels
 from votersdaily.setting_marks import REDIS_URL_FORM as redis_url_form
@@ -76,9 +77,9 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 # -- the votersdaily foundation -------------------------------------------------------------------
 #: Where data goes: every relative location setting below (the embedded store's file, the spool, the
 #: archive, the ingest's and the laundromat's outputs) is under this folder; the VOTERSDAILY_HOME
-#: environment variable wins. None: the Scrapy project the command runs in (closest scrapy.cfg from
+#: environment variable wins; an absolute folder. None: the Scrapy project the command runs in (closest scrapy.cfg from
 #: the working folder up), else ~/.local/share/votersdaily ($XDG_DATA_HOME). `votersdaily where` shows it.
-VOTERSDAILY_HOME: str | None = None
+VOTERSDAILY_HOME: Annotated[str | None, absolute_folder] = None
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
 #: path is under the data home.
 VOTERSDAILY_STORE = "sqlite:///votersdaily.db"

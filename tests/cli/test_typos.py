@@ -560,6 +560,28 @@ def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl", "votersdaily where"])
+def test_a_relative_data_home_is_refused(tmp_path, command):
+    """``VOTERSDAILY_HOME=data`` was under the working folder: each folder a command ran from had a
+    data home of its own (a store, a spool, an archive), each said absolute. It is refused, one
+    line, exit 2, nothing written in the working folder."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    base = {
+        "votersdaily crawl": ["-m", "votersdaily", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "scrapy crawl": ["-m", "scrapy", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "votersdaily where": ["-m", "votersdaily", "where"],
+    }[command]
+    proc = run_cli(
+        [sys.executable, *base], "sqlite:///votersdaily.db", cwd=folder, env={"VOTERSDAILY_HOME": "data"}
+    )
+    assert one_line(proc) == (
+        "%s: environment variable VOTERSDAILY_HOME takes an absolute folder (/srv/votersdaily, "
+        "~/votersdaily) (or None), not 'data'" % command
+    )
+    assert list(folder.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
