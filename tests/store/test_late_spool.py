@@ -18,11 +18,16 @@ from typing import Any
 import pytest
 
 from tests.store.test_spool import ROLL, docs, spooled_records
-from tests.store.test_told_unchanged import encoded, parser_events  # noqa: F401 - parser_events: a fixture
+from tests.store.test_told_unchanged import (  # noqa: F401 - parser_events: a fixture
+    encoded,
+    parser_events,
+    rescheduled,
+)
 from tests.support.cli_main import run_main
 from votersdaily import schema
 from votersdaily.store import open_store
 from votersdaily.store.identity import identity_of
+from votersdaily.store.reschedules import RescheduleTracker
 from votersdaily.store.spool import Spool
 from votersdaily.store.upsert import observed_later, upsert
 
@@ -108,6 +113,38 @@ def test_a_spool_file_delivered_again_never_puts_back_what_a_newer_run_replaced(
         assert "unchanged=1 failed=0" in again.stdout  # the third, as the first flush left it
         assert "kept the store's version of 1 documents" in again.stderr
         assert not spool.pending()
+    finally:
+        store.close()
+
+
+def test_a_late_event_whose_key_moved_meanwhile_is_superseded_by_the_move_not_the_reverse(
+    parser_events,  # noqa: F811 - the fixture
+    pouchdb,
+    tmp_path,
+):
+    """Node A spooled an event at 08:00; by 09:00 its source had moved it to the next day, and node B
+    stored it there (another id, the same key). Before, A's flush marked B's newer event superseded by
+    the spooled one, which then stood as the event's date."""
+    pouchdb.reset()
+    store = open_store(pouchdb.url)
+    try:
+        store.ensure_db(DB)
+        store.install_views(DB)
+        spooled = observed(parser_events[0], EARLY)
+        moved = observed(rescheduled(parser_events[0]), LATE)  # derived: the same event a day later
+        assert spooled["_id"] != moved["_id"] and spooled["unique_key"] == moved["unique_key"]
+        spool = Spool(tmp_path / "spool")
+        spool.write(identity_of(store), DB, [spooled], schema.VOLATILE_EVENT_KEYS, RescheduleTracker(), AT)
+        assert upsert(store, DB, [moved], schema.VOLATILE_EVENT_KEYS).inserted == [moved["_id"]]  # node B
+
+        flushed = run_main(
+            "flush", store_uri=pouchdb.url, env={"VOTERSDAILY_SPOOL_DIR": str(spool.directory)}
+        )
+
+        assert flushed.returncode == 0, flushed.stderr
+        assert store.get(DB, spooled["_id"])["superseded_by"] == moved["_id"]
+        assert "superseded_by" not in store.get(DB, moved["_id"])
+        assert "two live documents" not in flushed.stderr
     finally:
         store.close()
 
