@@ -164,6 +164,7 @@ class EventStorePipeline:
             ignore=schema.VOLATILE_EVENT_KEYS,
             probe=schema.EVENT_CHANGE_PROBE,
             hooks=RescheduleTracker(),
+            newer_by=schema.EVENT_OBSERVED_AT,
         )
 
     @classmethod

@@ -61,6 +61,10 @@ NOT_ARCHIVED = "archived"
 #: The archive pointer (``warc_*``, or the mark that there is none) is one of them: an unchanged event
 #: keeps pointing at the first archived document it came from, also when a later run could not archive.
 VOLATILE_EVENT_KEYS = ("access_datetime", "warc_file", "warc_record_id", "warc_offset", NOT_ARCHIVED)
+#: When an event was observed (its source document fetched): of two versions of one event, or two
+#: events of one key, the one observed later is the newer, whichever was written last (a spooled
+#: copy delivered after an outage).
+EVENT_OBSERVED_AT = "access_datetime"
 
 #: A key whose stored value, when it differs, proves at once that an event changed (the writer reads
 #: it before anything else): a reparse by a new parser version changes every event it reparses.

@@ -116,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
                 len(r.failed),
             )
         )
+    if r.older:
+        say(
+            "kept the store's version of %d documents: it was observed later than the spooled copy "
+            "(a newer run wrote it meanwhile), e.g. %s" % (len(r.older), ", ".join(sorted(r.older)[:3]))
+        )
     left_behind(report, identity_of(store))
     for kept in report.kept:
         say(

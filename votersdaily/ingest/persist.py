@@ -49,6 +49,9 @@ MAX_TERMINAL_URL = 2048
 #: Threads writing the ingests' files and reading their stored rows (:meth:`IngestStorePipeline._write_files`):
 #: as many as the store answers at once without a queue forming behind a slow one.
 FILE_THREADS = 4
+#: When a result or ``html_meta`` record was made: ignored when telling whether one changed, and of
+#: two versions the later one is kept (a spooled copy delivered late never replaces a newer).
+UPDATED = "updated"
 
 
 def result_id(result: dict[str, Any]) -> str:
@@ -60,7 +63,7 @@ def result_doc(result: dict[str, Any]) -> dict[str, Any]:
     doc = dict(result, _id=result_id(result))
     doc["ingest_type"] = result["request"]["ingest_type"]
     doc["base_url"] = result["request"]["base_url"]
-    doc["updated"] = now_iso()
+    doc[UPDATED] = now_iso()
     return doc
 
 
@@ -69,7 +72,7 @@ def html_meta_doc(result: dict[str, Any], has_teixml: bool) -> dict[str, Any]:
     return {
         "_id": result["file_meta"]["sha1hex"],
         "sha1hex": result["file_meta"]["sha1hex"],
-        "updated": now_iso(),
+        UPDATED: now_iso(),
         "status": result["status"],
         "scope": result.get("scope"),
         "has_teixml": has_teixml,
@@ -110,7 +113,7 @@ class IngestStorePipeline:
         )
         self.catalog_db = settings.get("INGEST_CATALOG_DB")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
-        self.results = writer_for(crawler, RESULTS_DB, ignore=("updated",))
+        self.results = writer_for(crawler, RESULTS_DB, ignore=(UPDATED,), newer_by=UPDATED)
         self.files = writer_for(crawler, self.file_table, hooks=AfterBatch(self._rows_written))
         #: File-table rows of this run handed to the writer and not written yet, by id: a second
         #: ingest of the same bytes merges with these, not with the (older) stored row.
@@ -118,7 +121,7 @@ class IngestStorePipeline:
         self._catalog_exists = False
         #: A full blob folder or feed has been said (once a run).
         self._full_said = False
-        self.html_meta = writer_for(crawler, HTML_META_DB, ignore=("updated",))
+        self.html_meta = writer_for(crawler, HTML_META_DB, ignore=(UPDATED,), newer_by=UPDATED)
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND")
         self.blobs: FolderBlobs | StoreBlobs

@@ -174,6 +174,7 @@ class CrawlerWriter:
         ignore: Iterable[str] = (),
         probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
+        newer_by: str | None = None,
     ) -> None:
         self.crawler = crawler
         self.db = db
@@ -188,6 +189,7 @@ class CrawlerWriter:
             ignore=ignore,
             probe=probe,
             hooks=hooks,
+            newer_by=newer_by,
             on_result=self._count,
             **retry_policy(settings),
             spool=Spool.from_settings(settings) if settings.getbool("VOTERSDAILY_SPOOL_ENABLED") else None,
@@ -333,7 +335,7 @@ class CrawlerWriter:
             return 0
         ids = [doc["_id"] for doc in unwritten]
         try:
-            path = batch.spool.write(batch.target, self.db, unwritten, batch.ignore, batch.hooks)
+            path = batch.write_to_spool(unwritten)
         except NotSpooled as exc:
             FULL_FOLDERS.failed(exc)  # the folder and why, said once
             self._count(UpsertResult(lost=ids))
@@ -355,7 +357,10 @@ def writer_for(
     ignore: Iterable[str] = (),
     probe: Iterable[str] = (),
     hooks: WriteHooks | None = None,
+    newer_by: str | None = None,
 ) -> CrawlerWriter:
-    writer = CrawlerWriter(crawler, db, ignore=ignore, probe=probe, hooks=hooks)
+    """The crawl's writer of ``db`` (flushed and closed with the crawl): ``ignore``, ``probe`` and
+    ``newer_by`` as :func:`~.upsert.upsert` reads them, ``hooks`` beside each batch."""
+    writer = CrawlerWriter(crawler, db, ignore=ignore, probe=probe, hooks=hooks, newer_by=newer_by)
     crawl_writes(crawler).writers.append(writer)
     return writer

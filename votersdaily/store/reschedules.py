@@ -21,7 +21,7 @@ from votersdaily import schema
 from votersdaily.clock import now_iso
 
 from .base import Store
-from .upsert import UpsertResult, upsert
+from .upsert import UpsertResult, observed_later, upsert
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class RescheduleTracker:
         self._attempted |= changed  # kept if marking fails: the retry finds them unchanged
         current: dict[tuple[str, str], str] = {}
         older: dict[tuple[str, str], set[str]] = {}
-        in_batch: set[str] = set()
+        in_batch: dict[str, dict[str, Any]] = {}
         for doc in batch:
             doc_id, parser = doc["_id"], doc["parser_name"]
             if doc_id not in stored:
@@ -147,9 +147,10 @@ class RescheduleTracker:
             ids.clear()
             ids.add(doc_id)
             current[key] = doc_id
-            in_batch.add(doc_id)
+            in_batch[doc_id] = doc
         targets = {old: current[key] for key, olds in older.items() for old in olds if old != current[key]}
         found = store.get_many(db, targets) if targets else {}
+        self._keep_the_latest_observed(current, older, targets, found, in_batch)
         repaired: set[str] = set()
         for key, doc_id in current.items():
             # Live documents the batch did not write: a consistent key has at most one, the one a
@@ -177,6 +178,46 @@ class RescheduleTracker:
                 db,
             )
         self._attempted -= stored
+
+    def _keep_the_latest_observed(
+        self,
+        current: dict[tuple[str, str], str],
+        older: dict[tuple[str, str], set[str]],
+        targets: dict[str, str],
+        found: dict[str, dict[str, Any]],
+        in_batch: dict[str, dict[str, Any]],
+    ) -> None:
+        """A key whose live stored document was observed later than the batch's event of it (a spool
+        delivered after a newer run stored the event's reschedule, a reparse of older archives) keeps
+        that document current: the batch's event is marked superseded by it, not the reverse."""
+        for key, doc_id in list(current.items()):
+            seen = in_batch[doc_id].get(schema.EVENT_OBSERVED_AT)
+            later = [
+                old_id
+                for old_id in sorted(older[key])
+                if old_id in found
+                and old_id not in in_batch
+                and not found[old_id].get("superseded_by")
+                and observed_later(found[old_id].get(schema.EVENT_OBSERVED_AT), seen)
+            ]
+            if not later:
+                continue
+            latest = later[0]
+            for old_id in later[1:]:
+                if observed_later(
+                    found[old_id].get(schema.EVENT_OBSERVED_AT), found[latest].get(schema.EVENT_OBSERVED_AT)
+                ):
+                    latest = old_id
+            current[key] = latest
+            older[key].add(doc_id)
+            for old_id in older[key] - {latest}:
+                targets[old_id] = latest
+            targets.pop(latest, None)
+            del found[latest]  # current: neither marked nor counted a second live document
+            found[doc_id] = dict(in_batch[doc_id])  # as just written: marked like a stored one
+            ids = key_ids(self._ids[key[0]], key[1])
+            ids.clear()
+            ids.add(latest)
 
     def _replaced(self, batch: list[dict[str, Any]], stored: set[str]) -> dict[str, str]:
         """Old id → new id, for the stored events whose ``replaces_key`` document is known."""

@@ -10,7 +10,9 @@ apart from that run's own work) or by ``python -m votersdaily flush``.
 The spool folder holds (``<key>``: :func:`~.identity.store_key` of the store's identity):
 
 * ``<db>--<key>--<time>-<pid>-<n>.jsonl``: one spooled batch, JSON lines ``{"store", "db", "ignore",
-  "after_batch", "doc"}``. Written whole or not at all: into ``….jsonl.<pid>-<start>.writing``, synced, then
+  "after_batch", "doc"}``, and ``"newer_by"``: the key of the time its document was observed (an
+  event's ``access_datetime``), so a delivery after a newer run wrote that document keeps the newer
+  one (the spooled copy is counted ``older``), however late the spool is delivered or redelivered. Written whole or not at all: into ``….jsonl.<pid>-<start>.writing``, synced, then
   renamed; a batch that does not fit (a full disk) raises :class:`NotSpooled` and leaves nothing.
 * ``….jsonl.<pid>-<start>.delivering``: claimed by a deliverer (renamed first, so two deliverers never
   send one file); the claim of a dead process is taken over, and so is the ``.writing`` file of a
@@ -323,14 +325,19 @@ class Spool:
         docs: Iterable[dict[str, Any]],
         ignore: Iterable[str] = (),
         hooks: WriteHooks | None = None,
+        newer_by: str | None = None,
     ) -> Path:
         """Spool ``docs`` for ``db`` of the store whose identity is ``store``: the file holding them
-        all, synced to disk, or :class:`NotSpooled` and nothing on disk."""
+        all, synced to disk, or :class:`NotSpooled` and nothing on disk. ``newer_by``: the key of
+        the time each document was observed; its delivery keeps a stored version observed later
+        (:func:`~.upsert.upsert`)."""
         docs = list(docs)
         after_batch = hook_name(hooks)
         if after_batch is not None and after_batch not in self.delivery_hooks:
             raise ValueError("%r names delivery hooks %r that no delivery could run" % (hooks, after_batch))
         meta = {"store": store, "db": db, "ignore": list(ignore), "after_batch": after_batch}
+        if newer_by is not None:
+            meta["newer_by"] = newer_by
         try:
             data = b"".join(_line(dict(meta, doc=doc)) for doc in docs)
         except (TypeError, ValueError) as exc:  # not JSON: it could not be stored either
@@ -583,6 +590,7 @@ class Spool:
         """Deliver the good records of ``path``; why its other lines were not delivered."""
         groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         problems = Problems()
+        older = 0
         ready: set[str] = set()
         for number, record, unreadable in _records(path):
             problem = unreadable
@@ -594,12 +602,15 @@ class Spool:
                     hook = delivery_name(record.get("after_batch"), self.delivery_hooks)
                 except UnknownHooks as exc:
                     problem = str(exc)
+            newer_by = record.get("newer_by")
+            if problem is None and newer_by is not None and not isinstance(newer_by, str):
+                problem = "names no key of an observation time (newer_by %r)" % (newer_by,)
             if problem is not None:
                 problems.damaged.append("line %d %s" % (number, problem))
                 continue
-            key = (record["db"], tuple(record.get("ignore") or ()), hook)
+            key = (record["db"], tuple(record.get("ignore") or ()), hook, newer_by)
             groups.setdefault(key, []).append(record["doc"])
-        for (db, ignore, hook), docs in groups.items():
+        for (db, ignore, hook, newer_by), docs in groups.items():
             if db not in ready:  # as a crawl opens it: the delivery hooks read its views
                 store.ensure_db(db)
                 store.install_views(db)
@@ -607,12 +618,20 @@ class Spool:
             delivery_hooks = self._hooks(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
-                result = upsert(store, db, chunk, ignore)
+                result = upsert(store, db, chunk, ignore, newer_by=newer_by)
                 if delivery_hooks is not None:
                     delivery_hooks.after_batch(store, db, chunk, result)
                 report.result.merge(result)
                 report.documents += len(chunk)
                 problems.refused.update(result.failed)
+                older += len(result.older)
+        if older:
+            logger.warning(
+                "spool file %s: %d documents were not written, the store holds versions of them "
+                "observed later (a newer run wrote them meanwhile)",
+                path.name,
+                older,
+            )
         logger.info("delivered spool file %s (%d documents so far)", path.name, report.documents)
         return problems
 

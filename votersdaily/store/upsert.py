@@ -3,6 +3,10 @@
 "Unchanged" compares content without CouchDB's meta keys and without the caller's volatile keys
 (for events, ``access_datetime``), so a re-scraped identical event keeps its first access time and
 revision. A conflict from a concurrent writer is resolved by re-reading and re-applying.
+
+A write that may come late (a spool delivered after an outage, :mod:`.spool`) names the key that
+says when its documents were observed (``newer_by``): a stored version observed later is kept, and
+the late copy is counted ``older``, never written over it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from votersdaily.schema import SURROGATE_RE
@@ -55,6 +60,9 @@ class UpsertResult:
     #: ``updated``, ``unchanged``): the ids written again here, counted as in one batch
     #: (:meth:`.writer.BatchWriter._as_one_run`). Negative in :meth:`counts`.
     withdrawn: dict[str, list[str]] = field(default_factory=dict)
+    #: Ids not written because the store holds a version observed later (``upsert``'s ``newer_by``):
+    #: a spooled copy delivered after a newer run wrote its document.
+    older: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many documents each outcome had (only those that happened): the run log's ``store``."""
@@ -68,6 +76,7 @@ class UpsertResult:
             "repaired": len(self.repaired),
             "spooled": len(self.spooled),
             "lost": len(self.lost),
+            "older": len(self.older),
             "failed": len(self.failed),
             "conflicts_resolved": self.conflicts_resolved,
         }
@@ -88,6 +97,7 @@ class UpsertResult:
         self.repaired += other.repaired
         self.spooled += other.spooled
         self.lost += other.lost
+        self.older += other.older
         for kind, ids in other.withdrawn.items():  # one pass over the kind's ids, however many leave
             gone = set(ids)
             outcomes = getattr(self, kind)
@@ -122,12 +132,17 @@ class _Existing:
 
 
 def _existing(
-    store: Store, db: str, pending: dict[str, dict[str, Any]], ignore: tuple[str, ...], probe: tuple[str, ...]
+    store: Store,
+    db: str,
+    pending: dict[str, dict[str, Any]],
+    ignore: tuple[str, ...],
+    probe: tuple[str, ...],
+    whole: bool = False,
 ) -> dict[str, _Existing]:
     """What the store holds of the ``pending`` documents: told by the store where it can
-    (``compare_stored``), else (and for what it cannot tell) read whole."""
+    (``compare_stored``), else (and for what it cannot tell, and for all when ``whole``) read whole."""
     told: dict[str, _Existing] = {}
-    if isinstance(store, ComparesStored):
+    if isinstance(store, ComparesStored) and not whole:
         for doc_id, stored in store.compare_stored(db, pending, ignore, probe).items():
             told[doc_id] = _Existing(stored.rev, stored.attachments, stored.same)
         unread = [doc_id for doc_id, existing in told.items() if existing.same is None]
@@ -141,10 +156,22 @@ def _existing(
     return told
 
 
-def _admitted(docs: Iterable[dict[str, Any]], result: UpsertResult) -> dict[str, dict[str, Any]]:
+def observed_later(first: object, second: object) -> bool:
+    """Whether the time ``first`` (an ISO 8601 time with its offset, as every stored time is) is
+    later than ``second``; False when either is not such a time (nothing then says which is newer)."""
+    try:
+        return datetime.fromisoformat(first) > datetime.fromisoformat(second)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # not a string, not a time, or one naive and one aware
+        return False
+
+
+def _admitted(
+    docs: Iterable[dict[str, Any]], result: UpsertResult, newer_by: str | None = None
+) -> dict[str, dict[str, Any]]:
     """The documents to write by id, the last of an id given twice (the others counted in
-    ``result.duplicates``), without a ``_rev`` given; one whose id no store can look up, or that
-    would delete a document, is refused on its own in ``result.failed``, so it never costs its batch."""
+    ``result.duplicates``; with ``newer_by``, the one observed last), without a ``_rev`` given; one
+    whose id no store can look up, or that would delete a document, is refused on its own in
+    ``result.failed``, so it never costs its batch."""
     pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up
@@ -155,8 +182,11 @@ def _admitted(docs: Iterable[dict[str, Any]], result: UpsertResult) -> dict[str,
             continue
         if "_rev" in doc:  # upsert keeps the revisions: a caller's could only conflict
             doc = {key: value for key, value in doc.items() if key != "_rev"}  # noqa: PLW2901 - the copy is the document
-        if doc["_id"] in pending:
+        earlier = pending.get(doc["_id"])
+        if earlier is not None:
             result.duplicates.append(doc["_id"])
+            if newer_by is not None and observed_later(earlier.get(newer_by), doc.get(newer_by)):
+                continue
         pending[doc["_id"]] = doc
     return pending
 
@@ -169,6 +199,7 @@ def upsert(
     insert_first: bool = False,
     before_write: BeforeWrite | None = None,
     probe: Iterable[str] = (),
+    newer_by: str | None = None,
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -180,6 +211,9 @@ def upsert(
     ``probe``: keys whose stored value, when it differs, proves a document changed (a store that
     compares for itself reads them first; for events, ``parser_version``).
     A document no store takes (:func:`.revisions.unstorable`) is refused on its own, in ``failed``.
+    ``newer_by``: the key of the time a document was observed (a late write: a spool's delivery). A
+    changed document is not written over a stored version observed later (``older``), and of an id
+    given twice the copy observed last wins.
     """
     write = functools.partial(
         _upsert,
@@ -189,6 +223,7 @@ def upsert(
         insert_first=insert_first,
         before_write=before_write,
         probe=tuple(probe),
+        newer_by=newer_by,
     )
     docs = list(docs)
     try:
@@ -215,10 +250,11 @@ def _upsert(
     insert_first: bool,
     before_write: BeforeWrite | None,
     probe: tuple[str, ...],
+    newer_by: str | None,
 ) -> UpsertResult:
     """:func:`upsert`, for documents that are JSON."""
     result = UpsertResult()
-    pending = _admitted(docs, result)
+    pending = _admitted(docs, result, newer_by)
     if insert_first and pending:
         existing_ids = {}
         if before_write is not None:
@@ -237,7 +273,8 @@ def _upsert(
             break
         if round_:
             time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
-        existing = _existing(store, db, pending, ignore, probe)
+        # With ``newer_by`` the stored documents are read whole: their time decides.
+        existing = _existing(store, db, pending, ignore, probe, whole=newer_by is not None)
         writes, kinds = [], {}
         for doc_id, doc in pending.items():
             old = existing.get(doc_id)
@@ -248,6 +285,12 @@ def _upsert(
                 kinds[doc_id] = "inserted"
             elif old.same_as(doc, ignore):
                 result.unchanged.append(doc_id)
+            elif (
+                newer_by is not None
+                and old.doc is not None
+                and observed_later(old.doc.get(newer_by), doc.get(newer_by))
+            ):
+                result.older.append(doc_id)
             else:
                 new = dict(doc, _rev=old.rev)
                 if old.attachments is not None and "_attachments" not in doc:

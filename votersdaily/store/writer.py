@@ -134,6 +134,7 @@ class BatchWriter:
         ignore: Iterable[str] = (),
         probe: Iterable[str] = (),
         hooks: WriteHooks | None = None,
+        newer_by: str | None = None,
         on_result: Callable[[UpsertResult], None] | None = None,
         retry_times: int = DEFAULTS["VOTERSDAILY_STORE_RETRY_TIMES"],
         retry_backoff: float = DEFAULTS["VOTERSDAILY_STORE_RETRY_BACKOFF"],
@@ -154,6 +155,9 @@ class BatchWriter:
         #: Keys whose stored value, when it differs, proves a document changed (see upsert).
         self.probe = tuple(probe)
         self.hooks = hooks
+        #: The key of the time a document was observed: a spooled copy delivered late keeps a stored
+        #: version observed later (:func:`~.upsert.upsert`'s ``newer_by``).
+        self.newer_by = newer_by
         self.on_result = on_result
         self.retry_times = retry_times
         self.retry_backoff = retry_backoff
@@ -483,7 +487,7 @@ class BatchWriter:
     ) -> tuple[UpsertResult, NotSpooled | None]:
         assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
         try:
-            path = self.spool.write(self.target, self.db, batch, self.ignore, self.hooks)
+            path = self.write_to_spool(batch)
         except NotSpooled as exc:
             if len(batch) == 1:
                 return UpsertResult(lost=[batch[0]["_id"]]), exc
@@ -506,6 +510,11 @@ class BatchWriter:
             path,
         )
         return UpsertResult(spooled=[doc["_id"] for doc in batch]), None
+
+    def write_to_spool(self, docs: list[dict[str, Any]]) -> Path:
+        """Spool ``docs`` as this writer's (:meth:`.spool.Spool.write`), for its store and database."""
+        assert self.spool is not None, "a batch is spooled only when a spool is given"  # noqa: S101 - invariant
+        return self.spool.write(self.target, self.db, docs, self.ignore, self.hooks, self.newer_by)
 
     def _deliver_spooled(self) -> UpsertResult:
         """Deliver, oldest first, every spool file of this database for this store that the next
