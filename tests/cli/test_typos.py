@@ -44,6 +44,12 @@ def test_views_push_of_an_unknown_database_creates_nothing(cli_main, couch_uri):
     assert cli_main("views", "push", "vd_log", store_uri=couch_uri).returncode == 0
 
 
+def test_dump_of_a_mistyped_database_names_the_one_meant(cli_main, couch_uri):
+    assert cli_main("views", "push", "vd_events", store_uri=couch_uri).returncode == 0
+    line = one_line(cli_main("dump", "vd_event", store_uri=couch_uri))
+    assert line == "votersdaily dump: no database 'vd_event' in %s; did you mean vd_events?" % couch_uri
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
