@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -173,6 +174,12 @@ def _couch(uri: str) -> Store:
     assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
+    except requests.exceptions.SSLError as exc:  # a ConnectionError too, but no refused connection
+        store.close()
+        raise StoreUnavailable(
+            "cannot reach the store at %s (TLS failed: %s): use http:// if the server speaks plain HTTP "
+            "there, else fix its certificate" % (shown, tls_reason(exc))
+        ) from None
     except requests.ConnectionError as exc:
         store.close()
         reason = "host not found" if "resolve" in str(exc).lower() else "connection refused"
@@ -195,6 +202,13 @@ def _couch(uri: str) -> Store:
             )
         raise refused
     return store
+
+
+def tls_reason(exc: Exception) -> str:
+    """OpenSSL's reason code for a failed handshake (``WRONG_VERSION_NUMBER``: the server answered in
+    plain HTTP; ``CERTIFICATE_VERIFY_FAILED``), not urllib3's pool and retry wording around it."""
+    found = re.search(r"\[SSL: ([A-Z_]+)\]", str(exc))
+    return found[1] if found else type(exc).__name__
 
 
 def _json_or_empty(response: requests.Response) -> dict[str, Any]:
