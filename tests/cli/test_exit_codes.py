@@ -242,6 +242,8 @@ def test_enqueue_finds_redis_unreachable_before_reading_its_input(cli, sqlite_ur
         ("export", "json", "--parser", "house_vote"),
         ("export", "ics", "--committee", "NOPE00"),
         ("dump", "vd_evnts"),
+        ("dump", "vd_events", "extra"),  # unrecognized arguments: was said as `votersdaily: …`
+        ("where", "-x"),
         ("views", "push", "vd_event"),
         ("crawl", "house_vote"),
         ("crawl", "house_votes", "-s", "RETRY_TIMES=twice"),

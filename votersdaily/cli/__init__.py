@@ -131,8 +131,10 @@ def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
     _running["command"] = ""
-    args = build_parser(invoked_as(sys.argv[0])).parse_args(argv)
+    args, extra = build_parser(invoked_as(sys.argv[0])).parse_known_args(argv)
     _running["command"] = args.command
+    if extra:  # said by the top parser, its prefix was `votersdaily:`, not the command's
+        return fail("unrecognized arguments: %s (see --help)" % " ".join(extra))
     if args.store is not None and not args.store.strip():  # `--store "$STORE"` unset: not the default store
         return fail("--store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE")
     if args.store:
