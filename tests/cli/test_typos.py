@@ -626,6 +626,16 @@ def test_a_relative_data_home_is_refused(tmp_path, command):
             "house_votes cannot start with -a since=2024-01-01: since, until and dry_run are for "
             "-a reparse=archive",
         ),
+        (  # fetched the working folder: IsADirectoryError, exit 1
+            ("house_votes", "-a", "url=file://roll314.xml"),
+            "house_votes cannot start with -a url=file://roll314.xml: url is not a file: URL of an absolute "
+            "path (file:///…): 'file://roll314.xml'; did you mean %s?" % (REPO / "roll314.xml").as_uri(),
+        ),
+        (  # Scrapy's "Missing scheme in request url" traceback, exit 1
+            ("house_votes", "-a", "url=file:roll314.xml"),
+            "house_votes cannot start with -a url=file:roll314.xml: url is not a file: URL of an absolute "
+            "path (file:///…): 'file:roll314.xml'; did you mean %s?" % (REPO / "roll314.xml").as_uri(),
+        ),
         (  # read as left out: a live crawl
             ("house_votes", "-a", "reparse="),
             "house_votes cannot start with -a reparse=: reparse takes archive, not ''",

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 #: C0 and C1 control characters and lone surrogates (which have no UTF-8 form).
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -113,7 +113,20 @@ def checked_url(
         )
     if scheme != "file" and not parts.hostname:
         raise ValueError("%s names no host: %s" % (what, shown(value)))
+    if scheme == "file" and (parts.netloc not in ("", "localhost") or not parts.path.startswith("/")):
+        # file://roll314.xml fetched the working folder (IsADirectoryError), file:roll314.xml was
+        # Scrapy's traceback: a file: URL names an absolute path, file:///…
+        raise ValueError(
+            "%s is not a file: URL of an absolute path (file:///…): %s%s"
+            % (what, shown(value), _meant_file(parts.netloc + parts.path) if local else "")
+        )
     return value
+
+
+def _meant_file(path: str) -> str:
+    """``; did you mean file:///<working folder>/<path>?`` for the relative ``path`` of a file: URL
+    the operator gave (never probed: the path made absolute as the shell would)."""
+    return "; did you mean %s?" % Path(os.path.abspath(unquote(path))).as_uri() if path else ""
 
 
 #: What a host name looks like (``example.org``): the start of a URL given without its scheme; and
