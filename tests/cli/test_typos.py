@@ -944,6 +944,11 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
             "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
         ),
         (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:1/", "--once", "--project="),  # a project of no name
+            "votersdaily scheduler: argument --project: empty: give a scrapyd project, or leave the option out "
+            "for its default",
+        ),
+        (
             ("site", "build", "site", "--timezone="),  # read as the setting's zone, exit 0
             "votersdaily site: unknown IANA time zone '' for the site",
         ),

@@ -13,7 +13,7 @@ from votersdaily.setting_rules import assign
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
-from .options import http_url, positive_number
+from .options import http_url, non_empty, positive_number
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,12 +21,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--scrapyd", required=True, type=http_url, help="scrapyd URL, e.g. http://127.0.0.1:6800/"
     )
-    parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
+    parser.add_argument(
+        "--project",
+        default="votersdaily",
+        type=non_empty("a scrapyd project"),
+        help="scrapyd project (default votersdaily)",
+    )
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
     parser.add_argument(
         "--interval", type=positive_number, default=60.0, help="seconds between passes (default 60)"
     )
-    parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
+    parser.add_argument(
+        "--spider",
+        action="append",
+        default=[],
+        type=non_empty("a spider"),
+        help="only these spiders (repeatable)",
+    )
     parser.add_argument(
         "--hours",
         action="append",
