@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from tests.support.services import free_port
+from tests.support.services import REPO, cli_environment, free_port
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
@@ -125,6 +128,27 @@ def test_scheduler_checks_the_settings_it_gives_every_job(cli_main, tmp_path, se
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "votersdaily scheduler: %s\n" % line)
     assert not store.exists()
+
+
+@pytest.mark.parametrize("args", [("export", "ics"), ("dump", "vd_events")])
+def test_standard_output_on_a_full_disk_is_one_line_and_exit_1(crawled, args):
+    """``export ics > /srv/full/cal.ics`` was a traceback from the staged output's copy (Linux's
+    ``/dev/full``: every write is ENOSPC, as on a full disk)."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "votersdaily", *args],
+            cwd=REPO,
+            env=dict(os.environ, **cli_environment(crawled)),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "votersdaily %s: standard output could not take the output (No space left on device): what "
+        "reached it is cut short; write it where there is room\n" % args[0],
+    )
 
 
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
