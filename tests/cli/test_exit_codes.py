@@ -81,6 +81,21 @@ def test_scheduler_names_the_known_spiders(cli_main, sqlite_uri):
     assert "house_votes" in first_line(proc)
 
 
+def test_scheduler_names_the_spider_meant(cli_main, sqlite_uri):
+    """``--spider house_vote`` said "no frequency for house_vote", as if the spider had none."""
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--spider",
+        "house_vote",
+        store_uri=sqlite_uri,
+    )
+    assert proc.returncode == 2
+    assert first_line(proc).endswith(", white_house; did you mean house_votes?")
+
+
 def test_scheduler_hours_of_a_spider_that_is_none_is_one_line(cli_main, sqlite_uri):
     """``--hours house_vote=2`` (for ``house_votes``) was a KeyError traceback from the spider loader, exit 1."""
     proc = cli_main(

@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in hours]
     if unknown:
         return fail(
-            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
-            % (", ".join(unknown), ", ".join(sorted(hours)))
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s%s"
+            % (", ".join(unknown), ", ".join(sorted(hours)), meant(unknown[0], hours))
         )
     plans = []
     for name in names:
