@@ -48,6 +48,8 @@ def test_dump_of_a_mistyped_database_names_the_one_meant(cli_main, couch_uri):
     assert cli_main("views", "push", "vd_events", store_uri=couch_uri).returncode == 0
     line = one_line(cli_main("dump", "vd_event", store_uri=couch_uri))
     assert line == "votersdaily dump: no database 'vd_event' in %s; did you mean vd_events?" % couch_uri
+    line = one_line(cli_main("dump", "vd_log", store_uri=couch_uri))  # no typo: never "did you mean vd_log?"
+    assert line == "votersdaily dump: no database 'vd_log' in %s" % couch_uri
 
 
 @pytest.mark.parametrize(

@@ -271,7 +271,7 @@ def one_of(name: str, value: str, allowed: Sequence[str]) -> str:
 def meant(value: str, known: Iterable[str]) -> str:
     """``; did you mean …?`` naming the one of ``known`` closest to ``value`` (in any case), or
     nothing when none is close: the end of the line refusing a mistyped name."""
-    folded = {word.lower(): word for word in known}
+    folded = {word.lower(): word for word in known if word != value}  # never itself: no typo
     close = difflib.get_close_matches(value.strip().lower(), folded, n=1)
     return "; did you mean %s?" % folded[close[0]] if close else ""
 
