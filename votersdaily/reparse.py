@@ -121,18 +121,22 @@ class UnverifiedEvents(Exception):
     ``unverified`` lists them with the reason)."""
 
 
-def parse_date_arg(value: str | None, *, end: bool) -> datetime | None:
-    """``YYYY-MM-DD`` (a whole day) or an ISO 8601 instant, as UTC; None when not given."""
-    if not value:
+def parse_date_arg(value: str | None, *, end: bool, name: str) -> datetime | None:
+    """``YYYY-MM-DD`` (a whole day) or an ISO 8601 instant, as UTC; None when not given. An empty
+    value (``--since "$UNSET"``) is a ValueError naming ``name``: read as no bound, it reparsed the
+    whole archive."""
+    if value is None:
         return None
     text = value.strip()
+    if not text:
+        raise ValueError("%s is empty: give a date (YYYY-MM-DD) or ISO 8601 instant, or leave it out" % name)
     try:
         if len(text) == 10:
             day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
             return day.replace(hour=23, minute=59, second=59) if end else day
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError("not a date (YYYY-MM-DD) or ISO 8601 instant: %r" % value) from None
+        raise ValueError("%s is not a date (YYYY-MM-DD) or ISO 8601 instant: %r" % (name, value)) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

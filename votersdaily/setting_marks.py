@@ -8,6 +8,7 @@ prefix.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: Prefixes of the settings this project defines (Scrapy's own settings have Scrapy's defaults).
@@ -33,3 +34,35 @@ class OneOf:
 
     def __init__(self, *choices: str):
         object.__setattr__(self, "choices", choices)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Text that matches ``pattern`` whole; ``what`` says what it takes, in the refusal's words."""
+
+    pattern: str
+    what: str
+
+    def __call__(self, value: str) -> bool:
+        return re.fullmatch(self.pattern, value) is not None
+
+
+#: What a database name prefix takes: CouchDB's rule for the start of a database name (docs:
+#: "Database name"), empty for no prefix (``VOTERSDAILY_DB_PREFIX``, checked before any work, and by
+#: each store as it opens: votersdaily/store/names.py).
+DB_PREFIX = Matches(
+    r"(?:[a-z][a-z0-9_$()+/-]*)?",
+    "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
+)
+
+#: What a Redis URL takes: redis-py reads ``redis://host:6379/abc`` (or ``/l`` for ``/1``) as database
+#: 0 without a word, so a queue would go where the workers do not read (``REDIS_URL``, its
+#: environment variable, ``enqueue --redis-url``).
+REDIS_URL_FORM = Matches(
+    r"(?:rediss?://[^/?#]*(?:/[0-9]*)?|unix://[^?#]+)(?:\?[^#]*)?(?:#.*)?",
+    "a Redis URL: redis://[user:password@]host:port/<database number> (or rediss://, unix://)",
+)
+
+#: What the data home takes: an absolute folder (``~`` for the user's home): a relative one would be
+#: another folder from every working folder, and every relative location under it.
+ABSOLUTE_FOLDER = Matches(r"\s*(?:/|~).*", "an absolute folder (/srv/votersdaily, ~/votersdaily)")

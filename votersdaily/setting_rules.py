@@ -7,7 +7,7 @@ the first such setting and what it takes, in one line, before anything starts.
 What a setting takes comes from ``votersdaily/settings.py``: the type of its default (``int``,
 ``float``, ``bool``, ``str``, ``list``, ``dict``), or its annotation where the default says too little
 (``LAUNDROMAT_WORKERS: int | None = None``, ``VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000``), with :class:`AtLeast`,
-:class:`AtMost` and :class:`OneOf` for ranges and choices; the project's own numbers
+:class:`AtMost` and :class:`OneOf` for ranges and choices, :class:`Matches` for text of a form; the project's own numbers
 (``VOTERSDAILY_*``, ``INGEST_*``, …) are never negative. Scrapy's own settings take the type of
 Scrapy's default (any number where that is a number: Scrapy reads some whole-number defaults as
 floats). The marks live in ``votersdaily/setting_marks.py``, which ``settings.py`` imports.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from votersdaily import settings as project_settings
 from votersdaily.plumbing.environment import ENVIRONMENT_NAMES, environment_name, environment_value
-from votersdaily.setting_marks import OWN_PREFIXES, AtLeast, AtMost, OneOf
+from votersdaily.setting_marks import OWN_PREFIXES, AtLeast, AtMost, Matches, OneOf
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -49,6 +49,7 @@ class Rule:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = field(default=())
+    matches: Matches | None = None
 
     def describe(self) -> str:
         words = {
@@ -61,6 +62,8 @@ class Rule:
         }[self.kind]
         if self.choices:
             words = "one of %s" % ", ".join(self.choices)
+        if self.matches is not None:
+            words = self.matches.what
         if self.minimum is not None and self.maximum is not None:
             words += " from %g to %g" % (self.minimum, self.maximum)
         elif self.minimum is not None:
@@ -77,6 +80,8 @@ class Rule:
         if self.kind in (int, float):
             return self._accepts_number(value)
         if self.kind is str:  # any text (a path, a URL); a choice must be one of its choices
+            if self.matches is not None and not (isinstance(value, str) and self.matches(value)):
+                return False
             return not self.choices or value in self.choices
         if self.kind is list:
             return isinstance(value, (str, list, tuple))
@@ -132,6 +137,7 @@ def rule_from(annotation: Any, default: Any, own: bool) -> Rule | None:
     minimum = 0.0 if own and kind in (int, float) else None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    matches = None
     for mark in marks:
         if isinstance(mark, AtLeast):
             minimum = mark.minimum
@@ -139,7 +145,9 @@ def rule_from(annotation: Any, default: Any, own: bool) -> Rule | None:
             maximum = mark.maximum
         elif isinstance(mark, OneOf):
             choices = mark.choices
-    return Rule(kind, optional, minimum, maximum, choices)
+        elif isinstance(mark, Matches):
+            matches = mark
+    return Rule(kind, optional, minimum, maximum, choices, matches)
 
 
 def project_rules() -> dict[str, Rule]:
@@ -210,11 +218,12 @@ def typo_of(name: str, known: list[str]) -> str | None:
     typos away (one for a short name), or the same in another case; None when it is none's."""
     if name in known:
         return None
-    upper = name.upper()
-    if upper in known:
-        return upper
-    limit = 1 if len(upper) < 10 else 2
-    return next((candidate for candidate in known if _typos_apart(upper, candidate, limit)), None)
+    folded = {candidate.casefold(): candidate for candidate in known}
+    given = name.casefold()
+    if given in folded:
+        return folded[given]
+    limit = 1 if len(given) < 10 else 2
+    return next((folded[c] for c in folded if _typos_apart(given, c, limit)), None)
 
 
 def meant_setting(name: str) -> str | None:

@@ -7,7 +7,10 @@ here slows every source down to the slowest one's needs.
 from typing import Annotated
 
 from votersdaily import __version__
+from votersdaily.setting_marks import ABSOLUTE_FOLDER as absolute_folder
+from votersdaily.setting_marks import DB_PREFIX as database_prefix
 from votersdaily.setting_marks import LOG_LEVELS as log_levels
+from votersdaily.setting_marks import REDIS_URL_FORM as redis_url_form
 from votersdaily.setting_marks import AtLeast, AtMost, OneOf
 
 # A setting takes what its default's type allows; an annotation declares more (a type where the
@@ -74,16 +77,16 @@ HTTPCACHE_IGNORE_SCHEMES = ["file", "data"]
 # -- the votersdaily foundation -------------------------------------------------------------------
 #: Where data goes: every relative location setting below (the embedded store's file, the spool, the
 #: archive, the ingest's and the laundromat's outputs) is under this folder; the VOTERSDAILY_HOME
-#: environment variable wins. None: the Scrapy project the command runs in (closest scrapy.cfg from
+#: environment variable wins; an absolute folder. None: the Scrapy project the command runs in (closest scrapy.cfg from
 #: the working folder up), else ~/.local/share/votersdaily ($XDG_DATA_HOME). `votersdaily where` shows it.
-VOTERSDAILY_HOME: str | None = None
+VOTERSDAILY_HOME: Annotated[str | None, absolute_folder] = None
 #: Store URI; the VOTERSDAILY_STORE environment variable wins over this setting. A relative sqlite
 #: path is under the data home.
 VOTERSDAILY_STORE = "sqlite:///votersdaily.db"
 #: Put before the name of every database the project creates or reads (``staging_``: ``staging_vd_events``,
 #: ``staging_vd_log``, ``staging_ll_seeds``, …), so several deployments share one CouchDB cluster;
 #: lowercase a-z first, then a-z, 0-9 or _$()+-/. The VOTERSDAILY_DB_PREFIX environment variable wins.
-VOTERSDAILY_DB_PREFIX = ""
+VOTERSDAILY_DB_PREFIX: Annotated[str, database_prefix] = ""
 VOTERSDAILY_BATCH_SIZE: Annotated[int, AtLeast(1)] = 1000
 #: Seconds a document waits at most in a writer's buffer before its batch is written, full or not;
 #: 0: until VOTERSDAILY_BATCH_SIZE documents came or the crawl ends. The ingest spider sets 1 s: a
@@ -121,7 +124,7 @@ VOTERSDAILY_GC_YOUNG_THRESHOLD: Annotated[int, AtLeast(0)] = 50_000
 
 # -- distributed workers (votersdaily/distributed): a shared Redis queue with leases -------------
 #: Redis for the shared queue and duplicate filter; $VOTERSDAILY_REDIS_URL wins.
-REDIS_URL: str | None = None
+REDIS_URL: Annotated[str | None, redis_url_form] = None
 #: A worker renews its leases every third of this; a dead worker's requests come back after it.
 VOTERSDAILY_REDIS_LEASE = 60.0
 #: How often finished requests are acked (after the store writers have flushed).

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from tests.support.services import free_port
+from tests.support.services import REPO, cli_environment, free_port
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
@@ -76,6 +79,91 @@ def test_scheduler_names_the_known_spiders(cli_main, sqlite_uri):
     assert proc.returncode == 2
     assert first_line(proc).startswith("votersdaily scheduler: no frequency for nope (give --hours")
     assert "house_votes" in first_line(proc)
+
+
+def test_scheduler_names_the_spider_meant(cli_main, sqlite_uri):
+    """``--spider house_vote`` said "no frequency for house_vote", as if the spider had none."""
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--spider",
+        "house_vote",
+        store_uri=sqlite_uri,
+    )
+    assert proc.returncode == 2
+    assert first_line(proc).endswith(", white_house; did you mean house_votes?")
+
+
+def test_scheduler_hours_of_a_spider_that_is_none_is_one_line(cli_main, sqlite_uri):
+    """``--hours house_vote=2`` (for ``house_votes``) was a KeyError traceback from the spider loader, exit 1."""
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--hours",
+        "house_vote=2",
+        store_uri=sqlite_uri,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(
+        "votersdaily scheduler: --hours house_vote=2: no spider is named 'house_vote'; known: "
+    )
+    assert line.endswith(", white_house; did you mean house_votes?")
+
+
+@pytest.mark.parametrize(
+    "setting, line",
+    [
+        (
+            "VOTERDAILY_BATCH_SIZE=30",
+            "unknown setting VOTERDAILY_BATCH_SIZE; did you mean VOTERSDAILY_BATCH_SIZE?",
+        ),
+        (
+            "VOTERSDAILY_BATCH_SIZE=abc",
+            "setting VOTERSDAILY_BATCH_SIZE takes a whole number of at least 1, not 'abc'",
+        ),
+    ],
+)
+def test_scheduler_checks_the_settings_it_gives_every_job(cli_main, tmp_path, setting, line):
+    """A ``--setting`` every job is refused for was handed to scrapyd pass after pass (each job
+    refused at its start, the scheduler's pass exit 0): it is refused once, before any pass."""
+    store = tmp_path / "store.db"
+    proc = cli_main(
+        "scheduler",
+        "--scrapyd",
+        "http://127.0.0.1:1/",
+        "--once",
+        "--setting",
+        setting,
+        store_uri="sqlite:///%s" % store,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "votersdaily scheduler: %s\n" % line)
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("args", [("export", "ics"), ("dump", "vd_events")])
+def test_standard_output_on_a_full_disk_is_one_line_and_exit_1(crawled, args):
+    """``export ics > /srv/full/cal.ics`` was a traceback from the staged output's copy (Linux's
+    ``/dev/full``: every write is ENOSPC, as on a full disk)."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "votersdaily", *args],
+            cwd=REPO,
+            env=dict(os.environ, **cli_environment(crawled)),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "votersdaily %s: standard output could not take the output (No space left on device): what "
+        "reached it is cut short; write it where there is room\n" % args[0],
+    )
 
 
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
@@ -193,6 +281,8 @@ def test_enqueue_finds_redis_unreachable_before_reading_its_input(cli, sqlite_ur
         ("export", "json", "--parser", "house_vote"),
         ("export", "ics", "--committee", "NOPE00"),
         ("dump", "vd_evnts"),
+        ("dump", "vd_events", "extra"),  # unrecognized arguments: was said as `votersdaily: …`
+        ("where", "-x"),
         ("views", "push", "vd_event"),
         ("crawl", "house_vote"),
         ("crawl", "house_votes", "-s", "RETRY_TIMES=twice"),

@@ -32,6 +32,11 @@ def bad_stores(couchdb) -> dict[str, tuple[str, str]]:
             "password in $VOTERSDAILY_STORE (a server in admin party, like the PouchDB Server "
             "scripts/pouchdb_server.py starts, takes none)" % (user, couchdb.port),
         ),
+        "tls": (  # https to the plain-HTTP server: "connection refused" before, "fix host and port"
+            "https://%s:%d/" % (couchdb.host, couchdb.port),
+            "cannot reach the store at https://%s:%d/ (TLS failed: WRONG_VERSION_NUMBER): use http:// if "
+            "the server speaks plain HTTP there, else fix its certificate" % (couchdb.host, couchdb.port),
+        ),
         "scheme": ("ftp://127.0.0.1/x", "store URI 'ftp://127.0.0.1/x' has an unknown scheme 'ftp': " + USE),
         "garbage": ("not a store", "store URI 'not a store' is not a URI: " + USE),
         "no host": ("http://:5984/", "store URI 'http://:5984/' names no host: " + USE),
@@ -46,7 +51,7 @@ def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("case", ["refused", "credentials"])
+@pytest.mark.parametrize("case", ["refused", "credentials", "tls"])
 def test_crawl_on_a_bad_store_says_why_in_one_line_and_spools_the_run_log(cli_main, couchdb, tmp_path, case):
     uri, message = bad_stores(couchdb)[case]
     spool = tmp_path / "spool"

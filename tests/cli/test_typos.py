@@ -44,6 +44,14 @@ def test_views_push_of_an_unknown_database_creates_nothing(cli_main, couch_uri):
     assert cli_main("views", "push", "vd_log", store_uri=couch_uri).returncode == 0
 
 
+def test_dump_of_a_mistyped_database_names_the_one_meant(cli_main, couch_uri):
+    assert cli_main("views", "push", "vd_events", store_uri=couch_uri).returncode == 0
+    line = one_line(cli_main("dump", "vd_event", store_uri=couch_uri))
+    assert line == "votersdaily dump: no database 'vd_event' in %s; did you mean vd_events?" % couch_uri
+    line = one_line(cli_main("dump", "vd_log", store_uri=couch_uri))  # no typo: never "did you mean vd_log?"
+    assert line == "votersdaily dump: no database 'vd_log' in %s" % couch_uri
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -104,6 +112,35 @@ def test_scrapy_crawl_checks_settings_before_any_work(tmp_path, args, message):
     store = tmp_path / "store.db"
     proc = run_cli([sys.executable, "-m", "scrapy", "crawl", "house_votes", *args], "sqlite:///%s" % store)
     assert one_line(proc) == "scrapy crawl: " + message
+    assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "args, env, given",
+    [
+        ((), {"VOTERSDAILY_DB_PREFIX": "Staging_"}, "environment variable"),
+        (("-s", "VOTERSDAILY_DB_PREFIX=9x"), {}, "setting"),
+    ],
+)
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_database_prefix_no_database_name_can_start_with_is_one_line_before_any_work(
+    tmp_path, command, args, env, given
+):
+    """``VOTERSDAILY_DB_PREFIX=Staging_``: ``scrapy crawl`` was a traceback from the pipeline's
+    opening store, exit 1; ``votersdaily crawl`` two lines, exit 3 (an unavailable store). Both
+    refuse it now with every other setting, before any work."""
+    store = tmp_path / "store.db"
+    base = ["-m", "votersdaily", "crawl"] if command == "votersdaily crawl" else ["-m", "scrapy", "crawl"]
+    proc = run_cli(
+        [sys.executable, *base, "house_votes", "-a", "url=" + ROLL314.as_uri(), *args],
+        "sqlite:///%s" % store,
+        env=env,
+    )
+    value = env.get("VOTERSDAILY_DB_PREFIX") or args[1].partition("=")[2]
+    assert one_line(proc) == (
+        "%s: %s VOTERSDAILY_DB_PREFIX takes the start of a CouchDB database name: a lowercase letter, "
+        "then lowercase letters, digits or _$()+-/, not %r" % (command, given, value)
+    )
     assert not store.exists()
 
 
@@ -178,12 +215,18 @@ def bad_value(rule) -> str:
         return "perhaps"
     if rule.choices:
         return "NOT-A-CHOICE"
+    if rule.matches is not None:
+        return "Not Of The Form!"
     if rule.minimum is not None:
         return str(rule.minimum - 1)
     return "twelve"
 
 
-TYPED = {name: rule for name, rule in project_rules().items() if rule.kind is not str or rule.choices}
+TYPED = {
+    name: rule
+    for name, rule in project_rules().items()
+    if rule.kind is not str or rule.choices or rule.matches is not None
+}
 TYPED = {name: rule for name, rule in TYPED.items() if rule.kind is not list}  # a list takes any text
 
 
@@ -299,6 +342,39 @@ def test_a_store_uri_that_names_no_file_is_a_usage_error(tmp_path, command, uri)
     assert not spool.exists()
 
 
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl"])
+def test_a_store_uri_ending_with_a_database_is_a_usage_error(couch_uri, tmp_path, command):
+    """``VOTERSDAILY_STORE=http://host:5984/vd_events`` (a database's URL, as Fauxton shows it):
+    ``scrapy crawl`` made documents named ``vd_events`` and ``vd_log`` inside the real ``vd_events``
+    (``PUT /vd_events/vd_log``), spooled what it scraped for a store that can never take it and
+    exited 4; ``votersdaily crawl`` said the store answered 404 (exit 3). One line, exit 2, nothing
+    written anywhere."""
+    requests.put(couch_uri + "vd_events", timeout=10).raise_for_status()
+    spool = tmp_path / "spool"
+    base = ["-m", "votersdaily", "crawl"] if command == "votersdaily crawl" else ["-m", "scrapy", "crawl"]
+    proc = run_cli(
+        [sys.executable, *base, "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        couch_uri + "vd_events",
+        env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+    )
+    assert one_line(proc) == (
+        "%s: store URI '%svd_events' ends with the database 'vd_events': a store URI names the server "
+        "(%s), the project names its databases itself" % (command, couch_uri, couch_uri)
+    )
+    assert not spool.exists()
+    assert requests.get(couch_uri + "vd_events/_all_docs", timeout=10).json()["rows"] == []
+
+
+def test_a_store_uri_with_a_path_couchdb_is_not_at_is_a_usage_error(cli_main, couch_uri, tmp_path):
+    """Any other path where the server's ``/_session`` is not: one line naming the server, exit 2
+    (was: the store's 404, as an unavailable store, exit 3)."""
+    proc = cli_main("dump", "vd_log", store_uri=couch_uri + "couchdb/")
+    assert one_line(proc).startswith(
+        "votersdaily dump: the store at %scouchdb/ answered GET /_session: HTTP 404 " % couch_uri
+    )
+    assert one_line(proc).endswith(": a store URI names the server (%s), not a path on it" % couch_uri)
+
+
 @pytest.mark.parametrize(
     "command",
     [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],
@@ -389,6 +465,132 @@ def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command,
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        ("dump", "vd_events"),
+        ("export", "ics"),
+        ("flush",),
+        ("ingest", "enqueue", "--url", "https://example.org/a.pdf"),
+        ("site", "build", "site"),
+        ("views", "push"),
+        ("where",),
+    ],
+    ids=" ".join,
+)
+def test_every_command_names_a_mistyped_environment_variable(cli_main, tmp_path, command):
+    """Only the crawls checked the environment: ``VOTERSDAILY_STOR=<the store meant> votersdaily
+    dump vd_events`` dumped the default store, ``ingest enqueue`` queued into it, ``where`` showed it,
+    each exit 0. Every command now refuses a mistyped variable (and a value its setting cannot
+    take) before any work."""
+    store, meant_store = tmp_path / "store.db", tmp_path / "meant.db"
+    proc = cli_main(
+        *command,
+        store_uri="sqlite:///%s" % store,
+        env={"VOTERSDAILY_STOR": "sqlite:///%s" % meant_store, "VOTERSDAILY_HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert (
+        one_line(proc) == "votersdaily %s: unknown environment variable VOTERSDAILY_STOR; did you mean "
+        "VOTERSDAILY_STORE?" % command[0]
+    )
+    assert proc.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_ingest_commands_write_where_the_environment_says_the_crawl_reads(cli_main, tmp_path):
+    """``INGEST_REQUESTS_DB=staged_requests votersdaily ingest enqueue`` queued into ``ingest_requests``
+    (the commands read the settings without the environment), where ``scrapy crawl ingest -a
+    requests=store`` with the same environment never looks; the catalog alike."""
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    works = tmp_path / "works.jsonl"
+    works.write_text('{"doi": "10.1234/abc", "title": "A work"}\n')
+    env = {"INGEST_REQUESTS_DB": "staged_requests", "INGEST_CATALOG_DB": "staged_catalog"}
+    queued = cli_main("ingest", "enqueue", "--url", "https://example.org/a.pdf", store_uri=uri, env=env)
+    loaded = cli_main("ingest", "load-catalog", str(works), store_uri=uri, env=env)
+    assert (queued.returncode, loaded.returncode) == (0, 0), queued.stderr + loaded.stderr
+    assert queued.stdout.startswith("queued 1 ingest requests in staged_requests of ")
+    assert loaded.stdout.startswith("loaded 1 works into staged_catalog of ")
+    store = open_store(uri)
+    try:
+        assert [store.has_db(db) for db in ("staged_requests", "staged_catalog")] == [True, True]
+        assert [store.has_db(db) for db in ("ingest_requests", "ingest_catalog")] == [False, False]
+    finally:
+        store.close()
+
+
+#: ``ingest <command>``: its one line.
+WRONG_INGEST_DATABASES = {
+    "enqueue --db ingest_request": "--db ingest_request is none of the project's databases; did you "
+    "mean ingest_requests?",
+    "load-catalog --db ingest_catalo": "--db ingest_catalo is none of the project's databases; did you "
+    "mean ingest_catalog?",
+    "enqueue --db vd_events": "--db vd_events is another of the project's databases: ingest requests go "
+    "in ingest_requests (the INGEST_REQUESTS_DB setting) or a database of their own",
+}
+
+
+@pytest.mark.parametrize("command", sorted(WRONG_INGEST_DATABASES))
+def test_an_ingest_database_the_crawl_would_never_read_is_refused(cli_main, couch_uri, tmp_path, command):
+    """``ingest enqueue --db ingest_request`` created that database and queued there, where
+    ``scrapy crawl ingest -a requests=store`` never looks (exit 0); ``--db vd_events`` put ingest
+    requests among the events. Both are one line, exit 2, and nothing is created."""
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"doi": "10.1234/abc", "base_url": "https://example.org/a.pdf"}\n')
+    before = requests.get(couch_uri + "_all_dbs", timeout=10).json()
+    proc = cli_main("ingest", *command.split(), str(lines), store_uri=couch_uri)
+    assert one_line(proc) == "votersdaily ingest: " + WRONG_INGEST_DATABASES[command]
+    assert requests.get(couch_uri + "_all_dbs", timeout=10).json() == before
+
+
+def test_an_ingest_database_of_its_own_is_taken(cli_main, couch_uri):
+    """A name far from every project database is the operator's own (a crawl given
+    ``-s INGEST_REQUESTS_DB=`` that name reads it)."""
+    proc = cli_main(
+        "ingest", "enqueue", "--url", "https://example.org/a.pdf", "--db", "night_queue", store_uri=couch_uri
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("queued 1 ingest requests in night_queue of ")
+
+
+def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
+    """``VOTERSDAILY_SITE_TIMEZONE`` in the environment was not read: the site was built in the
+    default zone (a zone that does not exist was not even noticed), exit 0."""
+    proc = cli_main(
+        "site",
+        "build",
+        str(tmp_path / "site"),
+        store_uri="sqlite:///%s" % (tmp_path / "store.db"),
+        env={"VOTERSDAILY_SITE_TIMEZONE": "America/New_Yrok"},
+    )
+    assert one_line(proc) == (
+        "votersdaily site: unknown IANA time zone 'America/New_Yrok' for the site; did you mean America/New_York?"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl", "votersdaily where"])
+def test_a_relative_data_home_is_refused(tmp_path, command):
+    """``VOTERSDAILY_HOME=data`` was under the working folder: each folder a command ran from had a
+    data home of its own (a store, a spool, an archive), each said absolute. It is refused, one
+    line, exit 2, nothing written in the working folder."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    base = {
+        "votersdaily crawl": ["-m", "votersdaily", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "scrapy crawl": ["-m", "scrapy", "crawl", "house_votes", "-a", "url=" + ROLL314.as_uri()],
+        "votersdaily where": ["-m", "votersdaily", "where"],
+    }[command]
+    proc = run_cli(
+        [sys.executable, *base], "sqlite:///votersdaily.db", cwd=folder, env={"VOTERSDAILY_HOME": "data"}
+    )
+    assert one_line(proc) == (
+        "%s: environment variable VOTERSDAILY_HOME takes an absolute folder (/srv/votersdaily, "
+        "~/votersdaily) (or None), not 'data'" % command
+    )
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (
@@ -425,6 +627,25 @@ def test_a_mistyped_environment_variable_is_named_not_ignored(tmp_path, command,
             ("house_votes", "-a", "since=2024-01-01"),
             "house_votes cannot start with -a since=2024-01-01: since, until and dry_run are for "
             "-a reparse=archive",
+        ),
+        (  # fetched the working folder: IsADirectoryError, exit 1
+            ("house_votes", "-a", "url=file://roll314.xml"),
+            "house_votes cannot start with -a url=file://roll314.xml: url is not a file: URL of an absolute "
+            "path (file:///…): 'file://roll314.xml'; did you mean %s?" % (REPO / "roll314.xml").as_uri(),
+        ),
+        (  # Scrapy's "Missing scheme in request url" traceback, exit 1
+            ("house_votes", "-a", "url=file:roll314.xml"),
+            "house_votes cannot start with -a url=file:roll314.xml: url is not a file: URL of an absolute "
+            "path (file:///…): 'file:roll314.xml'; did you mean %s?" % (REPO / "roll314.xml").as_uri(),
+        ),
+        (  # read as left out: a live crawl
+            ("house_votes", "-a", "reparse="),
+            "house_votes cannot start with -a reparse=: reparse takes archive, not ''",
+        ),
+        (  # read as no bound: the whole archive
+            ("house_votes", "-a", "reparse=archive", "-a", "since="),
+            "house_votes cannot start with -a reparse=archive -a since=: since is empty: give a date "
+            "(YYYY-MM-DD) or ISO 8601 instant, or leave it out",
         ),
         (
             ("senate_votes", "-a", "session=3"),
@@ -622,6 +843,26 @@ def test_enqueue_of_a_requests_file_that_is_not_there_names_it(cli, sqlite_uri, 
     )
 
 
+@pytest.mark.parametrize("given", ["--redis-url", "VOTERSDAILY_REDIS_URL"])
+def test_a_redis_url_whose_database_is_no_number_queues_nothing(cli, sqlite_uri, redis_server, given):
+    """``redis://host:6379/l`` (for ``/1``): redis-py read it as database 0, so ``enqueue`` queued
+    where the workers of database 1 never read, exit 0. It is refused before Redis is asked."""
+    import redis
+
+    url = redis_server.url.rpartition("/")[0] + "/l"
+    args = ("--redis-url", url) if given == "--redis-url" else ()
+    env = {"VOTERSDAILY_REDIS_URL": url} if given != "--redis-url" else {}
+    proc = cli("enqueue", "ingest", "https://example.org/a.pdf", *args, store_uri=sqlite_uri, env=env)
+    form = "a Redis URL: redis://[user:password@]host:port/<database number> (or rediss://, unix://)"
+    assert one_line(proc) == (
+        "votersdaily enqueue: %s is not %s" % (url, form)
+        if given == "--redis-url"
+        else "votersdaily enqueue: environment variable VOTERSDAILY_REDIS_URL takes %s (or None), not %r"
+        % (form, url)
+    )
+    assert redis.Redis.from_url(redis_server.url).dbsize() == 0
+
+
 def test_the_requests_file_read_is_the_one_named_wherever_the_run_goes_on(tmp_path, monkeypatch):
     """A relative ``-a requests=`` is read from where the command ran, not from a later folder;
     ``store`` and ``store:<db>`` are the store's requests, never a file of that name."""
@@ -647,8 +888,13 @@ def test_all_and_spider_names_together_is_a_usage_error(cli_main, sqlite_uri):
     [
         (
             ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "localhost:6379"),
-            "votersdaily enqueue: localhost:6379 is not a Redis URL (Redis URL must specify one of the following "
-            "schemes (redis://, rediss://, unix://)): e.g. redis://127.0.0.1:6379/0",
+            "votersdaily enqueue: localhost:6379 is not a Redis URL: redis://[user:password@]host:port/<database "
+            "number> (or rediss://, unix://)",
+        ),
+        (  # redis-py reads /l (for /1) as database 0: queued where no worker reads, exit 0
+            ("enqueue", "ingest", "https://example.org/paper.pdf", "--redis-url", "redis://127.0.0.1:6379/l"),
+            "votersdaily enqueue: redis://127.0.0.1:6379/l is not a Redis URL: redis://[user:password@]host:port/"
+            "<database number> (or rediss://, unix://)",
         ),
         (
             ("scheduler", "--scrapyd", "127.0.0.1:6800", "--once"),
@@ -698,6 +944,23 @@ def test_a_service_url_or_number_that_cannot_be_one_is_a_usage_error(cli_main, s
         (
             ("flush", "--db="),
             "votersdaily flush: argument --db: empty: give a database, or leave the option out for its default",
+        ),
+        (
+            ("scheduler", "--scrapyd", "http://127.0.0.1:1/", "--once", "--project="),  # a project of no name
+            "votersdaily scheduler: argument --project: empty: give a scrapyd project, or leave the option out "
+            "for its default",
+        ),
+        (
+            ("site", "build", "site", "--timezone="),  # read as the setting's zone, exit 0
+            "votersdaily site: unknown IANA time zone '' for the site",
+        ),
+        (
+            ("reparse", "--since="),  # read as no bound: the whole archive was reparsed, exit 0
+            "votersdaily reparse: --since is empty: give a date (YYYY-MM-DD) or ISO 8601 instant, or leave it out",
+        ),
+        (
+            ("reparse", "--until= "),
+            "votersdaily reparse: --until is empty: give a date (YYYY-MM-DD) or ISO 8601 instant, or leave it out",
         ),
         (
             ("ingest", "enqueue", "--db=", "--url", "https://example.org/a.pdf"),

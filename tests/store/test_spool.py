@@ -863,20 +863,61 @@ def test_a_claim_left_by_a_dead_process_whose_pid_is_taken_again_is_delivered(tm
         store.close()
 
 
-def test_flush_of_a_mistyped_database_names_the_databases_spooled_there(tmp_path, sqlite_uri):
-    """``flush --db vd_event`` (for ``vd_events``) said "nothing spooled", as if everything had been
-    delivered; it now names the databases that do have documents waiting, and leaves them."""
+@pytest.mark.parametrize("spooled", [(), (schema.EVENTS_DB,)], ids=["nothing-spooled", "events-spooled"])
+def test_flush_of_a_mistyped_database_says_so_and_names_the_one_meant(tmp_path, sqlite_uri, spooled):
+    """``flush --db vd_event`` (for ``vd_events``) said "nothing spooled", exit 0, as if everything
+    had been delivered: with other databases spooled it named them, with nothing spooled it said
+    nothing of the typo. Both are now a usage error naming the database meant (known names of the
+    project's or spooled ones) and what is spooled; nothing spooled is touched."""
     spool = tmp_path / "spool"
     doc = {"_id": "2026-09-16T23:05:00Z-test-1", "title": "spooled"}
-    Spool(spool).write(store_identity(sqlite_uri), schema.EVENTS_DB, [doc])
+    for db in spooled:
+        Spool(spool).write(store_identity(sqlite_uri), db, [doc])
+    before = sorted(p.name for p in spool.iterdir()) if spool.exists() else []
     proc = run_main(
         "flush", "--db", "vd_event", store_uri=sqlite_uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )
-    assert proc.returncode == 0, proc.stderr
-    assert (
-        proc.stdout == "nothing spooled for database vd_event in %s (spooled there for: vd_events)\n" % spool
+    assert proc.returncode == 2, proc.stderr
+    there = "spooled in %s: vd_events" % spool if spooled else "nothing spooled in %s" % spool
+    assert proc.stderr == (
+        "votersdaily flush: unknown database 'vd_event'; did you mean vd_events? (the project's: "
+        "vd_events, vd_log, vd_scheduler, ingest_requests, ingest_catalog, ingest_file_result, html_meta, "
+        "wbgrp-journal-extract-0-dev, ll_seeds; %s)\n" % there
     )
-    assert [f.db for f in Spool(spool).pending()] == [schema.EVENTS_DB]
+    assert proc.stdout == ""
+    assert (sorted(p.name for p in spool.iterdir()) if spool.exists() else []) == before
+
+
+def test_what_was_spooled_for_a_database_url_is_delivered_with_from(couch_uri, tmp_path):
+    """A store URI ending with a database is refused now; what earlier versions spooled for one
+    (``http://host:5984/vd_events``) is still delivered to the server with ``flush --from``."""
+    spool = tmp_path / "spool"
+    wrong = couch_uri + "vd_events"
+    Spool(spool).write(store_identity(wrong), schema.EVENTS_DB, [{"_id": "e1", "title": "spooled"}])
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    proc = run_main("flush", "--from", wrong, store_uri=couch_uri, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("delivered 1 documents from 1 spool files to %s" % couch_uri)
+    assert requests.get(couch_uri + "vd_events/e1", timeout=10).json()["title"] == "spooled"
+
+
+def test_flush_of_a_database_spooled_under_another_name_delivers_it(tmp_path, sqlite_uri):
+    """A database is known by being spooled too (a crawl run with another ``INGEST_REQUESTS_DB``):
+    ``--db`` of it delivers it; of a known database with nothing spooled, the databases spooled are
+    named (exit 0)."""
+    spool = tmp_path / "spool"
+    doc = {"_id": "r1", "url": "https://example.org/a.pdf"}
+    Spool(spool).write(store_identity(sqlite_uri), "my_requests", [doc])
+    env = {"VOTERSDAILY_SPOOL_DIR": str(spool)}
+    proc = run_main("flush", "--db", "vd_log", store_uri=sqlite_uri, env=env)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (
+        proc.stdout == "nothing spooled for database vd_log in %s (spooled there for: my_requests)\n" % spool
+    )
+    proc = run_main("flush", "--db", "my_requests", store_uri=sqlite_uri, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("delivered 1 documents from 1 spool files"), proc.stdout
+    assert not Spool(spool).pending()
 
 
 def _command_process(proxy: FaultProxy, spool: Spool, *command: str) -> subprocess.Popen:

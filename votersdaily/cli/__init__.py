@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from votersdaily.interrupts import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # 130: the shell's status for SIGINT
+from votersdaily.setting_rules import bad_environment
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import StoreMisconfigured, StoreMissing
 
@@ -130,12 +131,16 @@ def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
     _running["command"] = ""
-    args = build_parser(invoked_as(sys.argv[0])).parse_args(argv)
+    args, extra = build_parser(invoked_as(sys.argv[0])).parse_known_args(argv)
     _running["command"] = args.command
+    if extra:  # said by the top parser, its prefix was `votersdaily:`, not the command's
+        return fail("unrecognized arguments: %s (see --help)" % " ".join(extra))
     if args.store is not None and not args.store.strip():  # `--store "$STORE"` unset: not the default store
         return fail("--store is empty: give a store URI, or leave --store out for $VOTERSDAILY_STORE")
     if args.store:
         os.environ["VOTERSDAILY_STORE"] = args.store
+    for problem in bad_environment():  # a mistyped VOTERSDAILY_STOR would read the default store
+        return fail(problem)
     # A command that runs Scrapy (crawl) gets Scrapy's log handler; a second one here would print
     # every message twice.
     if not logging.getLogger().handlers and not getattr(args, "scrapy_logging", False):

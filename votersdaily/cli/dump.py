@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.plumbing.inputs import meant
 from votersdaily.schema import SURROGATE_RE, clean_text, clean_value
 from votersdaily.store.check import checked_store
 
 from . import fail, say
 from .staged_output import staged_stdout
+from .views import project_databases
 
 if TYPE_CHECKING:
     import argparse
@@ -24,8 +27,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = checked_store(must_exist=True)
-    if not store.has_db(args.db):
-        return fail("no database %r in %s" % (args.db, store.display_uri))
+    if not store.has_db(args.db):  # a typo (vd_event) is told as one
+        known = project_databases(project_settings())
+        return fail("no database %r in %s%s" % (args.db, store.display_uri, meant(args.db, known)))
     cleaned = []
     with staged_stdout() as out:
         for doc in store.iter_docs(args.db, include_design=args.design):

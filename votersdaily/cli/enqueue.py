@@ -18,6 +18,7 @@ from votersdaily.plumbing.inputs import (
     checked_url,
     listed_lines,
 )
+from votersdaily.setting_marks import REDIS_URL_FORM
 from votersdaily.store import mask_uri
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
@@ -124,6 +125,15 @@ def redis_unreachable(redis_url: str, exc: Exception) -> int:
     return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), EXIT_UNAVAILABLE)
 
 
+def redis_url_problem(redis_url: str | None) -> str | None:
+    """Why ``redis_url`` names no Redis to queue into, or None."""
+    if not redis_url:
+        return "no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV
+    if not REDIS_URL_FORM(redis_url):  # redis://host:6379/l would queue into database 0, without a word
+        return "%s is not %s" % (mask_uri(redis_url), REDIS_URL_FORM.what)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here, as every command's own dependencies: `python -m votersdaily` imports each
     # command module to build its parser, and a crawl needs no Redis client (0.04 s).
@@ -140,10 +150,8 @@ def run(args: argparse.Namespace) -> int:
         # The environment wins over the setting (votersdaily.plumbing.environment): so does --redis-url.
         os.environ[REDIS_ENV] = args.redis_url
     redis_url = setting_or_environment(settings, "REDIS_URL")
-    if not redis_url:
-        return fail("no Redis configured: give --redis-url, set $%s or the REDIS_URL setting" % REDIS_ENV)
     loader = SpiderLoader.from_settings(settings)
-    problem = spider_problem(loader, args.spider)
+    problem = redis_url_problem(redis_url) or spider_problem(loader, args.spider)
     if problem:
         return fail(problem)
     try:

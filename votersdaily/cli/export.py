@@ -92,11 +92,11 @@ def date_or_datetime(value: str) -> str:
 
 
 def known_parsers() -> list[str]:
-    from scrapy.utils.project import get_project_settings
+    from votersdaily.plumbing.environment import project_settings
 
     from .crawl import event_spiders
 
-    return sorted(event_spiders(get_project_settings()))
+    return sorted(event_spiders(project_settings()))
 
 
 def stored_committees(store: Store) -> list[str]:

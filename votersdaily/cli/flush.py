@@ -3,17 +3,18 @@
 Only documents spooled for the store at hand are delivered; the rest stay spooled and are named with
 the store they wait for. Exit status: 0 everything for this store delivered and nothing else waits,
 1 some lines could not be delivered (damaged files are kept, files with refused documents stay
-spooled; each is named), 3 the store still does not take documents, 4 documents for another store
-(or for none: earlier versions) were left.
+spooled; each is named), 2 a ``--db`` that is none of the project's databases and has nothing
+spooled (a typo), 3 the store still does not take documents, 4 documents for another store (or for
+none: earlier versions) were left.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from scrapy.utils.project import get_project_settings
-
 from votersdaily.locations import SPOOL_ENV, misplaced
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.plumbing.inputs import meant
 from votersdaily.store.base import StoreError, StoreRefused, StoreUnavailable
 from votersdaily.store.check import StoreMisconfigured, checked_store, uri_scheme
 from votersdaily.store.identity import identity_of
@@ -21,6 +22,7 @@ from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
 from .options import database_name, existing_folder
+from .views import project_databases
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,7 +57,7 @@ def store_uri_argument(value: str) -> str:
     """An argparse type: a URI that can name a store (a mistyped ``--from`` would match no spooled
     document and deliver nothing, without a word)."""
     try:
-        uri_scheme(value)
+        uri_scheme(value, spooled_for=True)
     except StoreMisconfigured as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
@@ -70,13 +72,16 @@ def still_spooled(spool: Spool, exc: StoreError) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = project_settings()
     if not args.spool_dir:  # the setting's folder (--spool-dir is checked by argparse)
-        for problem in misplaced(get_project_settings(), (SPOOL_ENV,)):  # "nothing spooled" would be wrong
+        for problem in misplaced(settings, (SPOOL_ENV,)):  # "nothing spooled" would be wrong
             return fail(problem)
-    spool = Spool(args.spool_dir or spool_dir(get_project_settings()))
+    spool = Spool(args.spool_dir or spool_dir(settings))
     if not spool.pending(args.db) and not spool.kept(args.db):
         others = sorted(spool.databases()) if args.db else []
-        if others:  # a mistyped --db would otherwise read as "all delivered"
+        if args.db and (unknown := unknown_database(args.db, project_databases(settings), others, spool)):
+            return fail(unknown)  # a mistyped --db would otherwise read as "all delivered"
+        if others:
             print(
                 "nothing spooled for database %s in %s (spooled there for: %s)"
                 % (args.db, spool.directory, ", ".join(others))
@@ -137,6 +142,24 @@ def run(args: argparse.Namespace) -> int:
     if report.kept or report.refused or earlier_kept:
         return EXIT_FAILED
     return EXIT_SPOOLED if report.left or report.behind else EXIT_OK
+
+
+def unknown_database(db: str, known: list[str], spooled: list[str], spool: Spool) -> str | None:
+    """The line refusing a ``--db`` with nothing spooled that is none of the project's databases (a
+    typo: ``vd_event``), naming the one probably meant and what is spooled; None for a known one."""
+    if db in known:
+        return None
+    there = (
+        "spooled in %s: %s" % (spool.directory, ", ".join(spooled))
+        if spooled
+        else ("nothing spooled in %s" % spool.directory)
+    )
+    return "unknown database %r%s (the project's: %s; %s)" % (
+        db,
+        meant(db, [*known, *spooled]),
+        ", ".join(known),
+        there,
+    )
 
 
 def left_behind(report: DeliveryReport, here: str) -> None:

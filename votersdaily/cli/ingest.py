@@ -12,15 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.project import get_project_settings
-
 from votersdaily.ingest import ingest_requests as R
 from votersdaily.ingest.match import load_catalog_jsonl
+from votersdaily.plumbing.environment import project_settings
+from votersdaily.setting_rules import typo_of
 from votersdaily.store.check import checked_store
 from votersdaily.store.upsert import upsert
 
 from . import EXIT_FAILED, EXIT_USAGE, fail, say
 from .options import database_name, http_url
+from .views import project_databases
 
 if TYPE_CHECKING:
     import argparse
@@ -58,8 +59,32 @@ def input_status(exc: OSError) -> int:
     return EXIT_USAGE if isinstance(exc, (FileNotFoundError, IsADirectoryError)) else EXIT_FAILED
 
 
+def ingest_database(given: str | None, setting: str, what: str) -> str:
+    """The database an ingest command writes: ``--db``, or the setting ``setting``, which the ingest
+    crawl reads. A ``--db`` that is another of the project's databases (``vd_events``), or a typo of
+    one (``ingest_request``), is a ValueError: what it wrote would go among other documents, or
+    where no crawl looks. Any other name is taken (a crawl told ``-s <setting>=<name>`` reads it)."""
+    settings = project_settings()
+    default = settings.get(setting)
+    if given is None or given == default:
+        return default
+    known = project_databases(settings)
+    if given in known:
+        raise ValueError(
+            "--db %s is another of the project's databases: %s go in %s (the %s setting) or a "
+            "database of their own" % (given, what, default, setting)
+        )
+    meant = typo_of(given, sorted(known))
+    if meant is not None:
+        raise ValueError("--db %s is none of the project's databases; did you mean %s?" % (given, meant))
+    return given
+
+
 def load_catalog(args: argparse.Namespace) -> int:
-    db = args.db or get_project_settings().get("INGEST_CATALOG_DB")
+    try:
+        db = ingest_database(args.db, "INGEST_CATALOG_DB", "catalog records")
+    except ValueError as exc:
+        return fail(str(exc))
     path = Path(args.path)
     if not path.is_file():  # before the store: a typo creates nothing
         return fail(
@@ -81,7 +106,10 @@ def load_catalog(args: argparse.Namespace) -> int:
 def enqueue_requests(args: argparse.Namespace) -> int:
     if not args.path and not args.url:
         return fail("give a JSON-lines file of requests or --url")
-    db = args.db or get_project_settings().get("INGEST_REQUESTS_DB")
+    try:
+        db = ingest_database(args.db, "INGEST_REQUESTS_DB", "ingest requests")
+    except ValueError as exc:
+        return fail(str(exc))
     found: list[tuple[str, dict[str, Any] | Exception]] = [
         ("--url", raw) for raw in R.from_args(args.url, args.type)
     ]

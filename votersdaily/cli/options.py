@@ -84,12 +84,20 @@ def http_url(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def database_name(value: str) -> str:
-    """An argparse type: a database's name, never empty (``--db "$UNSET"`` would otherwise be the
-    default database, without a word)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("empty: give a database, or leave the option out for its default")
-    return value
+def non_empty(what: str) -> Callable[[str], str]:
+    """An argparse type: text that is not empty (``--db "$UNSET"`` would otherwise be the default
+    database, ``--project ""`` a scrapyd project of no name, without a word)."""
+
+    def parse(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError("empty: give %s, or leave the option out for its default" % what)
+        return value
+
+    return parse
+
+
+#: An argparse type: a database's name, never empty.
+database_name = non_empty("a database")
 
 
 def existing_folder(value: str) -> Path:

@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     for problem in misplaced(settings, ("VOTERSDAILY_ARCHIVE_DIR",)):  # it would find nothing there
         return fail(problem)
     try:
-        since = parse_date_arg(args.since, end=False)
-        until = parse_date_arg(args.until, end=True)
+        since = parse_date_arg(args.since, end=False, name="--since")
+        until = parse_date_arg(args.until, end=True, name="--until")
     except ValueError as exc:
         return fail(str(exc))
     if since is not None and until is not None and since > until:  # it would find nothing, exit 0

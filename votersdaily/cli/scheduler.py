@@ -8,10 +8,12 @@ from typing import Any
 from scrapy.spiderloader import SpiderLoader
 
 from votersdaily.plumbing.environment import project_settings
+from votersdaily.plumbing.inputs import meant
+from votersdaily.setting_rules import assign
 from votersdaily.store.check import checked_store
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
-from .options import http_url, positive_number
+from .options import http_url, non_empty, positive_number
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,12 +21,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--scrapyd", required=True, type=http_url, help="scrapyd URL, e.g. http://127.0.0.1:6800/"
     )
-    parser.add_argument("--project", default="votersdaily", help="scrapyd project (default votersdaily)")
+    parser.add_argument(
+        "--project",
+        default="votersdaily",
+        type=non_empty("a scrapyd project"),
+        help="scrapyd project (default votersdaily)",
+    )
     parser.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
     parser.add_argument(
         "--interval", type=positive_number, default=60.0, help="seconds between passes (default 60)"
     )
-    parser.add_argument("--spider", action="append", default=[], help="only these spiders (repeatable)")
+    parser.add_argument(
+        "--spider",
+        action="append",
+        default=[],
+        type=non_empty("a spider"),
+        help="only these spiders (repeatable)",
+    )
     parser.add_argument(
         "--hours",
         action="append",
@@ -91,23 +104,31 @@ def run(args: argparse.Namespace) -> int:
 
     settings = project_settings()
     hours = spider_frequencies(settings)
+    loader = SpiderLoader.from_settings(settings)
     try:
         for name, value in _pairs(args.hours, "--hours").items():
+            if name not in loader.list():  # a typo would be a spider to load: a traceback
+                raise ValueError(
+                    "--hours %s=%s: no spider is named %r; known: %s%s"
+                    % (name, value, name, ", ".join(sorted(loader.list())), meant(name, loader.list()))
+                )
             try:
                 hours[name] = positive_number(value)
             except argparse.ArgumentTypeError as exc:
                 raise ValueError("--hours %s=%s: %s" % (name, value, exc)) from None
         job_settings = _pairs(args.setting, "--setting")
+        checked = settings.copy()
+        for name, value in job_settings.items():  # else every job scrapyd starts is refused, each pass
+            assign(checked, name, value)
     except ValueError as exc:
         return fail(str(exc))
     names = args.spider or sorted(hours)
     unknown = [n for n in names if n not in hours]
     if unknown:
         return fail(
-            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s"
-            % (", ".join(unknown), ", ".join(sorted(hours)))
+            "no frequency for %s (give --hours NAME=HOURS or VOTERSDAILY_SCHEDULE_HOURS); known: %s%s"
+            % (", ".join(unknown), ", ".join(sorted(hours)), meant(unknown[0], hours))
         )
-    loader = SpiderLoader.from_settings(settings)
     plans = []
     for name in names:
         cls = loader.load(name)

@@ -11,8 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scrapy.utils.project import get_project_settings
-
+from votersdaily.plumbing.environment import project_settings
 from votersdaily.schema import EVENTS_DB, LOG_DB
 from votersdaily.store.check import checked_store, require_database
 from votersdaily.store.identity import identity_of
@@ -60,7 +59,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     from .crawl import event_spiders
 
-    settings = get_project_settings()
+    settings = project_settings()
     target = Path(os.path.abspath(args.dir))  # said as the absolute folder it is
     try:
         config = SiteConfig.from_settings(settings, timezone=args.timezone, runs=args.runs)

@@ -19,6 +19,14 @@ from typing import BinaryIO
 
 #: Staged in memory up to this many bytes, then in a file of the temporary folder ($TMPDIR).
 IN_MEMORY = 32 * 1024 * 1024
+#: A disk that takes no more: full, over the user's quota, or past the largest file it holds.
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _prefix() -> str:
+    from . import prefix
+
+    return prefix()
 
 
 @contextmanager
@@ -29,15 +37,22 @@ def staged_stdout() -> Iterator[BinaryIO]:
         try:
             yield staged  # type: ignore[misc]  # SpooledTemporaryFile is a BinaryIO in all but name
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                from . import prefix
-
+            if exc.errno in FULL:
                 raise SystemExit(
                     "%s: no room in %s to stage the output (%s): point $TMPDIR at a folder with room"
-                    % (prefix(), tempfile.gettempdir(), exc.strerror)
+                    % (_prefix(), tempfile.gettempdir(), exc.strerror)
                 ) from None
             raise
         staged.seek(0)
-        sys.stdout.flush()
-        shutil.copyfileobj(staged, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.flush()
+            shutil.copyfileobj(staged, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        except OSError as exc:
+            if exc.errno not in FULL:
+                raise
+            # `export ics > /srv/full/cal.ics`: a traceback, and a cut file that looks whole
+            raise SystemExit(
+                "%s: standard output could not take the output (%s): what reached it is cut short; "
+                "write it where there is room" % (_prefix(), exc.strerror)
+            ) from None

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy.utils.project import get_project_settings
-
 from votersdaily import locations
+from votersdaily.plumbing.environment import project_settings
 from votersdaily.rfc3986 import mask_uri
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = get_project_settings()
+    settings = project_settings()
     home, reason = locations.home_and_reason(settings)
     print("data home  %s" % home)
     chosen_by_operator = reason in ("$%s" % locations.HOME_ENV, "the %s setting" % locations.HOME_ENV)

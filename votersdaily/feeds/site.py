@@ -23,6 +23,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from votersdaily.clock import iso_utc, now_utc
 from votersdaily.defaults import DEFAULTS
+from votersdaily.plumbing.inputs import meant
 from votersdaily.schema import ID_FORMS
 from votersdaily.sources.canonical_ids import EVIDENCE, bill_label, bill_url, docket_label, docket_url
 from votersdaily.store.base import Store
@@ -64,9 +65,12 @@ class SiteConfig:
     def from_settings(
         cls, settings: BaseSettings, timezone: str | None = None, runs: int | None = None
     ) -> SiteConfig:
-        zone = timezone or settings.get("VOTERSDAILY_SITE_TIMEZONE")
+        # Given empty (``--timezone "$UNSET"``) is no zone, never the setting's without a word.
+        zone = settings.get("VOTERSDAILY_SITE_TIMEZONE") if timezone is None else timezone
         if zone not in pytz.all_timezones_set:
-            raise ValueError("unknown IANA time zone %r for the site" % zone)
+            raise ValueError(
+                "unknown IANA time zone %r for the site%s" % (zone, meant(zone, pytz.all_timezones))
+            )
         return cls(
             timezone=zone,
             runs=runs or settings.getint("VOTERSDAILY_HEALTH_RUNS"),

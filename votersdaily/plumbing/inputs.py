@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 #: C0 and C1 control characters and lone surrogates (which have no UTF-8 form).
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -113,7 +113,20 @@ def checked_url(
         )
     if scheme != "file" and not parts.hostname:
         raise ValueError("%s names no host: %s" % (what, shown(value)))
+    if scheme == "file" and (parts.netloc not in ("", "localhost") or not parts.path.startswith("/")):
+        # file://roll314.xml fetched the working folder (IsADirectoryError), file:roll314.xml was
+        # Scrapy's traceback: a file: URL names an absolute path, file:///…
+        raise ValueError(
+            "%s is not a file: URL of an absolute path (file:///…): %s%s"
+            % (what, shown(value), _meant_file(parts.netloc + parts.path) if local else "")
+        )
     return value
+
+
+def _meant_file(path: str) -> str:
+    """``; did you mean file:///<working folder>/<path>?`` for the relative ``path`` of a file: URL
+    the operator gave (never probed: the path made absolute as the shell would)."""
+    return "; did you mean %s?" % Path(os.path.abspath(unquote(path))).as_uri() if path else ""
 
 
 #: What a host name looks like (``example.org``): the start of a URL given without its scheme; and
@@ -250,12 +263,17 @@ def one_of(name: str, value: str, allowed: Sequence[str]) -> str:
     otherwise be read as another value or fail the run)."""
     if value in allowed:
         return value
-    folded = {word.lower(): word for word in allowed}
-    meant = [folded[word] for word in difflib.get_close_matches(value.strip().lower(), folded, n=1)]
     raise ValueError(
-        "%s takes %s, not %s%s"
-        % (name, ", ".join(allowed), shown(value), "; did you mean %s?" % meant[0] if meant else "")
+        "%s takes %s, not %s%s" % (name, ", ".join(allowed), shown(value), meant(value, allowed))
     )
+
+
+def meant(value: str, known: Iterable[str]) -> str:
+    """``; did you mean …?`` naming the one of ``known`` closest to ``value`` (in any case), or
+    nothing when none is close: the end of the line refusing a mistyped name."""
+    folded = {word.lower(): word for word in known if word != value}  # never itself: no typo
+    close = difflib.get_close_matches(value.strip().lower(), folded, n=1)
+    return "; did you mean %s?" % folded[close[0]] if close else ""
 
 
 def yes_or_no(name: str, value: str | bool | None) -> bool:

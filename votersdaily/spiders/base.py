@@ -202,15 +202,16 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         #: ``-a reparse=archive``: parse the archived documents instead of fetching (see votersdaily.reparse).
         self.reparse: Reparse | None = None
         dry = yes_or_no("dry_run", dry_run)
-        if not reparse and (since or until or dry):  # else ignored: a live crawl of everything
+        # Given, even empty (``-a reparse=$UNSET``), is not left out: that would crawl the live source.
+        if reparse is None and (since is not None or until is not None or dry):  # else a live crawl
             raise ValueError("since, until and dry_run are for -a reparse=archive")
-        if reparse:
+        if reparse is not None:
             one_of("reparse", reparse, ("archive",))
             from votersdaily.reparse import Reparse, parse_date_arg
 
             self.reparse = Reparse(
-                since=parse_date_arg(since, end=False),
-                until=parse_date_arg(until, end=True),
+                since=parse_date_arg(since, end=False, name="since"),
+                until=parse_date_arg(until, end=True, name="until"),
                 dry_run=dry,
             )
         self._archived: dict[tuple[str, int], ArchivedResponse] = {}

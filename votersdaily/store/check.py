@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path, is_embedded_uri
 
@@ -56,9 +57,11 @@ def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     return _couch(uri)
 
 
-def uri_scheme(uri: str) -> str:
+def uri_scheme(uri: str, *, spooled_for: bool = False) -> str:
     """The scheme of a store URI that can name a store (``sqlite``, ``http``, ``https``: nothing is
-    asked of any server), or :class:`StoreMisconfigured` saying why it cannot."""
+    asked of any server), or :class:`StoreMisconfigured` saying why it cannot. ``spooled_for``: the
+    URI only names the store spooled documents were meant for (``flush --from``), which may end with
+    a database (written before that was refused: they are delivered to the right store)."""
     shown = mask_uri(uri)
     try:
         parts = urlsplit(uri)
@@ -74,11 +77,40 @@ def uri_scheme(uri: str) -> str:
         raise StoreMisconfigured("store URI %r has an unknown scheme %r: %s" % (shown, scheme, USE))
     if scheme != "sqlite" and not parts.hostname:
         raise StoreMisconfigured("store URI %r names no host: %s" % (shown, USE))
+    if scheme != "sqlite" and not spooled_for and (db := named_database(parts.path)) is not None:
+        raise StoreMisconfigured(
+            "store URI %r ends with the database %r: a store URI names the server (%s), the project "
+            "names its databases itself" % (shown, db, mask_uri(server_of(uri)))
+        )
     if scheme == "sqlite":
         problem = embedded_problem(uri)
         if problem is not None:
             raise StoreMisconfigured("store URI %r %s: %s" % (shown, problem, USE))
     return scheme
+
+
+def named_database(path: str) -> str | None:
+    """The project's database an http(s) store URI's ``path`` ends with (``/vd_events``, with the
+    deployment's prefix or without), or None: its requests would go inside that database (a
+    ``PUT /vd_events/vd_log`` makes a document there) and what was refused spooled for ever."""
+    from votersdaily.defaults import DEFAULTS
+    from votersdaily.schema import EVENTS_DB, LOG_DB
+
+    from .names import db_prefix
+
+    last = unquote(path.rstrip("/").rpartition("/")[2])
+    names = {EVENTS_DB, LOG_DB} | {value for name, value in DEFAULTS.items() if name.endswith("_DB")}
+    try:
+        prefix = db_prefix()
+    except StoreError:  # a prefix no name can start with: said on its own, before any store is opened
+        prefix = ""
+    return next((name for name in sorted(names) if last in (name, prefix + name)), None)
+
+
+def server_of(uri: str) -> str:
+    """``uri`` without its path, query and fragment: the server's root."""
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
 
 
 def _not_a_database(path: Path) -> bool:
@@ -142,6 +174,12 @@ def _couch(uri: str) -> Store:
     assert isinstance(store, CouchStore), "an http(s) URI opens a CouchStore"  # noqa: S101 - invariant
     try:
         response = store.session.get(store.base + "_session", timeout=store.timeout)
+    except requests.exceptions.SSLError as exc:  # a ConnectionError too, but no refused connection
+        store.close()
+        raise StoreUnavailable(
+            "cannot reach the store at %s (TLS failed: %s): use http:// if the server speaks plain HTTP "
+            "there, else fix its certificate" % (shown, tls_reason(exc))
+        ) from None
     except requests.ConnectionError as exc:
         store.close()
         reason = "host not found" if "resolve" in str(exc).lower() else "connection refused"
@@ -156,8 +194,21 @@ def _couch(uri: str) -> Store:
         ) from None
     if response.status_code != 200 or "userCtx" not in _json_or_empty(response):
         store.close()
-        raise store.refusal(response, "GET", "_session")
+        refused = store.refusal(response, "GET", "_session")
+        if response.status_code == 404 and urlsplit(uri).path.strip("/"):  # a path on the server
+            raise StoreMisconfigured(
+                "%s: a store URI names the server (%s), not a path on it"
+                % (refused, mask_uri(server_of(uri)))
+            )
+        raise refused
     return store
+
+
+def tls_reason(exc: Exception) -> str:
+    """OpenSSL's reason code for a failed handshake (``WRONG_VERSION_NUMBER``: the server answered in
+    plain HTTP; ``CERTIFICATE_VERIFY_FAILED``), not urllib3's pool and retry wording around it."""
+    found = re.search(r"\[SSL: ([A-Z_]+)\]", str(exc))
+    return found[1] if found else type(exc).__name__
 
 
 def _json_or_empty(response: requests.Response) -> dict[str, Any]:

@@ -9,14 +9,13 @@ does, when they build a request or a query. Callers never see the prefix.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from votersdaily.setting_marks import DB_PREFIX
 
 from .base import StoreError
 
 PREFIX_ENV = "VOTERSDAILY_DB_PREFIX"
-#: CouchDB's rule for the start of a database name (docs: "Database name"), empty for no prefix.
-_PREFIX_RE = re.compile(r"(?:[a-z][a-z0-9_$()+/-]*)?\Z")
 
 
 def db_prefix(settings: Any = None) -> str:
@@ -30,11 +29,8 @@ def db_prefix(settings: Any = None) -> str:
 
 
 def checked_prefix(prefix: str) -> str:
-    if not _PREFIX_RE.match(prefix):
-        raise StoreError(
-            "database prefix %r (%s) is not the start of a CouchDB database name: a lowercase letter, "
-            "then lowercase letters, digits or _$()+-/" % (prefix, PREFIX_ENV)
-        )
+    if not DB_PREFIX(prefix):
+        raise StoreError("database prefix %r (%s) is not %s" % (prefix, PREFIX_ENV, DB_PREFIX.what))
     return prefix
 
 
