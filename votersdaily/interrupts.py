@@ -22,13 +22,16 @@ run log for the spiders still open. Here:
   the spiders' sources: the next run stores them).
 
 Both ``python -m votersdaily crawl`` and ``scrapy crawl`` (votersdaily/commands/crawl.py) use it.
+A loop that runs no crawl (the scheduler) stops through :func:`stop_requests`.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -231,3 +234,28 @@ class Interrupts:
                 "waiting for %d store writes in flight (at most the store's timeout); "
                 "%s once more to quit without them" % (busy, self._named(signum)[1])
             )
+
+
+@contextmanager
+def stop_requests() -> Iterator[threading.Event]:
+    """For a loop that runs no crawl (the scheduler): an event that Ctrl-C (SIGINT) or SIGTERM sets;
+    each also raises ``KeyboardInterrupt`` to cut short a request in flight. The loop checks the event
+    between passes: Python prints and drops an exception raised while a finalizer runs (``__del__``,
+    a weakref callback: where a signal's handler may run), and a loop stopped by the exception alone
+    then went on. A SIGINT ignored from the start (a script's background job) stays ignored. The
+    handlers before are back after the block."""
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stop.set()
+        raise KeyboardInterrupt
+
+    signums = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signums.append(signal.SIGINT)
+    previous = {signum: signal.signal(signum, request_stop) for signum in signums}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -20,6 +20,20 @@ def crawled(house_votes_store):
     return house_votes_store
 
 
+def votersdaily_into(stdout: int, store_uri: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m votersdaily <args>`` on ``store_uri`` with its standard output on file descriptor
+    ``stdout``; standard error as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "votersdaily", *args],
+        cwd=REPO,
+        env=dict(os.environ, **cli_environment(store_uri)),
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+
+
 def first_line(proc) -> str:
     return proc.stderr.splitlines()[0] if proc.stderr else ""
 
@@ -145,25 +159,54 @@ def test_scheduler_checks_the_settings_it_gives_every_job(cli_main, tmp_path, se
     assert not store.exists()
 
 
-@pytest.mark.parametrize("args", [("export", "ics"), ("dump", "vd_events")])
+@pytest.mark.parametrize(
+    "args", [("export", "ics"), ("dump", "vd_events"), ("where",), ("flush",), ("views", "push")]
+)
 def test_standard_output_on_a_full_disk_is_one_line_and_exit_1(crawled, args):
-    """``export ics > /srv/full/cal.ics`` was a traceback from the staged output's copy (Linux's
-    ``/dev/full``: every write is ENOSPC, as on a full disk)."""
+    """``export ics > /srv/full/cal.ics`` was a traceback from the staged output's copy, ``where``,
+    ``flush`` and ``views push`` one from their first ``print`` (Linux's ``/dev/full``: every write is
+    ENOSPC, as on a full disk)."""
     with open("/dev/full", "wb") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "votersdaily", *args],
-            cwd=REPO,
-            env=dict(os.environ, **cli_environment(crawled)),
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
-        )
+        proc = votersdaily_into(full.fileno(), crawled, *args)
     assert (proc.returncode, proc.stderr) == (
         1,
         "votersdaily %s: standard output could not take the output (No space left on device): what "
         "reached it is cut short; write it where there is room\n" % args[0],
     )
+
+
+def test_no_room_to_stage_the_output_is_one_line_and_exit_1(crawled, tmp_path, monkeypatch, capsys):
+    """``export`` stages its output before standard output sees a byte: a full temporary folder (a
+    real tmpfs, filled; staged in a file from the first byte here) says where and what to do."""
+    from tests.support.tmpfs import fill, small_tmpfs
+    from votersdaily.cli import main, standard_output
+
+    with small_tmpfs(tmp_path / "tmp") as folder:
+        fill(folder)
+        monkeypatch.setattr(standard_output, "IN_MEMORY", 1)
+        monkeypatch.setattr(standard_output.tempfile, "tempdir", str(folder))
+        for name, value in cli_environment(crawled).items():
+            monkeypatch.setenv(name, value)
+        status = main(["export", "json"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert err == (
+        "votersdaily export: no room in %s to stage the output (No space left on device): point $TMPDIR "
+        "at a folder with room\n" % folder
+    )
+
+
+@pytest.mark.parametrize("args", [("dump", "vd_events"), ("where",)])
+def test_a_reader_that_stops_early_is_not_an_error(crawled, args):
+    """``dump vd_events | head``: the reader closed the pipe (here before the first byte): exit 0 and
+    nothing on standard error (no BrokenPipeError, no "Exception ignored" at exit)."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        proc = votersdaily_into(writer, crawled, *args)
+    finally:
+        os.close(writer)
+    assert (proc.returncode, proc.stderr) == (0, "")
 
 
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):

@@ -450,36 +450,25 @@ def test_the_scheduler_loop_shows_each_change_and_stores_only_changes(scrapyd, c
     due or not (53 in 4 minutes). Now each change is a line of its output and a document (at most
     VOTERSDAILY_SCHEDULER_DECISIONS are kept); passes that change nothing write nothing."""
     import signal
-    import subprocess
-    import sys
 
-    from tests.support.services import REPO, cli_environment
+    from tests.support.processes import SchedulerLoop
 
     server, client = scrapyd
     out = tmp_path / "scheduler.out"
-    env = dict(os.environ, **cli_environment(couch_uri, {"VOTERSDAILY_SCHEDULER_DECISIONS": "2"}))
-    loop = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", server.auth_url),
-            *("--interval", "0.3", "--spider", "house_votes", "--offline"),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=open(out, "wb"),
-        stderr=subprocess.STDOUT,
+    loop = SchedulerLoop(
+        *(server.auth_url, couch_uri, out, "--interval", "0.3", "--spider", "house_votes", "--offline"),
+        environment={"VOTERSDAILY_SCHEDULER_DECISIONS": "2"},
     )
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and " scheduled " not in out.read_text():
-            time.sleep(0.2)
+        loop.wait_for(" scheduled ", deadline)
         jobid = _decisions(couch_uri)[0]["jobid"]
         wait_finished(client, [jobid])
-        while time.monotonic() < deadline and "not-due" not in out.read_text():
-            time.sleep(0.2)
+        loop.wait_for("not-due", deadline)
         time.sleep(1.5)  # a few more passes, each with nothing new
     finally:
-        loop.send_signal(signal.SIGINT)
-        assert loop.wait(20) == 0, out.read_text()[-3000:]
+        status = loop.stop(signal.SIGINT)
+    assert status == 0, out.read_text()[-3000:]
     lines = out.read_text().splitlines()
     assert lines[0].startswith("votersdaily scheduler: a pass every 0.3 s on %s" % server.url), lines
     shown = [line.split()[1:4] for line in lines[1:] if "house_votes" in line]

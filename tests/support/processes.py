@@ -282,3 +282,41 @@ def scrapyd_env(store_uri: str, workdir: Path, **extra: str) -> dict:
     env["VOTERSDAILY_ARCHIVE_DIR"] = str(workdir / "archive")
     env.update(extra)
     return env
+
+
+class SchedulerLoop:
+    """``python -m votersdaily scheduler --scrapyd <url> <args>`` in loop mode on ``store_uri``, its
+    output (both streams) in ``out``; :meth:`stop` signals it as a person or systemd does."""
+
+    def __init__(
+        self, scrapyd_url: str, store_uri: str, out: Path, *args: str, environment: dict | None = None
+    ) -> None:
+        from tests.support.services import cli_environment
+
+        self.out = out
+        with open(out, "wb") as output:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "votersdaily", "scheduler", "--scrapyd", scrapyd_url, *args],
+                cwd=REPO,
+                env=dict(os.environ, **cli_environment(store_uri, environment or {})),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+
+    def text(self) -> str:
+        return self.out.read_text()
+
+    def wait_for(self, text: str, deadline: float) -> None:
+        """Until ``text`` is in its output or ``time.monotonic()`` passes ``deadline``."""
+        while time.monotonic() < deadline and text not in self.text():
+            time.sleep(0.1)
+
+    def stop(self, signum: int) -> int | str:
+        """Send ``signum``; the exit status, or why there is none (killed after 20 s)."""
+        self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:  # its output says where it was
+            self.proc.kill()
+            self.proc.wait()
+            return "still running 20 s after the signal"

@@ -27,6 +27,8 @@ from votersdaily.setting_rules import bad_environment
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import StoreMisconfigured, StoreMissing
 
+from .standard_output import StagingFull, StandardOutputFull, guarded_standard_output
+
 #: Exit statuses of every command (docs/cli.md: Exit codes), and EXIT_INTERRUPTED above.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
 
@@ -129,6 +131,19 @@ def _accept_store_anywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status (module docstring)."""
+    with guarded_standard_output():
+        try:
+            status = _command(argv)
+            sys.stdout.flush()
+            return status
+        except (StandardOutputFull, StagingFull) as exc:  # `where > /srv/full/where.txt`
+            return fail(str(exc), EXIT_FAILED)
+        except BrokenPipeError:  # `dump vd_events | head`: the reader took what it wanted
+            return EXIT_OK
+
+
+def _command(argv: list[str] | None) -> int:
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "votersdaily.settings")
     _running["command"] = ""
     args, extra = build_parser(invoked_as(sys.argv[0])).parse_known_args(argv)
@@ -150,9 +165,6 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().addHandler(handler)
     try:
         return int(args.func(args) or 0)
-    except BrokenPipeError:  # e.g. `dump vd_events | head`
-        sys.stderr.close()
-        return 0
     except KeyboardInterrupt:  # Ctrl-C outside a crawl (a crawl handles its own: votersdaily/interrupts.py)
         return fail("interrupted", EXIT_INTERRUPTED)
     except StoreError as exc:

@@ -11,7 +11,7 @@ from votersdaily.schema import SURROGATE_RE, clean_text, clean_value
 from votersdaily.store.check import checked_store
 
 from . import fail, say
-from .staged_output import staged_stdout
+from .standard_output import staged_stdout
 from .views import project_databases
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from votersdaily.store.check import checked_store, require_database
 
 from . import fail, say
 from .options import one_of
-from .staged_output import staged_stdout
+from .standard_output import staged_stdout
 
 if TYPE_CHECKING:
     from votersdaily.store.base import Store

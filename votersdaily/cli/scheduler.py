@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 from scrapy.spiderloader import SpiderLoader
 
+from votersdaily.interrupts import stop_requests
 from votersdaily.plumbing.environment import project_settings
 from votersdaily.plumbing.inputs import meant
 from votersdaily.setting_rules import assign
@@ -163,8 +165,7 @@ def run(args: argparse.Namespace) -> int:
         % (args.interval, scheduler.scrapyd.url, ", ".join(names), SCHEDULER_DB),
         flush=True,
     )
-    try:
-        scheduler.run_forever(args.interval, report=lambda decision: show(decision, stamp=True))
-    except KeyboardInterrupt:
-        return EXIT_OK
+    # Ctrl-C or SIGTERM: a pass in flight is cut short (KeyboardInterrupt), else the loop ends after it
+    with stop_requests() as stop, contextlib.suppress(KeyboardInterrupt):
+        scheduler.run_forever(args.interval, report=lambda decision: show(decision, stamp=True), stop=stop)
     return EXIT_OK

@@ -17,6 +17,7 @@ jobs unless the operator allows it (``allow_open``).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -245,10 +246,15 @@ class RecurringScheduler:
         }
 
     def run_forever(
-        self, interval: float, report: Callable[[dict[str, Any]], None] = lambda decision: None
+        self,
+        interval: float,
+        report: Callable[[dict[str, Any]], None] = lambda decision: None,
+        stop: threading.Event | None = None,
     ) -> None:
-        """A pass every ``interval`` seconds; ``report`` is called with each decision that changed."""
-        while True:
+        """A pass every ``interval`` seconds until ``stop`` is set; ``report`` is called with each
+        decision that changed."""
+        stop = stop or threading.Event()
+        while not stop.is_set():
             try:
                 self.run_once()
                 for decision in self.changed:
@@ -256,4 +262,4 @@ class RecurringScheduler:
             except (StoreError, ScrapydError) as exc:
                 # The store (or scrapyd) is down for this pass: the next pass tries again.
                 logger.error("scheduler pass failed: %s", exc)
-            time.sleep(interval)
+            stop.wait(interval)
