@@ -307,6 +307,22 @@ def test_reparse_of_an_archive_folder_that_does_not_exist_is_a_usage_error(cli_m
     )
 
 
+def test_enqueue_into_a_database_redis_does_not_have_says_so_exit_2(cli, sqlite_uri, redis_server, tmp_path):
+    """``--redis-url redis://host:6379/99`` on a Redis of 16 databases: before, "cannot reach Redis
+    … start redis-server" (exit 3) of a Redis that was up and answered."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text('{"base_url": "https://example.org/paper.pdf"}\n')
+    url = redis_server.url.rsplit("/", 1)[0] + "/99"
+    proc = cli("enqueue", "ingest", str(requests), "--redis-url", url, store_uri=sqlite_uri)
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "votersdaily enqueue: Redis at %s has no database of that number (DB index is out of range): "
+        "Redis numbers them from 0 to its `databases` setting less one (0-15 by default); fix the /db "
+        "of --redis-url\n" % url,
+    )
+    assert redis_server.client().dbsize() == 0
+
+
 def test_enqueue_finds_redis_unreachable_before_reading_its_input(cli, sqlite_uri, tmp_path):
     requests = tmp_path / "requests.jsonl"
     requests.write_text("not json\n")

@@ -91,6 +91,21 @@ def test_a_worker_that_cannot_reach_its_redis_says_so_in_one_line(couch_uri, tmp
     assert line.endswith("start redis-server or fix REDIS_URL / $VOTERSDAILY_REDIS_URL"), line
 
 
+def test_a_worker_given_a_database_redis_does_not_have_says_so_in_one_line(redis_server, couch_uri, tmp_path):
+    """``redis://host:6379/99`` on a Redis of 16 databases: before, a traceback ending in redis-py's
+    ``ResponseError: DB index is out of range``."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/99"
+    worker = start_crawl(
+        "vd_fetch_worker", couch_uri, log=tmp_path / "worker.log", env={"VOTERSDAILY_REDIS_URL": url}
+    )
+    assert worker.wait(120) == 1
+    log = (tmp_path / "worker.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    (line,) = [line for line in log.splitlines() if "no database of that number" in line]
+    assert line.startswith("scrapy crawl: Redis at %s has no database of that number (" % url), line
+    assert line.endswith("fix the /db of REDIS_URL / $VOTERSDAILY_REDIS_URL"), line
+
+
 def test_a_scrapyd_job_of_a_worker_refused_at_its_start_leaves_a_run_log(couch_uri, tmp_path):
     """A worker that scrapyd runs (``-a _job=``) and that cannot use its Redis: before, the one line
     went to the job's standard error, which no one reads, and vd_log had nothing of the job."""

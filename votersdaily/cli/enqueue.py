@@ -21,7 +21,7 @@ from votersdaily.plumbing.inputs import (
 from votersdaily.setting_marks import REDIS_URL_FORM
 from votersdaily.store import mask_uri
 
-from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, fail, say
+from . import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail, say
 
 if TYPE_CHECKING:
     import argparse
@@ -120,9 +120,11 @@ def queue_readers(loader: SpiderLoader) -> dict[str, list[str]]:
 
 
 def redis_unreachable(redis_url: str, exc: Exception) -> int:
-    from votersdaily.distributed.link import redis_down_line
+    """One line saying why Redis could not be used; exit 2 for a URL to fix, else 3 (unavailable)."""
+    from votersdaily.distributed.link import no_such_database, redis_down_line
 
-    return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), EXIT_UNAVAILABLE)
+    status = EXIT_USAGE if no_such_database(exc) else EXIT_UNAVAILABLE
+    return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), status)
 
 
 def redis_url_problem(redis_url: str | None) -> str | None:

@@ -13,11 +13,24 @@ logger = logging.getLogger(__name__)
 #: What a Redis that is down, restarting (loading its data: BusyLoadingError is one) or unreachable
 #: raises; anything else is a bug and is logged as one.
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+#: What a Redis that is up raises for a command it refuses (a database number past its ``databases``).
+REDIS_REFUSED = redis.exceptions.ResponseError
+
+
+def no_such_database(exc: BaseException) -> bool:
+    """Redis answered that the URL's database number is past its ``databases`` (``redis://host/99``):
+    the URL is the operator's to fix, Redis is up."""
+    return isinstance(exc, REDIS_REFUSED) and "DB index is out of range" in str(exc)
 
 
 def redis_down_line(where: str, exc: Exception, url_from: str) -> str:
     """Why a Redis could not be used at the start, and what to fix (the URL, given by ``url_from``).
     A refused login is a ConnectionError too in redis-py, but Redis is up: starting it is no fix."""
+    if no_such_database(exc):
+        return (
+            "Redis at %s has no database of that number (%s): Redis numbers them from 0 to its "
+            "`databases` setting less one (0-15 by default); fix the /db of %s" % (where, exc, url_from)
+        )
     if isinstance(exc, redis.exceptions.AuthenticationError):
         return (
             "Redis at %s refused the credentials (%s): give its ACL user and password in %s "
