@@ -728,6 +728,21 @@ def test_the_other_spiders_name_an_argument_they_do_not_take(tmp_path, args, mes
     assert not store.exists()
 
 
+def test_requests_from_a_store_database_with_a_typo_name_the_one_meant(tmp_path):
+    """``-a requests=store:ingest_requst`` failed the run with "the store has no database", leaving
+    the operator to find the name; the line names the queue meant (as ``flush --db`` does)."""
+    store = tmp_path / "store.db"
+    proc = run_cli(
+        [sys.executable, "-m", "scrapy", "crawl", "ingest", "-a", "requests=store:ingest_requst"],
+        "sqlite:///%s" % store,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert (
+        "bad ingest request at store:ingest_requst: the store has no database 'ingest_requst'; did you "
+        "mean ingest_requests?" in proc.stderr
+    ), proc.stderr[-3000:]
+
+
 @pytest.mark.parametrize(
     ("spider", "url", "message"),
     [

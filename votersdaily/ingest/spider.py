@@ -25,7 +25,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
-from votersdaily.plumbing.inputs import checked_inputs, one_of, url_argument, yes_or_no
+from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, url_argument, yes_or_no
 from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.scrapy_internals import (
@@ -280,8 +280,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         from votersdaily.store.crawler import store_for
 
         store = store_for(self.crawler)
-        if not store.has_db(db):
-            return [("store:%s" % db, R.RequestSourceError("the store has no database %r" % db))]
+        if not store.has_db(db):  # a typo (store:ingest_requst) names the database meant
+            queues = [self.settings.get("INGEST_REQUESTS_DB"), self.settings.get("INGEST_CATALOG_DB")]
+            return [
+                (
+                    "store:%s" % db,
+                    R.RequestSourceError("the store has no database %r%s" % (db, meant(db, queues))),
+                )
+            ]
         return [("store:%s/%s" % (db, doc["_id"]), R.from_store_doc(doc)) for doc in store.iter_docs(db)]
 
     def make_ingest_request(self, raw: Any, where: str = "request") -> scrapy.Request | IngestItem | None:
