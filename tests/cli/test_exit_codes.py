@@ -209,6 +209,21 @@ def test_a_reader_that_stops_early_is_not_an_error(crawled, args):
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
+def test_a_command_started_with_standard_output_closed_still_works(crawled, tmp_path):
+    """``votersdaily where >&-``: Python gives such a process no ``sys.stdout`` (None) and ``print``
+    writes nothing; the guard of a full standard output must not turn that into a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "votersdaily", "where"],
+        cwd=REPO,
+        env=dict(os.environ, **cli_environment(crawled)),
+        preexec_fn=lambda: os.close(1),  # the child closes its own descriptor 1, nothing more
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
 def test_unknown_crawl_spider_names_the_known_ones(cli_main, sqlite_uri):
     proc = cli_main("crawl", "house_vote", store_uri=sqlite_uri)
     assert proc.returncode == 2

@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     with guarded_standard_output():
         try:
             status = _command(argv)
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None: started with standard output closed (`>&-`)
+                sys.stdout.flush()
             return status
         except (StandardOutputFull, StagingFull) as exc:  # `where > /srv/full/where.txt`
             return fail(str(exc), EXIT_FAILED)
