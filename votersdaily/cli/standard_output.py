@@ -81,8 +81,8 @@ class _GuardedFile(io.RawIOBase):
 def guarded_standard_output() -> Iterator[None]:
     """``sys.stdout`` as :class:`_GuardedFile`, line-buffered (a full disk shows at the line that met
     it, inside the command), for the block; flushed and restored after (the block flushes it itself
-    to hear of a failure). A ``sys.stdout`` with no file
-    descriptor (a test capturing it in memory) is left as it is."""
+    to hear of a failure). A ``sys.stdout`` with no file descriptor (a test capturing it in memory)
+    is left as it is."""
     original = sys.stdout
     try:
         fd = original.fileno()
