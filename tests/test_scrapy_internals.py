@@ -407,11 +407,42 @@ def test_the_platform_of_scrapys_start_up_line_is_computed_ahead(monkeypatch):
     assert dict(get_versions(["Platform"])) == {"Platform": platform.platform()}
 
 
+def test_the_log_handler_scrapy_makes_for_a_log_file_passes_through_the_wrapper(tmp_path):
+    """``wrap_log_handler``: the handler Scrapy's ``install_scrapy_root_handler`` makes for ``LOG_FILE``
+    (the crawler process's, then each crawler's) is what ``adopt`` returns; another handler is
+    Scrapy's own; a second wrapper changes nothing."""
+    import inspect
+    import logging
+
+    from scrapy.settings import Settings
+    from scrapy.utils import log
+
+    made = log._get_handler
+    log._get_handler = inspect.unwrap(made)  # Scrapy's own, should a crawl of this process have wrapped it
+    seen: list[logging.Handler] = []
+
+    def adopt(handler: logging.FileHandler) -> logging.Handler:
+        seen.append(handler)
+        return handler
+
+    try:
+        scrapy_internals.wrap_log_handler(adopt)
+        scrapy_internals.wrap_log_handler(adopt)
+        log.install_scrapy_root_handler(Settings({"LOG_FILE": str(tmp_path / "crawl.log")}))
+        handler = log.get_scrapy_root_handler()
+        assert seen == [handler] and type(handler) is logging.FileHandler
+        log.install_scrapy_root_handler(Settings({"LOG_FILE": None}))
+        assert len(seen) == 1 and type(log.get_scrapy_root_handler()) is logging.StreamHandler
+    finally:
+        log._uninstall_scrapy_root_handler()
+        log._get_handler = made
+
+
 #: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
 INTERNALS = re.compile(
     r"engine\)?\.(downloader|scraper|_slot|_start|paused|running|download_async|download)\b|crawler\)?\.crawling\b"
     r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
-    r"|scrapy\.utils\.ossignal"
+    r"|scrapy\.utils\.ossignal|_get_handler\b"
 )
 
 

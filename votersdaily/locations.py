@@ -270,7 +270,7 @@ def _switched_on(settings: Any, name: str) -> bool:
     return _configured(settings, name).lower() in ("true", "1", "yes", "on")
 
 
-def _not_a_folder(path: Path) -> tuple[Path, str] | None:
+def not_a_folder(path: Path) -> tuple[Path, str] | None:
     """What stops ``path`` from being, or being made, a folder: itself or the nearest of its
     parents that exists, when that is something else, and what it is; None when nothing does."""
     for existing in (path, *path.parents):
@@ -299,7 +299,7 @@ def misplaced(settings: Any = None, names: tuple[str, ...] = RUN_LOCATIONS) -> l
         if name in FILE_LOCATIONS and target.is_dir():
             problems.append("%s names %s, which is a folder, not a file" % (name, value))
             continue
-        blocked = _not_a_folder(target.parent if name in FILE_LOCATIONS else target)
+        blocked = not_a_folder(target.parent if name in FILE_LOCATIONS else target)
         if blocked is not None:
             where, what = blocked
             under = "" if where == target else ", under %s" % where

@@ -17,6 +17,7 @@ registry, so an upgrade that breaks one fails there, by name, before the pin in 
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.extensions.httpcache import FilesystemCacheStorage
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
     from twisted.internet.defer import Deferred
 
 #: The Scrapy releases every function below was checked on (tests/test_scrapy_internals.py, run in a
@@ -321,3 +322,27 @@ def prepare_version_line(settings: BaseSettings) -> None:
 
     if "platform" in (name.lower() for name in settings.getlist("LOG_VERSIONS")):
         threading.Thread(target=platform.platform, name="platform-line", daemon=True).start()
+
+
+# -- the log file ---------------------------------------------------------------------------------
+
+
+def wrap_log_handler(adopt: Callable[[logging.FileHandler], logging.Handler]) -> None:
+    """Scrapy's log handler for ``LOG_FILE`` passed through ``adopt`` as it is made
+    (votersdaily/logfile.py: a full disk under the log costs one line, not a traceback per record and
+    the crawl). Scrapy makes the handler in ``scrapy.utils.log._get_handler``, for the crawler
+    process and again for each crawler, and has no setting for its class. Once per process: a
+    second call changes nothing. Checked on Scrapy 2.18.0 and 2.19.0."""
+    from scrapy.utils import log
+
+    made = log._get_handler
+    if getattr(made, "wrapped_by_votersdaily", False):
+        return
+
+    @functools.wraps(made)
+    def wrapped(settings: Settings) -> logging.Handler:
+        handler = made(settings)
+        return adopt(handler) if type(handler) is logging.FileHandler else handler
+
+    wrapped.wrapped_by_votersdaily = True  # type: ignore[attr-defined]
+    log._get_handler = wrapped

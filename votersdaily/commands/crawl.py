@@ -28,6 +28,7 @@ from scrapy.exceptions import NotConfigured, UsageError
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
 from votersdaily.locations import archive_written, misplaced
+from votersdaily.logfile import guard_log_file, log_file_problems
 from votersdaily.scrapy_internals import prepare_version_line
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
@@ -235,8 +236,14 @@ class Command(crawl.Command):
         if isinstance(level, str) and level.strip().upper() in LOG_LEVELS:  # -L info, as people type it
             priority = settings.getpriority("LOG_LEVEL") or "cmdline"
             settings.set("LOG_LEVEL", level.strip().upper(), priority)
-        for problem in (*bad_environment(), *bad_settings(settings), *misplaced(settings)):
+        for problem in (
+            *bad_environment(),
+            *bad_settings(settings),
+            *misplaced(settings),
+            *log_file_problems(settings),
+        ):
             self._refuse(BadSettingValue(problem), args, opts)  # before Scrapy builds its crawler process
+        guard_log_file()  # before Scrapy opens the log file for its crawler process
         for problem in bad_store_uri(settings):
             self._refuse(StoreLocationRefused(problem), args, opts)
         if len(args) == 1:

@@ -1,0 +1,175 @@
+"""Scrapy's log file (``LOG_FILE``; scrapyd gives each job one) on a full disk (a real small tmpfs,
+root only, skipped otherwise) costs no event and is said once; one Scrapy cannot open is refused
+before the crawl. The documents are the real House roll-call recordings, read from their files."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+
+import pytest
+
+from tests.support.tmpfs import fill, small_tmpfs
+from votersdaily.logfile import GuardedLogFile, log_file_problems
+from votersdaily.spiders.house_votes import HouseVotesSpider
+from votersdaily.store import open_store
+
+URLS = HouseVotesSpider.recording_urls()
+
+
+def said_once(stderr: str, log_file: str) -> None:
+    """One line says the log file failed, naming it and its folder; no traceback anywhere."""
+    lines = [line for line in stderr.splitlines() if "log file" in line]
+    assert len(lines) == 1, stderr[-3000:]
+    folder = log_file.rsplit("/", 1)[0]
+    assert lines[0].endswith(
+        "ERROR: the log file %s cannot take more (No space left on device): the rest of the log goes to "
+        "standard error; make room in %s or point LOG_FILE elsewhere" % (log_file, folder)
+    )
+    assert "Traceback" not in stderr and "Logging error" not in stderr, stderr[-3000:]
+
+
+def stored(store_uri: str) -> tuple[list[str], list[str]]:
+    store = open_store(store_uri)
+    try:
+        keys = sorted(doc["unique_key"] for doc in store.iter_docs("vd_events"))
+        results = [doc["result"] for doc in store.iter_docs("vd_log")]
+    finally:
+        store.close()
+    return keys, results
+
+
+@pytest.fixture
+def expected_keys(crawl, tmp_path):
+    """What the same crawl stores with its log file on a disk with room."""
+    uri = "sqlite:///%s" % (tmp_path / "reference.db")
+    proc = crawl("house_votes", URLS, uri, "-s", "LOG_FILE=%s" % (tmp_path / "crawl.log"), subprocess=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    keys, results = stored(uri)
+    assert len(keys) == 3 and results == ["success"]
+    return keys
+
+
+def test_a_log_file_whose_disk_fills_during_the_crawl_costs_no_event(
+    crawl, sqlite_uri, tmp_path, expected_keys
+):
+    """Before: "--- Logging error ---" and a traceback for every record once the disk was full,
+    then an ``OSError`` traceback and exit 1 when Scrapy closed the handler."""
+    with small_tmpfs(tmp_path / "logs", size="64k") as folder:
+        fill(folder, leave=8192)  # the start-up lines fit, the crawl's DEBUG lines do not
+        log_file = str(folder / "crawl.log")
+        proc = crawl(
+            "house_votes",
+            URLS,
+            sqlite_uri,
+            "-s",
+            "LOG_FILE=%s" % log_file,
+            "-s",
+            "LOG_LEVEL=DEBUG",
+            subprocess=True,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        said_once(proc.stderr, log_file)
+        kept = (folder / "crawl.log").read_text("utf-8", "replace")
+        assert "Scrapy 2." in kept and "Spider closed" not in kept  # the file holds the start
+        assert "Spider closed (finished)" in proc.stderr  # and the rest went on standard error
+    assert stored(sqlite_uri) == (expected_keys, ["success"])
+
+
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily crawl"])
+def test_a_log_file_on_a_disk_full_from_the_start_costs_no_event(
+    command, crawl, cli, sqlite_uri, tmp_path, expected_keys
+):
+    """Before: ``scrapy crawl`` crawled nothing: exit 1 on an ``OSError`` traceback as the crawler was
+    made, no run log."""
+    with small_tmpfs(tmp_path / "logs", size="64k") as folder:
+        fill(folder)
+        log_file = str(folder / "crawl.log")
+        setting = "LOG_FILE=%s" % log_file
+        if command == "scrapy crawl":
+            proc = crawl("house_votes", URLS, sqlite_uri, "-s", setting, subprocess=True)
+        else:
+            proc = cli(
+                "crawl", "house_votes", "--log-level", "INFO", "-a", "url=" + ",".join(URLS), "-s", setting,
+                store_uri=sqlite_uri,
+            )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        said_once(proc.stderr, log_file)
+    assert stored(sqlite_uri) == (expected_keys, ["success"])
+
+
+@pytest.mark.parametrize("command", ["scrapy crawl", "votersdaily crawl"])
+@pytest.mark.parametrize(
+    "where, says",
+    [
+        (
+            "missing/crawl.log",
+            "LOG_FILE names {d}/missing/crawl.log, whose folder {d}/missing does not exist",
+        ),
+        ("a-folder", "LOG_FILE names {d}/a-folder, which is a folder, not a file"),
+        (
+            "a-file/crawl.log",
+            "LOG_FILE names {d}/a-file/crawl.log, under {d}/a-file, which is a file, not a folder",
+        ),
+    ],
+)
+def test_a_log_file_scrapy_cannot_open_is_refused_before_the_crawl(
+    command, where, says, crawl, cli, tmp_path
+):
+    """Before: a ``FileNotFoundError`` or ``IsADirectoryError`` traceback, exit 1."""
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    setting = "LOG_FILE=%s" % (tmp_path / where)
+    if command == "scrapy crawl":
+        proc = crawl("house_votes", URLS, uri, "-s", setting, subprocess=True)
+    else:
+        proc = cli("crawl", "house_votes", "--offline", "-s", setting, store_uri=uri)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("%s: %s" % (command, says.format(d=tmp_path)))
+    assert not (tmp_path / "store.db").exists() and not (tmp_path / "missing").exists()
+
+
+def test_scrapys_logfile_option_is_checked_as_the_setting(crawl, tmp_path):
+    proc = crawl(
+        "house_votes", URLS, "sqlite:///%s" % (tmp_path / "store.db"), "--logfile", str(tmp_path / "no/x.log")
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "scrapy crawl: LOG_FILE names %s/no/x.log" % tmp_path
+    )
+
+
+def test_the_handlers_scrapy_makes_for_one_full_log_file_say_it_once(tmp_path, monkeypatch):
+    """Scrapy makes one handler for the crawler process and one for each crawler: once a file failed,
+    a later handler for it writes to standard error from the start (no log split back and forth), and
+    closing either leaves standard error open."""
+    errors = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", errors)
+    monkeypatch.setattr(GuardedLogFile, "failed", set())
+    logger = logging.getLogger("tests.logfile")
+    logger.propagate = False
+    monkeypatch.setattr(logger, "handlers", [])
+    with small_tmpfs(tmp_path / "logs", size="64k") as folder:
+        fill(folder)
+        log_file = folder / "crawl.log"
+        first = GuardedLogFile.adopt(logging.FileHandler(log_file))
+        logger.addHandler(first)
+        monkeypatch.setattr(logging.getLogger("votersdaily.logfile"), "handlers", [first])
+        logger.warning("one")
+        first.close()
+        logger.removeHandler(first)
+        second = GuardedLogFile.adopt(logging.FileHandler(log_file))
+        logger.addHandler(second)
+        logger.warning("two")
+        second.close()
+        assert log_file.read_bytes() == b""
+    lines = errors.getvalue().splitlines()
+    assert lines[1:] == ["one", "two"] and lines[0].startswith("the log file %s cannot take more" % log_file)
+    assert not errors.closed
+
+
+def test_a_log_file_that_may_be_written_is_no_problem(tmp_path):
+    assert log_file_problems({"LOG_FILE": str(tmp_path / "crawl.log")}) == []
+    assert log_file_problems({"LOG_FILE": None}) == []
