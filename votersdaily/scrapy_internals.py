@@ -329,7 +329,7 @@ def prepare_version_line(settings: BaseSettings) -> None:
 
 def wrap_log_handler(adopt: Callable[[logging.FileHandler], logging.Handler]) -> None:
     """Scrapy's log handler for ``LOG_FILE`` passed through ``adopt`` as it is made
-    (votersdaily/logfile.py: a full disk under the log costs one line, not a traceback per record and
+    (votersdaily/scrapy_outputs.py: a full disk under the log costs one line, not a traceback per record and
     the crawl). Scrapy makes the handler in ``scrapy.utils.log._get_handler``, for the crawler
     process and again for each crawler, and has no setting for its class. Once per process: a
     second call changes nothing. Checked on Scrapy 2.18.0 and 2.19.0."""

@@ -384,6 +384,12 @@ LOG_LEVEL: Annotated[str, OneOf(*log_levels)] = "INFO"
 LOG_FORMATTER = "votersdaily.logformatter.LogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
+#: Feeds to local files (``-o``, ``FEEDS``) on a full disk: cut short, said once, the run failed
+#: (``OutputFolderFull``), the items stored (votersdaily/scrapy_outputs.py).
+FEED_STORAGES = {
+    "": "votersdaily.scrapy_outputs.GuardedFileFeedStorage",
+    "file": "votersdaily.scrapy_outputs.GuardedFileFeedStorage",
+}
 
 # -- the laundromat spider (votersdaily/laundromat) -----------------------------------------------
 #: Folder of downloaded/unpacked files (files/) and cleaned output (cleaned/).

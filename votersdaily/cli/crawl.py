@@ -20,7 +20,6 @@ from votersdaily.crawlcontext import RunRecord, crawl_context, incomplete_lines,
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import FORCED_STOP, INTERRUPTED, Interrupts
 from votersdaily.locations import archive_written, misplaced
-from votersdaily.logfile import guard_log_file, log_file_problems
 from votersdaily.plumbing.inputs import bad_spider_arguments
 from votersdaily.reactor import installed_reactor
 from votersdaily.spiders.base import EventSpider
@@ -93,8 +92,10 @@ def run(args: argparse.Namespace) -> int:
         settings = scrapy_settings(args)
     except BadSetting as exc:
         return fail(str(exc))
+    from votersdaily.scrapy_outputs import guard_log_file, output_problems  # Scrapy's feed storage
+
     # a file where the archive goes: no WARC copy of any document; a log file Scrapy cannot open
-    for misplacement in (*misplaced(settings, archive_written(settings)), *log_file_problems(settings)):
+    for misplacement in (*misplaced(settings, archive_written(settings)), *output_problems(settings)):
         return fail(misplacement)
     if args.all and args.spiders:  # `crawl --all house_votse`: the names were ignored and everything crawled
         return fail("give --all or spider names, not both (%s)" % ", ".join(args.spiders))

@@ -28,8 +28,8 @@ from scrapy.exceptions import NotConfigured, UsageError
 from votersdaily.gc_freeze import freeze_at_exit
 from votersdaily.interrupts import EXIT_INTERRUPTED, Interrupts
 from votersdaily.locations import archive_written, misplaced
-from votersdaily.logfile import guard_log_file, log_file_problems
 from votersdaily.scrapy_internals import prepare_version_line
+from votersdaily.scrapy_outputs import guard_log_file, output_problems
 from votersdaily.setting_marks import LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, bad_environment, bad_settings
 
@@ -240,7 +240,7 @@ class Command(crawl.Command):
             *bad_environment(),
             *bad_settings(settings),
             *misplaced(settings),
-            *log_file_problems(settings),
+            *output_problems(settings),
         ):
             self._refuse(BadSettingValue(problem), args, opts)  # before Scrapy builds its crawler process
         guard_log_file()  # before Scrapy opens the log file for its crawler process

@@ -1,6 +1,7 @@
-"""Scrapy's log file (``LOG_FILE``; scrapyd gives each job one) on a full disk (a real small tmpfs,
-root only, skipped otherwise) costs no event and is said once; one Scrapy cannot open is refused
-before the crawl. The documents are the real House roll-call recordings, read from their files."""
+"""Scrapy's outputs an operator names, its log file (``LOG_FILE``; scrapyd gives each job one) and its
+feeds to local files (``-o``, ``FEEDS``), on a full disk (a real small tmpfs, root only, skipped
+otherwise) cost no event and are said once; one Scrapy cannot open is refused before the crawl.
+The documents are the real House roll-call recordings, read from their files."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from tests.support.tmpfs import fill, small_tmpfs
-from votersdaily.logfile import GuardedLogFile, log_file_problems
+from votersdaily.scrapy_outputs import GuardedLogFile, output_problems
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
 
@@ -156,7 +157,7 @@ def test_the_handlers_scrapy_makes_for_one_full_log_file_say_it_once(tmp_path, m
         log_file = folder / "crawl.log"
         first = GuardedLogFile.adopt(logging.FileHandler(log_file))
         logger.addHandler(first)
-        monkeypatch.setattr(logging.getLogger("votersdaily.logfile"), "handlers", [first])
+        monkeypatch.setattr(logging.getLogger("votersdaily.scrapy_outputs"), "handlers", [first])
         logger.warning("one")
         first.close()
         logger.removeHandler(first)
@@ -170,6 +171,63 @@ def test_the_handlers_scrapy_makes_for_one_full_log_file_say_it_once(tmp_path, m
     assert not errors.closed
 
 
-def test_a_log_file_that_may_be_written_is_no_problem(tmp_path):
-    assert log_file_problems({"LOG_FILE": str(tmp_path / "crawl.log")}) == []
-    assert log_file_problems({"LOG_FILE": None}) == []
+def test_outputs_that_may_be_written_are_no_problem(tmp_path):
+    """Scrapy makes a feed's missing folders; a remote feed or standard output is not checked here."""
+    feeds = {
+        str(tmp_path / "new/folders/out.jsonl"): {},
+        (tmp_path / "out.csv").as_uri(): {},
+        str(tmp_path / "%(name)s/%(time)s.jsonl"): {},
+        "s3://bucket/out.jsonl": {},
+        "stdout:": {},
+    }
+    assert output_problems({"LOG_FILE": str(tmp_path / "crawl.log"), "FEEDS": feeds}) == []
+    assert output_problems({"LOG_FILE": None, "FEEDS": {}}) == []
+
+
+def test_a_feed_whose_disk_fills_is_cut_short_said_once_and_fails_the_run(
+    crawl, sqlite_uri, tmp_path, expected_keys
+):
+    """Before: "Error caught on signal handler" for every item, then "Stored jsonl feed (3 items)",
+    ``feedexport/success_count`` 1 and exit 0, the feed empty or cut."""
+    with small_tmpfs(tmp_path / "feeds", size="64k") as folder:
+        fill(folder, leave=4096)  # room for the first items' lines, not for all three
+        feed = folder / "events.jsonl"
+        proc = crawl("house_votes", URLS, sqlite_uri, "-o", str(feed), subprocess=True)
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        said = [line for line in proc.stderr.splitlines() if "feed" in line and "ERROR" in line]
+        assert len(said) == 1 and said[0].endswith(
+            "ERROR: the feed's folder %s is full (No space left on device): the feed %s is cut short where it "
+            "filled; the items missing from it are in the store" % (folder, feed)
+        )
+        assert "Error caught on signal handler" not in proc.stderr and "Traceback" not in proc.stderr
+        assert 0 < feed.stat().st_size < 3 * 4096
+    store = open_store(sqlite_uri)
+    try:
+        keys = sorted(doc["unique_key"] for doc in store.iter_docs("vd_events"))
+        (log,) = store.iter_docs("vd_log")
+    finally:
+        store.close()
+    assert keys == expected_keys and log["result"] == "OutputFolderFull"
+
+
+@pytest.mark.parametrize(
+    "feed, says",
+    [
+        (
+            "a-file/out.jsonl",
+            "the feed (-o, FEEDS) names {d}/a-file/out.jsonl, under {d}/a-file, which is a file",
+        ),
+        ("a-folder:jsonl", "the feed (-o, FEEDS) names {d}/a-folder, which is a folder, not a file"),
+        ("a-file/%(name)s.jsonl", "the feed (-o, FEEDS) names {d}/a-file/%(name)s.jsonl, under {d}/a-file"),
+    ],
+)
+def test_a_feed_scrapy_cannot_open_is_refused_before_the_crawl(feed, says, crawl, tmp_path):
+    """Before: an error per item, then "Task exception was never retrieved" and a traceback, exit 0."""
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    proc = crawl("house_votes", URLS, uri, "-o", str(tmp_path / feed), subprocess=True)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("scrapy crawl: " + says.format(d=tmp_path))
+    assert not (tmp_path / "store.db").exists()
