@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import scrapy
 from scrapy import signals
+from scrapy.core.scheduler import Scheduler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, TextResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
@@ -438,11 +439,65 @@ def test_the_log_handler_scrapy_makes_for_a_log_file_passes_through_the_wrapper(
         log._get_handler = made
 
 
+class QueueFails(Scheduler):
+    """A scheduler whose queue cannot take a request (as a full ``JOBDIR``'s disk queue)."""
+
+    def enqueue_request(self, request: Request) -> bool:
+        raise LookupError("the queue cannot take %s" % request.url)
+
+
+class StartFails(scrapy.Spider):
+    """A spider whose first start request its scheduler cannot take."""
+
+    name = "scrapy_internals_start_fails"
+    custom_settings = {
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "SCHEDULER": "%s.QueueFails" % __name__,
+    }
+
+    async def start(self):
+        yield Request("http://%s:9/never" % HOST, callback=self.parse)
+
+    def parse(self, response: TextResponse):
+        return []
+
+
+def test_the_engines_record_of_failed_start_requests_is_told_apart():
+    """``is_start_failure``: Scrapy's engine logs the failure of a spider's start requests (here its
+    scheduler refusing the first) with the exception, for that spider, and stops with ``shutdown``."""
+    import logging
+
+    from scrapy.crawler import CrawlerRunner
+
+    from votersdaily.logformatter import record_exception
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep(logging.ERROR)
+    scrapy_internals.engine_logger().addHandler(keep)
+    try:
+        runner = CrawlerRunner({"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"})
+        crawler = runner.create_crawler(StartFails)
+        session_reactor().call(lambda: runner.crawl(crawler), 60)
+    finally:
+        scrapy_internals.engine_logger().removeHandler(keep)
+    told = [r for r in records if scrapy_internals.is_start_failure(r, crawler.spider)]
+    assert len(told) == 1 and isinstance(record_exception(told[0]), LookupError)
+    assert not [r for r in records if scrapy_internals.is_start_failure(r, Probe(base=""))]
+    assert crawler.stats.get_value("finish_reason") == "shutdown"
+
+
 #: How the package would reach Scrapy's internals: through the engine or crawler, by attribute.
 INTERNALS = re.compile(
     r"engine\)?\.(downloader|scraper|_slot|_start|paused|running|download_async|download)\b|crawler\)?\.crawling\b"
     r"|\.(slots|total_concurrency|get_slot_key)\b|_get_request_path|context_factory_from_settings"
-    r"|scrapy\.utils\.ossignal|_get_handler\b"
+    r"|scrapy\.utils\.ossignal|_get_handler\b|processing requests from start"
 )
 
 

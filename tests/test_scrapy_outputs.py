@@ -231,3 +231,36 @@ def test_a_feed_scrapy_cannot_open_is_refused_before_the_crawl(feed, says, crawl
     (line,) = proc.stderr.splitlines()
     assert line.startswith("scrapy crawl: " + says.format(d=tmp_path))
     assert not (tmp_path / "store.db").exists()
+
+
+def test_a_full_job_folder_fails_the_run_naming_the_folder(crawl, sqlite_uri, tmp_path):
+    """``JOBDIR`` (Scrapy's queue on disk) on a full disk: Scrapy stops before the first request.
+    Before: the run log said ``interrupted`` (the reason Scrapy gives, ``shutdown``, is a person's
+    stop's), with no word of the disk."""
+    with small_tmpfs(tmp_path / "job", size="64k") as folder:
+        fill(folder)
+        proc = crawl("house_votes", URLS, sqlite_uri, "-s", "JOBDIR=%s" % folder, subprocess=True)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = [line for line in proc.stderr.splitlines() if "start requests failed" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "ERROR: house_votes: its start requests failed: the job folder (JOBDIR) %s is full (No space left "
+        "on device): its requests could not be queued there, and the run stopped; make room and run it "
+        "again" % folder
+    )
+    store = open_store(sqlite_uri)
+    try:
+        (log,) = store.iter_docs("vd_log")
+    finally:
+        store.close()
+    assert log["result"] == "OutputFolderFull" and "interrupted" not in log
+    assert log["errors"][0]["where"] == "start" and str(folder) in log["errors"][0]["message"]
+
+
+def test_a_job_folder_that_is_a_file_is_refused_before_the_crawl(crawl, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    uri = "sqlite:///%s" % (tmp_path / "store.db")
+    proc = crawl("house_votes", URLS, uri, "-s", "JOBDIR=%s" % (tmp_path / "a-file"), subprocess=True)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "scrapy crawl: JOBDIR names %s/a-file, which is a file, not a folder" % tmp_path
+    ]

@@ -22,7 +22,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import TextResponse
 
-from . import locations, schema
+from . import locations, schema, scrapy_internals
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
@@ -36,6 +36,8 @@ from .interrupts import (
     CrawlInterrupted,
 )
 from .items import EventItem
+from .logformatter import record_exception
+from .plumbing.full_disk import full_folder
 from .reactor import installed_reactor
 from .requestmeta import SOURCE_URL_META, START_META
 from .sources.errors import AllRecordsDropped
@@ -233,6 +235,10 @@ class RunLog:
         self.closing = False
         #: The reactor's "before shutdown" trigger that spools the log if the reactor stops first.
         self._forced_stop_trigger: Any = None
+        #: Reads Scrapy's engine's log for the failure of this spider's start requests (open only).
+        self._start_failures: _StartFailures | None = None
+        #: When the start requests failed (:meth:`start_failed`), if they did.
+        self.start_failed_at: str | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -264,6 +270,8 @@ class RunLog:
         self._forced_stop_trigger = installed_reactor().addSystemEventTrigger(
             "before", "shutdown", self.forced_stop, spider
         )
+        self._start_failures = _StartFailures(self, spider)
+        scrapy_internals.engine_logger().addHandler(self._start_failures)
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:
         self.responses += 1
@@ -318,6 +326,38 @@ class RunLog:
 
     def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         self._record(failure, "pipeline", getattr(response, "url", None))
+
+    def start_failed(self, exc: BaseException) -> None:
+        """The spider's start requests failed (scheduling one raised: a full ``JOBDIR``'s queue):
+        Scrapy stops the engine with a person's stop's reason, ``shutdown``, so
+        before this the run log said ``interrupted``. It names the exception, as for any failure,
+        and a person sees why in one line (Scrapy's own says only that the start requests failed);
+        a full job folder is named as the other full folders are (``OutputFolderFull``)."""
+        from twisted.python.failure import Failure  # at run time only here: a typing import above
+
+        self.start_failed_at = now_iso()
+        jobdir = self.crawler.settings.get("JOBDIR")
+        full = (
+            full_folder(
+                exc,
+                "the job folder (JOBDIR)",
+                Path(jobdir).absolute(),
+                "its requests could not be queued there, and the run stopped; make room and run it again",
+            )
+            if jobdir
+            else None
+        )
+        if full is not None:
+            full.__cause__ = exc
+            exc = full
+        logger.error(
+            "%s: its start requests failed: %s",
+            self.crawler.spider.name if self.crawler.spider else "the spider",
+            full.strerror if full is not None else "%s: %s" % (type(exc).__name__, exc),
+        )
+        self._record(
+            Failure(exc, exc_tb=exc.__traceback__ or getattr(exc.__cause__, "__traceback__", None)), "start"
+        )
 
     def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
         if failure.check(CrawlInterrupted):
@@ -381,6 +421,9 @@ class RunLog:
 
     def _stop_watching_shutdown(self) -> None:
         self.closing = True
+        if self._start_failures is not None:
+            scrapy_internals.engine_logger().removeHandler(self._start_failures)
+            self._start_failures = None
         if self._forced_stop_trigger is not None:
             installed_reactor().removeSystemEventTrigger(self._forced_stop_trigger)
             self._forced_stop_trigger = None
@@ -498,7 +541,9 @@ class RunLog:
         not_fetched = int(stats.get_value(NOT_FETCHED_STAT, 0))
         if reason == GRACEFUL_STOP and stats.get_value(WORK_LEFT_STAT) is False and not not_fetched:
             reason = "finished"
-        interrupted = reason in (GRACEFUL_STOP, FORCED_STOP) or bool(not_fetched)
+        # Scrapy stops the engine itself, with a person's stop's reason, when the start requests fail.
+        stopped_by_scrapy = self.start_failed_at is not None and stats.get_value(WORK_LEFT_STAT) is None
+        interrupted = (reason in (GRACEFUL_STOP, FORCED_STOP) and not stopped_by_scrapy) or bool(not_fetched)
         if self.failures:
             result = self.failures[0]["exception"]
         elif interrupted:  # not broken, not complete either
@@ -671,3 +716,18 @@ class RunLog:
             if _same_run_log(store.get(schema.LOG_DB, doc["_id"]), doc):
                 return {"id": doc["_id"], "ok": True}
         return answer
+
+
+class _StartFailures(logging.Handler):
+    """Hands the run log the exception of Scrapy's engine's record that its spider's start requests
+    failed (:func:`votersdaily.scrapy_internals.is_start_failure`)."""
+
+    def __init__(self, run_log: RunLog, spider: Spider) -> None:
+        super().__init__(logging.ERROR)
+        self.run_log = run_log
+        self.spider = spider
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record_exception(record)
+        if exc is not None and scrapy_internals.is_start_failure(record, self.spider):
+            self.run_log.start_failed(exc)

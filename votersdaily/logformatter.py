@@ -148,11 +148,14 @@ class _NetworkErrorsInOneLine:
         record = self.factory(*args, **kwargs)
         if not record.exc_info or not record.name.startswith("scrapy."):
             return record
-        if record.exc_info[1] is self.one_line_error:
+        exc = record.exc_info[1]
+        if exc is self.one_line_error:
             self.one_line_error = None
             record.exc_info, record.exc_text = None, None
         elif self.quiet and self.is_network_error(record):
             record.exc_info, record.exc_text = None, None
+        if record.exc_info is None:
+            setattr(record, _SHOWN_WITHOUT, exc)  # the run log still names it (record_exception)
         return record
 
     def leave_out_traceback_of(self, error: BaseException) -> None:
@@ -162,6 +165,18 @@ class _NetworkErrorsInOneLine:
     def is_network_error(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         return exc is not None and is_one_of(exc, self.errors)
+
+
+#: The record attribute keeping an exception whose traceback the record factory left out.
+_SHOWN_WITHOUT = "votersdaily_exception"
+
+
+def record_exception(record: logging.LogRecord) -> BaseException | None:
+    """The exception a log record was made with, even when it is shown in one line."""
+    if record.exc_info:
+        return record.exc_info[1]
+    exc = getattr(record, _SHOWN_WITHOUT, None)
+    return exc if isinstance(exc, BaseException) else None
 
 
 def _records_in_one_line() -> _NetworkErrorsInOneLine:

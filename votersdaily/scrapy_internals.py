@@ -346,3 +346,29 @@ def wrap_log_handler(adopt: Callable[[logging.FileHandler], logging.Handler]) ->
 
     wrapped.wrapped_by_votersdaily = True  # type: ignore[attr-defined]
     log._get_handler = wrapped
+
+
+# -- the start requests' failure ------------------------------------------------------------------
+
+#: The logger and message of Scrapy's engine when its start requests fail (scheduling one of them
+#: raised: a full ``JOBDIR``'s disk queue; an exception raised by the spider's ``start()`` itself is
+#: logged otherwise, and the crawl goes on). The engine then stops itself with the reason
+#: ``shutdown``, the reason of a person's stop, and sends no signal that names the exception: its log
+#: record is the one place that does.
+_ENGINE_LOGGER = "scrapy.core.engine"
+_START_FAILED = "Error while processing requests from start()"
+
+
+def is_start_failure(record: logging.LogRecord, spider: Spider) -> bool:
+    """Whether ``record`` is Scrapy's engine's saying that ``spider``'s start requests failed (its
+    exception: ``votersdaily.logformatter.record_exception``). Checked on Scrapy 2.18.0 and 2.19.0."""
+    return (
+        record.name == _ENGINE_LOGGER
+        and record.msg == _START_FAILED
+        and getattr(record, "spider", None) is spider
+    )
+
+
+def engine_logger() -> logging.Logger:
+    """The logger whose records :func:`is_start_failure` tells apart."""
+    return logging.getLogger(_ENGINE_LOGGER)

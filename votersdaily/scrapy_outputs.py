@@ -13,9 +13,13 @@ or at a place that cannot be written.
   empty or cut. The events are stored all the same; the feed is cut short where the disk filled,
   said once at ERROR, and the run fails with ``OutputFolderFull`` (exit 1), as the laundromat's and
   the ingest's output folders do.
-- **Before the crawl**, a log file or a local feed that could not be opened (a folder in its place, a
-  file where its folder should be, its log folder missing) is refused (:func:`output_problems`): one
-  line, exit 2, instead of a traceback after the crawl (a feed) or before any (a log file).
+- **The job folder** (``JOBDIR``, Scrapy's queue on disk for a crawl that can be paused): when its
+  disk is full, Scrapy stops the crawl before its first request; the run log names the folder
+  (``OutputFolderFull``, :meth:`votersdaily.extensions.RunLog.start_failed`), not ``interrupted``.
+- **Before the crawl**, a log file, a local feed or a job folder that could not be opened (a folder in
+  its place, a file where its folder should be, its log folder missing) is refused
+  (:func:`output_problems`): one line, exit 2, instead of a traceback after the crawl (a feed) or
+  before any (a log file).
 """
 
 from __future__ import annotations
@@ -133,6 +137,14 @@ def output_problems(settings: BaseSettings | Any) -> list[str]:
             )
         if problem is not None:
             problems.append(problem)
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        folder = Path(os.path.abspath(os.fspath(jobdir)))
+        blocked = not_a_folder(folder)
+        if blocked is not None:
+            where, what = blocked
+            under = "" if where == folder else ", under %s" % where
+            problems.append("JOBDIR names %s%s, which is %s, not a folder" % (folder, under, what))
     for uri in _feed_uris(settings):
         local = _local_feed(uri)
         if local is not None:
