@@ -154,7 +154,9 @@ def start_workers(spider: str, n: int, store_uri: str, redis_url: str, tmp_path:
             *settings,
             "LOG_LEVEL=INFO",
             log=log_path(tmp_path, i),
-            env={"VOTERSDAILY_REDIS_URL": redis_url},
+            # a worker that hangs shows where: wait_all aborts it, and faulthandler writes every
+            # thread's stack to its log (its extraction processes' too: they inherit the variable)
+            env={"VOTERSDAILY_REDIS_URL": redis_url, "PYTHONFAULTHANDLER": "1"},
         )
         for i in range(n)
     ]
@@ -182,12 +184,24 @@ def wait_all(
         except subprocess.TimeoutExpired:
             for other in workers:
                 if other.poll() is None:
+                    show_stacks(other)
                     other.kill()
             raise AssertionError(
-                "worker %d still running after %.0f s:\n%s"
-                % (i, timeout, log_path(tmp_path, i).read_text()[-3000:])
+                "worker %d still running after %.0f s (its threads' stacks and its extraction "
+                "processes' at the end):\n%s" % (i, timeout, log_path(tmp_path, i).read_text()[-12000:])
             ) from None
         assert code == status, log_path(tmp_path, i).read_text()[-3000:]
+
+
+def show_stacks(crawl: subprocess.Popen, wait: float = 5) -> None:
+    """SIGABRT to a hung crawl process and its descendants, started with ``PYTHONFAULTHANDLER``:
+    each writes every thread's stack to its standard error before it ends (the C handler writes
+    even when the thread is blocked in a system call)."""
+    for process in (*descendants(crawl.pid), crawl.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process, signal.SIGABRT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        crawl.wait(wait)
 
 
 def descendants(pid: int) -> list[int]:
