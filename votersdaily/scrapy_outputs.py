@@ -121,10 +121,10 @@ class GuardedLogFile(logging.FileHandler):
 
 
 def output_problems(settings: BaseSettings | Any) -> list[str]:
-    """One line for each of Scrapy's outputs (``LOG_FILE``, a local feed of ``FEEDS``) that could
-    not be opened: before, Scrapy met it as the crawl started (the log file: a ``FileNotFoundError``
-    or ``IsADirectoryError`` traceback) or once it was over (a feed: an error per item, then a
-    traceback, exit 0). A relative name is Scrapy's: under the working folder."""
+    """One line for each of Scrapy's outputs (``LOG_FILE``, ``JOBDIR``, a local feed of ``FEEDS``)
+    that could not be opened: before, Scrapy met it as the crawl started (the log file: a
+    ``FileNotFoundError`` or ``IsADirectoryError`` traceback) or once it was over (a feed: an error
+    per item, then a traceback, exit 0). A relative name is Scrapy's: under the working folder."""
     problems = []
     name = settings.get("LOG_FILE")
     if name:
