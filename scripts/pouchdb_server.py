@@ -29,6 +29,14 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "node_modules" / ".bin" / "pouchdb-server"
 PID_FILE = "pid"
 LOG_FILE = "log.txt"
+#: Says that this script made the folder: the server writes ``config.json`` and ``log.txt`` where it
+#: runs, so a folder holding anything else's files is never used (nor its ``pid`` read by ``--stop``).
+MARKER = ".made-by-pouchdb_server"
+
+
+def not_ours(folder: Path) -> bool:
+    """Whether ``folder`` holds files and was not made by this script."""
+    return folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).is_file()
 
 
 def port_taken(host: str, port: int) -> bool:
@@ -78,7 +86,15 @@ def start(args: argparse.Namespace) -> int:
         print("pouchdb_server: %s is not installed: run bash scripts/setup.sh" % SERVER, file=sys.stderr)
         return 1
     folder = args.dir.resolve()
+    if (folder.exists() and not folder.is_dir()) or not_ours(folder):
+        print(
+            "pouchdb_server: %s is not a folder this script made (it holds other files, or is a file): "
+            "give a new or empty --dir; nothing there was changed" % folder,
+            file=sys.stderr,
+        )
+        return 1
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).touch()
     command = [str(SERVER), "--port", str(args.port), "--host", args.host, "--no-stdout-logs"]
     command += ["--dir", str(folder / "data")] if args.persistent else ["--in-memory"]
     if args.persistent:
@@ -111,6 +127,8 @@ def start(args: argparse.Namespace) -> int:
 def stop(args: argparse.Namespace) -> int:
     folder = args.dir.resolve()
     try:
+        if not (folder / MARKER).is_file():
+            raise FileNotFoundError(folder / MARKER)  # not the script's folder: its pid is not ours
         pid, _port = (int(x) for x in (folder / PID_FILE).read_text().split())
     except (OSError, ValueError):
         print("pouchdb_server: no server started from %s" % folder, file=sys.stderr)

@@ -55,6 +55,7 @@ def test_stop_never_kills_what_a_stale_pid_file_names(tmp_path):
     try:
         state = tmp_path / "state"
         state.mkdir()
+        (state / ".made-by-pouchdb_server").touch()
         (state / "pid").write_text("%d 5984\n" % other.pid)
         stopped = run("--stop", "--dir", str(state), cwd=tmp_path)
         assert stopped.returncode == 1
@@ -66,3 +67,24 @@ def test_stop_never_kills_what_a_stale_pid_file_names(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_folder_of_someone_elses_files_is_never_used_nor_its_pid_file_read(tmp_path):
+    """The server writes ``config.json`` and ``log.txt`` where it runs, and the script its ``pid``:
+    given a folder of the user's (holding files of those names), it rewrote all three. Now refused
+    before anything starts, and ``--stop`` reads no ``pid`` there; every file as it was."""
+    if not POUCHDB_BIN.exists():
+        pytest.skip("PouchDB Server is not installed (scripts/setup.sh runs npm ci)")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    files = {"pid": "my notes\n", "config.json": '{"mine": true}\n', "log.txt": "my log\n"}
+    for name, text in files.items():
+        (mine / name).write_text(text)
+    started = run("--port", str(free_port()), "--dir", str(mine), cwd=tmp_path)
+    assert started.returncode == 1
+    assert started.stderr.startswith("pouchdb_server: %s is not a folder this script made" % mine)
+    (mine / "pid").write_text("%d 5984\n" % 2**22)  # numbers a --stop could act on
+    files["pid"] = (mine / "pid").read_text()
+    stopped = run("--stop", "--dir", str(mine), cwd=tmp_path)
+    assert stopped.returncode == 1 and "no server started from %s" % mine in stopped.stderr
+    assert {p.name: p.read_text() for p in mine.iterdir()} == files

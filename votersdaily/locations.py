@@ -221,22 +221,37 @@ class Location(NamedTuple):
     resolve: Callable[[Any], Path | str | None]
     #: What is kept there (``where`` prints it).
     holds: str
+    #: What it is, in a sentence ("refusing … it is the spool").
+    called: str
 
 
-#: Every location by the setting that names it (``where`` and the run log's ``outputs`` read this).
+#: Every location by the setting that names it (``where``, the run log's ``outputs`` and the places
+#: ``site build`` never replaces read this).
 BY_SETTING: Mapping[str, Location] = MappingProxyType(
     {
-        "VOTERSDAILY_STORE": Location(store_uri, "events, run logs and every other database"),
-        "VOTERSDAILY_SPOOL_DIR": Location(spool_dir, "documents the store could not take yet"),
-        "VOTERSDAILY_ARCHIVE_DIR": Location(archive_dir, "the event spiders' source archive (WARC)"),
-        "INGEST_BLOB_DIR": Location(ingest_blob_dir, "ingest: extracted TEI and thumbnails"),
-        "INGEST_TEIXML_FEED": Location(ingest_teixml_feed, "ingest: the html-teixml feed"),
-        "INGEST_WARC_DIR": Location(ingest_warc_dir, "ingest: WARC files (INGEST_WARC_ENABLED)"),
-        "LAUNDROMAT_OUTPUT_DIR": Location(laundromat_output_dir, "laundromat: downloaded and cleaned files"),
-        "LAUNDROMAT_CONTEXT_CACHE_DIR": Location(
-            laundromat_context_cache_dir, "laundromat: JSON-LD contexts"
+        "VOTERSDAILY_STORE": Location(store_uri, "events, run logs and every other database", "the store"),
+        "VOTERSDAILY_SPOOL_DIR": Location(spool_dir, "documents the store could not take yet", "the spool"),
+        "VOTERSDAILY_ARCHIVE_DIR": Location(
+            archive_dir, "the event spiders' source archive (WARC)", "the source archive"
         ),
-        "HTTPCACHE_DIR": Location(http_cache_dir, "Scrapy's HTTP cache of the event spiders"),
+        "INGEST_BLOB_DIR": Location(
+            ingest_blob_dir, "ingest: extracted TEI and thumbnails", "the ingest's blobs"
+        ),
+        "INGEST_TEIXML_FEED": Location(
+            ingest_teixml_feed, "ingest: the html-teixml feed", "the ingest's TEI feed"
+        ),
+        "INGEST_WARC_DIR": Location(
+            ingest_warc_dir, "ingest: WARC files (INGEST_WARC_ENABLED)", "the ingest's WARCs"
+        ),
+        "LAUNDROMAT_OUTPUT_DIR": Location(
+            laundromat_output_dir, "laundromat: downloaded and cleaned files", "the laundromat's output"
+        ),
+        "LAUNDROMAT_CONTEXT_CACHE_DIR": Location(
+            laundromat_context_cache_dir, "laundromat: JSON-LD contexts", "the laundromat's JSON-LD contexts"
+        ),
+        "HTTPCACHE_DIR": Location(
+            http_cache_dir, "Scrapy's HTTP cache of the event spiders", "the HTTP cache"
+        ),
     }
 )
 

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import recording
 from tests.support.services import REPO
 from votersdaily.feeds.site_folder import MARKER, _exchange, replaced_site
+from votersdaily.locations import BY_SETTING, FILE_LOCATIONS
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +175,27 @@ def test_a_folder_holding_the_projects_data_is_never_replaced(cli_main, tmp_path
         "site", "build", str(spool), "--force", store_uri=uri, env={"VOTERSDAILY_SPOOL_DIR": str(spool)}
     )
     assert "it is the spool" in assert_refused(proc, forceable=False)
+
+
+@pytest.mark.parametrize("setting", sorted(set(BY_SETTING) - {"VOTERSDAILY_STORE"}))
+def test_no_location_where_lists_is_replaced_even_with_force(cli_main, store, tmp_path, setting):
+    """Every location ``where`` lists, set as an operator sets it (the environment; the HTTP cache at
+    its default, under the data home), holding a file of its own. ``site build`` once listed its own
+    places and left out the TEI feed and the context cache: ``--force`` replaced them."""
+    home, folder = tmp_path / "home", tmp_path / "place"
+    env = {"VOTERSDAILY_HOME": str(home)}
+    if setting == "HTTPCACHE_DIR":
+        folder = home / ".scrapy" / "httpcache"
+    else:
+        env[setting] = str(folder / "feed.jsonl" if setting in FILE_LOCATIONS else folder)
+    folder.mkdir(parents=True)
+    (folder / "feed.jsonl").write_text("kept\n")
+    line = assert_refused(
+        cli_main("site", "build", str(folder), "--force", store_uri=store, env=env), forceable=False
+    )
+    called = BY_SETTING[setting].called
+    assert "it is %s," % called in line or "a folder that holds %s," % called in line, line
+    assert tree(folder) == {"feed.jsonl": b"kept\n"} and siblings(folder) == []
 
 
 def test_a_folder_added_to_a_built_site_is_not_removed_unasked(cli_main, store, tmp_path):

@@ -4,9 +4,11 @@ exit status now says how the run went."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -379,15 +381,23 @@ def test_a_store_uri_with_a_path_couchdb_is_not_at_is_a_usage_error(cli_main, co
     "command",
     [("votersdaily", "crawl"), ("scrapy", "crawl"), ("votersdaily", "dump"), ("votersdaily", "views")],
 )
-@pytest.mark.parametrize("what", ["a folder", "a file of the user's", "a path under a file"])
+@pytest.mark.parametrize(
+    "what", ["a folder", "a file of the user's", "a path under a file", "another program's database"]
+)
 def test_a_store_uri_that_can_never_name_a_store_is_a_usage_error(tmp_path, command, what):
     """``VOTERSDAILY_STORE=sqlite:////srv/votersdaily`` (the data folder, not its file), a text file,
     or a path under a file: SQLite's error was a store outage, exit 3, and a crawl spooled a run log
     for a store that can never open (``scrapy crawl``: SQLite's traceback, exit 1; a read command said
-    the file does not exist). One line, exit 2, and the user's files as they were."""
+    the file does not exist). Another program's SQLite database was opened as a store: even a read
+    command that then refused added the store's tables to it and turned on WAL. One line, exit 2,
+    and the user's files as they were, byte for byte."""
     folder, spool = tmp_path / "data", tmp_path / "spool"
     folder.mkdir()
     (folder / "mine.txt").write_text("the user's\n")
+    with contextlib.closing(sqlite3.connect(folder / "app.db")) as app, app:
+        app.execute("CREATE TABLE notes (body TEXT)")
+        app.execute("INSERT INTO notes VALUES ('the user''s')")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
     path, problem = {
         "a folder": (folder, "names a folder, not a file"),
         "a file of the user's": (
@@ -397,6 +407,11 @@ def test_a_store_uri_that_can_never_name_a_store_is_a_usage_error(tmp_path, comm
         "a path under a file": (
             folder / "mine.txt" / "votersdaily.db",
             "names a file under %s, which is not a folder" % (folder / "mine.txt"),
+        ),
+        "another program's database": (
+            folder / "app.db",
+            "names %s, an SQLite database of another program (its tables: notes), which the store "
+            "never changes" % (folder / "app.db"),
         ),
     }[what]
     args = {
@@ -414,8 +429,7 @@ def test_a_store_uri_that_can_never_name_a_store_is_a_usage_error(tmp_path, comm
         "%s: store URI 'sqlite:///%s' %s: use sqlite:///path/to/file.db or "
         "http://user:password@host:5984/ in $VOTERSDAILY_STORE or --store" % (prefix, path, problem)
     )
-    assert not spool.exists() and [p.name for p in folder.iterdir()] == ["mine.txt"]
-    assert (folder / "mine.txt").read_text() == "the user's\n"
+    assert not spool.exists() and {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
 def test_a_missing_input_file_is_a_usage_error_and_creates_no_store(cli_main, tmp_path):

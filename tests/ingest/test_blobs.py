@@ -149,3 +149,49 @@ def test_a_blob_already_written_is_kept_and_anything_else_is_written_as_before(t
         assert stat.S_ISREG(target.lstat().st_mode) and target.read_bytes() == body
         assert target.stat().st_mode == before.stat().st_mode
     assert not list((tmp_path / "blobs").rglob("*.tmp*"))
+
+
+def test_a_feed_line_waits_for_another_process_writing_the_same_feed(tmp_path):
+    """Nodes and workers share one feed; a writer that fails part-way cuts the file back to where it
+    began. Without a lock between processes, the cut took the whole line another process appended
+    in the meantime (seen on a full tmpfs). Here another process holds the feed's lock and appends a
+    line; this process's message waits for it, and both lines are whole, in that order."""
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    from votersdaily.ingest.blobs import JsonLinesFeed
+
+    path = tmp_path / "feed.jsonl"
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\n"
+            "sys.stdin.readline()\n"
+            'os.write(fd, b\'{"key": "other"}\\n\')\n',
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout.readline() == "locked\n"
+        feed = JsonLinesFeed(path)
+        writer = threading.Thread(target=feed.publish, args=({"key": "this"},))
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive(), "the message was written while another process held the feed"
+        other.stdin.write("go\n")
+        other.stdin.flush()
+        writer.join(30)
+        assert not writer.is_alive()
+    finally:
+        other.stdin.close()
+        assert other.wait(30) == 0
+    assert [json.loads(line)["key"] for line in path.read_text().splitlines()] == ["other", "this"]

@@ -99,25 +99,20 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def data_places(settings: BaseSettings) -> dict[str, Path]:
-    """Where the project keeps data a site build must never replace: the data home, the embedded
-    store's file, the spool, the source archive, the HTTP cache and the ingest's and laundromat's
-    outputs (votersdaily/locations.py)."""
+    """Where the project keeps data a site build must never replace: the data home and every
+    location ``where`` lists (votersdaily/locations.py), the embedded store's file among them."""
     from votersdaily import locations
 
     places = {"the data home": locations.data_home(settings)}
-    for what, where in (
-        ("the spool", locations.spool_dir),
-        ("the source archive", locations.archive_dir),
-        ("the HTTP cache", locations.http_cache_dir),
-        ("the laundromat's output", locations.laundromat_output_dir),
-        ("the ingest's blobs", locations.ingest_blob_dir),
-        ("the ingest's WARCs", locations.ingest_warc_dir),
-    ):
+    for location in locations.BY_SETTING.values():
         try:
-            places[what] = where(settings)
+            where = location.resolve(settings)
         except locations.LocationUnset:
             continue  # not configured: nothing there to protect
-    uri = locations.store_uri(settings)
-    if uri.startswith(locations.SQLITE_PREFIX) and ":memory:" not in uri:
-        places["the store"] = Path(uri[len(locations.SQLITE_PREFIX) :])
+        if isinstance(where, str):  # the store's URI: a file only for the embedded store
+            if not where.startswith(locations.SQLITE_PREFIX) or ":memory:" in where:
+                continue
+            where = where[len(locations.SQLITE_PREFIX) :]
+        if where is not None:  # None: switched off (an empty feed file)
+            places[location.called] = Path(where)
     return places

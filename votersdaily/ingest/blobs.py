@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -149,11 +150,14 @@ class JsonLinesFeed:
 
     def publish(self, message: dict[str, Any]) -> None:
         """Append one message as a whole line, or nothing: a write the disk takes only part of is cut
-        back (a cut line would also swallow the next message appended after it)."""
+        back (a cut line would also swallow the next message appended after it). The file is locked
+        (``lockf``) from the size read to the cut, so the cut never takes the whole lines another
+        process appended meanwhile (nodes and workers share one feed)."""
         line = memoryview((json.dumps(message, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
         with self._lock:
             fd = self._open()
             try:
+                fcntl.lockf(fd, fcntl.LOCK_EX)  # released by the close
                 start = os.fstat(fd).st_size
                 try:
                     while line:

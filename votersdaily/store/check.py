@@ -113,20 +113,35 @@ def server_of(uri: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/", "", ""))
 
 
-def _not_a_database(path: Path) -> bool:
-    """Whether the file at ``path`` is something other than an SQLite database (an empty file is
-    one to be). Asked of SQLite, never by opening the file ourselves: closing any other descriptor
-    of a file drops the locks this process's own connections hold on it (POSIX locks), and a store
-    open in this process would then fail ("disk I/O error"). Read-only and ``immutable``: the look
-    leaves no ``-wal``/``-shm`` file beside a store it only looked at."""
+def _database_problem(path: Path) -> str | None:
+    """Why the file at ``path`` is not an embedded store (nor an empty file, one to be), or None:
+    something other than an SQLite database, or another program's (tables the store never makes;
+    opening it would add the store's tables to it and turn on WAL). Asked of SQLite, never by opening
+    the file ourselves: closing any other descriptor of a file drops the locks this process's own
+    connections hold on it (POSIX locks), and a store open in this process would then fail ("disk
+    I/O error"). Read-only and ``immutable``: the look leaves no ``-wal``/``-shm`` file beside a
+    store it only looked at."""
     import sqlite3
+
+    from .embedded import TABLES
 
     try:
         with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro&immutable=1", uri=True)) as db:
-            db.execute("PRAGMA schema_version")
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:  # unreadable, locked, …: the store says so when it opens it
-        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
-    return False
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            return "names %s, which is not an SQLite database" % path
+        return None
+    foreign = sorted(name for name in tables - TABLES if not name.startswith("sqlite_"))
+    if foreign:
+        return (
+            "names %s, an SQLite database of another program (its tables: %s), which the store never changes"
+            % (
+                path,
+                ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else ""),
+            )
+        )
+    return None
 
 
 def embedded_problem(uri: str) -> str | None:
@@ -141,7 +156,7 @@ def embedded_problem(uri: str) -> str | None:
     if path.is_dir():
         return "names a folder, not a file"
     if path.is_file():
-        return "names %s, which is not an SQLite database" % path if _not_a_database(path) else None
+        return _database_problem(path)
     above = next((folder for folder in path.parents if os.path.lexists(folder)), None)
     if above is not None and not above.is_dir():
         return "names a file under %s, which is not a folder" % above

@@ -72,6 +72,8 @@ CREATE TABLE IF NOT EXISTS view_rows (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS view_rows_doc ON view_rows (db, id);
 """
+#: The tables :data:`SCHEMA` makes (every version's): a file with any other table is another program's.
+TABLES = frozenset({"dbs", "docs", "attachments", "view_rows"})
 #: The column view rows of files made before views had values lack (each such row's value was null).
 VALUE_COLUMN = "ALTER TABLE view_rows ADD COLUMN value TEXT"
 #: The documents' revisions by id, apart from their bodies: a view read with the revision alone (a
