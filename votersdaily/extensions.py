@@ -378,10 +378,13 @@ class RunLog:
         if isinstance(exception, InvalidEvent):
             self.dropped[exception.reason] += 1
 
-    def record_dropped(self, response: Response, reason: str, message: str, spider: Spider) -> None:
+    def record_dropped(
+        self, response: Response, reason: str, message: str, spider: Spider, link: bool = False
+    ) -> None:
         url = getattr(response, "url", "")
         self.dropped[reason] += 1
-        self.dropped_by_reply[url] += 1
+        if not link:
+            self.dropped_by_reply[url] += 1
         self.dropped_records.append({"reason": reason, "message": message, "url": url})
 
     def documents_not_beside(self, listing: str, missing: list[str], spider: Spider) -> None:

@@ -14,7 +14,9 @@ input_rejected = object()
 run_log_building = object()
 
 #: A record of a reply could not become an event and was dropped (the rest of the reply is kept):
-#: ``response``, ``reason`` (``record:<exception>``), ``message``, ``spider``.
+#: ``response``, ``reason`` (``record:<exception>``), ``message``, ``spider``; ``link`` True when the
+#: record is a listing's link to a document (the reply's other links were followed: a listing is
+#: not a reply of events whose every record was dropped).
 record_dropped = object()
 
 #: A replayed listing names documents that are not recorded beside it (they were skipped): ``listing``

@@ -453,3 +453,34 @@ def test_a_reparse_window_that_ends_before_it_starts_is_refused(cli_main, crawle
     assert proc.stderr.splitlines() == [
         "votersdaily reparse: --since 2026-11-20 is after --until 2026-11-01: no run can be in between"
     ]
+
+
+def test_a_store_on_a_full_disk_is_said_to_be_full_not_a_disk_error(crawled, tmp_path):
+    """A read command on an embedded store whose folder is full: SQLite cannot make the store's
+    ``-shm`` file and says "disk I/O error", which reads as a broken disk or file. One line naming the
+    folder as full, exit 3 (the store cannot be used now), and the store's bytes as they were."""
+    import shutil
+
+    from tests.support.tmpfs import fill, small_tmpfs
+
+    source = crawled[len("sqlite:///") :]
+    with small_tmpfs(tmp_path / "data", size="4m") as folder:
+        store = folder / "votersdaily.db"
+        shutil.copy(source, store)
+        before = store.read_bytes()
+        fill(folder)
+        proc = subprocess.run(
+            [sys.executable, "-m", "votersdaily", "dump", "vd_events"],
+            cwd=REPO,
+            env=dict(os.environ, **cli_environment("sqlite:///%s" % store)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 3, proc.stderr
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("votersdaily dump: cannot open the embedded store sqlite:///%s: " % store), (
+            line
+        )
+        assert ": the folder %s is full (" % folder in line and line.endswith("make room there"), line
+        assert store.read_bytes() == before

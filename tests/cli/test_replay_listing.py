@@ -69,3 +69,34 @@ def test_a_page_that_is_neither_fails_with_the_documents_error(crawl, sqlite_uri
     assert proc.returncode == 1  # the run failed; the run log says why
     (log,) = dump("vd_log", sqlite_uri)
     assert log["result"] == "ErrorPage" and "is an HTML page, not rollcall-vote XML" in log["error_message"]
+
+
+def test_a_listed_link_no_request_can_be_made_of_is_dropped_and_the_listing_read_on(
+    crawl, tmp_path, sqlite_uri
+):
+    """Derived from the recorded feed: its second item's enclosure replaced by ``http://[::1/x.xml``
+    (an unclosed IPv6 literal), placed first. The join raised in the listing's callback, so the
+    listing stopped there: no meeting after it was requested, and the run failed with ValueError.
+    Now that item is dropped with its reason (BadLink) and the feed's other meeting is stored."""
+    second = "http://docs.house.gov/Meetings/SY/SY00/20260721/119493/HMKP-119-SY00-20260721.xml"
+    feed = FEED.read_text()
+    first_item = feed[feed.index("<item>") : feed.index("</item>") + len("</item>")]
+    second_item = feed[
+        feed.index("<item>", feed.index("</item>")) : feed.index("</item>", feed.index(second))
+    ]
+    bad_item = second_item.replace(second, "http://[::1/x.xml") + "</item>"
+    variant = feed.replace(first_item, bad_item + first_item, 1)
+    (tmp_path / FEED.name).write_text(variant)
+    shutil.copy(MEETING, tmp_path / FIRST_ENCLOSURE.rsplit("/", 1)[1])  # as in the test above
+    proc = crawl("house_committee_meetings", (tmp_path / FEED.name).as_uri(), sqlite_uri)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert (
+        "record dropped (record:BadLink) from %s: the meeting XML of feed item 119493 is not a URL"
+        % (tmp_path / FEED.name).as_uri()
+    ) in proc.stderr
+    (event,) = dump("vd_events", sqlite_uri)
+    assert event["source_url"] == FIRST_ENCLOSURE
+    (log,) = dump("vd_log", sqlite_uri)
+    assert log["result"] == "success", log
+    assert log["dropped"] == {"record:BadLink": 1}, log

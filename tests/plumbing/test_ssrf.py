@@ -54,6 +54,17 @@ def test_guard_checks_every_request_including_redirect_targets():
     )
 
 
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "ftp://127.0.0.1/x", "data:text/plain,x", "s3://bucket/x"]
+)
+def test_allowing_private_addresses_never_allows_another_scheme(url):
+    """``INGEST_ALLOW_PRIVATE`` allows private addresses, not local files: a landing page's
+    ``citation_pdf_url`` of ``file:///…`` was fetched and stored with it on (the guard returned
+    before the policy's scheme rule), while ``INGEST_PRIVATE_HOSTS`` refused it."""
+    with pytest.raises(PrivateAddressRefused, match="refusing non-http"):
+        asyncio.run(SsrfGuardMiddleware(allow_private=True).process_request(scrapy.Request(url)))
+
+
 def test_checked_addresses_are_pinned_for_the_connection():
     """DNS rebinding: the connection's lookup of a checked name gets the checked addresses, never a
     second DNS answer. No DNS server runs here, so the guard's own cache holds the first answer and

@@ -9,6 +9,7 @@ log's result), while what it stores in the store is kept.
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 #: ``OSError`` numbers that mean the folder's filesystem is full (or its quota is).
@@ -26,3 +27,12 @@ def full_folder(exc: BaseException, what: str, folder: Path, consequence: str) -
     if not isinstance(exc, OSError) or exc.errno not in FULL_DISK_ERRORS:
         return None
     return OutputFolderFull(exc.errno, "%s %s is full (%s): %s" % (what, folder, exc.strerror, consequence))
+
+
+def without_room(folder: Path) -> bool:
+    """Whether ``folder``'s filesystem has no block left for an unprivileged write: what an error
+    that names no errno (SQLite's "disk I/O error" when it cannot make its ``-shm`` file) means."""
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except OSError:  # gone, or not ours to look at: no claim about its room
+        return False

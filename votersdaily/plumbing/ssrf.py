@@ -219,9 +219,8 @@ class SsrfGuardMiddleware:
 
     async def check(self, url: str) -> list[str] | None:
         """Raise unless ``url`` may be fetched; a checked name is pinned to its checked addresses,
-        which are returned (None: no address check applies)."""
-        if self.allow_private and not self.policy.allowed_hosts:
-            return None
+        which are returned (None: no address check applies). Private addresses allowed, the
+        scheme is still checked: ``file:`` or ``ftp:`` from crawled content is never fetched."""
         try:
             target = self.policy.refusal(url)
             if target is None:

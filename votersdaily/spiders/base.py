@@ -31,7 +31,9 @@ from votersdaily.items import EventItem
 from votersdaily.locations import http_cache_dir
 from votersdaily.plumbing.inputs import (
     BadSpiderArgument,
+    checked_url,
     one_of,
+    shown,
     spider_argument_names,
     unknown_spider_arguments,
     url_argument,
@@ -39,7 +41,7 @@ from votersdaily.plumbing.inputs import (
 )
 from votersdaily.recordings import recording_path
 from votersdaily.requestmeta import ACCESS_META, ARCHIVE_META, REPLAY_META, SOURCE_URL_META, START_META
-from votersdaily.sources.errors import ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
+from votersdaily.sources.errors import BadLink, ErrorPage, MalformedDocument, SourceError, UnexpectedDocument
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -328,6 +330,22 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         if self._replayed is not None and not self._replayed.called:
             self._replayed.callback(None)
 
+    def linked_url(self, response: Response, link: str, what: str) -> str | None:
+        """``link`` (from ``response``'s content) joined to the response's URL, or None when no
+        request can be made of it (an unclosed IPv6 literal, a port out of range, no host, another
+        scheme): dropped as a record is (:class:`BadLink`, its reason in the run log), so the rest
+        of the listing is read on. Where it may be fetched from is the address guard's to say."""
+        try:
+            return checked_url(response.urljoin(link), what)
+        except ValueError as exc:  # urljoin raises for an unclosed IPv6 literal too
+            message = (
+                str(exc)
+                if str(exc).startswith(what)
+                else "%s is not a URL (%s): %s" % (what, exc, shown(link))
+            )
+            self.drop_record(response, BadLink(message), link=True)
+            return None
+
     def document_request(self, url: str, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for one document whose events :meth:`parse_events` yields."""
         kwargs.setdefault("callback", self.parse_document)
@@ -451,15 +469,21 @@ class EventSpider(ProjectSettingsMixin, scrapy.Spider):
         placeholder); raise for a record that should be one and cannot."""
         raise NotImplementedError("%s must implement parse_record(record, response)" % type(self).__name__)
 
-    def drop_record(self, response: Response, exc: Exception) -> None:
-        """Count and report a record that could not become an event (the run log lists it)."""
+    def drop_record(self, response: Response, exc: Exception, link: bool = False) -> None:
+        """Count and report a record that could not become an event (the run log lists it);
+        ``link``: a listing's link to a document (:data:`~votersdaily.signals.record_dropped`)."""
         reason = "record:%s" % type(exc).__name__
         from votersdaily.pipelines import count_dropped
 
         count_dropped(self.crawler.stats, reason)
         self.logger.warning("record dropped (%s) from %s: %s", reason, response.url, exc)
         self.crawler.signals.send_catch_log(
-            vd_signals.record_dropped, response=response, reason=reason, message=str(exc), spider=self
+            vd_signals.record_dropped,
+            response=response,
+            reason=reason,
+            message=str(exc),
+            spider=self,
+            link=link,
         )
 
     def build_event(self, raw: dict[str, Any], response: Response, access_datetime: str) -> EventItem:

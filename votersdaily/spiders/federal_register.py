@@ -121,7 +121,9 @@ class FederalRegisterSpider(EventSpider):
                 "federal_register: stopping after %d page(s) (max_pages); next would be %s", page, next_url
             )
             return
-        yield self.document_request(next_url, meta={PAGE_META: page + 1})
+        next_page = self.linked_url(response, next_url, "next_page_url")
+        if next_page is not None:
+            yield self.document_request(next_page, meta={PAGE_META: page + 1})
 
     def parse_records(self, response: Response) -> Iterable[Any]:
         doc = load_with_text(response.body, response.url)

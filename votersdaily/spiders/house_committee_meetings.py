@@ -106,7 +106,9 @@ class HouseCommitteeMeetingsSpider(EventSpider):
                         "feed item %r of %s has no meeting XML; skipped", item.title, response.url
                     )
                 continue
-            yield self.document_request(response.urljoin(url), meta={"vd_event_id": event_id})
+            meeting_xml = self.linked_url(response, url, "the meeting XML of feed item %s" % event_id)
+            if meeting_xml is not None:
+                yield self.document_request(meeting_xml, meta={"vd_event_id": event_id})
 
     @staticmethod
     def _parse_feed_event_id(item: Any) -> str:

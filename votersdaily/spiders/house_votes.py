@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scrapy.http import TextResponse
+from scrapy.http import Request, TextResponse
 
 from votersdaily.plumbing.inputs import whole_number
 from votersdaily.sources.canonical_ids import (
@@ -110,7 +110,9 @@ class HouseVotesSpider(EventSpider):
                 "%s is not a Clerk roll-call index (no heading year or roll rows)" % response.url
             )
         for href in pages:
-            yield response.follow(href, callback=self.parse_listing, errback=self.source_error)
+            page = self.linked_url(response, href, "a page of the roll-call index")
+            if page is not None:
+                yield Request(page, callback=self.parse_listing, errback=self.source_error)
         for roll in rolls:
             yield self.document_request(ROLL_URL.format(year=year, roll=roll))
 

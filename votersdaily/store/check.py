@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path, is_embedded_uri
+from votersdaily.plumbing.full_disk import without_room
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreUnavailable
@@ -175,6 +176,12 @@ def _embedded(uri: str, must_exist: bool) -> Store:
     try:
         return open_store(uri)
     except Exception as exc:  # sqlite3.Error or OSError: not a database, a read-only folder, …
+        folder = Path(path).parent
+        if path != ":memory:" and without_room(folder):  # SQLite says "disk I/O error"
+            raise StoreError(
+                "cannot open the embedded store %s: the folder %s is full (%s): make room there"
+                % (uri, folder, exc)
+            ) from None
         raise StoreError("cannot open the embedded store %s: %s" % (uri, exc)) from None
 
 
