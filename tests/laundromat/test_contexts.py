@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import subprocess
 from dataclasses import replace
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tests.laundromat.test_failures import _download
 from tests.laundromat.test_resume import _docs, _finish, _start
 from tests.support.services import shared_dir
+from tests.support.tmpfs import fill, small_tmpfs
 from votersdaily.laundromat.cleaning import CleanOptions, clean_file
 from votersdaily.laundromat.contexts import ContextOptions, cache_name
 from votersdaily.laundromat.steps import launder_file
@@ -266,3 +268,43 @@ def test_the_crawl_loads_contexts_through_its_settings(site, sqlite_uri, tmp_pat
         and "is a private/loopback/link-local address" in refused_record["messages"][0]["message"]
     )
     assert "/ctx/other.jsonld" not in site.hits
+
+
+@pytest.mark.parametrize("cache", ["full", "read-only"])
+def test_a_context_cache_that_takes_nothing_costs_no_statement(crawl, site, sqlite_uri, tmp_path, cache):
+    """Two JSON-LD documents naming one remote context; the cache folder is on a full 64 KiB tmpfs, or
+    on one mounted read-only (a real filesystem: root or not, nothing is written). Before, writing
+    the fetched context failed, and its OSError ended each document ``parsed`` with no statement
+    ("OSError: [Errno 28] No space left on device") and a 0-byte ``.part`` in the cache: the seed was
+    not due again for a day. The cache is a copy and the context is in hand: both documents are
+    cleaned whole, nothing is left in the cache, and one WARNING names the folder."""
+    url = site.route("/ctx/person.jsonld", json.dumps(CONTEXT), content_type="application/ld+json")
+    docs = [site.route("/d/%s.jsonld" % n, _doc(url), content_type="application/ld+json") for n in "ab"]
+    with small_tmpfs(tmp_path / "cache", "64k") as folder:
+        if cache == "full":
+            fill(folder)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        contexts = folder / "contexts"
+        proc = crawl(
+            "laundromat",
+            docs,
+            sqlite_uri,
+            "-s",
+            "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+            "-s",
+            "LAUNDROMAT_CONTEXT_CACHE_DIR=%s" % contexts,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        said = [line for line in proc.stderr.splitlines() if "context cache" in line]
+        assert len(said) == 1 and said[0].endswith(
+            "WARNING: the JSON-LD context cache %s cannot take contexts (%s): documents are cleaned with "
+            "the contexts fetched, without caching them (LAUNDROMAT_CONTEXT_CACHE_DIR)"
+            % (contexts, "No space left on device" if cache == "full" else "Read-only file system")
+        ), said
+        assert not [p for p in folder.rglob("*") if p.is_file() and p.name != "filler"]
+    records = _docs(sqlite_uri)
+    for doc in docs:
+        record = _download(records, doc)
+        assert record["status"] == "parsed" and record["contexts"] == [url], record
+        assert (record["number_of_unique_statements"], record["number_of_errors"]) == (2, 0), record

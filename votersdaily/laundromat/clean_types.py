@@ -110,6 +110,9 @@ class CleanResult:
     void_data_dumps: list[str] = field(default_factory=list)
     #: Remote JSON-LD contexts the document named (loaded from the cache or fetched).
     contexts: list[str] = field(default_factory=list)
+    #: Why the context cache folder did not take a context fetched for it (a full disk, a read-only
+    #: folder): the crawl says so once; the document is cleaned with the context all the same.
+    context_cache_error: str | None = None
     #: Whether the process that cleaned it had the compiled fast path (:mod:`.native`).
     compiled_path: bool = False
 

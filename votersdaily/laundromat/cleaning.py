@@ -32,6 +32,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from votersdaily.plumbing.full_disk import FULL_DISK_ERRORS
+
 from . import formats as F
 from . import native
 from .clean_types import (
@@ -84,7 +86,9 @@ def _parse_into(
     path: Path, fmt: str, base_iri: str | None, sink: SortedSink, messages: Messages, options: CleanOptions
 ) -> None:
     """Every statement of the document into ``sink``; an error that ends the document is recorded
-    (what came before it is kept), a bound passed (:class:`DocumentLimitExceeded`) is raised."""
+    (what came before it is kept), a bound passed (:class:`DocumentLimitExceeded`) is raised, and
+    so is a full disk under the sorted runs: no fault of the document, which waits for room (its
+    statements were recorded as cut short by an error of its own, then lost with the runs)."""
     try:
         if fmt in LINE_BASED and path.stat().st_size >= options.run_bytes and can_fork(options.parse_workers):
             parse_line_based_parallel(path, fmt, sink, messages, options.parse_workers)
@@ -97,4 +101,6 @@ def _parse_into(
     except CleaningError as exc:
         messages.add("error", str(exc))
     except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK_ERRORS:
+            raise
         messages.add("error", "%s: %s" % (type(exc).__name__, exc))

@@ -19,6 +19,7 @@ inlined in all (a context named twice is copied twice into what the parser reads
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 from dataclasses import dataclass
@@ -132,6 +133,8 @@ class ContextLoader:
         self.urls: list[str] = []
         #: The size of each loaded context document, in bytes.
         self.sizes: dict[str, int] = {}
+        #: Why the cache folder did not take a context fetched for this document, if it did not.
+        self.cache_error: str | None = None
 
     def context(self, url: str) -> object:
         """The ``@context`` value of the document at ``url``, as written."""
@@ -168,13 +171,22 @@ class ContextLoader:
         return path.read_bytes()
 
     def _store(self, key: str, body: bytes) -> None:
+        """Keep a fetched context in the cache folder. The cache is a copy and the body is in hand:
+        a folder that cannot take it (a full disk, a read-only folder) costs the document nothing
+        (it cost all its statements); what was written is removed, and why is kept in
+        :attr:`cache_error` for the crawl to say once."""
         if not self.options.cache_dir:
             return
         folder = Path(self.options.cache_dir)
-        folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / (cache_name(key) + ".part")
-        tmp.write_bytes(body)
-        tmp.replace(folder / cache_name(key))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(body)
+            tmp.replace(folder / cache_name(key))
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # a read-only folder: nothing was written
+                tmp.unlink(missing_ok=True)
+            self.cache_error = exc.strerror or str(exc)
 
 
 def inline_contexts(document: object, base: str | None, loader: ContextLoader) -> object:

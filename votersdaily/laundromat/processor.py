@@ -105,6 +105,8 @@ class Processor:
         self.cleaned: list[tuple[str, str]] = []
         #: How many of them a worker with the compiled fast path cleaned (the run log's compiled_path).
         self.cleaned_compiled = 0
+        #: Whether the run said that the context cache folder does not take contexts.
+        self._said_context_cache = False
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -151,6 +153,18 @@ class Processor:
             logger.error("%s", full.strerror)
             if self.on_full is not None:
                 self.on_full(full)
+
+    def _context_cache_failed(self, error: str) -> None:
+        """Say once a run that the context cache folder does not take contexts (the cache is a copy:
+        the documents were cleaned with the contexts all the same)."""
+        if not self._said_context_cache and self.options.contexts is not None:
+            self._said_context_cache = True
+            logger.warning(
+                "the JSON-LD context cache %s cannot take contexts (%s): documents are cleaned with the "
+                "contexts fetched, without caching them (LAUNDROMAT_CONTEXT_CACHE_DIR)",
+                self.options.contexts.cache_dir,
+                error,
+            )
 
     def _limit(self, doc: dict[str, Any]) -> float:
         return self.timeout + self.seconds_per_mb * int(doc.get("number_of_bytes") or 0) / (1 << 20)
@@ -405,6 +419,8 @@ class Processor:
         await self.store(self.seedlist.put, clean_doc)
         self.cleaned.append((describe(doc), clean_doc["file"]))
         self.cleaned_compiled += bool(clean.get("compiled_path"))
+        if clean.get("context_cache_error"):
+            self._context_cache_failed(clean["context_cache_error"])
         summary = {k: clean[k] for k in DOCUMENT_KEYS}
         doc = await self.move(doc, states.PARSED, clean=clean["key"], **summary)
         self.remove_files(doc)  # its download and recoded copy (only files of files/: own_file)

@@ -222,6 +222,7 @@ def _jsonld(data: bytes, base_iri: str | None, sink: SortedSink, messages: Messa
             raise CleaningError("remote context not loaded: %s" % exc) from None
         finally:
             sink.result.contexts.extend(u for u in loader.urls if u not in sink.result.contexts)
+            sink.result.context_cache_error = sink.result.context_cache_error or loader.cache_error
         data = json.dumps(document).encode("utf-8")
     return ox.parse(data, ox.RdfFormat.JSON_LD, base_iri=base_iri)
 
