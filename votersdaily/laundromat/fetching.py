@@ -39,7 +39,7 @@ from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
 from w3lib.url import file_uri_to_path
 
-from votersdaily import locations, scrapy_internals
+from votersdaily import interrupts, locations, scrapy_internals
 from votersdaily.blocking import run_in_thread
 from votersdaily.plumbing.address_policy import AddressPolicy
 from votersdaily.plumbing.pinned_fetch import DownloadTooLarge
@@ -296,7 +296,9 @@ class StreamingDownloadHandler:
     ``meta[STREAM_META]`` (robots.txt) go to Scrapy's own HTTP handler, in memory.
 
     Scrapy's shutdown (SIGINT) waits for the downloads in progress, which may take
-    ``LAUNDROMAT_DOWNLOAD_TIMEOUT``: a watcher cancels them as soon as the engine stops."""
+    ``LAUNDROMAT_DOWNLOAD_TIMEOUT``: a watcher cancels them as soon as the engine stops, and each
+    fails as :class:`~votersdaily.interrupts.CrawlInterrupted` (not fetched: the run was interrupted,
+    its seed stays due)."""
 
     lazy = False
 
@@ -375,8 +377,11 @@ class StreamingDownloadHandler:
                 response = Response(request.url, status=200, body=b"", flags=["streamed"])
             else:
                 response, size = await self._http(request, target)
-        except BaseException:
+        except BaseException as exc:
             target.unlink(missing_ok=True)
+            if isinstance(exc, defer.CancelledError) and self.stopping.is_set():
+                # Cut short because the crawl stops (Ctrl-C): not fetched, no failure of its seed.
+                raise interrupts.not_fetched(self.crawler, request) from None
             raise
         request.meta[STREAMED_META] = size
         return response
@@ -410,9 +415,7 @@ class StreamingDownloadHandler:
                     txresponse.deliverBody(sink)  # type: ignore[call-arg, misc]
                     size = await maybe_deferred_to_future(done)
         except defer.CancelledError:
-            if self.stopping.is_set():
-                raise defer.CancelledError("the crawl is shutting down") from None
-            if timer.active():
+            if self.stopping.is_set() or timer.active():
                 raise
             raise DownloadTimeout("getting %s took longer than %s s" % (request.url, timeout)) from None
         finally:

@@ -25,6 +25,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.locations import LocationUnset
 from votersdaily.plumbing.inputs import checked_inputs, input_file, url_argument
 from votersdaily.plumbing.ssrf import check_policy_settings, keep_components, keep_downloader_middlewares
@@ -491,8 +492,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     async def _fail(
         self, meta: dict[str, Any], error: str, excerpt: dict[str, Any] | None = None, again: bool = False
     ) -> None:
-        """The download failed with ``error``; ``again``: not the seed's fault (a full output folder),
-        so the seed stays due for the next run instead of waiting out its interval."""
+        """The download failed with ``error``; ``again``: not the seed's fault (a full output folder,
+        the crawl interrupted), so the seed stays due for the next run instead of waiting out its
+        interval."""
         record = dict(
             meta["download"],
             status=states.FAILED,
@@ -515,12 +517,16 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))
+        error = "%s: %s" % (failure.type.__name__, failure.getErrorMessage())
+        if failure.check(CrawlInterrupted):  # the person stopped the crawl (counted in not_fetched_count)
+            await self._fail(request.meta, error, again=True)
+            return
         full = full_disk(failure.value, self.output_dir)
         if full is not None:
             self.processor.output_full(full)
             await self._fail(request.meta, "OutputFolderFull: %s" % failure.getErrorMessage(), again=True)
             return
-        await self._fail(request.meta, "%s: %s" % (failure.type.__name__, failure.getErrorMessage()))
+        await self._fail(request.meta, error)
         self.crawler.signals.send_catch_log(
             vd_signals.source_failed, failure=failure, url=request.url, spider=self
         )
