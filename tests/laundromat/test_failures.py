@@ -296,3 +296,89 @@ def test_a_tar_member_named_in_latin1_is_unpacked_and_parsed(site, sqlite_uri, t
     (entry,) = [doc for doc in docs.values() if doc.get("entry_name")]
     assert entry["entry_name"] == "caf\\xe9.nt" and entry["status"] == "parsed"
     assert entry["number_of_statements"] == 1
+
+
+def _run_log(store_uri: str) -> dict:
+    from votersdaily.store import open_store
+
+    store = open_store(store_uri)
+    try:
+        return max(store.iter_docs("vd_log"), key=lambda d: d["access_datetime"])
+    finally:
+        store.close()
+
+
+BAD_LINKS = ["http://[::1/x.nt", "http://127.0.0.1:99999/x"]
+
+
+def test_a_bad_loc_in_a_sitemap_is_dropped_and_its_neighbours_are_fetched(crawl, site, sqlite_uri, tmp_path):
+    """A sitemap (generated: hostile input) listing a good dump, a ``<loc>`` with a broken IPv6
+    literal, one with a port out of range, a dump redirected to the first of them, and another good
+    dump. Before: run 1 failed with a ValueError traceback, the bad URI stored as a seed stuck
+    ``downloading``, the sitemap left ``unarchiving`` and the last dump never fetched; every later
+    run then failed at its start ("Port out of range 0-65535", zero requests); the redirect's
+    ValueError left its download ``downloading``. The bad links are not followed, each with why, and
+    counted; the redirect's download fails with why; the good dumps are cleaned, the sitemap
+    depleted, and later runs go on."""
+    good = [site.route("/d/%s.nt" % name, NT, content_type="application/n-triples") for name in "ab"]
+    moved = site.route("/d/moved.nt", status=302, headers={"Location": BAD_LINKS[0]})
+    sitemap = site.route(
+        "/sitemap.xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</urlset>'
+        % "".join("<url><loc>%s</loc></url>" % loc for loc in [good[0], *BAD_LINKS, moved, good[1]]),
+        content_type="application/xml",
+    )
+    out = "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out")
+    first = crawl("laundromat", sitemap, sqlite_uri, "-s", out)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (said,) = [line for line in first.stderr.splitlines() if "not followed" in line]
+    assert said.endswith(
+        "WARNING: not followed: sitemap entry is not a URL (Invalid IPv6 URL): 'http://[::1/x.nt' (in %s); "
+        "the run log counts every link not followed (not_followed)" % sitemap
+    )
+    docs = _docs(sqlite_uri)
+    assert {d["uri"] for d in docs.values() if "parent" not in d and "uri" in d} == {sitemap, moved, *good}
+    assert _download(docs, sitemap)["status"] == "depleted"
+    assert _download(docs, sitemap)["children"] == [uri_key(url) for url in (good[0], moved, good[1])]
+    for url in good:
+        assert _download(docs, url)["status"] == "parsed"
+    redirected = _download(docs, moved)
+    assert (redirected["status"], redirected["error"]) == (
+        "failed",
+        "redirect target is not a URL (Invalid IPv6 URL): %r" % BAD_LINKS[0],
+    )
+    log = _run_log(sqlite_uri)
+    assert (log["result"], log["not_followed"]) == ("success", {"bad_url": 2})
+    assert [(n["link"], n["where"], n["message"]) for n in log["not_followed_links"]] == [
+        (BAD_LINKS[0], sitemap, "sitemap entry is not a URL (Invalid IPv6 URL): 'http://[::1/x.nt'"),
+        (BAD_LINKS[1], sitemap, "sitemap entry is not a URL (Port out of range 0-65535): %r" % BAD_LINKS[1]),
+    ]
+    later = crawl("laundromat", None, sqlite_uri, "-s", out)
+    assert later.returncode == 0 and "0 of 4 seeds due" in later.stderr, later.stderr[-3000:]
+
+
+def test_a_stored_seed_no_request_can_be_made_of_fails_alone(crawl, site, sqlite_uri, tmp_path):
+    """The store holds what the run before the links were checked left: a seed with a port out of
+    range, stuck ``downloading`` with its download record. Before, every run failed at its start
+    ("Port out of range 0-65535", exit 1) and fetched nothing. The seed fails for good with why,
+    its half-done download with it, and the other seed is fetched."""
+    bad = new_seed(BAD_LINKS[1], interval=86400.0)
+    begin = now_iso()
+    key = download_key(bad["_id"], begin)
+    stuck = {"_id": key, "parent": bad["_id"], "seed": bad["_id"], "status": "downloading", "uri": bad["uri"]}
+    good = site.route("/d/good.nt", NT, content_type="application/n-triples")
+    _put_crashed_state(
+        sqlite_uri, dict(bad, status="downloading", download=key), stuck, new_seed(good, interval=86400.0)
+    )
+    out = "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out")
+    proc = crawl("laundromat", None, sqlite_uri, "-s", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    docs = _docs(sqlite_uri)
+    why = "seed is not a URL (Port out of range 0-65535): %r" % BAD_LINKS[1]
+    assert (docs[bad["_id"]]["status"], docs[bad["_id"]]["error"]) == ("failed", why)
+    assert docs[key]["status"] == "failed" and "interrupted" in docs[key]["error"]
+    assert _download(docs, good)["status"] == "parsed"
+    assert _run_log(sqlite_uri)["not_followed"] == {"bad_url": 1}
+    later = crawl("laundromat", None, sqlite_uri, "-s", out)
+    assert later.returncode == 0, later.stderr[-3000:]
+    assert "0 of 2 seeds due; 1 not stale" in later.stderr and "1 failed for good" in later.stderr

@@ -9,6 +9,7 @@ whatever a crashed run left half-done, without redoing finished work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ from votersdaily.clock import iso_utc, now_iso, now_utc
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.locations import LocationUnset
-from votersdaily.plumbing.inputs import checked_inputs, input_file, url_argument
+from votersdaily.plumbing.inputs import checked_inputs, checked_url, input_file, url_argument
 from votersdaily.plumbing.ssrf import check_policy_settings, keep_components, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
 from votersdaily.store.crawler import count_writes, store_for
@@ -39,7 +40,8 @@ from .clean_types import CleanOptions
 from .contexts import ContextOptions
 from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
-from .processor import OutputFolderFull, Processor, full_disk
+from .links import BAD_URL, FoundLinks
+from .processor import OutputFolderFull, Processor, describe, full_disk
 from .seedlist import SeedList
 from .seeds import (
     SeedListUnreadable,
@@ -60,6 +62,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
+
+#: What a ``void:dataDump`` link is called where it is not followed.
+VOID_LINK = "void:dataDump link"
 
 #: Media types and extensions asked for first (LL's Accept header, plus archives).
 ACCEPT = ", ".join(
@@ -113,6 +118,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     max_hops: int
     seeds: SeedList
     processor: Processor
+    links: FoundLinks
 
     def __init__(
         self, *args: Any, url: str | None = None, seedlist: str | None = None, **kwargs: Any
@@ -145,6 +151,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         spider.default_interval = settings.getfloat("LAUNDROMAT_DEFAULT_INTERVAL")
         spider.max_hops = settings.getint("REDIRECT_MAX_TIMES")
         spider.seeds = SeedList(store_for(crawler))
+        spider.links = FoundLinks(crawler, spider.logger)
         spider.processor = Processor(
             spider.seeds,
             spider.output_dir,
@@ -173,6 +180,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             )
         crawler.signals.connect(spider.processor.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.report_cleaned, signal=vd_signals.run_log_building)
+        crawler.signals.connect(spider.links.report, signal=vd_signals.run_log_building)
         return spider
 
     #: How many "cleaned file ← URL" pairs the run log keeps (the log lines name them all).
@@ -218,7 +226,6 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if not created and not doc.get("given"):  # found in crawled data first, now the operator's
                 await self._db(self.seeds.put, dict(doc, given=True))
         records = await self._db(lambda: list(self.seeds.all()))
-        found: list[str] = []
         for doc in records:
             if not is_seed(doc) and doc.get("status") not in (states.DOWNLOADING, *states.TERMINAL):
                 # Processing an archive takes its children on: a record whose status moved on since the
@@ -231,15 +238,15 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                     async for _ in self._sitemap(stored, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
-                found += await self.processor.process(stored)
-        for uri in found:
-            await self.register(uri, origin="void:dataDump")
+                for link in dict.fromkeys(await self.processor.process(stored)):
+                    await self._follow(link, VOID_LINK, stored, origin="void:dataDump")
         records = await self._db(lambda: list(self.seeds.all()))
         seeds = [doc for doc in records if is_seed(doc)]
         due = [doc for doc in seeds if is_due(doc)]
         self._report_not_stale(seeds, due, given)
         for doc in due:
-            yield await self.download(doc, start=doc["uri"] in given)
+            async for request in self.download(doc, start=doc["uri"] in given):
+                yield request
 
     #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
     #: first); the summary line counts them all.
@@ -251,11 +258,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         """Say which seeds are not downloaded because they are not stale, and when they will be: a
         second run within the interval otherwise ends with nothing done and nothing said."""
         due_ids = {doc["_id"] for doc in due}
-        # (A seed that is not due and not relative was processed: it has a stale_after.)
+        failed = sum(1 for doc in seeds if doc.get("status") == states.FAILED)
+        # (A seed that is not due, not relative and not failed was processed: it has a stale_after.)
         waiting = [
             (stale_after(doc) or now_utc(), doc)
             for doc in seeds
-            if doc["_id"] not in due_ids and not doc.get("relative")
+            if doc["_id"] not in due_ids and not doc.get("relative") and doc.get("status") != states.FAILED
         ]
         waiting.sort(key=lambda pair: (pair[1]["uri"] not in given, pair[0]))
         for after, doc in waiting[: self.NOT_STALE_LOGGED]:
@@ -267,7 +275,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             )
         relative = sum(1 for doc in seeds if doc.get("relative"))
         self.logger.info(
-            "%d of %d seeds due%s%s",
+            "%d of %d seeds due%s%s%s",
             len(due),
             len(seeds),
             "; %d not stale, the first stale after %s (LAUNDROMAT_DEFAULT_INTERVAL or the sitemap's changefreq)"
@@ -275,6 +283,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if waiting
             else "",
             "; %d relative URIs, never fetched" % relative if relative else "",
+            "; %d failed for good, no request can be made of their URIs (their error in ll_seeds)" % failed
+            if failed
+            else "",
         )
 
     def _given_seeds(self) -> list[tuple[str, str | Exception]]:
@@ -313,6 +324,18 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             count_writes(self.crawler, self.seeds.db, {"inserted": 1})
         return doc, created
 
+    async def _follow(
+        self, link: str, what: str, record: dict[str, Any], **extra: Any
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """Register ``link`` (``what`` it is), found in ``record``'s document, as a seed: (the stored
+        seed, whether it is new and due: to download now); (None, False) when it is not followed
+        (``self.links`` says why)."""
+        uri = self.links.checked(link, what, describe(record))
+        if uri is None:
+            return None, False
+        doc, created = await self.register(uri, found_in=record["_id"], **extra)
+        return doc, created and is_due(doc)
+
     def seed_request(
         self,
         seed: dict[str, Any],
@@ -321,9 +344,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         hops: list[dict[str, Any]] | None = None,
         begin: str | None = None,
     ) -> scrapy.Request:
-        """The request of one hop; only the first hop of an operator's seed skips the address policy."""
+        """The request of one hop; only the first hop of an operator's seed skips the address policy.
+        A URL no request can be made of (a stored seed's, a redirect's) is a ValueError saying why."""
         return scrapy.Request(
-            uri or seed["uri"],
+            checked_url(uri or seed["uri"], "redirect target" if uri else "seed"),
             callback=self.parse,
             errback=self.download_failed,
             dont_filter=True,
@@ -342,10 +366,27 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- downloads --------------------------------------------------------------------------------
 
-    async def download(self, seed: dict[str, Any], start: bool = False) -> scrapy.Request:
-        """The request for ``seed``, after its download record is persisted (seed: downloading)."""
+    async def download(self, seed: dict[str, Any], start: bool = False) -> AsyncIterator[scrapy.Request]:
+        """The request for ``seed``, after its download record is persisted (seed: downloading). A
+        seed no request can be made of (a URI stored before links were checked) fails for good with
+        why, and yields none: before, its ValueError stopped the start of every later run."""
         begin = now_iso()
         key = download_key(seed["_id"], begin + "-%f" % time.time())
+        docs = []
+        if seed["status"] == states.DOWNLOADING and seed.get("download"):
+            # A crashed run left this download half-done: it ends as failed, a new one starts.
+            old = await self._db(self.seeds.get, seed["download"])
+            if old is not None and old.get("status") == states.DOWNLOADING:
+                docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
+                await self._db(self.processor.remove_files, {"file": "files/" + old["_id"]})
+        try:
+            request = self.seed_request(
+                dict(seed, status=states.DOWNLOADING, download=key), start=start, begin=begin
+            )
+        except ValueError as exc:
+            self.links.skip(BAD_URL, seed["uri"], "the stored seeds (%s)" % self.seeds.db, str(exc))
+            await self._db(self.seeds.put, dict(seed, status=states.FAILED, error=str(exc)), *docs)
+            return
         record = {
             "_id": key,
             "parent": seed["_id"],
@@ -354,18 +395,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "uri": seed["uri"],
             "timestamp": {"begin": begin, "end": None},
         }
-        docs = [record]
-        if seed["status"] == states.DOWNLOADING and seed.get("download"):
-            # A crashed run left this download half-done: it ends as failed, a new one starts.
-            old = await self._db(self.seeds.get, seed["download"])
-            if old is not None and old.get("status") == states.DOWNLOADING:
-                docs.append(dict(old, status=states.FAILED, error="interrupted (run ended during download)"))
-                await self._db(self.processor.remove_files, {"file": "files/" + old["_id"]})
-        seed = dict(seed, status=states.DOWNLOADING, download=key)
-        await self._db(self.seeds.put, seed, *docs)
-        request = self.seed_request(seed, start=start, begin=begin)
+        await self._db(self.seeds.put, request.meta["seed"], record, *docs)
         request.meta["download"] = record
-        return request
+        yield request
 
     async def parse(self, response: Response) -> AsyncIterator[scrapy.Request]:
         """One hop's answer, its body already streamed to ``files/<download key>``."""
@@ -379,9 +411,15 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if len(meta["hops"]) > self.max_hops:
                 await self._fail(meta, "more than %d redirects" % self.max_hops)
                 return
-            target = urljoin(response.url, location.decode("latin-1"))
             # A redirect target is crawled content: not the operator's seed, checked by the policy.
-            request = self.seed_request(meta["seed"], uri=target, hops=meta["hops"], begin=meta["begin"])
+            target = location.decode("latin-1")
+            with contextlib.suppress(ValueError):  # not resolvable: the check below says why
+                target = urljoin(response.url, target)
+            try:
+                request = self.seed_request(meta["seed"], uri=target, hops=meta["hops"], begin=meta["begin"])
+            except ValueError as exc:
+                await self._fail(meta, str(exc))
+                return
             request.meta["download"] = record
             yield request
             return
@@ -420,11 +458,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             async for request in self._sitemap(record):
                 yield request
             return
-        found = await self.processor.process(record)
-        for uri in dict.fromkeys(found):
-            doc, created = await self.register(uri, origin="void:dataDump", found_in=record["_id"])
-            if created and is_due(doc):
-                yield await self.download(doc)
+        for link in dict.fromkeys(await self.processor.process(record)):
+            doc, fresh = await self._follow(link, VOID_LINK, record, origin="void:dataDump")
+            if doc is not None and fresh:
+                async for request in self.download(doc):
+                    yield request
 
     @staticmethod
     def _is_sitemap(path: Path) -> bool:
@@ -457,6 +495,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             entries.append(
                 (
                     url.loc,
+                    "sitemap entry",
                     {
                         "interval": interval_for(url.changefreq, self.default_interval),
                         "lastmod": url.lastmod,
@@ -469,6 +508,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 entries.append(
                     (
                         dump,
+                        "dump location",
                         {
                             "interval": interval_for(dataset.changefreq, self.default_interval),
                             "dataset_label": dataset.label,
@@ -479,11 +519,14 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                     )
                 )
         children = []
-        for loc, extra in entries:
-            doc, created = await self.register(loc, origin="sitemap", found_in=record["_id"], **extra)
+        for link, what, extra in entries:
+            doc, fresh = await self._follow(link, what, record, origin="sitemap", **extra)
+            if doc is None:
+                continue
             children.append(doc["_id"])
-            if download and created and is_due(doc):
-                yield await self.download(doc)
+            if download and fresh:
+                async for request in self.download(doc):
+                    yield request
         await self._db(
             self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children)
         )

@@ -1,6 +1,7 @@
 """The status state machine of the LOD Laundromat 2 design, with the states named as the design names them.
 
-A seed is ``added``; its download record goes ``downloading → filed``; a filed file is unpacked
+A seed is ``added`` (``failed`` for good, with its ``error``, when no request can be made of its
+URI: one stored before links were checked); its download record goes ``downloading → filed``; a filed file is unpacked
 (``unarchiving``) into either ``depleted`` (an archive: its entries become child records, each
 ``filed``) or ``unarchived`` (data); data goes ``guessing → guessed → parsing → parsed`` and gets a
 ``cleaned`` record. ``failed`` ends a record whose step could not complete (its ``error`` says why);
@@ -23,7 +24,7 @@ CLEANED = "cleaned"
 FAILED = "failed"
 
 TRANSITIONS: dict[str, frozenset[str]] = {
-    ADDED: frozenset({DOWNLOADING}),
+    ADDED: frozenset({DOWNLOADING, FAILED}),
     # A seed whose download finished goes back to waiting until it is stale.
     DOWNLOADING: frozenset({FILED, FAILED, ADDED}),
     FILED: frozenset({UNARCHIVING}),

@@ -88,13 +88,18 @@ def split_urls(value: str | Iterable[str] | None) -> list[str]:
 
 
 def checked_url(
-    value: str, what: str = "URL", schemes: tuple[str, ...] = ("http", "https", "file"), local: bool = False
+    value: str,
+    what: str = "URL",
+    schemes: tuple[str, ...] = ("http", "https", "file"),
+    local: bool = False,
+    relative: bool = False,
 ) -> str:
     """``value`` stripped, or ValueError (its message starts with ``what``) when it can never be
     fetched: longer than MAX_URL, a control character in it, not a URL (a bad port or IPv6 literal),
     another scheme, or an http(s) URL without a host. (Spaces pass: a fetch percent-encodes them.)
     ``local``: the value is the operator's own argument, so a file of that name here may be named
-    in the hint (never for a value read from crawled or queued data: no probing this machine's files)."""
+    in the hint (never for a value read from crawled or queued data: no probing this machine's files).
+    ``relative``: a relative reference (no scheme: kept, never fetched) passes these checks too."""
     value = value.strip()
     if len(value) > MAX_URL:
         raise ValueError("%s is longer than %d characters: %s" % (what, MAX_URL, shown(value)))
@@ -105,6 +110,8 @@ def checked_url(
         parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
     except ValueError as exc:
         raise ValueError("%s is not a URL (%s): %s" % (what, exc, shown(value))) from None
+    if relative and not parts.scheme:
+        return value
     scheme = parts.scheme.lower()
     if scheme not in schemes:
         raise ValueError(
