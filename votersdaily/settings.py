@@ -400,6 +400,15 @@ LAUNDROMAT_DEFAULT_INTERVAL = 86400.0
 LAUNDROMAT_WORKERS: int | None = None
 LAUNDROMAT_GZIP_LEVEL: Annotated[int, AtMost(9)] = 1
 LAUNDROMAT_GENID_BASE = "https://lodlaundromat.org/.well-known/genid/"
+#: Sitemaps nested in sitemaps: how deep below the first one (an operator's seed, a dump link) a
+#: sitemap is still read. 1 is the protocol's sitemap index of sitemaps (it allows no index in an
+#: index); 2 lets an index name indexes, as some sites do. A deeper one is not read, its links not
+#: followed (the run log's not_followed: sitemap_too_deep).
+LAUNDROMAT_SITEMAP_MAX_DEPTH = 2
+#: New seeds one run registers from crawled content (sitemap entries, dump locations,
+#: void:dataDump links; 0: no limit): past it they are not followed (not_followed: seed_limit), until
+#: a later run reads what names them again. A site's data cannot steer a run into endless fetching.
+LAUNDROMAT_MAX_FOUND_SEEDS = 100_000
 #: Unpacking limits: uncompressed bytes per archive, compression ratio, entries, nesting depth.
 LAUNDROMAT_MAX_UNPACKED_BYTES = 8 * 1024**3
 LAUNDROMAT_MAX_RATIO = 200.0

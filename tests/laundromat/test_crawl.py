@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import re
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
 
 from tests.laundromat import sitedata
 from votersdaily.laundromat import native
@@ -279,3 +281,85 @@ def test_seeds_none_of_which_can_be_fetched_fail_the_run(crawl, sqlite_uri, tmp_
     )
     log = run_logs(sqlite_uri)[-1]
     assert log["result"] == "BadSeed" and log["error_count"] == 2, log
+
+
+def index_tree(site, levels: int) -> str:
+    """Sitemap indexes ``/sm/r``, ``/sm/ra``, ``/sm/rb``, ``/sm/raa`` …, each naming the two one
+    level down, ``levels`` deep (generated: a hostile site's endless tree, cut here so that a crawl
+    that followed all of it would end); the first one's URL."""
+    for depth in range(levels):
+        for path in itertools.product("ab", repeat=depth):
+            name = "/sm/r" + "".join(path)
+            site.route(
+                name,
+                '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s'
+                "</sitemapindex>"
+                % "".join("<sitemap><loc>%s%s%s</loc></sitemap>" % (site.url, name, c) for c in "ab"),
+                content_type="application/xml",
+            )
+    return site.url + "/sm/r"
+
+
+def sitemaps_fetched(site) -> int:
+    return sum(n for path, n in site.hits.items() if path.startswith("/sm/"))
+
+
+@pytest.mark.parametrize("max_depth", [0, 1, None])
+def test_nested_sitemap_indexes_are_read_only_so_deep(crawl, site, sqlite_uri, tmp_path, max_depth):
+    """Sitemap indexes naming indexes, five levels of them. Before, every index was read and each
+    named one fetched (the audit's endless tree: 978 sitemaps 26 levels deep in 45 s, still going).
+    A sitemap is read only LAUNDROMAT_SITEMAP_MAX_DEPTH deep (2 by default: an index may name
+    indexes once), an index only when the sitemaps it names are within it; a deeper one fails with
+    why, its links not followed, said once and counted."""
+    root = index_tree(site, 5)
+    depth = 2 if max_depth is None else max_depth
+    extra = [] if max_depth is None else ["-s", "LAUNDROMAT_SITEMAP_MAX_DEPTH=%d" % max_depth]
+    proc = crawl(
+        "laundromat", root, sqlite_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"), *extra
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read = 2 ** (depth + 1) - 1  # the indexes down to max_depth, each fetched once
+    assert sitemaps_fetched(site) == read and max(site.hits.values()) == 1, site.hits
+    docs = records(sqlite_uri)
+    assert len([d for d in docs.values() if "uri" in d and "parent" not in d]) == read
+    too_deep = [d for d in docs.values() if d.get("status") == "failed"]
+    assert len(too_deep) == 2**depth and all(
+        d["uri"].startswith(root) and len(d["uri"]) == len(root) + depth for d in too_deep
+    )
+    assert all(
+        d["error"]
+        == "sitemap index %d deep (its sitemaps would be %d deep), past LAUNDROMAT_SITEMAP_MAX_DEPTH (%d): "
+        "its 2 links are not followed" % (depth, depth + 1, depth)
+        for d in too_deep
+    ), too_deep
+    assert len([d for d in docs.values() if d.get("status") == "depleted"]) == read - 2**depth
+    (said,) = [line for line in proc.stderr.splitlines() if "not followed" in line]
+    assert "WARNING: not followed: sitemap index %d deep" % depth in said
+    (log,) = run_logs(sqlite_uri)
+    assert (log["result"], log["not_followed"]) == ("success", {"sitemap_too_deep": 2 ** (depth + 1)})
+
+
+def test_a_run_registers_at_most_its_limit_of_found_seeds(crawl, site, sqlite_uri, tmp_path):
+    """The same tree with sitemaps read ten deep, and LAUNDROMAT_MAX_FOUND_SEEDS=3: the run registers
+    three new seeds from the indexes it reads (four indexes fetched: the operator's and those three)
+    and follows none of the other five links they name, said once and counted."""
+    root = index_tree(site, 5)
+    proc = crawl(
+        "laundromat",
+        root,
+        sqlite_uri,
+        "-s",
+        "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+        "-s",
+        "LAUNDROMAT_SITEMAP_MAX_DEPTH=10",
+        "-s",
+        "LAUNDROMAT_MAX_FOUND_SEEDS=3",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sitemaps_fetched(site) == 4, site.hits
+    docs = records(sqlite_uri)
+    assert len([d for d in docs.values() if "uri" in d and "parent" not in d]) == 4
+    (said,) = [line for line in proc.stderr.splitlines() if "not followed" in line]
+    assert "the run has registered LAUNDROMAT_MAX_FOUND_SEEDS (3) new seeds from crawled content" in said
+    (log,) = run_logs(sqlite_uri)
+    assert (log["result"], log["not_followed"]) == ("success", {"seed_limit": 5})

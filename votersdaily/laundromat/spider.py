@@ -54,6 +54,7 @@ from .seeds import (
     stale_after,
 )
 from .sitemaps import MAX_SITEMAP_BYTES, SitemapError, looks_like_sitemap, parse_sitemap
+from .uris import uri_key
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -238,8 +239,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                     async for _ in self._sitemap(stored, download=False):
                         pass  # its due seeds are downloaded below with every other due seed
                     continue
-                for link in dict.fromkeys(await self.processor.process(stored)):
-                    await self._follow(link, VOID_LINK, stored, origin="void:dataDump")
+                # Its new seeds are downloaded below with every other due seed.
+                await self._dump_links(stored, await self.processor.process(stored))
         records = await self._db(lambda: list(self.seeds.all()))
         seeds = [doc for doc in records if is_seed(doc)]
         due = [doc for doc in seeds if is_due(doc)]
@@ -329,12 +330,39 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     ) -> tuple[dict[str, Any] | None, bool]:
         """Register ``link`` (``what`` it is), found in ``record``'s document, as a seed: (the stored
         seed, whether it is new and due: to download now); (None, False) when it is not followed
-        (``self.links`` says why)."""
-        uri = self.links.checked(link, what, describe(record))
+        (``self.links`` says why): no request can be made of it, or it would be a new seed past
+        the run's LAUNDROMAT_MAX_FOUND_SEEDS."""
+        where = describe(record)
+        uri = self.links.checked(link, what, where)
         if uri is None:
             return None, False
+        if self.links.full:  # a seed known already is still followed (a sitemap's child)
+            known = await self._db(self.seeds.get, uri_key(uri))
+            if known is None:
+                self.links.over_limit(uri, where)
+            return known, False
         doc, created = await self.register(uri, found_in=record["_id"], **extra)
+        self.links.found += created
         return doc, created and is_due(doc)
+
+    async def _sitemap_depth(self, record: dict[str, Any]) -> int:
+        """How many sitemaps led to the seed ``record`` was downloaded for (0: an operator's seed)."""
+        seed = await self._db(self.seeds.get, record.get("seed") or "")
+        return 0 if seed is None or seed.get("given") else int(seed.get("sitemap_depth") or 0)
+
+    async def _dump_links(self, record: dict[str, Any], links: list[str]) -> list[dict[str, Any]]:
+        """Register the ``void:dataDump`` links cleaned data of ``record`` named (as deep in sitemaps
+        as the data); the new seeds due now."""
+        fresh = []
+        links = list(dict.fromkeys(links))
+        depth = await self._sitemap_depth(record) if links else 0
+        for link in links:
+            doc, new = await self._follow(
+                link, VOID_LINK, record, origin="void:dataDump", sitemap_depth=depth or None
+            )
+            if new and doc is not None:
+                fresh.append(doc)
+        return fresh
 
     def seed_request(
         self,
@@ -458,11 +486,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             async for request in self._sitemap(record):
                 yield request
             return
-        for link in dict.fromkeys(await self.processor.process(record)):
-            doc, fresh = await self._follow(link, VOID_LINK, record, origin="void:dataDump")
-            if doc is not None and fresh:
-                async for request in self.download(doc):
-                    yield request
+        for doc in await self._dump_links(record, await self.processor.process(record)):
+            async for request in self.download(doc):
+                yield request
 
     @staticmethod
     def _is_sitemap(path: Path) -> bool:
@@ -479,7 +505,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         return path is not None and path.is_file() and self._is_sitemap(path)
 
     async def _sitemap(self, record: dict[str, Any], download: bool = True) -> AsyncIterator[scrapy.Request]:
-        """Register a sitemap's entries as seeds (``download``: and request the new, due ones)."""
+        """Register a sitemap's entries as seeds (``download``: and request the new, due ones); none
+        of a sitemap nested deeper than LAUNDROMAT_SITEMAP_MAX_DEPTH (it fails with why)."""
         if record["status"] != states.UNARCHIVING:
             record = dict(record, status=states.UNARCHIVING)
             await self._db(self.seeds.put, record)
@@ -487,8 +514,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             sitemap = await self._db(lambda: parse_sitemap(read_sitemap(self.output_dir / record["file"])))
         except (SitemapError, OSError, EOFError) as exc:
             self.logger.warning("%s failed (sitemap): %s", record.get("uri") or record["_id"], exc)
-            await self._db(self.seeds.put, dict(record, status=states.FAILED, error=str(exc)))
-            (self.output_dir / record["file"]).unlink(missing_ok=True)
+            await self._sitemap_done(record, status=states.FAILED, error=str(exc))
             return
         entries = []
         for url in sitemap.urls + sitemap.sitemaps:
@@ -518,18 +544,29 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                         },
                     )
                 )
+        depth = await self._sitemap_depth(record)
+        too_deep = self.links.sitemap_too_deep(
+            sitemap.kind, depth, [link for link, _, _ in entries], describe(record)
+        )
+        if too_deep is not None:
+            await self._sitemap_done(record, status=states.FAILED, error=too_deep)
+            return
         children = []
         for link, what, extra in entries:
-            doc, fresh = await self._follow(link, what, record, origin="sitemap", **extra)
+            doc, fresh = await self._follow(
+                link, what, record, origin="sitemap", sitemap_depth=depth + 1, **extra
+            )
             if doc is None:
                 continue
             children.append(doc["_id"])
             if download and fresh:
                 async for request in self.download(doc):
                     yield request
-        await self._db(
-            self.seeds.put, dict(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children)
-        )
+        await self._sitemap_done(record, status=states.DEPLETED, sitemap=sitemap.kind, children=children)
+
+    async def _sitemap_done(self, record: dict[str, Any], **changes: Any) -> None:
+        """A sitemap's record ends (``changes``: depleted, or failed with its error); its file goes."""
+        await self._db(self.seeds.put, dict(record, **changes))
         (self.output_dir / record["file"]).unlink(missing_ok=True)
 
     async def _fail(
