@@ -216,12 +216,17 @@ def write_requests(path: Path, requests: list[dict]) -> Path:
     return path
 
 
-def read_results(store_uri: str) -> dict[str, dict]:
+def stored(store_uri: str, db: str) -> list[dict]:
+    """The documents of database ``db`` of the store."""
     store = open_store(store_uri)
     try:
-        return {doc["_id"]: doc for doc in store.iter_docs("ingest_file_result")}
+        return list(store.iter_docs(db))
     finally:
         store.close()
+
+
+def read_results(store_uri: str) -> dict[str, dict]:
+    return {doc["_id"]: doc for doc in stored(store_uri, "ingest_file_result")}
 
 
 @pytest.fixture

@@ -273,9 +273,11 @@ def clean_doi(value: str | None) -> str | None:
     return value if value.startswith("10.") and "/" in value else None
 
 
-def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
+def extract_biblio(doc: HtmlDoc, unusable: dict[str, str] | None = None) -> dict[str, Any]:
     """BiblioMetadata as a dict, null fields omitted, ``release_date`` at the page's precision
-    (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one."""
+    (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one.
+    A fulltext link skipped because no fetch can use it is said in ``unusable`` (field name → why, for
+    the first such link of the field)."""
     if not doc.has_head:
         return {}
     meta: dict[str, Any] = {}
@@ -312,7 +314,10 @@ def extract_biblio(doc: HtmlDoc) -> dict[str, Any]:
         ("html_fulltext_url", HTML_PATTERNS),
         ("component_url", COMPONENT_PATTERNS),
     ):
-        found = match_fulltext_url(doc, patterns)
+        skipped: list[str] = []
+        found = match_fulltext_url(doc, patterns, skipped)
         if found:
             meta[name] = found[0]
+        if skipped and unusable is not None:
+            unusable[name] = skipped[0]
     return {k: meta[k] for k in BIBLIO_FIELDS if meta.get(k) not in (None, "", [])}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from .htmldoc import HtmlDoc
-from .urls import url_fuzzy_equal
+from .urls import UnusableUrl, resolved_url, url_fuzzy_equal
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -224,9 +224,12 @@ def _first(doc: HtmlDoc, selector: str) -> Any:
     return found[0] if found else None
 
 
-def match_fulltext_url(doc: HtmlDoc, patterns: Iterable[Pattern]) -> tuple[str, str] | None:
+def match_fulltext_url(
+    doc: HtmlDoc, patterns: Iterable[Pattern], unusable: list[str] | None = None
+) -> tuple[str, str] | None:
     """(url, technique) of the first surviving pattern match; a link to the page itself only as a
-    last resort."""
+    last resort. A link no fetch can use (:class:`~.urls.UnusableUrl`) is skipped, and why is added
+    to ``unusable``."""
     self_match = None
     for pattern in patterns:
         if pattern.in_doc_url and pattern.in_doc_url not in doc.url:
@@ -244,7 +247,13 @@ def match_fulltext_url(doc: HtmlDoc, patterns: Iterable[Pattern]) -> tuple[str, 
                 value = value.split("URL=", 1)[1].strip()
         if not value:
             continue
-        url = urljoin(doc.url, value)
+        try:
+            url = resolved_url(doc.url, value)
+        except UnusableUrl as exc:
+            reason = exc.as_link(pattern.technique)
+            if unusable is not None and reason not in unusable:  # the same meta under two attributes
+                unusable.append(reason)
+            continue
         if pattern.in_fulltext_url and pattern.in_fulltext_url not in url:
             continue
         lowered = url.lower()
@@ -277,16 +286,36 @@ _OSF = (
 )
 
 
-def extract_publisher_fulltext_url(url: str, doc: HtmlDoc) -> dict[str, Any]:
+def extract_publisher_fulltext_url(
+    url: str, doc: HtmlDoc, unusable: list[str] | None = None
+) -> dict[str, Any]:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
     Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``. A rule whose link is the page itself
     (an American Archivist ``/doi/abs/`` page under the ``/doi/10.`` rewrite) falls through to the
-    next rules instead of ending the ingest as ``link-loop``."""
+    next rules instead of ending the ingest as ``link-loop``; so does one whose link no fetch can use
+    (:class:`~.urls.UnusableUrl`: why is added to ``unusable``)."""
     for found in _publisher_candidates(url, doc):
         link = found.get("pdf_url") or found.get("next_url")
-        if link and not url_fuzzy_equal(urljoin(url, link), url):
+        if not link:
+            continue
+        try:
+            target = resolved_url(url, link)
+        except UnusableUrl as exc:
+            if unusable is not None:
+                unusable.append(exc.as_link(found["technique"]))
+            continue
+        if not url_fuzzy_equal(target, url):
             return found
     return {}
+
+
+def _joined(url: str, href: str) -> str:
+    """``href`` made absolute against ``url``; as it is when it cannot be (an unclosed IPv6 bracket),
+    for :func:`extract_publisher_fulltext_url` to skip and say why."""
+    try:
+        return urljoin(url, href)
+    except ValueError:
+        return href
 
 
 def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict[str, Any]]:  # noqa: PLR0912, PLR0915 - one rule a branch
@@ -341,7 +370,7 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict[str, Any]]:  
         # /doi/abs/ pages: <a href="/doi/pdf/10.17723/aarc.62.2.j475270470145630" target="_blank">
         for a in doc.select("a[target='_blank'][href]"):
             if "/doi/pdf/" in a.get("href"):
-                yield {"pdf_url": urljoin(url, a.get("href").strip()), "technique": "publisher-href"}
+                yield {"pdf_url": _joined(url, a.get("href").strip()), "technique": "publisher-href"}
     if "://www.protocols.io/view/" in url and not url.endswith(".pdf"):
         yield {"pdf_url": url + ".pdf", "technique": "protocolsio-url"}
     if "://www.degruyter.com/view/" in url and url.endswith(".xml"):
@@ -371,21 +400,21 @@ def _publisher_candidates(url: str, doc: HtmlDoc) -> Iterator[dict[str, Any]]:  
     if "://en.gzbd.cnki.net/KCMS/detail/detail.aspx" in url:
         found = doc.select("a#pdfDown")
         if found and found[0].get("href"):
-            yield {"pdf_url": urljoin(url, found[0].get("href")), "technique": "cnki-href"}
+            yield {"pdf_url": _joined(url, found[0].get("href")), "technique": "cnki-href"}
     m = re.search(r"://publications.rwth-aachen.de/record/(\d+)", url)
     if m:
         m2 = re.search(r"(/record/%s/files/[^\"']+\.pdf)" % m.group(1), html)
         if m2:
-            yield {"pdf_url": urljoin(url, m2.group(1)), "technique": "rwth-aachen-url"}
+            yield {"pdf_url": _joined(url, m2.group(1)), "technique": "rwth-aachen-url"}
     if "://physchemaspects.ru/" in url:
         for a in doc.select("a[href]"):
             if (a.text_content() or "").strip() == "download PDF file":
-                yield {"pdf_url": urljoin(url, a.get("href")), "technique": "physchemaspects-href"}
+                yield {"pdf_url": _joined(url, a.get("href")), "technique": "physchemaspects-href"}
     generator = doc.meta_contents("generator")
     if generator and generator[0].startswith("Open Journal Systems"):
         for a in doc.select("a.obj_galley_link.file"):
             if "pdf" in (a.text_content() or "").lower() and a.get("href"):
-                yield {"pdf_url": urljoin(url, a.get("href")), "technique": "ojs-galley-href"}
+                yield {"pdf_url": _joined(url, a.get("href")), "technique": "ojs-galley-href"}
     if "://www.e-periodica.ch/digbib/view" in url:
         pdf = url.replace("digbib/view", "cntmng").split("#")[0]
         if pdf in html:

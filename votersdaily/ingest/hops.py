@@ -5,10 +5,9 @@ spider, so any front end (a Redis-fed worker) can carry it."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urljoin
 
 from .filemeta import ACCEPTED_MIMETYPES
-from .urls import Blocklists, clean_url, matches
+from .urls import Blocklists, UnusableUrl, clean_url, matches, resolved_url
 
 #: The default block lists (a crawl passes its own, from settings).
 DEFAULT_BLOCKLISTS = Blocklists()
@@ -71,7 +70,14 @@ def redirect_target(
         location = location.decode("latin-1")
     if not location or not location.strip():
         return None, "bad-redirect", "HTTP %d from %s without a Location header" % (status_code, current_url)
-    target = clean_url(urljoin(current_url, location.strip()))
+    try:
+        target = clean_url(resolved_url(current_url, location))
+    except UnusableUrl as exc:
+        return (
+            None,
+            "bad-redirect",
+            "HTTP %d from %s to an unusable location: %s" % (status_code, current_url, exc),
+        )
     if not target.startswith(("http://", "https://")):
         return (
             None,
@@ -147,23 +153,32 @@ def landing_hop(
     found: dict[str, Any],
     max_hops: int,
     lists: Blocklists = DEFAULT_BLOCKLISTS,
+    unusable: str | None = None,
 ) -> tuple[str | None, str | None, str | None] | None:
     """Where a landing page at ``url`` leads (docs/ingest.md §4): (URL to fetch next, failing status,
     error message), or None when the page is itself the terminal document. ``found`` is the fulltext
-    link the extractor found (``pdf_url``/``next_url``). The state keeps the first page's biblio with a
-    title and, for a PDF ingest, what the extractor found."""
+    link the extractor found (``pdf_url``/``next_url``); ``unusable`` the link it skipped because no
+    fetch can use it (:class:`~.urls.UnusableUrl`), which a ``no-pdf-link`` names. A found link no
+    fetch can use counts as none. The state keeps the first page's biblio with a title and, for a PDF
+    ingest, what the extractor found."""
     if biblio.get("title") and "html_biblio" not in state["partial"]:
         state["partial"]["html_biblio"] = biblio
     itype = state["request"]["ingest_type"]
+    link = found.get("pdf_url") or found.get("next_url")
+    target = None
+    if link:
+        try:
+            target = resolved_url(url, link)
+        except UnusableUrl as exc:
+            unusable = exc.as_link(found.get("technique"))
     if itype == "pdf":
         state["partial"]["extract_next_hop"] = found
-        link = found.get("pdf_url") or found.get("next_url")
-        if not link:
+        if target is None:
             status = "blocked-wall" if matches(url, lists.wall) else "no-pdf-link"
-            return None, status, "no PDF link on %s" % url
-        return next_hop(state, clean_url(urljoin(url, link)), max_hops)
-    if itype in ("xml", "html", "component") and found:
-        return next_hop(state, urljoin(url, found["next_url"]), max_hops, loop_is_stop=itype == "html")
+            return None, status, "no PDF link on %s%s" % (url, ": %s" % unusable if unusable else "")
+        return next_hop(state, clean_url(target), max_hops)
+    if itype in ("xml", "html", "component") and target is not None:
+        return next_hop(state, target, max_hops, loop_is_stop=itype == "html")
     return None
 
 

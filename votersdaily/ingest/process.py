@@ -121,6 +121,18 @@ class Landing:
     biblio: dict[str, Any]
     next_hop: dict[str, Any] = field(default_factory=dict)
     parse_error: str | None = None
+    #: Why the first fulltext link of this ingest's type that no fetch can use was skipped (for the
+    #: next link, if any).
+    unusable_link: str | None = None
+
+
+#: The biblio field holding each ingest type's fulltext link.
+FULLTEXT_FIELDS = {
+    "pdf": "pdf_fulltext_url",
+    "xml": "xml_fulltext_url",
+    "html": "html_fulltext_url",
+    "component": "component_url",
+}
 
 
 def analyse_landing(
@@ -130,26 +142,28 @@ def analyse_landing(
         doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return Landing({}, {}, str(exc)), None
-    biblio = extract_biblio(doc)
-    landing = Landing(biblio)
+    unusable: dict[str, str] = {}
+    biblio = extract_biblio(doc, unusable)
+    key = FULLTEXT_FIELDS.get(ingest_type)
+    landing = Landing(biblio, unusable_link=unusable.get(key) if key else None)
     if ingest_type == "pdf":
         if biblio.get("pdf_fulltext_url"):
             landing.next_hop = {"pdf_url": biblio["pdf_fulltext_url"], "technique": "html_biblio"}
         else:
-            landing.next_hop = extract_publisher_fulltext_url(url, doc)
-    else:
-        key = {"xml": "xml_fulltext_url", "html": "html_fulltext_url", "component": "component_url"}.get(
-            ingest_type
-        )
-        if key and biblio.get(key):
-            landing.next_hop = {"next_url": biblio[key], "technique": key}
+            skipped: list[str] = []
+            landing.next_hop = extract_publisher_fulltext_url(url, doc, skipped)
+            landing.unusable_link = landing.unusable_link or next(iter(skipped), None)
+    elif key and biblio.get(key):
+        landing.next_hop = {"next_url": biblio[key], "technique": key}
     return landing, doc
 
 
 def process_html(
     doc: HtmlDoc, biblio: dict[str, Any], ojs_fix: bool, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS
 ) -> dict[str, Any]:
-    """``{status?, html_body, platform, scope, resources, tei_xml}`` for the terminal page."""
+    """``{status?, html_body, platform, scope, resources, tei_xml, unusable_resources}`` for the
+    terminal page; ``unusable_resources``: why sub-resources were skipped (no fetch can use their
+    URLs)."""
     # trafilatura and pypdf (0.1 s to import) are imported where they are called, not by loading the
     # spiders (every `scrapy crawl`); the ingest's worker processes preload them (workers.PRELOAD).
     from .htmlbody import TeiXmlError, extract_body
@@ -161,7 +175,8 @@ def process_html(
     platform = guess_platform(doc)
     scope = guess_scope(doc.url, doc, biblio, body.get("word_count"), platform, ojs_fulltext_fix=ojs_fix)
     tei_xml = body.pop("tei_xml", None)
-    resources = extract_resources(doc, blocked_hosts)
+    unusable: list[str] = []
+    resources = extract_resources(doc, blocked_hosts, unusable)
     for resource in resources:
         resource["surt"] = surt(resource["url"])
     return {
@@ -170,6 +185,7 @@ def process_html(
         "scope": scope,
         "tei_xml": tei_xml,
         "resources": resources,
+        "unusable_resources": unusable,
     }
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 import re
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from votersdaily import settings as defaults
 
 from .htmldoc import HtmlDoc
+from .urls import UnusableUrl, resolved_url
 
 #: (tag, attribute, resource_type, extra condition) in upstream's vocabulary.
 _SOURCES = (
@@ -73,9 +74,12 @@ def _usable(value: str | None) -> str | None:
     return value
 
 
-def extract_resources(doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS) -> list[dict[str, Any]]:
+def extract_resources(
+    doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOSTS, unusable: list[str] | None = None
+) -> list[dict[str, Any]]:
     """``[{url, resource_type}]`` in document order, deduplicated on (url, type); none from
-    ``blocked_hosts`` or matching the tracker paths."""
+    ``blocked_hosts`` or matching the tracker paths, nor one whose URL no fetch can use
+    (:class:`~.urls.UnusableUrl`: why is added to ``unusable``)."""
     seen: set[tuple[str, str]] = set()
     found: list[dict[str, Any]] = []
     for element in doc.root.iter(*_TAGS):
@@ -87,7 +91,12 @@ def extract_resources(doc: HtmlDoc, blocked_hosts: tuple[str, ...] = BLOCKED_HOS
         value = _usable(element.get(attr))
         if value is None:
             continue
-        url = urljoin(doc.url, value)
+        try:
+            url = resolved_url(doc.url, value)
+        except UnusableUrl as exc:
+            if unusable is not None:
+                unusable.append(str(exc))
+            continue
         if not url.startswith(("http://", "https://")) or is_blocked(url, blocked_hosts):
             continue
         key = (url, kind)

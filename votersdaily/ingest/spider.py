@@ -538,16 +538,22 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         landing = facts.landing
         if landing is not None:
             leads = H.landing_hop(
-                state, url, landing.biblio, landing.next_hop, self.config.max_hops, self.config.blocklists
+                state,
+                url,
+                landing.biblio,
+                landing.next_hop,
+                self.config.max_hops,
+                self.config.blocklists,
+                landing.unusable_link,
             )
-            if leads is not None:
-                target, status, message = leads
-                if status:
-                    yield self._finish(state, status, message, terminal=term)
-                    return
-                if target:
-                    yield self._hop_request(target, state)
-                    return
+            target, status, message = leads or (None, None, None)
+            if status:
+                yield self._finish(state, status, message, terminal=term)
+                return
+            self._skipped_links(state, url, "link", [landing.unusable_link])
+            if target:
+                yield self._hop_request(target, state)
+                return
         if H.hops_exceeded(state, self.config.max_hops):
             yield self._finish(
                 state, "max-hops-exceeded", "%d hops reached" % self.config.max_hops, terminal=term
@@ -674,6 +680,9 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         if out.get("status"):
             return self._finish(state, out["status"], out.get("error_message"), side, **common)
+        self._skipped_links(
+            state, common["terminal"]["terminal_url"], "sub-resource", out["unusable_resources"]
+        )
         if landing.biblio:
             state["partial"]["html_biblio"] = landing.biblio
         fields = dict(common, scope=out["scope"], platform=out["platform"])
@@ -778,6 +787,23 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         whole = StreamDigest()
         await run_in_thread(whole.update, body)
         return whole.hashes(), bytes(whole.head)
+
+    def _skipped_links(self, state: dict[str, Any], url: str, kind: str, why: list[str | None]) -> None:
+        """Links of the page at ``url`` skipped because no fetch can use them (``why``, None for none),
+        while its ingest goes on: said in one line for the page, and counted."""
+        skipped = [reason for reason in why if reason]
+        if not skipped:
+            return
+        self.crawler.stats.inc_value("ingest/skipped/unusable_%s" % kind.replace("-", "_"), len(skipped))
+        self.logger.info(
+            "ingest of %s: skipped %d %s(s) of %s that no fetch can use: %s%s",
+            state["request"]["base_url"],
+            len(skipped),
+            kind,
+            url,
+            skipped[0],
+            " and more" if len(skipped) > 1 else "",
+        )
 
     # -- failures ----------------------------------------------------------------------------------
 

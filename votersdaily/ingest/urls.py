@@ -6,11 +6,12 @@ import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
 
 from votersdaily import settings as defaults
+from votersdaily.plumbing.inputs import shown
 from votersdaily.rfc3986 import remove_dot_segments
 
 if TYPE_CHECKING:
@@ -102,6 +103,33 @@ def clean_url(url: str) -> str:
     return urlunsplit((scheme, netloc, path, parts.query, parts.fragment)) + (
         "#" if url.endswith("#") and not parts.fragment else ""
     )
+
+
+class UnusableUrl(ValueError):
+    """A URL read from a response (a ``Location``, a landing page's fulltext link, a sub-resource)
+    that no fetch can use; the message quotes it and says why."""
+
+    def as_link(self, technique: str | None) -> str:
+        """What the ingest says of a landing page's link found by ``technique`` that it skipped."""
+        return "its %s link %s" % (technique, self)
+
+
+def resolved_url(base: str, link: str) -> str:
+    """``link``, read from the response of ``base``, made absolute (``urljoin``); :class:`UnusableUrl`
+    when no fetch could use it: it does not parse (an unclosed IPv6 bracket, a port that is no number
+    or out of range, an IPv6 literal that is none), or, as an http(s) URL, names no host. Such a URL
+    made the hop, its CDX key (:func:`clean_url`) or Scrapy's request raise, and the ingest had no
+    result at all; checked here, its ingest fails with a status, or the link is skipped."""
+    try:
+        url = urljoin(base, link.strip())
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number in range
+        clean_url(url)  # what the hop and the CDX key make of it (an IPv6 literal that is none)
+    except ValueError as exc:
+        raise UnusableUrl("%s cannot be fetched (%s)" % (shown(link), exc)) from None
+    if parts.scheme.lower() in ("http", "https") and not parts.hostname:
+        raise UnusableUrl("%s cannot be fetched (it names no host)" % shown(link))
+    return url
 
 
 def url_fuzzy_equal(a: str, b: str) -> bool:
