@@ -208,11 +208,18 @@ def crawl():
     ``extra`` uses an option only the command line has, it is called from a thread other than the test's
     (concurrent crawls, each with its own environment), ``subprocess=True`` asks for a real process
     (crash and kill tests), or ``VOTERSDAILY_TEST_CRAWL=subprocess`` sends every crawl to a subprocess
-    (to check the two agree).
+    (to check the two agree). ``within``: a command the crawl's process runs under (a subprocess, e.g.
+    tests/support/tmpfs.py's mount namespace of full filesystems).
     """
 
     def _crawl(
-        spider: str, urls, store_uri: str, *extra: str, env: dict | None = None, subprocess: bool = False
+        spider: str,
+        urls,
+        store_uri: str,
+        *extra: str,
+        env: dict | None = None,
+        subprocess: bool = False,
+        within: list[str] | None = None,
     ):
         argv = [spider, "-s", "LOG_LEVEL=INFO"]
         if urls:
@@ -222,12 +229,15 @@ def crawl():
         argv += list(extra)
         if (
             subprocess
+            or within
             or CRAWL_MODE == "subprocess"
             or not can_run_in_process(argv)
             # Concurrent crawls (tests racing two runs) each need their own process and environment.
             or threading.current_thread() is not threading.main_thread()
         ):
-            return run_cli([sys.executable, "-m", "scrapy", "crawl", *argv], store_uri, env=env)
+            return run_cli(
+                [*(within or ()), sys.executable, "-m", "scrapy", "crawl", *argv], store_uri, env=env
+            )
         return crawl_in_process(argv, cli_environment(store_uri, env))
 
     return _crawl

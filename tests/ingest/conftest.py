@@ -243,6 +243,8 @@ def run_ingest(
     *settings: str,
     private: bool = True,
     status: int = 0,
+    within: list[str] | None = None,
+    env: dict | None = None,
 ):
     extra = [
         "-a",
@@ -258,6 +260,7 @@ def run_ingest(
         extra += ["-s", "INGEST_ALLOW_PRIVATE=True"]
     for setting in settings:
         extra += ["-s", setting]
-    proc = crawl("ingest", None, store_uri, *extra)
+    options = {name: value for name, value in (("within", within), ("env", env)) if value is not None}
+    proc = crawl("ingest", None, store_uri, *extra, **options)
     assert proc.returncode == status, proc.stderr[-4000:]  # 1: the run failed (its run log says why)
     return proc

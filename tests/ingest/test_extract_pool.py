@@ -256,8 +256,9 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
     from tests.support.tmpfs import small_tmpfs
     from votersdaily.ingest import workers
 
-    folders, locks = workers._answer_folders()
+    folders, locks, unmade = workers._answer_folders()
     try:
+        assert unmade == []
         assert len(folders) == len(locks) == (2 if Path(workers.MEMORY_FOLDER).is_dir() else 1)
         assert all(Path(f).is_dir() for f in folders)
         if len(folders) == 2:
@@ -268,10 +269,11 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
             (Path(folder) / workers.OWNER_LOCK).unlink()
             Path(folder).rmdir()
     pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
-    pool.start()
     with small_tmpfs(tmp_path / "memory", size="256k") as memory:
-        disk = pool._answers[-1]
-        pool._answers = (str(memory), disk)
+        disk = tmp_path / "disk"
+        disk.mkdir()
+        pool._answers = (str(memory), str(disk))  # before the processes start (before: after, so
+        pool.start()  # they wrote to the pool's own folders and the small tmpfs was never used)
         try:
 
             async def both() -> list[bytes]:
@@ -281,9 +283,69 @@ def test_large_answers_wait_in_memory_and_on_disk_when_memory_is_full(tmp_path):
 
             small, large = asyncio.run(asyncio.wait_for(both(), 120))
             assert (small, large) == (b"x" * (100 << 10), b"x" * (1 << 20))
-            assert not list(memory.iterdir()) and not list(Path(disk).glob("[!.]*"))  # the owner file only
+            assert not list(memory.iterdir()) and not list(disk.iterdir())
+            assert pool.crawler.stats.get_stats() == {}  # the disk took what memory could not
         finally:
             pool.close()
+
+
+def test_an_answer_no_folder_takes_comes_by_the_socket_and_the_folders_are_said_once(tmp_path, caplog):
+    """Both answer folders full (real small tmpfs mounts, filled): before, the process died writing
+    the answer (ENOSPC), died again when the call was run once more, and the document failed with
+    ``ExtractionCrashed`` ("killed, e.g. by the OOM killer, or crashed"). Now the answer comes whole
+    by the socket, the folders are said once, and no process dies."""
+    from tests.support.tmpfs import fill, small_tmpfs
+
+    pool = ExtractPool(1, SimpleNamespace(stats=_Stats()))
+    with (
+        small_tmpfs(tmp_path / "memory", size="64k") as memory,
+        small_tmpfs(tmp_path / "disk", size="64k") as disk,
+    ):
+        fill(memory)
+        fill(disk, leave=16 << 10)  # room for small files, not for the answer
+        pool._answers = (str(memory), str(disk))  # before the processes start: they are given them
+        pool.start()
+        try:
+
+            async def three() -> list[bytes]:
+                return await asyncio.gather(*(pool.run(large_answer, 1 << 20) for _ in range(3)))
+
+            answers = asyncio.run(asyncio.wait_for(three(), 120))
+        finally:
+            pool.close()
+    assert answers == [b"x" * (1 << 20)] * 3
+    print("STATS", pool.crawler.stats.get_stats(), [r.getMessage() for r in caplog.records])
+    said = [r.getMessage() for r in caplog.records if "cannot take extraction answers" in r.getMessage()]
+    assert said == [
+        "the ingest's answer folders %s (No space left on device) and %s (No space left on device) cannot "
+        "take extraction answers: answers over 64 KiB go to the crawl by the socket instead, which holds "
+        "each extraction process until the crawl has read its answer" % (memory, disk)
+    ]
+    stats = pool.crawler.stats.get_stats()
+    assert stats == {"ingest/extract/answer_folder_unwritable": 1}, stats
+
+
+def exits_with_status_3() -> None:
+    os._exit(3)
+
+
+def test_a_process_that_dies_is_said_to_be_killed_or_to_have_exited_as_it_did(pool):
+    """Before, every death was "killed, e.g. by the OOM killer, or crashed": the OOM killer was blamed
+    for a process that exited on an error of its own (a full answer folder was one)."""
+
+    async def scenario() -> list[str]:
+        messages = []
+        for func in (always_killed, exits_with_status_3):
+            with pytest.raises(ExtractionCrashed) as raised:
+                await pool.run(func)
+            messages.append(str(raised.value))
+        return messages
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 120)) == [
+        "the extraction process died twice running always_killed (killed by SIGKILL, e.g. by the OOM killer)",
+        "the extraction process died twice running exits_with_status_3 (it exited with status 3: an error "
+        "outside the call, its traceback on standard error)",
+    ]
 
 
 def started_then_slow(marker: str, seconds: float) -> int:

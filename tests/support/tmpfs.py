@@ -1,12 +1,16 @@
 """A real small filesystem for the full-disk tests: a tmpfs of a few hundred KiB mounted on a test's
 folder, so a write meets the kernel's own ENOSPC (mounting needs root; without it the test is skipped
-with that reason)."""
+with that reason). Folders every process shares (``/dev/shm``, ``/tmp``) are made full for one command
+only, in a mount namespace of its own (:func:`within_full_filesystems`)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import shlex
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,3 +50,50 @@ def fill(folder: Path, leave: int = 0) -> Path:
     if leave:
         os.truncate(filler, max(0, filler.stat().st_size - leave))
     return filler
+
+
+#: Where :func:`within_full_filesystems` keeps the test process's temporary folder reachable when it
+#: covers it (``/tmp``): the test's store and requests files stay there (:func:`moved`).
+MOVED_TMP = "/dev/shm/votersdaily-test-tmp"  # noqa: S108 - on a tmpfs private to that command
+
+
+def within_full_filesystems(
+    full: dict[str, int], read_only: tuple[str, ...] = (), cwd: str | None = None, size: str = "64k"
+) -> list[str]:
+    """The command (a prefix for a command's arguments) running it in a mount namespace of its own
+    (``unshare -m``: its mounts are seen by that process alone, never by the machine's other
+    processes), where each folder of ``full`` is a fresh tmpfs of ``size`` filled but for the bytes
+    given, each of ``read_only`` a read-only one, and the working folder ``cwd``. When ``full``
+    covers the test process's temporary folder, that folder is first bound at :data:`MOVED_TMP` (on a
+    private tmpfs over ``/dev/shm``, which is then left roomy): give the command its paths
+    :func:`moved`. Root only (skipped otherwise), as :func:`small_tmpfs`."""
+    if os.geteuid() != 0:
+        pytest.skip("a full filesystem is a small tmpfs here, and mounting one needs root")
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here to make shared folders full for one command only")
+    steps = ["set -e"]
+    if tempfile.gettempdir() in full:
+        steps += [
+            "mount -t tmpfs -o size=16m tmpfs /dev/shm",
+            "mkdir %s" % MOVED_TMP,
+            "mount --bind %s %s" % (shlex.quote(tempfile.gettempdir()), MOVED_TMP),
+        ]
+    for folder, leave in full.items():
+        quoted = shlex.quote(folder)
+        steps += [
+            "mount -t tmpfs -o size=%s tmpfs %s" % (size, quoted),
+            "cat /dev/zero > %s/filler 2>/dev/null || true" % quoted,  # until the kernel says ENOSPC
+        ]
+        if leave:
+            steps.append("truncate -s -%d %s/filler" % (leave, quoted))
+    steps += ["mount -t tmpfs -o ro,size=%s tmpfs %s" % (size, shlex.quote(f)) for f in read_only]
+    if cwd:
+        steps.append("cd %s" % shlex.quote(cwd))
+    steps.append('exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "; ".join(steps), "sh"]
+
+
+def moved(path: Path | str) -> str:
+    """``path`` (under the test process's temporary folder) as a command run
+    :func:`within_full_filesystems` covering that folder reaches it."""
+    return str(Path(MOVED_TMP) / Path(path).relative_to(tempfile.gettempdir()))

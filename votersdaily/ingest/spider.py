@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Self
 
 import scrapy
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.exceptions import CloseSpider, IgnoreRequest, StopDownload
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -70,7 +70,7 @@ from .thumbnail import (
     warm_renderer,
 )
 from .warc import WARC_META
-from .workers import ExtractionCrashed, ExtractPool
+from .workers import ExtractionCrashed, ExtractPool, NoTemporaryFolder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -176,7 +176,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         remember_host_encodings()  # a hop or sub-resource host's IDNA encoding, once a process
         spider.resource_streams = ResourceStreams(spider.config.resource_bytes_per_worker)
         # the pool starts with the crawl (not for `enqueue`, which only runs start())
-        crawler.signals.connect(spider.extract.start, signal=scrapy.signals.spider_opened)
+        crawler.signals.connect(spider._start_extraction, signal=scrapy.signals.spider_opened)
         spider.extract.prepare()  # its fork server's imports overlap the rest of the start-up
         crawler.signals.connect(spider.extract.close, signal=scrapy.signals.spider_closed)
         crawler.signals.connect(spider.sniffer.close, signal=scrapy.signals.spider_closed)
@@ -187,6 +187,19 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         crawler.signals.connect(spider._headers_received, signal=scrapy.signals.headers_received)
         crawler.signals.connect(spider._bytes_received, signal=scrapy.signals.bytes_received)
         return spider
+
+    def _start_extraction(self) -> None:
+        """``spider_opened``: the extraction processes start, so the first pages do not wait for them;
+        when none can (:class:`~.workers.NoTemporaryFolder`), the crawl says why in one line, its run
+        log's result is that, and it closes before it fetches anything (no ingest fails for it)."""
+        try:
+            self.extract.start()
+        except NoTemporaryFolder as exc:
+            self.logger.error("%s", exc)
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed, failure=Failure(exc), url=None, spider=self
+            )
+            raise CloseSpider("no temporary folder") from None
 
     def _request_reached(self, request: Request, **_: object) -> None:
         """``request_reached_downloader``: a hop starts its ingest's clock; a sub-resource's place in

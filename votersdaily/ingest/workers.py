@@ -20,7 +20,8 @@ ended before the message did), never a reader waiting for the rest for ever (see
 concurrent.futures' pool: an ingest waited two hours after one SIGKILL). An answer of up to
 :data:`INLINE_ANSWER_BYTES` goes by the socket, a larger one is written to a file in the pool's own
 folder (in memory when the machine has ``/dev/shm``) and only its name goes by the socket
-(:func:`_answer`, :meth:`ExtractPool.run`).
+(:func:`_answer`, :meth:`ExtractPool.run`); when no folder takes it (full), by the socket all the
+same: a full folder is the folder's fault, never the document's.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 import socket
 import struct
 import tempfile
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +81,28 @@ class ExtractionCrashed(RuntimeError):
     """The extraction process died under the same call twice (killed, or crashed)."""
 
 
+class NoTemporaryFolder(OSError):
+    """No temporary folder takes the fork server's socket, which every extraction process is started
+    through: the crawl cannot extract, and fetches nothing. The run log's result."""
+
+
+def _fork_server_folder() -> None:
+    """multiprocessing's folder for the fork server's socket, made now (once a process), or
+    :class:`NoTemporaryFolder` naming the folders tried (Python's ``tempfile`` tries ``$TMPDIR``,
+    ``/tmp``, ``/var/tmp``, ``/usr/tmp`` and the working folder, each full, read-only or missing)."""
+    from multiprocessing import util
+
+    try:
+        util.get_temp_dir()
+    except OSError as exc:
+        where = "%s: %s" % (exc.filename, exc.strerror) if exc.filename else exc.strerror or str(exc)
+        raise NoTemporaryFolder(
+            "the ingest's extraction processes have no temporary folder (%s; full, read-only or missing): "
+            "nothing was fetched, the requests wait for the next run; make room there, or point TMPDIR "
+            "at a folder with room" % where,
+        ) from exc
+
+
 def default_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -112,7 +136,6 @@ def _die_with(worker_pid: int) -> None:
     a thread waiting on the worker's pidfd kills it when the worker dies (the fork server and the
     resource tracker then see their last client gone and exit)."""
     import ctypes
-    import signal
     import threading
 
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the watcher below still ends it
@@ -124,7 +147,6 @@ def _watch(pid: int) -> None:
     """Kill this process once process ``pid`` has exited (its pidfd turns readable). Without
     pidfd_open (Linux before 5.3) nothing is watched: the supervisor's process group is the guard."""
     import select
-    import signal
 
     try:
         fd = os.pidfd_open(pid)
@@ -151,17 +173,21 @@ INLINE_ANSWER_BYTES = 64 << 10
 
 @dataclass(frozen=True)
 class _Answer:
-    """What a worker process sends back: the call's value or its exception, inline or as a file."""
+    """What a worker process sends back: the call's value or its exception, inline or as a file;
+    ``unwritable``: (folder, why) for each answer folder that could not take this large answer,
+    which came inline instead."""
 
     value: Any = None
     error: BaseException | None = None
     path: str | None = None
+    unwritable: tuple[tuple[str, str], ...] = ()
 
 
 def _answer(folders: tuple[str, ...], func: Callable[..., Any], *args: Any) -> _Answer:
     """Run ``func(*args)`` in the worker process and package the outcome so that it reaches the
     crawl whole or not at all (module docstring): a large one in a file of the first of ``folders``
-    that takes it whole."""
+    that takes it whole, or by the socket when none does (full, removed: the process then waits
+    until the crawl has read it, where a file let it take its next call at once)."""
     try:
         outcome = _Answer(value=func(*args))
     except Exception as exc:
@@ -173,13 +199,18 @@ def _answer(folders: tuple[str, ...], func: Callable[..., Any], *args: Any) -> _
             error=RuntimeError("%s answered what cannot be sent back: %r" % (func.__name__, exc))
         )
         data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
-    if len(data) <= INLINE_ANSWER_BYTES:
-        _LastPickled.answer, _LastPickled.data = outcome, data
-        return outcome
-    for folder in folders[:-1]:
-        with contextlib.suppress(OSError):  # a full memory folder: the next one
-            return _Answer(path=_write_answer(folder, data))
-    return _Answer(path=_write_answer(folders[-1], data))
+    if len(data) > INLINE_ANSWER_BYTES:
+        unwritable = []
+        for folder in folders:
+            try:
+                return _Answer(path=_write_answer(folder, data))
+            except OSError as exc:  # a full memory folder: the next one
+                unwritable.append((folder, exc.strerror or str(exc)))
+        if unwritable:  # the crawl says which folders are full (ExtractPool.run)
+            outcome = replace(outcome, unwritable=tuple(unwritable))
+            data = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+    _LastPickled.answer, _LastPickled.data = outcome, data
+    return outcome
 
 
 class _LastPickled:
@@ -223,32 +254,31 @@ ANSWER_FOLDER_PREFIX = "votersdaily-extract-"
 OWNER_LOCK = ".owner"
 
 
-def _answer_folders() -> tuple[tuple[str, ...], list[int]]:
+def _answer_folders() -> tuple[tuple[str, ...], list[int], list[tuple[str, str]]]:
     """The folders of one pool's answers, made now: the memory one when there is one, then one on
     the temporary folder's disk (for answers the memory folder has no room for); with the descriptors
-    of their held owner locks. Folders a killed crawl left (its answers in memory, RAM until the next
-    boot) are removed first."""
+    of their held owner locks, and (parent, why) for each that could not be made (full, read-only:
+    the answers it would have taken go by the socket). Folders a killed crawl left (its answers in
+    memory, RAM until the next boot) are removed first."""
     parents = [tempfile.gettempdir()]
     if Path(MEMORY_FOLDER).is_dir():
         parents.insert(0, MEMORY_FOLDER)
     folders: list[str] = []
     locks: list[int] = []
+    unmade: list[tuple[str, str]] = []
     for parent in parents:
         remove_abandoned_answer_folders(parent)
         folder = ""
         try:
             folder = tempfile.mkdtemp(prefix=ANSWER_FOLDER_PREFIX, dir=parent)
             locks.append(_hold_owner_lock(folder))
-        except OSError:
+        except OSError as exc:
             if folder:  # made, but no room for its owner file: ours to remove
                 shutil.rmtree(folder, ignore_errors=True)
-            if parent != parents[-1]:
-                continue  # the memory folder not writable here (or full): the disk alone
-            for fd in locks:
-                os.close(fd)
-            raise
+            unmade.append((parent, exc.strerror or str(exc)))
+            continue
         folders.append(folder)
-    return tuple(folders), locks
+    return tuple(folders), locks, unmade
 
 
 def _hold_owner_lock(folder: str) -> int:
@@ -298,6 +328,24 @@ def _unpack(answer: _Answer) -> Any:
     if answer.error is not None:
         raise answer.error
     return answer.value
+
+
+def _how_it_ended(process: BaseProcess) -> str:
+    """How an extraction process whose socket ended went, for the person: the signal that killed it
+    (SIGKILL: the kernel's OOM killer, or a ``kill -9``), or its exit status (an error outside any call,
+    its traceback on standard error). It closed the socket as it exited: it is waited for a moment."""
+    process.join(_EXIT_WAIT)
+    code = process.exitcode
+    if code is None:
+        return "its socket closed while it still runs"
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else "signal %d" % -code
+        return "killed by %s%s" % (name, ", e.g. by the OOM killer" if -code == signal.SIGKILL else "")
+    return "it exited with status %d: an error outside the call, its traceback on standard error" % code
+
+
+#: Seconds a process whose socket ended is given to exit (it closes the socket as it exits).
+_EXIT_WAIT = 1.0
 
 
 #: Calls handed to one extraction process at once: it runs them one after the other, taking the next
@@ -423,6 +471,10 @@ class ExtractPool:
         self._answers: tuple[str, ...] | None = None
         #: The held owner locks of those folders (released, and the folders removed, at close).
         self._answer_locks: list[int] = []
+        #: Answer folders (or the folders they were to be made in) said to be unable to take answers.
+        self._said_unwritable: set[str] = set()
+        #: Why no process can start (:class:`NoTemporaryFolder`), once :meth:`prepare` found it.
+        self._no_folder: NoTemporaryFolder | None = None
 
     def prepare(self) -> None:
         """Start the fork server now, as a crawl creates its spider, for a crawler that crawls (not
@@ -437,19 +489,46 @@ class ExtractPool:
             return
         from multiprocessing import forkserver
 
+        try:
+            _fork_server_folder()
+        except NoTemporaryFolder as exc:  # raised by start(), where the crawl can stop before it fetches
+            self._no_folder = exc
+            return
         _forkserver_context()
         with without_the_main_script():  # the fork server never imports the main script
             forkserver.ensure_running()
 
-    def start(self, *args: Any, **kwargs: Any) -> None:
-        """Start the processes now, so the first pages do not wait for them (a signal handler too)."""
+    def start(self) -> None:
+        """Start the processes now, so the first pages do not wait for them. Raises
+        :class:`NoTemporaryFolder` when none can start."""
         if self.processes <= 0 or self._live:
             return
+        if self._no_folder is not None:
+            raise self._no_folder
+        _fork_server_folder()
         if self._answers is None:
-            self._answers, self._answer_locks = _answer_folders()
+            self._answers, self._answer_locks, unmade = _answer_folders()
+            self._say_unwritable(unmade)
         with without_the_main_script():  # the first process starts the fork server
             for _ in range(self.processes):
                 self._live.append(self._spawn())
+
+    def _say_unwritable(self, folders: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> None:
+        """Answer folders that cannot take answers (full, read-only: (folder, why)), each said once:
+        the answers they would have taken go by the socket, and the documents are not the worse for it."""
+        new = [(folder, why) for folder, why in folders if folder not in self._said_unwritable]
+        if not new:
+            return
+        self._said_unwritable.update(folder for folder, _ in new)
+        self._count("ingest/extract/answer_folder_unwritable")
+        logger.warning(
+            "the ingest's answer folder%s %s cannot take extraction answers: answers over %d KiB go to "
+            "the crawl by the socket instead, which holds each extraction process until the crawl has "
+            "read its answer",
+            "s" if len(new) > 1 else "",
+            " and ".join("%s (%s)" % pair for pair in new),
+            INLINE_ANSWER_BYTES >> 10,
+        )
 
     def _spawn(self) -> _Process:
         """A new extraction process, forked by the fork server (which imported :data:`PRELOAD`).
@@ -489,7 +568,10 @@ class ExtractPool:
         call = _Call(func.__name__, _LENGTH.pack(len(data)) + data, loop.create_future())
         self._waiting.append(call)
         self._dispatch()
-        return _unpack(await call.future)
+        answer = await call.future
+        if answer.unwritable:
+            self._say_unwritable(answer.unwritable)
+        return _unpack(answer)
 
     def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Watch every process's socket from ``loop`` (the crawl's; a test's next ``asyncio.run``)."""
@@ -573,10 +655,8 @@ class ExtractPool:
         :class:`ExtractionCrashed` if it was under a death before; the calls queued behind it
         had not started and go first to the next free process."""
         self._count("ingest/extract/process_died")
-        logger.warning(
-            "an extraction process of the ingest died (killed, e.g. by the OOM killer, or crashed): "
-            "starting a new one"
-        )
+        how = _how_it_ended(worker.process)
+        logger.warning("an extraction process of the ingest died (%s): starting a new one", how)
         self._retire(worker, kill=True)
         self._live.remove(worker)
         calls = worker.calls
@@ -589,8 +669,7 @@ class ExtractPool:
                 if not running.future.done():
                     running.future.set_exception(
                         ExtractionCrashed(
-                            "the extraction process died twice running %s (killed, e.g. by the OOM "
-                            "killer, or crashed)" % running.name
+                            "the extraction process died twice running %s (%s)" % (running.name, how)
                         )
                     )
             else:
