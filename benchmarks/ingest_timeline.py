@@ -30,7 +30,23 @@ from typing import Any, NamedTuple
 OUTPUT_ENV = "INGEST_TIMELINE_OUT"
 
 
-def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float, int, float | None, Cpu]:
+class TimedAnswer(NamedTuple):
+    """The pool's answer (``inner``) with when its call ran, its page-0 render and its CPU; what
+    the pool reads of an answer before unpacking it (``unwritable``) is the inner one's."""
+
+    inner: Any
+    started: float
+    ended: float
+    pid: int
+    render: float | None
+    cpu: Cpu
+
+    @property
+    def unwritable(self) -> Any:
+        return self.inner.unwritable
+
+
+def _timed_answer(folder: str, func: Any, *args: Any) -> TimedAnswer:
     """In an extraction process: the pool's answer with when its call ran (CLOCK_MONOTONIC is one
     clock for every process of the machine), how long the page-0 render inside it took, if any,
     and the CPU it and this process used (:class:`Cpu`)."""
@@ -52,7 +68,7 @@ def _timed_answer(folder: str, func: Any, *args: Any) -> tuple[Any, float, float
     answer = getattr(workers, "_untimed_answer", workers._answer)(folder, func, *args)
     ended, cpu = time.monotonic(), time.thread_time() - cpu
     spent = Cpu(call=cpu, process=time.process_time(), renderers=_renderers_cpu())
-    return answer, started, ended, os.getpid(), _RENDERS[-1] if _RENDERS else None, spent
+    return TimedAnswer(answer, started, ended, os.getpid(), _RENDERS[-1] if _RENDERS else None, spent)
 
 
 #: In an extraction process: the page-0 renders' durations of the call under way.
