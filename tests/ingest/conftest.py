@@ -218,6 +218,19 @@ def write_requests(path: Path, requests: list[dict]) -> Path:
 
 def stored(store_uri: str, db: str) -> list[dict]:
     """The documents of database ``db`` of the store."""
+def local_ingest_args(requests_file: Path, tmp_path: Path) -> tuple[str, ...]:
+    """``scrapy crawl ingest`` arguments for a requests file of the local site (a private address):
+    blobs under ``tmp_path``, no WARC files."""
+    return (
+        "-a", "requests=%s" % requests_file,
+        "-s", "INGEST_ALLOW_PRIVATE=True",
+        "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1",
+        "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+        "-s", "INGEST_WARC_ENABLED=False",
+    )  # fmt: skip
+
+
+def read_results(store_uri: str) -> dict[str, dict]:
     store = open_store(store_uri)
     try:
         return list(store.iter_docs(db))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from tests.distributed.workloads import RECORDED, recorded_documents, write_ingest_requests
-from tests.ingest.conftest import read_results
+from tests.ingest.conftest import local_ingest_args, read_results
 from tests.store.test_spool import spooled_records
 from tests.support.cli_main import run_main
 from votersdaily.ingest.persist import UPDATED
@@ -23,13 +23,7 @@ def test_a_spooled_ingest_result_delivered_late_keeps_the_newer_result(crawl, po
     pouchdb.reset()
     [page] = recorded_documents(site, 1)
     requests = write_ingest_requests(tmp_path / "requests.jsonl", [page])
-    settings = (
-        "-a", "requests=%s" % requests,
-        "-s", "INGEST_ALLOW_PRIVATE=True",
-        "-s", "INGEST_ALLOWED_HOSTS=127.0.0.1",
-        "-s", "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
-        "-s", "INGEST_WARC_ENABLED=False",
-    )  # fmt: skip
+    settings = local_ingest_args(requests, tmp_path)
     node_a = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool-a"), "VOTERSDAILY_FROZEN_NOW": EARLY}
     node_b = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool-b"), "VOTERSDAILY_FROZEN_NOW": LATE}
     wrong = "http://nobody-%s:wrong@127.0.0.1:%d/" % (uuid.uuid4().hex[:8], pouchdb.port)

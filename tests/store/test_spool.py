@@ -674,7 +674,7 @@ def test_a_spool_file_naming_code_is_refused_kept_and_runs_nothing(crawl, pouchd
         assert kept.read_bytes() == data  # untouched
         assert (
             'kept %s: 1 lines could not be delivered (line 1 names delivery hooks "%s", which are not '
-            "among those a spool delivery runs (reschedules))" % (kept, name) in flushed.stderr
+            "among those a spool delivery runs (families, reschedules))" % (kept, name) in flushed.stderr
         )
     assert docs(pouchdb.url, "vd_events") == []
     assert [log["parser_name"] for log in docs(pouchdb.url, "vd_log")] == ["house_votes"]

@@ -1,6 +1,8 @@
 """The per-file table of seeds/001 (``wbgrp-journal-extract-<version>-<env>``): one row per file,
-keyed by the base32 SHA-1, with column families as nested objects and column names unique across
-families. Large text goes to gzip-compressed attachments named ``<family>:<column>.gz``."""
+keyed by the base32 SHA-1, with column families (``f``, ``file``, ``grobid0``, ``pdf0``, ``match0``)
+as nested objects and column names unique across families. Large text goes to gzip-compressed
+attachments named ``<family>:<column>.gz``. A row written replaces the families it carries and keeps
+the stored row's others (:mod:`votersdaily.store.families`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from .filemeta import sha1_b32
 from .grobid import quality
 from .process import gzip_bytes
 
-FAMILIES = ("f", "file", "grobid0", "pdf0", "match0")
 #: CouchDB (and PouchDB) database names: a lowercase letter, then a-z 0-9 _ $ ( ) + - /.
 _DB_NAME = re.compile(r"^[a-z][a-z0-9_$()+/-]*$")
 
@@ -104,26 +105,3 @@ def file_row(
     if attachments:
         row["_attachments"] = attachments
     return row
-
-
-def merge_row(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """One version per file: families of ``new`` replace the same families of ``old``; families
-    (and their attachments) ``new`` does not carry are kept. ``old`` is the stored row (its
-    attachments kept as stubs) or a row of this run not written yet (its attachments keep their data)."""
-    if not old:
-        return new
-    merged = {k: v for k, v in old.items() if k in FAMILIES}
-    merged.update({k: v for k, v in new.items() if k in FAMILIES})
-    merged["_id"] = new["_id"]
-    new_families = {k for k in new if k in FAMILIES}
-    attachments = {
-        name: dict(stub)
-        if "data" in stub and not stub.get("stub")
-        else {k: v for k, v in stub.items() if k != "data"} | {"stub": True}
-        for name, stub in (old.get("_attachments") or {}).items()
-        if name.split(":", 1)[0] not in new_families
-    }
-    attachments.update(new.get("_attachments") or {})
-    if attachments:
-        merged["_attachments"] = attachments
-    return merged

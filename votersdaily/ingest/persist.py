@@ -2,7 +2,9 @@
 through the foundation's writers, blocking work (reads, files) in worker threads.
 
 * ``ingest_file_result``: every result, ``_id`` = ``<ingest_type>:<base_url>``;
-* the file table (:mod:`.filetable`), for successful ingests, merged family by family;
+* the file table (:mod:`.filetable`), for successful ingests, merged family by family with the stored
+  row where it is written (:class:`~votersdaily.store.families.FamilyRows`): nothing is read first,
+  so a store that is down costs no ingest its row, which waits in the spool with the rest;
 * ``html_meta``: successful HTML ingests, ``_id`` = sha1hex;
 * TEI-XML bodies (and PDF page-0 thumbnails) in the blob store, TEI announced on the ``html-teixml`` feed.
 """
@@ -26,10 +28,10 @@ from votersdaily.clock import now_iso
 from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
 from votersdaily.store.base import StoreError
 from votersdaily.store.crawler import store_for, writer_for
-from votersdaily.store.hooks import AfterBatch
+from votersdaily.store.families import FamilyRows
 
 from .blobs import FolderBlobs, JsonLinesFeed, StoreBlobs, tei_path, thumbnail_path
-from .filetable import file_row, merge_row, table_name
+from .filetable import file_row, table_name
 from .match import load_catalog_jsonl, match_document
 from .result import IngestItem
 
@@ -37,16 +39,13 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet import defer
 
-    from votersdaily.store.base import Store
-    from votersdaily.store.upsert import UpsertResult
-
 logger = logging.getLogger(__name__)
 
 RESULTS_DB = "ingest_file_result"
 HTML_META_DB = "html_meta"
 #: Results whose terminal URL is longer than this are not persisted (as upstream).
 MAX_TERMINAL_URL = 2048
-#: Threads writing the ingests' files and reading their stored rows (:meth:`IngestStorePipeline._write_files`):
+#: Threads writing the ingests' files and reading the catalog (:meth:`IngestStorePipeline._write_files`):
 #: as many as the store answers at once without a queue forming behind a slow one.
 FILE_THREADS = 4
 #: When a result or ``html_meta`` record was made: ignored when telling whether one changed, and of
@@ -91,9 +90,8 @@ class FilesWritten:
     tei_kept: bool = False
     #: Full folders met, in order, each with the folder (the run says the first once).
     full: list[tuple[OutputFolderFull, str]] = field(default_factory=list)
-    #: The new file-table row and the stored row of the same file, when the ingest is a hit.
+    #: The file-table row, when the ingest is a hit (merged with the stored one where it is written).
     row: dict[str, Any] | None = None
-    stored: dict[str, Any] | None = None
     #: What stopped the writes (raised on the reactor thread).
     error: Exception | None = None
 
@@ -114,11 +112,12 @@ class IngestStorePipeline:
         self.catalog_db = settings.get("INGEST_CATALOG_DB")
         self.catalog_file = settings.get("INGEST_CATALOG_JSONL")
         self.results = writer_for(crawler, RESULTS_DB, ignore=(UPDATED,), newer_by=UPDATED)
-        self.files = writer_for(crawler, self.file_table, hooks=AfterBatch(self._rows_written))
-        #: File-table rows of this run handed to the writer and not written yet, by id: a second
-        #: ingest of the same bytes merges with these, not with the (older) stored row.
-        self._pending_rows: dict[str, dict[str, Any]] = {}
-        self._catalog_exists = False
+        self.files = writer_for(crawler, self.file_table, hooks=FamilyRows())
+        #: Whether the catalog is there to match against; None: the store did not say (down at the
+        #: start): not consulted in this run.
+        self._catalog_exists: bool | None = False
+        #: The catalog could not be read for a row (said once a run).
+        self._catalog_unread_said = False
         #: A full blob folder or feed has been said (once a run).
         self._full_said = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=(UPDATED,), newer_by=UPDATED)
@@ -155,7 +154,13 @@ class IngestStorePipeline:
         try:
             self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
         except StoreError as exc:  # refused or away: the writers spool; the catalog is not consulted
-            logger.warning("catalog %s not consulted in this run: %s", self.catalog_db, exc)
+            self._catalog_exists = None
+            logger.warning(
+                "catalog %s not consulted in this run (%s): file rows are stored without match0 (a stored "
+                "row keeps its own)",
+                self.catalog_db,
+                exc,
+            )
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
@@ -178,18 +183,15 @@ class IngestStorePipeline:
         if files.error is not None:
             raise files.error
         if files.row is not None:
-            # On the reactor thread, so two ingests of the same bytes cannot both miss each other.
-            row = merge_row(self._pending_rows.get(files.row["_id"]) or files.stored, files.row)
-            self._pending_rows[row["_id"]] = row
-            await written(self.files.add(row))
+            await written(self.files.add(files.row))
             if result.get("html_body"):
                 await written(self.html_meta.add(html_meta_doc(result, files.tei_kept)))
         return item
 
     def _write_files(self, result: dict[str, Any], side: dict[str, Any]) -> FilesWritten:
-        """The ingest's files in order (TEI blob, its feed line, the thumbnail blob) and its file row with
-        the stored row of the same file, in a worker thread. An error stops the rest, as it stopped the
-        item before; it is answered (with the full folders met before it) for the reactor to raise."""
+        """The ingest's files in order (TEI blob, its feed line, the thumbnail blob) and its file row, in
+        a worker thread. An error stops the rest, as it stopped the item before; it is answered (with
+        the full folders met before it) for the reactor to raise."""
         files = FilesWritten()
         sha1hex = result["file_meta"]["sha1hex"]
         try:
@@ -202,7 +204,7 @@ class IngestStorePipeline:
             if thumbnail:
                 self._kept(files, self.blobs.put, thumbnail_path(sha1hex), thumbnail, "image/jpeg")
             if result["hit"]:
-                files.row, files.stored = self._file_row(result, side)
+                files.row = self._file_row(result, side)
         except Exception as exc:  # raised on the reactor thread, after the full folders are said
             files.error = exc
         return files
@@ -253,23 +255,8 @@ class IngestStorePipeline:
             spider=self.crawler.spider,
         )
 
-    def _rows_written(
-        self, store: Store, db: str, batch: list[dict[str, Any]], outcome: UpsertResult
-    ) -> None:
-        """BatchWriter hook (writer thread): rows now in the store leave the pending map."""
-        from twisted.internet import reactor
-
-        reactor.callFromThread(self._forget_rows, batch)
-
-    def _forget_rows(self, batch: list[dict[str, Any]]) -> None:
-        for row in batch:
-            if self._pending_rows.get(row["_id"]) is row:
-                del self._pending_rows[row["_id"]]
-
-    def _file_row(
-        self, result: dict[str, Any], side: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """(the new row, the stored row of the same file or None), in a worker thread."""
+    def _file_row(self, result: dict[str, Any], side: dict[str, Any]) -> dict[str, Any]:
+        """The file's row, in a worker thread (the writer merges it with the stored row)."""
         biblio = result.get("html_biblio") or {}
         grobid_meta = ((side.get("grobid") or {}).get("metadata") or {}).get("biblio") or {}
         request = result["request"]
@@ -277,9 +264,24 @@ class IngestStorePipeline:
         # the file's own title first (GROBID reads the PDF), then the landing page's
         pdf_info = (result.get("pdf_meta") or {}).get("pdf_info") or {}
         title = grobid_meta.get("title") or biblio.get("title") or pdf_info.get("Title")
-        match0 = match_document(self.store, self.catalog_db, dois, title, self._catalog_exists)
-        row = file_row(result, side, match0)
-        return row, self.store.get(self.file_table, row["_id"])
+        return file_row(result, side, self._match(dois, title))
+
+    def _match(self, dois: list[str | None], title: str | None) -> dict[str, Any] | None:
+        """The row's ``match0`` against the catalog, or None when the catalog cannot be read (the
+        store is down): the row then carries no ``match0`` and the stored row's, if any, stays."""
+        if self._catalog_exists is not None:
+            try:
+                return match_document(self.store, self.catalog_db, dois, title, self._catalog_exists)
+            except StoreError as exc:
+                if not self._catalog_unread_said:
+                    self._catalog_unread_said = True
+                    logger.warning(
+                        "catalog %s cannot be read (%s): file rows are stored without match0 (a stored "
+                        "row keeps its own) while it cannot",
+                        self.catalog_db,
+                        exc,
+                    )
+        return None
 
     async def close_spider(self) -> None:
         self.file_lane.close(wait=True)  # every item is through: the threads are idle

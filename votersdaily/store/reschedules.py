@@ -21,7 +21,7 @@ from votersdaily import schema
 from votersdaily.clock import now_iso
 
 from .base import Store
-from .upsert import UpsertResult, observed_later, upsert
+from .upsert import Merge, UpsertResult, observed_later, upsert
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,7 @@ class RescheduleTracker:
 
     #: What a spool records for later delivery: :class:`SpooledRescheduleTracker`, by its name there.
     durable: ClassVar[str | None] = "reschedules"
+    merge: Merge | None = None
 
     def __init__(self) -> None:
         #: parser_name → unique_key → ids of that key's documents that may still be live.

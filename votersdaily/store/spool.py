@@ -26,7 +26,8 @@ The spool folder holds (``<key>``: :func:`~.identity.store_key` of the store's i
 * ``<db>--<time>-<pid>-<n>.jsonl``: appended by versions before spooled documents named their store;
   delivered only when ``flush --untagged`` says they belong to the store at hand.
 
-A spooled batch names the hooks its delivery runs (``after_batch``) by a name of
+A spooled batch names the hooks its delivery runs (``after_batch``; their ``merge`` too: a row of
+column families is merged with the row stored when it is delivered) by a name of
 :data:`DELIVERY_HOOKS`, never by an import path: the data names no code, so whoever can write to the
 spool folder cannot choose what ``flush`` runs. A line naming anything else (the import paths earlier
 versions recorded are read as the names they meant: :data:`EARLIER_HOOK_PATHS`) is not delivered and
@@ -54,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from votersdaily import locations
 
 from .base import Store
+from .families import FamilyRows
 from .hooks import WriteHooks
 from .identity import identity_of, store_identity, store_key
 from .reschedules import SpooledRescheduleTracker
@@ -84,7 +86,7 @@ NO_STORE = "no store (spooled by an earlier version)"
 #: each is made once per delivery, so what it reads (the reschedule view) serves every chunk of
 #: every file delivered.
 DELIVERY_HOOKS: Mapping[str, Callable[[], WriteHooks]] = MappingProxyType(
-    {"reschedules": SpooledRescheduleTracker}
+    {"reschedules": SpooledRescheduleTracker, "families": FamilyRows}
 )
 #: What spool files of earlier versions record instead: the import path of their hooks, read as the
 #: name it meant; None: delivered without hooks (the ingest's file-table bookkeeping, which served
@@ -618,7 +620,8 @@ class Spool:
             delivery_hooks = self._hooks(hook, hooks)
             for start in range(0, len(docs), DELIVERY_CHUNK):
                 chunk = docs[start : start + DELIVERY_CHUNK]
-                result = upsert(store, db, chunk, ignore, newer_by=newer_by)
+                merge = None if delivery_hooks is None else delivery_hooks.merge
+                result = upsert(store, db, chunk, ignore, newer_by=newer_by, merge=merge)
                 if delivery_hooks is not None:
                     delivery_hooks.after_batch(store, db, chunk, result)
                 report.result.merge(result)

@@ -7,6 +7,10 @@ revision. A conflict from a concurrent writer is resolved by re-reading and re-a
 A write that may come late (a spool delivered after an outage, :mod:`.spool`) names the key that
 says when its documents were observed (``newer_by``): a stored version observed later is kept, and
 the late copy is counted ``older``, never written over it.
+
+A write that only adds to what is stored (``merge``: rows of column families, :mod:`.families`)
+combines each document with the stored version here, against what is stored at the moment of the
+write: the caller reads nothing first, and a spooled copy is merged when it is delivered.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ if TYPE_CHECKING:
 
 #: What ``upsert`` calls with the documents about to be written, before each write.
 BeforeWrite = Callable[[list[dict[str, Any]]], None]
+#: ``merge(there, doc)``: the document to write for ``doc`` given the version of it already there
+#: (the stored one, or one given earlier in the same batch).
+Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 MAX_CONFLICT_ROUNDS = 8
 #: Conflict rounds back off by a random delay (up to this times 2**round seconds) so two writers
@@ -166,12 +173,15 @@ def observed_later(first: object, second: object) -> bool:
 
 
 def _admitted(
-    docs: Iterable[dict[str, Any]], result: UpsertResult, newer_by: str | None = None
+    docs: Iterable[dict[str, Any]],
+    result: UpsertResult,
+    newer_by: str | None = None,
+    merge: Merge | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The documents to write by id, the last of an id given twice (the others counted in
-    ``result.duplicates``; with ``newer_by``, the one observed last), without a ``_rev`` given; one
-    whose id no store can look up, or that would delete a document, is refused on its own in
-    ``result.failed``, so it never costs its batch."""
+    ``result.duplicates``; with ``newer_by``, the one observed last; with ``merge``, merged into
+    it), without a ``_rev`` given; one whose id no store can look up, or that would delete a
+    document, is refused on its own in ``result.failed``, so it never costs its batch."""
     pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
         if SURROGATE_RE.search(doc["_id"]):  # no store can look it up
@@ -186,7 +196,9 @@ def _admitted(
         if earlier is not None:
             result.duplicates.append(doc["_id"])
             if newer_by is not None and observed_later(earlier.get(newer_by), doc.get(newer_by)):
-                continue
+                earlier, doc = doc, earlier  # noqa: PLW2901 - the copy observed last is the one written
+            if merge is not None:
+                doc = merge(earlier, doc)  # noqa: PLW2901 - as above
         pending[doc["_id"]] = doc
     return pending
 
@@ -200,6 +212,8 @@ def upsert(
     before_write: BeforeWrite | None = None,
     probe: Iterable[str] = (),
     newer_by: str | None = None,
+    *,
+    merge: Merge | None = None,
 ) -> UpsertResult:
     """Write ``docs`` (each with ``_id``, without ``_rev``) to ``db``; the last of equal ids wins.
 
@@ -214,6 +228,9 @@ def upsert(
     ``newer_by``: the key of the time a document was observed (a late write: a spool's delivery). A
     changed document is not written over a stored version observed later (``older``), and of an id
     given twice the copy observed last wins.
+    ``merge``: how a document combines with the version of it already there (:data:`Merge`): each is
+    merged with the stored version read at the write (and a conflict's with the one read again),
+    and an id given twice with its earlier copy; what is compared and written is the merge.
     """
     write = functools.partial(
         _upsert,
@@ -224,6 +241,7 @@ def upsert(
         before_write=before_write,
         probe=tuple(probe),
         newer_by=newer_by,
+        merge=merge,
     )
     docs = list(docs)
     try:
@@ -251,10 +269,11 @@ def _upsert(
     before_write: BeforeWrite | None,
     probe: tuple[str, ...],
     newer_by: str | None,
+    merge: Merge | None,
 ) -> UpsertResult:
     """:func:`upsert`, for documents that are JSON."""
     result = UpsertResult()
-    pending = _admitted(docs, result, newer_by)
+    pending = _admitted(docs, result, newer_by, merge)
     if insert_first and pending:
         existing_ids = {}
         if before_write is not None:
@@ -273,11 +292,14 @@ def _upsert(
             break
         if round_:
             time.sleep(random.uniform(0, CONFLICT_BACKOFF * 2**round_))  # noqa: S311 - jitter, not a secret
-        # With ``newer_by`` the stored documents are read whole: their time decides.
-        existing = _existing(store, db, pending, ignore, probe, whole=newer_by is not None)
+        # With ``newer_by`` the stored documents are read whole: their time decides; with ``merge``
+        # they are merged with.
+        whole = newer_by is not None or merge is not None
+        existing = _existing(store, db, pending, ignore, probe, whole=whole)
         writes, kinds = [], {}
-        for doc_id, doc in pending.items():
+        for doc_id, given in pending.items():
             old = existing.get(doc_id)
+            doc = given if merge is None or old is None or old.doc is None else merge(old.doc, given)
             if old is None:
                 writes.append(
                     doc

@@ -422,6 +422,7 @@ class BatchWriter:
             before_write=None
             if hooks is None
             else lambda docs: hooks.before_write(self.store, self.db, docs),
+            merge=None if hooks is None else hooks.merge,
         )
         # Adapt to the crawl: mostly new documents → write first; mostly known ones → read first.
         self._expect_new = len(result.inserted) * 2 > len(batch)

@@ -1,0 +1,70 @@
+"""Rows of column families merged where they are written (:mod:`votersdaily.store.families`): with
+the stored row, with an earlier copy in the same batch, and, for a spooled row, with the row stored
+when it is delivered. On both stores (the conftest's ``store``: embedded, and the PouchDB Server
+or a real CouchDB). The rows are the ingest file table's shape, their values made here."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+
+from votersdaily.store.families import FamilyRows, merge_families
+from votersdaily.store.spool import Spool
+from votersdaily.store.upsert import upsert
+
+TABLE = "wbgrp-journal-extract-0-dev"
+ROW = "I3JGR3M2VNGWUHGTMXBBWFECSRUL4LRN"
+
+
+def row(**families) -> dict:
+    return {"_id": ROW, **families}
+
+
+def tei_attachment(text: bytes) -> dict:
+    return {"content_type": "application/gzip", "data": base64.b64encode(gzip.compress(text)).decode()}
+
+
+def stored(store) -> dict:
+    found = store.get(TABLE, ROW)
+    return {k: v for k, v in found.items() if k not in ("_rev", "_attachments")}
+
+
+def test_a_row_keeps_the_stored_families_it_does_not_carry(store):
+    store.ensure_db(TABLE)
+    grobid = {"status_code": 200, "tei_xml": "grobid0:tei_xml.gz"}
+    first = row(f={"c": "1"}, grobid0=grobid, _attachments={"grobid0:tei_xml.gz": tei_attachment(b"<TEI/>")})
+    upsert(store, TABLE, [first], merge=merge_families)
+
+    result = upsert(store, TABLE, [row(f={"c": "2"}, pdf0={"page_count": 3})], merge=merge_families)
+
+    assert result.updated == [ROW]
+    assert stored(store) == row(f={"c": "2"}, grobid0=grobid, pdf0={"page_count": 3})
+    assert gzip.decompress(store.get_attachment(TABLE, ROW, "grobid0:tei_xml.gz")) == b"<TEI/>"
+    rev = store.get(TABLE, ROW)["_rev"]
+    again = upsert(store, TABLE, [row(pdf0={"page_count": 3})], merge=merge_families)
+    assert again.unchanged == [ROW] and store.get(TABLE, ROW)["_rev"] == rev, "no revision for nothing new"
+
+
+def test_two_rows_of_one_file_in_a_batch_are_merged_in_order(store):
+    store.ensure_db(TABLE)
+    result = upsert(
+        store,
+        TABLE,
+        [row(f={"c": "1"}, pdf0={"page_count": 3}), row(f={"c": "2"}, match0={"mstatus": "matched"})],
+        merge=merge_families,
+    )
+    assert (result.inserted, result.duplicates) == ([ROW], [ROW])
+    assert stored(store) == row(f={"c": "2"}, pdf0={"page_count": 3}, match0={"mstatus": "matched"})
+
+
+def test_a_spooled_row_is_merged_with_the_row_stored_when_it_is_delivered(store, tmp_path):
+    """Spooled while the store was down, delivered after another run stored the file's GROBID family."""
+    spool = Spool(tmp_path / "spool")
+    spool.write(store.display_uri, TABLE, [row(f={"c": "late"})], hooks=FamilyRows())
+    store.ensure_db(TABLE)
+    upsert(store, TABLE, [row(f={"c": "early"}, grobid0={"status_code": 200})])
+
+    report = spool.deliver(store)
+
+    assert report.documents == 1 and not report.problems
+    assert stored(store) == row(f={"c": "late"}, grobid0={"status_code": 200})
