@@ -13,8 +13,10 @@ refused, timeout, lost connection, …) keeps its message and loses the tracebac
 So does a source that answered with something its spider cannot read (a
 :class:`~votersdaily.sources.errors.SourceError`: an empty or malformed document, an error page):
 60 lines of Scrapy's frames said less than its one line, which names the exception and the document
-(the run log keeps the traceback). An event a rule refused is one line above DEBUG too: its reason,
-which names the event, without the item's repr.
+(the run log keeps the traceback). So does a store that was unavailable to a callback (a
+:class:`~votersdaily.store.base.StoreUnavailable`: down, refusing; a Redis-fed worker gives such a
+request back and waits for the store, saying so). An event a rule refused is one line above DEBUG
+too: its reason, which names the event, without the item's repr.
 
 Any other spider error (a parser's bug) keeps its traceback the first time: that is where it helps.
 Above DEBUG, the same error again (the same exception class raised at the same line: a reparse of
@@ -47,6 +49,11 @@ SOURCE_ERROR = "votersdaily.sources.errors.SourceError"
 #: unique key) and the rule, so above DEBUG its drop is that one line, without the item's repr (a roll
 #: call's is some 50 KB on one line).
 INVALID_EVENT = "votersdaily.pipelines.InvalidEvent"
+#: A store that could not be reached or refused (votersdaily/store/base.py), by name: its message names
+#: the store and the request that failed; a traceback would show only the store's client.
+STORE_UNAVAILABLE = "votersdaily.store.base.StoreUnavailable"
+#: What a spider error is said as in one line, whatever its traceback.
+ONE_LINE_ERRORS = frozenset({SOURCE_ERROR, STORE_UNAVAILABLE})
 
 
 def is_one_of(exc: object, classes: AbstractSet[str]) -> bool:
@@ -67,10 +74,13 @@ class LogFormatter(logformatter.LogFormatter):
         level = crawler.settings.get("LOG_LEVEL")
         formatter = cls(level if isinstance(level, int) else logging.getLevelName(str(level).upper()))
         # By name, not imported: a file: crawl must not load the HTTP stack (tests/test_startup.py).
-        errors = frozenset(
-            e if isinstance(e, str) else "%s.%s" % (e.__module__, e.__qualname__)
-            for e in crawler.settings.getlist("RETRY_EXCEPTIONS")
-        ) | {SOURCE_ERROR}
+        errors = (
+            frozenset(
+                e if isinstance(e, str) else "%s.%s" % (e.__module__, e.__qualname__)
+                for e in crawler.settings.getlist("RETRY_EXCEPTIONS")
+            )
+            | ONE_LINE_ERRORS
+        )
         network_errors_in_one_line(errors, formatter.level > logging.DEBUG)
         return formatter
 
@@ -78,12 +88,13 @@ class LogFormatter(logformatter.LogFormatter):
         self, failure: Failure, request: Request, response: Response | Failure, spider: Spider
     ) -> LogFormatterResult:
         """Scrapy's "Spider error processing <request>", with the error in the line when its
-        traceback is left out (above DEBUG: a SourceError, or an error whose traceback was shown)."""
+        traceback is left out (above DEBUG: a SourceError, a StoreUnavailable, or an error whose
+        traceback was shown)."""
         result = super().spider_error(failure, request, response, spider)
         error = failure.value
         if self.level <= logging.DEBUG or error is None:
             return result
-        if is_one_of(error, {SOURCE_ERROR}):
+        if is_one_of(error, ONE_LINE_ERRORS):
             suffix = ""
         elif self._first_time(failure):
             return result
@@ -92,6 +103,19 @@ class LogFormatter(logformatter.LogFormatter):
             _records_in_one_line().leave_out_traceback_of(error)
         result["msg"] = "%s: %%(exception)s: %%(error)s%s" % (result["msg"], suffix)
         result["args"] = dict(result.get("args") or {}, exception=type(error).__name__, error=error)
+        return result
+
+    def item_error(
+        self, item: Any, exception: BaseException, response: Response | Failure | None, spider: Spider
+    ) -> LogFormatterResult:
+        """Scrapy's "Error processing <item>", with the error in the line when its traceback is left
+        out (above DEBUG: a SourceError, a StoreUnavailable)."""
+        result = super().item_error(item, exception, response, spider)
+        if self.level > logging.DEBUG and is_one_of(exception, ONE_LINE_ERRORS):
+            result["msg"] = "%s: %%(exception)s: %%(error)s" % result["msg"]
+            result["args"] = dict(
+                result.get("args") or {}, exception=type(exception).__name__, error=exception
+            )
         return result
 
     def _first_time(self, failure: Failure) -> bool:

@@ -11,6 +11,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from votersdaily.distributed.redis_worker import WorkerMixin
 from votersdaily.plumbing.inputs import split_urls
 from votersdaily.rendering import RENDER_SETTINGS
+from votersdaily.store.base import StoreUnavailable
 from votersdaily.store.crawler import writer_for
 
 
@@ -83,8 +84,9 @@ class RenderedSpider(FetchSpider):
 
 class FetchWorker(WorkerMixin, FetchSpider):
     """``vd_fetch`` fed from the Redis queue; a page whose body starts with "raise" makes the
-    callback raise (a bug, or a page it cannot handle yet), one starting with "follow" yields a
-    request for ``<url>/next``."""
+    callback raise (a bug, or a page it cannot handle yet), one starting with "store" makes it raise
+    ``StoreUnavailable`` though the store answers (a document the store fails alone), one starting
+    with "follow" yields a request for ``<url>/next``."""
 
     name = "vd_fetch_worker"
     queue_name = "vd_fetch"
@@ -92,6 +94,8 @@ class FetchWorker(WorkerMixin, FetchSpider):
     def parse_page(self, response):
         if response.body.startswith(b"raise"):
             raise ValueError("the page asked its callback to fail: %s" % response.url)
+        if response.body.startswith(b"store"):
+            raise StoreUnavailable("POST /vd_fetch/_bulk_docs answered HTTP 500 for %s" % response.url)
         if response.body.startswith(b"follow"):  # a next page, through the shared queue
             yield scrapy.Request(response.url + "/next", callback=self.parse_page)
         yield from super().parse_page(response)

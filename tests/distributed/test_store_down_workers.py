@@ -1,9 +1,12 @@
 """Redis-fed workers whose store is down when they start (a systemd restart during store
 maintenance): no request goes to the dead stream. The ingest worker spools every result, file-table
-row and ``html_meta`` and acks its requests (``flush`` stores them, rows merged with the stored ones).
+row and ``html_meta`` and acks its requests (``flush`` stores them, rows merged with the stored ones);
+the laundromat worker, whose seed list must be read and written as it works, gives its requests back
+without counting a delivery and leases nothing until the store answers, then does them all.
 
-Real processes: redis-server with the production settings, PouchDB Server, the worker as ``scrapy
-crawl``; "down" is a port nothing listens on; the pages are the project's recordings.
+Real processes: redis-server with the production settings, PouchDB Server (on disk, so that it comes
+back with what it held), the worker as ``scrapy crawl``; "down" is a port nothing listens on, or the
+PouchDB Server stopped; the pages are the project's recordings and the W3C RDF test files.
 """
 
 from __future__ import annotations
@@ -16,15 +19,19 @@ from tests.distributed.workloads import (
     enqueue,
     log_path,
     queue_state,
+    rdf_datasets,
+    read_db,
     recorded_documents,
     roomy,
     start_workers,
     wait_all,
+    wait_until,
     write_ingest_requests,
 )
 from tests.ingest.test_store_down_ingest import FILE_TABLE, check_flushed, earlier_row
 from tests.support.cli_main import run_main
-from tests.support.services import free_port
+from tests.support.services import PouchDBServer, free_port
+from votersdaily.laundromat.uris import uri_key
 from votersdaily.store import open_store
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, workers
@@ -32,6 +39,14 @@ pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, work
 #: A request that failed would be given up after its second delivery: every delivery counts here.
 STRICT_QUEUE = (*QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=30", "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2")
 CLEAN_QUEUE = {"waiting": 0, "processing": 0, "dead": 0, "recovered": 0}
+
+
+@pytest.fixture
+def durable_pouch(tmp_path):
+    """A PouchDB Server on disk, so a stop and restart on the same port keeps the data."""
+    server = PouchDBServer(tmp_path / "pouch", in_memory=False).start()
+    yield server
+    server.stop()
 
 
 def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_none(
@@ -72,3 +87,74 @@ def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_n
     flushed = run_main("flush", "--from", down, store_uri=pouchdb.url, env=spool)
     assert flushed.returncode == 0, flushed.stderr
     check_flushed(pouchdb.url, docs, earlier)
+
+
+def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """Before: each seed's callback failed writing its record (``StoreUnavailable``) on every
+    delivery, and all 8 seeds were in the dead stream within 20 s."""
+    roomy(site)
+    datasets = rdf_datasets(site, per_suite=4)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(d.url + "\n" for d in datasets))
+    enqueue("laundromat", seeds, durable_pouch.url, redis_server.url)
+    durable_pouch.stop()
+    (worker,) = start_workers(
+        "laundromat_worker",
+        1,
+        durable_pouch.url,
+        redis_server.url,
+        tmp_path,
+        *STRICT_QUEUE,
+        "VOTERSDAILY_STORE_RETRY_MAX_DELAY=1",
+        "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
+        "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+    )
+    log = log_path(tmp_path, 0)
+    given_back = "requests that met it given back to laundromat:requests (no delivery counted)"
+    wait_until(
+        lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
+        "the worker gave its requests back",
+    )
+    # Those it had leased are back, each with the deliveries it had before (none), the rest untouched.
+    assert queue_state(redis_server, "laundromat")["dead"] == 0
+    queue = redis_server.client()
+    assert queue.xlen("laundromat:requests") == len(datasets)
+    pending = queue.xpending_range("laundromat:requests", "workers", min="-", max="+", count=100)
+    assert pending and {(p["consumer"], p["times_delivered"]) for p in pending} == {(b"requeued", 0)}
+
+    durable_pouch.start()  # the same port, with the seeds enqueue wrote
+
+    wait_all([worker], tmp_path, status=1)  # its run met the store unavailable (its run log says so)
+    text = log.read_text()
+    assert "the store at %s is back after" % durable_pouch.url in text, text[-3000:]
+    assert "Traceback" not in text, "each callback's StoreUnavailable is one line"
+    assert queue_state(redis_server, "laundromat") == CLEAN_QUEUE
+    records = {doc["_id"]: doc for doc in read_db(durable_pouch.url, "ll_seeds")}
+    for d in datasets:
+        seed = records[uri_key(d.url)]
+        assert (seed["status"], seed["given"]) == ("added", True) and seed["processed"], seed
+        download = records[seed["download"]]
+        assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)
+
+
+def test_a_request_the_store_fails_alone_while_it_answers_is_still_given_up(
+    site, redis_server, couch_uri, tmp_path
+):
+    """What a worker waits out is a store that does not answer: a callback that meets
+    ``StoreUnavailable`` while the store answers (a document the store fails alone) is a failed
+    delivery, so it cannot hold the queue for ever; the other requests are done."""
+    fine = [site.route("/fine/%d" % i, b"fine", content_type="text/plain") for i in range(10)]
+    failing = site.route("/store-fails", b"store", content_type="text/plain")
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for u in [*fine, failing]))
+    enqueue("vd_fetch", listed, couch_uri, redis_server.url)
+    workers = start_workers("vd_fetch_worker", 1, couch_uri, redis_server.url, tmp_path, *STRICT_QUEUE)
+
+    wait_all(workers, tmp_path, status=1)  # its run failed: a callback raised (then given up)
+
+    assert site.hits["/store-fails"] == 2, "tried VOTERSDAILY_REDIS_MAX_ATTEMPTS times"
+    assert sorted(doc["url"] for doc in read_db(couch_uri, "vd_fetch")) == sorted(fine)
+    state = queue_state(redis_server, "vd_fetch")
+    assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1)

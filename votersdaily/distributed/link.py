@@ -1,5 +1,6 @@
-"""Whether a worker's Redis answers: one warning when it goes away, one info line when it is back,
-and the backoff between attempts to reach it in between (never a traceback per attempt)."""
+"""Whether what a worker depends on answers (its Redis, its store): one warning when it goes away, one
+info line when it is back, and the backoff between attempts to reach it in between (never a
+traceback per attempt)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def redis_down_line(where: str, exc: Exception, url_from: str) -> str:
     return "cannot reach Redis at %s (%s): start redis-server or fix %s" % (where, exc, url_from)
 
 
-class RedisLink:
-    def __init__(self, where: str, first_delay: float, max_delay: float) -> None:
+class ServiceLink:
+    def __init__(self, what: str, where: str, first_delay: float, max_delay: float) -> None:
+        #: What it is, as a line names it ("Redis", "the store"), and where (no credentials).
+        self.what = what
         self.where = where
         self.first_delay = first_delay
         self.max_delay = max_delay
@@ -54,15 +57,16 @@ class RedisLink:
         return self.down_since is None
 
     def lost(self, exc: BaseException, holding: str) -> bool:
-        """Redis failed a call; True the first time in an outage (the caller starts reconnecting)."""
+        """It failed a call; True the first time in an outage (the caller starts reconnecting)."""
         if self.down_since is not None:
             return False
         self.down_since = time.monotonic()
         self._delay = self.first_delay
         self.outages += 1
         logger.warning(
-            "Redis at %s is unreachable (%s: %s); %s until it is back; reconnecting with backoff "
+            "%s at %s is unreachable (%s: %s); %s until it is back; reconnecting with backoff "
             "(at most %g s apart)",
+            self.what,
             self.where,
             type(exc).__name__,
             exc,
@@ -76,8 +80,8 @@ class RedisLink:
         return delay
 
     def back(self, what: str) -> float:
-        """Redis answers again; the seconds it was away."""
+        """It answers again; the seconds it was away."""
         away = time.monotonic() - (self.down_since or time.monotonic())
         self.down_since = None
-        logger.info("Redis at %s is back after %.1f s: %s", self.where, away, what)
+        logger.info("%s at %s is back after %.1f s: %s", self.what, self.where, away, what)
         return away

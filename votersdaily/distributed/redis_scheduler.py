@@ -11,9 +11,12 @@ item pipelines (or after a redirect/retry was pushed back to the queue). Every `
 the done requests are acked — after the requests they yielded are in the queue and the store
 writers have flushed, so an acked request's documents are in the store. A request whose callback
 or item pipeline raised, or done while a store batch failed, is never acked: it goes back to the
-queue as a failed attempt. Leases are renewed every third of their length; a lease of another
-(dead) worker that expired is taken over by the next lease, and every ``reap_interval`` a worker
-with room looks for one.
+queue as a failed attempt; one that met the store unavailable (``StoreUnavailable``: down, refusing)
+is given back without counting a delivery, and nothing is leased until the store answers again
+(asked with the store retry policy's backoff, ``VOTERSDAILY_STORE_RETRY_BACKOFF``/``_MAX_DELAY``):
+a store outage never sends work to the dead stream. Leases are renewed every third of their
+length; a lease of another (dead) worker that expired is taken over by the next lease, and every
+``reap_interval`` a worker with room looks for one.
 
 When Redis goes away (restart, network), the worker keeps its leases, its done requests and the
 requests its callbacks yield, stops leasing, and reconnects with backoff; once Redis answers it
@@ -43,12 +46,14 @@ from twisted.python.failure import Failure
 from votersdaily import scrapy_internals
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
-from votersdaily.store import mask_uri
-from votersdaily.store.crawler import writers_of
+from votersdaily.schema import LOG_DB
+from votersdaily.store import mask_uri, store_uri
+from votersdaily.store.base import StoreError, StoreUnavailable
+from votersdaily.store.crawler import store_for, writers_of
 
 from . import as_text, queue_name, redis_server, redis_url, serializer, spider_queue_name
 from .legacy import migrate
-from .link import REDIS_DOWN, RedisLink
+from .link import REDIS_DOWN, ServiceLink
 from .queue import RedisQueueLost, Renewal, StreamQueue, Unrunnable, UnrunnableRequest
 
 if TYPE_CHECKING:
@@ -82,10 +87,18 @@ class ReliableScheduler:
         self.max_leases = s.getint("VOTERSDAILY_REDIS_MAX_LEASES") or s.getint("CONCURRENT_REQUESTS")
         self.empty_wait = s.getfloat("VOTERSDAILY_REDIS_EMPTY_WAIT")
         self.debug = s.getbool("DUPEFILTER_DEBUG")
-        self.link = RedisLink(
+        self.link = ServiceLink(
+            "Redis",
             mask_uri(redis_url(s)),
             s.getfloat("VOTERSDAILY_REDIS_RECONNECT_DELAY"),
             s.getfloat("VOTERSDAILY_REDIS_RECONNECT_MAX_DELAY"),
+        )
+        #: The crawl's store, as the requests' callbacks and item pipelines met it (:meth:`_wait_for_store`).
+        self.store_link = ServiceLink(
+            "the store",
+            mask_uri(store_uri(s)),
+            s.getfloat("VOTERSDAILY_STORE_RETRY_BACKOFF"),
+            s.getfloat("VOTERSDAILY_STORE_RETRY_MAX_DELAY"),
         )
         self.stats = crawler.stats
         #: This worker's leases: stream entry id -> request.
@@ -118,6 +131,10 @@ class ReliableScheduler:
         self._closing = False
         #: Whether :meth:`_join` ran: the queue's format and epoch are known.
         self._joined = False
+        #: Leased requests whose callback or item pipeline met the store unavailable: given back
+        #: (not a delivery) once done, while the store does not answer (:meth:`_wait_for_store`).
+        self.store_waits: set[Request] = set()
+        self._waiting_for_store = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -280,8 +297,13 @@ class ReliableScheduler:
         if self._adopted:
             return self.leased[self._adopted.pop()]
         now = time.monotonic()
-        if self._working() >= self.max_leases or not self.link.up or now < self._empty_until:
-            return None  # the engine asks again when one of ours is done (or Redis is back)
+        if (
+            self._working() >= self.max_leases
+            or not self.link.up
+            or now < self._empty_until
+            or self._store_held
+        ):
+            return None  # the engine asks again when one of ours is done (or Redis, the store is back)
         queue = self._opened_queue
         lease = self._redis_now(lambda: queue.lease(reclaim=now >= self._reap_after), None)
         if queue.buried_last:
@@ -527,8 +549,13 @@ class ReliableScheduler:
         return sum(1 for r in self.leased.values() if r in inprogress)
 
     def _done_tokens(self) -> list[str]:
+        """Leases the engine has finished with, to ack or retry (not those waiting for the store)."""
         inprogress = self._inprogress()
-        return [t for t, r in self.leased.items() if r not in inprogress and t not in self._adopted]
+        return [
+            t
+            for t, r in self.leased.items()
+            if r not in inprogress and t not in self._adopted and r not in self.store_waits
+        ]
 
     def _token_of(self, request: Request | None) -> str | None:
         if request is None:
@@ -540,15 +567,94 @@ class ReliableScheduler:
 
     def _callback_failed(self, failure: Failure, response: Response, spider: Spider) -> None:
         """``spider_error``: the callback (or errback) of a leased request raised."""
-        self._mark_failed(getattr(response, "request", None))
+        self._mark_failed(getattr(response, "request", None), failure)
 
     def _item_failed(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
         """``item_error``: an item of a leased request was not stored."""
-        self._mark_failed(getattr(response, "request", None) if isinstance(response, Response) else None)
+        self._mark_failed(
+            getattr(response, "request", None) if isinstance(response, Response) else None, failure
+        )
 
-    def _mark_failed(self, request: Request | None) -> None:
-        if request is not None and self._token_of(request) is not None:
+    def _mark_failed(self, request: Request | None, failure: Failure) -> None:
+        if request is None or self._token_of(request) is None:
+            return
+        if failure.check(StoreUnavailable):
+            self._wait_for_store_with(request)
+        else:
             self.failed.add(request)
+
+    # -- the store going away ------------------------------------------------------------------
+
+    @property
+    def _store_held(self) -> bool:
+        """Whether leasing waits for the store: requests met it unavailable, or it does not answer."""
+        return bool(self.store_waits) or not self.store_link.up
+
+    def _wait_for_store_with(self, request: Request) -> None:
+        """``request`` met the store unavailable: nothing more is leased until the store is asked
+        whether it answers (:meth:`_wait_for_store`)."""
+        self.store_waits.add(request)
+        if not self._waiting_for_store:
+            self._waiting_for_store = True
+            deferred_from_coro(self._wait_for_store())
+
+    async def _wait_for_store(self) -> None:
+        """Ask the store whether it answers (with the store retry policy's backoff) until it does.
+        While it does not, the requests that met it unavailable are given back once done, not
+        counted as deliveries (it is no fault of theirs: another worker, or this one later, runs
+        them), and nothing is leased. When it answers, leasing resumes; a request that met it
+        unavailable although it answers is a failed delivery, as any other error (a store that
+        fails that request alone must not hold the queue for ever)."""
+        link = self.store_link
+        try:
+            while not self._closing:
+                await _sleep(link.first_delay if link.up else link.next_delay())
+                problem = await self._store_problem()
+                inprogress = self._inprogress()
+                done = {t: r for t, r in self.leased.items() if r in self.store_waits and r not in inprogress}
+                if problem is None:
+                    for request in done.values():
+                        self.store_waits.discard(request)
+                        self.failed.add(request)
+                    if self.store_waits:
+                        continue
+                    if not link.up:
+                        link.back("leasing resumes")
+                    self._wake_engine()
+                    return
+                given = await self._guarded(lambda held=done: self._give_back_for_store(held)) if done else 0
+                holding = "%d requests that met it given back to %s (no delivery counted), none leased" % (
+                    given or 0,
+                    self._opened_queue.key,
+                )
+                if not link.lost(problem, holding) and given:
+                    logger.info(
+                        "%d more requests given back to %s (no delivery counted): %s at %s is still "
+                        "unreachable",
+                        given,
+                        self._opened_queue.key,
+                        link.what,
+                        link.where,
+                    )
+        finally:
+            self._waiting_for_store = False
+
+    async def _store_problem(self) -> StoreError | None:
+        """Why the crawl's store does not answer (a request every run makes: its run log's
+        database), or None when it does."""
+        try:
+            await run_in_thread(store_for(self.crawler).has_db, LOG_DB)
+        except StoreError as exc:
+            return exc
+        return None
+
+    async def _give_back_for_store(self, held: dict[str, Request]) -> int:
+        """Give the requests ``held`` back to the queue, not counted as deliveries; how many."""
+        given = await run_in_thread(self._opened_queue.release, list(held))
+        self._forget(list(held), held)
+        self.store_waits.difference_update(held.values())
+        self.stats.inc_value("redis/given_back_for_store", given)
+        return given
 
     async def _push_buffered(self) -> None:
         """Push the requests yielded while Redis was away (through the duplicate filter)."""
