@@ -28,11 +28,10 @@ from tests.distributed.workloads import (
     wait_until,
     write_ingest_requests,
 )
-from tests.ingest.test_store_down_ingest import FILE_TABLE, check_flushed, earlier_row
+from tests.ingest.test_store_down_ingest import check_flushed, store_earlier_row
 from tests.support.cli_main import run_main
 from tests.support.services import PouchDBServer, free_port
 from votersdaily.laundromat.uris import uri_key
-from votersdaily.store import open_store
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, workers
 
@@ -59,12 +58,7 @@ def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_n
     roomy(site)
     docs = recorded_documents(site, 12)
     earlier = next(d for d in docs if d.ingest_type == "xml")
-    store = open_store(pouchdb.url)
-    try:
-        store.ensure_db(FILE_TABLE)
-        store.bulk_docs(FILE_TABLE, [earlier_row(earlier)])
-    finally:
-        store.close()
+    store_earlier_row(pouchdb.url, earlier)
     down = "http://127.0.0.1:%d/" % free_port()  # nothing listens there
     enqueue("ingest", write_ingest_requests(tmp_path / "requests.jsonl", docs), down, redis_server.url)
     spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}

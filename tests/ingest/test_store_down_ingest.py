@@ -14,10 +14,13 @@ import base64
 import gzip
 import json
 
+import pytest
+
 from tests.distributed.workloads import Document, read_db, recorded_documents, write_ingest_requests
 from tests.ingest.conftest import local_ingest_args
 from tests.support.cli_main import run_main
 from tests.support.services import free_port
+from votersdaily.ingest.blobs import tei_path
 from votersdaily.ingest.filetable import sha1_b32, table_name
 from votersdaily.store import open_store
 
@@ -40,6 +43,15 @@ def earlier_row(doc: Document) -> dict:
             }
         },
     }
+
+
+def store_earlier_row(store_uri: str, earlier: Document) -> None:
+    store = open_store(store_uri)
+    try:
+        store.ensure_db(FILE_TABLE)
+        assert store.bulk_docs(FILE_TABLE, [earlier_row(earlier)])[0].get("ok")
+    finally:
+        store.close()
 
 
 def check_flushed(store_uri: str, docs: list[Document], earlier: Document) -> None:
@@ -69,29 +81,38 @@ def check_flushed(store_uri: str, docs: list[Document], earlier: Document) -> No
     assert gzip.decompress(tei) == EARLIER_TEI
 
 
+@pytest.mark.parametrize("blobs", ["folder", "store"])
 def test_an_ingest_whose_store_is_down_from_the_start_spools_every_row_for_flush(
-    crawl, pouchdb, site, tmp_path
+    crawl, pouchdb, site, tmp_path, blobs
 ):
     """Before: every hit's item failed (``Error processing … StoreUnavailable``: the file-table row
-    was merged with a read of the stored row, which failed), and after ``flush`` the file table and
-    ``html_meta`` were missing; ``flush`` exited 0 all the same."""
+    was merged with a read of the stored row, which failed; with ``INGEST_BLOB_BACKEND=store`` the
+    TEI blob was written straight to the store, which failed too), and after ``flush`` the file
+    table and ``html_meta`` were missing; ``flush`` exited 0 all the same."""
     pouchdb.reset()
     docs = recorded_documents(site, 12)
     requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
     earlier = next(d for d in docs if d.ingest_type == "xml")
-    store = open_store(pouchdb.url)
-    try:
-        store.ensure_db(FILE_TABLE)
-        assert store.bulk_docs(FILE_TABLE, [earlier_row(earlier)])[0].get("ok")
-    finally:
-        store.close()
+    store_earlier_row(pouchdb.url, earlier)
     down = "http://127.0.0.1:%d/" % free_port()  # nothing listens there
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    args = (*local_ingest_args(requests, tmp_path), "-s", "INGEST_BLOB_BACKEND=%s" % blobs)
 
-    run = crawl("ingest", None, down, *local_ingest_args(requests, tmp_path), env=env)
+    run = crawl("ingest", None, down, *args, env=env)
 
     assert run.returncode == 4, run.stderr[-3000:]  # what it scraped waits in the spool
     assert "Error processing" not in run.stderr and "Traceback" not in run.stderr, run.stderr[-3000:]
     flushed = run_main("flush", "--from", down, store_uri=pouchdb.url, env=env)
     assert flushed.returncode == 0, flushed.stderr
     check_flushed(pouchdb.url, docs, earlier)
+    teis = {m["_id"] for m in read_db(pouchdb.url, "html_meta") if m["has_teixml"]}
+    assert teis, "the recordings include an HTML page with a TEI body"
+    if blobs == "store":
+        store = open_store(pouchdb.url)
+        try:
+            kept = {
+                sha1hex: store.get_attachment("sandcrawler", tei_path(sha1hex), "blob") for sha1hex in teis
+            }
+        finally:
+            store.close()
+        assert all(tei and b"<TEI" in tei for tei in kept.values()), kept

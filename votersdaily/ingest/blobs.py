@@ -14,10 +14,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from votersdaily.store.upsert import upsert
-
 if TYPE_CHECKING:
-    from votersdaily.store.base import Store
+    from votersdaily.store.crawler import CrawlerWriter
 
 _SAFE_PATH = re.compile(r"^[a-z0-9]+/[0-9a-f]{40}\.[a-z.]+$")
 
@@ -114,29 +112,30 @@ def _write_whole(path: str, data: bytes) -> None:
 
 
 class StoreBlobs:
-    """Blobs as CouchDB attachments: document ``<path>`` in database ``db``, attachment ``blob``."""
+    """Blobs as CouchDB attachments: document ``<path>`` in the writer's database, attachment
+    ``blob``, written through the crawl's writer of that database (batched, and spooled while the
+    store does not take them, as the ingest's results are)."""
 
-    def __init__(self, store: Store, db: str) -> None:
-        self.store = store
-        self.db = db
-        self._ready = False
+    def __init__(self, writer: CrawlerWriter) -> None:
+        self.writer = writer
 
     def put(self, path: str, data: bytes, content_type: str = "application/xml") -> str:
+        """Hand the blob to the writer (from a worker thread: the writer is the reactor's), once it
+        takes it (it holds documents back while the store is behind); its ``<db>/<path>``."""
+        from twisted.internet import reactor, threads
+
         if not _SAFE_PATH.match(path):
             raise ValueError("refusing blob path %r" % path)
-        if not self._ready:
-            self.store.ensure_db(self.db)
-            self._ready = True
         doc = {
             "_id": path,
             "size": len(data),
             "_attachments": {"blob": {"content_type": content_type, "data": base64.b64encode(data).decode()}},
         }
-        upsert(self.store, self.db, [doc])
-        return "%s/%s" % (self.db, path)
+        threads.blockingCallFromThread(reactor, self.writer.add, doc)
+        return "%s/%s" % (self.writer.db, path)
 
     def get(self, path: str) -> bytes | None:
-        return self.store.get_attachment(self.db, path, "blob")
+        return self.writer.store.get_attachment(self.writer.db, path, "blob")
 
 
 class JsonLinesFeed:

@@ -121,13 +121,16 @@ class IngestStorePipeline:
         #: A full blob folder or feed has been said (once a run).
         self._full_said = False
         self.html_meta = writer_for(crawler, HTML_META_DB, ignore=(UPDATED,), newer_by=UPDATED)
+        #: Every writer of the pipeline, opened and closed with it.
+        self.writers = [self.results, self.files, self.html_meta]
         self.store = store_for(crawler)
         backend = settings.get("INGEST_BLOB_BACKEND")
         self.blobs: FolderBlobs | StoreBlobs
         if backend == "folder":
             self.blobs = FolderBlobs(locations.ingest_blob_dir(settings))
         elif backend == "store":
-            self.blobs = StoreBlobs(self.store, settings.get("INGEST_BLOB_DB"))
+            self.blobs = StoreBlobs(writer_for(crawler, settings.get("INGEST_BLOB_DB")))
+            self.writers.append(self.blobs.writer)
         else:
             raise NotConfigured("INGEST_BLOB_BACKEND must be 'folder' or 'store', not %r" % backend)
         feed = locations.ingest_teixml_feed(settings)
@@ -140,7 +143,7 @@ class IngestStorePipeline:
         return cls(crawler)
 
     async def open_spider(self) -> None:
-        for writer in (self.results, self.files, self.html_meta):
+        for writer in self.writers:
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
             count, errors = await run_in_thread(
@@ -285,5 +288,5 @@ class IngestStorePipeline:
 
     async def close_spider(self) -> None:
         self.file_lane.close(wait=True)  # every item is through: the threads are idle
-        for writer in (self.results, self.files, self.html_meta):
+        for writer in self.writers:
             await maybe_deferred_to_future(writer.close())
