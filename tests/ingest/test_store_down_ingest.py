@@ -88,7 +88,8 @@ def test_an_ingest_whose_store_is_down_from_the_start_spools_every_row_for_flush
     """Before: every hit's item failed (``Error processing … StoreUnavailable``: the file-table row
     was merged with a read of the stored row, which failed; with ``INGEST_BLOB_BACKEND=store`` the
     TEI blob was written straight to the store, which failed too), and after ``flush`` the file
-    table and ``html_meta`` were missing; ``flush`` exited 0 all the same."""
+    table and ``html_meta`` were missing; ``flush`` exited 0 all the same. A catalog to load
+    (``INGEST_CATALOG_JSONL``, a work made here) stopped the run before it began, with a traceback."""
     pouchdb.reset()
     docs = recorded_documents(site, 12)
     requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
@@ -96,12 +97,19 @@ def test_an_ingest_whose_store_is_down_from_the_start_spools_every_row_for_flush
     store_earlier_row(pouchdb.url, earlier)
     down = "http://127.0.0.1:%d/" % free_port()  # nothing listens there
     env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
-    args = (*local_ingest_args(requests, tmp_path), "-s", "INGEST_BLOB_BACKEND=%s" % blobs)
+    catalog = tmp_path / "works.jsonl"
+    catalog.write_text('{"doi": "10.5555/earlier", "title": "An earlier work"}\n')
+    args = (
+        *local_ingest_args(requests, tmp_path),
+        *("-s", "INGEST_BLOB_BACKEND=%s" % blobs),
+        *("-s", "INGEST_CATALOG_JSONL=%s" % catalog),
+    )
 
     run = crawl("ingest", None, down, *args, env=env)
 
     assert run.returncode == 4, run.stderr[-3000:]  # what it scraped waits in the spool
     assert "Error processing" not in run.stderr and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "catalog %s not loaded into ingest_catalog" % catalog in run.stderr
     flushed = run_main("flush", "--from", down, store_uri=pouchdb.url, env=env)
     assert flushed.returncode == 0, flushed.stderr
     check_flushed(pouchdb.url, docs, earlier)

@@ -146,14 +146,7 @@ class IngestStorePipeline:
         for writer in self.writers:
             await maybe_deferred_to_future(writer.open())
         if self.catalog_file:
-            count, errors = await run_in_thread(
-                load_catalog_jsonl, self.store, self.catalog_file, self.catalog_db
-            )
-            logger.info(
-                "loaded %d catalog records from %s into %s", count, self.catalog_file, self.catalog_db
-            )
-            for error in errors:
-                logger.error("catalog: %s", error)
+            await self._load_catalog(self.catalog_file)
         try:
             self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
         except StoreError as exc:  # refused or away: the writers spool; the catalog is not consulted
@@ -164,6 +157,25 @@ class IngestStorePipeline:
                 self.catalog_db,
                 exc,
             )
+
+    async def _load_catalog(self, path: str) -> None:
+        """``INGEST_CATALOG_JSONL`` into the catalog; a store that does not take it costs the run
+        nothing but the catalog (said in one line: the rows are stored without ``match0``)."""
+        try:
+            count, errors = await run_in_thread(load_catalog_jsonl, self.store, path, self.catalog_db)
+        except StoreError as exc:
+            logger.error(
+                "catalog %s not loaded into %s (%s): load it with `python -m votersdaily ingest "
+                "load-catalog %s` once the store takes it",
+                path,
+                self.catalog_db,
+                exc,
+                path,
+            )
+            return
+        logger.info("loaded %d catalog records from %s into %s", count, path, self.catalog_db)
+        for error in errors:
+            logger.error("catalog: %s", error)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, IngestItem):
