@@ -216,8 +216,6 @@ def write_requests(path: Path, requests: list[dict]) -> Path:
     return path
 
 
-def stored(store_uri: str, db: str) -> list[dict]:
-    """The documents of database ``db`` of the store."""
 def local_ingest_args(requests_file: Path, tmp_path: Path) -> tuple[str, ...]:
     """``scrapy crawl ingest`` arguments for a requests file of the local site (a private address):
     blobs under ``tmp_path``, no WARC files."""
@@ -230,7 +228,8 @@ def local_ingest_args(requests_file: Path, tmp_path: Path) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def read_results(store_uri: str) -> dict[str, dict]:
+def stored(store_uri: str, db: str) -> list[dict]:
+    """The documents of database ``db`` of the store."""
     store = open_store(store_uri)
     try:
         return list(store.iter_docs(db))
