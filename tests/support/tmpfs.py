@@ -55,6 +55,8 @@ def fill(folder: Path, leave: int = 0) -> Path:
 #: Where :func:`within_full_filesystems` keeps the test process's temporary folder reachable when it
 #: covers it (``/tmp``): the test's store and requests files stay there (:func:`moved`).
 MOVED_TMP = "/dev/shm/votersdaily-test-tmp"  # noqa: S108 - on a tmpfs private to that command
+#: The checkout: the command imports the package from it (an editable install), wherever it is.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def within_full_filesystems(
@@ -87,6 +89,12 @@ def within_full_filesystems(
         if leave:
             steps.append("truncate -s -%d %s/filler" % (leave, quoted))
     steps += ["mount -t tmpfs -o ro,size=%s tmpfs %s" % (size, shlex.quote(f)) for f in read_only]
+    covering = [folder for folder in full if CHECKOUT.is_relative_to(Path(folder).resolve())]
+    if covering:  # a checkout under /tmp (CI clones there): bound back where the install points
+        if tempfile.gettempdir() not in full or not CHECKOUT.is_relative_to(tempfile.gettempdir()):
+            pytest.skip("the checkout %s is under %s, which this command sees full" % (CHECKOUT, covering[0]))
+        checkout = shlex.quote(str(CHECKOUT))
+        steps += ["mkdir -p %s" % checkout, "mount --bind %s %s" % (shlex.quote(moved(CHECKOUT)), checkout)]
     if cwd:
         steps.append("cd %s" % shlex.quote(cwd))
     steps.append('exec "$@"')
