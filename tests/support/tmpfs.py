@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,12 +90,16 @@ def within_full_filesystems(
         if leave:
             steps.append("truncate -s -%d %s/filler" % (leave, quoted))
     steps += ["mount -t tmpfs -o ro,size=%s tmpfs %s" % (size, shlex.quote(f)) for f in read_only]
-    covering = [folder for folder in full if CHECKOUT.is_relative_to(Path(folder).resolve())]
-    if covering:  # a checkout under /tmp (CI clones there): bound back where the install points
-        if tempfile.gettempdir() not in full or not CHECKOUT.is_relative_to(tempfile.gettempdir()):
-            pytest.skip("the checkout %s is under %s, which this command sees full" % (CHECKOUT, covering[0]))
-        checkout = shlex.quote(str(CHECKOUT))
-        steps += ["mkdir -p %s" % checkout, "mount --bind %s %s" % (shlex.quote(moved(CHECKOUT)), checkout)]
+    # The checkout and the interpreter's environment under /tmp (CI clones there, and makes its
+    # lowest-floors venv there): each bound back where the command looks for it.
+    for needed in dict.fromkeys((CHECKOUT, Path(sys.prefix).resolve())):
+        covering = [folder for folder in full if needed.is_relative_to(Path(folder).resolve())]
+        if not covering:
+            continue
+        if tempfile.gettempdir() not in full or not needed.is_relative_to(tempfile.gettempdir()):
+            pytest.skip("%s is under %s, which this command sees full" % (needed, covering[0]))
+        quoted = shlex.quote(str(needed))
+        steps += ["mkdir -p %s" % quoted, "mount --bind %s %s" % (shlex.quote(moved(needed)), quoted)]
     if cwd:
         steps.append("cd %s" % shlex.quote(cwd))
     steps.append('exec "$@"')
