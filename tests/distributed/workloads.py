@@ -162,6 +162,17 @@ def start_workers(spider: str, n: int, store_uri: str, redis_url: str, tmp_path:
     ]
 
 
+def refused_at_start(store_uri: str, redis_url: str, log: Path, saying: str) -> str:
+    """A worker started on ``redis_url`` that must refuse to: it ends with 1 (`scrapy crawl`'s), with
+    no traceback, in one line holding ``saying``; that line."""
+    worker = start_crawl("vd_fetch_worker", store_uri, log=log, env={"VOTERSDAILY_REDIS_URL": redis_url})
+    assert worker.wait(120) == 1
+    text = log.read_text()
+    assert "Traceback" not in text and "Task exception" not in text, text[-3000:]
+    (line,) = [line for line in text.splitlines() if saying in line]
+    return line
+
+
 def log_path(tmp_path: Path, i: int) -> Path:
     return tmp_path / ("worker%d.log" % i)
 

@@ -120,11 +120,16 @@ def queue_readers(loader: SpiderLoader) -> dict[str, list[str]]:
 
 
 def redis_unreachable(redis_url: str, exc: Exception) -> int:
-    """One line saying why Redis could not be used; exit 2 for a URL to fix, else 3 (unavailable)."""
-    from votersdaily.distributed.link import no_such_database, redis_down_line
+    """One line saying why Redis could not be used; exit 2 for a URL to fix, else 3 (unavailable:
+    down, or refusing writes while its memory or disk is full)."""
+    from votersdaily.distributed.link import REDIS_REFUSED, no_such_database, redis_down_line
 
-    status = EXIT_USAGE if no_such_database(exc) else EXIT_UNAVAILABLE
-    return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), status)
+    if no_such_database(exc):
+        return fail(redis_down_line(mask_uri(redis_url), exc, "--redis-url"), EXIT_USAGE)
+    line = redis_down_line(mask_uri(redis_url), exc, "--redis-url")
+    if isinstance(exc, REDIS_REFUSED):  # a push script is taken whole or not at all
+        line += "; then enqueue again: what this run queued is skipped as already seen"
+    return fail(line, EXIT_UNAVAILABLE)
 
 
 def redis_url_problem(redis_url: str | None) -> str | None:

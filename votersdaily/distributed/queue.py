@@ -30,7 +30,9 @@ entry must never stop a worker, nor, one worker after another, the whole queue).
 Every operation is one Lua script (atomic, one round trip) that first checks the queue's epoch:
 a Redis that restarted without its data (or was flushed) answers ``RedisQueueLost`` instead of silently
 serving an empty queue. The dupefilter's fingerprint and the stream entry are added by one script,
-so a Redis that loses its last writes loses both (re-enqueuing then queues them again).
+so a Redis that loses its last writes loses both (re-enqueuing then queues them again); the entry
+first, so a write Redis refuses between them (an ACL that allows the one key and not the other)
+leaves a request queued, never a fingerprint without its request (whose push no retry could make).
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ _FAR_IDLE = 10**12
 #: A consumer with nothing pending and idle this many leases is a worker gone: it is removed.
 STALE_LEASES = 10
 _LOST = "VDQUEUELOST"
+#: Requests one push script queues: Redis takes or refuses each script whole (a write it refuses
+#: for a full memory is the script's first), so a push refused midway is done again from its chunk.
+PUSH_CHUNK = 500
 #: Entries one lease may hand back as unrunnable before it answers "nothing" (the next lease goes on).
 _UNRUNNABLE_PER_LEASE = 16
 
@@ -123,8 +128,10 @@ PUSH = (
 local added = {}
 local n = 0
 for i = 3, #ARGV, 2 do
-  if ARGV[i] == '' or redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+  local fingerprint = ARGV[i]
+  if fingerprint == '' or redis.call('SISMEMBER', KEYS[3], fingerprint) == 0 then
     redis.call('XADD', stream, '*', 'request', ARGV[i + 1])
+    if fingerprint ~= '' then redis.call('SADD', KEYS[3], fingerprint) end
     added[#added + 1] = 1
     n = n + 1
   else
@@ -298,6 +305,16 @@ return redis.call('XGROUP', 'DELCONSUMER', stream, group, ARGV[3])
 """
 )
 
+# KEYS: stream, meta; ARGV: epoch, group. A write that needs memory and changes nothing (the epoch
+# written again): refused as long as Redis refuses the queue's writes (memory or disk full).
+PROBE = (
+    _GUARD
+    + """
+redis.call('HSET', meta, 'epoch', ARGV[1])
+return 1
+"""
+)
+
 SIZES = (
     _GUARD
     + """
@@ -369,6 +386,13 @@ class Renewal:
     #: Entries no longer in the stream (acked or given up by another worker).
     gone: list[str]
 
+    def then(self, later: Renewal) -> Renewal:
+        """The leases this renewal and a later one found lost (the attempts of one outage), and the
+        later one's renewed count."""
+        return Renewal(
+            later.renewed, self.taken + later.taken, self.back + later.back, self.gone + later.gone
+        )
+
 
 def consumer_name() -> str:
     """``host/pid/random``: which machine and process holds a lease, as ``XPENDING`` shows it."""
@@ -417,6 +441,7 @@ class StreamQueue(Base):
                 ("survey", SURVEY),
                 ("sizes", SIZES),
                 ("retire", RETIRE),
+                ("probe", PROBE),
             )
         }
 
@@ -471,8 +496,9 @@ class StreamQueue(Base):
         check); whether it was queued."""
         return self.push_many([(request, fingerprint)]) == [True]
 
-    def push_many(self, requests: Iterable[tuple[Request, str]], chunk: int = 500) -> list[bool]:
-        """Queue ``(request, fingerprint)`` pairs as :meth:`push` does; one flag per pair."""
+    def push_many(self, requests: Iterable[tuple[Request, str]], chunk: int = PUSH_CHUNK) -> list[bool]:
+        """Queue ``(request, fingerprint)`` pairs as :meth:`push` does, ``chunk`` a script; one flag
+        per pair."""
         added: list[bool] = []
         batch: list[str] = []
         for request, fingerprint in requests:
@@ -584,6 +610,10 @@ class StreamQueue(Base):
     def retire(self) -> None:
         """Remove this worker's consumer from the group if it holds no lease (a worker stopping)."""
         self._run("retire", [self.key, self.meta], [self.consumer])
+
+    def probe_write(self) -> None:
+        """Raise what Redis answers a write now (its refusal while its memory or disk is full)."""
+        self._run("probe", [self.key, self.meta], [])
 
     def pop(self, timeout: float = 0) -> Request | None:
         """Not used: a reliable pop is a lease (see :meth:`lease`)."""

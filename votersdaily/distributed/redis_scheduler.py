@@ -25,6 +25,12 @@ taking over expired leases, so the leases of live workers that only expired beca
 are renewed by their owners rather than run twice. A Redis that comes back without the queue (no
 append-only file) is reported as what it is: how many requests were lost and leases vanished
 (``RedisQueueLost`` in the run log).
+
+A Redis that answers but refuses writes while a state of its own lasts (its memory full under
+``noeviction``, its append-only file's disk full: :data:`.link.PASSING_REFUSALS`) is waited out the
+same way: nothing whose follow-ups are not queued is acked, and the worker takes up again once a
+write passes. A refusal no wait mends (an ACL without the queue's commands) is one error of the
+run, and the worker stops (:meth:`ReliableScheduler._stop`).
 """
 
 from __future__ import annotations
@@ -53,8 +59,8 @@ from votersdaily.store.crawler import store_for, writers_of
 
 from . import as_text, queue_name, redis_server, redis_url, serializer, spider_queue_name
 from .legacy import migrate
-from .link import REDIS_DOWN, ServiceLink
-from .queue import RedisQueueLost, Renewal, StreamQueue, Unrunnable, UnrunnableRequest
+from .link import REDIS_DOWN, REDIS_REFUSED, RedisRefused, Refusal, ServiceLink, refusal_of
+from .queue import PUSH_CHUNK, RedisQueueLost, Renewal, StreamQueue, Unrunnable, UnrunnableRequest
 
 if TYPE_CHECKING:
     from asyncio import Future
@@ -174,7 +180,7 @@ class ReliableScheduler:
         )
         try:
             self._join(queue)
-        except REDIS_DOWN as exc:  # gone since the worker's start-up check: an outage like any other
+        except (*REDIS_DOWN, REDIS_REFUSED) as exc:  # gone (or refusing) since the start-up check
             self._lost(exc)
         for step, interval in (
             (self._renew, self.lease / 3),
@@ -244,13 +250,15 @@ class ReliableScheduler:
             if loop.running:
                 loop.stop()
         if not self.link.up:
-            logger.error(
-                "Redis at %s is unreachable at shutdown: %d leased requests come back when their "
-                "leases expire, %d requests yielded by callbacks are lost",
-                self.link.where,
-                len(self.leased),
-                len(self.to_push),
-            )
+            if self.link.stopped is None:  # a stop says what it leaves when it stops
+                logger.error(
+                    "Redis at %s %s at shutdown: %d leased requests come back when their leases "
+                    "expire, %d requests yielded by callbacks are lost",
+                    self.link.where,
+                    self.link.state,
+                    len(self.leased),
+                    len(self.to_push),
+                )
             return
         while self._checkpointing:  # a loop's checkpoint is under way: its acks first
             await _sleep(0.05)
@@ -279,11 +287,11 @@ class ReliableScheduler:
                     return True
                 self._opened_dupefilter.log(request, self.spider)
                 return False
-            except REDIS_DOWN as exc:
+            except (*REDIS_DOWN, REDIS_REFUSED) as exc:
                 self._lost(exc)
             except RedisQueueLost as exc:
                 self._on_queue_lost(exc)
-        self.to_push.append(request)  # pushed by the next checkpoint Redis answers
+        self.to_push.append(request)  # pushed by the next checkpoint Redis answers and takes
         self.stats.inc_value("redis/buffered")
         return True
 
@@ -331,20 +339,21 @@ class ReliableScheduler:
             return otherwise
         try:
             return call()
-        except REDIS_DOWN as exc:
+        except (*REDIS_DOWN, REDIS_REFUSED) as exc:
             self._lost(exc)
         except RedisQueueLost as exc:
             self._on_queue_lost(exc)
         return otherwise
 
     async def _guarded(self, step: Callable[..., Any]) -> Any:
-        """One run of a periodic step: skipped while Redis is away; a Redis error starts the
-        reconnection, a lost queue is reported, any other error is logged, and the loop goes on."""
+        """One run of a periodic step: skipped while Redis is away; a Redis error or refusal starts
+        the reconnection (see :meth:`_lost`), a lost queue is reported, any other error is logged,
+        and the loop goes on."""
         if not self.link.up:
             return None
         try:
             return await step()
-        except REDIS_DOWN as exc:
+        except (*REDIS_DOWN, REDIS_REFUSED) as exc:
             self._lost(exc)
         except RedisQueueLost as exc:
             self._on_queue_lost(exc)
@@ -353,6 +362,13 @@ class ReliableScheduler:
         return None
 
     def _lost(self, exc: BaseException) -> None:
+        """Redis failed a call: it is away, or refuses writes while its memory or disk is full (held
+        and tried again alike: nothing is acked whose follow-ups it did not take); a refusal no wait
+        mends stops the worker."""
+        refusal = refusal_of(exc) if isinstance(exc, REDIS_REFUSED) else None
+        if refusal is not None and not refusal.passing:
+            self._stop(refusal)
+            return
         holding = "holding %d leases, %d done requests to ack and %d yielded requests to push" % (
             len(self.leased),
             len(self._done_tokens()),
@@ -362,8 +378,32 @@ class ReliableScheduler:
             self.stats.inc_value("redis/outages")
             deferred_from_coro(self._reconnect())
 
+    def _stop(self, refusal: Refusal) -> None:
+        """Redis refused a write for a reason no wait mends (its ACL, a key of the queue's name holding
+        another type): said once, an error of the run (``RedisRefused``), and the worker uses Redis no
+        more; it closes once the requests in flight are done (:meth:`spider_idle`)."""
+        if self.link.stopped is not None:
+            return
+        self.link.stopped = refusal
+        key = self.queue.key if self.queue is not None else "?"
+        message = (
+            "Redis at %s refused a write of the queue %s (%s): %s. This worker stops: its %d leased requests "
+            "go back to the queue when their leases expire (VOTERSDAILY_REDIS_LEASE) and run again, "
+            "yielding again what Redis did not take"
+            % (self.link.where, key, refusal.said, refusal.remedy, len(self.leased))
+        )
+        logger.error(message)
+        self.stats.inc_value("redis/refused")
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(RedisRefused(message)), url=key, spider=self.spider
+        )
+
     async def _reconnect(self) -> None:
-        while not self._closing:
+        """Until Redis answers and takes a write: each attempt renews this worker's leases first (a
+        Redis whose memory is full still renews them, and other workers must not take them over),
+        then writes a probe."""
+        renewal = Renewal(0, [], [], [])
+        while not self._closing and self.link.stopped is None:
             await _sleep(self.link.next_delay())
             try:
                 await run_in_thread(self.server.ping)
@@ -371,11 +411,13 @@ class ReliableScheduler:
                     await run_in_thread(self._join, self._opened_queue)
                 try:
                     await self._adopt_mine()
-                    renewal = await self._renew(quiet=True)  # first: our leases must not look expired
+                    renewal = renewal.then(await self._renew(quiet=True))  # our leases must not expire
+                    await run_in_thread(self._opened_queue.probe_write)
                 except RedisQueueLost as exc:
                     self._queue_lost(exc)
                     renewal = Renewal(0, [], [], [])
-            except REDIS_DOWN:
+            except (*REDIS_DOWN, REDIS_REFUSED) as exc:
+                self._lost(exc)  # said again only when why changed; a refusal no wait mends stops
                 continue
             except Exception:
                 logger.exception("reconnecting to Redis at %s failed", self.link.where)
@@ -475,7 +517,7 @@ class ReliableScheduler:
     def _on_queue_lost(self, exc: RedisQueueLost) -> None:
         try:
             self._queue_lost(exc)
-        except REDIS_DOWN as down:  # reported already; reported again once Redis answers
+        except (*REDIS_DOWN, REDIS_REFUSED) as down:  # reported already; again once Redis takes writes
             self._lost(down)
 
     # -- leases --------------------------------------------------------------------------------
@@ -657,19 +699,24 @@ class ReliableScheduler:
         return given
 
     async def _push_buffered(self) -> None:
-        """Push the requests yielded while Redis was away (through the duplicate filter)."""
-        batch = list(self.to_push)
-        pairs = [(request, self._fingerprint(request)) for request in batch]
-        added = await run_in_thread(self._opened_queue.push_many, pairs)
-        del self.to_push[: len(batch)]
-        self.stats.inc_value("scheduler/enqueued/redis", sum(added))
+        """Push the requests yielded while Redis was away or refused them (through the duplicate
+        filter), a chunk (one script) at a time: each leaves the buffer once Redis took it, so a
+        push refused midway goes on from there, none queued twice."""
+        while self.to_push:
+            batch = self.to_push[:PUSH_CHUNK]
+            pairs = [(request, self._fingerprint(request)) for request in batch]
+            added = await run_in_thread(self._opened_queue.push_many, pairs)
+            del self.to_push[: len(batch)]
+            self.stats.inc_value("scheduler/enqueued/redis", sum(added))
 
     def _write_errors(self) -> int:
         return sum(len(w.errors) for w in writers_of(self.crawler))
 
     async def _checkpoint(self) -> None:
         """Push what was yielded, flush the store writers, then ack the requests that were done
-        before the flush (and hand back for a retry those whose results were not stored)."""
+        before the flush (and hand back for a retry those whose results were not stored). A write
+        Redis refuses ends the checkpoint there (the caller holds what is left for the next one): no
+        request is acked before the requests it yielded are queued."""
         if self._checkpointing or self.queue is None:
             return
         done = self._done_tokens()
@@ -756,7 +803,10 @@ class ReliableScheduler:
 
     def spider_idle(self, spider: Spider) -> None:
         """Workers wait for work (and for Redis while it is away); with VOTERSDAILY_REDIS_IDLE_CLOSE
-        they stop once the queue (waiting and leased, by any worker) has been empty that long."""
+        they stop once the queue (waiting and leased, by any worker) has been empty that long, and at
+        once when Redis refused a write no wait mends (:meth:`_stop`)."""
+        if self.link.stopped is not None:
+            return
         busy = (
             bool(self.leased)
             or bool(self.to_push)

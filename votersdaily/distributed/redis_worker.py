@@ -15,7 +15,7 @@ from scrapy.exceptions import NotConfigured
 from votersdaily.store import mask_uri
 
 from . import WORKER_SETTINGS, redis_server, redis_url
-from .link import REDIS_DOWN, REDIS_REFUSED, no_such_database, redis_down_line
+from .link import REDIS_DOWN, REDIS_REFUSED, redis_down_line
 from .persistence import LOSS, RedisNotDurable, read_persistence
 
 if TYPE_CHECKING:
@@ -65,9 +65,7 @@ def check_redis(settings: BaseSettings, *, say_found: bool = True) -> None:
     where = mask_uri(redis_url(settings))
     try:
         found = read_persistence(redis_server(settings))
-    except (*REDIS_DOWN, REDIS_REFUSED) as exc:
-        if not isinstance(exc, REDIS_DOWN) and not no_such_database(exc):
-            raise
+    except (*REDIS_DOWN, REDIS_REFUSED) as exc:  # a refusal: a database it lacks, writes (a full disk)
         raise NotConfigured(redis_down_line(where, exc, "REDIS_URL / $VOTERSDAILY_REDIS_URL")) from None
     problem = found.problem(where)
     if problem is None:
