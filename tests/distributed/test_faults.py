@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import socket
+import sys
 import time
 
 import pytest
@@ -32,7 +34,9 @@ from tests.distributed.workloads import (
     wait_until,
     write_ingest_requests,
 )
-from tests.support.processes import start_crawl
+from tests.support.processes import Gate, start_crawl
+from tests.support.services import PouchDBServer, run_cli
+from tests.support.tmpfs import fill, small_tmpfs
 from votersdaily.distributed import serializer
 from votersdaily.distributed.queue import StreamQueue
 
@@ -209,6 +213,76 @@ def test_requests_yielded_while_redis_is_away_are_pushed_when_it_is_back(
     assert back == [("10", "10", "10")], log[-3000:]
     assert (_stat(log, "redis/buffered"), _stat(log, "redis/acked")) == (10, 20)
     assert queue_state(durable_redis, "vd_fetch") == CLEAN_QUEUE
+
+
+def test_a_request_whose_documents_were_lost_is_never_acked_and_runs_again(site, redis_server, tmp_path):
+    """The store unreachable and the spool's disk full (a tmpfs, filled): each page's document is
+    neither stored nor spooled. Before, a checkpoint counted the store writers' errors at its own
+    start, so a batch that failed between its request finishing and the checkpoint (here, a batch a
+    document: nearly every one) went unseen, and its request was acked, its document lost for good.
+    Now none is acked: each goes back as a failed delivery and runs again; once the spool has room,
+    its document is spooled and it is acked, and ``flush`` brings every document to a store."""
+    gate = Gate(timeout=600)  # the pages wait for the store to stop, however loaded the machine
+    pages = [site.route("/held/%d" % i, gate.body(b"fine"), content_type="text/plain") for i in range(10)]
+    listed = tmp_path / "urls.txt"
+    listed.write_text("".join(u + "\n" for u in pages))
+    store = PouchDBServer(tmp_path / "pouch").start()
+    try:
+        enqueue("vd_fetch", listed, store.url, redis_server.url)
+        with small_tmpfs(tmp_path / "full") as full, socket.socket() as keep:
+            spool = full / "spool"
+            spool.mkdir()
+            (worker,) = start_workers(
+                "vd_fetch_worker",
+                1,
+                store.url,
+                redis_server.url,
+                tmp_path,
+                *QUEUE_SETTINGS,
+                "VOTERSDAILY_REDIS_LEASE=30",
+                "VOTERSDAILY_REDIS_MAX_ATTEMPTS=1000",  # none given up while the spool is full
+                "VOTERSDAILY_BATCH_SIZE=1",  # each document's batch written as soon as it is added
+                "VOTERSDAILY_STORE_RETRY_TIMES=0",
+                "VOTERSDAILY_SPOOL_DIR=%s" % spool,
+            )
+            held = ["/held/%d" % i for i in range(10)]
+            wait_until(lambda: all(site.hits.get(p) for p in held), "the worker fetched every page")
+            store.stop()
+            # The store's port stays bound, never listening: refused, and no other server of a test
+            # running beside this one may take it.
+            keep.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            keep.bind(("127.0.0.1", store.port))
+            filler = fill(full)
+            gate.event.set()  # the documents come now: the store is away and the spool full
+            wait_until(
+                lambda: all(site.hits.get(p, 0) >= 2 for p in held) or worker.poll() is not None,
+                "every page ran again (its document lost, its request not acked)",
+            )
+            log = log_path(tmp_path, 0)
+            assert queue_state(redis_server, "vd_fetch")["dead"] == 0, log.read_text()[-3000:]
+            acked = redis_server.client().hget("vd_fetch:requests:meta", "acked")
+            assert acked is None, log.read_text()[-3000:]
+            filler.unlink()
+            wait_all([worker], tmp_path, status=1)  # its run failed: documents were lost
+            text = log.read_text()
+            assert _stat(text, "redis/acked") == 10 and "Traceback" not in text, text[-3000:]
+            assert re.search(r"requests not acked \(\d+: a store batch failed since they were leased", text)
+            assert queue_state(redis_server, "vd_fetch") == CLEAN_QUEUE
+            another = PouchDBServer(tmp_path / "another").start()
+            try:
+                delivered = run_cli(
+                    [sys.executable, "-m", "votersdaily", "flush", "--from", store.url],
+                    another.url,
+                    env={"VOTERSDAILY_SPOOL_DIR": str(spool)},
+                )
+                assert delivered.returncode == 0, delivered.stderr[-3000:]
+                stored = read_db(another.url, "vd_fetch")
+            finally:
+                another.stop()
+        assert sorted(doc["url"] for doc in stored) == sorted(pages), "every page's document was delivered"
+    finally:
+        gate.event.set()
+        store.stop()
 
 
 class _Other(scrapy.Spider):

@@ -10,13 +10,13 @@ left the engine's in-progress set, which happens only after its callback's items
 item pipelines (or after a redirect/retry was pushed back to the queue). Every ``ack_interval``
 the done requests are acked — after the requests they yielded are in the queue and the store
 writers have flushed, so an acked request's documents are in the store. A request whose callback
-or item pipeline raised, or done while a store batch failed, is never acked: it goes back to the
-queue as a failed attempt; one that met the store unavailable (``StoreUnavailable``: down, refusing)
-is given back without counting a delivery, and nothing is leased until the store answers again
-(asked with the store retry policy's backoff, ``VOTERSDAILY_STORE_RETRY_BACKOFF``/``_MAX_DELAY``):
-a store outage never sends work to the dead stream. Leases are renewed every third of their
-length; a lease of another (dead) worker that expired is taken over by the next lease, and every
-``reap_interval`` a worker with room looks for one.
+or item pipeline raised, or leased before a store batch was lost (neither stored nor spooled: it may
+have held its documents), is never acked: it goes back to the queue as a failed attempt; one that
+met the store unavailable (``StoreUnavailable``: down, refusing) is given back without counting a
+delivery, and nothing is leased until the store answers again (asked with the store retry policy's
+backoff, ``VOTERSDAILY_STORE_RETRY_BACKOFF``/``_MAX_DELAY``): a store outage never sends work to the
+dead stream. Leases are renewed every third of their length; a lease of another (dead) worker that
+expired is taken over by the next lease, and every ``reap_interval`` a worker with room looks for one.
 
 When Redis goes away (restart, network), the worker keeps its leases, its done requests and the
 requests its callbacks yield, stops leasing, and reconnects with backoff; once Redis answers it
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Self
 
@@ -112,6 +113,9 @@ class ReliableScheduler:
         #: Leased requests whose callback or item pipeline raised: retried, never acked. The request
         #: objects, not their entry ids: a stream entry keeps its id when it is delivered again.
         self.failed: set[Request] = set()
+        #: The store writers' errors when each leased request was leased: one that grew since, by the
+        #: checkpoint's flush, may have been a batch of its documents, lost (neither stored nor spooled).
+        self._errors_at_lease: weakref.WeakKeyDictionary[Request, int] = weakref.WeakKeyDictionary()
         #: Leases a checkpoint is acking or handing back right now (not to be renewed meanwhile).
         self._settling: set[str] = set()
         #: Requests yielded while Redis was away (or its queue was lost), pushed when it answers.
@@ -322,6 +326,7 @@ class ReliableScheduler:
             self._empty_until = now + self.empty_wait
             return None
         self.leased[lease.id] = lease.request
+        self._errors_at_lease[lease.request] = self._write_errors()
         if lease.recovered:
             self._recovered[lease.previous] += 1
             self.stats.inc_value("redis/recovered")
@@ -439,6 +444,7 @@ class ReliableScheduler:
         for id_, request in await run_in_thread(self._opened_queue.mine):
             if id_ not in self.leased:
                 self.leased[id_] = request
+                self._errors_at_lease[request] = self._write_errors()
                 self._adopted.append(id_)
                 self.stats.inc_value("scheduler/dequeued/redis")
         self._report_unrunnable(self._opened_queue.unrunnable_last)
@@ -714,8 +720,10 @@ class ReliableScheduler:
 
     async def _checkpoint(self) -> None:
         """Push what was yielded, flush the store writers, then ack the requests that were done
-        before the flush (and hand back for a retry those whose results were not stored). A write
-        Redis refuses ends the checkpoint there (the caller holds what is left for the next one): no
+        before the flush, and hand back for a retry those whose results were not stored: their
+        callback or item pipeline raised, or a store batch failed (neither stored nor spooled) since
+        they were leased, which may have held their documents, whenever it failed. A write Redis
+        refuses ends the checkpoint there (the caller holds what is left for the next one): no
         request is acked before the requests it yielded are queued."""
         if self._checkpointing or self.queue is None:
             return
@@ -728,15 +736,16 @@ class ReliableScheduler:
                 await self._push_buffered()  # a done request's follow-ups are queued before its ack
             if not done:
                 return
-            errors = self._write_errors()
             await maybe_deferred_to_future(
                 defer.DeferredList([w.batch.flush() for w in writers_of(self.crawler)])
             )
-            lost_writes = self._write_errors() > errors
+            errors = self._write_errors()
             done = [t for t in done if t in self.leased]  # a renewal may have found some not ours
             held = {t: self.leased[t] for t in done}
-            retry = [t for t in done if lost_writes or held[t] in self.failed]
-            ack = [t for t in done if not (lost_writes or held[t] in self.failed)]
+            lost = [t for t in done if errors > self._errors_at_lease.get(held[t], 0)]
+            raised = [t for t in done if held[t] in self.failed and t not in lost]
+            retry = lost + raised
+            ack = [t for t in done if t not in retry]
             self._settling.update(done)
             if ack:
                 n = await run_in_thread(self._opened_queue.ack, ack)
@@ -750,10 +759,14 @@ class ReliableScheduler:
                 self._forget(retry, held)
                 self.stats.inc_value("redis/retried", requeued)
                 self.stats.inc_value("redis/dead", dead)
+                why = {
+                    "a store batch failed since they were leased, neither stored nor spooled": len(lost),
+                    "their callback or item pipeline raised": len(raised),
+                }
                 logger.warning(
                     "%d requests not acked (%s): %d back in %s, %d given up (%s)",
                     len(retry),
-                    "a store batch failed" if lost_writes else "their callback or item pipeline raised",
+                    "; ".join("%d: %s" % (n, reason) for reason, n in why.items() if n),
                     requeued,
                     self._opened_queue.key,
                     dead,
