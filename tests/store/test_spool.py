@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -196,8 +197,8 @@ def test_a_spooled_run_log_waits_for_its_own_store(cli, sqlite_uri, tmp_path):
     assert elsewhere.returncode == 4, elsewhere.stderr
     assert elsewhere.stderr.splitlines() == [
         "votersdaily flush: left 1 documents in 1 spool files spooled for http://127.0.0.1:%d/, not for "
-        "this store (%s): they are delivered only there (`flush --store http://127.0.0.1:%d/`), or here "
-        "with `flush --from http://127.0.0.1:%d/`"
+        "this store (%s): they are delivered only there (`python -m votersdaily flush --store "
+        "http://127.0.0.1:%d/`), or here with `python -m votersdaily flush --from http://127.0.0.1:%d/`"
         % (pouch.port, store_identity(sqlite_uri), pouch.port, pouch.port)
     ]
     assert len(spooled_records(tmp_path / "spool")) == 1
@@ -208,6 +209,49 @@ def test_a_spooled_run_log_waits_for_its_own_store(cli, sqlite_uri, tmp_path):
         assert up.returncode == 0, up.stderr
         assert [d["result"] for d in docs(pouch.url, "vd_log")] == ["StoreUnavailable"]
         assert not list((tmp_path / "spool").iterdir())
+    finally:
+        pouch.stop()
+
+
+def test_the_commands_flush_names_for_another_prefix_deliver_as_printed(sqlite_uri, tmp_path, monkeypatch):
+    """Documents spooled under a database prefix (``VOTERSDAILY_DB_PREFIX=x_``) for a store that was
+    down, and a ``flush`` without that prefix: it leaves them and names the commands that deliver
+    them. Before, it named ``flush --from http://127.0.0.1:<port>/ (databases x_*)``, which, run as
+    printed, delivered nothing (exit 4: ``--from`` reads a URI under the prefix flush runs with).
+    Now each command, run by a shell as printed, delivers them: there, and here."""
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    pouch = PouchDBServer(tmp_path / "pouch")  # its port: nothing listens there yet
+    down = run_main(
+        "crawl", "--offline", "house_votes", store_uri=pouch.url, env={**env, "VOTERSDAILY_DB_PREFIX": "x_"}
+    )
+    assert down.returncode == 3, down.stderr
+    shutil.copytree(tmp_path / "spool", tmp_path / "spool-copy")
+    left = run_main("flush", store_uri=sqlite_uri, env=env)
+    assert left.returncode == 4, left.stderr
+    (line,) = left.stderr.splitlines()
+    assert re.findall(r"`([^`]+)`", line) == [
+        "VOTERSDAILY_DB_PREFIX=x_ python -m votersdaily flush --%s http://127.0.0.1:%d/"
+        % (option, pouch.port)
+        for option in ("store", "from")
+    ], line
+    there, here = re.findall(r"`([^`]+)`", line)
+
+    def as_printed(command: str, spool: Path) -> subprocess.CompletedProcess:
+        shell_env = {**os.environ, **cli_environment(sqlite_uri, {"VOTERSDAILY_SPOOL_DIR": str(spool)})}
+        shell_env.pop("VOTERSDAILY_DB_PREFIX", None)  # the person's: no prefix
+        return subprocess.run(
+            ["bash", "-c", command], cwd=REPO, env=shell_env, capture_output=True, text=True
+        )
+
+    delivered_here = as_printed(here, tmp_path / "spool")
+    assert delivered_here.returncode == 0, delivered_here.stderr
+    pouch.start()
+    try:
+        delivered_there = as_printed(there, tmp_path / "spool-copy")
+        assert delivered_there.returncode == 0, delivered_there.stderr
+        monkeypatch.setenv("VOTERSDAILY_DB_PREFIX", "x_")
+        for uri in (sqlite_uri, pouch.url):
+            assert [d["result"] for d in docs(uri, "vd_log")] == ["StoreUnavailable"], uri
     finally:
         pouch.stop()
 

@@ -11,6 +11,7 @@ none: earlier versions) were left.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from votersdaily.locations import SPOOL_ENV, misplaced
 from votersdaily.plumbing.environment import project_settings
@@ -18,11 +19,14 @@ from votersdaily.plumbing.inputs import meant
 from votersdaily.store.base import StoreError, StoreRefused, StoreUnavailable
 from votersdaily.store.check import StoreMisconfigured, checked_store, uri_scheme
 from votersdaily.store.identity import identity_of
-from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, spool_dir
+from votersdaily.store.spool import NO_STORE, DeliveryReport, Spool, flush_command, spool_dir
 
 from . import EXIT_FAILED, EXIT_OK, EXIT_SPOOLED, EXIT_UNAVAILABLE, fail, say
 from .options import database_name, existing_folder
 from .views import project_databases
+
+if TYPE_CHECKING:
+    from votersdaily.store.base import Store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             "kept the store's version of %d documents: it was observed later than the spooled copy "
             "(a newer run wrote it meanwhile), e.g. %s" % (len(r.older), ", ".join(sorted(r.older)[:3]))
         )
-    left_behind(report, identity_of(store))
+    left_behind(report, store)
     for kept in report.kept:
         say(
             "kept %s: %d lines could not be delivered (%s); its other documents were delivered"
@@ -162,15 +166,17 @@ def unknown_database(db: str, known: list[str], spooled: list[str], spool: Spool
     )
 
 
-def left_behind(report: DeliveryReport, here: str) -> None:
-    """Say what waits for another store (or names none), and how to deliver it."""
+def left_behind(report: DeliveryReport, store: Store) -> None:
+    """Say what waits for another store (or names none), and how to deliver it: commands that do
+    it as printed (under the database prefix it was spooled under)."""
+    here = identity_of(store)
     for label, left in sorted(report.left.items()):
         if label == NO_STORE:
             how = "`flush --untagged` delivers them to this store"
         else:
-            how = "they are delivered only there (`flush --store %s`), or here with `flush --from %s`" % (
-                label,
-                label,
+            how = "they are delivered only there (`%s`), or here with `%s`" % (
+                flush_command("--store", label, store.prefix),
+                flush_command("--from", label, store.prefix),
             )
         say(
             "left %d documents in %d spool files spooled for %s, not for this store (%s): %s"

@@ -33,6 +33,11 @@ UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
+#: How an identity names the prefix its databases are under, after the server's identity.
+_PREFIXED = "%s (databases %s*)"
+_PREFIXED_READ = re.compile(r"^(?P<server>.*) \(databases (?P<prefix>[^ ]*)\*\)$")
+
+
 def store_identity(uri: str, prefix: str = "") -> str:
     """The one spelling of the store ``uri`` names, its databases under ``prefix``, without credentials
     (never raises: a URI that names no store is its own identity, masked)."""
@@ -44,7 +49,13 @@ def store_identity(uri: str, prefix: str = "") -> str:
         server = _http(text, scheme) or mask_uri(text)
     else:
         server = mask_uri(text)
-    return "%s (databases %s*)" % (server, prefix) if prefix else server
+    return _PREFIXED % (server, prefix) if prefix else server
+
+
+def server_and_prefix(identity: str) -> tuple[str, str]:
+    """The server's identity and the database prefix of a store identity (:func:`store_identity`)."""
+    prefixed = _PREFIXED_READ.match(identity)
+    return (prefixed["server"], prefixed["prefix"]) if prefixed else (identity, "")
 
 
 def identity_of(store: Store) -> str:

@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -57,7 +58,8 @@ from votersdaily import locations
 from .base import Store
 from .families import FamilyRows
 from .hooks import WriteHooks
-from .identity import identity_of, store_identity, store_key
+from .identity import identity_of, server_and_prefix, store_identity, store_key
+from .names import PREFIX_ENV
 from .reschedules import SpooledRescheduleTracker
 from .upsert import UpsertResult, upsert
 
@@ -508,7 +510,7 @@ class Spool:
                 db,
             )
         for label, left in report.left.items():
-            LEFT_NOTICES.notice(self.directory, label, left, db)
+            LEFT_NOTICES.notice(self.directory, label, left, db, store.prefix)
         report.log_problems()
         return report
 
@@ -647,6 +649,18 @@ class Spool:
         return made[name]
 
 
+def flush_command(option: str, identity: str, prefix: str) -> str:
+    """The ``flush`` command that delivers what was spooled for the store ``identity``: there
+    (``--store``) or to the store at hand (``--from``), for a person whose database prefix is
+    ``prefix``. ``flush`` reads a store URI under its own prefix, so documents spooled under another
+    one need theirs set: as printed, the command delivers them."""
+    server, spooled_under = server_and_prefix(identity)
+    command = "python -m votersdaily flush %s %s" % (option, shlex.quote(server))
+    if spooled_under == prefix:
+        return command
+    return "%s=%s %s" % (PREFIX_ENV, shlex.quote(spooled_under), command)
+
+
 class _LeftNotices:
     """A crawl that finds documents spooled for another store leaves them and says so once."""
 
@@ -654,18 +668,19 @@ class _LeftNotices:
         self._lock = threading.Lock()
         self._said: set[tuple[str, str]] = set()
 
-    def notice(self, directory: Path, label: str, left: LeftBehind, db: str) -> None:
+    def notice(self, directory: Path, label: str, left: LeftBehind, db: str, prefix: str) -> None:
         with self._lock:
             if (str(directory), label) in self._said:
                 return
             self._said.add((str(directory), label))
         logger.warning(
             "%d documents for %s in %s were spooled for %s: left there (they are delivered only to "
-            "that store: `python -m votersdaily flush --store <its URI>`)",
+            "that store: `%s`)",
             left.documents,
             db,
             directory,
             label,
+            flush_command("--store", label, prefix),
         )
 
 
