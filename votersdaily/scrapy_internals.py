@@ -182,12 +182,18 @@ def scheduler_has_pending(crawler: Crawler) -> bool | None:
     return None if scheduler is None else bool(scheduler.has_pending_requests())
 
 
+#: A spider middleware's class attribute: True when it neither changes nor drops a request of a
+#: callback's output (it may add to the output: the ingest's ``DroppedHopGuard``).
+PASSES_REQUESTS = "passes_requests_through"
+
+
 def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], Request | None]] | None:
     """What the spider middlewares do to a request a callback yields, as one call each, in the order
     Scrapy's ``process_spider_output`` chain applies them (``engine.scraper.spidermw.methods``): each
     middleware's ``get_processed_request`` (a request back, or None: dropped). None when a middleware
-    of the chain does more with a callback's output (:func:`processes_each_request_alone`).
-    Checked on Scrapy 2.18.0 and 2.19.0."""
+    of the chain does more with a callback's output (:func:`processes_each_request_alone`). A
+    middleware whose class says it lets every request by untouched (:data:`PASSES_REQUESTS`) has
+    none. Checked on Scrapy 2.18.0 and 2.19.0."""
     scraper = getattr(_engine(crawler), "scraper", None)
     methods = getattr(getattr(scraper, "spidermw", None), "methods", None)
     if methods is None or "process_spider_output" not in methods:
@@ -197,6 +203,8 @@ def request_processors(crawler: Crawler) -> list[Callable[[Request, Response], R
         if method is None:  # a middleware without one (HttpErrorMiddleware)
             continue
         middleware = method.__self__
+        if getattr(middleware, PASSES_REQUESTS, False):
+            continue
         if not processes_each_request_alone(middleware):
             return None
         processors.append(middleware.get_processed_request)

@@ -232,3 +232,45 @@ def test_two_deployments_on_one_redis_keep_their_queues_apart(site, redis_server
         assert sorted(d["url"] for d in docs) == sorted(urls), db
         assert {d["worker"] for d in docs} == {worker}, db
     assert {site.hits["/page/%d" % i] for i in range(5)} == {2}, "each page once per deployment"
+
+
+def test_a_worker_gives_every_ingest_whose_hop_was_dropped_its_result(
+    site, redis_server, sqlite_uri, tmp_path
+):
+    """A worker yields each next hop to the shared queue, and Scrapy's spider middlewares may drop it
+    on the way: a hop past DEPTH_LIMIT (/start → /hop1 → /landing-pdf), a Location past
+    URLLENGTH_LIMIT. Before, the request was acked and its ingest had no result at all; now the
+    first ends ``fetch-error`` saying so, the second ``bad-redirect``; a base_url past the limit is
+    refused by enqueue, naming its line."""
+    from tests.ingest.conftest import build_site
+
+    build_site(site)
+    too_long = "/scholarly/dummy.pdf?token=" + "x" * 2083
+    site.route("/to-long", status=302, headers={"Location": too_long})
+    statuses = {"/start": "fetch-error", "/to-long": "bad-redirect", "/scholarly/dummy.pdf": "success"}
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        "".join(
+            json.dumps({"base_url": site.url + path, "ingest_type": "pdf"}) + "\n"
+            for path in [*statuses, too_long]
+        )
+    )
+    out = enqueue("ingest", requests, sqlite_uri, redis_server.url, returncode=1)
+    assert "ingest:requests: 3 requests queued, 0 already seen, 0 items ignored (1 bad)" in out.stdout
+    assert "%s:4" % requests in out.stderr and "over URLLENGTH_LIMIT 2083" in out.stderr, out.stderr
+    workers = start_workers(
+        "ingest_worker",
+        1,
+        sqlite_uri,
+        redis_server.url,
+        tmp_path,
+        *ingest_settings(tmp_path, lease=30),
+        "DEPTH_LIMIT=1",
+    )
+    wait_all(workers, tmp_path)
+    results = {
+        r["request"]["base_url"][len(site.url) :]: r for r in read_db(sqlite_uri, "ingest_file_result")
+    }
+    assert {path: r["status"] for path, r in results.items()} == statuses
+    assert "dropped the hop to %s/landing-pdf" % site.url in results["/start"]["error_message"]
+    assert queue_state(redis_server, "ingest") == {"waiting": 0, "processing": 0, "dead": 0, "recovered": 0}

@@ -1,7 +1,8 @@
 """A chain's next hops are fetched by the callback that found them (``IngestSpider._next_hop``), not
 yielded to Scrapy's scheduler; held here to the scheduler's path (``hops_through_scheduler``, what a
 Redis-fed worker keeps): the same results, the same requests reaching the site (headers, ``Referer``
-included), the same depth, and the same refusals (the URL length limit, an interrupted crawl)."""
+included), the same depth, and the same refusals (the URL length limit, a hop a spider middleware
+drops, an interrupted crawl)."""
 
 from __future__ import annotations
 
@@ -84,21 +85,78 @@ def test_every_status_and_request_is_the_scheduler_paths(crawl, site, tmp_path, 
     assert stat(new_log, "scheduler/enqueued") < stat(old_log, "scheduler/enqueued")
 
 
-def test_a_hop_over_the_url_length_limit_is_dropped_either_way(crawl, site, tmp_path, monkeypatch):
+def test_a_hop_over_the_url_length_limit_is_a_bad_redirect_either_way(crawl, site, tmp_path, monkeypatch):
+    """A redirect to a URL longer than URLLENGTH_LIMIT is ``bad-redirect`` naming it, from the crawl's
+    own limit. Before: Scrapy's UrlLengthMiddleware dropped the hop and the ingest had no result."""
     build_site(site)
     requests = [{"base_url": site.url + "/start", "ingest_type": "pdf"}]
-    limit = "URLLENGTH_LIMIT=%d" % len(site.url + "/start")  # /start and /hop1 pass, /landing-pdf does not
+    limit = len(site.url + "/start")  # /start and /hop1 pass, /landing-pdf does not
     (old, old_seen, old_log), (new, new_seen, new_log) = both_ways(
-        crawl, site, tmp_path, monkeypatch, requests, limit
+        crawl, site, tmp_path, monkeypatch, requests, "URLLENGTH_LIMIT=%d" % limit
     )
-    assert new == old == {}  # as Scrapy drops it: the chain ends without a result
+    assert steady(new) == steady(old)
+    [result] = new.values()
+    assert result["status"] == "bad-redirect"
+    assert result["terminal"]["terminal_url"] == site.url + "/hop1"
+    assert result["error_message"].endswith(
+        "'/landing-pdf' cannot be fetched (%d characters as fetched, over URLLENGTH_LIMIT %d)"
+        % (len(site.url + "/landing-pdf"), limit)
+    )
     assert new_seen == old_seen
     assert [path for _, path, _ in new_seen if path != "/robots.txt"] == ["/hop1", "/start"]
-    assert (
-        stat(new_log, "urllength/request_ignored_count")
-        == stat(old_log, "urllength/request_ignored_count")
-        == 1
+    assert stat(new_log, "urllength/request_ignored_count") is None  # the middleware had none to drop
+    assert stat(old_log, "urllength/request_ignored_count") is None
+
+
+def test_a_hop_a_spider_middleware_drops_ends_its_ingest_either_way(crawl, site, tmp_path, monkeypatch):
+    """DEPTH_LIMIT=1: /start (depth 0) redirects to /hop1 (1), which redirects to /landing-pdf (2),
+    a hop Scrapy's DepthMiddleware drops. Before: that ingest had no result at all, either way; now
+    ``fetch-error`` saying so, its terminal the hop not fetched; a one-hop ingest is untouched. An
+    operator's SPIDER_MIDDLEWARES does not take the scheduler path's guard away."""
+    build_site(site)
+    requests = [
+        {"base_url": site.url + "/start", "ingest_type": "pdf"},
+        {"base_url": site.url + "/article", "ingest_type": "html"},
+    ]
+    (old, old_seen, old_log), (new, new_seen, new_log) = both_ways(
+        crawl, site, tmp_path, monkeypatch, requests, "DEPTH_LIMIT=1", "SPIDER_MIDDLEWARES={}"
     )
+    assert steady(new) == steady(old)
+    results = {doc["request"]["base_url"]: doc for doc in new.values()}
+    assert {url: doc["status"] for url, doc in results.items()} == {
+        site.url + "/start": "fetch-error",
+        site.url + "/article": "success",
+    }
+    dropped = results[site.url + "/start"]
+    assert dropped["terminal"] == {
+        "terminal_url": site.url + "/landing-pdf",
+        "terminal_dt": None,
+        "terminal_status_code": None,
+    }
+    assert dropped["error_message"].startswith(
+        "not fetched: a spider middleware dropped the hop to %s/landing-pdf (" % site.url
+    )
+    assert new_seen == old_seen
+    assert "/landing-pdf" not in {path for _, path, _ in new_seen}
+    for log in (new_log, old_log):
+        assert stat(log, "depth/request_ignored_count") == stat(log, "ingest/hop_dropped") == 1
+
+
+def test_a_hop_robots_txt_forbids_ends_blocked_robots_either_way(crawl, site, tmp_path, monkeypatch):
+    """A downloader middleware's IgnoreRequest (robots.txt's) reaches the hop's errback on both paths:
+    ``blocked-robots``, the hop never fetched."""
+    build_site(site)
+    site.route("/robots.txt", "User-agent: *\nDisallow: /landing-pdf\n", content_type="text/plain")
+    requests = [{"base_url": site.url + "/start", "ingest_type": "pdf"}]
+    (old, old_seen, _), (new, new_seen, _) = both_ways(crawl, site, tmp_path, monkeypatch, requests)
+    assert steady(new) == steady(old)
+    [result] = new.values()
+    assert (result["status"], result["terminal"]["terminal_url"]) == (
+        "blocked-robots",
+        site.url + "/landing-pdf",
+    )
+    assert new_seen == old_seen
+    assert "/landing-pdf" not in {path for _, path, _ in new_seen}
 
 
 class RefuseHops:

@@ -273,11 +273,13 @@ def clean_doi(value: str | None) -> str | None:
     return value if value.startswith("10.") and "/" in value else None
 
 
-def extract_biblio(doc: HtmlDoc, unusable: dict[str, str] | None = None) -> dict[str, Any]:
+def extract_biblio(
+    doc: HtmlDoc, unusable: dict[str, str] | None = None, url_length_limit: int = 0
+) -> dict[str, Any]:
     """BiblioMetadata as a dict, null fields omitted, ``release_date`` at the page's precision
     (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``) and ``release_year`` its year unless the page states one.
-    A fulltext link skipped because no fetch can use it is said in ``unusable`` (field name → why, for
-    the first such link of the field)."""
+    A fulltext link skipped because no fetch can use it (longer than ``url_length_limit`` too) is said
+    in ``unusable`` (field name → why, for the first such link of the field)."""
     if not doc.has_head:
         return {}
     meta: dict[str, Any] = {}
@@ -315,7 +317,7 @@ def extract_biblio(doc: HtmlDoc, unusable: dict[str, str] | None = None) -> dict
         ("component_url", COMPONENT_PATTERNS),
     ):
         skipped: list[str] = []
-        found = match_fulltext_url(doc, patterns, skipped)
+        found = match_fulltext_url(doc, patterns, skipped, url_length_limit)
         if found:
             meta[name] = found[0]
         if skipped and unusable is not None:

@@ -42,6 +42,10 @@ class IngestConfig:
     pdf_thumbnails: bool = DEFAULTS["INGEST_PDF_THUMBNAILS"]
     blocklists: Blocklists = field(default_factory=Blocklists)
     resource_domain_blocklist: tuple[str, ...] = BLOCKED_HOSTS
+    #: The crawl's URLLENGTH_LIMIT, a setting of Scrapy's (its default is Scrapy's, read by
+    #: :meth:`from_settings`; 0, Scrapy's "none", outside a crawl): a hop link longer as requested is
+    #: one no fetch can use (:func:`~.urls.over_length_limit`).
+    url_length_limit: int = 0
 
     def __reduce__(self) -> tuple[Callable[[bytes], IngestConfig], tuple[bytes]]:
         """Pickled as the pickle of its class and field values, made once a config: every call of an
@@ -90,6 +94,7 @@ class IngestConfig:
             resource_domain_blocklist=tuple(
                 h.lower() for h in configured_list(settings, "INGEST_RESOURCE_DOMAIN_BLOCKLIST")
             ),
+            url_length_limit=settings.getint("URLLENGTH_LIMIT"),
         )
 
 

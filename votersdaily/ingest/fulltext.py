@@ -225,11 +225,11 @@ def _first(doc: HtmlDoc, selector: str) -> Any:
 
 
 def match_fulltext_url(
-    doc: HtmlDoc, patterns: Iterable[Pattern], unusable: list[str] | None = None
+    doc: HtmlDoc, patterns: Iterable[Pattern], unusable: list[str] | None = None, url_length_limit: int = 0
 ) -> tuple[str, str] | None:
     """(url, technique) of the first surviving pattern match; a link to the page itself only as a
-    last resort. A link no fetch can use (:class:`~.urls.UnusableUrl`) is skipped, and why is added
-    to ``unusable``."""
+    last resort. A link no fetch can use (:class:`~.urls.UnusableUrl`, longer than
+    ``url_length_limit`` too) is skipped, and why is added to ``unusable``."""
     self_match = None
     for pattern in patterns:
         if pattern.in_doc_url and pattern.in_doc_url not in doc.url:
@@ -248,7 +248,7 @@ def match_fulltext_url(
         if not value:
             continue
         try:
-            url = resolved_url(doc.url, value)
+            url = resolved_url(doc.url, value, url_length_limit)
         except UnusableUrl as exc:
             reason = exc.as_link(pattern.technique)
             if unusable is not None and reason not in unusable:  # the same meta under two attributes
@@ -287,19 +287,19 @@ _OSF = (
 
 
 def extract_publisher_fulltext_url(
-    url: str, doc: HtmlDoc, unusable: list[str] | None = None
+    url: str, doc: HtmlDoc, unusable: list[str] | None = None, url_length_limit: int = 0
 ) -> dict[str, Any]:
     """The legacy publisher-specific rules (html.py ``extract_fulltext_url``); ``{}`` when none fits.
     Returns ``{"pdf_url"|"next_url": ..., "technique": ...}``. A rule whose link is the page itself
     (an American Archivist ``/doi/abs/`` page under the ``/doi/10.`` rewrite) falls through to the
     next rules instead of ending the ingest as ``link-loop``; so does one whose link no fetch can use
-    (:class:`~.urls.UnusableUrl`: why is added to ``unusable``)."""
+    (:class:`~.urls.UnusableUrl`, longer than ``url_length_limit`` too: why is added to ``unusable``)."""
     for found in _publisher_candidates(url, doc):
         link = found.get("pdf_url") or found.get("next_url")
         if not link:
             continue
         try:
-            target = resolved_url(url, link)
+            target = resolved_url(url, link, url_length_limit)
         except UnusableUrl as exc:
             if unusable is not None:
                 unusable.append(exc.as_link(found["technique"]))

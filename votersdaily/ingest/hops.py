@@ -64,14 +64,16 @@ def redirect_target(
     location: bytes | str | None,
     max_redirects: int,
     lists: Blocklists = DEFAULT_BLOCKLISTS,
+    url_length_limit: int = 0,
 ) -> tuple[str | None, str | None, str | None]:
-    """(next URL, failing status, error message) for a 3xx answer."""
+    """(next URL, failing status, error message) for a 3xx answer; a ``Location`` no fetch can use
+    (:func:`~.urls.resolved_url`, longer than ``url_length_limit`` too) is ``bad-redirect``."""
     if isinstance(location, bytes):
         location = location.decode("latin-1")
     if not location or not location.strip():
         return None, "bad-redirect", "HTTP %d from %s without a Location header" % (status_code, current_url)
     try:
-        target = clean_url(resolved_url(current_url, location))
+        target = clean_url(resolved_url(current_url, location, url_length_limit))
     except UnusableUrl as exc:
         return (
             None,
@@ -103,6 +105,13 @@ def add_terminal(state: dict[str, Any], url: str) -> None:
     """A redirect chain contributes only its final URL to ``hops``."""
     if url not in state["hops"]:
         state["hops"].append(url)
+
+
+def next_url(state: dict[str, Any]) -> str:
+    """The URL of the hop the ingest fetches next: the last of its redirect chain (the base URL, a
+    redirect's target or a landing page's link: :func:`redirect_target` and :func:`next_hop` put it
+    there before its request is made)."""
+    return state["chain"][-1]
 
 
 def next_hop(
@@ -154,13 +163,14 @@ def landing_hop(
     max_hops: int,
     lists: Blocklists = DEFAULT_BLOCKLISTS,
     unusable: str | None = None,
+    url_length_limit: int = 0,
 ) -> tuple[str | None, str | None, str | None] | None:
     """Where a landing page at ``url`` leads (docs/ingest.md §4): (URL to fetch next, failing status,
     error message), or None when the page is itself the terminal document. ``found`` is the fulltext
     link the extractor found (``pdf_url``/``next_url``); ``unusable`` the link it skipped because no
     fetch can use it (:class:`~.urls.UnusableUrl`), which a ``no-pdf-link`` names. A found link no
-    fetch can use counts as none. The state keeps the first page's biblio with a title and, for a PDF
-    ingest, what the extractor found."""
+    fetch can use (longer than ``url_length_limit`` too) counts as none. The state keeps the first
+    page's biblio with a title and, for a PDF ingest, what the extractor found."""
     if biblio.get("title") and "html_biblio" not in state["partial"]:
         state["partial"]["html_biblio"] = biblio
     itype = state["request"]["ingest_type"]
@@ -168,7 +178,7 @@ def landing_hop(
     target = None
     if link:
         try:
-            target = resolved_url(url, link)
+            target = resolved_url(url, link, url_length_limit)
         except UnusableUrl as exc:
             unusable = exc.as_link(found.get("technique"))
     if itype == "pdf":

@@ -136,14 +136,16 @@ FULLTEXT_FIELDS = {
 
 
 def analyse_landing(
-    body: bytes, url: str, ingest_type: str, content_type: str | None = None
+    body: bytes, url: str, ingest_type: str, content_type: str | None = None, url_length_limit: int = 0
 ) -> tuple[Landing, HtmlDoc | None]:
+    """Where the page leads; a fulltext link longer than ``url_length_limit`` (the crawl's
+    URLLENGTH_LIMIT) is one no fetch can use, skipped for the next."""
     try:
         doc = parse_html(body, url, content_type)
     except HtmlParseError as exc:
         return Landing({}, {}, str(exc)), None
     unusable: dict[str, str] = {}
-    biblio = extract_biblio(doc, unusable)
+    biblio = extract_biblio(doc, unusable, url_length_limit)
     key = FULLTEXT_FIELDS.get(ingest_type)
     landing = Landing(biblio, unusable_link=unusable.get(key) if key else None)
     if ingest_type == "pdf":
@@ -151,7 +153,7 @@ def analyse_landing(
             landing.next_hop = {"pdf_url": biblio["pdf_fulltext_url"], "technique": "html_biblio"}
         else:
             skipped: list[str] = []
-            landing.next_hop = extract_publisher_fulltext_url(url, doc, skipped)
+            landing.next_hop = extract_publisher_fulltext_url(url, doc, skipped, url_length_limit)
             landing.unusable_link = landing.unusable_link or next(iter(skipped), None)
     elif key and biblio.get(key):
         landing.next_hop = {"next_url": biblio[key], "technique": key}
@@ -307,7 +309,7 @@ def examine_hop(
     mimetype = facts.file_meta["mimetype"]
     doc = None
     if is_htmlish(mimetype):
-        facts.landing, doc = analyse_landing(body, url, ingest_type, content_type)
+        facts.landing, doc = analyse_landing(body, url, ingest_type, content_type, config.url_length_limit)
         next_hop = facts.landing.next_hop
         if ingest_type == "pdf":
             if next_hop:

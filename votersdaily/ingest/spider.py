@@ -25,8 +25,13 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
-from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, url_argument, yes_or_no
-from votersdaily.plumbing.ssrf import TRUSTED_META, check_policy_settings, keep_downloader_middlewares
+from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, shown, url_argument, yes_or_no
+from votersdaily.plumbing.ssrf import (
+    TRUSTED_META,
+    check_policy_settings,
+    keep_components,
+    keep_downloader_middlewares,
+)
 from votersdaily.requestmeta import START_META
 from votersdaily.scrapy_internals import (
     count_as_scraping,
@@ -69,6 +74,7 @@ from .thumbnail import (
     render_page0,
     warm_renderer,
 )
+from .urls import over_length_limit
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool, NoTemporaryFolder
 
@@ -94,6 +100,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             "votersdaily.plumbing.ssrf.SsrfGuardMiddleware": 50,
             "votersdaily.ingest.gzipcheck.HopGzipMiddleware": 640,
         },
+        # engine side of every other spider middleware: it sees what they let through
+        "SPIDER_MIDDLEWARES": {"votersdaily.ingest.hop_guard.DroppedHopGuard": 0},
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
         # Every callback yields exactly one item or request per response; with asyncio Scrapy
@@ -157,8 +165,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         before it starts."""
         super().update_settings(settings)
         check_policy_settings(settings, "INGEST")
-        # The guard stays, whatever DOWNLOADER_MIDDLEWARES was given; so does the WARC writer.
+        # The guard stays, whatever DOWNLOADER_MIDDLEWARES was given; so does the WARC writer, and
+        # whatever SPIDER_MIDDLEWARES was given, the spider middleware every ingest's result needs.
         keep_downloader_middlewares(settings, IngestSpider.custom_settings["DOWNLOADER_MIDDLEWARES"])
+        keep_components(settings, "SPIDER_MIDDLEWARES", IngestSpider.custom_settings["SPIDER_MIDDLEWARES"])
         if settings.getbool("INGEST_WARC_ENABLED"):
             keep_downloader_middlewares(settings, {"votersdaily.ingest.warc.WarcWriterMiddleware": 650})
 
@@ -249,7 +259,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request | IngestItem]:
-        checked = list(checked_inputs(await self.input_requests(), R.normalize_request))
+        checked = list(checked_inputs(await self.input_requests(), self.checked_request))
         # One bad request among good ones is rejected and listed, and the run still succeeds (as
         # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
         # fails the run.
@@ -309,11 +319,23 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         try:
             if isinstance(raw, Exception):
                 raise raw
-            request = R.normalize_request(raw)
+            request = self.checked_request(raw)
         except R.IngestRequestError as exc:
             self._reject(where, exc, fatal=isinstance(exc, R.RequestSourceError))
             return None
         return self._start_request(request)
+
+    def checked_request(self, raw: Any) -> dict[str, Any]:
+        """The request normalised (:func:`~.ingest_requests.normalize_request`), with a base_url this
+        crawl fetches: one longer than URLLENGTH_LIMIT (:func:`~.urls.over_length_limit`) is a bad
+        request, as one longer than MAX_BASE_URL is (Scrapy would drop its start request unsaid)."""
+        request = R.normalize_request(raw)
+        too_long = over_length_limit(request["base_url"], self.config.url_length_limit)
+        if too_long:
+            raise R.IngestRequestError(
+                "base_url %s cannot be fetched (%s)" % (shown(request["base_url"]), too_long)
+            )
+        return request
 
     def _reject(self, where: str, exc: Exception, fatal: bool) -> None:
         self.logger.error("bad ingest request at %s: %s", where, exc)
@@ -437,6 +459,10 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if release is not None:
                 release()
 
+    def schedules_hops(self) -> bool:
+        """Whether a chain's next hops go through Scrapy's scheduler (:meth:`_hop_processors`)."""
+        return self._hop_processors() is None
+
     def _hop_processors(self) -> list[Callable[[Request, Response], Request | None]] | None:
         """The spider middlewares' processing of a yielded request (asked once a crawl), or None when
         hops go through the scheduler: :attr:`hops_through_scheduler`, or a spider middleware that
@@ -461,11 +487,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         length limit, the depth), ``request_scheduled`` is sent (an interrupted crawl refuses it,
         as it refuses a scheduled one), and every downloader middleware and download signal sees
         it. Its response; the ingest's result when the fetch failed (:meth:`hop_failed`, its
-        errback); None when it was dropped, as Scrapy drops it."""
+        errback) or a spider middleware dropped it (:meth:`hop_dropped`); None when it was refused
+        at ``request_scheduled`` (an interrupted crawl), as Scrapy drops a scheduled request."""
         for process in processors:
             processed = process(request, response)
             if processed is None:
-                return None
+                return self.hop_dropped(request.meta[H.STATE_META])
             request = processed
         refusals = self.crawler.signals.send_catch_log(
             scrapy.signals.request_scheduled, request=request, spider=self, dont_log=IgnoreRequest
@@ -507,6 +534,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 response.headers.get("Location"),
                 self.config.max_redirects,
                 self.config.blocklists,
+                self.config.url_length_limit,
             )
             if status:
                 # a failed chain stops at the last URL fetched (sandcrawler's last CDX row); a
@@ -558,6 +586,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 self.config.max_hops,
                 self.config.blocklists,
                 landing.unusable_link,
+                self.config.url_length_limit,
             )
             target, status, message = leads or (None, None, None)
             if status:
@@ -840,6 +869,21 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
                 "ingest of %s: %s at %s (%s)", state["request"]["base_url"], status, request.url, message
             )
         return self._finish(state, status, message, terminal=terminal(request.url, None, None))
+
+    def hop_dropped(self, state: dict[str, Any]) -> IngestItem:
+        """The ingest whose next hop a spider middleware dropped before it was fetched (DEPTH_LIMIT's,
+        or one of the crawl's own; Scrapy's say so at most in a line of their own, never to the
+        callback, and the ingest had no result at all): ``fetch-error`` saying so, its terminal the
+        hop not fetched. From :meth:`_next_hop`, and from :class:`~.hop_guard.DroppedHopGuard` for a
+        hop yielded to the scheduler."""
+        url = H.next_url(state)
+        message = (
+            "not fetched: a spider middleware dropped the hop to %s (a limit such as DEPTH_LIMIT, or a "
+            "middleware of the crawl's own; the crawl's stats say which)" % url
+        )
+        self.crawler.stats.inc_value("ingest/hop_dropped")
+        self.logger.info("ingest of %s: fetch-error at %s (%s)", state["request"]["base_url"], url, message)
+        return self._finish(state, "fetch-error", message, terminal=terminal(url, None, None))
 
 
 def content_type(response: Response) -> str | None:

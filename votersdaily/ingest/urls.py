@@ -114,12 +114,13 @@ class UnusableUrl(ValueError):
         return "its %s link %s" % (technique, self)
 
 
-def resolved_url(base: str, link: str) -> str:
+def resolved_url(base: str, link: str, url_length_limit: int = 0) -> str:
     """``link``, read from the response of ``base``, made absolute (``urljoin``); :class:`UnusableUrl`
     when no fetch could use it: it does not parse (an unclosed IPv6 bracket, a port that is no number
     or out of range, an IPv6 literal that is none), or, as an http(s) URL, names no host. Such a URL
     made the hop, its CDX key (:func:`clean_url`) or Scrapy's request raise, and the ingest had no
-    result at all; checked here, its ingest fails with a status, or the link is skipped."""
+    result at all; checked here, its ingest fails with a status, or the link is skipped. So is a URL
+    longer than ``url_length_limit`` (:func:`over_length_limit`), which Scrapy would drop unsaid."""
     try:
         url = urljoin(base, link.strip())
         parts = urlsplit(url)
@@ -129,7 +130,24 @@ def resolved_url(base: str, link: str) -> str:
         raise UnusableUrl("%s cannot be fetched (%s)" % (shown(link), exc)) from None
     if parts.scheme.lower() in ("http", "https") and not parts.hostname:
         raise UnusableUrl("%s cannot be fetched (it names no host)" % shown(link))
+    too_long = over_length_limit(url, url_length_limit)
+    if too_long:
+        raise UnusableUrl("%s cannot be fetched (%s)" % (shown(link), too_long))
     return url
+
+
+def over_length_limit(url: str, limit: int) -> str | None:
+    """Why a request for ``url`` is longer than ``limit`` (the crawl's URLLENGTH_LIMIT, 0 for none),
+    or None. Scrapy's UrlLengthMiddleware drops such a request with a line at INFO and no word to its
+    callback, so an ingest whose hop it was had no result at all. Measured as the hop requests it:
+    percent-encoded as Scrapy's request encodes it, cleaned (:func:`clean_url`: a redirect's target, a
+    PDF link) or not (an html or xml ingest's next link), whichever is longer."""
+    if not limit:
+        return None
+    length = max(len(clean_url(url)), len(safe_url_string(url)))
+    if length <= limit:
+        return None
+    return "%d characters as fetched, over URLLENGTH_LIMIT %d" % (length, limit)
 
 
 def url_fuzzy_equal(a: str, b: str) -> bool:
