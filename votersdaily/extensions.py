@@ -26,7 +26,7 @@ from . import locations, schema, scrapy_internals
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
-from .crawlcontext import RunRecord, crawl_context
+from .crawlcontext import STOPPED_FOR_STORE, RunRecord, crawl_context
 from .interrupts import (
     FORCED_STOP,
     GRACEFUL_STOP,
@@ -103,7 +103,7 @@ def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseExcep
         exc,
         result=StoreUnavailable.__name__,
         where="store",
-        reason="store unavailable",
+        reason=STOPPED_FOR_STORE,
     )
     doc["store_outage"] = {schema.LOG_DB: {"error": str(exc)}}
     return doc

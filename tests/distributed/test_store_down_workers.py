@@ -30,7 +30,7 @@ from tests.distributed.workloads import (
 )
 from tests.ingest.test_store_down_ingest import check_flushed, store_earlier_row
 from tests.support.cli_main import run_main
-from tests.support.services import PouchDBServer, free_port
+from tests.support.services import free_port
 from votersdaily.laundromat.uris import uri_key
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, workers
@@ -38,14 +38,6 @@ pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, work
 #: A request that failed would be given up after its second delivery: every delivery counts here.
 STRICT_QUEUE = (*QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=30", "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2")
 CLEAN_QUEUE = {"waiting": 0, "processing": 0, "dead": 0, "recovered": 0}
-
-
-@pytest.fixture
-def durable_pouch(tmp_path):
-    """A PouchDB Server on disk, so a stop and restart on the same port keeps the data."""
-    server = PouchDBServer(tmp_path / "pouch", in_memory=False).start()
-    yield server
-    server.stop()
 
 
 def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_none(

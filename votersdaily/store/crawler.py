@@ -81,6 +81,9 @@ class CrawlWrites:
     #: :data:`NOT_STORED_SHOWN` (the run log's ``failed_writes`` counts them all).
     not_stored: dict[str, str] = field(default_factory=dict)
     hold: EngineHold = field(default_factory=EngineHold)
+    #: Why the store was found unavailable by a component that reads it as it works (the
+    #: laundromat's seed list), which stopped the crawl before its work; None while it answered.
+    down: StoreError | None = None
 
 
 crawl_writes = PerCrawl(CrawlWrites)
@@ -126,9 +129,18 @@ def retry_policy(settings: BaseSettings) -> dict[str, Any]:
 
 
 def store_given_up(crawler: Crawler) -> bool:
-    """Whether a writer of this crawl found the store down after its retries: what is written after
+    """Whether a writer of this crawl found the store down after its retries, or a component that
+    reads it as it works stopped the crawl for it (:func:`stopped_for_store`): what is written after
     that (the run log) gets one attempt before the spool, not the retry policy's wait again."""
-    return any(writer.batch.gave_up for writer in writers_of(crawler))
+    return crawl_writes(crawler).down is not None or any(
+        writer.batch.gave_up for writer in writers_of(crawler)
+    )
+
+
+def stopped_for_store(crawler: Crawler, exc: StoreError) -> None:
+    """A component that must read the store as it works met it unavailable (``exc``) and stops the
+    crawl before its work: its run log is spooled after one attempt (:func:`store_given_up`)."""
+    crawl_writes(crawler).down = exc
 
 
 def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
