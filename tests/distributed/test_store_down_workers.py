@@ -11,6 +11,8 @@ PouchDB Server stopped; the pages are the project's recordings and the W3C RDF t
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.distributed.workloads import (
@@ -75,13 +77,11 @@ def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_n
     check_flushed(pouchdb.url, docs, earlier)
 
 
-def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
-    site, redis_server, durable_pouch, tmp_path
-):
-    """Before: each seed's callback failed writing its record (``StoreUnavailable``) on every
-    delivery, and all 8 seeds were in the dead stream within 20 s."""
+def laundromat_worker_on_a_stopped_store(site, redis_server, durable_pouch, tmp_path, per_suite: int):
+    """W3C RDF files enqueued as seeds, the store stopped, a laundromat worker started: (its
+    datasets, the worker, its log) once it has given the seeds it leased back to the queue."""
     roomy(site)
-    datasets = rdf_datasets(site, per_suite=4)
+    datasets = rdf_datasets(site, per_suite=per_suite)
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("".join(d.url + "\n" for d in datasets))
     enqueue("laundromat", seeds, durable_pouch.url, redis_server.url)
@@ -103,6 +103,19 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
         lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
         "the worker gave its requests back",
     )
+    return datasets, worker, log
+
+
+def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """Before: each seed's callback failed writing its record (``StoreUnavailable``) on every
+    delivery, and all 8 seeds were in the dead stream within 20 s. Then, once they were given back
+    and done after the store came back, the run log still said ``StoreUnavailable`` (exit 1): the
+    outage it waited out is recorded (``store_wait``), the result is how its work ended."""
+    datasets, worker, log = laundromat_worker_on_a_stopped_store(
+        site, redis_server, durable_pouch, tmp_path, per_suite=4
+    )
     # Those it had leased are back, each with the deliveries it had before (none), the rest untouched.
     assert queue_state(redis_server, "laundromat")["dead"] == 0
     queue = redis_server.client()
@@ -112,7 +125,7 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
 
     durable_pouch.start()  # the same port, with the seeds enqueue wrote
 
-    wait_all([worker], tmp_path, status=1)  # its run met the store unavailable (its run log says so)
+    wait_all([worker], tmp_path)  # every seed done once the store was back: a success
     text = log.read_text()
     assert "the store at %s is back after" % durable_pouch.url in text, text[-3000:]
     assert "Traceback" not in text, "each callback's StoreUnavailable is one line"
@@ -123,6 +136,40 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
         assert (seed["status"], seed["given"]) == ("added", True) and seed["processed"], seed
         download = records[seed["download"]]
         assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert run["result"] == "success" and "errors" not in run, run
+    wait = run["store_wait"]
+    assert (wait["outages"], wait["ended"]) == (1, True) and wait["seconds"] > 0, wait
+    assert wait["given_back"] >= 1 and wait["requests"] >= wait["given_back"], wait
+
+
+def test_a_laundromat_worker_stopped_while_its_store_is_away_says_so_in_its_run_log(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """The failures of requests given back are the outage's, but a worker stopped while the store
+    is still away has not done them: its run log's result is ``StoreUnavailable``, saying the store
+    was still away and where the requests wait, and ``store_wait`` says the outage had not ended.
+    (Before, the result named a callback's failure, and no outage was recorded.)"""
+    datasets, worker, log = laundromat_worker_on_a_stopped_store(
+        site, redis_server, durable_pouch, tmp_path, per_suite=1
+    )
+
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(120) == 130, log.read_text()[-3000:]
+
+    durable_pouch.start()
+    spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    flushed = run_main("flush", store_uri=durable_pouch.url, env=spool)
+    assert flushed.returncode == 0, flushed.stderr
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert run["result"] == "StoreUnavailable", run
+    assert run["error_message"].startswith(
+        "the store at %s still did not answer when the worker stopped" % durable_pouch.url
+    ), run["error_message"]
+    assert run["error_message"].endswith("given back to laundromat:requests, where they wait for a worker")
+    assert run["store_wait"]["ended"] is False, run["store_wait"]
+    state = queue_state(redis_server, "laundromat")
+    assert (state["waiting"] + state["processing"], state["dead"]) == (len(datasets), 0), state
 
 
 def test_a_request_the_store_fails_alone_while_it_answers_is_still_given_up(
