@@ -546,7 +546,7 @@ class RunLog:
         still_spooled = sum(w.outage.still_spooled for w in writers_of(self.crawler))
         lost = sum(w.outage.lost for w in writers_of(self.crawler))
         for writer in writers_of(self.crawler):
-            for exc in writer.errors:
+            for exc in writer.run_errors:
                 self.failures.append(
                     {
                         "exception": type(exc).__name__,

@@ -19,6 +19,7 @@ from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
     enqueue,
+    hold_documents,
     log_path,
     queue_state,
     rdf_datasets,
@@ -75,6 +76,51 @@ def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_n
     flushed = run_main("flush", "--from", down, store_uri=pouchdb.url, env=spool)
     assert flushed.returncode == 0, flushed.stderr
     check_flushed(pouchdb.url, docs, earlier)
+
+
+def test_an_ingest_worker_whose_store_comes_back_delivers_its_spool_and_writes_on(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """An ingest worker started while its store is down spools what it does; once the store answers
+    again it delivers what it spooled and writes on. Before: it spooled everything for as long as it
+    ran (at every checkpoint an ERROR, ``store … still does not take documents``, though the store
+    answered), its run log said ``StoreUnavailable`` and it exited 4, every result waiting for
+    ``flush``."""
+    roomy(site)
+    docs = recorded_documents(site, 12)
+    earlier = next(d for d in docs if d.ingest_type == "xml")
+    store_earlier_row(durable_pouch.url, earlier)
+    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
+    enqueue("ingest", requests, durable_pouch.url, redis_server.url)
+    gate = hold_documents(site, docs[6:])  # answered once the store is back
+    durable_pouch.stop()
+    spool = tmp_path / "spool"
+    (worker,) = start_workers(
+        "ingest_worker",
+        1,
+        durable_pouch.url,
+        redis_server.url,
+        tmp_path,
+        *INGEST_SETTINGS,
+        *STRICT_QUEUE,
+        "VOTERSDAILY_STORE_RETRY_MAX_DELAY=1",
+        "VOTERSDAILY_SPOOL_DIR=%s" % spool,
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+    )
+    log = log_path(tmp_path, 0)
+    wait_until(lambda: "spooled to %s" % spool in log.read_text(), "the worker spooled what it did")
+
+    durable_pouch.start()  # the same port and data folder
+    gate.event.set()
+
+    wait_all([worker], tmp_path)  # everything stored: a success
+    assert queue_state(redis_server, "ingest") == CLEAN_QUEUE
+    check_flushed(durable_pouch.url, docs, earlier)  # stored, from the spool or straight
+    assert not list(spool.glob("*.jsonl*")), "nothing left for flush"
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert (run["result"], run["still_spooled_count"]) == ("success", 0), run
+    outage = run["store_outage"]["ingest_file_result"]
+    assert outage["spooled"] == outage["delivered_from_spool"] > 0, outage
 
 
 def laundromat_worker_on_a_stopped_store(site, redis_server, durable_pouch, tmp_path, per_suite: int):

@@ -246,6 +246,10 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
+    @property
+    def run_errors(self) -> list[BaseException]:
+        return self.batch.run_errors
+
     def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
@@ -258,10 +262,11 @@ class CrawlerWriter:
             self.batch.store.install_views(self.db)
         except StoreError as exc:
             # One line, not a traceback per component; the run goes on and its documents are spooled
-            # (the run log records the error as the run's result).
+            # until the store answers again (the run log records the error as the run's result
+            # unless it does, and takes what waited in the spool).
             logger.error(
-                "store %s cannot be opened (%s): the run's documents for %s are spooled; "
-                "deliver them with `python -m votersdaily flush` once it works",
+                "store %s cannot be opened (%s): the run's documents for %s are spooled until it "
+                "answers again; `python -m votersdaily flush` delivers what is left in the spool",
                 self.store.display_uri,
                 exc,
                 self.db,
@@ -327,7 +332,7 @@ class CrawlerWriter:
         accepted.addBoth(release)
 
     def close(self) -> defer.Deferred[None]:
-        return self.batch.flush()
+        return self.batch.flush(final=True)
 
     def spool_unwritten(self) -> int:
         """The reactor is stopping before this writer was closed (a forced stop): spool the
