@@ -109,6 +109,14 @@ def pouchdb(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture
+def durable_pouch(tmp_path):
+    """A PouchDB Server on disk, so a stop and restart on the same port keeps the data."""
+    server = PouchDBServer(tmp_path / "pouch", in_memory=False).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def couchdb(request):
     """The CouchDB-compatible server of the store, view, crawl, reparse, reschedule, feed and CLI tests:

@@ -27,6 +27,11 @@ Shared = TypeVar("Shared")
 #: most federal sources write Eastern time. Also what an event is read in when no event spider runs.
 SOURCE_TIMEZONE = "America/New_York"
 
+#: The ``finish_reason`` of a run that stopped before its work because its store was unavailable: a
+#: spider that must read the store as it works (the laundromat's seed list) cannot spool its way
+#: through. Nothing was done; its run log waits in the spool (exit status 3, as for ``crawl``).
+STOPPED_FOR_STORE = "store unavailable"
+
 
 @dataclass
 class RunRecord:
@@ -64,6 +69,8 @@ class RunRecord:
     #: Why the run's source documents were not all archived (``archived: false``), else None: its
     #: events are stored all the same, but the run did not do all its job (exit status 1).
     archive_error: str | None = None
+    #: The run stopped before its work: its store was unavailable (:data:`STOPPED_FOR_STORE`).
+    stopped_for_store: bool = False
 
     @classmethod
     def from_run_log(cls, doc: dict[str, Any], events_db: str) -> RunRecord:
@@ -88,6 +95,7 @@ class RunRecord:
             archive_error=(doc.get("archive_error") or "not archived")
             if doc.get("archived") is False
             else None,
+            stopped_for_store=doc.get("finish_reason") == STOPPED_FOR_STORE,
         )
 
 

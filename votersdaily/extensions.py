@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -26,7 +27,7 @@ from . import locations, schema, scrapy_internals
 from . import signals as vd_signals
 from .blocking import run_in_thread
 from .clock import now_iso
-from .crawlcontext import RunRecord, crawl_context
+from .crawlcontext import STOPPED_FOR_STORE, RunRecord, crawl_context
 from .interrupts import (
     FORCED_STOP,
     GRACEFUL_STOP,
@@ -103,7 +104,7 @@ def unavailable_run_log(spidercls: type[Spider], source_url: str, exc: BaseExcep
         exc,
         result=StoreUnavailable.__name__,
         where="store",
-        reason="store unavailable",
+        reason=STOPPED_FOR_STORE,
     )
     doc["store_outage"] = {schema.LOG_DB: {"error": str(exc)}}
     return doc
@@ -239,6 +240,9 @@ class RunLog:
         self._start_failures: _StartFailures | None = None
         #: When the start requests failed (:meth:`start_failed`), if they did.
         self.start_failed_at: str | None = None
+        #: The failures of each request whose callback or item pipeline failed, so that those an
+        #: outage caused are taken back out (:meth:`outage_met`).
+        self._failures_of: WeakKeyDictionary[Request, list[dict[str, Any]]] = WeakKeyDictionary()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -258,6 +262,7 @@ class RunLog:
         crawler.signals.connect(ext.documents_not_beside, signal=vd_signals.documents_not_beside)
         crawler.signals.connect(ext.archive_unreadable, signal=vd_signals.archive_unreadable)
         crawler.signals.connect(ext.forced_stop, signal=vd_signals.stopped_while_opening)
+        crawler.signals.connect(ext.outage_met, signal=vd_signals.outage_met)
         return ext
 
     # -- observation ---------------------------------------------------------------------------
@@ -301,31 +306,45 @@ class RunLog:
                 "latin-1"
             )
 
-    def _record(self, failure: Failure, where: str, url: str | None = None) -> None:
+    def _record(self, failure: Failure, where: str, url: str | None = None) -> dict[str, Any]:
         assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         message = failure.getErrorMessage()
         response = getattr(failure.value, "response", None)
         if response is not None and getattr(response, "status", None):
             # HttpError says only "Ignoring non-200 response": name the status and the URL.
             message = "HTTP %d from %s (%s)" % (response.status, response.url, message)
-        self.failures.append(
-            {
-                "exception": failure.type.__name__,
-                "message": message,
-                "http_status": getattr(response, "status", None),
-                "where": where,
-                "url": url,
-                "traceback": "".join(
-                    tb.format_exception(failure.type, failure.value, failure.getTracebackObject())
-                ),
-            }
-        )
+        entry = {
+            "exception": failure.type.__name__,
+            "message": message,
+            "http_status": getattr(response, "status", None),
+            "where": where,
+            "url": url,
+            "traceback": "".join(
+                tb.format_exception(failure.type, failure.value, failure.getTracebackObject())
+            ),
+        }
+        self.failures.append(entry)
+        return entry
+
+    def _record_of_request(self, failure: Failure, where: str, response: Response | Failure) -> None:
+        """A callback's or item pipeline's failure, kept with its request (Scrapy gives the response,
+        or an errback's failure, which names it too)."""
+        entry = self._record(failure, where, getattr(response, "url", None))
+        request = getattr(response, "request", None)
+        if request is not None:
+            self._failures_of.setdefault(request, []).append(entry)
 
     def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
-        self._record(failure, "spider", getattr(response, "url", None))
+        self._record_of_request(failure, "spider", response)
 
     def item_error(self, item: Any, response: Response, spider: Spider, failure: Failure) -> None:
-        self._record(failure, "pipeline", getattr(response, "url", None))
+        self._record_of_request(failure, "pipeline", response)
+
+    def outage_met(self, request: Request, spider: Spider) -> None:
+        """``request`` failed because a service it needs was away, and runs again: its failures are
+        the outage's (recorded by what waited it out), not the run's, which ends as its work does."""
+        met = self._failures_of.pop(request, [])
+        self.failures = [f for f in self.failures if not any(f is m for m in met)]
 
     def start_failed(self, exc: BaseException) -> None:
         """The spider's start requests failed (scheduling one raised: a full ``JOBDIR``'s queue):
@@ -527,7 +546,7 @@ class RunLog:
         still_spooled = sum(w.outage.still_spooled for w in writers_of(self.crawler))
         lost = sum(w.outage.lost for w in writers_of(self.crawler))
         for writer in writers_of(self.crawler):
-            for exc in writer.errors:
+            for exc in writer.run_errors:
                 self.failures.append(
                     {
                         "exception": type(exc).__name__,

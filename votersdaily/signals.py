@@ -35,3 +35,9 @@ archive_unreadable = object()
 #: the store: votersdaily/interrupts.py): ``spider``. It has had no ``spider_opened``, so none of the
 #: reactor-shutdown triggers an open spider has: the run log spools its record on this one.
 stopped_while_opening = object()
+
+#: A request's callback or item pipeline failed because a service it needs was away (a Redis-fed
+#: worker's store did not answer; docs/workers.md): ``request``, ``spider``. The failure is that
+#: outage's, not the run's: the run log leaves it out of its errors (the component that waited the
+#: outage out records it in the run log), and the request runs again, which counts as any run does.
+outage_met = object()

@@ -11,12 +11,15 @@ PouchDB Server stopped; the pages are the project's recordings and the W3C RDF t
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.distributed.workloads import (
     INGEST_SETTINGS,
     QUEUE_SETTINGS,
     enqueue,
+    hold_documents,
     log_path,
     queue_state,
     rdf_datasets,
@@ -30,7 +33,7 @@ from tests.distributed.workloads import (
 )
 from tests.ingest.test_store_down_ingest import check_flushed, store_earlier_row
 from tests.support.cli_main import run_main
-from tests.support.services import PouchDBServer, free_port
+from tests.support.services import free_port
 from votersdaily.laundromat.uris import uri_key
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, workers
@@ -38,14 +41,6 @@ pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, work
 #: A request that failed would be given up after its second delivery: every delivery counts here.
 STRICT_QUEUE = (*QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=30", "VOTERSDAILY_REDIS_MAX_ATTEMPTS=2")
 CLEAN_QUEUE = {"waiting": 0, "processing": 0, "dead": 0, "recovered": 0}
-
-
-@pytest.fixture
-def durable_pouch(tmp_path):
-    """A PouchDB Server on disk, so a stop and restart on the same port keeps the data."""
-    server = PouchDBServer(tmp_path / "pouch", in_memory=False).start()
-    yield server
-    server.stop()
 
 
 def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_none(
@@ -83,13 +78,56 @@ def test_an_ingest_worker_whose_store_is_down_spools_its_work_and_dead_letters_n
     check_flushed(pouchdb.url, docs, earlier)
 
 
-def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
+def test_an_ingest_worker_whose_store_comes_back_delivers_its_spool_and_writes_on(
     site, redis_server, durable_pouch, tmp_path
 ):
-    """Before: each seed's callback failed writing its record (``StoreUnavailable``) on every
-    delivery, and all 8 seeds were in the dead stream within 20 s."""
+    """An ingest worker started while its store is down spools what it does; once the store answers
+    again it delivers what it spooled and writes on. Before: it spooled everything for as long as it
+    ran (at every checkpoint an ERROR, ``store … still does not take documents``, though the store
+    answered), its run log said ``StoreUnavailable`` and it exited 4, every result waiting for
+    ``flush``."""
     roomy(site)
-    datasets = rdf_datasets(site, per_suite=4)
+    docs = recorded_documents(site, 12)
+    earlier = next(d for d in docs if d.ingest_type == "xml")
+    store_earlier_row(durable_pouch.url, earlier)
+    requests = write_ingest_requests(tmp_path / "requests.jsonl", docs)
+    enqueue("ingest", requests, durable_pouch.url, redis_server.url)
+    gate = hold_documents(site, docs[6:])  # answered once the store is back
+    durable_pouch.stop()
+    spool = tmp_path / "spool"
+    (worker,) = start_workers(
+        "ingest_worker",
+        1,
+        durable_pouch.url,
+        redis_server.url,
+        tmp_path,
+        *INGEST_SETTINGS,
+        *STRICT_QUEUE,
+        "VOTERSDAILY_STORE_RETRY_MAX_DELAY=1",
+        "VOTERSDAILY_SPOOL_DIR=%s" % spool,
+        "INGEST_BLOB_DIR=%s" % (tmp_path / "blobs"),
+    )
+    log = log_path(tmp_path, 0)
+    wait_until(lambda: "spooled to %s" % spool in log.read_text(), "the worker spooled what it did")
+
+    durable_pouch.start()  # the same port and data folder
+    gate.event.set()
+
+    wait_all([worker], tmp_path)  # everything stored: a success
+    assert queue_state(redis_server, "ingest") == CLEAN_QUEUE
+    check_flushed(durable_pouch.url, docs, earlier)  # stored, from the spool or straight
+    assert not list(spool.glob("*.jsonl*")), "nothing left for flush"
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert (run["result"], run["still_spooled_count"]) == ("success", 0), run
+    outage = run["store_outage"]["ingest_file_result"]
+    assert outage["spooled"] == outage["delivered_from_spool"] > 0, outage
+
+
+def laundromat_worker_on_a_stopped_store(site, redis_server, durable_pouch, tmp_path, per_suite: int):
+    """W3C RDF files enqueued as seeds, the store stopped, a laundromat worker started: (its
+    datasets, the worker, its log) once it has given the seeds it leased back to the queue."""
+    roomy(site)
+    datasets = rdf_datasets(site, per_suite=per_suite)
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("".join(d.url + "\n" for d in datasets))
     enqueue("laundromat", seeds, durable_pouch.url, redis_server.url)
@@ -111,6 +149,19 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
         lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
         "the worker gave its requests back",
     )
+    return datasets, worker, log
+
+
+def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """Before: each seed's callback failed writing its record (``StoreUnavailable``) on every
+    delivery, and all 8 seeds were in the dead stream within 20 s. Then, once they were given back
+    and done after the store came back, the run log still said ``StoreUnavailable`` (exit 1): the
+    outage it waited out is recorded (``store_wait``), the result is how its work ended."""
+    datasets, worker, log = laundromat_worker_on_a_stopped_store(
+        site, redis_server, durable_pouch, tmp_path, per_suite=4
+    )
     # Those it had leased are back, each with the deliveries it had before (none), the rest untouched.
     assert queue_state(redis_server, "laundromat")["dead"] == 0
     queue = redis_server.client()
@@ -120,7 +171,7 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
 
     durable_pouch.start()  # the same port, with the seeds enqueue wrote
 
-    wait_all([worker], tmp_path, status=1)  # its run met the store unavailable (its run log says so)
+    wait_all([worker], tmp_path)  # every seed done once the store was back: a success
     text = log.read_text()
     assert "the store at %s is back after" % durable_pouch.url in text, text[-3000:]
     assert "Traceback" not in text, "each callback's StoreUnavailable is one line"
@@ -131,6 +182,40 @@ def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_i
         assert (seed["status"], seed["given"]) == ("added", True) and seed["processed"], seed
         download = records[seed["download"]]
         assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert run["result"] == "success" and "errors" not in run, run
+    wait = run["store_wait"]
+    assert (wait["outages"], wait["ended"]) == (1, True) and wait["seconds"] > 0, wait
+    assert wait["given_back"] >= 1 and wait["requests"] >= wait["given_back"], wait
+
+
+def test_a_laundromat_worker_stopped_while_its_store_is_away_says_so_in_its_run_log(
+    site, redis_server, durable_pouch, tmp_path
+):
+    """The failures of requests given back are the outage's, but a worker stopped while the store
+    is still away has not done them: its run log's result is ``StoreUnavailable``, saying the store
+    was still away and where the requests wait, and ``store_wait`` says the outage had not ended.
+    (Before, the result named a callback's failure, and no outage was recorded.)"""
+    datasets, worker, log = laundromat_worker_on_a_stopped_store(
+        site, redis_server, durable_pouch, tmp_path, per_suite=1
+    )
+
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(120) == 130, log.read_text()[-3000:]
+
+    durable_pouch.start()
+    spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    flushed = run_main("flush", store_uri=durable_pouch.url, env=spool)
+    assert flushed.returncode == 0, flushed.stderr
+    (run,) = read_db(durable_pouch.url, "vd_log")
+    assert run["result"] == "StoreUnavailable", run
+    assert run["error_message"].startswith(
+        "the store at %s still did not answer when the worker stopped" % durable_pouch.url
+    ), run["error_message"]
+    assert run["error_message"].endswith("given back to laundromat:requests, where they wait for a worker")
+    assert run["store_wait"]["ended"] is False, run["store_wait"]
+    state = queue_state(redis_server, "laundromat")
+    assert (state["waiting"] + state["processing"], state["dead"]) == (len(datasets), 0), state
 
 
 def test_a_request_the_store_fails_alone_while_it_answers_is_still_given_up(

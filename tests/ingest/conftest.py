@@ -257,6 +257,7 @@ def run_ingest(
     status: int = 0,
     within: list[str] | None = None,
     env: dict | None = None,
+    subprocess: bool = False,
 ):
     extra = [
         "-a",
@@ -273,6 +274,8 @@ def run_ingest(
     for setting in settings:
         extra += ["-s", setting]
     options = {name: value for name, value in (("within", within), ("env", env)) if value is not None}
+    if subprocess:  # a process of its own: what this one has cached (its temporary folder) is not its
+        options["subprocess"] = True
     proc = crawl("ingest", None, store_uri, *extra, **options)
     assert proc.returncode == status, proc.stderr[-4000:]  # 1: the run failed (its run log says why)
     return proc

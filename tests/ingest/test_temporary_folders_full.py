@@ -110,3 +110,36 @@ def test_no_usable_temporary_folder_is_one_line_a_run_log_and_exit_1(
     (log,) = stored(sqlite_uri, "vd_log")
     assert log["result"] == "NoTemporaryFolder" and log["error_message"] == line.split("ERROR: ", 1)[1]
     assert read_results(sqlite_uri) == {} and ARTICLE not in ingest_site.hits
+
+
+def test_a_temporary_folder_too_long_for_a_unix_socket_is_one_line_a_run_log_and_exit_1(
+    crawl, sqlite_uri, ingest_site, tmp_path
+):
+    """``$TMPDIR`` a real folder whose path leaves no room for the fork server's socket in it (a Unix
+    socket's path takes at most 107 bytes; multiprocessing puts it at
+    ``$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX``): before, ``OSError: AF_UNIX path too long`` out of the
+    spider's ``from_crawler``, a traceback ("Task exception was never retrieved"), exit 1, no run log.
+    Now one line naming the folder and the longest path that fits, the run log's result
+    ``NoTemporaryFolder``, exit 1, nothing fetched."""
+    requests = write_requests(
+        tmp_path / "r.jsonl", [{"base_url": ingest_site.url + ARTICLE, "ingest_type": "html"}]
+    )
+    folder = tmp_path / ("t" * 40) / ("u" * 40)
+    folder.mkdir(parents=True)
+    proc = run_ingest(
+        crawl, sqlite_uri, requests, tmp_path, status=1, env={"TMPDIR": str(folder)}, subprocess=True
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (line,) = [line for line in proc.stderr.splitlines() if "have no temporary folder" in line]
+    said = re.search(
+        r"ERROR: the ingest's extraction processes have no temporary folder \((.+): its path is too long "
+        r"for the fork server's socket in it, (\d+) bytes over the 107 a Unix socket's path takes\): nothing "
+        r"was fetched, the requests wait for the next run; point TMPDIR at a folder whose path is at most "
+        r"(\d+) bytes$",
+        line,
+    )
+    assert said is not None, line
+    assert said[1] == str(folder) and int(said[3]) == len(str(folder)) - int(said[2]) > 0, line
+    (log,) = stored(sqlite_uri, "vd_log")
+    assert log["result"] == "NoTemporaryFolder" and log["error_message"] == line.split("ERROR: ", 1)[1]
+    assert read_results(sqlite_uri) == {} and ARTICLE not in ingest_site.hits

@@ -10,7 +10,6 @@ import pytest
 
 from tests.support.cli_main import run_main
 from tests.support.processes import Gate, start_crawl
-from tests.support.services import PouchDBServer
 from votersdaily.store import open_store
 from votersdaily.store.upsert import upsert
 
@@ -25,14 +24,6 @@ FAST_SETTINGS = (
     "VOTERSDAILY_STORE_RETRY_TIMES=3",
     "VOTERSDAILY_STORE_RETRY_BACKOFF=0.3",
 )
-
-
-@pytest.fixture
-def durable_pouch(tmp_path):
-    """A PouchDB Server on disk, so a stop and restart on the same port keeps the data."""
-    server = PouchDBServer(tmp_path / "pouch", in_memory=False).start()
-    yield server
-    server.stop()
 
 
 def _pages(site, during, after):

@@ -10,8 +10,9 @@ Scrapy lets a project replace a command through ``COMMANDS_MODULE``; this one di
 * the exit status says how the run went, as ``python -m votersdaily crawl``'s does: 0 when its run
   log says ``success``, 1 when the spider could not start, its run failed (the run log in ``vd_log``
   says why), documents were lost or its source documents were not all archived (its events stored,
-  ``archived: false``), 2 for an unknown spider or a bad setting, 4 when documents wait
-  in the spool, 130 when it was interrupted. Scrapy's own command exits 0 after any run that started.
+  ``archived: false``), 2 for an unknown spider or a bad setting, 3 when it stopped before its work
+  because its store was unavailable, 4 when documents wait in the spool, 130 when it was
+  interrupted. Scrapy's own command exits 0 after any run that started.
 
 scrapyd runs ``scrapy crawl`` too, so its jobs get the same checks (a job's exit status is in its log).
 """
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPOOLED = 0, 1, 2, 4
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_SPOOLED = 0, 1, 2, 3, 4
 PREFIX = "scrapy crawl"
 #: Spiders whose crawl waits for a cleaning worker at its first document: the worker is started as
 #: the command reads its options, before the spider's module is imported and the crawler built
@@ -56,8 +57,9 @@ def say(message: str) -> None:
 def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
     """The exit status of a finished ``scrapy crawl``, by the rule of ``python -m votersdaily crawl``
     (docs/cli.md: Exit codes): 130 interrupted; 1 when a run failed (its run log says why), documents
-    were lost, source documents not all archived or documents refused by the store; 4 when it is done but documents wait in the spool
-    (``flush`` delivers them); else 0.
+    were lost, source documents not all archived or documents refused by the store; 3 when a run
+    stopped before its work because its store was unavailable (the laundromat's: its run log waits
+    in the spool); 4 when it is done but documents wait in the spool (``flush`` delivers them); else 0.
     A crawler without a run log (the run log switched off) counts as a success, as in Scrapy."""
     from votersdaily.crawlcontext import crawl_context, incomplete_lines
     from votersdaily.store.base import STORE_RESULTS
@@ -77,7 +79,9 @@ def run_status(crawlers: list[Crawler], interrupted: bool = False) -> int:
         result = record.result
         if record.lost or result not in ("success", *STORE_RESULTS):
             return EXIT_FAILED
-        if record.spooled:
+        if record.stopped_for_store:  # nothing was done: its run log waits for the store
+            status = EXIT_UNAVAILABLE
+        elif record.spooled:
             status = EXIT_SPOOLED
         elif result in STORE_RESULTS:
             return EXIT_FAILED

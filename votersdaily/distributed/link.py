@@ -140,6 +140,8 @@ class ServiceLink:
         self.stopped: Refusal | None = None
         self._delay = first_delay
         self.outages = 0
+        #: Seconds it was away (or refused writes) in the outages that ended.
+        self.away_before = 0.0
 
     @property
     def up(self) -> bool:
@@ -194,6 +196,12 @@ class ServiceLink:
             self.max_delay,
         )
 
+    @property
+    def seconds_away(self) -> float:
+        """Seconds it was away (or refused writes) in every outage so far, the one going on included."""
+        now = time.monotonic()
+        return self.away_before + (now - self.down_since if self.down_since is not None else 0.0)
+
     def next_delay(self) -> float:
         delay, self._delay = self._delay, min(self._delay * 2, self.max_delay)
         return delay
@@ -201,6 +209,7 @@ class ServiceLink:
     def back(self, what: str) -> float:
         """It answers again (Redis: and takes writes); the seconds it was away (or refused them)."""
         away = time.monotonic() - (self.down_since or time.monotonic())
+        self.away_before += away
         refused, self.refusal, self.down_since = self.refusal, None, None
         if refused is None:
             logger.info("%s at %s is back after %.1f s: %s", self.what, self.where, away, what)

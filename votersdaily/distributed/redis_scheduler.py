@@ -145,6 +145,10 @@ class ReliableScheduler:
         #: (not a delivery) once done, while the store does not answer (:meth:`_wait_for_store`).
         self.store_waits: set[Request] = set()
         self._waiting_for_store = False
+        #: Requests whose callback or item pipeline met the store away, and how many of them were
+        #: given back uncounted: the run log's ``store_wait``, their failures the outage's.
+        self._met_store_outage = 0
+        self._given_back_for_store = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -152,6 +156,7 @@ class ReliableScheduler:
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)
         crawler.signals.connect(scheduler._item_failed, signal=signals.item_error)
+        crawler.signals.connect(scheduler._report_store_wait, signal=vd_signals.run_log_building)
         return scheduler
 
     @property
@@ -253,6 +258,8 @@ class ReliableScheduler:
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        if not self.store_link.up:
+            self._store_still_away()
         if not self.link.up:
             if self.link.stopped is None:  # a stop says what it leaves when it stops
                 logger.error(
@@ -397,11 +404,8 @@ class ReliableScheduler:
             "yielding again what Redis did not take"
             % (self.link.where, key, refusal.said, refusal.remedy, len(self.leased))
         )
-        logger.error(message)
         self.stats.inc_value("redis/refused")
-        self.crawler.signals.send_catch_log(
-            vd_signals.source_failed, failure=Failure(RedisRefused(message)), url=key, spider=self.spider
-        )
+        self._run_failed(RedisRefused(message), key)
 
     async def _reconnect(self) -> None:
         """Until Redis answers and takes a write: each attempt renews this worker's leases first (a
@@ -468,13 +472,7 @@ class ReliableScheduler:
                 if entry.given_up
                 else "handed back for another worker (a failed delivery)",
             )
-            logger.error(message)
-            self.crawler.signals.send_catch_log(
-                vd_signals.source_failed,
-                failure=Failure(UnrunnableRequest(message)),
-                url=queue.key,
-                spider=self.spider,
-            )
+            self._run_failed(UnrunnableRequest(message), queue.key)
 
     def _queue_lost(self, exc: RedisQueueLost) -> None:
         """Redis has no (or another) epoch for the queue: say what was lost, once, and go on with
@@ -506,15 +504,12 @@ class ReliableScheduler:
                     lost,
                 )
             )
-            logger.error(message)
             self.stats.inc_value("redis/queue_lost")
             self.stats.inc_value("redis/lost_leases", len(self.leased))
             if seen is not None:
                 self.stats.inc_value("redis/lost_waiting", seen.waiting)
             exc.args = (message,)
-            self.crawler.signals.send_catch_log(
-                vd_signals.source_failed, failure=Failure(exc), url=queue.key, spider=self.spider
-            )
+            self._run_failed(exc, queue.key)
         self.leased.clear()
         self.failed.clear()
         self._adopted.clear()
@@ -664,6 +659,8 @@ class ReliableScheduler:
                     for request in done.values():
                         self.store_waits.discard(request)
                         self.failed.add(request)
+                        if not link.up:  # it met the outage just ended: that outage's failure, not the run's
+                            self._met_outage(request)
                     if self.store_waits:
                         continue
                     if not link.up:
@@ -702,7 +699,47 @@ class ReliableScheduler:
         self._forget(list(held), held)
         self.store_waits.difference_update(held.values())
         self.stats.inc_value("redis/given_back_for_store", given)
+        self._given_back_for_store += given
+        for request in held.values():
+            self._met_outage(request)
         return given
+
+    def _met_outage(self, request: Request) -> None:
+        """``request`` met the store away and runs again (given back, or as a failed delivery once
+        the store answers): its failure is the outage's, not the run's, whose result says how its
+        work ended (:data:`votersdaily.signals.outage_met`)."""
+        self._met_store_outage += 1
+        self.crawler.signals.send_catch_log(vd_signals.outage_met, request=request, spider=self.spider)
+
+    def _store_still_away(self) -> None:
+        """The worker stops while the store does not answer: an error of the run (the requests given
+        back for it are not done), said once."""
+        link = self.store_link
+        message = (
+            "the store at %s still did not answer when the worker stopped (away %.1f s): %d requests "
+            "that met it were given back to %s, where they wait for a worker"
+            % (link.where, link.seconds_away, self._given_back_for_store, self._opened_queue.key)
+        )
+        self._run_failed(StoreUnavailable(message), link.where)
+
+    def _run_failed(self, exc: Exception, where: str) -> None:
+        """An error of the worker's run (not of a request), said once at ERROR: the run log's result."""
+        logger.error("%s", exc)
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(exc), url=where, spider=self.spider
+        )
+
+    def _report_store_wait(self, doc: dict[str, Any], spider: Spider) -> None:
+        """``run_log_building``: the store outages this worker waited out (``store_wait``), if any."""
+        link = self.store_link
+        if link.outages:
+            doc["store_wait"] = {
+                "outages": link.outages,
+                "seconds": round(link.seconds_away, 1),
+                "requests": self._met_store_outage,
+                "given_back": self._given_back_for_store,
+                "ended": link.up,
+            }
 
     async def _push_buffered(self) -> None:
         """Push the requests yielded while Redis was away or refused them (through the duplicate

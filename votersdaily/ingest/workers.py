@@ -86,21 +86,39 @@ class NoTemporaryFolder(OSError):
     through: the crawl cannot extract, and fetches nothing. The run log's result."""
 
 
+#: The longest path a Unix socket may have (Linux's ``sun_path`` is 108 bytes, the last a NUL).
+UNIX_SOCKET_PATH_MAX = 107
+#: What every refusal of a temporary folder says of the crawl.
+_NOTHING_FETCHED = "nothing was fetched, the requests wait for the next run"
+
+
 def _fork_server_folder() -> None:
     """multiprocessing's folder for the fork server's socket, made now (once a process), or
     :class:`NoTemporaryFolder` naming the folders tried (Python's ``tempfile`` tries ``$TMPDIR``,
-    ``/tmp``, ``/var/tmp``, ``/usr/tmp`` and the working folder, each full, read-only or missing)."""
-    from multiprocessing import util
+    ``/tmp``, ``/var/tmp``, ``/usr/tmp`` and the working folder, each full, read-only or missing), or
+    the folder whose path leaves the socket in it no room (binding it would raise "AF_UNIX path too
+    long" out of the fork server's start)."""
+    from multiprocessing import connection, util
 
     try:
-        util.get_temp_dir()
+        folder = util.get_temp_dir()
     except OSError as exc:
         where = "%s: %s" % (exc.filename, exc.strerror) if exc.filename else exc.strerror or str(exc)
         raise NoTemporaryFolder(
             "the ingest's extraction processes have no temporary folder (%s; full, read-only or missing): "
-            "nothing was fetched, the requests wait for the next run; make room there, or point TMPDIR "
-            "at a folder with room" % where,
+            "%s; make room there, or point TMPDIR at a folder with room" % (where, _NOTHING_FETCHED),
         ) from exc
+    # The socket multiprocessing names for the fork server: <folder>/listener-XXXXXXXX (nothing made).
+    address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]  # not in typeshed
+    over = len(os.fsencode(address)) - UNIX_SOCKET_PATH_MAX
+    if over > 0:
+        parent = str(Path(folder).parent)  # multiprocessing's folder is made in the temporary folder
+        raise NoTemporaryFolder(
+            "the ingest's extraction processes have no temporary folder (%s: its path is too long for the "
+            "fork server's socket in it, %d bytes over the %d a Unix socket's path takes): %s; point TMPDIR "
+            "at a folder whose path is at most %d bytes"
+            % (parent, over, UNIX_SOCKET_PATH_MAX, _NOTHING_FETCHED, len(os.fsencode(parent)) - over)
+        )
 
 
 def default_processes() -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -25,13 +25,17 @@ from votersdaily import locations
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import iso_utc, now_iso, now_utc
+from votersdaily.crawlcontext import STOPPED_FOR_STORE
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.locations import LocationUnset
 from votersdaily.plumbing.inputs import checked_inputs, checked_url, input_file, url_argument
 from votersdaily.plumbing.ssrf import check_policy_settings, keep_components, keep_downloader_middlewares
 from votersdaily.requestmeta import START_META
-from votersdaily.store.crawler import count_writes, store_for
+from votersdaily.store import store_uri
+from votersdaily.store.base import StoreError
+from votersdaily.store.check import unavailable_line
+from votersdaily.store.crawler import count_writes, stopped_for_store, store_for
 from votersdaily.store.upsert import UpsertResult
 
 from . import native, states
@@ -220,6 +224,18 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- seeds ------------------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        try:
+            due, given = await self._due_seeds()
+        except StoreError as exc:  # its seed list is there: no seed can be registered, read or moved on
+            await self._stop_for_store(exc)
+            raise CloseSpider(STOPPED_FOR_STORE) from None
+        for doc in due:
+            async for request in self.download(doc, start=doc["uri"] in given):
+                yield request
+
+    async def _due_seeds(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Register the operator's seeds, resume what a crashed run left half-done, and say which
+        seeds are due: (those seeds, the operator's)."""
         await self._db(self.seeds.open)
         given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
@@ -245,9 +261,25 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         seeds = [doc for doc in records if is_seed(doc)]
         due = [doc for doc in seeds if is_due(doc)]
         self._report_not_stale(seeds, due, given)
-        for doc in due:
-            async for request in self.download(doc, start=doc["uri"] in given):
-                yield request
+        return due, given
+
+    async def _stop_for_store(self, exc: StoreError) -> None:
+        """The store did not answer as the run began. An event crawl or an ingest goes on and spools
+        what it scrapes, but the laundromat reads and writes its seed list as it works, which cannot
+        wait in a spool: the run stops before it fetches anything, said in one line with what to do,
+        and its run log (the store's error as its result) is spooled after one attempt."""
+        line = (
+            "%s; the laundromat reads and writes its seed list (%s) there as it works, so this run "
+            "stopped before fetching anything: run it again, with the same seeds, once the store answers"
+            % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
+        )
+        self.logger.error("%s", line)
+        stopped_for_store(self.crawler, exc)
+        failed = type(exc)(line)
+        failed.__cause__ = exc
+        self.crawler.signals.send_catch_log(
+            vd_signals.source_failed, failure=Failure(failed), url=self.seeds.store.display_uri, spider=self
+        )
 
     #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
     #: first); the summary line counts them all.

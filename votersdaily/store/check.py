@@ -18,7 +18,7 @@ from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_pa
 from votersdaily.plumbing.full_disk import without_room
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
-from .base import Store, StoreError, StoreUnavailable
+from .base import Store, StoreError, StoreRefused, StoreUnavailable
 
 if TYPE_CHECKING:
     import requests
@@ -56,6 +56,19 @@ def checked_store(uri: str | None = None, *, must_exist: bool = False) -> Store:
     if uri_scheme(uri) == "sqlite":
         return _embedded(uri, must_exist)
     return _couch(uri)
+
+
+def unavailable_line(uri: str, exc: StoreError) -> str:
+    """What a person is told of the store of ``uri`` that a crawl found unavailable (``exc``): the
+    check's own line, which says what is wrong and what to do (``cannot reach the store at … (connection
+    refused): start CouchDB or PouchDB Server there, …``), when the check fails too; else ``exc``'s
+    words. A refusal (401/403) is said as it came: asking again would be another failed login."""
+    if not isinstance(exc, StoreRefused):
+        try:
+            checked_store(uri).close()
+        except StoreError as found:
+            return str(found)
+    return "store %s is unavailable (%s)" % (mask_uri(uri), exc)
 
 
 def uri_scheme(uri: str, *, spooled_for: bool = False) -> str:

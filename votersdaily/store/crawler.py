@@ -81,6 +81,9 @@ class CrawlWrites:
     #: :data:`NOT_STORED_SHOWN` (the run log's ``failed_writes`` counts them all).
     not_stored: dict[str, str] = field(default_factory=dict)
     hold: EngineHold = field(default_factory=EngineHold)
+    #: Why the store was found unavailable by a component that reads it as it works (the
+    #: laundromat's seed list), which stopped the crawl before its work; None while it answered.
+    down: StoreError | None = None
 
 
 crawl_writes = PerCrawl(CrawlWrites)
@@ -126,9 +129,18 @@ def retry_policy(settings: BaseSettings) -> dict[str, Any]:
 
 
 def store_given_up(crawler: Crawler) -> bool:
-    """Whether a writer of this crawl found the store down after its retries: what is written after
+    """Whether a writer of this crawl found the store down after its retries, or a component that
+    reads it as it works stopped the crawl for it (:func:`stopped_for_store`): what is written after
     that (the run log) gets one attempt before the spool, not the retry policy's wait again."""
-    return any(writer.batch.gave_up for writer in writers_of(crawler))
+    return crawl_writes(crawler).down is not None or any(
+        writer.batch.gave_up for writer in writers_of(crawler)
+    )
+
+
+def stopped_for_store(crawler: Crawler, exc: StoreError) -> None:
+    """A component that must read the store as it works met it unavailable (``exc``) and stops the
+    crawl before its work: its run log is spooled after one attempt (:func:`store_given_up`)."""
+    crawl_writes(crawler).down = exc
 
 
 def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
@@ -234,6 +246,10 @@ class CrawlerWriter:
     def errors(self) -> list[BaseException]:
         return self.batch.errors
 
+    @property
+    def run_errors(self) -> list[BaseException]:
+        return self.batch.run_errors
+
     def open(self) -> defer.Deferred[None]:
         """Create the database and its views (idempotent), in a thread."""
         if self._opened is None:
@@ -246,10 +262,11 @@ class CrawlerWriter:
             self.batch.store.install_views(self.db)
         except StoreError as exc:
             # One line, not a traceback per component; the run goes on and its documents are spooled
-            # (the run log records the error as the run's result).
+            # until the store answers again (the run log records the error as the run's result
+            # unless it does, and takes what waited in the spool).
             logger.error(
-                "store %s cannot be opened (%s): the run's documents for %s are spooled; "
-                "deliver them with `python -m votersdaily flush` once it works",
+                "store %s cannot be opened (%s): the run's documents for %s are spooled until it "
+                "answers again; `python -m votersdaily flush` delivers what is left in the spool",
                 self.store.display_uri,
                 exc,
                 self.db,
@@ -315,7 +332,7 @@ class CrawlerWriter:
         accepted.addBoth(release)
 
     def close(self) -> defer.Deferred[None]:
-        return self.batch.flush()
+        return self.batch.flush(final=True)
 
     def spool_unwritten(self) -> int:
         """The reactor is stopping before this writer was closed (a forced stop): spool the

@@ -12,12 +12,14 @@ a locked-out user stays locked out), or failing otherwise (:class:`~.base.StoreE
 :class:`~.spool.Spool` is given, what the store did not take is spooled for that store instead of
 being lost, and later batches (and :meth:`BatchWriter.flush`) deliver the spooled documents first
 (every file of the database for the store waiting ahead: another process's too), so a later version of
-a document still never overtakes an earlier one. A batch the spool cannot take
-either (a full disk) is counted ``lost``, reported once per folder, and fails the run.
+a document still never overtakes an earlier one. A store that could not even be opened is asked again
+with the retry policy's backoff, and spooled to without a wait until it answers. A batch the spool
+cannot take either (a full disk) is counted ``lost``, reported once per folder, and fails the run.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -191,8 +193,13 @@ class BatchWriter:
         #: (:meth:`_report_told`), once an id can no longer come again.
         self._told: dict[str, None] = {}
         self._told_again: list[str] = []
-        #: The store could not be opened at the start of the run (see :meth:`start_spooled`).
-        self._store_down = False
+        #: Why the store could not be opened at the start of the run (:meth:`start_spooled`), until
+        #: it answers again (:meth:`_answers_again`): None while it answers.
+        self._down_at_start: StoreError | None = None
+        #: When the store that could not be opened is asked again (time.monotonic()), and the wait
+        #: after that ask (the store retry policy's backoff, doubling up to its longest).
+        self._ask_at = 0.0
+        self._ask_wait = retry_backoff
         #: Submits the buffer once its first document has waited ``max_wait`` (:meth:`_start_waiting`).
         self._wait: DelayedCall | None = None
         #: Id → how its first write of this run counted (inserted, updated, unchanged), for the
@@ -202,16 +209,46 @@ class BatchWriter:
     @property
     def gave_up(self) -> bool:
         """Whether this writer found the store down after its retries (it spools what it writes)."""
-        return self._store_down or bool(self._spooled)
+        return self._down_at_start is not None or bool(self._spooled)
 
-    def start_spooled(self, exc: BaseException) -> None:
-        """The store could not be opened: every batch of this run goes straight to the spool (one
-        quick delivery attempt each, no retry wait) and ``exc`` is the run's store error."""
+    @property
+    def run_errors(self) -> list[BaseException]:
+        """The store errors that are the run's: :attr:`errors`, after the store's at the start while it
+        has not answered since (one that came back and took what waited in the spool failed nothing:
+        the outage is in :attr:`outage`)."""
+        down: list[BaseException] = [self._down_at_start] if self._down_at_start is not None else []
+        return down + self.errors
+
+    def start_spooled(self, exc: StoreError) -> None:
+        """The store could not be opened (``exc``): the batches of this run go straight to the spool,
+        with no retry wait, until the store answers again (asked with the store retry policy's
+        backoff, :meth:`_answers_again`); then this writer delivers what it spooled and writes as
+        usual (a long-lived Redis worker does not spool all its life for an outage at its start)."""
         if self.spool is None:
             raise exc
-        self.errors.append(exc)
         self.outage.failed(exc)
-        self._store_down = True
+        self._down_at_start = exc
+        self._ask_at = time.monotonic() + self._ask_wait
+
+    def _answers_again(self, final: bool = False) -> bool:
+        """Whether the store, if it could not be opened at the start, answers now: opened as then
+        (its database and views), asked no sooner than the backoff says, or at the writer's ``final``
+        flush. A refusal (401/403) is never asked again: another failed login."""
+        down = self._down_at_start
+        if down is None:
+            return True
+        if isinstance(down, StoreRefused) or (not final and time.monotonic() < self._ask_at):
+            return False
+        try:
+            self.store.ensure_db(self.db)
+            self.store.install_views(self.db)
+        except StoreError as exc:
+            self.outage.failed(exc)
+            self._ask_wait = min(self._ask_wait * 2, self.retry_max_delay)
+            self._ask_at = time.monotonic() + self._ask_wait
+            return False
+        self._down_at_start = None
+        return True
 
     @property
     def expects_new(self) -> bool:
@@ -314,14 +351,15 @@ class BatchWriter:
         unwritten, self._buffer = self._buffer, []
         return unwritten
 
-    def flush(self) -> defer.Deferred[None]:
-        """Write what is buffered (and what this writer spooled, if the store is back); fires when
-        every submitted batch is done."""
+    def flush(self, final: bool = False) -> defer.Deferred[None]:
+        """Write what is buffered (and what this writer spooled, if the store is back: a store that
+        could not be opened at the start is asked at the ``final`` flush whatever the backoff says);
+        fires when every submitted batch is done."""
         self._report_told()
         if self._buffer:
             self._submit()
         if self.spool is not None:
-            self._submit(drain=True)
+            self._submit(drain=True, final=final)
         done: defer.Deferred[None] = defer.Deferred()
         self._chain.addBoth(lambda _: done.callback(None))
         return done
@@ -353,17 +391,17 @@ class BatchWriter:
         if self._buffer and not self._pending:
             self._submit()
 
-    def _submit(self, drain: bool = False) -> None:
+    def _submit(self, drain: bool = False, final: bool = False) -> None:
         self._stop_waiting()
         batch, self._buffer = self._buffer, []
         self._pending += 1
-        write = self._drain if drain else self._write
+        write = functools.partial(self._drain, final=final) if drain else self._write
         self._chain.addCallback(lambda _: threads.deferToThread(write, batch))
         self._chain.addErrback(self._failed, batch)
         self._chain.addBoth(self._batch_done)
 
     def _write(self, batch: list[dict[str, Any]]) -> UpsertResult:
-        if self._store_down:
+        if not self._answers_again():
             return self._spool(batch)
         # While this writer has spooled documents, new batches queue up behind them in the spool.
         retries = 0 if self._spooled else self.retry_times
@@ -381,12 +419,12 @@ class BatchWriter:
             result.merge(self._spool(batch))
         return result
 
-    def _drain(self, _batch: list[dict[str, Any]]) -> UpsertResult:
+    def _drain(self, _batch: list[dict[str, Any]], final: bool = False) -> UpsertResult:
         """At flush: one more (retried) attempt to deliver what this writer spooled."""
         if not self._spooled:
             return UpsertResult()
         try:
-            if self._store_down:  # it could not even be opened: the spool is delivered by `flush`
+            if not self._answers_again(final):  # it could not be opened, and does not answer yet
                 raise StoreUnavailable(self.outage.last_error)
             return self._retrying(self._deliver_spooled, self.retry_times)
         except SpoolBusy as exc:
