@@ -16,6 +16,7 @@ from tests.support.inprocess import (
     install_session_reactor,
     stop_session_reactor,
 )
+from tests.support.processes import stop_leftover_crawls
 from tests.support.services import (
     COUCHDB_ENV,
     REPO,
@@ -33,6 +34,15 @@ from votersdaily.store.names import PREFIX_ENV
 SHARED = shared_dir()
 #: ``subprocess`` runs every ``crawl`` fixture call as ``scrapy crawl`` in a subprocess (see ``crawl``).
 CRAWL_MODE = os.environ.get("VOTERSDAILY_TEST_CRAWL", "in-process")
+
+
+@pytest.fixture(autouse=True)
+def _no_background_crawl_outlives_its_test():
+    """A crawl a test started in the background (``start_crawl``) and left running, because the test
+    failed or timed out first, is stopped: it would write into the next test's store."""
+    yield
+    stop_leftover_crawls()
+
 
 # Before any test module can import Twisted's default reactor: the one the project's settings ask for.
 install_session_reactor()

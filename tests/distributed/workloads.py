@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import shared_file
-from tests.support.processes import Gate, process_env, start_crawl
+from tests.support.processes import Gate, descendants, process_env, start_crawl
 from tests.support.services import run_cli
 from votersdaily.ingest.filetable import table_name
 from votersdaily.recordings import HERE, recording_path
@@ -213,21 +213,6 @@ def show_stacks(crawl: subprocess.Popen, wait: float = 5) -> None:
             os.kill(process, signal.SIGABRT)
     with contextlib.suppress(subprocess.TimeoutExpired):
         crawl.wait(wait)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Linux /proc), children first."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for children in Path("/proc/%d/task" % parent).glob("*/children"):
-            try:
-                kids = [int(k) for k in children.read_text().split()]
-            except OSError:
-                continue
-            found += kids
-            todo += kids
-    return found
 
 
 def kill_worker(worker: subprocess.Popen) -> list[int]:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -32,21 +34,63 @@ def process_env(store_uri: str, **extra: str) -> dict:
     return env
 
 
+#: The crawl processes :func:`start_crawl` started for the running test: one still running when the
+#: test ends (it failed or timed out before its crawl did) is stopped with its descendants
+#: (:func:`stop_leftover_crawls`, an autouse fixture of tests/conftest.py), so it never writes into
+#: the store, site or Redis the next test of its pytest worker is given.
+STARTED: list[subprocess.Popen] = []
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc), children first."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for children in Path("/proc/%d/task" % parent).glob("*/children"):
+            try:
+                kids = [int(k) for k in children.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def stop_leftover_crawls() -> list[int]:
+    """SIGKILL every crawl of :data:`STARTED` still running, and its descendants (extraction
+    processes, renderers); the pids of the crawls stopped."""
+    stopped = []
+    for crawl in STARTED:
+        if crawl.poll() is not None:
+            continue
+        for pid in (*descendants(crawl.pid), crawl.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        crawl.wait(30)
+        stopped.append(crawl.pid)
+    STARTED.clear()
+    return stopped
+
+
 def start_crawl(
     spider: str, store_uri: str, *settings: str, log: Path, args: dict | None = None, env: dict | None = None
 ) -> subprocess.Popen:
+    """``scrapy crawl <spider>`` in the background, as a user starts it; stopped at the end of the
+    test if it is still running then (:data:`STARTED`)."""
     cmd = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", "SPIDER_MODULES=" + TEST_SPIDERS]
     for s in settings:
         cmd += ["-s", s]
     for k, v in (args or {}).items():
         cmd += ["-a", "%s=%s" % (k, v)]
-    return subprocess.Popen(
+    crawl = subprocess.Popen(
         cmd,
         cwd=REPO,
         env=process_env(store_uri, **(env or {})),
         stdout=subprocess.DEVNULL,
         stderr=open(log, "wb"),
     )
+    STARTED.append(crawl)
+    return crawl
 
 
 class Gate:
