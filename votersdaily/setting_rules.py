@@ -240,8 +240,15 @@ OTHER_PACKAGES_RULES = {
 }
 
 
+#: Scrapy's settings the project reads itself, as Scrapy reads them, as whole numbers (Scrapy's
+#: numbers are otherwise taken as any number: :func:`scrapy_rules`).
+SCRAPY_WHOLE_NUMBERS = {
+    "URLLENGTH_LIMIT": Rule(int),  # the ingest's hop links (ingest/urls.py:over_length_limit)
+}
+
+
 def all_rules() -> dict[str, Rule]:
-    return {**scrapy_rules(), **OTHER_PACKAGES_RULES, **project_rules()}
+    return {**scrapy_rules(), **SCRAPY_WHOLE_NUMBERS, **OTHER_PACKAGES_RULES, **project_rules()}
 
 
 def bad_settings(settings: BaseSettings, rules: Mapping[str, Rule] | None = None) -> Iterator[str]:
