@@ -92,8 +92,24 @@ def only_in_flight(crawler: Crawler) -> bool:
 
 
 def not_fetched(crawler: Crawler, request: Request) -> CrawlInterrupted:
+    """What fails ``request``, which the interrupt leaves unfetched (refused, dropped while it waited
+    for the downloader, or a laundromat download cut short); counted, and said to the crawl's
+    components (``request_not_fetched``: a Redis-fed worker gives such a lease back)."""
     crawler.stats.inc_value(NOT_FETCHED_STAT)
+    crawler.signals.send_catch_log(vd_signals.request_not_fetched, request=request)
     return CrawlInterrupted("the crawl was interrupted before %s was fetched" % request.url)
+
+
+#: A scheduler's class attribute: True when a request it is given is queued where other processes
+#: take it (a Redis-fed worker's queue), so an interrupted crawl may still give it requests: its
+#: engine, stopping, takes none back, and they wait there for the next worker.
+QUEUES_FOR_OTHERS = "queues_for_others"
+
+
+def queues_for_others(crawler: Crawler) -> bool:
+    """Whether the crawl's scheduler queues what it is given for other processes
+    (:data:`QUEUES_FOR_OTHERS`)."""
+    return bool(getattr(scrapy_internals.scheduler_of(crawler), QUEUES_FOR_OTHERS, False))
 
 
 def refuse_new_requests(crawler: Crawler) -> None:
@@ -194,7 +210,11 @@ class Interrupts:
                 closing = deferred_from_coro(crawler.engine.close_spider_async(reason="finished"))
                 closing.addErrback(_closed_meanwhile)
                 continue
-            refuse_new_requests(crawler)
+            if not queues_for_others(crawler):
+                # What the callbacks in flight yield would be sent by no one: refused, counted. A
+                # Redis-fed worker's queue keeps it for the next worker instead (or their parents,
+                # acked, would take their follow-ups with them).
+                refuse_new_requests(crawler)
             dropped = drop_waiting_requests(crawler)
             # All that was left in flight (nothing dropped, nothing scheduled): once those requests
             # are scraped the run has done its work, and its run log says so (see RunLog.build).

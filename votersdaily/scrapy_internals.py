@@ -168,17 +168,20 @@ def start_requests_left(crawler: Crawler) -> bool:
     return engine._start is not None
 
 
+def scheduler_of(crawler: Crawler) -> BaseScheduler | None:
+    """The crawl's scheduler; None when the spider is not open. ``engine.scheduler`` from Scrapy
+    2.19, ``engine._slot.scheduler`` before; checked on Scrapy 2.18.0 and 2.19.0."""
+    engine = _engine(crawler)
+    if hasattr(type(engine), "scheduler"):
+        return engine.scheduler
+    slot = engine._slot  # Scrapy < 2.19
+    return None if slot is None else slot.scheduler
+
+
 def scheduler_has_pending(crawler: Crawler) -> bool | None:
     """Whether the crawl's scheduler holds requests not yet handed to the downloader; None when the
-    spider is not open (no scheduler). ``engine.scheduler`` from Scrapy 2.19, ``engine._slot.scheduler``
-    before; checked on Scrapy 2.18.0 and 2.19.0."""
-    engine = _engine(crawler)
-    scheduler: BaseScheduler | None
-    if hasattr(type(engine), "scheduler"):
-        scheduler = engine.scheduler
-    else:  # Scrapy < 2.19
-        slot = engine._slot
-        scheduler = None if slot is None else slot.scheduler
+    spider is not open (no scheduler)."""
+    scheduler = scheduler_of(crawler)
     return None if scheduler is None else bool(scheduler.has_pending_requests())
 
 

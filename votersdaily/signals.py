@@ -36,6 +36,11 @@ archive_unreadable = object()
 #: reactor-shutdown triggers an open spider has: the run log spools its record on this one.
 stopped_while_opening = object()
 
+#: An interrupt left ``request`` unfetched (dropped while it waited for the downloader, or a
+#: laundromat download cut short): a Redis-fed worker gives it back to its queue instead of acking
+#: it (docs/workers.md).
+request_not_fetched = object()
+
 #: A request's callback or item pipeline failed because a service it needs was away (a Redis-fed
 #: worker's store did not answer; docs/workers.md): ``request``, ``spider``. The failure is that
 #: outage's, not the run's: the run log leaves it out of its errors (the component that waited the

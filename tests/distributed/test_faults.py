@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
 import socket
 import sys
 import time
@@ -20,11 +21,13 @@ from tests.distributed.workloads import (
     check_ingest_results,
     enqueue,
     enqueue_documents,
+    hold_documents,
     ingest_documents,
     ingest_settings,
     kill_extraction_process,
     log_path,
     queue_state,
+    rdf_datasets,
     read_db,
     roomy,
     start_workers,
@@ -39,6 +42,7 @@ from tests.support.services import PouchDBServer, run_cli
 from tests.support.tmpfs import fill, small_tmpfs
 from votersdaily.distributed import serializer
 from votersdaily.distributed.queue import StreamQueue
+from votersdaily.laundromat.uris import uri_key
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, workers, killed and restarted services
 
@@ -173,36 +177,35 @@ def test_a_request_whose_callback_raised_is_retried_never_acked(site, redis_serv
     assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1)
 
 
-def test_requests_yielded_while_redis_is_away_are_pushed_when_it_is_back(
-    site, gate, durable_redis, couch_uri, tmp_path
-):
-    """Pages held by the server until Redis is dead: their callbacks run during the outage, and
-    the next pages they yield are kept and pushed (through the duplicate filter) once it is back."""
+def _worker_holding_pages(site, gate, redis_url: str, couch_uri: str, tmp_path):
+    """10 pages, each yielding its ``/next`` page, enqueued for a ``vd_fetch_worker``, started: the
+    worker once the server holds all 10 requests (until ``gate`` opens), and the paths of all 20."""
     pages = [site.route("/held/%d" % i, gate.body(b"follow"), content_type="text/plain") for i in range(10)]
     for i in range(10):
         site.route("/held/%d/next" % i, b"fine", content_type="text/plain")
     listed = tmp_path / "urls.txt"
     listed.write_text("".join(u + "\n" for u in pages))
-    enqueue("vd_fetch", listed, couch_uri, durable_redis.url)
-    (worker,) = start_workers(
-        "vd_fetch_worker",
-        1,
-        couch_uri,
-        durable_redis.url,
-        tmp_path,
-        *QUEUE_SETTINGS,
-        "VOTERSDAILY_REDIS_LEASE=45",
-    )
+    enqueue("vd_fetch", listed, couch_uri, redis_url)
+    settings = (*QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=45")
+    (worker,) = start_workers("vd_fetch_worker", 1, couch_uri, redis_url, tmp_path, *settings)
     deadline = time.monotonic() + 60
     while sum(site.hits.get("/held/%d" % i, 0) for i in range(10)) < 10:
         assert time.monotonic() < deadline and worker.poll() is None, "the worker did not fetch the pages"
         time.sleep(0.05)
+    return worker, ["/held/%d" % i for i in range(10)] + ["/held/%d/next" % i for i in range(10)]
+
+
+def test_requests_yielded_while_redis_is_away_are_pushed_when_it_is_back(
+    site, gate, durable_redis, couch_uri, tmp_path
+):
+    """Pages held by the server until Redis is dead: their callbacks run during the outage, and
+    the next pages they yield are kept and pushed (through the duplicate filter) once it is back."""
+    worker, paths = _worker_holding_pages(site, gate, durable_redis.url, couch_uri, tmp_path)
     durable_redis.kill()
     gate.event.set()  # the callbacks run now, with Redis gone
     time.sleep(5)
     durable_redis.start()
     wait_all([worker], tmp_path)
-    paths = ["/held/%d" % i for i in range(10)] + ["/held/%d/next" % i for i in range(10)]
     assert {p: site.hits.get(p) for p in paths} == dict.fromkeys(paths, 1)
     stored = {doc["url"] for doc in read_db(couch_uri, "vd_fetch")}
     assert stored == {site.url + p for p in paths}
@@ -333,3 +336,102 @@ def test_a_request_the_worker_cannot_run_is_given_up_and_the_rest_done(
         -3000:
     ]
     assert "given up after 2 deliveries, in vd_fetch:requests:dead" in log, log[-3000:]
+
+
+def test_an_interrupted_worker_queues_what_its_last_callbacks_yield_for_the_next(
+    site, gate, redis_server, couch_uri, tmp_path
+):
+    """Ctrl-C (or SIGTERM: scrapyd's cancel, ``systemctl stop``) while a worker's pages are in
+    flight: their callbacks still run, and the next pages they yield go to the queue for the next
+    worker, not lost with their parents acked (an interrupted plain crawl refuses them; the Redis
+    queue keeps them). A second worker then does exactly what is left."""
+    worker, paths = _worker_holding_pages(site, gate, redis_server.url, couch_uri, tmp_path)
+    worker.send_signal(signal.SIGINT)
+    time.sleep(1)  # the interrupt is taken before the callbacks run
+    gate.event.set()
+    assert worker.wait(120) == 130, log_path(tmp_path, 0).read_text()[-3000:]
+    assert not any(site.hits.get("/held/%d/next" % i) for i in range(10)), "nothing sent after the interrupt"
+    state = queue_state(redis_server, "vd_fetch")
+    assert (state["waiting"], state["processing"], state["dead"]) == (10, 0, 0), state
+    (tmp_path / "next").mkdir()
+    settings = (*QUEUE_SETTINGS, "VOTERSDAILY_REDIS_LEASE=45")
+    (second,) = start_workers("vd_fetch_worker", 1, couch_uri, redis_server.url, tmp_path / "next", *settings)
+    wait_all([second], tmp_path / "next")
+    assert {p: site.hits.get(p) for p in paths} == dict.fromkeys(paths, 1)
+    assert {doc["url"] for doc in read_db(couch_uri, "vd_fetch")} == {site.url + p for p in paths}
+    assert queue_state(redis_server, "vd_fetch") == CLEAN_QUEUE
+
+
+def test_an_interrupted_ingest_worker_gives_back_what_it_had_not_fetched(
+    site, redis_server, couch_uri, tmp_path
+):
+    """Ctrl-C while most of an ingest worker's leases wait for the downloader (a download delay of
+    the one host): those are dropped unfetched, and were each stored as a ``fetch-error`` result and
+    acked, so the ingests were never done. They go back to the queue now, with no result; the
+    requests in flight finish; a second worker does the rest, each once."""
+    docs = enqueue_documents(site, redis_server, couch_uri, tmp_path, 12)
+    gate = hold_documents(site, docs)
+    # no sub-resources: each would wait out the delay too
+    settings = (*ingest_settings(tmp_path, lease=45), "INGEST_FETCH_RESOURCES=False")
+    delayed = (*settings, "DOWNLOAD_DELAY=5", "RANDOMIZE_DOWNLOAD_DELAY=False")
+    (worker,) = start_workers("ingest_worker", 1, couch_uri, redis_server.url, tmp_path, *delayed)
+    wait_until(lambda: sum(base_hits(site, docs).values()) >= 1, "the documents requested")
+    wait_until(lambda: queue_state(redis_server, "ingest")["processing"] == 12, "every request leased")
+    worker.send_signal(signal.SIGINT)
+    time.sleep(1)  # the interrupt is taken before the one in flight (held by the site) is answered
+    gate.event.set()
+    assert worker.wait(120) == 130, log_path(tmp_path, 0).read_text()[-3000:]
+    results = read_db(couch_uri, "ingest_file_result")
+    assert [r["status"] for r in results] == ["success"], [r.get("error_message") for r in results]
+    log = log_path(tmp_path, 0).read_text()
+    assert (_stat(log, "interrupt/not_fetched"), _stat(log, "redis/acked")) == (11, 1), log[-3000:]
+    assert "gave 11 unfinished requests back to ingest:requests" in log, log[-3000:]
+    state = queue_state(redis_server, "ingest")  # given back: pending, for any worker to take now
+    assert (state["waiting"] + state["processing"], state["dead"]) == (11, 0), state
+    (tmp_path / "next").mkdir()
+    (second,) = start_workers(
+        "ingest_worker", 1, couch_uri, redis_server.url, tmp_path / "next", *settings[:-2]
+    )
+    wait_all([second], tmp_path / "next")
+    assert set(base_hits(site, docs).values()) == {1}, "each document fetched once"
+    check_ingest_results(couch_uri, docs)
+
+
+def test_an_interrupted_laundromat_worker_gives_back_the_downloads_it_cut_short(
+    site, redis_server, couch_uri, tmp_path
+):
+    """Ctrl-C while a laundromat worker's downloads are under way: it cuts them short (each not
+    fetched, its seed still due), and their requests, which it acked, left the queue with their
+    datasets never cleaned. They go back to the queue now; a second worker cleans every dataset."""
+    roomy(site)
+    datasets = rdf_datasets(site, per_suite=2)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(d.url + "\n" for d in datasets))
+    enqueue("laundromat", seeds, couch_uri, redis_server.url)
+    gate = hold_documents(site, datasets)
+    settings = (
+        *QUEUE_SETTINGS,
+        "VOTERSDAILY_REDIS_LEASE=45",
+        "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+    )
+    (worker,) = start_workers("laundromat_worker", 1, couch_uri, redis_server.url, tmp_path, *settings)
+    wait_until(lambda: all(site.hits.get(d.path) for d in datasets), "every dataset requested")
+    worker.send_signal(signal.SIGINT)
+    assert worker.wait(120) == 130, log_path(tmp_path, 0).read_text()[-3000:]
+    gate.event.set()
+    log = log_path(tmp_path, 0).read_text()
+    assert _stat(log, "redis/acked") == 0, log[-3000:]
+    assert _stat(log, "interrupt/not_fetched") == len(datasets), log[-3000:]
+    state = queue_state(redis_server, "laundromat")  # given back: pending, for any worker to take now
+    assert (state["waiting"] + state["processing"], state["dead"]) == (len(datasets), 0), state
+    (tmp_path / "next").mkdir()
+    (second,) = start_workers(
+        "laundromat_worker", 1, couch_uri, redis_server.url, tmp_path / "next", *settings
+    )
+    wait_all([second], tmp_path / "next")
+    records = {doc["_id"]: doc for doc in read_db(couch_uri, "ll_seeds")}
+    for d in datasets:
+        seed = records[uri_key(d.url)]
+        download = records[seed["download"]]
+        assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)
+    assert queue_state(redis_server, "laundromat") == CLEAN_QUEUE

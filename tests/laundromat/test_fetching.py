@@ -203,16 +203,21 @@ def test_failed_downloads_end_as_failed_and_the_crawl_finishes(crawl, sqlite_uri
         assert seed["status"] == "added" and seed["processed"]
 
 
-def test_sigint_stops_a_crawl_stuck_on_a_slow_download(site, sqlite_uri, tmp_path):
-    """Two seeds on a server that sends a few bytes and then nothing, the second waiting out a
-    download delay: SIGINT ends the crawl promptly, one download cut short, the other never sent. The run was interrupted,
-    and neither is a failure of its seed: both stay due, and the next run fetches them (before: the
-    run log's result ``CancelledError``, each seed ``processed`` then, so the next run said "0 of 2
-    seeds due" for a whole LAUNDROMAT_DEFAULT_INTERVAL)."""
+@pytest.mark.parametrize("head_sent", [True, False], ids=["body-under-way", "head-not-come"])
+def test_sigint_stops_a_crawl_stuck_on_a_slow_download(head_sent, site, sqlite_uri, tmp_path):
+    """Two seeds on a server that sends a few bytes and then nothing (or, ``head-not-come``, nothing
+    at all), the second waiting out a download delay: SIGINT ends the crawl promptly, one download
+    cut short, the other never sent. The run was interrupted, and neither is a failure of its seed:
+    both stay due, and the next run fetches them (before: the run log's result ``CancelledError``, or
+    ``ResponseNeverReceived`` when the head had not come, each seed ``processed`` then, so the next
+    run said "0 of 2 seeds due" for a whole LAUNDROMAT_DEFAULT_INTERVAL)."""
 
     release = threading.Event()
 
     def trickle(handler):
+        if not head_sent:
+            release.wait(60)
+            return _answered(handler)
         handler.send_response(200)
         handler.send_header("Content-Length", "1000000")
         handler.end_headers()

@@ -82,6 +82,10 @@ def _sleep(seconds: float) -> Deferred[None] | Future[None]:
 
 
 class ReliableScheduler:
+    #: An interrupted worker still queues what its callbacks in flight yield (the next hops of an
+    #: ingest, a sitemap's datasets): the next worker does them (``votersdaily.interrupts``).
+    queues_for_others = True
+
     def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
         self.crawler = crawler
         self.server = server
@@ -144,6 +148,9 @@ class ReliableScheduler:
         #: Leased requests whose callback or item pipeline met the store unavailable: given back
         #: (not a delivery) once done, while the store does not answer (:meth:`_wait_for_store`).
         self.store_waits: set[Request] = set()
+        #: Leased requests an interrupt dropped before they were fetched: never acked, given back at
+        #: close as unfinished work.
+        self.not_fetched: set[Request] = set()
         self._waiting_for_store = False
         #: Requests whose callback or item pipeline met the store away, and how many of them were
         #: given back uncounted: the run log's ``store_wait``, their failures the outage's.
@@ -157,6 +164,7 @@ class ReliableScheduler:
         crawler.signals.connect(scheduler._callback_failed, signal=signals.spider_error)
         crawler.signals.connect(scheduler._item_failed, signal=signals.item_error)
         crawler.signals.connect(scheduler._report_store_wait, signal=vd_signals.run_log_building)
+        crawler.signals.connect(scheduler._dropped_unfetched, signal=vd_signals.request_not_fetched)
         return scheduler
 
     @property
@@ -591,13 +599,22 @@ class ReliableScheduler:
         inprogress = self._inprogress()
         return sum(1 for r in self.leased.values() if r in inprogress)
 
+    def _dropped_unfetched(self, request: Request) -> None:
+        """``request_not_fetched``: an interrupt dropped ``request`` before it was fetched; leased, it
+        is unfinished work, given back at close (its errback's outcome is not its result)."""
+        self.not_fetched.add(request)
+
     def _done_tokens(self) -> list[str]:
-        """Leases the engine has finished with, to ack or retry (not those waiting for the store)."""
+        """Leases the engine has finished with, to ack or retry (not those waiting for the store, nor
+        those an interrupt dropped unfetched)."""
         inprogress = self._inprogress()
         return [
             t
             for t, r in self.leased.items()
-            if r not in inprogress and t not in self._adopted and r not in self.store_waits
+            if r not in inprogress
+            and t not in self._adopted
+            and r not in self.store_waits
+            and r not in self.not_fetched
         ]
 
     def _token_of(self, request: Request | None) -> str | None:

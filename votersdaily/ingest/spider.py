@@ -24,6 +24,7 @@ from twisted.python.failure import Failure
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.defaults import ProjectSettingsMixin
+from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
 from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, shown, url_argument, yes_or_no
 from votersdaily.plumbing.ssrf import (
@@ -488,7 +489,8 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         as it refuses a scheduled one), and every downloader middleware and download signal sees
         it. Its response; the ingest's result when the fetch failed (:meth:`hop_failed`, its
         errback) or a spider middleware dropped it (:meth:`hop_dropped`); None when it was refused
-        at ``request_scheduled`` (an interrupted crawl), as Scrapy drops a scheduled request."""
+        at ``request_scheduled`` or dropped unfetched by an interrupt, as Scrapy drops a scheduled
+        request."""
         for process in processors:
             processed = process(request, response)
             if processed is None:
@@ -849,10 +851,15 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
 
     # -- failures ----------------------------------------------------------------------------------
 
-    def hop_failed(self, failure: Failure) -> IngestItem:
-        """A hop could not be fetched: the failure becomes the ingest's status."""
+    def hop_failed(self, failure: Failure) -> IngestItem | None:
+        """A hop could not be fetched: the failure becomes the ingest's status. None for a hop an
+        interrupt dropped before it was fetched (:class:`~votersdaily.interrupts.CrawlInterrupted`):
+        the ingest was stopped, not failed, and has no result; the next run does it (a Redis-fed
+        worker gives its request back to the queue)."""
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         assert failure.value is not None  # noqa: S101 - a Failure wraps an exception
+        if isinstance(failure.value, CrawlInterrupted):
+            return None
         state = request.meta[H.STATE_META]
         if isinstance(failure.value, TIMEOUTS) and self._remaining(state) <= 0:
             return self._timeout(state)  # the hop's download_timeout was the ingest's deadline

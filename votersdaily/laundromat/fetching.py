@@ -33,7 +33,14 @@ from twisted.internet import defer, task
 from twisted.internet.error import TimeoutError as DownloadTimeout
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
-from twisted.web.client import Agent, HTTPConnectionPool, ResponseDone
+from twisted.web.client import (
+    Agent,
+    HTTPConnectionPool,
+    RequestTransmissionFailed,
+    ResponseDone,
+    ResponseFailed,
+    ResponseNeverReceived,
+)
 from twisted.web.http import PotentialDataLoss
 from twisted.web.http_headers import Headers as TxHeaders
 from twisted.web.iweb import UNKNOWN_LENGTH
@@ -291,6 +298,16 @@ def _linked(source: str, info: os.stat_result, target: Path) -> bool:
     return True
 
 
+def _cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is a download's cancellation: ``CancelledError`` itself, or Twisted's HTTP
+    client's failure wrapping it (``ResponseNeverReceived`` while the answer's head had not come)."""
+    if isinstance(exc, defer.CancelledError):
+        return True
+    wrapping = (ResponseNeverReceived, ResponseFailed, RequestTransmissionFailed)
+    reasons = exc.reasons if isinstance(exc, wrapping) else []
+    return any(isinstance(reason, Failure) and reason.check(defer.CancelledError) for reason in reasons)
+
+
 class StreamingDownloadHandler:
     """``DOWNLOAD_HANDLERS`` for http, https and file in the laundromat. Requests without
     ``meta[STREAM_META]`` (robots.txt) go to Scrapy's own HTTP handler, in memory.
@@ -379,7 +396,7 @@ class StreamingDownloadHandler:
                 response, size = await self._http(request, target)
         except BaseException as exc:
             target.unlink(missing_ok=True)
-            if isinstance(exc, defer.CancelledError) and self.stopping.is_set():
+            if self.stopping.is_set() and _cancelled(exc):
                 # Cut short because the crawl stops (Ctrl-C): not fetched, no failure of its seed.
                 raise interrupts.not_fetched(self.crawler, request) from None
             raise
