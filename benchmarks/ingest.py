@@ -2,7 +2,7 @@
 
 Serves N HTML articles (5-10 sub-resources each) and N redirect → landing page → PDF chains from a
 local server; each chain's PDF is its own file, a variant of one real recording (:func:`pdf_variant`). For each set it runs ``scrapy crawl ingest`` (embedded store, everything stored: results,
-file table, html_meta, TEI blobs and feed; trafilatura, pypdf, libmagic, hashes all done) and a bare
+file table, html_meta, TEI blobs and feed; trafilatura, pypdf, poppler's text, libmagic, hashes all done) and a bare
 Scrapy spider fetching exactly the same URLs, alternating, R times each, and prints complete ingests/s,
 resources/s and the ratio to the bare fetch rate. A run only counts if every ingest ended ``success``
 with every sub-resource fetched. Traffic goes to 127.0.0.1 only. Run it under the shared lock:

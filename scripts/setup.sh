@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # raptor2-utils (rapper) and serdi: the references of benchmarks/laundromat.py; iproute2: the three-node rehearsal;
-# libpoppler-private-dev: poppler's headers for the ingest's warm page-0 renderer (votersdaily/ingest/_page0.cc).
+# poppler-utils and libpoppler-private-dev: the ingest's page-0 thumbnails and PDF text (votersdaily/ingest/_page0.cc,
+# compiled on poppler's headers; pdftoppm and pdftotext where it is not built).
 APT_PACKAGES=(redis-server raptor2-utils serdi libmagic1 chromium poppler-utils libpoppler-private-dev iproute2)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

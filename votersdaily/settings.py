@@ -323,6 +323,7 @@ INGEST_STRICT_RESOURCES = False
 INGEST_TIMEOUT: float = 300
 #: True maps OJS "fulltext" scope to article-fulltext (upstream's quirk made those wrong-scope).
 INGEST_OJS_FULLTEXT_FIX = True
+#: Pages of a PDF whose text is read (poppler's ``pdftotext -l``; 0: no text).
 INGEST_PDF_MAX_PAGES = 50
 #: Render each ingested PDF's first page as a 180 px JPEG (poppler's pdftoppm, ~10 ms CPU a PDF;
 #: none without pdftoppm installed).
@@ -330,7 +331,8 @@ INGEST_PDF_THUMBNAILS = True
 #: True: a body libmagic calls something else (application/javascript) is HTML when the HTTP type
 #: says HTML and it starts like HTML; False: libmagic's word only, as sandcrawler (wrong-mimetype).
 INGEST_HTML_BY_DECLARED_TYPE = True
-#: Worker processes for trafilatura/pypdf/libmagic (None: one per CPU; 0: reactor threads instead).
+#: Worker processes for trafilatura/pypdf/poppler's text/libmagic (None: one per CPU; 0: reactor
+#: threads instead, each PDF's text then a pdftotext process).
 INGEST_EXTRACT_PROCESSES: int | None = None
 #: Niceness added to those processes: the crawl's reactor (downloads, sub-resources, the store)
 #: goes first when they contend for the cores, and the extraction takes what is left (0: the

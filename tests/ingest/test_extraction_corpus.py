@@ -49,11 +49,15 @@ def test_the_shortcuts_are_in_use_with_the_installed_pypdf():
     assert isinstance(core.SIMPLE_PATTERN, datesearch.Prefiltered) and datesearch.install()
 
 
-def test_pdf_text_and_metadata_are_pypdfs_own_on_every_recorded_pdf(pypdf_own):
+def test_pdf_text_and_metadata_are_pypdfs_own_on_every_recorded_pdf(pypdf_own, monkeypatch):
     """Every recorded PDF (the benchmark's among them), read in one order and then backwards (a
     table one PDF's font changes must not reach the next): the same ``pdf_meta`` and text as pypdf
-    on its own, compared as pickled bytes."""
+    on its own, compared as pickled bytes. pypdf reads the text here as it does where poppler gives
+    none (``pdftotext`` taken away; poppler's text is held to pdftotext in test_pdf_text.py)."""
+    from votersdaily.ingest import pdftext
     from votersdaily.ingest.pdf import extract_pdf
+
+    monkeypatch.setattr(pdftext, "PDFTOTEXT", None)
 
     pdfs = recorded_pdfs()
     ours = {name: pickle.dumps(extract_pdf(blob, thumbnail=False)) for name, blob in pdfs}
@@ -63,6 +67,7 @@ def test_pdf_text_and_metadata_are_pypdfs_own_on_every_recorded_pdf(pypdf_own):
     assert ours == own and backwards == own
     texts = [pickle.loads(own[name])[1] for name, _ in pdfs]
     assert sum(1 for text in texts if text.strip()) >= 10, "the corpus has text to compare"
+    assert {pickle.loads(own[name])[0].get("text_extractor") for name, _ in pdfs} <= {"pypdf", None}
 
 
 def _read(reader, data: bytes, at: int) -> tuple[object, int]:

@@ -1,4 +1,5 @@
-// The ingest's warm page-0 renderer: poppler's pdftoppm, loaded once, serving PDF after PDF.
+// The ingest's poppler: its warm page-0 renderer (pdftoppm, loaded once, serving PDF after PDF) and
+// its PDF text (pdftotext's, in the extraction process: text()).
 //
 // `pdftoppm -f 1 -l 1 -singlefile -jpeg -scale-to-x 180 -scale-to-y -1 -` spends most of its
 // ~10 ms of CPU starting (linking poppler and its libraries, reading fontconfig's configuration)
@@ -29,6 +30,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <optional>
 #include <utility>
 
@@ -43,6 +46,8 @@
 #include "PDFDoc.h"
 #include "PDFDocFactory.h"
 #include "SplashOutputDev.h"
+#include "Stream.h"
+#include "TextOutputDev.h"
 #include "goo/GooString.h"
 #include "splash/Splash.h"
 #include "splash/SplashBitmap.h"
@@ -243,15 +248,78 @@ PyObject *serve(PyObject *, PyObject *args)
     Py_RETURN_NONE;
 }
 
+// TextOutputDev's output function: the text appended to a std::string (pdftotext's goes to its file).
+void append_text(void *stream, const char *text, int len)
+{
+    static_cast<std::string *>(stream)->append(text, (size_t)len);
+}
+
+// What `pdftotext -q -l <last_page> - -` (utils/pdftotext.cc of poppler 22.12, every other option at
+// its default) writes for the PDF in `data`, into `out`; returns its exit status. The bytes are read
+// from memory, not through "fd://0": the same stream of bytes to the same parser.
+int text_of(const char *data, Py_ssize_t size, int last_page, std::string *out)
+{
+    if (!globalParams) {  // once a process; -q: poppler's complaints about a PDF are not printed
+        globalParams = std::make_unique<GlobalParams>();
+        globalParams->setErrQuiet(true);
+    }
+    // The document owns the stream, the caller the bytes (held until the document is gone).
+    PDFDoc doc(new MemStream(const_cast<char *>(data), 0, (Goffset)size, Object(objNull)));
+    if (!doc.isOk()) {
+        return 1;
+    }
+    int firstPage = 1;
+    int lastPage = last_page;
+    if (lastPage < 1 || lastPage > doc.getNumPages()) {
+        lastPage = doc.getNumPages();
+    }
+    if (lastPage < firstPage) {
+        return kOtherError;
+    }
+    TextOutputDev textOut(append_text, out, false, 0, false, false);
+    if (!textOut.isOk()) {
+        return 2;
+    }
+    textOut.setTextEOL(eolUnix);
+    textOut.setMinColSpacing1(TextOutputDev::minColSpacing1_default);
+    doc.displayPages(&textOut, firstPage, lastPage, 72.0, 72.0, 0, true, false, false);
+    return 0;
+}
+
+// Poppler's globals (GlobalParams, its caches) are shared: one text at a time in a process.
+std::mutex text_lock;
+
+PyObject *text(PyObject *, PyObject *args)
+{
+    Py_buffer pdf;
+    int last_page;
+    if (!PyArg_ParseTuple(args, "y*i", &pdf, &last_page)) {
+        return nullptr;
+    }
+    std::string out;
+    int status;
+    Py_BEGIN_ALLOW_THREADS;
+    {
+        std::lock_guard<std::mutex> hold(text_lock);
+        status = text_of(static_cast<const char *>(pdf.buf), pdf.len, last_page, &out);
+    }
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&pdf);
+    return Py_BuildValue("iy#", status, out.data(), (Py_ssize_t)out.size());
+}
+
 PyMethodDef methods[] = {
     { "serve", serve, METH_VARARGS,
       "serve(control_fd): render page 0 of each PDF sent as pdftoppm would, one after the other, "
       "until the control socket ends." },
+    { "text", text, METH_VARARGS,
+      "text(pdf, last_page) -> (exit status, text): what `pdftotext -q -l last_page - -` writes for the "
+      "PDF's bytes, run in this process (poppler's complaints not printed)." },
     { nullptr, nullptr, 0, nullptr },
 };
 
 struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_page0", "Poppler's pdftoppm for page-0 thumbnails, loaded once.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_page0", "Poppler's pdftoppm for page-0 thumbnails, loaded once, and its pdftotext.", -1, methods,
     nullptr, nullptr, nullptr, nullptr,
 };
 

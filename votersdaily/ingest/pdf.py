@@ -1,5 +1,6 @@
-"""Text and metadata of an accepted PDF with pypdf (the ``pdf_meta`` of the result, the ``pdf0``
-family of the file table), and its page-0 thumbnail with poppler's ``pdftoppm`` (:mod:`.thumbnail`)."""
+"""Metadata of an accepted PDF with pypdf (the ``pdf_meta`` of the result, the ``pdf0`` family of
+the file table), its text with poppler's ``pdftotext`` (:mod:`.pdftext`; pypdf's where poppler gives
+none), and its page-0 thumbnail with poppler's ``pdftoppm`` (:mod:`.thumbnail`)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from votersdaily.datetimes import PartialDate
 from votersdaily.defaults import DEFAULTS
 
 from . import pdf_pypdf
+from .pdftext import pdf_text
 from .thumbnail import RENDER_TIMEOUT, PageZeroRender
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+logger = logging.getLogger(__name__)
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 pdf_pypdf.install()  # pypdf's per-document work done once or in C, its own results
@@ -76,9 +79,9 @@ def extract_pdf(
     """(``pdf_meta``, full text, page-0 JPEG or None). ``pdf_meta`` has sandcrawler's keys
     (PdfExtractResult.to_pdftext_dict() as its ingest stores it: ``text`` and ``file_meta`` null,
     ``pdf_info`` the document information dictionary, ``pdf_extra`` page sizes, count, ids and
-    version) plus ours (``has_text``, ``text_chars``, ``word_count``). ``status`` is ``success``,
-    ``encrypted`` or ``parse-error`` (with ``error_msg``); text extraction stops after
-    ``max_pages`` pages. ``sha1hex``: the blob's SHA-1 when the caller has it already.
+    version) plus ours (``text_extractor``: ``pdftotext``, ``pypdf`` or None, ``has_text``,
+    ``text_chars``, ``word_count``). ``status`` is ``success``, ``encrypted`` or ``parse-error``
+    (with ``error_msg``); the text is of the first ``max_pages`` pages, ``max_text_chars`` at most. ``sha1hex``: the blob's SHA-1 when the caller has it already.
 
     The thumbnail renders in its own process while the text is read (:class:`PageZeroRender`),
     started once the page tree says there is a first page."""
@@ -117,20 +120,13 @@ def _read_pdf(
         page_count = len(reader.pages)
         if thumbnail and page_count:
             renders.append(PageZeroRender(blob, RENDER_TIMEOUT))
-        texts = []
-        chars = 0
-        for page in reader.pages[:max_pages]:
-            texts.append(page.extract_text() or "")
-            chars += len(texts[-1])
-            if chars > max_text_chars:
-                break
         info = _pdf_info(reader.metadata or {})
         first_page = reader.pages[0] if page_count else None
         permanent_id, update_id = _trailer_ids(reader)
         meta_xml = _meta_xml(reader)
+        text, text_extractor = _text(blob, reader, page_count, max_pages, max_text_chars)
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as exc:
         return _pdf_meta(sha1hex, "parse-error", str(exc)[:1000]), ""
-    text = "\n\f".join(texts)[:max_text_chars]
     box = first_page.mediabox if first_page is not None else None  # pypdf builds it at each call
     extra = {
         "page0_height": float(box.height) if box is not None else None,
@@ -145,11 +141,35 @@ def _read_pdf(
         meta_xml=meta_xml,
         pdf_info=info,
         pdf_extra=extra,
+        text_extractor=text_extractor,
         has_text=bool(text.strip()),
         text_chars=len(text),
         word_count=len(text.split()),
     )
     return meta, text
+
+
+def _text(
+    blob: bytes, reader: PdfReader, page_count: int, max_pages: int, max_text_chars: int
+) -> tuple[str, str | None]:
+    """(the text, what read it): poppler's, as ``pdftotext`` writes it (:mod:`.pdftext`); pypdf's
+    where poppler gave none (it could not open a PDF pypdf reads, or is not installed), so that a
+    PDF that was read is never stored without its text. No text, read by nothing, without a page
+    or with ``max_pages`` 0."""
+    if not page_count or max_pages < 1:
+        return "", None
+    poppler = pdf_text(blob, max_pages)
+    if poppler.text is not None:
+        return poppler.text[:max_text_chars], "pdftotext"
+    logger.debug("pypdf reads the text: %s", poppler.reason)
+    texts = []
+    chars = 0
+    for page in reader.pages[:max_pages]:
+        texts.append(page.extract_text() or "")
+        chars += len(texts[-1])
+        if chars > max_text_chars:
+            break
+    return "\n\f".join(texts)[:max_text_chars], "pypdf"
 
 
 def _pdf_meta(sha1hex: str, status: str, error_msg: str | None) -> dict[str, Any]:

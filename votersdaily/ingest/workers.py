@@ -125,10 +125,22 @@ def default_processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+class _ThisProcess:
+    #: Set in an extraction process (:func:`_start_worker`).
+    extracts = False
+
+
+def in_extraction_process() -> bool:
+    """Whether this is an extraction process: where a crash in a C library under a call costs that
+    call's process, which the pool replaces (:mod:`.pdftext` reads poppler's text in process there)."""
+    return _ThisProcess.extracts
+
+
 def _start_worker(worker_pid: int, niceness: int) -> None:
     """Initialiser of every extraction process: it ends with the crawl process (:func:`_die_with`),
     runs ``niceness`` below it (INGEST_EXTRACT_NICE), so the reactor goes first, and leaves what
     it was forked with out of the garbage collector (:func:`_freeze_preloaded`)."""
+    _ThisProcess.extracts = True
     _die_with(worker_pid)
     if niceness:
         os.nice(niceness)
