@@ -31,6 +31,10 @@ SOURCE_TIMEZONE = "America/New_York"
 #: spider that must read the store as it works (the laundromat's seed list) cannot spool its way
 #: through. Nothing was done; its run log waits in the spool (exit status 3, as for ``crawl``).
 STOPPED_FOR_STORE = "store unavailable"
+#: The ``finish_reason`` of a run whose store went away while it worked (the laundromat's seed list):
+#: it stops there; what it did is stored, what it had not finished stays due for the next run, and
+#: its run log waits in the spool (exit status 4, as for documents spooled).
+STORE_WENT_AWAY = "store went away"
 
 
 @dataclass

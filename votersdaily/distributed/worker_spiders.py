@@ -40,6 +40,7 @@ class LaundromatWorker(WorkerMixin, LaundromatSpider):
     # A seed's callback cleans its whole file in LAUNDROMAT_WORKERS processes: a worker holding
     # more seeds than that makes them wait while other workers could run them.
     custom_settings = {**LaundromatSpider.custom_settings, "VOTERSDAILY_REDIS_MAX_LEASES": 4}
+    store_outages_waited_out = True  # by the ReliableScheduler: what met the store goes back to the queue
 
     @classmethod
     def enqueue_arguments(cls, sources: list[str]) -> dict[str, Any]:

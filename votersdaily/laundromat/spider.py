@@ -25,7 +25,7 @@ from votersdaily import locations
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
 from votersdaily.clock import iso_utc, now_iso, now_utc
-from votersdaily.crawlcontext import STOPPED_FOR_STORE
+from votersdaily.crawlcontext import STOPPED_FOR_STORE, STORE_WENT_AWAY
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.locations import LocationUnset
@@ -117,6 +117,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         ),
     }
 
+    #: Whether someone else waits out a store that goes away mid-run: a Redis worker's scheduler gives
+    #: the requests that met it back to the queue (votersdaily/distributed/redis_scheduler.py), so the
+    #: store's error goes to it as raised. A plain run stops for it (:meth:`_store_in_use`).
+    store_outages_waited_out = False
+
     # Set by from_crawler: each needs the crawler's settings or store.
     output_dir: Path
     default_interval: float
@@ -134,6 +139,8 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         self.seedlist_file = str(input_file(self.name, "seedlist", seedlist)) if seedlist else None
         self.start_urls = self.given_urls[:1]
+        #: The store went away (or was away at the start) and the run stopped for it, said once.
+        self._store_gone = False
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -229,9 +236,10 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         except StoreError as exc:  # its seed list is there: no seed can be registered, read or moved on
             await self._stop_for_store(exc)
             raise CloseSpider(STOPPED_FOR_STORE) from None
-        for doc in due:
-            async for request in self.download(doc, start=doc["uri"] in given):
-                yield request
+        async with self._store_in_use():
+            for doc in due:
+                async for request in self.download(doc, start=doc["uri"] in given):
+                    yield request
 
     async def _due_seeds(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Register the operator's seeds, resume what a crashed run left half-done, and say which
@@ -273,6 +281,41 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "stopped before fetching anything: run it again, with the same seeds, once the store answers"
             % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
         )
+        self._store_gone = True
+        self._store_stopped(exc, line)
+
+    @contextlib.asynccontextmanager
+    async def _store_in_use(self) -> AsyncIterator[None]:
+        """Around the work that reads and writes the seed list once the run began: a store that goes
+        away there stops the run (:meth:`_store_went_away`) instead of a traceback per callback."""
+        try:
+            yield
+        except StoreError as exc:
+            if self.store_outages_waited_out:
+                raise
+            await self._store_went_away(exc)
+            raise CloseSpider(STORE_WENT_AWAY) from None
+
+    async def _store_went_away(self, exc: StoreError) -> None:
+        """The store stopped answering while the run worked. Said once, in one line with what to do;
+        every callback that meets it later (the downloads in flight, cancelled as the run closes) is
+        silent. Nothing is lost: what the run did is in the store, and a seed it had not finished is
+        left due (``downloading``, or ``added`` with its last ``processed``) for the next run, which
+        starts it again; the run log (the store's error as its result) is spooled after one attempt."""
+        if self._store_gone:
+            self.logger.debug("the store is still away: %s", exc)
+            return
+        self._store_gone = True
+        line = (
+            "%s; the laundromat reads and writes its seed list (%s) there as it works, so this run "
+            "stopped: what it finished is stored, the seeds it had not are left due; run it again, with "
+            "the same seeds, once the store answers"
+            % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
+        )
+        self._store_stopped(exc, line)
+
+    def _store_stopped(self, exc: StoreError, line: str) -> None:
+        """Say ``line``, stop for the store (:func:`stopped_for_store`), and fail the run with it."""
         self.logger.error("%s", line)
         stopped_for_store(self.crawler, exc)
         failed = type(exc)(line)
@@ -460,6 +503,12 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         yield request
 
     async def parse(self, response: Response) -> AsyncIterator[scrapy.Request]:
+        """One hop's answer (:meth:`_answered`), the store's going away said once."""
+        async with self._store_in_use():
+            async for request in self._answered(response):
+                yield request
+
+    async def _answered(self, response: Response) -> AsyncIterator[scrapy.Request]:
         """One hop's answer, its body already streamed to ``files/<download key>``."""
         meta = response.meta
         record = meta["download"]
@@ -626,6 +675,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         log("download of %s failed: %s", meta["seed"]["uri"], error)
 
     async def download_failed(self, failure: Failure) -> None:
+        """A hop that got no answer (:meth:`_not_answered`), the store's going away said once."""
+        async with self._store_in_use():
+            await self._not_answered(failure)
+
+    async def _not_answered(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it on an errback's failure
         assert failure.type is not None and failure.value is not None  # noqa: S101 - a Failure wraps an exception
         request.meta["hops"].append(failed_hop(request.url, failure.value))

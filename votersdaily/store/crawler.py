@@ -139,7 +139,8 @@ def store_given_up(crawler: Crawler) -> bool:
 
 def stopped_for_store(crawler: Crawler, exc: StoreError) -> None:
     """A component that must read the store as it works met it unavailable (``exc``) and stops the
-    crawl before its work: its run log is spooled after one attempt (:func:`store_given_up`)."""
+    crawl (before its work, or as the store went away under it): its run log is spooled after one
+    attempt (:func:`store_given_up`)."""
     crawl_writes(crawler).down = exc
 
 
