@@ -208,6 +208,7 @@ def test_a_feed_whose_disk_fills_is_cut_short_said_once_and_fails_the_run(
     finally:
         store.close()
     assert keys == expected_keys and log["result"] == "OutputFolderFull"
+    assert {error["where"] for error in log["errors"]} == {"output"}
 
 
 @pytest.mark.parametrize(

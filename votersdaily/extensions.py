@@ -378,10 +378,10 @@ class RunLog:
             Failure(exc, exc_tb=exc.__traceback__ or getattr(exc.__cause__, "__traceback__", None)), "start"
         )
 
-    def source_failed(self, failure: Failure, url: str, spider: Spider) -> None:
+    def source_failed(self, failure: Failure, url: str, spider: Spider, where: str = "download") -> None:
         if failure.check(CrawlInterrupted):
             return  # never fetched because the person stopped the crawl: counted in not_fetched_count
-        self._record(failure, "download", url)
+        self._record(failure, where, url)
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         self.items_scraped += 1

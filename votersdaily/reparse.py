@@ -257,7 +257,7 @@ class ReparseExtension:
         self.report = {"reparse": True, "reparse_dry_run": self.context.dry_run}
         logger.error("reparse of %s: %s", spider.name, exc)
         self.crawler.signals.send_catch_log(
-            vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider
+            vd_signals.source_failed, failure=Failure(exc), url=None, spider=spider, where="store"
         )
 
     def spider_opened(self, spider: Spider) -> None:

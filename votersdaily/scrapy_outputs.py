@@ -239,7 +239,11 @@ class GuardedFileFeedStorage(FileFeedStorage):
             logger.error("%s", full.strerror)
             if self.crawler is not None:
                 self.crawler.signals.send_catch_log(
-                    vd_signals.source_failed, failure=Failure(full), url=self.path, spider=self.crawler.spider
+                    vd_signals.source_failed,
+                    failure=Failure(full),
+                    url=self.path,
+                    spider=self.crawler.spider,
+                    where="output",
                 )
         return True
 

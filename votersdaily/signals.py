@@ -1,6 +1,9 @@
 """Signals of the framework (Scrapy's own are in ``scrapy.signals``)."""
 
-#: A source could not be fetched or parsed: ``failure`` (a Twisted Failure), ``url``, ``spider``.
+#: A source could not be fetched or parsed, or the run failed for another part: ``failure`` (a Twisted
+#: Failure), ``url``, ``spider``, and ``where`` (what failed, the run log's ``errors[].where``):
+#: ``download`` when not given; ``store`` (down, refusing), ``queue`` (Redis), ``output`` (a full
+#: folder), ``input`` (no usable request or seed), ``start`` (the crawl could not begin).
 source_failed = object()
 
 #: One input of the run was rejected (e.g. a malformed ingest request among valid ones): ``failure``,

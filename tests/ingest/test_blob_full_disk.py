@@ -69,6 +69,7 @@ def test_a_full_blob_disk_costs_no_ingest_result_and_cuts_no_feed_line(
     finally:
         store.close()
     assert log["result"] == "OutputFolderFull"
+    assert {error["where"] for error in log["errors"]} == {"output"}
 
 
 def test_a_feed_line_the_disk_cannot_take_whole_is_not_written_at_all(tmp_path):

@@ -109,6 +109,7 @@ def test_no_usable_temporary_folder_is_one_line_a_run_log_and_exit_1(
     ), line
     (log,) = stored(sqlite_uri, "vd_log")
     assert log["result"] == "NoTemporaryFolder" and log["error_message"] == line.split("ERROR: ", 1)[1]
+    assert [error["where"] for error in log["errors"]] == ["start"]
     assert read_results(sqlite_uri) == {} and ARTICLE not in ingest_site.hits
 
 
@@ -142,4 +143,5 @@ def test_a_temporary_folder_too_long_for_a_unix_socket_is_one_line_a_run_log_and
     assert said[1] == str(folder) and int(said[3]) == len(str(folder)) - int(said[2]) > 0, line
     (log,) = stored(sqlite_uri, "vd_log")
     assert log["result"] == "NoTemporaryFolder" and log["error_message"] == line.split("ERROR: ", 1)[1]
+    assert [error["where"] for error in log["errors"]] == ["start"]
     assert read_results(sqlite_uri) == {} and ARTICLE not in ingest_site.hits

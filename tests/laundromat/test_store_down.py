@@ -102,6 +102,7 @@ def _store_back_then_every_seed_parsed(crawl, durable_pouch, datasets, out, env,
         finish_reason,
         said,
     )
+    assert [error["where"] for error in log["errors"]] == ["store"]  # the store's error, not a download's
     again = crawl("laundromat", [d.url for d in datasets], durable_pouch.url, *out, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
     records = {doc["_id"]: doc for doc in read_db(durable_pouch.url, "ll_seeds")}

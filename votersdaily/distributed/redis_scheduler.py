@@ -737,13 +737,14 @@ class ReliableScheduler:
             "that met it were given back to %s, where they wait for a worker"
             % (link.where, link.seconds_away, self._given_back_for_store, self._opened_queue.key)
         )
-        self._run_failed(StoreUnavailable(message), link.where)
+        self._run_failed(StoreUnavailable(message), link.where, "store")
 
-    def _run_failed(self, exc: Exception, where: str) -> None:
-        """An error of the worker's run (not of a request), said once at ERROR: the run log's result."""
+    def _run_failed(self, exc: Exception, url: str, part: str = "queue") -> None:
+        """An error of the worker's run (not of a request), said once at ERROR: the run log's result;
+        ``url`` the queue's key or the store's address, ``part`` which of them failed."""
         logger.error("%s", exc)
         self.crawler.signals.send_catch_log(
-            vd_signals.source_failed, failure=Failure(exc), url=where, spider=self.spider
+            vd_signals.source_failed, failure=Failure(exc), url=url, spider=self.spider, where=part
         )
 
     def _report_store_wait(self, doc: dict[str, Any], spider: Spider) -> None:

@@ -268,6 +268,7 @@ class IngestStorePipeline:
             failure=Failure(full),
             url=place,
             spider=self.crawler.spider,
+            where="output",
         )
 
     def _file_row(self, result: dict[str, Any], side: dict[str, Any]) -> dict[str, Any]:

@@ -208,7 +208,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         except NoTemporaryFolder as exc:
             self.logger.error("%s", exc)
             self.crawler.signals.send_catch_log(
-                vd_signals.source_failed, failure=Failure(exc), url=None, spider=self
+                vd_signals.source_failed, failure=Failure(exc), url=None, spider=self, where="start"
             )
             raise CloseSpider("no temporary folder") from None
 
@@ -341,8 +341,14 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def _reject(self, where: str, exc: Exception, fatal: bool) -> None:
         self.logger.error("bad ingest request at %s: %s", where, exc)
         self.crawler.stats.inc_value("ingest/bad_request")
-        signal = vd_signals.source_failed if fatal else vd_signals.input_rejected
-        self.crawler.signals.send_catch_log(signal, failure=Failure(exc), url=where, spider=self)
+        if fatal:
+            self.crawler.signals.send_catch_log(
+                vd_signals.source_failed, failure=Failure(exc), url=where, spider=self, where="input"
+            )
+        else:
+            self.crawler.signals.send_catch_log(
+                vd_signals.input_rejected, failure=Failure(exc), url=where, spider=self
+            )
 
     def _start_request(self, request: dict[str, Any]) -> scrapy.Request | IngestItem:
         state = H.new_state(request)

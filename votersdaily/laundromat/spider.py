@@ -222,7 +222,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         """The run fails with the full output folder (said once, by the processor): its result is
         ``OutputFolderFull``, and what did not fit waits for the next run."""
         self.crawler.signals.send_catch_log(
-            vd_signals.source_failed, failure=Failure(full), url=str(self.output_dir), spider=self
+            vd_signals.source_failed,
+            failure=Failure(full),
+            url=str(self.output_dir),
+            spider=self,
+            where="output",
         )
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -321,7 +325,11 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         failed = type(exc)(line)
         failed.__cause__ = exc
         self.crawler.signals.send_catch_log(
-            vd_signals.source_failed, failure=Failure(failed), url=self.seeds.store.display_uri, spider=self
+            vd_signals.source_failed,
+            failure=Failure(failed),
+            url=self.seeds.store.display_uri,
+            spider=self,
+            where="store",
         )
 
     #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
@@ -383,12 +391,14 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if isinstance(seed, ValueError):
                 self.logger.error("bad seed at %s: %s", where, seed)
                 fatal = not any_valid or isinstance(seed, SeedListUnreadable)
-                self.crawler.signals.send_catch_log(
-                    vd_signals.source_failed if fatal else vd_signals.input_rejected,
-                    failure=Failure(seed),
-                    url=where,
-                    spider=self,
-                )
+                if fatal:
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.source_failed, failure=Failure(seed), url=where, spider=self, where="input"
+                    )
+                else:
+                    self.crawler.signals.send_catch_log(
+                        vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
+                    )
             else:
                 given.append(seed)
         return given
