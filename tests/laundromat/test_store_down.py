@@ -16,9 +16,25 @@ import pytest
 
 from tests.distributed.workloads import rdf_datasets, read_db
 from tests.support.cli_main import run_main
+from tests.support.faultproxy import FaultProxy
+from votersdaily.laundromat import states
 from votersdaily.laundromat.uris import uri_key
 
 pytestmark = pytest.mark.slow  # a PouchDB Server of its own, stopped and started
+
+#: What the run says it did when the store went away while it worked.
+WENT_AWAY = "stopped: what it finished is stored, the seeds it had not are left due;"
+
+
+def _said(store_url, stopped):
+    """The one line a run says when the store at ``store_url`` does not answer, the run ``stopped`` so
+    (with the punctuation before what to do)."""
+    return (
+        "cannot reach the store at %s (connection refused): start CouchDB or PouchDB Server there, or fix "
+        "host and port in $VOTERSDAILY_STORE; the laundromat reads and writes its seed list (ll_seeds) "
+        "there as it works, so this run %s run it again, with the same seeds, once the store answers"
+        % (store_url, stopped)
+    )
 
 
 def test_a_run_whose_store_is_down_stops_in_one_line_spools_its_run_log_and_exits_3(
@@ -39,16 +55,14 @@ def test_a_run_whose_store_is_down_stops_in_one_line_spools_its_run_log_and_exit
     assert run.returncode == 3, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "retry 1/" not in run.stderr, run.stderr[-3000:]
     (line,) = [line for line in run.stderr.splitlines() if "seed list" in line]
-    said = (
-        "cannot reach the store at %s (connection refused): start CouchDB or PouchDB Server there, or fix "
-        "host and port in $VOTERSDAILY_STORE; the laundromat reads and writes its seed list (ll_seeds) "
-        "there as it works, so this run stopped before fetching anything: run it again, with the same "
-        "seeds, once the store answers" % durable_pouch.url
-    )
+    said = _said(durable_pouch.url, "stopped before fetching anything:")
     assert line.endswith("ERROR: " + said), line
     assert not [d.path for d in datasets if d.path in site.hits]
 
-    _store_back_then_every_seed_parsed(crawl, durable_pouch, datasets, out, env, "store unavailable", said)
+    durable_pouch.start()
+    _store_back_then_every_seed_parsed(
+        crawl, durable_pouch.url, datasets, out, env, "store unavailable", said
+    )
 
 
 def test_a_run_whose_store_goes_away_stops_in_one_line_and_the_next_run_finishes_the_seeds(
@@ -79,33 +93,63 @@ def test_a_run_whose_store_goes_away_stops_in_one_line_and_the_next_run_finishes
     assert stopped and run.returncode == 4, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "Spider error" not in run.stderr, run.stderr[-3000:]
     (line,) = [line for line in run.stderr.splitlines() if "seed list" in line]
-    said = (
-        "cannot reach the store at %s (connection refused): start CouchDB or PouchDB Server there, or fix "
-        "host and port in $VOTERSDAILY_STORE; the laundromat reads and writes its seed list (ll_seeds) "
-        "there as it works, so this run stopped: what it finished is stored, the seeds it had not are "
-        "left due; run it again, with the same seeds, once the store answers" % durable_pouch.url
-    )
+    said = _said(durable_pouch.url, WENT_AWAY)
     assert line.endswith("ERROR: " + said), line
 
-    _store_back_then_every_seed_parsed(crawl, durable_pouch, datasets, out, env, "store went away", said)
-
-
-def _store_back_then_every_seed_parsed(crawl, durable_pouch, datasets, out, env, finish_reason, said):
-    """The store started again (the same port and data folder): ``flush`` delivers the run log (the
-    store's error, ``finish_reason`` and the line said), and the next run ends every seed parsed."""
     durable_pouch.start()
-    flushed = run_main("flush", store_uri=durable_pouch.url, env=env)
+    _store_back_then_every_seed_parsed(crawl, durable_pouch.url, datasets, out, env, "store went away", said)
+
+
+def test_a_store_that_goes_away_as_a_document_is_processed_leaves_it_due_without_a_traceback(
+    crawl, site, durable_pouch, tmp_path
+):
+    """The store stops at the processor's first write of a downloaded document (its move to
+    ``unarchiving``), through a proxy that stops there. Before (CI, 2026-11-29, where the race in the
+    test above met it): the processor took the store's error for the document's own, logged
+    ``processing … failed`` with a traceback, and tried to mark it failed in the store that was gone.
+    Now the store's error goes through as is: the same one line, the document left as the store last
+    had it (filed), parsed by the next run."""
+    (dataset,) = rdf_datasets(site, per_suite=1)[:1]
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    out = ("-s", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"))
+    proxy = FaultProxy(durable_pouch.port).start()
+    proxy.stop_at(b'"status": "%s"' % states.UNARCHIVING.encode(), anywhere=True)
+
+    run = crawl("laundromat", [dataset.url], proxy.url, *out, env=env)
+
+    assert proxy.stopped.is_set() and run.returncode == 4, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "processing" not in run.stderr, run.stderr[-3000:]
+    (line,) = [line for line in run.stderr.splitlines() if "seed list" in line]
+    said = _said(proxy.url, WENT_AWAY)
+    assert line.endswith("ERROR: " + said), line
+    records = {doc["_id"]: doc for doc in read_db(durable_pouch.url, "ll_seeds")}
+    assert records[records[uri_key(dataset.url)]["download"]]["status"] == states.FILED
+
+    _store_back_then_every_seed_parsed(
+        crawl, durable_pouch.url, [dataset], out, env, "store went away", said, spooled_for=proxy.url
+    )
+
+
+def _store_back_then_every_seed_parsed(
+    crawl, store_url, datasets, out, env, finish_reason, said, spooled_for=None
+):
+    """The store answering again at ``store_url``: ``flush`` delivers the run log (the store's error,
+    ``finish_reason`` and the line said; spooled for ``spooled_for`` when that was another address of
+    the same store), and the next run ends every seed parsed."""
+    flushed = run_main(
+        "flush", *(("--from", spooled_for) if spooled_for else ()), store_uri=store_url, env=env
+    )
     assert flushed.returncode == 0, flushed.stderr
-    (log,) = read_db(durable_pouch.url, "vd_log")
+    (log,) = read_db(store_url, "vd_log")
     assert (log["result"], log["finish_reason"], log["error_message"]) == (
         "StoreUnavailable",
         finish_reason,
         said,
     )
     assert [error["where"] for error in log["errors"]] == ["store"]  # the store's error, not a download's
-    again = crawl("laundromat", [d.url for d in datasets], durable_pouch.url, *out, env=env)
+    again = crawl("laundromat", [d.url for d in datasets], store_url, *out, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
-    records = {doc["_id"]: doc for doc in read_db(durable_pouch.url, "ll_seeds")}
+    records = {doc["_id"]: doc for doc in read_db(store_url, "ll_seeds")}
     for d in datasets:
         download = records[records[uri_key(d.url)]["download"]]
         assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)

@@ -7,9 +7,10 @@ Requests go through unchanged; for requests whose first line holds a chosen frag
   before a byte of the answer reaches it (a network failure after the write);
 * hold requests until ``parties`` of them have arrived, then let them all through (two crawls
   racing: each has read what the store held before either writes);
-* stop at the first such request: nothing of it is forwarded, every connection is closed and the
-  port stops listening (connections are refused from then on), as when the server is stopped just
-  before it: a store that answered the command's check and then went away;
+* stop at the first such request (or the first whose body holds a chosen word): nothing of it is
+  forwarded, every connection is closed and the port stops listening (connections are refused from
+  then on), as when the server is stopped just before it: a store that answered the command's check
+  and then went away;
 * delay requests by some seconds (a slow store: writes still in flight when a crawl is stopped);
 * hold requests until released, then pass on only those whose client is still there: a write in
   flight when its process is killed (``kill -9`` at that moment) never reaches the server;
@@ -56,6 +57,7 @@ class FaultProxy:
         self.passed_after_hold = 0
         self.dropped_after_hold = 0
         self._stop_at: bytes | None = None
+        self._stop_anywhere = False
         self._close_reused: dict[bytes, int] = {}
         #: Requests met by a closed kept-alive connection so far.
         self.closed_reused = 0
@@ -94,8 +96,11 @@ class FaultProxy:
         self._holding = None
         self._released.set()
 
-    def stop_at(self, fragment: bytes) -> None:
-        """Stop (as a stopped server: refused connections) when a request line holds ``fragment``."""
+    def stop_at(self, fragment: bytes, *, anywhere: bool = False) -> None:
+        """Stop (as a stopped server: refused connections) when a request line holds ``fragment``,
+        or with ``anywhere``, when any chunk of a request does (a word of its body: a document's
+        field; the chunk holding it is not forwarded)."""
+        self._stop_anywhere = anywhere
         self._stop_at = fragment
 
     def close_reused(self, fragment: bytes, times: int = 1) -> None:
@@ -144,7 +149,7 @@ class FaultProxy:
                     state["asked"].append((line, b"\r\nauthorization:" in head))
                 if carried > 1 and self._closes_reused(line):
                     break
-            if self._stop_at is not None and self._stop_at in line:
+            if self._stop_at is not None and self._stop_at in (data if self._stop_anywhere else line):
                 self.stopped.set()
                 self.stop()
                 break

@@ -19,6 +19,7 @@ from votersdaily.blocking import run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.defaults import DEFAULTS
 from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
+from votersdaily.store.base import StoreUnavailable
 
 from . import states, steps
 from .archives import ArchiveLimits, TreeUsage
@@ -222,9 +223,13 @@ class Processor:
 
     async def process(self, doc: dict[str, Any]) -> list[str]:
         """Take ``doc`` (status filed or later, or half-done) to a terminal state; new seed URIs found.
-        An unexpected error ends the record as failed (with the error) instead of leaving it half-done."""
+        An unexpected error ends the record as failed (with the error) instead of leaving it half-done;
+        the store going away is not the document's failure: it is raised as is, the record left where the
+        store last had it (due again), for the spider to stop the run or a worker to wait the store out."""
         try:
             return await self._process(doc)
+        except StoreUnavailable:
+            raise
         except Exception as exc:
             logger.error("processing %s failed: %s", describe(doc), exc, exc_info=True)
             stored = await self.store(self.seedlist.get, doc["_id"]) or doc
