@@ -7,6 +7,7 @@ import gzip
 import json
 import re
 import shutil
+from datetime import datetime
 
 import pytest
 
@@ -370,6 +371,10 @@ def test_file_table_rows(crawled):
         assert row["match0"]["mstatus"] == "not-matched"
         columns = [c for fam in ("f", "file", "grobid0", "pdf0", "match0") for c in (row.get(fam) or {})]
         assert len(columns) == len(set(columns))
+        # When each family was made: the newest of each wins over a late spooled copy (store/families.py).
+        carried = {fam for fam in ("f", "file", "grobid0", "pdf0", "match0") if fam in row}
+        assert set(row["updated"]) == carried, row["updated"]
+        assert all(datetime.fromisoformat(when).tzinfo is not None for when in row["updated"].values())
         # failed ingests leave no row
         zip_sha = _result(crawled, "/landing-zip")["file_meta"]["sha1hex"]
         assert store.get(table, sha1_b32(zip_sha)) is None

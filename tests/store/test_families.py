@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import gzip
 
-from votersdaily.store.families import FamilyRows, merge_families
+from votersdaily.store.families import FamilyRows, made_at, merge_families
 from votersdaily.store.spool import Spool
 from votersdaily.store.upsert import upsert
 
@@ -58,7 +58,8 @@ def test_two_rows_of_one_file_in_a_batch_are_merged_in_order(store):
 
 
 def test_a_spooled_row_is_merged_with_the_row_stored_when_it_is_delivered(store, tmp_path):
-    """Spooled while the store was down, delivered after another run stored the file's GROBID family."""
+    """Spooled while the store was down, delivered after another run stored the file's GROBID family
+    (rows of earlier versions, saying nothing of when their families were made: the later write wins)."""
     spool = Spool(tmp_path / "spool")
     spool.write(store.display_uri, TABLE, [row(f={"c": "late"})], hooks=FamilyRows())
     store.ensure_db(TABLE)
@@ -68,3 +69,82 @@ def test_a_spooled_row_is_merged_with_the_row_stored_when_it_is_delivered(store,
 
     assert report.documents == 1 and not report.problems
     assert stored(store) == row(f={"c": "late"}, grobid0={"status_code": 200})
+
+
+def made(when, **families) -> dict:
+    """A row whose families were all made at ``when``."""
+    return made_at(row(**families), when)
+
+
+def test_a_row_spooled_before_a_newer_ingest_wrote_the_file_adds_only_the_families_it_lacks(store, tmp_path):
+    """The defect (noticed in session 20, fixed in 23): a row made at 10:00 and spooled while the store
+    was down, delivered at 12:00 after an ingest of the same file at 11:00 stored its row, replaced
+    that newer row's ``f`` and ``pdf0`` (an older capture, an older text) with its own. As an HBase
+    cell keeps its newest version, the stored families made later stay, their attachments with them;
+    the late row only adds the family the stored row lacks."""
+    spool = Spool(tmp_path / "spool")
+    late = made(
+        "2026-11-29T10:00:00+00:00",
+        f={"c": "capture at 10:00"},
+        pdf0={"pdf_text": "pdf0:pdf_text.gz"},
+        grobid0={"status_code": 200},
+        _attachments={"pdf0:pdf_text.gz": tei_attachment(b"text read at 10:00")},
+    )
+    spool.write(store.display_uri, TABLE, [late], hooks=FamilyRows())
+    store.ensure_db(TABLE)
+    newer = made(
+        "2026-11-29T11:00:00+00:00",
+        f={"c": "capture at 11:00"},
+        pdf0={"pdf_text": "pdf0:pdf_text.gz"},
+        _attachments={"pdf0:pdf_text.gz": tei_attachment(b"text read at 11:00")},
+    )
+    upsert(store, TABLE, [newer], merge=merge_families)
+
+    report = spool.deliver(store)
+
+    assert report.documents == 1 and not report.problems
+    assert stored(store) == row(
+        f={"c": "capture at 11:00"},
+        pdf0={"pdf_text": "pdf0:pdf_text.gz"},
+        grobid0={"status_code": 200},
+        updated={
+            "f": "2026-11-29T11:00:00+00:00",
+            "grobid0": "2026-11-29T10:00:00+00:00",
+            "pdf0": "2026-11-29T11:00:00+00:00",
+        },
+    )
+    assert gzip.decompress(store.get_attachment(TABLE, ROW, "pdf0:pdf_text.gz")) == b"text read at 11:00"
+
+
+def test_a_family_made_later_replaces_the_stored_one_whatever_the_order_of_the_rows(store):
+    """Of two rows of one file in a batch, and of a row and the stored one, each family is the one made
+    last: here the batch's rows come newest first, and the stored ``match0`` was made earliest."""
+    store.ensure_db(TABLE)
+    upsert(
+        store, TABLE, [made("2026-11-29T09:00:00Z", match0={"mstatus": "not-matched"})], merge=merge_families
+    )
+
+    result = upsert(
+        store,
+        TABLE,
+        [
+            made("2026-11-29T11:00:00Z", f={"c": "11:00"}, match0={"mstatus": "matched"}),
+            made("2026-11-29T10:00:00Z", f={"c": "10:00"}, pdf0={"page_count": 3}),
+        ],
+        merge=merge_families,
+    )
+
+    assert result.updated == [ROW]
+    assert stored(store) == row(
+        f={"c": "11:00"},
+        match0={"mstatus": "matched"},
+        pdf0={"page_count": 3},
+        updated={
+            "f": "2026-11-29T11:00:00Z",
+            "match0": "2026-11-29T11:00:00Z",
+            "pdf0": "2026-11-29T10:00:00Z",
+        },
+    )
+    rev = store.get(TABLE, ROW)["_rev"]
+    older = upsert(store, TABLE, [made("2026-11-29T08:00:00Z", f={"c": "08:00"})], merge=merge_families)
+    assert older.unchanged == [ROW] and store.get(TABLE, ROW)["_rev"] == rev, "an older family writes nothing"

@@ -1,8 +1,9 @@
 """The per-file table of seeds/001 (``wbgrp-journal-extract-<version>-<env>``): one row per file,
 keyed by the base32 SHA-1, with column families (``f``, ``file``, ``grobid0``, ``pdf0``, ``match0``)
 as nested objects and column names unique across families. Large text goes to gzip-compressed
-attachments named ``<family>:<column>.gz``. A row written replaces the families it carries and keeps
-the stored row's others (:mod:`votersdaily.store.families`)."""
+attachments named ``<family>:<column>.gz``. A row says when its families were made (``updated``); a
+row written replaces the families it carries, unless the stored ones were made later, and keeps the
+stored row's others (:mod:`votersdaily.store.families`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import base64
 import json
 import re
 from typing import Any
+
+from votersdaily.clock import now_iso
+from votersdaily.store.families import made_at
 
 from .filemeta import sha1_b32
 from .grobid import quality
@@ -40,7 +44,7 @@ def _attachment(data: bytes) -> dict[str, Any]:
 def file_row(
     result: dict[str, Any], side: dict[str, Any], match0: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The row for the terminal file of a successful ingest."""
+    """The row for the terminal file of a successful ingest, its families made now."""
     meta = result["file_meta"]
     term = result["terminal"]
     warc = side.get("warc") or {}
@@ -104,4 +108,4 @@ def file_row(
         row["match0"] = match0
     if attachments:
         row["_attachments"] = attachments
-    return row
+    return made_at(row, now_iso())
