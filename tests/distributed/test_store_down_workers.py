@@ -34,7 +34,10 @@ from tests.distributed.workloads import (
 from tests.ingest.test_store_down_ingest import check_flushed, store_earlier_row
 from tests.support.cli_main import run_main
 from tests.support.services import free_port
+from tests.support.tmpfs import fill, small_tmpfs
 from votersdaily.laundromat.uris import uri_key
+from votersdaily.store import open_store
+from votersdaily.store.base import StoreUnavailable
 
 pytestmark = pytest.mark.slow  # separate processes: Redis, PouchDB Server, workers
 
@@ -237,3 +240,58 @@ def test_a_request_the_store_fails_alone_while_it_answers_is_still_given_up(
     assert sorted(doc["url"] for doc in read_db(couch_uri, "vd_fetch")) == sorted(fine)
     state = queue_state(redis_server, "vd_fetch")
     assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1)
+
+
+def test_a_laundromat_worker_whose_store_cannot_write_gives_its_seeds_back_until_it_can(
+    site, redis_server, tmp_path
+):
+    """The store's disk is full (the embedded store's file on a real 4 MiB tmpfs, filled): it
+    answers reads (``has_db``) but fails every write (``database or disk is full``). Before: the
+    worker asked whether the store answered, was told it did, and counted each seed's failed write
+    as a failed delivery: every seed it leased went to the dead stream. Now it asks whether the store
+    takes a write (:meth:`~votersdaily.store.base.Store.check_writes`): the seeds are given back,
+    none dead, and once the disk has room the worker does them all. (A PouchDB Server on a full
+    disk answers HTTP 500 to writes too, then crashes: a stopped store, tested above.)"""
+    roomy(site)
+    datasets = rdf_datasets(site, per_suite=2)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(d.url + "\n" for d in datasets))
+    with small_tmpfs(tmp_path / "disk", "4m") as folder:
+        store_uri = "sqlite:///%s" % (folder / "store.sqlite")
+        enqueue("laundromat", seeds, store_uri, redis_server.url)
+        store = open_store(store_uri)  # open while the worker opens it: its files stay (no room to make them)
+        store.ensure_db("vd_log")  # made while there is room, as an operator makes them
+        filler = fill(folder)
+        assert store.has_db("vd_log"), "it answers reads"
+        with pytest.raises(StoreUnavailable, match="full"):
+            store.check_writes("vd_log")
+        (worker,) = start_workers(
+            "laundromat_worker",
+            1,
+            store_uri,
+            redis_server.url,
+            tmp_path,
+            *STRICT_QUEUE,
+            "VOTERSDAILY_STORE_RETRY_MAX_DELAY=1",
+            "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
+            "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
+        )
+        log = log_path(tmp_path, 0)
+        given_back = "requests that met it given back to laundromat:requests (no delivery counted)"
+        wait_until(
+            lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
+            "the worker gave its requests back",
+        )
+        assert queue_state(redis_server, "laundromat")["dead"] == 0, log.read_text()[-3000:]
+
+        filler.unlink()  # room again
+
+        wait_all([worker], tmp_path)
+        text = log.read_text()
+        assert "the store at %s is back after" % store_uri in text, text[-3000:]
+        assert queue_state(redis_server, "laundromat") == CLEAN_QUEUE
+        records = {doc["_id"]: doc for doc in read_db(store_uri, "ll_seeds")}
+        store.close()
+        for d in datasets:
+            download = records[records[uri_key(d.url)]["download"]]
+            assert (download["status"], download["number_of_unique_statements"]) == ("parsed", d.statements)

@@ -13,7 +13,7 @@ writers have flushed, so an acked request's documents are in the store. A reques
 or item pipeline raised, or leased before a store batch was lost (neither stored nor spooled: it may
 have held its documents), is never acked: it goes back to the queue as a failed attempt; one that
 met the store unavailable (``StoreUnavailable``: down, refusing) is given back without counting a
-delivery, and nothing is leased until the store answers again (asked with the store retry policy's
+delivery, and nothing is leased until the store takes writes again (asked with the store retry policy's
 backoff, ``VOTERSDAILY_STORE_RETRY_BACKOFF``/``_MAX_DELAY``): a store outage never sends work to the
 dead stream. Leases are renewed every third of their length; a lease of another (dead) worker that
 expired is taken over by the next lease, and every ``reap_interval`` a worker with room looks for one.
@@ -702,10 +702,12 @@ class ReliableScheduler:
             self._waiting_for_store = False
 
     async def _store_problem(self) -> StoreError | None:
-        """Why the crawl's store does not answer (a request every run makes: its run log's
-        database), or None when it does."""
+        """Why the crawl's store does not take writes (in its run log's database, which every run
+        writes), or None when it does: a store that answers reads but fails writes (its disk full,
+        a user without the right to write) is waited out as one that does not answer, never taken
+        for one that fails these requests alone (:meth:`.Store.check_writes`)."""
         try:
-            await run_in_thread(store_for(self.crawler).has_db, LOG_DB)
+            await run_in_thread(store_for(self.crawler).check_writes, LOG_DB)
         except StoreError as exc:
             return exc
         return None

@@ -12,6 +12,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+#: How much a store's :meth:`Store.check_writes` writes: random text, which no compression shrinks,
+#: more than a full disk may still take at the end of a file's last block or a failed write's.
+WRITE_CHECK_BYTES = 64 * 1024
+
 
 class StoreError(RuntimeError):
     """The store failed to do what was asked (unreachable, refused, malformed answer)."""
@@ -89,6 +93,13 @@ class Store(Protocol):
 
     def list_dbs(self) -> list[str]:
         """The project's databases; on CouchDB 3 only a server admin may ask (tests, admin tools)."""
+        ...
+
+    def check_writes(self, db: str) -> None:
+        """Raise :class:`StoreError` unless ``db`` takes a write now: something that no listing,
+        count or replication shows is written and removed. A store that answers reads but fails
+        writes (its disk full, a user without the right to write) is not taken for one that works.
+        A ``db`` that does not exist yet passes when the store answers (nothing to write into)."""
         ...
 
     def get(self, db: str, doc_id: str) -> dict[str, Any] | None: ...

@@ -12,7 +12,10 @@ user can crawl and read (docs/operations.md: Users and roles). A refusal is told
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
@@ -22,7 +25,7 @@ from requests.adapters import HTTPAdapter
 
 from votersdaily.rfc3986 import mask_uri, service_base
 
-from .base import Row, StoreError, StoreRefused, StoreUnavailable
+from .base import WRITE_CHECK_BYTES, Row, StoreError, StoreRefused, StoreUnavailable
 from .names import checked_prefix, database_name, project_name
 from .revisions import misshapen, unstorable
 from .views import DESIGN_NAME, install_design
@@ -35,6 +38,9 @@ TIMEOUT = (10, 120)
 #: safe to repeat; a write (``_bulk_docs``) is not repeated here: its caller retries it under the
 #: store retry policy and knows its own answer when it meets it again.
 SAFE_METHODS = ("GET", "HEAD")
+#: The local document :meth:`CouchStore.check_writes` writes and deletes (its own per check: workers
+#: checking at once never conflict).
+WRITE_CHECK_ID = "votersdaily-write-check-%s"
 STORE_ENV = "VOTERSDAILY_STORE"
 
 #: CouchDB 3.4+'s reason (HTTP 403) once a user is locked out after failed logins (couch_httpd_auth.erl).
@@ -269,6 +275,20 @@ class CouchStore:
 
     def drop_db(self, db: str) -> None:
         self._request("DELETE", self._db(db), allow=(404,))
+
+    def check_writes(self, db: str) -> None:
+        """A local document (``_local/``: never listed, counted or replicated; a member may write
+        one) of its own name written and deleted (:meth:`Store.check_writes`). It carries
+        :data:`WRITE_CHECK_BYTES` of random text, which no compression shrinks: more than the
+        unused end of a file's last block, which may still take a small write on a full disk.
+        A database that does not exist yet takes nothing: the store answered, which is all it tells."""
+        path = "%s/_local/%s" % (self._db(db), quote(WRITE_CHECK_ID % uuid.uuid4().hex, safe=""))
+        payload = base64.b64encode(os.urandom(WRITE_CHECK_BYTES * 3 // 4)).decode("ascii")
+        body = json.dumps({"written_by": "votersdaily's write check", "payload": payload})
+        written = self._request("PUT", path, data=body, allow=(404,))
+        if written.status_code != 404:
+            rev = self._decoded(written, "PUT", path).get("rev")
+            self._request("DELETE", path, params={"rev": rev}, allow=(404,))
 
     def list_dbs(self) -> list[str]:
         """The project's databases (under its prefix). CouchDB 3 answers ``_all_dbs`` to server admins

@@ -30,7 +30,7 @@ from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.locations import embedded_path
 from votersdaily.schema import SURROGATE_RE
 
-from .base import Row, StoreError, StoreUnavailable, body_json_of
+from .base import WRITE_CHECK_BYTES, Row, StoreError, StoreUnavailable, body_json_of
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, misshapen, next_rev, rev_number, unstorable
 from .views import design_is_current, install_design, views_for
@@ -83,6 +83,9 @@ VALUE_COLUMN = "ALTER TABLE view_rows ADD COLUMN value TEXT"
 #: Made when a file is opened; a file it cannot be made in (a full disk, a read-only file) is read
 #: without it, as before.
 REV_INDEX = "docs_rev"
+#: The database name of the row :meth:`EmbeddedStore.check_writes` adds and removes (no project
+#: database has it: CouchDB's names start with a lowercase letter).
+WRITE_CHECK_NAME = "_votersdaily_write_check"
 REV_INDEX_SQL = "CREATE INDEX IF NOT EXISTS %s ON docs (db, id, rev)" % REV_INDEX
 #: The page size of a new file: a document body of a few KB fits a page more often than with
 #: SQLite's 4 KB default (fewer overflow pages to write and read).
@@ -462,6 +465,20 @@ class EmbeddedStore:
             for table in ("docs", "attachments", "view_rows"):
                 self._conn.execute("DELETE FROM %s WHERE db = ?" % table, (name,))  # noqa: S608 - placeholders and fixed SQL fragments only
             self._conn.execute("DELETE FROM dbs WHERE name = ?", (name,))
+
+    @_unavailable_when_sqlite_cannot
+    def check_writes(self, db: str) -> None:
+        """A row of :data:`WRITE_CHECK_BYTES` of random text, under a database name no project
+        database has, added and removed in one committed transaction: SQLite fails it on a full
+        disk or a read-only file, and no reader ever sees it (:meth:`Store.check_writes`). Its size
+        is more than what a write that failed leaves unused at the end of the write-ahead log."""
+        payload = base64.b64encode(os.urandom(WRITE_CHECK_BYTES * 3 // 4)).decode("ascii")
+        with self._lock, self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, 'check', '0', ?)",
+                (WRITE_CHECK_NAME, payload),
+            )
+            self._conn.execute("DELETE FROM docs WHERE db = ?", (WRITE_CHECK_NAME,))
 
     def list_dbs(self) -> list[str]:
         with self._lock:

@@ -179,6 +179,9 @@ class StoreProcess:
     def list_dbs(self) -> list[str]:
         return self._call("list_dbs")
 
+    def check_writes(self, db: str) -> None:
+        self._call("check_writes", db)
+
     def get(self, db: str, doc_id: str) -> dict[str, Any] | None:
         return self._call("get", db, doc_id)
 
