@@ -135,10 +135,17 @@ def laundromat_worker_on_a_stopped_store(site, redis_server, durable_pouch, tmp_
     seeds.write_text("".join(d.url + "\n" for d in datasets))
     enqueue("laundromat", seeds, durable_pouch.url, redis_server.url)
     durable_pouch.stop()
+    worker, log = laundromat_worker_giving_back(durable_pouch.url, redis_server, tmp_path)
+    return datasets, worker, log
+
+
+def laundromat_worker_giving_back(store_uri, redis_server, tmp_path):
+    """A laundromat worker started on ``store_uri``: (the worker, its log) once it has given the
+    seeds it leased back to the queue (or sent one to the dead stream: the test says which)."""
     (worker,) = start_workers(
         "laundromat_worker",
         1,
-        durable_pouch.url,
+        store_uri,
         redis_server.url,
         tmp_path,
         *STRICT_QUEUE,
@@ -152,7 +159,7 @@ def laundromat_worker_on_a_stopped_store(site, redis_server, durable_pouch, tmp_
         lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
         "the worker gave its requests back",
     )
-    return datasets, worker, log
+    return worker, log
 
 
 def test_a_laundromat_worker_whose_store_is_down_gives_its_seeds_back_until_it_is_up(
@@ -265,23 +272,7 @@ def test_a_laundromat_worker_whose_store_cannot_write_gives_its_seeds_back_until
         assert store.has_db("vd_log"), "it answers reads"
         with pytest.raises(StoreUnavailable, match="full"):
             store.check_writes("vd_log")
-        (worker,) = start_workers(
-            "laundromat_worker",
-            1,
-            store_uri,
-            redis_server.url,
-            tmp_path,
-            *STRICT_QUEUE,
-            "VOTERSDAILY_STORE_RETRY_MAX_DELAY=1",
-            "VOTERSDAILY_SPOOL_DIR=%s" % (tmp_path / "spool"),
-            "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out"),
-        )
-        log = log_path(tmp_path, 0)
-        given_back = "requests that met it given back to laundromat:requests (no delivery counted)"
-        wait_until(
-            lambda: given_back in log.read_text() or queue_state(redis_server, "laundromat")["dead"],
-            "the worker gave its requests back",
-        )
+        worker, log = laundromat_worker_giving_back(store_uri, redis_server, tmp_path)
         assert queue_state(redis_server, "laundromat")["dead"] == 0, log.read_text()[-3000:]
 
         filler.unlink()  # room again
