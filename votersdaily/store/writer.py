@@ -420,7 +420,8 @@ class BatchWriter:
         return result
 
     def _drain(self, _batch: list[dict[str, Any]], final: bool = False) -> UpsertResult:
-        """At flush: one more (retried) attempt to deliver what this writer spooled."""
+        """At flush: one more (retried) attempt to deliver what this writer spooled; at the ``final``
+        one, what stays spooled is said."""
         if not self._spooled:
             return UpsertResult()
         try:
@@ -438,7 +439,9 @@ class BatchWriter:
             )
             return UpsertResult()
         except StoreError:
-            logger.error(
+            # Said once, at the writer's end: a worker flushes at every checkpoint, and the outage
+            # was said when the first documents were spooled.
+            (logger.error if final else logger.debug)(
                 "store %s still does not take documents: %d documents for %s stay spooled in %s; "
                 "deliver them with `python -m votersdaily flush` once it does",
                 self.store.display_uri,
