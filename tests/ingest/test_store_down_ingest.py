@@ -124,3 +124,52 @@ def test_an_ingest_whose_store_is_down_from_the_start_spools_every_row_for_flush
         finally:
             store.close()
         assert all(tei and b"<TEI" in tei for tei in kept.values()), kept
+
+
+@pytest.mark.slow  # a PouchDB Server of its own, stopped and started
+def test_an_ingest_of_the_stores_requests_whose_store_is_down_stops_in_one_line_and_exits_3(
+    crawl, ingest_site, durable_pouch, tmp_path
+):
+    """``-a requests=store`` with the store down: its requests cannot be read. Before: ``Error while
+    reading start items and requests`` with a traceback, and exit 4 ("done, documents wait in the
+    spool") though nothing was done. Now one line saying what to do, exit 3 (the store unavailable,
+    nothing done), the run log spooled; once the store is back ``flush`` delivers it, and the next
+    run ingests the requests."""
+    site = ingest_site
+    queued = run_main(
+        "ingest", "enqueue", "--url", site.url + "/article", "--type", "html", store_uri=durable_pouch.url
+    )
+    assert queued.returncode == 0, queued.stderr
+    durable_pouch.stop()
+    env = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+    args = ("-a", "requests=store", *local_ingest_args(tmp_path / "unused.jsonl", tmp_path)[2:])
+
+    run = crawl("ingest", None, durable_pouch.url, *args, env=env)
+
+    assert run.returncode == 3, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    said = (
+        "cannot reach the store at %s (connection refused): start CouchDB or PouchDB Server there, or fix "
+        "host and port in $VOTERSDAILY_STORE; this ingest reads its requests from ingest_requests there, "
+        "so it stopped before fetching anything: run it again once the store answers" % durable_pouch.url
+    )
+    (line,) = [line for line in run.stderr.splitlines() if "reads its requests" in line]
+    assert line.endswith("ERROR: " + said), line
+    assert "/article" not in site.hits
+
+    durable_pouch.start()  # the same port and data folder
+    flushed = run_main("flush", store_uri=durable_pouch.url, env=env)
+    assert flushed.returncode == 0, flushed.stderr
+    (log,) = read_db(durable_pouch.url, "vd_log")
+    assert (log["result"], log["finish_reason"], log["error_message"]) == (
+        "StoreUnavailable",
+        "store unavailable",
+        said,
+    )
+    # The writers' own failures to open the store too (each database's), all the store's.
+    assert {error["where"] for error in log["errors"]} == {"store"}
+    assert said in [error["message"] for error in log["errors"]]
+    again = crawl("ingest", None, durable_pouch.url, *args, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    (result,) = read_db(durable_pouch.url, "ingest_file_result")
+    assert (result["request"]["base_url"], result["status"]) == (site.url + "/article", "success")

@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 
 from votersdaily import signals as vd_signals
 from votersdaily.blocking import run_in_thread
+from votersdaily.crawlcontext import STOPPED_FOR_STORE
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
@@ -40,6 +41,7 @@ from votersdaily.scrapy_internals import (
     remember_host_encodings,
     request_processors,
 )
+from votersdaily.store.base import StoreError
 
 from . import hops as H
 from . import ingest_requests as R
@@ -260,7 +262,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     # -- input -----------------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request | IngestItem]:
-        checked = list(checked_inputs(await self.input_requests(), self.checked_request))
+        try:
+            inputs = await self.input_requests()
+        except StoreError as exc:  # requests=store: they are there, and nothing can be read
+            await self._stop_for_store(exc)
+            raise CloseSpider(STOPPED_FOR_STORE) from None
+        checked = list(checked_inputs(inputs, self.checked_request))
         # One bad request among good ones is rejected and listed, and the run still succeeds (as
         # sandcrawler records a status per request); an unreadable source, or nothing valid at all,
         # fails the run.
@@ -273,14 +280,40 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             if made is not None:
                 yield made
 
+    async def _stop_for_store(self, exc: StoreError) -> None:
+        """The store did not answer as the run began, and this run's requests are there
+        (``-a requests=store``): the run stops before it fetches anything, said in one line with
+        what to do (exit status 3), and its run log is spooled after one attempt."""
+        from votersdaily.locations import store_uri
+        from votersdaily.store.check import unavailable_line
+        from votersdaily.store.crawler import stop_for_store
+
+        line = (
+            "%s; this ingest reads its requests from %s there, so it stopped before fetching anything: "
+            "run it again once the store answers"
+            % (
+                await run_in_thread(unavailable_line, store_uri(self.settings), exc),
+                self._store_requests_db(),
+            )
+        )
+        stop_for_store(self.crawler, self, exc, line)
+
+    def _store_requests_db(self) -> str | None:
+        """The database the requests are read from (``-a requests=store[:db]``), else None."""
+        source = self.requests_source
+        if source and (source == "store" or source.startswith("store:")):
+            return source.split(":", 1)[1] if ":" in source else self.config.requests_db
+        return None
+
     async def input_requests(self) -> list[tuple[str, Any]]:
-        """(where, request dict or error) from the arguments, a JSON-lines file or the store."""
+        """(where, request dict or error) from the arguments, a JSON-lines file or the store (its
+        :class:`StoreError` raised: the store did not answer)."""
         found: list[tuple[str, Any]] = [
             ("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)
         ]
         source = self.requests_source
-        if source and (source == "store" or source.startswith("store:")):
-            db = source.split(":", 1)[1] if ":" in source else self.config.requests_db
+        db = self._store_requests_db()
+        if db is not None:
             found += await run_in_thread(self._store_requests, db)
         elif source:
             try:

@@ -35,7 +35,7 @@ from votersdaily.requestmeta import START_META
 from votersdaily.store import store_uri
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import unavailable_line
-from votersdaily.store.crawler import count_writes, stopped_for_store, store_for
+from votersdaily.store.crawler import count_writes, stop_for_store, store_for
 from votersdaily.store.upsert import UpsertResult
 
 from . import native, states
@@ -286,7 +286,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
         )
         self._store_gone = True
-        self._store_stopped(exc, line)
+        stop_for_store(self.crawler, self, exc, line)
 
     @contextlib.asynccontextmanager
     async def _store_in_use(self) -> AsyncIterator[None]:
@@ -316,21 +316,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "the same seeds, once the store answers"
             % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
         )
-        self._store_stopped(exc, line)
-
-    def _store_stopped(self, exc: StoreError, line: str) -> None:
-        """Say ``line``, stop for the store (:func:`stopped_for_store`), and fail the run with it."""
-        self.logger.error("%s", line)
-        stopped_for_store(self.crawler, exc)
-        failed = type(exc)(line)
-        failed.__cause__ = exc
-        self.crawler.signals.send_catch_log(
-            vd_signals.source_failed,
-            failure=Failure(failed),
-            url=self.seeds.store.display_uri,
-            spider=self,
-            where="store",
-        )
+        stop_for_store(self.crawler, self, exc, line)
 
     #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
     #: first); the summary line counts them all.

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from twisted.internet import defer, threads
+from twisted.python.failure import Failure
 
 from votersdaily import scrapy_internals
+from votersdaily import signals as vd_signals
 from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
@@ -34,6 +36,7 @@ from .upsert import UpsertResult
 from .writer import BatchWriter, Outage
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -142,6 +145,24 @@ def stopped_for_store(crawler: Crawler, exc: StoreError) -> None:
     crawl (before its work, or as the store went away under it): its run log is spooled after one
     attempt (:func:`store_given_up`)."""
     crawl_writes(crawler).down = exc
+
+
+def stop_for_store(crawler: Crawler, spider: Spider, exc: StoreError, line: str) -> None:
+    """A spider that must read the store as it works met it unavailable (``exc``): ``line`` said
+    once (what happened and what to do), the crawl stopped for the store (:func:`stopped_for_store`),
+    and the run failed with ``line`` as its error, where ``store``. The caller raises
+    ``CloseSpider`` with the run's ``finish_reason``."""
+    spider.logger.error("%s", line)
+    stopped_for_store(crawler, exc)
+    failed = type(exc)(line)
+    failed.__cause__ = exc
+    crawler.signals.send_catch_log(
+        vd_signals.source_failed,
+        failure=Failure(failed),
+        url=store_for(crawler).display_uri,
+        spider=spider,
+        where="store",
+    )
 
 
 def writers_of(crawler: Crawler) -> list[CrawlerWriter]:
