@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.cli_main import run_main
 from votersdaily.ingest import hops as H
 
 from .conftest import article, read_results, run_ingest, stored, write_requests
@@ -118,3 +119,26 @@ def test_hop_links_over_the_limit_end_their_ingest_with_a_status(crawl, sqlite_u
         "base_url %r... (%d characters) cannot be fetched (%d characters as fetched, over URLLENGTH_LIMIT %d)"
         % (long_base[:80], len(long_base), len(long_base), LIMIT)
     )
+
+
+def test_ingest_enqueue_refuses_a_base_url_no_crawl_fetches(sqlite_uri, tmp_path):
+    """Before: ``ingest enqueue`` queued a base_url over the project's URLLENGTH_LIMIT, which every
+    crawl of the queue then rejected (the check was the crawl's alone). Now the queue refuses it with
+    the crawl's own words, queues the rest, and exits 1 (a bad input line)."""
+    good = "https://journals.plos.org/plosone/article?id=10.1371/journal.pone.0000001"
+    long_base = good + "&token=" + "t" * LIMIT
+    requests = write_requests(
+        tmp_path / "requests.jsonl",
+        [{"base_url": good, "ingest_type": "html"}, {"base_url": long_base, "ingest_type": "pdf"}],
+    )
+
+    proc = run_main("ingest", "enqueue", str(requests), store_uri=sqlite_uri)
+
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "votersdaily ingest: %s:2: base_url %r... (%d characters) cannot be fetched (%d characters as "
+        "fetched, over URLLENGTH_LIMIT %d)"
+        % (requests, long_base[:80], len(long_base), len(long_base), LIMIT)
+    ]
+    assert "queued 1 ingest requests" in proc.stdout
+    assert [doc["base_url"] for doc in stored(sqlite_uri, "ingest_requests")] == [good]

@@ -119,11 +119,13 @@ def enqueue_requests(args: argparse.Namespace) -> int:
         except OSError as exc:
             return fail("cannot read %s: %s" % (args.path, exc), input_status(exc))
     docs, errors = {}, []
+    # The crawl's own check: a base_url no crawl of this project fetches is refused here, not queued.
+    url_length_limit = project_settings().getint("URLLENGTH_LIMIT")
     for where, raw in found:
         try:
             if isinstance(raw, Exception):
                 raise raw
-            request = R.normalize_request(raw)
+            request = R.fetchable_request(raw, url_length_limit)
         except R.IngestRequestError as exc:
             errors.append("%s: %s" % (where, exc))
             continue

@@ -20,6 +20,8 @@ from votersdaily.plumbing.inputs import (
     shown,
 )
 
+from .urls import over_length_limit
+
 INGEST_TYPES = ("pdf", "xml", "html", "src", "component")
 #: What ``-a ingest_type=`` takes: the types, and the legacy ``file`` (read as ``pdf``).
 ARGUMENT_INGEST_TYPES = (*INGEST_TYPES, "file")
@@ -140,6 +142,20 @@ def normalize_request(raw: Any) -> dict[str, Any]:
     if request["ingest_type"] not in INGEST_TYPES:
         raise IngestRequestError(
             "ingest_type %s is not one of %s" % (shown(str(request["ingest_type"])), ", ".join(INGEST_TYPES))
+        )
+    return request
+
+
+def fetchable_request(raw: Any, url_length_limit: int) -> dict[str, Any]:
+    """:func:`normalize_request`, with a base_url a crawl whose URLLENGTH_LIMIT is
+    ``url_length_limit`` fetches: one longer is a bad request, as one longer than MAX_BASE_URL is
+    (Scrapy would drop its start request unsaid). What the crawl checks, and ``ingest enqueue``
+    before it queues a request."""
+    request = normalize_request(raw)
+    too_long = over_length_limit(request["base_url"], url_length_limit)
+    if too_long:
+        raise IngestRequestError(
+            "base_url %s cannot be fetched (%s)" % (shown(request["base_url"]), too_long)
         )
     return request
 

@@ -27,7 +27,7 @@ from votersdaily.crawlcontext import STOPPED_FOR_STORE
 from votersdaily.defaults import ProjectSettingsMixin
 from votersdaily.interrupts import CrawlInterrupted
 from votersdaily.plumbing.address_policy import PrivateAddressRefused
-from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, shown, url_argument, yes_or_no
+from votersdaily.plumbing.inputs import checked_inputs, meant, one_of, url_argument, yes_or_no
 from votersdaily.plumbing.ssrf import (
     TRUSTED_META,
     check_policy_settings,
@@ -77,7 +77,6 @@ from .thumbnail import (
     render_page0,
     warm_renderer,
 )
-from .urls import over_length_limit
 from .warc import WARC_META
 from .workers import ExtractionCrashed, ExtractPool, NoTemporaryFolder
 
@@ -363,13 +362,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
         """The request normalised (:func:`~.ingest_requests.normalize_request`), with a base_url this
         crawl fetches: one longer than URLLENGTH_LIMIT (:func:`~.urls.over_length_limit`) is a bad
         request, as one longer than MAX_BASE_URL is (Scrapy would drop its start request unsaid)."""
-        request = R.normalize_request(raw)
-        too_long = over_length_limit(request["base_url"], self.config.url_length_limit)
-        if too_long:
-            raise R.IngestRequestError(
-                "base_url %s cannot be fetched (%s)" % (shown(request["base_url"]), too_long)
-            )
-        return request
+        return R.fetchable_request(raw, self.config.url_length_limit)
 
     def _reject(self, where: str, exc: Exception, fatal: bool) -> None:
         self.logger.error("bad ingest request at %s: %s", where, exc)
