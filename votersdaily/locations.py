@@ -301,15 +301,8 @@ def misplaced(settings: Any = None, names: tuple[str, ...] = RUN_LOCATIONS) -> l
     where a file must be, or a place under a file: a run would write nothing there (the spool: the
     documents the store did not take would be lost), so a command refuses it before any work."""
     problems = []
-    for name in names:
-        if not _in_use(settings, name):
-            continue
-        try:
-            value = BY_SETTING[name].resolve(settings)
-        except LocationUnset:
-            continue
-        if value is None:
-            continue
+    in_use = tuple(name for name in names if _in_use(settings, name))
+    for name, value in locations(settings, in_use).items():
         target = Path(value)
         if name in FILE_LOCATIONS and target.is_dir():
             problems.append("%s names %s, which is a folder, not a file" % (name, value))
