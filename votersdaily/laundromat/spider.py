@@ -9,6 +9,7 @@ whatever a crashed run left half-done, without redoing finished work.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
@@ -139,8 +140,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         )
         self.seedlist_file = str(input_file(self.name, "seedlist", seedlist)) if seedlist else None
         self.start_urls = self.given_urls[:1]
-        #: The store went away (or was away at the start) and the run stopped for it, said once.
-        self._store_gone = False
+        #: The store went away (or was away at the start) and the run stops for it, said once: set
+        #: once said and recorded (callbacks that meet it meanwhile wait for that, then are silent).
+        self._store_gone: asyncio.Event | None = None
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -285,8 +287,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             "stopped before fetching anything: run it again, with the same seeds, once the store answers"
             % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
         )
-        self._store_gone = True
+        self._store_gone = asyncio.Event()
         stop_for_store(self.crawler, self, exc, line)
+        self._store_gone.set()
 
     @contextlib.asynccontextmanager
     async def _store_in_use(self) -> AsyncIterator[None]:
@@ -306,17 +309,23 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         silent. Nothing is lost: what the run did is in the store, and a seed it had not finished is
         left due (``downloading``, or ``added`` with its last ``processed``) for the next run, which
         starts it again; the run log (the store's error as its result) is spooled after one attempt."""
-        if self._store_gone:
+        if self._store_gone is not None:
+            # The first callback that met it says it: the run closes once that is recorded (before,
+            # a callback closing it meanwhile left the run log without the store's error: exit 1).
+            await self._store_gone.wait()
             self.logger.debug("the store is still away: %s", exc)
             return
-        self._store_gone = True
-        line = (
-            "%s; the laundromat reads and writes its seed list (%s) there as it works, so this run "
-            "stopped: what it finished is stored, the seeds it had not are left due; run it again, with "
-            "the same seeds, once the store answers"
-            % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
-        )
-        stop_for_store(self.crawler, self, exc, line)
+        self._store_gone = asyncio.Event()
+        try:
+            line = (
+                "%s; the laundromat reads and writes its seed list (%s) there as it works, so this run "
+                "stopped: what it finished is stored, the seeds it had not are left due; run it again, "
+                "with the same seeds, once the store answers"
+                % (await self._db(unavailable_line, store_uri(self.settings), exc), self.seeds.db)
+            )
+            stop_for_store(self.crawler, self, exc, line)
+        finally:
+            self._store_gone.set()
 
     #: How many seeds skipped as not stale are named in the log, one line each (the operator's own
     #: first); the summary line counts them all.
