@@ -1,5 +1,11 @@
 """Signals of the framework (Scrapy's own are in ``scrapy.signals``)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.python.failure import Failure
+
 #: A source could not be fetched or parsed, or the run failed for another part: ``failure`` (a Twisted
 #: Failure), ``url``, ``spider``, and ``where`` (what failed, the run log's ``errors[].where``):
 #: ``download`` when not given; ``store`` (down, refusing), ``queue`` (Redis), ``output`` (a full
@@ -10,6 +16,20 @@ source_failed = object()
 #: ``url`` (where the input came from), ``spider``. The run log lists it (``rejected_count``,
 #: ``rejected``) without failing the run: the other inputs were processed.
 input_rejected = object()
+
+
+def report_unusable_input(spider: Any, where: str, exc: Exception, *, fatal: bool) -> None:
+    """One input of ``spider``'s run it cannot use (an ingest request, a laundromat seed, at ``where``):
+    ``fatal`` (no input is usable, or their file cannot be read) fails the run as :data:`source_failed`
+    ``where="input"``, rather than end a run that did nothing ``success``; else :data:`input_rejected`
+    (the run log lists it, the other inputs go on)."""
+    if fatal:
+        spider.crawler.signals.send_catch_log(
+            source_failed, failure=Failure(exc), url=where, spider=spider, where="input"
+        )
+    else:
+        spider.crawler.signals.send_catch_log(input_rejected, failure=Failure(exc), url=where, spider=spider)
+
 
 #: The run log document is being built: ``doc`` (the dict about to be written; receivers add their
 #: own keys to it), ``spider``. Components report what they did (the archive file, a reparse's

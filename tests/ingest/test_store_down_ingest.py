@@ -155,6 +155,11 @@ def test_an_ingest_of_the_stores_requests_whose_store_is_down_stops_in_one_line_
     )
     (line,) = [line for line in run.stderr.splitlines() if "reads its requests" in line]
     assert line.endswith("ERROR: " + said), line
+    # Said once: each writer's "cannot be opened" and the catalog's "not consulted" are INFO, not
+    # one more ERROR or WARNING each (three writers and the catalog said it before the run's line).
+    loud = [line for line in run.stderr.splitlines() if " ERROR: " in line or " WARNING: " in line]
+    assert len(loud) == 2 and "did not take the run log" in loud[1], loud
+    assert sum("cannot be opened" in line for line in run.stderr.splitlines()) == 3, run.stderr[-3000:]
     assert "/article" not in site.hits
 
     durable_pouch.start()  # the same port and data folder

@@ -26,7 +26,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.blocking import ThreadLane, run_in_thread
 from votersdaily.clock import now_iso
 from votersdaily.plumbing.full_disk import OutputFolderFull, full_folder
-from votersdaily.store.base import StoreError
+from votersdaily.store.base import StoreError, StoreUnavailable
 from votersdaily.store.crawler import store_for, writer_for
 from votersdaily.store.families import FamilyRows
 
@@ -143,15 +143,20 @@ class IngestStorePipeline:
         return cls(crawler)
 
     async def open_spider(self) -> None:
+        # A run reading its requests from the store (-a requests=store) stops before it fetches
+        # anything when the store does not answer, and says so in one line (the spider's): the
+        # writers' and the catalog's own lines would only repeat it.
+        said_elsewhere = getattr(self.crawler.spider, "store_requests_db", None) is not None
         for writer in self.writers:
-            await maybe_deferred_to_future(writer.open())
+            await maybe_deferred_to_future(writer.open(said_elsewhere))
         if self.catalog_file:
             await self._load_catalog(self.catalog_file)
         try:
             self._catalog_exists = await run_in_thread(self.store.has_db, self.catalog_db)
         except StoreError as exc:  # refused or away: the writers spool; the catalog is not consulted
             self._catalog_exists = None
-            logger.warning(
+            logger.log(
+                logging.INFO if said_elsewhere and isinstance(exc, StoreUnavailable) else logging.WARNING,
                 "catalog %s not consulted in this run (%s): file rows are stored without match0 (a stored "
                 "row keeps its own)",
                 self.catalog_db,

@@ -292,12 +292,13 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             "run it again once the store answers"
             % (
                 await run_in_thread(unavailable_line, store_uri(self.settings), exc),
-                self._store_requests_db(),
+                self.store_requests_db,
             )
         )
         stop_for_store(self.crawler, self, exc, line)
 
-    def _store_requests_db(self) -> str | None:
+    @property
+    def store_requests_db(self) -> str | None:
         """The database the requests are read from (``-a requests=store[:db]``), else None."""
         source = self.requests_source
         if source and (source == "store" or source.startswith("store:")):
@@ -311,7 +312,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             ("-a url", raw) for raw in R.from_args(self.given_urls, self.ingest_type, **self.request_extra)
         ]
         source = self.requests_source
-        db = self._store_requests_db()
+        db = self.store_requests_db
         if db is not None:
             found += await run_in_thread(self._store_requests, db)
         elif source:
@@ -367,14 +368,7 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
     def _reject(self, where: str, exc: Exception, fatal: bool) -> None:
         self.logger.error("bad ingest request at %s: %s", where, exc)
         self.crawler.stats.inc_value("ingest/bad_request")
-        if fatal:
-            self.crawler.signals.send_catch_log(
-                vd_signals.source_failed, failure=Failure(exc), url=where, spider=self, where="input"
-            )
-        else:
-            self.crawler.signals.send_catch_log(
-                vd_signals.input_rejected, failure=Failure(exc), url=where, spider=self
-            )
+        vd_signals.report_unusable_input(self, where, exc, fatal=fatal)
 
     def _start_request(self, request: dict[str, Any]) -> scrapy.Request | IngestItem:
         state = H.new_state(request)

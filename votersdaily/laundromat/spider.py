@@ -386,14 +386,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if isinstance(seed, ValueError):
                 self.logger.error("bad seed at %s: %s", where, seed)
                 fatal = not any_valid or isinstance(seed, SeedListUnreadable)
-                if fatal:
-                    self.crawler.signals.send_catch_log(
-                        vd_signals.source_failed, failure=Failure(seed), url=where, spider=self, where="input"
-                    )
-                else:
-                    self.crawler.signals.send_catch_log(
-                        vd_signals.input_rejected, failure=Failure(seed), url=where, spider=self
-                    )
+                vd_signals.report_unusable_input(self, where, seed, fatal=fatal)
             else:
                 given.append(seed)
         return given

@@ -8,6 +8,8 @@ Calls block: callers on the Twisted reactor run them in a thread (see :mod:`.wri
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -15,6 +17,11 @@ from typing import Any, Protocol, runtime_checkable
 #: How much a store's :meth:`Store.check_writes` writes: random text, which no compression shrinks,
 #: more than a full disk may still take at the end of a file's last block or a failed write's.
 WRITE_CHECK_BYTES = 64 * 1024
+
+
+def write_check_text() -> str:
+    """:data:`WRITE_CHECK_BYTES` of random text (base64 of random bytes) for a write check."""
+    return base64.b64encode(os.urandom(WRITE_CHECK_BYTES * 3 // 4)).decode("ascii")
 
 
 class StoreError(RuntimeError):

@@ -12,9 +12,7 @@ user can crawl and read (docs/operations.md: Users and roles). A refusal is told
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -25,7 +23,7 @@ from requests.adapters import HTTPAdapter
 
 from votersdaily.rfc3986 import mask_uri, service_base
 
-from .base import WRITE_CHECK_BYTES, Row, StoreError, StoreRefused, StoreUnavailable
+from .base import Row, StoreError, StoreRefused, StoreUnavailable, write_check_text
 from .names import checked_prefix, database_name, project_name
 from .revisions import misshapen, unstorable
 from .views import DESIGN_NAME, install_design
@@ -283,7 +281,7 @@ class CouchStore:
         unused end of a file's last block, which may still take a small write on a full disk.
         A database that does not exist yet takes nothing: the store answered, which is all it tells."""
         path = "%s/_local/%s" % (self._db(db), quote(WRITE_CHECK_ID % uuid.uuid4().hex, safe=""))
-        payload = base64.b64encode(os.urandom(WRITE_CHECK_BYTES * 3 // 4)).decode("ascii")
+        payload = write_check_text()
         body = json.dumps({"written_by": "votersdaily's write check", "payload": payload})
         written = self._request("PUT", path, data=body, allow=(404,))
         if written.status_code != 404:

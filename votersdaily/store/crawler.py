@@ -27,7 +27,7 @@ from votersdaily import signals as vd_signals
 from votersdaily.crawlcontext import PerCrawl
 
 from . import open_store, store_uri
-from .base import Store, StoreError
+from .base import Store, StoreError, StoreUnavailable
 from .embedded import EmbeddedStore
 from .hooks import WriteHooks
 from .process import StoreProcess
@@ -272,13 +272,16 @@ class CrawlerWriter:
     def run_errors(self) -> list[BaseException]:
         return self.batch.run_errors
 
-    def open(self) -> defer.Deferred[None]:
-        """Create the database and its views (idempotent), in a thread."""
+    def open(self, said_elsewhere: bool = False) -> defer.Deferred[None]:
+        """Create the database and its views (idempotent), in a thread. ``said_elsewhere``: a store
+        that does not answer is the caller's to say (the run stops for it in its own line), so this
+        writer's line is INFO, not one more ERROR; its documents are spooled all the same. (A store
+        that refuses is said here whatever the caller says.)"""
         if self._opened is None:
-            self._opened = threads.deferToThread(self._open_blocking)
+            self._opened = threads.deferToThread(self._open_blocking, said_elsewhere)
         return self._opened
 
-    def _open_blocking(self) -> None:
+    def _open_blocking(self, said_elsewhere: bool) -> None:
         try:  # through the store the batches go through (an embedded store's process starts now)
             self.batch.store.ensure_db(self.db)
             self.batch.store.install_views(self.db)
@@ -286,7 +289,8 @@ class CrawlerWriter:
             # One line, not a traceback per component; the run goes on and its documents are spooled
             # until the store answers again (the run log records the error as the run's result
             # unless it does, and takes what waited in the spool).
-            logger.error(
+            logger.log(
+                logging.INFO if said_elsewhere and isinstance(exc, StoreUnavailable) else logging.ERROR,
                 "store %s cannot be opened (%s): the run's documents for %s are spooled until it "
                 "answers again; `python -m votersdaily flush` delivers what is left in the spool",
                 self.store.display_uri,

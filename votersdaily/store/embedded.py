@@ -30,7 +30,7 @@ from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.locations import embedded_path
 from votersdaily.schema import SURROGATE_RE
 
-from .base import WRITE_CHECK_BYTES, Row, StoreError, StoreUnavailable, body_json_of
+from .base import Row, StoreError, StoreUnavailable, body_json_of, write_check_text
 from .names import checked_prefix, database_name, project_name
 from .revisions import META_KEYS, misshapen, next_rev, rev_number, unstorable
 from .views import design_is_current, install_design, views_for
@@ -472,7 +472,7 @@ class EmbeddedStore:
         database has, added and removed in one committed transaction: SQLite fails it on a full
         disk or a read-only file, and no reader ever sees it (:meth:`Store.check_writes`). Its size
         is more than what a write that failed leaves unused at the end of the write-ahead log."""
-        payload = base64.b64encode(os.urandom(WRITE_CHECK_BYTES * 3 // 4)).decode("ascii")
+        payload = write_check_text()
         with self._lock, self._transaction():
             self._conn.execute(
                 "INSERT OR REPLACE INTO docs (db, id, rev, body) VALUES (?, 'check', '0', ?)",
