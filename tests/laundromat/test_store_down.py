@@ -10,15 +10,25 @@ served by the local test site.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
 
 import pytest
+from scrapy.exceptions import CloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.test import get_crawler
 
 from tests.distributed.workloads import rdf_datasets, read_db
 from tests.support.cli_main import run_main
 from tests.support.faultproxy import FaultProxy
+from tests.support.inprocess import session_reactor
+from tests.support.services import free_port
+from votersdaily import signals as vd_signals
+from votersdaily.laundromat import spider as laundromat
 from votersdaily.laundromat import states
 from votersdaily.laundromat.uris import uri_key
+from votersdaily.store.base import StoreUnavailable
 
 pytestmark = pytest.mark.slow  # a PouchDB Server of its own, stopped and started
 
@@ -128,6 +138,54 @@ def test_a_store_that_goes_away_as_a_document_is_processed_leaves_it_due_without
     _store_back_then_every_seed_parsed(
         crawl, durable_pouch.url, [dataset], out, env, "store went away", said, spooled_for=proxy.url
     )
+
+
+def test_a_callback_that_meets_the_store_away_while_the_first_says_so_closes_the_run_after_it_is_recorded(
+    tmp_path, monkeypatch
+):
+    """Two callbacks meet the store away, the second while the first still makes its line (its check
+    of the store, in a thread). Before (CI floors run, 2026-11-29): the second took it as said and
+    closed the run at once, so the run log was built before the first recorded the store's error:
+    result ``store went away``, exit 1. Now the second waits until the error is recorded. The check is
+    slowed by half a second (a store that drops packets answers no sooner): only the order is timed
+    here, on a real crawler and spider and the reactor's thread pool."""
+    away = "http://127.0.0.1:%d/" % free_port()
+    settings = {"VOTERSDAILY_STORE": away, "LAUNDROMAT_OUTPUT_DIR": str(tmp_path)}
+    crawler = get_crawler(laundromat.LaundromatSpider, settings)
+    crawler.spider = spider = laundromat.LaundromatSpider.from_crawler(crawler, url="http://example.org/a.nt")
+    line_of = laundromat.unavailable_line
+
+    def slow_line(*args):
+        time.sleep(0.5)
+        return line_of(*args)
+
+    monkeypatch.setattr(laundromat, "unavailable_line", slow_line)
+    order = []
+
+    def recorded(failure, where, **kwargs):
+        order.append("recorded where %s" % where)
+
+    crawler.signals.connect(recorded, signal=vd_signals.source_failed)
+
+    async def callback(name, after):
+        await asyncio.sleep(after)
+        try:
+            async with spider._store_in_use():
+                raise StoreUnavailable("GET %s failed: ConnectionError" % away)
+        except CloseSpider as closing:
+            order.append("%s closes the run (%s)" % (name, closing.reason))
+
+    async def two_callbacks():
+        await asyncio.gather(callback("first", 0), callback("second", 0.1))
+
+    session_reactor().call(lambda: deferred_from_coro(two_callbacks()), 30)
+
+    went_away = laundromat.STORE_WENT_AWAY
+    assert order == [
+        "recorded where store",
+        "first closes the run (%s)" % went_away,
+        "second closes the run (%s)" % went_away,
+    ]
 
 
 def _store_back_then_every_seed_parsed(

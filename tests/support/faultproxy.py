@@ -115,9 +115,12 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
-        for sock in [self._listener, *self._sockets]:
-            with contextlib.suppress(OSError):
-                sock.close()
+        """Stop listening and end every connection: shut down first, so that a thread blocked in a
+        read of one wakes and its peer sees the connection end (a close alone leaves a client
+        waiting for an answer until its read timeout, as no server that stopped would)."""
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        self._close(*self._sockets)
 
     # -- plumbing --------------------------------------------------------------------------------
 
