@@ -45,6 +45,32 @@ def test_a_row_keeps_the_stored_families_it_does_not_carry(store):
     assert again.unchanged == [ROW] and store.get(TABLE, ROW)["_rev"] == rev, "no revision for nothing new"
 
 
+def test_a_family_replaced_without_attachments_leaves_none_of_the_stored_ones(store):
+    """A later ingest of the file whose GROBID call failed: its ``grobid0`` has no TEI. Before, with
+    no attachment left in the merged row, the write put back every stub of the stored one, so the old
+    TEI stayed, named by no field and contradicting the newer family (audit, 2026-11-29)."""
+    store.ensure_db(TABLE)
+    grobid = {"status_code": 200, "tei_xml": "grobid0:tei_xml.gz"}
+    first = row(
+        f={"c": "1"},
+        grobid0=grobid,
+        updated={"f": "2026-12-01T00:00:00Z", "grobid0": "2026-12-01T00:00:00Z"},
+        _attachments={"grobid0:tei_xml.gz": tei_attachment(b"<TEI/>")},
+    )
+    upsert(store, TABLE, [first], merge=merge_families)
+    failed = row(
+        f={"c": "2"},
+        grobid0={"status_code": 500},
+        updated={"f": "2026-12-02T00:00:00Z", "grobid0": "2026-12-02T00:00:00Z"},
+    )
+
+    result = upsert(store, TABLE, [failed], merge=merge_families)
+
+    assert result.updated == [ROW]
+    assert stored(store) == failed
+    assert not store.get(TABLE, ROW).get("_attachments")
+
+
 def test_two_rows_of_one_file_in_a_batch_are_merged_in_order(store):
     store.ensure_db(TABLE)
     result = upsert(

@@ -315,7 +315,10 @@ def _upsert(
                 result.older.append(doc_id)
             else:
                 new = dict(doc, _rev=old.rev)
-                if old.attachments is not None and "_attachments" not in doc:
+                # The stored attachments are kept (a document never names its own), unless a merge
+                # made the document: it says which are kept, and a family it replaced keeps none.
+                merged = merge is not None and old.doc is not None
+                if not merged and old.attachments is not None and "_attachments" not in doc:
                     new["_attachments"] = old.attachments
                 writes.append(new)
                 kinds[doc_id] = "updated"
