@@ -255,15 +255,19 @@ def test_a_request_the_store_fails_alone_while_it_answers_is_still_given_up(
     assert (state["waiting"], state["processing"], state["dead"]) == (0, 0, 1)
 
 
+@pytest.mark.parametrize("held_open", [True, False], ids=["held-open", "closed-before-it-filled"])
 def test_a_laundromat_worker_whose_store_cannot_write_gives_its_seeds_back_until_it_can(
-    site, redis_server, tmp_path
+    site, redis_server, tmp_path, held_open
 ):
-    """The store's disk is full (the embedded store's file on a real 4 MiB tmpfs, filled): it
-    answers reads (``has_db``) but fails every write (``database or disk is full``). Before: the
-    worker asked whether the store answered, was told it did, and counted each seed's failed write
-    as a failed delivery: every seed it leased went to the dead stream. Now it asks whether the store
-    takes a write (:meth:`~votersdaily.store.base.Store.check_writes`): the seeds are given back,
-    none dead, and once the disk has room the worker does them all. (A PouchDB Server on a full
+    """The store's disk is full (the embedded store's file on a real 4 MiB tmpfs, filled). Held open
+    while the worker opens it, it answers reads (``has_db``) but fails every write (``database or
+    disk is full``). Before: the worker asked whether the store answered, was told it did, and
+    counted each seed's failed write as a failed delivery: every seed it leased went to the dead
+    stream. Now it asks whether the store takes a write (:meth:`~votersdaily.store.base.Store.
+    check_writes`). Closed (cleanly) before the disk filled, it cannot be opened at all (no room for
+    its ``-wal`` file). Before: the worker died of ``sqlite3.OperationalError`` in a traceback, exit 1
+    (audit, 2026-11-29). Now that is a store that does not answer. Either way the seeds are given
+    back, none dead, and once the disk has room the worker does them all. (A PouchDB Server on a full
     disk answers HTTP 500 to writes too, then crashes: a stopped store, tested above.)"""
     roomy(site)
     datasets = rdf_datasets(site, per_suite=2)
@@ -272,12 +276,18 @@ def test_a_laundromat_worker_whose_store_cannot_write_gives_its_seeds_back_until
     with small_tmpfs(tmp_path / "disk", "4m") as folder:
         store_uri = "sqlite:///%s" % (folder / "store.sqlite")
         enqueue("laundromat", seeds, store_uri, redis_server.url)
-        store = open_store(store_uri)  # open while the worker opens it: its files stay (no room to make them)
+        store = open_store(store_uri)
         store.ensure_db("vd_log")  # made while there is room, as an operator makes them
+        if not held_open:
+            store.close()  # its -wal and -shm files go with the last connection
         filler = fill(folder)
-        assert store.has_db("vd_log"), "it answers reads"
-        with pytest.raises(StoreUnavailable, match="full"):
-            store.check_writes("vd_log")
+        if held_open:
+            assert store.has_db("vd_log"), "it answers reads"
+            with pytest.raises(StoreUnavailable, match="full"):
+                store.check_writes("vd_log")
+        else:
+            with pytest.raises(StoreUnavailable, match="the folder %s is full" % folder):
+                open_store(store_uri).has_db("vd_log")
         worker, log = laundromat_worker_giving_back(store_uri, redis_server, tmp_path)
         assert queue_state(redis_server, "laundromat")["dead"] == 0, log.read_text()[-3000:]
 

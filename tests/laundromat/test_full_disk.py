@@ -130,3 +130,32 @@ def test_a_full_disk_under_the_sorted_runs_is_no_error_of_the_document(tmp_path)
         # With room, the same options clean it whole.
         whole = clean_file(statements, "N-Triples", "1" * 32, out, options=options)
         assert (whole.errors, whole.unique) == (0, cleaned.unique)
+
+
+def test_a_run_whose_store_folder_is_full_as_it_starts_stops_in_one_line_and_exits_3(crawl, tmp_path):
+    """The embedded store's folder filled up after the store was last closed (cleanly: its ``-wal``
+    file is gone, and SQLite cannot make it again). Before: the store was opened as the spider was
+    built, and ``scrapy crawl laundromat`` died of ``sqlite3.OperationalError: disk I/O error`` in a
+    traceback, exit 1, no run log (audit, 2026-11-29). Now the store that cannot be opened is one that
+    does not answer: the run stops before fetching anything in one line naming the full folder, exit
+    3, its run log spooled; once there is room, the next run cleans the seed."""
+    out = tmp_path / "out"
+    seed = MANIFEST.as_uri()
+    with small_tmpfs(tmp_path / "disk", "4m") as folder:
+        store_uri = "sqlite:///%s" % (folder / "store.sqlite")
+        store = open_store(store_uri)
+        store.ensure_db("vd_log")
+        store.close()
+        filler = fill(folder)
+        spool = {"VOTERSDAILY_SPOOL_DIR": str(tmp_path / "spool")}
+
+        proc = crawl("laundromat", seed, store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % out, env=spool)
+
+        assert proc.returncode == 3, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        (line,) = [line for line in proc.stderr.splitlines() if "seed list" in line]
+        assert "the folder %s is full (disk I/O error): make room there" % folder in line, line
+        assert "stopped before fetching anything" in line, line
+        assert list((tmp_path / "spool").rglob("vd_log--*.jsonl")), "the run log is spooled"
+        filler.unlink()
+        complete_run(crawl, seed, store_uri, out)

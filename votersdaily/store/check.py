@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from votersdaily.locations import SQLITE_PREFIX, absolute_store_uri, embedded_path, is_embedded_uri
-from votersdaily.plumbing.full_disk import without_room
 
 from . import STORE_ENV, mask_uri, open_store, store_uri
 from .base import Store, StoreError, StoreRefused, StoreUnavailable
@@ -178,7 +177,7 @@ def embedded_problem(uri: str) -> str | None:
 
 
 def _embedded(uri: str, must_exist: bool) -> Store:
-    from .embedded import EmbeddedStore
+    from .embedded import EmbeddedStore, cannot_open_line
 
     path = EmbeddedStore.path_of(uri)
     if must_exist and path != ":memory:" and not Path(path).is_file():
@@ -187,15 +186,13 @@ def _embedded(uri: str, must_exist: bool) -> Store:
             % (uri, STORE_ENV)
         )
     try:
-        return open_store(uri)
+        store = open_store(uri)
+        store.has_db("vd_log")  # opened for sure: one that cannot be, for now, opens at a call
+    except StoreUnavailable as exc:  # its own line: a full folder named
+        raise StoreError(str(exc)) from None
     except Exception as exc:  # sqlite3.Error or OSError: not a database, a read-only folder, …
-        folder = Path(path).parent
-        if path != ":memory:" and without_room(folder):  # SQLite says "disk I/O error"
-            raise StoreError(
-                "cannot open the embedded store %s: the folder %s is full (%s): make room there"
-                % (uri, folder, exc)
-            ) from None
-        raise StoreError("cannot open the embedded store %s: %s" % (uri, exc)) from None
+        raise StoreError(cannot_open_line(uri, path, exc)) from None
+    return store
 
 
 def _couch(uri: str) -> Store:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import functools
 import hashlib
 import json
@@ -28,6 +29,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from votersdaily.json_encoder import ReusableJsonEncoder
 from votersdaily.locations import embedded_path
+from votersdaily.plumbing.full_disk import without_room
 from votersdaily.schema import SURROGATE_RE
 
 from .base import Row, StoreError, StoreUnavailable, body_json_of, write_check_text
@@ -381,9 +383,23 @@ def _close_open_stores() -> None:
             continue
         if store._lock.acquire(timeout=5):  # a daemon thread stuck inside a call keeps it
             try:
-                store._conn.close()
+                if store._connection is not None:
+                    store._connection.close()
             finally:
                 store._lock.release()
+
+
+def cannot_open_line(uri: str, path: str, exc: BaseException) -> str:
+    """What a person is told of an embedded store that cannot be opened: the folder named when its
+    disk is full (SQLite then says only "disk I/O error": it cannot make its ``-wal`` file)."""
+    folder = Path(path).parent
+    if path != ":memory:" and without_room(folder):
+        return "cannot open the embedded store %s: the folder %s is full (%s): make room there" % (
+            uri,
+            folder,
+            exc,
+        )
+    return "cannot open the embedded store %s: %s" % (uri, exc)
 
 
 class EmbeddedStore:
@@ -395,32 +411,68 @@ class EmbeddedStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA page_size=%d" % PAGE_SIZE)  # a new file only; no-op otherwise
+        self._connection: sqlite3.Connection | None = None
+        self._has_rev_index = False
+        self._opened_by = os.getpid()
+        # Opened now; a file SQLite cannot open for now (its disk full, so no -wal file; locked too
+        # long) is asked again at each call, which says StoreUnavailable until it opens, as a CouchDB
+        # that does not answer: the writers spool, a worker waits, a run stops in one line.
+        with contextlib.suppress(StoreUnavailable):
+            self._open()
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection, opened at the first call that finds it is not (:meth:`_open`)."""
+        return self._connection or self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._connection is not None:
+                return self._connection
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            try:
+                self._set_up(conn)
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                raise StoreUnavailable(cannot_open_line(self.display_uri, self.path, exc)) from exc
+            except BaseException:
+                conn.close()
+                raise
+            self._connection = conn
+            _OPEN.add(self)
+            return conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA page_size=%d" % PAGE_SIZE)  # a new file only; no-op otherwise
         # Durability: in WAL mode with synchronous=NORMAL a committed batch survives a crash of the
         # process (the log is written before COMMIT returns) and the file is never corrupted, but
         # the last batches before a power loss or an OS crash may be rolled back (the log is synced
         # at checkpoints, not at every commit): the spool and the next run's re-crawl cover that.
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.executescript(SCHEMA)
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(view_rows)")}
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.executescript(SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(view_rows)")}
         if "value" not in columns:
-            self._conn.execute(VALUE_COLUMN)
-        self._rev_index = self._make_rev_index()
-        self._opened_by = os.getpid()
-        _OPEN.add(self)
+            conn.execute(VALUE_COLUMN)
+        self._has_rev_index = self._make_rev_index(conn)
 
-    def _make_rev_index(self) -> bool:
+    @property
+    def _rev_index(self) -> bool:
+        """Whether the file has :data:`REV_INDEX` (known once it is open: opened here)."""
+        if self._connection is None:
+            self._open()
+        return self._has_rev_index
+
+    def _make_rev_index(self, conn: sqlite3.Connection) -> bool:
         """Whether the file has :data:`REV_INDEX` (made now if it can be: a file of an earlier
         version gets it once, in about a second per 200,000 documents)."""
         try:
-            self._conn.execute(REV_INDEX_SQL)
+            conn.execute(REV_INDEX_SQL)
         except sqlite3.OperationalError as exc:  # full, read-only, locked too long: read without it
             logger.info("embedded store %s: reads revisions without their index (%s)", self.display_uri, exc)
         return (
-            self._conn.execute(
+            conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (REV_INDEX,)
             ).fetchone()
             is not None
@@ -956,5 +1008,6 @@ class EmbeddedStore:
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._connection is not None:
+                self._connection.close()
         _OPEN.discard(self)
