@@ -64,5 +64,9 @@ REDIS_URL_FORM = Matches(
 )
 
 #: What the data home takes: an absolute folder (``~`` for the user's home): a relative one would be
-#: another folder from every working folder, and every relative location under it.
-ABSOLUTE_FOLDER = Matches(r"\s*(?:/|~).*", "an absolute folder (/srv/votersdaily, ~/votersdaily)")
+#: another folder from every working folder, and every relative location under it. Its name is
+#: text (UTF-8): a byte that is not (read from the environment as a lone surrogate) cannot be
+#: written in a run log or a spool file's name, and the run died of it after it began.
+ABSOLUTE_FOLDER = Matches(
+    r"\s*(?:/|~)[^\ud800-\udfff]*", "an absolute folder named in UTF-8 (/srv/votersdaily, ~/votersdaily)"
+)

@@ -98,7 +98,7 @@ class Rule:
             return False
         if self.kind is int and isinstance(value, float) and not value.is_integer():
             return False
-        if math.isnan(number):
+        if not math.isfinite(number):  # nan, inf, 1e400: no timer, delay or size takes them
             return False
         if self.minimum is not None and number < self.minimum:
             return False

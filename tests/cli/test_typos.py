@@ -242,6 +242,28 @@ def test_every_typed_setting_refuses_a_value_its_readers_cannot_use(name):
     assert str(refused.value) == "setting %s takes %s, not %r" % (name, TYPED[name].describe(), value)
 
 
+NUMBERS = sorted(name for name, rule in all_rules().items() if rule.kind in (int, float))
+
+
+@pytest.mark.parametrize("value", ["inf", "-Infinity", "1e400", "nan"])
+def test_no_number_setting_takes_a_number_that_is_not_finite(value):
+    """``-s LAUNDROMAT_CONTEXT_TIMEOUT=inf`` passed (only NaN was refused): the watchdog timer of
+    every remote context fetch then died of ``OverflowError`` in a thread, every JSON-LD document
+    with a remote context was failed, and the run exited 0; ``LAUNDROMAT_DEFAULT_INTERVAL=inf`` made
+    the run store no seed at all (audit, 2026-11-29). Every number setting, the project's and
+    Scrapy's, now refuses it before the run."""
+    settings = get_project_settings()
+    accepted = []
+    for name in NUMBERS:
+        try:
+            assign(settings, name, value)
+        except BadSettingValue:
+            continue
+        accepted.append(name)
+    assert accepted == []
+    assert "LAUNDROMAT_CONTEXT_TIMEOUT" in NUMBERS and "DOWNLOAD_TIMEOUT" in NUMBERS
+
+
 def test_every_setting_read_as_a_number_is_declared_as_one():
     """A setting the code reads with getfloat must take a fraction, one read with getint a whole
     number, getbool True/False: the rules agree with every reader in the package."""
@@ -582,11 +604,14 @@ def test_site_build_takes_its_settings_from_the_environment(cli_main, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("given", ["data", "/srv/h\udcff"], ids=["relative", "not-utf-8"])
 @pytest.mark.parametrize("command", ["votersdaily crawl", "scrapy crawl", "votersdaily where"])
-def test_a_relative_data_home_is_refused(tmp_path, command):
+def test_a_relative_data_home_is_refused(tmp_path, command, given):
     """``VOTERSDAILY_HOME=data`` was under the working folder: each folder a command ran from had a
-    data home of its own (a store, a spool, an archive), each said absolute. It is refused, one
-    line, exit 2, nothing written in the working folder."""
+    data home of its own (a store, a spool, an archive), each said absolute. A folder whose name
+    holds a byte that is no UTF-8 (``$'/srv/h\\xff'``) made ``scrapy crawl`` die of
+    ``UnicodeEncodeError`` in a traceback after it made the store, exit 1 (audit, 2026-11-29). Each is
+    refused, one line, exit 2, nothing written in the working folder."""
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     base = {
@@ -595,11 +620,11 @@ def test_a_relative_data_home_is_refused(tmp_path, command):
         "votersdaily where": ["-m", "votersdaily", "where"],
     }[command]
     proc = run_cli(
-        [sys.executable, *base], "sqlite:///votersdaily.db", cwd=folder, env={"VOTERSDAILY_HOME": "data"}
+        [sys.executable, *base], "sqlite:///votersdaily.db", cwd=folder, env={"VOTERSDAILY_HOME": given}
     )
     assert one_line(proc) == (
-        "%s: environment variable VOTERSDAILY_HOME takes an absolute folder (/srv/votersdaily, "
-        "~/votersdaily) (or None), not 'data'" % command
+        "%s: environment variable VOTERSDAILY_HOME takes an absolute folder named in UTF-8 "
+        "(/srv/votersdaily, ~/votersdaily) (or None), not %r" % (command, given)
     )
     assert list(folder.iterdir()) == []
 

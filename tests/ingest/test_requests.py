@@ -93,3 +93,50 @@ def test_requests_files_report_each_bad_line_and_keep_reading(tmp_path):
     errors = [str(value) for _, value in found[1:4]]
     assert errors[0] == "line is longer than %d bytes" % MAX_LINE_BYTES
     assert errors[1].startswith("line is not UTF-8") and errors[2].startswith("line is not JSON")
+
+
+def test_a_line_holding_a_number_no_json_holds_is_a_bad_line(tmp_path):
+    """``NaN``, ``Infinity`` and ``1e400`` (read as infinite): Python's json takes them, no store
+    holds them. Before, ``ingest enqueue`` queued the line, the store refused it, and the command
+    said ``(0 bad)`` with exit 1 and no line naming it (audit, 2026-11-29). Now each such line is a
+    bad line naming what is wrong; the lines around it are read. (Variants of a good request.)"""
+    good = {"base_url": URL, "ingest_type": "html"}
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                json.dumps(dict(good, edit_extra={"score": float("nan")})),
+                json.dumps(dict(good, edit_extra={"score": -float("inf")})),
+                json.dumps(good).replace("}", ', "edit_extra": {"score": 1e400}}'),
+                json.dumps(good),
+            ]
+        )
+    )
+    found = [value for _, value in iter_jsonl(path)]
+    assert found[0] == found[-1] == good
+    assert [str(value) for value in found[1:4]] == [
+        "line is not JSON: NaN is no JSON number",
+        "line is not JSON: -Infinity is no JSON number",
+        "line is not JSON: '1e400' is too large for a JSON number a store holds",
+    ]
+
+
+@pytest.mark.timeout(60)  # before, each read below never ended
+def test_a_device_named_as_an_input_file_is_refused_not_read_for_ever(sqlite_uri):
+    """``-a requests=/dev/zero`` (or ``ingest enqueue /dev/zero``, ``-a seedlist=/dev/zero``): a
+    device that never ends and has no line end. Before, the run read it line by line for good, deaf to
+    SIGTERM and Ctrl-C (audit, 2026-11-29). Now a device or a socket is refused as no file of lines:
+    before the run for a spider argument, at once (exit 2) for a command."""
+    from tests.support.cli_main import run_main
+    from votersdaily.plumbing.inputs import BadSpiderArgument, NotAFileOfLines, bounded_lines, input_file
+
+    with pytest.raises(NotAFileOfLines):
+        list(bounded_lines("/dev/zero", MAX_LINE_BYTES))
+    with pytest.raises(BadSpiderArgument, match="/dev/zero is a device or a socket, not a file"):
+        input_file("ingest", "requests", "/dev/zero")
+    proc = run_main("ingest", "enqueue", "/dev/zero", store_uri=sqlite_uri)
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "votersdaily ingest: cannot read /dev/zero: it is a device or a socket, not a file of lines\n",
+    )

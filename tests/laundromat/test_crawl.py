@@ -363,3 +363,53 @@ def test_a_run_registers_at_most_its_limit_of_found_seeds(crawl, site, sqlite_ur
     assert "the run has registered LAUNDROMAT_MAX_FOUND_SEEDS (3) new seeds from crawled content" in said
     (log,) = run_logs(sqlite_uri)
     assert (log["result"], log["not_followed"]) == ("success", {"seed_limit": 5})
+
+
+def test_a_sitemap_priority_that_is_no_number_json_holds_loses_no_seed(crawl, site, store_uri, tmp_path):
+    """``<priority>NaN</priority>`` or ``inf`` (Python's ``float`` reads both): the seeds' records
+    held a number JSON cannot hold, the store refused them, and the run went on without a word, its
+    files downloaded and cleaned, the seeds lost from the seed list (audit, 2026-11-29). A priority
+    that is no finite number is none, as one that is no number at all. (The sitemap is generated,
+    in the sitemaps.org schema, with the test site's dumps.)"""
+    urls = sitedata.mount(site)
+    priorities = {"a": "NaN", "b": "0.5", "c": "inf"}
+    sitemap = site.route(
+        "/priorities.xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</urlset>'
+        % "".join(
+            "<url><loc>%s</loc><priority>%s</priority></url>" % (urls[name], priority)
+            for name, priority in priorities.items()
+        ),
+        content_type="application/xml",
+    )
+
+    run = ok(crawl("laundromat", [sitemap], store_uri, "-s", "LAUNDROMAT_OUTPUT_DIR=%s" % (tmp_path / "out")))
+
+    assert "not stored" not in run.stderr, run.stderr[-3000:]
+    docs = records(store_uri)
+    seeds = {d["uri"]: d for d in docs.values() if "uri" in d and "parent" not in d}
+    assert {urls[name]: seeds[urls[name]].get("priority") for name in priorities} == {
+        urls["a"]: None,
+        urls["b"]: 0.5,
+        urls["c"]: None,
+    }
+
+
+def test_a_seed_record_the_store_refuses_is_said_and_the_others_are_stored(sqlite_uri):
+    """The seed list never drops a record unsaid: a record the store refuses (here a derived one
+    holding a NaN, which no JSON holds) raises :class:`RecordNotStored` naming it and why, and the
+    other records of the same write are stored."""
+    from votersdaily.laundromat.seedlist import RecordNotStored, SeedList
+    from votersdaily.laundromat.seeds import new_seed
+
+    store = open_store(sqlite_uri)
+    try:
+        seeds = SeedList(store)
+        seeds.open()
+        good, bad = new_seed("http://example.org/good.nt"), new_seed("http://example.org/bad.nt")
+        with pytest.raises(RecordNotStored) as refused:
+            seeds.put(good, dict(bad, priority=float("nan")))
+        assert list(refused.value.failed) == [bad["_id"]] and bad["_id"] in str(refused.value)
+        assert seeds.get(good["_id"]) is not None and seeds.get(bad["_id"]) is None
+    finally:
+        store.close()

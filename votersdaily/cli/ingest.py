@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from votersdaily.ingest import ingest_requests as R
 from votersdaily.ingest.match import load_catalog_jsonl
 from votersdaily.plumbing.environment import project_settings
+from votersdaily.plumbing.inputs import NotAFileOfLines
 from votersdaily.setting_rules import typo_of
 from votersdaily.store.check import checked_store
 from votersdaily.store.upsert import upsert
@@ -55,8 +56,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def input_status(exc: OSError) -> int:
-    """An input file that is not there is a usage error (2); one that cannot be read, a failure (1)."""
-    return EXIT_USAGE if isinstance(exc, (FileNotFoundError, IsADirectoryError)) else EXIT_FAILED
+    """An input file that is not there (or a folder, a device) is a usage error (2); one that cannot
+    be read, a failure (1)."""
+    return (
+        EXIT_USAGE
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotAFileOfLines))
+        else EXIT_FAILED
+    )
 
 
 def ingest_database(given: str | None, setting: str, what: str) -> str:
@@ -138,16 +144,18 @@ def enqueue_requests(args: argparse.Namespace) -> int:
         store.close()
     for error in errors:
         say(error)
+    for doc_id, reason in result.failed.items():  # the store refused it: not queued, said
+        say("request %s not queued: the store refused it (%s)" % (doc_id, reason))
     print(
         "queued %d ingest requests in %s of %s: new=%d updated=%d unchanged=%d (%d bad)"
         % (
-            len(docs),
+            len(docs) - len(result.failed),
             db,
             store.display_uri,
             len(result.inserted),
             len(result.updated),
             len(result.unchanged),
-            len(errors),
+            len(errors) + len(result.failed),
         )
     )
     return 1 if errors or result.failed else 0

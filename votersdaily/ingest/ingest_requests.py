@@ -18,6 +18,7 @@ from votersdaily.plumbing.inputs import (
     checked_url,
     input_file,
     shown,
+    strict_json,
 )
 
 from .urls import over_length_limit
@@ -176,8 +177,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Excepti
             yield where, IngestRequestError(str(line))
         elif line.strip():
             try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
+                yield where, strict_json(line)
+            except ValueError as exc:  # JSONDecodeError, or NaN and the like (strict_json)
                 yield where, IngestRequestError("line is not JSON: %s" % exc)
 
 

@@ -16,6 +16,15 @@ from votersdaily.store.upsert import UpsertResult, upsert
 from . import DB, states
 
 
+class RecordNotStored(Exception):
+    """The store refused records of the seed list (``failed``: id → its reason: a value JSON cannot
+    hold, a document too large): said where it happens, never a seed dropped unsaid."""
+
+    def __init__(self, failed: dict[str, str]) -> None:
+        super().__init__("; ".join("%s: %s" % item for item in failed.items()))
+        self.failed = failed
+
+
 class SeedList:
     def __init__(self, store: Store, db: str = DB) -> None:
         self.store = store
@@ -37,10 +46,14 @@ class SeedList:
         return doc
 
     def put(self, *docs: dict[str, Any]) -> UpsertResult:
-        """Write ``docs`` (whole records, keyed by ``_id``)."""
+        """Write ``docs`` (whole records, keyed by ``_id``); :class:`RecordNotStored` when the store
+        refuses one (the others are written)."""
         clean = [{k: v for k, v in doc.items() if k != "_rev"} for doc in docs]
         with self._lock:
-            return upsert(self.store, self.db, clean)
+            result = upsert(self.store, self.db, clean)
+        if result.failed:
+            raise RecordNotStored(result.failed)
+        return result
 
     def register(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Add a new seed unless one with its key exists; (the stored record, whether it is new)."""

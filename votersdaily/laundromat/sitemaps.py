@@ -7,6 +7,7 @@ Parsed with a safe XML parser (no DTD, no entity expansion, no network); at most
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass, field
 
@@ -100,6 +101,8 @@ def _url(element: etree._Element) -> SitemapUrl | None:
     try:
         prio = float(priority) if priority is not None else None
     except ValueError:
+        prio = None
+    if prio is not None and not math.isfinite(prio):  # NaN, inf: no priority (and no JSON number)
         prio = None
     return SitemapUrl(
         loc=loc,

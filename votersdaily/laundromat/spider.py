@@ -36,7 +36,7 @@ from votersdaily.requestmeta import START_META
 from votersdaily.store import store_uri
 from votersdaily.store.base import StoreError
 from votersdaily.store.check import unavailable_line
-from votersdaily.store.crawler import count_writes, stop_for_store, store_for
+from votersdaily.store.crawler import count_writes, note_not_stored, stop_for_store, store_for
 from votersdaily.store.upsert import UpsertResult
 
 from . import native, states
@@ -47,7 +47,7 @@ from .download_records import body_excerpt, download_key, failed_hop, hop
 from .fetching import OPERATOR_META, STREAM_META
 from .links import BAD_URL, FoundLinks
 from .processor import OutputFolderFull, Processor, describe, full_disk
-from .seedlist import SeedList
+from .seedlist import RecordNotStored, SeedList
 from .seeds import (
     SeedListUnreadable,
     checked_seed,
@@ -254,7 +254,9 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
         given = self._checked_seeds(await self._db(self._given_seeds))
         for uri in given:
             doc, created = await self.register(uri, given=True)
-            if not created and not doc.get("given"):  # found in crawled data first, now the operator's
+            if (
+                doc is not None and not created and not doc.get("given")
+            ):  # found in crawled data first, now the operator's
                 await self._db(self.seeds.put, dict(doc, given=True))
         records = await self._db(lambda: list(self.seeds.all()))
         for doc in records:
@@ -391,9 +393,18 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
                 given.append(seed)
         return given
 
-    async def register(self, uri: str, **extra: Any) -> tuple[dict[str, Any], bool]:
+    async def register(self, uri: str, **extra: Any) -> tuple[dict[str, Any] | None, bool]:
+        """The seed of ``uri`` (registered unless it is known) and whether it is new; (None, False)
+        when the store refused its record: said in one line, counted among the run's failed
+        writes (the run log names it), the other seeds go on."""
         extra.setdefault("interval", self.default_interval)
-        doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
+        try:
+            doc, created = await self._db(self.seeds.register, new_seed(uri, **extra))
+        except RecordNotStored as exc:
+            self.logger.error("seed %s not stored: the store refused its record (%s)", uri, exc)
+            note_not_stored(self.crawler, exc.failed)
+            count_writes(self.crawler, self.seeds.db, {"failed": len(exc.failed)})
+            return None, False
         if created:
             count_writes(self.crawler, self.seeds.db, {"inserted": 1})
         return doc, created
@@ -416,7 +427,7 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             return known, False
         doc, created = await self.register(uri, found_in=record["_id"], **extra)
         self.links.found += created
-        return doc, created and is_due(doc)
+        return doc, created and doc is not None and is_due(doc)
 
     async def _sitemap_depth(self, record: dict[str, Any]) -> int:
         """How many sitemaps led to the seed ``record`` was downloaded for (0: an operator's seed)."""

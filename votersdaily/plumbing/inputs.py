@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
+import math
 import os
 import re
 import stat
@@ -29,10 +31,23 @@ class BadLine(ValueError):
     """A line of an input file that cannot be read: longer than the bound, or not UTF-8."""
 
 
+class NotAFileOfLines(OSError):
+    """An input named by a path that is a device or a socket, not a file (``/dev/zero`` never ends
+    and has no line end: read line by line it held the process for good, deaf to Ctrl-C)."""
+
+
+def readable_kind(mode: int) -> bool:
+    """Whether a file of this ``st_mode`` is one lines are read from: a regular file or a pipe."""
+    return stat.S_ISREG(mode) or stat.S_ISFIFO(mode)
+
+
 def bounded_lines(path: str | Path, max_bytes: int) -> Iterator[tuple[int, str | BadLine]]:
     """``(line number, text without its line end)`` for every line of ``path``, or a :class:`BadLine`
-    for one longer than ``max_bytes`` (skipped without being held whole) or not UTF-8."""
+    for one longer than ``max_bytes`` (skipped without being held whole) or not UTF-8;
+    :class:`NotAFileOfLines` for a device or a socket."""
     with open(path, "rb") as handle:
+        if not readable_kind(os.fstat(handle.fileno()).st_mode):
+            raise NotAFileOfLines("it is a device or a socket, not a file of lines")
         lineno = 0
         while line := handle.readline(max_bytes + 1):
             lineno += 1
@@ -72,6 +87,24 @@ def checked_inputs(
             yield where, check(value)
         except ValueError as exc:
             yield where, exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is no JSON number" % name)
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError("%s is too large for a JSON number a store holds" % shown(text, 40))
+    return number
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` of a line of an operator's file, without what Python's json takes beyond JSON:
+    ``NaN``, ``Infinity`` and numbers too large for a float (read as infinite), which no store holds
+    (a line holding one is a bad line, not a request the store refuses after the run took it)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
 def shown(value: str, chars: int = 80) -> str:
@@ -217,6 +250,8 @@ def input_file(spider: str, argument: str, value: str) -> Path:
     else:
         if stat.S_ISDIR(mode):
             problem = "is a folder, not a file"
+        elif not readable_kind(mode):
+            problem = "is a device or a socket, not a file"
         elif stat.S_ISREG(mode):
             try:
                 open(path, "rb").close()
