@@ -39,6 +39,11 @@ INGEST_SETTINGS = (
     "INGEST_ALLOW_PRIVATE=True",
     "INGEST_ALLOWED_HOSTS=127.0.0.1",
     "INGEST_EXTRACT_PROCESSES=1",
+    # Not niced: the one extraction process's first page of the set costs 4 s of CPU (dateparser
+    # compiles every locale's expressions once a process), and at nice 10 under a loaded CI machine
+    # that took past a test's 3 minutes with every other document queued behind it (CI, 2026-11-29).
+    # These tests are of the queue, not of the niceness (tests/ingest/test_extract_pool.py has it).
+    "INGEST_EXTRACT_NICE=0",
 )
 
 
@@ -208,7 +213,9 @@ def show_stacks(crawl: subprocess.Popen, wait: float = 5) -> None:
     """SIGABRT to a hung crawl process and its descendants, started with ``PYTHONFAULTHANDLER``:
     each writes every thread's stack to its standard error before it ends (the C handler writes
     even when the thread is blocked in a system call)."""
-    for process in (*descendants(crawl.pid), crawl.pid):
+    # Deepest first: an extraction process dies (PR_SET_PDEATHSIG) as soon as its fork server has
+    # written its stack and ended, before a starved (niced) one has written its own.
+    for process in (*reversed(descendants(crawl.pid)), crawl.pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(process, signal.SIGABRT)
     with contextlib.suppress(subprocess.TimeoutExpired):
