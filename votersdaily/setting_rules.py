@@ -19,6 +19,7 @@ import difflib
 import json
 import math
 import os
+import re
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -40,6 +41,10 @@ class BadSettingValue(ValueError):
 TRUE_FALSE = ("True", "False", "true", "false", "1", "0")
 
 
+#: A lone surrogate: how Python reads a byte that is no UTF-8 from the environment or a command line.
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
+
+
 @dataclass(frozen=True)
 class Rule:
     """What one setting takes."""
@@ -56,7 +61,7 @@ class Rule:
             int: "a whole number",
             float: "a number",
             bool: "True or False",
-            str: "text",
+            str: "text (UTF-8)",
             list: "a list (comma-separated)",
             dict: "a JSON object",
         }[self.kind]
@@ -80,6 +85,8 @@ class Rule:
         if self.kind in (int, float):
             return self._accepts_number(value)
         if self.kind is str:  # any text (a path, a URL); a choice must be one of its choices
+            if isinstance(value, str) and _NOT_UTF8.search(value):
+                return False  # a byte that is no UTF-8, read from the environment: no run log holds it
             if self.matches is not None and not (isinstance(value, str) and self.matches(value)):
                 return False
             return not self.choices or value in self.choices

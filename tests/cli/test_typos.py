@@ -242,6 +242,26 @@ def test_every_typed_setting_refuses_a_value_its_readers_cannot_use(name):
     assert str(refused.value) == "setting %s takes %s, not %r" % (name, TYPED[name].describe(), value)
 
 
+TEXTS = sorted(name for name, rule in all_rules().items() if rule.kind is str)
+
+
+def test_no_text_setting_takes_a_byte_that_is_no_utf_8():
+    """``VOTERSDAILY_SPOOL_DIR=$'/srv/spool\\xff'`` (Python reads the byte as a lone surrogate): a
+    folder or a URL named so cannot be written in a run log or a spool file, and the run died of
+    ``UnicodeEncodeError`` after it began (the data home's case, audit, 2026-11-29). Every text
+    setting, the project's and Scrapy's, now refuses it before the run."""
+    settings = get_project_settings()
+    accepted = []
+    for name in TEXTS:
+        try:
+            assign(settings, name, "/srv/votersdaily/h\udcff")
+        except BadSettingValue:
+            continue
+        accepted.append(name)
+    assert accepted == []
+    assert {"VOTERSDAILY_SPOOL_DIR", "LAUNDROMAT_OUTPUT_DIR", "USER_AGENT"} <= set(TEXTS)
+
+
 NUMBERS = sorted(name for name, rule in all_rules().items() if rule.kind in (int, float))
 
 
