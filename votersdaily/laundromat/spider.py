@@ -425,8 +425,16 @@ class LaundromatSpider(ProjectSettingsMixin, scrapy.Spider):
             if known is None:
                 self.links.over_limit(uri, where)
             return known, False
-        doc, created = await self.register(uri, found_in=record["_id"], **extra)
-        self.links.found += created
+        # The slot is taken before the store is asked, and given back unless a seed was made: two
+        # sitemaps read at once both found a slot left, and both took it (CI, 2026-11-29: a fourth
+        # seed past LAUNDROMAT_MAX_FOUND_SEEDS=3).
+        self.links.found += 1
+        created = False
+        try:
+            doc, created = await self.register(uri, found_in=record["_id"], **extra)
+        finally:
+            if not created:
+                self.links.found -= 1
         return doc, created and doc is not None and is_due(doc)
 
     async def _sitemap_depth(self, record: dict[str, Any]) -> int:
