@@ -566,3 +566,102 @@ def test_remembered_host_encodings_are_what_the_handlers_function_answers(monkey
     assert [endpoints.HostnameEndpoint._hostAsBytesAndText(host)[:2] for host in HOST_NAMES[:6]] == [
         (False, encoded) for encoded in expected[:6]
     ]
+
+
+class StartReader(scrapy.Spider):
+    """Yields ``/0`` … ``/n-1`` from ``start()``, an item after ``/5`` (when there is one), then, with ``fail``, raises;
+    keeps the order in which the engine scheduled its requests and the downloader got them."""
+
+    name = "scrapy_internals_start_reader"
+    custom_settings = {
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "CONCURRENT_REQUESTS": 5,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 5,
+    }
+
+    def __init__(self, base: str, n: int, fail: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.base, self.n, self.fail = base, n, fail
+        self.events: list[str] = []
+        self.items: list[Any] = []
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(spider.reached, signal=signals.request_reached_downloader)
+        crawler.signals.connect(spider.scraped, signal=signals.item_scraped)
+        return spider
+
+    def scheduled(self, request: Request, spider: scrapy.Spider) -> None:
+        self.events.append("s" + request.url.rsplit("/", 1)[1])
+
+    def reached(self, request: Request, spider: scrapy.Spider) -> None:
+        self.events.append("r" + request.url.rsplit("/", 1)[1])
+
+    def scraped(self, item: Any, spider: scrapy.Spider, **kwargs: Any) -> None:
+        self.items.append(item)
+
+    async def start(self):
+        for i in range(self.n):
+            yield Request("%s/%d" % (self.base, i), callback=self.parse)
+            if i == 5:
+                yield {"after": 5}
+        if self.fail:
+            raise ValueError("the rest of the input is unreadable")
+
+    def parse(self, response: TextResponse):
+        return []
+
+
+def _read_start(n: int, middlewares: dict[str, int], fail: bool = False) -> tuple[Any, StartReader]:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.support.services import LocalSite
+
+    site = LocalSite().start()
+    try:
+        for i in range(n):
+            site.route("/%d" % i, b"%d" % i, content_type="text/plain")
+        runner = CrawlerRunner(
+            {
+                "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+                "SPIDER_MIDDLEWARES": middlewares,
+            }
+        )
+        crawler = runner.create_crawler(StartReader)
+        session_reactor().call(lambda: runner.crawl(crawler, base=site.url, n=n, fail=fail), 120)
+    finally:
+        site.stop()
+    return crawler, crawler.spider
+
+
+START_BATCHES = {"votersdaily.plumbing.start_batches.StartBatches": -1}
+
+
+def test_start_requests_fill_the_downloaders_free_places_at_once_and_keep_their_order():
+    """``schedule`` (``engine.crawl``) as ``StartBatches`` uses it: the first five requests (the
+    downloader's CONCURRENT_REQUESTS, all free) are scheduled before the downloader gets the first,
+    in ``start()``'s order. Scrapy alone schedules one a turn (``s0 r0 s1 …``), which the crawl
+    without the middleware shows."""
+    crawler, spider = _read_start(12, START_BATCHES)
+    assert spider.events[:5] == ["s0", "s1", "s2", "s3", "s4"]
+    scheduled = [e for e in spider.events if e.startswith("s")]
+    assert scheduled == ["s%d" % i for i in range(12)]
+    assert sorted(e for e in spider.events if e.startswith("r")) == sorted("r%d" % i for i in range(12))
+    assert spider.items == [{"after": 5}]
+    assert crawler.stats.get_value("response_received_count") == 12
+    assert crawler.stats.get_value("finish_reason") == "finished"
+
+    _, alone = _read_start(12, {})
+    assert alone.events[:3] == ["s0", "r0", "s1"]
+
+
+def test_a_start_that_raises_still_has_what_it_yielded_before_fetched():
+    crawler, spider = _read_start(4, START_BATCHES, fail=True)
+    assert spider.events[:4] == ["s0", "s1", "s2", "s3"]  # all in one batch, then start() raised
+    assert crawler.stats.get_value("response_received_count") == 4
+    assert spider.items == []
+    assert crawler.stats.get_value("spider_exceptions/ValueError") == 1

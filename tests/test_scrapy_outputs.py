@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.support.tmpfs import fill, small_tmpfs
+from tests.support.tmpfs import assert_a_full_job_folder_stopped_the_start, fill, small_tmpfs
 from votersdaily.scrapy_outputs import GuardedLogFile, output_problems
 from votersdaily.spiders.house_votes import HouseVotesSpider
 from votersdaily.store import open_store
@@ -242,19 +242,7 @@ def test_a_full_job_folder_fails_the_run_naming_the_folder(crawl, sqlite_uri, tm
         fill(folder)
         proc = crawl("house_votes", URLS, sqlite_uri, "-s", "JOBDIR=%s" % folder, subprocess=True)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    said = [line for line in proc.stderr.splitlines() if "start requests failed" in line]
-    assert len(said) == 1 and said[0].endswith(
-        "ERROR: house_votes: its start requests failed: the job folder (JOBDIR) %s is full (No space left "
-        "on device): its requests could not be queued there, and the run stopped; make room and run it "
-        "again" % folder
-    )
-    store = open_store(sqlite_uri)
-    try:
-        (log,) = store.iter_docs("vd_log")
-    finally:
-        store.close()
-    assert log["result"] == "OutputFolderFull" and "interrupted" not in log
-    assert log["errors"][0]["where"] == "start" and str(folder) in log["errors"][0]["message"]
+    assert_a_full_job_folder_stopped_the_start(proc.stderr, "house_votes", folder, sqlite_uri)
 
 
 def test_a_job_folder_that_is_a_file_is_refused_before_the_crawl(crawl, tmp_path):

@@ -156,6 +156,18 @@ def slot_load(crawler: Crawler, key: str) -> Load | None:
     return None if slot is None else Load(len(slot.active), int(slot.concurrency))
 
 
+def schedule(crawler: Crawler, request: Request) -> bool:
+    """Hand ``request`` to the scheduler as the engine hands a request the spider's ``start()``
+    yielded (``engine.crawl``: the ``request_scheduled`` signal, the scheduler, the engine's next
+    turn); False, and nothing done, once the spider is closed (the engine drops such a request too).
+    Checked on Scrapy 2.18.0 and 2.19.0."""
+    engine = _engine(crawler)
+    if engine.spider is None:
+        return False
+    engine.crawl(request)
+    return True
+
+
 # -- the engine's state ---------------------------------------------------------------------------
 
 

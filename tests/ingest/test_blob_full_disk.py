@@ -1,4 +1,4 @@
-"""A full disk under the ingest's blob folder and TEI feed (a real small tmpfs, root only, skipped
+"""A full disk under the ingest's blob folder, TEI feed and job folder (a real small tmpfs, root only, skipped
 otherwise): every result and file row is stored, the TEI that did not fit is marked not kept
 (``has_teixml: false``), the folder is said once and the run fails with ``OutputFolderFull``, and no
 half-written blob or cut feed line is left behind. The documents are the local site's
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.support.tmpfs import fill, small_tmpfs
+from tests.support.tmpfs import assert_a_full_job_folder_stopped_the_start, fill, small_tmpfs
 from votersdaily.ingest.blobs import JsonLinesFeed
 from votersdaily.ingest.filetable import sha1_b32, table_name
 from votersdaily.store import open_store
@@ -88,3 +88,22 @@ def test_a_feed_line_the_disk_cannot_take_whole_is_not_written_at_all(tmp_path):
         feed.publish({"key": "after", "tei_xml": "<TEI/>"})
         keys = [json.loads(line)["key"] for line in (folder / "feed.jsonl").read_text().splitlines()]
     assert keys == [*range(published), "after"]
+
+
+def test_a_full_job_folder_fails_the_ingests_start_naming_the_folder(
+    crawl, sqlite_uri, ingest_site, tmp_path
+):
+    """``JOBDIR`` on a full disk under the ingest, whose start requests go to the scheduler several at
+    a time (votersdaily/plumbing/start_batches.py): the scheduler's refusal reaches the engine as it
+    does for one request a turn, so the run stops before fetching, said once with the folder, and
+    the run log says ``OutputFolderFull`` (not ``interrupted``, nor a failure to read the input)."""
+    requests = write_requests(
+        tmp_path / "r.jsonl",
+        [{"base_url": ingest_site.url + "/start", "ingest_type": "pdf"} for _ in range(3)],
+    )
+    with small_tmpfs(tmp_path / "job", size="64k") as folder:
+        fill(folder)
+        proc = run_ingest(crawl, sqlite_uri, requests, tmp_path, "JOBDIR=%s" % folder, status=1)
+    assert_a_full_job_folder_stopped_the_start(proc.stderr, "ingest", folder, sqlite_uri)
+    assert "Traceback" not in proc.stderr
+    assert read_results(sqlite_uri) == {}

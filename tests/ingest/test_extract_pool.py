@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from scrapy.statscollectors import MemoryStatsCollector
 
-from votersdaily.ingest.workers import ExtractionCrashed, ExtractPool
+from votersdaily.ingest.workers import CALLS_PER_PROCESS, ExtractionCrashed, ExtractPool
 
 
 def killed_by_oom(marker: str) -> int:
@@ -537,7 +537,7 @@ def test_a_call_cancelled_while_it_waits_is_never_run(tmp_path):
     try:
 
         async def scenario() -> None:
-            busy = [asyncio.ensure_future(pool.run(slow_pid, 0.3)) for _ in range(2)]  # its room, full
+            busy = [asyncio.ensure_future(pool.run(slow_pid, 0.3)) for _ in range(CALLS_PER_PROCESS)]  # full
             waiting = asyncio.ensure_future(pool.run(started_then_slow, str(marker), 0))
             await asyncio.sleep(0.05)
             waiting.cancel()

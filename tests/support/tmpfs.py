@@ -110,3 +110,25 @@ def moved(path: Path | str) -> str:
     """``path`` (under the test process's temporary folder) as a command run
     :func:`within_full_filesystems` covering that folder reaches it."""
     return str(Path(MOVED_TMP) / Path(path).relative_to(tempfile.gettempdir()))
+
+
+def assert_a_full_job_folder_stopped_the_start(
+    stderr: str, spider: str, folder: Path, store_uri: str
+) -> None:
+    """What a crawl whose ``JOBDIR`` is on a full disk says: one line naming the folder, and a run
+    log whose result is ``OutputFolderFull`` with the start's error (not ``interrupted``)."""
+    from votersdaily.store import open_store
+
+    said = [line for line in stderr.splitlines() if "start requests failed" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "ERROR: %s: its start requests failed: the job folder (JOBDIR) %s is full (No space left "
+        "on device): its requests could not be queued there, and the run stopped; make room and run it "
+        "again" % (spider, folder)
+    ), stderr[-3000:]
+    store = open_store(store_uri)
+    try:
+        (log,) = store.iter_docs("vd_log")
+    finally:
+        store.close()
+    assert log["result"] == "OutputFolderFull" and "interrupted" not in log
+    assert log["errors"][0]["where"] == "start" and str(folder) in log["errors"][0]["message"]

@@ -102,8 +102,12 @@ class IngestSpider(ProjectSettingsMixin, scrapy.Spider):
             "votersdaily.plumbing.ssrf.SsrfGuardMiddleware": 50,
             "votersdaily.ingest.gzipcheck.HopGzipMiddleware": 640,
         },
-        # engine side of every other spider middleware: it sees what they let through
-        "SPIDER_MIDDLEWARES": {"votersdaily.ingest.hop_guard.DroppedHopGuard": 0},
+        "SPIDER_MIDDLEWARES": {
+            # start requests as many at a time as the downloader has room for (not one a turn)
+            "votersdaily.plumbing.start_batches.StartBatches": -1,
+            # engine side of every other spider middleware: it sees what they let through
+            "votersdaily.ingest.hop_guard.DroppedHopGuard": 0,
+        },
         "COOKIES_ENABLED": False,
         "HTTPCACHE_ENABLED": False,
         # Every callback yields exactly one item or request per response; with asyncio Scrapy

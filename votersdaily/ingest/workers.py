@@ -379,8 +379,11 @@ _EXIT_WAIT = 1.0
 
 
 #: Calls handed to one extraction process at once: it runs them one after the other, taking the next
-#: as soon as it has written an answer, not a turn of the crawl's event loop later.
-CALLS_PER_PROCESS = 2
+#: as soon as it has written an answer, not a turn of the crawl's event loop later. A busy crawl's
+#: turns take 10-15 ms, two or three calls' time: with 2 the processes sat idle between turns (busy
+#: 20-40 % of the PDF benchmark's window while calls waited 0.3-0.5 s). More holds calls behind a
+#: long one in the same process while another may be free.
+CALLS_PER_PROCESS = 4
 #: A message's length, before it: 8 bytes, network order (a PDF body may pass 4 GiB-1 one day).
 _LENGTH = struct.Struct("!Q")
 #: Bytes read from a process's socket at a time.
