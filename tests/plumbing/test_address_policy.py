@@ -16,6 +16,17 @@ from votersdaily.plumbing.address_policy import _normal_address, is_public, lite
         ("::1", False),
         ("::ffff:192.168.0.1", False),
         ("8.8.8.8", True),
+        # IPv6 addresses a relay or translator takes to an IPv4 host: judged by that host too
+        ("2002:7f00:1::", False),  # 6to4 of 127.0.0.1 (Python calls it global)
+        ("2002:c0a8:101::1", False),  # 6to4 of 192.168.1.1
+        ("2002:a9fe:a9fe::", False),  # 6to4 of 169.254.169.254, the cloud metadata address
+        ("2002:808:808::1", True),  # 6to4 of 8.8.8.8
+        ("64:ff9b::7f00:1", False),  # NAT64 of 127.0.0.1
+        ("64:ff9b::a00:1", False),  # NAT64 of 10.0.0.1
+        ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8 (an IPv6-only host's DNS64 answer)
+        ("::127.0.0.1", False),  # IPv4-compatible (deprecated)
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("2606:4700:4700::1111", True),
     ],
 )
 def test_is_public(address, public):

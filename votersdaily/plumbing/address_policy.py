@@ -34,11 +34,35 @@ class HostNotAllowed(Exception):
 _REMEMBERED_ADDRESSES = 4096
 
 
+#: NAT64's well-known prefix (RFC 6052): its gateway fetches from the IPv4 address in the last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _carried_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 host an IPv6 address reaches through a translator or relay on the way: mapped
+    (``::ffff:a.b.c.d``), compatible (``::a.b.c.d``, deprecated), 6to4 (``2002:aabb:ccdd::/48``) and
+    NAT64 (``64:ff9b::a.b.c.d``). Python calls ``2002:7f00:1::`` global; through a 6to4 relay it
+    reaches 127.0.0.1."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or (ip.packed[:12] == bytes(12) and int(ip) > 1):  # ::1 and :: are IPv6's own
+        return ipaddress.IPv4Address(ip.packed[12:])
+    return None
+
+
 @functools.lru_cache(maxsize=_REMEMBERED_ADDRESSES)
 def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = _carried_ipv4(ip)
+        if carried is not None and not is_public(str(carried)):
+            return False
+        if carried is not None and (ip.ipv4_mapped is not None or ip in _NAT64):
+            # the IPv4 host is what is reached (Python calls all of 64:ff9b::/96 reserved, so an
+            # IPv6-only host behind DNS64 could fetch nothing)
+            return True
     return ip.is_global and not (
         ip.is_multicast
         or ip.is_reserved
