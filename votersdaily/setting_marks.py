@@ -55,6 +55,14 @@ DB_PREFIX = Matches(
     "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
 )
 
+#: What a database name takes: CouchDB's rule (docs: "Database name"), whatever the store: the
+#: embedded store would hold ``Bad DB``, which no CouchDB can, so data queued or stored under it
+#: could not move to one (``INGEST_*_DB``, a command's ``--db``, the file table's name).
+DATABASE_NAME = Matches(
+    r"[a-z][a-z0-9_$()+/-]*",
+    "a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
+)
+
 #: What a Redis URL takes: redis-py reads ``redis://host:6379/abc`` (or ``/l`` for ``/1``) as database
 #: 0 without a word, so a queue would go where the workers do not read (``REDIS_URL``, its
 #: environment variable, ``enqueue --redis-url``).

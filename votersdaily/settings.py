@@ -8,6 +8,7 @@ from typing import Annotated
 
 from votersdaily import __version__
 from votersdaily.setting_marks import ABSOLUTE_FOLDER as absolute_folder
+from votersdaily.setting_marks import DATABASE_NAME as database_name
 from votersdaily.setting_marks import DB_PREFIX as database_prefix
 from votersdaily.setting_marks import LOG_LEVELS as log_levels
 from votersdaily.setting_marks import REDIS_URL_FORM as redis_url_form
@@ -343,14 +344,14 @@ GROBID_URL: str | None = None
 GROBID_TIMEOUT: float = 180
 INGEST_FILE_TABLE_VERSION = "0"
 INGEST_FILE_TABLE_ENV = "dev"
-INGEST_REQUESTS_DB = "ingest_requests"
-INGEST_CATALOG_DB = "ingest_catalog"
+INGEST_REQUESTS_DB: Annotated[str, database_name] = "ingest_requests"
+INGEST_CATALOG_DB: Annotated[str, database_name] = "ingest_catalog"
 #: JSON-lines file of catalog works ({"doi", "title", ...}) loaded into INGEST_CATALOG_DB at start.
 INGEST_CATALOG_JSONL: str | None = None
 #: "folder" (INGEST_BLOB_DIR) or "store" (attachments in INGEST_BLOB_DB of the store).
 INGEST_BLOB_BACKEND = "folder"
 INGEST_BLOB_DIR = "ingest-blobs"
-INGEST_BLOB_DB = "sandcrawler"
+INGEST_BLOB_DB: Annotated[str, database_name] = "sandcrawler"
 #: JSON-lines "html-teixml" feed; None to disable.
 INGEST_TEIXML_FEED = "ingest-feeds/html-teixml.jsonl"
 INGEST_WARC_ENABLED = False

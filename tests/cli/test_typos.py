@@ -1057,6 +1057,28 @@ def test_an_empty_value_is_not_everything(cli_main, sqlite_uri, args, message):
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ("ingest", "enqueue", "--db", "Night Queue", "--url", "https://example.org/a.pdf"),
+        ("ingest", "load-catalog", "--db", "Catalog", "works.jsonl"),
+        ("flush", "--db", "vd events"),
+    ],
+)
+def test_a_database_name_no_couchdb_can_hold_is_refused_on_every_store(cli_main, sqlite_uri, args):
+    """``ingest enqueue --db "Night Queue"`` on the embedded store queued the requests there (exit
+    0), in a database no CouchDB can hold, so they could never move to one; CouchDB itself refused it
+    only later. Every ``--db`` now takes CouchDB's rule before anything is made."""
+    proc = cli_main(*args, store_uri=sqlite_uri)
+    name = args[args.index("--db") + 1]
+    assert one_line(proc) == (
+        "votersdaily %s: argument --db: %r is not a CouchDB database name: a lowercase letter, then "
+        "lowercase letters, digits or _$()+-/ (see --help)" % (args[0], name)
+    )
+    assert proc.returncode == 2
+    assert not Path(sqlite_uri.removeprefix("sqlite:///")).exists()
+
+
+@pytest.mark.parametrize(
     ("url", "message"),
     [
         (

@@ -12,7 +12,7 @@ from scrapy.settings import Settings
 
 from votersdaily.locations import misplaced
 from votersdaily.plumbing.environment import project_settings
-from votersdaily.setting_marks import LOG_LEVELS
+from votersdaily.setting_marks import DATABASE_NAME, LOG_LEVELS
 from votersdaily.setting_rules import BadSettingValue, assign, check_settings
 
 
@@ -96,8 +96,13 @@ def non_empty(what: str) -> Callable[[str], str]:
     return parse
 
 
-#: An argparse type: a database's name, never empty.
-database_name = non_empty("a database")
+def database_name(value: str) -> str:
+    """An argparse type: a database's name as CouchDB takes it, whatever the store (the embedded
+    store would queue requests in ``--db "Bad DB"``, which no CouchDB can hold), never empty."""
+    value = non_empty("a database")(value)
+    if not DATABASE_NAME(value):
+        raise argparse.ArgumentTypeError("%r is not %s" % (value, DATABASE_NAME.what))
+    return value
 
 
 def existing_folder(value: str) -> Path:

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from typing import Any
 
 from votersdaily.clock import now_iso
+from votersdaily.setting_marks import DATABASE_NAME
 from votersdaily.store.families import made_at
 
 from .filemeta import sha1_b32
 from .grobid import quality
 from .process import gzip_bytes
 
-#: CouchDB (and PouchDB) database names: a lowercase letter, then a-z 0-9 _ $ ( ) + - /.
-_DB_NAME = re.compile(r"^[a-z][a-z0-9_$()+/-]*$")
-
 
 def table_name(version: str | int, env: str) -> str:
     name = "wbgrp-journal-extract-%s-%s" % (version, env)
-    if not _DB_NAME.match(name):
+    if not DATABASE_NAME(name):
         raise ValueError(
             "file table name %r is not a valid CouchDB database name (use lowercase a-z, 0-9, "
             "_$()+-/ in INGEST_FILE_TABLE_VERSION and INGEST_FILE_TABLE_ENV)" % name

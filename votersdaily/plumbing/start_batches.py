@@ -5,9 +5,9 @@ Scrapy's engine takes one request from ``start()`` per turn of the reactor while
 room (it waits for its next turn after each), and drains ``start()`` at once only when the
 downloader is full. A spider whose requests each start a chain of fetches (the ingest: a redirect,
 a landing page, the PDF, each fetched by the callback of the one before) seldom fills it, so on a
-busy reactor, whose turns take milliseconds, chains entered at one a turn and the reactor waited
-for work: 200 local PDF chains took 2.47-2.50 s against 2.23-2.24 s with eight a turn (two rounds
-each of ``benchmarks.ingest --sets pdf --repeat 3``, alternating). Each request still passes every
+busy reactor, whose turns take milliseconds, chains entered at one every other turn and the crawl
+held 20 of the 32 it could: with this (and four calls per extraction process), 200 local PDF chains
+took 1.84-2.04 s against 2.33-2.41 s (docs/scale.md, session 25). Each request still passes every
 other spider middleware, in order, and is scheduled as the engine schedules a yielded one.
 """
 
