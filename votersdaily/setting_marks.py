@@ -47,20 +47,20 @@ class Matches:
         return re.fullmatch(self.pattern, value) is not None
 
 
-#: What a database name prefix takes: CouchDB's rule for the start of a database name (docs:
-#: "Database name"), empty for no prefix (``VOTERSDAILY_DB_PREFIX``, checked before any work, and by
-#: each store as it opens: votersdaily/store/names.py).
-DB_PREFIX = Matches(
-    r"(?:[a-z][a-z0-9_$()+/-]*)?",
-    "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
-)
-
 #: What a database name takes: CouchDB's rule (docs: "Database name"), whatever the store: the
 #: embedded store would hold ``Bad DB``, which no CouchDB can, so data queued or stored under it
 #: could not move to one (``INGEST_*_DB``, a command's ``--db``, the file table's name).
 DATABASE_NAME = Matches(
     r"[a-z][a-z0-9_$()+/-]*",
     "a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
+)
+
+#: What a database name prefix takes: CouchDB's rule for the start of a database name (docs:
+#: "Database name"), empty for no prefix (``VOTERSDAILY_DB_PREFIX``, checked before any work, and by
+#: each store as it opens: votersdaily/store/names.py).
+DB_PREFIX = Matches(
+    "(?:%s)?" % DATABASE_NAME.pattern,
+    "the start of a CouchDB database name: a lowercase letter, then lowercase letters, digits or _$()+-/",
 )
 
 #: What a Redis URL takes: redis-py reads ``redis://host:6379/abc`` (or ``/l`` for ``/1``) as database

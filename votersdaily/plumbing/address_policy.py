@@ -57,12 +57,13 @@ def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
         carried = _carried_ipv4(ip)
-        if carried is not None and not is_public(str(carried)):
-            return False
-        if carried is not None and (ip.ipv4_mapped is not None or ip in _NAT64):
-            # the IPv4 host is what is reached (Python calls all of 64:ff9b::/96 reserved, so an
-            # IPv6-only host behind DNS64 could fetch nothing)
-            return True
+        if carried is not None:
+            if not is_public(str(carried)):
+                return False
+            if ip.ipv4_mapped is not None or ip in _NAT64:
+                # the IPv4 host is all that is reached (Python calls all of 64:ff9b::/96 reserved,
+                # so an IPv6-only host behind DNS64 could fetch nothing)
+                return True
     return ip.is_global and not (
         ip.is_multicast
         or ip.is_reserved
